@@ -1,0 +1,35 @@
+# Set-up and the jobs everyone runs. `make demo` and `make test` are the two commands in README.md.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PLUGINS := $(sort $(wildcard reference_plugins/*/pyproject.toml))
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Reinstall only when a pyproject changes: editable installs pick up code edits by themselves.
+$(STAMP): $(BIN)/python pyproject.toml $(PLUGINS)
+	$(BIN)/python -m pip install -q -e '.[dev]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/python -m rayaccel.demo
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+lint: install
+	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,111 @@
+"""SKU catalogs: a chip SKU is data, so a new one is schedulable the day it ships.
+
+A catalog is a YAML or JSON file validated by ``rayaccel/schemas/sku-catalog.schema.json``. Devices are
+matched by PCI device id first, then exact product name, then product-name pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rayaccel.errors import CatalogError
+from rayaccel.records import Device, SkuCatalog, SkuRecord
+
+
+def parse_catalog(data: Any, origin: str) -> SkuCatalog:
+    import jsonschema
+
+    from rayaccel.schemas import load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("sku-catalog"))
+    errors = sorted(validator.iter_errors(data), key=lambda err: list(err.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        raise CatalogError(f"{origin}: invalid SKU catalog at {where}: {errors[0].message}")
+    try:
+        catalog = SkuCatalog.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise CatalogError(f"{origin}: invalid SKU catalog at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    duplicate = _first_duplicate([s.id for s in catalog.skus])
+    if duplicate:
+        raise CatalogError(f"{origin}: SKU id {duplicate!r} appears twice; SKU ids must be unique")
+    for sku in catalog.skus:
+        for pattern in sku.match.product_patterns:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise CatalogError(f"{origin}: SKU {sku.id}: bad product pattern {pattern!r}: {e}") from None
+    return catalog
+
+
+def load_catalog(path: str | Path) -> SkuCatalog:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except OSError as e:
+        raise CatalogError(f"cannot read SKU catalog {path}: {e.strerror or e}") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        raise CatalogError(f"{path}: not valid YAML/JSON: {str(e).splitlines()[0]}") from None
+    return parse_catalog(data, str(path))
+
+
+def _first_duplicate(items: list[str]) -> str | None:
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None
+
+
+def resolve_sku(catalog: SkuCatalog | None, device: Device) -> SkuRecord | None:
+    if catalog is None:
+        return None
+    if device.sku:
+        return next((s for s in catalog.skus if s.id == device.sku), None)
+    if device.pci_device_id:
+        for sku in catalog.skus:
+            if device.pci_device_id in (p.lower() for p in sku.match.pci_device_ids):
+                return sku
+    for sku in catalog.skus:
+        if device.product_name in sku.match.product_names:
+            return sku
+    for sku in catalog.skus:
+        if any(re.search(p, device.product_name) for p in sku.match.product_patterns):
+            return sku
+    return None
+
+
+def derive_accelerator_type(product_name: str) -> str:
+    """A type from a product name when nothing better is known: 'ACME Widget 9000' -> 'ACME-Widget-9000'."""
+    from rayaccel.labels import to_label_value
+
+    return to_label_value(product_name) or "unknown"
+
+
+def suggest_sku_id(product_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9.]+", "-", product_name.lower()).strip("-.")
+    return slug or "new-sku"
+
+
+def sku_add_command(plugin: str, device: Device, accelerator_type: str) -> str:
+    """The exact command that onboards an unknown device's SKU."""
+    argv = ["rayaccel", "sku", "add", "--plugin", plugin, "--id", suggest_sku_id(device.product_name),
+            "--marketing-name", device.product_name, "--accelerator-type", accelerator_type,
+            "--product-name", device.product_name]
+    if device.pci_device_id:
+        argv += ["--pci-device-id", device.pci_device_id]
+    if device.memory_mib:
+        argv += ["--memory-mib", str(device.memory_mib)]
+    if device.architecture:
+        argv += ["--architecture", device.architecture]
+    return shlex.join(argv)

@@ -1,0 +1,40 @@
+"""The ``rayaccel`` command line. Rich tables for people, ``--json`` for machines.
+
+Bad input ends with one line on stderr naming what was wrong, and exit code 2; never a traceback.
+Each command group lives in its own module and is added to :data:`app` here.
+"""
+
+from __future__ import annotations
+
+import click
+import typer
+from rich.console import Console
+
+from rayaccel.errors import RayaccelError
+
+app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _register_commands() -> None:
+    # Imported for their side effect of adding commands to `app`.
+    from rayaccel.cli import inventory  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rayaccel`` script; returns the exit code (console scripts sys.exit it)."""
+    _register_commands()
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except click.exceptions.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return 1
+    except RayaccelError as e:
+        err_console.print(f"error: {e}", markup=False, highlight=False, soft_wrap=True)
+        return e.exit_code
+    return result if isinstance(result, int) else 0

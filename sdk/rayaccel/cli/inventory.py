@@ -1,0 +1,129 @@
+"""``rayaccel inspect``, ``rayaccel fixtures`` and ``rayaccel plugins``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from rayaccel.cli import app, console
+from rayaccel.fixtures import installed_fixtures, load_fixture, resolve_fixture
+from rayaccel.host import Host, RealHost
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.records import NodeInventory
+
+SimulateOption = Annotated[str | None, typer.Option(
+    "--simulate", metavar="FIXTURE", help="Fixture name (plugin/name) or fixture file; default: this machine")]
+
+
+def build_host(manager: PluginManager, simulate: str | None, faults: list[str] | None = None) -> Host:
+    if simulate is None:
+        if faults:
+            raise typer.BadParameter("--fault needs --simulate")
+        return RealHost()
+    from rayaccel.simulated import SimulatedHost
+
+    return SimulatedHost(resolve_fixture(simulate, manager), faults=faults or [])
+
+
+@app.command()
+def inspect(
+    simulate: SimulateOption = None,
+    fault: Annotated[list[str] | None, typer.Option(help="Activate a fault the fixture declares (repeatable)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+) -> None:
+    """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
+    manager = PluginManager()
+    for name in plugin or []:
+        manager.plugin(name)  # a clear error for an unknown name
+    host = build_host(manager, simulate, fault)
+    inventory = collect_inventory(manager, host, plugins=plugin or None)
+    if as_json:
+        console.print_json(json.dumps(inventory.to_json_dict()))
+        return
+    render_inventory(inventory)
+
+
+def render_inventory(inventory: NodeInventory) -> None:
+    kind = "simulated" if inventory.simulated else "real"
+    console.print(f"[bold]{inventory.host}[/bold] ({kind} host)")
+    if not inventory.families:
+        console.print("no accelerators found")
+    for family in inventory.families:
+        table = Table(title=f"{family.family.vendor} {family.family.name}: {len(family.devices)} devices, "
+                            f"type {family.accelerator_type}", title_justify="left")
+        for column in ("index", "id", "product", "sku", "memory MiB", "PCI", "NUMA", "health"):
+            table.add_column(column)
+        states = {h.device: h for h in family.health}
+        for d in family.devices:
+            report = states.get(d.id)
+            health = report.state if report else "unknown"
+            if report and report.reasons:
+                health += " (" + ", ".join(r.code for r in report.reasons) + ")"
+            table.add_row(str(d.index), d.id, d.product_name, d.sku or "[yellow]unknown[/yellow]",
+                          str(d.memory_mib or ""), d.pci_bus_id or "", "" if d.numa_node is None else str(d.numa_node),
+                          health)
+        console.print(table)
+        if family.topology.links:
+            kinds: dict[str, int] = {}
+            for link in family.topology.links:
+                kinds[link.kind] = kinds.get(link.kind, 0) + 1
+            console.print("links: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+        for domain in family.topology.domains:
+            console.print(f"scale-up domain: {domain.kind} {domain.id} (size {domain.size})")
+    console.print("resources: " + json.dumps(inventory.resources), markup=False, highlight=False)
+    for key, value in sorted(inventory.labels.items()):
+        console.print(f"  label {key}={value}", markup=False, highlight=False)
+    for problem in inventory.problems:
+        console.print(problem.render(), markup=False, highlight=False,
+                      style="red" if problem.severity == "error" else "yellow")
+
+
+@app.command()
+def fixtures(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """List the simulated-host fixtures that installed plugins ship."""
+    manager = PluginManager()
+    rows = []
+    for ref, path in installed_fixtures(manager).items():
+        fixture = load_fixture(path)
+        rows.append({"name": ref, "path": str(path), "description": fixture.description,
+                     "devices": fixture.expected.devices, "faults": [f.name for f in fixture.faults]})
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table("fixture", "devices", "faults", "description")
+    for row in rows:
+        table.add_row(row["name"], str(row["devices"]), ", ".join(row["faults"]), row["description"])
+    console.print(table)
+
+
+@app.command()
+def plugins(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """List installed plugins with their versions, families, spec versions and problems."""
+    manager = PluginManager()
+    rows = []
+    for name in manager.plugin_names():
+        loaded = manager.plugin(name)
+        rows.append({"name": name, "distribution": loaded.distribution, "version": loaded.version,
+                     "family": loaded.family.name, "vendor": loaded.family.vendor,
+                     "resource": loaded.family.resource_name, "env_var": loaded.family.visible_devices_env_var,
+                     "spec_version": loaded.family.spec_version})
+    problems = [p.model_dump(mode="json") for p in manager.problems]
+    if as_json:
+        console.print_json(json.dumps({"plugins": rows, "problems": problems}))
+        return
+    table = Table("plugin", "distribution", "version", "family", "resource", "env var", "spec")
+    for row in rows:
+        table.add_row(row["name"], str(row["distribution"]), str(row["version"]), row["family"], row["resource"],
+                      row["env_var"], row["spec_version"])
+    console.print(table)
+    for problem in manager.problems:
+        console.print(problem.render(), markup=False, highlight=False)

@@ -1,0 +1,21 @@
+"""Errors the SDK raises to its callers. Each carries one message a person can act on."""
+
+from __future__ import annotations
+
+
+class RayaccelError(Exception):
+    """Bad input or an unusable setup: the CLI prints the message on one line and exits with code 2."""
+
+    exit_code = 2
+
+
+class FixtureError(RayaccelError):
+    """A fixture that cannot be found, read or validated."""
+
+
+class PluginError(RayaccelError):
+    """A plugin that cannot be found or used as asked."""
+
+
+class CatalogError(RayaccelError):
+    """A SKU catalog that does not validate."""

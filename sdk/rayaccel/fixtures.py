@@ -1,0 +1,255 @@
+"""Simulated-host fixtures: what a machine's vendor interfaces answer, plus the expected outcome.
+
+A fixture is one YAML or JSON file, validated by the shipped JSON Schema
+(``rayaccel/schemas/fixture.schema.json``) and then by the :class:`Fixture` model. Faults are JSON
+merge patches (RFC 7386) over the host state, so a fault changes only what it names: one device's ECC
+counter, one command's output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from rayaccel.errors import FixtureError
+from rayaccel.records import HealthState, Record
+
+if TYPE_CHECKING:
+    from rayaccel.manager import PluginManager
+    from rayaccel.records import NodeInventory
+
+FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
+FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class SimCommand(Record):
+    """What a command prints. ``hang`` makes it behave like a tool that never returns."""
+
+    stdout: str = ""
+    stderr: str = ""
+    returncode: int = 0
+    hang: bool = False
+
+
+class SimHttp(Record):
+    status: int = 200
+    body: str = ""
+    require_headers: dict[str, str] = Field(default_factory=dict,
+                                            description="Headers without which the server answers 403")
+    unreachable: bool = False
+
+
+class HostState(Record):
+    """The machine as its vendor interfaces see it."""
+
+    hostname: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict,
+                                  description="Absolute path -> content. A key ending in '/' is an empty dir")
+    commands: dict[str, SimCommand] = Field(default_factory=dict,
+                                            description="Command line (shlex-joined argv) -> its answer")
+    http: dict[str, SimHttp] = Field(default_factory=dict, description="URL -> response")
+    libraries: dict[str, Any] = Field(default_factory=dict,
+                                      description="Vendor library name -> data for its simulated adapter")
+
+
+class Expected(Record):
+    """What the SDK must make of the host."""
+
+    devices: int = Field(ge=0)
+    device_ids: list[str] = Field(default_factory=list)
+    accelerator_type: str | None = None
+    resources: dict[str, float] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    health: dict[str, HealthState] = Field(default_factory=dict,
+                                           description="Device id -> state; unlisted devices are healthy")
+    skus: dict[str, str] = Field(default_factory=dict, description="Device id -> SKU id")
+    links: int | None = Field(None, ge=0, description="Number of links in the topology")
+
+
+class FaultExpectation(Record):
+    health: dict[str, HealthState] = Field(default_factory=dict)
+    resources: dict[str, float] | None = None
+    devices: int | None = Field(None, ge=0)
+    fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
+    problem_codes: list[str] = Field(default_factory=list)
+
+
+class Fault(Record):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
+    kind: Literal["device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other"]
+    patch: dict[str, Any] = Field(description="JSON merge patch over the host state")
+    expected: FaultExpectation
+
+
+class Fixture(Record):
+    schema_: Literal["rayaccel-fixture/1"] = Field(alias="schema")
+    plugin: str
+    name: str
+    description: str
+    source: str | None = Field(None, description="Where the recorded answers come from")
+    host: HostState
+    expected: Expected
+    faults: list[Fault] = Field(default_factory=list)
+
+    model_config = Record.model_config | {"populate_by_name": True}
+
+    @property
+    def ref(self) -> str:
+        return f"{self.plugin}/{self.name}"
+
+    def fault(self, name: str) -> Fault:
+        for fault in self.faults:
+            if fault.name == name:
+                return fault
+        raise FixtureError(f"fixture {self.ref} declares no fault {name!r}; it has: "
+                           f"{', '.join(f.name for f in self.faults) or 'none'}")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: dicts merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def apply_faults(fixture: Fixture, fault_names: Iterable[str]) -> HostState:
+    state: dict[str, Any] = fixture.host.model_dump(mode="json")
+    for name in fault_names:
+        state = merge_patch(state, fixture.fault(name).patch)
+    try:
+        return HostState.model_validate(state)
+    except ValidationError as e:
+        raise FixtureError(f"fixture {fixture.ref}: faults {list(fault_names)} give an invalid host state: "
+                           f"{_first_error(e)}") from None
+
+
+@cache
+def fixture_json_schema() -> dict[str, Any]:
+    from rayaccel.schemas import load_schema
+
+    return load_schema("fixture")
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"{loc}: {err['msg']}"
+
+
+def parse_fixture(data: Any, origin: str) -> Fixture:
+    """Validate fixture data (already parsed) against the JSON Schema, then the model."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(fixture_json_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda err: list(err.absolute_path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise FixtureError(f"{origin}: invalid fixture at {where}: {err.message}")
+    try:
+        return Fixture.model_validate(data)
+    except ValidationError as e:
+        raise FixtureError(f"{origin}: invalid fixture: {_first_error(e)}") from None
+
+
+def load_fixture(path: str | Path) -> Fixture:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise FixtureError(f"cannot read fixture {path}: {e.strerror or e}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FixtureError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                           f"{first_line}") from None
+    fixture = parse_fixture(data, str(path))
+    if path.stem != fixture.name:
+        raise FixtureError(f"{path}: the file is named {path.stem!r} but declares name {fixture.name!r}; "
+                           "rename one so they match")
+    return fixture
+
+
+def installed_fixtures(manager: PluginManager) -> dict[str, Path]:
+    """Fixture ref (``plugin/name``) -> file, for every active plugin's fixture directories."""
+    found: dict[str, Path] = {}
+    for plugin in manager.plugin_names():
+        for directory in manager.fixture_dirs(plugin):
+            for path in sorted(Path(directory).glob("*")):
+                if path.suffix in FIXTURE_SUFFIXES:
+                    found[f"{plugin}/{path.stem}"] = path
+    return found
+
+
+def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
+    """A fixture by ``plugin/name`` or by file path; a clear FixtureError otherwise."""
+    path = Path(ref_or_path)
+    if path.suffix in FIXTURE_SUFFIXES and path.exists():
+        return load_fixture(path)
+    known = installed_fixtures(manager)
+    if ref_or_path in known:
+        fixture = load_fixture(known[ref_or_path])
+        plugin = ref_or_path.split("/", 1)[0]
+        if fixture.plugin != plugin:
+            raise FixtureError(f"{known[ref_or_path]}: shipped by plugin {plugin!r} but declares "
+                               f"plugin {fixture.plugin!r}")
+        return fixture
+    if path.suffix in FIXTURE_SUFFIXES:
+        raise FixtureError(f"fixture file {ref_or_path} does not exist")
+    hint = ", ".join(sorted(known)[:8]) + (" ..." if len(known) > 8 else "")
+    raise FixtureError(f"unknown fixture {ref_or_path!r}: give plugin/name or a fixture file path "
+                       f"(run 'rayaccel fixtures' to list them; installed: {hint or 'none'})")
+
+
+def compare_expected(inventory: NodeInventory, fixture: Fixture,
+                     expected: Expected | None = None) -> list[str]:
+    """Differences between an inventory and a fixture's expectation, one sentence each."""
+    exp = expected or fixture.expected
+    family = next((f for f in inventory.families if f.plugin == fixture.plugin), None)
+    diffs: list[str] = []
+    devices = family.devices if family else []
+    if len(devices) != exp.devices:
+        diffs.append(f"devices: expected {exp.devices}, discovered {len(devices)}")
+    if exp.device_ids and [d.id for d in devices] != exp.device_ids:
+        diffs.append(f"device ids: expected {exp.device_ids}, discovered {[d.id for d in devices]}")
+    got_type = family.accelerator_type if family else None
+    if exp.accelerator_type is not None and got_type != exp.accelerator_type:
+        diffs.append(f"accelerator type: expected {exp.accelerator_type!r}, got {got_type!r}")
+    if exp.resources and inventory.resources != exp.resources:
+        diffs.append(f"resources: expected {exp.resources}, got {inventory.resources}")
+    diffs.extend(_compare_map("label", exp.labels, inventory.labels, exact=True) if exp.labels else [])
+    if family:
+        states = {h.device: h.state for h in family.health}
+        for device in devices:
+            want = exp.health.get(device.id, "healthy")
+            if states.get(device.id, "unknown") != want:
+                diffs.append(f"health of {device.id}: expected {want}, got {states.get(device.id, 'unknown')}")
+        skus = {d.id: d.sku for d in devices}
+        for device_id, sku in exp.skus.items():
+            if skus.get(device_id) != sku:
+                diffs.append(f"SKU of {device_id}: expected {sku}, got {skus.get(device_id)}")
+        if exp.links is not None and len(family.topology.links) != exp.links:
+            diffs.append(f"links: expected {exp.links}, got {len(family.topology.links)}")
+    return diffs
+
+
+def _compare_map(what: str, want: Mapping[str, str], got: Mapping[str, str], exact: bool) -> list[str]:
+    diffs = [f"{what} {k}: expected {v!r}, got {got.get(k)!r}" for k, v in want.items() if got.get(k) != v]
+    if exact:
+        diffs += [f"{what} {k}={got[k]!r} is not expected" for k in sorted(set(got) - set(want))]
+    return diffs

@@ -1,0 +1,275 @@
+"""The rayaccel hook specification: the one extension point a vendor implements.
+
+A plugin is a module (or object) registered under the ``rayaccel`` entry-point group. It declares one
+accelerator family with :func:`rayaccel_family` and implements whichever other hooks its hardware
+supports. The SDK calls each hook **once per plugin** (never as a broadcast whose results get mixed) and
+validates the result into the record named in the spec, so a plugin only ever answers for its own family.
+
+Every hook that reads the machine receives a :class:`rayaccel.host.Host` and must read through it alone:
+that is what lets the same plugin run on real hardware and on a simulated host recorded from it.
+
+Hooks are grouped by capability, in the order the inventory calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from rayaccel.host import Host
+    from rayaccel.records import (
+        CloudHint,
+        Device,
+        FamilyDeclaration,
+        FamilyInventory,
+        HealthReport,
+        MetricSample,
+        ResourceContribution,
+        SkuCatalog,
+        Topology,
+        TransportSpec,
+    )
+
+PROJECT_NAME = "rayaccel"
+
+#: Version of this spec. A plugin declares the version it was written for in its family declaration;
+#: the manager refuses a plugin whose MAJOR differs, and accepts any MINOR (minor versions only add hooks).
+SPEC_VERSION = "1.0"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# --------------------------------------------------------------------------------------------------
+# Family declaration
+
+
+@hookspec
+def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
+    """Declare the accelerator family this plugin supports. **Required.**
+
+    Called once when the plugin is loaded; the result is validated into
+    :class:`~rayaccel.records.FamilyDeclaration`. A plugin written for another major spec version, or
+    whose resource name or env var collides with another plugin's, is refused with a problem record.
+
+    :returns: the family name, vendor, Ray resource name, visible-devices env var, request-quantity rule,
+        the spec version the plugin was written for, and support information.
+
+    Example::
+
+        @hookimpl
+        def rayaccel_family():
+            return FamilyDeclaration(name="acme", vendor="ACME", resource_name="ACME",
+                                     visible_devices_env_var="ACME_VISIBLE_DEVICES",
+                                     quantity_rule=QuantityRule(kind="whole"), spec_version="1.0")
+
+    .. versionadded:: 1.0
+    """
+
+
+@hookspec
+def rayaccel_fixture_dirs() -> Sequence[str]:
+    """Directories holding the plugin's simulated-host fixtures (``*.yaml`` / ``*.json``).
+
+    Each fixture in them is addressed as ``<plugin>/<file stem>`` (``nvidia/dgx-h100``). Fixtures are
+    what the conformance suite and ``rayaccel inspect --simulate`` run the plugin against.
+
+    :returns: absolute paths, usually ``[str(Path(__file__).parent / "fixtures")]``.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Discovery and topology
+
+
+@hookspec
+def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
+    """List the family's devices on this host. **Required.**
+
+    Must return an empty list, not raise, when the vendor driver or library is absent: a plugin is
+    installed on machines without its hardware. Read the machine only through ``host``; bound every
+    command with a timeout. Leave ``sku`` unset unless the plugin knows better than its catalog: the SDK
+    resolves it from :func:`rayaccel_sku_catalog`.
+
+    :param host: the machine to probe (real or simulated).
+    :returns: one :class:`~rayaccel.records.Device` per device, in the vendor's index order. For
+        families whose unit is smaller than a device (NeuronCores), set ``units`` to the unit ids.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[str, Any]:
+    """Describe how the discovered devices connect.
+
+    :param host: the machine.
+    :param devices: what :func:`rayaccel_discover` returned (validated).
+    :returns: a :class:`~rayaccel.records.Topology`: undirected links between device ids (kinds from
+        :data:`rayaccel.records.LINK_KINDS`), CPU/NUMA/NIC affinity, and scale-up domains (NVLink clique,
+        TPU slice, UltraServer) with id and size. Omit the hook and the node has no links.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Labeling and resource accounting
+
+
+@hookspec
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    """Extra node labels for this family, beyond the vocabulary the SDK writes itself.
+
+    Keys must use the vendor's own prefix (``nvidia.com/gpu.clique``) or be one of the Ray-defined keys
+    Ray gives this family (the four ``ray.io/tpu-*`` keys). ``rayaccel.io/`` keys belong to the SDK.
+
+    :param inventory: this family's inventory so far (devices, topology, health, resources).
+    :returns: label key -> value; each is checked against Ray's label syntax.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_resources(host: Host, devices: Sequence[Device],
+                       topology: Topology) -> ResourceContribution | dict[str, Any]:
+    """The Ray accelerator type and extra resources of this node.
+
+    The SDK counts the family's resource itself (the units of healthy devices) and takes the accelerator
+    type from the SKU catalog when the SKU is known. This hook supplies what only the plugin can: the type
+    for an unknown SKU (derived from the product name, as Ray does) and extra resources such as TPU's
+    ``{"<slice name>": 1, "TPU-v5p-16-head": 1}``.
+
+    :param devices: the healthy devices.
+    :returns: a :class:`~rayaccel.records.ResourceContribution`.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Visibility
+
+
+@hookspec
+def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
+    """Parse the value of the family's visible-devices env var into unit ids.
+
+    The SDK's default splits on commas. Override for syntax such as Neuron's ranges (``0-3``) or
+    NVIDIA's ``NoDevFiles``.
+
+    :param value: the env var's value (the SDK handles "unset" itself).
+    :returns: the unit ids, in order; an empty list means "no devices".
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
+    """The environment to set so a process sees exactly ``unit_ids``.
+
+    The SDK's default is ``{<visible env var>: ",".join(unit_ids)}``. Override when the runtime needs
+    more (TPU's ``TPU_CHIPS_PER_HOST_BOUNDS`` for 1 or 2 chips).
+
+    :param unit_ids: the ids assigned to the task or actor, in order.
+    :returns: env var -> value; it must include the visible-devices env var.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Transports
+
+
+@hookspec
+def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
+    """Tensor transports the family offers to Ray Direct Transport.
+
+    :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of
+        ``ray.experimental.TensorTransportManager`` as ``module:Class`` (imported only when registered).
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Health and metrics
+
+
+@hookspec
+def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthReport | dict[str, Any]]:
+    """Check the health of each device from the vendor's own signals (XID, ECC, RAS, error counters).
+
+    Called at inventory time and then periodically by the health monitor; keep it cheap. Unhealthy
+    devices are left out of the resource count; a reason with ``fatal=True`` makes the monitor drain
+    the node.
+
+    :returns: one :class:`~rayaccel.records.HealthReport` per device; a device without a report is
+        ``unknown`` (still scheduled).
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSample | dict[str, Any]]:
+    """Sample per-device metrics with standard names and units.
+
+    :returns: :class:`~rayaccel.records.MetricSample` records; names from
+        :data:`rayaccel.records.STANDARD_METRICS` (``utilization`` in percent, ``memory_used`` in bytes,
+        ``power`` in watts, ...), vendor-specific ones prefixed ``vendor.``.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Catalog and cloud
+
+
+@hookspec
+def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
+    """The SKUs the plugin knows, as data (usually loaded with :func:`rayaccel.catalog.load_catalog`).
+
+    The SDK matches each discovered device against it (PCI device id, then product name) to fill the
+    device's SKU and the node's accelerator type. A device that matches nothing is still scheduled,
+    labelled ``rayaccel.io/sku-known=false``, with a warning naming the ``rayaccel sku add`` command.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[str, Any] | None:
+    """The family's accelerators on a cloud instance type, without probing (for scale-from-zero).
+
+    :param provider: ``aws``, ``gcp``, ...
+    :param instance_type: e.g. ``p5.48xlarge`` or ``ct5lp-hightpu-8t``.
+    :returns: a :class:`~rayaccel.records.CloudHint`, or ``None`` when the type has none of the family.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+#: Hooks every plugin must implement.
+REQUIRED_HOOKS = ("rayaccel_family", "rayaccel_discover")

@@ -1,0 +1,297 @@
+"""Build a node's inventory: host -> plugins -> validated records -> one NodeInventory.
+
+This is the only place hooks are called in sequence for a node. Everything downstream (the Ray bridge,
+the health monitor, exporters, conformance) consumes the NodeInventory and never probes on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command
+from rayaccel.host import Host, RealHost
+from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
+from rayaccel.manager import PluginManager
+from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX, RAY_TPU_LABELS
+from rayaccel.records import (
+    HEALTH_ORDER,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReport,
+    NodeInventory,
+    Problem,
+    SkuCatalog,
+    SkuRecord,
+    Topology,
+)
+from rayaccel.topology import best_link_kind, order_units, topology_errors
+
+SIMULATE_ENV = "RAYACCEL_SIMULATE"
+SIMULATE_FAULTS_ENV = "RAYACCEL_SIMULATE_FAULT_FILE"
+
+
+def host_from_env(manager: PluginManager) -> Host:
+    """The simulated host named by RAYACCEL_SIMULATE (fixture ref or path), else the real one.
+
+    Ray nodes started by the SDK carry these variables, so every process on a simulated node (the
+    health monitor, workers) sees the same simulated machine.
+    """
+    ref = os.environ.get(SIMULATE_ENV)
+    if not ref:
+        return RealHost()
+    from rayaccel.fixtures import resolve_fixture
+    from rayaccel.simulated import SimulatedHost
+
+    return SimulatedHost(resolve_fixture(ref, manager), fault_file=os.environ.get(SIMULATE_FAULTS_ENV) or None)
+
+
+class InventoryBuilder:
+    """Runs the hooks of every active plugin against one host."""
+
+    def __init__(self, manager: PluginManager, plugins: Sequence[str] | None = None) -> None:
+        self.manager = manager
+        self.plugins = list(plugins) if plugins is not None else manager.plugin_names()
+        self._catalogs: dict[str, SkuCatalog | None] = {}
+
+    def catalog(self, plugin: str, problems: list[Problem]) -> SkuCatalog | None:
+        if plugin not in self._catalogs:
+            self._catalogs[plugin] = self.manager.sku_catalog(plugin, problems)
+        return self._catalogs[plugin]
+
+    def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
+        problems: list[Problem] = list(self.manager.problems)
+        families = []
+        for plugin in self.plugins:
+            family = self.family(plugin, host, problems, with_metrics)
+            if family is not None:
+                families.append(family)
+        resources = self._node_resources(families, problems)
+        labels = self._node_labels(families, problems)
+        return NodeInventory(host=host.name, simulated=host.simulated, families=families,
+                             resources=resources, labels=labels, problems=problems)
+
+    # One family ---------------------------------------------------------------------------------
+
+    def family(self, plugin: str, host: Host, problems: list[Problem],
+               with_metrics: bool = True) -> FamilyInventory | None:
+        declaration = self.manager.family(plugin)
+        devices = self._devices(plugin, host, problems)
+        if not devices:
+            return None
+        catalog = self.catalog(plugin, problems)
+        devices, skus = self._resolve_skus(plugin, catalog, devices)
+        topology = self._topology(plugin, host, devices, problems)
+        health = self._health(plugin, host, devices, problems)
+        states = {h.device: h.state for h in health}
+        healthy = [d for d in devices if states.get(d.id, "unknown") != "unhealthy"]
+        contribution = self.manager.resources(plugin, host, healthy, topology, problems)
+
+        known = [s for s in skus if s is not None]
+        sku_known = len(known) == len(devices)
+        accelerator_type = self._accelerator_type(plugin, devices, skus, contribution.accelerator_type, problems)
+        units = order_units(healthy, topology)
+        resources: dict[str, float] = {}
+        if units:
+            resources[declaration.resource_name] = float(len(units))
+            resources[f"accelerator_type:{accelerator_type}"] = 1.0
+            resources.update(contribution.extra)
+
+        partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
+                                  health=health, accelerator_type=accelerator_type, sku_known=sku_known,
+                                  resources=resources, schedulable_units=units, labels={})
+        labels = self._vocabulary_labels(declaration, partial, known, healthy)
+        labels.update(self._plugin_labels(plugin, host, partial, problems))
+        metrics = self.manager.metrics(plugin, host, devices, problems) if with_metrics else []
+        return partial.model_copy(update={"labels": labels, "metrics": metrics})
+
+    def _devices(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device]:
+        devices = self.manager.discover(plugin, host, problems) or []
+        unique: list[Device] = []
+        seen: set[str] = set()
+        for device in devices:
+            if device.id in seen:
+                problems.append(self._problem(plugin, "rayaccel_discover", "duplicate-device",
+                                              f"reported device id {device.id!r} twice; the second is ignored",
+                                              "give every device a unique id (UUID or serial)"))
+                continue
+            seen.add(device.id)
+            unique.append(device)
+        return unique
+
+    def _resolve_skus(self, plugin: str, catalog: SkuCatalog | None,
+                      devices: list[Device]) -> tuple[list[Device], list[SkuRecord | None]]:
+        resolved, skus = [], []
+        for device in devices:
+            sku = resolve_sku(catalog, device)
+            skus.append(sku)
+            if sku is None:
+                resolved.append(device.model_copy(update={"sku": None}) if device.sku else device)
+                continue
+            resolved.append(device.model_copy(update={
+                "sku": sku.id,
+                "architecture": device.architecture or sku.architecture,
+                "memory_mib": device.memory_mib if device.memory_mib is not None else sku.memory_mib,
+            }))
+        return resolved, skus
+
+    def _topology(self, plugin: str, host: Host, devices: list[Device], problems: list[Problem]) -> Topology:
+        topology = self.manager.topology(plugin, host, devices, problems)
+        errors = topology_errors(devices, topology)
+        if not errors:
+            return topology
+        problems.append(self._problem(plugin, "rayaccel_topology", "inconsistent-topology",
+                                      "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""),
+                                      "report links only between discovered device ids, once per pair"))
+        ids = {d.id for d in devices}
+        return topology.model_copy(update={
+            "links": [ln for ln in topology.links if ln.a in ids and ln.b in ids and ln.a != ln.b],
+            "affinities": [a for a in topology.affinities if a.device in ids],
+        })
+
+    def _health(self, plugin: str, host: Host, devices: list[Device], problems: list[Problem]) -> list[HealthReport]:
+        reports = self.manager.health(plugin, host, devices, problems)
+        if reports is None:
+            # No health hook, or it failed: nothing is known, and unknown devices stay schedulable.
+            return [HealthReport(device=d.id, state="unknown") for d in devices]
+        by_device = {r.device: r for r in reports}
+        stray = sorted(set(by_device) - {d.id for d in devices})
+        if stray:
+            problems.append(self._problem(plugin, "rayaccel_health", "unknown-device",
+                                          f"reported health for unknown devices {stray}",
+                                          "report health only for the devices discovery returned"))
+        return [by_device.get(d.id, HealthReport(device=d.id, state="unknown")) for d in devices]
+
+    def _accelerator_type(self, plugin: str, devices: list[Device], skus: list[SkuRecord | None],
+                          from_plugin: str | None, problems: list[Problem]) -> str:
+        catalog_types = {s.accelerator_type for s in skus if s is not None}
+        if len(catalog_types) > 1:
+            problems.append(self._problem(plugin, "rayaccel_sku_catalog", "mixed-skus",
+                                          f"devices of several accelerator types on one node: {sorted(catalog_types)}; "
+                                          "Ray gives a node one type, the first device's is used",
+                                          None, severity="warning"))
+        first_sku = skus[0]
+        if first_sku is not None:
+            accelerator_type = first_sku.accelerator_type
+        else:
+            accelerator_type = from_plugin or derive_accelerator_type(devices[0].product_name)
+        for device, sku in zip(devices, skus, strict=True):
+            if sku is None:
+                problems.append(self._problem(
+                    plugin, "rayaccel_sku_catalog", "unknown-sku",
+                    f"device {device.id} ({device.product_name!r}) is not in the plugin's SKU catalog; it is "
+                    f"scheduled as accelerator type {accelerator_type!r} and labelled rayaccel.io/sku-known=false",
+                    f"onboard the SKU: {sku_add_command(plugin, device, accelerator_type)}", severity="warning"))
+                break  # one warning per node is enough: the command is the same for every such device
+        return accelerator_type
+
+    def _vocabulary_labels(self, declaration: FamilyDeclaration, family: FamilyInventory,
+                           known: list[SkuRecord], healthy: list[Device]) -> dict[str, str]:
+        first = family.devices[0]
+        worst = max((HEALTH_ORDER[h.state] for h in family.health), default=0)
+        if not healthy:
+            health = "unhealthy"
+        elif worst >= HEALTH_ORDER["degraded"]:
+            health = "degraded"
+        else:
+            health = "healthy"
+        labels = {
+            "rayaccel.io/family": declaration.name,
+            "rayaccel.io/vendor": to_label_value(declaration.vendor),
+            "rayaccel.io/sku-known": "true" if family.sku_known else "false",
+            "rayaccel.io/count": str(len(healthy)),
+            "rayaccel.io/interconnect": best_link_kind(family.topology, LINK_PREFERENCE),
+            "rayaccel.io/health": health,
+            RAY_ACCELERATOR_TYPE_LABEL: str(family.accelerator_type),
+        }
+        if family.sku_known and known:
+            labels["rayaccel.io/sku"] = known[0].id
+        optional = {
+            "rayaccel.io/memory-mib": first.memory_mib,
+            "rayaccel.io/architecture": first.architecture,
+            "rayaccel.io/driver-version": first.driver_version,
+            "rayaccel.io/runtime-version": first.runtime_version,
+        }
+        labels.update({k: to_label_value(str(v)) for k, v in optional.items() if v is not None and str(v)})
+        if family.topology.domains:
+            domain = max(family.topology.domains, key=lambda d: d.size)
+            labels["rayaccel.io/scale-up-domain"] = to_label_value(domain.id)
+            labels["rayaccel.io/scale-up-domain-kind"] = domain.kind
+            labels["rayaccel.io/scale-up-domain-size"] = str(domain.size)
+        return {k: v for k, v in labels.items() if v != ""}
+
+    def _plugin_labels(self, plugin: str, host: Host, family: FamilyInventory,
+                       problems: list[Problem]) -> dict[str, str]:
+        extra = self.manager.labels(plugin, host, family, problems)
+        accepted: dict[str, str] = {}
+        for key, value in extra.items():
+            why = None
+            if key.startswith(VOCABULARY_PREFIX):
+                why = f"label {key!r} uses the SDK's own prefix {VOCABULARY_PREFIX}"
+            elif key.startswith(RAY_LABEL_PREFIX) and key not in RAY_TPU_LABELS:
+                why = f"label {key!r} uses Ray's reserved prefix {RAY_LABEL_PREFIX}"
+            elif "/" not in key:
+                why = f"label {key!r} has no prefix"
+            else:
+                errors = label_errors({key: value})
+                why = errors[0] if errors else None
+            if why:
+                problems.append(self._problem(plugin, "rayaccel_labels", "invalid-label", why + "; it is dropped",
+                                              "use your vendor's DNS prefix (e.g. acme.com/...) and Ray's label "
+                                              "syntax", severity="warning"))
+                continue
+            accepted[key] = value
+        return accepted
+
+    # The node ----------------------------------------------------------------------------------
+
+    def _node_resources(self, families: Iterable[FamilyInventory], problems: list[Problem]) -> dict[str, float]:
+        resources: dict[str, float] = {}
+        owner: dict[str, str] = {}
+        for family in families:
+            for name, value in family.resources.items():
+                if name in resources and not name.startswith("accelerator_type:"):
+                    problems.append(self._problem(
+                        family.plugin, "rayaccel_resources", "resource-collision",
+                        f"resource {name!r} is also provided by plugin {owner[name]} on this node; "
+                        f"{owner[name]}'s count is kept",
+                        f"disable one of the two plugins on this node with RAYACCEL_DISABLE"))
+                    continue
+                if name.startswith("accelerator_type:") and any(k.startswith("accelerator_type:") for k in resources):
+                    continue  # Ray gives a node one accelerator type: the first family's
+                resources[name] = value
+                owner[name] = family.plugin
+        return resources
+
+    def _node_labels(self, families: list[FamilyInventory], problems: list[Problem]) -> dict[str, str]:
+        usable = [f for f in families if f.schedulable_units] or families
+        if not usable:
+            return {}
+        primary = usable[0]
+        if len(families) > 1:
+            problems.append(self._problem(
+                primary.plugin, None, "several-families",
+                f"the node has devices of several families ({', '.join(f.family.name for f in families)}); "
+                f"node labels describe {primary.family.name}, the first with usable devices",
+                None, severity="warning"))
+        errors = label_errors(primary.labels)
+        if errors:
+            problems.append(self._problem(primary.plugin, "rayaccel_labels", "invalid-label", "; ".join(errors),
+                                          "report values that fit Ray's label syntax"))
+            return {k: v for k, v in primary.labels.items() if not label_errors({k: v})}
+        return dict(primary.labels)
+
+    def _problem(self, plugin: str, hook: str | None, code: str, message: str, fix: str | None,
+                 severity: str = "error") -> Problem:
+        dist = self.manager.plugin(plugin).distribution if plugin in self.manager.plugin_names() else None
+        return Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
+                       severity=severity)  # type: ignore[arg-type]
+
+
+def collect_inventory(manager: PluginManager | None = None, host: Host | None = None,
+                      plugins: Sequence[str] | None = None, with_metrics: bool = True) -> NodeInventory:
+    """The inventory of a host (by default the real one, or RAYACCEL_SIMULATE's fixture)."""
+    manager = manager or PluginManager()
+    host = host or host_from_env(manager)
+    return InventoryBuilder(manager, plugins).build(host, with_metrics=with_metrics)

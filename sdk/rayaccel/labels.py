@@ -1,0 +1,75 @@
+"""The label vocabulary and Ray's label syntax.
+
+The SDK writes one vendor-neutral vocabulary under ``rayaccel.io/`` (docs/labels.md), plus the keys Ray
+defines for accelerators. Every key and value is checked against Ray's (Kubernetes') label syntax before
+it reaches a node, so a bad label fails at inventory time with a message, not at ``ray start``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+VOCABULARY_PREFIX = "rayaccel.io/"
+
+#: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step.
+VOCABULARY: dict[str, str] = {
+    "rayaccel.io/family": "family name, e.g. nvidia",
+    "rayaccel.io/vendor": "vendor, e.g. NVIDIA",
+    "rayaccel.io/sku": "SKU id from the plugin's catalog, e.g. h100-sxm5-80gb (absent when unknown)",
+    "rayaccel.io/sku-known": "true when every device resolved to a catalog SKU",
+    "rayaccel.io/count": "healthy devices of the family on the node",
+    "rayaccel.io/memory-mib": "memory of one device, MiB",
+    "rayaccel.io/architecture": "chip architecture, e.g. hopper, cdna3, v5p",
+    "rayaccel.io/interconnect": "best link kind between devices (nvlink, xgmi, ici, ..., pcie, none)",
+    "rayaccel.io/scale-up-domain": "id of the scale-up domain the node belongs to (NVLink clique, TPU slice)",
+    "rayaccel.io/scale-up-domain-kind": "kind of that domain, e.g. nvlink-clique, tpu-slice, ultraserver",
+    "rayaccel.io/scale-up-domain-size": "devices in the whole domain",
+    "rayaccel.io/driver-version": "kernel driver version",
+    "rayaccel.io/runtime-version": "user-space runtime version (CUDA, ROCm, Neuron, ...)",
+    "rayaccel.io/health": "healthy, degraded (some devices unhealthy) or unhealthy (none usable)",
+}
+
+# Ray 2.60 `_private/label_utils.py`: a name is <= 63 of [A-Za-z0-9_.-], alphanumeric at both ends.
+_NAME = r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
+_NAME_RE = re.compile(_NAME)
+_PREFIX_RE = re.compile(rf"^({_NAME}?(\.{_NAME}?)*)$")
+
+#: Best first: used to pick ``rayaccel.io/interconnect``.
+LINK_PREFERENCE = ("nvswitch", "nvlink", "xgmi", "ici", "neuronlink", "gaudi-roce", "infiniband", "roce",
+                   "efa", "ethernet", "other", "pcie")
+
+
+def label_key_error(key: str) -> str | None:
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and (len(prefix) > 253 or not _PREFIX_RE.fullmatch(prefix)):
+        return f"label key {key!r}: prefix must be DNS labels separated by dots, <= 253 characters"
+    if len(name) > 63 or not _NAME_RE.fullmatch(name):
+        return (f"label key {key!r}: name must be <= 63 characters of letters, digits, '-', '_' and '.', "
+                "beginning and ending with a letter or digit")
+    return None
+
+
+def label_value_error(key: str, value: str) -> str | None:
+    if value == "":
+        return None
+    if len(value) > 63 or not _NAME_RE.fullmatch(value):
+        return (f"label {key}={value!r}: value must be <= 63 characters of letters, digits, '-', '_' and '.', "
+                "beginning and ending with a letter or digit")
+    return None
+
+
+def label_errors(labels: Mapping[str, str]) -> list[str]:
+    errors = []
+    for key, value in labels.items():
+        error = label_key_error(key) or label_value_error(key, value)
+        if error:
+            errors.append(error)
+    return errors
+
+
+def to_label_value(text: str) -> str:
+    """Make free text (a vendor name, a driver version) a valid label value: 'Intel Gaudi' -> 'Intel-Gaudi'."""
+    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", text.strip())
+    value = re.sub(r"-{2,}", "-", value)[:63]
+    return value.strip("-_.")

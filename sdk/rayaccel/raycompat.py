@@ -1,0 +1,60 @@
+"""What the Ray version we build against reserves, as data (so `import rayaccel` needs no `import ray`).
+
+``tests/test_raycompat.py`` checks these tables against the installed Ray's own registry, so a Ray upgrade
+that adds a family or changes an env var fails the suite instead of silently drifting.
+"""
+
+from __future__ import annotations
+
+#: The Ray version the bridge is written and tested against.
+TESTED_RAY_VERSIONS = ("2.60.0",)
+
+#: Ray's in-tree accelerator managers: (resource name, visible-devices env var).
+RAY_BUILTIN_FAMILIES: dict[str, tuple[str, str | None]] = {
+    "NvidiaGPUAcceleratorManager": ("GPU", "CUDA_VISIBLE_DEVICES"),
+    "AMDGPUAcceleratorManager": ("GPU", "HIP_VISIBLE_DEVICES"),
+    "IntelGPUAcceleratorManager": ("GPU", "ZE_AFFINITY_MASK"),
+    "AppleGPUAcceleratorManager": ("GPU", None),
+    "MetaxGPUAcceleratorManager": ("GPU", "CUDA_VISIBLE_DEVICES"),
+    "TPUAcceleratorManager": ("TPU", "TPU_VISIBLE_CHIPS"),
+    "NeuronAcceleratorManager": ("neuron_cores", "NEURON_RT_VISIBLE_CORES"),
+    "HPUAcceleratorManager": ("HPU", "HABANA_VISIBLE_MODULES"),
+    "NPUAcceleratorManager": ("NPU", "ASCEND_RT_VISIBLE_DEVICES"),
+    "RBLNAcceleratorManager": ("RBLN", "RBLN_DEVICES"),
+    "FuriosaAcceleratorManager": ("FURIOSA", "FURIOSA_DEVICES"),
+    "MBLTAcceleratorManager": ("MBLT", "QBRUNTIME_VISIBLE_DEVICES"),
+    "TTNPUAcceleratorManager": ("TTNPU", "TT_VISIBLE_DEVICES"),
+}
+
+RAY_ACCELERATOR_RESOURCES = frozenset(res for res, _ in RAY_BUILTIN_FAMILIES.values())
+
+#: Resource names Ray itself owns: no plugin may claim them.
+RAY_RESERVED_RESOURCES = frozenset({"CPU", "memory", "object_store_memory", "bundle"})
+RAY_RESERVED_RESOURCE_PREFIXES = ("node:", "accelerator_type:")
+
+#: Ray's default ``custom_unit_instance_resources``: resources that get per-unit instance ids.
+RAY_DEFAULT_UNIT_INSTANCE_RESOURCES = ("neuron_cores", "TPU", "NPU", "HPU", "RBLN", "FURIOSA", "TTNPU", "MBLT")
+
+RAY_LABEL_PREFIX = "ray.io/"
+RAY_ACCELERATOR_TYPE_LABEL = "ray.io/accelerator-type"
+RAY_TPU_LABELS = ("ray.io/tpu-slice-name", "ray.io/tpu-worker-id", "ray.io/tpu-topology", "ray.io/tpu-pod-type")
+
+
+def ray_family_for(resource_name: str, env_var: str) -> str | None:
+    """The Ray manager that owns exactly this (resource, env var) pair, if any."""
+    for manager, pair in RAY_BUILTIN_FAMILIES.items():
+        if pair == (resource_name, env_var):
+            return manager
+    return None
+
+
+def reserved_resource_problem(resource_name: str, env_var: str) -> str | None:
+    """Why a family may not claim this resource name, or None when it may."""
+    if resource_name in RAY_RESERVED_RESOURCES or resource_name.startswith(RAY_RESERVED_RESOURCE_PREFIXES):
+        return f"resource name {resource_name!r} is reserved by Ray"
+    if resource_name in RAY_ACCELERATOR_RESOURCES and ray_family_for(resource_name, env_var) is None:
+        owners = sorted(m for m, (res, _) in RAY_BUILTIN_FAMILIES.items() if res == resource_name)
+        envs = sorted({str(RAY_BUILTIN_FAMILIES[m][1]) for m in owners})
+        return (f"resource name {resource_name!r} belongs to Ray's built-in {', '.join(owners)}, which use "
+                f"env var {' or '.join(envs)}, not {env_var}")
+    return None

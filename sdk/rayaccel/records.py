@@ -1,0 +1,386 @@
+"""Typed records that hooks return and that the inventory is made of.
+
+Every hook result is validated into one of these models on return, so a malformed record is caught at
+the plugin boundary with a message naming the plugin, hook and field. Models are frozen: once a record
+has passed validation nothing downstream can change it behind the plugin's back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: Link kinds a topology may use. ``other`` exists so a new interconnect can be reported before the
+#: vocabulary grows, rather than mislabelled as one of the others.
+LinkKind = Literal[
+    "nvlink", "nvswitch", "xgmi", "ici", "neuronlink", "pcie", "roce", "infiniband", "efa",
+    "ethernet", "gaudi-roce", "other",
+]
+LINK_KINDS: tuple[str, ...] = LinkKind.__args__  # type: ignore[attr-defined]
+
+#: Scale-up domain kinds: a set of devices, possibly across hosts, joined by the fast fabric.
+DomainKind = Literal["nvlink-clique", "nvswitch", "xgmi-hive", "tpu-slice", "ultraserver", "neuronlink",
+                     "gaudi-scaleup", "other"]
+
+HealthState = Literal["healthy", "degraded", "unhealthy", "unknown"]
+HEALTH_ORDER: dict[str, int] = {"healthy": 0, "unknown": 1, "degraded": 2, "unhealthy": 3}
+
+Severity = Literal["error", "warning", "info"]
+
+#: Standard metric names and the one unit each must be reported in.
+STANDARD_METRICS: dict[str, str] = {
+    "utilization": "percent",
+    "memory_used": "bytes",
+    "memory_total": "bytes",
+    "power": "watts",
+    "temperature": "celsius",
+    "interconnect_tx": "bytes_per_second",
+    "interconnect_rx": "bytes_per_second",
+    "ecc_errors_corrected": "count",
+    "ecc_errors_uncorrected": "count",
+}
+
+_RESOURCE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+_ENV_VAR = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
+_FAMILY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+_SPEC_VERSION = re.compile(r"^\d+\.\d+$")
+_ACCEL_TYPE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
+
+AttributeValue = str | int | float | bool
+
+
+class Record(BaseModel):
+    """Base of every record: strict about unknown fields, immutable once valid."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QuantityRule(Record):
+    """How many units of the family's resource a task or actor may ask for.
+
+    ``fractional``: any fraction up to 1, whole numbers above (Ray's GPU rule).
+    ``whole``: whole numbers only (neuron_cores, HPU).
+    ``choices``: only the listed whole numbers (TPU: 1, 2, 4, 8).
+    """
+
+    kind: Literal["fractional", "whole", "choices"] = "fractional"
+    choices: list[int] = Field(default_factory=list, description="Allowed quantities for kind=choices")
+
+    @model_validator(mode="after")
+    def _choices_match_kind(self) -> QuantityRule:
+        if self.kind == "choices" and not self.choices:
+            raise ValueError("kind 'choices' needs a non-empty 'choices' list, e.g. [1, 2, 4, 8]")
+        if self.kind != "choices" and self.choices:
+            raise ValueError(f"'choices' is only used with kind 'choices', not {self.kind!r}")
+        return self
+
+
+class SupportInfo(Record):
+    """Who stands behind a plugin: what the certified tier asks a plugin to publish."""
+
+    maintainers: list[str] = Field(default_factory=list)
+    contact: str | None = Field(None, description="Where users report problems: URL or e-mail")
+    license: str | None = Field(None, description="SPDX license expression")
+    tested_ray_versions: list[str] = Field(default_factory=list)
+
+
+class FamilyDeclaration(Record):
+    """What a plugin is: one accelerator family and how Ray should see it."""
+
+    name: str = Field(description="Family name, lower-case, e.g. 'nvidia'")
+    vendor: str = Field(description="Vendor as people write it, e.g. 'NVIDIA'")
+    resource_name: str = Field(description="Ray resource name, e.g. 'GPU' or 'neuron_cores'")
+    visible_devices_env_var: str = Field(description="Env var that selects devices, e.g. CUDA_VISIBLE_DEVICES")
+    quantity_rule: QuantityRule = Field(default_factory=QuantityRule)
+    spec_version: str = Field(description="rayaccel hook-spec version the plugin was written for, e.g. '1.0'")
+    unit: Literal["device", "core", "chip", "partition"] = Field(
+        "device", description="What one unit of the resource is")
+    support: SupportInfo = Field(default_factory=SupportInfo)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _FAMILY_NAME.match(v):
+            raise ValueError("must be lower-case letters, digits and '-', starting with a letter (<= 32)")
+        return v
+
+    @field_validator("resource_name")
+    @classmethod
+    def _resource(cls, v: str) -> str:
+        if not _RESOURCE_NAME.match(v):
+            raise ValueError("must start with a letter and hold only letters, digits and '_' (<= 63)")
+        return v
+
+    @field_validator("visible_devices_env_var")
+    @classmethod
+    def _env_var(cls, v: str) -> str:
+        if not _ENV_VAR.match(v):
+            raise ValueError("must be upper-case letters, digits and '_', starting with a letter")
+        return v
+
+    @field_validator("spec_version")
+    @classmethod
+    def _spec(cls, v: str) -> str:
+        if not _SPEC_VERSION.match(v):
+            raise ValueError("must be MAJOR.MINOR, e.g. '1.0'")
+        return v
+
+
+class Partition(Record):
+    """A schedulable slice of a device: a MIG instance, a NeuronCore, a TPU core."""
+
+    id: str
+    kind: str = Field(description="e.g. 'mig', 'core'")
+    profile: str | None = Field(None, description="e.g. MIG profile '1g.10gb'")
+    memory_mib: int | None = Field(None, ge=0)
+
+
+class Device(Record):
+    """One accelerator device as discovery found it."""
+
+    index: int = Field(ge=0, description="Index in the vendor's own enumeration")
+    id: str = Field(min_length=1, description="Stable id: UUID or serial, unique on the host")
+    product_name: str = Field(min_length=1, description="Name as the vendor interface reports it")
+    pci_device_id: str | None = Field(None, description="PCI device id as 0x-prefixed lower-case hex")
+    sku: str | None = Field(None, description="SKU id from the plugin's catalog; the SDK fills it when known")
+    memory_mib: int | None = Field(None, ge=0)
+    pci_bus_id: str | None = None
+    numa_node: int | None = None
+    architecture: str | None = None
+    driver_version: str | None = None
+    runtime_version: str | None = None
+    units: list[str] = Field(default_factory=list,
+                             description="Ids of the schedulable units this device provides; default [index]")
+    partitions: list[Partition] = Field(default_factory=list)
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+
+    @field_validator("pci_device_id")
+    @classmethod
+    def _pci_id(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not re.fullmatch(r"0x[0-9a-f]{4}", v):
+            raise ValueError("must be 0x followed by 4 lower-case hex digits, e.g. '0x2330'")
+        return v
+
+    @property
+    def unit_ids(self) -> list[str]:
+        return self.units or [str(self.index)]
+
+
+class Link(Record):
+    """A connection between two devices on this host (undirected)."""
+
+    a: str = Field(description="Device id of one end")
+    b: str = Field(description="Device id of the other end")
+    kind: LinkKind
+    bandwidth_gbps: float | None = Field(None, ge=0, description="Unidirectional GB/s across all lanes")
+    lanes: int = Field(1, ge=1, description="Number of parallel links of this kind")
+
+
+class Affinity(Record):
+    """Where a device sits relative to CPUs and NICs."""
+
+    device: str
+    numa_node: int | None = None
+    cpus: str | None = Field(None, description="CPU list, e.g. '0-47,96-143'")
+    nics: list[str] = Field(default_factory=list)
+
+
+class Domain(Record):
+    """A scale-up domain: devices (maybe on several hosts) joined by the fast fabric."""
+
+    kind: DomainKind
+    id: str = Field(min_length=1)
+    size: int = Field(ge=1, description="Devices (or hosts, for slices) in the whole domain")
+    members: list[str] = Field(default_factory=list, description="Device ids on this host")
+    host_index: int | None = Field(None, ge=0, description="This host's place in a multi-host domain")
+    hosts: int | None = Field(None, ge=1, description="Hosts in the whole domain")
+
+
+class Topology(Record):
+    links: list[Link] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    domains: list[Domain] = Field(default_factory=list)
+
+
+class ResourceContribution(Record):
+    """What a family adds to Ray's resources beyond its unit count."""
+
+    accelerator_type: str | None = Field(None, description="Ray accelerator type, e.g. 'H100'")
+    extra: dict[str, float] = Field(default_factory=dict, description="e.g. {'TPU-v5p-16-head': 1}")
+
+    @field_validator("accelerator_type")
+    @classmethod
+    def _type(cls, v: str | None) -> str | None:
+        if v is not None and not _ACCEL_TYPE.match(v):
+            raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
+        return v
+
+
+class HealthReason(Record):
+    code: str = Field(min_length=1, description="Machine-readable, e.g. 'xid-79', 'ecc-uncorrectable'")
+    message: str
+    fatal: bool = Field(False, description="True when the node should be drained")
+
+
+class HealthReport(Record):
+    device: str = Field(description="Device id")
+    state: HealthState
+    reasons: list[HealthReason] = Field(default_factory=list)
+
+
+class MetricSample(Record):
+    device: str
+    name: str
+    unit: str
+    value: float
+
+    @model_validator(mode="after")
+    def _standard(self) -> MetricSample:
+        expected = STANDARD_METRICS.get(self.name)
+        if expected is None and not self.name.startswith("vendor."):
+            raise ValueError(f"unknown metric {self.name!r}: use one of {sorted(STANDARD_METRICS)} "
+                             "or prefix vendor-specific metrics with 'vendor.'")
+        if expected is not None and self.unit != expected:
+            raise ValueError(f"metric {self.name!r} must be in {expected!r}, not {self.unit!r}")
+        return self
+
+
+class TransportSpec(Record):
+    """A tensor transport the family offers to Ray Direct Transport."""
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="e.g. 'NCCL'")
+    devices: list[str] = Field(min_length=1, description="Torch device types it moves, e.g. ['cuda']")
+    link_kinds: list[LinkKind] = Field(default_factory=list)
+    one_sided: bool = False
+    manager_class: str = Field(pattern=r"^[\w.]+:[\w.]+$",
+                               description="'module:Class' of a ray.experimental.TensorTransportManager subclass")
+    builtin_in_ray: bool = Field(False, description="Ray already registers it (NCCL, NIXL, GLOO, CUDA_IPC)")
+
+
+class SkuMatch(Record):
+    pci_device_ids: list[str] = Field(default_factory=list)
+    product_names: list[str] = Field(default_factory=list, description="Exact product names")
+    product_patterns: list[str] = Field(default_factory=list, description="Regular expressions (search)")
+
+
+class SkuRecord(Record):
+    """One chip SKU, as data: what the day-zero onboarding path appends to a catalog."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="e.g. 'h100-sxm5-80gb'")
+    marketing_name: str
+    accelerator_type: str = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
+    architecture: str | None = None
+    memory_mib: int | None = Field(None, ge=0)
+    interconnect: str | None = None
+    match: SkuMatch
+
+    @field_validator("accelerator_type")
+    @classmethod
+    def _type(cls, v: str) -> str:
+        if not _ACCEL_TYPE.match(v):
+            raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
+        return v
+
+
+class SkuCatalog(Record):
+    schema_: Literal["rayaccel-sku-catalog/1"] = Field("rayaccel-sku-catalog/1", alias="schema")
+    family: str
+    skus: list[SkuRecord]
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class CloudHint(Record):
+    """Accelerators a cloud instance type carries, for autoscalers that scale from zero."""
+
+    provider: Literal["aws", "gcp", "azure", "oci", "other"]
+    instance_type: str
+    family: str
+    count: float = Field(ge=0, description="Units of the family's resource")
+    accelerator_type: str | None = None
+    extra_resources: dict[str, float] = Field(default_factory=dict)
+
+
+class Problem(Record):
+    """Something that went wrong, attributed to the plugin (and hook) responsible."""
+
+    plugin: str
+    distribution: str | None = None
+    hook: str | None = None
+    severity: Severity = "error"
+    code: str
+    message: str
+    fix: str | None = None
+
+    def render(self) -> str:
+        where = self.plugin + (f" ({self.distribution})" if self.distribution else "")
+        hook = f" in {self.hook}" if self.hook else ""
+        text = f"{self.severity}: plugin {where}{hook}: {self.message}"
+        return text + (f"\n  fix: {self.fix}" if self.fix else "")
+
+
+class FamilyInventory(Record):
+    """One family's part of a node's inventory."""
+
+    family: FamilyDeclaration
+    plugin: str
+    devices: list[Device]
+    topology: Topology
+    health: list[HealthReport]
+    accelerator_type: str | None
+    sku_known: bool
+    resources: dict[str, float]
+    schedulable_units: list[str] = Field(description="Unit ids of healthy devices, best-connected first")
+    labels: dict[str, str]
+    metrics: list[MetricSample] = Field(default_factory=list)
+
+
+class NodeInventory(Record):
+    """Everything the SDK learned about one node: the input to every output (Ray, exporters, reports)."""
+
+    host: str
+    simulated: bool
+    families: list[FamilyInventory]
+    resources: dict[str, float]
+    labels: dict[str, str]
+    problems: list[Problem]
+
+    def family(self, name: str) -> FamilyInventory | None:
+        return next((f for f in self.families if f.family.name == name), None)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The stable JSON shape `rayaccel inspect --json` prints."""
+        devices = [
+            {"family": f.family.name, **d.model_dump(mode="json")} for f in self.families for d in f.devices
+        ]
+        return {
+            "host": self.host,
+            "simulated": self.simulated,
+            "families": [
+                {**f.family.model_dump(mode="json"), "plugin": f.plugin, "device_count": len(f.devices),
+                 "accelerator_type": f.accelerator_type, "sku_known": f.sku_known,
+                 "resources": f.resources, "schedulable_units": f.schedulable_units}
+                for f in self.families
+            ],
+            "devices": devices,
+            "topology": {
+                "links": [{"family": f.family.name, **ln.model_dump(mode="json")}
+                          for f in self.families for ln in f.topology.links],
+                "affinities": [a.model_dump(mode="json") for f in self.families for a in f.topology.affinities],
+                "domains": [{"family": f.family.name, **d.model_dump(mode="json")}
+                            for f in self.families for d in f.topology.domains],
+            },
+            "health": [{"family": f.family.name, **h.model_dump(mode="json")} for f in self.families
+                       for h in f.health],
+            "metrics": [{"family": f.family.name, **m.model_dump(mode="json")} for f in self.families
+                        for m in f.metrics],
+            "resources": self.resources,
+            "labels": self.labels,
+            "problems": [p.model_dump(mode="json") for p in self.problems],
+        }
+
+

@@ -1,0 +1,183 @@
+"""A host that answers from a fixture instead of the machine.
+
+Faults can be active from the start (``faults=[...]``) or switched on while the host is in use by
+writing fault names, one per line, into ``fault_file``: that is how tests inject a fault into a running
+Ray node whose health monitor polls this host.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+from rayaccel.fixtures import Fixture, HostState, apply_faults
+from rayaccel.host import (
+    DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_HTTP_TIMEOUT,
+    CommandNotFound,
+    CommandResult,
+    CommandTimeout,
+    HttpResponse,
+    HttpUnavailable,
+    LibraryUnavailable,
+    adapter_names,
+    resolve_factory,
+)
+
+#: How long a simulated hung command blocks before timing out: long enough to be a real wait, short
+#: enough that suites exercising hangs stay fast. The caller's timeout still bounds it.
+SIMULATED_HANG_SECONDS = 0.2
+
+
+def _norm(path: str) -> str:
+    return str(PurePosixPath("/" + path.lstrip("/")))
+
+
+class SimulatedHost:
+    """A :class:`rayaccel.host.Host` built from a fixture."""
+
+    def __init__(self, fixture: Fixture, faults: Iterable[str] = (), fault_file: str | None = None) -> None:
+        self.fixture = fixture
+        self._faults = tuple(faults)
+        self._fault_file = fault_file
+        for name in self._faults:
+            fixture.fault(name)  # fail now, with the list of valid names, not at first use
+        self._cache_key: tuple[str, ...] | None = None
+        self._state = fixture.host
+        self._dirs: set[str] = set()
+        self._file_map: dict[str, str] = {}
+        self._libraries: dict[str, Any] = {}
+
+    # Fault switching ---------------------------------------------------------------------------
+
+    def active_faults(self) -> tuple[str, ...]:
+        names = list(self._faults)
+        if self._fault_file and os.path.exists(self._fault_file):
+            with open(self._fault_file, encoding="utf-8") as f:
+                names += [line.strip() for line in f if line.strip() and not line.startswith("#")]
+        return tuple(dict.fromkeys(names))
+
+    def state(self) -> HostState:
+        key = self.active_faults()
+        if key != self._cache_key:
+            self._state = apply_faults(self.fixture, key)
+            self._dirs = self._directories(self._state.files)
+            self._file_map = {_norm(k): v for k, v in self._state.files.items() if not k.endswith("/")}
+            self._libraries = {}
+            self._cache_key = key
+        return self._state
+
+    @staticmethod
+    def _directories(files: Mapping[str, str]) -> set[str]:
+        dirs = {"/"}
+        for raw in files:
+            path = _norm(raw)
+            if raw.endswith("/"):
+                dirs.add(path)
+            for parent in PurePosixPath(path).parents:
+                dirs.add(str(parent))
+        return dirs
+
+    # Host protocol -------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.fixture.host.hostname or f"sim-{self.fixture.plugin}-{self.fixture.name}"
+
+    @property
+    def simulated(self) -> bool:
+        return True
+
+    def environ(self) -> Mapping[str, str]:
+        return dict(self.state().env)
+
+    def getenv(self, key: str, default: str | None = None) -> str | None:
+        return self.state().env.get(key, default)
+
+    def _files(self) -> dict[str, str]:
+        self.state()
+        return self._file_map
+
+    def read_text(self, path: str) -> str:
+        files = self._files()
+        path = _norm(path)
+        if path in files:
+            return files[path]
+        self.state()
+        if path in self._dirs:
+            raise IsADirectoryError(path)
+        raise FileNotFoundError(path)
+
+    def exists(self, path: str) -> bool:
+        path = _norm(path)
+        return path in self._files() or self.is_dir(path)
+
+    def is_dir(self, path: str) -> bool:
+        self.state()
+        return _norm(path) in self._dirs
+
+    def list_dir(self, path: str) -> list[str]:
+        path = _norm(path)
+        if not self.is_dir(path):
+            if path in self._files():
+                raise NotADirectoryError(path)
+            raise FileNotFoundError(path)
+        entries = set(self._files()) | self._dirs
+        return sorted({PurePosixPath(p).name for p in entries if p != path and str(PurePosixPath(p).parent) == path})
+
+    def glob(self, pattern: str) -> list[str]:
+        parent, _, leaf = pattern.rpartition("/")
+        parent = _norm(parent or "/")
+        try:
+            names = self.list_dir(parent)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [f"{parent.rstrip('/')}/{n}" for n in names if fnmatch.fnmatchcase(n, leaf)]
+
+    def which(self, program: str) -> str | None:
+        commands = self.state().commands
+        for line in commands:
+            argv0 = shlex.split(line)[0]
+            if argv0 == program or PurePosixPath(argv0).name == program:
+                return argv0 if argv0.startswith("/") else f"/usr/bin/{argv0}"
+        return None
+
+    def run(self, argv: Sequence[str], timeout: float = DEFAULT_COMMAND_TIMEOUT) -> CommandResult:
+        commands = self.state().commands
+        line = shlex.join(argv)
+        answer = commands.get(line)
+        if answer is None:
+            if self.which(argv[0]) is None:
+                raise CommandNotFound(f"{argv[0]}: not found")
+            return CommandResult(2, "", f"{argv[0]}: the simulated host has no answer for: {line}\n")
+        if answer.hang:
+            time.sleep(min(timeout, SIMULATED_HANG_SECONDS))
+            raise CommandTimeout(f"{line} did not finish within {timeout:g}s")
+        return CommandResult(answer.returncode, answer.stdout, answer.stderr)
+
+    def http_get(self, url: str, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_HTTP_TIMEOUT) -> HttpResponse:
+        answer = self.state().http.get(url)
+        if answer is None or answer.unreachable:
+            # Off-cloud, the metadata host does not resolve: the caller sees no answer at all.
+            raise HttpUnavailable(f"GET {url}: no route to host (simulated)")
+        sent = {k.lower(): v for k, v in (headers or {}).items()}
+        for key, value in answer.require_headers.items():
+            if sent.get(key.lower()) != value:
+                return HttpResponse(403, f"missing header {key}: {value}")
+        return HttpResponse(answer.status, answer.body)
+
+    def library(self, name: str) -> Any:
+        libraries = self.state().libraries
+        if name not in self._libraries:
+            _, simulated = adapter_names(name)
+            data = libraries.get(name)
+            if data is None:
+                raise LibraryUnavailable(f"{name}: not installed on this (simulated) host")
+            self._libraries[name] = resolve_factory(simulated)(data)
+        return self._libraries[name]

@@ -1,0 +1,120 @@
+"""Topology as a graph: consistency checks and best-connected device selection.
+
+Links are undirected edges between device ids, weighted by how good the connection is. Selection picks
+the k devices with the most aggregate bandwidth between them, so a 4-GPU task on an 8-GPU box with two
+NVLink islands gets one island, not two GPUs from each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import networkx as nx
+
+from rayaccel.records import LINK_KINDS, Device, Link, Topology
+
+#: Exhaustive search up to this many candidate subsets, greedy beyond.
+EXHAUSTIVE_LIMIT = 20_000
+
+# Without a bandwidth, rank kinds so a fabric link always beats PCIe.
+_DEFAULT_GBPS = {"pcie": 32.0, "ethernet": 12.5, "roce": 25.0, "efa": 25.0, "infiniband": 50.0, "other": 10.0}
+
+
+def link_weight(link: Link) -> float:
+    per_lane = link.bandwidth_gbps if link.bandwidth_gbps is not None else _DEFAULT_GBPS.get(link.kind, 100.0)
+    return per_lane * (link.lanes if link.bandwidth_gbps is None else 1)
+
+
+def link_graph(devices: Sequence[Device], links: Sequence[Link]) -> nx.Graph:
+    graph = nx.Graph()
+    graph.add_nodes_from(d.id for d in devices)
+    for link in links:
+        if link.a in graph and link.b in graph and link.a != link.b:
+            previous = graph.get_edge_data(link.a, link.b, {}).get("weight", 0.0)
+            graph.add_edge(link.a, link.b, weight=max(previous, link_weight(link)))
+    return graph
+
+
+def _subset_weight(graph: nx.Graph, nodes: Sequence[str]) -> float:
+    return float(sum(graph[a][b]["weight"] for a, b in itertools.combinations(nodes, 2) if graph.has_edge(a, b)))
+
+
+def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: int) -> list[str]:
+    """The ids of k devices with the most bandwidth among them; ties go to lower indices."""
+    if k < 0 or k > len(devices):
+        raise ValueError(f"cannot choose {k} of {len(devices)} devices")
+    ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
+    graph = link_graph(devices, links)
+    if math.comb(len(ordered), k) <= EXHAUSTIVE_LIMIT:
+        best = max(itertools.combinations(ordered, k), key=lambda c: (_subset_weight(graph, c), _neg_rank(ordered, c)))
+        return list(best)
+    return greedy_order(devices, links)[:k]
+
+
+def _neg_rank(ordered: list[str], chosen: Sequence[str]) -> tuple[int, ...]:
+    return tuple(-ordered.index(c) for c in chosen)
+
+
+def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:
+    """Devices ordered so that every prefix is well connected: each next device is the one with the most
+    bandwidth to those already chosen (index order breaks ties, and is the order with no links)."""
+    ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
+    graph = link_graph(devices, links)
+    if not ordered:
+        return []
+    chosen = [max(ordered, key=lambda n: (graph.degree(n, weight="weight"), -ordered.index(n)))]
+    rest = [n for n in ordered if n not in chosen]
+    while rest:
+        def gain(n: str) -> tuple[float, int]:
+            return (sum(graph[n][c]["weight"] for c in chosen if graph.has_edge(n, c)), -ordered.index(n))
+
+        nxt = max(rest, key=gain)
+        chosen.append(nxt)
+        rest.remove(nxt)
+    return chosen
+
+
+def order_units(devices: Sequence[Device], topology: Topology) -> list[str]:
+    """Unit ids of the given devices, best-connected devices first."""
+    by_id = {d.id: d for d in devices}
+    return [unit for device_id in greedy_order(devices, topology.links) for unit in by_id[device_id].unit_ids]
+
+
+def topology_errors(devices: Sequence[Device], topology: Topology) -> list[str]:
+    """Everything inconsistent in a topology, one sentence each (empty when consistent)."""
+    ids = {d.id for d in devices}
+    errors: list[str] = []
+    seen: dict[tuple[str, str], Link] = {}
+    for link in topology.links:
+        for end in (link.a, link.b):
+            if end not in ids:
+                errors.append(f"link {link.a}<->{link.b} names unknown device {end!r}")
+        if link.a == link.b:
+            errors.append(f"link {link.a}<->{link.b} connects a device to itself")
+        if link.kind not in LINK_KINDS:
+            errors.append(f"link {link.a}<->{link.b} has kind {link.kind!r}, not in the vocabulary")
+        key = (min(link.a, link.b), max(link.a, link.b))
+        other = seen.get(key)
+        if other is not None and (other.kind, other.bandwidth_gbps, other.lanes) != (
+                link.kind, link.bandwidth_gbps, link.lanes) and other.kind == link.kind:
+            errors.append(f"link {key[0]}<->{key[1]} is reported twice with different bandwidth or lanes")
+        seen.setdefault(key, link)
+    for affinity in topology.affinities:
+        if affinity.device not in ids:
+            errors.append(f"affinity names unknown device {affinity.device!r}")
+    for domain in topology.domains:
+        unknown = [m for m in domain.members if m not in ids]
+        if unknown:
+            errors.append(f"domain {domain.kind} {domain.id} lists unknown devices {unknown}")
+        if len(domain.members) > domain.size:
+            errors.append(f"domain {domain.kind} {domain.id} has {len(domain.members)} members but size {domain.size}")
+        if domain.hosts is not None and domain.host_index is not None and domain.host_index >= domain.hosts:
+            errors.append(f"domain {domain.kind} {domain.id}: host index {domain.host_index} >= hosts {domain.hosts}")
+    return errors
+
+
+def best_link_kind(topology: Topology, preference: Sequence[str]) -> str:
+    kinds = {link.kind for link in topology.links}
+    return next((k for k in preference if k in kinds), "none")

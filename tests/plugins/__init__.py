@@ -1,0 +1,1 @@
+"""Plugins defined for the SDK's own tests: a well-behaved day-zero family and deliberately broken ones."""

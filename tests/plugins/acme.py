@@ -1,0 +1,111 @@
+"""ACME: a family Ray does not know, probed through sysfs like many young accelerator drivers.
+
+Layout read (as an out-of-tree kernel driver would expose it)::
+
+    /sys/class/acme/acme<N>/{uuid,product,memory_mib,pci_bus_id,numa_node,state,fatal_errors}
+    /sys/class/acme/acme<N>/links/<peer uuid>   (content: bandwidth in GB/s)
+    /sys/module/acme/version
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rayaccel import (
+    Device,
+    FamilyDeclaration,
+    HealthReason,
+    HealthReport,
+    Host,
+    Link,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SupportInfo,
+    Topology,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+
+SYSFS = "/sys/class/acme"
+HERE = Path(__file__).parent
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="acme", vendor="ACME Corp", resource_name="ACME", visible_devices_env_var="ACME_VISIBLE_DEVICES",
+        quantity_rule=QuantityRule(kind="whole"), spec_version="1.0",
+        support=SupportInfo(maintainers=["Wile E. Coyote", "Road Runner"], contact="https://acme.example/support",
+                            license="Apache-2.0", tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+def _read(host: Host, path: str) -> str:
+    return host.read_text(path).strip()
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    if not host.is_dir(SYSFS):
+        return []
+    driver = _read(host, "/sys/module/acme/version") if host.exists("/sys/module/acme/version") else None
+    devices = []
+    for path in host.glob(f"{SYSFS}/acme*"):
+        index = int(path.rsplit("acme", 1)[1])
+        if _read(host, f"{path}/state") == "lost":
+            continue  # a lost device disappears from the bus, as it would on real hardware
+        devices.append(Device(
+            index=index, id=_read(host, f"{path}/uuid"), product_name=_read(host, f"{path}/product"),
+            memory_mib=int(_read(host, f"{path}/memory_mib")), pci_bus_id=_read(host, f"{path}/pci_bus_id"),
+            numa_node=int(_read(host, f"{path}/numa_node")), driver_version=driver,
+        ))
+    return sorted(devices, key=lambda d: d.index)
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
+    by_uuid = {d.id: d for d in devices}
+    links = []
+    for device in devices:
+        base = f"{SYSFS}/acme{device.index}/links"
+        for peer in host.list_dir(base) if host.is_dir(base) else []:
+            if peer in by_uuid and device.id < peer:
+                links.append(Link(a=device.id, b=peer, kind="other",
+                                  bandwidth_gbps=float(_read(host, f"{base}/{peer}"))))
+    return Topology(links=links)
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
+    reports = []
+    for device in devices:
+        path = f"{SYSFS}/acme{device.index}"
+        fatal = int(_read(host, f"{path}/fatal_errors"))
+        if fatal:
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
+                HealthReason(code="acme-fatal", message=f"{fatal} fatal errors", fatal=True)]))
+        else:
+            reports.append(HealthReport(device=device.id, state="healthy"))
+    return reports
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
+    return [MetricSample(device=d.id, name="memory_total", unit="bytes", value=(d.memory_mib or 0) * 2**20)
+            for d in devices]
+
+
+@hookimpl
+def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+    return ResourceContribution(accelerator_type=devices[0].product_name.split()[-1] if devices else None)
+
+
+@hookimpl
+def rayaccel_sku_catalog():  # type: ignore[no-untyped-def]
+    return load_catalog(HERE / "fixtures" / "acme-skus.yaml")
