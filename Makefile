@@ -22,7 +22,7 @@ demo: install
 	$(BIN)/python -m rayaccel.demo
 
 test: install
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q
 
 lint: install
 	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks
