@@ -55,7 +55,9 @@ def load_catalog(path: str | Path) -> SkuCatalog:
         raise CatalogError(f"cannot read SKU catalog {path}: {e.strerror or e}") from None
     except (yaml.YAMLError, json.JSONDecodeError) as e:
         raise CatalogError(f"{path}: not valid YAML/JSON: {str(e).splitlines()[0]}") from None
-    return parse_catalog(data, str(path))
+    catalog = parse_catalog(data, str(path))
+    catalog._source_path = str(path.resolve())
+    return catalog
 
 
 def _first_duplicate(items: list[str]) -> str | None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         MetricSample,
         ResourceContribution,
         SkuCatalog,
+        SkuRecord,
         Topology,
         TransportSpec,
     )
@@ -252,6 +253,23 @@ def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     The SDK matches each discovered device against it (PCI device id, then product name) to fill the
     device's SKU and the node's accelerator type. A device that matches nothing is still scheduled,
     labelled ``rayaccel.io/sku-known=false``, with a warning naming the ``rayaccel sku add`` command.
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
+@hookspec
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    """Rewrite one of the plugin's fixtures so its devices are of a new SKU (day-zero onboarding).
+
+    ``rayaccel sku add`` calls it to write a simulated fixture for a SKU that has no hardware in the lab
+    yet. Only the plugin knows its vendor formats, so only it can change a product name, PCI device id or
+    memory size inside recorded NVML answers or ``neuron-ls`` JSON consistently.
+
+    :param fixture: a fixture of this plugin, as parsed data (``host`` holds the vendor answers).
+    :param sku: the new SKU record.
+    :returns: the fixture data with ``host`` rewritten; the SDK sets name, description and ``expected``.
 
     .. versionadded:: 1.0
     """

@@ -70,6 +70,7 @@ HOOK_RESULTS: dict[str, Any] = {
     "rayaccel_metrics": list[MetricSample],
     "rayaccel_sku_catalog": SkuCatalog,
     "rayaccel_cloud_hints": CloudHint | None,
+    "rayaccel_fixture_for_sku": dict[str, Any],
 }
 _ADAPTERS = {hook: TypeAdapter(kind) for hook, kind in HOOK_RESULTS.items()}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 #: Link kinds a topology may use. ``other`` exists so a new interconnect can be reported before the
 #: vocabulary grows, rather than mislabelled as one of the others.
@@ -292,6 +292,13 @@ class SkuCatalog(Record):
     skus: list[SkuRecord]
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: The file it was loaded from (set by rayaccel.catalog.load_catalog); `rayaccel sku add` appends there.
+    _source_path: str | None = PrivateAttr(default=None)
+
+    @property
+    def source_path(self) -> str | None:
+        return self._source_path
 
 
 class CloudHint(Record):
