@@ -108,4 +108,4 @@ def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) ->
 
 @hookimpl
 def rayaccel_sku_catalog():  # type: ignore[no-untyped-def]
-    return load_catalog(HERE / "fixtures" / "acme-skus.yaml")
+    return load_catalog(HERE / "acme-skus.yaml")
