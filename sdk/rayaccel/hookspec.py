@@ -69,6 +69,7 @@ def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
 
     .. versionadded:: 1.0
     """
+    raise NotImplementedError  # pragma: no cover
 
 
 @hookspec

@@ -142,7 +142,7 @@ class InventoryBuilder:
         if not errors:
             return topology
         problems.append(self._problem(plugin, "rayaccel_topology", "inconsistent-topology",
-                                      "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""),
+                                      "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if errors[3:] else ""),
                                       "report links only between discovered device ids, once per pair"))
         ids = {d.id for d in devices}
         return topology.model_copy(update={
@@ -256,7 +256,7 @@ class InventoryBuilder:
                         family.plugin, "rayaccel_resources", "resource-collision",
                         f"resource {name!r} is also provided by plugin {owner[name]} on this node; "
                         f"{owner[name]}'s count is kept",
-                        f"disable one of the two plugins on this node with RAYACCEL_DISABLE"))
+                        "disable one of the two plugins on this node with RAYACCEL_DISABLE"))
                     continue
                 if name.startswith("accelerator_type:") and any(k.startswith("accelerator_type:") for k in resources):
                     continue  # Ray gives a node one accelerator type: the first family's
@@ -286,7 +286,7 @@ class InventoryBuilder:
                  severity: str = "error") -> Problem:
         dist = self.manager.plugin(plugin).distribution if plugin in self.manager.plugin_names() else None
         return Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
-                       severity=severity)  # type: ignore[arg-type]
+                       severity=severity)
 
 
 def collect_inventory(manager: PluginManager | None = None, host: Host | None = None,

@@ -384,7 +384,7 @@ class PluginManager:
     def _problem(self, plugin: str, dist: str | None, hook: str | None, code: str, message: str,
                  fix: str | None, severity: str = "error", sink: list[Problem] | None = None) -> None:
         problem = Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
-                          severity=severity)  # type: ignore[arg-type]
+                          severity=severity)
         (self.problems if sink is None else sink).append(problem)
 
     # Typed hook wrappers -------------------------------------------------------------------------
@@ -395,46 +395,46 @@ class PluginManager:
 
     def discover(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device] | None:
         result = self.call(plugin, "rayaccel_discover", problems, host=host)
-        return None if result is MISSING else result  # type: ignore[no-any-return]
+        return None if result is MISSING else result
 
     def topology(self, plugin: str, host: Host, devices: Sequence[Device], problems: list[Problem]) -> Topology:
         result = self.call(plugin, "rayaccel_topology", problems, host=host, devices=list(devices))
-        return Topology() if result is MISSING or result is None else result  # type: ignore[no-any-return]
+        return Topology() if result is MISSING or result is None else result
 
     def health(self, plugin: str, host: Host, devices: Sequence[Device],
                problems: list[Problem]) -> list[HealthReport] | None:
         result = self.call(plugin, "rayaccel_health", problems, host=host, devices=list(devices))
-        return None if result is MISSING else result  # type: ignore[no-any-return]
+        return None if result is MISSING else result
 
     def metrics(self, plugin: str, host: Host, devices: Sequence[Device],
                 problems: list[Problem]) -> list[MetricSample]:
         result = self.call(plugin, "rayaccel_metrics", problems, host=host, devices=list(devices))
-        return [] if result is MISSING or result is None else result  # type: ignore[no-any-return]
+        return [] if result is MISSING or result is None else result
 
     def resources(self, plugin: str, host: Host, devices: Sequence[Device], topology: Topology,
                   problems: list[Problem]) -> ResourceContribution:
         result = self.call(plugin, "rayaccel_resources", problems, host=host, devices=list(devices),
                            topology=topology)
-        return ResourceContribution() if result is MISSING or result is None else result  # type: ignore[no-any-return]
+        return ResourceContribution() if result is MISSING or result is None else result
 
     def labels(self, plugin: str, host: Host, inventory: FamilyInventory,
                problems: list[Problem]) -> dict[str, str]:
         result = self.call(plugin, "rayaccel_labels", problems, host=host, inventory=inventory)
-        return {} if result is MISSING or result is None else result  # type: ignore[no-any-return]
+        return {} if result is MISSING or result is None else result
 
     def sku_catalog(self, plugin: str, problems: list[Problem] | None = None) -> SkuCatalog | None:
         result = self.call(plugin, "rayaccel_sku_catalog", problems)
-        return None if result is MISSING else result  # type: ignore[no-any-return]
+        return None if result is MISSING else result
 
     def transports(self, plugin: str, problems: list[Problem] | None = None) -> list[TransportSpec]:
         result = self.call(plugin, "rayaccel_transports", problems)
-        return [] if result is MISSING or result is None else result  # type: ignore[no-any-return]
+        return [] if result is MISSING or result is None else result
 
     def cloud_hint(self, plugin: str, provider: str, instance_type: str,
                    problems: list[Problem] | None = None) -> CloudHint | None:
         result = self.call(plugin, "rayaccel_cloud_hints", problems, provider=provider,
                            instance_type=instance_type)
-        return None if result is MISSING else result  # type: ignore[no-any-return]
+        return None if result is MISSING else result
 
     def parse_visible(self, plugin: str, value: str) -> list[str]:
         """Unit ids named by a visible-devices env var value (the plugin's parser, else comma-split)."""

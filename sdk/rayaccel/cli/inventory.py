@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -61,7 +61,7 @@ def render_inventory(inventory: NodeInventory) -> None:
         states = {h.device: h for h in family.health}
         for d in family.devices:
             report = states.get(d.id)
-            health = report.state if report else "unknown"
+            health: str = report.state if report else "unknown"
             if report and report.reasons:
                 health += " (" + ", ".join(r.code for r in report.reasons) + ")"
             table.add_row(str(d.index), d.id, d.product_name, d.sku or "[yellow]unknown[/yellow]",
@@ -89,7 +89,7 @@ def fixtures(
 ) -> None:
     """List the simulated-host fixtures that installed plugins ship."""
     manager = PluginManager()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ref, path in installed_fixtures(manager).items():
         fixture = load_fixture(path)
         rows.append({"name": ref, "path": str(path), "description": fixture.description,

@@ -1,0 +1,64 @@
+"""Render docs/hooks.md from the hook spec's docstrings: `python docs/gen_hooks.py > docs/hooks.md`.
+
+tests/test_docs.py fails when docs/hooks.md differs from this output, so the reference cannot go stale.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from rayaccel import hookspec
+from rayaccel.manager import HOOK_RESULTS
+
+INTRO = f"""# Hook reference
+
+A plugin is a module registered under the `rayaccel` entry-point group:
+
+```toml
+[project.entry-points.rayaccel]
+acme = "rayaccel_acme.plugin"
+```
+
+Hooks are plain functions named `rayaccel_*` (decorate them with `rayaccel.hookimpl`; undecorated ones are
+recognised too). The SDK calls each hook **once per plugin**, in a worker thread bounded by
+`RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below. An exception,
+a hang or a malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on.
+A hook may accept any subset of its parameters. Records are in `rayaccel.records` (exported by `rayaccel`).
+
+Spec version: **{hookspec.SPEC_VERSION}**. A plugin declares the version it was written for in
+`FamilyDeclaration.spec_version`; a different major version is refused, any minor version is accepted.
+Required hooks: {", ".join(f"`{h}`" for h in hookspec.REQUIRED_HOOKS)}.
+"""
+
+
+def _markdown(doc: str) -> str:
+    doc = re.sub(r":(?:func|class|data):`~?([^`]*)`", r"`\1`", doc)
+    doc = re.sub(r"``([^`]*)``", r"`\1`", doc)
+    doc = re.sub(r"\.\. versionadded:: (\S+)", r"*Added in spec \1.*", doc)
+    head, sep, tail = doc.partition("Example::\n\n")
+    if not sep:
+        return doc
+    lines = tail.split("\n")
+    code = []
+    while lines and (lines[0].startswith("    ") or lines[0] == ""):
+        code.append(lines.pop(0)[4:])
+    return head + "Example:\n\n```python\n" + "\n".join(code).strip() + "\n```\n\n" + "\n".join(lines)
+
+
+def render() -> str:
+    hooks = sorted((fn for name, fn in vars(hookspec).items() if name.startswith("rayaccel_") and callable(fn)),
+                   key=lambda fn: inspect.getsourcelines(fn)[1])
+    parts = [INTRO]
+    for fn in hooks:
+        result = HOOK_RESULTS[fn.__name__]
+        result_name = getattr(result, "__name__", None) if not hasattr(result, "__origin__") else None
+        result_name = result_name or str(result).replace("rayaccel.records.", "").replace("typing.", "")
+        signature = str(inspect.signature(fn)).replace("'", "")
+        parts.append(f"## `{fn.__name__}`\n\n`{fn.__name__}{signature}`\n\n"
+                     f"Validated into: `{result_name}`\n\n{_markdown(inspect.getdoc(fn) or '').strip()}\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

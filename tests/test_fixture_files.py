@@ -1,0 +1,56 @@
+"""Fixture files are validated by the shipped JSON Schema, and bad ones get one clear message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from rayaccel.errors import FixtureError
+from rayaccel.fixtures import load_fixture, resolve_fixture
+from rayaccel.manager import PluginManager
+from rayaccel.schemas import generate, load_schema
+from rayaccel_testplugins import acme
+
+SHIPPED = ("fixture", "sku-catalog", "inventory")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_schemas_match_the_records(name):
+    assert load_schema(name) == json.loads(json.dumps(generate(name))), (
+        f"{name}.schema.json is stale: run python -m rayaccel.schemas")
+
+
+def test_schema_error_names_the_place_and_problem(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"schema": "rayaccel-fixture/1", "plugin": "acme", "name": "bad",
+                                    "description": "x", "host": {"files": {"/a": 3}}, "expected": {"devices": 1}}))
+    with pytest.raises(FixtureError, match=r"bad.yaml: invalid fixture at host/files//a: 3 is not of type 'string'"):
+        load_fixture(path)
+
+
+def test_yaml_syntax_error_is_one_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("schema: [unclosed\n")
+    with pytest.raises(FixtureError) as info:
+        load_fixture(path)
+    assert "not valid YAML" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_name_must_match_file_name(tmp_path):
+    data = yaml.safe_load((acme.HERE / "fixtures" / "acme-4.yaml").read_text())
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(FixtureError, match="named 'other' but declares name 'acme-4'"):
+        load_fixture(path)
+
+
+def test_fixture_refs_resolve_through_the_plugins():
+    manager = PluginManager(autoload=False)
+    manager.register(acme, "acme")
+    assert resolve_fixture("acme/acme-4", manager).ref == "acme/acme-4"
+    with pytest.raises(FixtureError, match=r"unknown fixture 'acme/nope'.*acme/acme-4"):
+        resolve_fixture("acme/nope", manager)
+    with pytest.raises(FixtureError, match="does not exist"):
+        resolve_fixture("/tmp/definitely-missing.yaml", manager)

@@ -1,0 +1,116 @@
+"""The inventory turns plugin records into resources, vocabulary labels and health, as documented."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayaccel.fixtures import compare_expected, resolve_fixture
+from rayaccel.inventory import collect_inventory
+from rayaccel.labels import VOCABULARY, label_errors, to_label_value
+from rayaccel.manager import PluginManager
+from rayaccel.quantity import check_quantity
+from rayaccel.records import Device, Link, QuantityRule, Topology
+from rayaccel.simulated import SimulatedHost
+from rayaccel.topology import best_connected_subset, greedy_order, topology_errors
+from rayaccel_testplugins import acme
+
+
+@pytest.fixture(scope="module")
+def manager() -> PluginManager:
+    manager = PluginManager(autoload=False)
+    manager.register(acme, "acme")
+    return manager
+
+
+def inventory_of(manager: PluginManager, *faults: str):
+    fixture = resolve_fixture("acme/acme-4", manager)
+    return fixture, collect_inventory(manager, SimulatedHost(fixture, faults=faults))
+
+
+def test_fixture_expectation_is_met(manager):
+    fixture, inventory = inventory_of(manager)
+    assert compare_expected(inventory, fixture) == []
+    assert inventory.problems == []
+
+
+def test_unhealthy_devices_are_not_counted_and_their_units_are_not_schedulable(manager):
+    fixture, inventory = inventory_of(manager, "fatal-2")
+    family = inventory.families[0]
+    bad = fixture.expected.device_ids[2]
+    assert inventory.resources["ACME"] == 3
+    assert "2" not in family.schedulable_units and sorted(family.schedulable_units) == ["0", "1", "3"]
+    assert inventory.labels["rayaccel.io/health"] == "degraded"
+    assert inventory.labels["rayaccel.io/count"] == "3"
+    assert next(h for h in family.health if h.device == bad).reasons[0].fatal
+    assert compare_expected(inventory, fixture, fixture.expected.model_copy(update={
+        "resources": {"ACME": 3.0, "accelerator_type:R1": 1.0}, "health": {bad: "unhealthy"},
+        "labels": {}})) == []
+
+
+def test_every_vocabulary_label_is_documented_and_valid(manager):
+    _, inventory = inventory_of(manager)
+    assert label_errors(inventory.labels) == []
+    for key in inventory.labels:
+        assert key in VOCABULARY or key.startswith("ray.io/")
+
+
+def test_unknown_sku_is_still_schedulable_with_a_derived_type_and_the_onboarding_command(manager, tmp_path):
+    fixture = resolve_fixture("acme/acme-4", manager)
+    data = fixture.model_dump(mode="json", by_alias=True)
+    for key in list(data["host"]["files"]):
+        if key.endswith("/product"):
+            data["host"]["files"][key] = "ACME Roadrunner R2 Turbo\n"
+    from rayaccel.fixtures import parse_fixture
+
+    inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "test")))
+    assert inventory.resources["ACME"] == 4
+    assert inventory.resources["accelerator_type:Turbo"] == 1  # the plugin's own type derivation
+    assert inventory.labels["rayaccel.io/sku-known"] == "false" and "rayaccel.io/sku" not in inventory.labels
+    warning = next(p for p in inventory.problems if p.code == "unknown-sku")
+    assert warning.severity == "warning"
+    assert ("rayaccel sku add --plugin acme --id acme-roadrunner-r2-turbo --marketing-name "
+            "'ACME Roadrunner R2 Turbo' --accelerator-type Turbo") in (warning.fix or "")
+
+
+@pytest.mark.parametrize(("kind", "choices", "quantity", "ok"), [
+    ("fractional", [], 0.5, True), ("fractional", [], 1.5, False), ("fractional", [], 2, True),
+    ("whole", [], 1.5, False), ("whole", [], 0.5, False), ("whole", [], 3, True),
+    ("choices", [1, 2, 4, 8], 4, True), ("choices", [1, 2, 4, 8], 3, False), ("choices", [1, 2, 4, 8], 0, False),
+])
+def test_quantity_rules(kind, choices, quantity, ok):
+    valid, message = check_quantity(QuantityRule(kind=kind, choices=choices), "X", quantity)
+    assert valid is ok
+    assert (message is None) is ok
+    if message:
+        assert "X" in message and f"{quantity:g}" in message
+
+
+def test_label_values_are_made_valid():
+    assert to_label_value("ACME Corp") == "ACME-Corp"
+    assert to_label_value(" 550.54.15 ") == "550.54.15"
+    assert label_errors({"rayaccel.io/x": to_label_value("Ünïcode ünicode!")}) == []
+
+
+def _devices(n: int) -> list[Device]:
+    return [Device(index=i, id=f"d{i}", product_name="p") for i in range(n)]
+
+
+def test_best_connected_subset_takes_one_island():
+    devices = _devices(8)
+    islands = [(a, b) for group in ((0, 1, 2, 3), (4, 5, 6, 7)) for a in group for b in group if a < b]
+    links = [Link(a=f"d{a}", b=f"d{b}", kind="nvlink", bandwidth_gbps=300) for a, b in islands]
+    links += [Link(a="d3", b="d4", kind="pcie")]
+    assert best_connected_subset(devices, links, 4) == ["d0", "d1", "d2", "d3"]
+    assert set(greedy_order(devices, links)[:4]) == {"d0", "d1", "d2", "d3"}
+    assert best_connected_subset(devices, [], 2) == ["d0", "d1"]
+
+
+def test_topology_errors_catch_unknown_devices_self_links_and_oversized_domains():
+    from rayaccel.records import Domain
+
+    topology = Topology(links=[Link(a="d0", b="zz", kind="pcie"), Link(a="d1", b="d1", kind="pcie")],
+                        domains=[Domain(kind="other", id="x", size=1, members=["d0", "d1"])])
+    errors = topology_errors(_devices(2), topology)
+    assert any("unknown device 'zz'" in e for e in errors)
+    assert any("to itself" in e for e in errors)
+    assert any("2 members but size 1" in e for e in errors)

@@ -1,0 +1,196 @@
+"""The plugin manager refuses bad plugins and isolates failing hooks, leaving the others intact."""
+
+from __future__ import annotations
+
+import time
+import types
+from typing import Any
+
+import pytest
+
+from rayaccel import Device, FamilyDeclaration, hookimpl
+from rayaccel.errors import PluginError
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import MISSING, PluginManager
+from rayaccel.simulated import SimulatedHost
+from rayaccel_testplugins import acme
+
+
+def make_plugin(name: str, resource: str | None = None, env_var: str | None = None, spec: str = "1.0",
+                **hooks: Any) -> types.SimpleNamespace:
+    """A small in-test plugin: a family declaration plus whatever hooks the test gives it."""
+
+    def rayaccel_family() -> FamilyDeclaration:
+        return FamilyDeclaration(name=name, vendor=name.title(), resource_name=resource or name.upper(),
+                                 visible_devices_env_var=env_var or f"{name.upper()}_VISIBLE_DEVICES",
+                                 spec_version=spec)
+
+    def rayaccel_discover(host: Any) -> list[Device]:
+        return [Device(index=i, id=f"{name}-{i}", product_name=f"{name} chip") for i in range(2)]
+
+    namespace = {"rayaccel_family": rayaccel_family, "rayaccel_discover": rayaccel_discover, **hooks}
+    return types.SimpleNamespace(**{k: hookimpl(v) for k, v in namespace.items()})
+
+
+@pytest.fixture
+def acme_host(manager_with_acme: PluginManager) -> SimulatedHost:
+    from rayaccel.fixtures import resolve_fixture
+
+    return SimulatedHost(resolve_fixture("acme/acme-4", manager_with_acme))
+
+
+@pytest.fixture
+def manager_with_acme() -> PluginManager:
+    manager = PluginManager(autoload=False, timeout=1.0)
+    assert manager.register(acme, "acme")
+    return manager
+
+
+def codes(manager: PluginManager, plugin: str) -> list[str]:
+    return [p.code for p in manager.problems if p.plugin == plugin]
+
+
+def test_malformed_result_is_a_problem_naming_plugin_hook_and_field(manager_with_acme, acme_host):
+    bad = make_plugin("bad", rayaccel_discover=lambda host: [{"index": -1, "id": "x", "product_name": "p"}])
+    assert manager_with_acme.register(bad, "bad")
+    inventory = collect_inventory(manager_with_acme, acme_host)
+    problem = next(p for p in inventory.problems if p.plugin == "bad")
+    assert problem.code == "invalid-record"
+    assert problem.hook == "rayaccel_discover"
+    assert "0.index" in problem.message and "greater than or equal to 0" in problem.message
+    assert problem.fix and "Device" in problem.fix
+    assert inventory.resources["ACME"] == 4  # the well-behaved plugin is untouched
+
+
+def test_plugin_that_raises_does_not_stop_the_others(manager_with_acme, acme_host):
+    def explode(host: Any) -> list[Device]:
+        raise RuntimeError("driver exploded")
+
+    assert manager_with_acme.register(make_plugin("boom", rayaccel_discover=explode), "boom")
+    inventory = collect_inventory(manager_with_acme, acme_host)
+    problem = next(p for p in inventory.problems if p.plugin == "boom")
+    assert (problem.code, problem.hook) == ("hook-raised", "rayaccel_discover")
+    assert "RuntimeError: driver exploded" in problem.message
+    assert inventory.resources["ACME"] == 4
+
+
+def test_plugin_that_hangs_is_abandoned_after_the_timeout(manager_with_acme, acme_host):
+    def hang(host: Any) -> list[Device]:
+        time.sleep(30)
+        return []
+
+    assert manager_with_acme.register(make_plugin("slow", rayaccel_discover=hang), "slow")
+    started = time.monotonic()
+    inventory = collect_inventory(manager_with_acme, acme_host)
+    assert time.monotonic() - started < 5
+    problem = next(p for p in inventory.problems if p.plugin == "slow")
+    assert problem.code == "hook-timeout" and "within 1s" in problem.message
+    assert inventory.resources["ACME"] == 4
+
+
+def test_colliding_plugins_are_all_refused_and_every_party_is_named(manager_with_acme):
+    assert not manager_with_acme.register(make_plugin("acme2", env_var="ACME_VISIBLE_DEVICES"), "acme2")
+    assert manager_with_acme.plugin_names() == []
+    for party in ("acme", "acme2"):
+        problem = next(p for p in manager_with_acme.problems if p.plugin == party)
+        assert problem.code == "collision"
+        assert "acme (registered directly)" in problem.message and "acme2 (registered directly)" in problem.message
+        assert "RAYACCEL_DISABLE=" in (problem.fix or "")
+
+
+def test_resource_name_collision_is_refused_but_ray_gpu_families_may_share_gpu():
+    manager = PluginManager(autoload=False)
+    assert manager.register(make_plugin("nv", resource="GPU", env_var="CUDA_VISIBLE_DEVICES"), "nv")
+    assert manager.register(make_plugin("amdx", resource="GPU", env_var="HIP_VISIBLE_DEVICES"), "amdx")
+    assert manager.register(make_plugin("one", resource="WIDGET"), "one")
+    assert not manager.register(make_plugin("two", resource="WIDGET"), "two")
+    assert sorted(manager.plugin_names()) == ["amdx", "nv"]
+
+
+def test_reserved_ray_names_are_refused():
+    manager = PluginManager(autoload=False)
+    assert not manager.register(make_plugin("cpu", resource="CPU"), "cpu")
+    assert not manager.register(make_plugin("fake", resource="TPU", env_var="FAKE_VISIBLE"), "fake")
+    assert codes(manager, "cpu") == ["reserved-name"]
+    problem = next(p for p in manager.problems if p.plugin == "fake")
+    assert "TPU_VISIBLE_CHIPS" in problem.message
+
+
+def test_spec_major_version_mismatch_is_refused_with_the_versions():
+    manager = PluginManager(autoload=False)
+    assert not manager.register(make_plugin("future", spec="2.3"), "future")
+    assert manager.register(make_plugin("minor", spec="1.7"), "minor")
+    problem = next(p for p in manager.problems if p.plugin == "future")
+    assert problem.code == "spec-version" and "2.3" in problem.message and "1.0" in problem.message
+
+
+def test_blocked_plugin_is_an_info_problem(monkeypatch):
+    monkeypatch.setenv("RAYACCEL_DISABLE", "blocked, other")
+    manager = PluginManager(autoload=False)
+    assert not manager.register(make_plugin("blocked"), "blocked")
+    problem = manager.problems[0]
+    assert (problem.code, problem.severity) == ("disabled", "info")
+
+
+def test_blocklist_applies_to_entry_points_and_env_plugins(monkeypatch):
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    assert "acme" in PluginManager(autoload=False).plugin_names()
+    monkeypatch.setenv("RAYACCEL_DISABLE", "acme")
+    manager = PluginManager(autoload=False)
+    assert manager.plugin_names() == [] and codes(manager, "acme") == ["disabled"]
+
+
+def test_env_plugin_that_fails_to_import_is_a_problem(monkeypatch):
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "ghost=no_such_module_anywhere")
+    manager = PluginManager(autoload=False)
+    problem = manager.problems[0]
+    assert problem.plugin == "ghost" and problem.code == "hook-raised" and "ModuleNotFoundError" in problem.message
+
+
+def test_malformed_plugins_env_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "justaname")
+    with pytest.raises(PluginError, match="name=module"):
+        PluginManager(autoload=False)
+
+
+def test_unknown_hook_name_is_refused_with_the_known_names():
+    plugin = make_plugin("typo", rayaccel_discovr=lambda host: [])
+    manager = PluginManager(autoload=False)
+    assert not manager.register(plugin, "typo")
+    problem = manager.problems[0]
+    assert problem.code == "unknown-hook" and "rayaccel_discovr" in problem.message
+    assert "rayaccel_discover" in (problem.fix or "")
+
+
+def test_missing_required_hook_is_refused():
+    plugin = types.SimpleNamespace(rayaccel_family=make_plugin("nodisc").rayaccel_family)
+    manager = PluginManager(autoload=False)
+    assert not manager.register(plugin, "nodisc")
+    assert codes(manager, "nodisc") == ["missing-hook"]
+
+
+def test_undecorated_hook_functions_still_count():
+    module = types.ModuleType("plain")
+    module.rayaccel_family = lambda: FamilyDeclaration(  # type: ignore[attr-defined]
+        name="plain", vendor="Plain", resource_name="PLAIN", visible_devices_env_var="PLAIN_VISIBLE",
+        spec_version="1.0")
+    module.rayaccel_discover = lambda host: []  # type: ignore[attr-defined]
+    manager = PluginManager(autoload=False)
+    assert manager.register(module, "plain")
+    assert manager.implements("plain", "rayaccel_discover")
+
+
+def test_unimplemented_optional_hook_is_missing_not_a_problem(manager_with_acme):
+    assert manager_with_acme.call("acme", "rayaccel_cloud_hints", provider="aws", instance_type="x") is MISSING
+    assert manager_with_acme.problems == []
+
+
+def test_visibility_defaults_when_a_plugin_does_not_override(manager_with_acme):
+    assert manager_with_acme.parse_visible("acme", "0, 2,3") == ["0", "2", "3"]
+    assert manager_with_acme.parse_visible("acme", "") == []
+    assert manager_with_acme.visible_env("acme", ["1", "3"]) == {"ACME_VISIBLE_DEVICES": "1,3"}
+
+
+def test_unknown_plugin_lookup_names_the_installed_ones(manager_with_acme):
+    with pytest.raises(PluginError, match=r"unknown plugin 'nope'.*acme"):
+        manager_with_acme.plugin("nope")

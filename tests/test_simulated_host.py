@@ -1,0 +1,126 @@
+"""The simulated host answers like the real one would, from a fixture, and faults patch it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rayaccel.errors import FixtureError
+from rayaccel.fixtures import Fixture, merge_patch, parse_fixture
+from rayaccel.host import CommandNotFound, CommandTimeout, HttpUnavailable, LibraryUnavailable, RealHost
+from rayaccel.simulated import SimulatedHost
+
+
+def fixture(**host: object) -> Fixture:
+    return parse_fixture({
+        "schema": "rayaccel-fixture/1", "plugin": "t", "name": "t", "description": "test",
+        "host": host, "expected": {"devices": 0},
+        "faults": [{"name": "hang", "description": "tool hangs", "kind": "tool-hang",
+                    "patch": {"commands": {"tool --json": {"hang": True}}}, "expected": {"devices": 0}},
+                   {"name": "gone", "description": "file removed", "kind": "device-lost",
+                    "patch": {"files": {"/dev/accel0": None}}, "expected": {"devices": 0}}],
+    }, "test")
+
+
+@pytest.fixture
+def host() -> SimulatedHost:
+    return SimulatedHost(fixture(
+        env={"A": "1"},
+        files={"/dev/accel0": "", "/dev/accel1": "", "/sys/class/x/x0/uuid": "u0\n", "/empty/": ""},
+        commands={"tool --json": {"stdout": '{"ok": true}'}, "broken": {"returncode": 3, "stderr": "bad"}},
+        http={"http://meta/x": {"body": "v5p-16", "require_headers": {"Metadata-Flavor": "Google"}}},
+        libraries={"nvml": None},
+    ))
+
+
+def test_files_and_directories(host):
+    assert host.read_text("/sys/class/x/x0/uuid") == "u0\n"
+    assert host.is_dir("/sys/class/x") and host.is_dir("/empty") and not host.is_dir("/dev/accel0")
+    assert host.list_dir("/dev") == ["accel0", "accel1"]
+    assert host.glob("/dev/accel*") == ["/dev/accel0", "/dev/accel1"]
+    assert host.list_dir("/empty") == []
+    with pytest.raises(FileNotFoundError):
+        host.read_text("/nope")
+    with pytest.raises(IsADirectoryError):
+        host.read_text("/dev")
+    with pytest.raises(NotADirectoryError):
+        host.list_dir("/dev/accel0")
+
+
+def test_commands_answer_fail_and_hang_within_the_timeout(host):
+    assert host.run(["tool", "--json"]).stdout == '{"ok": true}'
+    assert host.run(["broken"]).returncode == 3
+    assert host.run(["tool", "--other"]).returncode == 2  # a known tool, an unrecorded call
+    with pytest.raises(CommandNotFound):
+        host.run(["absent-tool"])
+    hung = SimulatedHost(host.fixture, faults=["hang"])
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        hung.run(["tool", "--json"], timeout=0.05)
+    assert time.monotonic() - started < 1
+
+
+def test_http_needs_the_declared_headers_and_unknown_urls_are_unreachable(host):
+    assert host.http_get("http://meta/x", {"Metadata-Flavor": "Google"}).body == "v5p-16"
+    assert host.http_get("http://meta/x").status == 403
+    with pytest.raises(HttpUnavailable):
+        host.http_get("http://meta/other")
+
+
+def test_absent_library_is_unavailable(host):
+    with pytest.raises(LibraryUnavailable):
+        host.library("nvml")
+    with pytest.raises(LibraryUnavailable, match="no adapter"):
+        host.library("not-a-library")
+
+
+def test_faults_patch_only_what_they_name_and_a_fault_file_switches_them_live(host, tmp_path):
+    fault_file = tmp_path / "faults"
+    live = SimulatedHost(host.fixture, fault_file=str(fault_file))
+    assert live.exists("/dev/accel0")
+    fault_file.write_text("gone\n")
+    assert not live.exists("/dev/accel0") and live.exists("/dev/accel1")
+    fault_file.write_text("")
+    assert live.exists("/dev/accel0")  # recovery
+
+
+def test_unknown_fault_names_fail_with_the_valid_ones(host):
+    with pytest.raises(FixtureError, match="hang, gone"):
+        SimulatedHost(host.fixture, faults=["nope"])
+
+
+def test_real_host_reads_this_machine(tmp_path):
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "sys" / "f").write_text("x")
+    real = RealHost(root=str(tmp_path), env={"K": "v"})
+    assert real.read_text("/sys/f") == "x" and real.list_dir("/sys") == ["f"] and real.getenv("K") == "v"
+    assert real.run(["true"]).returncode == 0
+    with pytest.raises(CommandNotFound):
+        real.run(["/no/such/binary"])
+    with pytest.raises(CommandTimeout):
+        real.run(["sleep", "5"], timeout=0.2)
+    with pytest.raises(HttpUnavailable):
+        real.http_get("http://127.0.0.1:9/", timeout=0.5)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                           lambda children: st.dictionaries(st.text(max_size=3), children, max_size=3), max_leaves=10)
+
+
+@given(json_values, json_values)
+def test_merge_patch_follows_rfc7386(target, patch):
+    result = merge_patch(target, patch)
+    if not isinstance(patch, dict):
+        assert result == patch
+        return
+    for key, value in patch.items():
+        if value is None:
+            assert key not in result
+        elif not isinstance(value, dict):
+            assert result[key] == value
+    if isinstance(target, dict):
+        for key in set(target) - set(patch):
+            assert result[key] == target[key]
