@@ -43,6 +43,8 @@ class SimHttp(Record):
     require_headers: dict[str, str] = Field(default_factory=dict,
                                             description="Headers without which the server answers 403")
     unreachable: bool = False
+    hang: bool = Field(False, description="The server accepts the request and never answers (the caller's "
+                                          "timeout ends the wait)")
 
 
 class HostState(Record):

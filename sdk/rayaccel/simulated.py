@@ -166,6 +166,9 @@ class SimulatedHost:
         if answer is None or answer.unreachable:
             # Off-cloud, the metadata host does not resolve: the caller sees no answer at all.
             raise HttpUnavailable(f"GET {url}: no route to host (simulated)")
+        if answer.hang:
+            time.sleep(min(timeout, SIMULATED_HANG_SECONDS))
+            raise HttpUnavailable(f"GET {url}: no answer within {timeout:g}s (simulated)")
         sent = {k.lower(): v for k, v in (headers or {}).items()}
         for key, value in answer.require_headers.items():
             if sent.get(key.lower()) != value:
