@@ -1,0 +1,187 @@
+"""The TPU plugin's hooks: thin, each one calls the module that owns the concept."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+from rayaccel import (
+    CloudHint,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReason,
+    HealthReport,
+    Host,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SkuCatalog,
+    SkuRecord,
+    SupportInfo,
+    Topology,
+    TransportSpec,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+from rayaccel_tpu import chips, cloud, ici, metrics, podtype, slice_info, visibility
+
+HERE = Path(__file__).parent
+
+RAY_TPU_LABELS = {"name": "ray.io/tpu-slice-name", "worker": "ray.io/tpu-worker-id",
+                  "topology": "ray.io/tpu-topology", "pod_type": "ray.io/tpu-pod-type"}
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="tpu", vendor="Google", resource_name="TPU", visible_devices_env_var=visibility.VISIBLE_CHIPS,
+        quantity_rule=QuantityRule(kind="choices", choices=[1, 2, 4, 8]), spec_version="1.0", unit="chip",
+        support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel TPU reviewers"],
+                            contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
+                            tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    found = chips.find_chips(host)
+    if not found:
+        return []  # no TPU here: do not even ask the metadata server
+    fallback = None
+    if any(chips.chip_generation(c) is None for c in found):
+        pod_type = slice_info.read_slice_info(host).pod_type
+        fallback = podtype.generation(pod_type) if pod_type else None
+    devices = []
+    for chip in found:
+        generation = chips.chip_generation(chip) or fallback
+        devices.append(Device(
+            index=chip.index, id=chips.chip_id(chip),
+            product_name=podtype.product_name(generation) if generation else "Google TPU",
+            pci_device_id=chip.pci_device_id, pci_bus_id=chip.pci_bus_id,
+            attributes={"node": chip.node},
+        ))
+    return devices
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
+    domain = ici.slice_domain(slice_info.read_slice_info(host), devices)
+    return Topology(links=ici.ici_links(devices), domains=[domain] if domain else [])
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
+    # Chip presence is the one health signal the host exposes without the TPU runtime (libtpu's own
+    # health and metrics are a gRPC service inside the workload, not something a node agent can read).
+    reports = []
+    for device in devices:
+        node = str(device.attributes.get("node", ""))
+        if node and not host.exists(node):
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[HealthReason(
+                code="tpu-chip-lost", fatal=True,
+                message=f"chip {device.index} ({node}) is gone: the TPU fell off the bus or its driver unbound")]))
+        else:
+            reports.append(HealthReport(device=device.id, state="healthy"))
+    return reports
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
+    return metrics.sample_metrics(host, devices)
+
+
+@hookimpl
+def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+    info = slice_info.read_slice_info(host)
+    extra: dict[str, float] = {}
+    if info.complete and devices:
+        assert info.name is not None and info.pod_type is not None
+        extra[info.name] = 1.0
+        if info.worker_id == 0:
+            extra[podtype.head_resource(info.pod_type)] = 1.0
+    accel_type = podtype.accelerator_type(info.pod_type) if info.pod_type else None
+    if accel_type is None and devices:
+        generation = next((g for g in (chips.PCI_DEVICE_GENERATIONS.get(d.pci_device_id or "") for d in devices)
+                           if g), None)
+        accel_type = podtype.accelerator_type(generation + "-1") if generation else None
+    return ResourceContribution(accelerator_type=accel_type, extra=extra)
+
+
+@hookimpl
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    info = slice_info.read_slice_info(host)
+    values = {"name": info.name, "worker": None if info.worker_id is None else str(info.worker_id),
+              "topology": info.topology, "pod_type": info.pod_type}
+    return {RAY_TPU_LABELS[k]: v for k, v in values.items() if v}
+
+
+@hookimpl
+def rayaccel_parse_visible(value: str) -> list[str]:
+    return visibility.parse_visible(value)
+
+
+@hookimpl
+def rayaccel_visible_env(unit_ids: list[str]) -> dict[str, str]:
+    return visibility.visible_env(unit_ids)
+
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    # ICI carries XLA collectives inside a JAX/PyTorch-XLA program. Ray 2.60 has no tensor transport for
+    # TPU memory and no TensorTransportManager moves XLA buffers between actors, so none is declared.
+    return []
+
+
+@hookimpl
+def rayaccel_sku_catalog() -> SkuCatalog:
+    return load_catalog(HERE / "skus.yaml")
+
+
+@hookimpl
+def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
+    return cloud.cloud_hint(provider, instance_type)
+
+
+_UEVENT_PCI_ID = re.compile(r"(?m)^PCI_ID=1AE0:[0-9A-Fa-f]{4}$")
+
+
+@hookimpl
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    """Point the fixture's chips at the SKU: PCI device ids in sysfs, and the generation in the pod type."""
+    data = copy.deepcopy(fixture)
+    host = data.setdefault("host", {})
+    files: dict[str, str] = host.setdefault("files", {})
+    pci_id = sku.match.pci_device_ids[0].lower() if sku.match.pci_device_ids else None
+    for path in list(files):
+        if path.endswith("/uevent") and path.startswith("/sys/class/accel/"):
+            if pci_id:
+                files[path] = _UEVENT_PCI_ID.sub(f"PCI_ID=1AE0:{pci_id[2:].upper()}", files[path])
+            else:
+                files[path] = _UEVENT_PCI_ID.sub("", files[path])
+        elif path.startswith("/sys/kernel/iommu_groups/") and path.endswith("/device"):
+            if pci_id:
+                files[path] = pci_id + "\n"
+            else:
+                del files[path]
+    generation = sku.accelerator_type.removeprefix("TPU-").lower()
+    if sku.accelerator_type.startswith("TPU-") and generation:
+        env: dict[str, str] = host.setdefault("env", {})
+        if slice_info.ENV_POD_TYPE in env:
+            env[slice_info.ENV_POD_TYPE] = _with_generation(env[slice_info.ENV_POD_TYPE], generation)
+        for url, answer in host.get("http", {}).items():
+            if url.endswith("/" + slice_info.KEY_POD_TYPE) and isinstance(answer, dict) and "body" in answer:
+                answer["body"] = _with_generation(answer["body"], generation)
+    return data
+
+
+def _with_generation(pod_type: str, generation: str) -> str:
+    size = pod_type.rsplit("-", 1)[-1]
+    return f"{generation}-{size}" if size.isdigit() else pod_type
