@@ -29,7 +29,7 @@ class Chip:
 
 def _read(host: Host, path: str) -> str | None:
     try:
-        return host.read_text(path).strip()
+        return str(host.read_text(path)).strip()
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -59,7 +59,7 @@ def _hex_id(raw: str | None) -> str | None:
 
 
 def _accel_chips(host: Host) -> list[Chip]:
-    chips = []
+    chips: list[Chip] = []
     for path in host.glob("/dev/accel*"):
         match = _ACCEL.match(path)
         if host.is_dir(path) or not match:
@@ -91,7 +91,7 @@ def _vfio_chips(host: Host) -> list[Chip]:
         groups = sorted((g for g in host.list_dir("/dev/vfio") if g.isdigit()), key=int)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    chips = []
+    chips: list[Chip] = []
     for group in groups:
         found = _vfio_tpu_function(host, group)
         if found is not None:

@@ -1,0 +1,136 @@
+"""Every TPU fixture gives its expected inventory; faults give theirs, and removing them recovers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from rayaccel import RealHost, SkuMatch, SkuRecord
+from rayaccel.fixtures import compare_expected, load_fixture, parse_fixture
+from rayaccel.inventory import InventoryBuilder
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SimulatedHost
+from rayaccel_tpu import plugin, slice_info
+
+FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
+FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
+
+
+@pytest.fixture(scope="module")
+def manager() -> PluginManager:
+    # Registered under its entry-point name, as an installed distribution is: fixtures say plugin "tpu".
+    pm = PluginManager(autoload=False)
+    assert pm.register(plugin, "tpu")
+    return pm
+
+
+def build(manager, host):  # type: ignore[no-untyped-def]
+    return InventoryBuilder(manager, ["tpu"]).build(host)
+
+
+def test_the_issue_fixtures_are_shipped() -> None:
+    assert {p.stem for p in FIXTURES} >= {"v5e-8", "v5p-16-worker0", "v5p-16-worker1", "v6e-256-worker", "tpu7x-8"}
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_fixture_gives_its_expected_inventory(manager, path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(path)
+    inventory = build(manager, SimulatedHost(fixture))
+    assert compare_expected(inventory, fixture) == []
+    assert inventory.problems == []
+
+
+@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: getattr(v, "stem", v))
+def test_fault_gives_its_expectation_and_recovers(manager, path: Path, fault: str) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(path)
+    expected = fixture.fault(fault).expected
+    inventory = build(manager, SimulatedHost(fixture, faults=[fault]))
+    family = inventory.family("tpu")
+    assert family is not None
+    if expected.devices is not None:
+        assert len(family.devices) == expected.devices
+    assert inventory.resources == expected.resources
+    assert {p.code for p in inventory.problems} == set(expected.problem_codes)
+    assert compare_expected(build(manager, SimulatedHost(fixture)), fixture) == []
+
+
+def test_a_hung_metadata_server_is_bounded_by_the_timeout(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "v5e-8"))
+    host = SimulatedHost(fixture, faults=["metadata-hang"])
+    calls: list[float] = []
+    real_get = host.http_get
+
+    def recording_get(url, headers=None, timeout=1.0):  # type: ignore[no-untyped-def]
+        calls.append(timeout)
+        return real_get(url, headers, timeout)
+
+    host.http_get = recording_get  # type: ignore[method-assign]
+    started = time.monotonic()
+    inventory = build(manager, host)
+    assert time.monotonic() - started < 5
+    assert calls and all(t == slice_info.METADATA_TIMEOUT for t in calls)
+    assert inventory.resources["TPU"] == 8
+    # One unanswered call per read: the other keys are not asked once the server has failed to answer.
+    assert len(calls) <= 4
+
+
+def test_metadata_without_the_flavor_header_is_refused(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "v5e-8"))
+    host = SimulatedHost(fixture)
+    assert host.http_get(slice_info.METADATA_URL + "accelerator-type").status == 403
+    assert slice_info.read_slice_info(host).pod_type == "v5litepod-8"
+
+
+def test_lost_chip_after_inventory_is_reported_unhealthy_and_fatal(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "v5e-8"))
+    devices = plugin.rayaccel_discover(SimulatedHost(fixture))
+    fault_file = tmp_path / "faults"
+    host = SimulatedHost(fixture, fault_file=str(fault_file))
+    fault_file.write_text("chip-lost\n")
+    reports = {r.device: r for r in plugin.rayaccel_health(host, devices)}
+    lost = reports[devices[5].id]
+    assert lost.state == "unhealthy" and lost.reasons[0].fatal and lost.reasons[0].code == "tpu-chip-lost"
+    fault_file.write_text("")
+    assert all(r.state == "healthy" for r in plugin.rayaccel_health(host, devices))
+
+
+def test_metrics_come_from_the_device_plugin_endpoint(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "v5p-16-worker0"))
+    family = build(manager, SimulatedHost(fixture)).family("tpu")
+    assert family is not None
+    by_name = {(m.device, m.name): m.value for m in family.metrics}
+    first = family.devices[0].id
+    assert by_name[(first, "utilization")] == 37.5
+    assert by_name[(first, "memory_used")] == 61203283968
+    garbled = build(manager, SimulatedHost(fixture, faults=["garbage-metrics"])).family("tpu")
+    assert garbled is not None and garbled.metrics == []
+
+
+def test_no_tpu_hardware_means_no_devices_and_no_problem(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for host in (RealHost(root=str(tmp_path), env={}), RealHost()):
+        inventory = build(manager, host)
+        assert inventory.family("tpu") is None
+        assert [p for p in inventory.problems if p.plugin == "tpu"] == []
+
+
+def test_nvidia_accel_directory_is_not_a_tpu(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "dev" / "accel").mkdir(parents=True)
+    (tmp_path / "dev" / "accel" / "accel0").write_text("")
+    assert plugin.rayaccel_discover(RealHost(root=str(tmp_path), env={})) == []
+
+
+def test_fixture_for_sku_rewrites_pci_ids_and_generation() -> None:
+    path = next(p for p in FIXTURES if p.stem == "v5p-16-worker0")
+    data = load_fixture(path).model_dump(mode="json", by_alias=True)
+    sku = SkuRecord(id="tpu-v9z", marketing_name="Cloud TPU v9z", accelerator_type="TPU-V9Z",
+                    match=SkuMatch(pci_device_ids=["0x0099"]))
+    rewritten = plugin.rayaccel_fixture_for_sku(data, sku)
+    assert rewritten["host"]["env"]["TPU_ACCELERATOR_TYPE"] == "v9z-16"
+    devices = plugin.rayaccel_discover(SimulatedHost(parse_fixture(rewritten, "rewritten")))
+    assert [d.pci_device_id for d in devices] == ["0x0099"] * 4
+
+
+def test_transports_declare_nothing_ray_cannot_carry() -> None:
+    assert plugin.rayaccel_transports() == []
