@@ -1,0 +1,124 @@
+"""Devices from NVML: identity, memory, PCI, NUMA/CPU affinity, compute capability, versions, MIG.
+
+Functions take an NVML adapter (``host.library("nvml")``: pynvml itself, or the simulated adapter with
+the same calls), so the same code runs on a node and in tests.
+
+A GPU NVML cannot identify (``NVML_ERROR_GPU_IS_LOST`` when getting its handle, or a UUID that is not
+a GPU UUID) is still reported, under the id ``nvml-index-<N>``, so health can mark it unhealthy and the
+node is drained: silently dropping it would hide a dead GPU that Ray itself still counts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rayaccel import Device, Partition
+from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
+
+#: NVML's GPU UUID: "GPU-" + 8-4-4-4-12 hex (nvmlDeviceGetUUID).
+GPU_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+#: Attribute holding why a device could not be read (health turns it into a reason).
+UNREADABLE = "nvml_unreadable"
+
+# 64-bit words requested from nvmlDeviceGetCpuAffinity: 2048 CPUs, beyond any current host.
+CPU_SET_WORDS = 32
+
+
+def placeholder_id(index: int) -> str:
+    return f"nvml-index-{index}"
+
+
+def optional(nvml: Any, fn: str, *args: Any) -> Any:
+    """The answer of an NVML query, or None when this GPU or driver does not support it."""
+    try:
+        return getattr(nvml, fn)(*args)
+    except nvml.NVMLError as e:
+        if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
+            raise
+        return None
+
+
+def _printable(text: str) -> bool:
+    return bool(text) and text.isprintable()
+
+
+def _unreadable(index: int, why: str, message: str) -> Device:
+    return Device(index=index, id=placeholder_id(index), product_name=f"unknown NVIDIA GPU ({message})",
+                  attributes={UNREADABLE: why, "nvml_message": message})
+
+
+def discover(nvml: Any) -> list[Device]:
+    """Every GPU NVML enumerates, in NVML index order (the order CUDA uses by default on most hosts)."""
+    count = int(nvml.nvmlDeviceGetCount())
+    driver = optional(nvml, "nvmlSystemGetDriverVersion") or None
+    cuda = optional(nvml, "nvmlSystemGetCudaDriverVersion")
+    runtime = cuda_version(int(cuda)) if cuda else None
+    devices = []
+    for index in range(count):
+        try:
+            devices.append(discover_one(nvml, index, driver, runtime))
+        except nvml.NVMLError as e:
+            why = "gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error"
+            devices.append(_unreadable(index, why, str(e)))
+    return devices
+
+
+def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None) -> Device:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    name = str(nvml.nvmlDeviceGetName(handle))
+    uuid = str(nvml.nvmlDeviceGetUUID(handle))
+    if not GPU_UUID.match(uuid) or not _printable(name):
+        return _unreadable(index, "nvml-garbage", "NVML returned a malformed name or UUID")
+    pci = optional(nvml, "nvmlDeviceGetPciInfo_v3", handle)
+    memory = optional(nvml, "nvmlDeviceGetMemoryInfo", handle)
+    cc = optional(nvml, "nvmlDeviceGetCudaComputeCapability", handle)
+    compute_capability = (int(cc[0]), int(cc[1])) if cc else None
+    arch_enum = optional(nvml, "nvmlDeviceGetArchitecture", handle)
+    numa = optional(nvml, "nvmlDeviceGetNumaNodeId", handle)
+    affinity = optional(nvml, "nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
+    attributes: dict[str, str | int | float | bool] = {}
+    if compute_capability:
+        attributes["compute_capability"] = f"{compute_capability[0]}.{compute_capability[1]}"
+    if affinity is not None:
+        cpus = cpu_list([int(w) for w in affinity])
+        if cpus:
+            attributes["cpu_affinity"] = cpus
+    mig_mode = optional(nvml, "nvmlDeviceGetMigMode", handle)
+    partitions: list[Partition] = []
+    if mig_mode is not None:
+        attributes["mig_mode"] = "enabled" if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE else "disabled"
+        if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE:
+            partitions = mig_partitions(nvml, handle)
+    return Device(
+        index=index, id=uuid, product_name=name,
+        pci_device_id=pci_device_id(int(pci.pciDeviceId)) if pci is not None else None,
+        memory_mib=int(memory.total) // 2**20 if memory is not None else None,
+        pci_bus_id=str(pci.busId) if pci is not None else None,
+        numa_node=int(numa) if numa is not None and int(numa) >= 0 else None,
+        architecture=architecture(int(arch_enum) if arch_enum is not None else None, compute_capability),
+        driver_version=driver, runtime_version=runtime, partitions=partitions, attributes=attributes,
+    )
+
+
+def mig_partitions(nvml: Any, handle: Any) -> list[Partition]:
+    """The MIG devices (GPU instance + compute instance) carved out of a MIG-enabled GPU."""
+    partitions = []
+    slots = optional(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0
+    for slot in range(int(slots)):
+        try:
+            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except nvml.NVMLError as e:
+            if e.value == nvml.NVML_ERROR_NOT_FOUND:
+                continue  # an empty slot: NVML numbers slots, not instances
+            raise
+        uuid = str(nvml.nvmlDeviceGetUUID(mig))
+        if not MIG_UUID.match(uuid):
+            continue
+        name = optional(nvml, "nvmlDeviceGetName", mig) or ""
+        memory = optional(nvml, "nvmlDeviceGetMemoryInfo", mig)
+        partitions.append(Partition(id=uuid, kind="mig", profile=mig_profile(str(name)),
+                                    memory_mib=int(memory.total) // 2**20 if memory is not None else None))
+    return partitions

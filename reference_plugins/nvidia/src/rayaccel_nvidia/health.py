@@ -1,0 +1,173 @@
+"""Device health from NVIDIA's own signals: XID events, volatile ECC counters, row remapping, GPU lost.
+
+XIDs arrive through NVML's event-set API. The set is created once per NVML session and drained without
+waiting on every health check, and XIDs seen are remembered for the session: a GPU that fell off the bus
+(XID 79) stays unhealthy until the driver is reloaded, which also starts a new session.
+
+XID meanings follow NVIDIA's XID catalog and GPU memory error management guide. Application errors
+(13, 31, 43, 45, 68, 109: the list NVIDIA's Kubernetes device plugin also skips) say nothing about the
+device and are ignored.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rayaccel import Device, HealthReason, HealthReport
+from rayaccel.records import HEALTH_ORDER
+from rayaccel_nvidia.discovery import UNREADABLE
+
+#: XIDs caused by the application, not the GPU.
+APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+
+
+@dataclass(frozen=True)
+class XidMeaning:
+    state: str
+    fatal: bool
+    message: str
+
+
+#: XID -> what it means for the device. ``fatal``: the GPU needs a reset or the node a reboot, so drain.
+XIDS: dict[int, XidMeaning] = {
+    48: XidMeaning("unhealthy", False, "double-bit (uncorrectable) ECC error"),
+    63: XidMeaning("degraded", False, "ECC page retirement or row remapping recorded; takes effect after a GPU reset"),
+    64: XidMeaning("unhealthy", False, "ECC page retirement or row remapping failed"),
+    74: XidMeaning("unhealthy", True, "NVLink error; the GPU needs a reset"),
+    79: XidMeaning("unhealthy", True, "GPU has fallen off the bus"),
+    92: XidMeaning("degraded", False, "high single-bit ECC error rate"),
+    94: XidMeaning("degraded", False, "contained ECC error: only the affected application was stopped"),
+    95: XidMeaning("unhealthy", True, "uncontained ECC error; the GPU needs a reset"),
+    119: XidMeaning("unhealthy", True, "GSP RPC timeout; the GPU needs a reset"),
+    120: XidMeaning("unhealthy", True, "GSP error; the GPU needs a reset"),
+}
+
+
+def xid_reason(xid: int) -> HealthReason | None:
+    """The health reason an XID gives, or None for application errors."""
+    if xid in APPLICATION_XIDS:
+        return None
+    meaning = XIDS.get(xid)
+    if meaning is None:
+        return HealthReason(code=f"xid-{xid}", message=f"XID {xid} reported (see NVIDIA's XID catalog)")
+    return HealthReason(code=f"xid-{xid}", message=f"XID {xid}: {meaning.message}", fatal=meaning.fatal)
+
+
+def xid_state(xid: int) -> str:
+    if xid in APPLICATION_XIDS:
+        return "healthy"
+    meaning = XIDS.get(xid)
+    return meaning.state if meaning else "degraded"
+
+
+@dataclass
+class XidMonitor:
+    """One NVML session's event set and the XIDs it has delivered, by device index."""
+
+    event_set: Any = None
+    registered: set[int] = field(default_factory=set)
+    seen: dict[int, list[int]] = field(default_factory=dict)
+
+
+_MONITORS: weakref.WeakKeyDictionary[Any, XidMonitor] = weakref.WeakKeyDictionary()
+
+
+def drain_xids(nvml: Any, handles: dict[int, Any]) -> dict[int, list[int]]:
+    """Register for XID events on every GPU not yet registered, then collect what is pending."""
+    monitor = _MONITORS.setdefault(nvml, XidMonitor())
+    try:
+        if monitor.event_set is None:
+            monitor.event_set = nvml.nvmlEventSetCreate()
+        for index, handle in handles.items():
+            if index in monitor.registered:
+                continue
+            try:
+                nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, monitor.event_set)
+                monitor.registered.add(index)
+            except nvml.NVMLError:
+                continue  # NOT_SUPPORTED on some GPUs; the other signals still apply
+        while monitor.registered:
+            try:
+                event = nvml.nvmlEventSetWait_v2(monitor.event_set, 0)
+            except nvml.NVMLError:
+                break  # NVML_ERROR_TIMEOUT: nothing pending
+            if int(event.eventType) & nvml.nvmlEventTypeXidCriticalError:
+                index = int(nvml.nvmlDeviceGetIndex(event.device))
+                monitor.seen.setdefault(index, []).append(int(event.eventData))
+    except nvml.NVMLError:
+        pass  # no event API on this driver
+    return monitor.seen
+
+
+def _counter(nvml: Any, fn: str, *args: Any) -> Any:
+    try:
+        return getattr(nvml, fn)(*args)
+    except nvml.NVMLError as e:
+        if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
+            raise
+        return None
+
+
+def device_reasons(nvml: Any, handle: Any) -> list[HealthReason]:
+    """ECC and row-remapping reasons of one readable GPU (raises NVMLError_GpuIsLost)."""
+    reasons = []
+    uncorrected = _counter(nvml, "nvmlDeviceGetTotalEccErrors", handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                           nvml.NVML_VOLATILE_ECC)
+    if uncorrected:
+        reasons.append(HealthReason(code="ecc-uncorrectable",
+                                    message=f"{int(uncorrected)} uncorrectable ECC errors since the driver loaded"))
+    remap = _counter(nvml, "nvmlDeviceGetRemappedRows", handle)
+    if remap is not None:
+        _, _, pending, failure = (int(v) for v in remap)
+        if failure:
+            reasons.append(HealthReason(code="row-remap-failure",
+                                        message="row remapping failed: no spare memory rows left (RMA criterion)"))
+        elif pending:
+            reasons.append(HealthReason(code="row-remap-pending",
+                                        message="a row remapping is pending; it takes effect after a GPU reset"))
+    return reasons
+
+
+_STATE_OF_CODE = {"ecc-uncorrectable": "unhealthy", "row-remap-failure": "unhealthy", "row-remap-pending": "degraded",
+                  "gpu-lost": "unhealthy", "nvml-garbage": "unhealthy", "nvml-error": "unhealthy"}
+
+
+def report(device: Device, reasons: list[HealthReason], xids: Sequence[int]) -> HealthReport:
+    states = ["healthy"] + [_STATE_OF_CODE.get(r.code, "degraded") for r in reasons]
+    for xid in dict.fromkeys(xids):
+        reason = xid_reason(xid)
+        if reason is not None:
+            reasons.append(reason)
+            states.append(xid_state(xid))
+    state = max(states, key=lambda s: HEALTH_ORDER[s])
+    return HealthReport(device=device.id, state=state, reasons=reasons)  # type: ignore[arg-type]
+
+
+def health(nvml: Any, devices: Sequence[Device]) -> list[HealthReport]:
+    readable = {d.index: d for d in devices if UNREADABLE not in d.attributes}
+    handles: dict[int, Any] = {}
+    lost: dict[int, str] = {}
+    for index in readable:
+        try:
+            handles[index] = nvml.nvmlDeviceGetHandleByIndex(index)
+        except nvml.NVMLError as e:
+            lost[index] = str(e)
+    xids = drain_xids(nvml, handles)
+    reports = []
+    for device in devices:
+        why = device.attributes.get(UNREADABLE)
+        if why is not None or device.index in lost:
+            code = str(why or "gpu-lost")
+            message = str(device.attributes.get("nvml_message") or lost.get(device.index) or code)
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[HealthReason(
+                code=code, message=f"NVML cannot read this GPU: {message}", fatal=code == "gpu-lost")]))
+            continue
+        try:
+            reasons = device_reasons(nvml, handles[device.index])
+        except nvml.NVMLError as e:
+            reasons = [HealthReason(code="gpu-lost", message=f"NVML: {e}", fatal=True)]
+        reports.append(report(device, reasons, xids.get(device.index, [])))
+    return reports

@@ -1,0 +1,75 @@
+"""Ray's accelerator type for an NVIDIA product name, and the names NVML uses.
+
+The type must be the string Ray 2.60's ``NvidiaGPUAcceleratorManager`` derives from the same NVML name,
+or tasks written for Ray (``accelerator_type="H100"``) would not schedule on a node the plugin labels.
+The differential test checks this function against Ray's own on every fixture and catalog name.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Ray 2.60 nvidia_gpu.py: the run of leading all-caps tokens up to the first token holding a digit.
+_RAY_NAME_PATTERN = re.compile(r"\w+\s+((?:[A-Z]+\s+)*[A-Z0-9]*\d[A-Z0-9]*)")
+
+#: NVML architecture enum -> name used for the ``rayaccel.io/architecture`` label.
+ARCHITECTURES: dict[int, str] = {5: "volta", 6: "turing", 7: "ampere", 8: "ada", 9: "hopper", 10: "blackwell"}
+
+# When nvmlDeviceGetArchitecture is missing (old drivers), the compute capability identifies it.
+_ARCH_BY_CC: dict[tuple[int, int], str] = {(7, 0): "volta", (7, 2): "volta", (7, 5): "turing", (8, 0): "ampere",
+                                           (8, 6): "ampere", (8, 7): "ampere", (8, 9): "ada", (9, 0): "hopper",
+                                           (10, 0): "blackwell", (10, 3): "blackwell", (12, 0): "blackwell"}
+
+
+def accelerator_type(product_name: str) -> str | None:
+    """'NVIDIA H100 80GB HBM3' -> 'H100'; 'NVIDIA GeForce RTX 5090' -> 'GeForce-RTX-5090' (Ray's rule)."""
+    match = _RAY_NAME_PATTERN.match(product_name)
+    result = match.group(1).replace(" ", "-") if match else None
+    if result and len(result) > 1:
+        return result
+    cleaned = re.sub(r"^NVIDIA\s+", "", product_name).strip()
+    return cleaned.replace(" ", "-") if cleaned else None
+
+
+def architecture(arch_enum: int | None, compute_capability: tuple[int, int] | None) -> str | None:
+    if arch_enum is not None and arch_enum in ARCHITECTURES:
+        return ARCHITECTURES[arch_enum]
+    if compute_capability is not None:
+        return _ARCH_BY_CC.get(compute_capability)
+    return None
+
+
+def cuda_version(encoded: int) -> str | None:
+    """nvmlSystemGetCudaDriverVersion's 12040 -> '12.4'."""
+    if encoded <= 0:
+        return None
+    return f"{encoded // 1000}.{(encoded % 1000) // 10}"
+
+
+def pci_device_id(pci_device_id_register: int) -> str:
+    """NVML's pciDeviceId packs device id (upper 16 bits) and vendor id (lower): 0x233010DE -> '0x2330'."""
+    return f"0x{(pci_device_id_register >> 16) & 0xFFFF:04x}"
+
+
+def mig_profile(mig_name: str) -> str | None:
+    """'NVIDIA A100-SXM4-40GB MIG 1g.5gb' -> '1g.5gb'."""
+    match = re.search(r"MIG\s+(\S+)$", mig_name)
+    return match.group(1) if match else None
+
+
+def cpu_list(words: list[int]) -> str:
+    """nvmlDeviceGetCpuAffinity's 64-bit mask words -> '0-47,96-143'."""
+    cpus = [w * 64 + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1]
+    ranges: list[str] = []
+    start = prev = None
+    for cpu in cpus:
+        if start is None:
+            start = prev = cpu
+        elif cpu == prev + 1:  # type: ignore[operator]
+            prev = cpu
+        else:
+            ranges.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = cpu
+    if start is not None:
+        ranges.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(ranges)

@@ -1,0 +1,145 @@
+"""rayaccel hooks for NVIDIA GPUs. Thin: the work is in the modules named for each concept."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rayaccel import (
+    CloudHint,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReason,
+    HealthReport,
+    Host,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SkuCatalog,
+    SkuRecord,
+    SupportInfo,
+    Topology,
+    TransportSpec,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+from rayaccel_nvidia import cloud, discovery, health, metrics, naming, sku_fixture, topology, transports, visible
+from rayaccel_nvidia.session import NvmlTimeout, bounded, open_nvml
+
+HERE = Path(__file__).parent
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="nvidia", vendor="NVIDIA", resource_name="GPU", visible_devices_env_var="CUDA_VISIBLE_DEVICES",
+        quantity_rule=QuantityRule(kind="fractional"), spec_version="1.0", unit="device",
+        support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel NVIDIA plugin team"],
+                            contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
+                            tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    def probe() -> list[Device]:
+        nvml = open_nvml(host)
+        return [] if nvml is None else discovery.discover(nvml)
+
+    return bounded(probe, "discovering GPUs")
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology:
+    def probe() -> Topology:
+        nvml = open_nvml(host)
+        return Topology() if nvml is None else topology.topology(nvml, devices, host.name)
+
+    return bounded(probe, "reading NVLink topology")
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]:
+    def probe() -> list[HealthReport]:
+        nvml = open_nvml(host)
+        if nvml is None:
+            return [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(
+                code="nvml-unavailable", message="NVML is no longer available")]) for d in devices]
+        return health.health(nvml, devices)
+
+    try:
+        return bounded(probe, "checking GPU health")
+    except NvmlTimeout as e:
+        # A hung driver: nothing is known about the GPUs, so they stay schedulable but flagged.
+        return [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="nvml-timeout", message=str(e))])
+                for d in devices]
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
+    def probe() -> list[MetricSample]:
+        nvml = open_nvml(host)
+        return [] if nvml is None else metrics.metrics(nvml, devices)
+
+    return bounded(probe, "sampling GPU metrics")
+
+
+@hookimpl
+def rayaccel_resources(host: Host, devices: Sequence[Device], topology: Topology) -> ResourceContribution:
+    readable = [d for d in devices if discovery.UNREADABLE not in d.attributes]
+    derived = naming.accelerator_type(readable[0].product_name) if readable else None
+    return ResourceContribution(accelerator_type=derived)
+
+
+@hookimpl
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    from rayaccel.labels import to_label_value
+
+    labels: dict[str, str] = {}
+    cliques = [d for d in inventory.topology.domains if d.kind == "nvlink-clique"]
+    if cliques:
+        labels["nvidia.com/gpu.clique"] = cliques[0].id
+    readable = [d for d in inventory.devices if discovery.UNREADABLE not in d.attributes]
+    if readable:
+        first = readable[0]
+        labels["nvidia.com/gpu.product"] = to_label_value(first.product_name)
+        if first.memory_mib is not None:
+            labels["nvidia.com/gpu.memory"] = str(first.memory_mib)
+        cc = str(first.attributes.get("compute_capability", ""))
+        if "." in cc:
+            labels["nvidia.com/gpu.compute.major"], labels["nvidia.com/gpu.compute.minor"] = cc.split(".", 1)
+        if "mig_mode" in first.attributes:
+            labels["nvidia.com/mig.capable"] = "true"
+    return labels
+
+
+@hookimpl
+def rayaccel_parse_visible(value: str) -> list[str]:
+    return visible.parse_visible(value)
+
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    return list(transports.TRANSPORTS)
+
+
+@hookimpl
+def rayaccel_sku_catalog() -> SkuCatalog:
+    return load_catalog(HERE / "skus.yaml")
+
+
+@hookimpl
+def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
+    return cloud.cloud_hint(provider, instance_type)
+
+
+@hookimpl
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    return sku_fixture.fixture_for_sku(fixture, sku)

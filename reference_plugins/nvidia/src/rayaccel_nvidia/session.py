@@ -1,0 +1,63 @@
+"""Talking to NVML through the host, with every call bounded.
+
+NVML is a C library called in-process: a wedged driver makes ``nvmlInit`` or any query block forever
+(nvidia-smi hanging in D state is the familiar symptom). So each probe runs in a daemon thread that is
+abandoned after :func:`nvml_timeout` seconds, and the caller gets :class:`NvmlTimeout` instead of a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rayaccel import Host, HostError, LibraryUnavailable
+
+T = TypeVar("T")
+
+TIMEOUT_ENV = "RAYACCEL_NVIDIA_NVML_TIMEOUT"
+DEFAULT_TIMEOUT = 5.0
+
+
+class NvmlTimeout(HostError):
+    """NVML did not answer in time: the driver is hung or the GPU is wedged."""
+
+
+def nvml_timeout() -> float:
+    raw = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if value > 0 else DEFAULT_TIMEOUT
+
+
+def open_nvml(host: Host) -> Any | None:
+    """The host's NVML adapter, or None when NVML is not there (no driver, no library): not a problem."""
+    try:
+        return host.library("nvml")
+    except LibraryUnavailable:
+        return None
+
+
+def bounded(fn: Callable[[], T], what: str, timeout: float | None = None) -> T:
+    """fn() in a daemon thread; NvmlTimeout if it has not returned within the timeout."""
+    limit = nvml_timeout() if timeout is None else timeout
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # re-raised in the caller's thread
+            outcome["error"] = e
+
+    thread = threading.Thread(target=target, name=f"rayaccel-nvidia-{what}", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise NvmlTimeout(f"NVML did not answer within {limit:g}s while {what} (is the NVIDIA driver hung? "
+                          f"check 'dmesg' for NVRM errors; raise {TIMEOUT_ENV} only for a known-slow driver)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]

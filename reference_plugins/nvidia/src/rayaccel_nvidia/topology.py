@@ -1,0 +1,143 @@
+"""Links and scale-up domains from NVML: NVLink state and remote ends, PCIe ancestry, fabric cliques.
+
+* A link whose remote end is a GPU gives a direct ``nvlink`` link (lanes = links between the two).
+* Links whose remote end is an NVSwitch put the GPU on the switch fabric; every two GPUs on it reach
+  each other at the bandwidth of the smaller side, so each pair gets an ``nvlink`` link.
+* GPUs with no NVLink between them get a ``pcie`` link where NVML knows their common PCIe ancestor.
+* On NVL72-class systems (GB200) each GPU reports fabric info: a cluster UUID and clique id shared by
+  every GPU of the NVLink domain, across trays. That is the ``nvlink-clique`` domain.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid as uuid_module
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rayaccel import Affinity, Device, Domain, Link, Topology
+from rayaccel_nvidia.discovery import UNREADABLE, optional
+
+#: Unidirectional GB/s of one NVLink, by the version NVML reports (P100: 1 ... Blackwell: 5).
+NVLINK_GBPS = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+
+#: NVML does not say how many GPUs a clique spans (an NVL72 rack: 72, but partitions can be smaller);
+#: an operator who knows sets it, otherwise the domain size is what this host sees.
+CLIQUE_SIZE_ENV = "RAYACCEL_NVIDIA_CLIQUE_SIZE"
+
+
+def _bus(bus_id: str) -> str:
+    # NVML writes "00000000:18:00.0"; the legacy form is "0000:18:00.0". Compare on the last 12 chars.
+    return bus_id.strip().upper()[-12:]
+
+
+def nvlink_ends(nvml: Any, handle: Any) -> list[tuple[int, str, str | None, int | None]]:
+    """(link, remote type, remote bus id, version) for each active NVLink of one GPU."""
+    ends = []
+    for link in range(int(nvml.NVML_NVLINK_MAX_LINKS)):
+        try:
+            state = nvml.nvmlDeviceGetNvLinkState(handle, link)
+        except nvml.NVMLError as e:
+            if e.value in (nvml.NVML_ERROR_NOT_SUPPORTED, nvml.NVML_ERROR_INVALID_ARGUMENT):
+                break  # no NVLink on this GPU, or past its last link
+            if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
+                raise
+            continue
+        if int(state) != nvml.NVML_FEATURE_ENABLED:
+            continue
+        version = optional(nvml, "nvmlDeviceGetNvLinkVersion", handle, link)
+        remote_type = optional(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+        pci = optional(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+        kind = {nvml.NVML_NVLINK_DEVICE_TYPE_GPU: "gpu", nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH: "switch"}.get(
+            remote_type, "unknown") if remote_type is not None else "unknown"
+        ends.append((link, kind, _bus(str(pci.busId)) if pci is not None else None,
+                     int(version) if version is not None else None))
+    return ends
+
+
+def _gbps(versions: Sequence[int | None]) -> float | None:
+    known = [NVLINK_GBPS[v] for v in versions if v in NVLINK_GBPS]
+    return min(known) if known else None
+
+
+def topology(nvml: Any, devices: Sequence[Device], host_name: str) -> Topology:
+    readable = [d for d in devices if UNREADABLE not in d.attributes]
+    handles = {d.id: nvml.nvmlDeviceGetHandleByIndex(d.index) for d in readable}
+    by_bus = {_bus(d.pci_bus_id): d.id for d in readable if d.pci_bus_id}
+    direct: Counter[tuple[str, str]] = Counter()
+    direct_versions: dict[tuple[str, str], list[int | None]] = {}
+    switch_links: dict[str, list[int | None]] = {}
+    for device in readable:
+        for _, kind, remote_bus, version in nvlink_ends(nvml, handles[device.id]):
+            peer = by_bus.get(remote_bus) if remote_bus else None
+            if kind == "switch" or (kind == "unknown" and remote_bus and peer is None):
+                switch_links.setdefault(device.id, []).append(version)
+            elif peer is not None and peer != device.id:
+                key = (min(device.id, peer), max(device.id, peer))
+                direct[key] += 1  # each end reports the link once
+                direct_versions.setdefault(key, []).append(version)
+    links: dict[tuple[str, str], Link] = {}
+    for key, ends in direct.items():
+        lanes = max(1, ends // 2)
+        per_link = _gbps(direct_versions[key])
+        links[key] = Link(a=key[0], b=key[1], kind="nvlink", lanes=lanes,
+                          bandwidth_gbps=per_link * lanes if per_link else None)
+    on_switch = [d.id for d in readable if d.id in switch_links]
+    for a, b in itertools.combinations(on_switch, 2):
+        lanes = min(len(switch_links[a]), len(switch_links[b]))
+        per_link = _gbps(switch_links[a] + switch_links[b])
+        key = (min(a, b), max(a, b))
+        through_switch = per_link * lanes if per_link else None
+        existing = links.get(key)
+        if existing is None or (existing.bandwidth_gbps or 0) < (through_switch or 0):
+            links[key] = Link(a=key[0], b=key[1], kind="nvlink", lanes=lanes, bandwidth_gbps=through_switch)
+    for a, b in itertools.combinations(readable, 2):
+        key = (min(a.id, b.id), max(a.id, b.id))
+        if key in links:
+            continue
+        level = optional(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[a.id], handles[b.id])
+        if level is not None:
+            links[key] = Link(a=key[0], b=key[1], kind="pcie")
+    affinities = [Affinity(device=d.id, numa_node=d.numa_node, cpus=str(d.attributes["cpu_affinity"])
+                           if "cpu_affinity" in d.attributes else None)
+                  for d in readable if d.numa_node is not None or "cpu_affinity" in d.attributes]
+    domains = clique_domains(nvml, readable, handles)
+    if not domains and len(on_switch) >= 2:
+        domains = [Domain(kind="nvswitch", id=f"{host_name}-nvswitch", size=len(on_switch), members=on_switch)]
+    return Topology(links=sorted(links.values(), key=lambda ln: (ln.a, ln.b)), affinities=affinities,
+                    domains=domains)
+
+
+def fabric_clique(nvml: Any, handle: Any) -> str | None:
+    """'<cluster uuid>.<clique id>' once the fabric manager has registered the GPU, else None."""
+    info = nvml.c_nvmlGpuFabricInfoV_t()
+    try:
+        import ctypes
+
+        nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
+    except nvml.NVMLError as e:
+        if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
+            raise
+        return None
+    if int(info.state) != nvml.NVML_GPU_FABRIC_STATE_COMPLETED or int(info.status) != nvml.NVML_SUCCESS:
+        return None
+    raw = bytes(info.clusterUuid)
+    if not any(raw):
+        return None  # the GPU is not part of a multi-node NVLink domain
+    return f"{uuid_module.UUID(bytes=raw)}.{int(info.cliqueId)}"
+
+
+def clique_domains(nvml: Any, devices: Sequence[Device], handles: dict[str, Any]) -> list[Domain]:
+    members: dict[str, list[str]] = {}
+    for device in devices:
+        clique = fabric_clique(nvml, handles[device.id])
+        if clique is not None:
+            members.setdefault(clique, []).append(device.id)
+    configured = os.environ.get(CLIQUE_SIZE_ENV, "")
+    domains = []
+    for clique, ids in members.items():
+        size = int(configured) if configured.isdigit() and int(configured) >= len(ids) else len(ids)
+        domains.append(Domain(kind="nvlink-clique", id=clique, size=size, members=ids))
+    return domains

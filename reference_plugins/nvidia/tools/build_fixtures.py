@@ -1,0 +1,329 @@
+"""Write the NVIDIA fixtures: NVML answers laid out as pynvml returns them, from each system's facts.
+
+Run from the repository root: ``.venv/bin/python reference_plugins/nvidia/tools/build_fixtures.py``.
+Each system below states its hardware facts (GPU model and NVML name, PCI ids, memory NVML reports,
+NVLink count/version and what each link reaches, NUMA layout, driver); ``expected`` is worked out from
+those facts by hand, not from the plugin's output. Faults are merge patches over the NVML data.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "rayaccel_nvidia" / "fixtures"
+NS = uuid.UUID("6f1d3c1e-5b0a-4c47-9a7e-2f4c8d0b1a22")
+MIB = 2**20
+SWITCH, GPU = 2, 0
+
+
+def gpu_uuid(system: str, index: int, prefix: str = "GPU") -> str:
+    return f"{prefix}-{uuid.uuid5(NS, f'{system}/{index}')}"
+
+
+def cpu_words(*ranges: tuple[int, int]) -> list[int]:
+    words = [0] * 4
+    for lo, hi in ranges:
+        for cpu in range(lo, hi + 1):
+            words[cpu // 64] |= 1 << (cpu % 64)
+    while words and words[-1] == 0:
+        words.pop()
+    return words
+
+
+def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus: str, memory_mib: int, numa: int,
+           cpus: list[int], cc: tuple[int, int], arch: int, mig: list[int] | None, nvlink: dict[str, Any] | None,
+           fabric: dict[str, Any] | None = None, power_mw: int = 70000, temp: int = 33) -> dict[str, Any]:
+    domain, bus_no, dev_fn = bus.split(":")[0], bus.split(":")[1], bus.split(":")[2]
+    used = 512 * MIB
+    data: dict[str, Any] = {
+        "name": name, "uuid": gpu_uuid(system, index), "serial": f"16523{index:08d}",
+        "pci": {"busId": bus, "domain": int(domain, 16), "bus": int(bus_no, 16),
+                "device": int(dev_fn.split(".")[0], 16),
+                "pciDeviceId": pci_id << 16 | 0x10DE, "pciSubSystemId": subsys << 16 | 0x10DE},
+        "memory": {"total": memory_mib * MIB, "used": used, "free": memory_mib * MIB - used},
+        "numa_node": numa, "cpu_affinity": cpus, "compute_capability": list(cc), "architecture": arch,
+        "ecc": {"volatile": {"corrected": 0, "uncorrected": 0}, "aggregate": {"corrected": 0, "uncorrected": 0}},
+        "remapped_rows": [0, 0, 0, 0],
+        "utilization": {"gpu": 0, "memory": 0}, "power_usage": power_mw, "temperature": temp,
+    }
+    if mig is not None:
+        data["mig_mode"] = mig
+    if nvlink is not None:
+        data["nvlink"] = nvlink
+    if fabric is not None:
+        data["fabric"] = fabric
+    return data
+
+
+def switch_links(count: int, version: int, switches: list[str | None], per_switch: list[int]) -> dict[str, Any]:
+    links: dict[str, Any] = {}
+    link = 0
+    for bus, n in zip(switches, per_switch, strict=True):
+        for _ in range(n):
+            entry: dict[str, Any] = {"state": 1, "version": version, "remote_type": SWITCH}
+            if bus is not None:
+                entry["remote_pci"] = {"busId": bus, "pciDeviceId": 0x22A310DE}
+            links[str(link)] = entry
+            link += 1
+    assert link == count
+    return links
+
+
+def fixture(name: str, description: str, source: str, hostname: str, nvml: dict[str, Any],
+            expected: dict[str, Any], faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"schema": "rayaccel-fixture/1", "plugin": "nvidia", "name": name, "description": description,
+            "source": source, "host": {"hostname": hostname, "libraries": {"nvml": nvml}},
+            "expected": expected, "faults": faults or []}
+
+
+def labels(*, sku: str, count: int, interconnect: str, accel: str, memory: int, arch: str, driver: str, cuda: str,
+           product: str, cc: tuple[int, int], mig_capable: bool, domain: tuple[str, str, int] | None = None,
+           clique: str | None = None) -> dict[str, str]:
+    out = {
+        "rayaccel.io/family": "nvidia", "rayaccel.io/vendor": "NVIDIA", "rayaccel.io/sku-known": "true",
+        "rayaccel.io/sku": sku, "rayaccel.io/count": str(count), "rayaccel.io/interconnect": interconnect,
+        "rayaccel.io/health": "healthy", "ray.io/accelerator-type": accel, "rayaccel.io/memory-mib": str(memory),
+        "rayaccel.io/architecture": arch, "rayaccel.io/driver-version": driver, "rayaccel.io/runtime-version": cuda,
+        "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": str(memory),
+        "nvidia.com/gpu.compute.major": str(cc[0]), "nvidia.com/gpu.compute.minor": str(cc[1]),
+    }
+    if mig_capable:
+        out["nvidia.com/mig.capable"] = "true"
+    if domain is not None:
+        out["rayaccel.io/scale-up-domain"], out["rayaccel.io/scale-up-domain-kind"] = domain[0], domain[1]
+        out["rayaccel.io/scale-up-domain-size"] = str(domain[2])
+    if clique is not None:
+        out["nvidia.com/gpu.clique"] = clique
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# DGX H100: 8x H100 SXM5 80GB, each with 18 NVLink4 links to the 4 NVSwitch chips (5+4+4+5), 2 sockets.
+
+def dgx_h100() -> dict[str, Any]:
+    system = "dgx-h100"
+    buses = ["00000000:1B:00.0", "00000000:43:00.0", "00000000:52:00.0", "00000000:61:00.0",
+             "00000000:9D:00.0", "00000000:C3:00.0", "00000000:D1:00.0", "00000000:DF:00.0"]
+    switches = ["00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0"]
+    node_cpus = [cpu_words((0, 55), (112, 167)), cpu_words((56, 111), (168, 223))]
+    devices = {str(i): device(system, i, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus=buses[i],
+                              memory_mib=81559, numa=i // 4, cpus=node_cpus[i // 4], cc=(9, 0), arch=9, mig=[0, 0],
+                              nvlink=switch_links(18, 4, switches, [5, 4, 4, 5]))
+               for i in range(8)}
+    ids = [devices[str(i)]["uuid"] for i in range(8)]
+    nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": devices}
+    full = {"GPU": 8.0, "accelerator_type:H100": 1.0}
+    seven = {"GPU": 7.0, "accelerator_type:H100": 1.0}
+    expected = {
+        "devices": 8, "device_ids": ids, "accelerator_type": "H100", "resources": full,
+        # 8 GPUs on one NVSwitch fabric: every pair, 18 links x 25 GB/s = 450 GB/s each way.
+        "links": 28, "skus": {i: "h100-sxm5-80gb" for i in ids},
+        "labels": labels(sku="h100-sxm5-80gb", count=8, interconnect="nvlink", accel="H100", memory=81559,
+                         arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
+                         mig_capable=True, domain=("dgx-h100-01-nvswitch", "nvswitch", 8)),
+    }
+    faults = [
+        {"name": "xid-79", "kind": "fatal-error",
+         "description": "GPU 3 falls off the bus: the driver posts XID 79 (the event set delivers it)",
+         "patch": {"libraries": {"nvml": {"events": {"0": {"device": 3, "xid": 79}}}}},
+         "expected": {"health": {ids[3]: "unhealthy"}, "resources": seven, "fatal": True}},
+        {"name": "gpu-lost", "kind": "device-lost",
+         "description": "GPU 5 is lost: NVML answers NVML_ERROR_GPU_IS_LOST for its handle and every query",
+         "patch": {"libraries": {"nvml": {"devices": {"5": {"lost": True}}}}},
+         "expected": {"devices": 8, "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True,
+                      "problem_codes": ["unknown-sku"]}},
+        {"name": "ecc-uncorrectable", "kind": "ecc",
+         "description": "GPU 2 counts 2 uncorrectable (volatile) ECC errors since the driver loaded",
+         "patch": {"libraries": {"nvml": {"devices": {"2": {"ecc": {"volatile": {"uncorrected": 2}}}}}}},
+         "expected": {"health": {ids[2]: "unhealthy"}, "resources": seven, "fatal": False}},
+        {"name": "row-remap-failure", "kind": "ecc",
+         "description": "GPU 6 ran out of spare rows: nvmlDeviceGetRemappedRows reports a remapping failure",
+         "patch": {"libraries": {"nvml": {"devices": {"6": {"remapped_rows": [0, 3, 0, 1]}}}}},
+         "expected": {"health": {ids[6]: "unhealthy"}, "resources": seven, "fatal": False}},
+        {"name": "row-remap-pending", "kind": "degraded",
+         "description": "GPU 1 has a row remapping pending (applied at the next GPU reset): degraded, still used",
+         "patch": {"libraries": {"nvml": {"devices": {"1": {"remapped_rows": [0, 1, 1, 0]}}}}},
+         "expected": {"health": {ids[1]: "degraded"}, "resources": full, "fatal": False}},
+        {"name": "xid-13", "kind": "other",
+         "description": "an application faults on GPU 1 (XID 13, graphics engine exception): not a device fault",
+         "patch": {"libraries": {"nvml": {"events": {"0": {"device": 1, "xid": 13}}}}},
+         "expected": {"health": {}, "resources": full, "fatal": False}},
+        {"name": "nvml-hang", "kind": "tool-hang",
+         "description": "the driver is wedged: nvmlInit and every NVML call block (the plugin gives up after "
+                        "RAYACCEL_NVIDIA_NVML_TIMEOUT seconds)",
+         "patch": {"libraries": {"nvml": {"hang": True}}},
+         "expected": {"devices": 0, "resources": {}, "problem_codes": ["hook-raised"]}},
+        {"name": "nvml-garbage", "kind": "tool-garbage",
+         "description": "NVML returns garbage for GPU 4: a name and UUID full of replacement characters",
+         "patch": {"libraries": {"nvml": {"devices": {"4": {"name": "\ufffd\ufffd\ufffd\x07",
+                                                            "uuid": "GPU-\ufffd\ufffd\ufffd\ufffd"}}}}},
+         "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False,
+                      "problem_codes": ["unknown-sku"]}},
+    ]
+    return fixture("dgx-h100", "NVIDIA DGX H100: 8x H100 SXM5 80GB on four NVSwitch chips, 2 sockets",
+                   "NVML answer shapes of nvidia-ml-py 13.x; DGX H100 topology (18 NVLink4 links per GPU to "
+                   "4 NVSwitches) from NVIDIA's DGX H100 user guide", "dgx-h100-01", nvml, expected, faults)
+
+
+# --------------------------------------------------------------------------------------------------
+# HGX B200: 8x B200, 18 NVLink5 links each to the 2 NVLink switch chips (9+9); single-node fabric.
+
+def hgx_b200() -> dict[str, Any]:
+    system = "hgx-b200"
+    buses = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0",
+             "00000000:9A:00.0", "00000000:AB:00.0", "00000000:BA:00.0", "00000000:DB:00.0"]
+    switches = ["00000000:04:00.0", "00000000:05:00.0"]
+    node_cpus = [cpu_words((0, 63), (128, 191)), cpu_words((64, 127), (192, 255))]
+    # A single HGX board registers with the fabric manager, but belongs to no multi-node cluster: the
+    # cluster UUID is all zeros.
+    fabric = {"clusterUuid": "00000000-0000-0000-0000-000000000000", "cliqueId": 0, "state": 3, "status": 0}
+    devices = {str(i): device(system, i, name="NVIDIA B200", pci_id=0x2901, subsys=0x1999, bus=buses[i],
+                              memory_mib=183359, numa=i // 4, cpus=node_cpus[i // 4], cc=(10, 0), arch=10, mig=[0, 0],
+                              nvlink=switch_links(18, 5, switches, [9, 9]), fabric=fabric, power_mw=140000)
+               for i in range(8)}
+    ids = [devices[str(i)]["uuid"] for i in range(8)]
+    nvml = {"driver_version": "570.124.06", "cuda_driver_version": 12080, "devices": devices}
+    expected = {
+        "devices": 8, "device_ids": ids, "accelerator_type": "B200",
+        "resources": {"GPU": 8.0, "accelerator_type:B200": 1.0},
+        "links": 28, "skus": {i: "b200-sxm-180gb" for i in ids},  # each pair: 18 x 50 GB/s = 900 GB/s
+        "labels": labels(sku="b200-sxm-180gb", count=8, interconnect="nvlink", accel="B200", memory=183359,
+                         arch="blackwell", driver="570.124.06", cuda="12.8", product="NVIDIA-B200", cc=(10, 0),
+                         mig_capable=True, domain=("hgx-b200-01-nvswitch", "nvswitch", 8)),
+    }
+    return fixture("hgx-b200", "NVIDIA HGX B200: 8x B200 on two NVLink 5 switch chips", "NVML answer shapes of "
+                   "nvidia-ml-py 13.x; HGX B200 topology (18 NVLink5 links per GPU)", "hgx-b200-01", nvml, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# GB200 NVL72 compute tray: 2 Grace CPUs + 4 B200-class GPUs; all 18 NVLink5 links go to the rack's
+# NVLink switch trays (not on this host's PCIe, so no remote PCI info); fabric info names the clique.
+
+def gb200_tray() -> dict[str, Any]:
+    system = "gb200-nvl72-tray"
+    buses = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
+    cluster = "5f2c1a9e-7d3b-4e8a-9c61-0b7d2e4f8a13"
+    fabric = {"clusterUuid": cluster, "cliqueId": 32766, "state": 3, "status": 0}
+    node_cpus = [cpu_words((0, 71)), cpu_words((72, 143))]
+    devices = {str(i): device(system, i, name="NVIDIA GB200", pci_id=0x2941, subsys=0x2046, bus=buses[i],
+                              memory_mib=189471, numa=i // 2, cpus=node_cpus[i // 2], cc=(10, 0), arch=10, mig=[0, 0],
+                              nvlink=switch_links(18, 5, [None], [18]), fabric=fabric, power_mw=160000)
+               for i in range(4)}
+    ids = [devices[str(i)]["uuid"] for i in range(4)]
+    nvml = {"driver_version": "570.133.20", "cuda_driver_version": 12080, "devices": devices}
+    clique = f"{cluster}.32766"
+    expected = {
+        "devices": 4, "device_ids": ids, "accelerator_type": "GB200",
+        "resources": {"GPU": 4.0, "accelerator_type:GB200": 1.0},
+        "links": 6, "skus": {i: "gb200-nvl" for i in ids},
+        # NVML does not report the clique's size: without RAYACCEL_NVIDIA_CLIQUE_SIZE it is this tray's 4.
+        "labels": labels(sku="gb200-nvl", count=4, interconnect="nvlink", accel="GB200", memory=189471,
+                         arch="blackwell", driver="570.133.20", cuda="12.8", product="NVIDIA-GB200", cc=(10, 0),
+                         mig_capable=True, domain=(clique, "nvlink-clique", 4), clique=clique),
+    }
+    return fixture("gb200-nvl72-tray", "One compute tray of a GB200 NVL72 rack: 4 GPUs in NVLink clique 32766",
+                   "NVML answer shapes of nvidia-ml-py 13.x (nvmlDeviceGetGpuFabricInfoV: clusterUuid, cliqueId, "
+                   "state COMPLETED); PCI device id 0x2941 unverified", "gb200-tray-07", nvml, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# EC2 g6.xlarge: one L4, no NVLink, no MIG.
+
+def l4_single() -> dict[str, Any]:
+    system = "l4-single"
+    devices = {"0": device(system, 0, name="NVIDIA L4", pci_id=0x27B8, subsys=0x16CA, bus="00000000:31:00.0",
+                           memory_mib=23034, numa=0, cpus=cpu_words((0, 3)), cc=(8, 9), arch=8, mig=None, nvlink=None,
+                           power_mw=16000, temp=28)}
+    ids = [devices["0"]["uuid"]]
+    nvml = {"driver_version": "550.90.07", "cuda_driver_version": 12040, "devices": devices}
+    expected = {
+        "devices": 1, "device_ids": ids, "accelerator_type": "L4",
+        "resources": {"GPU": 1.0, "accelerator_type:L4": 1.0},
+        "links": 0, "skus": {ids[0]: "l4-24gb"},
+        "labels": labels(sku="l4-24gb", count=1, interconnect="none", accel="L4", memory=23034, arch="ada",
+                         driver="550.90.07", cuda="12.4", product="NVIDIA-L4", cc=(8, 9), mig_capable=False),
+    }
+    return fixture("l4-single", "EC2 g6.xlarge: one NVIDIA L4 (PCIe, no NVLink, no MIG)",
+                   "NVML answer shapes of nvidia-ml-py 13.x", "ip-10-0-3-17", nvml, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# Two A100 PCIe 40GB without an NVLink bridge: 12 NVLink ports each, none active; PCIe only.
+
+def a100_pcie_pair() -> dict[str, Any]:
+    system = "a100-pcie-pair"
+    inactive = {str(link): {"state": 0, "version": 3} for link in range(12)}
+    buses = ["00000000:3B:00.0", "00000000:D8:00.0"]
+    devices = {str(i): device(system, i, name="NVIDIA A100-PCIE-40GB", pci_id=0x20F1, subsys=0x145F, bus=buses[i],
+                              memory_mib=40960, numa=i,
+                              cpus=cpu_words((i * 20, i * 20 + 19), (40 + i * 20, 59 + i * 20)),
+                              cc=(8, 0), arch=7, mig=[0, 0], nvlink=inactive, power_mw=36000)
+               for i in range(2)}
+    # One GPU per socket: their common PCIe ancestor is the system (across the CPU interconnect).
+    devices["0"]["topology"] = {"1": 50}
+    devices["1"]["topology"] = {"0": 50}
+    ids = [devices[str(i)]["uuid"] for i in range(2)]
+    nvml = {"driver_version": "535.183.01", "cuda_driver_version": 12020, "devices": devices}
+    expected = {
+        "devices": 2, "device_ids": ids, "accelerator_type": "A100",
+        "resources": {"GPU": 2.0, "accelerator_type:A100": 1.0}, "links": 1,
+        "skus": {i: "a100-pcie-40gb" for i in ids},
+        "labels": labels(sku="a100-pcie-40gb", count=2, interconnect="pcie", accel="A100", memory=40960,
+                         arch="ampere", driver="535.183.01", cuda="12.2", product="NVIDIA-A100-PCIE-40GB", cc=(8, 0),
+                         mig_capable=True),
+    }
+    return fixture("a100-pcie-pair", "Two A100 PCIe 40GB, one per socket, no NVLink bridge: PCIe only",
+                   "NVML answer shapes of nvidia-ml-py 13.x", "a100-pcie-02", nvml, expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# A Kubernetes pod given one MIG-enabled A100 SXM4 40GB of a DGX A100: NVML sees that GPU only.
+
+def a100_mig() -> dict[str, Any]:
+    system = "a100-mig"
+    gpu = device(system, 0, name="NVIDIA A100-SXM4-40GB", pci_id=0x20B0, subsys=0x134F, bus="00000000:07:00.0",
+                 memory_mib=40960, numa=3, cpus=cpu_words((48, 63), (176, 191)), cc=(8, 0), arch=7, mig=[1, 1],
+                 nvlink=switch_links(12, 3, ["00000000:C4:00.0", "00000000:C5:00.0", "00000000:C6:00.0",
+                                             "00000000:C7:00.0", "00000000:C8:00.0", "00000000:C9:00.0"],
+                                     [2, 2, 2, 2, 2, 2]))
+    # 3g.20gb + 2g.10gb + 2g.10gb = 7 of 7 compute slices; one compute instance per GPU instance.
+    profiles = [("3g.20gb", 19968, 2), ("2g.10gb", 9856, 3), ("2g.10gb", 9856, 4)]
+    gpu["max_mig_devices"] = 7
+    gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
+                                      "name": f"NVIDIA A100-SXM4-40GB MIG {profile}",
+                                      "memory": {"total": mib * MIB, "used": 13 * MIB, "free": (mib - 13) * MIB},
+                                      "gpu_instance_id": gi, "compute_instance_id": 0}
+                          for slot, (profile, mib, gi) in enumerate(profiles)}
+    nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": {"0": gpu}}
+    expected = {
+        "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "A100",
+        "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}, "links": 0,
+        "skus": {gpu["uuid"]: "a100-sxm4-40gb"},
+        "labels": labels(sku="a100-sxm4-40gb", count=1, interconnect="none", accel="A100", memory=40960,
+                         arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-SXM4-40GB", cc=(8, 0),
+                         mig_capable=True),
+    }
+    return fixture("a100-mig", "One MIG-enabled A100 SXM4 40GB (3g.20gb + 2x 2g.10gb) as a pod sees it",
+                   "NVML answer shapes of nvidia-ml-py 13.x (MIG device handles, profiles in the MIG device name)",
+                   "dgxa100-pod-3", nvml, expected)
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for build in (dgx_h100, hgx_b200, gb200_tray, l4_single, a100_pcie_pair, a100_mig):
+        data = build()
+        path = OUT / f"{data['name']}.yaml"
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=120), encoding="utf-8")
+        tmp.replace(path)
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
