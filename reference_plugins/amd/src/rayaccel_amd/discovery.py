@@ -1,0 +1,29 @@
+"""GPU records -> rayaccel Device records."""
+
+from __future__ import annotations
+
+from rayaccel import Device
+from rayaccel_amd.products import pci_device_id
+from rayaccel_amd.snapshot import GpuRecord, Snapshot
+
+#: gfx target -> architecture name, for labels (rayaccel.io/architecture) when the SKU is not catalogued.
+ARCHITECTURES = {"gfx908": "cdna", "gfx90a": "cdna2", "gfx940": "cdna3", "gfx941": "cdna3", "gfx942": "cdna3",
+                 "gfx950": "cdna4"}
+
+
+def to_device(gpu: GpuRecord, source: str) -> Device:
+    attributes: dict[str, str | int | float | bool] = {"source": source}
+    for key in ("compute_partition", "memory_partition", "gfx_target", "xgmi_hive_id"):
+        value = getattr(gpu, key)
+        if value is not None:
+            attributes[key] = value
+    return Device(
+        index=gpu.index, id=gpu.uuid, product_name=gpu.market_name, pci_device_id=pci_device_id(gpu.device_id),
+        memory_mib=gpu.vram_mib, pci_bus_id=gpu.bdf, numa_node=gpu.numa_node,
+        architecture=ARCHITECTURES.get(gpu.gfx_target or ""), driver_version=gpu.driver_version,
+        runtime_version=gpu.rocm_version, attributes=attributes,
+    )
+
+
+def devices_of(snapshot: Snapshot | None) -> list[Device]:
+    return [] if snapshot is None else [to_device(g, snapshot.source) for g in snapshot.gpus]

@@ -1,0 +1,48 @@
+"""Health from AMD's own signals: RAS ECC counters and amdsmi status codes.
+
+- uncorrectable ECC errors (``amdsmi_get_gpu_total_ecc_count`` / ``amd-smi metric`` ``ecc``) -> unhealthy,
+  fatal: the HBM page is poisoned and the driver needs a reset to retire it;
+- a health query failing with an I/O, DRM or not-found status -> unhealthy, fatal: the GPU stopped answering;
+- deferred errors -> degraded; correctable errors -> healthy, reported as a reason;
+- a GPU that fell off the bus is no longer enumerated, so discovery no longer lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rayaccel import Device, HealthReason, HealthReport
+from rayaccel_amd.snapshot import GpuRecord, Snapshot
+
+#: amdsmi statuses that mean the device itself stopped answering (not "unsupported" or "no permission").
+LOST_STATUSES = {"AMDSMI_STATUS_IO", "AMDSMI_STATUS_DRM_ERROR", "AMDSMI_STATUS_NOT_FOUND",
+                 "AMDSMI_STATUS_FILE_ERROR", "AMDSMI_STATUS_ADDRESS_FAULT", "AMDSMI_STATUS_API_FAILED"}
+
+
+def report_for(gpu: GpuRecord) -> HealthReport:
+    reasons: list[HealthReason] = []
+    state = "healthy"
+    lost = sorted({status for status in gpu.errors.values() if status in LOST_STATUSES})
+    if lost:
+        state = "unhealthy"
+        queries = ", ".join(sorted(q for q, s in gpu.errors.items() if s in LOST_STATUSES))
+        reasons.append(HealthReason(code="amdsmi-" + lost[0].removeprefix("AMDSMI_STATUS_").lower().replace("_", "-"),
+                                    message=f"GPU {gpu.index} does not answer amdsmi ({queries}: {', '.join(lost)})",
+                                    fatal=True))
+    if gpu.ecc is not None and gpu.ecc.uncorrectable > 0:
+        state = "unhealthy"
+        reasons.append(HealthReason(code="ecc-uncorrectable",
+                                    message=f"{gpu.ecc.uncorrectable} uncorrectable ECC errors", fatal=True))
+    if gpu.ecc is not None and gpu.ecc.deferred > 0:
+        state = "degraded" if state == "healthy" else state
+        reasons.append(HealthReason(code="ecc-deferred", message=f"{gpu.ecc.deferred} deferred ECC errors"))
+    if gpu.ecc is not None and gpu.ecc.correctable > 0:
+        reasons.append(HealthReason(code="ecc-correctable", message=f"{gpu.ecc.correctable} correctable ECC errors"))
+    return HealthReport(device=gpu.uuid, state=state, reasons=reasons)
+
+
+def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[HealthReport]:
+    if snapshot is None:
+        return []
+    by_uuid = snapshot.by_uuid()
+    return [report_for(by_uuid[d.id]) for d in devices if d.id in by_uuid]

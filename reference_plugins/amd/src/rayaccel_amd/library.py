@@ -1,0 +1,154 @@
+"""Read the GPUs through the amdsmi Python API (``host.library("amdsmi")``).
+
+Only the identity queries are required; anything else the ASIC or driver does not support
+(``AMDSMI_STATUS_NOT_SUPPORTED``) is simply absent from the record. A health query failing with any
+other status is recorded, because that is itself a health signal (a GPU that stopped answering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rayaccel_amd.products import pci_device_id
+from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
+
+T = TypeVar("T")
+
+_NOT_SUPPORTED = 2
+# amdsmi_topo_get_link_type "type": AMDSMI_LINK_TYPE_* (amdsmi.h)
+_LINK_KINDS = {1: "pcie", 2: "xgmi"}
+
+
+class AmdSmiQueryError(RuntimeError):
+    """A required amdsmi query failed; the message names the query, the GPU and the status."""
+
+
+def _status(e: Exception) -> tuple[int, str]:
+    code = getattr(e, "err_code", None)
+    info = getattr(e, "err_info", None) or str(e)
+    return (int(code) if isinstance(code, int) else -1), str(info).split(" - ")[0]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value).split()[0])
+    except (ValueError, IndexError):
+        return None  # "N/A"
+
+
+def read_library(lib: Any) -> Snapshot:
+    errors: tuple[type[BaseException], ...] = (getattr(lib, "AmdSmiLibraryException", Exception),)
+
+    def required(fn: Callable[..., T], *args: Any, what: str, index: int) -> T:
+        try:
+            return fn(*args)
+        except errors as e:
+            code, info = _status(e)  # type: ignore[arg-type]
+            raise AmdSmiQueryError(f"amdsmi {what} failed for GPU {index}: {info} (status {code})") from None
+
+    def optional(fn: Callable[..., T], *args: Any, record: GpuRecord | None = None, what: str = "") -> T | None:
+        try:
+            return fn(*args)
+        except errors as e:
+            code, info = _status(e)  # type: ignore[arg-type]
+            if record is not None and code != _NOT_SUPPORTED:
+                record.errors[what] = info
+            return None
+
+    try:
+        handles = list(lib.amdsmi_get_processor_handles())
+    except errors as e:
+        code, info = _status(e)  # type: ignore[arg-type]
+        raise AmdSmiQueryError(f"amdsmi_get_processor_handles failed: {info} (status {code})") from None
+    ok_version = optional(lib.amdsmi_get_rocm_version)
+    rocm = ok_version[1] if ok_version and ok_version[0] else None
+    gpus = []
+    for index, handle in enumerate(handles):
+        asic = required(lib.amdsmi_get_gpu_asic_info, handle, what="amdsmi_get_gpu_asic_info", index=index)
+        uuid = required(lib.amdsmi_get_gpu_device_uuid, handle, what="amdsmi_get_gpu_device_uuid", index=index)
+        device_id = optional(lib.amdsmi_get_gpu_id, handle)
+        record = GpuRecord(
+            index=index, uuid=str(uuid), market_name=str(asic.get("market_name") or "AMD GPU").strip(),
+            device_id=int(device_id) if isinstance(device_id, int) else _parse_id(asic.get("device_id")),
+            bdf=optional(lib.amdsmi_get_gpu_device_bdf, handle), rocm_version=rocm,
+            gfx_target=_text(asic.get("target_graphics_version")),
+        )
+        vram = optional(lib.amdsmi_get_gpu_vram_info, handle) or {}
+        size = _number(vram.get("vram_size", vram.get("vram_size_mb")))
+        record.vram_mib = int(size) if size else None
+        total = optional(lib.amdsmi_get_gpu_memory_total, handle, lib.AmdSmiMemoryType.VRAM)
+        record.vram_total_bytes = int(total) if total is not None else None
+        if record.vram_mib is None and record.vram_total_bytes:
+            record.vram_mib = record.vram_total_bytes // 2**20
+        numa = optional(lib.amdsmi_topo_get_numa_node_number, handle)
+        record.numa_node = int(numa) if isinstance(numa, int) and numa >= 0 else None
+        driver = optional(lib.amdsmi_get_gpu_driver_info, handle) or {}
+        record.driver_version = _text(driver.get("driver_version"))
+        record.compute_partition = _text(optional(lib.amdsmi_get_gpu_compute_partition, handle))
+        record.memory_partition = _text(optional(lib.amdsmi_get_gpu_memory_partition, handle))
+        xgmi = optional(lib.amdsmi_get_xgmi_info, handle) or {}
+        hive = xgmi.get("xgmi_hive_id")
+        record.xgmi_hive_id = f"0x{hive:x}" if isinstance(hive, int) and hive else _text(hive)
+        _read_health(lib, handle, record, optional)
+        _read_metrics(lib, handle, record, optional)
+        gpus.append(record)
+    for index, handle in enumerate(handles):
+        for peer, other in enumerate(handles):
+            if peer == index:
+                continue
+            link = optional(lib.amdsmi_topo_get_link_type, handle, other)
+            if not link:
+                continue
+            weight = optional(lib.amdsmi_topo_get_link_weight, handle, other)
+            kind = _LINK_KINDS.get(int(link.get("type", -1)), "other")
+            gpus[index].links[peer] = PeerLink(kind=kind, hops=_int(link.get("hops")),  # type: ignore[arg-type]
+                                               weight=_int(weight))
+    return Snapshot(source="amdsmi", gpus=gpus)
+
+
+def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
+    ecc = optional(lib.amdsmi_get_gpu_total_ecc_count, handle, record=record, what="ecc")
+    if ecc:
+        record.ecc = EccCounts(correctable=_int(ecc.get("correctable_count")) or 0,
+                               uncorrectable=_int(ecc.get("uncorrectable_count")) or 0,
+                               deferred=_int(ecc.get("deferred_count")) or 0)
+    blocks = optional(lib.amdsmi_get_gpu_ras_block_features_enabled, handle) or []
+    record.ras_blocks = {str(b.get("block")): str(b.get("status")) for b in blocks if isinstance(b, dict)}
+
+
+def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
+    activity = optional(lib.amdsmi_get_gpu_activity, handle, record=record, what="activity") or {}
+    record.gfx_activity = _number(activity.get("gfx_activity"))
+    record.umc_activity = _number(activity.get("umc_activity"))
+    power = optional(lib.amdsmi_get_power_info, handle, record=record, what="power") or {}
+    # ROCm 7 reports "socket_power"; MI300-era libraries "current_socket_power" ("average_socket_power" is N/A there).
+    for key in ("socket_power", "current_socket_power", "average_socket_power"):
+        value = _number(power.get(key))
+        if value is not None:
+            record.power_w = value
+            break
+    temp = optional(lib.amdsmi_get_temp_metric, handle, lib.AmdSmiTemperatureType.HOTSPOT,
+                    lib.AmdSmiTemperatureMetric.CURRENT)
+    record.temperature_c = _number(temp)
+    used = optional(lib.amdsmi_get_gpu_memory_usage, handle, lib.AmdSmiMemoryType.VRAM)
+    record.vram_used_bytes = int(used) if isinstance(used, int) else None
+
+
+def _text(value: Any) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return text if text and text != "N/A" else None
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None else None
+
+
+def _parse_id(value: Any) -> int | None:
+    key = pci_device_id(value)
+    return int(key, 16) if key else None

@@ -1,0 +1,124 @@
+"""rayaccel hooks for AMD Instinct GPUs. Thin: each hook probes the host once and hands off to a module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rayaccel import (
+    SPEC_VERSION,
+    CloudHint,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReport,
+    Host,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SkuCatalog,
+    SkuRecord,
+    SupportInfo,
+    Topology,
+    TransportSpec,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+from rayaccel_amd import cloud, products, sku_fixture, visibility
+from rayaccel_amd.discovery import devices_of
+from rayaccel_amd.health import health_of
+from rayaccel_amd.metrics import metrics_of
+from rayaccel_amd.probe import probe
+from rayaccel_amd.topology import topology_of
+
+HERE = Path(__file__).parent
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="amd", vendor="AMD", resource_name="GPU", visible_devices_env_var=visibility.HIP_VISIBLE_DEVICES,
+        quantity_rule=QuantityRule(kind="fractional"), spec_version=SPEC_VERSION, unit="device",
+        support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel AMD plugin team"],
+                            contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
+                            tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    visibility.check_visible_env(host.environ())
+    return devices_of(probe(host))
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
+    return topology_of(probe(host), devices, host.name)
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
+    return health_of(probe(host), devices)
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
+    return metrics_of(probe(host), devices)
+
+
+@hookimpl
+def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+    # For SKUs missing from the catalog: Ray's product table by PCI device id (lower-case keys, Ray's defect
+    # fixed); when that fails too, the SDK derives the type from the market name.
+    first = devices[0] if devices else None
+    return ResourceContribution(accelerator_type=products.accelerator_type_for(first.pci_device_id) if first else None)
+
+
+@hookimpl
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    labels = {}
+    first = inventory.devices[0]
+    for key, label in (("compute_partition", "amd.com/gpu.compute-partition"),
+                       ("memory_partition", "amd.com/gpu.memory-partition"),
+                       ("gfx_target", "amd.com/gpu.family")):
+        value = first.attributes.get(key)
+        if isinstance(value, str) and value:
+            labels[label] = value
+    return labels
+
+
+@hookimpl
+def rayaccel_parse_visible(value: str) -> list[str]:
+    return visibility.parse_visible(value)
+
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    return [
+        # What Ray ships: on ROCm its NCCL transport runs over RCCL (torch calls ROCm devices "cuda").
+        TransportSpec(name="NCCL", devices=["cuda"], link_kinds=["xgmi", "pcie"], one_sided=False,
+                      manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport",
+                      builtin_in_ray=True),
+        TransportSpec(name="RCCL", devices=["cuda"], link_kinds=["xgmi", "pcie"], one_sided=False,
+                      manager_class="rayaccel_amd.transport:RCCLTensorTransport", builtin_in_ray=False),
+    ]
+
+
+@hookimpl
+def rayaccel_sku_catalog() -> SkuCatalog:
+    return load_catalog(HERE / "skus.yaml")
+
+
+@hookimpl
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    return sku_fixture.rewrite_fixture(fixture, sku)
+
+
+@hookimpl
+def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
+    return cloud.cloud_hint(provider, instance_type)
