@@ -6,6 +6,8 @@ Each command group lives in its own module and is added to :data:`app` here.
 
 from __future__ import annotations
 
+import sys
+
 import click
 import typer
 from rich.console import Console
@@ -14,8 +16,9 @@ from rayaccel.errors import RayaccelError
 
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, `| less`) would otherwise be squeezed into 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _register_commands() -> None:
