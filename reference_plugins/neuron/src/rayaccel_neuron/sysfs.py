@@ -1,0 +1,77 @@
+"""What the Neuron kernel driver publishes under ``/sys/devices/virtual/neuron_device/neuron<N>/``.
+
+Read by the driver's own names (aws-neuronx-dkms, neuron_sysfs_metrics.c):
+
+* ``stats/hardware/mem_ecc_uncorrected`` -- unrepairable uncorrected ECC events in device DRAM (HBM)
+* ``stats/hardware/mem_ecc_repairable_uncorrected`` -- uncorrected but repairable DRAM events
+* ``stats/hardware/sram_ecc_uncorrected`` -- uncorrected ECC events in on-chip SRAM
+* ``info/serial_number`` (16 hex digits), ``info/architecture/{arch_type,device_name,instance_type}``
+* ``neuron_core<k>/stats/memory_usage/device_mem/<category>/total`` -- bytes in use now, per category
+
+Each counter file holds one decimal number and a newline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rayaccel import Host
+
+ROOT = "/sys/devices/virtual/neuron_device"
+DRIVER_VERSION = "/sys/module/neuron/version"
+
+
+def device_dir(index: int) -> str:
+    return f"{ROOT}/neuron{index}"
+
+
+def read(host: Host, path: str) -> str | None:
+    try:
+        return str(host.read_text(path)).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_count(host: Host, path: str) -> int | None:
+    raw = read(host, path)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class EccCounters:
+    mem_uncorrected: int | None
+    mem_repairable_uncorrected: int | None
+    sram_uncorrected: int | None
+
+    @property
+    def uncorrected(self) -> int:
+        return (self.mem_uncorrected or 0) + (self.sram_uncorrected or 0)
+
+
+def ecc_counters(host: Host, index: int) -> EccCounters:
+    base = f"{device_dir(index)}/stats/hardware"
+    return EccCounters(read_count(host, f"{base}/mem_ecc_uncorrected"),
+                       read_count(host, f"{base}/mem_ecc_repairable_uncorrected"),
+                       read_count(host, f"{base}/sram_ecc_uncorrected"))
+
+
+def device_present(host: Host, index: int) -> bool:
+    return host.is_dir(device_dir(index))
+
+
+def device_memory_used(host: Host, index: int) -> int | None:
+    """Bytes of device memory the runtime holds now: the sum of every core's device_mem categories."""
+    base = device_dir(index)
+    total, seen = 0, False
+    for core in host.glob(f"{base}/neuron_core*"):
+        mem = f"{core}/stats/memory_usage/device_mem"
+        if not host.is_dir(mem):
+            continue
+        for category in host.list_dir(mem):
+            value = read_count(host, f"{mem}/{category}/total")
+            if value is not None:
+                total, seen = total + value, True
+    return total if seen else None
