@@ -353,40 +353,40 @@ class SimulatedNvml:
         major, minor = self._field(handle, "nvmlDeviceGetCudaComputeCapability", "compute_capability")
         return int(major), int(minor)
 
-    def nvmlDeviceGetArchitecture(self, handle: SimHandle) -> int:
-        return int(self._field(handle, "nvmlDeviceGetArchitecture", "architecture"))
+    def nvmlDeviceGetArchitecture(self, device: SimHandle) -> int:
+        return int(self._field(device, "nvmlDeviceGetArchitecture", "architecture"))
 
     # MIG ----------------------------------------------------------------------------------------
 
-    def nvmlDeviceGetMigMode(self, handle: SimHandle) -> list[int]:
-        current, pending = self._field(handle, "nvmlDeviceGetMigMode", "mig_mode")
+    def nvmlDeviceGetMigMode(self, device: SimHandle) -> list[int]:
+        current, pending = self._field(device, "nvmlDeviceGetMigMode", "mig_mode")
         return [int(current), int(pending)]
 
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: SimHandle) -> int:
-        device = self._device(handle, "nvmlDeviceGetMaxMigDeviceCount")
-        if device.get("mig_mode") is None:
+    def nvmlDeviceGetMaxMigDeviceCount(self, device: SimHandle) -> int:
+        data = self._device(device, "nvmlDeviceGetMaxMigDeviceCount")
+        if data.get("mig_mode") is None:
             raise self._error(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
-        return int(device.get("max_mig_devices", 7))
+        return int(data.get("max_mig_devices", 7))
 
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: SimHandle, index: int) -> SimHandle:
-        device = self._device(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
-        if device.get("mig_mode") is None:
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, device: SimHandle, index: int) -> SimHandle:
+        data = self._device(device, "nvmlDeviceGetMigDeviceHandleByIndex")
+        if data.get("mig_mode") is None:
             raise self._error(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
-        if (device.get("mig_mode") or [0])[0] != CONSTANTS["NVML_DEVICE_MIG_ENABLE"]:
+        if (data.get("mig_mode") or [0])[0] != CONSTANTS["NVML_DEVICE_MIG_ENABLE"]:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
-        if str(index) not in (device.get("mig_devices") or {}):
+        if str(index) not in (data.get("mig_devices") or {}):
             raise self._error(CONSTANTS["NVML_ERROR_NOT_FOUND"])
-        return SimHandle(handle.index, int(index))
+        return SimHandle(device.index, int(index))
 
-    def nvmlDeviceGetGpuInstanceId(self, handle: SimHandle) -> int:
-        if handle.mig is None:
+    def nvmlDeviceGetGpuInstanceId(self, device: SimHandle) -> int:
+        if device.mig is None:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
-        return int(self._field(handle, "nvmlDeviceGetGpuInstanceId", "gpu_instance_id"))
+        return int(self._field(device, "nvmlDeviceGetGpuInstanceId", "gpu_instance_id"))
 
-    def nvmlDeviceGetComputeInstanceId(self, handle: SimHandle) -> int:
-        if handle.mig is None:
+    def nvmlDeviceGetComputeInstanceId(self, device: SimHandle) -> int:
+        if device.mig is None:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
-        return int(self._field(handle, "nvmlDeviceGetComputeInstanceId", "compute_instance_id"))
+        return int(self._field(device, "nvmlDeviceGetComputeInstanceId", "compute_instance_id"))
 
     # NVLink, PCIe topology and fabric -------------------------------------------------------------
 
@@ -400,18 +400,18 @@ class SimulatedNvml:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
         return dict(entry)
 
-    def nvmlDeviceGetNvLinkState(self, handle: SimHandle, link: int) -> int:
-        return int(self._link(handle, "nvmlDeviceGetNvLinkState", link).get("state", 0))
+    def nvmlDeviceGetNvLinkState(self, device: SimHandle, link: int) -> int:
+        return int(self._link(device, "nvmlDeviceGetNvLinkState", link).get("state", 0))
 
-    def nvmlDeviceGetNvLinkVersion(self, handle: SimHandle, link: int) -> int:
-        return int(self._link(handle, "nvmlDeviceGetNvLinkVersion", link).get("version", 0))
+    def nvmlDeviceGetNvLinkVersion(self, device: SimHandle, link: int) -> int:
+        return int(self._link(device, "nvmlDeviceGetNvLinkVersion", link).get("version", 0))
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: SimHandle, link: int) -> int:
         entry = self._link(handle, "nvmlDeviceGetNvLinkRemoteDeviceType", link)
         return int(entry.get("remote_type", CONSTANTS["NVML_NVLINK_DEVICE_TYPE_GPU"]))
 
-    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: SimHandle, link: int) -> SimpleNamespace:
-        entry = self._link(handle, "nvmlDeviceGetNvLinkRemotePciInfo", link)
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: SimHandle, link: int) -> SimpleNamespace:
+        entry = self._link(device, "nvmlDeviceGetNvLinkRemotePciInfo", link)
         if entry.get("remote_pci") is None:
             raise self._error(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
         return _pci(entry["remote_pci"])
@@ -423,8 +423,8 @@ class SimulatedNvml:
             raise self._error(CONSTANTS["NVML_ERROR_NOT_SUPPORTED"])
         return int(level)
 
-    def nvmlDeviceGetGpuFabricInfoV(self, handle: SimHandle, gpuFabricInfo: Any) -> int:
-        fabric = self._field(handle, "nvmlDeviceGetGpuFabricInfoV", "fabric")
+    def nvmlDeviceGetGpuFabricInfoV(self, device: SimHandle, gpuFabricInfo: Any) -> int:
+        fabric = self._field(device, "nvmlDeviceGetGpuFabricInfoV", "fabric")
         info = getattr(gpuFabricInfo, "_obj", gpuFabricInfo)  # byref(struct) or the struct itself
         raw = uuid_module.UUID(str(fabric.get("clusterUuid", "00000000-0000-0000-0000-000000000000"))).bytes
         for i, byte in enumerate(raw):
@@ -444,8 +444,8 @@ class SimulatedNvml:
         kind = "uncorrected" if errorType == CONSTANTS["NVML_MEMORY_ERROR_TYPE_UNCORRECTED"] else "corrected"
         return int(counter.get(kind, 0))
 
-    def nvmlDeviceGetRemappedRows(self, handle: SimHandle) -> tuple[int, int, int, int]:
-        corrected, uncorrected, pending, failure = self._field(handle, "nvmlDeviceGetRemappedRows",
+    def nvmlDeviceGetRemappedRows(self, device: SimHandle) -> tuple[int, int, int, int]:
+        corrected, uncorrected, pending, failure = self._field(device, "nvmlDeviceGetRemappedRows",
                                                                "remapped_rows")
         return int(corrected), int(uncorrected), int(pending), int(failure)
 

@@ -1,0 +1,159 @@
+"""Every NVIDIA fixture gives its expected inventory; faults give their expected health and recover."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rayaccel.fixtures import Fixture, compare_expected, load_fixture
+from rayaccel.host import LibraryUnavailable, RealHost
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.records import NodeInventory
+from rayaccel.simulated import SimulatedHost
+from rayaccel_nvidia import plugin
+
+FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
+FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
+
+
+@pytest.fixture
+def manager(monkeypatch: pytest.MonkeyPatch) -> PluginManager:
+    # A wedged driver must be given up on quickly in tests; the default is seconds.
+    monkeypatch.setenv("RAYACCEL_NVIDIA_NVML_TIMEOUT", "0.3")
+    pm = PluginManager(autoload=False)
+    assert pm.register(plugin, "nvidia"), pm.problems
+    return pm
+
+
+def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] = ()) -> NodeInventory:
+    return collect_inventory(manager, SimulatedHost(fixture, faults=faults))
+
+
+def test_the_plugin_ships_the_six_fixtures_of_the_issue() -> None:
+    assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "l4-single",
+                                          "a100-pcie-pair", "a100-mig"}
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_fixture_inventory_is_as_expected_with_no_problem(manager: PluginManager, path: Path) -> None:
+    fixture = load_fixture(path)
+    result = inventory(manager, fixture)
+    assert compare_expected(result, fixture) == []
+    assert result.problems == []
+    family = result.family("nvidia")
+    assert family is not None and all(h.state == "healthy" for h in family.health)
+
+
+def test_dgx_h100_every_pair_of_gpus_is_nvlinked_through_the_switches(manager: PluginManager) -> None:
+    result = inventory(manager, load_fixture(FIXTURES[[p.stem for p in FIXTURES].index("dgx-h100")]))
+    family = result.family("nvidia")
+    assert family is not None
+    pairs = {frozenset((ln.a, ln.b)) for ln in family.topology.links if ln.kind == "nvlink"}
+    ids = [d.id for d in family.devices]
+    assert pairs == {frozenset(p) for p in itertools.combinations(ids, 2)}
+    assert {(ln.lanes, ln.bandwidth_gbps) for ln in family.topology.links} == {(18, 450.0)}
+    assert all(d.memory_mib == 81559 for d in family.devices)
+    assert result.resources == {"GPU": 8.0, "accelerator_type:H100": 1.0}
+    assert result.labels["ray.io/accelerator-type"] == "H100"
+
+
+def test_gb200_tray_reports_its_nvlink_clique_as_domain_and_label(manager: PluginManager,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "gb200-nvl72-tray"))
+    monkeypatch.setenv("RAYACCEL_NVIDIA_CLIQUE_SIZE", "72")
+    result = inventory(manager, fixture)
+    family = result.family("nvidia")
+    assert family is not None
+    (domain,) = family.topology.domains
+    assert (domain.kind, domain.size, len(domain.members)) == ("nvlink-clique", 72, 4)
+    assert result.labels["nvidia.com/gpu.clique"] == "5f2c1a9e-7d3b-4e8a-9c61-0b7d2e4f8a13.32766"
+    assert result.labels["rayaccel.io/scale-up-domain-size"] == "72"
+
+
+def test_a100_mig_reports_its_instances_as_partitions(manager: PluginManager) -> None:
+    family = inventory(manager, load_fixture(next(p for p in FIXTURES if p.stem == "a100-mig"))).family("nvidia")
+    assert family is not None
+    (gpu,) = family.devices
+    assert [(p.kind, p.profile) for p in gpu.partitions] == [("mig", "3g.20gb"), ("mig", "2g.10gb"), ("mig", "2g.10gb")]
+    assert gpu.attributes["mig_mode"] == "enabled"
+    assert family.schedulable_units == ["0"]  # Ray schedules the physical GPU, as Ray itself does
+
+
+def test_a100_pcie_pair_is_linked_by_pcie_only(manager: PluginManager) -> None:
+    family = inventory(manager, load_fixture(next(p for p in FIXTURES if p.stem == "a100-pcie-pair"))).family("nvidia")
+    assert family is not None
+    assert [ln.kind for ln in family.topology.links] == ["pcie"]
+    assert family.labels["rayaccel.io/interconnect"] == "pcie"
+
+
+@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: v.stem if isinstance(v, Path) else v)
+def test_fault_gives_its_expected_outcome(manager: PluginManager, path: Path, fault: str) -> None:
+    fixture = load_fixture(path)
+    expected = fixture.fault(fault).expected
+    result = inventory(manager, fixture, (fault,))
+    family = result.family("nvidia")
+    if expected.devices is not None:
+        assert len(family.devices if family else []) == expected.devices
+    if expected.resources is not None:
+        assert result.resources == expected.resources
+    states = {h.device: h.state for h in family.health} if family else {}
+    for device, state in states.items():
+        assert state == expected.health.get(device, "healthy"), device
+    assert set(expected.health) <= set(states)
+    if expected.fatal is not None:
+        fatal = any(r.fatal for h in (family.health if family else []) for r in h.reasons)
+        assert fatal is expected.fatal
+    assert sorted({p.code for p in result.problems}) == sorted(expected.problem_codes)
+
+
+def test_faults_switched_on_and_off_while_the_host_is_in_use_recover(manager: PluginManager, tmp_path: Path) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
+    fault_file = tmp_path / "faults"
+    host = SimulatedHost(fixture, fault_file=str(fault_file))
+    assert collect_inventory(manager, host).resources["GPU"] == 8.0
+    for fault in ("xid-79", "ecc-uncorrectable", "gpu-lost"):
+        fault_file.write_text(fault + "\n")
+        assert collect_inventory(manager, host).resources["GPU"] == 7.0, fault
+        fault_file.write_text("")
+        healed = collect_inventory(manager, host)
+        assert compare_expected(healed, fixture) == [], fault
+
+
+def test_an_xid_stays_until_nvml_is_reinitialised(manager: PluginManager) -> None:
+    # The event is delivered once; the device must not look healthy on the next health check.
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
+    host = SimulatedHost(fixture, faults=("xid-79",))
+    first = collect_inventory(manager, host)
+    second = collect_inventory(manager, host)
+    assert first.resources["GPU"] == second.resources["GPU"] == 7.0
+
+
+def test_on_this_machine_without_a_gpu_the_plugin_reports_nothing_and_no_problem(manager: PluginManager) -> None:
+    result = collect_inventory(manager, RealHost())
+    try:
+        gpus = RealHost().library("nvml").nvmlDeviceGetCount()
+    except LibraryUnavailable:
+        gpus = 0  # no driver here: the plugin must see nothing
+    family = result.family("nvidia")
+    assert (len(family.devices) if family else 0) == gpus
+    assert [p for p in result.problems if p.plugin == "nvidia"] == []
+
+
+def test_inspect_cli_shows_dgx_h100() -> None:
+    env = {**os.environ, "RAYACCEL_DISABLE": "amd,tpu,neuron,gaudi"}
+    result = subprocess.run([sys.executable, "-m", "rayaccel", "inspect", "--simulate", "nvidia/dgx-h100", "--json"],
+                            capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["resources"] == {"GPU": 8.0, "accelerator_type:H100": 1.0}
+    assert data["labels"]["ray.io/accelerator-type"] == "H100"
+    assert len(data["devices"]) == 8 and all(d["memory_mib"] for d in data["devices"])
+    nvlinked = {frozenset((ln["a"], ln["b"])) for ln in data["topology"]["links"] if ln["kind"] == "nvlink"}
+    assert len(nvlinked) == 28
