@@ -1,0 +1,170 @@
+"""Every fixture gives its expected inventory; faults give their expected health; removing a fault recovers."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from rayaccel import RealHost, SkuMatch, SkuRecord
+from rayaccel.catalog import load_catalog
+from rayaccel.fixtures import compare_expected, parse_fixture
+from rayaccel.host import LibraryUnavailable
+from rayaccel.inventory import collect_inventory
+from rayaccel.simulated import SimulatedHost
+from rayaccel.vendorlib import amdsmi as amdsmi_adapter
+from rayaccel_amd import plugin
+
+FIXTURE_NAMES = sorted(p.stem for p in (plugin.HERE / "fixtures").glob("*.yaml"))
+FAULTS = [(name, fault) for name in FIXTURE_NAMES
+          for fault in yaml.safe_load((plugin.HERE / "fixtures" / f"{name}.yaml").read_text())["faults"]]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixture_gives_its_expected_inventory(manager, fixtures, name):
+    inventory = collect_inventory(manager, SimulatedHost(fixtures[name]))
+    assert compare_expected(inventory, fixtures[name]) == []
+    assert [p for p in inventory.problems if p.severity == "error"] == []
+
+
+@pytest.mark.parametrize(("name", "fault"), FAULTS, ids=[f"{n}:{f['name']}" for n, f in FAULTS])
+def test_fault_gives_its_expected_state_and_recovers(manager, fixtures, name, fault):
+    fixture = fixtures[name]
+    expected = fixture.fault(fault["name"]).expected
+    inventory = collect_inventory(manager, SimulatedHost(fixture, faults=[fault["name"]]))
+    family = inventory.family("amd")
+    devices = family.devices if family else []
+    if expected.devices is not None:
+        assert len(devices) == expected.devices
+    if expected.resources is not None:
+        assert inventory.resources == expected.resources
+    states = {h.device: h.state for h in family.health} if family else {}
+    for device, state in expected.health.items():
+        assert states[device] == state
+    assert all(s == "healthy" for d, s in states.items() if d not in expected.health)
+    if expected.fatal is not None:
+        assert any(r.fatal for h in family.health for r in h.reasons) is expected.fatal
+    assert sorted({p.code for p in inventory.problems if p.severity == "error"}) == sorted(expected.problem_codes)
+    # Recovery: the same host without the fault is the fixture's normal state again.
+    assert compare_expected(collect_inventory(manager, SimulatedHost(fixture)), fixture) == []
+
+
+def test_hang_and_garbage_problems_say_what_happened(manager, fixtures):
+    hang = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-hang"]))
+    assert "did not finish within" in hang.problems[0].message and "dmesg" in hang.problems[0].message
+    garbage = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-garbage"]))
+    assert "`amd-smi static --json` printed output that is not JSON" in garbage.problems[0].message
+
+
+def test_ecc_reason_is_fatal_and_named(manager, fixtures):
+    inventory = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu2-io-error"]))
+    report = next(h for h in inventory.family("amd").health if h.state == "unhealthy")
+    assert [r.code for r in report.reasons] == ["amdsmi-io"] and report.reasons[0].fatal
+    assert "AMDSMI_STATUS_IO" in report.reasons[0].message
+
+
+def test_xgmi_full_mesh_and_hive_domain(manager, fixtures):
+    family = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"])).family("amd")
+    pairs = {frozenset((ln.a, ln.b)) for ln in family.topology.links}
+    ids = [d.id for d in family.devices]
+    assert all(ln.kind == "xgmi" for ln in family.topology.links)
+    assert pairs == {frozenset((a, b)) for i, a in enumerate(ids) for b in ids[i + 1:]}
+    (domain,) = family.topology.domains
+    assert (domain.kind, domain.id, domain.size, domain.members) == ("xgmi-hive", "0x8c3c7e2a1d5b4f60", 8, ids)
+    assert {a.numa_node for a in family.topology.affinities} == {0, 1}
+
+
+def test_mi210_pair_is_pcie_only_without_partitions(manager, fixtures):
+    family = collect_inventory(manager, SimulatedHost(fixtures["mi210-pair"])).family("amd")
+    assert [ln.kind for ln in family.topology.links] == ["pcie"] and family.topology.domains == []
+    assert "compute_partition" not in family.devices[0].attributes
+
+
+def test_metrics_use_standard_units(manager, fixtures):
+    metrics = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").metrics
+    first = {m.name: m.value for m in metrics if m.device == fixtures["mi300x-8"].expected.device_ids[0]}
+    assert first["power"] == 131 and first["temperature"] == 38 and first["memory_total"] == 196592 * 2**20
+    assert first["ecc_errors_uncorrected"] == 0
+
+
+def test_zero_hardware_real_host_reports_nothing_and_no_problem(manager):
+    inventory = collect_inventory(manager, RealHost(env={"PATH": "/nonexistent"}))
+    assert inventory.family("amd") is None
+    assert [p for p in inventory.problems if p.plugin == "amd"] == []
+
+
+def test_real_adapter_without_amdsmi_is_library_unavailable():
+    with pytest.raises(LibraryUnavailable, match="amdsmi"):
+        amdsmi_adapter.open_real()
+
+
+def test_rocr_visible_devices_alone_is_refused_with_the_fix(manager, fixtures):
+    data = fixtures["mi355x-8"].model_dump(mode="json", by_alias=True)
+    data["host"]["env"] = {"ROCR_VISIBLE_DEVICES": "0,1"}
+    inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "test")))
+    (problem,) = [p for p in inventory.problems if p.plugin == "amd"]
+    assert "ROCR_VISIBLE_DEVICES='0,1' is set but HIP_VISIBLE_DEVICES is not" in problem.message
+    assert "set HIP_VISIBLE_DEVICES='0,1'" in problem.message
+    data["host"]["env"]["HIP_VISIBLE_DEVICES"] = "0,1"  # both set: HIP wins, as in Ray
+    assert collect_inventory(manager, SimulatedHost(parse_fixture(data, "test"))).family("amd") is not None
+
+
+def test_simulated_amdsmi_answers_like_the_library(fixtures):
+    lib = amdsmi_adapter.open_simulated(fixtures["mi210-pair"].host.libraries["amdsmi"])
+    handles = lib.amdsmi_get_processor_handles()
+    assert lib.amdsmi_get_gpu_id(handles[0]) == 0x740F
+    with pytest.raises(lib.AmdSmiLibraryException) as info:
+        lib.amdsmi_get_gpu_compute_partition(handles[0])
+    assert info.value.get_error_code() == 2 and info.value.get_error_info() == "AMDSMI_STATUS_NOT_SUPPORTED"
+    assert lib.amdsmi_topo_get_link_type(handles[0], handles[1]) == {"hops": 2, "type": 1}
+    lib.amdsmi_shut_down()
+    with pytest.raises(lib.AmdSmiLibraryException, match="NOT_INIT"):
+        lib.amdsmi_get_processor_handles()
+    with pytest.raises(LibraryUnavailable, match="INIT_ERROR"):
+        amdsmi_adapter.open_simulated({"init_error": 18, "gpus": {}})
+
+
+def test_catalog_validates_and_agrees_with_rays_table():
+    from ray._private.accelerators.amd_gpu import amd_product_dict
+
+    catalog = load_catalog(plugin.HERE / "skus.yaml")
+    for sku in catalog.skus:
+        for pci in sku.match.pci_device_ids:
+            if pci in amd_product_dict:
+                assert sku.accelerator_type == amd_product_dict[pci], sku.id
+
+
+def test_fixture_for_sku_rewrites_library_and_cli_answers(manager, fixtures):
+    sku = SkuRecord(id="mi400x", marketing_name="AMD Instinct MI400X", accelerator_type="AMD-Instinct-MI400X",
+                    memory_mib=442368, match=SkuMatch(pci_device_ids=["0x75b0"], product_names=["AMD Instinct MI400X"]))
+    for name in ("mi300x-8", "mi355x-8"):
+        data = plugin.rayaccel_fixture_for_sku(fixtures[name].model_dump(mode="json", by_alias=True), sku)
+        family = collect_inventory(manager, SimulatedHost(parse_fixture(data, name))).family("amd")
+        assert {(d.product_name, d.pci_device_id, d.memory_mib) for d in family.devices} == {
+            ("AMD Instinct MI400X", "0x75b0", 442368)}
+        assert family.accelerator_type == "AMD-Instinct-MI400X"  # derived from the product name: not yet catalogued
+
+
+def test_cloud_hints():
+    hint = plugin.rayaccel_cloud_hints("azure", "Standard_ND96isr_MI300X_v5")
+    assert (hint.count, hint.accelerator_type) == (8, "AMD-Instinct-MI300X-OAM")
+    assert plugin.rayaccel_cloud_hints("oci", "BM.GPU.MI300X.8").count == 8
+    assert plugin.rayaccel_cloud_hints("aws", "p5.48xlarge") is None
+
+
+def test_rccl_transport_is_a_real_ray_transport_manager():
+    from ray.experimental import TensorTransportManager
+    from ray.experimental.rdt.collective_tensor_transport import NCCLTensorTransport
+    from ray.experimental.rdt.util import register_tensor_transport, transport_manager_info
+
+    from rayaccel.host import resolve_factory
+
+    specs = {s.name: s for s in plugin.rayaccel_transports()}
+    rccl = resolve_factory(specs["RCCL"].manager_class)
+    assert issubclass(rccl, TensorTransportManager) and issubclass(rccl, NCCLTensorTransport)
+    assert rccl().tensor_transport_backend() == "NCCL" and not rccl.is_one_sided()
+    assert resolve_factory(specs["NCCL"].manager_class) is NCCLTensorTransport and specs["NCCL"].builtin_in_ray
+    try:
+        register_tensor_transport("RCCL", ["cuda"], rccl, object)
+        assert transport_manager_info["RCCL"].transport_manager_class is rccl
+    finally:
+        transport_manager_info.pop("RCCL", None)

@@ -1,0 +1,122 @@
+"""The amd-smi JSON parsers: both layouts amd-smi has shipped, units, and a clear error for anything else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rayaccel_amd import cli, products
+from rayaccel_amd.cli import AmdSmiParseError
+
+PARSERS = [cli.parse_static, cli.parse_list, cli.parse_metric, cli.parse_topology, cli.parse_version]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 300) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.sampled_from(["gpu", "gpu_data", "asic", "market_name", "device_id", "bus", "bdf", "vram", "size", "value",
+                         "unit", "uuid", "links", "link_type", "num_hops", "weight", "ecc", "usage", "power",
+                         "mem_usage", "total_vram", "rocm_version", "numa", "node", "partition"]),
+        children, max_size=5),
+    max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=json_values, parser=st.sampled_from(PARSERS))
+def test_any_json_either_parses_or_raises_a_parse_error(data, parser):
+    try:
+        parser(json.dumps(data))
+    except AmdSmiParseError as e:
+        assert "amd-smi" in str(e)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=60), parser=st.sampled_from(PARSERS))
+def test_any_text_either_parses_or_raises_a_parse_error(text, parser):
+    try:
+        parser(text)
+    except AmdSmiParseError as e:
+        assert "\n" not in str(e)
+
+
+STATIC_ENTRY = {"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X", "device_id": "0x74a1",
+                                   "target_graphics_version": "gfx942"},
+                "bus": {"bdf": "0000:05:00.0"}, "driver": {"name": "amdgpu", "version": "6.10.5"},
+                "vram": {"type": "HBM3", "size": {"value": 196592, "unit": "MB"}},
+                "numa": {"node": 1, "affinity": 1},
+                "partition": {"compute_partition": "CPX", "memory_partition": "NPS4", "partition_id": 0}}
+
+
+@pytest.mark.parametrize("layout", ["gpu_data", "bare-list"])
+def test_static_reads_both_layouts(layout):
+    data = {"gpu_data": [STATIC_ENTRY]} if layout == "gpu_data" else [STATIC_ENTRY]
+    gpu = cli.parse_static(json.dumps(data))[0]
+    assert gpu["market_name"] == "AMD Instinct MI300X"
+    assert gpu["device_id"] == 0x74A1 and gpu["vram_mib"] == 196592 and gpu["numa_node"] == 1
+    assert (gpu["compute_partition"], gpu["memory_partition"]) == ("CPX", "NPS4")
+
+
+def test_static_reads_rocm_64_accelerator_partition_and_string_units():
+    entry = dict(STATIC_ENTRY, vram={"size": "65520 MB"}, partition={"accelerator_partition": "SPX"})
+    gpu = cli.parse_static(json.dumps([entry]))[0]
+    assert gpu["vram_mib"] == 65520 and gpu["compute_partition"] == "SPX"
+
+
+@pytest.mark.parametrize(("field", "mib"), [({"value": 192, "unit": "GB"}, 196608),
+                                            ({"value": 2**30, "unit": "B"}, 1024), ("N/A", None),
+                                            ({"value": "N/A", "unit": "MB"}, None), (-5, None)])
+def test_memory_units(field, mib):
+    assert cli.mib_of(field) == mib
+
+
+def test_static_without_market_name_says_what_to_do():
+    entry = dict(STATIC_ENTRY, asic={"device_id": "0x74a1"})
+    with pytest.raises(AmdSmiParseError, match=r"GPU 0 has no asic\.market_name"):
+        cli.parse_static(json.dumps([entry]))
+
+
+def test_entry_without_gpu_index_is_rejected():
+    with pytest.raises(AmdSmiParseError, match='integer "gpu" index'):
+        cli.parse_list(json.dumps([{"uuid": "x"}]))
+
+
+def test_not_json_names_the_command_and_shows_the_output():
+    expected = r"`amd-smi metric --json` printed output that is not JSON \('ERROR: x'\)"
+    with pytest.raises(AmdSmiParseError, match=expected):
+        cli.parse_metric("ERROR: x\n")
+
+
+def test_topology_skips_self_and_classifies_links():
+    data = [{"gpu": 0, "links": [{"gpu": 0, "link_type": "SELF", "weight": 0},
+                                 {"gpu": 1, "link_type": "XGMI", "num_hops": 1, "weight": 15},
+                                 {"gpu": 2, "link_type": "PCIE", "num_hops": 2, "weight": 40}]}]
+    peers = cli.parse_topology(json.dumps(data))[0]
+    assert sorted(peers) == [1, 2]
+    assert (peers[1].kind, peers[1].weight, peers[2].kind, peers[2].hops) == ("xgmi", 15, "pcie", 2)
+
+
+def test_metric_reads_ecc_power_and_temperature():
+    data = {"gpu_data": [{"gpu": 0, "ecc": {"total_correctable_count": 2, "total_uncorrectable_count": 1,
+                                            "total_deferred_count": 0},
+                          "power": {"socket_power": {"value": 750, "unit": "W"}},
+                          "temperature": {"edge": {"value": "N/A", "unit": "C"}, "hotspot": {"value": 71, "unit": "C"}},
+                          "usage": {"gfx_activity": {"value": 97, "unit": "%"}}}]}
+    gpu = cli.parse_metric(json.dumps(data))[0]
+    assert (gpu["ecc"].correctable, gpu["ecc"].uncorrectable) == (2, 1)
+    assert (gpu["power_w"], gpu["temperature_c"], gpu["gfx_activity"]) == (750, 71, 97)
+
+
+@given(st.one_of(st.integers(), st.text(max_size=8), st.none()))
+def test_pci_device_id_never_crashes(value):
+    result = products.pci_device_id(value)
+    assert result is None or (len(result) == 6 and result == result.lower())
+
+
+def test_product_table_is_rays_with_lower_case_keys():
+    from ray._private.accelerators.amd_gpu import amd_product_dict
+
+    assert amd_product_dict == products.RAY_PRODUCT_TABLE
+    assert products.accelerator_type_for(0x679A) == "AMD-Radeon-HD-7900"  # Ray's lookup misses this one
+    assert products.accelerator_type_for("0x74A1") == "AMD-Instinct-MI300X-OAM"
