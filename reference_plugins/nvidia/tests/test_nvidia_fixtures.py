@@ -7,17 +7,22 @@ import json
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-from rayaccel.fixtures import Fixture, compare_expected, load_fixture
+from rayaccel.fixtures import Fixture, compare_expected
+from rayaccel.fixtures import load_fixture as read_fixture
 from rayaccel.host import LibraryUnavailable, RealHost
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.records import NodeInventory
 from rayaccel.simulated import SimulatedHost
 from rayaccel_nvidia import plugin
+
+# Parsing a fixture is the slow part of these tests; fixtures are immutable, so share them.
+load_fixture = cache(read_fixture)
 
 FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
 FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]

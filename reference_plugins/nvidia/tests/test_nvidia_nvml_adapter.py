@@ -78,7 +78,8 @@ def test_errors_are_pynvml_exception_classes_with_real_codes() -> None:
 
 
 def test_an_injected_error_fails_exactly_that_call() -> None:
-    nvml = adapter.open_simulated({"devices": {"0": {**GPU, "errors": {"nvmlDeviceGetMemoryInfo": "NVML_ERROR_UNKNOWN"}}}})
+    broken = {**GPU, "errors": {"nvmlDeviceGetMemoryInfo": "NVML_ERROR_UNKNOWN"}}
+    nvml = adapter.open_simulated({"devices": {"0": broken}})
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
     with pytest.raises(pynvml.NVMLError_Unknown):
         nvml.nvmlDeviceGetMemoryInfo(handle)

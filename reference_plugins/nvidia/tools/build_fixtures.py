@@ -21,6 +21,23 @@ MIB = 2**20
 SWITCH, GPU = 2, 0
 
 
+class Flow(dict):  # type: ignore[type-arg]
+    """A mapping written on one line (one NVLink, one MIG device): keeps big fixtures readable."""
+
+
+class Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # no &id001 anchors: every answer is written out where it belongs
+
+
+class Hex(int):
+    """An int written as 0x... (PCI ids, as nvidia-smi and lspci show them); YAML reads it back as an int."""
+
+
+Dumper.add_representer(Hex, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", f"0x{int(v):08X}"))
+Dumper.add_representer(Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+
+
 def gpu_uuid(system: str, index: int, prefix: str = "GPU") -> str:
     return f"{prefix}-{uuid.uuid5(NS, f'{system}/{index}')}"
 
@@ -44,7 +61,7 @@ def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus:
         "name": name, "uuid": gpu_uuid(system, index), "serial": f"16523{index:08d}",
         "pci": {"busId": bus, "domain": int(domain, 16), "bus": int(bus_no, 16),
                 "device": int(dev_fn.split(".")[0], 16),
-                "pciDeviceId": pci_id << 16 | 0x10DE, "pciSubSystemId": subsys << 16 | 0x10DE},
+                "pciDeviceId": Hex(pci_id << 16 | 0x10DE), "pciSubSystemId": Hex(subsys << 16 | 0x10DE)},
         "memory": {"total": memory_mib * MIB, "used": used, "free": memory_mib * MIB - used},
         "numa_node": numa, "cpu_affinity": cpus, "compute_capability": list(cc), "architecture": arch,
         "ecc": {"volatile": {"corrected": 0, "uncorrected": 0}, "aggregate": {"corrected": 0, "uncorrected": 0}},
@@ -65,9 +82,9 @@ def switch_links(count: int, version: int, switches: list[str | None], per_switc
     link = 0
     for bus, n in zip(switches, per_switch, strict=True):
         for _ in range(n):
-            entry: dict[str, Any] = {"state": 1, "version": version, "remote_type": SWITCH}
+            entry: dict[str, Any] = Flow(state=1, version=version, remote_type=SWITCH)
             if bus is not None:
-                entry["remote_pci"] = {"busId": bus, "pciDeviceId": 0x22A310DE}
+                entry["remote_pci"] = {"busId": bus, "pciDeviceId": Hex(0x22A310DE)}  # the NVSwitch
             links[str(link)] = entry
             link += 1
     assert link == count
@@ -257,7 +274,7 @@ def l4_single() -> dict[str, Any]:
 
 def a100_pcie_pair() -> dict[str, Any]:
     system = "a100-pcie-pair"
-    inactive = {str(link): {"state": 0, "version": 3} for link in range(12)}
+    inactive = {str(link): Flow(state=0, version=3) for link in range(12)}
     buses = ["00000000:3B:00.0", "00000000:D8:00.0"]
     devices = {str(i): device(system, i, name="NVIDIA A100-PCIE-40GB", pci_id=0x20F1, subsys=0x145F, bus=buses[i],
                               memory_mib=40960, numa=i,
@@ -319,7 +336,8 @@ def main() -> int:
         data = build()
         path = OUT / f"{data['name']}.yaml"
         tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=120), encoding="utf-8")
+        tmp.write_text(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False, width=120,
+                                 default_flow_style=None), encoding="utf-8")
         tmp.replace(path)
         print(path)
     return 0
