@@ -61,6 +61,10 @@ def _int(value: Any) -> int | None:
     return None
 
 
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _device(entry: Any, position: int) -> NeuronDeviceInfo:
     if not isinstance(entry, dict):
         raise NeuronLsError(f"entry {position} of the device list is {type(entry).__name__}, not an object")
@@ -80,11 +84,11 @@ def _device(entry: Any, position: int) -> NeuronDeviceInfo:
     processes = entry.get("neuron_processes")
     return NeuronDeviceInfo(
         index=index, nc_count=nc_count, core_ids=core_ids, memory_bytes=_int(entry.get("memory_size")),
-        bdf=entry.get("bdf") or None, cpu_affinity=entry.get("cpu_affinity") or None,
+        bdf=_str(entry.get("bdf")), cpu_affinity=_str(entry.get("cpu_affinity")),
         numa_node=numa if numa is not None and numa >= 0 else None, connected_to=peers,
         logical_nc_config=_int(entry.get("logical_neuroncore_config")) or 1,
         processes=len(processes) if isinstance(processes, list) else 0,
-        instance_type=entry.get("instance_type") or None,
+        instance_type=_str(entry.get("instance_type")),
     )
 
 
@@ -94,7 +98,7 @@ def parse_neuron_ls(text: str) -> list[NeuronDeviceInfo]:
         return []
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except json.JSONDecodeError as e:
         first = text.strip().splitlines()[0][:60]
         raise NeuronLsError(f"neuron-ls --json-output printed text that is not JSON ({e.msg} at line {e.lineno}; "
                             f"it begins {first!r})") from None

@@ -59,7 +59,8 @@ def rayaccel_fixture_dirs() -> list[str]:
 def _neuron_ls_path(host: Host) -> str | None:
     if host.exists(neuronls.NEURON_LS):
         return neuronls.NEURON_LS
-    return host.which("neuron-ls")
+    found = host.which("neuron-ls")
+    return str(found) if found else None
 
 
 def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:

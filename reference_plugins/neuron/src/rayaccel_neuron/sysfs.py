@@ -59,19 +59,25 @@ def ecc_counters(host: Host, index: int) -> EccCounters:
 
 
 def device_present(host: Host, index: int) -> bool:
-    return host.is_dir(device_dir(index))
+    return bool(host.is_dir(device_dir(index)))
+
+
+#: The runtime's device-memory categories (memory_usage/device_mem/<category>/{total,present,peak}).
+DEVICE_MEM_CATEGORIES = ("collectives", "constants", "dma_rings", "driver_memory", "model_code",
+                         "model_shared_scratchpad", "nonshared_scratchpad", "notifications", "runtime_memory",
+                         "tensors", "uncategorized")
 
 
 def device_memory_used(host: Host, index: int) -> int | None:
-    """Bytes of device memory the runtime holds now: the sum of every core's device_mem categories."""
+    """Bytes of device memory the runtime holds now: every core's device_mem categories, summed."""
     base = device_dir(index)
     total, seen = 0, False
-    for core in host.glob(f"{base}/neuron_core*"):
-        mem = f"{core}/stats/memory_usage/device_mem"
-        if not host.is_dir(mem):
-            continue
-        for category in host.list_dir(mem):
+    core = 0
+    while host.is_dir(f"{base}/neuron_core{core}"):
+        mem = f"{base}/neuron_core{core}/stats/memory_usage/device_mem"
+        for category in DEVICE_MEM_CATEGORIES:
             value = read_count(host, f"{mem}/{category}/total")
             if value is not None:
                 total, seen = total + value, True
+        core += 1
     return total if seen else None

@@ -1,0 +1,163 @@
+"""Every Neuron fixture gives its expected inventory; faults give theirs, and removing them recovers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rayaccel import RealHost, SkuMatch, SkuRecord
+from rayaccel.fixtures import compare_expected, load_fixture, merge_patch, parse_fixture
+from rayaccel.inventory import InventoryBuilder
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SimulatedHost
+from rayaccel_neuron import plugin
+
+FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
+FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
+CMD = "/opt/aws/neuron/bin/neuron-ls --json-output"
+
+
+@pytest.fixture(scope="module")
+def manager() -> PluginManager:
+    # Registered under its entry-point name, as the installed distribution is: fixtures say plugin "neuron".
+    pm = PluginManager(autoload=False)
+    assert pm.register(plugin, "neuron")
+    return pm
+
+
+def build(manager, host):  # type: ignore[no-untyped-def]
+    return InventoryBuilder(manager, ["neuron"]).build(host)
+
+
+def fixture_named(stem: str):  # type: ignore[no-untyped-def]
+    return load_fixture(next(p for p in FIXTURES if p.stem == stem))
+
+
+def test_the_issue_fixtures_are_shipped() -> None:
+    assert {p.stem for p in FIXTURES} >= {"trn1.32xlarge", "trn2.48xlarge", "inf2.48xlarge"}
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_fixture_gives_its_expected_inventory(manager, path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(path)
+    inventory = build(manager, SimulatedHost(fixture))
+    assert compare_expected(inventory, fixture) == []
+    assert inventory.problems == []
+
+
+@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: getattr(v, "stem", v))
+def test_fault_gives_its_expectation_and_recovers(manager, path: Path, fault: str) -> None:  # type: ignore[no-untyped-def]
+    fixture = load_fixture(path)
+    expected = fixture.fault(fault).expected
+    inventory = build(manager, SimulatedHost(fixture, faults=[fault]))
+    family = inventory.family("neuron")
+    if expected.devices is not None:
+        assert len(family.devices if family else []) == expected.devices
+    assert inventory.resources == expected.resources
+    assert {p.code for p in inventory.problems} == set(expected.problem_codes)
+    if family is not None:
+        states = {h.device: h.state for h in family.health}
+        for device in family.devices:
+            assert states[device.id] == expected.health.get(device.id, "healthy")
+        if expected.fatal is not None:
+            assert any(r.fatal for h in family.health for r in h.reasons) == expected.fatal
+    assert compare_expected(build(manager, SimulatedHost(fixture)), fixture) == []
+
+
+def test_bad_neuron_ls_output_is_one_clear_problem_not_a_crash(manager) -> None:  # type: ignore[no-untyped-def]
+    inventory = build(manager, SimulatedHost(fixture_named("trn1.32xlarge"), faults=["neuron-ls-garbage"]))
+    (problem,) = inventory.problems
+    assert problem.hook == "rayaccel_discover" and "not JSON" in problem.message
+    assert "neuron-ls --json-output' by hand" in problem.message
+    assert inventory.family("neuron") is None
+
+
+def test_devices_own_consecutive_global_core_ids(manager) -> None:  # type: ignore[no-untyped-def]
+    family = build(manager, SimulatedHost(fixture_named("trn2.48xlarge"))).family("neuron")
+    assert family is not None
+    assert family.devices[3].units == ["12", "13", "14", "15"]
+    assert family.devices[3].attributes["physical_cores"] == 8
+    assert sorted(family.schedulable_units, key=int) == [str(i) for i in range(64)]
+
+
+def test_a_lost_device_keeps_the_other_devices_core_ids(manager) -> None:  # type: ignore[no-untyped-def]
+    family = build(manager, SimulatedHost(fixture_named("trn1.32xlarge"), faults=["device-lost"])).family("neuron")
+    assert family is not None
+    assert "14" not in family.schedulable_units and "16" in family.schedulable_units
+    assert all("neuron7" not in ln.a for ln in family.topology.links)
+
+
+def test_device_vanishing_after_inventory_is_unhealthy(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixture = fixture_named("trn1.32xlarge")
+    devices = plugin.rayaccel_discover(SimulatedHost(fixture))
+    fault_file = tmp_path / "faults"
+    fault_file.write_text("device-lost\n")
+    reports = {r.device: r for r in plugin.rayaccel_health(SimulatedHost(fixture, fault_file=str(fault_file)), devices)}
+    assert reports[devices[7].id].state == "unhealthy" and reports[devices[7].id].reasons[0].fatal
+    fault_file.write_text("")
+    assert all(r.state == "healthy" for r in plugin.rayaccel_health(SimulatedHost(fixture, fault_file=str(fault_file)),
+                                                                    devices))
+
+
+def test_memory_metrics_come_from_the_driver(manager) -> None:  # type: ignore[no-untyped-def]
+    family = build(manager, SimulatedHost(fixture_named("trn1.32xlarge"))).family("neuron")
+    assert family is not None
+    values = {(m.device, m.name): m.value for m in family.metrics}
+    first, idle = family.devices[0].id, family.devices[8].id
+    assert values[(first, "memory_used")] == 2 * (4294967296 + 268435456 + 1073741824)
+    assert values[(idle, "memory_used")] == 0
+    assert values[(first, "memory_total")] == 32 * 2**30
+
+
+def test_trn2u_with_ultraserver_env_joins_an_ultraserver_domain(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = fixture_named("trn2.48xlarge")
+    data = merge_patch(fixture.model_dump(mode="json", by_alias=True), {"host": {
+        "files": {"/sys/devices/virtual/dmi/id/product_name": "trn2u.48xlarge\n"},
+        "env": {"NEURON_GLOBAL_TOPOID": "2", "NEURON_GLOBAL_TOPOID0_HOST": "ip-10-1-0-4.ec2.internal"}}})
+    family = build(manager, SimulatedHost(parse_fixture(data, "trn2u"))).family("neuron")
+    assert family is not None
+    (domain,) = family.topology.domains
+    assert (domain.kind, domain.id, domain.size, domain.hosts, domain.host_index) == (
+        "ultraserver", "ip-10-1-0-4.ec2.internal", 64, 4, 2)
+    assert family.labels["rayaccel.io/scale-up-domain-kind"] == "ultraserver"
+    # A plain trn2.48xlarge is not in an UltraServer, whatever the environment says.
+    data["host"]["files"]["/sys/devices/virtual/dmi/id/product_name"] = "trn2.48xlarge\n"
+    plain = build(manager, SimulatedHost(parse_fixture(data, "trn2"))).family("neuron")
+    assert plain is not None and plain.topology.domains == []
+
+
+def test_tools_without_a_driver_mean_no_devices_and_no_problem(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = parse_fixture({
+        "schema": "rayaccel-fixture/1", "plugin": "neuron", "name": "tools-only", "description": "DLAMI off Neuron",
+        "host": {"files": {"/opt/aws/neuron/bin/neuron-ls": ""}, "commands": {CMD: {
+            "returncode": 1, "stderr": "ERROR: No neuron device found\n"}}},
+        "expected": {"devices": 0}}, "inline")
+    inventory = build(manager, SimulatedHost(fixture))
+    assert inventory.family("neuron") is None and inventory.problems == []
+
+
+def test_no_neuron_hardware_means_no_devices_and_no_problem(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for host in (RealHost(root=str(tmp_path), env={"PATH": str(tmp_path)}), RealHost()):
+        inventory = build(manager, host)
+        assert inventory.family("neuron") is None
+        assert [p for p in inventory.problems if p.plugin == "neuron"] == []
+
+
+def test_fixture_for_sku_rewrites_memory_name_and_pci_id(manager) -> None:  # type: ignore[no-untyped-def]
+    data = fixture_named("inf2.48xlarge").model_dump(mode="json", by_alias=True)
+    sku = SkuRecord(id="inferentia3", marketing_name="AWS Inferentia3", accelerator_type="aws-neuron-core",
+                    memory_mib=65536, match=SkuMatch(pci_device_ids=["0x7464"], product_names=["Inferentia3"]))
+    rewritten = parse_fixture(plugin.rayaccel_fixture_for_sku(data, sku), "rewritten")
+    devices = plugin.rayaccel_discover(SimulatedHost(rewritten))
+    assert {(d.product_name, d.pci_device_id, d.memory_mib) for d in devices} == {("Inferentia3", "0x7464", 65536)}
+
+
+def test_transport_is_ray_s_nixl_over_efa_for_host_tensors() -> None:
+    (spec,) = plugin.rayaccel_transports()
+    assert spec.builtin_in_ray and spec.link_kinds == ["efa"] and spec.devices == ["cpu"]
+    module, _, name = spec.manager_class.partition(":")
+    import importlib
+
+    from ray.experimental import TensorTransportManager
+    assert issubclass(getattr(importlib.import_module(module), name), TensorTransportManager)
