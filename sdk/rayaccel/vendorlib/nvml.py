@@ -39,7 +39,7 @@ from __future__ import annotations
 import ctypes
 import time
 import uuid as uuid_module
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -110,7 +110,7 @@ def _pynvml() -> ModuleType | None:
         import pynvml
     except ImportError:
         return None
-    return pynvml
+    return pynvml  # type: ignore[no-any-return]
 
 
 class _FallbackNVMLError(Exception):
@@ -132,7 +132,7 @@ class _FallbackFabricInfo(ctypes.Structure):
 
 def nvml_error_class() -> type[Exception]:
     module = _pynvml()
-    return module.NVMLError if module is not None else _FallbackNVMLError  # type: ignore[no-any-return]
+    return module.NVMLError if module is not None else _FallbackNVMLError
 
 
 def error_code(value: int | str) -> int:
@@ -251,7 +251,7 @@ class SimulatedNvml:
         raise AttributeError(name)
 
     def _error(self, code: int) -> Exception:
-        return self.NVMLError(code)  # type: ignore[no-any-return]
+        return self.NVMLError(code)
 
     def _hang(self) -> None:
         if self._data.get("hang"):
@@ -504,5 +504,5 @@ def open_simulated(data: Mapping[str, Any]) -> SimulatedNvml:
 
 #: Calls both adapters answer (what the simulation models); tests check each against pynvml's signature.
 SIMULATED_CALLS: tuple[str, ...] = tuple(
-    name for name, value in vars(SimulatedNvml).items() if name.startswith("nvml") and isinstance(value, Callable)
+    name for name, value in vars(SimulatedNvml).items() if name.startswith("nvml") and callable(value)
 )

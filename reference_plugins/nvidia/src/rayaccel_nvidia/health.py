@@ -143,25 +143,27 @@ def report(device: Device, reasons: list[HealthReason], xids: Sequence[int]) -> 
             reasons.append(reason)
             states.append(xid_state(xid))
     state = max(states, key=lambda s: HEALTH_ORDER[s])
-    return HealthReport(device=device.id, state=state, reasons=reasons)  # type: ignore[arg-type]
+    return HealthReport(device=device.id, state=state, reasons=reasons)
 
 
 def health(nvml: Any, devices: Sequence[Device]) -> list[HealthReport]:
     readable = {d.index: d for d in devices if UNREADABLE not in d.attributes}
     handles: dict[int, Any] = {}
-    lost: dict[int, str] = {}
+    broken: dict[int, tuple[str, str]] = {}  # index -> (code, message)
     for index in readable:
         try:
             handles[index] = nvml.nvmlDeviceGetHandleByIndex(index)
-        except nvml.NVMLError as e:
-            lost[index] = str(e)
+        except nvml.NVMLError as e:  # the GPU failed after discovery
+            broken[index] = ("gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error", str(e))
+    for device in devices:
+        why = device.attributes.get(UNREADABLE)
+        if why is not None:
+            broken[device.index] = (str(why), str(device.attributes.get("nvml_message") or why))
     xids = drain_xids(nvml, handles)
     reports = []
     for device in devices:
-        why = device.attributes.get(UNREADABLE)
-        if why is not None or device.index in lost:
-            code = str(why or "gpu-lost")
-            message = str(device.attributes.get("nvml_message") or lost.get(device.index) or code)
+        if device.index in broken:
+            code, message = broken[device.index]
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[HealthReason(
                 code=code, message=f"NVML cannot read this GPU: {message}", fatal=code == "gpu-lost")]))
             continue

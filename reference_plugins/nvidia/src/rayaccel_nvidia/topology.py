@@ -93,11 +93,11 @@ def topology(nvml: Any, devices: Sequence[Device], host_name: str) -> Topology:
         existing = links.get(key)
         if existing is None or (existing.bandwidth_gbps or 0) < (through_switch or 0):
             links[key] = Link(a=key[0], b=key[1], kind="nvlink", lanes=lanes, bandwidth_gbps=through_switch)
-    for a, b in itertools.combinations(readable, 2):
-        key = (min(a.id, b.id), max(a.id, b.id))
+    for first, second in itertools.combinations(readable, 2):
+        key = (min(first.id, second.id), max(first.id, second.id))
         if key in links:
             continue
-        level = optional(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[a.id], handles[b.id])
+        level = optional(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[first.id], handles[second.id])
         if level is not None:
             links[key] = Link(a=key[0], b=key[1], kind="pcie")
     affinities = [Affinity(device=d.id, numa_node=d.numa_node, cpus=str(d.attributes["cpu_affinity"])

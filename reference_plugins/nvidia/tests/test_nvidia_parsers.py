@@ -1,0 +1,157 @@
+"""Pure pieces of the NVIDIA plugin: NVML value decoding, XID meanings, catalog, cloud hints, transports."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rayaccel.catalog import resolve_sku
+from rayaccel.fixtures import parse_fixture
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.records import SkuMatch, SkuRecord
+from rayaccel.simulated import SimulatedHost
+from rayaccel_nvidia import cloud, health, naming, plugin, session, transports
+
+FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"
+
+
+@given(st.sets(st.integers(min_value=0, max_value=255)))
+def test_cpu_affinity_words_decode_to_the_cpu_list(cpus: set[int]) -> None:
+    words = [0] * 4
+    for cpu in cpus:
+        words[cpu // 64] |= 1 << (cpu % 64)
+    text = naming.cpu_list(words)
+    decoded: set[int] = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        decoded |= set(range(int(lo), int(hi or lo) + 1))
+    assert decoded == cpus
+    assert "--" not in text and not text.endswith(",")
+
+
+def test_nvml_values_decode() -> None:
+    assert naming.cpu_list([(1 << 56) - 1, 0xFF << 48]) == "0-55,112-119"
+    assert naming.pci_device_id(0x233010DE) == "0x2330"
+    assert naming.pci_device_id(0x27B810DE) == "0x27b8"
+    assert naming.cuda_version(12040) == "12.4"
+    assert naming.cuda_version(12080) == "12.8"
+    assert naming.cuda_version(0) is None
+    assert naming.mig_profile("NVIDIA A100-SXM4-40GB MIG 1g.5gb") == "1g.5gb"
+    assert naming.mig_profile("NVIDIA H100 80GB HBM3") is None
+    assert naming.architecture(9, None) == "hopper"
+    assert naming.architecture(None, (8, 9)) == "ada"
+    assert naming.architecture(None, None) is None
+
+
+@pytest.mark.parametrize(("xid", "state", "fatal"), [
+    (79, "unhealthy", True), (95, "unhealthy", True), (74, "unhealthy", True), (48, "unhealthy", False),
+    (64, "unhealthy", False), (63, "degraded", False), (94, "degraded", False), (92, "degraded", False),
+    (999, "degraded", False),
+])
+def test_xid_meanings(xid: int, state: str, fatal: bool) -> None:
+    reason = health.xid_reason(xid)
+    assert reason is not None and reason.code == f"xid-{xid}" and reason.fatal is fatal
+    assert health.xid_state(xid) == state
+
+
+@pytest.mark.parametrize("xid", [13, 31, 43, 45, 68, 109])
+def test_application_xids_are_not_device_faults(xid: int) -> None:
+    assert health.xid_reason(xid) is None
+    assert health.xid_state(xid) == "healthy"
+
+
+def test_catalog_resolves_by_pci_id_before_name() -> None:
+    from rayaccel import Device
+
+    catalog = plugin.rayaccel_sku_catalog()
+    by_id = Device(index=0, id="GPU-x", product_name="NVIDIA H100 PCIe", pci_device_id="0x2330")
+    assert resolve_sku(catalog, by_id).id == "h100-sxm5-80gb"  # type: ignore[union-attr]
+    by_name = Device(index=0, id="GPU-x", product_name="NVIDIA GB200")
+    assert resolve_sku(catalog, by_name).id == "gb200-nvl"  # type: ignore[union-attr]
+    ids = [pid for sku in catalog.skus for pid in sku.match.pci_device_ids]
+    assert len(ids) == len(set(ids))
+    assert {"0x2330", "0x2331", "0x2321", "0x2335", "0x2901", "0x27b8", "0x20b0", "0x20b2", "0x20f1", "0x20b5",
+            "0x2237", "0x26b9"} <= set(ids)
+
+
+@pytest.mark.parametrize(("instance", "count", "accel"), [
+    ("p4d.24xlarge", 8, "A100"), ("p4de.24xlarge", 8, "A100"), ("p5.48xlarge", 8, "H100"),
+    ("p5e.48xlarge", 8, "H200"), ("p5en.48xlarge", 8, "H200"), ("p6-b200.48xlarge", 8, "B200"),
+    ("g5.xlarge", 1, "A10G"), ("g5.48xlarge", 8, "A10G"), ("g6.12xlarge", 4, "L4"), ("g6e.2xlarge", 1, "L40S"),
+])
+def test_ec2_hints(instance: str, count: int, accel: str) -> None:
+    hint = plugin.rayaccel_cloud_hints("aws", instance)
+    assert hint is not None and (hint.count, hint.accelerator_type, hint.family) == (count, accel, "nvidia")
+
+
+def test_no_hint_for_other_clouds_or_cpu_instances() -> None:
+    assert plugin.rayaccel_cloud_hints("aws", "m7i.8xlarge") is None
+    assert plugin.rayaccel_cloud_hints("gcp", "a3-highgpu-8g") is None
+    # every hinted type is one the catalog (and so a running node) would report
+    catalog_types = {s.accelerator_type for s in plugin.rayaccel_sku_catalog().skus}
+    assert {t for _, t in cloud.EC2.values()} <= catalog_types
+
+
+def test_transports_name_real_ray_classes_that_subclass_the_transport_manager() -> None:
+    from ray.experimental import TensorTransportManager
+    from ray.experimental.rdt.util import DEFAULT_TRANSPORTS
+
+    for spec in transports.TRANSPORTS:
+        module, _, name = spec.manager_class.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, TensorTransportManager)
+        assert spec.builtin_in_ray and spec.name in DEFAULT_TRANSPORTS
+        assert cls.is_one_sided() is spec.one_sided
+    assert {t.name for t in plugin.rayaccel_transports()} == {"NCCL", "NIXL", "CUDA_IPC"}
+
+
+def test_fixture_for_sku_rewrites_name_pci_id_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = yaml.safe_load((FIXTURE_DIR / "dgx-h100.yaml").read_text())
+    sku = SkuRecord(id="h300-sxm-288gb", marketing_name="NVIDIA H300", accelerator_type="H300",
+                    architecture="hopper", memory_mib=294912,
+                    match=SkuMatch(pci_device_ids=["0x2399"], product_names=["NVIDIA H300"]))
+    rewritten = plugin.rayaccel_fixture_for_sku(data, sku)
+    assert data["host"]["libraries"]["nvml"]["devices"]["0"]["name"] == "NVIDIA H100 80GB HBM3"  # input untouched
+    rewritten["expected"] = {"devices": 8}
+    rewritten["faults"] = []
+    fixture = parse_fixture(rewritten, "rewritten")
+    pm = PluginManager(autoload=False)
+    pm.register(plugin, "nvidia")
+    family = collect_inventory(pm, SimulatedHost(fixture)).family("nvidia")
+    assert family is not None
+    assert {(d.product_name, d.pci_device_id, d.memory_mib) for d in family.devices} == {
+        ("NVIDIA H300", "0x2399", 294912)}
+    assert family.accelerator_type == "H300"  # not in the catalog: Ray's rule on the new name
+
+
+def test_fixture_for_sku_renames_mig_devices_too() -> None:
+    data = yaml.safe_load((FIXTURE_DIR / "a100-mig.yaml").read_text())
+    sku = SkuRecord(id="a100x", marketing_name="NVIDIA A100X", accelerator_type="A100X",
+                    match=SkuMatch(product_names=["NVIDIA A100X"]))
+    gpu = plugin.rayaccel_fixture_for_sku(data, sku)["host"]["libraries"]["nvml"]["devices"]["0"]
+    assert {m["name"] for m in gpu["mig_devices"].values()} == {"NVIDIA A100X MIG 3g.20gb", "NVIDIA A100X MIG 2g.10gb"}
+
+
+def test_bounded_gives_up_on_a_hung_call_and_passes_errors_through() -> None:
+    start = time.monotonic()
+    with pytest.raises(session.NvmlTimeout, match=r"did not answer within 0\.1s"):
+        session.bounded(lambda: time.sleep(5), "testing", timeout=0.1)
+    assert time.monotonic() - start < 2
+    with pytest.raises(ZeroDivisionError):
+        session.bounded(lambda: 1 / 0, "testing", timeout=1)
+    assert session.bounded(lambda: 42, "testing", timeout=1) == 42
+
+
+def test_family_declares_rays_gpu_pair_and_support() -> None:
+    family = plugin.rayaccel_family()
+    assert (family.resource_name, family.visible_devices_env_var, family.quantity_rule.kind) == (
+        "GPU", "CUDA_VISIBLE_DEVICES", "fractional")
+    assert len(family.support.maintainers) >= 2 and family.support.license == "Apache-2.0"
+    assert family.support.tested_ray_versions == ["2.60.0"]
