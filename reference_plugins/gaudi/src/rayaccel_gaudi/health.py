@@ -1,0 +1,56 @@
+"""Health from Gaudi's own signals: the driver's device status, hl-smi's ECC counters and port states.
+
+- driver status ``needs reset`` / ``disabled`` (sysfs) -> unhealthy, fatal;
+- uncorrectable ECC errors (``ecc.errors.uncorrected.aggregate.total``) -> unhealthy, fatal;
+- every live field N/A (memory used, temperature, power, utilization) -> unhealthy, fatal: not responding;
+- a transient driver status (``in reset``, ``in device creation``, ...) -> degraded;
+- an internal (scale-up) port DOWN -> degraded: collectives across the box lose bandwidth.
+A device that fell off the bus is no longer listed by hl-smi, so discovery no longer reports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rayaccel import Device, HealthReason, HealthReport
+from rayaccel_gaudi.probe import GaudiDevice, Snapshot
+
+FATAL_STATUSES = {"needs reset", "disabled", "malfunction"}
+LIVE_FIELDS = 4
+
+
+def report_for(device: GaudiDevice) -> HealthReport:
+    aip = device.aip
+    fatal: list[HealthReason] = []
+    minor: list[HealthReason] = []
+    status = device.driver_status
+    if status in FATAL_STATUSES:
+        fatal.append(HealthReason(code="driver-" + status.replace(" ", "-"),
+                                  message=f"the habanalabs driver reports module {aip.module_id} as {status!r}",
+                                  fatal=True))
+    elif status is not None and status != "operational":
+        minor.append(HealthReason(code="driver-not-operational",
+                                  message=f"the habanalabs driver reports module {aip.module_id} as {status!r}"))
+    if aip.ecc_uncorrected:
+        fatal.append(HealthReason(code="ecc-uncorrectable",
+                                  message=f"{aip.ecc_uncorrected} uncorrectable ECC errors", fatal=True))
+    if len(aip.missing) == LIVE_FIELDS:
+        fatal.append(HealthReason(code="device-not-responding",
+                                  message=f"hl-smi reads N/A for every live field of module {aip.module_id}",
+                                  fatal=True))
+    down = device.ports("internal", "down")
+    if down:
+        minor.append(HealthReason(code="scale-up-port-down",
+                                  message=f"internal RoCE ports {', '.join(map(str, down))} are DOWN"))
+    if aip.ecc_corrected:
+        minor.append(HealthReason(code="ecc-correctable", message=f"{aip.ecc_corrected} correctable ECC errors"))
+    degraded = any(r.code in ("driver-not-operational", "scale-up-port-down") for r in minor)
+    state = "unhealthy" if fatal else "degraded" if degraded else "healthy"
+    return HealthReport(device=aip.uuid, state=state, reasons=fatal + minor)
+
+
+def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[HealthReport]:
+    if snapshot is None:
+        return []
+    by_uuid = snapshot.by_uuid()
+    return [report_for(by_uuid[d.id]) for d in devices if d.id in by_uuid]

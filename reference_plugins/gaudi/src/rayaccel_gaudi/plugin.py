@@ -1,0 +1,118 @@
+"""rayaccel hooks for Intel Gaudi (HPU). Thin: each hook probes the host once and hands off to a module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rayaccel import (
+    SPEC_VERSION,
+    CloudHint,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReport,
+    Host,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SkuCatalog,
+    SkuRecord,
+    SupportInfo,
+    Topology,
+    TransportSpec,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+from rayaccel.labels import to_label_value
+from rayaccel_gaudi import cloud, sku_fixture
+from rayaccel_gaudi.discovery import devices_of
+from rayaccel_gaudi.health import health_of
+from rayaccel_gaudi.metrics import metrics_of
+from rayaccel_gaudi.probe import probe
+from rayaccel_gaudi.topology import topology_of
+
+HERE = Path(__file__).parent
+HABANA_VISIBLE_MODULES = "HABANA_VISIBLE_MODULES"
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var=HABANA_VISIBLE_MODULES,
+        quantity_rule=QuantityRule(kind="whole"), spec_version=SPEC_VERSION, unit="device",
+        support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Gaudi plugin team"],
+                            contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
+                            tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    return devices_of(probe(host))
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
+    return topology_of(probe(host), devices, host.name)
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
+    return health_of(probe(host), devices)
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
+    return metrics_of(probe(host), devices)
+
+
+@hookimpl
+def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+    # Ray names the type "Intel-" + the runtime's device name (GAUDI2), known only once the HPU runtime is
+    # initialised; catalogued SKUs map hl-smi's name (HL-225) to it. For others: "Intel-" + hl-smi's name.
+    first = devices[0] if devices else None
+    return ResourceContribution(accelerator_type=f"Intel-{to_label_value(first.product_name)}" if first else None)
+
+
+@hookimpl
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    first = inventory.devices[0]
+    labels = {}
+    up = first.attributes.get("scale_out_ports_up")
+    if isinstance(up, int):
+        labels["habana.ai/scale-out-ports-up"] = str(up)
+    return labels
+
+
+@hookimpl
+def rayaccel_parse_visible(value: str) -> list[str]:
+    # Module ids, comma-separated; "" means none (as Ray reads HABANA_VISIBLE_MODULES).
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    # HCCL is not offered: Ray 2.60's collective library (which its collective tensor transports use) has
+    # only NCCL and GLOO backends, so there is no HCCL communicator a TensorTransportManager could drive.
+    return []
+
+
+@hookimpl
+def rayaccel_sku_catalog() -> SkuCatalog:
+    return load_catalog(HERE / "skus.yaml")
+
+
+@hookimpl
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    return sku_fixture.rewrite_fixture(fixture, sku)
+
+
+@hookimpl
+def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
+    return cloud.cloud_hint(provider, instance_type)

@@ -1,0 +1,99 @@
+"""One probe of the host: the hl-smi query, each device's port states, and the driver's sysfs status.
+
+- ``hl-smi -Q ... -f csv,noheader``: the devices (required; no hl-smi means no Gaudi driver tools, so no
+  devices and no problem);
+- ``hl-smi -n ports -i <bus>`` / ``hl-smi -n link -i <bus>``: which ports are internal (scale-up, wired
+  all-to-all on HLS boards) or external (scale-out), and which are UP;
+- ``/sys/class/accel/accel<n>/device/{pci_addr,status}``: the habanalabs driver's device state
+  ("operational", "in reset", "needs reset", "disabled", ...), and ``/sys/bus/pci/devices/<bus>/numa_node``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from rayaccel import CommandNotFound, CommandTimeout, Host
+from rayaccel_gaudi.hlsmi import QUERY_ARGV, AipRecord, parse_ports, parse_query
+
+#: hl-smi talks to every device through the driver; on a loaded 8-card node it takes a second or two.
+HL_SMI_TIMEOUT = 5.0
+
+
+class HlSmiToolError(RuntimeError):
+    """hl-smi hung or failed."""
+
+
+@dataclass
+class GaudiDevice:
+    aip: AipRecord
+    port_types: dict[int, str] = field(default_factory=dict)
+    port_states: dict[int, str] = field(default_factory=dict)
+    driver_status: str | None = None
+    numa_node: int | None = None
+
+    def ports(self, kind: str, state: str | None = None) -> list[int]:
+        return sorted(p for p, t in self.port_types.items()
+                      if t == kind and (state is None or self.port_states.get(p) == state))
+
+
+@dataclass
+class Snapshot:
+    devices: list[GaudiDevice]
+
+    def by_uuid(self) -> dict[str, GaudiDevice]:
+        return {d.aip.uuid: d for d in self.devices}
+
+
+def _run(host: Host, argv: list[str], required: bool) -> str | None:
+    try:
+        result = host.run(argv, timeout=HL_SMI_TIMEOUT)
+    except CommandTimeout:
+        if not required:
+            return None
+        raise HlSmiToolError(f"`{shlex.join(argv)}` did not finish within {HL_SMI_TIMEOUT:g}s: hl-smi or the "
+                             "habanalabs driver is hung; check `dmesg` for habanalabs errors") from None
+    if result.returncode != 0:
+        if not required:
+            return None
+        why = (result.stderr or result.stdout).strip().splitlines()
+        raise HlSmiToolError(f"`{shlex.join(argv)}` exited with status {result.returncode}"
+                             + (f": {why[0][:120]}" if why else ""))
+    return result.stdout
+
+
+def _read(host: Host, path: str) -> str | None:
+    try:
+        return host.read_text(path).strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None
+
+
+def driver_statuses(host: Host) -> dict[str, str]:
+    """PCI address -> habanalabs device status, from sysfs."""
+    found = {}
+    for path in host.glob("/sys/class/accel/accel*"):
+        address, status = _read(host, f"{path}/device/pci_addr"), _read(host, f"{path}/device/status")
+        if address and status:
+            found[address.lower()] = status.lower()
+    return found
+
+
+def probe(host: Host) -> Snapshot | None:
+    try:
+        text = _run(host, list(QUERY_ARGV), required=True)
+    except CommandNotFound:
+        return None
+    statuses = driver_statuses(host)
+    devices = []
+    for aip in parse_query(text or ""):
+        device = GaudiDevice(aip=aip, driver_status=statuses.get(aip.bus_id))
+        for option, target in (("ports", device.port_types), ("link", device.port_states)):
+            argv = ["hl-smi", "-n", option, "-i", aip.bus_id]
+            answer = _run(host, argv, required=False)
+            if answer is not None:
+                target.update(parse_ports(answer, shlex.join(argv)))
+        numa = _read(host, f"/sys/bus/pci/devices/{aip.bus_id}/numa_node")
+        device.numa_node = int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None
+        devices.append(device)
+    return Snapshot(devices=devices)
