@@ -1,7 +1,8 @@
 """GCE TPU machine types -> chips per VM, for autoscalers that scale from zero.
 
 Names from GCE's machine-type families: ct4p (v4), ct5lp (v5e), ct5p (v5p), ct6e (v6e Trillium),
-tpu7x (Ironwood). The suffix ``-<n>t`` is the number of chips on the VM.
+tpu7x (Ironwood; ``tpu7x-standard-4t``, 4 chips per VM as Google documents, is the one name not
+checked against a live machine-type listing). The suffix ``-<n>t`` is the number of chips on the VM.
 """
 
 from __future__ import annotations
