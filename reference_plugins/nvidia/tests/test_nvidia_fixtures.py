@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.fixtures import Fixture, compare_expected
+from rayaccel.fixtures import Fixture, compare_expected, parse_fixture
 from rayaccel.fixtures import load_fixture as read_fixture
 from rayaccel.host import LibraryUnavailable, RealHost
 from rayaccel.inventory import collect_inventory
@@ -162,3 +162,25 @@ def test_inspect_cli_shows_dgx_h100() -> None:
     assert len(data["devices"]) == 8 and all(d["memory_mib"] for d in data["devices"])
     nvlinked = {frozenset((ln["a"], ln["b"])) for ln in data["topology"]["links"] if ln["kind"] == "nvlink"}
     assert len(nvlinked) == 28
+
+
+def test_a_lost_gpu_keeps_the_nodes_model_and_is_marked_as_inferred(manager: PluginManager) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
+    family = inventory(manager, fixture, ("gpu-lost",)).family("nvidia")
+    assert family is not None
+    lost = next(d for d in family.devices if d.id == "nvml-index-5")
+    assert lost.attributes["model_inferred"] is True and lost.sku == "h100-sxm5-80gb"
+    assert family.labels["rayaccel.io/sku-known"] == "true"
+    report = next(h for h in family.health if h.device == lost.id)
+    assert [(r.code, r.fatal) for r in report.reasons] == [("gpu-lost", True)]
+
+
+def test_a_driver_that_hangs_after_discovery_leaves_gpus_unknown_not_unhealthy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAYACCEL_NVIDIA_NVML_TIMEOUT", "0.2")
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "l4-single"))
+    devices = plugin.rayaccel_discover(SimulatedHost(fixture))
+    data = fixture.model_dump(mode="json", by_alias=True)
+    data["host"]["libraries"]["nvml"]["hang"] = True  # the driver wedges after the node came up
+    hung = SimulatedHost(parse_fixture(data, "hung l4"))
+    reports = plugin.rayaccel_health(hung, devices)
+    assert [(r.state, [x.code for x in r.reasons]) for r in reports] == [("unknown", ["nvml-timeout"])]

@@ -152,8 +152,7 @@ def dgx_h100() -> dict[str, Any]:
         {"name": "gpu-lost", "kind": "device-lost",
          "description": "GPU 5 is lost: NVML answers NVML_ERROR_GPU_IS_LOST for its handle and every query",
          "patch": {"libraries": {"nvml": {"devices": {"5": {"lost": True}}}}},
-         "expected": {"devices": 8, "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True,
-                      "problem_codes": ["unknown-sku"]}},
+         "expected": {"devices": 8, "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True}},
         {"name": "ecc-uncorrectable", "kind": "ecc",
          "description": "GPU 2 counts 2 uncorrectable (volatile) ECC errors since the driver loaded",
          "patch": {"libraries": {"nvml": {"devices": {"2": {"ecc": {"volatile": {"uncorrected": 2}}}}}}},
@@ -179,8 +178,7 @@ def dgx_h100() -> dict[str, Any]:
          "description": "NVML returns garbage for GPU 4: a name and UUID full of replacement characters",
          "patch": {"libraries": {"nvml": {"devices": {"4": {"name": "\ufffd\ufffd\ufffd\x07",
                                                             "uuid": "GPU-\ufffd\ufffd\ufffd\ufffd"}}}}},
-         "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False,
-                      "problem_codes": ["unknown-sku"]}},
+         "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False}},
     ]
     return fixture("dgx-h100", "NVIDIA DGX H100: 8x H100 SXM5 80GB on four NVSwitch chips, 2 sockets",
                    "NVML answer shapes of nvidia-ml-py 13.x; DGX H100 topology (18 NVLink4 links per GPU to "

@@ -63,7 +63,22 @@ def discover(nvml: Any) -> list[Device]:
         except nvml.NVMLError as e:
             why = "gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error"
             devices.append(_unreadable(index, why, str(e)))
-    return devices
+    return infer_unreadable_models(devices)
+
+
+def infer_unreadable_models(devices: list[Device]) -> list[Device]:
+    """Give unreadable GPUs the model of the others when those all agree (GPU nodes are homogeneous).
+
+    Otherwise one dead GPU would turn the node's SKU "unknown". The guess is marked in the attributes,
+    and the device stays unhealthy whatever its model.
+    """
+    models = {(d.product_name, d.pci_device_id, d.memory_mib) for d in devices if UNREADABLE not in d.attributes}
+    if len(models) != 1:
+        return devices
+    (name, pci_id, memory), = models
+    return [d.model_copy(update={"product_name": name, "pci_device_id": pci_id, "memory_mib": memory,
+                                 "attributes": {**d.attributes, "model_inferred": True}})
+            if UNREADABLE in d.attributes else d for d in devices]
 
 
 def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None) -> Device:
