@@ -1,0 +1,180 @@
+"""Start Ray with the SDK: a local node (``init``), nodes of a test cluster (``add_node``), a driver
+attaching to such a cluster (``connect``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rayaccel.errors import FixtureError, RayaccelError
+from rayaccel.host import Host, RealHost
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.ray.node import NodeConfig, node_config
+from rayaccel.ray.registry import family_specs, install
+
+if TYPE_CHECKING:
+    from ray.cluster_utils import Cluster
+
+DEFAULT_MONITOR_INTERVAL = 5.0
+
+
+@dataclass
+class _PendingMonitor:
+    node_id: str
+    interval: float
+    plugins: list[str] | None
+
+
+_lock = threading.Lock()
+_node_configs: dict[str, NodeConfig] = {}
+_pending_monitors: list[_PendingMonitor] = []
+_created_files: list[str] = []
+
+
+def node_configs() -> dict[str, NodeConfig]:
+    """Node id (hex) -> the config of each node this process started."""
+    return dict(_node_configs)
+
+
+def prepare_host(manager: PluginManager, simulate: str | None, faults: Iterable[str] = (),
+                 fault_file: str | None = None) -> tuple[Host, str | None]:
+    """The host a node is started for, and its fault file (created for simulated nodes when not given).
+
+    Faults asked for at start are written into the fault file, so every process on the node (workers,
+    the health monitor) sees them too, and more can be switched on later by appending names.
+    """
+    faults = list(faults)
+    if simulate is None:
+        if faults or fault_file:
+            raise FixtureError("faults need a simulated node: pass simulate=<fixture> as well")
+        return RealHost(), None
+    from rayaccel.fixtures import resolve_fixture
+    from rayaccel.simulated import SimulatedHost
+
+    fixture = resolve_fixture(simulate, manager)
+    for name in faults:
+        fixture.fault(name)  # a clear error naming the fixture's faults
+    if fault_file is None:
+        fd, fault_file = tempfile.mkstemp(prefix="rayaccel-faults-", suffix=".txt")
+        os.close(fd)
+        with _lock:
+            _created_files.append(fault_file)
+    if faults:
+        with open(fault_file, "a", encoding="utf-8") as f:
+            f.writelines(f"{name}\n" for name in faults)
+    return SimulatedHost(fixture, fault_file=fault_file), fault_file
+
+
+def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
+                   fault_file: str | None = None, manager: PluginManager | None = None) -> NodeConfig:
+    """Build the inventory of the node to start and its :class:`NodeConfig`."""
+    manager = manager or PluginManager()
+    plugin_list = list(plugins) if plugins is not None else None
+    for name in plugin_list or []:
+        manager.plugin(name)  # a clear error for an unknown plugin
+    host, fault_file = prepare_host(manager, simulate, faults, fault_file)
+    inventory = collect_inventory(manager, host, plugins=plugin_list)
+    return node_config(inventory, manager, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
+
+
+def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:
+    """Add the installed plugins' day-zero families to this driver's Ray registry: quantities are then
+    validated at ``@ray.remote``/``.options()`` time with the plugin's message."""
+    manager = manager or PluginManager()
+    install(family_specs(manager, plugins))
+
+
+def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
+         fault_file: str | None = None, monitor: bool = False,
+         monitor_interval: float = DEFAULT_MONITOR_INTERVAL, **ray_init_kwargs: Any) -> Any:
+    """``ray.init`` on a local node whose resources and labels come from the inventory.
+
+    ``simulate``: a fixture (``plugin/name`` or file) instead of this machine; ``faults``: fault names
+    active from the start; ``fault_file``: where more can be switched on later. Returns ray.init's context.
+    """
+    import ray
+
+    manager = PluginManager()
+    config = configure_node(simulate, plugins, faults, fault_file, manager)
+    with config.applied():
+        context = ray.init(**ray_init_kwargs)
+    install_driver(plugins, manager)
+    node_id = ray.get_runtime_context().get_node_id()
+    with _lock:
+        _node_configs[node_id] = config
+    if monitor:
+        from rayaccel.ray.monitor import start_monitor
+
+        start_monitor(node_id, monitor_interval, plugins)
+    return context
+
+
+def shutdown() -> None:
+    """``ray.shutdown()``, and forget the nodes and temporary fault files of this process."""
+    import ray
+
+    ray.shutdown()
+    with _lock:
+        _node_configs.clear()
+        _pending_monitors.clear()
+        for path in _created_files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        _created_files.clear()
+
+
+def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[str] | None = None,
+             faults: Iterable[str] = (), fault_file: str | None = None, monitor: bool = False,
+             monitor_interval: float = DEFAULT_MONITOR_INTERVAL, **node_kwargs: Any) -> Any:
+    """``cluster.add_node(**node_kwargs)`` for a ``ray.cluster_utils.Cluster``, with the inventory's
+    resources and labels. The first node added is the head (``Cluster(initialize_head=False)``);
+    ``head=True``/``False`` states which one is meant, and is checked.
+
+    With ``monitor=True`` the node's health monitor starts now if this process is connected to the
+    cluster, else on :func:`connect`. Returns the ``ray._private.node.Node``.
+    """
+    import ray
+
+    head = node_kwargs.pop("head", None)
+    if head is not None and bool(head) != (cluster.head_node is None):
+        raise RayaccelError("the first node of a Cluster is its head, and only the first: "
+                            + ("this cluster has a head already" if head else "add the head node first"))
+    config = configure_node(simulate, plugins, faults, fault_file)
+    with config.applied():
+        node = cluster.add_node(**node_kwargs)
+    node_id = str(node.node_id)
+    with _lock:
+        _node_configs[node_id] = config
+    if monitor:
+        pending = _PendingMonitor(node_id, monitor_interval, list(plugins) if plugins is not None else None)
+        if ray.is_initialized():
+            from rayaccel.ray.monitor import start_monitor
+
+            start_monitor(pending.node_id, pending.interval, pending.plugins)
+        else:
+            with _lock:
+                _pending_monitors.append(pending)
+    return node
+
+
+def connect(address: str, plugins: Sequence[str] | None = None, **ray_init_kwargs: Any) -> Any:
+    """``ray.init(address=...)`` plus the driver-side registry, and the monitors ``add_node`` queued."""
+    import ray
+
+    context = ray.init(address=address, **ray_init_kwargs)
+    install_driver(plugins)
+    with _lock:
+        pending = list(_pending_monitors)
+        _pending_monitors.clear()
+    if pending:
+        from rayaccel.ray.monitor import start_monitor
+
+        for item in pending:
+            start_monitor(item.node_id, item.interval, item.plugins)
+    return context

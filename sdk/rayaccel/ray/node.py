@@ -1,0 +1,138 @@
+"""A node's Ray configuration from its inventory: resources, labels, and the env a node is started with.
+
+Everything reaches Ray through environment variables read when a node starts (``ray start``,
+``ray.init()`` starting a local node, ``Cluster.add_node``); nothing in Ray's files is changed:
+
+- ``RAY_OVERRIDE_RESOURCES`` / ``RAY_OVERRIDE_LABELS`` (JSON): the inventory's resources and labels. They
+  beat parameters, and the labels path skips ``ray start --labels``' ``ray.io/`` check, so
+  ``ray.io/accelerator-type`` reaches Ray for families Ray does not know.
+- ``RAY_custom_unit_instance_resources``: Ray's default list plus every day-zero resource, so Ray hands
+  out per-unit instance ids for them (and refuses fractions above 1).
+- ``RAY_preload_python_modules``: ``rayaccel.ray.worker``, which installs the day-zero families in each
+  worker (read from ``RAYACCEL_RAY_FAMILIES``).
+- the family's visible-devices env var, set to the schedulable units (healthy, best-connected first)
+  when they are not simply ``0..n-1``: Ray maps its instance index i to the i-th id of that variable, as
+  it does for ``CUDA_VISIBLE_DEVICES=2,3 ray start``.
+- ``RAYACCEL_SIMULATE`` / ``RAYACCEL_SIMULATE_FAULT_FILE`` / ``RAYACCEL_PLUGINS``: passed on so the health
+  monitor on the node sees the same (simulated) machine and plugins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
+from rayaccel.manager import PLUGINS_ENV, PluginManager
+from rayaccel.ray.registry import FAMILIES_ENV, FamilySpec, dump_specs, family_specs, is_day_zero
+from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
+from rayaccel.records import NodeInventory
+
+OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
+OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
+UNIT_INSTANCE_ENV = "RAY_custom_unit_instance_resources"
+PRELOAD_ENV = "RAY_preload_python_modules"
+WORKER_MODULE = "rayaccel.ray.worker"
+#: Names of the plugins a node was started with (comma-separated; empty = all): the monitor uses them.
+NODE_PLUGINS_ENV = "RAYACCEL_NODE_PLUGINS"
+#: Label marking nodes the SDK started (the monitor and placement helpers look for it).
+MANAGED_LABEL = "rayaccel.io/managed"
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What a Ray node is started with. ``env`` holds every variable to set; see the module docstring."""
+
+    inventory: NodeInventory
+    resources: dict[str, float]
+    labels: dict[str, str]
+    env: dict[str, str]
+    families: list[FamilySpec] = field(default_factory=list)
+    fault_file: str | None = None
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        """Set ``env`` in this process while a node starts (Ray reads it, children inherit it); restore after."""
+        with environ(self.env):
+            yield
+
+
+@contextlib.contextmanager
+def environ(updates: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _merged_json(env_name: str, ours: Mapping[str, object]) -> str:
+    # An autoscaler may already set the override for the node: keep what it set that we do not.
+    try:
+        existing = json.loads(os.environ.get(env_name) or "{}")
+    except json.JSONDecodeError:
+        existing = {}
+    if not isinstance(existing, dict):
+        existing = {}
+    return json.dumps({**existing, **ours}, sort_keys=True)
+
+
+def _appended(env_name: str, default: Sequence[str], extra: Sequence[str]) -> str:
+    current = os.environ.get(env_name)
+    items = [p.strip() for p in current.split(",")] if current is not None else list(default)
+    for item in extra:
+        if item not in items:
+            items.append(item)
+    return ",".join(p for p in items if p)
+
+
+def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: str | None = None,
+                fault_file: str | None = None, plugins: Sequence[str] | None = None) -> NodeConfig:
+    """The resources, labels and env of a node with this inventory.
+
+    ``simulate``/``fault_file`` default to this process's ``RAYACCEL_SIMULATE``/``..._FAULT_FILE``;
+    ``plugins`` (names) restricts the families, as ``rayaccel inspect --plugin`` does.
+    """
+    from rayaccel.ray.compat import check_ray
+
+    check_ray()  # a node must never start with hooks Ray does not have
+    specs = family_specs(manager, plugins)
+    resources = dict(inventory.resources)
+    labels = {**inventory.labels, MANAGED_LABEL: "true"}
+    env: dict[str, str] = {
+        OVERRIDE_RESOURCES_ENV: _merged_json(OVERRIDE_RESOURCES_ENV, resources),
+        OVERRIDE_LABELS_ENV: _merged_json(OVERRIDE_LABELS_ENV, labels),
+        UNIT_INSTANCE_ENV: _appended(UNIT_INSTANCE_ENV, RAY_DEFAULT_UNIT_INSTANCE_RESOURCES,
+                                     sorted({s.resource_name for s in specs})),
+        PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
+        FAMILIES_ENV: dump_specs(specs),
+        NODE_PLUGINS_ENV: ",".join(plugins or ()),
+    }
+    for family in inventory.families:
+        units = family.schedulable_units
+        if not units or units == [str(i) for i in range(len(units))]:
+            continue  # Ray's instance ids are the unit ids already
+        declaration = family.family
+        if is_day_zero(declaration.resource_name, declaration.visible_devices_env_var):
+            env.update(manager.visible_env(family.plugin, units))
+        else:
+            # Ray's own manager parses this variable: give it Ray's format (comma-separated ids).
+            env[declaration.visible_devices_env_var] = ",".join(units)
+    simulate = simulate if simulate is not None else os.environ.get(SIMULATE_ENV)
+    fault_file = fault_file if fault_file is not None else os.environ.get(SIMULATE_FAULTS_ENV)
+    if simulate:
+        env[SIMULATE_ENV] = simulate
+        if fault_file:
+            env[SIMULATE_FAULTS_ENV] = fault_file
+    if os.environ.get(PLUGINS_ENV):
+        env[PLUGINS_ENV] = os.environ[PLUGINS_ENV]
+    return NodeConfig(inventory=inventory, resources=resources, labels=labels, env=env, families=specs,
+                      fault_file=fault_file if simulate else None)

@@ -1,0 +1,219 @@
+"""Day-zero families in Ray's accelerator registry, in one process (a driver or a worker).
+
+Ray's registry is a closed set returned by ``ray._private.accelerators.get_all_accelerator_managers``.
+The bridge replaces that function with one that returns Ray's set plus one generated
+``AcceleratorManager`` subclass per family Ray does not know. Everything in Ray that asks the registry
+looks it up at call time, so after :func:`install`:
+
+- ``@ray.remote(resources={"ACME": 1.5})`` is refused with the plugin's quantity message;
+- ``set_visible_accelerator_ids()`` sets the family's env var before each task and at actor creation
+  (and Ray restores it after a task);
+- ``ray.get_runtime_context().get_accelerator_ids()`` lists the family.
+
+Families Ray knows (GPU, TPU, neuron_cores, HPU, ...) keep Ray's own managers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rayaccel.quantity import check_quantity
+from rayaccel.raycompat import ray_family_for
+from rayaccel.records import QuantityRule
+
+if TYPE_CHECKING:
+    from rayaccel.manager import PluginManager
+
+#: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
+FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
+#: Ray's own switch to leave a family's env var alone (``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES``).
+NOSET_PREFIX = "RAY_EXPERIMENTAL_NOSET_"
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """What a process needs to know about a day-zero family to schedule it: no discovery, no hardware."""
+
+    plugin: str
+    name: str
+    resource_name: str
+    env_var: str
+    quantity_rule: dict[str, Any] = field(default_factory=lambda: {"kind": "fractional", "choices": []})
+    #: The plugin implements rayaccel_parse_visible / rayaccel_visible_env: load it to call them.
+    custom_parse: bool = False
+    custom_env: bool = False
+
+    @property
+    def rule(self) -> QuantityRule:
+        return QuantityRule.model_validate(self.quantity_rule)
+
+
+def is_day_zero(resource_name: str, env_var: str) -> bool:
+    """True for a family Ray has no manager for (Ray-known pairs keep Ray's manager)."""
+    return ray_family_for(resource_name, env_var) is None
+
+
+def family_specs(manager: PluginManager, plugins: Sequence[str] | None = None) -> list[FamilySpec]:
+    """The day-zero families among the manager's plugins (all of them, or the named ones)."""
+    specs = []
+    for plugin in plugins if plugins is not None else manager.plugin_names():
+        family = manager.family(plugin)
+        if not is_day_zero(family.resource_name, family.visible_devices_env_var):
+            continue
+        specs.append(FamilySpec(
+            plugin=plugin, name=family.name, resource_name=family.resource_name,
+            env_var=family.visible_devices_env_var, quantity_rule=family.quantity_rule.model_dump(mode="json"),
+            custom_parse=manager.implements(plugin, "rayaccel_parse_visible"),
+            custom_env=manager.implements(plugin, "rayaccel_visible_env"),
+        ))
+    return specs
+
+
+def dump_specs(specs: Iterable[FamilySpec]) -> str:
+    return json.dumps([asdict(s) for s in specs], sort_keys=True)
+
+
+def load_specs(text: str) -> list[FamilySpec]:
+    return [FamilySpec(**item) for item in json.loads(text)]
+
+
+# A plugin manager is only built in a worker when a family has its own parser/env: most need none.
+_manager_lock = threading.Lock()
+_manager: PluginManager | None = None
+
+
+def _plugin_manager() -> PluginManager:
+    global _manager
+    with _manager_lock:
+        if _manager is None:
+            from rayaccel.manager import PluginManager
+
+            _manager = PluginManager()
+        return _manager
+
+
+def parse_visible(spec: FamilySpec, value: str) -> list[str]:
+    if spec.custom_parse:
+        return _plugin_manager().parse_visible(spec.plugin, value)
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def visible_env(spec: FamilySpec, unit_ids: Sequence[str]) -> dict[str, str]:
+    if spec.custom_env:
+        return _plugin_manager().visible_env(spec.plugin, unit_ids)
+    return {spec.env_var: ",".join(unit_ids)}
+
+
+def manager_class(spec: FamilySpec) -> type:
+    """An ``AcceleratorManager`` subclass for one day-zero family.
+
+    Node-level answers (count, type, extra resources) are deliberately empty: the bridge gives Ray a
+    node's resources and labels through ``RAY_OVERRIDE_RESOURCES`` / ``RAY_OVERRIDE_LABELS`` from the
+    inventory, so a process that starts a node never probes hardware through this class.
+    """
+    from ray._private.accelerators import AcceleratorManager
+
+    rule = spec.rule
+
+    def get_resource_name() -> str:
+        return spec.resource_name
+
+    def get_visible_accelerator_ids_env_var() -> str:
+        return spec.env_var
+
+    def get_current_node_num_accelerators() -> int:
+        return 0
+
+    def get_current_node_accelerator_type() -> str | None:
+        return None
+
+    def get_current_node_additional_resources() -> dict[str, float] | None:
+        return None
+
+    def validate_resource_request_quantity(quantity: float) -> tuple[bool, str | None]:
+        return check_quantity(rule, spec.resource_name, quantity)
+
+    def get_current_process_visible_accelerator_ids() -> list[str] | None:
+        value = os.environ.get(spec.env_var)
+        if value is None:
+            return None
+        return parse_visible(spec, value)
+
+    def set_current_process_visible_accelerator_ids(ids: list[str]) -> None:
+        if os.environ.get(NOSET_PREFIX + spec.env_var):
+            return
+        os.environ.update(visible_env(spec, [str(i) for i in ids]))
+
+    methods = (get_resource_name, get_visible_accelerator_ids_env_var, get_current_node_num_accelerators,
+               get_current_node_accelerator_type, get_current_node_additional_resources,
+               validate_resource_request_quantity, get_current_process_visible_accelerator_ids,
+               set_current_process_visible_accelerator_ids)
+    namespace: dict[str, Any] = {fn.__name__: staticmethod(fn) for fn in methods}
+    namespace["__doc__"] = f"rayaccel: the {spec.name} family ({spec.plugin} plugin) in Ray's registry."
+    namespace["rayaccel_spec"] = spec
+    class_name = "Rayaccel" + "".join(p.capitalize() for p in spec.name.split("-")) + "AcceleratorManager"
+    return type(class_name, (AcceleratorManager,), namespace)
+
+
+# Installation ---------------------------------------------------------------------------------------
+
+_install_lock = threading.Lock()
+_installed: dict[str, type] = {}
+_ORIGINAL_ATTR = "_rayaccel_original_get_all_accelerator_managers"
+
+
+def installed() -> dict[str, type]:
+    """Resource name -> generated manager, for the families installed in this process."""
+    return dict(_installed)
+
+
+def install(specs: Iterable[FamilySpec]) -> dict[str, type]:
+    """Add the day-zero families to this process's Ray registry (idempotent; checks the Ray version)."""
+    from rayaccel.ray.compat import check_ray
+
+    check_ray()
+    import ray._private.accelerators as accelerators
+
+    with _install_lock:
+        for spec in specs:
+            current = _installed.get(spec.resource_name)
+            if current is None or current.rayaccel_spec != spec:  # type: ignore[attr-defined]
+                _installed[spec.resource_name] = manager_class(spec)
+        original = getattr(accelerators, _ORIGINAL_ATTR, None)
+        if original is None:
+            original = accelerators.get_all_accelerator_managers
+            setattr(accelerators, _ORIGINAL_ATTR, original)
+
+        def get_all_accelerator_managers() -> set[Any]:
+            managers: set[Any] = set(original())
+            ray_names = {m.get_resource_name() for m in managers}
+            # A family Ray knows stays Ray's, even if a plugin of the same resource were installed.
+            managers.update(m for name, m in _installed.items() if name not in ray_names)
+            return managers
+
+        accelerators.get_all_accelerator_managers = get_all_accelerator_managers
+        # Ray caches resource name -> manager on the lookup function; rebuild it on next use.
+        cache = accelerators.get_accelerator_manager_for_resource
+        if hasattr(cache, "_resource_name_to_accelerator_manager"):
+            del cache._resource_name_to_accelerator_manager
+    return installed()
+
+
+def uninstall() -> None:
+    """Give this process Ray's registry back (tests)."""
+    import ray._private.accelerators as accelerators
+
+    with _install_lock:
+        original = getattr(accelerators, _ORIGINAL_ATTR, None)
+        if original is not None:
+            accelerators.get_all_accelerator_managers = original
+            delattr(accelerators, _ORIGINAL_ATTR)
+        _installed.clear()
+        cache = accelerators.get_accelerator_manager_for_resource
+        if hasattr(cache, "_resource_name_to_accelerator_manager"):
+            del cache._resource_name_to_accelerator_manager
