@@ -47,7 +47,8 @@ class RayView:
 
     def _run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         self.runs.append(kwargs)
-        result = self.host.run(argv)  # CommandTimeout stands for Ray blocking forever
+        # Ray passes no timeout; a short one here, and CommandTimeout stands for Ray blocking forever.
+        result = self.host.run(argv, timeout=kwargs.get("timeout") or 0.01)
         return subprocess.CompletedProcess(argv, result.returncode, result.stdout.encode(), result.stderr.encode())
 
 

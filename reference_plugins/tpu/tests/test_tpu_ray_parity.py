@@ -67,7 +67,7 @@ class RayView:
     def _get(self, url: str, **kwargs: Any) -> SimpleNamespace:
         self.metadata_calls.append(kwargs)
         try:
-            response = self.host.http_get(url, headers=kwargs.get("headers"), timeout=kwargs.get("timeout") or 0.2)
+            response = self.host.http_get(url, headers=kwargs.get("headers"), timeout=kwargs.get("timeout") or 0.01)
         except HttpUnavailable as e:
             raise requests.ConnectionError(str(e)) from None
         return SimpleNamespace(status_code=response.status, text=response.body)
