@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
 
 from rayaccel.fixtures import load_fixture as read_fixture
+from rayaccel.fixtures import parse_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.quantity import check_quantity
@@ -131,3 +132,17 @@ def test_deliberate_difference_stray_spaces_and_commas_are_ignored(monkeypatch: 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0, 1,")
     assert NvidiaGPUAcceleratorManager.get_current_process_visible_accelerator_ids() == ["0", " 1", ""]
     assert visible.parse_visible("0, 1,") == ["0", "1"]
+
+
+def test_ray_defect_fixed_a_lost_gpu_0_crashes_rays_type_probe_not_the_plugin(monkeypatch: pytest.MonkeyPatch,
+                                                                            manager: PluginManager) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
+    data = fixture.model_dump(mode="json", by_alias=True)
+    data["host"]["libraries"]["nvml"]["devices"]["0"]["lost"] = True
+    host = SimulatedHost(parse_fixture(data, "dgx-h100 with GPU 0 lost"))
+    feed_ray(monkeypatch, host)
+    with pytest.raises(Exception, match="GPU is lost"):
+        NvidiaGPUAcceleratorManager.get_current_node_accelerator_type()  # uncaught NVMLError in Ray 2.60
+    family = collect_inventory(manager, host).family("nvidia")
+    assert family is not None
+    assert (len(family.devices), family.resources["GPU"], family.accelerator_type) == (8, 7.0, "H100")
