@@ -130,6 +130,12 @@ def test_fixture_for_sku_rewrites_pci_ids_and_generation() -> None:
     assert rewritten["host"]["env"]["TPU_ACCELERATOR_TYPE"] == "v9z-16"
     devices = plugin.rayaccel_discover(SimulatedHost(parse_fixture(rewritten, "rewritten")))
     assert [d.pci_device_id for d in devices] == ["0x0099"] * 4
+    # A fixture that recorded no device id (tpu7x-8) gets one; the BlueField group is left alone.
+    ironwood = load_fixture(next(p for p in FIXTURES if p.stem == "tpu7x-8")).model_dump(mode="json", by_alias=True)
+    rewritten_ironwood = parse_fixture(plugin.rayaccel_fixture_for_sku(ironwood, sku), "rewritten")
+    devices = plugin.rayaccel_discover(SimulatedHost(rewritten_ironwood))
+    assert [d.pci_device_id for d in devices] == ["0x0099"] * 4
+    assert rewritten["host"]["files"]["/sys/kernel/iommu_groups/96/devices/0000:c1:00.1/device"] == "0xc2d5\n"
 
 
 def test_transports_declare_nothing_ray_cannot_carry() -> None:

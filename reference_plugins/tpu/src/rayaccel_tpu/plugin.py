@@ -166,11 +166,14 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
                 files[path] = _UEVENT_PCI_ID.sub(f"PCI_ID=1AE0:{pci_id[2:].upper()}", files[path])
             else:
                 files[path] = _UEVENT_PCI_ID.sub("", files[path])
-        elif path.startswith("/sys/kernel/iommu_groups/") and path.endswith("/device"):
+        elif path.startswith("/sys/kernel/iommu_groups/") and path.endswith("/vendor"):
+            if files[path].strip().lower() != chips.GOOGLE_PCI_VENDOR:
+                continue
+            device_file = path.removesuffix("/vendor") + "/device"
             if pci_id:
-                files[path] = pci_id + "\n"
+                files[device_file] = pci_id + "\n"
             else:
-                del files[path]
+                files.pop(device_file, None)
     generation = sku.accelerator_type.removeprefix("TPU-").lower()
     if sku.accelerator_type.startswith("TPU-") and generation:
         env: dict[str, str] = host.setdefault("env", {})
