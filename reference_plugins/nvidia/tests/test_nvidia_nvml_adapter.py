@@ -151,3 +151,26 @@ def test_without_pynvml_the_simulated_adapter_still_raises_nvml_shaped_errors(mo
     assert info.cliqueId == 7
     with pytest.raises(LibraryUnavailable, match="pynvml"):
         adapter.open_real()
+
+
+def test_every_nvml_name_the_plugin_uses_exists_in_pynvml_and_in_the_simulation() -> None:
+    # The plugin runs against pynvml itself on a real node: a misspelt or simulation-only name would
+    # pass every simulated test and fail on hardware.
+    import re
+    from pathlib import Path
+
+    import rayaccel_nvidia
+
+    used: set[str] = set()
+    for source in Path(rayaccel_nvidia.__file__).parent.glob("*.py"):
+        used |= set(re.findall(r"\bnvml\.(\w+)", source.read_text()))
+        used |= set(re.findall(r"optional\(nvml, \"(\w+)\"", source.read_text()))
+        used |= set(re.findall(r"_(?:query|counter)\(nvml, \"(\w+)\"", source.read_text()))
+    assert {"nvmlDeviceGetHandleByIndex", "nvmlDeviceGetGpuFabricInfoV", "nvmlEventSetWait_v2"} <= used
+    simulated = sim()
+    for name in sorted(used):
+        assert hasattr(pynvml, name), f"pynvml has no {name}"
+        if callable(getattr(pynvml, name)) and name.startswith("nvml"):
+            assert name in adapter.SIMULATED_CALLS, f"the simulated adapter does not model {name}"
+        else:
+            assert getattr(simulated, name) is not None

@@ -32,9 +32,13 @@ def placeholder_id(index: int) -> str:
 
 
 def optional(nvml: Any, fn: str, *args: Any) -> Any:
-    """The answer of an NVML query, or None when this GPU or driver does not support it."""
+    """The answer of an NVML query, or None when this GPU, driver or pynvml version does not support it."""
     try:
-        return getattr(nvml, fn)(*args)
+        call = getattr(nvml, fn)
+    except AttributeError:
+        return None  # an older nvidia-ml-py without this binding
+    try:
+        return call(*args)
     except nvml.NVMLError as e:
         if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
             raise

@@ -97,8 +97,8 @@ def drain_xids(nvml: Any, handles: dict[int, Any]) -> dict[int, list[int]]:
             if int(event.eventType) & nvml.nvmlEventTypeXidCriticalError:
                 index = int(nvml.nvmlDeviceGetIndex(event.device))
                 monitor.seen.setdefault(index, []).append(int(event.eventData))
-    except nvml.NVMLError:
-        pass  # no event API on this driver
+    except (nvml.NVMLError, AttributeError):
+        pass  # no event API on this driver or in this nvidia-ml-py
     return monitor.seen
 
 

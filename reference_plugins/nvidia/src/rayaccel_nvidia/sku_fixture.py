@@ -13,11 +13,11 @@ NVIDIA_VENDOR_ID = 0x10DE
 def fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     """Name, PCI device id and memory of every GPU (and its MIG devices' names) become the SKU's."""
     data = copy.deepcopy(fixture)
-    nvml = data.get("host", {}).get("libraries", {}).get("nvml")
-    if not isinstance(nvml, dict):
+    recorded = data.get("host", {}).get("libraries", {}).get("nvml")
+    if not isinstance(recorded, dict):
         raise ValueError("the fixture has no host.libraries.nvml data to rewrite")
     name = sku.match.product_names[0] if sku.match.product_names else sku.marketing_name
-    for device in (nvml.get("devices") or {}).values():
+    for device in (recorded.get("devices") or {}).values():
         old_name = str(device.get("name", ""))
         device["name"] = name
         if sku.match.pci_device_ids:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import uuid as uuid_module
@@ -112,11 +113,11 @@ def topology(nvml: Any, devices: Sequence[Device], host_name: str) -> Topology:
 
 def fabric_clique(nvml: Any, handle: Any) -> str | None:
     """'<cluster uuid>.<clique id>' once the fabric manager has registered the GPU, else None."""
-    info = nvml.c_nvmlGpuFabricInfoV_t()
     try:
-        import ctypes
-
+        info = nvml.c_nvmlGpuFabricInfoV_t()
         nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
+    except AttributeError:
+        return None  # nvidia-ml-py older than the fabric API (pre-Hopper drivers never report one)
     except nvml.NVMLError as e:
         if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
             raise
