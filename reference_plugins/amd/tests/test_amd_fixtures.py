@@ -168,3 +168,23 @@ def test_rccl_transport_is_a_real_ray_transport_manager():
         assert transport_manager_info["RCCL"].transport_manager_class is rccl
     finally:
         transport_manager_info.pop("RCCL", None)
+
+
+def test_each_hook_runs_only_the_amd_smi_commands_it_needs(fixtures):
+    ran: list[str] = []
+
+    class Recording(SimulatedHost):
+        def run(self, argv, timeout=5.0):  # type: ignore[no-untyped-def]
+            ran.append(argv[1])
+            return super().run(argv, timeout)
+
+    host = Recording(fixtures["mi300x-8"])
+    devices = plugin.rayaccel_discover(host)
+    assert ran == ["list", "static", "version"]
+    ran.clear()
+    plugin.rayaccel_health(host, devices)
+    plugin.rayaccel_metrics(host, devices)
+    assert ran == ["list", "metric", "list", "metric"]
+    ran.clear()
+    plugin.rayaccel_topology(host, devices)
+    assert ran == ["list", "topology"]

@@ -116,3 +116,23 @@ def test_cloud_hints_and_no_transport():
     assert (hint.count, hint.accelerator_type) == (8, "Intel-GAUDI")
     assert plugin.rayaccel_cloud_hints("aws", "dl2q.24xlarge") is None  # Qualcomm AI 100, not Gaudi
     assert plugin.rayaccel_transports() == []
+
+
+def test_port_queries_share_a_time_budget(gaudi_fixtures, monkeypatch):
+    from rayaccel_gaudi import probe
+
+    data = gaudi_fixtures["hls-gaudi2"].model_dump(mode="json", by_alias=True)
+    for line, answer in data["host"]["commands"].items():
+        if line.startswith("hl-smi -n "):
+            answer["hang"] = True  # every port query hangs (0.2 s each when simulated)
+    ran: list[str] = []
+
+    class Recording(SimulatedHost):
+        def run(self, argv, timeout=5.0):  # type: ignore[no-untyped-def]
+            ran.append(" ".join(argv[:3]))
+            return super().run(argv, timeout)
+
+    monkeypatch.setattr(probe, "PORTS_BUDGET", 0.5)
+    snapshot = probe.probe(Recording(parse_fixture(data, "slow")), port_types=True, port_states=True)
+    assert len(snapshot.devices) == 8 and all(not d.port_types for d in snapshot.devices)
+    assert 1 <= sum(r.startswith("hl-smi -n") for r in ran) <= 4  # not all 16: the budget ran out

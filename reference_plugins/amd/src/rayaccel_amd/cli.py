@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from rayaccel import CommandNotFound, CommandTimeout, Host
@@ -20,7 +20,7 @@ from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
 
 AMD_SMI = "amd-smi"
 #: amd-smi starts a Python interpreter and initialises every GPU: a few seconds on a busy 8-GPU node.
-CLI_TIMEOUT = 8.0
+CLI_TIMEOUT = 6.0
 
 _LINK_KINDS = {"XGMI": "xgmi", "PCIE": "pcie"}
 _MIB_PER_UNIT = {"B": 1 / 2**20, "KB": 1 / 1024, "KIB": 1 / 1024, "MB": 1, "MIB": 1, "GB": 1024, "GIB": 1024}
@@ -240,25 +240,34 @@ def _run(host: Host, args: list[str], required: bool) -> str | None:
     return result.stdout
 
 
-def read_cli(host: Host) -> Snapshot | None:
-    """The GPUs as amd-smi reports them; None when this host has no amd-smi."""
+#: What each part of a snapshot costs: one amd-smi run each (plus `list`, always, for the GPU ids).
+PARTS = ("static", "metric", "topology", "version")
+
+
+def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
+    """The GPUs as amd-smi reports them; None when this host has no amd-smi.
+
+    Only the commands for ``parts`` run: amd-smi takes seconds per call on a busy node, and the health
+    monitor needs only ``metric``.
+    """
     try:
-        static_text = _run(host, ["static"], required=True)
+        listing_text = _run(host, ["list"], required=True)
     except CommandNotFound:
         return None
-    static = parse_static(static_text or "")
-    listing = parse_list(_run(host, ["list"], required=True) or "")
-    metric_text = _run(host, ["metric"], required=False)
+    listing = parse_list(listing_text or "")
+    static = parse_static(_run(host, ["static"], required=True) or "") if "static" in parts else {}
+    metric_text = _run(host, ["metric"], required=False) if "metric" in parts else None
     metrics = parse_metric(metric_text) if metric_text is not None else {}
-    topology_text = _run(host, ["topology"], required=False)
+    topology_text = _run(host, ["topology"], required=False) if "topology" in parts else None
     topology = parse_topology(topology_text) if topology_text is not None else {}
-    version_text = _run(host, ["version"], required=False)
+    version_text = _run(host, ["version"], required=False) if "version" in parts else None
     rocm = parse_version(version_text) if version_text is not None else None
+    if static and sorted(static) != sorted(listing):
+        raise AmdSmiParseError(f"`amd-smi list --json` lists GPUs {sorted(listing)} but `amd-smi static --json` "
+                               f"shows {sorted(static)}")
     gpus = []
-    for index in sorted(static):
-        facts = {k: v for k, v in static[index].items() if k != "asic_serial"}  # the list uuid is the stable id
-        if index not in listing:
-            raise AmdSmiParseError(f"`amd-smi list --json` does not list GPU {index}, which `amd-smi static` shows")
+    for index in sorted(listing):
+        facts = {k: v for k, v in static.get(index, {"market_name": ""}).items() if k != "asic_serial"}
         record = GpuRecord(index=index, uuid=listing[index]["uuid"], rocm_version=rocm, **facts)
         record.bdf = record.bdf or listing[index]["bdf"]
         for key, value in metrics.get(index, {}).items():

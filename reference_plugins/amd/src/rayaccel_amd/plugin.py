@@ -53,22 +53,22 @@ def rayaccel_fixture_dirs() -> list[str]:
 @hookimpl
 def rayaccel_discover(host: Host) -> list[Device]:
     visibility.check_visible_env(host.environ())
-    return devices_of(probe(host))
+    return devices_of(probe(host, parts=("static", "version")))
 
 
 @hookimpl
 def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
-    return topology_of(probe(host), devices, host.name)
+    return topology_of(probe(host, parts=("topology",)), devices, host.name)
 
 
 @hookimpl
 def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
-    return health_of(probe(host), devices)
+    return health_of(probe(host, parts=("metric",)), devices)
 
 
 @hookimpl
 def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
-    return metrics_of(probe(host), devices)
+    return metrics_of(probe(host, parts=("metric",)), devices)
 
 
 @hookimpl

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from rayaccel import Host, LibraryUnavailable
-from rayaccel_amd.cli import read_cli
+from rayaccel_amd.cli import PARTS, read_cli
 from rayaccel_amd.library import read_library
 from rayaccel_amd.snapshot import Snapshot
 
 
-def probe(host: Host) -> Snapshot | None:
-    """What the host's AMD interfaces report; None when it has neither amdsmi nor amd-smi (no AMD GPUs)."""
+def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
+    """What the host's AMD interfaces report; None when it has neither amdsmi nor amd-smi (no AMD GPUs).
+
+    ``parts`` limits which amd-smi commands run (see :data:`rayaccel_amd.cli.PARTS`); the library, in-process
+    and fast, is always read whole.
+    """
     try:
         lib = host.library("amdsmi")
     except LibraryUnavailable:
-        return read_cli(host)
+        return read_cli(host, parts)
     return read_library(lib)

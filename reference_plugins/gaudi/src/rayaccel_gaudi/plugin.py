@@ -54,17 +54,18 @@ def rayaccel_fixture_dirs() -> list[str]:
 
 @hookimpl
 def rayaccel_discover(host: Host) -> list[Device]:
-    return devices_of(probe(host))
+    return devices_of(probe(host, port_types=True, port_states=True))
 
 
 @hookimpl
 def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
-    return topology_of(probe(host), devices, host.name)
+    return topology_of(probe(host, port_types=True, port_states=True), devices, host.name)
 
 
 @hookimpl
 def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
-    return health_of(probe(host), devices)
+    # A DOWN port matters when it is internal (scale-up): health needs both port listings.
+    return health_of(probe(host, port_types=True, port_states=True), devices)
 
 
 @hookimpl

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from dataclasses import dataclass, field
 
 from rayaccel import CommandNotFound, CommandTimeout, Host
@@ -18,6 +19,9 @@ from rayaccel_gaudi.hlsmi import QUERY_ARGV, AipRecord, parse_ports, parse_query
 
 #: hl-smi talks to every device through the driver; on a loaded 8-card node it takes a second or two.
 HL_SMI_TIMEOUT = 5.0
+#: All per-device port queries of one probe share this budget, so a slow driver cannot push a hook past the
+#: SDK's hook timeout (10 s by default); ports not read in time are simply not reported.
+PORTS_BUDGET = 4.0
 
 
 class HlSmiToolError(RuntimeError):
@@ -45,9 +49,9 @@ class Snapshot:
         return {d.aip.uuid: d for d in self.devices}
 
 
-def _run(host: Host, argv: list[str], required: bool) -> str | None:
+def _run(host: Host, argv: list[str], required: bool, timeout: float = HL_SMI_TIMEOUT) -> str | None:
     try:
-        result = host.run(argv, timeout=HL_SMI_TIMEOUT)
+        result = host.run(argv, timeout=timeout)
     except CommandTimeout:
         if not required:
             return None
@@ -79,18 +83,24 @@ def driver_statuses(host: Host) -> dict[str, str]:
     return found
 
 
-def probe(host: Host) -> Snapshot | None:
+def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Snapshot | None:
+    """The devices; with ``port_types`` / ``port_states`` also each device's ``-n ports`` / ``-n link``."""
     try:
         text = _run(host, list(QUERY_ARGV), required=True)
     except CommandNotFound:
         return None
     statuses = driver_statuses(host)
+    deadline = time.monotonic() + PORTS_BUDGET
+    wanted = [("ports", port_types), ("link", port_states)]
     devices = []
     for aip in parse_query(text or ""):
         device = GaudiDevice(aip=aip, driver_status=statuses.get(aip.bus_id))
         for option, target in (("ports", device.port_types), ("link", device.port_states)):
+            left = deadline - time.monotonic()
+            if not dict(wanted)[option] or left <= 0:
+                continue
             argv = ["hl-smi", "-n", option, "-i", aip.bus_id]
-            answer = _run(host, argv, required=False)
+            answer = _run(host, argv, required=False, timeout=min(HL_SMI_TIMEOUT, left))
             if answer is not None:
                 target.update(parse_ports(answer, shlex.join(argv)))
         numa = _read(host, f"/sys/bus/pci/devices/{aip.bus_id}/numa_node")
