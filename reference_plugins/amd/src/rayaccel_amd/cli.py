@@ -155,6 +155,9 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
     command = "amd-smi metric --json"
     found: dict[int, dict[str, Any]] = {}
     for entry in gpu_entries(parse_json(text, command), command):
+        # A query that failed is printed as its status in place of the section ("AMDSMI_STATUS_IO - I/O Error").
+        errors = {key: value.split(" - ")[0].strip() for key, value in entry.items()
+                  if isinstance(value, str) and value.startswith("AMDSMI_STATUS_")}
         ecc, usage, power = _dict(entry, "ecc"), _dict(entry, "usage"), _dict(entry, "power")
         temperature, memory = _dict(entry, "temperature"), _dict(entry, "mem_usage")
         counts = None
@@ -177,6 +180,7 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
             "temperature_c": number_of(temperature.get("hotspot", temperature.get("junction"))),
             "vram_used_bytes": used * 2**20 if used is not None else None,
             "vram_total_bytes": total * 2**20 if total is not None else None,
+            "errors": errors,
         }
     return found
 
