@@ -184,3 +184,20 @@ def test_a_driver_that_hangs_after_discovery_leaves_gpus_unknown_not_unhealthy(m
     hung = SimulatedHost(parse_fixture(data, "hung l4"))
     reports = plugin.rayaccel_health(hung, devices)
     assert [(r.state, [x.code for x in r.reasons]) for r in reports] == [("unknown", ["nvml-timeout"])]
+
+
+def test_metrics_in_standard_units_and_nvlink_rates_from_the_second_sample_on() -> None:
+    host = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100")))
+    devices = plugin.rayaccel_discover(host)
+    first = {(m.device, m.name): m for m in plugin.rayaccel_metrics(host, devices)}
+    second = {(m.device, m.name): m for m in plugin.rayaccel_metrics(host, devices)}
+    gpu0 = devices[0].id
+    assert first[(gpu0, "power")].value == 70.0  # NVML's 70000 mW
+    assert first[(gpu0, "memory_total")].value == 81559 * 2**20
+    assert (gpu0, "interconnect_tx") not in first  # a rate needs two counter samples
+    assert second[(gpu0, "interconnect_tx")].value == 0.0  # the recorded counters do not move
+    assert second[(gpu0, "interconnect_tx")].unit == "bytes_per_second"
+    l4 = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "l4-single")))
+    l4_devices = plugin.rayaccel_discover(l4)
+    plugin.rayaccel_metrics(l4, l4_devices)
+    assert not [m for m in plugin.rayaccel_metrics(l4, l4_devices) if m.name.startswith("interconnect")]

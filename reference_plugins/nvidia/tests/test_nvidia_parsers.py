@@ -155,3 +155,12 @@ def test_family_declares_rays_gpu_pair_and_support() -> None:
         "GPU", "CUDA_VISIBLE_DEVICES", "fractional")
     assert len(family.support.maintainers) >= 2 and family.support.license == "Apache-2.0"
     assert family.support.tested_ray_versions == ["2.60.0"]
+
+
+def test_nvlink_throughput_is_the_counter_delta_per_second() -> None:
+    from rayaccel_nvidia import metrics
+
+    assert metrics.throughput(None, (1_000_000, 10, 10)) is None
+    assert metrics.throughput((0, 1000, 500), (2_000_000, 3000, 500)) == (1024000.0, 0.0)
+    assert metrics.throughput((5, 1000, 500), (5, 2000, 600)) is None  # no time passed
+    assert metrics.throughput((0, 1000, 500), (1_000_000, 10, 10)) is None  # counters reset: driver reloaded

@@ -72,6 +72,9 @@ def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus:
         data["mig_mode"] = mig
     if nvlink is not None:
         data["nvlink"] = nvlink
+        if any(link.get("state") for link in nvlink.values()):
+            # NVLink data counters (KiB since the driver loaded) of a node that has run a job.
+            data["field_values"] = {"138": 73400320 + index * 4096, "139": 73400320 + index * 2048}
     if fabric is not None:
         data["fabric"] = fabric
     return data

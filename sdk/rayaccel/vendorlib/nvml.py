@@ -29,6 +29,7 @@ Simulated data (every key optional; dicts keyed by index so a merge-patch fault 
         ecc: {volatile: {corrected, uncorrected}, aggregate: {corrected, uncorrected}},
         remapped_rows: [corrected, uncorrected, pending, failure],
         utilization: {gpu, memory}, power_usage: <mW>, temperature: <C>,
+        field_values: {"138": <KiB>}     # nvmlDeviceGetFieldValues (NVLink throughput counters, ...)
         topology: {"1": 40}              # nvmlDeviceGetTopologyCommonAncestor level to device 1
         lost: true                       # every call on it raises NVML_ERROR_GPU_IS_LOST
         errors: {nvmlDeviceGetMemoryInfo: NVML_ERROR_UNKNOWN}   # one call fails with that code
@@ -97,6 +98,9 @@ CONSTANTS: dict[str, int] = {
     "NVML_DEVICE_ARCH_ADA": 8,
     "NVML_DEVICE_ARCH_HOPPER": 9,
     "NVML_DEVICE_ARCH_BLACKWELL": 10,
+    "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX": 138,
+    "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX": 139,
+    "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG": 3,
     "nvmlEventTypeSingleBitEccError": 0x1,
     "nvmlEventTypeDoubleBitEccError": 0x2,
     "nvmlEventTypeXidCriticalError": 0x8,
@@ -493,6 +497,21 @@ class SimulatedNvml:
 
     def nvmlDeviceGetTemperature(self, handle: SimHandle, sensor: int) -> int:
         return int(self._field(handle, "nvmlDeviceGetTemperature", "temperature"))
+
+    def nvmlDeviceGetFieldValues(self, handle: SimHandle, fieldIds: list[int | tuple[int, int]]) -> list[Any]:
+        recorded = self._device(handle, "nvmlDeviceGetFieldValues").get("field_values") or {}
+        now_us = time.time_ns() // 1000
+        values = []
+        for requested in fieldIds:
+            field_id, scope = requested if isinstance(requested, tuple) else (requested, 0)
+            raw = recorded.get(str(field_id))
+            # Like NVML: the call succeeds and each value carries its own return code.
+            values.append(SimpleNamespace(
+                fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
+                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"],
+                nvmlReturn=CONSTANTS["NVML_SUCCESS"] if raw is not None else CONSTANTS["NVML_ERROR_NOT_SUPPORTED"],
+                value=SimpleNamespace(ullVal=int(raw or 0))))
+        return values
 
 
 def open_simulated(data: Mapping[str, Any]) -> SimulatedNvml:

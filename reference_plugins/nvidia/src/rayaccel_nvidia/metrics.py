@@ -1,7 +1,12 @@
-"""Per-GPU metrics from NVML, in the SDK's standard units (NVML reports power in milliwatts)."""
+"""Per-GPU metrics from NVML, in the SDK's standard units (NVML reports power in milliwatts).
+
+NVLink throughput comes from NVML's cumulative counters (``NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX``, KiB
+since the driver loaded), so a rate needs two samples: the first call of an NVML session reports none.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +21,29 @@ def _query(nvml: Any, fn: str, *args: Any) -> Any:
         return None  # not supported on this GPU, or the GPU is gone: health reports that
 
 
+# NVML session -> device id -> (timestamp us, tx KiB, rx KiB) of the previous sample.
+_PREVIOUS: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, int, int]]] = weakref.WeakKeyDictionary()
+
+
+def throughput(previous: tuple[int, int, int] | None, current: tuple[int, int, int]) -> tuple[float, float] | None:
+    """(tx, rx) bytes per second between two counter samples; None without a usable earlier one."""
+    if previous is None or current[0] <= previous[0] or current[1] < previous[1] or current[2] < previous[2]:
+        return None  # first sample, clock step or counter reset (driver reload)
+    seconds = (current[0] - previous[0]) / 1e6
+    return (current[1] - previous[1]) * 1024 / seconds, (current[2] - previous[2]) * 1024 / seconds
+
+
+def nvlink_counters(nvml: Any, handle: Any) -> tuple[int, int, int] | None:
+    fields = [nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX]
+    values = _query(nvml, "nvmlDeviceGetFieldValues", handle, fields)
+    if values is None or any(int(v.nvmlReturn) != nvml.NVML_SUCCESS for v in values):
+        return None  # no NVLink, or counters not supported
+    return int(values[0].timestamp), int(values[0].value.ullVal), int(values[1].value.ullVal)
+
+
 def metrics(nvml: Any, devices: Sequence[Device]) -> list[MetricSample]:
     samples: list[MetricSample] = []
+    previous = _PREVIOUS.setdefault(nvml, {})
     for device in devices:
         if UNREADABLE in device.attributes:
             continue
@@ -40,4 +66,11 @@ def metrics(nvml: Any, devices: Sequence[Device]) -> list[MetricSample]:
         for name, kind in (("ecc_errors_corrected", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED),
                            ("ecc_errors_uncorrected", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
             add(name, "count", _query(nvml, "nvmlDeviceGetTotalEccErrors", handle, kind, nvml.NVML_VOLATILE_ECC))
+        counters = nvlink_counters(nvml, handle)
+        if counters is not None:
+            rate = throughput(previous.get(device.id), counters)
+            previous[device.id] = counters
+            if rate is not None:
+                add("interconnect_tx", "bytes_per_second", rate[0])
+                add("interconnect_rx", "bytes_per_second", rate[1])
     return samples
