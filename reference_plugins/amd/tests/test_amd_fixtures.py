@@ -188,3 +188,10 @@ def test_each_hook_runs_only_the_amd_smi_commands_it_needs(fixtures):
     ran.clear()
     plugin.rayaccel_topology(host, devices)
     assert ran == ["list", "topology"]
+
+
+def test_unresponsive_gpu_keeps_an_id_and_the_nodes_model(manager, fixtures):
+    family = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])).family("amd")
+    gpu4 = family.devices[4]
+    assert (gpu4.id, gpu4.product_name, gpu4.sku) == ("pci-0000:85:00.0", "AMD Instinct MI355X", "mi355x")
+    assert gpu4.attributes["product_inferred"] is True and family.sku_known

@@ -132,3 +132,13 @@ def test_without_the_amdsmi_package_ray_counts_zero_and_the_plugin_reads_the_cli
     assert ray_manager.get_current_node_num_accelerators() == 0
     assert ray_manager.get_current_node_accelerator_type() is None
     assert len(collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").devices) == 8
+
+
+def test_unresponsive_gpu_is_counted_by_both_but_scheduled_only_by_ray(ray_amd, manager, fixtures):
+    host = SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])
+    ray_manager = ray_amd(library_data(host))
+    inventory = collect_inventory(manager, host)
+    family = inventory.family("amd")
+    assert ray_manager.get_current_node_num_accelerators() == len(family.devices) == 8
+    assert ray_manager.get_current_node_accelerator_type() == family.accelerator_type == "AMD-Instinct-MI355X-OAM"
+    assert inventory.resources["GPU"] == 7  # deliberate: the plugin does not schedule a GPU that stopped answering

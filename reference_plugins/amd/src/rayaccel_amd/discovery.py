@@ -13,6 +13,8 @@ ARCHITECTURES = {"gfx908": "cdna", "gfx90a": "cdna2", "gfx940": "cdna3", "gfx941
 
 def to_device(gpu: GpuRecord, source: str) -> Device:
     attributes: dict[str, str | int | float | bool] = {"source": source}
+    if gpu.inferred:
+        attributes["product_inferred"] = True
     for key in ("compute_partition", "memory_partition", "gfx_target", "xgmi_hive_id"):
         value = getattr(gpu, key)
         if value is not None:

@@ -1,6 +1,6 @@
 """Read the GPUs through the amdsmi Python API (``host.library("amdsmi")``).
 
-Only the identity queries are required; anything else the ASIC or driver does not support
+A GPU is reported when amdsmi gives its uuid or PCI address; anything else the ASIC or driver does not support
 (``AMDSMI_STATUS_NOT_SUPPORTED``) is simply absent from the record. A health query failing with any
 other status is recorded, because that is itself a health signal (a GPU that stopped answering).
 """
@@ -44,20 +44,14 @@ def _number(value: Any) -> float | None:
 def read_library(lib: Any) -> Snapshot:
     errors: tuple[type[BaseException], ...] = (getattr(lib, "AmdSmiLibraryException", Exception),)
 
-    def required(fn: Callable[..., T], *args: Any, what: str, index: int) -> T:
+    def optional(fn: Callable[..., T], *args: Any, into: dict[str, str] | None = None, what: str = "") -> T | None:
+        """fn(*args), or None when it fails; failures other than "not supported" are noted in ``into``."""
         try:
             return fn(*args)
         except errors as e:
             code, info = _status(e)  # type: ignore[arg-type]
-            raise AmdSmiQueryError(f"amdsmi {what} failed for GPU {index}: {info} (status {code})") from None
-
-    def optional(fn: Callable[..., T], *args: Any, record: GpuRecord | None = None, what: str = "") -> T | None:
-        try:
-            return fn(*args)
-        except errors as e:
-            code, info = _status(e)  # type: ignore[arg-type]
-            if record is not None and code != _NOT_SUPPORTED:
-                record.errors[what] = info
+            if into is not None and code != _NOT_SUPPORTED:
+                into[what] = info
             return None
 
     try:
@@ -69,14 +63,20 @@ def read_library(lib: Any) -> Snapshot:
     rocm = ok_version[1] if ok_version and ok_version[0] else None
     gpus = []
     for index, handle in enumerate(handles):
-        asic = required(lib.amdsmi_get_gpu_asic_info, handle, what="amdsmi_get_gpu_asic_info", index=index)
-        uuid = required(lib.amdsmi_get_gpu_device_uuid, handle, what="amdsmi_get_gpu_device_uuid", index=index)
+        failed: dict[str, str] = {}
+        asic = optional(lib.amdsmi_get_gpu_asic_info, handle, into=failed, what="asic_info") or {}
+        uuid = optional(lib.amdsmi_get_gpu_device_uuid, handle, into=failed, what="uuid")
+        bdf = optional(lib.amdsmi_get_gpu_device_bdf, handle)
+        if not uuid and not bdf:
+            raise AmdSmiQueryError(f"amdsmi cannot identify GPU {index}: neither its uuid nor its PCI address "
+                                   f"answers ({', '.join(f'{k}: {v}' for k, v in failed.items()) or 'no data'})")
         device_id = optional(lib.amdsmi_get_gpu_id, handle)
         record = GpuRecord(
-            index=index, uuid=str(uuid), market_name=str(asic.get("market_name") or "AMD GPU").strip(),
+            # A GPU that stopped answering keeps an id (its PCI address) so health can report it.
+            index=index, uuid=str(uuid) if uuid else f"pci-{bdf}",
+            market_name=str(asic.get("market_name") or "").strip(),
             device_id=int(device_id) if isinstance(device_id, int) else _parse_id(asic.get("device_id")),
-            bdf=optional(lib.amdsmi_get_gpu_device_bdf, handle), rocm_version=rocm,
-            gfx_target=_text(asic.get("target_graphics_version")),
+            bdf=bdf, rocm_version=rocm, gfx_target=_text(asic.get("target_graphics_version")), errors=failed,
         )
         vram = optional(lib.amdsmi_get_gpu_vram_info, handle) or {}
         size = _number(vram.get("vram_size", vram.get("vram_size_mb")))
@@ -97,6 +97,13 @@ def read_library(lib: Any) -> Snapshot:
         _read_health(lib, handle, record, optional)
         _read_metrics(lib, handle, record, optional)
         gpus.append(record)
+    known = next((g for g in gpus if g.market_name), None)
+    for gpu in gpus:
+        if not gpu.market_name:
+            # A GPU that does not answer is taken to be the node's model, so one dead GPU keeps the SKU known.
+            gpu.market_name = known.market_name if known else "AMD GPU"
+            gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
+            gpu.inferred = True
     for index, handle in enumerate(handles):
         for peer, other in enumerate(handles):
             if peer == index:
@@ -112,7 +119,7 @@ def read_library(lib: Any) -> Snapshot:
 
 
 def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
-    ecc = optional(lib.amdsmi_get_gpu_total_ecc_count, handle, record=record, what="ecc")
+    ecc = optional(lib.amdsmi_get_gpu_total_ecc_count, handle, into=record.errors, what="ecc")
     if ecc:
         record.ecc = EccCounts(correctable=_int(ecc.get("correctable_count")) or 0,
                                uncorrectable=_int(ecc.get("uncorrectable_count")) or 0,
@@ -122,10 +129,10 @@ def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..
 
 
 def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
-    activity = optional(lib.amdsmi_get_gpu_activity, handle, record=record, what="activity") or {}
+    activity = optional(lib.amdsmi_get_gpu_activity, handle, into=record.errors, what="activity") or {}
     record.gfx_activity = _number(activity.get("gfx_activity"))
     record.umc_activity = _number(activity.get("umc_activity"))
-    power = optional(lib.amdsmi_get_power_info, handle, record=record, what="power") or {}
+    power = optional(lib.amdsmi_get_power_info, handle, into=record.errors, what="power") or {}
     # ROCm 7 reports "socket_power"; MI300-era libraries "current_socket_power" ("average_socket_power" is N/A there).
     for key in ("socket_power", "current_socket_power", "average_socket_power"):
         value = _number(power.get(key))

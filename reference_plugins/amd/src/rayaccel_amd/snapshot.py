@@ -52,6 +52,8 @@ class GpuRecord:
     temperature_c: float | None = None
     vram_used_bytes: int | None = None
     vram_total_bytes: int | None = None
+    #: The product was not read from this GPU but taken from the others (it did not answer).
+    inferred: bool = False
     #: Health query -> amdsmi status name, for queries that failed with something other than "not supported".
     errors: dict[str, str] = field(default_factory=dict)
 
