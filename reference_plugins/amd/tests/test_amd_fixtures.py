@@ -195,3 +195,11 @@ def test_unresponsive_gpu_keeps_an_id_and_the_nodes_model(manager, fixtures):
     gpu4 = family.devices[4]
     assert (gpu4.id, gpu4.product_name, gpu4.sku) == ("pci-0000:85:00.0", "AMD Instinct MI355X", "mi355x")
     assert gpu4.attributes["product_inferred"] is True and family.sku_known
+
+
+def test_umc_ras_disabled_is_reported_but_keeps_the_gpu(manager, fixtures):
+    data = fixtures["mi210-pair"].model_dump(mode="json", by_alias=True)
+    data["host"]["libraries"]["amdsmi"]["gpus"]["0"]["ras_block_features"][0]["status"] = "DISABLED"
+    family = collect_inventory(manager, SimulatedHost(parse_fixture(data, "no-ras"))).family("amd")
+    report = family.health[0]
+    assert report.state == "healthy" and [r.code for r in report.reasons] == ["ras-umc-disabled"]

@@ -3,7 +3,8 @@
 - uncorrectable ECC errors (``amdsmi_get_gpu_total_ecc_count`` / ``amd-smi metric`` ``ecc``) -> unhealthy,
   fatal: the HBM page is poisoned and the driver needs a reset to retire it;
 - a health query failing with an I/O, DRM or not-found status -> unhealthy, fatal: the GPU stopped answering;
-- deferred errors -> degraded; correctable errors -> healthy, reported as a reason;
+- deferred errors -> degraded; correctable errors, and RAS disabled for the memory controller (UMC), ->
+  healthy, reported as a reason;
 - a GPU that fell off the bus is no longer enumerated, so discovery no longer lists it.
 """
 
@@ -36,6 +37,12 @@ def report_for(gpu: GpuRecord) -> HealthReport:
     if gpu.ecc is not None and gpu.ecc.deferred > 0:
         state = "degraded" if state == "healthy" else state
         reasons.append(HealthReason(code="ecc-deferred", message=f"{gpu.ecc.deferred} deferred ECC errors"))
+    umc = gpu.ras_blocks.get("UMC")
+    if umc is not None and umc != "ENABLED":
+        # Not a fault of the GPU, but its HBM errors go unseen: say so, keep it schedulable.
+        reasons.append(HealthReason(code="ras-umc-disabled",
+                                    message=f"RAS for the memory controller (UMC) is {umc}: HBM ECC errors are not "
+                                            "reported for this GPU"))
     if gpu.ecc is not None and gpu.ecc.correctable > 0:
         reasons.append(HealthReason(code="ecc-correctable", message=f"{gpu.ecc.correctable} correctable ECC errors"))
     return HealthReport(device=gpu.uuid, state=state, reasons=reasons)

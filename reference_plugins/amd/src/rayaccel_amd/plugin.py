@@ -85,7 +85,7 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     first = inventory.devices[0]
     for key, label in (("compute_partition", "amd.com/gpu.compute-partition"),
                        ("memory_partition", "amd.com/gpu.memory-partition"),
-                       ("gfx_target", "amd.com/gpu.family")):
+                       ("gfx_target", "amd.com/gpu.gfx-target")):
         value = first.attributes.get(key)
         if isinstance(value, str) and value:
             labels[label] = value
