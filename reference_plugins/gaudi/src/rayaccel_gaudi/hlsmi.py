@@ -77,7 +77,7 @@ def parse_query(text: str) -> list[AipRecord]:
                                   f"{len(QUERY_FIELDS)} ({', '.join(QUERY_FIELDS)}): {shown!r}")
         row = dict(zip(QUERY_FIELDS, values, strict=True))
         for key in ("index", "module_id"):
-            if not row[key].isdigit():
+            if not re.fullmatch(r"[0-9]+", row[key]):
                 raise HlSmiParseError(f"`hl-smi -Q`: line {line_no}: {key} is {row[key]!r}, expected a number")
         if not _BUS_ID.match(row["bus_id"]):
             raise HlSmiParseError(f"`hl-smi -Q`: line {line_no}: bus_id {row['bus_id']!r} is not a PCI address")

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -104,6 +105,6 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
             if answer is not None:
                 target.update(parse_ports(answer, shlex.join(argv)))
         numa = _read(host, f"/sys/bus/pci/devices/{aip.bus_id}/numa_node")
-        device.numa_node = int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None
+        device.numa_node = int(numa) if numa and re.fullmatch(r"[0-9]+", numa) else None  # -1: no NUMA node
         devices.append(device)
     return Snapshot(devices=devices)
