@@ -42,7 +42,9 @@ def _number(value: Any) -> float | None:
 
 
 def read_library(lib: Any) -> Snapshot:
-    errors: tuple[type[BaseException], ...] = (getattr(lib, "AmdSmiLibraryException", Exception),)
+    # AmdSmiException is the base of the library's errors (status codes) and its parameter errors.
+    errors: tuple[type[BaseException], ...] = (getattr(lib, "AmdSmiException", Exception),
+                                               getattr(lib, "AmdSmiLibraryException", Exception))
 
     def optional(fn: Callable[..., T], *args: Any, into: dict[str, str] | None = None, what: str = "") -> T | None:
         """fn(*args), or None when it fails; failures other than "not supported" are noted in ``into``."""
