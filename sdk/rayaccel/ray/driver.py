@@ -100,6 +100,11 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
     """
     import ray
 
+    # Always a new local node: plain ray.init() would join a cluster `ray start` left on this machine.
+    address = ray_init_kwargs.setdefault("address", "local")
+    if address != "local":
+        raise RayaccelError(f"rayaccel.ray.init starts a node; to join the cluster at {address} use "
+                            "rayaccel.ray.connect(address)")
     manager = PluginManager()
     config = configure_node(simulate, plugins, faults, fault_file, manager)
     with config.applied():

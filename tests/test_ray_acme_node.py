@@ -1,0 +1,114 @@
+"""A family Ray does not know (ACME) on one simulated 4-device node, started by ``rayaccel.ray.init``."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+import ray
+
+import rayaccel.ray
+from rayaccel.ray.registry import uninstall
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module", autouse=True)
+def acme_node():
+    saved = os.environ.get("RAYACCEL_PLUGINS")
+    os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
+    rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
+                      log_to_driver=False)
+    yield
+    rayaccel.ray.shutdown()
+    uninstall()
+    if saved is None:
+        os.environ.pop("RAYACCEL_PLUGINS", None)
+    else:
+        os.environ["RAYACCEL_PLUGINS"] = saved
+
+
+@ray.remote
+class Gate:
+    """Holds tasks until n of them run at once, so the test knows they were concurrent."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.arrived, self.event = n, 0, threading.Event()
+
+    def arrive(self) -> bool:
+        self.arrived += 1
+        if self.arrived >= self.n:
+            self.event.set()
+        return self.event.wait(30)
+
+
+def visible_ids(gate=None):
+    if gate is not None:
+        assert ray.get(gate.arrive.remote())
+    return os.environ.get("ACME_VISIBLE_DEVICES"), ray.get_runtime_context().get_accelerator_ids()
+
+
+def test_the_node_has_four_acme_and_the_inventorys_labels():
+    assert ray.cluster_resources()["ACME"] == 4
+    assert ray.cluster_resources()["accelerator_type:R1"] == 1
+    (node,) = ray.nodes()
+    assert node["Labels"]["ray.io/accelerator-type"] == "R1"
+    assert node["Labels"]["rayaccel.io/family"] == "acme"
+    assert node["Labels"]["rayaccel.io/sku"] == "acme-r1"
+
+
+def test_four_concurrent_tasks_each_see_one_distinct_id():
+    gate = Gate.options(max_concurrency=4).remote(4)
+    task = ray.remote(resources={"ACME": 1})(visible_ids)
+    results = ray.get([task.remote(gate) for _ in range(4)], timeout=60)
+    envs = [env for env, _ in results]
+    assert sorted(envs) == ["0", "1", "2", "3"]
+    # Ray's own view agrees with the env var: get_accelerator_ids() includes the day-zero family.
+    assert sorted(ids["ACME"][0] for _, ids in results) == envs and all(len(i["ACME"]) == 1 for _, i in results)
+
+
+def test_a_task_with_two_sees_two():
+    env, ids = ray.get(ray.remote(resources={"ACME": 2})(visible_ids).remote(), timeout=60)
+    assert len(env.split(",")) == 2 and sorted(env.split(",")) == sorted(ids["ACME"])
+
+
+def test_fractional_quantity_above_one_is_refused_with_the_plugins_message():
+    with pytest.raises(ValueError, match="ACME resource quantity must be a whole number; 1.5 was requested"):
+        ray.remote(resources={"ACME": 1.5})(visible_ids)
+    task = ray.remote(resources={"ACME": 1})(visible_ids)
+    with pytest.raises(ValueError, match="must be a whole number"):
+        task.options(resources={"ACME": 1.5})
+
+
+def test_accelerator_type_option_runs_on_the_node():
+    assert ray.get(ray.remote(accelerator_type="R1")(lambda: "ran").remote(), timeout=60) == "ran"
+
+
+def test_an_actor_gets_its_unit_at_creation():
+    actor = ray.remote(resources={"ACME": 1})(type("Probe", (), {"ids": lambda self: visible_ids()})).remote()
+    env, ids = ray.get(actor.ids.remote(), timeout=60)
+    assert env in {"0", "1", "2", "3"} and ids["ACME"] == [env]
+    ray.kill(actor)
+
+
+def test_env_is_restored_after_a_task():
+    @ray.remote(resources={"ACME": 1})
+    def with_unit():
+        return os.getpid(), os.environ.get("ACME_VISIBLE_DEVICES")
+
+    @ray.remote(num_cpus=1)
+    def without_unit():
+        return os.getpid(), os.environ.get("ACME_VISIBLE_DEVICES")
+
+    pid, env = ray.get(with_unit.remote(), timeout=60)
+    assert env is not None
+    # Ray reuses idle workers: keep asking until a plain task runs in the same process.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        other_pid, other_env = ray.get(without_unit.remote(), timeout=60)
+        if other_pid == pid:
+            assert other_env is None
+            return
+    pytest.fail("no plain task ran in the worker that had the ACME unit")

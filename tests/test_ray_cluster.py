@@ -1,0 +1,158 @@
+"""A ``ray.cluster_utils.Cluster`` of simulated nodes of different families: label scheduling, a TPU
+slice placement group, Ray-known families next to a day-zero one, metrics, and a fault that drains a node.
+
+Nodes: head = ACME with device 2 failed from the start (3 units: 0, 1, 3); ``acme`` = healthy ACME with
+a health monitor polling every second; ``nvidia/dgx-h100``; ``neuron/trn1.32xlarge``; the two workers of
+the TPU slice ``tpu/v5p-16-worker0`` / ``-worker1``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+import rayaccel.ray
+from rayaccel.ray.monitor import draining_node_ids, get_monitor
+from rayaccel.ray.registry import uninstall
+
+pytestmark = pytest.mark.ray
+
+MONITOR_INTERVAL = 1.0
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
+    os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
+    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # metrics reach Prometheus within the test
+    cluster = Cluster(initialize_head=False)
+    nodes = {}
+    try:
+        nodes["head"] = rayaccel.ray.add_node(cluster, head=True, simulate="acme/acme-4", faults=["fatal-2"],
+                                              num_cpus=3, include_dashboard=False)
+        nodes["acme"] = rayaccel.ray.add_node(cluster, simulate="acme/acme-4", num_cpus=2, monitor=True,
+                                              monitor_interval=MONITOR_INTERVAL)
+        for name, fixture in [("dgx", "nvidia/dgx-h100"), ("trn1", "neuron/trn1.32xlarge"),
+                              ("tpu0", "tpu/v5p-16-worker0"), ("tpu1", "tpu/v5p-16-worker1")]:
+            nodes[name] = rayaccel.ray.add_node(cluster, simulate=fixture, num_cpus=1)
+        rayaccel.ray.connect(cluster.address, log_to_driver=False)
+        yield {name: node.node_id for name, node in nodes.items()}
+    finally:
+        rayaccel.ray.shutdown()
+        cluster.shutdown()
+        uninstall()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def where(**selector):
+    """Node id and visible-device env of a task scheduled by the given label selector and resources."""
+    resources = selector.pop("resources", {})
+    num_gpus = selector.pop("num_gpus", 0)
+
+    def probe():
+        env = {k: v for k, v in os.environ.items() if k.endswith(("VISIBLE_DEVICES", "VISIBLE_CORES", "VISIBLE_CHIPS"))}
+        return ray.get_runtime_context().get_node_id(), env
+
+    task = ray.remote(num_cpus=0.1, num_gpus=num_gpus, resources=resources)(probe)
+    return ray.get(task.options(label_selector=selector).remote(), timeout=60)
+
+
+def test_every_family_is_a_cluster_resource(cluster):
+    resources = ray.cluster_resources()
+    assert resources["ACME"] == 7  # 3 on the head (device 2 failed) + 4
+    assert resources["GPU"] == 8 and resources["neuron_cores"] == 32 and resources["TPU"] == 8
+    assert resources["TPU-v5p-16-head"] == 1
+
+
+def test_label_selectors_send_each_task_to_the_right_node(cluster):
+    assert where(**{"ray.io/accelerator-type": "H100"})[0] == cluster["dgx"]
+    assert where(**{"ray.io/accelerator-type": "aws-neuron-core"})[0] == cluster["trn1"]
+    assert where(**{"ray.io/accelerator-type": "R1", "rayaccel.io/count": "3"})[0] == cluster["head"]
+    assert where(**{"rayaccel.io/family": "tpu", "ray.io/tpu-worker-id": "1"})[0] == cluster["tpu1"]
+    assert where(**{"rayaccel.io/scale-up-domain-kind": "nvswitch"})[0] == cluster["dgx"]
+
+
+def test_ray_known_families_keep_rays_env_vars(cluster):
+    node, env = where(num_gpus=2)
+    assert node == cluster["dgx"] and len(env["CUDA_VISIBLE_DEVICES"].split(",")) == 2
+    node, env = where(resources={"neuron_cores": 2})
+    assert node == cluster["trn1"] and len(env["NEURON_RT_VISIBLE_CORES"].split(",")) == 2
+
+
+def test_ids_of_a_node_with_a_failed_device_map_to_its_healthy_units(cluster):
+    @ray.remote(resources={"ACME": 1}, label_selector={"ray.io/node-id": cluster["head"]})
+    def hold():
+        time.sleep(1.5)
+        return os.environ["ACME_VISIBLE_DEVICES"], ray.get_runtime_context().get_accelerator_ids()["ACME"]
+
+    results = ray.get([hold.remote() for _ in range(3)], timeout=60)
+    assert sorted(env for env, _ in results) == ["0", "1", "3"]
+    assert all(ids == [env] for env, ids in results)
+
+
+def test_tpu_slice_placement_group_puts_the_head_bundle_on_worker_zero(cluster):
+    pg = rayaccel.ray.scale_up_domain_placement_group([{"TPU": 4, "CPU": 0.5}, {"TPU": 4, "CPU": 0.5}])
+    try:
+        assert pg.wait(30)
+
+        @ray.remote(num_cpus=0.1, resources={"TPU": 4})
+        def worker_id():
+            return ray.get_runtime_context().get_node_labels()["ray.io/tpu-worker-id"], os.environ["TPU_VISIBLE_CHIPS"]
+
+        placed = [ray.get(worker_id.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+            pg, placement_group_bundle_index=i)).remote(), timeout=60) for i in range(2)]
+        assert [w for w, _ in placed] == ["0", "1"]
+        assert all(sorted(chips.split(",")) == ["0", "1", "2", "3"] for _, chips in placed)
+    finally:
+        ray.util.remove_placement_group(pg)
+
+
+def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
+    (node,) = [n for n in ray.nodes() if n["NodeID"] == cluster["acme"]]
+    url = f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
+    deadline = time.monotonic() + 30
+    text = ""
+    while time.monotonic() < deadline:
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        if "ray_rayaccel_device_metric" in text and "ray_rayaccel_device_health" in text:
+            break
+        time.sleep(1)
+    health = [ln for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_health{")]
+    assert len(health) == 4 and all(float(ln.rsplit(" ", 1)[1]) == 0 for ln in health)
+    memory = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()
+              if ln.startswith("ray_rayaccel_device_metric{") and 'metric="memory_total"' in ln and 'unit="bytes"' in ln]
+    assert memory == [65536 * 2**20] * 4  # what the ACME plugin reports, per device
+
+
+def test_fault_drains_the_node_running_work_finishes_new_work_goes_elsewhere(cluster):
+    # Last in the module: it drains the ``acme`` node.
+    fault_file = rayaccel.ray.node_configs()[cluster["acme"]].fault_file
+
+    @ray.remote(resources={"ACME": 1})
+    def node_after(seconds):
+        time.sleep(seconds)
+        return ray.get_runtime_context().get_node_id()
+
+    running = node_after.options(label_selector={"ray.io/node-id": cluster["acme"]}).remote(4)
+    time.sleep(1)  # it is running on the acme node
+    with open(fault_file, "a", encoding="utf-8") as f:
+        f.write("fatal-2\n")
+    injected = time.monotonic()
+    while cluster["acme"] not in draining_node_ids():
+        assert time.monotonic() - injected < MONITOR_INTERVAL + 5, "the node was not drained in time"
+        time.sleep(0.2)
+    status = ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30)
+    assert "ACME-0002-5e1f-4c2a-9d3b-000000000002" in status["drained"]["message"]
+    assert "acme-fatal" in status["drained"]["message"]
+    assert ray.get(running, timeout=60) == cluster["acme"]
+    assert set(ray.get([node_after.remote(0) for _ in range(4)], timeout=60)) == {cluster["head"]}
