@@ -203,3 +203,13 @@ def test_umc_ras_disabled_is_reported_but_keeps_the_gpu(manager, fixtures):
     family = collect_inventory(manager, SimulatedHost(parse_fixture(data, "no-ras"))).family("amd")
     report = family.health[0]
     assert report.state == "healthy" and [r.code for r in report.reasons] == ["ras-umc-disabled"]
+
+
+def test_units_are_hip_device_ids_when_amdsmi_reports_them(manager, fixtures):
+    data = fixtures["mi355x-8"].model_dump(mode="json", by_alias=True)
+    for key, gpu in data["host"]["libraries"]["amdsmi"]["gpus"].items():
+        gpu["enumeration_info"]["hip_id"] = 7 - int(key)  # HIP enumerates in the opposite order
+    family = collect_inventory(manager, SimulatedHost(parse_fixture(data, "reordered"))).family("amd")
+    assert [d.units for d in family.devices] == [[str(7 - i)] for i in range(8)]
+    lost = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu6-lost"])).family("amd")
+    assert lost.schedulable_units == [str(i) for i in range(7)]

@@ -14,6 +14,7 @@ fixture's ``host.libraries.amdsmi`` data::
         asic_info: {market_name: AMD Instinct MI300X, device_id: "0x74a1", ...}
         uuid: ...                    # amdsmi_get_gpu_device_uuid
         bdf: "0000:05:00.0"          # amdsmi_get_gpu_device_bdf
+        enumeration_info: {drm_card: 1, drm_render: 128, hsa_id: 2, hip_id: 0, hip_uuid: GPU-...}   # ROCm 7
         vram_info: {vram_size: 196592, ...}        # MB, as amdsmi reports it
         memory_total: {vram: <bytes>}  memory_usage: {vram: <bytes>}
         numa_node: 0
@@ -242,6 +243,9 @@ class SimulatedAmdSmi:
 
     def amdsmi_get_gpu_device_bdf(self, handle: ProcessorHandle) -> str:
         return str(self._value(handle, "amdsmi_get_gpu_device_bdf", "bdf"))
+
+    def amdsmi_get_gpu_enumeration_info(self, handle: ProcessorHandle) -> dict[str, Any]:
+        return dict(self._value(handle, "amdsmi_get_gpu_enumeration_info", "enumeration_info"))
 
     def amdsmi_get_gpu_vram_info(self, handle: ProcessorHandle) -> dict[str, Any]:
         return dict(self._value(handle, "amdsmi_get_gpu_vram_info", "vram_info"))

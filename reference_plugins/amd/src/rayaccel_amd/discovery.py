@@ -24,6 +24,8 @@ def to_device(gpu: GpuRecord, source: str) -> Device:
         memory_mib=gpu.vram_mib, pci_bus_id=gpu.bdf, numa_node=gpu.numa_node,
         architecture=ARCHITECTURES.get(gpu.gfx_target or ""), driver_version=gpu.driver_version,
         runtime_version=gpu.rocm_version, attributes=attributes,
+        # HIP_VISIBLE_DEVICES counts HIP devices; amdsmi's order usually matches it, but not always.
+        units=[str(gpu.hip_id if gpu.hip_id is not None else gpu.index)],
     )
 
 

@@ -80,6 +80,9 @@ def read_library(lib: Any) -> Snapshot:
             device_id=int(device_id) if isinstance(device_id, int) else _parse_id(asic.get("device_id")),
             bdf=bdf, rocm_version=rocm, gfx_target=_text(asic.get("target_graphics_version")), errors=failed,
         )
+        enumeration = optional(getattr(lib, "amdsmi_get_gpu_enumeration_info", _absent), handle) or {}
+        hip_id = enumeration.get("hip_id")
+        record.hip_id = hip_id if isinstance(hip_id, int) and not isinstance(hip_id, bool) and hip_id >= 0 else None
         vram = optional(lib.amdsmi_get_gpu_vram_info, handle) or {}
         size = _number(vram.get("vram_size", vram.get("vram_size_mb")))
         record.vram_mib = int(size) if size else None
@@ -146,6 +149,11 @@ def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[.
     record.temperature_c = _number(temp)
     used = optional(lib.amdsmi_get_gpu_memory_usage, handle, lib.AmdSmiMemoryType.VRAM)
     record.vram_used_bytes = int(used) if isinstance(used, int) else None
+
+
+def _absent(*args: Any) -> None:
+    """Stands in for a query older amdsmi releases do not have (amdsmi_get_gpu_enumeration_info: ROCm 6.4+)."""
+    return None
 
 
 def _text(value: Any) -> str | None:

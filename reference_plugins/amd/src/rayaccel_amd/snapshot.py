@@ -35,6 +35,8 @@ class GpuRecord:
     market_name: str
     device_id: int | None = None
     bdf: str | None = None
+    #: The HIP device id (what HIP_VISIBLE_DEVICES counts), when amdsmi reports it; None: the amdsmi index.
+    hip_id: int | None = None
     vram_mib: int | None = None
     numa_node: int | None = None
     driver_version: str | None = None
