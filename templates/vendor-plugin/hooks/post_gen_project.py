@@ -1,0 +1,87 @@
+"""Finish the baked project: the vendor label in the fixture's expectation, and the template record.
+
+The record is a cruft state file (``.cruft.json``): the template's source, the commit it was baked
+from and every answer, so ``rayaccel upgrade`` (or ``cruft update``) can bring in a newer template and
+keep the project's own edits. When cruft itself bakes (it passes ``_commit``), cruft writes the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+CONTEXT = json.loads({{ cookiecutter | tojson | tojson }})
+FIXTURE = Path("src") / CONTEXT["__module"] / "fixtures" / f"{CONTEXT['__family']}-4.yaml"
+VENDOR_LABEL_MARKER = '"@VENDOR_LABEL@"'
+#: Paths that describe this bake only and must not be replayed into another one.
+LOCAL_KEYS = ("_output_dir", "_repo_dir")
+
+
+def label_value(text: str) -> str:
+    """rayaccel.labels.to_label_value, repeated here because the hook may run without rayaccel installed
+    (the baked project's own tests compare this fixture with what the SDK computes, so a drift fails)."""
+    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", text.strip())
+    value = re.sub(r"-{2,}", "-", value)[:63]
+    return value.strip("-_.")
+
+
+def fill_vendor_label() -> None:
+    text = FIXTURE.read_text(encoding="utf-8")
+    label = label_value(CONTEXT["vendor_name"])
+    lines = []
+    for line in text.splitlines(keepends=True):
+        if VENDOR_LABEL_MARKER in line:
+            if not label:
+                continue  # the SDK leaves out a label whose value would be empty
+            line = line.replace(VENDOR_LABEL_MARKER, json.dumps(label))
+        lines.append(line)
+    FIXTURE.write_text("".join(lines), encoding="utf-8")
+
+
+def git(repo_dir: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", repo_dir, *args], capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def looks_remote(template: str) -> bool:
+    return "://" in template or template.startswith(("git@", "gh:", "gl:", "bb:"))
+
+
+def write_record() -> None:
+    repo_dir = str(CONTEXT.get("_repo_dir") or "")
+    top = git(repo_dir, "rev-parse", "--show-toplevel") if repo_dir else None
+    commit = git(repo_dir, "rev-parse", "HEAD") if top else None
+    directory = (git(repo_dir, "rev-parse", "--show-prefix") or "").rstrip("/") if top else ""
+    template = str(CONTEXT.get("_template") or "")
+    if not looks_remote(template):
+        template = top or str(Path(repo_dir or template).resolve())
+    if top and git(repo_dir, "status", "--porcelain", "--", ".") not in ("", None):
+        print(f"note: the template in {repo_dir} has uncommitted changes; the project records commit "
+              f"{commit}, so `rayaccel upgrade` will take that commit as its starting point", file=sys.stderr)
+    if commit is None:
+        print("note: the template is not in a git repository, so this project cannot be upgraded "
+              "automatically; bake it from a git clone to get `rayaccel upgrade`", file=sys.stderr)
+    context = {k: v for k, v in CONTEXT.items() if k not in LOCAL_KEYS}
+    context["_template"] = template
+    context["_commit"] = commit
+    record = {"template": template, "commit": commit, "checkout": CONTEXT.get("_checkout"),
+              "context": {"cookiecutter": context}, "directory": directory or None, "skip": []}
+    Path(".cruft.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    fill_vendor_label()
+    if "_commit" not in CONTEXT:
+        write_record()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

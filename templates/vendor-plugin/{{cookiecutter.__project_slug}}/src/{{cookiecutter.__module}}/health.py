@@ -1,0 +1,30 @@
+"""Device health from the driver's error counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rayaccel import Device, HealthReason, HealthReport
+from {{ cookiecutter.__module }}.probe import DeviceHealth
+
+# VENDOR: how many corrected errors your hardware tolerates before it should be looked at.
+CORRECTED_ERRORS_DEGRADED = 1000
+
+
+def to_reports(devices: Sequence[Device], health: dict[str, DeviceHealth]) -> list[HealthReport]:
+    reports = []
+    for device in devices:
+        counters = health.get(device.id)
+        if counters is None:
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[
+                HealthReason(code="no-health-data", message="the driver reported no error counters")]))
+        elif counters.fatal_errors:
+            # Fatal: the device is taken out of the resource count and the node is drained.
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
+                HealthReason(code="fatal-error", message=f"{counters.fatal_errors} fatal errors", fatal=True)]))
+        elif counters.corrected_errors >= CORRECTED_ERRORS_DEGRADED:
+            reports.append(HealthReport(device=device.id, state="degraded", reasons=[
+                HealthReason(code="corrected-errors", message=f"{counters.corrected_errors} corrected errors")]))
+        else:
+            reports.append(HealthReport(device=device.id, state="healthy"))
+    return reports

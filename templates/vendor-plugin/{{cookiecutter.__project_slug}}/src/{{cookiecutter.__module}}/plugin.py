@@ -1,0 +1,102 @@
+{% from "quote.jinja" import q %}
+"""rayaccel hooks for the {{ cookiecutter.__family }} family. Thin: the work is in the modules named for
+each concept (probe, discovery, topology, health, metrics, sku_fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rayaccel import (
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReason,
+    HealthReport,
+    Host,
+    MetricSample,
+    QuantityRule,
+    SkuCatalog,
+    SkuRecord,
+    SupportInfo,
+    Topology,
+    hookimpl,
+)
+from rayaccel.catalog import load_catalog
+from rayaccel.labels import to_label_value
+from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
+
+HERE = Path(__file__).parent
+VENDOR = {{ q(cookiecutter.vendor_name) }}
+MAINTAINERS = [
+{% for maintainer in cookiecutter.maintainers.split(",") if maintainer.strip() %}
+    {{ q(maintainer.strip()) }},
+{% endfor %}
+]
+#: The plugin's own node labels live under the vendor's DNS prefix; rayaccel.io/ and ray.io/ are not ours.
+LABEL_PREFIX = "{{ cookiecutter.__label_prefix }}"
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    return FamilyDeclaration(
+        name="{{ cookiecutter.__family }}", vendor=VENDOR, resource_name="{{ cookiecutter.resource_name }}",
+        visible_devices_env_var="{{ cookiecutter.visible_devices_env_var }}",
+        # VENDOR: "fractional" if several tasks may share one device, "choices" for fixed slice sizes.
+        quantity_rule=QuantityRule(kind="whole"), spec_version="1.0", unit="device",
+        # VENDOR: where users report problems, and the Ray versions you test with (certified tier).
+        support=SupportInfo(maintainers=MAINTAINERS, contact=None, license="Apache-2.0",
+                            tested_ray_versions=["2.60.0"]),
+    )
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return [str(HERE / "fixtures")]
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    infos = probe.read_devices(host)
+    return discovery.to_devices(infos, probe.driver_version(host) if infos else None)
+
+
+@hookimpl
+def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology:
+    return topology.to_topology(devices, probe.read_links(host, devices))
+
+
+@hookimpl
+def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]:
+    try:
+        counters = probe.read_health(host, devices)
+    except probe.ProbeError as e:
+        # Nothing is known: the devices stay schedulable but say why.
+        return [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="probe-error", message=str(e))])
+                for d in devices]
+    return health.to_reports(devices, counters)
+
+
+@hookimpl
+def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
+    try:
+        return metrics.to_samples(devices, probe.read_stats(host, devices), probe.read_health(host, devices))
+    except probe.ProbeError:
+        return []  # metrics are best effort; health reports the error
+
+
+@hookimpl
+def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+    product = to_label_value(inventory.devices[0].product_name) if inventory.devices else ""
+    return {f"{LABEL_PREFIX}/product": product} if product else {}
+
+
+@hookimpl
+def rayaccel_sku_catalog() -> SkuCatalog:
+    return load_catalog(HERE / "skus.yaml")
+
+
+@hookimpl
+def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+    return sku_fixture.fixture_for_sku(fixture, sku)

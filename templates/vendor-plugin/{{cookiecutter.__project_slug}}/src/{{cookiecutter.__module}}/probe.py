@@ -1,0 +1,494 @@
+{% set kind = cookiecutter.probe_kind %}
+{% if kind == "sysfs" %}
+"""Reads the devices from sysfs, as the kernel driver exposes them. The one module that touches the vendor
+interface: every other module works on the records defined here.
+
+Layout read::
+
+    /sys/class/{{ cookiecutter.__sysfs_class }}/{{ cookiecutter.__sysfs_class }}<N>/{uuid,product,device,memory_mib,pci_bus_id,numa_node}
+    /sys/class/{{ cookiecutter.__sysfs_class }}/{{ cookiecutter.__sysfs_class }}<N>/{fatal_errors,corrected_errors}
+    /sys/class/{{ cookiecutter.__sysfs_class }}/{{ cookiecutter.__sysfs_class }}<N>/{utilization,temperature,power,memory_used_mib}
+    /sys/class/{{ cookiecutter.__sysfs_class }}/{{ cookiecutter.__sysfs_class }}<N>/links/<peer uuid>   (content: GB/s)
+    /sys/module/{{ cookiecutter.__sysfs_class }}/version
+"""
+{% elif kind == "command-json" %}
+"""Reads the devices from the vendor's command-line tool, which prints JSON. The one module that touches
+the vendor interface: every other module works on the records defined here.
+
+Commands run (always without a shell and with a timeout)::
+
+    {{ cookiecutter.__tool }} list --json     {"driver_version": ..., "devices": [...], "links": [...]}
+    {{ cookiecutter.__tool }} health --json   {"devices": [{"uuid", "fatal_errors", "corrected_errors"}]}
+    {{ cookiecutter.__tool }} stats --json    {"devices": [{"uuid", "utilization", "temperature", "power", "memory_used_mib"}]}
+"""
+{% elif kind == "command-csv" %}
+"""Reads the devices from the vendor's command-line tool, which prints CSV (like ``nvidia-smi
+--format=csv,noheader``). The one module that touches the vendor interface: every other module works on
+the records defined here.
+
+Commands run (always without a shell and with a timeout): ``{{ cookiecutter.__tool }} --query-<table>=<columns>
+--format=csv,noheader`` for the tables device, health, link and stats, and ``--query-driver=version``.
+"""
+{% else %}
+"""Reads the devices through the vendor's Python library, behind a small adapter. The one module that
+touches the vendor interface: every other module works on the records defined here.
+
+The adapter is registered with rayaccel as library ``{{ cookiecutter.__family }}-lib``: on a real machine
+``host.library(...)`` calls :func:`open_real`, on a simulated host :func:`open_simulated` with the
+fixture's ``host.libraries["{{ cookiecutter.__family }}-lib"]`` data.
+"""
+{% endif %}
+
+from __future__ import annotations
+
+{% if kind == "command-csv" %}
+import csv
+import io
+{% endif %}
+{% if kind == "command-json" %}
+import json
+{% endif %}
+{% if kind in ("command-json", "command-csv") %}
+import shlex
+{% endif %}
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+{% if kind in ("command-json", "command-csv") %}
+from rayaccel import CommandNotFound, CommandTimeout, Device, Host
+{% elif kind == "python-library" %}
+from rayaccel import Device, Host, LibraryUnavailable
+from rayaccel.host import register_library_adapter
+{% else %}
+from rayaccel import Device, Host
+{% endif %}
+
+
+class ProbeError(Exception):
+    """The vendor interface answered, but with something this plugin cannot read."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    uuid: str
+    product: str
+    pci_device_id: str | None
+    memory_mib: int
+    pci_bus_id: str | None
+    numa_node: int | None
+
+
+@dataclass(frozen=True)
+class DeviceHealth:
+    uuid: str
+    fatal_errors: int
+    corrected_errors: int
+
+
+@dataclass(frozen=True)
+class DeviceStats:
+    uuid: str
+    utilization_percent: float
+    temperature_c: float
+    power_w: float
+    memory_used_mib: int
+
+
+@dataclass(frozen=True)
+class PeerLink:
+    a: str
+    b: str
+    gbps: float
+
+
+def _int(value: Any, what: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ProbeError(f"{what}: expected a whole number, got {value!r}") from None
+
+
+def _float(value: Any, what: str) -> float:
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ProbeError(f"{what}: expected a number, got {value!r}") from None
+
+
+def _optional_int(value: Any, what: str) -> int | None:
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "-1", "[N/A]", "N/A") else _int(text, what)
+
+
+def _pci_id(value: Any) -> str | None:
+    text = "" if value is None else str(value).strip().lower()
+    return text if text.startswith("0x") and len(text) == 6 else None
+
+
+{% if kind == "sysfs" %}
+# VENDOR: the class and attribute names your kernel driver creates.
+CLASS = "{{ cookiecutter.__sysfs_class }}"
+SYSFS = f"/sys/class/{CLASS}"
+DRIVER_VERSION = f"/sys/module/{CLASS}/version"
+
+
+def _attr(host: Host, path: str) -> str:
+    try:
+        return host.read_text(path).strip()
+    except (FileNotFoundError, IsADirectoryError):
+        raise ProbeError(f"{path} is missing") from None
+
+
+def _device_dirs(host: Host) -> list[tuple[int, str]]:
+    if not host.is_dir(SYSFS):
+        return []  # no driver loaded: no devices, not an error
+    found = []
+    for path in host.glob(f"{SYSFS}/{CLASS}*"):
+        suffix = path.rsplit("/", 1)[1][len(CLASS):]
+        if suffix.isdigit():
+            found.append((int(suffix), path))
+    return sorted(found)
+
+
+def driver_version(host: Host) -> str | None:
+    return _attr(host, DRIVER_VERSION) if host.exists(DRIVER_VERSION) else None
+
+
+def read_devices(host: Host) -> list[DeviceInfo]:
+    devices = []
+    for index, path in _device_dirs(host):
+        devices.append(DeviceInfo(
+            index=index, uuid=_attr(host, f"{path}/uuid"), product=_attr(host, f"{path}/product"),
+            pci_device_id=_pci_id(_attr(host, f"{path}/device")),
+            memory_mib=_int(_attr(host, f"{path}/memory_mib"), f"{path}/memory_mib"),
+            pci_bus_id=_attr(host, f"{path}/pci_bus_id") or None,
+            numa_node=_optional_int(_attr(host, f"{path}/numa_node"), f"{path}/numa_node"),
+        ))
+    return devices
+
+
+def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
+    links = []
+    for device in devices:
+        base = f"{SYSFS}/{CLASS}{device.index}/links"
+        for peer in host.list_dir(base) if host.is_dir(base) else []:
+            links.append(PeerLink(device.id, peer, _float(_attr(host, f"{base}/{peer}"), f"{base}/{peer}")))
+    return links
+
+
+def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
+    health = {}
+    for device in devices:
+        path = f"{SYSFS}/{CLASS}{device.index}"
+        health[device.id] = DeviceHealth(
+            device.id, _int(_attr(host, f"{path}/fatal_errors"), f"{path}/fatal_errors"),
+            _int(_attr(host, f"{path}/corrected_errors"), f"{path}/corrected_errors"))
+    return health
+
+
+def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
+    stats = {}
+    for device in devices:
+        path = f"{SYSFS}/{CLASS}{device.index}"
+        stats[device.id] = DeviceStats(
+            device.id, _float(_attr(host, f"{path}/utilization"), "utilization"),
+            _float(_attr(host, f"{path}/temperature"), "temperature"), _float(_attr(host, f"{path}/power"), "power"),
+            _int(_attr(host, f"{path}/memory_used_mib"), "memory_used_mib"))
+    return stats
+{% elif kind == "command-json" %}
+# VENDOR: your tool's name and the arguments that make it print JSON.
+TOOL = "{{ cookiecutter.__tool }}"
+LIST = [TOOL, "list", "--json"]
+HEALTH = [TOOL, "health", "--json"]
+STATS = [TOOL, "stats", "--json"]
+#: A wedged driver makes management tools hang; never wait longer than this.
+TIMEOUT = 5.0
+
+
+def run_json(host: Host, argv: list[str]) -> Any | None:
+    """The tool's parsed answer; None when the tool is not installed (no driver: no devices)."""
+    if host.which(TOOL) is None:
+        return None
+    try:
+        result = host.run(argv, timeout=TIMEOUT)
+    except CommandNotFound:
+        return None
+    except CommandTimeout as e:
+        raise ProbeError(str(e)) from None
+    if result.returncode != 0:
+        raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError as e:
+        raise ProbeError(f"{shlex.join(argv)} printed invalid JSON: {e}") from None
+
+
+def _rows(doc: Any, key: str) -> list[dict[str, Any]]:
+    rows = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ProbeError(f"expected a list of objects under {key!r}")
+    return rows
+
+
+def parse_devices(doc: Any) -> list[DeviceInfo]:
+    try:
+        return sorted((DeviceInfo(
+            index=_int(row["index"], "index"), uuid=str(row["uuid"]), product=str(row["product"]),
+            pci_device_id=_pci_id(row.get("pci_device_id")), memory_mib=_int(row["memory_mib"], "memory_mib"),
+            pci_bus_id=row.get("pci_bus_id") or None, numa_node=_optional_int(row.get("numa_node"), "numa_node"),
+        ) for row in _rows(doc, "devices")), key=lambda d: d.index)
+    except KeyError as e:
+        raise ProbeError(f"a device has no {e.args[0]!r}") from None
+
+
+def parse_links(doc: Any) -> list[PeerLink]:
+    try:
+        return [PeerLink(str(r["a"]), str(r["b"]), _float(r["gbps"], "gbps")) for r in _rows(doc, "links")]
+    except KeyError as e:
+        raise ProbeError(f"a link has no {e.args[0]!r}") from None
+
+
+def parse_health(doc: Any) -> dict[str, DeviceHealth]:
+    try:
+        return {str(r["uuid"]): DeviceHealth(str(r["uuid"]), _int(r["fatal_errors"], "fatal_errors"),
+                                             _int(r["corrected_errors"], "corrected_errors"))
+                for r in _rows(doc, "devices")}
+    except KeyError as e:
+        raise ProbeError(f"a health entry has no {e.args[0]!r}") from None
+
+
+def parse_stats(doc: Any) -> dict[str, DeviceStats]:
+    try:
+        return {str(r["uuid"]): DeviceStats(str(r["uuid"]), _float(r["utilization"], "utilization"),
+                                            _float(r["temperature"], "temperature"), _float(r["power"], "power"),
+                                            _int(r["memory_used_mib"], "memory_used_mib"))
+                for r in _rows(doc, "devices")}
+    except KeyError as e:
+        raise ProbeError(f"a stats entry has no {e.args[0]!r}") from None
+
+
+def driver_version(host: Host) -> str | None:
+    doc = run_json(host, LIST)
+    return str(doc["driver_version"]) if isinstance(doc, dict) and doc.get("driver_version") else None
+
+
+def read_devices(host: Host) -> list[DeviceInfo]:
+    doc = run_json(host, LIST)
+    return [] if doc is None else parse_devices(doc)
+
+
+def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
+    doc = run_json(host, LIST)
+    return [] if doc is None or "links" not in doc else parse_links(doc)
+
+
+def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
+    doc = run_json(host, HEALTH)
+    return {} if doc is None else parse_health(doc)
+
+
+def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
+    doc = run_json(host, STATS)
+    return {} if doc is None else parse_stats(doc)
+{% elif kind == "command-csv" %}
+# VENDOR: your tool's name, and the query syntax and column names it understands.
+TOOL = "{{ cookiecutter.__tool }}"
+DEVICE_COLUMNS = ("index", "uuid", "product", "pci_device_id", "memory_mib", "pci_bus_id", "numa_node")
+HEALTH_COLUMNS = ("uuid", "fatal_errors", "corrected_errors")
+LINK_COLUMNS = ("a", "b", "gbps")
+STATS_COLUMNS = ("uuid", "utilization", "temperature", "power", "memory_used_mib")
+#: A wedged driver makes management tools hang; never wait longer than this.
+TIMEOUT = 5.0
+
+
+def query(table: str, columns: tuple[str, ...]) -> list[str]:
+    return [TOOL, f"--query-{table}={','.join(columns)}", "--format=csv,noheader"]
+
+
+def run_csv(host: Host, argv: list[str]) -> str | None:
+    """The tool's output; None when the tool is not installed (no driver: no devices)."""
+    if host.which(TOOL) is None:
+        return None
+    try:
+        result = host.run(argv, timeout=TIMEOUT)
+    except CommandNotFound:
+        return None
+    except CommandTimeout as e:
+        raise ProbeError(str(e)) from None
+    if result.returncode != 0:
+        raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
+    return result.stdout
+
+
+def parse_rows(text: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """CSV without a header; values may be quoted and padded, as vendor tools print them."""
+    rows = []
+    for number, row in enumerate(csv.reader(io.StringIO(text), skipinitialspace=True), start=1):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != len(columns):
+            raise ProbeError(f"line {number}: expected {len(columns)} columns ({', '.join(columns)}), got {len(row)}")
+        rows.append({key: cell.strip() for key, cell in zip(columns, row, strict=True)})
+    return rows
+
+
+def parse_devices(text: str) -> list[DeviceInfo]:
+    return sorted((DeviceInfo(
+        index=_int(r["index"], "index"), uuid=r["uuid"], product=r["product"],
+        pci_device_id=_pci_id(r["pci_device_id"]), memory_mib=_int(r["memory_mib"], "memory_mib"),
+        pci_bus_id=r["pci_bus_id"] or None, numa_node=_optional_int(r["numa_node"], "numa_node"),
+    ) for r in parse_rows(text, DEVICE_COLUMNS)), key=lambda d: d.index)
+
+
+def parse_links(text: str) -> list[PeerLink]:
+    return [PeerLink(r["a"], r["b"], _float(r["gbps"], "gbps")) for r in parse_rows(text, LINK_COLUMNS)]
+
+
+def parse_health(text: str) -> dict[str, DeviceHealth]:
+    return {r["uuid"]: DeviceHealth(r["uuid"], _int(r["fatal_errors"], "fatal_errors"),
+                                    _int(r["corrected_errors"], "corrected_errors"))
+            for r in parse_rows(text, HEALTH_COLUMNS)}
+
+
+def parse_stats(text: str) -> dict[str, DeviceStats]:
+    return {r["uuid"]: DeviceStats(r["uuid"], _float(r["utilization"], "utilization"),
+                                   _float(r["temperature"], "temperature"), _float(r["power"], "power"),
+                                   _int(r["memory_used_mib"], "memory_used_mib"))
+            for r in parse_rows(text, STATS_COLUMNS)}
+
+
+def driver_version(host: Host) -> str | None:
+    text = run_csv(host, query("driver", ("version",)))
+    if text is None:
+        return None
+    return text.strip() or None
+
+
+def read_devices(host: Host) -> list[DeviceInfo]:
+    text = run_csv(host, query("device", DEVICE_COLUMNS))
+    return [] if text is None else parse_devices(text)
+
+
+def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
+    text = run_csv(host, query("link", LINK_COLUMNS))
+    return [] if text is None else parse_links(text)
+
+
+def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
+    text = run_csv(host, query("health", HEALTH_COLUMNS))
+    return {} if text is None else parse_health(text)
+
+
+def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
+    text = run_csv(host, query("stats", STATS_COLUMNS))
+    return {} if text is None else parse_stats(text)
+{% else %}
+LIBRARY = "{{ cookiecutter.__family }}-lib"
+
+
+class SimulatedLibrary:
+    """The vendor library's answers, from a fixture. The real adapter must offer the same methods."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self._devices = {int(k): v for k, v in (data.get("devices") or {}).items()}
+
+    def driver_version(self) -> str | None:
+        version = self._data.get("driver_version")
+        return None if version is None else str(version)
+
+    def device_count(self) -> int:
+        return len(self._devices)
+
+    def device_info(self, index: int) -> dict[str, Any]:
+        return {k: v for k, v in self._devices[index].items() if k not in ("links",)}
+
+    def device_links(self, index: int) -> dict[str, float]:
+        return dict(self._devices[index].get("links") or {})
+
+
+def open_simulated(data: dict[str, Any]) -> SimulatedLibrary:
+    return SimulatedLibrary(data)
+
+
+def open_real() -> SimulatedLibrary:
+    # VENDOR: return an adapter with SimulatedLibrary's methods, backed by your bindings, e.g.
+    #     import acmeml                      # your library; raise LibraryUnavailable if it is missing
+    #     acmeml.init()                      # raise LibraryUnavailable if the driver is not loaded
+    #     return RealLibrary(acmeml)         # device_info(i) -> {"uuid": ..., "product": ..., ...}
+    # Until then this plugin finds no devices on a real machine, which is what it must do without a driver.
+    raise LibraryUnavailable(f"{LIBRARY}: the vendor library is not wired in yet (see VENDOR in {__name__})")
+
+
+register_library_adapter(LIBRARY, f"{__name__}:open_real", f"{__name__}:open_simulated")
+
+
+def _library(host: Host) -> SimulatedLibrary | None:
+    try:
+        return host.library(LIBRARY)  # type: ignore[no-any-return]
+    except LibraryUnavailable:
+        return None  # no library or no driver: no devices, not an error
+
+
+def _field(info: dict[str, Any], key: str, index: int) -> Any:
+    if key not in info:
+        raise ProbeError(f"device {index}: the library reports no {key!r}")
+    return info[key]
+
+
+def driver_version(host: Host) -> str | None:
+    lib = _library(host)
+    return None if lib is None else lib.driver_version()
+
+
+def read_devices(host: Host) -> list[DeviceInfo]:
+    lib = _library(host)
+    if lib is None:
+        return []
+    devices = []
+    for index in range(lib.device_count()):
+        info = lib.device_info(index)
+        devices.append(DeviceInfo(
+            index=index, uuid=str(_field(info, "uuid", index)), product=str(_field(info, "product", index)),
+            pci_device_id=_pci_id(info.get("pci_device_id")),
+            memory_mib=_int(_field(info, "memory_mib", index), "memory_mib"),
+            pci_bus_id=info.get("pci_bus_id") or None, numa_node=_optional_int(info.get("numa_node"), "numa_node"),
+        ))
+    return devices
+
+
+def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
+    lib = _library(host)
+    if lib is None:
+        return []
+    return [PeerLink(d.id, peer, _float(gbps, "gbps")) for d in devices
+            for peer, gbps in sorted(lib.device_links(d.index).items())]
+
+
+def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
+    lib = _library(host)
+    if lib is None:
+        return {}
+    health = {}
+    for d in devices:
+        info = lib.device_info(d.index)
+        health[d.id] = DeviceHealth(d.id, _int(_field(info, "fatal_errors", d.index), "fatal_errors"),
+                                      _int(_field(info, "corrected_errors", d.index), "corrected_errors"))
+    return health
+
+
+def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
+    lib = _library(host)
+    if lib is None:
+        return {}
+    stats = {}
+    for d in devices:
+        info = lib.device_info(d.index)
+        stats[d.id] = DeviceStats(d.id, _float(info.get("utilization", 0), "utilization"),
+                                    _float(info.get("temperature", 0), "temperature"),
+                                    _float(info.get("power", 0), "power"),
+                                    _int(info.get("memory_used_mib", 0), "memory_used_mib"))
+    return stats
+{% endif %}
