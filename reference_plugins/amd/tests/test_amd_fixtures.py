@@ -213,3 +213,13 @@ def test_units_are_hip_device_ids_when_amdsmi_reports_them(manager, fixtures):
     assert [d.units for d in family.devices] == [[str(7 - i)] for i in range(8)]
     lost = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu6-lost"])).family("amd")
     assert lost.schedulable_units == [str(i) for i in range(7)]
+
+
+def test_failing_metric_command_makes_health_unknown_not_healthy(manager, fixtures):
+    data = fixtures["mi300x-8"].model_dump(mode="json", by_alias=True)
+    data["host"]["commands"]["amd-smi metric --json"] = {"stdout": "", "stderr": "ERROR: amdgpu not ready\n",
+                                                         "returncode": 1}
+    inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "no-metric")))
+    family = inventory.family("amd")
+    assert {h.state for h in family.health} == {"unknown"}
+    assert inventory.resources["GPU"] == 8  # unknown is still scheduled

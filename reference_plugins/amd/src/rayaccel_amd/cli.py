@@ -244,6 +244,9 @@ def _run(host: Host, args: list[str], required: bool) -> str | None:
     return result.stdout
 
 
+#: Recorded in GpuRecord.errors when `amd-smi metric` failed: the GPU's health cannot be read.
+METRIC_UNAVAILABLE = "AMD_SMI_METRIC_FAILED"
+
 #: What each part of a snapshot costs: one amd-smi run each (plus `list`, always, for the GPU ids).
 PARTS = ("static", "metric", "topology", "version")
 
@@ -276,6 +279,8 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
         record.bdf = record.bdf or listing[index]["bdf"]
         for key, value in metrics.get(index, {}).items():
             setattr(record, key, value)
+        if "metric" in parts and metric_text is None:
+            record.errors["metric"] = METRIC_UNAVAILABLE
         record.links = topology.get(index, {})
         gpus.append(record)
     return Snapshot(source="amd-smi", gpus=gpus)

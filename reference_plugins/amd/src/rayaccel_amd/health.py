@@ -5,6 +5,7 @@
 - a health query failing with an I/O, DRM or not-found status -> unhealthy, fatal: the GPU stopped answering;
 - deferred errors -> degraded; correctable errors, and RAS disabled for the memory controller (UMC), ->
   healthy, reported as a reason;
+- ``amd-smi metric`` failing -> unknown (still scheduled): nothing says the GPU is bad, nothing says it is good;
 - a GPU that fell off the bus is no longer enumerated, so discovery no longer lists it.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport
+from rayaccel_amd.cli import METRIC_UNAVAILABLE
 from rayaccel_amd.snapshot import GpuRecord, Snapshot
 
 #: amdsmi statuses that mean the device itself stopped answering (not "unsupported" or "no permission").
@@ -30,6 +32,10 @@ def report_for(gpu: GpuRecord) -> HealthReport:
         reasons.append(HealthReason(code="amdsmi-" + lost[0].removeprefix("AMDSMI_STATUS_").lower().replace("_", "-"),
                                     message=f"GPU {gpu.index} does not answer amdsmi ({queries}: {', '.join(lost)})",
                                     fatal=True))
+    if gpu.errors.get("metric") == METRIC_UNAVAILABLE and state == "healthy":
+        state = "unknown"
+        reasons.append(HealthReason(code="health-unavailable",
+                                    message="`amd-smi metric --json` failed: ECC counters could not be read"))
     if gpu.ecc is not None and gpu.ecc.uncorrectable > 0:
         state = "unhealthy"
         reasons.append(HealthReason(code="ecc-uncorrectable",
