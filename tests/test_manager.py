@@ -74,6 +74,19 @@ def test_plugin_that_raises_does_not_stop_the_others(manager_with_acme, acme_hos
     assert inventory.resources["ACME"] == 4
 
 
+def test_plugin_can_report_a_problem_in_its_own_words(manager_with_acme, acme_host):
+    from rayaccel import HookError
+
+    def tool_hangs(host: Any) -> list[Device]:
+        raise HookError("acme-smi did not answer within 5s", fix="reset the card with acme-smi --reset",
+                        code="tool-timeout")
+
+    assert manager_with_acme.register(make_plugin("own", rayaccel_discover=tool_hangs), "own")
+    problem = next(p for p in collect_inventory(manager_with_acme, acme_host).problems if p.plugin == "own")
+    assert (problem.code, problem.message, problem.fix) == (
+        "tool-timeout", "acme-smi did not answer within 5s", "reset the card with acme-smi --reset")
+
+
 def test_plugin_that_hangs_is_abandoned_after_the_timeout(manager_with_acme, acme_host):
     def hang(host: Any) -> list[Device]:
         time.sleep(30)

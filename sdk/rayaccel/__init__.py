@@ -7,7 +7,7 @@ this package imports no Ray, torch or vendor library: those load where they are 
 
 from __future__ import annotations
 
-from rayaccel.errors import CatalogError, FixtureError, PluginError, RayaccelError
+from rayaccel.errors import CatalogError, FixtureError, HookError, PluginError, RayaccelError
 from rayaccel.hookspec import SPEC_VERSION, hookimpl
 from rayaccel.host import (
     CommandNotFound,
@@ -60,6 +60,7 @@ __all__ = [
     "FamilyInventory",
     "FixtureError",
     "HealthReason",
+    "HookError",
     "HealthReport",
     "Host",
     "HostError",

@@ -9,6 +9,16 @@ class RayaccelError(Exception):
     exit_code = 2
 
 
+class HookError(Exception):
+    """Raised by a plugin's hook to report a problem in its own words: the manager records the message,
+    the plugin's fix and code instead of a generic "raised" problem (e.g. a vendor tool that hangs)."""
+
+    def __init__(self, message: str, fix: str | None = None, code: str = "vendor-error") -> None:
+        super().__init__(message)
+        self.fix = fix
+        self.code = code
+
+
 class FixtureError(RayaccelError):
     """A fixture that cannot be found, read or validated."""
 

@@ -25,7 +25,7 @@ import pluggy
 from pydantic import TypeAdapter, ValidationError
 
 from rayaccel import hookspec
-from rayaccel.errors import PluginError
+from rayaccel.errors import HookError, PluginError
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 from rayaccel.records import (
     CloudHint,
@@ -373,6 +373,9 @@ class PluginManager:
             return False, None
         if "error" in outcome:
             e = outcome["error"]
+            if isinstance(e, HookError):
+                self._problem(plugin, dist, hook, e.code, str(e), e.fix, sink=problems)
+                return False, None
             where = "failed to import" if hook == "import" else "raised"
             self._problem(plugin, dist, None if hook == "import" else hook, "hook-raised",
                           f"{where} {type(e).__name__}: {e}",
