@@ -24,7 +24,9 @@ Hooks are plain functions named `rayaccel_*` (decorate them with `rayaccel.hooki
 recognised too). The SDK calls each hook **once per plugin**, in a worker thread bounded by
 `RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below. An exception,
 a hang or a malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on.
-A hook may accept any subset of its parameters. Records are in `rayaccel.records` (exported by `rayaccel`).
+A hook may accept any subset of its parameters. A hook that cannot do its job (a vendor tool hung or printed
+garbage) raises `rayaccel.HookError(message, fix=..., code=...)`: the problem then carries the plugin's own
+words and fix instead of a generic "raised". Records are in `rayaccel.records` (exported by `rayaccel`).
 
 Spec version: **{hookspec.SPEC_VERSION}**. A plugin declares the version it was written for in
 `FamilyDeclaration.spec_version`; a different major version is refused, any minor version is accepted.
