@@ -1,0 +1,101 @@
+"""Certified tier (RAC3xx): transports, who stands behind the plugin, and evidence from real hardware."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from rayaccel.host import RealHost
+from rayaccel.raycompat import TESTED_RAY_VERSIONS
+
+from rayaccel_conformance.checks import CheckFailed, CheckSkipped, check
+from rayaccel_conformance.subject import Subject
+
+# SPDX license expressions: ids joined by AND/OR/WITH, optionally parenthesised.
+_SPDX = re.compile(r"^[()A-Za-z0-9.+-]+( (AND|OR|WITH) [()A-Za-z0-9.+-]+)*$")
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+
+
+@check("RAC301")
+def transports(subject: Subject) -> list[str]:
+    """Every declared tensor transport's manager class imports and subclasses Ray's TensorTransportManager.
+
+    Each ``rayaccel_transports`` record names ``module:Class``; the class must import in this environment
+    and subclass ``ray.experimental.TensorTransportManager``, so Ray Direct Transport can register it.
+    Exercising the transport between real actors joins this tier with the transport work. Fix: point
+    ``manager_class`` at the subclass, and make its module importable without the device present.
+    """
+    from ray.experimental import TensorTransportManager
+
+    subject.family()
+    problems: list = []
+    specs = subject.manager.transports(subject.name, problems)
+    wrong = [p.render() for p in problems]
+    ok = []
+    for spec in specs:
+        module_name, _, attr = spec.manager_class.partition(":")
+        try:
+            cls: object = importlib.import_module(module_name)
+            for part in attr.split("."):
+                cls = getattr(cls, part)
+        except Exception as e:  # an import error is the finding, whatever its type
+            wrong.append(f"{spec.name}: {spec.manager_class} does not import: {type(e).__name__}: {e}")
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, TensorTransportManager)):
+            wrong.append(f"{spec.name}: {spec.manager_class} is not a subclass of TensorTransportManager")
+            continue
+        ok.append(f"{spec.name} -> {spec.manager_class}")
+    if wrong:
+        raise CheckFailed(wrong)
+    return ok or ["the plugin declares no tensor transports"]
+
+
+@check("RAC302")
+def support_metadata(subject: Subject) -> list[str]:
+    """The plugin's metadata names at least 2 maintainers, a support contact, a license and the Ray
+    versions it is tested with.
+
+    ``FamilyDeclaration.support`` is what users and Ray's maintainers rely on: ``maintainers`` (2 or more,
+    so support outlives one person), ``contact`` (URL or e-mail), ``license`` (an SPDX expression) and
+    ``tested_ray_versions`` (e.g. ``["2.60.0"]``). Fix: fill in ``support=SupportInfo(...)``.
+    """
+    support = subject.family().support
+    wrong = []
+    maintainers = [m for m in support.maintainers if m.strip()]
+    if len(set(maintainers)) < 2:
+        wrong.append(f"names {len(set(maintainers))} maintainers, 2 or more are needed")
+    if not support.contact or not ("@" in support.contact or support.contact.startswith(("http://", "https://"))):
+        wrong.append(f"support contact {support.contact!r} is not a URL or e-mail address")
+    if not support.license or not _SPDX.match(support.license):
+        wrong.append(f"license {support.license!r} is not an SPDX expression")
+    if not support.tested_ray_versions or not all(_VERSION.match(v) for v in support.tested_ray_versions):
+        wrong.append(f"tested Ray versions {support.tested_ray_versions} must list versions like '2.60.0'")
+    if wrong:
+        raise CheckFailed(wrong)
+    current = [v for v in support.tested_ray_versions if v in TESTED_RAY_VERSIONS]
+    return [f"maintainers: {', '.join(maintainers)}; contact {support.contact}; license {support.license}",
+            f"tested with Ray {', '.join(support.tested_ray_versions)}"
+            + ("" if current else f" (not with the SDK's Ray {', '.join(TESTED_RAY_VERSIONS)})")]
+
+
+@check("RAC303")
+def real_hardware(subject: Subject) -> str:
+    """The run includes evidence from real hardware: at least one device of the family on this machine.
+
+    Simulated hosts prove the plugin's logic against recorded vendor answers; certification also needs a
+    run on the hardware itself (``--conformance-hardware real`` on a machine with the family's devices).
+    A simulated-only run never reports certified: this check is skipped there, with this reason. Fix: run
+    the suite on a machine with the devices and attach its report.
+    """
+    family = subject.family()
+    if subject.hardware != "real":
+        raise CheckSkipped("simulated-only run: certified needs --conformance-hardware real on a machine with "
+                           f"{family.vendor} devices")
+    inventory = subject.build(RealHost())
+    fam = inventory.family(family.name)
+    if fam is None or not fam.devices:
+        problems = [p.render() for p in subject.plugin_problems(inventory, severities=("error", "warning"))]
+        raise CheckFailed([f"no {family.name} device found on {inventory.host}", *problems])
+    products = sorted({d.product_name for d in fam.devices})
+    return (f"{len(fam.devices)} devices on {inventory.host} ({', '.join(products)}), accelerator type "
+            f"{fam.accelerator_type}, resources {fam.resources}")

@@ -1,0 +1,101 @@
+"""The check registry: every conformance check, with its stable ID, tier, title and help.
+
+A check is a function decorated with :func:`check`. Its docstring's first line is the title; the whole
+docstring is the help shown when it fails. It returns evidence (a short sentence, or a list of them) when
+it passes and raises :class:`CheckFailed` with evidence when it does not. IDs never change meaning: RAC1xx
+are experimental, RAC2xx supported, RAC3xx certified.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from rayaccel_conformance.subject import Subject
+
+Tier = Literal["experimental", "supported", "certified"]
+TIERS: tuple[Tier, ...] = ("experimental", "supported", "certified")
+_TIER_OF_HUNDRED = {1: "experimental", 2: "supported", 3: "certified"}
+
+#: What a check is run for: once per plugin, or once per fixture of the plugin.
+Scope = Literal["plugin", "fixture"]
+
+Evidence = str | Sequence[str]
+CheckFunction = Callable[..., Evidence]
+
+DOCS_PAGE = "docs/conformance.md"
+
+
+class CheckFailed(Exception):
+    """The plugin does not meet the check; the evidence says what was found instead."""
+
+    def __init__(self, evidence: Evidence) -> None:
+        self.evidence = [evidence] if isinstance(evidence, str) else list(evidence)
+        super().__init__("; ".join(self.evidence))
+
+
+class CheckSkipped(Exception):
+    """The check could not be run (and so does not count as passed): the reason says why."""
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    tier: Tier
+    title: str
+    help: str
+    scope: Scope
+    function: CheckFunction
+    #: Starts Ray: run after the cheap checks, and only while the tier can still be reached.
+    uses_ray: bool = False
+
+    @property
+    def anchor(self) -> str:
+        return self.id.lower()
+
+    @property
+    def docs_url(self) -> str:
+        return f"{DOCS_PAGE}#{self.anchor}"
+
+    def run(self, subject: Subject, fixture: str | None) -> list[str]:
+        result = self.function(subject, fixture) if self.scope == "fixture" else self.function(subject)
+        return [result] if isinstance(result, str) else list(result)
+
+
+CHECKS: dict[str, Check] = {}
+_ID = re.compile(r"^RAC([123])\d\d$")
+
+
+def check(check_id: str, scope: Scope = "plugin", uses_ray: bool = False) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check function under a stable ID; the ID's hundreds digit is its tier."""
+
+    def register(function: CheckFunction) -> CheckFunction:
+        match = _ID.match(check_id)
+        if not match:
+            raise ValueError(f"check id {check_id!r} must be RAC followed by 3 digits, 1xx-3xx")
+        if check_id in CHECKS:
+            raise ValueError(f"check id {check_id} is registered twice")
+        doc = inspect.cleandoc(function.__doc__ or "")
+        if not doc:
+            raise ValueError(f"check {check_id} ({function.__name__}) has no docstring: it is the failure help")
+        title = doc.splitlines()[0].rstrip(".")
+        tier: Tier = _TIER_OF_HUNDRED[int(match.group(1))]  # type: ignore[assignment]
+        CHECKS[check_id] = Check(check_id, tier, title, doc, scope, function, uses_ray)
+        return function
+
+    return register
+
+
+def all_checks() -> list[Check]:
+    """Every check, in tier then ID order (importing the tier modules registers them)."""
+    from rayaccel_conformance import certified, experimental, supported  # noqa: F401
+
+    return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))
+
+
+def tier_index(tier: str) -> int:
+    return TIERS.index(tier)  # type: ignore[arg-type]

@@ -1,0 +1,259 @@
+"""The pytest plugin: ``pytest --conformance`` grades accelerator plugins into tiers.
+
+As ``_pytest/stepwise.py`` does, ``pytest_addoption`` adds the options and ``pytest_configure`` registers the
+:class:`ConformanceRun` only when ``--conformance`` is given; without it this module changes nothing. A
+conformance run collects only the conformance checks (one item per check x plugin, and x fixture where the
+check is per fixture), so it works in any directory, including one without tests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHOICES_HARDWARE = ("simulated", "real")
+CHOICES_TIER = ("experimental", "supported", "certified")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rayaccel-conformance", "rayaccel conformance suite")
+    group.addoption("--conformance", action="store_true", default=False,
+                    help="run the rayaccel conformance checks (instead of the tests found) and write a report")
+    group.addoption("--conformance-plugin", action="append", default=[], metavar="NAME",
+                    help="plugin to grade (repeatable; default: every installed plugin)")
+    group.addoption("--conformance-fixture", action="append", default=[], metavar="FIXTURE",
+                    help="fixture (plugin/name or name) to run on (repeatable; default: every fixture shipped)")
+    group.addoption("--conformance-hardware", choices=CHOICES_HARDWARE, default="simulated",
+                    help="simulated: the plugin's fixtures only; real: also this machine (default: simulated)")
+    group.addoption("--conformance-tier", choices=CHOICES_TIER, default=None,
+                    help="stop at this tier (default: run every tier)")
+    group.addoption("--conformance-report", default="conformance-report.json", metavar="PATH",
+                    help="JSON report path; HTML and JUnit XML are written beside it (default: %(default)s)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("conformance"):
+        return
+    config.addinivalue_line("markers", "conformance: a rayaccel conformance check")
+    report = Path(config.getoption("conformance_report")).absolute()
+    # JUnit XML through pytest's own junitxml plugin, whose pytest_configure runs after this one.
+    if not getattr(config.option, "xmlpath", None):
+        config.option.xmlpath = str(report.with_suffix(".xml"))
+    config.pluginmanager.register(ConformanceRun(config, report), "rayaccel-conformance-run")
+
+
+class ConformanceItem(pytest.Item):
+    """One check, for one plugin (and one fixture)."""
+
+    def __init__(self, *, run: ConformanceRun, check: Any, subject: Any, fixture: str | None,
+                 last_ray: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run, self.check, self.subject, self.fixture, self.last_ray = run, check, subject, fixture, last_ray
+        self.add_marker(pytest.mark.conformance)
+        self.user_properties.append(("check", check.id))
+        self.user_properties.append(("tier", check.tier))
+
+    def runtest(self) -> None:
+        self.run.run_item(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        from rayaccel_conformance.checks import CheckFailed
+
+        check = self.check
+        where = f"{self.subject.name}" + (f" on {self.fixture}" if self.fixture else "")
+        head = f"{check.id} [{check.tier}] {check.title} -- {where}"
+        if isinstance(excinfo.value, CheckFailed):
+            found = "\n".join(f"  - {line}" for line in excinfo.value.evidence)
+        else:
+            found = f"  - the check itself raised {excinfo.typename}: {excinfo.value}"
+        return f"{head}\nfound:\n{found}\n\n{check.help}\n\nsee {check.docs_url}"
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.check.id} {self.subject.name} {self.fixture or ''}".strip()
+
+
+class ConformanceSuite(pytest.Collector):
+    """Parent of the generated items (the suite has no files to collect from)."""
+
+    def collect(self) -> list[pytest.Item]:
+        return []
+
+
+class ConformanceRun:
+    """Registered only with --conformance: builds the items, runs them, writes the reports."""
+
+    def __init__(self, config: pytest.Config, report_path: Path) -> None:
+        self.config = config
+        self.report_path = report_path
+        self.hardware: str = config.getoption("conformance_hardware")
+        self.tier_limit: str | None = config.getoption("conformance_tier")
+        self.subjects: list[Any] = []
+        self.versions: dict[str, str] = {}
+        self.written: list[Path] = []
+
+    # Collection ------------------------------------------------------------------------------
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool:
+        return True  # a conformance run grades plugins; the tests of the directory are not part of it
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        items[:] = self.make_items(session)
+
+    def make_items(self, session: pytest.Session) -> list[pytest.Item]:
+        from rayaccel.manager import PluginManager
+
+        from rayaccel_conformance.checks import all_checks, tier_index
+        from rayaccel_conformance.subject import Subject
+
+        manager = PluginManager()
+        requested: list[str] = self.config.getoption("conformance_plugin")
+        names = requested or sorted(set(manager.plugin_names()) | {
+            p.plugin for p in manager.problems if p.severity != "info" and p.code != "disabled"})
+        fixtures: list[str] = self.config.getoption("conformance_fixture")
+        limit = tier_index(self.tier_limit) if self.tier_limit else len(CHOICES_TIER) - 1
+        checks = [c for c in all_checks() if tier_index(c.tier) <= limit]
+        # Per plugin: experimental, its Ray check, supported, its Ray check, certified: a Ray check runs
+        # once every cheaper check of its tier and below has spoken, and the plugin's nodes go after its last.
+        ordered = sorted(checks, key=lambda c: (tier_index(c.tier), c.uses_ray, c.id))
+        suite = ConformanceSuite.from_parent(session, name="conformance", nodeid="conformance")
+        items: list[pytest.Item] = []
+        for name in dict.fromkeys(names):
+            subject = Subject(name, manager, self.hardware,  # type: ignore[arg-type]
+                              [f for f in fixtures if "/" not in f or f.startswith(f"{name}/")])
+            self.subjects.append(subject)
+            refs: list[str | None] = list(subject.fixture_paths()) or [None]
+            mine: list[ConformanceItem] = []
+            for check in ordered:
+                for ref in refs if check.scope == "fixture" else [None]:
+                    label = f"{name}" + (f"/{ref.split('/', 1)[1]}" if ref else "")
+                    mine.append(ConformanceItem.from_parent(suite, name=f"{check.id}[{label}]", run=self,
+                                                            check=check, subject=subject, fixture=ref))
+            ray_items = [i for i in mine if i.check.uses_ray]
+            if ray_items:
+                ray_items[-1].last_ray = True
+            items.extend(mine)
+        return items
+
+    # Running ---------------------------------------------------------------------------------
+
+    def run_item(self, item: ConformanceItem) -> None:
+        from rayaccel_conformance.checks import CheckFailed, CheckSkipped, tier_index
+        from rayaccel_conformance.subject import Outcome
+
+        check, subject = item.check, item.subject
+        start = time.perf_counter()
+        outcome, evidence = "passed", []
+        try:
+            if check.uses_ray:
+                failed = subject.failed_ids(tier_index(check.tier))
+                if failed:
+                    raise CheckSkipped(f"not run: {check.tier} cannot be reached ({', '.join(failed)} failed)")
+            evidence = check.run(subject, item.fixture)
+        except CheckFailed as e:
+            outcome, evidence = "failed", e.evidence
+            raise
+        except CheckSkipped as e:
+            outcome, evidence = "skipped", [str(e)]
+            pytest.skip(str(e))
+        except Exception as e:
+            outcome, evidence = "error", [f"the check raised {type(e).__name__}: {e}"]
+            raise
+        finally:
+            subject.outcomes.append(Outcome(check.id, item.fixture, outcome,  # type: ignore[arg-type]
+                                            [str(x) for x in evidence], time.perf_counter() - start))
+            if item.last_ray:
+                self._release(subject)
+
+    def _release(self, subject: Any) -> None:
+        from rayaccel_conformance import raycluster
+
+        if raycluster._shared is not None and raycluster._shared.cluster is not None:
+            raycluster._shared.release(subject)
+
+    # Reporting -------------------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from rayaccel_conformance.raycluster import shutdown_shared_cluster
+
+        try:
+            shutdown_shared_cluster()
+        finally:
+            if self.subjects:
+                self.write_reports()
+
+    def build_report(self) -> Any:
+        import sys
+
+        import rayaccel
+        from rayaccel.hookspec import SPEC_VERSION
+
+        from rayaccel_conformance.checks import CHECKS, all_checks
+        from rayaccel_conformance.report import seal
+        from rayaccel_conformance.tiers import Result, reached_tier
+
+        try:
+            import ray
+
+            ray_version = ray.__version__
+        except ImportError:
+            ray_version = "not installed"
+        required: dict[str, set[str]] = {}
+        for c in all_checks():
+            required.setdefault(c.tier, set()).add(c.id)
+        plugins, checks = [], []
+        for subject in self.subjects:
+            results = [Result(o.check_id, CHECKS[o.check_id].tier, o.outcome, o.fixture, o.evidence)
+                       for o in subject.outcomes]
+            tier, reason = reached_tier(results, required, self.tier_limit)
+            family = subject.manager.family(subject.name) if subject.loaded else None
+            plugins.append({
+                "name": subject.name, "distribution": subject.distribution, "version": subject.version,
+                "family": family.name if family else None, "resource_name": family.resource_name if family else None,
+                "fixtures": list(subject.fixture_paths()), "tier": tier, "tier_reason": reason,
+                "passed": sum(r.outcome == "passed" for r in results),
+                "failed": sum(r.outcome in ("failed", "error") for r in results),
+                "skipped": sum(r.outcome == "skipped" for r in results),
+            })
+            for o in subject.outcomes:
+                c = CHECKS[o.check_id]
+                checks.append({"id": c.id, "tier": c.tier, "title": c.title, "plugin": subject.name,
+                               "fixture": o.fixture, "outcome": o.outcome, "evidence": o.evidence,
+                               "duration_s": round(o.duration_s, 4), "docs": c.docs_url})
+        content = {
+            "schema": "rayaccel-conformance-report/1",
+            "created": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+            "versions": {"sdk": rayaccel.__version__, "spec": SPEC_VERSION, "ray": ray_version,
+                         "python": platform.python_version(), "platform": f"{sys.platform} {platform.machine()}"},
+            "hardware": self.hardware, "tier_limit": self.tier_limit, "plugins": plugins, "checks": checks,
+        }
+        return seal(content)
+
+    def write_reports(self) -> None:
+        from rayaccel_conformance.report import render_html, write_atomic, write_json
+
+        report = self.build_report()
+        write_json(report, self.report_path)
+        html_path = self.report_path.with_suffix(".html")
+        write_atomic(html_path, render_html(report))
+        self.report = report
+        self.written = [self.report_path, html_path]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        report = getattr(self, "report", None)
+        if report is None:
+            return
+        tr = terminalreporter
+        tr.section("rayaccel conformance")
+        width = max([len(p.name) for p in report.plugins] + [6])
+        for p in report.plugins:
+            tr.write_line(f"{p.name:<{width}}  {(p.tier or 'none'):<12}  {p.tier_reason}")
+        tr.write_line(f"hardware: {report.hardware}; report: {self.report_path} (+ .html, .xml)")

@@ -1,0 +1,212 @@
+"""One Ray cluster per conformance run, shared by every Ray check of every plugin.
+
+A ``ray.cluster_utils.Cluster`` with a head node that has no accelerator, and one node per fixture, started
+through the SDK (``rayaccel.ray.add_node``) the first time a check needs it. All fixtures of a plugin start
+together (their start-up overlaps) and are removed after the plugin's last Ray check, so a run over many
+plugins never holds more than one plugin's nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from rayaccel.records import NodeInventory
+
+from rayaccel_conformance.checks import CheckFailed
+
+if TYPE_CHECKING:
+    from rayaccel_conformance.subject import Subject
+
+TASK_TIMEOUT_S = 60.0
+#: Tasks sent by label selector in RAC208: enough that a wrong placement would show.
+SELECTOR_TASKS = 4
+ACCELERATOR_TYPE_LABEL = "ray.io/accelerator-type"
+NODE_ID_LABEL = "ray.io/node-id"
+
+
+def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
+    """Runs in a Ray worker: where it ran, what the env var says, what Ray assigned."""
+    import ray
+
+    context = ray.get_runtime_context()
+    return context.get_node_id(), os.environ.get(env_var), list(context.get_accelerator_ids().get(resource, []))
+
+
+class SharedCluster:
+    def __init__(self) -> None:
+        self.cluster: Any = None
+        self.nodes: dict[str, Any] = {}  # fixture ref -> ray._private.node.Node
+        self.node_ids: dict[str, str] = {}
+        self.installed: set[str] = set()
+        self.ray_version: str | None = None
+
+    # Life cycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.cluster is not None:
+            return
+        import ray
+        from ray.cluster_utils import Cluster
+
+        import rayaccel.ray
+
+        self.ray_version = ray.__version__
+        cluster = Cluster(initialize_head=False)
+        try:
+            rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False)
+            rayaccel.ray.connect(cluster.address, plugins=[], log_to_driver=False)
+        except BaseException:
+            cluster.shutdown()
+            raise
+        self.cluster = cluster
+
+    def shutdown(self) -> None:
+        if self.cluster is None:
+            return
+        import rayaccel.ray
+        from rayaccel.ray.registry import uninstall
+
+        try:
+            rayaccel.ray.shutdown()
+        finally:
+            self.cluster.shutdown()
+            uninstall()
+            self.cluster = None
+            self.nodes.clear()
+            self.node_ids.clear()
+            self.installed.clear()
+
+    def nodes_for(self, subject: Subject) -> None:
+        """Start a node for every fixture of the plugin that has none yet, all at once."""
+        import rayaccel.ray
+
+        self.start()
+        if subject.name not in self.installed:
+            rayaccel.ray.install_driver([subject.name], subject.manager)
+            self.installed.add(subject.name)
+        started = []
+        for ref in subject.fixture_paths():
+            if ref not in self.nodes:
+                try:
+                    node = rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[subject.name], num_cpus=1,
+                                                 wait=False)
+                except Exception as e:  # a node that cannot start is the finding for that fixture
+                    self.nodes[ref] = e
+                    continue
+                self.nodes[ref] = node
+                self.node_ids[ref] = str(node.node_id)
+                started.append(ref)
+        if started:
+            self.cluster.wait_for_nodes()
+
+    def node_id(self, subject: Subject, fixture: str) -> str:
+        self.nodes_for(subject)
+        node = self.nodes[fixture]
+        if isinstance(node, Exception):
+            raise CheckFailed(f"{fixture}: the SDK could not start a Ray node: {type(node).__name__}: {node}")
+        return self.node_ids[fixture]
+
+    def release(self, subject: Subject) -> None:
+        """Remove the plugin's nodes: its Ray checks are done."""
+        for ref in list(subject.fixture_paths()):
+            node = self.nodes.pop(ref, None)
+            self.node_ids.pop(ref, None)
+            if node is not None and not isinstance(node, Exception) and self.cluster is not None:
+                self.cluster.remove_node(node, allow_graceful=True)
+
+    # Checks ----------------------------------------------------------------------------------
+
+    def _node(self, node_id: str) -> dict[str, Any]:
+        import ray
+
+        deadline = time.monotonic() + 10
+        while True:
+            found = [n for n in ray.nodes() if n["NodeID"] == node_id and n["Alive"]]
+            if found or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if not found:
+            raise CheckFailed(f"node {node_id} is not alive in the cluster")
+        return found[0]  # type: ignore[no-any-return]
+
+    def single_node_check(self, subject: Subject, fixture: str, inventory: NodeInventory) -> list[str]:
+        import ray
+
+        family = subject.family()
+        fam = inventory.family(family.name)
+        assert fam is not None
+        node_id = self.node_id(subject, fixture)
+        node = self._node(node_id)
+        wrong = [f"node resource {name}: expected {value:g}, Ray shows {node['Resources'].get(name)}"
+                 for name, value in inventory.resources.items() if node["Resources"].get(name) != value]
+        if wrong:
+            raise CheckFailed(wrong)
+        resource, env_var = family.resource_name, family.visible_devices_env_var
+        options: dict[str, Any] = {"num_cpus": 0.1, "label_selector": {NODE_ID_LABEL: node_id}}
+        if resource == "GPU":
+            options["num_gpus"] = 1
+        else:
+            options["resources"] = {resource: 1}
+        task = ray.remote(_probe).options(**options)
+        try:
+            ran_on, env, assigned = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
+        except Exception as e:  # GetTimeoutError, a worker crash, a refused request: all are findings
+            raise CheckFailed(f"a task asking for 1 {resource} on {fixture}'s node did not run: "
+                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        if env is None:
+            raise CheckFailed(f"the task's {env_var} is unset")
+        seen = subject.manager.parse_visible(subject.name, env)
+        if len(seen) != 1 or seen != assigned or seen[0] not in fam.schedulable_units or ran_on != node_id:
+            raise CheckFailed(f"a task asking for 1 {resource} saw {env_var}={env!r} (units {seen}); Ray assigned "
+                              f"{assigned}; the node's units are {fam.schedulable_units}")
+        return [f"{fixture}: node shows {inventory.resources}",
+                f"a task asking for 1 {resource} saw {env_var}={env} (Ray assigned {assigned})"]
+
+    def label_selector_check(self, subject: Subject, fixture: str, inventory: NodeInventory) -> list[str]:
+        import ray
+
+        fam = inventory.family(subject.family().name)
+        assert fam is not None and fam.accelerator_type
+        node_id = self.node_id(subject, fixture)
+        wanted = fam.accelerator_type
+        self._node(node_id)
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        having = {n["NodeID"] for n in alive if n.get("Labels", {}).get(ACCELERATOR_TYPE_LABEL) == wanted}
+        if node_id not in having:
+            labels = self._node(node_id).get("Labels", {})
+            raise CheckFailed(f"{fixture}'s node is not labelled {ACCELERATOR_TYPE_LABEL}={wanted}: "
+                              f"{labels.get(ACCELERATOR_TYPE_LABEL)!r}")
+        others = len(alive) - len(having)
+        if not others:
+            raise CheckFailed(f"every node of the cluster has {wanted}: the check needs one without it")
+        task = ray.remote(_probe).options(num_cpus=0.1, label_selector={ACCELERATOR_TYPE_LABEL: wanted})
+        try:
+            placed = ray.get([task.remote(subject.family().visible_devices_env_var, subject.family().resource_name)
+                              for _ in range(SELECTOR_TASKS)], timeout=TASK_TIMEOUT_S)
+        except Exception as e:  # a task that never runs is the finding
+            raise CheckFailed(f"tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
+                              f"{type(e).__name__}") from None
+        stray = sorted({ran_on for ran_on, _, _ in placed} - having)
+        if stray:
+            raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
+        return [f"{SELECTOR_TASKS} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} ran on the "
+                f"{len(having)} node(s) that have it, none on the {others} without"]
+
+
+_shared: SharedCluster | None = None
+
+
+def shared_cluster() -> SharedCluster:
+    global _shared
+    if _shared is None:
+        _shared = SharedCluster()
+    return _shared
+
+
+def shutdown_shared_cluster() -> None:
+    global _shared
+    if _shared is not None:
+        _shared.shutdown()
+        _shared = None

@@ -1,0 +1,142 @@
+"""The conformance report: what was run, on what, with which outcome; sealed with a sha256 digest.
+
+The JSON Schema generated from :class:`ConformanceReport` ships as
+``rayaccel/schemas/conformance-report.schema.json``. The digest is sha256 over the canonical JSON of the
+report without its ``digest`` field (sorted keys, no whitespace, UTF-8), so changing any outcome, evidence
+or version makes ``rayaccel certify verify`` fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA_ID = "rayaccel-conformance-report/1"
+
+Outcome = Literal["passed", "failed", "skipped", "error"]
+TierName = Literal["experimental", "supported", "certified"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Versions(_Model):
+    sdk: str
+    spec: str
+    ray: str
+    python: str
+    platform: str
+
+
+class CheckRecord(_Model):
+    id: str = Field(pattern=r"^RAC[123]\d\d$")
+    tier: TierName
+    title: str
+    plugin: str
+    fixture: str | None = None
+    outcome: Outcome
+    evidence: list[str]
+    duration_s: float = Field(ge=0)
+    docs: str
+
+
+class PluginRecord(_Model):
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    family: str | None = None
+    resource_name: str | None = None
+    fixtures: list[str]
+    tier: TierName | None = Field(description="Highest tier reached; null when not even experimental")
+    tier_reason: str = Field(description="Why the plugin holds no higher tier")
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+
+
+class ConformanceReport(_Model):
+    """A ``pytest --conformance`` run, as ``rayaccel certify`` verifies it."""
+
+    schema_: Literal["rayaccel-conformance-report/1"] = Field(REPORT_SCHEMA_ID, alias="schema")
+    created: str = Field(description="UTC time the run ended, ISO 8601")
+    versions: Versions
+    hardware: Literal["simulated", "real"]
+    tier_limit: TierName | None = None
+    plugins: list[PluginRecord]
+    checks: list[CheckRecord]
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def canonical(content: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in content.items() if k != "digest"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def digest_of(content: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(canonical(content)).hexdigest()
+
+
+def seal(content: dict[str, Any]) -> ConformanceReport:
+    """The report with its digest filled in (content: every field but ``digest``, as JSON data)."""
+    data = dict(content, digest=digest_of(content))
+    return ConformanceReport.model_validate(data)
+
+
+def report_json(report: ConformanceReport) -> dict[str, Any]:
+    return report.model_dump(mode="json", by_alias=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory and rename: never a half-written report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(report: ConformanceReport, path: Path) -> None:
+    write_atomic(path, json.dumps(report_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+_STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+.passed{color:#070}.failed,.error{color:#b00}.skipped{color:#777}code{font-size:90%}"""
+
+
+def render_html(report: ConformanceReport) -> str:
+    e = html.escape
+    v = report.versions
+    rows = "".join(
+        f"<tr><td>{e(p.name)}</td><td>{e(p.family or '')}</td><td><b>{e(p.tier or 'none')}</b></td>"
+        f"<td>{p.passed}</td><td>{p.failed}</td><td>{p.skipped}</td><td>{e(p.tier_reason)}</td></tr>"
+        for p in report.plugins)
+    checks = "".join(
+        f"<tr><td><a href=\"{e(c.docs)}\">{e(c.id)}</a></td><td>{e(c.tier)}</td><td>{e(c.plugin)}</td>"
+        f"<td>{e(c.fixture or '')}</td><td class=\"{c.outcome}\">{c.outcome}</td><td>{e(c.title)}</td>"
+        f"<td>{'<br>'.join(e(x) for x in c.evidence)}</td><td>{c.duration_s:.2f}s</td></tr>"
+        for c in report.checks)
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>rayaccel conformance</title>"
+            f"<style>{_STYLE}</style></head><body><h1>rayaccel conformance report</h1>"
+            f"<p>{e(report.created)} &middot; hardware <b>{e(report.hardware)}</b> &middot; rayaccel {e(v.sdk)} "
+            f"(spec {e(v.spec)}) &middot; Ray {e(v.ray)} &middot; Python {e(v.python)} &middot; {e(v.platform)}</p>"
+            f"<h2>Tiers</h2><table><tr><th>plugin</th><th>family</th><th>tier</th><th>passed</th><th>failed</th>"
+            f"<th>skipped</th><th>why not higher</th></tr>{rows}</table>"
+            f"<h2>Checks</h2><table><tr><th>id</th><th>tier</th><th>plugin</th><th>fixture</th><th>outcome</th>"
+            f"<th>check</th><th>evidence</th><th>time</th></tr>{checks}</table>"
+            f"<p><code>{e(report.digest)}</code></p></body></html>\n")

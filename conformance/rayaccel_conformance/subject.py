@@ -1,0 +1,130 @@
+"""The plugin under test: its manager, its fixtures and the inventories built from them.
+
+One :class:`Subject` per plugin per run. Inventories are built once per fixture and shared by the checks
+that read them; checks that need a fresh build (faults, timing, recovery) build their own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rayaccel.errors import RayaccelError
+from rayaccel.fixtures import Fixture, installed_fixtures, load_fixture
+from rayaccel.host import Host
+from rayaccel.inventory import InventoryBuilder
+from rayaccel.manager import PluginManager
+from rayaccel.records import FamilyDeclaration, NodeInventory, Problem
+from rayaccel.simulated import SimulatedHost
+
+from rayaccel_conformance.checks import CheckFailed, CheckSkipped
+
+Hardware = Literal["simulated", "real"]
+
+
+@dataclass
+class Outcome:
+    """What one check concluded for one plugin (and fixture)."""
+
+    check_id: str
+    fixture: str | None
+    outcome: Literal["passed", "failed", "skipped", "error"]
+    evidence: list[str]
+    duration_s: float
+
+
+@dataclass
+class Subject:
+    name: str
+    manager: PluginManager
+    hardware: Hardware = "simulated"
+    only_fixtures: list[str] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._fixtures: dict[str, Fixture] = {}
+        self._inventories: dict[str, NodeInventory] = {}
+
+    # The plugin ------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self.name in self.manager.plugin_names()
+
+    def load_problems(self) -> list[Problem]:
+        return [p for p in self.manager.problems if p.plugin == self.name and p.severity != "info"]
+
+    def family(self) -> FamilyDeclaration:
+        if not self.loaded:
+            raise CheckSkipped(f"plugin {self.name} did not load (see RAC101-RAC104)")
+        return self.manager.family(self.name)
+
+    @property
+    def distribution(self) -> str | None:
+        return self.manager.plugin(self.name).distribution if self.loaded else None
+
+    @property
+    def version(self) -> str | None:
+        return self.manager.plugin(self.name).version if self.loaded else None
+
+    # Fixtures --------------------------------------------------------------------------------
+
+    def fixture_paths(self) -> dict[str, Path]:
+        if not self.loaded:
+            return {}
+        shipped = {ref: path for ref, path in installed_fixtures(self.manager).items()
+                   if ref.split("/", 1)[0] == self.name}
+        if self.only_fixtures:
+            return {ref: path for ref, path in shipped.items()
+                    if ref in self.only_fixtures or ref.split("/", 1)[1] in self.only_fixtures}
+        return shipped
+
+    def fixture(self, ref: str | None) -> Fixture:
+        if ref is None:
+            raise CheckFailed(f"plugin {self.name} ships no fixtures: every tier needs at least one simulated host "
+                              "(return its directory from rayaccel_fixture_dirs)")
+        if ref not in self._fixtures:
+            try:
+                fixture = load_fixture(self.fixture_paths()[ref])
+            except RayaccelError as e:
+                raise CheckFailed(f"fixture {ref} does not load: {e}") from None
+            if fixture.plugin != self.name:
+                raise CheckFailed(f"fixture {ref} declares plugin {fixture.plugin!r}, not {self.name!r}")
+            self._fixtures[ref] = fixture
+        return self._fixtures[ref]
+
+    # Inventories -----------------------------------------------------------------------------
+
+    def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
+        """This plugin's inventory of a host. An exception escaping the SDK is a defect: it fails the check."""
+        try:
+            return InventoryBuilder(self.manager, [self.name]).build(host, with_metrics=with_metrics)
+        except Exception as e:  # the SDK contains plugin errors; anything that escapes is reported, not raised
+            raise CheckFailed(f"building the inventory raised {type(e).__name__}: {e}") from None
+
+    def inventory(self, ref: str | None) -> NodeInventory:
+        fixture = self.fixture(ref)
+        assert ref is not None
+        if ref not in self._inventories:
+            self._inventories[ref] = self.build(SimulatedHost(fixture))
+        return self._inventories[ref]
+
+    def timed_build(self, host: Host, with_metrics: bool = True) -> tuple[NodeInventory, float]:
+        start = time.perf_counter()
+        inventory = self.build(host, with_metrics)
+        return inventory, time.perf_counter() - start
+
+    def plugin_problems(self, inventory: NodeInventory, hooks: tuple[str, ...] | None = None,
+                        severities: tuple[str, ...] = ("error",)) -> list[Problem]:
+        return [p for p in inventory.problems if p.plugin == self.name and p.severity in severities
+                and (hooks is None or p.hook in hooks)]
+
+    # Outcomes --------------------------------------------------------------------------------
+
+    def failed_ids(self, up_to_tier: int | None = None) -> list[str]:
+        from rayaccel_conformance.checks import CHECKS, tier_index
+
+        return sorted({o.check_id for o in self.outcomes if o.outcome in ("failed", "error")
+                       and (up_to_tier is None or tier_index(CHECKS[o.check_id].tier) <= up_to_tier)})
