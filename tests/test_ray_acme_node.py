@@ -75,7 +75,7 @@ def test_a_task_with_two_sees_two():
 
 
 def test_fractional_quantity_above_one_is_refused_with_the_plugins_message():
-    with pytest.raises(ValueError, match="ACME resource quantity must be a whole number; 1.5 was requested"):
+    with pytest.raises(ValueError, match=r"ACME resource quantity must be a whole number; 1\.5 was requested"):
         ray.remote(resources={"ACME": 1.5})(visible_ids)
     task = ray.remote(resources={"ACME": 1})(visible_ids)
     with pytest.raises(ValueError, match="must be a whole number"):
@@ -103,12 +103,12 @@ def test_env_is_restored_after_a_task():
         return os.getpid(), os.environ.get("ACME_VISIBLE_DEVICES")
 
     pid, env = ray.get(with_unit.remote(), timeout=60)
-    assert env is not None
+    assert env in {"0", "1", "2", "3"}
     # Ray reuses idle workers: keep asking until a plain task runs in the same process.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         other_pid, other_env = ray.get(without_unit.remote(), timeout=60)
         if other_pid == pid:
-            assert other_env is None
+            assert other_env == "0,1,2,3"  # the node's value again: every schedulable unit
             return
     pytest.fail("no plain task ran in the worker that had the ACME unit")

@@ -78,8 +78,8 @@ def test_node_config_carries_the_inventory_to_ray(manager):
     assert [s.resource_name for s in load_specs(env[FAMILIES_ENV])] == ["ACME"]
     assert env["RAYACCEL_SIMULATE"] == "acme/acme-4" and env["RAYACCEL_SIMULATE_FAULT_FILE"] == "/tmp/faults"
     assert env["RAYACCEL_PLUGINS"] == ACME_PLUGINS
-    # Healthy devices 0..3: Ray's instance ids are the unit ids, nothing to map.
-    assert "ACME_VISIBLE_DEVICES" not in env
+    # Always set for a day-zero family: workers see exactly the schedulable units.
+    assert env["ACME_VISIBLE_DEVICES"] == "0,1,2,3"
 
 
 def test_unhealthy_device_is_left_out_and_ids_are_mapped(manager):
@@ -89,10 +89,28 @@ def test_unhealthy_device_is_left_out_and_ids_are_mapped(manager):
     assert config.env["ACME_VISIBLE_DEVICES"] == "0,1,3"
 
 
-def test_a_lost_device_leaves_ids_that_need_no_map(manager):
+def test_a_lost_device_disappears_from_resources_and_ids(manager):
     config = node_config(acme_inventory(manager, "lost-3"), manager)
     assert json.loads(config.env["RAY_OVERRIDE_RESOURCES"])["ACME"] == 3.0
-    assert "ACME_VISIBLE_DEVICES" not in config.env
+    assert config.env["ACME_VISIBLE_DEVICES"] == "0,1,2"
+
+
+def test_ray_known_family_env_var_is_left_to_ray_unless_ids_need_a_map(monkeypatch):
+    monkeypatch.delenv("TPU_VISIBLE_CHIPS", raising=False)
+    manager = PluginManager()
+    if "tpu" not in manager.plugin_names():
+        pytest.skip("the TPU reference plugin is not installed")
+    from rayaccel.fixtures import resolve_fixture
+
+    def env(*faults):
+        host = SimulatedHost(resolve_fixture("tpu/v5p-16-worker0", manager), faults=faults)
+        return node_config(collect_inventory(manager, host, plugins=["tpu"]), manager, plugins=["tpu"]).env
+
+    assert "TPU_VISIBLE_CHIPS" not in env()
+    assert json.loads(env()["RAY_OVERRIDE_LABELS"])["ray.io/tpu-worker-id"] == "0"
+    assert load_specs(env()[FAMILIES_ENV]) == []  # Ray's TPU manager stays in charge
+    monkeypatch.setenv("TPU_VISIBLE_CHIPS", "0")  # a stale value in the starting process is replaced
+    assert env()["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
 
 
 def test_existing_ray_settings_are_extended_not_replaced(manager, monkeypatch):
@@ -138,7 +156,7 @@ def test_registry_patch_validates_quantities_with_the_plugins_message(manager, r
     message = _validate_resource_quantity("ACME", 1.5)
     assert message is not None and "ACME resource quantity must be a whole number" in message
     assert _validate_resource_quantity("ACME", 2) is None
-    with pytest.raises(ValueError, match="must be a whole number; 1.5 was requested"):
+    with pytest.raises(ValueError, match=r"must be a whole number; 1\.5 was requested"):
         ray.remote(resources={"ACME": 1.5})(lambda: None)
     uninstall()
     assert "ACME" not in ray_accelerators.get_all_accelerator_resource_names()
@@ -147,7 +165,8 @@ def test_registry_patch_validates_quantities_with_the_plugins_message(manager, r
 def test_generated_manager_sets_and_reads_the_plugins_env_var(manager, registry, monkeypatch):
     managers = install(family_specs(manager))
     acme = managers["ACME"]
-    monkeypatch.delenv("ACME_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("ACME_VISIBLE_DEVICES", "")  # recorded, so the test leaves the env as it was
+    monkeypatch.delenv("ACME_VISIBLE_DEVICES")
     assert acme.get_current_process_visible_accelerator_ids() is None
     acme.set_current_process_visible_accelerator_ids(["1", "3"])
     assert os.environ["ACME_VISIBLE_DEVICES"] == "1,3"

@@ -30,7 +30,7 @@ MONITOR_INTERVAL = 1.0
 def cluster():
     saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
     os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
-    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # metrics reach Prometheus within the test
+    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # noqa: SIM112 (Ray's spelling) metrics export fast
     cluster = Cluster(initialize_head=False)
     nodes = {}
     try:
@@ -129,8 +129,8 @@ def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
         time.sleep(1)
     health = [ln for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_health{")]
     assert len(health) == 4 and all(float(ln.rsplit(" ", 1)[1]) == 0 for ln in health)
-    memory = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()
-              if ln.startswith("ray_rayaccel_device_metric{") and 'metric="memory_total"' in ln and 'unit="bytes"' in ln]
+    memory = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_metric{")
+              and 'metric="memory_total"' in ln and 'unit="bytes"' in ln]
     assert memory == [65536 * 2**20] * 4  # what the ACME plugin reports, per device
 
 

@@ -11,6 +11,7 @@ cluster: then only the processes of that cluster on this machine are stopped.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -18,7 +19,8 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -62,9 +64,10 @@ def gcs_address(args: list[str]) -> str:
         return address
     if "--head" not in args:
         raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
-    from ray.util import get_node_ip_address
+    import ray.util
 
-    ip = _option(args, "--node-ip-address") or get_node_ip_address()
+    ray_util: Any = ray.util
+    ip = _option(args, "--node-ip-address") or ray_util.get_node_ip_address()
     return f"{ip}:{_option(args, '--port') or '6379'}"
 
 
@@ -132,12 +135,13 @@ def _start_monitor(address: str, node_manager_port: int, interval: float, plugin
     from rayaccel.ray.node import NodeConfig
 
     assert isinstance(config, NodeConfig)
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+    list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
     try:
         deadline = time.monotonic() + 30
         node_id = None
         while node_id is None and time.monotonic() < deadline:
-            node_id = next((n["NodeID"] for n in ray.nodes()
+            node_id = next((n["NodeID"] for n in list_nodes()
                             if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), None)
             if node_id is None:
                 time.sleep(0.2)

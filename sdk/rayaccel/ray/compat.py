@@ -29,7 +29,7 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._private.accelerators", "get_all_accelerator_managers", "replaced to add day-zero families"),
     ("ray._private.accelerators", "get_accelerator_manager_for_resource", "its cache is cleared"),
     ("ray._private.accelerators", "get_all_accelerator_resource_names", "looks the registry up at call time"),
-    ("ray._private.accelerators", "AcceleratorManager", "base class of the generated managers"),
+    ("ray._private.accelerators.accelerator", "AcceleratorManager", "base class of the generated managers"),
     ("ray._private.utils", "get_visible_accelerator_ids", "re-read in workers after the registry grows"),
     ("ray._private.utils", "set_visible_accelerator_ids", "sets each family's env var before a task"),
     ("ray._private.worker", "global_worker", "holds original_visible_accelerator_ids"),
@@ -74,7 +74,7 @@ def missing_internals() -> list[str]:
         if not hasattr(module, attr):
             missing.append(f"{module_name}.{attr} ({why})")
     try:
-        from ray._private.accelerators import AcceleratorManager
+        from ray._private.accelerators.accelerator import AcceleratorManager
     except ImportError:
         return missing
     missing += [f"AcceleratorManager.{m}" for m in MANAGER_METHODS if not hasattr(AcceleratorManager, m)]

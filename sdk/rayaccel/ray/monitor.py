@@ -123,11 +123,14 @@ class HealthMonitor:
 
     def _drain(self, message: str) -> None:
         import ray._private.worker
-        from ray.core.generated import autoscaler_pb2
+        from ray.core.generated import autoscaler_pb2 as protos
 
-        gcs = ray._private.worker.global_worker.gcs_client
-        accepted, rejection = gcs.drain_node(self.node_id, autoscaler_pb2.DrainNodeReason.Value(
-            "DRAIN_NODE_REASON_PREEMPTION"), message, 0)
+        worker: Any = ray._private.worker.global_worker
+        autoscaler_pb2: Any = protos
+        reasons = autoscaler_pb2.DrainNodeReason
+        # PREEMPTION: the raylet cannot reject it (IDLE_TERMINATION is refused on a busy node); no deadline.
+        accepted, rejection = worker.gcs_client.drain_node(
+            self.node_id, reasons.Value("DRAIN_NODE_REASON_PREEMPTION"), message, 0)
         with self._lock:
             if accepted:
                 self._status["drained"] = {"message": message, "at": time.time()}
@@ -156,7 +159,7 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
         baseline = [h.device for f in config.inventory.families for h in f.health
                     if h.state == "unhealthy"] if config else []
     actor_class = ray.remote(HealthMonitor)
-    return actor_class.options(  # type: ignore[attr-defined]
+    return actor_class.options(
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
         num_cpus=0, max_restarts=3, max_concurrency=2,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),

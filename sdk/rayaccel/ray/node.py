@@ -10,9 +10,10 @@ Everything reaches Ray through environment variables read when a node starts (``
   out per-unit instance ids for them (and refuses fractions above 1).
 - ``RAY_preload_python_modules``: ``rayaccel.ray.worker``, which installs the day-zero families in each
   worker (read from ``RAYACCEL_RAY_FAMILIES``).
-- the family's visible-devices env var, set to the schedulable units (healthy, best-connected first)
-  when they are not simply ``0..n-1``: Ray maps its instance index i to the i-th id of that variable, as
-  it does for ``CUDA_VISIBLE_DEVICES=2,3 ray start``.
+- the family's visible-devices env var, set to the schedulable units (healthy, best-connected first):
+  Ray maps its instance index i to the i-th id of that variable, as it does for
+  ``CUDA_VISIBLE_DEVICES=2,3 ray start``. Always for day-zero families; for families Ray knows only when
+  the units are not simply ``0..n-1`` (or the variable is already set in the starting process).
 - ``RAYACCEL_SIMULATE`` / ``RAYACCEL_SIMULATE_FAULT_FILE`` / ``RAYACCEL_PLUGINS``: passed on so the health
   monitor on the node sees the same (simulated) machine and plugins.
 """
@@ -118,14 +119,18 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
     }
     for family in inventory.families:
         units = family.schedulable_units
-        if not units or units == [str(i) for i in range(len(units))]:
-            continue  # Ray's instance ids are the unit ids already
         declaration = family.family
-        if is_day_zero(declaration.resource_name, declaration.visible_devices_env_var):
+        env_var = declaration.visible_devices_env_var
+        if not units:
+            continue
+        if is_day_zero(declaration.resource_name, env_var):
+            # Always set: a value inherited from the starting process must not reach the workers, and a
+            # task without units then sees exactly the healthy devices.
             env.update(manager.visible_env(family.plugin, units))
-        else:
-            # Ray's own manager parses this variable: give it Ray's format (comma-separated ids).
-            env[declaration.visible_devices_env_var] = ",".join(units)
+        elif units != [str(i) for i in range(len(units))] or env_var in os.environ:
+            # Ray's own manager parses this variable: give it Ray's format (comma-separated ids). Left
+            # unset when Ray's instance ids are the unit ids already, as on a plain `ray start`.
+            env[env_var] = ",".join(units)
     simulate = simulate if simulate is not None else os.environ.get(SIMULATE_ENV)
     fault_file = fault_file if fault_file is not None else os.environ.get(SIMULATE_FAULTS_ENV)
     if simulate:

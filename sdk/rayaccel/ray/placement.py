@@ -10,7 +10,7 @@ coordinator runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rayaccel.errors import RayaccelError
@@ -54,7 +54,8 @@ def find_scale_up_domain(bundles: Sequence[Mapping[str, float]], kind: str | Non
         from rayaccel.ray.monitor import draining_node_ids
 
         draining = draining_node_ids()
-        nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("NodeID") not in draining]
+        list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+        nodes = [n for n in list_nodes() if n.get("Alive") and n.get("NodeID") not in draining]
     capacity: dict[str, dict[str, float]] = {}
     slices: dict[str, str | None] = {}
     kinds: dict[str, str | None] = {}

@@ -116,7 +116,7 @@ def manager_class(spec: FamilySpec) -> type:
     node's resources and labels through ``RAY_OVERRIDE_RESOURCES`` / ``RAY_OVERRIDE_LABELS`` from the
     inventory, so a process that starts a node never probes hardware through this class.
     """
-    from ray._private.accelerators import AcceleratorManager
+    from ray._private.accelerators.accelerator import AcceleratorManager
 
     rule = spec.rule
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 logger = logging.getLogger("rayaccel.ray.worker")
 
@@ -27,9 +28,10 @@ def setup_worker() -> list[str]:
 
     # Ray maps its instance index i to the i-th id of the env var the node was started with (how
     # CUDA_VISIBLE_DEVICES=2,3 at `ray start` works); do the same for the families added above.
-    recorded = ray._private.worker.global_worker.original_visible_accelerator_ids
+    worker: Any = ray._private.worker.global_worker
+    manager: Any
     for name, manager in managers.items():
-        recorded[name] = manager.get_current_process_visible_accelerator_ids()  # type: ignore[attr-defined]
+        worker.original_visible_accelerator_ids[name] = manager.get_current_process_visible_accelerator_ids()
     return list(managers)
 
 
