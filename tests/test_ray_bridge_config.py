@@ -22,6 +22,7 @@ from rayaccel.ray import (
     find_scale_up_domain,
     node_config,
 )
+from rayaccel.ray.compat import REQUIRED_ATTRIBUTES
 from rayaccel.ray.monitor import fatal_findings
 from rayaccel.ray.registry import FAMILIES_ENV, family_specs, install, load_specs, uninstall
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
@@ -230,3 +231,11 @@ def test_fatal_findings_name_the_device_and_code():
     ]})
     findings = fatal_findings(inventory.model_copy(update={"families": [family]}), baseline={"d2"})
     assert findings == ["x device d1 is unhealthy (xid-79: fell off the bus)"]
+
+
+def test_every_ray_internal_the_bridge_relies_on_is_documented():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "ray-bridge.md").read_text()
+    for module, attr, _ in REQUIRED_ATTRIBUTES:
+        assert f"`{module}.{attr}`" in text, f"{module}.{attr} missing from docs/ray-bridge.md"
