@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 import yaml
-
 from rayaccel import SkuMatch, SkuRecord
 from rayaccel.fixtures import compare_expected, load_fixture, parse_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.records import NodeInventory
 from rayaccel.simulated import SimulatedHost
+
 from {{ cookiecutter.__module }} import plugin, probe
 
 FAMILY = "{{ cookiecutter.__family }}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rayaccel import Device
+
 from {{ cookiecutter.__module }}.probe import DeviceInfo
 
 

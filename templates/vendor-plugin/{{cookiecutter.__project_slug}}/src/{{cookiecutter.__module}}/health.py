@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport
+
 from {{ cookiecutter.__module }}.probe import DeviceHealth
 
 # VENDOR: how many corrected errors your hardware tolerates before it should be looked at.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Device, MetricSample
+
 from {{ cookiecutter.__module }}.probe import DeviceHealth, DeviceStats
 
 MIB = 2**20

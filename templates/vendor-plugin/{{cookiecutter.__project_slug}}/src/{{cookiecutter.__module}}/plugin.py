@@ -25,6 +25,7 @@ from rayaccel import (
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
+
 from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
 
 HERE = Path(__file__).parent

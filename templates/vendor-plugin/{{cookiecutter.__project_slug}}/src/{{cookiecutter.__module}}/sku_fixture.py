@@ -21,11 +21,12 @@ import shlex
 from typing import Any
 
 from rayaccel import SkuRecord
+
 from {{ cookiecutter.__module }} import probe
 
 
 def _product_name(sku: SkuRecord) -> str:
-    return sku.match.product_names[0] if sku.match.product_names else sku.marketing_name
+    return str(sku.match.product_names[0] if sku.match.product_names else sku.marketing_name)
 
 
 def fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:

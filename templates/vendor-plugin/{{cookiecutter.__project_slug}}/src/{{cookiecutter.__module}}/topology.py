@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Affinity, Device, Link, Topology
+
 from {{ cookiecutter.__module }}.probe import PeerLink
 
 # VENDOR: the link kind of your interconnect, if rayaccel.records.LINK_KINDS has it ("other" otherwise).
