@@ -239,3 +239,15 @@ def test_every_ray_internal_the_bridge_relies_on_is_documented():
     text = (Path(__file__).parents[1] / "docs" / "ray-bridge.md").read_text()
     for module, attr, _ in REQUIRED_ATTRIBUTES:
         assert f"`{module}.{attr}`" in text, f"{module}.{attr} missing from docs/ray-bridge.md"
+
+
+def test_workers_import_the_preload_module_without_the_inventory_stack():
+    import subprocess
+    import sys
+
+    code = ("import sys, rayaccel.ray.worker; "
+            "print(sorted(m for m in ('networkx', 'rayaccel.inventory', 'rayaccel.manager') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != FAMILIES_ENV})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -1,30 +1,46 @@
 """The Ray bridge: a node's inventory becomes Ray resources, labels, per-unit ids and health.
 
 How it hooks into Ray, and which Ray internals it relies on, is in ``docs/ray-bridge.md``. Importing this
-package imports no Ray; each function imports it when called.
+package imports neither Ray nor the inventory: every Ray worker of a node imports ``rayaccel.ray.worker``,
+so names load on first use (PEP 562).
 """
 
 from __future__ import annotations
 
-from rayaccel.ray.compat import ALLOW_UNTESTED_ENV, UnsupportedRayError, check_ray
-from rayaccel.ray.driver import (
-    DEFAULT_MONITOR_INTERVAL,
-    add_node,
-    configure_node,
-    connect,
-    init,
-    install_driver,
-    node_configs,
-    shutdown,
-)
-from rayaccel.ray.node import NodeConfig, node_config
-from rayaccel.ray.placement import (
-    best_connected_units,
-    domain_bundle_selectors,
-    find_scale_up_domain,
-    scale_up_domain_placement_group,
-)
-from rayaccel.ray.registry import FamilySpec, family_specs
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rayaccel.ray.compat import ALLOW_UNTESTED_ENV, UnsupportedRayError, check_ray
+    from rayaccel.ray.driver import (
+        DEFAULT_MONITOR_INTERVAL,
+        add_node,
+        configure_node,
+        connect,
+        init,
+        install_driver,
+        node_configs,
+        shutdown,
+    )
+    from rayaccel.ray.node import NodeConfig, node_config
+    from rayaccel.ray.placement import (
+        best_connected_units,
+        domain_bundle_selectors,
+        find_scale_up_domain,
+        scale_up_domain_placement_group,
+    )
+    from rayaccel.ray.registry import FamilySpec, family_specs
+
+_EXPORTS = {
+    "rayaccel.ray.compat": ("ALLOW_UNTESTED_ENV", "UnsupportedRayError", "check_ray"),
+    "rayaccel.ray.driver": ("DEFAULT_MONITOR_INTERVAL", "add_node", "configure_node", "connect", "init",
+                            "install_driver", "node_configs", "shutdown"),
+    "rayaccel.ray.node": ("NodeConfig", "node_config"),
+    "rayaccel.ray.placement": ("best_connected_units", "domain_bundle_selectors", "find_scale_up_domain",
+                               "scale_up_domain_placement_group"),
+    "rayaccel.ray.registry": ("FamilySpec", "family_specs"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "ALLOW_UNTESTED_ENV",
@@ -47,3 +63,16 @@ __all__ = [
     "scale_up_domain_placement_group",
     "shutdown",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rayaccel.ray' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -17,6 +17,7 @@ from the raylet), and
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -58,7 +59,10 @@ class HealthMonitor:
 
         from rayaccel.inventory import InventoryBuilder, host_from_env
         from rayaccel.manager import PluginManager
+        from rayaccel.ray.node import NODE_PLUGINS_ENV
 
+        if not plugins:  # the plugins the node was started with (inherited from the raylet's env)
+            plugins = [p for p in os.environ.get(NODE_PLUGINS_ENV, "").split(",") if p] or None
         self.node_id = node_id
         self.interval = float(interval)
         self._manager = PluginManager()
