@@ -20,7 +20,7 @@ def acme_node():
     saved = os.environ.get("RAYACCEL_PLUGINS")
     os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
     rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
-                      log_to_driver=False)
+                      log_to_driver=False, monitor=True, monitor_interval=2)
     yield
     rayaccel.ray.shutdown()
     uninstall()
@@ -112,3 +112,11 @@ def test_env_is_restored_after_a_task():
             assert other_env == "0,1,2,3"  # the node's value again: every schedulable unit
             return
     pytest.fail("no plain task ran in the worker that had the ACME unit")
+
+
+def test_init_with_monitor_polls_the_nodes_health():
+    from rayaccel.ray.monitor import get_monitor
+
+    status = ray.get(get_monitor(ray.get_runtime_context().get_node_id()).status.remote(), timeout=60)
+    assert status["polls"] >= 1 and status["drained"] is None and status["error"] is None
+    assert sorted(status["health"].values()) == ["healthy"] * 4

@@ -251,3 +251,15 @@ def test_workers_import_the_preload_module_without_the_inventory_stack():
                           env={k: v for k, v in os.environ.items() if k != FAMILIES_ENV})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_plugins_own_env_syntax_is_used_to_set_and_read_ids(monkeypatch, registry):
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "zeta=rayaccel_testplugins.zeta")
+    (spec,) = [s for s in family_specs(PluginManager()) if s.resource_name == "ZETA"]
+    assert spec.custom_parse and spec.custom_env
+    zeta = install([spec])["ZETA"]
+    for name in ("ZETA_VISIBLE_DEVICES", "ZETA_DEVICE_COUNT"):
+        monkeypatch.setenv(name, "")  # recorded, so the test leaves the env as it was
+    zeta.set_current_process_visible_accelerator_ids(["0", "2"])
+    assert os.environ["ZETA_VISIBLE_DEVICES"] == "zeta0+zeta2" and os.environ["ZETA_DEVICE_COUNT"] == "2"
+    assert zeta.get_current_process_visible_accelerator_ids() == ["0", "2"]

@@ -105,6 +105,8 @@ def start(
         raise typer.Exit(done.returncode)
     resources = ", ".join(f"{k}={v:g}" for k, v in sorted(config.resources.items()))
     typer.echo(f"rayaccel: node started with {resources or 'no accelerator resources'}")
+    if config.fault_file:
+        typer.echo(f"rayaccel: simulated node; switch a fault on with: echo <fault> >> {config.fault_file}")
     if monitor:
         try:
             _start_monitor(address, node_manager_port, monitor_interval, plugin, config)

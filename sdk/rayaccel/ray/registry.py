@@ -208,6 +208,9 @@ def uninstall() -> None:
     """Give this process Ray's registry back (tests)."""
     import ray._private.accelerators as accelerators
 
+    global _manager
+    with _manager_lock:
+        _manager = None
     with _install_lock:
         original = getattr(accelerators, _ORIGINAL_ATTR, None)
         if original is not None:
