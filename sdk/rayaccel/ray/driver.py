@@ -92,11 +92,13 @@ def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager 
 
 def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
          fault_file: str | None = None, monitor: bool = False,
-         monitor_interval: float = DEFAULT_MONITOR_INTERVAL, **ray_init_kwargs: Any) -> Any:
+         monitor_interval: float = DEFAULT_MONITOR_INTERVAL, manager: PluginManager | None = None,
+         **ray_init_kwargs: Any) -> Any:
     """``ray.init`` on a local node whose resources and labels come from the inventory.
 
     ``simulate``: a fixture (``plugin/name`` or file) instead of this machine; ``faults``: fault names
-    active from the start; ``fault_file``: where more can be switched on later. Returns ray.init's context.
+    active from the start; ``fault_file``: where more can be switched on later; ``manager``: the plugins
+    (default: the installed ones, as every process on the node loads them). Returns ray.init's context.
     """
     import ray
 
@@ -105,7 +107,7 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
     if address != "local":
         raise RayaccelError(f"rayaccel.ray.init starts a node; to join the cluster at {address} use "
                             "rayaccel.ray.connect(address)")
-    manager = PluginManager()
+    manager = manager or PluginManager()
     config = configure_node(simulate, plugins, faults, fault_file, manager)
     with config.applied():
         context = ray.init(**ray_init_kwargs)
@@ -136,7 +138,8 @@ def shutdown() -> None:
 
 def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[str] | None = None,
              faults: Iterable[str] = (), fault_file: str | None = None, monitor: bool = False,
-             monitor_interval: float = DEFAULT_MONITOR_INTERVAL, **node_kwargs: Any) -> Any:
+             monitor_interval: float = DEFAULT_MONITOR_INTERVAL, manager: PluginManager | None = None,
+             **node_kwargs: Any) -> Any:
     """``cluster.add_node(**node_kwargs)`` for a ``ray.cluster_utils.Cluster``, with the inventory's
     resources and labels. The first node added is the head (``Cluster(initialize_head=False)``);
     ``head=True``/``False`` states which one is meant, and is checked.
@@ -150,7 +153,7 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
     if head is not None and bool(head) != (cluster.head_node is None):
         raise RayaccelError("the first node of a Cluster is its head, and only the first: "
                             + ("this cluster has a head already" if head else "add the head node first"))
-    config = configure_node(simulate, plugins, faults, fault_file)
+    config = configure_node(simulate, plugins, faults, fault_file, manager)
     with config.applied():
         node = cluster.add_node(**node_kwargs)
     node_id = str(node.node_id)
