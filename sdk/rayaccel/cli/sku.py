@@ -1,0 +1,80 @@
+"""``rayaccel sku add`` and ``rayaccel sku check``: day-zero SKUs as data (see rayaccel.onboarding).
+
+The options of ``sku add`` are the ones :func:`rayaccel.catalog.sku_add_command` prints in the
+inventory's unknown-SKU warning, so that command can be run as printed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from rayaccel.cli import app, console, err_console
+from rayaccel.manager import PluginManager
+from rayaccel.onboarding import add_sku, build_sku_record, check_catalogs
+
+sku_app = typer.Typer(name="sku", help="Day-zero SKU onboarding: add a SKU to a plugin's catalog, check catalogs.",
+                      no_args_is_help=True)
+app.add_typer(sku_app)
+
+
+@sku_app.command("add")
+def add(
+    plugin: Annotated[str, typer.Option("--plugin", help="Plugin whose catalog gets the SKU, e.g. nvidia")],
+    sku_id: Annotated[str, typer.Option("--id", help="SKU id: lower-case letters, digits, '.', '-'")],
+    marketing_name: Annotated[str, typer.Option("--marketing-name", help="Name as the vendor sells it")],
+    accelerator_type: Annotated[str, typer.Option("--accelerator-type", help="Ray accelerator type, e.g. B300")],
+    product_name: Annotated[list[str], typer.Option(
+        "--product-name", help="Product name exactly as the driver reports it (repeatable)")],
+    pci_device_id: Annotated[list[str] | None, typer.Option(
+        "--pci-device-id", help="PCI device id, e.g. 0x2901 (repeatable)")] = None,
+    memory_mib: Annotated[int | None, typer.Option("--memory-mib", help="Memory of one device, MiB")] = None,
+    architecture: Annotated[str | None, typer.Option("--architecture", help="e.g. blackwell")] = None,
+    interconnect: Annotated[str | None, typer.Option("--interconnect", help="e.g. nvlink5-nvswitch")] = None,
+    from_fixture: Annotated[str | None, typer.Option(
+        "--from-fixture", metavar="PLUGIN/NAME",
+        help="Fixture to derive the new one from; default: the plugin's first of the same architecture, "
+             "else its first")] = None,
+    fixture_name: Annotated[str | None, typer.Option(
+        "--fixture-name", help="Name of the new fixture; default: the SKU id")] = None,
+) -> None:
+    """Append a SKU to a plugin's catalog and write a simulated fixture of it (checked before anything is written)."""
+    record = build_sku_record(sku_id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
+                              product_names=product_name, pci_device_ids=pci_device_id or [],
+                              memory_mib=memory_mib, architecture=architecture, interconnect=interconnect)
+    done = add_sku(PluginManager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name)
+    console.print(f"added SKU {done.sku.id} ({done.sku.accelerator_type}) to {done.catalog_path}",
+                  markup=False, highlight=False)
+    if done.catalog_rewritten:
+        console.print("  the catalog's layout could not be appended to, so it was written out again (comments lost)",
+                      markup=False, highlight=False)
+    console.print(f"wrote fixture {done.fixture_ref} ({done.fixture_path}), derived from {done.base_fixture}",
+                  markup=False, highlight=False)
+    if done.recorded_labels:
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(done.recorded_labels.items()))
+        console.print(f"  labels the plugin sets itself, recorded from its answer: {labels}", markup=False,
+                      highlight=False)
+    console.print(f"see it: rayaccel inspect --simulate {done.fixture_ref}", markup=False, highlight=False)
+
+
+@sku_app.command("check")
+def check(
+    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Validate every installed plugin's SKU catalog; exit code 2 and one line per bad catalog."""
+    results = check_catalogs(PluginManager(), plugin or None)
+    if as_json:
+        console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error}
+                                       for r in results]))
+    else:
+        for r in results:
+            if r.ok:
+                console.print(f"ok: {r.plugin}: {r.skus} SKUs ({r.path})", markup=False, highlight=False)
+            else:
+                err_console.print(f"error: plugin {r.plugin}: {r.error}", markup=False, highlight=False,
+                                  soft_wrap=True)
+    if any(not r.ok for r in results):
+        raise typer.Exit(2)

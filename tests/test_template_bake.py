@@ -1,0 +1,233 @@
+"""The vendor template as vendors run it: real cookiecutter, the baked plugin installed, its own tests,
+the conformance suite, and a Ray node started with ``rayaccel start``.
+
+Each baked plugin is installed with ``pip --target`` into a temporary directory put on PYTHONPATH for
+the subprocesses, so its entry point is found there and the shared environment is never changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATE = REPO / "templates" / "vendor-plugin"
+BIN = Path(sys.executable).parent
+TIERS = ("experimental", "supported", "certified")
+
+HOSTILE = {
+    "vendor_name": 'Zoë\'s "Quantum" Devices \\',
+    "family_name": "Qübit's \"Q\" \\",
+    "maintainers": 'Seán O\'Brien <sean@example.com>, "Bob" \\ Ñoño',
+    "probe_kind": "command-json",
+}
+
+
+def run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+        timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "RAY_AUTH_MODE": "disabled", **(env or {})})
+
+
+def cookiecutter(out: Path, *args: str, answers: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    extra = [f"{k}={v}" for k, v in (answers or {}).items()]
+    return run([sys.executable, "-m", "cookiecutter", "--no-input", *args, "-o", str(out), *extra])
+
+
+def with_path(*paths: Path) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.fixture(scope="module")
+def buildtools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A setuptools new enough for the baked pyproject, beside (not in) the shared environment."""
+    target = tmp_path_factory.mktemp("buildtools")
+    done = run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target), "setuptools>=77"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    return target
+
+
+def install(project: Path, site: Path, buildtools: Path) -> None:
+    done = run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                str(site), str(project)], env=with_path(buildtools))
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def baked(tmp_path_factory: pytest.TempPathFactory, buildtools: Path) -> dict[str, tuple[Path, Path]]:
+    """name -> (project, site): the default bake with plain `cookiecutter`, the hostile one with `rayaccel new`."""
+    root = tmp_path_factory.mktemp("bakes")
+    done = cookiecutter(root / "default", str(TEMPLATE))
+    assert done.returncode == 0, done.stderr[-3000:]
+    new = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "-o", str(root / "hostile"),
+               *(f"{k}={v}" for k, v in HOSTILE.items())])
+    assert new.returncode == 0, new.stderr[-3000:]
+    assert "created" in new.stdout
+    projects = {"default": root / "default" / "rayaccel-example", "hostile": root / "hostile" / "rayaccel-qubit-s-q"}
+    result = {}
+    for name, project in projects.items():
+        assert project.is_dir(), sorted(p.name for p in project.parent.iterdir())
+        site = root / f"site-{name}"
+        install(project, site, buildtools)
+        result[name] = (project, site)
+    return result
+
+
+def test_answers_are_data_in_every_generated_file(baked: dict[str, tuple[Path, Path]]) -> None:
+    project, site = baked["hostile"]
+    for path in project.rglob("*"):
+        if path.suffix == ".py":
+            ast.parse(path.read_text(encoding="utf-8"), str(path))
+        elif path.suffix == ".toml":
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        elif path.suffix in (".yaml", ".yml"):
+            yaml.safe_load(path.read_text(encoding="utf-8"))
+        elif path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["name"] == "rayaccel-qubit-s-q"
+    assert pyproject["project"]["authors"] == [{"name": HOSTILE["vendor_name"]}]
+    assert pyproject["project"]["entry-points"]["rayaccel"] == {"qubit-s-q": "rayaccel_qubit_s_q.plugin"}
+    # The plugin, imported from its installed copy, declares exactly what was answered.
+    code = ("import json; from rayaccel_qubit_s_q import plugin; f = plugin.rayaccel_family(); "
+            "print(json.dumps([f.vendor, f.support.maintainers, f.resource_name, f.visible_devices_env_var]))")
+    done = run([sys.executable, "-c", code], env=with_path(site))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [HOSTILE["vendor_name"], ['Seán O\'Brien <sean@example.com>', '"Bob" \\ Ñoño'],
+                                       "QUBIT_S_Q", "QUBIT_S_Q_VISIBLE_DEVICES"]
+    ci = (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    assert "${{ matrix.python-version }}" in ci and "RAYACCEL_PLUGIN: qubit-s-q" in ci
+    assert yaml.safe_load(ci)["jobs"]["test"]["steps"]
+    record = json.loads((project / ".cruft.json").read_text(encoding="utf-8"))
+    assert record["context"]["cookiecutter"]["vendor_name"] == HOSTILE["vendor_name"]
+    assert record["directory"] == "templates/vendor-plugin" and len(record["commit"]) == 40
+
+
+def test_baked_plugins_pass_their_own_tests(baked: dict[str, tuple[Path, Path]]) -> None:
+    for project, site in baked.values():
+        done = run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=project, env=with_path(site))
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        assert "6 passed" in done.stdout
+
+
+def test_baked_plugins_reach_experimental_tier_or_better(baked: dict[str, tuple[Path, Path]],
+                                                         tmp_path: Path) -> None:
+    report = tmp_path / "conformance.json"
+    sites = [site for _, site in baked.values()]
+    done = run([sys.executable, "-m", "pytest", "-q", "--conformance", "--conformance-plugin", "example",
+                "--conformance-plugin", "qubit-s-q", "--conformance-report", str(report)],
+               cwd=tmp_path, env=with_path(*sites))
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-2000:]
+    tiers = {p["name"]: p["tier"] for p in json.loads(report.read_text())["plugins"]}
+    assert set(tiers) == {"example", "qubit-s-q"}
+    assert all(tier in TIERS for tier in tiers.values()), done.stdout[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["command-csv", "python-library"])
+def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> None:
+    done = cookiecutter(tmp_path, str(TEMPLATE), answers={"probe_kind": kind, "vendor_name": "ACME Corp"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    project = tmp_path / "rayaccel-acme"
+    tests = run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=project, env=with_path(project / "src"))
+    assert tests.returncode == 0, tests.stdout[-3000:]
+    assert "6 passed" in tests.stdout
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    ("resource_name=GPU", "resource name 'GPU' collides with 'GPU'"),
+    ("visible_devices_env_var=CUDA_VISIBLE_DEVICES", "env var CUDA_VISIBLE_DEVICES is already used"),
+    ("vendor_name=1abc", "gives plugin id '1abc', which is not a valid identifier"),
+    ("label_prefix=ray.io", "is Ray's reserved ray.io/ prefix"),
+    ("family_name=nvidia", "plugin id 'nvidia' is taken"),
+    ("vendor_name=two\nlines", "vendor_name contains the control character U+000A"),
+])
+def test_invalid_answers_fail_with_one_line_and_leave_no_folder(answer: str, message: str, tmp_path: Path,
+                                                                capfd: pytest.CaptureFixture[str]) -> None:
+    from rayaccel.cli import main
+
+    assert main(["new", "--no-input", "-o", str(tmp_path), answer]) == 2
+    err = capfd.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plain_cookiecutter_refuses_with_the_hooks_message_and_no_folder(tmp_path: Path) -> None:
+    done = cookiecutter(tmp_path, str(TEMPLATE), answers={"vendor_name": "1abc"})
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "not a valid identifier" in errors[0], done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_ray_family_is_refused() -> None:
+    """The hook's own table covers Ray's (it must work where rayaccel is not installed)."""
+    text = (TEMPLATE / "hooks" / "pre_gen_project.py").read_text(encoding="utf-8")
+    for resource, env_var in RAY_BUILTIN_FAMILIES.values():
+        if env_var:
+            assert f'("{resource}", "{env_var}")' in text, (resource, env_var)
+
+
+def test_cookiecutter_from_a_clone_url_with_directory(tmp_path: Path) -> None:
+    origin = tmp_path / "rayaccel.git"
+    cloned = run(["git", "clone", "-q", str(REPO), str(origin)])
+    assert cloned.returncode == 0, cloned.stderr
+    # As a vendor runs it: cookiecutter clones the repository itself (into $HOME/.cookiecutters).
+    env_home = {"HOME": str(tmp_path / "home")}
+    out = tmp_path / "out"
+    out.mkdir()
+    done = run([sys.executable, "-m", "cookiecutter", "--no-input", f"file://{origin}", "--directory",
+                "templates/vendor-plugin", "-o", str(out), "vendor_name=ACME Corp"], env=env_home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((out / "rayaccel-acme" / ".cruft.json").read_text())
+    head = run(["git", "-C", str(origin), "rev-parse", "HEAD"]).stdout.strip()
+    assert (record["template"], record["directory"], record["commit"]) == (f"file://{origin}",
+                                                                            "templates/vendor-plugin", head)
+
+
+def _free_ports(n: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
+        baked: dict[str, tuple[Path, Path]]) -> None:
+    from ray.util import get_node_ip_address
+
+    _, site = baked["default"]
+    env = with_path(site)
+    port, client, agent, agent_grpc, metrics, runtime_env, objects = _free_ports(7)
+    address = f"{get_node_ip_address()}:{port}"
+    started = run([sys.executable, "-m", "rayaccel", "start", "--head", "--simulate", "example/example-4",
+                   f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
+                   f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+                   f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
+                   "--include-dashboard=false"], env=env)
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        assert "EXAMPLE=4" in started.stdout
+        status = run([str(BIN / "ray"), "status", f"--address={address}"], env=env)
+        assert status.returncode == 0, status.stderr[-3000:]
+        assert "0.0/4.0 EXAMPLE" in status.stdout
+    finally:
+        stopped = run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"], env=env)
+    assert stopped.returncode == 0, stopped.stderr
