@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rayaccel.errors import RayaccelError
+
 REPORT_SCHEMA_ID = "rayaccel-conformance-report/1"
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
@@ -88,7 +90,10 @@ def digest_of(content: dict[str, Any]) -> str:
 
 def seal(content: dict[str, Any]) -> ConformanceReport:
     """The report with its digest filled in (content: every field but ``digest``, as JSON data)."""
-    data = dict(content, digest=digest_of(content))
+    # Digest what will be written: the validated dump, defaults filled in, not the caller's dict.
+    draft = ConformanceReport.model_validate(dict(content, digest="sha256:" + "0" * 64))
+    data = report_json(draft)
+    data["digest"] = digest_of(data)
     return ConformanceReport.model_validate(data)
 
 
@@ -140,3 +145,63 @@ def render_html(report: ConformanceReport) -> str:
             f"<h2>Checks</h2><table><tr><th>id</th><th>tier</th><th>plugin</th><th>fixture</th><th>outcome</th>"
             f"<th>check</th><th>evidence</th><th>time</th></tr>{checks}</table>"
             f"<p><code>{e(report.digest)}</code></p></body></html>\n")
+
+
+class ReportError(RayaccelError):
+    """A conformance report that does not verify: unreadable, off-schema, or changed after the run."""
+
+
+def load_report(path: str | Path) -> ConformanceReport:
+    """Read and verify a report: JSON Schema, model, digest, and tiers recomputed from the checks.
+
+    Raises :class:`ReportError` with one sentence naming what is wrong.
+    """
+    import jsonschema
+    from pydantic import ValidationError
+
+    from rayaccel.schemas import load_schema
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ReportError(f"cannot read report {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    errors = sorted(jsonschema.Draft202012Validator(load_schema("conformance-report")).iter_errors(data),
+                    key=lambda err: list(err.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        raise ReportError(f"{path}: does not match the conformance report schema at {where}: {errors[0].message}")
+    try:
+        report = ConformanceReport.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ReportError(f"{path}: invalid report at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    expected = digest_of(data)
+    if report.digest != expected:
+        raise ReportError(f"{path}: digest mismatch: the content was changed after the run (it hashes to "
+                          f"{expected}, the report says {report.digest})")
+    _check_tiers(report, path)
+    return report
+
+
+def _check_tiers(report: ConformanceReport, path: Path) -> None:
+    """The tiers claimed must follow from the checks (a digest proves integrity, not honesty)."""
+    from rayaccel_conformance.checks import CHECKS, all_checks
+    from rayaccel_conformance.tiers import Result, reached_tier
+
+    required: dict[str, set[str]] = {}
+    for c in all_checks():
+        required.setdefault(c.tier, set()).add(c.id)
+    for record in report.checks:
+        known = CHECKS.get(record.id)
+        if known is None or known.tier != record.tier:
+            raise ReportError(f"{path}: check {record.id} is not a {record.tier} check of this rayaccel_conformance")
+    for plugin in report.plugins:
+        results = [Result(c.id, c.tier, c.outcome, c.fixture, c.evidence) for c in report.checks
+                   if c.plugin == plugin.name]
+        tier, _ = reached_tier(results, required, report.tier_limit)
+        if tier != plugin.tier:
+            raise ReportError(f"{path}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
+                              f"{tier or 'none'}")

@@ -46,6 +46,8 @@ class Subject:
     def __post_init__(self) -> None:
         self._fixtures: dict[str, Fixture] = {}
         self._inventories: dict[str, NodeInventory] = {}
+        #: (fixture, fault) -> the inventory built with the fault on, and how long it took (RAC203 -> RAC204).
+        self.fault_runs: dict[tuple[str, str], tuple[NodeInventory, float]] = {}
 
     # The plugin ------------------------------------------------------------------------------
 
