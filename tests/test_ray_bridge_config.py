@@ -79,6 +79,8 @@ def test_node_config_carries_the_inventory_to_ray(manager):
     assert [s.resource_name for s in load_specs(env[FAMILIES_ENV])] == ["ACME"]
     assert env["RAYACCEL_SIMULATE"] == "acme/acme-4" and env["RAYACCEL_SIMULATE_FAULT_FILE"] == "/tmp/faults"
     assert env["RAYACCEL_PLUGINS"] == ACME_PLUGINS
+    assert env["RAYACCEL_NODE_PLUGINS"] == "acme"
+    assert "RAYACCEL_NODE_PLUGINS" not in node_config(inventory, manager).env  # all plugins
     # Always set for a day-zero family: workers see exactly the schedulable units.
     assert env["ACME_VISIBLE_DEVICES"] == "0,1,2,3"
 

@@ -36,11 +36,13 @@ def cluster():
     try:
         nodes["head"] = rayaccel.ray.add_node(cluster, head=True, simulate="acme/acme-4", faults=["fatal-2"],
                                               num_cpus=3, include_dashboard=False)
+        # wait=False: the nodes' processes start side by side; wait_for_nodes() then waits for all.
         nodes["acme"] = rayaccel.ray.add_node(cluster, simulate="acme/acme-4", num_cpus=2, monitor=True,
-                                              monitor_interval=MONITOR_INTERVAL)
+                                              monitor_interval=MONITOR_INTERVAL, wait=False)
         for name, fixture in [("dgx", "nvidia/dgx-h100"), ("trn1", "neuron/trn1.32xlarge"),
                               ("tpu0", "tpu/v5p-16-worker0"), ("tpu1", "tpu/v5p-16-worker1")]:
-            nodes[name] = rayaccel.ray.add_node(cluster, simulate=fixture, num_cpus=1)
+            nodes[name] = rayaccel.ray.add_node(cluster, simulate=fixture, num_cpus=1, wait=False)
+        cluster.wait_for_nodes()
         rayaccel.ray.connect(cluster.address, log_to_driver=False)
         yield {name: node.node_id for name, node in nodes.items()}
     finally:

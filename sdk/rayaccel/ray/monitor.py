@@ -61,13 +61,13 @@ class HealthMonitor:
         from rayaccel.manager import PluginManager
         from rayaccel.ray.node import NODE_PLUGINS_ENV
 
-        if not plugins:  # the plugins the node was started with (inherited from the raylet's env)
-            plugins = [p for p in os.environ.get(NODE_PLUGINS_ENV, "").split(",") if p] or None
+        if plugins is None and NODE_PLUGINS_ENV in os.environ:  # the node's plugins (from the raylet's env)
+            plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
         self.node_id = node_id
         self.interval = float(interval)
         self._manager = PluginManager()
         self._host = host_from_env(self._manager)
-        self._builder = InventoryBuilder(self._manager, list(plugins) if plugins else None)
+        self._builder = InventoryBuilder(self._manager, list(plugins) if plugins is not None else None)
         self._baseline = set(baseline)
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
         self._health = Gauge("rayaccel_device_health", "Accelerator device health: 0 healthy, 1 unknown, "
@@ -167,7 +167,7 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
         num_cpus=0, max_restarts=3, max_concurrency=2,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(node_id, interval, list(plugins) if plugins else None, list(baseline))
+    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline))
 
 
 def get_monitor(node_id: str) -> Any:

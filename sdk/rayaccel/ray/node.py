@@ -37,7 +37,7 @@ OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
 UNIT_INSTANCE_ENV = "RAY_custom_unit_instance_resources"
 PRELOAD_ENV = "RAY_preload_python_modules"
 WORKER_MODULE = "rayaccel.ray.worker"
-#: Names of the plugins a node was started with (comma-separated; empty = all): the monitor uses them.
+#: Names of the plugins a node was started with (comma-separated; unset = all): the monitor uses them.
 NODE_PLUGINS_ENV = "RAYACCEL_NODE_PLUGINS"
 #: Label marking nodes the SDK started (the monitor and placement helpers look for it).
 MANAGED_LABEL = "rayaccel.io/managed"
@@ -115,8 +115,9 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
                                      sorted({s.resource_name for s in specs})),
         PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
         FAMILIES_ENV: dump_specs(specs),
-        NODE_PLUGINS_ENV: ",".join(plugins or ()),
     }
+    if plugins is not None:
+        env[NODE_PLUGINS_ENV] = ",".join(plugins)
     for family in inventory.families:
         units = family.schedulable_units
         declaration = family.family
