@@ -59,7 +59,7 @@ class SkuAddition:
     fixture_path: Path
     fixture_ref: str
     base_fixture: str
-    #: Labels under the plugin's own prefix: only the plugin knows them, so they are recorded from its answer.
+    #: Labels only the plugin (or the device) decides: recorded from the plugin's answer on the new fixture.
     recorded_labels: dict[str, str] = field(default_factory=dict)
     #: True when the catalog could not be appended to as text and was written out again (comments lost).
     catalog_rewritten: bool = False
@@ -304,6 +304,16 @@ def _is_plugin_label(key: str) -> bool:
     return not key.startswith((VOCABULARY_PREFIX, RAY_LABEL_PREFIX))
 
 
+def _observed_label_keys(sku: SkuRecord) -> set[str]:
+    """Vocabulary labels the SKU record leaves to the device: what it reports on the new fixture is kept."""
+    keys = set()
+    if sku.architecture is None:
+        keys.add(f"{VOCABULARY_PREFIX}architecture")
+    if sku.memory_mib is None:
+        keys.add(f"{VOCABULARY_PREFIX}memory-mib")
+    return keys
+
+
 def fault_differences(inventory: NodeInventory, plugin: str, expected: FaultExpectation) -> list[str]:
     family = next((f for f in inventory.families if f.plugin == plugin), None)
     diffs = []
@@ -383,9 +393,11 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     builder = _CatalogOverride(manager, plugin, new_catalog)
     fixture = parse_fixture(data, f"the fixture for {sku.id}")
     inventory = _inventory(builder, fixture)
-    recorded = {k: v for k, v in inventory.labels.items() if _is_plugin_label(k)}
+    observed = _observed_label_keys(sku)
+    recorded = {k: v for k, v in inventory.labels.items() if k in observed or _is_plugin_label(k)}
     if data["expected"]["labels"]:
-        sdk_labels = {k: v for k, v in data["expected"]["labels"].items() if not _is_plugin_label(k)}
+        sdk_labels = {k: v for k, v in data["expected"]["labels"].items()
+                      if k not in observed and not _is_plugin_label(k)}
         data["expected"]["labels"] = {**sdk_labels, **recorded}
         fixture = parse_fixture(data, f"the fixture for {sku.id}")
     diffs = compare_expected(inventory, fixture)

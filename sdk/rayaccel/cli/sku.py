@@ -54,7 +54,7 @@ def add(
                   markup=False, highlight=False)
     if done.recorded_labels:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(done.recorded_labels.items()))
-        console.print(f"  labels the plugin sets itself, recorded from its answer: {labels}", markup=False,
+        console.print(f"  labels the plugin or device decides, recorded from its answer: {labels}", markup=False,
                       highlight=False)
     console.print(f"see it: rayaccel inspect --simulate {done.fixture_ref}", markup=False, highlight=False)
 
