@@ -39,23 +39,24 @@ def free_ports(n: int) -> list[int]:
 
 
 @pytest.mark.ray
-def test_start_shows_the_inventory_in_ray_status_and_stop_stops_it():
+def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it():
     from ray.util import get_node_ip_address
 
+    pytest.importorskip("rayaccel_nvidia", reason="the NVIDIA reference plugin provides nvidia/dgx-h100")
     port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
     address = f"{get_node_ip_address()}:{port}"
-    started = rayaccel("start", "--head", "--simulate", "acme/acme-4", "--fault", "fatal-2",
+    started = rayaccel("start", "--head", "--simulate", "nvidia/dgx-h100",
                        "--monitor-interval", "2", f"--port={port}", f"--ray-client-server-port={client}",
                        f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
                        f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
                        f"--object-manager-port={objects}", "--num-cpus=1", "--include-dashboard=false")
     try:
         assert started.returncode == 0, started.stderr[-3000:]
-        assert "node started with ACME=3, accelerator_type:R1=1" in started.stdout
+        assert "node started with GPU=8, accelerator_type:H100=1" in started.stdout
         assert "health monitor polling every 2s" in started.stdout
         status = run(os.path.join(os.path.dirname(sys.executable), "ray"), "status", f"--address={address}")
         assert status.returncode == 0, status.stderr[-3000:]
-        assert "0.0/3.0 ACME" in status.stdout
+        assert "0.0/8.0 GPU" in status.stdout
     finally:
         stopped = rayaccel("stop", f"--address={address}", "--grace", "3")
     assert stopped.returncode == 0, stopped.stderr
