@@ -69,5 +69,5 @@ def test_b300_onboarded_on_a_copy_is_reported_and_passes_conformance(tmp_path: P
     assert report.exists(), graded.stdout[-3000:] + graded.stderr[-2000:]
     [plugin] = json.loads(report.read_text())["plugins"]
     assert plugin["fixtures"] == ["nvidia/b300-sxm6-288gb"]
-    assert plugin["tier"] in TIERS, graded.stdout[-3000:]
+    assert plugin["tier"] in TIERS[1:], graded.stdout[-3000:]  # deriving a fixture keeps the plugin supported
     assert tree_digest(NVIDIA) == real_catalog  # the repository's plugin was not touched

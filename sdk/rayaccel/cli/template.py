@@ -97,6 +97,18 @@ def new(
                   f"--conformance-plugin {name.removeprefix('rayaccel-')}", markup=False, highlight=False)
 
 
+def _unmerged(project: Path) -> list[str]:
+    """Files a three-way merge left with conflict markers (git's unmerged paths)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(project), "diff", "--name-only", "--diff-filter=U"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(line for line in done.stdout.splitlines() if line) if done.returncode == 0 else []
+
+
 @app.command()
 def upgrade(
     project: Annotated[Path, typer.Argument(help="The baked project (default: here)")] = Path("."),
@@ -123,11 +135,11 @@ def upgrade(
     if not ok:
         raise RayaccelError(f"{project} was not upgraded: commit your changes first (the merge needs a clean git "
                             "working tree)")
-    rejected = sorted(str(p.relative_to(project)) for p in project.rglob("*.rej"))
+    rejected = sorted(str(p.relative_to(project)) for p in project.rglob("*.rej")) + _unmerged(project)
     after = json.loads(record_path.read_text(encoding="utf-8")).get("commit")
     if rejected:
-        raise RayaccelError(f"the upgrade conflicts with your edits in {', '.join(rejected)}: merge those by hand, "
-                            "then delete the .rej files")
+        raise RayaccelError(f"the upgrade conflicts with your edits in {', '.join(rejected)}: merge those by hand "
+                            "(conflict markers, or .rej files beside them), then commit")
     if after == before:
         console.print(f"{project} is already at the template's latest commit ({before[:12]})", markup=False,
                       highlight=False)
