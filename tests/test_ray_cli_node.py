@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from rayaccel.cli.node import cluster_processes
+from rayaccel.cli.node import _alive, _uses_dir, cluster_processes, cluster_session_dirs
 
 ENV = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
        # Deterministic across machines: whether Ray turns token auth on depends on ~/.ray/auth_token.
@@ -26,6 +26,10 @@ def run(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
 
 def rayaccel(*args: str) -> subprocess.CompletedProcess[str]:
     return run(sys.executable, "-m", "rayaccel", *args)
+
+
+def _holds(pid: int, directory: str) -> bool:
+    return _alive(pid) and _uses_dir(pid, directory)
 
 
 def free_ports(n: int) -> list[int]:
@@ -57,11 +61,16 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it():
         status = run(os.path.join(os.path.dirname(sys.executable), "ray"), "status", f"--address={address}")
         assert status.returncode == 0, status.stderr[-3000:]
         assert "0.0/8.0 GPU" in status.stdout
+        sessions = cluster_session_dirs(address)
+        assert sessions
     finally:
         stopped = rayaccel("stop", f"--address={address}", "--grace", "3")
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped" in stopped.stdout
     assert cluster_processes(address) == []
+    # Nothing of the node survives, not even the agents that rename themselves (ray::DashboardAgent).
+    for session in sessions:
+        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _holds(int(pid), session)], session
 
 
 @pytest.mark.parametrize(("args", "message"), [

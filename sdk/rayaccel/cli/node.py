@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -157,27 +158,75 @@ def _start_monitor(address: str, node_manager_port: int, interval: float, plugin
         ray.shutdown()
 
 
-def cluster_processes(address: str) -> list[int]:
-    """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT).
+_SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
 
-    Every process of a node names its cluster on its command line (``--gcs-address=HOST:PORT``, the GCS
-    itself ``--gcs_server_port=PORT``); read from /proc, so Linux only.
-    """
-    port = address.rsplit(":", 1)[-1]
-    markers = (f"--gcs-address={address}", f"--gcs_address={address}", f"--gcs_server_port={port}",
-               f"--address={address}")
-    pids = []
+
+def _proc_table() -> dict[int, tuple[int, list[str]]]:
+    """pid -> (parent pid, argv) for every process we may read."""
+    table = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().decode("utf-8", "replace").split("\0")
-        except OSError:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                ppid = int(f.read().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if any(arg in markers for arg in argv):
-            pids.append(int(entry))
-    return pids
+        table[int(entry)] = (ppid, argv)
+    return table
+
+
+def _uses_dir(pid: int, directory: str) -> bool:
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    return any(link == directory or link.startswith(directory + "/") for link in links)
+
+
+def _core_processes(address: str, table: dict[int, tuple[int, list[str]]]) -> set[int]:
+    port = address.rsplit(":", 1)[-1]
+    markers = (f"--gcs-address={address}", f"--gcs_address={address}", f"--gcs_server_port={port}",
+               f"--address={address}")
+    return {pid for pid, (_, argv) in table.items() if any(arg in markers for arg in argv)}
+
+
+def _sessions(pids: set[int], table: dict[int, tuple[int, list[str]]]) -> set[str]:
+    return {m.group(1) for pid in pids for arg in table[pid][1] for m in [_SESSION_DIR.search(arg)] if m}
+
+
+def cluster_session_dirs(address: str) -> set[str]:
+    """The session directories (``/tmp/ray/session_...``) of the cluster's processes on this machine."""
+    table = _proc_table()
+    return _sessions(_core_processes(address, table), table)
+
+
+def cluster_processes(address: str) -> list[int]:
+    """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT).
+
+    A node's core processes name the cluster on their command line (``--gcs-address=HOST:PORT``, the
+    GCS ``--gcs_server_port=PORT``). Its agents rename themselves (``ray::DashboardAgent``), so their
+    children and every process holding a file in the cluster's session directory count too. Read from
+    /proc: Linux only.
+    """
+    table = _proc_table()
+    table.pop(os.getpid(), None)
+    found = _core_processes(address, table)
+    sessions = _sessions(found, table)
+    for pid, (_, argv) in table.items():
+        if pid in found:
+            continue
+        in_session = any(arg == d or d + "/" in arg for arg in argv for d in sessions)
+        if in_session or any(_uses_dir(pid, d) for d in sessions):
+            found.add(pid)
+    grew = True
+    while grew:  # children of what was found (workers, agents)
+        more = {pid for pid, (ppid, _) in table.items() if ppid in found and pid not in found}
+        found |= more
+        grew = bool(more)
+    return sorted(found)
 
 
 def _alive(pid: int) -> bool:
