@@ -265,3 +265,15 @@ def test_a_plugins_own_env_syntax_is_used_to_set_and_read_ids(monkeypatch, regis
     zeta.set_current_process_visible_accelerator_ids(["0", "2"])
     assert os.environ["ZETA_VISIBLE_DEVICES"] == "zeta0+zeta2" and os.environ["ZETA_DEVICE_COUNT"] == "2"
     assert zeta.get_current_process_visible_accelerator_ids() == ["0", "2"]
+
+
+def test_init_and_add_node_refuse_what_they_cannot_do():
+    from ray.cluster_utils import Cluster
+
+    import rayaccel.ray
+    from rayaccel.errors import RayaccelError
+
+    with pytest.raises(RayaccelError, match=r"use rayaccel\.ray\.connect"):
+        rayaccel.ray.init(address="10.0.0.1:6379")
+    with pytest.raises(RayaccelError, match="add the head node first"):
+        rayaccel.ray.add_node(Cluster(initialize_head=False), head=False)

@@ -119,6 +119,16 @@ def test_tpu_slice_placement_group_puts_the_head_bundle_on_worker_zero(cluster):
         ray.util.remove_placement_group(pg)
 
 
+def test_nvlink_domain_placement_group_lands_on_the_dgx(cluster):
+    pg = rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}, {"GPU": 4}], domain="dgx-h100-01-nvswitch")
+    try:
+        assert pg.wait(30)
+        table = ray.util.placement_group_table(pg)
+        assert set(table["bundles_to_node_id"].values()) == {cluster["dgx"]}
+    finally:
+        ray.util.remove_placement_group(pg)
+
+
 def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
     (node,) = [n for n in ray.nodes() if n["NodeID"] == cluster["acme"]]
     url = f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
