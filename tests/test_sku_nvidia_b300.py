@@ -40,6 +40,8 @@ def tree_digest(root: Path) -> str:
                                    if p.is_file() and "__pycache__" not in p.parts)).hexdigest()
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_b300_onboarded_on_a_copy_is_reported_and_passes_conformance(tmp_path: Path) -> None:
     shutil.copytree(NVIDIA, tmp_path / "site" / "rayaccel_nvidia", ignore=shutil.ignore_patterns("__pycache__"))
     copy = tmp_path / "site" / "rayaccel_nvidia"

@@ -42,7 +42,8 @@ def run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = N
 def cookiecutter(out: Path, *args: str, answers: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     out.mkdir(parents=True, exist_ok=True)
     extra = [f"{k}={v}" for k, v in (answers or {}).items()]
-    return run([sys.executable, "-m", "cookiecutter", "--no-input", *args, "-o", str(out), *extra])
+    return run([sys.executable, "-m", "cookiecutter", "--no-input", *args, "-o", str(out), *extra],
+               env={"HOME": str(out.parent / "home")})  # cookiecutter's replay files stay in the test's tmp
 
 
 def with_path(*paths: Path) -> dict[str, str]:
@@ -71,7 +72,7 @@ def baked(tmp_path_factory: pytest.TempPathFactory, buildtools: Path) -> dict[st
     done = cookiecutter(root / "default", str(TEMPLATE))
     assert done.returncode == 0, done.stderr[-3000:]
     new = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "-o", str(root / "hostile"),
-               *(f"{k}={v}" for k, v in HOSTILE.items())])
+               *(f"{k}={v}" for k, v in HOSTILE.items())], env={"HOME": str(root / "home")})
     assert new.returncode == 0, new.stderr[-3000:]
     assert "created" in new.stdout
     projects = {"default": root / "default" / "rayaccel-example", "hostile": root / "hostile" / "rayaccel-qubit-s-q"}
@@ -121,6 +122,8 @@ def test_baked_plugins_pass_their_own_tests(baked: dict[str, tuple[Path, Path]])
         assert "6 passed" in done.stdout
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 def test_baked_plugins_reach_experimental_tier_or_better(baked: dict[str, tuple[Path, Path]],
                                                          tmp_path: Path) -> None:
     report = tmp_path / "conformance.json"
@@ -136,9 +139,9 @@ def test_baked_plugins_reach_experimental_tier_or_better(baked: dict[str, tuple[
 
 @pytest.mark.parametrize("kind", ["command-csv", "python-library"])
 def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> None:
-    done = cookiecutter(tmp_path, str(TEMPLATE), answers={"probe_kind": kind, "vendor_name": "ACME Corp"})
+    done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={"probe_kind": kind, "vendor_name": "ACME Corp"})
     assert done.returncode == 0, done.stderr[-3000:]
-    project = tmp_path / "rayaccel-acme"
+    project = tmp_path / "out" / "rayaccel-acme"
     tests = run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=project, env=with_path(project / "src"))
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert "6 passed" in tests.stdout
@@ -153,21 +156,25 @@ def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> N
     ("vendor_name=two\nlines", "vendor_name contains the control character U+000A"),
 ])
 def test_invalid_answers_fail_with_one_line_and_leave_no_folder(answer: str, message: str, tmp_path: Path,
-                                                                capfd: pytest.CaptureFixture[str]) -> None:
+                                                                capfd: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from rayaccel.cli import main
 
-    assert main(["new", "--no-input", "-o", str(tmp_path), answer]) == 2
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+    out = tmp_path / "out"
+    assert main(["new", "--no-input", "-o", str(out), answer]) == 2
     err = capfd.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
-    assert list(tmp_path.iterdir()) == []
+    assert list(out.iterdir()) == []
 
 
 def test_plain_cookiecutter_refuses_with_the_hooks_message_and_no_folder(tmp_path: Path) -> None:
-    done = cookiecutter(tmp_path, str(TEMPLATE), answers={"vendor_name": "1abc"})
+    done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={"vendor_name": "1abc"})
     assert done.returncode != 0
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "not a valid identifier" in errors[0], done.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def test_every_ray_family_is_refused() -> None:

@@ -19,8 +19,10 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COM
            "GIT_COMMITTER_EMAIL": "t@example.com"}
 
 
-def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env={**os.environ, **GIT_ENV})
+def run(argv: list[str], cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    # HOME in tmp: cookiecutter writes replay files there, and git reads no user config.
+    env = {**os.environ, **GIT_ENV, **({"HOME": str(home)} if home else {})}
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 
 def commit_all(repo: Path, message: str) -> str:
@@ -42,7 +44,8 @@ def template_repo(tmp_path: Path) -> Path:
 def bake(template_repo: Path, out: Path) -> Path:
     out.mkdir()
     done = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "--template",
-                str(template_repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"])
+                str(template_repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"],
+               home=out.parent / "home")
     assert done.returncode == 0, done.stderr[-3000:]
     project = out / "rayaccel-acme"
     assert run(["git", "init", "-q", str(project)]).returncode == 0
