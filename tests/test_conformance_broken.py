@@ -161,3 +161,10 @@ def test_without_the_flag_the_plugin_collects_nothing(tmp_path: Path) -> None:
                           text=True, check=False, env=plugin_env(["acme"]))
     assert proc.returncode == 5  # pytest's "no tests collected"
     assert not (tmp_path / "conformance-report.json").exists()
+
+
+def test_an_unknown_fixture_is_a_usage_error_naming_the_shipped_ones(tmp_path: Path) -> None:
+    proc = run_conformance(tmp_path, ["acme"], "--conformance-fixture", "acme/nope", timeout=120)
+    assert proc.returncode == 4  # pytest's usage error
+    assert "--conformance-fixture acme/nope: no such fixture" in proc.stderr and "acme/acme-4" in proc.stderr
+    assert not (tmp_path / "conformance-report.json").exists()

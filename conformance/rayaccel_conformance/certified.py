@@ -7,8 +7,8 @@ import re
 
 from rayaccel.host import RealHost
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
-
-from rayaccel_conformance.checks import CheckFailed, CheckSkipped, check
+from rayaccel.records import Problem
+from rayaccel_conformance.checks import CheckFailed, CheckSkipped, Evidence, check
 from rayaccel_conformance.subject import Subject
 
 # SPDX license expressions: ids joined by AND/OR/WITH, optionally parenthesised.
@@ -17,7 +17,7 @@ _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 
 
 @check("RAC301")
-def transports(subject: Subject) -> list[str]:
+def transports(subject: Subject) -> Evidence:
     """Every declared tensor transport's manager class imports and subclasses Ray's TensorTransportManager.
 
     Each ``rayaccel_transports`` record names ``module:Class``; the class must import in this environment
@@ -28,7 +28,7 @@ def transports(subject: Subject) -> list[str]:
     from ray.experimental import TensorTransportManager
 
     subject.family()
-    problems: list = []
+    problems: list[Problem] = []
     specs = subject.manager.transports(subject.name, problems)
     wrong = [p.render() for p in problems]
     ok = []
@@ -51,7 +51,7 @@ def transports(subject: Subject) -> list[str]:
 
 
 @check("RAC302")
-def support_metadata(subject: Subject) -> list[str]:
+def support_metadata(subject: Subject) -> Evidence:
     """The plugin's metadata names at least 2 maintainers, a support contact, a license and the Ray
     versions it is tested with.
 
@@ -79,7 +79,7 @@ def support_metadata(subject: Subject) -> list[str]:
 
 
 @check("RAC303")
-def real_hardware(subject: Subject) -> str:
+def real_hardware(subject: Subject) -> Evidence:
     """The run includes evidence from real hardware: at least one device of the family on this machine.
 
     Simulated hosts prove the plugin's logic against recorded vendor answers; certification also needs a

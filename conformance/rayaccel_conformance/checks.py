@@ -98,4 +98,4 @@ def all_checks() -> list[Check]:
 
 
 def tier_index(tier: str) -> int:
-    return TIERS.index(tier)  # type: ignore[arg-type]
+    return TIERS.index(tier)  # type: ignore[arg-type,unused-ignore]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rayaccel import hookspec
 from rayaccel.fixtures import Fixture, HostState, compare_expected
 from rayaccel.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for, reserved_resource_problem
 from rayaccel.records import QuantityRule
 from rayaccel.simulated import SimulatedHost
-
-from rayaccel_conformance.checks import CheckFailed, check
+from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.subject import Subject
 
 #: Problem codes the manager records when it refuses a plugin, by the check that owns the defect.
@@ -24,7 +25,7 @@ def _problems(subject: Subject, codes: tuple[str, ...]) -> list[str]:
 
 
 @check("RAC101")
-def loads(subject: Subject) -> list[str]:
+def loads(subject: Subject) -> Evidence:
     """The plugin is installed and loads through its entry point.
 
     The SDK found a plugin of this name (a ``rayaccel`` entry point, or ``RAYACCEL_PLUGINS`` for a plugin
@@ -46,7 +47,7 @@ def loads(subject: Subject) -> list[str]:
 
 
 @check("RAC102")
-def loads_without_driver(subject: Subject) -> str:
+def loads_without_driver(subject: Subject) -> Evidence:
     """With no vendor driver or library present, discovery reports zero devices and no problem.
 
     A plugin is installed on machines without its hardware (every CPU node of a cluster). The check runs
@@ -71,7 +72,7 @@ def loads_without_driver(subject: Subject) -> str:
 
 
 @check("RAC103")
-def spec_version(subject: Subject) -> str:
+def spec_version(subject: Subject) -> Evidence:
     """The plugin was written for a compatible hook-spec version (same MAJOR as this SDK).
 
     The family declaration's ``spec_version`` says which rayaccel hook spec the plugin implements. The SDK
@@ -88,7 +89,7 @@ def spec_version(subject: Subject) -> str:
 
 
 @check("RAC104")
-def family_declaration(subject: Subject) -> str:
+def family_declaration(subject: Subject) -> Evidence:
     """The family declaration is valid and collides with no other plugin and no name Ray reserves.
 
     Resource names are letters, digits and ``_``; the env var is upper-case; the resource may not be one
@@ -109,7 +110,7 @@ def family_declaration(subject: Subject) -> str:
 
 
 @check("RAC105", scope="fixture")
-def discovery_matches_fixture(subject: Subject, fixture: str | None) -> list[str]:
+def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence:
     """On every fixture, discovery equals the fixture's expected devices, resources and accelerator type.
 
     The fixture records what the vendor interface answers on a real machine and what the node must get
@@ -144,17 +145,17 @@ def rule_allows(rule: QuantityRule, quantity: float) -> bool:
     return quantity in rule.choices
 
 
-def _ray_validator(resource: str, env_var: str) -> object | None:
+def _ray_validator(resource: str, env_var: str) -> Any:
     owner = ray_family_for(resource, env_var)
     if owner is None:
         return None
     from ray._private import accelerators
 
-    return next(m for m in accelerators.get_all_accelerator_managers() if m.__name__ == owner)
+    return next(m for m in accelerators.get_all_accelerator_managers() if getattr(m, "__name__", "") == owner)
 
 
 @check("RAC106")
-def quantity_rule(subject: Subject) -> list[str]:
+def quantity_rule(subject: Subject) -> Evidence:
     """The request-quantity rule accepts and rejects the right samples, each rejection with a message.
 
     Samples 0.25 ... 8 go through the SDK's rule (what ``@ray.remote(resources=...)`` is validated with for a
@@ -175,18 +176,18 @@ def quantity_rule(subject: Subject) -> list[str]:
         if not ok and (not message or resource not in message):
             wrong.append(f"rejecting {q:g} gives no message naming {resource}: {message!r}")
         if ray_manager is not None:
-            ray_ok, ray_message = ray_manager.validate_resource_request_quantity(q)  # type: ignore[attr-defined]
+            ray_ok, ray_message = ray_manager.validate_resource_request_quantity(q)
             if ok and not ray_ok:
-                wrong.append(f"the rule accepts {q:g} {resource}, which Ray's {ray_manager.__name__} "  # type: ignore[attr-defined]
+                wrong.append(f"the rule accepts {q:g} {resource}, which Ray's {ray_manager.__name__} "
                              f"refuses: {ray_message}")
     if wrong:
         raise CheckFailed(wrong)
-    where = f"agrees with Ray's {ray_manager.__name__}" if ray_manager else "day-zero family: the SDK's rule"  # type: ignore[attr-defined]
+    where = f"agrees with Ray's {ray_manager.__name__}" if ray_manager else "day-zero family: the SDK's rule"
     return [f"{rule.kind} rule on {resource}: {' '.join(verdicts)}", where]
 
 
 @check("RAC107", scope="fixture")
-def visible_env_round_trip(subject: Subject, fixture: str | None) -> list[str]:
+def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     """The visible-devices env var round-trips: the env set for units parses back to the same units.
 
     For one unit, two units, all units of the fixture and none, the env the plugin sets
@@ -216,7 +217,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> list[str]:
 
 
 @check("RAC108", scope="fixture", uses_ray=True)
-def ray_single_node(subject: Subject, fixture: str | None) -> list[str]:
+def ray_single_node(subject: Subject, fixture: str | None) -> Evidence:
     """A real Ray node started through the SDK on the fixture shows the plugin's resources, and a task
     asking for one unit sees exactly its unit in the env var.
 

@@ -109,8 +109,8 @@ class ConformanceRun:
         items[:] = self.make_items(session)
 
     def make_items(self, session: pytest.Session) -> list[pytest.Item]:
+        from rayaccel.fixtures import installed_fixtures
         from rayaccel.manager import PluginManager
-
         from rayaccel_conformance.checks import all_checks, tier_index
         from rayaccel_conformance.subject import Subject
 
@@ -141,6 +141,14 @@ class ConformanceRun:
             if ray_items:
                 ray_items[-1].last_ray = True
             items.extend(mine)
+        known = {ref for subject in self.subjects for ref in subject.fixture_paths()}
+        unknown = [f for f in fixtures if f not in known and not any(ref.endswith(f"/{f}") for ref in known)]
+        if unknown:
+            graded, self.subjects = self.subjects, []  # a usage error writes no report
+            shipped = sorted({ref for s in graded for ref in installed_fixtures(manager)
+                              if ref.startswith(f"{s.name}/")} if graded else set())
+            raise pytest.UsageError(f"--conformance-fixture {', '.join(unknown)}: no such fixture of the plugins "
+                                    f"graded; they ship: {', '.join(shipped) or 'none'}")
         return items
 
     # Running ---------------------------------------------------------------------------------
@@ -154,7 +162,8 @@ class ConformanceRun:
         outcome, evidence = "passed", []
         try:
             if check.uses_ray:
-                failed = subject.failed_ids(tier_index(check.tier))
+                # The same check on another fixture failing says nothing about this fixture: run it.
+                failed = [i for i in subject.failed_ids(tier_index(check.tier)) if i != check.id]
                 if failed:
                     raise CheckSkipped(f"not run: {check.tier} cannot be reached ({', '.join(failed)} failed)")
             evidence = check.run(subject, item.fixture)
@@ -195,7 +204,6 @@ class ConformanceRun:
 
         import rayaccel
         from rayaccel.hookspec import SPEC_VERSION
-
         from rayaccel_conformance.checks import CHECKS, all_checks
         from rayaccel_conformance.report import seal
         from rayaccel_conformance.tiers import Result, reached_tier

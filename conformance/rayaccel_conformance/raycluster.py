@@ -13,7 +13,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.records import NodeInventory
-
 from rayaccel_conformance.checks import CheckFailed
 
 if TYPE_CHECKING:
@@ -32,6 +31,12 @@ def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
 
     context = ray.get_runtime_context()
     return context.get_node_id(), os.environ.get(env_var), list(context.get_accelerator_ids().get(resource, []))
+
+
+def _ray_nodes() -> list[dict[str, Any]]:
+    import ray
+
+    return list(ray.nodes())  # type: ignore[no-untyped-call,unused-ignore]
 
 
 class SharedCluster:
@@ -53,7 +58,7 @@ class SharedCluster:
         import rayaccel.ray
 
         self.ray_version = ray.__version__
-        cluster = Cluster(initialize_head=False)
+        cluster: Any = Cluster(initialize_head=False)
         try:
             rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False)
             rayaccel.ray.connect(cluster.address, plugins=[], log_to_driver=False)
@@ -69,7 +74,7 @@ class SharedCluster:
         from rayaccel.ray.registry import uninstall
 
         try:
-            rayaccel.ray.shutdown()
+            rayaccel.ray.shutdown()  # type: ignore[no-untyped-call,unused-ignore]
         finally:
             self.cluster.shutdown()
             uninstall()
@@ -119,17 +124,15 @@ class SharedCluster:
     # Checks ----------------------------------------------------------------------------------
 
     def _node(self, node_id: str) -> dict[str, Any]:
-        import ray
-
         deadline = time.monotonic() + 10
         while True:
-            found = [n for n in ray.nodes() if n["NodeID"] == node_id and n["Alive"]]
+            found = [n for n in _ray_nodes() if n["NodeID"] == node_id and n["Alive"]]
             if found or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         if not found:
             raise CheckFailed(f"node {node_id} is not alive in the cluster")
-        return found[0]  # type: ignore[no-any-return]
+        return found[0]
 
     @staticmethod
     def _unit_options(resource: str) -> dict[str, Any]:
@@ -174,7 +177,7 @@ class SharedCluster:
         node_id = self.node_id(subject, fixture)
         wanted = fam.accelerator_type
         self._node(node_id)
-        alive = [n for n in ray.nodes() if n["Alive"]]
+        alive = [n for n in _ray_nodes() if n["Alive"]]
         having = {n["NodeID"] for n in alive if n.get("Labels", {}).get(ACCELERATOR_TYPE_LABEL) == wanted}
         if node_id not in having:
             labels = self._node(node_id).get("Labels", {})
@@ -196,8 +199,8 @@ class SharedCluster:
         stray = sorted({ran_on for ran_on, _, _ in placed} - having)
         if stray:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
-        return [f"{SELECTOR_TASKS} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} (and 1 {family.resource_name}) ran on the "
-                f"{len(having)} node(s) that have it, none on the {others} without"]
+        return [f"{SELECTOR_TASKS} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} (and 1 {family.resource_name}) "
+                f"ran on the {len(having)} node(s) that have it, none on the {others} without"]
 
 
 _shared: SharedCluster | None = None

@@ -18,7 +18,6 @@ from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
 from rayaccel.records import FamilyDeclaration, NodeInventory, Problem
 from rayaccel.simulated import SimulatedHost
-
 from rayaccel_conformance.checks import CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]

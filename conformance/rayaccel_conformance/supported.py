@@ -11,8 +11,7 @@ from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
 from rayaccel.simulated import SimulatedHost
 from rayaccel.topology import topology_errors
-
-from rayaccel_conformance.checks import CheckFailed, check
+from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.subject import Subject
 
 #: Discovery of one fixture must take less than this (seconds), best of a few runs.
@@ -22,7 +21,7 @@ GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[
 
 
 @check("RAC201", scope="fixture")
-def labels(subject: Subject, fixture: str | None) -> list[str]:
+def labels(subject: Subject, fixture: str | None) -> Evidence:
     """Labels use the vocabulary, pass Ray's label syntax and equal the fixture's expected labels.
 
     Every ``rayaccel.io/`` key must be one of the vocabulary (docs/labels.md); the plugin's own labels
@@ -55,7 +54,7 @@ def _devices(subject: Subject, inventory: NodeInventory) -> list[Any]:
 
 
 @check("RAC202", scope="fixture")
-def topology(subject: Subject, fixture: str | None) -> list[str]:
+def topology(subject: Subject, fixture: str | None) -> Evidence:
     """The topology is consistent: symmetric links between known devices, vocabulary kinds, sound domains.
 
     The plugin's ``rayaccel_topology`` result, as returned, must name only discovered device ids, never link
@@ -115,7 +114,7 @@ def compare_fault(inventory: NodeInventory, subject: Subject, fault: Fault) -> l
 
 
 @check("RAC203", scope="fixture")
-def faults_and_recovery(subject: Subject, fixture: str | None) -> list[str]:
+def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     """Every declared fault gives the declared health state, and recovery gives healthy again.
 
     Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a
@@ -170,7 +169,7 @@ def _synthetic_faults(fx: Fixture) -> dict[str, dict[str, Any]]:
 
 
 @check("RAC204", scope="fixture")
-def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> list[str]:
+def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
     """A vendor tool that hangs or prints garbage ends within the timeout as zero devices or a clear problem.
 
     The fixture's own ``tool-hang`` and ``tool-garbage`` faults run, and so do scenarios the suite makes:
@@ -225,7 +224,7 @@ def _patched(fx: Fixture, patch: dict[str, Any]) -> HostState:
 
 
 @check("RAC205", scope="fixture")
-def sku_catalog(subject: Subject, fixture: str | None) -> list[str]:
+def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     """The SKU catalog validates and every fixture device resolves to a known SKU.
 
     ``rayaccel_sku_catalog`` must return a catalog that passes the shipped JSON Schema
@@ -259,13 +258,14 @@ def sku_catalog(subject: Subject, fixture: str | None) -> list[str]:
 
 
 @check("RAC206", scope="fixture")
-def metrics(subject: Subject, fixture: str | None) -> list[str]:
+def metrics(subject: Subject, fixture: str | None) -> Evidence:
     """Metric samples have the standard names and units, for discovered devices.
 
     The plugin must implement ``rayaccel_metrics``; every sample's name must be standard (``utilization`` in
     percent, ``memory_used`` in bytes, ...) or prefixed ``vendor.``, in its one unit, and name a discovered
-    device (a fixture whose vendor interface offers no metric may give none). One malformed sample drops all of them. Fix: use
-    ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts.
+    device (a fixture whose vendor interface offers no metric may give none). One malformed sample drops
+    all of them. Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes,
+    mW to watts.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -276,7 +276,8 @@ def metrics(subject: Subject, fixture: str | None) -> list[str]:
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
-        wrong.append(f"the plugin implements no rayaccel_metrics hook (standard: {', '.join(sorted(STANDARD_METRICS))})")
+        names = ", ".join(sorted(STANDARD_METRICS))
+        wrong.append(f"the plugin implements no rayaccel_metrics hook (standard metrics: {names})")
     if wrong:
         raise CheckFailed(wrong)
     standard = sorted({s.name for s in samples if s.name in STANDARD_METRICS})
@@ -286,7 +287,7 @@ def metrics(subject: Subject, fixture: str | None) -> list[str]:
 
 
 @check("RAC207", scope="fixture")
-def discovery_speed(subject: Subject, fixture: str | None) -> str:
+def discovery_speed(subject: Subject, fixture: str | None) -> Evidence:
     """Discovery of one fixture takes under 1 s.
 
     The whole inventory of the fixture (discovery, SKU resolution, topology, health, resources, labels,
@@ -304,7 +305,7 @@ def discovery_speed(subject: Subject, fixture: str | None) -> str:
 
 
 @check("RAC208", scope="fixture", uses_ray=True)
-def ray_label_selector(subject: Subject, fixture: str | None) -> list[str]:
+def ray_label_selector(subject: Subject, fixture: str | None) -> Evidence:
     """On a real multi-node Ray cluster, a task selecting the plugin's accelerator type lands on the node
     that has it and on no other.
 

@@ -27,7 +27,7 @@ def reached_tier(results: Iterable[Result], required: dict[str, set[str]],
     results = list(results)
     reached: Tier | None = None
     for tier in TIERS:
-        if limit is not None and TIERS.index(tier) > TIERS.index(limit):  # type: ignore[arg-type]
+        if limit is not None and TIERS.index(tier) > TIERS.index(limit):  # type: ignore[arg-type,unused-ignore]
             return reached, f"stopped at {limit} (--conformance-tier {limit})"
         mine = [r for r in results if r.tier == tier]
         bad = [r for r in mine if r.outcome in ("failed", "error")]
