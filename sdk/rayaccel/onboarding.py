@@ -411,11 +411,17 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
             + ". Derive it from a fixture of a similar device (--from-fixture), or make the plugin's "
               "rayaccel_fixture_for_sku rewrite what differs; nothing was written")
 
-    write_atomically(fixture_path, fixture_text(data, suffix))
+    try:
+        write_atomically(fixture_path, fixture_text(data, suffix))
+    except OSError as e:
+        raise FixtureError(f"cannot write {fixture_path}: {e.strerror or e}; nothing was written (is the plugin "
+                           "installed read-only? onboard SKUs in the plugin's source checkout)") from None
     try:
         write_atomically(catalog_path, new_text)
-    except BaseException:
+    except BaseException as e:
         fixture_path.unlink(missing_ok=True)  # both or neither
+        if isinstance(e, OSError):
+            raise CatalogError(f"cannot write {catalog_path}: {e.strerror or e}; nothing was written") from None
         raise
     return SkuAddition(plugin=plugin, sku=sku, catalog_path=catalog_path, fixture_path=fixture_path,
                        fixture_ref=f"{plugin}/{name}", base_fixture=base.ref, recorded_labels=recorded,

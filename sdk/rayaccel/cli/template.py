@@ -76,10 +76,15 @@ def new(
         raise RayaccelError(f"the vendor template is not beside this rayaccel ({TEMPLATE_DIR}); give it with "
                             "--template <git URL> --directory templates/vendor-plugin")
     if (local / "cookiecutter.json").exists():
-        unknown = sorted(set(given) - set(template_questions(local)))
+        questions = template_questions(local)
+        unknown = sorted(set(given) - set(questions))
         if unknown:
             raise RayaccelError(f"the template asks no question {unknown[0]!r}; its questions are: "
-                                + ", ".join(template_questions(local)))
+                                + ", ".join(questions))
+        for key, value in given.items():
+            choices = questions[key]
+            if isinstance(choices, list) and value not in choices:
+                raise RayaccelError(f"{key}={value!r} is not one of the choices: {', '.join(map(str, choices))}")
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
         with _quiet_cookiecutter():
@@ -88,8 +93,9 @@ def new(
     except FailedHookException:
         raise typer.Exit(2) from None  # the template's hook printed the one line that says why
     except OutputDirExistsException as e:
-        raise RayaccelError(f"{e}; choose another --output-dir or remove it") from None
-    except CookiecutterException as e:
+        raise RayaccelError(f"{str(e).removeprefix('Error: ')}; choose another --output-dir or remove it") from None
+    except (CookiecutterException, ValueError) as e:
+        # cookiecutter reports a bad choice answer as ValueError
         raise RayaccelError(f"the template could not be baked: {e}") from None
     name = Path(project).name
     console.print(f"created {project}", markup=False, highlight=False)
