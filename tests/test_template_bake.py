@@ -240,3 +240,12 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
     finally:
         stopped = run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"], env=env)
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_every_question_has_help_and_is_documented() -> None:
+    context = json.loads((TEMPLATE / "cookiecutter.json").read_text(encoding="utf-8"))
+    questions = [k for k in context if not k.startswith("_")]
+    docs = (REPO / "docs" / "onboarding.md").read_text(encoding="utf-8")
+    for question in questions:
+        assert question in context["__prompts__"], question
+        assert f"| `{question}` |" in docs, question
