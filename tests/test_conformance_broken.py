@@ -42,7 +42,9 @@ BROKEN: dict[str, tuple[str, str | None]] = {
 def plugin_env(names: list[str]) -> dict[str, str]:
     modules = {"acme": "rayaccel_testplugins.acme"} | {
         name: f"rayaccel_testplugins.broken_{name.removeprefix('broken-')}" for name in BROKEN}
-    env = dict(os.environ)
+    # Nothing a test elsewhere in the session left set may change what is graded, or where Ray starts.
+    drop = ("RAYACCEL_DISABLE", "RAYACCEL_SIMULATE", "RAYACCEL_SIMULATE_FAULT_FILE", "RAY_ADDRESS")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update({
         "RAYACCEL_PLUGINS": ",".join(f"{n}={modules[n]}" for n in names),
         "RAYACCEL_NO_AUTOLOAD": "1",  # only these plugins: installed reference plugins would collide

@@ -1,6 +1,6 @@
 """The check registry: every conformance check, with its stable ID, tier, title and help.
 
-A check is a function decorated with :func:`check`. Its docstring's first line is the title; the whole
+A check is a function decorated with :func:`check`. Its docstring's first sentence is the title; the whole
 docstring is the help shown when it fails. It returns evidence (a short sentence, or a list of them) when
 it passes and raises :class:`CheckFailed` with evidence when it does not. IDs never change meaning: RAC1xx
 are experimental, RAC2xx supported, RAC3xx certified.
@@ -82,7 +82,7 @@ def check(check_id: str, scope: Scope = "plugin", uses_ray: bool = False) -> Cal
         doc = inspect.cleandoc(function.__doc__ or "")
         if not doc:
             raise ValueError(f"check {check_id} ({function.__name__}) has no docstring: it is the failure help")
-        title = doc.splitlines()[0].rstrip(".")
+        title = " ".join(doc.split("\n\n", 1)[0].split()).rstrip(".")  # the first paragraph, on one line
         tier: Tier = _TIER_OF_HUNDRED[int(match.group(1))]  # type: ignore[assignment]
         CHECKS[check_id] = Check(check_id, tier, title, doc, scope, function, uses_ray)
         return function
