@@ -45,6 +45,7 @@ class SharedCluster:
         self.nodes: dict[str, Any] = {}  # fixture ref -> ray._private.node.Node
         self.node_ids: dict[str, str] = {}
         self.installed: set[str] = set()
+        self.cpu_selected: set[str] = set()
         self.ray_version: str | None = None
 
     # Life cycle ------------------------------------------------------------------------------
@@ -196,11 +197,22 @@ class SharedCluster:
         except Exception as e:  # a task that never runs is the finding
             raise CheckFailed(f"tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
                               f"{type(e).__name__}") from None
+        if subject.name not in self.cpu_selected:
+            # Once per plugin, the selector alone (no unit asked for): only the label can keep it off the
+            # head node, which has CPUs to spare.
+            self.cpu_selected.add(subject.name)
+            alone = ray.remote(_probe).options(num_cpus=0.1, label_selector={ACCELERATOR_TYPE_LABEL: wanted})
+            try:
+                placed.append(ray.get(alone.remote(family.visible_devices_env_var, family.resource_name),
+                                      timeout=TASK_TIMEOUT_S))
+            except Exception as e:  # a task that never runs is the finding
+                raise CheckFailed(f"a CPU task selecting {ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
+                                  f"{type(e).__name__}") from None
         stray = sorted({ran_on for ran_on, _, _ in placed} - having)
         if stray:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
-        return [f"{SELECTOR_TASKS} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} (and 1 {family.resource_name}) "
-                f"ran on the {len(having)} node(s) that have it, none on the {others} without"]
+        return [f"{len(placed)} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking for "
+                f"1 {family.resource_name}) ran on the {len(having)} node(s) that have it, none on the {others} without"]
 
 
 _shared: SharedCluster | None = None
