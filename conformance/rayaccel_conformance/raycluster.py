@@ -212,7 +212,8 @@ class SharedCluster:
         if stray:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
         return [f"{len(placed)} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking for "
-                f"1 {family.resource_name}) ran on the {len(having)} node(s) that have it, none on the {others} without"]
+                f"1 {family.resource_name}) ran on the {len(having)} node(s) that have it, "
+                f"none on the {others} without"]
 
 
 _shared: SharedCluster | None = None
