@@ -28,7 +28,6 @@ def _register_commands() -> None:
     from rayaccel.cli import template  # noqa: F401
     from rayaccel.cli import node  # noqa: F401
     from rayaccel.cli import certify  # noqa: F401
-    from rayaccel.cli import certify  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
