@@ -23,11 +23,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from rayaccel.cli import inventory  # noqa: F401
-    from rayaccel.cli import sku  # noqa: F401
-    from rayaccel.cli import template  # noqa: F401
-    from rayaccel.cli import node  # noqa: F401
-    from rayaccel.cli import certify  # noqa: F401
+    from rayaccel.cli import certify, inventory, node, sku, template  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
