@@ -40,7 +40,8 @@ def cluster():
         nodes["acme"] = rayaccel.ray.add_node(cluster, simulate="acme/acme-4", num_cpus=2, monitor=True,
                                               monitor_interval=MONITOR_INTERVAL, wait=False)
         for name, fixture in [("dgx", "nvidia/dgx-h100"), ("trn1", "neuron/trn1.32xlarge"),
-                              ("tpu0", "tpu/v5p-16-worker0"), ("tpu1", "tpu/v5p-16-worker1")]:
+                              ("tpu0", "tpu/v5p-16-worker0"), ("tpu1", "tpu/v5p-16-worker1"),
+                              ("mi210", "amd/mi210-pair")]:
             nodes[name] = rayaccel.ray.add_node(cluster, simulate=fixture, num_cpus=1, wait=False)
         cluster.wait_for_nodes()
         rayaccel.ray.connect(cluster.address, log_to_driver=False)
@@ -72,7 +73,7 @@ def where(**selector):
 def test_every_family_is_a_cluster_resource(cluster):
     resources = ray.cluster_resources()
     assert resources["ACME"] == 7  # 3 on the head (device 2 failed) + 4
-    assert resources["GPU"] == 8 and resources["neuron_cores"] == 32 and resources["TPU"] == 8
+    assert resources["GPU"] == 8 + 2 and resources["neuron_cores"] == 32 and resources["TPU"] == 8
     assert resources["TPU-v5p-16-head"] == 1
 
 
@@ -85,10 +86,17 @@ def test_label_selectors_send_each_task_to_the_right_node(cluster):
 
 
 def test_ray_known_families_keep_rays_env_vars(cluster):
-    node, env = where(num_gpus=2)
+    node, env = where(num_gpus=2, **{"ray.io/accelerator-type": "H100"})
     assert node == cluster["dgx"] and len(env["CUDA_VISIBLE_DEVICES"].split(",")) == 2
     node, env = where(resources={"neuron_cores": 2})
     assert node == cluster["trn1"] and len(env["NEURON_RT_VISIBLE_CORES"].split(",")) == 2
+
+
+def test_an_amd_node_gets_hip_visible_devices_even_though_ray_finds_no_amd_gpu_here(cluster):
+    # Ray gives "GPU" to NVIDIA unless it probes AMD devices itself; the bridge pins it from the inventory.
+    node, env = where(num_gpus=1, **{"ray.io/accelerator-type": "AMD-Instinct-MI210"})
+    assert node == cluster["mi210"]
+    assert env.get("HIP_VISIBLE_DEVICES") in ("0", "1") and "CUDA_VISIBLE_DEVICES" not in env
 
 
 def test_ids_of_a_node_with_a_failed_device_map_to_its_healthy_units(cluster):

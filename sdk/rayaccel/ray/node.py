@@ -28,8 +28,15 @@ from dataclasses import dataclass, field
 
 from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
 from rayaccel.manager import PLUGINS_ENV, PluginManager
-from rayaccel.ray.registry import FAMILIES_ENV, FamilySpec, dump_specs, family_specs, is_day_zero
-from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
+from rayaccel.ray.registry import (
+    FAMILIES_ENV,
+    GPU_MANAGER_ENV,
+    FamilySpec,
+    dump_specs,
+    family_specs,
+    is_day_zero,
+)
+from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import NodeInventory
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
@@ -124,6 +131,9 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
         env_var = declaration.visible_devices_env_var
         if not units:
             continue
+        owner = ray_family_for(declaration.resource_name, env_var)
+        if declaration.resource_name == "GPU" and owner and owner != "NvidiaGPUAcceleratorManager":
+            env[GPU_MANAGER_ENV] = owner
         if is_day_zero(declaration.resource_name, env_var):
             # Always set: a value inherited from the starting process must not reach the workers, and a
             # task without units then sees exactly the healthy devices.

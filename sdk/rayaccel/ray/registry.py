@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
 FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
+#: Ray manager class that owns "GPU" on this node, when it is not NVIDIA's (set on nodes the SDK starts).
+GPU_MANAGER_ENV = "RAYACCEL_RAY_GPU_MANAGER"
 #: Ray's own switch to leave a family's env var alone (``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES``).
 NOSET_PREFIX = "RAY_EXPERIMENTAL_NOSET_"
 
@@ -201,7 +203,29 @@ def install(specs: Iterable[FamilySpec]) -> dict[str, type]:
         cache = accelerators.get_accelerator_manager_for_resource
         if hasattr(cache, "_resource_name_to_accelerator_manager"):
             del cache._resource_name_to_accelerator_manager
+        pin_gpu_manager()
     return installed()
+
+
+def pin_gpu_manager() -> type | None:
+    """Give "GPU" to the manager named by RAYACCEL_RAY_GPU_MANAGER in this process.
+
+    Ray decides who owns "GPU" by probing the machine (AMD, Intel, Apple, Metax if they find devices, else
+    NVIDIA). The node's inventory already knows, and a simulated AMD node has nothing for Ray to find:
+    without this, its workers would get CUDA_VISIBLE_DEVICES instead of HIP_VISIBLE_DEVICES.
+    """
+    name = os.environ.get(GPU_MANAGER_ENV)
+    if not name:
+        return None
+    import ray._private.accelerators as accelerators
+
+    manager = getattr(accelerators, name, None)
+    if manager is None or manager.get_resource_name() != "GPU":
+        raise ValueError(f"{GPU_MANAGER_ENV}={name!r} is not one of Ray's GPU accelerator managers")
+    lookup = accelerators.get_accelerator_manager_for_resource
+    lookup("GPU")  # builds Ray's cache, which we then correct
+    lookup._resource_name_to_accelerator_manager["GPU"] = manager  # type: ignore[attr-defined]
+    return manager  # type: ignore[no-any-return]
 
 
 def uninstall() -> None:

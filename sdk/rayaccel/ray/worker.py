@@ -21,9 +21,14 @@ def setup_worker() -> list[str]:
     from rayaccel.ray.registry import FAMILIES_ENV, install, load_specs
 
     text = os.environ.get(FAMILIES_ENV)
-    if not text:
+    managers: dict[str, Any] = dict(install(load_specs(text))) if text else {}
+    from rayaccel.ray.registry import pin_gpu_manager
+
+    gpu_manager = pin_gpu_manager()
+    if gpu_manager is not None:
+        managers["GPU"] = gpu_manager
+    if not managers:
         return []
-    managers = install(load_specs(text))
     import ray._private.worker
 
     # Ray maps its instance index i to the i-th id of the env var the node was started with (how
