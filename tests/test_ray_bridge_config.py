@@ -23,7 +23,7 @@ from rayaccel.ray import (
     node_config,
 )
 from rayaccel.ray.compat import REQUIRED_ATTRIBUTES
-from rayaccel.ray.monitor import fatal_findings
+from rayaccel.ray.monitor import fatal_findings, vanished_findings
 from rayaccel.ray.registry import FAMILIES_ENV, family_specs, install, load_specs, uninstall
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
 from rayaccel.records import (
@@ -277,3 +277,11 @@ def test_init_and_add_node_refuse_what_they_cannot_do():
         rayaccel.ray.init(address="10.0.0.1:6379")
     with pytest.raises(RayaccelError, match="add the head node first"):
         rayaccel.ray.add_node(Cluster(initialize_head=False), head=False)
+
+
+def test_a_device_that_vanishes_is_a_fatal_finding_unless_it_was_gone_at_start():
+    seen = {"d0": "acme", "d1": "acme", "d2": "acme"}
+    assert vanished_findings(seen, present={"d0", "d1", "d2"}, baseline=set()) == []
+    assert vanished_findings(seen, present={"d0", "d2"}, baseline=set()) == [
+        "acme device d1 is no longer enumerated (device-lost)"]
+    assert vanished_findings(seen, present={"d0", "d2"}, baseline={"d1"}) == []

@@ -50,6 +50,16 @@ def fatal_findings(inventory: NodeInventory, baseline: set[str]) -> list[str]:
     return findings
 
 
+def vanished_findings(seen: dict[str, str], present: set[str], baseline: set[str]) -> list[str]:
+    """One phrase per device seen earlier that discovery no longer lists and that was fine at start.
+
+    A device that stops being enumerated fell off the bus (what XID 79 reports, when the driver still
+    answers): as fatal as any reason a plugin marks fatal.
+    """
+    return [f"{family} device {device} is no longer enumerated ({LOST_CODE})"
+            for device, family in seen.items() if device not in present and device not in baseline]
+
+
 class HealthMonitor:
     """The actor's class (wrapped by ``ray.remote`` in :func:`start_monitor`)."""
 
@@ -107,6 +117,7 @@ class HealthMonitor:
             for sample in family.metrics:
                 self._metric.set(sample.value, tags={"node": self.node_id, "family": name, "device": sample.device,
                                                      "metric": sample.name, "unit": sample.unit})
+        vanished = vanished_findings(self._seen, set(health), self._baseline)
         for device, family_name in self._seen.items():
             if device not in health:
                 health[device] = "unhealthy"
@@ -115,7 +126,7 @@ class HealthMonitor:
         if not self._status["polls"] and not self._baseline:
             # Started without the node's start-up inventory: what is bad now was bad at start.
             self._baseline = {d for d, state in health.items() if state == "unhealthy"}
-        findings = fatal_findings(inventory, self._baseline)
+        findings = fatal_findings(inventory, self._baseline) + vanished
         with self._lock:
             self._status["polls"] += 1
             self._status["health"] = health
