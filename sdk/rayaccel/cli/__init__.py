@@ -21,9 +21,15 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+#: Command modules, in the order `rayaccel --help` lists their commands.
+COMMAND_MODULES = ("inventory", "node", "certify", "template", "sku")
+
+
 def _register_commands() -> None:
-    # Imported for their side effect of adding commands to `app`.
-    from rayaccel.cli import certify, inventory, node, sku, template  # noqa: F401
+    import importlib
+
+    for name in COMMAND_MODULES:  # each adds its commands to `app` when imported
+        importlib.import_module(f"rayaccel.cli.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
