@@ -96,11 +96,15 @@ def step_summary(work: Path) -> None:
 
 def step_ray() -> None:
     console.print(Rule(f"4. A real Ray node scheduling tasks on simulated devices ({DEMO_FIXTURE})"))
+    import logging
+
     import ray
 
     import rayaccel.ray as rayaccel_ray
 
-    rayaccel_ray.init(simulate=DEMO_FIXTURE, num_cpus=4, include_dashboard=False, log_to_driver=False)
+    # Ray's INFO lines (the label override it applies, for one) would drown the demo's own output.
+    rayaccel_ray.init(simulate=DEMO_FIXTURE, num_cpus=4, include_dashboard=False, log_to_driver=False,
+                      logging_level=logging.WARNING)
     try:
         resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         console.print(f"cluster resources: GPU={resources.get('GPU')}, "
