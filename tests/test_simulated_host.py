@@ -31,7 +31,8 @@ def host() -> SimulatedHost:
         env={"A": "1"},
         files={"/dev/accel0": "", "/dev/accel1": "", "/sys/class/x/x0/uuid": "u0\n", "/empty/": ""},
         commands={"tool --json": {"stdout": '{"ok": true}'}, "broken": {"returncode": 3, "stderr": "bad"}},
-        http={"http://meta/x": {"body": "v5p-16", "require_headers": {"Metadata-Flavor": "Google"}}},
+        http={"http://meta/x": {"body": "v5p-16", "require_headers": {"Metadata-Flavor": "Google"}},
+              "http://meta/stuck": {"hang": True}},
         libraries={"nvml": None},
     ))
 
@@ -68,6 +69,10 @@ def test_http_needs_the_declared_headers_and_unknown_urls_are_unreachable(host):
     assert host.http_get("http://meta/x").status == 403
     with pytest.raises(HttpUnavailable):
         host.http_get("http://meta/other")
+    started = time.monotonic()
+    with pytest.raises(HttpUnavailable, match="no answer within 0.05s"):
+        host.http_get("http://meta/stuck", timeout=0.05)
+    assert time.monotonic() - started < 1
 
 
 def test_absent_library_is_unavailable(host):
