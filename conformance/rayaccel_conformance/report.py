@@ -156,10 +156,9 @@ def load_report(path: str | Path) -> ConformanceReport:
 
     Raises :class:`ReportError` with one sentence naming what is wrong.
     """
-    import jsonschema
     from pydantic import ValidationError
 
-    from rayaccel.schemas import load_schema
+    from rayaccel.schemas import schema_errors
 
     path = Path(path)
     try:
@@ -168,11 +167,9 @@ def load_report(path: str | Path) -> ConformanceReport:
         raise ReportError(f"cannot read report {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
         raise ReportError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
-    errors = sorted(jsonschema.Draft202012Validator(load_schema("conformance-report")).iter_errors(data),
-                    key=lambda err: list(err.absolute_path))
+    errors = schema_errors("conformance-report", data)
     if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
-        raise ReportError(f"{path}: does not match the conformance report schema at {where}: {errors[0].message}")
+        raise ReportError(f"{path}: does not match the conformance report schema {errors[0]}")
     try:
         report = ConformanceReport.model_validate(data)
     except ValidationError as e:

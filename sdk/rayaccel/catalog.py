@@ -20,15 +20,11 @@ from rayaccel.records import Device, SkuCatalog, SkuRecord
 
 
 def parse_catalog(data: Any, origin: str) -> SkuCatalog:
-    import jsonschema
+    from rayaccel.schemas import schema_errors
 
-    from rayaccel.schemas import load_schema
-
-    validator = jsonschema.Draft202012Validator(load_schema("sku-catalog"))
-    errors = sorted(validator.iter_errors(data), key=lambda err: list(err.absolute_path))
+    errors = schema_errors("sku-catalog", data)
     if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
-        raise CatalogError(f"{origin}: invalid SKU catalog at {where}: {errors[0].message}")
+        raise CatalogError(f"{origin}: invalid SKU catalog {errors[0]}")
     try:
         catalog = SkuCatalog.model_validate(data)
     except ValidationError as e:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -139,13 +138,6 @@ def apply_faults(fixture: Fixture, fault_names: Iterable[str]) -> HostState:
                            f"{_first_error(e)}") from None
 
 
-@cache
-def fixture_json_schema() -> dict[str, Any]:
-    from rayaccel.schemas import load_schema
-
-    return load_schema("fixture")
-
-
 def _first_error(e: ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
@@ -154,14 +146,11 @@ def _first_error(e: ValidationError) -> str:
 
 def parse_fixture(data: Any, origin: str) -> Fixture:
     """Validate fixture data (already parsed) against the JSON Schema, then the model."""
-    import jsonschema
+    from rayaccel.schemas import schema_errors
 
-    validator = jsonschema.Draft202012Validator(fixture_json_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda err: list(err.absolute_path))
+    errors = schema_errors("fixture", data)
     if errors:
-        err = errors[0]
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise FixtureError(f"{origin}: invalid fixture at {where}: {err.message}")
+        raise FixtureError(f"{origin}: invalid fixture {errors[0]}")
     try:
         return Fixture.model_validate(data)
     except ValidationError as e:

@@ -36,6 +36,15 @@ def generate(name: str) -> dict[str, Any]:
             **schema}
 
 
+def schema_errors(name: str, data: Any) -> list[str]:
+    """Where data breaks the shipped schema ``name``, as 'at <path>: <message>', in document order."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema(name))
+    errors = sorted(validator.iter_errors(data), key=lambda err: [str(p) for p in err.absolute_path])
+    return [f"at {'/'.join(str(p) for p in err.absolute_path) or '(top level)'}: {err.message}" for err in errors]
+
+
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     path = SCHEMA_DIR / f"{name}.schema.json"
