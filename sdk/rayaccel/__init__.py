@@ -43,6 +43,7 @@ from rayaccel.records import (
     Topology,
     TransportSpec,
 )
+from rayaccel.reporting import report_problem
 
 __version__ = "0.1.0"
 
@@ -85,4 +86,5 @@ __all__ = [
     "TransportSpec",
     "__version__",
     "hookimpl",
+    "report_problem",
 ]

@@ -40,6 +40,7 @@ from rayaccel.records import (
     Topology,
     TransportSpec,
 )
+from rayaccel.reporting import ReportSink, collect_problems
 
 if TYPE_CHECKING:
     from rayaccel.host import Host
@@ -356,16 +357,22 @@ class PluginManager:
                  hook: str, problems: list[Problem] | None = None) -> tuple[bool, Any]:
         """Run fn in a daemon thread; a hang past the timeout is abandoned, never waited on."""
         outcome: dict[str, Any] = {}
+        reported = ReportSink()
 
         def target() -> None:
-            try:
-                outcome["value"] = fn(**kwargs)
-            except BaseException as e:  # a plugin's SystemExit must not end the caller either
-                outcome["error"] = e
+            with collect_problems(reported):  # what the hook reports with rayaccel.report_problem
+                try:
+                    outcome["value"] = fn(**kwargs)
+                except BaseException as e:  # a plugin's SystemExit must not end the caller either
+                    outcome["error"] = e
 
         thread = threading.Thread(target=target, name=f"rayaccel-{plugin}-{hook}", daemon=True)
         thread.start()
         thread.join(self.timeout)
+        if not thread.is_alive():
+            for report in reported.drain():
+                self._problem(plugin, dist, None if hook == "import" else hook, report.code, report.message,
+                              report.fix, severity=report.severity, sink=problems)
         if thread.is_alive():
             self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {self.timeout:g}s",
                           "bound every vendor call with a timeout (host.run(..., timeout=...)); raise the limit "
