@@ -6,15 +6,14 @@ matched by PCI device id first, then exact product name, then product-name patte
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from rayaccel import inputfiles
 from rayaccel.errors import CatalogError
 from rayaccel.records import Device, SkuCatalog, SkuRecord
 
@@ -44,13 +43,7 @@ def parse_catalog(data: Any, origin: str) -> SkuCatalog:
 
 def load_catalog(path: str | Path) -> SkuCatalog:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except OSError as e:
-        raise CatalogError(f"cannot read SKU catalog {path}: {e.strerror or e}") from None
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
-        raise CatalogError(f"{path}: not valid YAML/JSON: {str(e).splitlines()[0]}") from None
+    data = inputfiles.load(path, "SKU catalog", CatalogError)
     catalog = parse_catalog(data, str(path))
     catalog._source_path = str(path.resolve())
     return catalog

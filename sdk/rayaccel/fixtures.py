@@ -8,14 +8,14 @@ counter, one command's output.
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
+from rayaccel import inputfiles
 from rayaccel.errors import FixtureError
 from rayaccel.records import HealthState, Record
 
@@ -159,16 +159,7 @@ def parse_fixture(data: Any, origin: str) -> Fixture:
 
 def load_fixture(path: str | Path) -> Fixture:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise FixtureError(f"cannot read fixture {path}: {e.strerror or e}") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise FixtureError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
-                           f"{first_line}") from None
+    data = inputfiles.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
     if path.stem != fixture.name:
         raise FixtureError(f"{path}: the file is named {path.stem!r} but declares name {fixture.name!r}; "
@@ -190,7 +181,7 @@ def installed_fixtures(manager: PluginManager) -> dict[str, Path]:
 def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
     """A fixture by ``plugin/name`` or by file path; a clear FixtureError otherwise."""
     path = Path(ref_or_path)
-    if path.suffix in FIXTURE_SUFFIXES and path.exists():
+    if path.suffix in FIXTURE_SUFFIXES and os.path.lexists(path):  # False for a name too long
         return load_fixture(path)
     known = installed_fixtures(manager)
     if ref_or_path in known:
@@ -201,7 +192,7 @@ def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
                                f"plugin {fixture.plugin!r}")
         return fixture
     if path.suffix in FIXTURE_SUFFIXES:
-        raise FixtureError(f"fixture file {ref_or_path} does not exist")
+        return load_fixture(path)  # says why it cannot be read: missing, name too long, ...
     hint = ", ".join(sorted(known)[:8]) + (" ..." if len(known) > 8 else "")
     raise FixtureError(f"unknown fixture {ref_or_path!r}: give plugin/name or a fixture file path "
                        f"(run 'rayaccel fixtures' to list them; installed: {hint or 'none'})")

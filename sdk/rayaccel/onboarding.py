@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from rayaccel import inputfiles
 from rayaccel.catalog import parse_catalog, resolve_sku
 from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.fixtures import (
@@ -350,8 +351,9 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     if conflict:
         raise CatalogError(f"plugin {plugin!r}: {conflict}")
     catalog_path = Path(str(catalog.source_path))
-    old_text = catalog_path.read_text(encoding="utf-8")
-    old_data = json.loads(old_text) if catalog_path.suffix == ".json" else yaml.safe_load(old_text)
+    fmt = "json" if catalog_path.suffix == ".json" else "yaml"
+    old_text = inputfiles.read_text(catalog_path, "SKU catalog", CatalogError)
+    old_data = inputfiles.parse(old_text, str(catalog_path), "SKU catalog", fmt, CatalogError)
     new_text, rewritten = appended_catalog_text(catalog_path, old_text, old_data, record_data(sku))
     new_data = json.loads(new_text) if catalog_path.suffix == ".json" else yaml.safe_load(new_text)
     new_catalog = parse_catalog(new_data, str(catalog_path))

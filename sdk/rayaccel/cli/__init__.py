@@ -1,12 +1,24 @@
 """The ``rayaccel`` command line. Rich tables for people, ``--json`` for machines.
 
-Bad input ends with one line on stderr naming what was wrong, and exit code 2; never a traceback.
-Each command group lives in its own module and is added to :data:`app` here.
+Bad input ends with one line on stderr naming what was wrong and how to fix it, and exit code 2; never a
+traceback (:func:`main` is the one place that turns errors into that line). Each command group lives in
+its own module and is added to :data:`app` here. Text from plugins and vendor tools is data: the consoles
+here never read it as Rich markup, emoji codes or links.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import math
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import IO, Any
 
 import click
 import typer
@@ -16,12 +28,55 @@ from rayaccel.errors import RayaccelError
 
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
-# Piped output (CI logs, `| less`) would otherwise be squeezed into 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+#: Set RAYACCEL_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
+DEBUG_ENV = "RAYACCEL_DEBUG"
 
 
-#: Command modules, in the order `rayaccel --help` lists their commands.
+def make_console(stderr: bool = False) -> Console:
+    """A console for output that carries data: no markup, emoji codes or highlighting is read from the
+    strings printed (``[/]``, ``[link=...]`` and ``0000:ab:00.0`` print as they are); style with
+    :class:`rich.text.Text` instead. Piped output (CI logs, ``| less``) is not squeezed into 80 columns."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160, markup=False, emoji=False,
+                   highlight=False)
+
+
+console = make_console()
+err_console = make_console(stderr=True)
+
+
+def strict_json(data: Any) -> str:
+    """JSON with no NaN/Infinity (not JSON): a non-finite number is written as null and named on stderr."""
+    try:
+        return json.dumps(data, allow_nan=False)
+    except ValueError:
+        pass
+    where: list[str] = []
+
+    def finite(value: Any, path: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            where.append(path or "(top level)")
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [finite(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    text = json.dumps(finite(data, ""), allow_nan=False)
+    err_console.print(f"warning: non-finite numbers (NaN/Infinity) written as null at {', '.join(where[:5])}"
+                      + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+                      + "; the plugin that reported them should report a finite value or none")
+    return text
+
+
+def print_json(data: Any) -> None:
+    """Print data as strict JSON on stdout (indented for people on a terminal)."""
+    console.print_json(strict_json(data))
+
+
+#: Commands modules, in the order `rayaccel --help` lists their commands.
 COMMAND_MODULES = ("inventory", "node", "certify", "template", "sku")
 
 
@@ -32,18 +87,120 @@ def _register_commands() -> None:
         importlib.import_module(f"rayaccel.cli.{name}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rayaccel`` script; returns the exit code (console scripts sys.exit it)."""
-    _register_commands()
+def _click_classes(name: str) -> tuple[type[Any], ...]:
+    """The class of that name in click and in the click that typer vendors (typer >= 0.22 raises its own)."""
+    found: list[type[Any]] = [getattr(click.exceptions, name)]
     try:
-        result = app(args=argv, standalone_mode=False)
-    except click.exceptions.ClickException as e:
-        e.show()
-        return e.exit_code
-    except click.exceptions.Abort:
-        err_console.print("aborted")
+        from typer._click import exceptions as vendored
+    except ImportError:  # an older typer that raises click's own
+        return tuple(found)
+    extra = getattr(vendored, name, None)
+    if isinstance(extra, type) and extra not in found:
+        found.append(extra)
+    return tuple(found)
+
+
+_CLICK_ERRORS = _click_classes("ClickException")
+_USAGE_ERRORS = _click_classes("UsageError")
+_NO_ARGS_IS_HELP = _click_classes("NoArgsIsHelpError")
+_ABORTS: tuple[type[BaseException], ...] = (click.exceptions.Abort, typer.Abort)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(message: str, stream: IO[str] | None = None) -> None:
+    print(f"error: {_one_line(message)}", file=stream or sys.stderr, flush=True)
+
+
+def _usage_error(e: Any) -> str:
+    """`click`'s three-line usage message as one line that names the fix."""
+    message = _one_line(e.format_message())
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
+def _os_error(e: OSError) -> str:
+    what = e.strerror or type(e).__name__
+    where = f": {e.filename}" if e.filename else ""
+    if len(where) > 200:
+        where = where[:200] + "..."
+    fix = {errno.ENAMETOOLONG: "use a shorter name", errno.EACCES: "check the permissions",
+           errno.ENOSPC: "free some disk space", errno.EROFS: "choose a writable location"}.get(e.errno or 0)
+    return f"{what}{where}" + (f"; {fix}" if fix else "")
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@contextmanager
+def _sigint_marks_interrupt() -> Iterator[list[bool]]:
+    """Remember that SIGINT arrived (typer turns the KeyboardInterrupt into a silent exit code 130)."""
+    seen: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rayaccel`` script; returns the exit code (console scripts sys.exit it).
+
+    Everything a user can get wrong ends here as one line on stderr and exit code 2; an interrupt as
+    one line and 130; anything else (a bug) as one line and 1, with the traceback under RAYACCEL_DEBUG=1.
+    """
+    try:
+        with _sigint_marks_interrupt() as interrupted:
+            _register_commands()
+            result = app(args=argv, standalone_mode=False)
+        if interrupted:
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        _error("interrupted (SIGINT); run the command again to finish it")
+        return 130
+    except _NO_ARGS_IS_HELP as e:  # bare `rayaccel` or `rayaccel certify`: the help, exit 2 as click does
+        print(e.format_message(), file=sys.stderr)
+        return 2
+    except _USAGE_ERRORS as e:
+        _error(_usage_error(e))
+        return 2
+    except _CLICK_ERRORS as e:
+        _error(e.format_message())
+        return int(getattr(e, "exit_code", 1) or 1)
+    except _ABORTS:
+        _error("aborted")
         return 1
     except RayaccelError as e:
-        err_console.print(f"error: {e}", markup=False, highlight=False, soft_wrap=True)
+        _error(str(e))
         return e.exit_code
+    except RecursionError:
+        _error("the input is nested too deeply to process; flatten it")
+        return 2
+    except UnicodeError as e:
+        _error(f"input is not valid UTF-8 text ({e}); save it as UTF-8")
+        return 2
+    except OSError as e:
+        if e.errno == errno.EPIPE:  # `rayaccel ... | head`: the reader left, nothing to say
+            return 1
+        _error(_os_error(e))
+        return 2
+    except Exception as e:
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
+        _error(f"unexpected {type(e).__name__}: {e} (a bug in rayaccel or a plugin; rerun with {DEBUG_ENV}=1 "
+               "for the traceback and report it)")
+        return 1
     return result if isinstance(result, int) else 0

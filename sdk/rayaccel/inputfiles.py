@@ -1,0 +1,119 @@
+"""Reading the data files a user or a plugin hands to rayaccel (fixtures, SKU catalogs, reports), safely.
+
+A path given on the command line may name anything: a directory, a FIFO that never answers, ``/dev/zero``,
+a binary, a file in another encoding, a JSON or YAML document nested 100,000 levels deep. Each of those ends
+here as one :class:`~rayaccel.errors.RayaccelError` line (the caller picks the subclass) instead of a hang,
+a MemoryError, a UnicodeDecodeError or a RecursionError:
+
+- only regular files are read, and the check comes before the read (opened non-blocking, then ``fstat``);
+- at most :data:`MAX_BYTES` are read;
+- the text must be UTF-8 without NUL bytes;
+- a parsed document may be nested at most :data:`MAX_DEPTH` levels and hold at most :data:`MAX_NODES`
+  values (YAML aliases count once per use, so an alias bomb is refused too).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rayaccel.errors import RayaccelError
+
+#: Largest input file read, in bytes. The biggest shipped fixture is a few hundred KiB.
+MAX_BYTES = 16 * 1024 * 1024
+#: Deepest nesting of lists/mappings accepted in a parsed document.
+MAX_DEPTH = 64
+#: Most values (scalars, lists, mappings) in a parsed document.
+MAX_NODES = 1_000_000
+
+
+def read_text(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError,
+              max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of a regular file, or ``error`` with one line naming the file and the fix."""
+    shown = _shown(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise error(f"{what} file {shown} does not exist") from None
+        raise error(f"cannot read {what} {shown}: {e.strerror or e}") from None
+    except ValueError:  # a NUL byte in the name
+        raise error(f"{what} path {shown!r} contains a NUL byte") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise error(f"{what} {shown} is a directory; give the path of a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{what} {shown} is not a regular file (a FIFO, device or socket); give the path of a file")
+        if info.st_size > max_bytes:
+            raise error(f"{what} {shown} is {info.st_size} bytes, more than the {max_bytes} allowed")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:  # a file can grow after the fstat: the limit holds for what is read
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise error(f"{what} {shown} is more than the {max_bytes} bytes allowed")
+    except OSError as e:
+        raise error(f"cannot read {what} {shown}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {shown} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                    "save it as UTF-8") from None
+    if "\x00" in text:
+        raise error(f"{what} {shown} is binary (it contains NUL bytes), not a text file")
+    return text
+
+
+def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError] = RayaccelError) -> Any:
+    """Parse JSON (``fmt="json"``) or YAML text, within the depth and size limits."""
+    kind = "JSON" if fmt == "json" else "YAML"
+    try:
+        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except RecursionError:
+        raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels") from None
+    except (yaml.YAMLError, ValueError) as e:
+        lines = str(e).strip().splitlines()
+        raise error(f"{origin}: not valid {kind}: {lines[0] if lines else type(e).__name__}") from None
+    check_shape(data, origin, what, error)
+    return data
+
+
+def load(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError) -> Any:
+    """A JSON (``.json``) or YAML (anything else) file, read and parsed within every limit."""
+    fmt = "json" if str(path).endswith(".json") else "yaml"
+    return parse(read_text(path, what, error), _shown(path), what, fmt, error)
+
+
+def check_shape(data: Any, origin: str, what: str, error: type[RayaccelError] = RayaccelError) -> None:
+    """Refuse data nested deeper than MAX_DEPTH or holding more than MAX_NODES values (walked iteratively)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise error(f"{origin}: the {what} holds more than {MAX_NODES} values")
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _shown(path: str | Path) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text)} characters)"
