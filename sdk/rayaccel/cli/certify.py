@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from rayaccel.cli import app, console
 
@@ -41,10 +42,10 @@ def summary(report: ReportArg) -> None:
     style = {"certified": "bold green", "supported": "green", "experimental": "yellow"}
     for p in loaded.plugins:
         tier = p.tier or "none"
-        table.add_row(p.name, p.family or "-", f"[{style.get(tier, 'red')}]{tier}[/]", str(p.passed),
+        table.add_row(p.name, p.family or "-", Text(tier, style=style.get(tier, "red")), str(p.passed),
                       str(p.failed), str(p.skipped), p.tier_reason)
     console.print(table)
     failed = [c for c in loaded.checks if c.outcome in ("failed", "error")]
     for c in failed:
         where = c.plugin + (f" on {c.fixture}" if c.fixture else "")
-        console.print(f"[red]{c.id}[/] {where}: {c.title}: {'; '.join(c.evidence)[:300]}", highlight=False)
+        console.print(Text.assemble((c.id, "red"), f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}"))

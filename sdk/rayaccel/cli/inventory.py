@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from rayaccel.cli import app, console
+from rayaccel.cli import app, console, print_json
 from rayaccel.fixtures import installed_fixtures, load_fixture, resolve_fixture
 from rayaccel.host import Host, RealHost
 from rayaccel.inventory import collect_inventory
@@ -43,14 +44,15 @@ def inspect(
     host = build_host(manager, simulate, fault)
     inventory = collect_inventory(manager, host, plugins=plugin or None)
     if as_json:
-        console.print_json(json.dumps(inventory.to_json_dict()))
+        print_json(inventory.to_json_dict())
         return
     render_inventory(inventory)
 
 
 def render_inventory(inventory: NodeInventory) -> None:
     kind = "simulated" if inventory.simulated else "real"
-    console.print(f"[bold]{inventory.host}[/bold] ({kind} host)")
+    # Every string from a plugin or a vendor tool is printed as data (the console reads no markup).
+    console.print(Text.assemble((inventory.host, "bold"), f" ({kind} host)"))
     if not inventory.families:
         console.print("no accelerators found")
     for family in inventory.families:
@@ -64,7 +66,7 @@ def render_inventory(inventory: NodeInventory) -> None:
             health: str = report.state if report else "unknown"
             if report and report.reasons:
                 health += " (" + ", ".join(r.code for r in report.reasons) + ")"
-            table.add_row(str(d.index), d.id, d.product_name, d.sku or "[yellow]unknown[/yellow]",
+            table.add_row(str(d.index), d.id, d.product_name, d.sku or Text("unknown", style="yellow"),
                           str(d.memory_mib or ""), d.pci_bus_id or "", "" if d.numa_node is None else str(d.numa_node),
                           health)
         console.print(table)
@@ -75,12 +77,11 @@ def render_inventory(inventory: NodeInventory) -> None:
             console.print("links: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
         for domain in family.topology.domains:
             console.print(f"scale-up domain: {domain.kind} {domain.id} (size {domain.size})")
-    console.print("resources: " + json.dumps(inventory.resources), markup=False, highlight=False)
+    console.print("resources: " + json.dumps(inventory.resources))
     for key, value in sorted(inventory.labels.items()):
-        console.print(f"  label {key}={value}", markup=False, highlight=False)
+        console.print(f"  label {key}={value}")
     for problem in inventory.problems:
-        console.print(problem.render(), markup=False, highlight=False,
-                      style="red" if problem.severity == "error" else "yellow")
+        console.print(problem.render(), style="red" if problem.severity == "error" else "yellow")
 
 
 @app.command()
@@ -95,7 +96,7 @@ def fixtures(
         rows.append({"name": ref, "path": str(path), "description": fixture.description,
                      "devices": fixture.expected.devices, "faults": [f.name for f in fixture.faults]})
     if as_json:
-        console.print_json(json.dumps(rows))
+        print_json(rows)
         return
     table = Table("fixture", "devices", "faults", "description")
     for row in rows:
@@ -118,7 +119,7 @@ def plugins(
                      "spec_version": loaded.family.spec_version})
     problems = [p.model_dump(mode="json") for p in manager.problems]
     if as_json:
-        console.print_json(json.dumps({"plugins": rows, "problems": problems}))
+        print_json({"plugins": rows, "problems": problems})
         return
     table = Table("plugin", "distribution", "version", "family", "resource", "env var", "spec")
     for row in rows:
@@ -126,4 +127,4 @@ def plugins(
                       row["env_var"], row["spec_version"])
     console.print(table)
     for problem in manager.problems:
-        console.print(problem.render(), markup=False, highlight=False)
+        console.print(problem.render())
