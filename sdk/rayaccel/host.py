@@ -8,14 +8,20 @@ answers from a fixture recorded in the vendor's own formats.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import http.client
 import importlib
+import math
 import os
+import selectors
 import shutil
+import signal
 import socket
 import subprocess
-import urllib.error
-import urllib.request
+import threading
+import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -24,6 +30,12 @@ from typing import Any, Protocol, runtime_checkable
 #: Default timeout for vendor commands and metadata calls. Short: a hung tool must not hold up a node.
 DEFAULT_COMMAND_TIMEOUT = 5.0
 DEFAULT_HTTP_TIMEOUT = 1.0
+#: Most bytes kept of a command's stdout (and of its stderr), of an HTTP body and of a file read. A vendor
+#: tool printing more is stopped: its answer is garbage, and reading on would only cost memory.
+MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+#: After a command exits, how long its pipes may stay open (held by a child it left behind) before the
+#: rest of its process group is killed.
+EXIT_GRACE_SECONDS = 0.5
 
 
 class HostError(Exception):
@@ -36,6 +48,10 @@ class CommandNotFound(HostError):
 
 class CommandTimeout(HostError):
     pass
+
+
+class OutputTooLarge(HostError):
+    """A command or HTTP answer longer than :data:`MAX_OUTPUT_BYTES`."""
 
 
 class HttpUnavailable(HostError):
@@ -163,7 +179,7 @@ class RealHost:
 
     def read_text(self, path: str) -> str:
         with open(self._path(path), encoding="utf-8", errors="replace") as f:
-            return f.read()
+            return f.read(MAX_OUTPUT_BYTES)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._path(path))
@@ -187,27 +203,11 @@ class RealHost:
         return shutil.which(program, path=self.getenv("PATH"))
 
     def run(self, argv: Sequence[str], timeout: float = DEFAULT_COMMAND_TIMEOUT) -> CommandResult:
-        try:
-            done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                                  check=False, env=dict(self.environ()), stdin=subprocess.DEVNULL)
-        except FileNotFoundError as e:
-            raise CommandNotFound(f"{argv[0]}: not found") from e
-        except PermissionError as e:
-            raise CommandNotFound(f"{argv[0]}: not executable") from e
-        except subprocess.TimeoutExpired as e:
-            raise CommandTimeout(f"{' '.join(argv)} did not finish within {timeout:g}s") from e
-        return CommandResult(done.returncode, done.stdout, done.stderr)
+        return run_bounded(argv, dict(self.environ()), timeout)
 
     def http_get(self, url: str, headers: Mapping[str, str] | None = None,
                  timeout: float = DEFAULT_HTTP_TIMEOUT) -> HttpResponse:
-        request = urllib.request.Request(url, headers=dict(headers or {}))
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return HttpResponse(response.status, response.read().decode("utf-8", "replace"))
-        except urllib.error.HTTPError as e:
-            return HttpResponse(e.code, e.read().decode("utf-8", "replace"))
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise HttpUnavailable(f"GET {url}: {e}") from e
+        return http_get_bounded(url, headers or {}, timeout)
 
     def library(self, name: str) -> Any:
         if name not in self._libraries:
@@ -219,3 +219,115 @@ class RealHost:
             except Exception as e:  # an absent driver shows up as anything from ImportError to OSError
                 raise LibraryUnavailable(f"{name}: {type(e).__name__}: {e}") from e
         return self._libraries[name]
+
+
+def _check_timeout(timeout: float) -> float:
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return float(timeout)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # The command runs in a session of its own, so its process group id is its pid: this reaches the
+    # children it started too (a shell script's tools), which a plain kill would leave running.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+def run_bounded(argv: Sequence[str], env: Mapping[str, str], timeout: float,
+                max_bytes: int = MAX_OUTPUT_BYTES) -> CommandResult:
+    """Run argv (no shell) in its own process group, bounded in time and in output.
+
+    Raises CommandNotFound, CommandTimeout (the whole group killed), or OutputTooLarge (likewise) when
+    stdout or stderr passes ``max_bytes``. Output is decoded as UTF-8, undecodable bytes replaced.
+    """
+    timeout = _check_timeout(timeout)
+    line = " ".join(argv)
+    deadline = time.monotonic() + timeout
+    try:
+        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=dict(env), start_new_session=True)
+    except FileNotFoundError as e:
+        raise CommandNotFound(f"{argv[0]}: not found") from e
+    except PermissionError as e:
+        raise CommandNotFound(f"{argv[0]}: not executable") from e
+    assert process.stdout is not None and process.stderr is not None
+    out, err = bytearray(), bytearray()
+    buffers = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+    exited_at: float | None = None
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            selector.register(process.stderr, selectors.EVENT_READ)
+            while selector.get_map():
+                now = time.monotonic()
+                if now >= deadline:
+                    raise CommandTimeout(f"{line} did not finish within {timeout:g}s")
+                if exited_at is None and process.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > EXIT_GRACE_SECONDS:
+                    break  # exited, but something it left behind holds its output open
+                for key, _ in selector.select(min(deadline - now, 0.1)):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        continue
+                    buffer = buffers[key.fd]
+                    buffer += chunk
+                    if len(buffer) > max_bytes:
+                        raise OutputTooLarge(f"{line} printed more than {max_bytes} bytes; it was stopped")
+        try:
+            returncode = process.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            raise CommandTimeout(f"{line} did not finish within {timeout:g}s") from None
+    finally:
+        _kill_group(process)  # whatever of the group is left: a timed-out tool, a child it left behind
+        process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    return CommandResult(returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+
+def http_get_bounded(url: str, headers: Mapping[str, str], timeout: float,
+                     max_bytes: int = MAX_OUTPUT_BYTES) -> HttpResponse:
+    """GET url, bounded by ``timeout`` seconds in total (connect, headers and body together), not per read:
+    a server dripping one byte at a time is cut off at the deadline. Raises HttpUnavailable."""
+    timeout = _check_timeout(timeout)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HttpUnavailable(f"GET {url}: only http:// and https:// URLs are supported")
+    connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = connection_type(parts.hostname, parts.port, timeout=timeout)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    expired = threading.Event()
+
+    def cut_off() -> None:  # wakes a read blocked on a slow server; the read then fails
+        expired.set()
+        sock = connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(timeout, cut_off)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        connection.request("GET", target, headers=dict(headers))
+        response = connection.getresponse()
+        body = bytearray()
+        while chunk := response.read1(65536):
+            body += chunk
+            if len(body) > max_bytes:
+                raise OutputTooLarge(f"GET {url}: the answer is longer than {max_bytes} bytes")
+        if expired.is_set():
+            raise TimeoutError
+        return HttpResponse(response.status, bytes(body).decode("utf-8", "replace"))
+    except (OSError, http.client.HTTPException) as e:
+        if expired.is_set():
+            raise HttpUnavailable(f"GET {url}: no complete answer within {timeout:g}s") from None
+        raise HttpUnavailable(f"GET {url}: {e}") from e
+    finally:
+        watchdog.cancel()
+        connection.close()
