@@ -60,19 +60,25 @@ def _neg_rank(ordered: list[str], chosen: Sequence[str]) -> tuple[int, ...]:
 def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:
     """Devices ordered so that every prefix is well connected: each next device is the one with the most
     bandwidth to those already chosen (index order breaks ties, and is the order with no links)."""
+    # O(n^2 + links): each device's bandwidth to the chosen ones is kept up to date as devices are chosen
+    # (added in the order they were chosen, so the sums, and the order, are those of summing afresh).
     ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
     graph = link_graph(devices, links)
     if not ordered:
         return []
-    chosen = [max(ordered, key=lambda n: (graph.degree(n, weight="weight"), -ordered.index(n)))]
-    rest = [n for n in ordered if n not in chosen]
+    rank = {n: i for i, n in enumerate(ordered)}
+    first = max(ordered, key=lambda n: (graph.degree(n, weight="weight"), -rank[n]))
+    chosen = [first]
+    gain: dict[str, float] = dict.fromkeys(ordered, 0)
+    rest = dict.fromkeys(n for n in ordered if n != first)  # insertion-ordered set
     while rest:
-        def gain(n: str) -> tuple[float, int]:
-            return (sum(graph[n][c]["weight"] for c in chosen if graph.has_edge(n, c)), -ordered.index(n))
-
-        nxt = max(rest, key=gain)
+        latest = chosen[-1]
+        for neighbour, edge in graph[latest].items():
+            if neighbour in rest:
+                gain[neighbour] += edge["weight"]
+        nxt = max(rest, key=lambda n: (gain[n], -rank[n]))
         chosen.append(nxt)
-        rest.remove(nxt)
+        del rest[nxt]
     return chosen
 
 
