@@ -16,6 +16,7 @@ from rayaccel.manager import PluginManager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX, RAY_TPU_LABELS
 from rayaccel.records import (
     HEALTH_ORDER,
+    ID_FALLBACK,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -90,12 +91,14 @@ class InventoryBuilder:
 
         known = [s for s in skus if s is not None]
         sku_known = len(known) == len(devices)
-        accelerator_type = self._accelerator_type(plugin, devices, skus, contribution.accelerator_type, problems)
+        accelerator_type = self._accelerator_type(plugin, devices, skus, contribution.accelerator_type, problems,
+                                                  contribution.no_accelerator_type)
         units = order_units(healthy, topology)
         resources: dict[str, float] = {}
         if units:
             resources[declaration.resource_name] = float(len(units))
-            resources[f"accelerator_type:{accelerator_type}"] = 1.0
+            if accelerator_type is not None:
+                resources[f"accelerator_type:{accelerator_type}"] = 1.0
             resources.update(contribution.extra)
 
         partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
@@ -118,6 +121,12 @@ class InventoryBuilder:
                 continue
             seen.add(device.id)
             unique.append(device)
+            fallback = device.attributes.get(ID_FALLBACK)
+            if fallback is not None:
+                problems.append(self._problem(plugin, "rayaccel_discover", "fallback-device-id",
+                                              f"device {device.index} has no stable vendor id: {fallback}",
+                                              "nothing to do unless ids must survive hardware changes; a newer "
+                                              "driver or vendor library may report one", severity="warning"))
         return unique
 
     def _resolve_skus(self, plugin: str, catalog: SkuCatalog | None,
@@ -164,7 +173,7 @@ class InventoryBuilder:
         return [by_device.get(d.id, HealthReport(device=d.id, state="unknown")) for d in devices]
 
     def _accelerator_type(self, plugin: str, devices: list[Device], skus: list[SkuRecord | None],
-                          from_plugin: str | None, problems: list[Problem]) -> str:
+                          from_plugin: str | None, problems: list[Problem], none: bool = False) -> str | None:
         catalog_types = {s.accelerator_type for s in skus if s is not None}
         if len(catalog_types) > 1:
             problems.append(self._problem(plugin, "rayaccel_sku_catalog", "mixed-skus",
@@ -172,17 +181,23 @@ class InventoryBuilder:
                                           "Ray gives a node one type, the first device's is used",
                                           None, severity="warning"))
         first_sku = skus[0]
+        accelerator_type: str | None
         if first_sku is not None:
             accelerator_type = first_sku.accelerator_type
+        elif none:
+            accelerator_type = None  # the plugin says the node has no Ray accelerator type (as Ray reports)
         else:
             accelerator_type = from_plugin or derive_accelerator_type(devices[0].product_name)
         for device, sku in zip(devices, skus, strict=True):
             if sku is None:
+                scheduled = (f"scheduled as accelerator type {accelerator_type!r}" if accelerator_type is not None
+                             else "scheduled with no accelerator type")
+                suggested = accelerator_type or derive_accelerator_type(device.product_name)
                 problems.append(self._problem(
                     plugin, "rayaccel_sku_catalog", "unknown-sku",
                     f"device {device.id} ({device.product_name!r}) is not in the plugin's SKU catalog; it is "
-                    f"scheduled as accelerator type {accelerator_type!r} and labelled rayaccel.io/sku-known=false",
-                    f"onboard the SKU: {sku_add_command(plugin, device, accelerator_type)}", severity="warning"))
+                    f"{scheduled} and labelled rayaccel.io/sku-known=false",
+                    f"onboard the SKU: {sku_add_command(plugin, device, suggested)}", severity="warning"))
                 break  # one warning per node is enough: the command is the same for every such device
         return accelerator_type
 
@@ -203,8 +218,9 @@ class InventoryBuilder:
             "rayaccel.io/count": str(len(healthy)),
             "rayaccel.io/interconnect": best_link_kind(family.topology, LINK_PREFERENCE),
             "rayaccel.io/health": health,
-            RAY_ACCELERATOR_TYPE_LABEL: str(family.accelerator_type),
         }
+        if family.accelerator_type is not None:
+            labels[RAY_ACCELERATOR_TYPE_LABEL] = family.accelerator_type
         if family.sku_known and known:
             labels["rayaccel.io/sku"] = known[0].id
         optional = {

@@ -27,6 +27,10 @@ DomainKind = Literal["nvlink-clique", "nvswitch", "xgmi-hive", "tpu-slice", "ult
 HealthState = Literal["healthy", "degraded", "unhealthy", "unknown"]
 HEALTH_ORDER: dict[str, int] = {"healthy": 0, "unknown": 1, "degraded": 2, "unhealthy": 3}
 
+#: Device attribute a plugin sets when the vendor interface gave no stable id (no UUID, only a PCI id) and
+#: the device is offered under a fallback id; its value says why. The SDK reports it as a warning problem.
+ID_FALLBACK = "id_fallback"
+
 Severity = Literal["error", "warning", "info"]
 
 #: Standard metric names and the one unit each must be reported in.
@@ -210,6 +214,10 @@ class ResourceContribution(Record):
     """What a family adds to Ray's resources beyond its unit count."""
 
     accelerator_type: str | None = Field(None, description="Ray accelerator type, e.g. 'H100'")
+    no_accelerator_type: bool = Field(
+        False, description="The node has no Ray accelerator type (as Ray reports none, e.g. a TPU whose pod "
+                           "type is unknown): no accelerator_type:* resource, no ray.io/accelerator-type label, "
+                           "unless the SKU catalog knows the device")
     extra: dict[str, float] = Field(default_factory=dict, description="e.g. {'TPU-v5p-16-head': 1}")
 
     @field_validator("accelerator_type")
@@ -218,6 +226,12 @@ class ResourceContribution(Record):
         if v is not None and not _ACCEL_TYPE.match(v):
             raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
         return v
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ResourceContribution:
+        if self.no_accelerator_type and self.accelerator_type is not None:
+            raise ValueError("set accelerator_type or no_accelerator_type, not both")
+        return self
 
 
 class HealthReason(Record):

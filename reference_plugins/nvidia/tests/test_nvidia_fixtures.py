@@ -41,9 +41,9 @@ def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] 
     return collect_inventory(manager, SimulatedHost(fixture, faults=faults))
 
 
-def test_the_plugin_ships_the_six_fixtures_of_the_issue() -> None:
-    assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "l4-single",
-                                          "a100-pcie-pair", "a100-mig"}
+def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
+    assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "gb200-nvl72-tray-08",
+                                          "h100-mig", "l4-single", "a100-pcie-pair", "a100-mig"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)

@@ -13,12 +13,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pynvml
 import yaml
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "rayaccel_nvidia" / "fixtures"
 NS = uuid.UUID("6f1d3c1e-5b0a-4c47-9a7e-2f4c8d0b1a22")
 MIB = 2**20
 SWITCH, GPU = 2, 0
+# nvmlDeviceGetNvLinkVersion answers an nvmlNvlinkVersion_t, not the NVLink generation: taken from the bindings.
+NVLINK3, NVLINK4, NVLINK5 = (pynvml.NVML_NVLINK_VERSION_3_0, pynvml.NVML_NVLINK_VERSION_4_0,
+                             pynvml.NVML_NVLINK_VERSION_5_0)
+TX, RX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
 
 
 class Flow(dict):  # type: ignore[type-arg]
@@ -72,9 +77,13 @@ def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus:
         data["mig_mode"] = mig
     if nvlink is not None:
         data["nvlink"] = nvlink
-        if any(link.get("state") for link in nvlink.values()):
-            # NVLink data counters (KiB since the driver loaded) of a node that has run a job.
-            data["field_values"] = {"138": 73400320 + index * 4096, "139": 73400320 + index * 2048}
+        active = [link for link, entry in nvlink.items() if entry.get("state")]
+        if active:
+            # NVLink data counters (KiB since the driver loaded) of a node that has run a job: per link, the
+            # link being the field value's scopeId (NVML_FI_DEV_NVLINK_THROUGHPUT_* are per-link fields).
+            data["field_values"] = {
+                str(TX): Flow({link: 4194304 + index * 4096 + int(link) * 256 for link in active}),
+                str(RX): Flow({link: 4194304 + index * 2048 + int(link) * 128 for link in active})}
     if fabric is not None:
         data["fabric"] = fabric
     return data
@@ -133,7 +142,7 @@ def dgx_h100() -> dict[str, Any]:
     node_cpus = [cpu_words((0, 55), (112, 167)), cpu_words((56, 111), (168, 223))]
     devices = {str(i): device(system, i, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus=buses[i],
                               memory_mib=81559, numa=i // 4, cpus=node_cpus[i // 4], cc=(9, 0), arch=9, mig=[0, 0],
-                              nvlink=switch_links(18, 4, switches, [5, 4, 4, 5]))
+                              nvlink=switch_links(18, NVLINK4, switches, [5, 4, 4, 5]))
                for i in range(8)}
     ids = [devices[str(i)]["uuid"] for i in range(8)]
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": devices}
@@ -184,7 +193,8 @@ def dgx_h100() -> dict[str, Any]:
          "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False}},
     ]
     return fixture("dgx-h100", "NVIDIA DGX H100: 8x H100 SXM5 80GB on four NVSwitch chips, 2 sockets",
-                   "NVML answer shapes of nvidia-ml-py 13.x; DGX H100 topology (18 NVLink4 links per GPU to "
+                   "NVML answer shapes of nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_4_0, throughput "
+                   "counters per link by scopeId); DGX H100 topology (18 NVLink4 links per GPU to "
                    "4 NVSwitches) from NVIDIA's DGX H100 user guide", "dgx-h100-01", nvml, expected, faults)
 
 
@@ -202,7 +212,7 @@ def hgx_b200() -> dict[str, Any]:
     fabric = {"clusterUuid": "00000000-0000-0000-0000-000000000000", "cliqueId": 0, "state": 3, "status": 0}
     devices = {str(i): device(system, i, name="NVIDIA B200", pci_id=0x2901, subsys=0x1999, bus=buses[i],
                               memory_mib=183359, numa=i // 4, cpus=node_cpus[i // 4], cc=(10, 0), arch=10, mig=[0, 0],
-                              nvlink=switch_links(18, 5, switches, [9, 9]), fabric=fabric, power_mw=140000)
+                              nvlink=switch_links(18, NVLINK5, switches, [9, 9]), fabric=fabric, power_mw=140000)
                for i in range(8)}
     ids = [devices[str(i)]["uuid"] for i in range(8)]
     nvml = {"driver_version": "570.124.06", "cuda_driver_version": 12080, "devices": devices}
@@ -215,22 +225,26 @@ def hgx_b200() -> dict[str, Any]:
                          mig_capable=True, domain=("hgx-b200-01-nvswitch", "nvswitch", 8)),
     }
     return fixture("hgx-b200", "NVIDIA HGX B200: 8x B200 on two NVLink 5 switch chips", "NVML answer shapes of "
-                   "nvidia-ml-py 13.x; HGX B200 topology (18 NVLink5 links per GPU)", "hgx-b200-01", nvml, expected)
+                   "nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_5_0); HGX B200 topology (18 NVLink5 "
+                   "links per GPU)", "hgx-b200-01", nvml, expected)
 
 
 # --------------------------------------------------------------------------------------------------
 # GB200 NVL72 compute tray: 2 Grace CPUs + 4 B200-class GPUs; all 18 NVLink5 links go to the rack's
 # NVLink switch trays (not on this host's PCIe, so no remote PCI info); fabric info names the clique.
 
-def gb200_tray() -> dict[str, Any]:
-    system = "gb200-nvl72-tray"
+NVL72_CLUSTER = "5f2c1a9e-7d3b-4e8a-9c61-0b7d2e4f8a13"
+
+
+def gb200_tray(tray: int = 7, name: str = "gb200-nvl72-tray") -> dict[str, Any]:
+    system = "gb200-nvl72-tray" if tray == 7 else f"gb200-nvl72-tray-{tray:02d}"
     buses = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
-    cluster = "5f2c1a9e-7d3b-4e8a-9c61-0b7d2e4f8a13"
+    cluster = NVL72_CLUSTER
     fabric = {"clusterUuid": cluster, "cliqueId": 32766, "state": 3, "status": 0}
     node_cpus = [cpu_words((0, 71)), cpu_words((72, 143))]
     devices = {str(i): device(system, i, name="NVIDIA GB200", pci_id=0x2941, subsys=0x2046, bus=buses[i],
                               memory_mib=189471, numa=i // 2, cpus=node_cpus[i // 2], cc=(10, 0), arch=10, mig=[0, 0],
-                              nvlink=switch_links(18, 5, [None], [18]), fabric=fabric, power_mw=160000)
+                              nvlink=switch_links(18, NVLINK5, [None], [18]), fabric=fabric, power_mw=160000)
                for i in range(4)}
     ids = [devices[str(i)]["uuid"] for i in range(4)]
     nvml = {"driver_version": "570.133.20", "cuda_driver_version": 12080, "devices": devices}
@@ -239,14 +253,58 @@ def gb200_tray() -> dict[str, Any]:
         "devices": 4, "device_ids": ids, "accelerator_type": "GB200",
         "resources": {"GPU": 4.0, "accelerator_type:GB200": 1.0},
         "links": 6, "skus": {i: "gb200-nvl" for i in ids},
-        # NVML does not report the clique's size: without RAYACCEL_NVIDIA_CLIQUE_SIZE it is this tray's 4.
+        # NVML does not report the clique's size: without RAYACCEL_NVIDIA_CLIQUE_SIZE it is this tray's 4. The
+        # Ray bridge adds up the trays that publish the same clique (rayaccel.ray.placement.scale_up_domains).
         "labels": labels(sku="gb200-nvl", count=4, interconnect="nvlink", accel="GB200", memory=189471,
                          arch="blackwell", driver="570.133.20", cuda="12.8", product="NVIDIA-GB200", cc=(10, 0),
                          mig_capable=True, domain=(clique, "nvlink-clique", 4), clique=clique),
     }
-    return fixture("gb200-nvl72-tray", "One compute tray of a GB200 NVL72 rack: 4 GPUs in NVLink clique 32766",
+    pair = ("; one of a pair with gb200-nvl72-tray-08: the same cluster UUID and clique id, so the two trays are one "
+            "NVLink domain")
+    return fixture(name, f"Compute tray {tray:02d} of a GB200 NVL72 rack: 4 GPUs in NVLink clique 32766",
                    "NVML answer shapes of nvidia-ml-py 13.x (nvmlDeviceGetGpuFabricInfoV: clusterUuid, cliqueId, "
-                   "state COMPLETED); PCI device id 0x2941 unverified", "gb200-tray-07", nvml, expected)
+                   "state COMPLETED; NVLink version NVML_NVLINK_VERSION_5_0); NVL72 layout (18 compute trays of "
+                   "4 GPUs, one NVLink domain of 72) from NVIDIA's GB200 NVL72 documentation; PCI device id "
+                   "0x2941 unverified" + pair, f"gb200-tray-{tray:02d}", nvml, expected)
+
+
+def gb200_tray_08() -> dict[str, Any]:
+    return gb200_tray(8, "gb200-nvl72-tray-08")
+
+
+# --------------------------------------------------------------------------------------------------
+# A Kubernetes pod given one MIG-enabled H100 SXM5 80GB: three MIG devices, and slot 2 empty. Some drivers
+# answer NVML_ERROR_INVALID_ARGUMENT (not NOT_FOUND) for an empty slot; go-nvlib and NVIDIA's DRA driver
+# skip both.
+
+def h100_mig() -> dict[str, Any]:
+    system = "h100-mig"
+    gpu = device(system, 0, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus="00000000:1B:00.0",
+                 memory_mib=81559, numa=0, cpus=cpu_words((0, 55), (112, 167)), cc=(9, 0), arch=9, mig=[1, 1],
+                 nvlink=None)
+    # 3g.40gb + 2g.20gb + 1g.10gb = 6 of 7 compute slices; slots 0, 1 and 3 hold MIG devices.
+    profiles = {0: ("3g.40gb", 40320, 2), 1: ("2g.20gb", 20096, 3), 3: ("1g.10gb", 9984, 9)}
+    gpu["max_mig_devices"] = 7
+    gpu["mig_empty_slot_error"] = "NVML_ERROR_INVALID_ARGUMENT"
+    gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
+                                      "name": f"NVIDIA H100 80GB HBM3 MIG {profile}",
+                                      "memory": {"total": mib * MIB, "used": 13 * MIB, "free": (mib - 13) * MIB},
+                                      "gpu_instance_id": gi, "compute_instance_id": 0}
+                          for slot, (profile, mib, gi) in profiles.items()}
+    nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": {"0": gpu}}
+    expected = {
+        "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "H100",
+        "resources": {"GPU": 1.0, "accelerator_type:H100": 1.0}, "links": 0,
+        "skus": {gpu["uuid"]: "h100-sxm5-80gb"},
+        "labels": labels(sku="h100-sxm5-80gb", count=1, interconnect="none", accel="H100", memory=81559,
+                         arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
+                         mig_capable=True),
+    }
+    return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
+                   "pod sees it", "NVML answer shapes of nvidia-ml-py 13.x; H100 MIG profile names from NVIDIA's MIG "
+                   "user guide (memory sizes approximate); an empty slot answers NVML_ERROR_INVALID_ARGUMENT as "
+                   "NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it like NOT_FOUND)",
+                   "h100-pod-5", nvml, expected)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -275,7 +333,7 @@ def l4_single() -> dict[str, Any]:
 
 def a100_pcie_pair() -> dict[str, Any]:
     system = "a100-pcie-pair"
-    inactive = {str(link): Flow(state=0, version=3) for link in range(12)}
+    inactive = {str(link): Flow(state=0, version=NVLINK3) for link in range(12)}
     buses = ["00000000:3B:00.0", "00000000:D8:00.0"]
     devices = {str(i): device(system, i, name="NVIDIA A100-PCIE-40GB", pci_id=0x20F1, subsys=0x145F, bus=buses[i],
                               memory_mib=40960, numa=i,
@@ -295,8 +353,20 @@ def a100_pcie_pair() -> dict[str, Any]:
                          arch="ampere", driver="535.183.01", cuda="12.2", product="NVIDIA-A100-PCIE-40GB", cc=(8, 0),
                          mig_capable=True),
     }
+    no_uuid = {"errors": {"nvmlDeviceGetUUID": "NVML_ERROR_NOT_SUPPORTED"}}
+    faults = [
+        {"name": "uuid-not-supported", "kind": "other",
+         "description": "NVML cannot give UUIDs (nvmlDeviceGetUUID answers NVML_ERROR_NOT_SUPPORTED, as on some "
+                        "virtualised GPUs): Ray still counts both GPUs, so they are offered under their PCI bus ids "
+                        "with a warning",
+         "patch": {"libraries": {"nvml": {"devices": {"0": no_uuid, "1": no_uuid}}}},
+         "expected": {"devices": 2, "health": {}, "resources": {"GPU": 2.0, "accelerator_type:A100": 1.0},
+                      "fatal": False, "problem_codes": ["fallback-device-id"]}},
+    ]
     return fixture("a100-pcie-pair", "Two A100 PCIe 40GB, one per socket, no NVLink bridge: PCIe only",
-                   "NVML answer shapes of nvidia-ml-py 13.x", "a100-pcie-02", nvml, expected)
+                   "NVML answer shapes of nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_3_0); the "
+                   "uuid-not-supported fault follows Ray's NvidiaGPUAcceleratorManager, which counts GPUs with "
+                   "nvmlDeviceGetCount alone", "a100-pcie-02", nvml, expected, faults)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -306,7 +376,7 @@ def a100_mig() -> dict[str, Any]:
     system = "a100-mig"
     gpu = device(system, 0, name="NVIDIA A100-SXM4-40GB", pci_id=0x20B0, subsys=0x134F, bus="00000000:07:00.0",
                  memory_mib=40960, numa=3, cpus=cpu_words((48, 63), (176, 191)), cc=(8, 0), arch=7, mig=[1, 1],
-                 nvlink=switch_links(12, 3, ["00000000:C4:00.0", "00000000:C5:00.0", "00000000:C6:00.0",
+                 nvlink=switch_links(12, NVLINK3, ["00000000:C4:00.0", "00000000:C5:00.0", "00000000:C6:00.0",
                                              "00000000:C7:00.0", "00000000:C8:00.0", "00000000:C9:00.0"],
                                      [2, 2, 2, 2, 2, 2]))
     # 3g.20gb + 2g.10gb + 2g.10gb = 7 of 7 compute slices; one compute instance per GPU instance.
@@ -327,13 +397,14 @@ def a100_mig() -> dict[str, Any]:
                          mig_capable=True),
     }
     return fixture("a100-mig", "One MIG-enabled A100 SXM4 40GB (3g.20gb + 2x 2g.10gb) as a pod sees it",
-                   "NVML answer shapes of nvidia-ml-py 13.x (MIG device handles, profiles in the MIG device name)",
+                   "NVML answer shapes of nvidia-ml-py 13.x (MIG device handles, profiles in the MIG device name; "
+                   "NVLink version NVML_NVLINK_VERSION_3_0)",
                    "dgxa100-pod-3", nvml, expected)
 
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    for build in (dgx_h100, hgx_b200, gb200_tray, l4_single, a100_pcie_pair, a100_mig):
+    for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair, a100_mig):
         data = build()
         path = OUT / f"{data['name']}.yaml"
         tmp = path.with_suffix(".yaml.tmp")

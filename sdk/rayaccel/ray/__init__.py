@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     )
     from rayaccel.ray.node import NodeConfig, node_config
     from rayaccel.ray.placement import (
+        ScaleUpDomain,
         best_connected_units,
         domain_bundle_selectors,
         find_scale_up_domain,
         scale_up_domain_placement_group,
+        scale_up_domains,
     )
     from rayaccel.ray.registry import FamilySpec, family_specs
 
@@ -36,8 +38,8 @@ _EXPORTS = {
     "rayaccel.ray.driver": ("DEFAULT_MONITOR_INTERVAL", "add_node", "configure_node", "connect", "init",
                             "install_driver", "node_configs", "shutdown"),
     "rayaccel.ray.node": ("NodeConfig", "node_config"),
-    "rayaccel.ray.placement": ("best_connected_units", "domain_bundle_selectors", "find_scale_up_domain",
-                               "scale_up_domain_placement_group"),
+    "rayaccel.ray.placement": ("ScaleUpDomain", "best_connected_units", "domain_bundle_selectors",
+                               "find_scale_up_domain", "scale_up_domain_placement_group", "scale_up_domains"),
     "rayaccel.ray.registry": ("FamilySpec", "family_specs"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_MONITOR_INTERVAL",
     "FamilySpec",
     "NodeConfig",
+    "ScaleUpDomain",
     "UnsupportedRayError",
     "add_node",
     "best_connected_units",
@@ -61,6 +64,7 @@ __all__ = [
     "node_config",
     "node_configs",
     "scale_up_domain_placement_group",
+    "scale_up_domains",
     "shutdown",
 ]
 

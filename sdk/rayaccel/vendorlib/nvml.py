@@ -24,12 +24,16 @@ Simulated data (every key optional; dicts keyed by index so a merge-patch fault 
         numa_node, cpu_affinity: [64-bit words], compute_capability: [9, 0], architecture: 9,
         mig_mode: [current, pending], mig_devices: {"0": {uuid, name, memory, gpu_instance_id,
         compute_instance_id}}, max_mig_devices: 7,
-        nvlink: {"0": {state: 1, version: 4, remote_type: 2, remote_pci: {busId, pciDeviceId}}},
+        mig_empty_slot_error: NVML_ERROR_INVALID_ARGUMENT   # what an empty MIG slot answers (default NOT_FOUND)
+        nvlink: {"0": {state: 1, version: 6, remote_type: 2, remote_pci: {busId, pciDeviceId}}},
+                                         # version: the nvmlNvlinkVersion_t enum (6 = NVML_NVLINK_VERSION_4_0)
         fabric: {clusterUuid: "<uuid>", cliqueId: 1, state: 3, status: 0},
         ecc: {volatile: {corrected, uncorrected}, aggregate: {corrected, uncorrected}},
         remapped_rows: [corrected, uncorrected, pending, failure],
         utilization: {gpu, memory}, power_usage: <mW>, temperature: <C>,
-        field_values: {"138": <KiB>}     # nvmlDeviceGetFieldValues (NVLink throughput counters, ...)
+        field_values: {"138": {"0": <KiB>, "1": <KiB>}, "155": <n>}
+                                         # nvmlDeviceGetFieldValues: a mapping is per scopeId (the NVLink
+                                         # throughput counters 138-141 are per link); a number ignores scopeId
         topology: {"1": 40}              # nvmlDeviceGetTopologyCommonAncestor level to device 1
         lost: true                       # every call on it raises NVML_ERROR_GPU_IS_LOST
         errors: {nvmlDeviceGetMemoryInfo: NVML_ERROR_UNKNOWN}   # one call fails with that code
@@ -98,8 +102,18 @@ CONSTANTS: dict[str, int] = {
     "NVML_DEVICE_ARCH_ADA": 8,
     "NVML_DEVICE_ARCH_HOPPER": 9,
     "NVML_DEVICE_ARCH_BLACKWELL": 10,
+    "NVML_NVLINK_VERSION_INVALID": 0,
+    "NVML_NVLINK_VERSION_1_0": 1,
+    "NVML_NVLINK_VERSION_2_0": 2,
+    "NVML_NVLINK_VERSION_2_2": 3,
+    "NVML_NVLINK_VERSION_3_0": 4,
+    "NVML_NVLINK_VERSION_3_1": 5,
+    "NVML_NVLINK_VERSION_4_0": 6,
+    "NVML_NVLINK_VERSION_5_0": 7,
     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX": 138,
     "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX": 139,
+    "NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX": 140,
+    "NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX": 141,
     "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG": 3,
     "nvmlEventTypeSingleBitEccError": 0x1,
     "nvmlEventTypeDoubleBitEccError": 0x2,
@@ -379,7 +393,8 @@ class SimulatedNvml:
         if (data.get("mig_mode") or [0])[0] != CONSTANTS["NVML_DEVICE_MIG_ENABLE"]:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
         if str(index) not in (data.get("mig_devices") or {}):
-            raise self._error(CONSTANTS["NVML_ERROR_NOT_FOUND"])
+            # Most drivers answer NOT_FOUND for an empty slot; some answer INVALID_ARGUMENT.
+            raise self._error(error_code(data.get("mig_empty_slot_error") or "NVML_ERROR_NOT_FOUND"))
         return SimHandle(device.index, int(index))
 
     def nvmlDeviceGetGpuInstanceId(self, device: SimHandle) -> int:
@@ -505,11 +520,17 @@ class SimulatedNvml:
         for requested in fieldIds:
             field_id, scope = requested if isinstance(requested, tuple) else (requested, 0)
             raw = recorded.get(str(field_id))
+            code = CONSTANTS["NVML_SUCCESS"] if raw is not None else CONSTANTS["NVML_ERROR_NOT_SUPPORTED"]
+            if isinstance(raw, Mapping):
+                # A scoped field (the NVLink throughput counters: scopeId is the link): another link's
+                # value is not this one's; a link the GPU lacks is an invalid argument.
+                raw = raw.get(str(scope))
+                if raw is None:
+                    code = CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"]
             # Like NVML: the call succeeds and each value carries its own return code.
             values.append(SimpleNamespace(
                 fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
-                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"],
-                nvmlReturn=CONSTANTS["NVML_SUCCESS"] if raw is not None else CONSTANTS["NVML_ERROR_NOT_SUPPORTED"],
+                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"], nvmlReturn=code,
                 value=SimpleNamespace(ullVal=int(raw or 0))))
         return values
 

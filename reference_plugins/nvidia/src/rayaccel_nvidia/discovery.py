@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from rayaccel import Device, Partition
+from rayaccel.records import ID_FALLBACK
 from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
 
 #: NVML's GPU UUID: "GPU-" + 8-4-4-4-12 hex (nvmlDeviceGetUUID).
@@ -85,20 +86,33 @@ def infer_unreadable_models(devices: list[Device]) -> list[Device]:
             if UNREADABLE in d.attributes else d for d in devices]
 
 
+def fallback_id(index: int, pci_bus_id: str | None) -> str:
+    """The id of a GPU NVML gives no UUID for: its PCI bus id (stable across reboots), else its index."""
+    return f"nvml-pci-{pci_bus_id.strip().lower()}" if pci_bus_id and pci_bus_id.strip() else f"nvml-gpu-{index}"
+
+
 def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None) -> Device:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     name = str(nvml.nvmlDeviceGetName(handle))
-    uuid = str(nvml.nvmlDeviceGetUUID(handle))
-    if not GPU_UUID.match(uuid) or not _printable(name):
-        return _unreadable(index, "nvml-garbage", "NVML returned a malformed name or UUID")
     pci = optional(nvml, "nvmlDeviceGetPciInfo_v3", handle)
+    attributes: dict[str, str | int | float | bool] = {}
+    try:
+        uuid = str(nvml.nvmlDeviceGetUUID(handle))
+    except nvml.NVMLError as e:
+        if e.value != nvml.NVML_ERROR_NOT_SUPPORTED:
+            raise
+        # Some GPUs and virtualised setups cannot report a UUID. Ray still counts the GPU (it only asks
+        # NVML for the count), so it is offered under a stable fallback id, with a warning.
+        uuid = fallback_id(index, str(pci.busId) if pci is not None else None)
+        attributes[ID_FALLBACK] = f"nvmlDeviceGetUUID answered NVML_ERROR_NOT_SUPPORTED for GPU {index}; id {uuid}"
+    if (ID_FALLBACK not in attributes and not GPU_UUID.match(uuid)) or not _printable(name):
+        return _unreadable(index, "nvml-garbage", "NVML returned a malformed name or UUID")
     memory = optional(nvml, "nvmlDeviceGetMemoryInfo", handle)
     cc = optional(nvml, "nvmlDeviceGetCudaComputeCapability", handle)
     compute_capability = (int(cc[0]), int(cc[1])) if cc else None
     arch_enum = optional(nvml, "nvmlDeviceGetArchitecture", handle)
     numa = optional(nvml, "nvmlDeviceGetNumaNodeId", handle)
     affinity = optional(nvml, "nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
-    attributes: dict[str, str | int | float | bool] = {}
     if compute_capability:
         attributes["compute_capability"] = f"{compute_capability[0]}.{compute_capability[1]}"
     if affinity is not None:
@@ -130,8 +144,10 @@ def mig_partitions(nvml: Any, handle: Any) -> list[Partition]:
         try:
             mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
         except nvml.NVMLError as e:
-            if e.value == nvml.NVML_ERROR_NOT_FOUND:
-                continue  # an empty slot: NVML numbers slots, not instances
+            if e.value in (nvml.NVML_ERROR_NOT_FOUND, nvml.NVML_ERROR_INVALID_ARGUMENT):
+                # An empty slot: NVML numbers slots, not instances. Drivers answer NOT_FOUND or
+                # INVALID_ARGUMENT for it; NVIDIA's go-nvlib and DRA driver skip both.
+                continue
             raise
         uuid = str(nvml.nvmlDeviceGetUUID(mig))
         if not MIG_UUID.match(uuid):

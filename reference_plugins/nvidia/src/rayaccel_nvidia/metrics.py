@@ -34,11 +34,29 @@ def throughput(previous: tuple[int, int, int] | None, current: tuple[int, int, i
 
 
 def nvlink_counters(nvml: Any, handle: Any) -> tuple[int, int, int] | None:
-    fields = [nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX]
-    values = _query(nvml, "nvmlDeviceGetFieldValues", handle, fields)
-    if values is None or any(int(v.nvmlReturn) != nvml.NVML_SUCCESS for v in values):
+    """(timestamp us, tx KiB, rx KiB) summed over the GPU's links, or None without NVLink counters.
+
+    The throughput fields are per link: the link is the value's ``scopeId`` (a bare field id asks for
+    link 0 only). One call asks for every link NVML may have; links the GPU lacks answer an error code
+    in their own value and are left out of the sum.
+    """
+    tx, rx = nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+    links = range(int(nvml.NVML_NVLINK_MAX_LINKS))
+    values = _query(nvml, "nvmlDeviceGetFieldValues", handle, [(f, link) for f in (tx, rx) for link in links])
+    if values is None:
+        return None
+    totals = {tx: 0, rx: 0}
+    answered = {tx: 0, rx: 0}
+    stamp = 0
+    for value in values:
+        if int(value.nvmlReturn) != nvml.NVML_SUCCESS or int(value.fieldId) not in totals:
+            continue
+        totals[int(value.fieldId)] += int(value.value.ullVal)
+        answered[int(value.fieldId)] += 1
+        stamp = max(stamp, int(value.timestamp))
+    if not answered[tx] or not answered[rx]:
         return None  # no NVLink, or counters not supported
-    return int(values[0].timestamp), int(values[0].value.ullVal), int(values[1].value.ullVal)
+    return stamp, totals[tx], totals[rx]
 
 
 def metrics(nvml: Any, devices: Sequence[Device]) -> list[MetricSample]:

@@ -21,8 +21,26 @@ from typing import Any
 from rayaccel import Affinity, Device, Domain, Link, Topology
 from rayaccel_nvidia.discovery import UNREADABLE, optional
 
-#: Unidirectional GB/s of one NVLink, by the version NVML reports (P100: 1 ... Blackwell: 5).
-NVLINK_GBPS = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+#: Unidirectional GB/s of one NVLink, by the ``nvmlNvlinkVersion_t`` name ``nvmlDeviceGetNvLinkVersion``
+#: answers. That is an enum, not the NVLink generation: NVLink 3.0 (A100) is ``NVML_NVLINK_VERSION_3_0`` = 4,
+#: NVLink 4 (H100/H200) is ``_4_0`` = 6, NVLink 5 (B200/GB200) is ``_5_0`` = 7. Per link and direction:
+#: P100 20 GB/s; V100 and A100 25 GB/s (A100: 12 links, 600 GB/s both ways); H100 25 GB/s (18 links,
+#: 900 GB/s both ways); B200 50 GB/s (18 links, 1.8 TB/s both ways). The values are looked up by name in
+#: the bindings (:func:`nvlink_gbps`), never re-typed.
+NVLINK_GBPS: dict[str, float] = {
+    "NVML_NVLINK_VERSION_1_0": 20.0,
+    "NVML_NVLINK_VERSION_2_0": 25.0,
+    "NVML_NVLINK_VERSION_2_2": 25.0,
+    "NVML_NVLINK_VERSION_3_0": 25.0,
+    "NVML_NVLINK_VERSION_3_1": 25.0,
+    "NVML_NVLINK_VERSION_4_0": 25.0,
+    "NVML_NVLINK_VERSION_5_0": 50.0,
+}
+
+
+def nvlink_gbps(nvml: Any) -> dict[int, float]:
+    """The bandwidth table keyed by the enum values of this NVML binding (pynvml or the simulation)."""
+    return {int(getattr(nvml, name)): gbps for name, gbps in NVLINK_GBPS.items() if hasattr(nvml, name)}
 
 #: NVML does not say how many GPUs a clique spans (an NVL72 rack: 72, but partitions can be smaller);
 #: an operator who knows sets it, otherwise the domain size is what this host sees.
@@ -58,8 +76,8 @@ def nvlink_ends(nvml: Any, handle: Any) -> list[tuple[int, str, str | None, int 
     return ends
 
 
-def _gbps(versions: Sequence[int | None]) -> float | None:
-    known = [NVLINK_GBPS[v] for v in versions if v in NVLINK_GBPS]
+def _gbps(table: dict[int, float], versions: Sequence[int | None]) -> float | None:
+    known = [table[v] for v in versions if v is not None and v in table]
     return min(known) if known else None
 
 
@@ -80,15 +98,16 @@ def topology(nvml: Any, devices: Sequence[Device], host_name: str) -> Topology:
                 direct[key] += 1  # each end reports the link once
                 direct_versions.setdefault(key, []).append(version)
     links: dict[tuple[str, str], Link] = {}
+    table = nvlink_gbps(nvml)
     for key, ends in direct.items():
         lanes = max(1, ends // 2)
-        per_link = _gbps(direct_versions[key])
+        per_link = _gbps(table, direct_versions[key])
         links[key] = Link(a=key[0], b=key[1], kind="nvlink", lanes=lanes,
                           bandwidth_gbps=per_link * lanes if per_link else None)
     on_switch = [d.id for d in readable if d.id in switch_links]
     for a, b in itertools.combinations(on_switch, 2):
         lanes = min(len(switch_links[a]), len(switch_links[b]))
-        per_link = _gbps(switch_links[a] + switch_links[b])
+        per_link = _gbps(table, switch_links[a] + switch_links[b])
         key = (min(a, b), max(a, b))
         through_switch = per_link * lanes if per_link else None
         existing = links.get(key)
