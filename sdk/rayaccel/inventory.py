@@ -64,10 +64,11 @@ class InventoryBuilder:
     def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
         problems: list[Problem] = list(self.manager.problems)
         families = []
-        for plugin in self.plugins:
-            family = self.family(plugin, host, problems, with_metrics)
-            if family is not None:
-                families.append(family)
+        with self.manager.deadline():  # one bound for the whole inventory, not only per hook
+            for plugin in self.plugins:
+                family = self.family(plugin, host, problems, with_metrics)
+                if family is not None:
+                    families.append(family)
         resources = self._node_resources(families, problems)
         labels = self._node_labels(families, problems)
         return NodeInventory(host=host.name, simulated=host.simulated, families=families,

@@ -9,14 +9,20 @@ another plugin or with Ray.
 Calling: each hook runs for one plugin at a time in a worker thread bounded by a timeout
 (``RAYACCEL_HOOK_TIMEOUT`` seconds, default 10). An exception, a hang or a malformed result becomes a
 problem attributed to that plugin and hook; the caller gets ``None`` and carries on with the others.
+Inside :meth:`PluginManager.deadline` (a whole inventory) all calls share one deadline
+(``RAYACCEL_INVENTORY_TIMEOUT``, default 30 s), and a plugin whose hook hung is not called again. What a
+hook prints, and any change it makes to ``os.environ``, is kept from the caller (:mod:`rayaccel.containment`).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pluggy
 from pydantic import TypeAdapter, ValidationError
 
-from rayaccel import hookspec
+from rayaccel import containment, hookspec
 from rayaccel.errors import HookError, PluginError
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 from rayaccel.records import (
@@ -55,6 +61,12 @@ NO_AUTOLOAD_ENV = "RAYACCEL_NO_AUTOLOAD"
 PLUGINS_ENV = "RAYACCEL_PLUGINS"
 HOOK_TIMEOUT_ENV = "RAYACCEL_HOOK_TIMEOUT"
 DEFAULT_HOOK_TIMEOUT = 10.0
+INVENTORY_TIMEOUT_ENV = "RAYACCEL_INVENTORY_TIMEOUT"
+DEFAULT_INVENTORY_TIMEOUT = 30.0
+#: Largest value either timeout may be set to: a node start or a health poll must end.
+MAX_TIMEOUT = 600.0
+#: Devices one plugin's discovery may report; more is garbage, and would make every later step slow.
+MAX_DEVICES = 4096
 
 #: What each hook's result is validated into.
 HOOK_RESULTS: dict[str, Any] = {
@@ -95,17 +107,28 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-def hook_timeout() -> float:
-    raw = os.environ.get(HOOK_TIMEOUT_ENV)
+def _seconds_from_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
     if not raw:
-        return DEFAULT_HOOK_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise PluginError(f"{HOOK_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise PluginError(f"{HOOK_TIMEOUT_ENV}={raw!r} must be positive")
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise PluginError(f"{name}={raw[:40]!r} is not a number of seconds > 0 and <= {MAX_TIMEOUT:g}; "
+                          f"set it to one (e.g. {name}={default:g}) or unset it")
     return value
+
+
+def hook_timeout() -> float:
+    """Seconds one hook call may take (RAYACCEL_HOOK_TIMEOUT, validated)."""
+    return _seconds_from_env(HOOK_TIMEOUT_ENV, DEFAULT_HOOK_TIMEOUT)
+
+
+def inventory_timeout() -> float:
+    """Seconds all hook calls of one inventory may take together (RAYACCEL_INVENTORY_TIMEOUT, validated)."""
+    return _seconds_from_env(INVENTORY_TIMEOUT_ENV, DEFAULT_INVENTORY_TIMEOUT)
 
 
 def disabled_plugins() -> set[str]:
@@ -154,6 +177,8 @@ class PluginManager:
         self._pm = _RayaccelPluggy(hookspec.PROJECT_NAME)
         self._pm.add_hookspecs(hookspec)
         self._plugins: dict[str, LoadedPlugin] = {}
+        self._deadline: float | None = None
+        self._hung: set[str] = set()
         if self.timeout is None:
             self.timeout = hook_timeout()
         if self.autoload is None:
@@ -325,6 +350,22 @@ class PluginManager:
 
     # Calling -------------------------------------------------------------------------------------
 
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        """Bound every hook call inside to ``seconds`` in total (default: RAYACCEL_INVENTORY_TIMEOUT).
+
+        Inside, a plugin one of whose hooks timed out is not called again (its thread still runs, most
+        likely stuck on the same device), so a plugin hanging in every hook costs one hook timeout, not
+        seven. Calls after the deadline are not made; each becomes a problem.
+        """
+        previous = (self._deadline, self._hung)
+        self._deadline = time.monotonic() + (inventory_timeout() if seconds is None else seconds)
+        self._hung = set()
+        try:
+            yield
+        finally:
+            self._deadline, self._hung = previous
+
     def _impls(self, plugin: str, hook: str) -> list[pluggy.HookImpl]:
         caller = getattr(self._pm.hook, hook)
         return [impl for impl in caller.get_hookimpls() if impl.plugin_name == plugin]
@@ -356,25 +397,35 @@ class PluginManager:
     def _bounded(self, fn: Callable[..., Any], kwargs: Mapping[str, Any], plugin: str, dist: str | None,
                  hook: str, problems: list[Problem] | None = None) -> tuple[bool, Any]:
         """Run fn in a daemon thread; a hang past the timeout is abandoned, never waited on."""
+        timeout = self._call_timeout(plugin, dist, hook, problems)
+        if timeout is None:
+            return False, None
         outcome: dict[str, Any] = {}
         reported = ReportSink()
+        output = containment.HookOutput()
 
         def target() -> None:
-            with collect_problems(reported):  # what the hook reports with rayaccel.report_problem
+            # what the hook reports with rayaccel.report_problem, and what it prints
+            with collect_problems(reported), containment.captured_output(output):
                 try:
                     outcome["value"] = fn(**kwargs)
                 except BaseException as e:  # a plugin's SystemExit must not end the caller either
                     outcome["error"] = e
 
+        environ = dict(os.environ)
         thread = threading.Thread(target=target, name=f"rayaccel-{plugin}-{hook}", daemon=True)
-        thread.start()
-        thread.join(self.timeout)
+        with containment.routed_streams():
+            thread.start()
+            thread.join(timeout)
+        self._contain(plugin, dist, hook, environ, output, problems)
         if not thread.is_alive():
             for report in reported.drain():
                 self._problem(plugin, dist, None if hook == "import" else hook, report.code, report.message,
                               report.fix, severity=report.severity, sink=problems)
         if thread.is_alive():
-            self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {self.timeout:g}s",
+            if self._deadline is not None:
+                self._hung.add(plugin)
+            self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {timeout:g}s",
                           "bound every vendor call with a timeout (host.run(..., timeout=...)); raise the limit "
                           f"with {HOOK_TIMEOUT_ENV} only if the hardware is known to be slow", sink=problems)
             return False, None
@@ -391,6 +442,41 @@ class PluginManager:
             return False, None
         return True, outcome.get("value")
 
+    def _call_timeout(self, plugin: str, dist: str | None, hook: str, problems: list[Problem] | None) -> float | None:
+        """This call's timeout within the deadline, or None (and a problem) when it must not be made."""
+        assert self.timeout is not None
+        if self._deadline is None:
+            return self.timeout
+        if plugin in self._hung:
+            self._problem(plugin, dist, hook, "hook-skipped", "not called: an earlier hook of this plugin did not "
+                          "return", "bound every vendor call with a timeout (host.run(..., timeout=...))",
+                          severity="warning", sink=problems)
+            return None
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            self._problem(plugin, dist, hook, "inventory-deadline", "not called: the inventory's deadline "
+                          f"({INVENTORY_TIMEOUT_ENV}) had passed", "find the plugin whose hooks are slow (its "
+                          f"hook-timeout problems), or raise {INVENTORY_TIMEOUT_ENV}", sink=problems)
+            return None
+        return min(self.timeout, remaining)
+
+    def _contain(self, plugin: str, dist: str | None, hook: str, environ: Mapping[str, str],
+                 output: containment.HookOutput, problems: list[Problem] | None) -> None:
+        """Undo and report what a hook changed outside its result: os.environ, the output streams."""
+        where = None if hook == "import" else hook
+        changed = containment.restore_environ(environ)
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            self._problem(plugin, dist, where, "environ-changed",
+                          f"changed the process environment ({shown}); the change was undone",
+                          "pass an env to the vendor call instead of changing os.environ", sink=problems)
+        if output.chars:
+            self._problem(plugin, dist, where, "printed",
+                          f"wrote {output.chars} characters to stdout/stderr, kept out of the caller's output "
+                          f"(first line: {output.first_line()!r})",
+                          "log with the logging module, or report with rayaccel.report_problem",
+                          severity="warning", sink=problems)
+
     def _problem(self, plugin: str, dist: str | None, hook: str | None, code: str, message: str,
                  fix: str | None, severity: str = "error", sink: list[Problem] | None = None) -> None:
         problem = Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
@@ -405,7 +491,16 @@ class PluginManager:
 
     def discover(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device] | None:
         result = self.call(plugin, "rayaccel_discover", problems, host=host)
-        return None if result is MISSING else result
+        if result is MISSING:
+            return None
+        if result is not None and len(result) > MAX_DEVICES:
+            dist = self._plugins[plugin].distribution if plugin in self._plugins else None
+            self._problem(plugin, dist, "rayaccel_discover", "too-many-devices",
+                          f"reported {len(result)} devices, more than the {MAX_DEVICES} one node can hold; the "
+                          f"first {MAX_DEVICES} are kept", "check the vendor tool's output for garbage",
+                          sink=problems)
+            return list(result[:MAX_DEVICES])
+        return result  # type: ignore[no-any-return]
 
     def topology(self, plugin: str, host: Host, devices: Sequence[Device], problems: list[Problem]) -> Topology:
         result = self.call(plugin, "rayaccel_topology", problems, host=host, devices=list(devices))

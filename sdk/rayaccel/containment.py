@@ -1,0 +1,127 @@
+"""What an in-process hook call may not change: the caller's output streams and its environment.
+
+The manager runs each hook in a thread of its own (:meth:`rayaccel.manager.PluginManager._bounded`).
+While hooks run, ``sys.stdout`` and ``sys.stderr`` are proxies: a write from a hook's thread is kept
+(bounded) and reported as a problem, any other thread's write goes through unchanged. So ``print`` in a
+plugin cannot corrupt ``rayaccel inspect --json`` or a caller's own output. The environment is compared
+before and after each call; a change is undone and reported, so it cannot reach ``ray start`` or decide
+which plugin the next manager loads.
+
+What in-process containment cannot stop (``os._exit``, exhausting memory, writes to file descriptors 1
+and 2 below Python, such as a child process that inherits them) is what the out-of-process mode of
+:mod:`rayaccel.isolation` is for.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+#: Characters of a hook's stray output kept for its problem record; the rest is counted only.
+KEPT_OUTPUT_CHARS = 2000
+
+_local = threading.local()
+_lock = threading.Lock()
+_active = 0
+_saved: tuple[TextIO, TextIO] | None = None
+
+
+class HookOutput:
+    """What one hook call wrote to stdout and stderr."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.chars = 0
+
+    def write(self, text: str) -> None:
+        self.chars += len(text)
+        room = KEPT_OUTPUT_CHARS - len(self.text)
+        if room > 0:
+            self.text += text[:room]
+
+    def first_line(self) -> str:
+        return next((line.strip() for line in self.text.splitlines() if line.strip()), "")[:200]
+
+
+class _RoutedStream:
+    """A stream that sends writes from a hook's thread to that hook's :class:`HookOutput`."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        sink: HookOutput | None = getattr(_local, "sink", None)
+        if sink is None:
+            return self._target.write(text)
+        sink.write(text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if getattr(_local, "sink", None) is None:
+            self._target.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, buffer, ...
+        return getattr(self._target, name)
+
+
+@contextmanager
+def routed_streams() -> Iterator[None]:
+    """Install the routing proxies while at least one hook call is in flight (any thread)."""
+    global _active, _saved
+    with _lock:
+        if _active == 0:
+            _saved = (sys.stdout, sys.stderr)
+            sys.stdout = _RoutedStream(sys.stdout)
+            sys.stderr = _RoutedStream(sys.stderr)
+        _active += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _active -= 1
+            if _active == 0 and _saved is not None:
+                # Put back only what is still ours: whoever replaced the streams since owns them now.
+                if isinstance(sys.stdout, _RoutedStream):
+                    sys.stdout = _saved[0]
+                if isinstance(sys.stderr, _RoutedStream):
+                    sys.stderr = _saved[1]
+                _saved = None
+
+
+@contextmanager
+def captured_output(sink: HookOutput) -> Iterator[None]:
+    """Inside a hook's thread: send this thread's writes to sink."""
+    _local.sink = sink
+    try:
+        yield
+    finally:
+        _local.sink = None
+
+
+def environ_changes(before: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """What differs in os.environ from before: (set or changed name -> value, removed names)."""
+    now = dict(os.environ)
+    changed = {k: v for k, v in now.items() if before.get(k) != v}
+    removed = sorted(k for k in before if k not in now)
+    return changed, removed
+
+
+def restore_environ(before: Mapping[str, str]) -> list[str]:
+    """Undo every change to os.environ since before; the names that had changed, sorted."""
+    changed, removed = environ_changes(before)
+    for name in changed:
+        if name in before:
+            os.environ[name] = before[name]
+        else:
+            os.environ.pop(name, None)
+    for name in removed:
+        os.environ[name] = before[name]
+    return sorted([*changed, *removed])
