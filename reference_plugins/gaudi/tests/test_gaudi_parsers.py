@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, HlSmiParseError, parse_ports, parse_query
 
 ROW = ("0, 2, HL-225, 01P0-HL2080A0-15-TNB0Y2-22-01-01, AN21100450, 0000:33:00.0, 98304 MiB, 672 MiB, "
-       "1.18.0-ee698fb, 26 C, 96 W, 0 %, 0, 3")
+       "1.18.0-ee698fb, 26 C, 96 W, 0 %, 0, 3, 0, 3")
 
 cells = st.sampled_from(["0", "7", "HL-225", "N/A", "98304 MiB", "26 C", "96 W", "0 %", "0000:33:00.0", "", "x", "-1"])
 
@@ -53,7 +53,7 @@ def test_not_available_fields_are_missing_not_zero():
 
 
 def test_wrong_field_count_names_the_line_and_the_fields():
-    with pytest.raises(HlSmiParseError, match=r"line 2 has 3 fields, expected 14 \(index, module_id"):
+    with pytest.raises(HlSmiParseError, match=r"line 2 has 3 fields, expected 16 \(index, module_id"):
         parse_query(ROW + "\n1, 6, HL-2\n")
 
 

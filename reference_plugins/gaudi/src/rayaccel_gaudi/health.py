@@ -1,7 +1,9 @@
 """Health from Gaudi's own signals: the driver's device status, hl-smi's ECC counters and port states.
 
 - driver status ``needs reset`` / ``disabled`` (sysfs) -> unhealthy, fatal;
-- uncorrectable ECC errors (``ecc.errors.uncorrected.aggregate.total``) -> unhealthy, fatal;
+- uncorrectable ECC errors since the driver loaded (``ecc.errors.uncorrected.volatile.total``) -> unhealthy,
+  fatal. The lifetime counter (``...aggregate.total``) never resets, so one old error would drain a card
+  forever: it is only noted (``ecc-uncorrectable-history``), as NVIDIA's health checks use the volatile one;
 - every live field N/A (memory used, temperature, power, utilization) -> unhealthy, fatal: not responding;
 - a transient driver status (``in reset``, ``in device creation``, ...) -> degraded;
 - an internal (scale-up) port DOWN -> degraded: collectives across the box lose bandwidth.
@@ -32,8 +34,12 @@ def report_for(device: GaudiDevice) -> HealthReport:
         minor.append(HealthReason(code="driver-not-operational",
                                   message=f"the habanalabs driver reports module {aip.module_id} as {status!r}"))
     if aip.ecc_uncorrected:
-        fatal.append(HealthReason(code="ecc-uncorrectable",
-                                  message=f"{aip.ecc_uncorrected} uncorrectable ECC errors", fatal=True))
+        fatal.append(HealthReason(code="ecc-uncorrectable", fatal=True,
+                                  message=f"{aip.ecc_uncorrected} uncorrectable ECC errors since the driver loaded"))
+    elif aip.ecc_uncorrected_lifetime:
+        minor.append(HealthReason(code="ecc-uncorrectable-history",
+                                  message=f"{aip.ecc_uncorrected_lifetime} uncorrectable ECC errors over the device's "
+                                          "lifetime, none since the driver loaded"))
     if len(aip.missing) == LIVE_FIELDS:
         fatal.append(HealthReason(code="device-not-responding",
                                   message=f"hl-smi reads N/A for every live field of module {aip.module_id}",

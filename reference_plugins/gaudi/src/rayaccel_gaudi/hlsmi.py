@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 QUERY_FIELDS = (
     "index", "module_id", "name", "uuid", "serial", "bus_id", "memory.total", "memory.used", "driver_version",
     "temperature.aip", "power.draw", "utilization.aip", "ecc.errors.uncorrected.aggregate.total",
-    "ecc.errors.corrected.aggregate.total",
+    "ecc.errors.corrected.aggregate.total", "ecc.errors.uncorrected.volatile.total",
+    "ecc.errors.corrected.volatile.total",
 )
 QUERY_ARGV = ("hl-smi", "-Q", ",".join(QUERY_FIELDS), "-f", "csv,noheader")
 
@@ -42,8 +43,13 @@ class AipRecord:
     temperature_c: float | None
     power_w: float | None
     utilization: float | None
+    #: ECC errors since the driver loaded (``ecc.errors.*.volatile.total``): what health and metrics use. When
+    #: hl-smi answers N/A for the volatile counters, the lifetime ones stand in.
     ecc_uncorrected: int | None
     ecc_corrected: int | None
+    #: ECC errors over the device's lifetime (``ecc.errors.*.aggregate.total``): history, never cleared.
+    ecc_uncorrected_lifetime: int | None = None
+    ecc_corrected_lifetime: int | None = None
     #: Fields that answered N/A: a device that stopped responding answers N/A to everything live.
     missing: list[str] = field(default_factory=list)
 
@@ -91,8 +97,12 @@ def parse_query(text: str) -> list[AipRecord]:
         live = {"memory.used": num("memory.used", "MiB"), "temperature.aip": num("temperature.aip", "C"),
                 "power.draw": num("power.draw", "W"), "utilization.aip": num("utilization.aip", "%")}
         total = num("memory.total", "MiB")
-        uncorrected, corrected = num("ecc.errors.uncorrected.aggregate.total", None), \
-            num("ecc.errors.corrected.aggregate.total", None)
+        lifetime_unc = num("ecc.errors.uncorrected.aggregate.total", None)
+        lifetime_cor = num("ecc.errors.corrected.aggregate.total", None)
+        uncorrected = num("ecc.errors.uncorrected.volatile.total", None)
+        corrected = num("ecc.errors.corrected.volatile.total", None)
+        uncorrected = lifetime_unc if uncorrected is None else uncorrected
+        corrected = lifetime_cor if corrected is None else corrected
         records.append(AipRecord(
             index=int(row["index"]), module_id=int(row["module_id"]), name=name, uuid=uuid,
             serial=_text(row["serial"]), bus_id=row["bus_id"].lower(),
@@ -102,6 +112,8 @@ def parse_query(text: str) -> list[AipRecord]:
             power_w=live["power.draw"], utilization=live["utilization.aip"],
             ecc_uncorrected=int(uncorrected) if uncorrected is not None else None,
             ecc_corrected=int(corrected) if corrected is not None else None,
+            ecc_uncorrected_lifetime=int(lifetime_unc) if lifetime_unc is not None else None,
+            ecc_corrected_lifetime=int(lifetime_cor) if lifetime_cor is not None else None,
             missing=[k for k, v in live.items() if v is None],
         ))
     indices = [r.index for r in records]
