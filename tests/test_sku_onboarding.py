@@ -207,7 +207,7 @@ def test_building_a_record_names_the_option_at_fault() -> None:
 def test_sku_check_reports_one_line_per_bad_catalog(plugin_copy: Path) -> None:
     env = env_for(plugin_copy)
     good = rayaccel("sku", "check", env=env)
-    assert good.returncode == 0 and good.stdout.startswith("ok: acme: 1 SKUs"), good.stderr
+    assert good.returncode == 0 and good.stdout.startswith("ok: acme: 1 SKU ("), good.stderr
     catalog = plugin_copy / "acme-skus.yaml"
     catalog.write_text(catalog.read_text().replace("accelerator_type: R1", "accelerator_type: R 1"))
     # Every installed plugin is checked: the reference plugins' catalogs are fine, the copy's is not.

@@ -76,6 +76,23 @@ def resolve_sku(catalog: SkuCatalog | None, device: Device) -> SkuRecord | None:
     return None
 
 
+def sku_disagreement(catalog: SkuCatalog | None, device: Device) -> str | None:
+    """Why the device's PCI id and product name point at different SKUs of the catalog; None when they agree.
+
+    :func:`resolve_sku` still takes the PCI id's SKU (the more specific match), but a catalog or a device
+    that disagrees with itself (a stale fixture, a mistyped id) must be reported, not silently resolved.
+    Only exact product names count: a pattern is meant to be broad."""
+    if catalog is None or device.sku or not device.pci_device_id:
+        return None
+    pci = device.pci_device_id.lower()
+    by_pci = next((s for s in catalog.skus if pci in (p.lower() for p in s.match.pci_device_ids)), None)
+    by_name = next((s for s in catalog.skus if device.product_name in s.match.product_names), None)
+    if by_pci is None or by_name is None or by_pci.id == by_name.id:
+        return None
+    return (f"device {device.id} has PCI device id {pci}, catalogued as SKU {by_pci.id!r}, but product name "
+            f"{device.product_name!r}, catalogued as SKU {by_name.id!r}; it is resolved as {by_pci.id!r}")
+
+
 def derive_accelerator_type(product_name: str) -> str:
     """A type from a product name when nothing better is known: 'ACME Widget 9000' -> 'ACME-Widget-9000'."""
     from rayaccel.labels import to_label_value

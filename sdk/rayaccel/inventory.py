@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command
+from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
 from rayaccel.host import Host, RealHost
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
 from rayaccel.manager import PluginManager
@@ -83,6 +83,7 @@ class InventoryBuilder:
         if not devices:
             return None
         catalog = self.catalog(plugin, problems)
+        self._check_sku_agreement(plugin, catalog, devices, problems)
         devices, skus = self._resolve_skus(plugin, catalog, devices)
         topology = self._topology(plugin, host, devices, problems)
         health = self._health(plugin, host, devices, problems)
@@ -129,6 +130,17 @@ class InventoryBuilder:
                                               "nothing to do unless ids must survive hardware changes; a newer "
                                               "driver or vendor library may report one", severity="warning"))
         return unique
+
+    def _check_sku_agreement(self, plugin: str, catalog: SkuCatalog | None, devices: list[Device],
+                             problems: list[Problem]) -> None:
+        for device in devices:
+            why = sku_disagreement(catalog, device)
+            if why is not None:
+                problems.append(self._problem(
+                    plugin, "rayaccel_sku_catalog", "sku-mismatch", why,
+                    "correct the catalog entry (or the fixture) whose PCI id or product name is wrong, so both "
+                    "point at one SKU", severity="warning"))
+                break  # one per node: the devices of a node are alike
 
     def _resolve_skus(self, plugin: str, catalog: SkuCatalog | None,
                       devices: list[Device]) -> tuple[list[Device], list[SkuRecord | None]]:

@@ -64,6 +64,10 @@ class SkuAddition:
     recorded_labels: dict[str, str] = field(default_factory=dict)
     #: True when the catalog could not be appended to as text and was written out again (comments lost).
     catalog_rewritten: bool = False
+    #: False for a dry run: everything was checked, nothing written.
+    written: bool = True
+    #: The new fixture, as written (or as it would be).
+    fixture_data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -289,6 +293,27 @@ def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
     return exp
 
 
+def derived_faults(base: Fixture, rewritten: Any, sku: SkuRecord) -> list[dict[str, Any]]:
+    """The faults as the plugin rewrote them (their patches may restate the device list in the vendor's
+    format, now of the new SKU), each with the base fault's expectation and the accelerator type renamed.
+
+    Only the patches come from the plugin: a fault it dropped, renamed or added is refused, because the
+    expectation that says what the fault must do is the base fixture's."""
+    by_name = {f.get("name"): f for f in rewritten if isinstance(f, dict)} if isinstance(rewritten, list) else {}
+    if rewritten is not None and set(by_name) != {f.name for f in base.faults}:
+        raise FixtureError(f"rayaccel_fixture_for_sku returned faults {sorted(map(str, by_name))}, but the base "
+                           f"fixture {base.ref} has {sorted(f.name for f in base.faults)}; rewrite each fault's patch, "
+                           "keep the faults themselves")
+    faults = []
+    for fault in base.faults:
+        patch = by_name[fault.name].get("patch", fault.patch) if fault.name in by_name else fault.patch
+        expected = fault.expected.model_dump(mode="json", exclude_none=True)
+        if fault.expected.resources is not None:
+            expected["resources"] = _renamed_type(fault.expected.resources, sku.accelerator_type)
+        faults.append({**fault.model_dump(mode="json"), "patch": copy.deepcopy(patch), "expected": expected})
+    return faults
+
+
 class _CatalogOverride(InventoryBuilder):
     """An inventory builder that sees the new catalog before it is written."""
 
@@ -301,8 +326,22 @@ class _CatalogOverride(InventoryBuilder):
         return self._new_catalog if plugin == self._plugin else super().catalog(plugin, problems)
 
 
+def _with_plugin_resources(expected: dict[str, float], observed: dict[str, float],
+                           family_resource: str) -> dict[str, float]:
+    """The family's resource and the accelerator type as expected; any other resource (a TPU slice's head
+    resource names the chip generation) as the plugin answered on the new fixture."""
+    decided = {k: v for k, v in expected.items() if k == family_resource or k.startswith("accelerator_type:")}
+    return {**decided, **{k: v for k, v in observed.items()
+                          if k != family_resource and not k.startswith("accelerator_type:")}}
+
+
 def _is_plugin_label(key: str) -> bool:
-    return not key.startswith((VOCABULARY_PREFIX, RAY_LABEL_PREFIX))
+    """A label the plugin decides from the device, not the SKU record: its own (under its prefix), Ray's
+    generation-specific ones (``ray.io/tpu-pod-type``: a new chip generation has its own), and the scale-up
+    domain (its size and kind follow from the generation too)."""
+    if key.startswith(RAY_LABEL_PREFIX):
+        return key != RAY_ACCELERATOR_TYPE_LABEL
+    return not key.startswith(VOCABULARY_PREFIX) or key.startswith(f"{VOCABULARY_PREFIX}scale-up-domain")
 
 
 def _observed_label_keys(sku: SkuRecord) -> set[str]:
@@ -342,8 +381,11 @@ def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str
 
 
 def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: str | None = None,
-            fixture_name: str | None = None) -> SkuAddition:
-    """Append ``sku`` to ``plugin``'s catalog and write a fixture of it; both or neither."""
+            fixture_name: str | None = None, dry_run: bool = False) -> SkuAddition:
+    """Append ``sku`` to ``plugin``'s catalog and write a fixture of it; both or neither.
+
+    ``dry_run``: every check is made (the new fixture is built and its inventory compared, faults included),
+    nothing is written."""
     manager.plugin(plugin)  # a clear error for an unknown plugin name
     _check_pci_ids(sku)
     catalog = _catalog_of(manager, plugin)
@@ -386,15 +428,21 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         "description": f"{base.description}; as SKU {sku.marketing_name} ({sku.id})",
         "source": f"derived from {base.ref} by rayaccel sku add (day-zero: not recorded on hardware)",
         "expected": derived_expectation(base, sku),
-        "faults": [{**fault.model_dump(mode="json"),
-                    "expected": {**fault.expected.model_dump(mode="json", exclude_none=True),
-                                 **({"resources": _renamed_type(fault.expected.resources, sku.accelerator_type)}
-                                    if fault.expected.resources is not None else {})}}
-                   for fault in base.faults],
+        "faults": derived_faults(base, data.get("faults"), sku),
     })
     builder = _CatalogOverride(manager, plugin, new_catalog)
     fixture = parse_fixture(data, f"the fixture for {sku.id}")
     inventory = _inventory(builder, fixture)
+    family_resource = manager.family(plugin).resource_name
+    if data["expected"]["resources"]:
+        data["expected"]["resources"] = _with_plugin_resources(data["expected"]["resources"], inventory.resources,
+                                                               family_resource)
+    for fault in data["faults"]:
+        if fault["expected"].get("resources") is not None:
+            faulted = _inventory(builder, fixture, [fault["name"]])
+            fault["expected"]["resources"] = _with_plugin_resources(fault["expected"]["resources"],
+                                                                    faulted.resources, family_resource)
+    fixture = parse_fixture(data, f"the fixture for {sku.id}")
     observed = _observed_label_keys(sku)
     recorded = {k: v for k, v in inventory.labels.items() if k in observed or _is_plugin_label(k)}
     if data["expected"]["labels"]:
@@ -413,6 +461,10 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
             + ". Derive it from a fixture of a similar device (--from-fixture), or make the plugin's "
               "rayaccel_fixture_for_sku rewrite what differs; nothing was written")
 
+    if dry_run:
+        return SkuAddition(plugin=plugin, sku=sku, catalog_path=catalog_path, fixture_path=fixture_path,
+                           fixture_ref=f"{plugin}/{name}", base_fixture=base.ref, recorded_labels=recorded,
+                           catalog_rewritten=rewritten, written=False, fixture_data=data)
     try:
         write_atomically(fixture_path, fixture_text(data, suffix))
     except OSError as e:
@@ -427,7 +479,7 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         raise
     return SkuAddition(plugin=plugin, sku=sku, catalog_path=catalog_path, fixture_path=fixture_path,
                        fixture_ref=f"{plugin}/{name}", base_fixture=base.ref, recorded_labels=recorded,
-                       catalog_rewritten=rewritten)
+                       catalog_rewritten=rewritten, fixture_data=data)
 
 
 # Checking catalogs --------------------------------------------------------------------------------

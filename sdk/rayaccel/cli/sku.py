@@ -39,12 +39,21 @@ def add(
              "else its first")] = None,
     fixture_name: Annotated[str | None, typer.Option(
         "--fixture-name", help="Name of the new fixture; default: the SKU id")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Check everything (the new fixture's inventory, faults included), write nothing")] = False,
 ) -> None:
     """Append a SKU to a plugin's catalog and write a simulated fixture of it (checked before anything is written)."""
     record = build_sku_record(sku_id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
                               product_names=product_name, pci_device_ids=pci_device_id or [],
                               memory_mib=memory_mib, architecture=architecture, interconnect=interconnect)
-    done = add_sku(PluginManager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name)
+    done = add_sku(PluginManager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
+                   dry_run=dry_run)
+    if not done.written:
+        console.print(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
+                      f"{done.catalog_path} and fixture {done.fixture_ref} ({done.fixture_path}) written, derived "
+                      f"from {done.base_fixture}; every check passed, nothing was written", markup=False,
+                      highlight=False)
+        return
     console.print(f"added SKU {done.sku.id} ({done.sku.accelerator_type}) to {done.catalog_path}",
                   markup=False, highlight=False)
     if done.catalog_rewritten:
@@ -72,7 +81,8 @@ def check(
     else:
         for r in results:
             if r.ok:
-                console.print(f"ok: {r.plugin}: {r.skus} SKUs ({r.path})", markup=False, highlight=False)
+                console.print(f"ok: {r.plugin}: {r.skus} SKU{'' if r.skus == 1 else 's'} ({r.path})", markup=False,
+                              highlight=False)
             else:
                 err_console.print(f"error: plugin {r.plugin}: {r.error}", markup=False, highlight=False,
                                   soft_wrap=True)

@@ -3,7 +3,16 @@
 The product name, PCI device id and memory size live in several places of the vendor answers: amdsmi
 data (``asic_info.market_name``, ``gpu_id``, ``asic_info.device_id``, ``vram_info.vram_size``,
 ``memory_total.vram``) or the JSON amd-smi prints (``static``: asic and vram sections; ``metric``:
-``mem_usage.total_vram``). Every one is changed, in the host and in each fault's patch.
+``mem_usage.total_vram``). Every one is changed, in the host and in each fault's patch (a fault that
+replaces the device list restates it in full, so its devices become the SKU's too).
+
+Identity is rewritten as a whole, so no field of the base SKU is left to win SKU resolution:
+
+- PCI device id: the SKU's first; when it has none, ``0xffff`` (what PCI reads for "no device": never a
+  catalogued id), so the device resolves by its product name.
+- Architecture: when the SKU names one, the gfx target (``target_graphics_version``) becomes one of that
+  architecture's; for an architecture the plugin has no gfx target for yet, the gfx target is left out,
+  so the device reports none and the catalog's architecture holds.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import json
 from typing import Any
 
 from rayaccel import SkuRecord
+from rayaccel_amd.discovery import ARCHITECTURES
 
 STATIC = "amd-smi static --json"
 METRIC = "amd-smi metric --json"
@@ -30,8 +40,23 @@ def _product_name(sku: SkuRecord) -> str:
     return sku.match.product_names[0] if sku.match.product_names else sku.marketing_name
 
 
-def _device_id(sku: SkuRecord) -> int | None:
-    return int(sku.match.pci_device_ids[0], 16) if sku.match.pci_device_ids else None
+#: A PCI device id no SKU is catalogued under: PCI config space reads all ones where there is no device.
+NO_DEVICE_ID = 0xFFFF
+
+
+def _device_id(sku: SkuRecord) -> int:
+    return int(sku.match.pci_device_ids[0], 16) if sku.match.pci_device_ids else NO_DEVICE_ID
+
+
+def _rewrite_gfx_target(asic: dict[str, Any], sku: SkuRecord) -> None:
+    """The gfx target that makes the device report the SKU's architecture (see the module docstring)."""
+    if sku.architecture is None or ARCHITECTURES.get(str(asic.get("target_graphics_version"))) == sku.architecture:
+        return
+    targets = [gfx for gfx, arch in ARCHITECTURES.items() if arch == sku.architecture]
+    if targets:
+        asic["target_graphics_version"] = targets[-1]
+    else:
+        asic.pop("target_graphics_version", None)
 
 
 def _rewrite_state(state: dict[str, Any], sku: SkuRecord) -> None:
@@ -50,9 +75,9 @@ def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord) -> None:
     device_id = _device_id(sku)
     if isinstance(gpu.get("asic_info"), dict):
         gpu["asic_info"]["market_name"] = _product_name(sku)
-        if device_id is not None:
-            gpu["asic_info"]["device_id"] = f"0x{device_id:04x}"
-    if device_id is not None and "gpu_id" in gpu:
+        gpu["asic_info"]["device_id"] = f"0x{device_id:04x}"
+        _rewrite_gfx_target(gpu["asic_info"], sku)
+    if "gpu_id" in gpu:
         gpu["gpu_id"] = device_id
     if sku.memory_mib is not None:
         if isinstance(gpu.get("vram_info"), dict):
@@ -65,8 +90,8 @@ def _rewrite_static_entry(entry: dict[str, Any], sku: SkuRecord) -> None:
     asic = entry.get("asic")
     if isinstance(asic, dict):
         asic["market_name"] = _product_name(sku)
-        if _device_id(sku) is not None:
-            asic["device_id"] = f"0x{_device_id(sku):04x}"
+        asic["device_id"] = f"0x{_device_id(sku):04x}"
+        _rewrite_gfx_target(asic, sku)
     vram = entry.get("vram")
     if sku.memory_mib is not None and isinstance(vram, dict):
         vram["size"] = {"value": sku.memory_mib, "unit": "MB"}

@@ -1,0 +1,105 @@
+"""``rayaccel sku add`` on every shipped fixture of every reference plugin: pure data work, no Ray.
+
+Each case is a dry run (every check ``sku add`` makes, including the new fixture's inventory with each of
+its faults, and nothing written), so the repository's catalogs and fixtures are never changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rayaccel.catalog import load_catalog, sku_disagreement
+from rayaccel.fixtures import installed_fixtures, load_fixture, parse_fixture
+from rayaccel.inventory import InventoryBuilder
+from rayaccel.manager import PluginManager
+from rayaccel.onboarding import add_sku, build_sku_record
+from rayaccel.simulated import SimulatedHost
+
+REFERENCE = ("nvidia", "amd", "tpu", "neuron", "gaudi")
+MANAGER = PluginManager()
+FIXTURES = sorted(ref for ref in installed_fixtures(MANAGER) if ref.split("/", 1)[0] in REFERENCE)
+
+
+def base_architecture(ref: str) -> str | None:
+    fixture = load_fixture(installed_fixtures(MANAGER)[ref])
+    return fixture.expected.labels.get("rayaccel.io/architecture")
+
+
+def new_sku(ref: str, architecture: str | None):  # type: ignore[no-untyped-def]
+    plugin = ref.split("/", 1)[0]
+    # A TPU chip's type is its generation ("TPU-V8"): the plugin derives it, so the SKU must state one.
+    accelerator_type = "TPU-V9Z" if plugin == "tpu" else "NEWCHIP-9"
+    return build_sku_record(sku_id="zz-day-zero", marketing_name="Day-zero chip", accelerator_type=accelerator_type,
+                            product_names=["Day Zero Chip 9"], pci_device_ids=["0xfe01"], memory_mib=262144,
+                            architecture=architecture)
+
+
+def test_every_reference_plugin_ships_fixtures() -> None:
+    assert {ref.split("/", 1)[0] for ref in FIXTURES} == set(REFERENCE)
+
+
+@pytest.mark.parametrize("ref", FIXTURES)
+@pytest.mark.parametrize("architecture", ["same", "new"])
+def test_sku_add_succeeds_on_every_shipped_fixture(ref: str, architecture: str) -> None:
+    plugin = ref.split("/", 1)[0]
+    arch = base_architecture(ref) if architecture == "same" else "zz-next-arch"
+    base = load_fixture(installed_fixtures(MANAGER)[ref])
+    done = add_sku(MANAGER, plugin, new_sku(ref, arch), from_fixture=ref, dry_run=True)
+    assert not done.written and done.base_fixture == ref
+    fixture = parse_fixture(done.fixture_data, "new")
+    assert [f.name for f in fixture.faults] == [f.name for f in base.faults]
+    assert set(fixture.expected.skus.values()) <= {"zz-day-zero"}
+    if arch is not None and fixture.expected.labels:
+        assert fixture.expected.labels["rayaccel.io/architecture"] == arch
+    # The plugin's rewritten fault patches are kept, not rebuilt from the base: a patch that restates
+    # the devices in the vendor's format now carries no trace of the base SKU's product name.
+    base_names = {d.product_name for f in InventoryBuilder(MANAGER, [plugin]).build(
+        SimulatedHost(base), with_metrics=False).families for d in f.devices}
+    for fault in fixture.faults:
+        patch = json.dumps(fault.patch)
+        assert not any(name in patch for name in base_names if len(name) > 3), (fault.name, base_names)
+
+
+def test_amd_device_list_fault_keeps_the_plugins_rewrite_and_a_new_architecture_is_accepted() -> None:
+    sku = build_sku_record(sku_id="mi400x", marketing_name="AMD Instinct MI400X",
+                           accelerator_type="AMD-Instinct-MI400X", product_names=["AMD Instinct MI400X"],
+                           pci_device_ids=["0x75b0"], memory_mib=442368,
+                           architecture="cdna5")
+    done = add_sku(MANAGER, "amd", sku, from_fixture="amd/mi300x-8", dry_run=True)
+    [lost] = [f for f in done.fixture_data["faults"] if f["name"] == "gpu7-lost"]
+    listing = json.loads(lost["patch"]["commands"]["amd-smi static --json"]["stdout"])
+    assert {g["asic"]["market_name"] for g in listing["gpu_data"]} == {"AMD Instinct MI400X"}
+    assert len(listing["gpu_data"]) == 7
+    assert done.fixture_data["expected"]["labels"]["rayaccel.io/architecture"] == "cdna5"
+
+
+def test_b300_without_pci_id_or_architecture() -> None:
+    """The base fixture's catalogued PCI id must not survive the rewrite and win SKU resolution."""
+    sku = build_sku_record(sku_id="b300-sxm6-288gb", marketing_name="NVIDIA B300 SXM6 288GB", accelerator_type="B300",
+                           product_names=["NVIDIA B300 SXM6 AC"])
+    for base in (None, "nvidia/hgx-b200", "nvidia/dgx-h100"):
+        done = add_sku(MANAGER, "nvidia", sku, from_fixture=base, dry_run=True)
+        fixture = parse_fixture(done.fixture_data, "b300")
+        assert fixture.expected.accelerator_type == "B300"
+        assert set(fixture.expected.skus.values()) == {"b300-sxm6-288gb"}
+        devices = fixture.host.libraries["nvml"]["devices"].values()
+        assert {d["pci"]["pciDeviceId"] >> 16 for d in devices} == {0xFFFF}
+
+
+def test_name_and_pci_id_pointing_at_different_skus_is_a_problem() -> None:
+    path = installed_fixtures(MANAGER)["nvidia/dgx-h100"]
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    for device in data["host"]["libraries"]["nvml"]["devices"].values():
+        device["name"] = "NVIDIA B200"  # the H100's PCI id stays: the two disagree
+    fixture = parse_fixture(data, "mismatch")
+    inventory = InventoryBuilder(MANAGER, ["nvidia"]).build(SimulatedHost(fixture), with_metrics=False)
+    [problem] = [p for p in inventory.problems if p.code == "sku-mismatch"]
+    assert problem.severity == "warning"
+    assert "catalogued as SKU" in problem.message and "b200" in problem.message.lower()
+    catalog = load_catalog(Path(path).parents[1] / "skus.yaml")
+    assert all(sku_disagreement(catalog, d) is None for f in InventoryBuilder(MANAGER, ["nvidia"]).build(
+        SimulatedHost(load_fixture(path)), with_metrics=False).families for d in f.devices)
