@@ -12,5 +12,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(TESTS_DIR), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
 
 # Ray 2.60 turns token authentication on for `ray start` when ~/.ray/auth_token exists (any earlier
-# ray.init may have written it). Tests start their own clusters, so run them without auth on every machine.
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# ray.init may have written it), and the README's journey exports RAY_AUTH_MODE=token. Tests start their
+# own clusters, so run them without auth on every machine and in every shell; the tests of the auth
+# decision itself (test_ray_auth.py, test_ray_cli_node.py, test_readme.py) set their own HOME and mode.
+os.environ["RAY_AUTH_MODE"] = "disabled"

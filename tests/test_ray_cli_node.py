@@ -14,18 +14,22 @@ import sys
 import pytest
 
 from rayaccel.cli.node import _alive, _uses_dir, cluster_processes, cluster_session_dirs
+from rayaccel.polling import wait_for
 
 ENV = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
        # Deterministic across machines: whether Ray turns token auth on depends on ~/.ray/auth_token.
        "RAY_AUTH_MODE": "disabled"}
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
 
-def run(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env={**os.environ, **ENV})
+def run(*argv: str, timeout: float = 180, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, **ENV, **(env or {})}
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                          env={k: v for k, v in environ.items() if v is not None})
 
 
-def rayaccel(*args: str) -> subprocess.CompletedProcess[str]:
-    return run(sys.executable, "-m", "rayaccel", *args)
+def rayaccel(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "rayaccel", *args, env=env)
 
 
 def _holds(pid: int, directory: str) -> bool:
@@ -43,34 +47,54 @@ def free_ports(n: int) -> list[int]:
 
 
 @pytest.mark.ray
-def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it():
+def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
+    """With a Ray token in HOME and RAY_AUTH_MODE unset, Ray's own rule turns token auth on: rayaccel
+    start says so and prints the line to export, and `ray status` with that line works as soon as start
+    returns (start waits until `ray status` lists the node)."""
     from ray.util import get_node_ip_address
 
     pytest.importorskip("rayaccel_nvidia", reason="the NVIDIA reference plugin provides nvidia/dgx-h100")
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("e2c5c3f0c6b94d3a8f1d7a9b4e6c2d10")
+    home = {"HOME": str(tmp_path), "RAY_AUTH_MODE": None}
     port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
     address = f"{get_node_ip_address()}:{port}"
     started = rayaccel("start", "--head", "--simulate", "nvidia/dgx-h100",
                        "--monitor-interval", "2", f"--port={port}", f"--ray-client-server-port={client}",
                        f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
                        f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
-                       f"--object-manager-port={objects}", "--num-cpus=1", "--include-dashboard=false")
+                       f"--object-manager-port={objects}", "--num-cpus=1", "--include-dashboard=false", env=home)
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert "node started with GPU=8, accelerator_type:H100=1" in started.stdout
         assert "health monitor polling every 2s" in started.stdout
-        status = run(os.path.join(os.path.dirname(sys.executable), "ray"), "status", f"--address={address}")
+        assert "Ray token authentication is ON" in started.stdout
+        assert "export RAY_AUTH_MODE=token" in started.stdout
+        node_id = started.stdout.split("rayaccel: node ", 2)[-1].split()[0]
+        assert f"node {node_id} is up" in started.stdout
+        # Right away, once: start returned only when `ray status` listed the node.
+        status = run(RAY, "status", "--address=localhost:" + str(port), env={**home, "RAY_AUTH_MODE": "token"})
         assert status.returncode == 0, status.stderr[-3000:]
-        assert "0.0/8.0 GPU" in status.stdout
+        assert node_id in status.stdout
+        # The resources are in the same status report, but poll for them: a later report may be needed.
+        wait_for(lambda: run(RAY, "status", f"--address={address}", env={**home, "RAY_AUTH_MODE": "token"}),
+                 lambda done: "0.0/8.0 GPU" in done.stdout, timeout=60, interval=1,
+                 what="`ray status` to show 0.0/8.0 GPU")
+        # Without the exported line, Ray's own `ray status` is refused: the line is needed.
+        refused = run(RAY, "status", f"--address={address}", env=home)
+        assert refused.returncode != 0 and "AuthenticationError" in refused.stderr
         sessions = cluster_session_dirs(address)
         assert sessions
     finally:
         stopped = rayaccel("stop", f"--address={address}", "--grace", "3")
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped" in stopped.stdout
-    assert cluster_processes(address) == []
+    wait_for(lambda: cluster_processes(address), lambda pids: pids == [], timeout=30,
+             what=f"no process of cluster {address} left")
     # Nothing of the node survives, not even the agents that rename themselves (ray::DashboardAgent).
     for session in sessions:
-        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _holds(int(pid), session)], session
+        wait_for(lambda s=session: [pid for pid in os.listdir("/proc") if pid.isdigit() and _holds(int(pid), s)],
+                 lambda holders: holders == [], timeout=30, what=f"no process holding a file in {session}")
 
 
 @pytest.mark.parametrize(("args", "message"), [

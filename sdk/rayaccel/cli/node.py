@@ -27,6 +27,8 @@ import typer
 
 from rayaccel.cli import app, err_console
 from rayaccel.errors import RayaccelError
+from rayaccel.polling import WaitTimeout, wait_for
+from rayaccel.ray.auth import EXPORT_TOKEN_LINE
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -69,7 +71,21 @@ def gcs_address(args: list[str]) -> str:
 
     ray_util: Any = ray.util
     ip = _option(args, "--node-ip-address") or ray_util.get_node_ip_address()
-    return f"{ip}:{_option(args, '--port') or '6379'}"
+    return canonical_address(f"{ip}:{_option(args, '--port') or '6379'}")
+
+
+_LOCALHOST = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def canonical_address(address: str) -> str:
+    """HOST:PORT as Ray's processes name it: Ray replaces localhost (127.0.0.1, ::1) by the node's IP."""
+    host, _, port = address.rpartition(":")
+    if host in _LOCALHOST:
+        import ray.util
+
+        ray_util: Any = ray.util
+        return f"{ray_util.get_node_ip_address()}:{port}"
+    return address
 
 
 @app.command(context_settings=_PASSTHROUGH)
@@ -86,13 +102,18 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
+    from rayaccel.isolation import prestart
+    from rayaccel.ray.monitor import interval_error
+
+    why = interval_error(monitor_interval)
+    if why is not None:
+        raise typer.BadParameter(why, param_hint="--monitor-interval")
+    prestart(_plugin_count(plugin))  # the hooks' worker processes start while this one loads Ray
     from rayaccel.ray.driver import configure_node
 
     args = [str(a) for a in ctx.args]
-    if monitor_interval <= 0:
-        raise typer.BadParameter("must be positive", param_hint="--monitor-interval")
     address = gcs_address(args)
-    config = configure_node(simulate, plugin, fault or [], fault_file)
+    config = configure_node(simulate, plugin, fault or [], fault_file, isolated=True)
     for problem in config.inventory.problems:
         if problem.severity != "info":
             err_console.print(problem.render(), markup=False, highlight=False)
@@ -100,38 +121,78 @@ def start(
         # A known raylet port is how the monitor finds this node among others on the same IP.
         args.append(f"--node-manager-port={_free_port()}")
     node_manager_port = int(_option(args, "--node-manager-port") or 0)
-    _agree_on_token_auth()
+    auth_mode, why = _decide_auth("--head" in args)
     done = subprocess.run([*_ray_command(), "start", *args], env={**os.environ, **config.env}, check=False)
     if done.returncode != 0:
         raise typer.Exit(done.returncode)
     resources = ", ".join(f"{k}={v:g}" for k, v in sorted(config.resources.items()))
     typer.echo(f"rayaccel: node started with {resources or 'no accelerator resources'}")
+    if auth_mode == "token":
+        typer.echo(f"rayaccel: Ray token authentication is ON ({why}); before `ray status` or a driver, "
+                   f"in every shell: {EXPORT_TOKEN_LINE}")
+    else:
+        typer.echo(f"rayaccel: Ray token authentication is OFF ({why}); `ray status` and drivers need no token")
     if config.fault_file:
         typer.echo(f"rayaccel: simulated node; switch a fault on with: echo <fault> >> {config.fault_file}")
-    if monitor:
-        try:
-            _start_monitor(address, node_manager_port, monitor_interval, plugin, config)
-        except Exception as e:  # the node runs: say so, and how to stop it
-            raise RayaccelError(f"the node started, but its health monitor did not: {type(e).__name__}: {e} "
-                                f"(stop the node with: rayaccel stop --address={address})") from None
-
-
-def _agree_on_token_auth() -> None:
-    # `ray start` turns token auth on when RAY_AUTH_MODE is unset and a token exists, but a driver given
-    # an explicit address does not (Ray 2.60): decide once here so the monitor's driver can connect.
-    if "RAY_AUTH_MODE" in os.environ:
-        return
+    stop_hint = f"(stop the node with: rayaccel stop --address={address})"
     try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available,
-        )
-    except ImportError:
-        return
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+        node_id = _join(address, node_manager_port, monitor_interval if monitor else None, plugin, config)
+    except Exception as e:  # the node runs: say so, and how to stop it
+        step = "its health monitor did not" if monitor else "it did not register"
+        raise RayaccelError(f"the node started, but {step}: {type(e).__name__}: {e} {stop_hint}") from None
+    try:
+        _wait_listed_by_ray_status(address, node_id)
+    except WaitTimeout as e:
+        raise RayaccelError(f"the node started, but {e} {stop_hint}") from None
+    typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
 
 
-def _start_monitor(address: str, node_manager_port: int, interval: float, plugins: list[str] | None,
-                   config: object) -> None:
+#: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
+NODE_VISIBLE_TIMEOUT_S = 90.0
+
+
+def _plugin_count(plugins: list[str] | None) -> int:
+    """How many plugins a node start will probe, without importing any of them."""
+    if plugins:
+        return len(set(plugins))
+    import importlib.metadata
+
+    from rayaccel.manager import ENTRY_POINT_GROUP, NO_AUTOLOAD_ENV, PLUGINS_ENV
+
+    count = len([p for p in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in p])
+    if os.environ.get(NO_AUTOLOAD_ENV, "") not in ("1", "true", "yes"):
+        count += len({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    return min(count, 32)
+
+
+def _decide_auth(head: bool) -> tuple[str, str]:
+    """The node's token-authentication mode, set for `ray start`, the monitor's driver and `ray status`.
+
+    Ray's own rule for `ray start` (a token exists and RAY_AUTH_MODE is unset: token), made explicit,
+    because `ray status` and drivers given an address follow RAY_AUTH_MODE alone.
+    """
+    from rayaccel.ray.auth import apply_auth_mode, decide_auth_mode, token_available
+
+    mode, why = decide_auth_mode()
+    if mode == "token" and not token_available():
+        if not head:
+            raise RayaccelError(f"Ray token authentication is on ({why}) but this machine has no Ray token: copy "
+                                "the head node's ~/.ray/auth_token here (or set RAY_AUTH_TOKEN), or set "
+                                "RAY_AUTH_MODE=disabled to join a cluster that runs without authentication")
+        made = subprocess.run([*_ray_command(), "get-auth-token", "--generate"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+        if made.returncode != 0 or not token_available():
+            raise RayaccelError(f"Ray token authentication is on ({why}) but `ray get-auth-token --generate` "
+                                f"made no token: {made.stderr.strip()[-300:]}")
+        why += "; no token existed, so one was generated in ~/.ray/auth_token"
+    apply_auth_mode(mode)
+    return mode, why
+
+
+def _join(address: str, node_manager_port: int, monitor_interval: float | None, plugins: list[str] | None,
+          config: object) -> str:
+    """Connect a short-lived driver, find the new node (by its raylet port), start its health monitor
+    when ``monitor_interval`` is given; returns the node id."""
     import ray
 
     from rayaccel.ray.monitor import start_monitor
@@ -141,21 +202,31 @@ def _start_monitor(address: str, node_manager_port: int, interval: float, plugin
     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
     try:
-        deadline = time.monotonic() + 30
-        node_id = None
-        while node_id is None and time.monotonic() < deadline:
-            node_id = next((n["NodeID"] for n in list_nodes()
-                            if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), None)
-            if node_id is None:
-                time.sleep(0.2)
-        if node_id is None:
-            raise RayaccelError(f"the new node (raylet port {node_manager_port}) did not register with {address}")
-        baseline = [h.device for f in config.inventory.families for h in f.health if h.state == "unhealthy"]
-        handle = start_monitor(node_id, interval, plugins, baseline)
-        ray.get(handle.status.remote(), timeout=60)  # the first poll has run: the monitor is up
-        typer.echo(f"rayaccel: health monitor polling every {interval:g}s on node {node_id}")
+        node_id: str = wait_for(
+            lambda: next((n["NodeID"] for n in list_nodes()
+                          if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), ""),
+            timeout=NODE_VISIBLE_TIMEOUT_S, interval=0.2,
+            what=f"the new node (raylet port {node_manager_port}) to register with {address}")
+        if monitor_interval is not None:
+            baseline = [h.device for f in config.inventory.families for h in f.health if h.state == "unhealthy"]
+            handle = start_monitor(node_id, monitor_interval, plugins, baseline)
+            ray.get(handle.status.remote(), timeout=60)  # the first poll has run: the monitor is up
+            typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}")
+        return node_id
     finally:
         ray.shutdown()
+
+
+def _wait_listed_by_ray_status(address: str, node_id: str) -> None:
+    # `ray status` prints what Ray's autoscaler monitor last wrote (every few seconds): "No cluster
+    # status" at first, then a list without the new node. Return only once the user's next command works.
+    def ray_status() -> str:
+        done = subprocess.run([*_ray_command(), "status", f"--address={address}"], capture_output=True,
+                              text=True, timeout=60, check=False)
+        return done.stdout + done.stderr
+
+    wait_for(ray_status, lambda out: node_id in out, timeout=NODE_VISIBLE_TIMEOUT_S, interval=1.0,
+             retry_on=(subprocess.TimeoutExpired,), what=f"`ray status --address={address}` to list node {node_id}")
 
 
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
@@ -259,9 +330,10 @@ def stop(
         raise typer.BadParameter(f"with --address, no ray stop options are used: {' '.join(ctx.args)}")
     if ":" not in address:
         raise typer.BadParameter("give HOST:PORT, e.g. 10.0.0.1:6379", param_hint="--address")
+    given, address = address, canonical_address(address)  # localhost:6390 names the node's IP:6390
     pids = cluster_processes(address)
     if not pids:
-        raise RayaccelError(f"no Ray processes of cluster {address} run on this machine")
+        raise RayaccelError(f"no Ray processes of cluster {given} run on this machine")
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

@@ -34,6 +34,8 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._private.utils", "set_visible_accelerator_ids", "sets each family's env var before a task"),
     ("ray._private.worker", "global_worker", "holds original_visible_accelerator_ids"),
     ("ray._raylet", "GcsClient", "drain_node for the health monitor"),
+    ("ray._raylet", "AuthenticationTokenLoader", "whether a Ray token exists (the node's auth mode)"),
+    ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it"),
 )
 
 

@@ -72,14 +72,24 @@ def prepare_host(manager: PluginManager, simulate: str | None, faults: Iterable[
 
 
 def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
-                   fault_file: str | None = None, manager: PluginManager | None = None) -> NodeConfig:
-    """Build the inventory of the node to start and its :class:`NodeConfig`."""
+                   fault_file: str | None = None, manager: PluginManager | None = None,
+                   isolated: bool = False) -> NodeConfig:
+    """Build the inventory of the node to start and its :class:`NodeConfig`.
+
+    ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation`), as
+    ``rayaccel start`` does; else in this process, each hook in a thread with a timeout.
+    """
     manager = manager or PluginManager()
     plugin_list = list(plugins) if plugins is not None else None
     for name in plugin_list or []:
         manager.plugin(name)  # a clear error for an unknown plugin
     host, fault_file = prepare_host(manager, simulate, faults, fault_file)
-    inventory = collect_inventory(manager, host, plugins=plugin_list)
+    if isolated:
+        from rayaccel.isolation import isolated_inventory
+
+        inventory = isolated_inventory(manager, host, plugins=plugin_list)
+    else:
+        inventory = collect_inventory(manager, host, plugins=plugin_list)
     return node_config(inventory, manager, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
 
 
@@ -172,9 +182,16 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
 
 
 def connect(address: str, plugins: Sequence[str] | None = None, **ray_init_kwargs: Any) -> Any:
-    """``ray.init(address=...)`` plus the driver-side registry, and the monitors ``add_node`` queued."""
+    """``ray.init(address=...)`` plus the driver-side registry, and the monitors ``add_node`` queued.
+
+    Token authentication as ``rayaccel start`` decides it (:mod:`rayaccel.ray.auth`): with
+    ``RAY_AUTH_MODE`` unset, a token here means token mode (plain ``ray.init(address=...)`` would not send it).
+    """
     import ray
 
+    from rayaccel.ray.auth import agree_with_cluster
+
+    agree_with_cluster()
     context = ray.init(address=address, **ray_init_kwargs)
     install_driver(plugins)
     with _lock:
