@@ -99,6 +99,11 @@ def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     command with a timeout. Leave ``sku`` unset unless the plugin knows better than its catalog: the SDK
     resolves it from :func:`rayaccel_sku_catalog`.
 
+    A device the vendor interface gives no stable id for (no UUID, only a PCI id) is still reported, as
+    Ray counts it, under a fallback id (e.g. its PCI bus id), with the attribute ``id_fallback``
+    (``rayaccel.records.ID_FALLBACK``) saying why; the SDK reports each as a ``fallback-device-id``
+    warning.
+
     :param host: the machine to probe (real or simulated).
     :returns: one :class:`~rayaccel.records.Device` per device, in the vendor's index order. For
         families whose unit is smaller than a device (NeuronCores), set ``units`` to the unit ids.
@@ -151,6 +156,11 @@ def rayaccel_resources(host: Host, devices: Sequence[Device],
     type from the SKU catalog when the SKU is known. This hook supplies what only the plugin can: the type
     for an unknown SKU (derived from the product name, as Ray does) and extra resources such as TPU's
     ``{"<slice name>": 1, "TPU-v5p-16-head": 1}``.
+
+    Where Ray reports no accelerator type (a TPU whose pod type is unknown and whose chips give no PCI
+    id), return ``ResourceContribution(no_accelerator_type=True)``: unless the SKU catalog knows the
+    device, the node then gets no ``accelerator_type:*`` resource and no ``ray.io/accelerator-type``
+    label, rather than one derived from the product name.
 
     :param devices: the healthy devices.
     :returns: a :class:`~rayaccel.records.ResourceContribution`.

@@ -23,7 +23,7 @@ from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
 from rayaccel.quantity import check_quantity
 from rayaccel.simulated import SimulatedHost
-from rayaccel_tpu import plugin, slice_info
+from rayaccel_tpu import chips, plugin, slice_info
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")
 requests = pytest.importorskip("requests")
@@ -105,9 +105,14 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
     ray_type = Ray.get_current_node_accelerator_type()
     if slice_info.read_slice_info(host).pod_type:
         assert ray_type == family.accelerator_type
-    else:
+    elif any(chips.chip_generation(c) for c in chips.find_chips(host)):
         # Deliberate difference: Ray has no type without a pod type; the chip's PCI id still names it.
         assert ray_type is None and family.accelerator_type == fixture.expected.accelerator_type
+    else:
+        # Neither a pod type nor a PCI id: no type at all, as Ray (no invented resource or label).
+        assert ray_type is None is family.accelerator_type
+        assert not [k for k in inventory.resources if k.startswith("accelerator_type:")]
+        assert "ray.io/accelerator-type" not in inventory.labels
 
     extra = {k: v for k, v in inventory.resources.items() if k != "TPU" and not k.startswith("accelerator_type:")}
     assert (Ray.get_current_node_additional_resources() or {}) == extra

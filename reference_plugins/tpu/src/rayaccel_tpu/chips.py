@@ -1,9 +1,10 @@
 """TPU chips on this host, found where Ray 2.60 looks, plus the PCI facts sysfs adds.
 
 Chips are character devices ``/dev/accel<N>`` (a *directory* ``/dev/accel`` is NVIDIA's, not a TPU),
-or, on VFIO-based images, ``/dev/vfio/<group>`` whose IOMMU group holds a device of Google's PCI vendor
-id 0x1ae0 (``/sys/kernel/iommu_groups/<group>/devices/<bdf>/vendor``). The PCI device id names the
-generation (0x005e v4, 0x0063 v5e, 0x0062 v5p, 0x006f v6e, as Google's tpu-info reads it).
+or, on VFIO-based images (v5e, v5p, v6e and TPU7x VMs), ``/dev/vfio/<group>`` whose IOMMU group holds a
+device of Google's PCI vendor id 0x1ae0 (``/sys/kernel/iommu_groups/<group>/devices/<bdf>/vendor``). The
+PCI device id names the generation (0x005e v4, 0x0063 v5e, 0x0062 v5p, 0x006f v6e, 0x0076 v7x, as Google's
+tpu-info reads it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from rayaccel import Host
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
-PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e"}
+PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e", "0x0076": "v7x"}
 
 _ACCEL = re.compile(r"^/dev/accel(\d+)$")
 

@@ -112,6 +112,10 @@ def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) ->
         generation = next((g for g in (chips.PCI_DEVICE_GENERATIONS.get(d.pci_device_id or "") for d in devices)
                            if g), None)
         accel_type = podtype.accelerator_type(generation + "-1") if generation else None
+    if accel_type is None:
+        # No valid pod type and no PCI id naming the generation: Ray reports no accelerator type here, and
+        # so does the plugin (rather than a made-up one from the product name).
+        return ResourceContribution(no_accelerator_type=True, extra=extra)
     return ResourceContribution(accelerator_type=accel_type, extra=extra)
 
 
