@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rayaccel.reporting import collect_problems
 from rayaccel_amd import cli, products
 from rayaccel_amd.cli import AmdSmiParseError
 
@@ -73,13 +74,18 @@ def test_memory_units(field, mib):
 
 def test_static_without_market_name_says_what_to_do():
     entry = dict(STATIC_ENTRY, asic={"device_id": "0x74a1"})
-    with pytest.raises(AmdSmiParseError, match=r"GPU 0 has no asic\.market_name"):
-        cli.parse_static(json.dumps([entry]))
+    with collect_problems() as sink:
+        found = cli.parse_static(json.dumps([entry]))
+    assert found[0]["market_name"] == ""  # read_cli takes the model from the other GPUs
+    assert "GPU 0 has no asic.market_name" in sink.drain()[0].message
 
 
-def test_entry_without_gpu_index_is_rejected():
-    with pytest.raises(AmdSmiParseError, match='integer "gpu" index'):
-        cli.parse_list(json.dumps([{"uuid": "x"}]))
+def test_entry_without_gpu_index_is_reported_and_the_others_kept():
+    with collect_problems() as sink:
+        found = cli.parse_list(json.dumps([{"uuid": "x"}, {"gpu": 1, "uuid": "y"}, {"gpu": -1, "uuid": "z"}]))
+    assert found == {1: {"uuid": "y", "bdf": None}}
+    messages = [r.message for r in sink.drain()]
+    assert "entry 0: gpu is None" in messages[0] and "entry 2: gpu is -1" in messages[1]
 
 
 def test_not_json_names_the_command_and_shows_the_output():

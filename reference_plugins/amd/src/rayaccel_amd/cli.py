@@ -9,18 +9,23 @@ value styles: ``{"value": 196592, "unit": "MB"}`` and ``"196592 MB"``. Anything 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
 
-from rayaccel import CommandNotFound, CommandTimeout, Host
+from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
+from rayaccel.reporting import malformed
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
 
 AMD_SMI = "amd-smi"
 #: amd-smi starts a Python interpreter and initialises every GPU: a few seconds on a busy 8-GPU node.
 CLI_TIMEOUT = 6.0
+
+#: More GPUs than any node has (8 MI300X in CPX mode are 64 logical GPUs): a "gpu" index at or above it is garbage.
+MAX_GPUS = 256
 
 _LINK_KINDS = {"XGMI": "xgmi", "PCIE": "pcie"}
 _MIB_PER_UNIT = {"B": 1 / 2**20, "KB": 1 / 1024, "KIB": 1 / 1024, "MB": 1, "MIB": 1, "GB": 1024, "GIB": 1024}
@@ -54,12 +59,19 @@ def gpu_entries(data: Any, command: str) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise AmdSmiParseError(f"`{command}`: expected a list of GPUs or {{\"gpu_data\": [...]}}, got "
                                f"{type(data).__name__}")
-    entries = []
-    for item in data:
-        if not isinstance(item, Mapping) or isinstance(item.get("gpu"), bool) or not isinstance(item.get("gpu"), int):
-            raise AmdSmiParseError(f"`{command}`: every GPU entry needs an integer \"gpu\" index; got {_short(item)}")
-        entries.append(dict(item))
-    return entries
+    entries: dict[int, dict[str, Any]] = {}
+    for position, item in enumerate(data):
+        gpu = item.get("gpu") if isinstance(item, Mapping) else None
+        if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu < MAX_GPUS:
+            # One broken entry must not cost the other GPUs: report it and read the rest.
+            malformed("gpu", gpu if isinstance(item, Mapping) else item, f"a GPU index in [0, {MAX_GPUS})",
+                      where=f"`{command}` entry {position}", fix="check `amd-smi list` by hand; update amd-smi")
+            continue
+        if gpu in entries:
+            report_problem("duplicate-gpu", f"`{command}` lists GPU {gpu} twice; the second entry is ignored")
+            continue
+        entries[gpu] = dict(item)
+    return list(entries.values())
 
 
 def value_of(field: Any) -> Any:
@@ -80,27 +92,52 @@ def value_of(field: Any) -> Any:
     return field
 
 
-def number_of(field: Any) -> float | None:
+def number_of(field: Any, name: str = "", gpu: Any = None) -> float | None:
+    """A number; with ``name``, anything else but N/A is reported as a malformed value."""
     value = value_of(field)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if name and (value is not None or not _absent_value(field)):
+        malformed(name, field, "a number", where=f"GPU {gpu}")
+    return None
 
 
-def mib_of(field: Any) -> int | None:
+def _absent_value(field: Any) -> bool:
+    """True for what amd-smi prints for "not answered": nothing, N/A, or {"value": "N/A"}."""
+    if field is None:
+        return True
+    if isinstance(field, Mapping):
+        return "value" in field and value_of(field) is None
+    return isinstance(field, str) and value_of(field) is None
+
+
+def mib_of(field: Any, name: str = "", gpu: Any = None) -> int | None:
     """Memory sizes in MiB; amd-smi's "MB" is MiB (it divides bytes by 1024*1024)."""
     unit = "MB"
     if isinstance(field, Mapping):
         unit = str(field.get("unit") or "MB")
     elif isinstance(field, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*[A-Za-z]+\s*", field):
         unit = re.sub(r"[\d.\s]", "", field)
-    number = number_of(field)
+    number = number_of(field, name, gpu)
     factor = _MIB_PER_UNIT.get(unit.upper())
-    if number is None or factor is None or number < 0:
+    if number is None:
+        return None
+    if factor is None or not 0 <= number * (factor or 0) < 2**40:
+        if name:
+            malformed(name, field, "a memory size in B, KB, MB or GB", where=f"GPU {gpu}")
         return None
     return int(number * factor)
 
 
-def _text(field: Any) -> str | None:
+def _text(field: Any, name: str = "", gpu: Any = None) -> str | None:
+    """Text; with ``name``, a value of the wrong type or with undecodable bytes is reported and ignored."""
     value = value_of(field)
+    wrong_shape = isinstance(field, list) or (isinstance(field, Mapping) and "value" not in field)
+    if wrong_shape or isinstance(value, Mapping | list) or (isinstance(value, str) and ("\ufffd" in value
+                                                                          or not value.isprintable())):
+        if name:
+            malformed(name, field, "text", where=f"GPU {gpu}")
+        return None
     return str(value).strip() if value is not None and str(value).strip() else None
 
 
@@ -116,24 +153,31 @@ def parse_static(text: str) -> dict[int, dict[str, Any]]:
     for entry in gpu_entries(parse_json(text, command), command):
         asic, bus, driver = _dict(entry, "asic"), _dict(entry, "bus"), _dict(entry, "driver")
         vram, numa, partition = _dict(entry, "vram"), _dict(entry, "numa"), _dict(entry, "partition")
-        name = _text(asic.get("market_name"))
+        gpu = entry["gpu"]
+        name = _text(asic.get("market_name"), "asic.market_name", gpu)
         if name is None:
-            raise AmdSmiParseError(f"`{command}`: GPU {entry['gpu']} has no asic.market_name; run amd-smi static "
-                                   "with no section flags so the asic section is printed")
-        numa_node = value_of(numa.get("node"))
-        device_id = pci_device_id(_text(asic.get("device_id")))
-        found[entry["gpu"]] = {
-            "market_name": name,
+            # Taken from the node's other GPUs (see read_cli), so one unreadable entry keeps the SKU known.
+            report_problem("missing-value", f"`{command}`: GPU {gpu} has no asic.market_name; its model is taken "
+                           "from the other GPUs", fix="run amd-smi static with no section flags so the asic "
+                           "section is printed")
+        numa_node = number_of(numa.get("node"), "numa.node", gpu)
+        raw_id = _text(asic.get("device_id"), "asic.device_id", gpu)
+        device_id = pci_device_id(raw_id)
+        if raw_id and not device_id:
+            malformed("asic.device_id", raw_id, "a PCI device id like 0x74a1", where=f"GPU {gpu}")
+        found[gpu] = {
+            "market_name": name or "",
             "device_id": int(device_id, 16) if device_id else None,
-            "bdf": _text(bus.get("bdf")),
-            "vram_mib": mib_of(vram.get("size")),
-            "driver_version": _text(driver.get("version", driver.get("driver_version"))),
-            "numa_node": numa_node if isinstance(numa_node, int) and numa_node >= 0 else None,
+            "bdf": _text(bus.get("bdf"), "bus.bdf", gpu),
+            "vram_mib": mib_of(vram.get("size"), "vram.size", gpu),
+            "driver_version": _text(driver.get("version", driver.get("driver_version")), "driver.version", gpu),
+            "numa_node": int(numa_node) if numa_node is not None and numa_node >= 0 else None,
             # ROCm 6.4 renamed compute_partition to accelerator_partition.
-            "compute_partition": _text(partition.get("compute_partition", partition.get("accelerator_partition"))),
-            "memory_partition": _text(partition.get("memory_partition")),
-            "gfx_target": _text(asic.get("target_graphics_version")),
-            "asic_serial": _text(asic.get("asic_serial")),
+            "compute_partition": _text(partition.get("compute_partition", partition.get("accelerator_partition")),
+                                       "partition.compute_partition", gpu),
+            "memory_partition": _text(partition.get("memory_partition"), "partition.memory_partition", gpu),
+            "gfx_target": _text(asic.get("target_graphics_version"), "asic.target_graphics_version", gpu),
+            "asic_serial": _text(asic.get("asic_serial"), "asic.asic_serial", gpu),
         }
     return found
 
@@ -143,10 +187,14 @@ def parse_list(text: str) -> dict[int, dict[str, Any]]:
     command = "amd-smi list --json"
     found = {}
     for entry in gpu_entries(parse_json(text, command), command):
-        uuid = _text(entry.get("uuid"))
-        if uuid is None:
-            raise AmdSmiParseError(f"`{command}`: GPU {entry['gpu']} has no uuid")
-        found[entry["gpu"]] = {"uuid": uuid, "bdf": _text(entry.get("bdf"))}
+        uuid = _text(entry.get("uuid"), "uuid", entry["gpu"])
+        bdf = _text(entry.get("bdf"), "bdf", entry["gpu"])
+        if uuid is None and bdf is None:
+            report_problem("unidentified-gpu", f"`{command}`: GPU {entry['gpu']} has neither a uuid nor a PCI "
+                           "address; it is not reported", severity="error",
+                           fix="check `amd-smi list` by hand; the GPU may need a reset")
+            continue
+        found[entry["gpu"]] = {"uuid": uuid or f"pci-{bdf}", "bdf": bdf}
     return found
 
 
@@ -161,12 +209,19 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
         ecc, usage, power = _dict(entry, "ecc"), _dict(entry, "usage"), _dict(entry, "power")
         temperature, memory = _dict(entry, "temperature"), _dict(entry, "mem_usage")
         counts = None
+        gpu = entry["gpu"]
         if ecc:
-            counts = EccCounts(
-                correctable=int(number_of(ecc.get("total_correctable_count", ecc.get("correctable_count"))) or 0),
-                uncorrectable=int(number_of(ecc.get("total_uncorrectable_count",
-                                                    ecc.get("uncorrectable_count"))) or 0),
-                deferred=int(number_of(ecc.get("total_deferred_count", ecc.get("deferred_count"))) or 0))
+            def count(*keys: str, ecc: Mapping[str, Any] = ecc, gpu: int = gpu) -> int:
+                key = next((k for k in keys if k in ecc), keys[0])
+                value = number_of(ecc.get(key), f"ecc.{key}", gpu)
+                if value is not None and not 0 <= value < 2**53:
+                    malformed(f"ecc.{key}", ecc.get(key), "a count >= 0", where=f"GPU {gpu}")
+                    value = None
+                return int(value or 0)
+
+            counts = EccCounts(correctable=count("total_correctable_count", "correctable_count"),
+                               uncorrectable=count("total_uncorrectable_count", "uncorrectable_count"),
+                               deferred=count("total_deferred_count", "deferred_count"))
         power_w = next((p for p in (number_of(power.get(k)) for k in
                                     ("socket_power", "current_socket_power", "average_socket_power"))
                         if p is not None), None)
@@ -192,17 +247,22 @@ def parse_topology(text: str) -> dict[int, dict[int, PeerLink]]:
     for entry in gpu_entries(parse_json(text, command), command):
         links = entry.get("links")
         if not isinstance(links, list):
-            raise AmdSmiParseError(f"`{command}`: GPU {entry['gpu']} has no \"links\" list")
+            malformed("links", links, "a list of links", where=f"`{command}` GPU {entry['gpu']}")
+            continue
         peers: dict[int, PeerLink] = {}
         for link in links:
             if not isinstance(link, Mapping) or not isinstance(link.get("gpu"), int) or isinstance(link.get("gpu"),
                                                                                                   bool):
-                raise AmdSmiParseError(f"`{command}`: a link of GPU {entry['gpu']} has no integer \"gpu\": "
-                                       f"{_short(link)}")
+                malformed("links[].gpu", link, "a link with an integer \"gpu\"",
+                          where=f"`{command}` GPU {entry['gpu']}")
+                continue
             kind = str(link.get("link_type", "")).upper()
             if link["gpu"] == entry["gpu"] or kind == "SELF":
                 continue
-            hops, weight = number_of(link.get("num_hops")), number_of(link.get("weight"))
+            hops = number_of(link.get("num_hops"), "links[].num_hops", entry["gpu"])
+            weight = number_of(link.get("weight"), "links[].weight", entry["gpu"])
+            hops = hops if hops is None or 0 <= hops < 2**31 else None
+            weight = weight if weight is None or 0 <= weight < 2**31 else None
             peers[link["gpu"]] = PeerLink(kind=_LINK_KINDS.get(kind, "other"),  # type: ignore[arg-type]
                                           hops=int(hops) if hops is not None else None,
                                           weight=int(weight) if weight is not None else None)
@@ -215,7 +275,7 @@ def parse_version(text: str) -> str | None:
     data = parse_json(text, "amd-smi version --json")
     items = data if isinstance(data, list) else [data]
     for item in items:
-        if isinstance(item, Mapping) and _text(item.get("rocm_version")):
+        if isinstance(item, Mapping) and _text(item.get("rocm_version"), "rocm_version", "-"):
             return _text(item.get("rocm_version"))
     return None
 
@@ -236,11 +296,16 @@ def _run(host: Host, args: list[str], required: bool) -> str | None:
         raise AmdSmiToolError(f"`{shlex.join(argv)}` did not finish within {CLI_TIMEOUT:g}s: amd-smi or the amdgpu "
                               "driver is hung; check `dmesg` for amdgpu errors") from None
     if result.returncode != 0:
-        if not required:
-            return None
         why = (result.stderr or result.stdout).strip().splitlines()
-        raise AmdSmiToolError(f"`{shlex.join(argv)}` exited with status {result.returncode}"
-                              + (f": {why[0][:120]}" if why else ""))
+        message = f"`{shlex.join(argv)}` exited with status {result.returncode}" + (f": {why[0][:120]}" if why else "")
+        if not required:
+            report_problem("amd-smi-failed", f"{message}; what it reports is left unknown",
+                           fix="run the command by hand; check `dmesg` for amdgpu errors")
+            return None
+        raise AmdSmiToolError(message)
+    if "\ufffd" in result.stdout:
+        report_problem("non-utf-8-output", f"`{shlex.join(argv)}` printed bytes that are not UTF-8; values "
+                       "containing them are ignored", fix="run the command by hand; update amd-smi")
     return result.stdout
 
 
@@ -249,6 +314,20 @@ METRIC_UNAVAILABLE = "AMD_SMI_METRIC_FAILED"
 
 #: What each part of a snapshot costs: one amd-smi run each (plus `list`, always, for the GPU ids).
 PARTS = ("static", "metric", "topology", "version")
+
+
+T = TypeVar("T")
+
+
+def _optional(parse: Callable[[str], T], text: str | None) -> T | None:
+    """An optional command's parsed output; unreadable output is reported and treated as absent."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except AmdSmiParseError as e:
+        report_problem("amd-smi-unreadable", f"{e}; what it reports is left unknown")
+        return None
 
 
 def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
@@ -264,14 +343,18 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
     listing = parse_list(listing_text or "")
     static = parse_static(_run(host, ["static"], required=True) or "") if "static" in parts else {}
     metric_text = _run(host, ["metric"], required=False) if "metric" in parts else None
-    metrics = parse_metric(metric_text) if metric_text is not None else {}
+    metrics = _optional(parse_metric, metric_text) or {}
+    if metric_text is not None and not metrics:
+        metric_text = None  # unreadable: health is unknown, as when the command fails
     topology_text = _run(host, ["topology"], required=False) if "topology" in parts else None
-    topology = parse_topology(topology_text) if topology_text is not None else {}
+    topology = _optional(parse_topology, topology_text) or {}
     version_text = _run(host, ["version"], required=False) if "version" in parts else None
-    rocm = parse_version(version_text) if version_text is not None else None
-    if static and sorted(static) != sorted(listing):
-        raise AmdSmiParseError(f"`amd-smi list --json` lists GPUs {sorted(listing)} but `amd-smi static --json` "
-                               f"shows {sorted(static)}")
+    rocm = _optional(parse_version, version_text)
+    if "static" in parts and sorted(static) != sorted(listing):
+        # `list` names the GPUs; one missing from `static` is still offered (model taken from the others).
+        report_problem("inconsistent-output", f"`amd-smi list --json` lists GPUs {sorted(listing)} but `amd-smi "
+                       f"static --json` shows {sorted(static)}; the GPUs of `list` are reported",
+                       fix="run both commands by hand; update amd-smi")
     gpus = []
     for index in sorted(listing):
         facts = {k: v for k, v in static.get(index, {"market_name": ""}).items() if k != "asic_serial"}
@@ -283,4 +366,10 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
             record.errors["metric"] = METRIC_UNAVAILABLE
         record.links = topology.get(index, {})
         gpus.append(record)
+    known = next((g for g in gpus if g.market_name), None)
+    for gpu in gpus:
+        if not gpu.market_name:
+            gpu.market_name = known.market_name if known else "AMD GPU"
+            gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
+            gpu.inferred = True
     return Snapshot(source="amd-smi", gpus=gpus)

@@ -58,4 +58,7 @@ def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[Heal
     if snapshot is None:
         return []
     by_uuid = snapshot.by_uuid()
-    return [report_for(by_uuid[d.id]) for d in devices if d.id in by_uuid]
+    # A GPU discovery saw that is no longer enumerated fell off the bus (or its driver unbound it).
+    return [report_for(by_uuid[d.id]) if d.id in by_uuid else HealthReport(device=d.id, state="unhealthy", reasons=[
+        HealthReason(code="gpu-lost", fatal=True, message=f"GPU {d.index} ({d.pci_bus_id or d.id}) is no longer "
+                     "enumerated: it fell off the bus or its driver unbound it")]) for d in devices]

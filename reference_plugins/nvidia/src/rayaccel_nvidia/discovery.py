@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rayaccel import Device, Partition
+from rayaccel import Device, Partition, report_problem
 from rayaccel.records import ID_FALLBACK
+from rayaccel.reporting import shown, vendor_int
 from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
 
 #: NVML's GPU UUID: "GPU-" + 8-4-4-4-12 hex (nvmlDeviceGetUUID).
@@ -23,6 +24,10 @@ MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 
 #: Attribute holding why a device could not be read (health turns it into a reason).
 UNREADABLE = "nvml_unreadable"
+
+#: More GPUs than any host carries (NVML enumerates a node's GPUs; the largest boards have 16): a count above
+#: it is a broken driver answer, reported, and no GPU is probed rather than billions.
+MAX_GPUS = 256
 
 # 64-bit words requested from nvmlDeviceGetCpuAffinity: 2048 CPUs, beyond any current host.
 CPU_SET_WORDS = 32
@@ -44,6 +49,10 @@ def optional(nvml: Any, fn: str, *args: Any) -> Any:
         if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
             raise
         return None
+    except Exception as e:  # the binding choked on what the driver answered: that value is unknown, not fatal
+        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the value "
+                       "is left unknown", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+        return None
 
 
 def _printable(text: str) -> bool:
@@ -57,7 +66,8 @@ def _unreadable(index: int, why: str, message: str) -> Device:
 
 def discover(nvml: Any) -> list[Device]:
     """Every GPU NVML enumerates, in NVML index order (the order CUDA uses by default on most hosts)."""
-    count = int(nvml.nvmlDeviceGetCount())
+    count = vendor_int(nvml.nvmlDeviceGetCount(), "nvmlDeviceGetCount", maximum=MAX_GPUS,
+                       fix="check 'nvidia-smi -L'; reload the NVIDIA driver") or 0
     driver = optional(nvml, "nvmlSystemGetDriverVersion") or None
     cuda = optional(nvml, "nvmlSystemGetCudaDriverVersion")
     runtime = cuda_version(int(cuda)) if cuda else None
@@ -68,6 +78,12 @@ def discover(nvml: Any) -> list[Device]:
         except nvml.NVMLError as e:
             why = "gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error"
             devices.append(_unreadable(index, why, str(e)))
+        except Exception as e:  # a malformed answer for this GPU: report it, keep the others
+            message = f"{type(e).__name__}: {shown(str(e))}"
+            report_problem("nvml-malformed-answer", f"GPU {index}: NVML answered something unusable ({message}); "
+                           "it is reported unreadable (unhealthy)",
+                           fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+            devices.append(_unreadable(index, "nvml-garbage", message))
     return infer_unreadable_models(devices)
 
 

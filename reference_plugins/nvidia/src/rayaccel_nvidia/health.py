@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import Device, HealthReason, HealthReport
+from rayaccel import Device, HealthReason, HealthReport, report_problem
 from rayaccel.records import HEALTH_ORDER
+from rayaccel.reporting import shown
 from rayaccel_nvidia.discovery import UNREADABLE
 
 #: XIDs caused by the application, not the GPU.
@@ -109,6 +110,10 @@ def _counter(nvml: Any, fn: str, *args: Any) -> Any:
         if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
             raise
         return None
+    except Exception as e:  # a malformed answer: this counter is unknown, the others still count
+        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the "
+                       "counter is ignored", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+        return None
 
 
 def device_reasons(nvml: Any, handle: Any) -> list[HealthReason]:
@@ -171,5 +176,11 @@ def health(nvml: Any, devices: Sequence[Device]) -> list[HealthReport]:
             reasons = device_reasons(nvml, handles[device.index])
         except nvml.NVMLError as e:
             reasons = [HealthReason(code="gpu-lost", message=f"NVML: {e}", fatal=True)]
+        except Exception as e:  # counters NVML answered but that make no sense: nothing is known
+            report_problem("nvml-malformed-answer", f"GPU {device.index}: its health counters are unusable "
+                           f"({type(e).__name__}: {shown(str(e))}); its health is unknown")
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
+                code="nvml-malformed-answer", message=f"{type(e).__name__}: {shown(str(e))}")]))
+            continue
         reports.append(report(device, reasons, xids.get(device.index, [])))
     return reports

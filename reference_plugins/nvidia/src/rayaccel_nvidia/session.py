@@ -7,6 +7,7 @@ abandoned after :func:`nvml_timeout` seconds, and the caller gets :class:`NvmlTi
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Callable
@@ -45,10 +46,11 @@ def bounded(fn: Callable[[], T], what: str, timeout: float | None = None) -> T:
     """fn() in a daemon thread; NvmlTimeout if it has not returned within the timeout."""
     limit = nvml_timeout() if timeout is None else timeout
     outcome: dict[str, Any] = {}
+    context = contextvars.copy_context()  # problems reported in the thread reach the hook call
 
     def target() -> None:
         try:
-            outcome["value"] = fn()
+            outcome["value"] = context.run(fn)
         except BaseException as e:  # re-raised in the caller's thread
             outcome["error"] = e
 
