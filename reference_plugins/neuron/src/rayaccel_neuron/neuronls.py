@@ -19,6 +19,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from rayaccel import report_problem
+from rayaccel.reporting import malformed, vendor_int
+
+#: Physical maxima, with room: Trn1/Trn2/Inf1 instances carry at most 16 devices, a Trainium2 device 8
+#: NeuronCores. A count above them is a broken tool's answer: that entry is reported and skipped, never used
+#: to build ids (``nc_count: 10**9`` would be a billion of them).
+MAX_DEVICES = 128
+MAX_CORES_PER_DEVICE = 64
+MAX_MEMORY_BYTES = 2**40
+
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls"
 NEURON_LS_ARGS = ("--json-output",)
 
@@ -61,34 +71,63 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _str(value: Any, name: str = "", where: str = "") -> str | None:
+    """Text; with ``name``, a value of another type (or with undecodable bytes) is reported and ignored."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isprintable() and "\ufffd" not in value and len(value) <= 256:
+        return value
+    if name:
+        malformed(name, value, "text", where=where)
+    return None
 
 
-def _device(entry: Any, position: int) -> NeuronDeviceInfo:
+def _list(value: Any, name: str, where: str) -> list[Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) <= MAX_DEVICES * MAX_CORES_PER_DEVICE:
+        return value
+    malformed(name, value, "a list", where=where)
+    return None
+
+
+def _device(entry: Any, position: int) -> NeuronDeviceInfo | None:
+    """One device entry; None (and a report naming the field and value) when it cannot be used."""
+    where = f"neuron-ls entry {position}"
     if not isinstance(entry, dict):
-        raise NeuronLsError(f"entry {position} of the device list is {type(entry).__name__}, not an object")
-    index = _int(entry.get("neuron_device"))
-    nc_count = _int(entry.get("nc_count"))
-    if index is None or index < 0 or nc_count is None or nc_count < 0:
-        raise NeuronLsError(f"entry {position} has no usable 'neuron_device' and 'nc_count' "
-                            f"(got {entry.get('neuron_device')!r} and {entry.get('nc_count')!r})")
-    raw_ids = entry.get("neuroncore_ids")
-    if isinstance(raw_ids, list) and all(_int(i) is not None for i in raw_ids) and len(raw_ids) == nc_count:
-        core_ids = [int(i) for i in raw_ids]
+        malformed("entry", entry, "an object", where="neuron-ls device list")
+        return None
+    index = vendor_int(entry.get("neuron_device"), "neuron_device", where=where, maximum=MAX_DEVICES - 1)
+    nc_count = vendor_int(entry.get("nc_count"), "nc_count", where=where, maximum=MAX_CORES_PER_DEVICE)
+    if index is None or nc_count is None:
+        report_problem("unusable-device-entry", f"{where}: no usable neuron_device and nc_count (got "
+                       f"{entry.get('neuron_device')!r:.40} and {entry.get('nc_count')!r:.40}); the device is not "
+                       "reported", severity="error", fix=NeuronLsError.FIX)
+        return None
+    where = f"neuron-ls device {index}"
+    raw_ids = _list(entry.get("neuroncore_ids"), "neuroncore_ids", where)
+    ids = [vendor_int(i, "neuroncore_ids[]", where=where, maximum=MAX_DEVICES * MAX_CORES_PER_DEVICE - 1)
+           for i in raw_ids or []]
+    if raw_ids is not None and len(ids) == nc_count and all(i is not None for i in ids):
+        core_ids = [int(i) for i in ids if i is not None]
     else:
+        if raw_ids is not None and raw_ids:
+            malformed("neuroncore_ids", raw_ids, f"{nc_count} core ids", where=where)
         core_ids = list(range(index * nc_count, index * nc_count + nc_count))
-    connected = entry.get("connected_to")
-    peers = [p for p in (_int(c) for c in connected) if p is not None] if isinstance(connected, list) else []
-    numa = _int(entry.get("numa_node"))
-    processes = entry.get("neuron_processes")
+    connected = _list(entry.get("connected_to"), "connected_to", where) or []
+    peers = [p for p in (vendor_int(c, "connected_to[]", where=where, maximum=MAX_DEVICES - 1) for c in connected)
+             if p is not None]
+    numa = vendor_int(entry.get("numa_node"), "numa_node", where=where, minimum=-1, maximum=1023)
+    processes = _list(entry.get("neuron_processes"), "neuron_processes", where)
     return NeuronDeviceInfo(
-        index=index, nc_count=nc_count, core_ids=core_ids, memory_bytes=_int(entry.get("memory_size")),
-        bdf=_str(entry.get("bdf")), cpu_affinity=_str(entry.get("cpu_affinity")),
+        index=index, nc_count=nc_count, core_ids=core_ids,
+        memory_bytes=vendor_int(entry.get("memory_size"), "memory_size", where=where, maximum=MAX_MEMORY_BYTES),
+        bdf=_str(entry.get("bdf"), "bdf", where), cpu_affinity=_str(entry.get("cpu_affinity"), "cpu_affinity", where),
         numa_node=numa if numa is not None and numa >= 0 else None, connected_to=peers,
-        logical_nc_config=_int(entry.get("logical_neuroncore_config")) or 1,
-        processes=len(processes) if isinstance(processes, list) else 0,
-        instance_type=_str(entry.get("instance_type")),
+        logical_nc_config=vendor_int(entry.get("logical_neuroncore_config"), "logical_neuroncore_config",
+                                     where=where, minimum=1, maximum=MAX_CORES_PER_DEVICE) or 1,
+        processes=len(processes) if processes is not None else 0,
+        instance_type=_str(entry.get("instance_type"), "instance_type", where),
     )
 
 
@@ -104,10 +143,18 @@ def parse_neuron_ls(text: str) -> list[NeuronDeviceInfo]:
                             f"it begins {first!r})") from None
     if not isinstance(data, list):
         raise NeuronLsError(f"neuron-ls --json-output printed a JSON {type(data).__name__}, not a device list")
-    devices = [_device(entry, i) for i, entry in enumerate(data) if entry != {}]
-    seen: set[int] = set()
-    for device in devices:
-        if device.index in seen:
-            raise NeuronLsError(f"neuron-ls lists neuron_device {device.index} twice")
-        seen.add(device.index)
-    return sorted(devices, key=lambda d: d.index)
+    if len(data) > MAX_DEVICES:
+        malformed("device list", f"{len(data)} entries", f"at most {MAX_DEVICES} devices",
+                  where="neuron-ls --json-output")
+        data = data[:MAX_DEVICES]
+    devices: dict[int, NeuronDeviceInfo] = {}
+    for position, entry in enumerate(data):
+        device = _device(entry, position) if entry != {} else None
+        if device is None:
+            continue
+        if device.index in devices:
+            report_problem("duplicate-device", f"neuron-ls lists neuron_device {device.index} twice; the second "
+                           "entry is ignored", fix=NeuronLsError.FIX)
+            continue
+        devices[device.index] = device
+    return sorted(devices.values(), key=lambda d: d.index)

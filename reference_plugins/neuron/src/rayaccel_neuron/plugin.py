@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel.catalog import load_catalog
+from rayaccel.reporting import malformed, report_problem
 from rayaccel_neuron import cloud, instance, neuronls, sysfs, topology, visibility
 
 HERE = Path(__file__).parent
@@ -82,7 +84,17 @@ def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise neuronls.NeuronLsError(f"{tool} --json-output exited with {result.returncode}: "
                                      f"{detail[0] if detail else 'no message'}")
-    return neuronls.parse_neuron_ls(result.stdout)
+    if "\ufffd" in result.stdout:
+        report_problem("non-utf-8-output", f"{tool} printed bytes that are not UTF-8; fields containing them are "
+                       "ignored", fix=neuronls.NeuronLsError.FIX)
+    infos = neuronls.parse_neuron_ls(result.stdout)
+    in_sysfs = sysfs.device_count(host)
+    if in_sysfs != len(infos) and (in_sysfs or infos):
+        # The tool and the driver disagree (empty or cut output, a device the tool cannot open): say so.
+        report_problem("neuron-ls-disagrees", f"{tool} {' '.join(neuronls.NEURON_LS_ARGS)} reported "
+                       f"{len(infos)} Neuron devices but the driver's sysfs ({sysfs.ROOT}) shows {in_sysfs}",
+                       severity="error", fix=neuronls.NeuronLsError.FIX)
+    return infos
 
 
 def _product_name(host: Host, index: int, instance_type: str | None) -> str:
@@ -98,7 +110,10 @@ def _pci_device_id(host: Host, bdf: str | None) -> str | None:
         return None
     full = bdf if bdf.count(":") == 2 else f"0000:{bdf}"
     raw = sysfs.read(host, f"/sys/bus/pci/devices/{full}/device")
-    return raw.lower() if raw and len(raw) == 6 and raw.startswith("0x") else None
+    if raw and not re.fullmatch(r"0x[0-9a-fA-F]{4}", raw):
+        malformed(f"/sys/bus/pci/devices/{full}/device", raw, "a PCI device id like 0x7164")
+        return None
+    return raw.lower() if raw else None
 
 
 @hookimpl

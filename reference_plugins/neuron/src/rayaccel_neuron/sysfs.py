@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rayaccel import Host
+from rayaccel.reporting import vendor_int
 
 ROOT = "/sys/devices/virtual/neuron_device"
 DRIVER_VERSION = "/sys/module/neuron/version"
@@ -33,11 +34,20 @@ def read(host: Host, path: str) -> str | None:
 
 
 def read_count(host: Host, path: str) -> int | None:
+    """A counter file's number; a file that holds anything else is reported (naming it) and read as unknown."""
     raw = read(host, path)
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
+    if raw is None:
         return None
+    return vendor_int(raw, path, maximum=2**63 - 1, fix="check the aws-neuronx-dkms driver (dmesg | grep -i neuron)")
+
+
+def device_count(host: Host) -> int:
+    """How many neuron<N> device directories the driver publishes."""
+    try:
+        names = host.list_dir(ROOT)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return 0
+    return sum(1 for n in names if n.startswith("neuron") and n[len("neuron"):].isdigit())
 
 
 @dataclass(frozen=True)
