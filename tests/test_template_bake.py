@@ -234,9 +234,12 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert "EXAMPLE=4" in started.stdout
-        status = run([str(BIN / "ray"), "status", f"--address={address}"], env=env)
-        assert status.returncode == 0, status.stderr[-3000:]
-        assert "0.0/4.0 EXAMPLE" in status.stdout
+        from rayaccel.polling import wait_for
+
+        # `ray status` shows what Ray's autoscaler monitor last wrote: poll it, never the first answer.
+        wait_for(lambda: run([str(BIN / "ray"), "status", f"--address={address}"], env=env),
+                 lambda status: status.returncode == 0 and "0.0/4.0 EXAMPLE" in status.stdout, timeout=90,
+                 interval=1, what=f"`ray status --address={address}` to show 0.0/4.0 EXAMPLE")
     finally:
         stopped = run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"], env=env)
     assert stopped.returncode == 0, stopped.stderr
