@@ -18,6 +18,7 @@ import pytest
 
 CHOICES_HARDWARE = ("simulated", "real")
 CHOICES_TIER = ("experimental", "supported", "certified")
+SIGN_KEY = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,6 +35,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="stop at this tier (default: run every tier)")
     group.addoption("--conformance-report", default="conformance-report.json", metavar="PATH",
                     help="JSON report path; HTML and JUnit XML are written beside it (default: %(default)s)")
+    group.addoption("--conformance-sign-key", default=None, metavar="KEY",
+                    help="sign the report with this ed25519 private key (`rayaccel certify keygen`): it becomes an "
+                         "in-toto attestation that `rayaccel certify verify --key KEY.pub` checks")
+    group.addoption("--conformance-wheel", action="append", default=[], metavar="WHEEL",
+                    help="the wheel a graded plugin was installed from: the attestation's subject is then the "
+                         "wheel (its files must be the installed ones); repeatable")
+
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -42,6 +50,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     config.addinivalue_line("markers", "conformance: a rayaccel conformance check")
     report = Path(config.getoption("conformance_report")).absolute()
+    sign_key = config.getoption("conformance_sign_key")
+    if sign_key:  # a bad key is found now, not after the run
+        from rayaccel_conformance.signing import SigningError, load_private_key
+
+        try:
+            config.stash[SIGN_KEY] = load_private_key(sign_key)
+        except SigningError as e:
+            raise pytest.UsageError(f"--conformance-sign-key: {e}") from None
     # JUnit XML through pytest's own junitxml plugin, whose pytest_configure runs after this one.
     if not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(report.with_suffix(".xml"))
@@ -97,6 +113,12 @@ class ConformanceRun:
         self.subjects: list[Any] = []
         self.versions: dict[str, str] = {}
         self.written: list[Path] = []
+        self.sign_key: Any = config.stash.get(SIGN_KEY, None)
+        self.wheels = [Path(w) for w in config.getoption("conformance_wheel")]
+        self.builds: list[dict[str, Any]] = []  # the graded builds, identified before any check runs
+        self.planned = 0
+        self.incomplete_reason: str | None = "the session ended before the report was built"
+        self.sign_problem: str | None = None
 
     # Collection ------------------------------------------------------------------------------
 
@@ -149,7 +171,30 @@ class ConformanceRun:
                               if ref.startswith(f"{s.name}/")} if graded else set())
             raise pytest.UsageError(f"--conformance-fixture {', '.join(unknown)}: no such fixture of the plugins "
                                     f"graded; they ship: {', '.join(shipped) or 'none'}")
+        self.planned = len(items)
+        if self.sign_key is not None or self.wheels:
+            self.identify_builds()
         return items
+
+    def identify_builds(self) -> None:
+        """What is about to be graded, hashed before any check runs (the subjects of the attestation)."""
+        from rayaccel_conformance.attestation import graded_build
+        from rayaccel_conformance.builds import BuildError, wheel_distribution
+
+        try:
+            for subject in self.subjects:
+                build = graded_build(subject, self.wheels)
+                if build is not None:
+                    self.builds.append(build)
+        except BuildError as e:
+            self.subjects = []  # a usage error writes no report
+            raise pytest.UsageError(str(e)) from None
+        used = {wheel_distribution(Path(b["name"])) for b in self.builds if b["kind"] == "wheel"}
+        unused = [str(w) for w in self.wheels if wheel_distribution(w) not in used]
+        if unused:
+            self.subjects = []
+            raise pytest.UsageError(f"--conformance-wheel {', '.join(unused)}: no graded plugin is installed from a "
+                                    "distribution of that name")
 
     # Running ---------------------------------------------------------------------------------
 
@@ -159,7 +204,8 @@ class ConformanceRun:
 
         check, subject = item.check, item.subject
         start = time.perf_counter()
-        outcome, evidence = "passed", []
+        # Until the check returns it has not passed: a KeyboardInterrupt inside it records it unfinished.
+        outcome, evidence = "error", ["interrupted before the check finished"]
         try:
             if check.uses_ray:
                 # The same check on another fixture failing says nothing about this fixture: run it.
@@ -167,6 +213,7 @@ class ConformanceRun:
                 if failed:
                     raise CheckSkipped(f"not run: {check.tier} cannot be reached ({', '.join(failed)} failed)")
             evidence = check.run(subject, item.fixture)
+            outcome = "passed"
         except CheckFailed as e:
             outcome, evidence = "failed", e.evidence
             raise
@@ -193,11 +240,26 @@ class ConformanceRun:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         from rayaccel_conformance.raycluster import shutdown_shared_cluster
 
+        self.incomplete_reason = self.why_incomplete(session, exitstatus)
         try:
             shutdown_shared_cluster()
         finally:
             if self.subjects:
                 self.write_reports()
+
+    def why_incomplete(self, session: pytest.Session, exitstatus: int) -> str | None:
+        """None when every collected check ran and the session ended normally; else why not, in words."""
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (KeyboardInterrupt)"
+        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return f"the session failed ({pytest.ExitCode(exitstatus).name.lower().replace('_', ' ')})"
+        stopped = session.shouldfail or session.shouldstop
+        if stopped:
+            return f"stopped early ({stopped})"
+        ran = sum(len(s.outcomes) for s in self.subjects)
+        if ran < self.planned:
+            return f"{self.planned - ran} of {self.planned} checks did not run (deselected, or the run stopped early)"
+        return None
 
     def build_report(self) -> Any:
         import sys
@@ -205,7 +267,7 @@ class ConformanceRun:
         import rayaccel
         from rayaccel.hookspec import SPEC_VERSION
         from rayaccel_conformance.checks import CHECKS, all_checks
-        from rayaccel_conformance.report import seal
+        from rayaccel_conformance.report import REPORT_SCHEMA_ID, seal
         from rayaccel_conformance.tiers import Result, reached_tier
 
         try:
@@ -237,7 +299,8 @@ class ConformanceRun:
                                "fixture": o.fixture, "outcome": o.outcome, "evidence": o.evidence,
                                "duration_s": round(o.duration_s, 4), "docs": c.docs_url})
         content = {
-            "schema": "rayaccel-conformance-report/1",
+            "schema": REPORT_SCHEMA_ID, "complete": self.incomplete_reason is None,
+            "incomplete_reason": self.incomplete_reason,
             "created": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
             "versions": {"sdk": rayaccel.__version__, "spec": SPEC_VERSION, "ray": ray_version,
                          "python": platform.python_version(), "platform": f"{sys.platform} {platform.machine()}"},
@@ -249,11 +312,24 @@ class ConformanceRun:
         from rayaccel_conformance.report import render_html, write_atomic, write_json
 
         report = self.build_report()
+        if self.sign_key is not None:
+            report = self.sign(report)
         write_json(report, self.report_path)
         html_path = self.report_path.with_suffix(".html")
         write_atomic(html_path, render_html(report))
         self.report = report
         self.written = [self.report_path, html_path]
+
+    def sign(self, report: Any) -> Any:
+        from rayaccel_conformance.attestation import device_fingerprint, sign_report
+        from rayaccel_conformance.signing import SigningError
+
+        devices = device_fingerprint(self.subjects) if self.hardware == "real" else None
+        try:
+            return sign_report(report, self.sign_key, self.builds, devices)
+        except SigningError as e:
+            self.sign_problem = f"not signed: {e}"
+            return report
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         report = getattr(self, "report", None)
@@ -265,3 +341,6 @@ class ConformanceRun:
         for p in report.plugins:
             tr.write_line(f"{p.name:<{width}}  {(p.tier or 'none'):<12}  {p.tier_reason}")
         tr.write_line(f"hardware: {report.hardware}; report: {self.report_path} (+ .html, .xml)")
+        from rayaccel_conformance.report import standing
+
+        tr.write_line(self.sign_problem or standing(report), red=not report.complete or bool(self.sign_problem))

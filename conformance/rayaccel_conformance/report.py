@@ -1,9 +1,12 @@
-"""The conformance report: what was run, on what, with which outcome; sealed with a sha256 digest.
+"""The conformance report: what was run, on what, with which outcome; sealed with a sha256 digest, and
+signed when the run was given a key.
 
 The JSON Schema generated from :class:`ConformanceReport` ships as
 ``rayaccel/schemas/conformance-report.schema.json``. The digest is sha256 over the canonical JSON of the
-report without its ``digest`` field (sorted keys, no whitespace, UTF-8), so changing any outcome, evidence
-or version makes ``rayaccel certify verify`` fail.
+report without its ``digest`` and ``attestation`` fields (sorted keys, no whitespace, UTF-8): it catches
+accidents, not forgery (anyone can recompute it). What cannot be forged is the ``attestation``: an in-toto
+Statement about the report and the graded builds in a DSSE envelope signed with ed25519
+(:mod:`rayaccel_conformance.attestation`). A report without one is self-assessed.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import RayaccelError
+from rayaccel_conformance.signing import Envelope
 
-REPORT_SCHEMA_ID = "rayaccel-conformance-report/1"
+REPORT_SCHEMA_ID = "rayaccel-conformance-report/2"
+#: Reports of a few hundred checks are well under 1 MiB; anything past this is not one.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
 TierName = Literal["experimental", "supported", "certified"]
@@ -67,20 +73,25 @@ class PluginRecord(_Model):
 class ConformanceReport(_Model):
     """A ``pytest --conformance`` run, as ``rayaccel certify`` verifies it."""
 
-    schema_: Literal["rayaccel-conformance-report/1"] = Field("rayaccel-conformance-report/1", alias="schema")
+    schema_: Literal["rayaccel-conformance-report/2"] = Field("rayaccel-conformance-report/2", alias="schema")
     created: str = Field(description="UTC time the run ended, ISO 8601")
     versions: Versions
     hardware: Literal["simulated", "real"]
     tier_limit: TierName | None = None
+    complete: bool = Field(description="Every check collected ran and the session ended normally (not "
+                                       "interrupted, not stopped by -x/--maxfail, no internal error)")
+    incomplete_reason: str | None = Field(None, description="Why the run is incomplete; null when complete")
     plugins: list[PluginRecord]
     checks: list[CheckRecord]
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    attestation: Envelope | None = Field(None, description="DSSE envelope of the signed in-toto Statement about "
+                                                           "this report; null when self-assessed (unsigned)")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 def canonical(content: dict[str, Any]) -> bytes:
-    body = {k: v for k, v in content.items() if k != "digest"}
+    body = {k: v for k, v in content.items() if k not in ("digest", "attestation")}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -99,6 +110,11 @@ def seal(content: dict[str, Any]) -> ConformanceReport:
 
 def report_json(report: ConformanceReport) -> dict[str, Any]:
     return report.model_dump(mode="json", by_alias=True)
+
+
+def report_content(report: ConformanceReport) -> dict[str, Any]:
+    """What the digest covers and the attestation's predicate holds: the report less digest and attestation."""
+    return {k: v for k, v in report_json(report).items() if k not in ("digest", "attestation")}
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -144,7 +160,16 @@ def render_html(report: ConformanceReport) -> str:
             f"<th>skipped</th><th>why not higher</th></tr>{rows}</table>"
             f"<h2>Checks</h2><table><tr><th>id</th><th>tier</th><th>plugin</th><th>fixture</th><th>outcome</th>"
             f"<th>check</th><th>evidence</th><th>time</th></tr>{checks}</table>"
-            f"<p><code>{e(report.digest)}</code></p></body></html>\n")
+            f"<p>{e(standing(report))} &middot; <code>{e(report.digest)}</code></p></body></html>\n")
+
+
+def standing(report: ConformanceReport) -> str:
+    """Signed or self-assessed, complete or not: in words, for people (``certify verify --key`` proves it)."""
+    if report.attestation is None:
+        signed = "self-assessed (unsigned)"
+    else:
+        signed = "signed by key " + ", ".join(s.keyid for s in report.attestation.signatures)
+    return signed + ("" if report.complete else f"; INCOMPLETE run: {report.incomplete_reason}")
 
 
 class ReportError(RayaccelError):
@@ -162,9 +187,17 @@ def load_report(path: str | Path) -> ConformanceReport:
 
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_REPORT_BYTES:
+            raise ReportError(f"{path}: {size} bytes is too large for a conformance report (limit "
+                              f"{MAX_REPORT_BYTES // 2**20} MiB); pass the conformance-report.json a run wrote")
+        with path.open("rb") as f:
+            raw = f.read(MAX_REPORT_BYTES + 1)
+        data = json.loads(raw.decode("utf-8"))
     except OSError as e:
         raise ReportError(f"cannot read report {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not a JSON report (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
         raise ReportError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
     errors = schema_errors("conformance-report", data)

@@ -1,4 +1,4 @@
-"""``rayaccel certify verify REPORT`` and ``rayaccel certify summary REPORT``: conformance reports."""
+"""``rayaccel certify keygen|verify|summary``: sign-able conformance reports, and checking them."""
 
 from __future__ import annotations
 
@@ -6,46 +6,80 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from rayaccel.cli import app, console
 
-certify = typer.Typer(help="Verify and summarise `pytest --conformance` reports.", no_args_is_help=True)
+certify = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
+                      no_args_is_help=True)
 app.add_typer(certify, name="certify")
 
 ReportArg = Annotated[Path, typer.Argument(metavar="REPORT", help="conformance-report.json of a run")]
 
 
-@certify.command()
-def verify(report: ReportArg) -> None:
-    """Check a report against its JSON Schema, its sha256 digest and the tiers its checks give."""
-    from rayaccel_conformance.report import load_report
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
+
+@certify.command()
+def keygen(key: Annotated[Path, typer.Argument(
+        metavar="KEY", help="private key file to create; the public key goes to KEY.pub")]) -> None:
+    """Make an ed25519 key pair for signing reports: KEY (private, mode 0600) and KEY.pub. Never overwrites."""
+    from rayaccel_conformance.signing import write_keypair
+
+    private, public, kid = write_keypair(key)
+    _say(f"private key: {private} (mode 0600: whoever holds it can sign reports; keep it secret)")
+    _say(f"public key:  {public} (publish it: rayaccel certify verify --key {public} REPORT)")
+    _say(f"key id:      {kid}")
+
+
+@certify.command()
+def verify(report: ReportArg, key: Annotated[Path | None, typer.Option(
+        "--key", metavar="PUB", help="public key (KEY.pub of `certify keygen`) the report must be signed with")] = None,
+        ) -> None:
+    """Check a report: schema, digest, tiers against its checks, a complete run; with --key also its signature,
+    that the report is what was signed, and that the installed plugin is the build that was graded."""
+    from rayaccel_conformance.attestation import verify as verify_attestation
+    from rayaccel_conformance.report import ReportError, load_report
+    from rayaccel_conformance.signing import load_public_key
+
+    public = load_public_key(key) if key is not None else None  # a bad key fails before the report is read
     loaded = load_report(report)
     tiers = ", ".join(f"{p.name}={p.tier or 'none'}" for p in loaded.plugins)
-    console.print(f"ok: {report}: {len(loaded.checks)} checks, {tiers}; {loaded.digest}", markup=False,
-                  highlight=False)
+    if public is None:
+        if not loaded.complete:
+            raise ReportError(f"{report}: the run did not finish ({loaded.incomplete_reason}): an incomplete run "
+                              "never verifies as complete; run the suite to the end")
+        how = ("self-assessed, unsigned" if loaded.attestation is None
+               else "self-assessed, signature not checked (pass --key PUB to check it)")
+        _say(f"ok: {report}: {how}: {len(loaded.checks)} checks, {tiers}; {loaded.digest}")
+        return
+    lines = verify_attestation(loaded, report, public)
+    _say(f"ok: {report}: signed attestation verified: {len(loaded.checks)} checks, {tiers}")
+    for line in lines:
+        _say(f"  {line}")
 
 
 @certify.command()
 def summary(report: ReportArg) -> None:
     """Print the tier table of a (verified) report."""
-    from rayaccel_conformance.report import load_report
+    from rayaccel_conformance.report import load_report, standing
 
     loaded = load_report(report)
     v = loaded.versions
-    table = Table(title=f"rayaccel conformance ({loaded.hardware} hardware; rayaccel {v.sdk}, spec {v.spec}, "
-                        f"Ray {v.ray}, Python {v.python})")
+    table = Table(title=escape(f"rayaccel conformance ({loaded.hardware} hardware; rayaccel {v.sdk}, spec {v.spec}, "
+                               f"Ray {v.ray}, Python {v.python}; {standing(loaded)})"))
     for column in ("plugin", "family", "tier", "passed", "failed", "skipped", "why not higher"):
         table.add_column(column, overflow="fold")
     style = {"certified": "bold green", "supported": "green", "experimental": "yellow"}
     for p in loaded.plugins:
         tier = p.tier or "none"
-        table.add_row(p.name, p.family or "-", Text(tier, style=style.get(tier, "red")), str(p.passed),
-                      str(p.failed), str(p.skipped), p.tier_reason)
+        table.add_row(escape(p.name), escape(p.family or "-"), f"[{style.get(tier, 'red')}]{tier}[/]", str(p.passed),
+                      str(p.failed), str(p.skipped), escape(p.tier_reason))
     console.print(table)
     failed = [c for c in loaded.checks if c.outcome in ("failed", "error")]
     for c in failed:
         where = c.plugin + (f" on {c.fixture}" if c.fixture else "")
-        console.print(Text.assemble((c.id, "red"), f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}"))
+        console.print(f"[red]{c.id}[/] {escape(where)}: {escape(c.title)}: {escape('; '.join(c.evidence)[:300])}",
+                      highlight=False)
