@@ -1,0 +1,462 @@
+"""Plugin hooks out of process: one worker process per plugin, answering with validated records.
+
+In-process isolation (a thread and a timeout per hook, :mod:`rayaccel.manager`) cannot stop a plugin
+that calls ``os._exit``, exhausts memory, changes ``os.environ``, writes to the caller's stdout, or leaves
+threads and child processes behind. Where that matters -- ``rayaccel start`` and the long-lived health
+monitor -- the hooks of each plugin run in a worker process of their own:
+
+- the worker imports only its plugin and builds that plugin's :class:`~rayaccel.records.FamilyInventory`;
+  the family and its problems cross the process boundary as pydantic JSON (one line per answer), never
+  as pickled plugin objects;
+- the worker has an address-space limit (``RAYACCEL_WORKER_MEMORY_MIB``, default 4096; ``0``: none), its
+  stdin is ``/dev/null`` and its stdout is its stderr (a temporary file the parent reads only to explain
+  a dead worker), so nothing a plugin prints reaches the caller's output;
+- the worker runs in its own session; a worker that dies, misses its deadline, or is left with extra
+  threads or child processes after an answer is killed with its whole process group and replaced at the
+  next request. Its answer, if any, still counts; the other plugins' answers are never affected;
+- workers start side by side and answer in parallel; :class:`WorkerPool` keeps them warm between
+  requests (the monitor polls through one pool for its whole life).
+
+A plugin registered as an object rather than an importable module, or a host the worker cannot rebuild
+(anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulated.SimulatedHost`), runs in
+process, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from types import ModuleType
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rayaccel.host import Host, RealHost
+from rayaccel.inventory import InventoryBuilder
+from rayaccel.manager import DISABLE_ENV, PLUGINS_ENV, PluginManager
+from rayaccel.records import FamilyInventory, NodeInventory, Problem
+
+WORKER_MEMORY_ENV = "RAYACCEL_WORKER_MEMORY_MIB"
+DEFAULT_WORKER_MEMORY_MIB = 4096
+#: Hooks one family request may call (discover, SKU catalog, topology, health, resources, labels,
+#: metrics) plus importing and registering the plugin: with the hook timeout, the worker's deadline.
+_CALLS_PER_REQUEST = 9
+_STARTUP_SLACK = 20.0  # seconds: a Python process importing pydantic on a loaded machine
+_MAX_REPLY = 64 * 2**20
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HostSpec(_Message):
+    """How a worker rebuilds the host: this machine (under a root), or a simulated fixture."""
+
+    kind: Literal["real", "simulated"]
+    root: str = "/"
+    env: dict[str, str] | None = None
+    fixture: dict[str, Any] | None = None
+    faults: list[str] = Field(default_factory=list)
+    fault_file: str | None = None
+
+
+class PluginTarget(_Message):
+    name: str
+    module: str
+    distribution: str | None = None
+    version: str | None = None
+
+
+class Setup(_Message):
+    plugin: PluginTarget
+    host: HostSpec
+    timeout: float
+
+
+class Request(_Message):
+    with_metrics: bool = True
+
+
+class Reply(_Message):
+    family: FamilyInventory | None = None
+    problems: list[Problem] = Field(default_factory=list)
+    #: Set when the worker is left with threads or child processes it did not start with.
+    leaked: str | None = None
+
+
+def host_spec(host: Host) -> HostSpec | None:
+    """The spec a worker rebuilds ``host`` from, or None when it cannot be rebuilt in another process."""
+    from rayaccel.simulated import SimulatedHost
+
+    if type(host) is RealHost:
+        return HostSpec(kind="real", root=host._root, env=dict(host._env) if host._env is not None else None)
+    if type(host) is SimulatedHost:
+        return HostSpec(kind="simulated", fixture=host.fixture.model_dump(mode="json", by_alias=True),
+                        faults=list(host._faults), fault_file=host._fault_file)
+    return None
+
+
+def plugin_target(manager: PluginManager, name: str) -> PluginTarget | None:
+    """What a worker imports to load plugin ``name``; None for a plugin that is not an importable module."""
+    loaded = manager.plugin(name)
+    module = loaded.module
+    if not isinstance(module, ModuleType) or sys.modules.get(module.__name__) is not module:
+        return None
+    return PluginTarget(name=name, module=module.__name__, distribution=loaded.distribution, version=loaded.version)
+
+
+def worker_memory_mib() -> int:
+    raw = os.environ.get(WORKER_MEMORY_ENV, "")
+    if not raw.strip():
+        return DEFAULT_WORKER_MEMORY_MIB
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        from rayaccel.errors import PluginError
+
+        raise PluginError(f"{WORKER_MEMORY_ENV}={raw!r} must be a whole number of MiB (0: no limit)")
+    return value
+
+
+# The parent side --------------------------------------------------------------------------------
+
+
+_spares: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+_spares_lock = threading.Lock()
+
+
+def _spawn() -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """A new worker process, waiting for its set-up line."""
+    env = {k: v for k, v in os.environ.items() if k not in (PLUGINS_ENV, DISABLE_ENV)}
+    # The plugin's module was importable here: make it importable there (tests extend sys.path).
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
+    log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by _Worker.kill)
+    proc = subprocess.Popen([sys.executable, "-m", "rayaccel.isolation"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True, close_fds=True)
+    return proc, log
+
+
+def _spare() -> tuple[subprocess.Popen[bytes], IO[bytes]] | None:
+    with _spares_lock:
+        while _spares:
+            proc, log = _spares.pop()
+            if proc.poll() is None:
+                return proc, log
+            log.close()
+    return None
+
+
+def prestart(count: int) -> None:
+    """Start ``count`` workers now, before the plugins are known: their interpreter start-up then overlaps
+    with the caller's own (``rayaccel start`` calls this first). Unused ones exit with their parent."""
+    spawned = [_spawn() for _ in range(max(0, count))]
+    with _spares_lock:
+        _spares.extend(spawned)
+
+
+class _Worker:
+    """One plugin's worker process, started on demand and killed (with its process group) on misbehaviour."""
+
+    def __init__(self, target: PluginTarget, timeout: float) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.host: HostSpec | None = None
+        self._log: IO[bytes] | None = None
+        self._buffer = b""
+        self.started = 0  # how many processes this worker has had (replacements + 1)
+
+    @property
+    def deadline(self) -> float:
+        return self.timeout * _CALLS_PER_REQUEST + _STARTUP_SLACK
+
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def start(self, host: HostSpec) -> None:
+        self.proc, self._log = _spare() or _spawn()
+        self.host = host
+        self._buffer = b""
+        self.started += 1
+        self._send(Setup(plugin=self.target, host=host, timeout=self.timeout).model_dump_json())
+
+    def _send(self, line: str) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, host: HostSpec, request: Request) -> str | None:
+        """Send a request (starting the process first if needed); a failure to send is returned as a reason."""
+        try:
+            if self.proc is None or self.proc.poll() is not None or host != self.host:
+                self.kill()
+                self.start(host)
+            self._send(request.model_dump_json())
+        except OSError as e:
+            return f"could not be sent the request ({type(e).__name__}: {e})"
+        return None
+
+    def receive(self, until: float) -> Reply | str:
+        """The worker's answer, or why there is none (it died, timed out, answered garbage)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return f"did not answer within {self.deadline:g}s"
+                if not selector.select(left):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return self._death()
+                self._buffer += chunk
+                if len(self._buffer) > _MAX_REPLY:
+                    return f"answered more than {_MAX_REPLY >> 20} MiB"
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return Reply.model_validate_json(line)
+        except ValidationError as e:
+            return f"answered a malformed record ({e.error_count()} errors)"
+
+    def _death(self) -> str:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "closed its answer pipe without exiting"
+        how = f"was killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        tail = self.stderr_tail()
+        return how + (f"; its last output: {tail}" if tail else "")
+
+    def stderr_tail(self) -> str:
+        if self._log is None:
+            return ""
+        try:
+            self._log.seek(max(0, self._log.seek(0, os.SEEK_END) - 2000))
+            lines = [ln.strip() for ln in self._log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def kill(self) -> None:
+        """Kill the worker, its process group and every process it started; reap it."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            descendants = []
+            with contextlib.suppress(Exception):
+                import psutil
+
+                descendants = psutil.Process(proc.pid).children(recursive=True)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            for child in descendants:  # those that left the group (setsid) too
+                with contextlib.suppress(Exception):
+                    child.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            for stream in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):
+                    if stream is not None:
+                        stream.close()
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
+
+
+class WorkerPool:
+    """Builds a node's inventory with each plugin's hooks in a worker process of its own.
+
+    Workers start on the first :meth:`build` and stay up until :meth:`close` (use the pool as a context
+    manager), so a monitor polling through one pool pays the start-up once.
+    """
+
+    def __init__(self, manager: PluginManager, plugins: Sequence[str] | None = None) -> None:
+        self.manager = manager
+        self.builder = InventoryBuilder(manager, plugins)
+        self._workers: dict[str, _Worker] = {}
+        self._lock = threading.Lock()
+        timeout = float(manager.timeout or 0)
+        for name in self.builder.plugins:
+            target = plugin_target(manager, name)
+            if target is not None:
+                self._workers[name] = _Worker(target, timeout)
+
+    @property
+    def plugins(self) -> list[str]:
+        return list(self.builder.plugins)
+
+    def worker_pids(self) -> dict[str, int]:
+        """Plugin name -> pid of its live worker process."""
+        return {name: pid for name, w in self._workers.items() if (pid := w.pid()) is not None}
+
+    def restarts(self) -> dict[str, int]:
+        """Plugin name -> how many times its worker was replaced."""
+        return {name: max(0, w.started - 1) for name, w in self._workers.items()}
+
+    def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
+        with self._lock:
+            spec = host_spec(host)
+            problems: list[Problem] = list(self.manager.problems)
+            results: dict[str, FamilyInventory | None] = {}
+            request = Request(with_metrics=with_metrics)
+            isolated = {name: w for name, w in self._workers.items() if spec is not None}
+            sent: dict[str, float] = {}
+            failed: dict[str, str] = {}
+            for name, worker in isolated.items():  # all requests first: the workers answer in parallel
+                why = worker.request(spec, request) if spec is not None else "no host spec"
+                if why is None:
+                    sent[name] = time.monotonic() + worker.deadline
+                else:
+                    failed[name] = why
+            answers: dict[str, Reply | str] = dict(failed)
+            for name, until in sent.items():
+                answers[name] = isolated[name].receive(until)
+            for name in self.builder.plugins:
+                worker_problems: list[Problem] = []
+                if name not in isolated:
+                    results[name] = self.builder.family(name, host, worker_problems, with_metrics)
+                else:
+                    answer = answers[name]
+                    if isinstance(answer, Reply):
+                        results[name] = answer.family
+                        worker_problems.extend(answer.problems)
+                        if answer.leaked:
+                            worker_problems.append(self._problem(
+                                name, "worker-leak", f"left {answer.leaked} behind in its worker process; the "
+                                "worker was replaced", "join the threads and wait for the processes a hook starts",
+                                severity="warning"))
+                            isolated[name].kill()
+                    else:
+                        results[name] = None
+                        worker_problems.append(self._problem(
+                            name, "worker-failed", f"its worker process {answer}; the plugin's devices are "
+                            "left out of this inventory and the worker is replaced",
+                            "catch vendor errors inside the plugin and bound every vendor call with a timeout"))
+                        isolated[name].kill()
+                problems.extend(worker_problems)
+            families = [f for f in (results[name] for name in self.builder.plugins) if f is not None]
+            resources = self.builder._node_resources(families, problems)
+            labels = self.builder._node_labels(families, problems)
+            return NodeInventory(host=host.name, simulated=host.simulated, families=families,
+                                 resources=resources, labels=labels, problems=problems)
+
+    def _problem(self, plugin: str, code: str, message: str, fix: str, severity: str = "error") -> Problem:
+        return Problem(plugin=plugin, distribution=self.manager.plugin(plugin).distribution, hook=None, code=code,
+                       message=message, fix=fix, severity=severity)
+
+    def close(self) -> None:
+        with self._lock:
+            for worker in self._workers.values():
+                worker.kill()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def isolated_inventory(manager: PluginManager, host: Host, plugins: Sequence[str] | None = None,
+                       with_metrics: bool = True) -> NodeInventory:
+    """One inventory with every plugin's hooks out of process (workers started in parallel, then closed)."""
+    with WorkerPool(manager, plugins) as pool:
+        return pool.build(host, with_metrics)
+
+
+# The worker side --------------------------------------------------------------------------------
+
+
+def _make_host(spec: HostSpec) -> Host:
+    if spec.kind == "real":
+        return RealHost(spec.root, spec.env)
+    from rayaccel.fixtures import Fixture
+    from rayaccel.simulated import SimulatedHost
+
+    return SimulatedHost(Fixture.model_validate(spec.fixture), faults=spec.faults, fault_file=spec.fault_file)
+
+
+def _watch_parent(parent: int) -> None:
+    # A worker never outlives its parent, even when a hook holds it in C code and EOF goes unread.
+    while True:
+        time.sleep(1)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
+def _leaks(baseline_threads: int) -> str | None:
+    import psutil
+
+    children = psutil.Process().children(recursive=True)
+    threads = threading.active_count() - baseline_threads
+    parts = []
+    if threads > 0:
+        parts.append(f"{threads} thread{'s' if threads > 1 else ''}")
+    if children:
+        parts.append(f"{len(children)} child process{'es' if len(children) > 1 else ''}")
+    return " and ".join(parts) or None
+
+
+def worker_main() -> int:
+    """Entry point of a worker process (``python -m rayaccel.isolation``): see the module docstring."""
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # whatever a plugin prints lands in the worker's log, never on the protocol
+    limit = worker_memory_mib()
+    if limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit * 2**20, limit * 2**20))
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="rayaccel-parent-watch", daemon=True).start()
+    first = requests.readline()
+    if not first.strip():
+        return 0  # a spare worker whose parent never needed it
+    setup = Setup.model_validate_json(first)
+    manager = PluginManager(autoload=False, timeout=setup.timeout)
+    name = setup.plugin.name
+    try:
+        module: object = importlib.import_module(setup.plugin.module)
+    except BaseException as e:  # reported on every request, like a plugin that failed to load
+        manager.problems.append(Problem(plugin=name, distribution=setup.plugin.distribution, hook=None,
+                                        code="hook-raised", message=f"failed to import {type(e).__name__}: {e}",
+                                        fix="make the plugin importable"))
+        module = None
+    registered = module is not None and manager.register(module, name, distribution=setup.plugin.distribution,
+                                                         version=setup.plugin.version)
+    host = _make_host(setup.host)
+    builder = InventoryBuilder(manager, [name] if registered else [])
+    baseline = threading.active_count()
+    for line in requests:
+        request = Request.model_validate_json(line)
+        problems: list[Problem] = list(manager.problems)
+        family = None
+        if registered:
+            try:
+                family = builder.family(name, host, problems, request.with_metrics)
+            except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
+                problems.append(Problem(plugin=name, distribution=setup.plugin.distribution, hook=None,
+                                        code="inventory-failed", message=f"{type(e).__name__}: {e}",
+                                        fix="report this to the plugin's maintainers with the inventory input"))
+        reply = Reply(family=family, problems=problems, leaked=_leaks(baseline))
+        answers.write(reply.model_dump_json().encode() + b"\n")
+        answers.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main())
