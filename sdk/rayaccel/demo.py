@@ -1,7 +1,7 @@
 """The main job, on simulated hardware: ``make demo`` (``python -m rayaccel.demo``).
 
 1. a simulated DGX H100's inventory, as Ray will see it;
-2. the conformance tier of every reference plugin;
+2. the conformance tier of every reference plugin, signed with a demo key and verified with its public key;
 3. a plugin freshly baked from the template, installed and certified;
 4. a real Ray node scheduling tasks on simulated devices;
 5. the tier table of every reference plugin again, to end on.
@@ -60,17 +60,20 @@ def step_inventory() -> None:
 
 
 def step_tiers(work: Path) -> None:
-    console.print(Rule("2. Conformance tiers of the reference plugins (simulated hardware)"))
+    console.print(Rule("2. Conformance tiers of the reference plugins (simulated hardware), signed"))
+    key = work / "demo-signing.key"  # a throwaway key in the scratch directory; a vendor keeps theirs secret
+    if not key.exists():  # keygen never overwrites a key: with --keep DIR, a second demo reuses the first's
+        _show(_rayaccel("certify", "keygen", str(key)).stdout)
     report = work / "reference-report.json"
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--conformance",
-            f"--conformance-report={report}"]
+            f"--conformance-report={report}", f"--conformance-sign-key={key}"]
     for plugin in REFERENCE_PLUGINS:
         argv.append(f"--conformance-plugin={plugin}")
     done = _run(argv, cwd=work, check=False)
     if not report.exists():
         _show(done.stdout[-3000:])
         raise SystemExit("the conformance run wrote no report")
-    _show(_rayaccel("certify", "verify", str(report)).stdout)
+    _show(_rayaccel("certify", "verify", "--key", f"{key}.pub", str(report)).stdout)
     _show(_rayaccel("certify", "summary", str(report)).stdout)
 
 
