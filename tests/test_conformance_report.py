@@ -344,3 +344,22 @@ def test_a_bad_sign_key_stops_the_run_before_any_check(tmp_path: Path, key_files
     assert done.returncode == 4, done.stdout[-2000:]  # pytest's usage error, as for every bad option
     assert "--conformance-sign-key: " in done.stderr and "that is a public key" in done.stderr
     assert not (tmp_path / "conformance-report.json").exists()
+
+
+def test_the_device_fingerprint_of_a_real_run_hashes_every_device_id() -> None:
+    from rayaccel.fixtures import installed_fixtures
+    from rayaccel.simulated import SimulatedHost
+    from rayaccel_conformance.attestation import device_fingerprint
+
+    subject = subject_for(acme)
+    fixture = subject.fixture(next(iter(installed_fixtures(subject.manager))))
+    # The simulated host stands in for this machine's vendor interface (what RealHost reads on a real run).
+    found = device_fingerprint([subject], SimulatedHost(fixture))
+    uuids = [d.id for d in subject.build(SimulatedHost(fixture)).families[0].devices]
+    assert found["count"] == len(uuids) == 4
+    assert {d["product"] for d in found["devices"]} == {"ACME Roadrunner R1"}
+    text = json.dumps(found)
+    assert not any(uuid in text for uuid in uuids)  # never a raw serial or UUID
+    assert sorted(d["id_sha256"] for d in found["devices"]) == sorted(
+        hashlib.sha256(f"acme:{uuid}".encode()).hexdigest() for uuid in uuids)
+    assert device_fingerprint([subject], SimulatedHost(fixture)) == found  # stable: the same machine, the same print

@@ -19,6 +19,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from rayaccel.host import Host
 from rayaccel_conformance import builds
 from rayaccel_conformance.builds import Build, BuildError
 from rayaccel_conformance.report import ConformanceReport, ReportError, report_content
@@ -75,17 +76,21 @@ def graded_build(subject: Any, wheels: Sequence[Path] = ()) -> dict[str, Any] | 
             "distribution": distribution, "version": version, "module": module, "files": build.files}
 
 
-def device_fingerprint(subjects: Sequence[Any]) -> dict[str, Any]:
-    """This machine's devices of the graded families, each id hashed: which hardware a real run saw."""
+def device_fingerprint(subjects: Sequence[Any], host: Host | None = None) -> dict[str, Any]:
+    """This machine's devices of the graded families, each id hashed: which hardware a real run saw.
+
+    ``host`` is this machine (:class:`~rayaccel.host.RealHost`) unless given (tests pass a simulated one).
+    """
     from rayaccel.host import RealHost
     from rayaccel_conformance.checks import CheckFailed
 
+    machine = host if host is not None else RealHost()
     devices: list[dict[str, Any]] = []
     for subject in subjects:
         if not subject.loaded:
             continue
         try:
-            inventory = subject.build(RealHost(), with_metrics=False)
+            inventory = subject.build(machine, with_metrics=False)
         except CheckFailed:
             continue
         for fam in inventory.families:
