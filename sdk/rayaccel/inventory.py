@@ -123,12 +123,16 @@ class InventoryBuilder:
                 continue
             seen.add(device.id)
             unique.append(device)
-            fallback = device.attributes.get(ID_FALLBACK)
-            if fallback is not None:
-                problems.append(self._problem(plugin, "rayaccel_discover", "fallback-device-id",
-                                              f"device {device.index} has no stable vendor id: {fallback}",
-                                              "nothing to do unless ids must survive hardware changes; a newer "
-                                              "driver or vendor library may report one", severity="warning"))
+        fallbacks = [d for d in unique if d.attributes.get(ID_FALLBACK) is not None]
+        if fallbacks:
+            # One warning per node: the cause (driver, library, partitioning) is the same for all of them.
+            first = fallbacks[0]
+            more = f" (and {len(fallbacks) - 1} more devices)" if len(fallbacks) > 1 else ""
+            problems.append(self._problem(plugin, "rayaccel_discover", "fallback-device-id",
+                                          f"device {first.index} has no stable vendor id{more}: "
+                                          f"{first.attributes[ID_FALLBACK]}",
+                                          "nothing to do unless ids must survive hardware changes; a newer "
+                                          "driver or vendor library may report one", severity="warning"))
         return unique
 
     def _check_sku_agreement(self, plugin: str, catalog: SkuCatalog | None, devices: list[Device],

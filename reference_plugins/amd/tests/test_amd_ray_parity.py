@@ -17,6 +17,7 @@ import copy
 import importlib
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,9 +27,10 @@ from rayaccel.inventory import collect_inventory
 from rayaccel.quantity import check_quantity
 from rayaccel.simulated import SimulatedHost
 from rayaccel.vendorlib import amdsmi as amdsmi_adapter
-from rayaccel_amd import cli
+from rayaccel_amd import cli, plugin
 
-FIXTURE_NAMES = ["mi210-pair", "mi300x-8", "mi355x-8"]
+# Every fixture, old and new (the partitioned MI300X ones included): Ray and the plugin must agree on each.
+FIXTURE_NAMES = sorted(p.stem for p in (Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
 QUANTITIES = [0.0001, 0.25, 0.5, 1, 2, 3, 8, 1.5, 2.5]
 VISIBLE = ["0", "0,1,2,3", "", "NoDevFiles", "7,3"]
 

@@ -21,13 +21,18 @@ fixture's ``host.libraries.amdsmi`` data::
         driver_info: {driver_name: amdgpu, driver_version: 6.10.5}
         compute_partition: SPX       memory_partition: NPS1
         xgmi_info: {xgmi_lanes: 8, xgmi_hive_id: ..., xgmi_node_id: ..., index: 0}
-        links: {"1": {type: 2, hops: 1, weight: 15}}   # peer index -> topo link type / hops / weight
+        links: {"1": {type: AMDSMI_LINK_TYPE_XGMI, hops: 1, weight: 15}}   # peer index -> topo link type
+                                     # (a name, or the number in this library's enum) / hops / weight
+        kfd_info: {kfd_id: 1234, node_id: 2, current_partition_id: 0}   # amdsmi_get_gpu_kfd_info
         ras_block_features: [{block: UMC, status: ENABLED}]
         total_ecc_count: {correctable_count: 0, uncorrectable_count: 0, deferred_count: 0}
         activity: {gfx_activity: 0, umc_activity: 0, mm_activity: N/A}
         power_info: {socket_power: 134, ...}
         temperature: {hotspot: 41, edge: 35, vram: 33}
         errors: {amdsmi_get_gpu_total_ecc_count: 12}   # function -> status code; "*" = every call
+    link_type_enum: {AMDSMI_LINK_TYPE_PCIE: 0, AMDSMI_LINK_TYPE_XGMI: 1, ...}
+                                     # optional: this release's AmdSmiLinkType numbering (it changed across
+                                     # ROCm releases; default: amdsmi.h's INTERNAL 0, PCIE 1, XGMI 2, ...)
 
 A value missing from the data answers ``AMDSMI_STATUS_NOT_SUPPORTED``, as the library does for a query
 the ASIC or driver does not support.
@@ -207,6 +212,11 @@ class SimulatedAmdSmi:
         self._gpus: dict[str, dict[str, Any]] = {
             str(k): dict(v) for k, v in sorted(gpus.items(), key=lambda kv: int(kv[0])) if v is not None}
         self._initialized = False
+        layout = self._data.get("link_type_enum")
+        if layout:
+            # Another release's numbering of amdsmi_link_type_t: the instance's enum is that release's.
+            self.AmdSmiLinkType = IntEnum(  # type: ignore[misc]
+                "AmdSmiLinkType", {str(name): int(value) for name, value in dict(layout).items()})
 
     # Library lifecycle ---------------------------------------------------------------------------
 
@@ -275,9 +285,20 @@ class SimulatedAmdSmi:
 
     def amdsmi_topo_get_link_type(self, src: ProcessorHandle, dst: ProcessorHandle) -> dict[str, int]:
         if self._gpu(src, "amdsmi_topo_get_link_type") is self._gpu(dst, "amdsmi_topo_get_link_type"):
-            return {"hops": 0, "type": int(AmdSmiLinkType.AMDSMI_LINK_TYPE_INTERNAL)}
+            return {"hops": 0, "type": self._link_type("AMDSMI_LINK_TYPE_INTERNAL")}
         link = self._link(src, dst, "amdsmi_topo_get_link_type")
-        return {"hops": int(link.get("hops", 1)), "type": int(link["type"])}
+        return {"hops": int(link.get("hops", 1)), "type": self._link_type(link["type"])}
+
+    def _link_type(self, value: Any) -> int:
+        if isinstance(value, str):
+            member = getattr(self.AmdSmiLinkType, value, None)
+            if member is None:
+                raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED)  # a type this release does not have
+            return int(member)
+        return int(value)
+
+    def amdsmi_get_gpu_kfd_info(self, handle: ProcessorHandle) -> dict[str, Any]:
+        return dict(self._value(handle, "amdsmi_get_gpu_kfd_info", "kfd_info"))
 
     def amdsmi_topo_get_link_weight(self, src: ProcessorHandle, dst: ProcessorHandle) -> int:
         if self._gpu(src, "amdsmi_topo_get_link_weight") is self._gpu(dst, "amdsmi_topo_get_link_weight"):

@@ -161,6 +161,7 @@ def parse_static(text: str) -> dict[int, dict[str, Any]]:
                            "from the other GPUs", fix="run amd-smi static with no section flags so the asic "
                            "section is printed")
         numa_node = number_of(numa.get("node"), "numa.node", gpu)
+        partition_id = number_of(partition.get("partition_id"), "partition.partition_id", gpu)
         raw_id = _text(asic.get("device_id"), "asic.device_id", gpu)
         device_id = pci_device_id(raw_id)
         if raw_id and not device_id:
@@ -176,6 +177,7 @@ def parse_static(text: str) -> dict[int, dict[str, Any]]:
             "compute_partition": _text(partition.get("compute_partition", partition.get("accelerator_partition")),
                                        "partition.compute_partition", gpu),
             "memory_partition": _text(partition.get("memory_partition"), "partition.memory_partition", gpu),
+            "partition_id": int(partition_id) if partition_id is not None and partition_id >= 0 else None,
             "gfx_target": _text(asic.get("target_graphics_version"), "asic.target_graphics_version", gpu),
             "asic_serial": _text(asic.get("asic_serial"), "asic.asic_serial", gpu),
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rayaccel import Device
+from rayaccel.records import ID_FALLBACK
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.snapshot import GpuRecord, Snapshot
 
@@ -15,7 +16,9 @@ def to_device(gpu: GpuRecord, source: str) -> Device:
     attributes: dict[str, str | int | float | bool] = {"source": source}
     if gpu.inferred:
         attributes["product_inferred"] = True
-    for key in ("compute_partition", "memory_partition", "gfx_target", "xgmi_hive_id"):
+    if gpu.id_fallback is not None:
+        attributes[ID_FALLBACK] = gpu.id_fallback
+    for key in ("compute_partition", "memory_partition", "partition_id", "gfx_target", "xgmi_hive_id"):
         value = getattr(gpu, key)
         if value is not None:
             attributes[key] = value

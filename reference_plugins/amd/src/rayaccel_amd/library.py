@@ -1,6 +1,7 @@
 """Read the GPUs through the amdsmi Python API (``host.library("amdsmi")``).
 
-A GPU is reported when amdsmi gives its uuid or PCI address; anything else the ASIC or driver does not support
+A GPU is reported even when amdsmi gives neither its uuid nor its PCI address (under a fallback id, with a
+warning: Ray counts it too); anything else the ASIC or driver does not support
 (``AMDSMI_STATUS_NOT_SUPPORTED``) is simply absent from the record. A health query failing with any
 other status is recorded, because that is itself a health signal (a GPU that stopped answering).
 """
@@ -16,8 +17,19 @@ from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
 T = TypeVar("T")
 
 _NOT_SUPPORTED = 2
-# amdsmi_topo_get_link_type "type": AMDSMI_LINK_TYPE_* (amdsmi.h)
-_LINK_KINDS = {1: "pcie", 2: "xgmi"}
+#: amdsmi_topo_get_link_type's "type", by the name of the library's own enum member. The numbering changed
+#: across ROCm releases (AmdSmiIoLinkType UNDEFINED 0/PCIEXPRESS 1/XGMI 2; AmdSmiLinkType INTERNAL 0/PCIE 1/
+#: XGMI 2, and a release without INTERNAL: PCIE 0/XGMI 1), so the numbers are read from the binding.
+_LINK_KIND_NAMES = {"AMDSMI_LINK_TYPE_PCIE": "pcie", "AMDSMI_LINK_TYPE_XGMI": "xgmi",
+                    "PCIEXPRESS": "pcie", "XGMI": "xgmi"}
+
+
+def link_kinds(lib: Any) -> dict[int, str]:
+    """Link type number -> kind, from this amdsmi's AmdSmiLinkType (or the older AmdSmiIoLinkType)."""
+    enum = getattr(lib, "AmdSmiLinkType", None) or getattr(lib, "AmdSmiIoLinkType", None)
+    if enum is None:
+        return {}
+    return {int(member): _LINK_KIND_NAMES[member.name] for member in enum if member.name in _LINK_KIND_NAMES}
 
 
 class AmdSmiQueryError(RuntimeError):
@@ -69,17 +81,28 @@ def read_library(lib: Any) -> Snapshot:
         asic = optional(lib.amdsmi_get_gpu_asic_info, handle, into=failed, what="asic_info") or {}
         uuid = optional(lib.amdsmi_get_gpu_device_uuid, handle, into=failed, what="uuid")
         bdf = optional(lib.amdsmi_get_gpu_device_bdf, handle)
-        if not uuid and not bdf:
-            raise AmdSmiQueryError(f"amdsmi cannot identify GPU {index}: neither its uuid nor its PCI address "
-                                   f"answers ({', '.join(f'{k}: {v}' for k, v in failed.items()) or 'no data'})")
         device_id = optional(lib.amdsmi_get_gpu_id, handle)
-        record = GpuRecord(
+        fallback = None
+        if uuid:
+            gpu_id = str(uuid)
+        elif bdf:
             # A GPU that stopped answering keeps an id (its PCI address) so health can report it.
-            index=index, uuid=str(uuid) if uuid else f"pci-{bdf}",
-            market_name=str(asic.get("market_name") or "").strip(),
+            gpu_id, fallback = f"pci-{bdf}", f"amdsmi gives GPU {index} no uuid; id from its PCI address {bdf}"
+        else:
+            # Only the PCI device id (or nothing) answers: Ray still counts the GPU, so it is offered too,
+            # under its amdsmi index, with a warning, rather than failing the node's whole discovery.
+            why = ", ".join(f"{k}: {v}" for k, v in failed.items()) or "not supported"
+            gpu_id = f"amdsmi-gpu-{index}"
+            fallback = f"amdsmi gives GPU {index} neither a uuid nor a PCI address ({why}); id {gpu_id}"
+        record = GpuRecord(
+            index=index, uuid=gpu_id, market_name=str(asic.get("market_name") or "").strip(),
             device_id=int(device_id) if isinstance(device_id, int) else _parse_id(asic.get("device_id")),
             bdf=bdf, rocm_version=rocm, gfx_target=_text(asic.get("target_graphics_version")), errors=failed,
+            id_fallback=fallback,
         )
+        kfd = optional(getattr(lib, "amdsmi_get_gpu_kfd_info", _absent), handle) or {}
+        partition = kfd.get("current_partition_id")
+        record.partition_id = partition if isinstance(partition, int) and not isinstance(partition, bool) else None
         enumeration = optional(getattr(lib, "amdsmi_get_gpu_enumeration_info", _absent), handle) or {}
         hip_id = enumeration.get("hip_id")
         record.hip_id = hip_id if isinstance(hip_id, int) and not isinstance(hip_id, bool) and hip_id >= 0 else None
@@ -109,6 +132,7 @@ def read_library(lib: Any) -> Snapshot:
             gpu.market_name = known.market_name if known else "AMD GPU"
             gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
             gpu.inferred = True
+    kinds = link_kinds(lib)
     for index, handle in enumerate(handles):
         for peer, other in enumerate(handles):
             if peer == index:
@@ -117,7 +141,7 @@ def read_library(lib: Any) -> Snapshot:
             if not link:
                 continue
             weight = optional(lib.amdsmi_topo_get_link_weight, handle, other)
-            kind = _LINK_KINDS.get(int(link.get("type", -1)), "other")
+            kind = kinds.get(int(link.get("type", -1)), "other")
             gpus[index].links[peer] = PeerLink(kind=kind, hops=_int(link.get("hops")),  # type: ignore[arg-type]
                                                weight=_int(weight))
     return Snapshot(source="amdsmi", gpus=gpus)

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from rayaccel import Host, LibraryUnavailable
 from rayaccel_amd.cli import PARTS, read_cli
 from rayaccel_amd.library import read_library
-from rayaccel_amd.snapshot import Snapshot
+from rayaccel_amd.snapshot import Snapshot, disambiguate_shared_uuids
 
 
 def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
@@ -19,5 +19,9 @@ def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
     try:
         lib = host.library("amdsmi")
     except LibraryUnavailable:
-        return read_cli(host, parts)
-    return read_library(lib)
+        snapshot = read_cli(host, parts)
+    else:
+        snapshot = read_library(lib)
+    if snapshot is not None:
+        disambiguate_shared_uuids(snapshot.gpus)
+    return snapshot

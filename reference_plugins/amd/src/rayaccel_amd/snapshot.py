@@ -58,6 +58,10 @@ class GpuRecord:
     inferred: bool = False
     #: Health query -> amdsmi status name, for queries that failed with something other than "not supported".
     errors: dict[str, str] = field(default_factory=dict)
+    #: The compute partition (XCP) this logical GPU is, when the GPU is partitioned (CPX/DPX/...).
+    partition_id: int | None = None
+    #: Why ``uuid`` is not the GPU's own uuid (a fallback or a disambiguated one); None when it is.
+    id_fallback: str | None = None
 
 
 @dataclass
@@ -67,3 +71,25 @@ class Snapshot:
 
     def by_uuid(self) -> dict[str, GpuRecord]:
         return {g.uuid: g for g in self.gpus}
+
+
+def disambiguate_shared_uuids(gpus: list[GpuRecord]) -> None:
+    """Give logical GPUs that report one uuid distinct, stable ids.
+
+    Older ROCm gives every compute partition of a GPU in CPX/DPX mode the uuid of the whole GPU (later
+    releases put the partition id into it). Each partition is still a GPU Ray counts, so each gets
+    ``<uuid>-p<partition id>`` (or ``-<n>``, its place among the GPUs sharing the uuid, when the partition
+    id is unknown), noted in ``id_fallback``.
+    """
+    groups: dict[str, list[GpuRecord]] = {}
+    for gpu in gpus:
+        groups.setdefault(gpu.uuid, []).append(gpu)
+    for uuid, members in groups.items():
+        if len(members) < 2:
+            continue
+        partitions = [g.partition_id for g in members]
+        by_partition = None not in partitions and len(set(partitions)) == len(partitions)
+        for n, gpu in enumerate(members):
+            gpu.uuid = f"{uuid}-p{gpu.partition_id}" if by_partition else f"{uuid}-{n}"
+            gpu.id_fallback = (f"{len(members)} logical GPUs report uuid {uuid} (compute partitions on a ROCm that "
+                               f"does not put the partition id in the uuid); this one is {gpu.uuid}")
