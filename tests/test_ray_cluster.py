@@ -9,15 +9,16 @@ the TPU slice ``tpu/v5p-16-worker0`` / ``-worker1``.
 from __future__ import annotations
 
 import os
-import time
 import urllib.request
 
 import pytest
 import ray
 from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from rendezvous import rendezvous
 
 import rayaccel.ray
+from rayaccel.polling import wait_for
 from rayaccel.ray.monitor import draining_node_ids, get_monitor
 from rayaccel.ray.registry import uninstall
 
@@ -45,7 +46,15 @@ def cluster():
             nodes[name] = rayaccel.ray.add_node(cluster, simulate=fixture, num_cpus=1, wait=False)
         cluster.wait_for_nodes()
         rayaccel.ray.connect(cluster.address, log_to_driver=False)
-        yield {name: node.node_id for name, node in nodes.items()}
+        ids = {name: node.node_id for name, node in nodes.items()}
+        # Registered is not yet schedulable everywhere: wait until every node is alive with its resources.
+        wait_for(lambda: {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]},
+                 lambda alive: set(ids.values()) <= set(alive) and all(
+                     any(r in alive[ids[name]] for r in ("ACME", "GPU", "neuron_cores", "TPU"))
+                     for name in ids), timeout=120, what="every node alive with its accelerator resources")
+        wait_for(ray.cluster_resources, lambda r: all(k in r for k in ("ACME", "GPU", "neuron_cores", "TPU")),
+                 timeout=60, what="the cluster's resources to include every family")
+        yield ids
     finally:
         rayaccel.ray.shutdown()
         cluster.shutdown()
@@ -100,12 +109,15 @@ def test_an_amd_node_gets_hip_visible_devices_even_though_ray_finds_no_amd_gpu_h
 
 
 def test_ids_of_a_node_with_a_failed_device_map_to_its_healthy_units(cluster):
+    meet = rendezvous()
+
     @ray.remote(resources={"ACME": 1}, label_selector={"ray.io/node-id": cluster["head"]})
-    def hold():
-        time.sleep(1.5)
+    def hold(meet):
+        # All three hold a unit at once (each waits for the others), so each has a different one.
+        assert ray.get(meet.arrive.remote("holding", 3))
         return os.environ["ACME_VISIBLE_DEVICES"], ray.get_runtime_context().get_accelerator_ids()["ACME"]
 
-    results = ray.get([hold.remote() for _ in range(3)], timeout=60)
+    results = ray.get([hold.remote(meet) for _ in range(3)], timeout=90)
     assert sorted(env for env, _ in results) == ["0", "1", "3"]
     assert all(ids == [env] for env, ids in results)
 
@@ -140,13 +152,20 @@ def test_nvlink_domain_placement_group_lands_on_the_dgx(cluster):
 def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
     (node,) = [n for n in ray.nodes() if n["NodeID"] == cluster["acme"]]
     url = f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
-    deadline = time.monotonic() + 30
-    text = ""
-    while time.monotonic() < deadline:
-        text = urllib.request.urlopen(url, timeout=5).read().decode()
-        if "ray_rayaccel_device_metric" in text and "ray_rayaccel_device_health" in text:
-            break
-        time.sleep(1)
+
+    def scraped() -> str:
+        return urllib.request.urlopen(url, timeout=5).read().decode()
+
+    def lines(text: str, prefix: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.startswith(prefix + "{")]
+
+    # The metrics agent exports every few seconds, gauge by gauge: wait for all four devices of both.
+    def complete(text: str) -> bool:
+        memory = [ln for ln in lines(text, "ray_rayaccel_device_metric") if 'metric="memory_total"' in ln]
+        return len(lines(text, "ray_rayaccel_device_health")) == 4 and len(memory) == 4
+
+    text = wait_for(scraped, complete, timeout=60, interval=1, retry_on=(OSError,),
+                    what=f"4 devices' health and memory_total at {url}")
     health = [ln for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_health{")]
     assert len(health) == 4 and all(float(ln.rsplit(" ", 1)[1]) == 0 for ln in health)
     memory = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_metric{")
@@ -158,21 +177,27 @@ def test_fault_drains_the_node_running_work_finishes_new_work_goes_elsewhere(clu
     # Last in the module: it drains the ``acme`` node.
     fault_file = rayaccel.ray.node_configs()[cluster["acme"]].fault_file
 
+    meet = rendezvous()
+
     @ray.remote(resources={"ACME": 1})
-    def node_after(seconds):
-        time.sleep(seconds)
+    def node_after(meet=None):
+        if meet is not None:  # say it runs, then hold its unit until the test lets it finish
+            meet.set.remote("running")
+            assert ray.get(meet.wait.remote("finish", 120))
         return ray.get_runtime_context().get_node_id()
 
-    running = node_after.options(label_selector={"ray.io/node-id": cluster["acme"]}).remote(4)
-    time.sleep(1)  # it is running on the acme node
+    running = node_after.options(label_selector={"ray.io/node-id": cluster["acme"]}).remote(meet)
+    assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran on the acme node"
     with open(fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-2\n")
-    injected = time.monotonic()
-    while cluster["acme"] not in draining_node_ids():
-        assert time.monotonic() - injected < MONITOR_INTERVAL + 5, "the node was not drained in time"
-        time.sleep(0.2)
+    # Within a few of the monitor's 1 s polls; the bound leaves room for a loaded machine.
+    wait_for(draining_node_ids, lambda ids: cluster["acme"] in ids, timeout=MONITOR_INTERVAL + 30,
+             what="GCS to list the acme node as draining")
     status = ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30)
     assert "ACME-0002-5e1f-4c2a-9d3b-000000000002" in status["drained"]["message"]
     assert "acme-fatal" in status["drained"]["message"]
+    # New work goes elsewhere while the drained node still has 3 free units and a task running ...
+    assert set(ray.get([node_after.remote() for _ in range(4)], timeout=60)) == {cluster["head"]}
+    # ... and the running task finishes there.
+    meet.set.remote("finish")
     assert ray.get(running, timeout=60) == cluster["acme"]
-    assert set(ray.get([node_after.remote(0) for _ in range(4)], timeout=60)) == {cluster["head"]}
