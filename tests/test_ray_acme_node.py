@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
 
 import pytest
 import ray
+from rendezvous import rendezvous
 
 import rayaccel.ray
+from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
 
 pytestmark = pytest.mark.ray
@@ -30,23 +30,9 @@ def acme_node():
         os.environ["RAYACCEL_PLUGINS"] = saved
 
 
-@ray.remote
-class Gate:
-    """Holds tasks until n of them run at once, so the test knows they were concurrent."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.arrived, self.event = n, 0, threading.Event()
-
-    def arrive(self) -> bool:
-        self.arrived += 1
-        if self.arrived >= self.n:
-            self.event.set()
-        return self.event.wait(30)
-
-
-def visible_ids(gate=None):
-    if gate is not None:
-        assert ray.get(gate.arrive.remote())
+def visible_ids(meet=None, n=0):
+    if meet is not None:  # held until n tasks run at once, so the test knows they were concurrent
+        assert ray.get(meet.arrive.remote("concurrent", n))
     return os.environ.get("ACME_VISIBLE_DEVICES"), ray.get_runtime_context().get_accelerator_ids()
 
 
@@ -60,9 +46,9 @@ def test_the_node_has_four_acme_and_the_inventorys_labels():
 
 
 def test_four_concurrent_tasks_each_see_one_distinct_id():
-    gate = Gate.options(max_concurrency=4).remote(4)
+    meet = rendezvous()
     task = ray.remote(resources={"ACME": 1})(visible_ids)
-    results = ray.get([task.remote(gate) for _ in range(4)], timeout=60)
+    results = ray.get([task.remote(meet, 4) for _ in range(4)], timeout=90)
     envs = [env for env, _ in results]
     assert sorted(envs) == ["0", "1", "2", "3"]
     # Ray's own view agrees with the env var: get_accelerator_ids() includes the day-zero family.
@@ -105,18 +91,14 @@ def test_env_is_restored_after_a_task():
     pid, env = ray.get(with_unit.remote(), timeout=60)
     assert env in {"0", "1", "2", "3"}
     # Ray reuses idle workers: keep asking until a plain task runs in the same process.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        other_pid, other_env = ray.get(without_unit.remote(), timeout=60)
-        if other_pid == pid:
-            assert other_env == "0,1,2,3"  # the node's value again: every schedulable unit
-            return
-    pytest.fail("no plain task ran in the worker that had the ACME unit")
+    _, other_env = wait_for(lambda: ray.get(without_unit.remote(), timeout=60), lambda ran: ran[0] == pid,
+                            timeout=60, interval=0.05, what=f"a plain task in worker {pid}, which had the ACME unit")
+    assert other_env == "0,1,2,3"  # the node's value again: every schedulable unit
 
 
 def test_init_with_monitor_polls_the_nodes_health():
     from rayaccel.ray.monitor import get_monitor
 
     status = ray.get(get_monitor(ray.get_runtime_context().get_node_id()).status.remote(), timeout=60)
-    assert status["polls"] >= 1 and status["drained"] is None and status["error"] is None
+    assert status["polls"] >= 1 and status["cordoned"] == {} and status["error"] is None
     assert sorted(status["health"].values()) == ["healthy"] * 4
