@@ -9,9 +9,9 @@ plugins never holds more than one plugin's nodes.
 from __future__ import annotations
 
 import os
-import time
 from typing import TYPE_CHECKING, Any
 
+from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.records import NodeInventory
 from rayaccel_conformance.checks import CheckFailed
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from rayaccel_conformance.subject import Subject
 
 TASK_TIMEOUT_S = 60.0
+#: Seconds a check waits for its fixture's node to be alive (it registered already: this is slack for load).
+NODE_ALIVE_TIMEOUT_S = 30.0
 #: Tasks sent one after another by label selector in RAC208.
 SELECTOR_TASKS = 3
 ACCELERATOR_TYPE_LABEL = "ray.io/accelerator-type"
@@ -125,15 +127,13 @@ class SharedCluster:
     # Checks ----------------------------------------------------------------------------------
 
     def _node(self, node_id: str) -> dict[str, Any]:
-        deadline = time.monotonic() + 10
-        while True:
-            found = [n for n in _ray_nodes() if n["NodeID"] == node_id and n["Alive"]]
-            if found or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if not found:
-            raise CheckFailed(f"node {node_id} is not alive in the cluster")
-        return found[0]
+        try:
+            found: dict[str, Any] = wait_for(
+                lambda: next((n for n in _ray_nodes() if n["NodeID"] == node_id), {}), lambda n: bool(n.get("Alive")),
+                timeout=NODE_ALIVE_TIMEOUT_S, interval=0.2, what=f"node {node_id} to be alive in the cluster")
+        except WaitTimeout as e:
+            raise CheckFailed(str(e)) from None
+        return found
 
     @staticmethod
     def _unit_options(resource: str) -> dict[str, Any]:
