@@ -70,7 +70,7 @@ def test_exit_memory_print_and_environ_stay_in_the_plugins_worker(capfd, monkeyp
     memory = problem(inventory, "hostile-memory")
     assert memory.code == "hook-raised" and "MemoryError" in memory.message
     # Nothing the noisy plugin printed or set reached this process.
-    assert "HOSTILE" not in out and "HOSTILE" not in err
+    assert "HOSTILE-" not in out and "HOSTILE-" not in err
     assert dict(os.environ) == environ_before
 
 

@@ -1,5 +1,6 @@
 """A ``ray.cluster_utils.Cluster`` of simulated nodes of different families: label scheduling, a TPU
-slice placement group, Ray-known families next to a day-zero one, metrics, and a fault that drains a node.
+slice placement group, Ray-known families next to a day-zero one, metrics, and a fault that cordons a node's
+ACME units.
 
 Nodes: head = ACME with device 2 failed from the start (3 units: 0, 1, 3); ``acme`` = healthy ACME with
 a health monitor polling every second; ``nvidia/dgx-h100``; ``neuron/trn1.32xlarge``; the two workers of
@@ -19,7 +20,7 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.polling import wait_for
-from rayaccel.ray.monitor import draining_node_ids, get_monitor
+from rayaccel.ray.monitor import get_monitor
 from rayaccel.ray.registry import uninstall
 
 pytestmark = pytest.mark.ray
@@ -173,8 +174,8 @@ def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
     assert memory == [65536 * 2**20] * 4  # what the ACME plugin reports, per device
 
 
-def test_fault_drains_the_node_running_work_finishes_new_work_goes_elsewhere(cluster):
-    # Last in the module: it drains the ``acme`` node.
+def test_fault_cordons_the_node_running_work_finishes_new_work_goes_elsewhere(cluster):
+    # Last in the module: it cordons the ``acme`` node's ACME units.
     fault_file = rayaccel.ray.node_configs()[cluster["acme"]].fault_file
 
     meet = rendezvous()
@@ -190,13 +191,14 @@ def test_fault_drains_the_node_running_work_finishes_new_work_goes_elsewhere(clu
     assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran on the acme node"
     with open(fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-2\n")
-    # Within a few of the monitor's 1 s polls; the bound leaves room for a loaded machine.
-    wait_for(draining_node_ids, lambda ids: cluster["acme"] in ids, timeout=MONITOR_INTERVAL + 30,
-             what="GCS to list the acme node as draining")
-    status = ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30)
-    assert "ACME-0002-5e1f-4c2a-9d3b-000000000002" in status["drained"]["message"]
-    assert "acme-fatal" in status["drained"]["message"]
-    # New work goes elsewhere while the drained node still has 3 free units and a task running ...
+    # The 3 free units are held within a few of the monitor's 1 s polls (room left for a loaded machine);
+    # the fourth waits for the running task.
+    status = wait_for(lambda: ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30),
+                      lambda s: s["cordoned"].get("acme", {}).get("held", 0) >= 3, timeout=MONITOR_INTERVAL + 60,
+                      what="the monitor to hold the acme node's free ACME units")
+    assert "ACME-0002-5e1f-4c2a-9d3b-000000000002" in status["cordoned"]["acme"]["message"]
+    assert "acme-fatal" in status["cordoned"]["acme"]["message"]
+    # New work goes elsewhere while the cordoned node has a task running ...
     assert set(ray.get([node_after.remote() for _ in range(4)], timeout=60)) == {cluster["head"]}
     # ... and the running task finishes there.
     meet.set.remote("finish")

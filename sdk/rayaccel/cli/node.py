@@ -234,27 +234,24 @@ _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
 
 def _proc_table() -> dict[int, tuple[int, list[str]]]:
     """pid -> (parent pid, argv) for every process we may read."""
+    import psutil
+
     table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode("utf-8", "replace").split("\0")
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                ppid = int(f.read().rsplit(")", 1)[-1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        table[int(entry)] = (ppid, argv)
+    for proc in psutil.process_iter(["ppid", "cmdline"]):
+        info = proc.info
+        table[proc.pid] = (int(info.get("ppid") or 0), list(info.get("cmdline") or []))
     return table
 
 
 def _uses_dir(pid: int, directory: str) -> bool:
+    """Whether the process holds a file under ``directory`` open (a driver does: its logs)."""
+    import psutil
+
     try:
-        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-    except OSError:
+        paths = [f.path for f in psutil.Process(pid).open_files()]
+    except (psutil.Error, OSError):
         return False
-    return any(link == directory or link.startswith(directory + "/") for link in links)
+    return any(path == directory or path.startswith(directory + "/") for path in paths)
 
 
 def _core_processes(address: str, table: dict[int, tuple[int, list[str]]]) -> set[int]:
@@ -274,27 +271,35 @@ def cluster_session_dirs(address: str) -> set[str]:
     return _sessions(_core_processes(address, table), table)
 
 
+def _spared() -> set[int]:
+    """This process and its ancestors: ``rayaccel stop`` never stops its caller."""
+    import psutil
+
+    me = psutil.Process()
+    return {me.pid, *(p.pid for p in me.parents())}
+
+
 def cluster_processes(address: str) -> list[int]:
     """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT).
 
-    A node's core processes name the cluster on their command line (``--gcs-address=HOST:PORT``, the
-    GCS ``--gcs_server_port=PORT``). Its agents rename themselves (``ray::DashboardAgent``), so their
-    children and every process holding a file in the cluster's session directory count too. Read from
-    /proc: Linux only.
+    The cluster's own processes only, found by process tree and command line (psutil): those whose
+    command line names the cluster (``--gcs-address=HOST:PORT``, the GCS's ``--gcs_server_port=PORT``)
+    or its session directory (the log monitor, the dashboard, re-parented when ``ray start`` exits), and
+    every descendant of those (raylet workers, the agents that rename themselves ``ray::DashboardAgent``,
+    the health monitor's plugin workers). A driver that merely connected (it holds log files in the
+    session directory, but is no descendant of the node) is not one of them, and neither is the caller
+    or any of its ancestors. Linux and macOS.
     """
     table = _proc_table()
-    table.pop(os.getpid(), None)
-    found = _core_processes(address, table)
+    spared = _spared()
+    found = _core_processes(address, table) - spared
     sessions = _sessions(found, table)
     for pid, (_, argv) in table.items():
-        if pid in found:
-            continue
-        in_session = any(arg == d or d + "/" in arg for arg in argv for d in sessions)
-        if in_session or any(_uses_dir(pid, d) for d in sessions):
+        if pid not in found and pid not in spared and any(d in arg for arg in argv for d in sessions):
             found.add(pid)
     grew = True
-    while grew:  # children of what was found (workers, agents)
-        more = {pid for pid, (ppid, _) in table.items() if ppid in found and pid not in found}
+    while grew:  # descendants of what was found (workers, agents)
+        more = {pid for pid, (ppid, _) in table.items() if ppid in found and pid not in found and pid not in spared}
         found |= more
         grew = bool(more)
     return sorted(found)
@@ -330,6 +335,8 @@ def stop(
         raise typer.BadParameter(f"with --address, no ray stop options are used: {' '.join(ctx.args)}")
     if ":" not in address:
         raise typer.BadParameter("give HOST:PORT, e.g. 10.0.0.1:6379", param_hint="--address")
+    if not 0 <= grace <= 600:  # also refuses nan
+        raise typer.BadParameter(f"{grace!r} is out of range: give seconds between 0 and 600", param_hint="--grace")
     given, address = address, canonical_address(address)  # localhost:6390 names the node's IP:6390
     pids = cluster_processes(address)
     if not pids:

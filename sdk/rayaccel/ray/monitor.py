@@ -9,20 +9,30 @@ from the raylet), and
   ``rayaccel_device_health`` (0 healthy, 1 unknown, 2 degraded, 3 unhealthy; tags node, family, device),
   ``rayaccel_device_metric`` (tags node, family, device, metric, unit) and
   ``rayaccel_schedulable_units`` (tags node, family);
-- when a device turns unhealthy for a fatal reason, asks GCS to drain the node (reason PREEMPTION, which
-  the raylet cannot reject, no deadline) with a message naming the device and the code: no new work
-  lands there, running work finishes.
+- when a device turns unhealthy for a fatal reason (or stops being enumerated), cordons its family on
+  the node: one detached single-bundle placement group per unit of the family, pinned to the node, takes
+  each unit as it becomes free. Running work finishes; new work of that family goes elsewhere. When no
+  fatal reason remains, the placement groups are removed and the node takes the family's work again.
+
+Why not drain: Ray 2.60 cannot undo a drain (``DrainRaylet`` has no inverse in the raylet's or the
+GCS's services) and refuses to resize unit-instance resources (GPU, TPU, neuron_cores, the day-zero
+families) on a live node; a drained node would stay drained until restarted. The cost of cordoning: a
+task placed on the node between the fault and the moment a unit is held may still get the failed unit.
+
+The plugins' hooks run in worker processes kept warm between polls (:mod:`rayaccel.isolation`).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from rayaccel.errors import RayaccelError
 from rayaccel.records import HEALTH_ORDER, NodeInventory
 
 logger = logging.getLogger("rayaccel.ray.monitor")
@@ -30,6 +40,31 @@ logger = logging.getLogger("rayaccel.ray.monitor")
 NAMESPACE = "rayaccel"
 #: Devices missing from discovery that were there before are reported with this code.
 LOST_CODE = "device-lost"
+
+
+#: Bounds of the polling interval (seconds): below the minimum the monitor would busy-poll the vendor
+#: tools; above the maximum a fault would go unnoticed for hours.
+MIN_INTERVAL = 0.1
+MAX_INTERVAL = 3600.0
+
+
+def interval_error(interval: object) -> str | None:
+    """Why ``interval`` is not a usable polling interval (None when it is)."""
+    try:
+        value = float(interval)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return f"{interval!r} is not a number of seconds"
+    if not math.isfinite(value) or not MIN_INTERVAL <= value <= MAX_INTERVAL:
+        return f"{interval!r} is out of range: give seconds between {MIN_INTERVAL:g} and {MAX_INTERVAL:g}"
+    return None
+
+
+def check_interval(interval: float) -> float:
+    why = interval_error(interval)
+    if why is not None:
+        raise RayaccelError(f"monitor interval {why}")
+    return float(interval)
+
 
 
 def monitor_name(node_id: str) -> str:
@@ -50,6 +85,10 @@ def fatal_findings(inventory: NodeInventory, baseline: set[str]) -> list[str]:
     return findings
 
 
+def cordon_name(node_id: str, family: str, unit: int) -> str:
+    return f"rayaccel-cordon-{node_id}-{family}-{unit}"
+
+
 def vanished_findings(seen: dict[str, str], present: set[str], baseline: set[str]) -> list[str]:
     """One phrase per device seen earlier that discovery no longer lists and that was fine at start.
 
@@ -64,22 +103,29 @@ class HealthMonitor:
     """The actor's class (wrapped by ``ray.remote`` in :func:`start_monitor`)."""
 
     def __init__(self, node_id: str, interval: float, plugins: Sequence[str] | None = None,
-                 baseline: Sequence[str] = ()) -> None:
+                 baseline: Sequence[str] = (), isolated: bool = True) -> None:
         from ray.util.metrics import Gauge
 
         from rayaccel.inventory import InventoryBuilder, host_from_env
+        from rayaccel.isolation import WorkerPool
         from rayaccel.manager import PluginManager
         from rayaccel.ray.node import NODE_PLUGINS_ENV
 
         if plugins is None and NODE_PLUGINS_ENV in os.environ:  # the node's plugins (from the raylet's env)
             plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
         self.node_id = node_id
-        self.interval = float(interval)
+        self.interval = check_interval(interval)
         self._manager = PluginManager()
         self._host = host_from_env(self._manager)
-        self._builder = InventoryBuilder(self._manager, list(plugins) if plugins is not None else None)
+        plugin_list = list(plugins) if plugins is not None else None
+        self._pool = WorkerPool(self._manager, plugin_list) if isolated else None
+        self._builder = InventoryBuilder(self._manager, plugin_list)
+        self._offered = offered_units()
         self._baseline = set(baseline)
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
+        self._not_offered: set[str] = set()
+        self._resource: dict[str, str] = {}  # family -> its resource name
+        self._cordons: dict[str, dict[str, Any]] = {}  # family -> {"message", "at", "groups"}
         self._health = Gauge("rayaccel_device_health", "Accelerator device health: 0 healthy, 1 unknown, "
                              "2 degraded, 3 unhealthy", tag_keys=("node", "family", "device"))
         self._metric = Gauge("rayaccel_device_metric", "Accelerator metric reported by the device's plugin",
@@ -87,28 +133,51 @@ class HealthMonitor:
         self._units = Gauge("rayaccel_schedulable_units", "Healthy schedulable units of a family on the node",
                             tag_keys=("node", "family"))
         self._lock = threading.Lock()
-        self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "drained": None, "health": {},
-                                        "error": None}
+        self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
+                                        "health": {}, "error": None, "loop": "running", "workers": {}}
         self._stop = threading.Event()
         self.poll()
         self._thread = threading.Thread(target=self._loop, name="rayaccel-health-monitor", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll()
-            except Exception as e:  # keep monitoring; the status says what went wrong
-                logger.exception("rayaccel health poll failed")
-                with self._lock:
-                    self._status["error"] = f"{type(e).__name__}: {e}"
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.poll()
+                except Exception as e:  # keep monitoring; the status says what went wrong
+                    logger.exception("rayaccel health poll failed")
+                    with self._lock:
+                        self._status["error"] = f"{type(e).__name__}: {e}"
+        except BaseException as e:  # never silently: the status says the loop is gone, and why
+            logger.exception("rayaccel health monitor loop stopped")
+            with self._lock:
+                self._status["loop"] = f"stopped: {type(e).__name__}: {e}"
+                self._status["error"] = f"the monitor loop stopped: {type(e).__name__}: {e}"
+            raise
+        finally:
+            if self._pool is not None:
+                self._pool.close()
+            with self._lock:
+                if self._status["loop"] == "running":
+                    self._status["loop"] = "stopped"
 
     def poll(self) -> dict[str, Any]:
-        inventory = self._builder.build(self._host, with_metrics=True)
+        if self._pool is not None:
+            inventory = self._pool.build(self._host, with_metrics=True)
+        else:
+            inventory = self._builder.build(self._host, with_metrics=True)
         health: dict[str, str] = {}
+        ignored = self._baseline | self._not_offered
         for family in inventory.families:
             name = family.family.name
+            self._resource[name] = family.family.resource_name
+            offered = self._offered.get(family.plugin)
             self._units.set(len(family.schedulable_units), tags={"node": self.node_id, "family": name})
+            for dev in family.devices:
+                if offered is not None and not set(dev.unit_ids) & offered:
+                    self._not_offered.add(dev.id)  # not offered (the operator's visible-devices setting)
+                    ignored.add(dev.id)
             for report in family.health:
                 self._seen.setdefault(report.device, name)
                 health[report.device] = report.state
@@ -117,53 +186,152 @@ class HealthMonitor:
             for sample in family.metrics:
                 self._metric.set(sample.value, tags={"node": self.node_id, "family": name, "device": sample.device,
                                                      "metric": sample.name, "unit": sample.unit})
-        vanished = vanished_findings(self._seen, set(health), self._baseline)
         for device, family_name in self._seen.items():
             if device not in health:
                 health[device] = "unhealthy"
                 self._health.set(HEALTH_ORDER["unhealthy"],
                                  tags={"node": self.node_id, "family": family_name, "device": device})
-        if not self._status["polls"] and not self._baseline:
+        first = not self._status["polls"]
+        if first and not self._baseline:
             # Started without the node's start-up inventory: what is bad now was bad at start.
             self._baseline = {d for d, state in health.items() if state == "unhealthy"}
-        findings = fatal_findings(inventory, self._baseline) + vanished
+            ignored |= self._baseline
+        by_family: dict[str, list[str]] = {}
+        for phrase in fatal_findings(inventory, ignored):
+            by_family.setdefault(phrase.split(" device ", 1)[0], []).append(phrase)
+        present = {h.device for f in inventory.families for h in f.health}
+        for phrase in vanished_findings(self._seen, present, ignored):
+            by_family.setdefault(phrase.split(" device ", 1)[0], []).append(phrase)
         with self._lock:
             self._status["polls"] += 1
             self._status["health"] = health
             self._status["error"] = None
-            drained = self._status["drained"]
-        if findings and drained is None:
-            self._drain("rayaccel health monitor: " + "; ".join(findings))
+            self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
+        if first:
+            self._adopt(set(self._resource) - set(by_family))
+        for family_name, phrases in by_family.items():
+            if family_name not in self._cordons:
+                self._cordon(family_name, "rayaccel health monitor: " + "; ".join(phrases))
+        for family_name in [f for f in self._cordons if f not in by_family]:
+            self._release(family_name)
         return self.status()
 
-    def _drain(self, message: str) -> None:
-        import ray._private.worker
-        from ray.core.generated import autoscaler_pb2 as protos
+    def _family_units(self, family: str) -> int:
+        import ray
 
-        worker: Any = ray._private.worker.global_worker
-        autoscaler_pb2: Any = protos
-        reasons = autoscaler_pb2.DrainNodeReason
-        # PREEMPTION: the raylet cannot reject it (IDLE_TERMINATION is refused on a busy node); no deadline.
-        accepted, rejection = worker.gcs_client.drain_node(
-            self.node_id, reasons.Value("DRAIN_NODE_REASON_PREEMPTION"), message, 0)
+        list_nodes: Any = ray.nodes
+        resource = self._resource.get(family)
+        node = next((n for n in list_nodes() if n["NodeID"] == self.node_id), None)
+        return int((node or {}).get("Resources", {}).get(resource, 0)) if resource else 0
+
+    def _cordon(self, family: str, message: str) -> None:
+        """Hold every unit of ``family`` on this node: one single-unit placement group per unit."""
+        from ray.util import placement_group
+
+        units = self._family_units(family)
+        resource = self._resource.get(family, "")
+        groups = []
+        for i in range(units):
+            name = cordon_name(self.node_id, family, i)
+            try:
+                groups.append(_existing_group(name) or placement_group(
+                    [{resource: 1}], strategy="STRICT_PACK", name=name, lifetime="detached",
+                    bundle_label_selector=[{"ray.io/node-id": self.node_id}]))
+            except Exception as e:
+                with self._lock:
+                    self._status["error"] = f"could not cordon {family}: {type(e).__name__}: {e}"
+                logger.warning("rayaccel: could not cordon %s: %s", family, e)
+                break
         with self._lock:
-            if accepted:
-                self._status["drained"] = {"message": message, "at": time.time()}
-            else:
-                self._status["error"] = f"drain request rejected: {rejection}"
-        logger.warning("%s (drain %s)", message, "accepted" if accepted else f"rejected: {rejection}")
+            self._cordons[family] = {"message": message, "at": time.time(), "groups": groups, "units": units}
+        logger.warning("%s (cordoning %d %s units on node %s)", message, units, resource, self.node_id)
+
+    def _release(self, family: str) -> None:
+        from ray.util import remove_placement_group
+
+        with self._lock:
+            cordon = self._cordons.pop(family)
+        for group in cordon["groups"]:
+            try:
+                remove_placement_group(group)
+            except Exception as e:
+                logger.warning("rayaccel: could not remove a cordon of %s: %s", family, e)
+        with self._lock:
+            recovered = {"family": family, "at": time.time(), "message": f"{family}: no fatal reason remains; "
+                         f"its units on this node take work again (was: {cordon['message']})"}
+            self._status["recovered"] = [*self._status["recovered"], recovered][-10:]
+        logger.warning("%s", recovered["message"])
+
+    def _adopt(self, healthy_families: set[str]) -> None:
+        """A restarted monitor removes the cordons an earlier one left for families that are fine now."""
+        from ray.util import remove_placement_group
+
+        for family in healthy_families:
+            for i in range(self._family_units(family)):
+                group = _existing_group(cordon_name(self.node_id, family, i))
+                if group is not None:
+                    remove_placement_group(group)
 
     def status(self) -> dict[str, Any]:
+        """Polls, per-device health, cordoned families (units held so far), recoveries, errors, the loop."""
         with self._lock:
-            return {**self._status, "health": dict(self._status["health"])}
+            cordons = {family: dict(c) for family, c in self._cordons.items()}
+            status = {**self._status, "health": dict(self._status["health"])}
+        status["cordoned"] = {family: {"message": c["message"], "at": c["at"], "units": c["units"],
+                                       "held": _held(c["groups"])} for family, c in cordons.items()}
+        thread = getattr(self, "_thread", None)
+        if thread is not None and not thread.is_alive() and status["loop"] == "running":
+            status["loop"] = "stopped"
+        return status
 
     def stop(self) -> None:
         self._stop.set()
 
 
+def offered_units() -> dict[str, set[str]]:
+    """Plugin -> the unit ids this node offers, from the node's env (``RAYACCEL_NODE_UNITS``, set by
+    :func:`rayaccel.ray.node_config`); empty when not set. Faults of other devices do not cordon."""
+    import json
+
+    from rayaccel.ray.node import NODE_UNITS_ENV
+
+    try:
+        data = json.loads(os.environ.get(NODE_UNITS_ENV) or "{}")
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): {str(u) for u in v} for k, v in data.items() if isinstance(v, list)}
+
+
+def _existing_group(name: str) -> Any:
+    from ray.util import get_placement_group
+
+    try:
+        return get_placement_group(name)
+    except ValueError:
+        return None
+
+
+def _held(groups: Sequence[Any]) -> int:
+    from ray.util import placement_group_table
+
+    held = 0
+    for group in groups:
+        try:
+            held += placement_group_table(group).get("state") == "CREATED"
+        except Exception:  # a group being removed has no state to report
+            continue
+    return held
+
+
 def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None = None,
-                  baseline: Sequence[str] | None = None) -> Any:
-    """Create (or find) the node's monitor actor; returns its handle. Needs a connected driver."""
+                  baseline: Sequence[str] | None = None, isolated: bool = True) -> Any:
+    """Create (or find) the node's monitor actor; returns its handle. Needs a connected driver.
+
+    ``interval``: seconds between polls, between :data:`MIN_INTERVAL` and :data:`MAX_INTERVAL`;
+    ``isolated``: the hooks run in worker processes (default) rather than in the actor's threads.
+    """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -173,12 +341,13 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
         config = node_configs().get(node_id)
         baseline = [h.device for f in config.inventory.families for h in f.health
                     if h.state == "unhealthy"] if config else []
+    interval = check_interval(interval)
     actor_class = ray.remote(HealthMonitor)
     return actor_class.options(
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
         num_cpus=0, max_restarts=3, max_concurrency=2,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline))
+    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline), isolated)
 
 
 def get_monitor(node_id: str) -> Any:
@@ -188,7 +357,7 @@ def get_monitor(node_id: str) -> Any:
 
 
 def draining_node_ids() -> set[str]:
-    """Hex ids of the nodes GCS is draining (needs a connected driver)."""
+    """Hex ids of the nodes GCS is draining (needs a connected driver); the monitor drains none itself."""
     import ray._private.state
 
     return set(ray._private.state.state.get_draining_nodes())

@@ -16,6 +16,13 @@ Everything reaches Ray through environment variables read when a node starts (``
   the units are not simply ``0..n-1`` (or the variable is already set in the starting process).
 - ``RAYACCEL_SIMULATE`` / ``RAYACCEL_SIMULATE_FAULT_FILE`` / ``RAYACCEL_PLUGINS``: passed on so the health
   monitor on the node sees the same (simulated) machine and plugins.
+- ``RAYACCEL_NODE_UNITS`` (JSON, plugin -> unit ids): what the node offers, so the monitor ignores faults
+  of devices it does not offer.
+
+An operator's visible-devices setting in the starting process (``CUDA_VISIBLE_DEVICES=0,1``, or the
+variable any plugin's family declares) is honoured: the node offers only those of its schedulable units,
+its resources and ``rayaccel.io/count`` say so, and a warning problem records it. A value naming units
+the node does not have is refused (:func:`restrict_to_visible`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rayaccel.errors import RayaccelError
 from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
 from rayaccel.manager import PLUGINS_ENV, PluginManager
 from rayaccel.ray.registry import (
@@ -37,7 +45,7 @@ from rayaccel.ray.registry import (
     is_day_zero,
 )
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
-from rayaccel.records import NodeInventory
+from rayaccel.records import NodeInventory, Problem
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
@@ -46,6 +54,8 @@ PRELOAD_ENV = "RAY_preload_python_modules"
 WORKER_MODULE = "rayaccel.ray.worker"
 #: Names of the plugins a node was started with (comma-separated; unset = all): the monitor uses them.
 NODE_PLUGINS_ENV = "RAYACCEL_NODE_PLUGINS"
+#: JSON {plugin: [unit ids]}: the units the node offers (after the operator's visible-devices setting).
+NODE_UNITS_ENV = "RAYACCEL_NODE_UNITS"
 #: Label marking nodes the SDK started (the monitor and placement helpers look for it).
 MANAGED_LABEL = "rayaccel.io/managed"
 
@@ -102,6 +112,66 @@ def _appended(env_name: str, default: Sequence[str], extra: Sequence[str]) -> st
     return ",".join(p for p in items if p)
 
 
+def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
+                        environ: Mapping[str, str] | None = None) -> NodeInventory:
+    """The inventory limited to the units an operator's visible-devices variables name.
+
+    For each family whose ``visible_devices_env_var`` is set in ``environ`` (default: this process's
+    env), only the schedulable units it names (parsed by the plugin's ``rayaccel_parse_visible``) stay;
+    the family's resource count, the node's and ``rayaccel.io/count`` follow, and a warning problem says
+    what was left out. Raises :class:`RayaccelError` when the variable names units the node lacks.
+    """
+    environ = os.environ if environ is None else environ
+    families = []
+    resources = dict(inventory.resources)
+    labels = dict(inventory.labels)
+    problems = list(inventory.problems)
+    for family in inventory.families:
+        env_var = family.family.visible_devices_env_var
+        value = environ.get(env_var)
+        if value is None:
+            families.append(family)
+            continue
+        name = family.family.name
+        allowed = manager.parse_visible(family.plugin, value)
+        known = [unit for device in family.devices for unit in device.unit_ids]
+        unknown = [unit for unit in allowed if unit not in known]
+        if unknown:
+            raise RayaccelError(
+                f"{env_var}={value!r} names {', '.join(map(repr, unknown[:5]))}, which this node's {name} devices "
+                f"do not have (units: {', '.join(known[:16]) or 'none'}): name units of this node, or unset "
+                f"{env_var} to offer all of them")
+        units = [unit for unit in family.schedulable_units if unit in set(allowed)]
+        if units == family.schedulable_units:
+            families.append(family)
+            continue
+        resource = family.family.resource_name
+        family_resources = dict(family.resources)
+        if units:
+            if resources.get(resource) == family_resources.get(resource):
+                resources[resource] = float(len(units))
+            family_resources[resource] = float(len(units))
+        else:
+            for key, amount in family.resources.items():
+                if resources.get(key) == amount:
+                    resources.pop(key)
+            family_resources = {}
+        family_labels = {**family.labels, "rayaccel.io/count": str(len(units))}
+        if labels.get("rayaccel.io/family") == name:
+            labels["rayaccel.io/count"] = str(len(units))
+        families.append(family.model_copy(update={"schedulable_units": units, "resources": family_resources,
+                                                  "labels": family_labels}))
+        left_out = [unit for unit in family.schedulable_units if unit not in units]
+        problems.append(Problem(
+            plugin=family.plugin, distribution=manager.plugin(family.plugin).distribution, hook=None,
+            code="visible-devices", severity="warning",
+            message=f"{env_var}={value!r} is set: the node offers {len(units)} of its {len(family.schedulable_units)} "
+                    f"healthy {name} units ({', '.join(units) or 'none'}); left out: {', '.join(left_out)}",
+            fix=f"unset {env_var} before starting the node to offer every healthy device"))
+    return inventory.model_copy(update={"families": families, "resources": resources, "labels": labels,
+                                        "problems": problems})
+
+
 def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: str | None = None,
                 fault_file: str | None = None, plugins: Sequence[str] | None = None) -> NodeConfig:
     """The resources, labels and env of a node with this inventory.
@@ -112,6 +182,7 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
     from rayaccel.ray.compat import check_ray
 
     check_ray()  # a node must never start with hooks Ray does not have
+    inventory = restrict_to_visible(inventory, manager)
     specs = family_specs(manager, plugins)
     resources = dict(inventory.resources)
     labels = {**inventory.labels, MANAGED_LABEL: "true"}
@@ -122,6 +193,7 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
                                      sorted({s.resource_name for s in specs})),
         PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
         FAMILIES_ENV: dump_specs(specs),
+        NODE_UNITS_ENV: json.dumps({f.plugin: f.schedulable_units for f in inventory.families}, sort_keys=True),
     }
     if plugins is not None:
         env[NODE_PLUGINS_ENV] = ",".join(plugins)
