@@ -24,6 +24,7 @@ import ray
 
 import rayaccel.ray
 from rayaccel.cli.node import cluster_processes
+from rayaccel.polling import wait_for
 from rayaccel.ray.monitor import get_monitor
 from rayaccel.ray.registry import uninstall
 
@@ -33,7 +34,8 @@ FAILED_DEVICE = "ACME-0002-5e1f-4c2a-9d3b-000000000002"  # fault fatal-2 of acme
 INTERVAL = 1.0
 
 
-def rayaccel_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def rayaccel_cli(*args: str, env: dict[str, str] | None = None,
+                 timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "rayaccel", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **ENV, **(env or {})})
 
@@ -46,16 +48,6 @@ def free_ports(n: int) -> list[int]:
     for s in sockets:
         s.close()
     return ports
-
-
-def wait_until(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "0", "-1", "1e-9", "1e9"])
@@ -121,33 +113,38 @@ def test_monitor_polls_through_warm_workers(node):
     first = ray.get(monitor.status.remote(), timeout=30)
     assert first["error"] is None and first["loop"] == "running" and first["cordoned"] == {}
     assert set(first["workers"]) >= {"acme", "hostile-noisy"}
-    later = wait_until(lambda: (s := ray.get(monitor.status.remote(), timeout=30))["polls"] >= first["polls"] + 3
-                       and s, 30, "three more polls")
+    later = wait_for(lambda: ray.get(monitor.status.remote(), timeout=30),
+                     lambda s: s["polls"] >= first["polls"] + 3, timeout=30, what="three more polls")
     assert later["workers"] == first["workers"]  # the same processes: kept warm between polls
 
 
 def test_fault_cordons_the_family_and_recovery_offers_it_again(node):
     monitor = get_monitor(node["node_id"])
+
+    def status():  # type: ignore[no-untyped-def]
+        return ray.get(monitor.status.remote(), timeout=30)
+
+    def free_acme() -> float:
+        return float(ray.available_resources().get("ACME", 0))
+
     running = node_after.remote(4)
-    wait_until(lambda: ray.available_resources().get("ACME", 0) == 2, 30, "the task to start")
+    wait_for(free_acme, lambda n: n == 2, timeout=30, what="the task to hold one of the 3 ACME units")
     node["fault_file"].write_text("fatal-2\n", encoding="utf-8")
-    status = wait_until(lambda: (s := ray.get(monitor.status.remote(), timeout=30))["cordoned"].get("acme") and s,
-                        INTERVAL + 20, "the acme family to be cordoned")
-    assert FAILED_DEVICE in status["cordoned"]["acme"]["message"] and "acme-fatal" in status["cordoned"]["acme"]["message"]
+    cordon = wait_for(status, lambda s: "acme" in s["cordoned"], timeout=INTERVAL + 20,
+                      what="the acme family to be cordoned")["cordoned"]["acme"]
+    assert FAILED_DEVICE in cordon["message"] and "acme-fatal" in cordon["message"]
     assert ray.get(running, timeout=60) == node["node_id"]  # running work finishes
-    wait_until(lambda: ray.get(monitor.status.remote(), timeout=30)["cordoned"]["acme"]["held"] == 3, 60,
-               "every ACME unit to be held")
-    assert ray.available_resources().get("ACME", 0) == 0
+    wait_for(status, lambda s: s["cordoned"]["acme"]["held"] == 3, timeout=60, what="every ACME unit to be held")
+    assert free_acme() == 0
     waiting = node_after.remote(0)
     ready, _ = ray.wait([waiting], timeout=3)
     assert not ready, "new ACME work ran on the cordoned node"
 
     node["fault_file"].write_text("", encoding="utf-8")  # the device recovers
-    status = wait_until(lambda: not (s := ray.get(monitor.status.remote(), timeout=30))["cordoned"] and s,
-                        INTERVAL + 20, "the recovery")
-    assert "acme" in {r["family"] for r in status["recovered"]}
+    recovered = wait_for(status, lambda s: not s["cordoned"], timeout=INTERVAL + 20, what="the recovery")
+    assert "acme" in {r["family"] for r in recovered["recovered"]}
     assert ray.get(waiting, timeout=60) == node["node_id"]  # the node takes ACME work again
-    wait_until(lambda: ray.available_resources().get("ACME", 0) == 3, 30, "all three units free again")
+    wait_for(free_acme, lambda n: n == 3, timeout=30, what="all three ACME units free again")
 
 
 DRIVER = """
