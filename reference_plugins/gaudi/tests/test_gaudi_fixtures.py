@@ -79,8 +79,9 @@ def test_hang_and_garbage_problems_say_what_happened(gaudi_manager, gaudi_fixtur
     fixture = gaudi_fixtures["hls-gaudi3"]
     (hang,) = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-hang"])).problems
     assert "did not finish within" in hang.message and "habanalabs" in hang.message
-    (garbage,) = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
-    assert "line 2 has 3 fields" in garbage.message
+    garbage, count = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
+    assert "line 2 has 3 fields" in garbage.message and "not reported" in garbage.message
+    assert "reported 1 devices but the habanalabs driver's sysfs (/sys/class/accel) shows 8" in count.message
 
 
 def test_metrics_use_standard_units(gaudi_manager, gaudi_fixtures):

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rayaccel.reporting import collect_problems
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, HlSmiParseError, parse_ports, parse_query
 
 ROW = ("0, 2, HL-225, 01P0-HL2080A0-15-TNB0Y2-22-01-01, AN21100450, 0000:33:00.0, 98304 MiB, 672 MiB, "
@@ -52,19 +53,33 @@ def test_not_available_fields_are_missing_not_zero():
         ["memory.used", "temperature.aip", "power.draw", "utilization.aip"])
 
 
-def test_wrong_field_count_names_the_line_and_the_fields():
-    with pytest.raises(HlSmiParseError, match=r"line 2 has 3 fields, expected 16 \(index, module_id"):
-        parse_query(ROW + "\n1, 6, HL-2\n")
+def test_a_cut_line_is_reported_naming_the_line_and_the_fields_and_the_others_kept():
+    with collect_problems() as sink:
+        (record,) = parse_query(ROW + "\n1, 6, HL-2\n")
+    assert record.module_id == 2
+    assert "line 2 has 3 fields, expected 16 (index, module_id" in sink.drain()[0].message
 
 
-def test_wrong_unit_is_rejected():
-    with pytest.raises(HlSmiParseError, match=r"memory\.total is '96 GB', expected a number in MiB"):
-        parse_query(ROW.replace("98304 MiB", "96 GB"))
+def test_wrong_unit_or_absurd_value_is_reported_and_that_field_unknown():
+    with collect_problems() as sink:
+        (record,) = parse_query(ROW.replace("98304 MiB", "96 GB").replace("26 C", "9999 C"))
+    assert record.memory_total_mib is None and record.temperature_c is None and record.power_w == 96
+    messages = "\n".join(r.message for r in sink.drain())
+    assert "memory.total is '96 GB', expected a number in MiB" in messages
+    assert "temperature.aip is '9999 C', expected a number in [-50, 250] C" in messages
 
 
-def test_duplicate_module_ids_are_rejected():
-    with pytest.raises(HlSmiParseError, match="same index or module_id"):
-        parse_query(ROW + "\n" + ROW.replace("0, 2,", "1, 2,", 1))
+def test_duplicate_module_ids_are_reported_and_the_first_kept():
+    with collect_problems() as sink:
+        (record,) = parse_query(ROW + "\n" + ROW.replace("0, 2,", "1, 2,", 1))
+    assert record.index == 0
+    assert "repeats index 1 or module_id 2" in sink.drain()[0].message
+
+
+def test_a_billion_lines_are_not_read():
+    with collect_problems() as sink:
+        records = parse_query((ROW + "\n") * 100_000)
+    assert len(records) == 1 and len(sink.drain()) >= 2
 
 
 def test_ports():

@@ -59,4 +59,7 @@ def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[Heal
     if snapshot is None:
         return []
     by_uuid = snapshot.by_uuid()
-    return [report_for(by_uuid[d.id]) for d in devices if d.id in by_uuid]
+    # A device discovery saw that hl-smi no longer lists fell off the bus, or its driver gave it up.
+    return [report_for(by_uuid[d.id]) if d.id in by_uuid else HealthReport(device=d.id, state="unhealthy", reasons=[
+        HealthReason(code="device-lost", fatal=True, message=f"module {d.units[0] if d.units else d.index} "
+                     f"({d.pci_bus_id}) is no longer listed by hl-smi")]) for d in devices]

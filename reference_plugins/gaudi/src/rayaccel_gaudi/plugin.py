@@ -25,6 +25,7 @@ from rayaccel import (
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
+from rayaccel.reporting import collect_problems
 from rayaccel_gaudi import cloud, sku_fixture
 from rayaccel_gaudi.discovery import devices_of
 from rayaccel_gaudi.health import health_of
@@ -33,6 +34,12 @@ from rayaccel_gaudi.probe import probe
 from rayaccel_gaudi.topology import topology_of
 
 HERE = Path(__file__).parent
+
+
+def quiet_probe(host: Host, **kwargs: Any) -> Any:
+    """The probe for hooks after discovery: what is wrong with the tool's output was reported by discovery."""
+    with collect_problems():
+        return probe(host, **kwargs)
 HABANA_VISIBLE_MODULES = "HABANA_VISIBLE_MODULES"
 
 
@@ -59,18 +66,18 @@ def rayaccel_discover(host: Host) -> list[Device]:
 
 @hookimpl
 def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
-    return topology_of(probe(host, port_types=True, port_states=True), devices, host.name)
+    return topology_of(quiet_probe(host, port_types=True, port_states=True), devices, host.name)
 
 
 @hookimpl
 def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
     # A DOWN port matters when it is internal (scale-up): health needs both port listings.
-    return health_of(probe(host, port_types=True, port_states=True), devices)
+    return health_of(quiet_probe(host, port_types=True, port_states=True), devices)
 
 
 @hookimpl
 def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
-    return metrics_of(probe(host), devices)
+    return metrics_of(quiet_probe(host), devices)
 
 
 @hookimpl

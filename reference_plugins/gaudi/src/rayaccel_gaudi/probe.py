@@ -15,8 +15,9 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from rayaccel import CommandNotFound, CommandTimeout, Host
-from rayaccel_gaudi.hlsmi import QUERY_ARGV, AipRecord, parse_ports, parse_query
+from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
+from rayaccel.reporting import malformed
+from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, AipRecord, HlSmiParseError, parse_ports, parse_query
 
 #: hl-smi talks to every device through the driver; on a loaded 8-card node it takes a second or two.
 HL_SMI_TIMEOUT = 5.0
@@ -64,6 +65,9 @@ def _run(host: Host, argv: list[str], required: bool, timeout: float = HL_SMI_TI
         why = (result.stderr or result.stdout).strip().splitlines()
         raise HlSmiToolError(f"`{shlex.join(argv)}` exited with status {result.returncode}"
                              + (f": {why[0][:120]}" if why else ""))
+    if "\ufffd" in result.stdout:
+        report_problem("non-utf-8-output", f"`{shlex.join(argv)}` printed bytes that are not UTF-8; lines holding "
+                       "them are not used", fix=FIX)
     return result.stdout
 
 
@@ -94,7 +98,13 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
     deadline = time.monotonic() + PORTS_BUDGET
     wanted = [("ports", port_types), ("link", port_states)]
     devices = []
-    for aip in parse_query(text or ""):
+    aips = parse_query(text or "")
+    if len(aips) != len(statuses) and statuses:
+        # hl-smi cut short, empty, or unable to read a device the driver has: the count would be silently wrong.
+        report_problem("hl-smi-disagrees", f"`{shlex.join(QUERY_ARGV)}` reported {len(aips)} devices but the "
+                       f"habanalabs driver's sysfs (/sys/class/accel) shows {len(statuses)}", severity="error", fix=FIX)
+    unanswered: list[str] = []
+    for aip in aips:
         device = GaudiDevice(aip=aip, driver_status=statuses.get(aip.bus_id))
         for option, target in (("ports", device.port_types), ("link", device.port_states)):
             left = deadline - time.monotonic()
@@ -102,9 +112,27 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
                 continue
             argv = ["hl-smi", "-n", option, "-i", aip.bus_id]
             answer = _run(host, argv, required=False, timeout=min(HL_SMI_TIMEOUT, left))
-            if answer is not None:
-                target.update(parse_ports(answer, shlex.join(argv)))
-        numa = _read(host, f"/sys/bus/pci/devices/{aip.bus_id}/numa_node")
-        device.numa_node = int(numa) if numa and re.fullmatch(r"[0-9]+", numa) else None  # -1: no NUMA node
+            try:
+                ports = parse_ports(answer, shlex.join(argv)) if answer is not None else {}
+            except HlSmiParseError as e:
+                report_problem("malformed-output", f"{e}; the ports of module {aip.module_id} are unknown", fix=FIX)
+                ports = {}
+            if not ports:
+                unanswered.append(shlex.join(argv))
+            target.update(ports)
+        numa_path = f"/sys/bus/pci/devices/{aip.bus_id}/numa_node"
+        numa = _read(host, numa_path)
+        device.numa_node = int(numa) if numa and re.fullmatch(r"[0-9]{1,4}", numa) else None  # -1: no NUMA node
+        if numa and numa != "-1" and device.numa_node is None:
+            malformed(numa_path, numa, "a NUMA node number or -1")
         devices.append(device)
+    for what, ports_of in (("-n ports", lambda d: d.port_types), ("-n link", lambda d: d.port_states)):
+        counts = {len(ports_of(d)) for d in devices if ports_of(d)}
+        if len(counts) > 1:
+            # Identical boards have identical port counts: a shorter listing is a cut or garbled answer.
+            report_problem("hl-smi-ports-inconsistent", f"`hl-smi {what}` lists {sorted(counts)} ports on different "
+                           "modules of one board; a listing was cut short or garbled", fix=FIX)
+    if unanswered:
+        report_problem("hl-smi-ports-unknown", f"{len(unanswered)} port queries gave no answer (hung, failed or "
+                       f"empty), e.g. `{unanswered[0]}`; port-based topology and health are incomplete", fix=FIX)
     return Snapshot(devices=devices)

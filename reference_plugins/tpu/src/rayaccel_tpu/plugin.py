@@ -100,7 +100,7 @@ def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
 
 @hookimpl
 def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
-    info = slice_info.read_slice_info(host)
+    info = slice_info.read_slice_info(host, report=True)
     extra: dict[str, float] = {}
     if info.complete and devices:
         assert info.name is not None and info.pod_type is not None
