@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,12 +19,33 @@ from typing import Annotated, Any
 import typer
 
 import rayaccel
-from rayaccel.cli import app, console
+from rayaccel.cli import app, console, err_console
 from rayaccel.errors import RayaccelError
 
 #: The template beside the SDK in a source checkout (editable installs, the repo's own tests).
 TEMPLATE_DIR = Path(rayaccel.__file__).resolve().parents[2] / "templates" / "vendor-plugin"
 CRUFT_FILE = ".cruft.json"
+
+
+CHECKS_MODULE = "rayaccel_vendor_template.py"
+
+
+def template_checks(template: Path) -> Any | None:
+    """The template's own answer checks (``rayaccel_vendor_template.py`` beside its cookiecutter.json, the
+    module that is also its sandboxing Jinja extension), or None for a template without them."""
+    import hashlib
+    import importlib.util
+
+    path = template / CHECKS_MODULE
+    if not path.is_file():
+        return None
+    name = "_rayaccel_template_checks_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def parse_answers(items: list[str]) -> dict[str, str]:
@@ -75,7 +98,13 @@ def new(
     if template is None and not (TEMPLATE_DIR / "cookiecutter.json").exists():
         raise RayaccelError(f"the vendor template is not beside this rayaccel ({TEMPLATE_DIR}); give it with "
                             "--template <git URL> --directory templates/vendor-plugin")
+    hidden = sorted(k for k in given if k.startswith("_"))
+    if hidden:
+        raise RayaccelError(f"{hidden[0]} is a hidden variable the template derives from the answers; it cannot be "
+                            "set (answer the questions instead)")
+    checks = None
     if (local / "cookiecutter.json").exists():
+        source = str(local.resolve()) if directory is None else str(Path(source).resolve())  # absolute: recorded
         questions = template_questions(local)
         unknown = sorted(set(given) - set(questions))
         if unknown:
@@ -85,6 +114,15 @@ def new(
             choices = questions[key]
             if isinstance(choices, list) and value not in choices:
                 raise RayaccelError(f"{key}={value!r} is not one of the choices: {', '.join(map(str, choices))}")
+        checks = template_checks(local)
+        if checks is not None:
+            for key, value in given.items():
+                message = checks.answer_problem(key, value)
+                if message:
+                    raise RayaccelError(message)
+            if not no_input:
+                given = _ask(checks, local, questions, given)
+                no_input = True  # every question is answered: cookiecutter asks nothing again
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
         with _quiet_cookiecutter():
@@ -98,9 +136,41 @@ def new(
         # cookiecutter reports a bad choice answer as ValueError
         raise RayaccelError(f"the template could not be baked: {e}") from None
     name = Path(project).name
+    where = os.path.relpath(project)
     console.print(f"created {project}", markup=False, highlight=False)
-    console.print(f"next: cd {name} && pip install -e '.[test]' && pytest && pytest --conformance "
+    console.print(f"next: cd {shlex.quote(where)} && pip install -e '.[test,lint]' && pytest && pytest --conformance "
                   f"--conformance-plugin {name.removeprefix('rayaccel-')}", markup=False, highlight=False)
+
+
+def _ask(checks: Any, template: Path, questions: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
+    """Ask every question not answered on the command line, as cookiecutter would, but check each answer
+    at its prompt (asking again) instead of after all of them."""
+    from cookiecutter.prompt import read_user_choice, read_user_variable
+
+    prompts = json.loads((template / "cookiecutter.json").read_text(encoding="utf-8")).get("__prompts__", {})
+    answers = dict(given)
+    visible = list(questions)
+    for number, key in enumerate(visible, start=1):
+        if key in given:
+            continue
+        prefix = f"  [dim][{number}/{len(visible)}][/] "
+        while True:
+            default = checks.derived(answers, template)[key]
+            if isinstance(questions[key], list):
+                value = read_user_choice(key, [str(c) for c in questions[key]], prompts, prefix)
+            else:
+                value = read_user_variable(key, default, prompts, prefix)
+            value = str(value)
+            message = checks.answer_problem(key, value)
+            if message is None:
+                found = checks.problem({**answers, key: value}, template)
+                answered = {*answers, key}
+                message = found[1] if found and found[0] in answered else None
+            if message is None:
+                answers[key] = value
+                break
+            err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    return answers
 
 
 def _unmerged(project: Path) -> list[str]:
@@ -115,6 +185,83 @@ def _unmerged(project: Path) -> list[str]:
     return sorted(line for line in done.stdout.splitlines() if line) if done.returncode == 0 else []
 
 
+#: Jinja's delimiters: an answer holding one would be rendered (run) when cruft replays it.
+_DELIMITERS = ("{{", "{%", "{#", "}}", "%}", "#}")
+
+
+def recorded_answer_problem(key: str, value: object) -> str | None:
+    """Why a recorded answer must not be replayed (cruft renders each one as a template)."""
+    if not isinstance(value, str):
+        return None
+    found = next((d for d in _DELIMITERS if d in value), None)
+    if found is not None:
+        return (f"the recorded answer {key} contains template syntax ({found!r}), which cruft would render (run) "
+                "on the upgrade; answers are data: correct it in .cruft.json and commit")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return f"the recorded answer {key} contains a control character; correct it in .cruft.json and commit"
+    return None
+
+
+def _local_template(source: str) -> str:
+    """A local template path made absolute (the record must not depend on the folder upgrade ran in)."""
+    if "://" in source or source.startswith(("git@", "gh:", "gl:", "bb:")):
+        return source
+    return str(Path(source).expanduser().resolve())
+
+
+@contextmanager
+def _deleted_file_changes(found: list[str]) -> Iterator[None]:
+    """Collect template changes to files the project deleted: cruft drops them from both renders before it
+    diffs (cruft.update calls utils.generate._remove_paths for the old render, then the new one)."""
+    try:
+        from cruft._commands.utils import generate
+    except ImportError:  # another cruft layout: nothing is reported, the upgrade still works
+        yield
+        return
+    original = getattr(generate, "_remove_paths", None)
+    if original is None:
+        yield
+        return
+    renders: list[dict[str, bytes | None]] = []
+
+    def remove_paths(root: Path, paths_to_remove: set[Path | str]) -> None:
+        snapshot: dict[str, bytes | None] = {}
+        for path in paths_to_remove:
+            if isinstance(path, Path):
+                target = root / path
+                snapshot[path.as_posix()] = target.read_bytes() if target.is_file() else None
+        renders.append(snapshot)
+        original(root, paths_to_remove)
+
+    generate._remove_paths = remove_paths
+    try:
+        yield
+    finally:
+        generate._remove_paths = original
+        if len(renders) == 2:
+            old, new = renders
+            found.extend(sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p)))
+
+
+def _ordered_like(data: Any, before: Any) -> Any:
+    """``data`` with its keys in ``before``'s order (new keys after them): an upgrade must not reorder."""
+    if not isinstance(data, dict) or not isinstance(before, dict):
+        return data
+    keys = [k for k in before if k in data] + [k for k in data if k not in before]
+    return {k: _ordered_like(data[k], before.get(k)) for k in keys}
+
+
+def _git_lines(project: Path, *args: str) -> list[str]:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(project), *args], capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+
+
 @app.command()
 def upgrade(
     project: Annotated[Path, typer.Argument(help="The baked project (default: here)")] = Path("."),
@@ -122,6 +269,9 @@ def upgrade(
     checkout: Annotated[str | None, typer.Option(help="Branch, tag or commit to upgrade to")] = None,
 ) -> None:
     """Merge the template's changes since the project was baked into it, keeping the project's own edits."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
     from cruft import update
 
     record_path = project / CRUFT_FILE
@@ -129,26 +279,71 @@ def upgrade(
         raise RayaccelError(f"{project} has no {CRUFT_FILE}: it was not baked from the rayaccel template "
                             "(or the file was deleted); nothing records which template version it came from")
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
+        text = record_path.read_text(encoding="utf-8")
+        record = json.loads(text)
     except json.JSONDecodeError as e:
         raise RayaccelError(f"{record_path} is not valid JSON: {e}") from None
+    context = ((record.get("context") or {}).get("cookiecutter") or {}) if isinstance(record, dict) else {}
+    if not isinstance(record, dict) or not isinstance(context, dict) or not record.get("template"):
+        raise RayaccelError(f"{record_path} is not a template record (no template or context); restore it from git")
+    for key, value in context.items():
+        if not key.startswith("_"):  # cruft replays only these; the hidden ones are derived again
+            message = recorded_answer_problem(key, value)
+            if message:
+                raise RayaccelError(f"{record_path}: {message}")
     if not record.get("commit"):
-        raise RayaccelError(f"{record_path} records no template commit (the template was not in a git repository "
-                            "when it was baked), so there is no starting point to merge from")
+        raise RayaccelError(f"{record_path} records no template commit: the template ({record['template']}) was "
+                            "not in a git repository when the project was baked, so there is no starting point to "
+                            "merge from; bake again from a git clone of the template")
     before = record["commit"]
-    ok = update(project_dir=project, template_path=Path(template) if template else None, checkout=checkout,
-                skip_apply_ask=True)
+    source = _local_template(template) if template else None
+    if source is not None and "://" not in source and not (Path(source) / ".git").exists():
+        top = _git_lines(Path(source), "rev-parse", "--show-toplevel")
+        if not top:
+            raise RayaccelError(f"--template {template}: not a git repository (upgrades merge between template "
+                                "commits); give a clone of the template")
+        source = top[0]
+    deleted: list[str] = []
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err), _deleted_file_changes(deleted):
+            ok = update(project_dir=project, template_path=Path(source) if source else None, checkout=checkout,
+                        skip_apply_ask=True)
+    except Exception as e:  # cruft and GitPython raise plain ValueError / GitCommandError for a bad source
+        where = source or record["template"]
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if "could not be resolved" in str(e) or "did not match" in str(e) or "unknown revision" in str(e):
+            raise RayaccelError(f"the template at {where} does not have the commit this project was baked from "
+                                f"({before[:12]}): if the template moved, give its current clone with --template "
+                                "<path or URL>") from None
+        raise RayaccelError(f"the upgrade from {where} failed: {first}; nothing was changed") from None
     if not ok:
         raise RayaccelError(f"{project} was not upgraded: commit your changes first (the merge needs a clean git "
                             "working tree)")
     rejected = sorted(str(p.relative_to(project)) for p in project.rglob("*.rej")) + _unmerged(project)
-    after = json.loads(record_path.read_text(encoding="utf-8")).get("commit")
     if rejected:
         raise RayaccelError(f"the upgrade conflicts with your edits in {', '.join(rejected)}: merge those by hand "
                             "(conflict markers, or .rej files beside them), then commit")
+    new_record = json.loads(record_path.read_text(encoding="utf-8"))
+    after = new_record.get("commit")
+    if source is not None:
+        new_record["template"] = source  # the next upgrade starts from where the template is now
+        new_record["context"]["cookiecutter"]["_template"] = source
+    new_record = _ordered_like(new_record, record)
+    new_text = json.dumps(new_record, indent=2, ensure_ascii=False) + "\n"
+    if new_text != record_path.read_text(encoding="utf-8"):
+        record_path.write_text(new_text, encoding="utf-8")
+    changed = [line[3:] for line in _git_lines(project, "status", "--porcelain", "--untracked-files=all")
+               if line[3:] != CRUFT_FILE]
     if after == before:
         console.print(f"{project} is already at the template's latest commit ({before[:12]})", markup=False,
                       highlight=False)
     else:
-        console.print(f"upgraded {project} from template commit {before[:12]} to {str(after)[:12]}", markup=False,
-                      highlight=False)
+        console.print(f"upgraded {project} from template commit {before[:12]} to {str(after)[:12]}"
+                      + (f" (template now at {source})" if source else ""), markup=False, highlight=False)
+        if changed:
+            console.print(f"  changed: {', '.join(changed)}", markup=False, highlight=False)
+        console.print("  review with `git diff`, run the tests, then commit", markup=False, highlight=False)
+    for path in deleted:
+        console.print(f"note: the template changed {path}, which this project deleted; that change was not "
+                      "applied (restore the file from the template if you want it)", markup=False, highlight=False)

@@ -1,13 +1,17 @@
-"""Finish the baked project: the vendor label in the fixture's expectation, and the template record.
+"""Finish the baked project: the vendor label in the fixture's expectation, the template record, git.
 
 The record is a cruft state file (``.cruft.json``): the template's source, the commit it was baked
 from and every answer, so ``rayaccel upgrade`` (or ``cruft update``) can bring in a newer template and
 keep the project's own edits. When cruft itself bakes (it passes ``_commit``), cruft writes the file.
+The record's keys are in the order cruft writes them, so an upgrade does not reorder the file.
+
+Then the project becomes a git repository (``git init``), when git is installed: upgrades merge with git.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,8 +20,9 @@ from pathlib import Path
 CONTEXT = json.loads({{ cookiecutter | tojson | tojson }})
 FIXTURE = Path("src") / CONTEXT["__module"] / "fixtures" / f"{CONTEXT['__family']}-4.yaml"
 VENDOR_LABEL_MARKER = '"@VENDOR_LABEL@"'
-#: Paths that describe this bake only and must not be replayed into another one.
-LOCAL_KEYS = ("_output_dir", "_repo_dir")
+#: Paths that describe this bake only and must not be replayed into another one (``_checkout`` is the
+#: record's own ``checkout``; cruft leaves it out of the context too).
+LOCAL_KEYS = ("_output_dir", "_repo_dir", "_checkout", "_template", "_commit")
 
 
 def label_value(text: str) -> str:
@@ -54,8 +59,28 @@ def looks_remote(template: str) -> bool:
     return "://" in template or template.startswith(("git@", "gh:", "gl:", "bb:"))
 
 
-def write_record() -> None:
+def template_folder() -> str:
+    """The template's folder as an absolute path. cookiecutter passes it as given, relative to the folder it
+    was started in, while this hook runs inside the new project: that folder is $PWD (the shell's), or the
+    project's folder less the output folder's parts."""
     repo_dir = str(CONTEXT.get("_repo_dir") or "")
+    if not repo_dir or Path(repo_dir).is_absolute():
+        return repo_dir
+    starts = [os.environ.get("PWD", "")]
+    output = Path(str(CONTEXT.get("_output_dir") or "."))
+    if not output.is_absolute():
+        up = Path.cwd().parent
+        for part in reversed(output.parts):
+            up = up if part == "." else up.parent
+        starts.append(str(up))
+    for start in starts:
+        if start and (Path(start) / repo_dir / "cookiecutter.json").is_file():
+            return str((Path(start) / repo_dir).resolve())
+    return repo_dir
+
+
+def write_record() -> None:
+    repo_dir = template_folder()
     top = git(repo_dir, "rev-parse", "--show-toplevel") if repo_dir else None
     commit = git(repo_dir, "rev-parse", "HEAD") if top else None
     directory = (git(repo_dir, "rev-parse", "--show-prefix") or "").rstrip("/") if top else ""
@@ -65,21 +90,36 @@ def write_record() -> None:
     if top and git(repo_dir, "status", "--porcelain", "--", ".") not in ("", None):
         print(f"note: the template in {repo_dir} has uncommitted changes; the project records commit "
               f"{commit}, so `rayaccel upgrade` will take that commit as its starting point", file=sys.stderr)
-    if commit is None:
-        print("note: the template is not in a git repository, so this project cannot be upgraded "
+    if commit is None and not looks_remote(str(CONTEXT.get("_template") or "")):
+        print(f"note: the template ({repo_dir}) is not in a git repository, so this project cannot be upgraded "
               "automatically; bake it from a git clone to get `rayaccel upgrade`", file=sys.stderr)
     context = {k: v for k, v in CONTEXT.items() if k not in LOCAL_KEYS}
-    context["_template"] = template
+    context["_template"] = template  # last two, in this order: where cruft puts them
     context["_commit"] = commit
     record = {"template": template, "commit": commit, "checkout": CONTEXT.get("_checkout"),
               "context": {"cookiecutter": context}, "directory": directory or None, "skip": []}
     Path(".cruft.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def git_init() -> None:
+    """``git init`` the project (an upgrade merges with git); without git, say so and go on."""
+    if Path(".git").exists():
+        return
+    try:
+        done = subprocess.run(["git", "init", "-q"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        print("note: git is not installed (or did not answer), so the project is not a git repository yet; "
+              "`git init` it before the first commit (upgrades need git)", file=sys.stderr)
+        return
+    if done.returncode != 0:
+        print(f"note: git init failed ({done.stderr.strip()[:200]}); run it yourself", file=sys.stderr)
+
+
 def main() -> int:
     fill_vendor_label()
     if "_commit" not in CONTEXT:
         write_record()
+        git_init()
     return 0
 
 

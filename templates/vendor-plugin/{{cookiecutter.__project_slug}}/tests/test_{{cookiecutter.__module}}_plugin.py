@@ -19,7 +19,10 @@ from rayaccel.simulated import SimulatedHost
 from {{ cookiecutter.__module }} import plugin, probe
 
 FAMILY = "{{ cookiecutter.__family }}"
+# SAMPLE: the generated fixture and its fault. When you record a real node, point these at its fixture
+# and one of its declared faults (or parametrize over your fixtures).
 FIXTURE = Path(plugin.__file__).parent / "fixtures" / f"{FAMILY}-4.yaml"
+SAMPLE_FAULT = "fatal-2"
 
 
 @pytest.fixture
@@ -49,7 +52,7 @@ def test_the_fixture_gives_its_expected_inventory_and_no_problem(manager: Plugin
 
 def test_the_declared_fault_takes_the_device_out_and_is_fatal(manager: PluginManager) -> None:
     fixture = load_fixture(FIXTURE)
-    fault = fixture.fault("fatal-2")
+    fault = fixture.fault(SAMPLE_FAULT)
     result = collect_inventory(manager, SimulatedHost(fixture, faults=[fault.name]))
     family = result.family(FAMILY)
     assert family is not None

@@ -46,9 +46,9 @@ def rayaccel_family() -> FamilyDeclaration:
         visible_devices_env_var="{{ cookiecutter.visible_devices_env_var }}",
         # VENDOR: "fractional" if several tasks may share one device, "choices" for fixed slice sizes.
         quantity_rule=QuantityRule(kind="whole"), spec_version="1.0", unit="device",
-        # VENDOR: where users report problems, and the Ray versions you test with (certified tier).
-        support=SupportInfo(maintainers=MAINTAINERS, contact=None, license="Apache-2.0",
-                            tested_ray_versions=["2.60.0"]),
+        # VENDOR: the Ray versions you test with; the certified tier (RAC302) needs 2+ maintainers.
+        support=SupportInfo(maintainers=MAINTAINERS, license="Apache-2.0", tested_ray_versions=["2.60.0"],
+                            contact={{ q(cookiecutter.support_contact) }}),
     )
 
 
