@@ -6,9 +6,11 @@ file to recognise UltraServer instance types. IMDS would need IMDSv2's PUT for a
 host seam does not offer (and a metadata round trip is not needed for a file the kernel already has).
 
 UltraServer membership: instance types ``trn2u.48xlarge`` (and the driver's ``trn2p``/``trn2eu``
-variants) are UltraServer nodes; four such hosts share NeuronLink. Which four is not on the host: the
-Neuron UltraServer set-up writes ``NEURON_GLOBAL_TOPOID`` (this node's place, 0-3) and
-``NEURON_GLOBAL_TOPOID0_HOST`` (the leader's host name, the group's id) into the environment.
+variants) are UltraServer nodes. An UltraServer of four hosts can run as one 4-node group, two 2-node groups
+or four 1-node ones: the Neuron UltraServer set-up (AWS's k8s-ultraserver-init-script) writes
+``NEURON_RT_ULTRASERVER_MODE`` (1 = 4 nodes, 2 and 3 = 2 nodes, horizontal and vertical, 4 = 1 node),
+``NEURON_GLOBAL_TOPOID`` (this node's place in the group) and ``NEURON_GLOBAL_TOPOID0_HOST`` (the leader's
+host name, the group's id) into the environment. Without a mode the set-up's default, 4 nodes, is assumed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ ULTRASERVER_INSTANCE_TYPES = frozenset({"trn2u.48xlarge", "trn2p.48xlarge", "trn
 ULTRASERVER_HOSTS = 4
 ENV_TOPOID = "NEURON_GLOBAL_TOPOID"
 ENV_LEADER = "NEURON_GLOBAL_TOPOID0_HOST"
+ENV_MODE = "NEURON_RT_ULTRASERVER_MODE"
+#: NEURON_RT_ULTRASERVER_MODE -> hosts in the group (X4, X2H, X2V, X1 in AWS's init script).
+HOSTS_BY_MODE = {1: 4, 2: 2, 3: 2, 4: 1}
 
 
 def _read(host: Host, path: str) -> str | None:
@@ -44,6 +49,7 @@ def instance_type(host: Host) -> str | None:
 class UltraServerPlace:
     group: str
     node: int | None
+    hosts: int = ULTRASERVER_HOSTS
 
 
 def ultraserver_place(host: Host, instance: str | None) -> UltraServerPlace | None:
@@ -52,6 +58,8 @@ def ultraserver_place(host: Host, instance: str | None) -> UltraServerPlace | No
     leader = host.getenv(ENV_LEADER)
     if not leader:
         return None
+    mode = (host.getenv(ENV_MODE) or "").strip()
+    hosts = HOSTS_BY_MODE.get(int(mode), ULTRASERVER_HOSTS) if mode.isdigit() else ULTRASERVER_HOSTS
     raw = host.getenv(ENV_TOPOID)
-    node = int(raw) if raw and raw.isdigit() and int(raw) < ULTRASERVER_HOSTS else None
-    return UltraServerPlace(group=leader, node=node)
+    node = int(raw) if raw and raw.isdigit() and int(raw) < hosts else None
+    return UltraServerPlace(group=leader, node=node, hosts=hosts)

@@ -11,6 +11,12 @@ The output is a JSON array with one object per Neuron device, e.g. (trn1.2xlarge
 says how many physical cores make one (2 by default: 8 physical cores appear as 4). Older tools omit
 ``neuroncore_ids``; the runtime then numbers cores device by device, so device ``i`` with ``c`` cores owns
 ``i*c .. i*c+c-1`` -- the ids NEURON_RT_VISIBLE_CORES takes.
+
+From Neuron 2.34, ``--json-output`` is gone: ``--output-format json`` prints an object whose top level
+carries what applies to more than one device (instance and UltraServer details) next to the device list.
+AWS announced the change without publishing the full layout; this parser takes the device list from
+``neuron_devices`` (or ``devices``), each entry with the fields above, and fills ``instance_type`` and
+``logical_neuroncore_config`` from the top level where an entry lacks them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,12 @@ MAX_CORES_PER_DEVICE = 64
 MAX_MEMORY_BYTES = 2**40
 
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls"
+#: Neuron 2.34 and later (tried first).
+NEURON_LS_NEW_ARGS = ("--output-format", "json")
+#: Neuron before 2.34 (the fallback when the new flag is refused).
 NEURON_LS_ARGS = ("--json-output",)
+#: Top-level keys of the 2.34+ object that may hold the device list.
+DEVICE_LIST_KEYS = ("neuron_devices", "devices")
 
 
 class NeuronLsError(Exception):
@@ -141,6 +152,8 @@ def parse_neuron_ls(text: str) -> list[NeuronDeviceInfo]:
         first = text.strip().splitlines()[0][:60]
         raise NeuronLsError(f"neuron-ls --json-output printed text that is not JSON ({e.msg} at line {e.lineno}; "
                             f"it begins {first!r})") from None
+    if isinstance(data, dict):
+        data = _devices_of_document(data)
     if not isinstance(data, list):
         raise NeuronLsError(f"neuron-ls --json-output printed a JSON {type(data).__name__}, not a device list")
     if len(data) > MAX_DEVICES:
@@ -158,3 +171,13 @@ def parse_neuron_ls(text: str) -> list[NeuronDeviceInfo]:
             continue
         devices[device.index] = device
     return sorted(devices.values(), key=lambda d: d.index)
+
+
+def _devices_of_document(document: dict[str, Any]) -> Any:
+    """The device list of a 2.34+ ``--output-format json`` object, with its top-level instance facts."""
+    key = next((k for k in DEVICE_LIST_KEYS if isinstance(document.get(k), list)), None)
+    if key is None:
+        raise NeuronLsError("neuron-ls --output-format json printed an object without a device list (looked for "
+                            f"{' or '.join(DEVICE_LIST_KEYS)}; keys: {', '.join(sorted(map(str, document))[:8])})")
+    shared = {name: document[name] for name in ("instance_type", "logical_neuroncore_config") if name in document}
+    return [{**shared, **entry} if isinstance(entry, dict) else entry for entry in document[key]]

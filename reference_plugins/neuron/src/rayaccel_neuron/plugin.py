@@ -65,25 +65,48 @@ def _neuron_ls_path(host: Host) -> str | None:
     return str(found) if found else None
 
 
+def _run_neuron_ls(host: Host, tool: str, args: tuple[str, ...]) -> Any:
+    try:
+        return host.run([tool, *args], timeout=NEURON_LS_TIMEOUT)
+    except CommandTimeout:
+        raise neuronls.NeuronLsError(
+            f"{tool} {' '.join(args)} did not finish within {NEURON_LS_TIMEOUT:g}s; the Neuron driver may be "
+            "stuck (check 'dmesg | grep -i neuron', then reload aws-neuronx-dkms or reboot)") from None
+
+
 def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
-    """neuron-ls's devices; [] when the tools or the driver are absent. Raises NeuronLsError otherwise."""
+    """neuron-ls's devices; [] when the tools or the driver are absent. Raises NeuronLsError otherwise.
+
+    Neuron 2.34+ takes ``--output-format json``; older tools refuse it and take ``--json-output``, so the new
+    flag is tried first. When neuron-ls fails although the driver's sysfs tree is there, the devices are read
+    from sysfs (with a warning) rather than reporting none.
+    """
     tool = _neuron_ls_path(host)
     if tool is None:
         return []
+    failures: list[str] = []
     try:
-        result = host.run([tool, *neuronls.NEURON_LS_ARGS], timeout=NEURON_LS_TIMEOUT)
+        for args in (neuronls.NEURON_LS_NEW_ARGS, neuronls.NEURON_LS_ARGS):  # a tool before 2.34 refuses the new flag
+            result = _run_neuron_ls(host, tool, args)
+            if result.returncode == 0:
+                break
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            failures.append(f"{tool} {' '.join(args)} exited with {result.returncode}: "
+                            f"{detail[0] if detail else 'no message'}")
     except CommandNotFound:
         return []
-    except CommandTimeout:
-        raise neuronls.NeuronLsError(
-            f"{tool} --json-output did not finish within {NEURON_LS_TIMEOUT:g}s; the Neuron driver may be "
-            "stuck (check 'dmesg | grep -i neuron', then reload aws-neuronx-dkms or reboot)") from None
+    command = f"{tool} {' '.join(args)}"
     if result.returncode != 0:
-        if not host.is_dir(sysfs.ROOT):
+        if not sysfs.present(host):
             return []  # tools installed, no driver loaded: a host without Neuron devices
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        raise neuronls.NeuronLsError(f"{tool} --json-output exited with {result.returncode}: "
-                                     f"{detail[0] if detail else 'no message'}")
+        why = "; ".join(failures)
+        fallback = sysfs.devices_from_sysfs(host, instance.instance_type(host))
+        if not fallback:
+            raise neuronls.NeuronLsError(why)
+        report_problem("neuron-ls-failed", f"{why}; the {len(fallback)} devices are read from the driver's sysfs "
+                       f"({sysfs.root(host)}) instead (no memory size or PCI address)",
+                       fix=neuronls.NeuronLsError.FIX)
+        return fallback
     if "\ufffd" in result.stdout:
         report_problem("non-utf-8-output", f"{tool} printed bytes that are not UTF-8; fields containing them are "
                        "ignored", fix=neuronls.NeuronLsError.FIX)
@@ -91,14 +114,13 @@ def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
     in_sysfs = sysfs.device_count(host)
     if in_sysfs != len(infos) and (in_sysfs or infos):
         # The tool and the driver disagree (empty or cut output, a device the tool cannot open): say so.
-        report_problem("neuron-ls-disagrees", f"{tool} {' '.join(neuronls.NEURON_LS_ARGS)} reported "
-                       f"{len(infos)} Neuron devices but the driver's sysfs ({sysfs.ROOT}) shows {in_sysfs}",
-                       severity="error", fix=neuronls.NeuronLsError.FIX)
+        report_problem("neuron-ls-disagrees", f"{command} reported {len(infos)} Neuron devices but the driver's "
+                       f"sysfs ({sysfs.root(host)}) shows {in_sysfs}", severity="error", fix=neuronls.NeuronLsError.FIX)
     return infos
 
 
 def _product_name(host: Host, index: int, instance_type: str | None) -> str:
-    name = sysfs.read(host, f"{sysfs.device_dir(index)}/info/architecture/device_name")
+    name = sysfs.read(host, f"{sysfs.device_dir(index, host)}/info/architecture/device_name")
     if name:
         return name
     family = instance_type.split(".")[0] if instance_type else ""
@@ -125,7 +147,7 @@ def rayaccel_discover(host: Host) -> list[Device]:
     driver = sysfs.read(host, sysfs.DRIVER_VERSION)
     devices = []
     for info in infos:
-        serial = sysfs.read(host, f"{sysfs.device_dir(info.index)}/info/serial_number")
+        serial = sysfs.read(host, f"{sysfs.device_dir(info.index, host)}/info/serial_number")
         attributes: dict[str, str | int | float | bool] = {
             "nc_count": info.nc_count, "logical_nc_config": info.logical_nc_config,
             "physical_cores": info.nc_count * info.logical_nc_config, "processes": info.processes,
@@ -176,6 +198,13 @@ def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
                 message=f"Neuron device {device.index} ({device.pci_bus_id}) is gone from the driver's sysfs")]))
             continue
         ecc = sysfs.ecc_counters(host, device.index)
+        if not ecc.readable:
+            # No ECC counter published: errors would go unseen, so the device is not called healthy.
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
+                code="neuron-ecc-unreadable", message=f"the driver publishes no uncorrected-ECC counters for Neuron "
+                f"device {device.index} ({sysfs.device_dir(device.index, host)}/stats/hardware): ECC errors cannot "
+                "be seen")]))
+            continue
         reasons = []
         if ecc.mem_uncorrected:
             reasons.append(HealthReason(code="neuron-hbm-ecc-uncorrected", fatal=True, message=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Affinity, Device, Domain, Link
-from rayaccel_neuron.instance import ULTRASERVER_HOSTS, UltraServerPlace
+from rayaccel_neuron.instance import UltraServerPlace
 
 
 def neuronlink_links(devices: Sequence[Device], connected: dict[int, list[int]]) -> list[Link]:
@@ -24,5 +24,5 @@ def affinities(devices: Sequence[Device], cpus: dict[int, str | None]) -> list[A
 def ultraserver_domain(place: UltraServerPlace | None, devices: Sequence[Device]) -> Domain | None:
     if place is None or not devices:
         return None
-    return Domain(kind="ultraserver", id=place.group, size=len(devices) * ULTRASERVER_HOSTS,
-                  members=[d.id for d in devices], hosts=ULTRASERVER_HOSTS, host_index=place.node)
+    return Domain(kind="ultraserver", id=place.group, size=len(devices) * place.hosts,
+                  members=[d.id for d in devices], hosts=place.hosts, host_index=place.node)

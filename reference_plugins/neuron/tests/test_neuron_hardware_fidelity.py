@@ -1,0 +1,107 @@
+"""Real-hardware semantics (issue 15): Neuron 2.34's neuron-ls, a sysfs fallback, unknown ECC, UltraServer sizes.
+
+- Neuron 2.34 replaces ``neuron-ls --json-output`` by ``--output-format json`` (an object with top-level
+  instance details): both are read, the new flag first.
+- neuron-ls failing while the driver's sysfs tree is there used to mean zero devices: sysfs is read instead.
+- A missing ECC counter is unknown, not 0.
+- An UltraServer group has 4, 2 or 1 nodes (``NEURON_RT_ULTRASERVER_MODE``), not always 4.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rayaccel.fixtures import Fixture, load_fixture, parse_fixture
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SimulatedHost
+from rayaccel_neuron import neuronls, plugin
+
+FIXTURES = Path(plugin.__file__).parent / "fixtures"
+ULTRA = "trn2u.48xlarge-ultraserver-x2"
+
+
+@pytest.fixture(scope="module")
+def manager() -> PluginManager:
+    pm = PluginManager(autoload=False)
+    assert pm.register(plugin, "neuron")
+    return pm
+
+
+def fixture(name: str) -> Fixture:
+    return load_fixture(FIXTURES / f"{name}.yaml")
+
+
+def with_env(name: str, **env: str) -> SimulatedHost:
+    data = fixture(name).model_dump(mode="json", by_alias=True)
+    data["host"]["env"] = {**data["host"].get("env", {}), **env}
+    return SimulatedHost(parse_fixture(data, f"{name} with {env}"))
+
+
+def test_the_2_34_json_object_is_read_with_its_top_level_instance_facts(manager: PluginManager) -> None:
+    host = SimulatedHost(fixture(ULTRA))
+    stdout = host.run([neuronls.NEURON_LS, *neuronls.NEURON_LS_NEW_ARGS]).stdout
+    assert host.run([neuronls.NEURON_LS, *neuronls.NEURON_LS_ARGS]).returncode == 2  # the old flag is gone
+    infos = neuronls.parse_neuron_ls(stdout)
+    assert len(infos) == 16 and {i.logical_nc_config for i in infos} == {2}
+    assert {i.instance_type for i in infos} == {"trn2u.48xlarge"}
+    result = collect_inventory(manager, host)
+    assert result.problems == []
+    assert result.resources == {"neuron_cores": 64.0, "accelerator_type:aws-neuron-core": 1.0}
+    family = result.family("neuron")
+    assert family is not None and {d.memory_mib for d in family.devices} == {98304}
+
+
+def test_tools_before_2_34_refuse_the_new_flag_and_answer_the_old_one(manager: PluginManager) -> None:
+    host = SimulatedHost(fixture("trn1.32xlarge"))
+    assert host.run([neuronls.NEURON_LS, *neuronls.NEURON_LS_NEW_ARGS]).returncode != 0
+    assert collect_inventory(manager, host).resources["neuron_cores"] == 32.0
+
+
+def test_a_failing_neuron_ls_with_the_driver_loaded_falls_back_to_sysfs(manager: PluginManager) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["neuron-ls-fails"]))
+    family = result.family("neuron")
+    assert family is not None and len(family.devices) == 16
+    assert result.resources["neuron_cores"] == 64.0
+    assert family.devices[0].id == fixture(ULTRA).expected.device_ids[0]  # same ids: serials from sysfs
+    assert [d.unit_ids for d in family.devices[:2]] == [["0", "1", "2", "3"], ["4", "5", "6", "7"]]
+    (problem,) = result.problems
+    assert (problem.code, problem.severity) == ("neuron-ls-failed", "warning")
+    assert "exited with 1" in problem.message and "/sys/class/neuron_device" in problem.message
+
+
+def test_missing_ecc_counters_are_unknown_not_zero(manager: PluginManager) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["ecc-counters-missing"]))
+    family = result.family("neuron")
+    assert family is not None
+    report = next(h for h in family.health if h.device == family.devices[3].id)
+    assert (report.state, [r.code for r in report.reasons]) == ("unknown", ["neuron-ecc-unreadable"])
+    assert result.resources["neuron_cores"] == 64.0  # unknown stays schedulable
+    assert not [m for m in family.metrics if m.device == report.device and m.name == "ecc_errors_uncorrected"]
+
+
+def test_ecc_counters_published_as_total_directories_are_read(manager: PluginManager) -> None:
+    data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
+    data["host"]["files"]["/sys/class/neuron_device/neuron5/stats/hardware/mem_ecc_uncorrected/total"] = "2\n"
+    result = collect_inventory(manager, SimulatedHost(parse_fixture(data, "ultra with HBM ECC errors")))
+    family = result.family("neuron")
+    assert family is not None
+    report = next(h for h in family.health if h.device == family.devices[5].id)
+    assert (report.state, [r.code for r in report.reasons]) == ("unhealthy", ["neuron-hbm-ecc-uncorrected"])
+
+
+@pytest.mark.parametrize(("mode", "hosts"), [("1", 4), ("2", 2), ("3", 2), ("4", 1), (None, 4)])
+def test_ultraserver_group_size_follows_the_configured_mode(manager: PluginManager, mode: str | None,
+                                                            hosts: int) -> None:
+    host = with_env(ULTRA, NEURON_RT_ULTRASERVER_MODE=mode) if mode else with_env(ULTRA)
+    if mode is None:
+        data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
+        data["host"]["env"].pop("NEURON_RT_ULTRASERVER_MODE")
+        host = SimulatedHost(parse_fixture(data, "ultra without a mode"))  # AWS's init script defaults to 4
+    family = collect_inventory(manager, host).family("neuron")
+    assert family is not None
+    (domain,) = family.topology.domains
+    assert (domain.kind, domain.hosts, domain.size) == ("ultraserver", hosts, 16 * hosts)
+    assert domain.host_index == (1 if hosts > 1 else None)  # NEURON_GLOBAL_TOPOID=1 is only valid below hosts

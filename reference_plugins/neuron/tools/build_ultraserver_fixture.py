@@ -1,0 +1,114 @@
+"""Write ``trn2u.48xlarge-ultraserver-x2``: a Trn2 UltraServer node with Neuron 2.34 tools, from trn2.48xlarge.
+
+Run from the repository root: ``.venv/bin/python reference_plugins/neuron/tools/build_ultraserver_fixture.py``.
+
+What differs from the trn2.48xlarge fixture, and why:
+
+* ``neuron-ls --output-format json`` (Neuron 2.34+) prints an object: instance facts at the top level
+  (``instance_type``, ``instance_id``, ``logical_neuroncore_config``, ``ultraserver``) and the devices under
+  ``neuron_devices``. AWS announced the change (top-level instance and UltraServer details) without the full
+  layout; the key names here are this fixture's assumption. ``--json-output`` is refused (exit 2).
+* The driver's tree is read through ``/sys/class/neuron_device`` and its hardware ECC counters are
+  directories holding ``total`` (the layout the driver uses for its status counters; assumed for the
+  post-2.31 driver, not checked against one).
+* The node runs in a 2-node UltraServer group: ``NEURON_RT_ULTRASERVER_MODE=2`` (X2H),
+  ``NEURON_GLOBAL_TOPOID=1``, ``NEURON_GLOBAL_TOPOID0_HOST`` naming the leader (AWS's
+  k8s-ultraserver-init-script writes these).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parents[1] / "src" / "rayaccel_neuron" / "fixtures"
+NEURON_LS = "/opt/aws/neuron/bin/neuron-ls"
+OLD_ROOT, NEW_ROOT = "/sys/devices/virtual/neuron_device", "/sys/class/neuron_device"
+COUNTERS = ("mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected", "sram_ecc_uncorrected")
+LEADER = "ip-10-1-40-11.us-east-2.compute.internal"
+
+
+def files(old: dict[str, str]) -> dict[str, str]:
+    out = {}
+    for path, value in old.items():
+        if path.startswith(OLD_ROOT):
+            path = NEW_ROOT + path[len(OLD_ROOT):]
+            if path.rsplit("/", 1)[-1] in COUNTERS:
+                path += "/total"
+        elif path.endswith("/dmi/id/product_name"):
+            value = "trn2u.48xlarge\n"
+        out[path] = value
+    return out
+
+
+def new_json(old_stdout: str) -> str:
+    devices = json.loads(old_stdout)
+    shared = {"instance_type": "trn2u.48xlarge", "instance_id": "i-0c1d2e3f4a5b6c7d8",
+              "logical_neuroncore_config": 2,
+              "ultraserver": {"mode": 2, "server_id": "7f3a9c0e12b4d5e6", "node_id": 1}}
+    entries = [{k: v for k, v in d.items() if k != "logical_neuroncore_config"} for d in devices]
+    return json.dumps({**shared, "neuron_devices": entries}, indent=4) + "\n"
+
+
+def main() -> int:
+    base = yaml.safe_load((HERE / "trn2.48xlarge.yaml").read_text(encoding="utf-8"))
+    data = copy.deepcopy(base)
+    host = data["host"]
+    host["hostname"] = "ip-10-1-40-12"
+    host["env"] = {"NEURON_RT_ULTRASERVER_MODE": "2", "NEURON_GLOBAL_TOPOID": "1",
+                   "NEURON_GLOBAL_TOPOID0_HOST": LEADER}
+    host["files"] = files(host["files"])
+    old = host["commands"].pop(f"{NEURON_LS} --json-output")
+    host["commands"] = {
+        f"{NEURON_LS} --output-format json": {"stdout": new_json(old["stdout"])},
+        f"{NEURON_LS} --json-output": {"returncode": 2, "stdout": "",
+                                       "stderr": "neuron-ls: unknown flag: --json-output (use --output-format json)\n"},
+    }
+    data["name"] = "trn2u.48xlarge-ultraserver-x2"
+    data["description"] = ("EC2 trn2u.48xlarge, node 1 of a 2-node Trn2 UltraServer group "
+                           "(NEURON_RT_ULTRASERVER_MODE=2), Neuron 2.34 tools: neuron-ls --output-format json only; "
+                           "driver tree under /sys/class/neuron_device with ECC counters as <counter>/total")
+    data["source"] = ("Neuron 2.34 end-of-support announcement for neuron-ls --json-output (new --output-format json "
+                      "with top-level instance and UltraServer details; key names assumed); AWS "
+                      "k8s-ultraserver-init-script (NEURON_RT_ULTRASERVER_MODE 1=X4, 2=X2H, 3=X2V, 4=X1, "
+                      "NEURON_GLOBAL_TOPOID, NEURON_GLOBAL_TOPOID0_HOST); driver sysfs counter layout <counter>/total "
+                      "assumed for post-2.31 drivers; devices, cores and serials as in trn2.48xlarge")
+    expected = data["expected"]
+    labels = expected["labels"]
+    labels["aws.amazon.com/neuron.instance-type"] = "trn2u.48xlarge"
+    # 16 devices here x 2 hosts in the group; the leader's host name is the group's id.
+    labels["rayaccel.io/scale-up-domain"] = LEADER
+    labels["rayaccel.io/scale-up-domain-kind"] = "ultraserver"
+    labels["rayaccel.io/scale-up-domain-size"] = "32"
+    ordered = {k: labels[k] for k in labels if not k.startswith("aws.amazon.com/")}
+    ordered.update({k: labels[k] for k in labels if k.startswith("aws.amazon.com/")})
+    expected["labels"] = ordered
+    data["faults"] = [
+        {"name": "neuron-ls-fails", "kind": "other",
+         "description": "neuron-ls exits 1 with both flags (a broken tools install) while the driver's sysfs tree is "
+                        "there: the devices are read from sysfs, with a warning",
+         "patch": {"commands": {f"{NEURON_LS} --output-format json": {
+             "returncode": 1, "stdout": "", "stderr": "neuron-ls: failed to open /dev/neuron0: Permission denied\n"}}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["neuron-ls-failed"]}},
+        {"name": "ecc-counters-missing", "kind": "other",
+         "description": "the driver publishes no hardware ECC counters for device 3: its ECC state is unknown, not "
+                        "zero (the device stays schedulable, health says it cannot see ECC errors)",
+         "patch": {"files": {f"{NEW_ROOT}/neuron3/stats/hardware/{c}/total": None for c in COUNTERS}},
+         "expected": {"devices": 16, "health": {expected["device_ids"][3]: "unknown"},
+                      "resources": expected["resources"]}},
+    ]
+    out = HERE / f"{data['name']}.yaml"
+    tmp = out.with_suffix(".yaml.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False, width=120), encoding="utf-8")
+    tmp.replace(out)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
