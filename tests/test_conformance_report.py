@@ -305,6 +305,12 @@ def test_an_unsigned_report_verifies_only_as_self_assessed(tmp_path: Path, key_f
     write_json(seal(report_content()), path)
     plain = rayaccel_cli("certify", "verify", str(path))
     assert plain.returncode == 0 and plain.stdout.startswith(f"ok: {path}: self-assessed, unsigned:"), plain.stderr
+    assert "claimed tiers acme=supported" in plain.stdout
+    # Even a report whose checks give certified is only a claim while unsigned.
+    write_json(seal(report_content(tier="certified", outcome="passed")), tmp_path / "c.json")
+    claimed = rayaccel_cli("certify", "verify", str(tmp_path / "c.json"))
+    assert claimed.returncode == 0 and "self-assessed, unsigned: " in claimed.stdout
+    assert "claimed tiers acme=certified" in claimed.stdout
     keyed = rayaccel_cli("certify", "verify", "--key", str(key_files["public"]), str(path))
     assert keyed.returncode == 2 and keyed.stderr.strip().splitlines() == [
         f"error: {path}: not signed: a self-assessed report cannot verify with --key (run the suite with "
