@@ -8,9 +8,12 @@ other status is recorded, because that is itself a health signal (a GPU that sto
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from rayaccel import report_problem
+from rayaccel.reporting import malformed, shown
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
 
@@ -67,6 +70,11 @@ def read_library(lib: Any) -> Snapshot:
             if into is not None and code != _NOT_SUPPORTED:
                 into[what] = info
             return None
+        except Exception as e:  # the binding choked on what the driver answered: unknown, not fatal
+            name = getattr(fn, "__name__", "amdsmi call")
+            report_problem("amdsmi-malformed-answer", f"{name} failed with {type(e).__name__}: {shown(str(e))}; "
+                           "the value is left unknown", fix="update ROCm's amdsmi and the amdgpu driver together")
+            return None
 
     try:
         handles = list(lib.amdsmi_get_processor_handles())
@@ -121,6 +129,10 @@ def read_library(lib: Any) -> Snapshot:
         record.memory_partition = _text(optional(lib.amdsmi_get_gpu_memory_partition, handle))
         xgmi = optional(lib.amdsmi_get_xgmi_info, handle) or {}
         hive = xgmi.get("xgmi_hive_id")
+        if hive is not None and (isinstance(hive, bool) or not isinstance(hive, int | str)
+                                 or (isinstance(hive, str) and not re.fullmatch(r"(0x)?[0-9a-fA-F]{1,16}", hive))):
+            malformed("xgmi_info.xgmi_hive_id", hive, "an integer", where=f"GPU {index}")
+            hive = None
         record.xgmi_hive_id = f"0x{hive:x}" if isinstance(hive, int) and hive else _text(hive)
         _read_health(lib, handle, record, optional)
         _read_metrics(lib, handle, record, optional)
