@@ -112,8 +112,8 @@ def test_ray_known_family_env_var_is_left_to_ray_unless_ids_need_a_map(monkeypat
     assert "TPU_VISIBLE_CHIPS" not in env()
     assert json.loads(env()["RAY_OVERRIDE_LABELS"])["ray.io/tpu-worker-id"] == "0"
     assert load_specs(env()[FAMILIES_ENV]) == []  # Ray's TPU manager stays in charge
-    monkeypatch.setenv("TPU_VISIBLE_CHIPS", "0")  # a stale value in the starting process is replaced
-    assert env()["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+    monkeypatch.setenv("TPU_VISIBLE_CHIPS", "0")  # the operator's restriction is honoured: one chip offered
+    assert env()["TPU_VISIBLE_CHIPS"] == "0"
 
 
 def test_existing_ray_settings_are_extended_not_replaced(manager, monkeypatch):

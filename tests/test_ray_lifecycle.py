@@ -181,3 +181,43 @@ def test_stop_by_address_spares_a_connected_driver_and_its_caller(node):
     finally:
         driver.kill()
         driver.wait(timeout=30)
+
+
+def _one_fixture_per_plugin():  # type: ignore[no-untyped-def]
+    from rayaccel.fixtures import installed_fixtures, resolve_fixture
+    from rayaccel.manager import PluginManager
+
+    manager = PluginManager()
+    chosen: dict[str, str] = {}
+    for ref in sorted(installed_fixtures(manager)):
+        if resolve_fixture(ref, manager).expected.devices > 1:
+            chosen.setdefault(ref.split("/", 1)[0], ref)
+    return sorted(chosen.values())
+
+
+@pytest.mark.parametrize("fixture", _one_fixture_per_plugin())
+def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monkeypatch):
+    """The variable comes from the family declaration: CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES,
+    NEURON_RT_VISIBLE_CORES, TPU_VISIBLE_CHIPS, HABANA_VISIBLE_MODULES, ACME_VISIBLE_DEVICES, ..."""
+    from rayaccel.inventory import collect_inventory
+    from rayaccel.manager import PluginManager
+    from rayaccel.ray.driver import prepare_host
+    from rayaccel.ray.node import node_config
+
+    manager = PluginManager()
+    host, _ = prepare_host(manager, fixture, fault_file=os.devnull)
+    plugin = fixture.split("/", 1)[0]
+    inventory = collect_inventory(manager, host, plugins=[plugin])
+    families = [f for f in inventory.families if len(f.schedulable_units) > 1]
+    if not families:
+        pytest.skip(f"{fixture} has fewer than two schedulable units")
+    (family,) = families
+    env_var, resource = family.family.visible_devices_env_var, family.family.resource_name
+    first = family.schedulable_units[0]
+    monkeypatch.setenv(env_var, first)
+    config = node_config(inventory, manager, plugins=[plugin])
+    assert config.resources[resource] == 1
+    assert config.labels["rayaccel.io/count"] == "1"
+    assert config.env[env_var] == first or manager.parse_visible(plugin, config.env[env_var]) == [first]
+    (warning,) = [p for p in config.inventory.problems if p.code == "visible-devices"]
+    assert f"{env_var}={first!r} is set: the node offers 1 of its {len(family.schedulable_units)}" in warning.message
