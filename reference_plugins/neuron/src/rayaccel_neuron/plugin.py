@@ -290,8 +290,12 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
             entries = json.loads(command.get("stdout", ""))
         except (json.JSONDecodeError, TypeError):
             continue
-        if isinstance(entries, list) and sku.memory_mib:
-            for entry in entries:
+        # Before Neuron 2.34 a device list; from 2.34 an object holding it (see neuronls.DEVICE_LIST_KEYS).
+        listed = entries if isinstance(entries, list) else next(
+            (entries[k] for k in neuronls.DEVICE_LIST_KEYS if isinstance(entries.get(k), list)), None) \
+            if isinstance(entries, dict) else None
+        if listed is not None and sku.memory_mib:
+            for entry in listed:
                 if isinstance(entry, dict):
                     entry["memory_size"] = sku.memory_mib * 2**20
             command["stdout"] = json.dumps(entries, indent=4) + "\n"
