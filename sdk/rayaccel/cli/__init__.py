@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import click
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from rayaccel.errors import RayaccelError
@@ -172,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         _error("interrupted (SIGINT); run the command again to finish it")
         return 130
     except _NO_ARGS_IS_HELP as e:  # bare `rayaccel` or `rayaccel certify`: the help, exit 2 as click does
-        print(e.format_message(), file=sys.stderr)
+        if e.format_message().strip():  # typer's rich help has been printed already
+            print(e.format_message(), file=sys.stderr)
         return 2
     except _USAGE_ERRORS as e:
         _error(_usage_error(e))
@@ -186,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     except RayaccelError as e:
         _error(str(e))
         return e.exit_code
+    except ValidationError as e:  # a record built from what the user typed (e.g. an empty name)
+        from rayaccel.manager import describe_validation_error
+
+        _error(f"invalid input: {describe_validation_error(e)}")
+        return 2
     except RecursionError:
         _error("the input is nested too deeply to process; flatten it")
         return 2
