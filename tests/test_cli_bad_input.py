@@ -325,7 +325,7 @@ def test_sigint_exits_130_with_one_line(tmp_path: Path) -> None:
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
