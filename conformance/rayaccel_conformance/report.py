@@ -124,6 +124,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is meant to be read (and published)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -183,23 +184,13 @@ def load_report(path: str | Path) -> ConformanceReport:
     """
     from pydantic import ValidationError
 
+    from rayaccel.inputfiles import parse, read_text
     from rayaccel.schemas import schema_errors
 
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            raise ReportError(f"{path}: {size} bytes is too large for a conformance report (limit "
-                              f"{MAX_REPORT_BYTES // 2**20} MiB); pass the conformance-report.json a run wrote")
-        with path.open("rb") as f:
-            raw = f.read(MAX_REPORT_BYTES + 1)
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as e:
-        raise ReportError(f"cannot read report {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: not a JSON report (not UTF-8 text)") from None
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    # Regular files only, size-bounded, UTF-8, depth-limited: a FIFO or /dev/zero is one line, not a hang.
+    text = read_text(path, "conformance report", ReportError, max_bytes=MAX_REPORT_BYTES)
+    data = parse(text, str(path), "conformance report", "json", ReportError)
     errors = schema_errors("conformance-report", data)
     if errors:
         raise ReportError(f"{path}: does not match the conformance report schema {errors[0]}")

@@ -107,15 +107,10 @@ def key_id(key: Ed25519PublicKey) -> str:
 
 
 def _read_key_file(path: Path, what: str) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_KEY_BYTES:
-            raise SigningError(f"{what} {path} is {size} bytes, not a key file (an ed25519 PEM key is under 200 "
-                               f"bytes); pass the file `rayaccel certify keygen` wrote")
-        with path.open("rb") as f:
-            return f.read(MAX_KEY_BYTES + 1)
-    except OSError as e:
-        raise SigningError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    from rayaccel.inputfiles import read_text
+
+    # Regular files only, size-bounded, UTF-8 (PEM is ASCII): a FIFO or a huge file is one line, not a hang.
+    return read_text(path, what, SigningError, max_bytes=MAX_KEY_BYTES).encode("utf-8")
 
 
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:

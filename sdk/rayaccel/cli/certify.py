@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from rayaccel.cli import app, console
 
@@ -69,18 +69,18 @@ def summary(report: ReportArg) -> None:
 
     loaded = load_report(report)
     v = loaded.versions
-    table = Table(title=escape(f"rayaccel conformance ({loaded.hardware} hardware; rayaccel {v.sdk}, spec {v.spec}, "
-                               f"Ray {v.ray}, Python {v.python}; {standing(loaded)})"))
+    # The console reads no markup (report text is data): styles come from Text objects.
+    table = Table(title=Text(f"rayaccel conformance ({loaded.hardware} hardware; rayaccel {v.sdk}, spec {v.spec}, "
+                             f"Ray {v.ray}, Python {v.python}; {standing(loaded)})"))
     for column in ("plugin", "family", "tier", "passed", "failed", "skipped", "why not higher"):
         table.add_column(column, overflow="fold")
     style = {"certified": "bold green", "supported": "green", "experimental": "yellow"}
     for p in loaded.plugins:
         tier = p.tier or "none"
-        table.add_row(escape(p.name), escape(p.family or "-"), f"[{style.get(tier, 'red')}]{tier}[/]", str(p.passed),
-                      str(p.failed), str(p.skipped), escape(p.tier_reason))
+        table.add_row(p.name, p.family or "-", Text(tier, style=style.get(tier, "red")), str(p.passed),
+                      str(p.failed), str(p.skipped), p.tier_reason)
     console.print(table)
     failed = [c for c in loaded.checks if c.outcome in ("failed", "error")]
     for c in failed:
         where = c.plugin + (f" on {c.fixture}" if c.fixture else "")
-        console.print(f"[red]{c.id}[/] {escape(where)}: {escape(c.title)}: {escape('; '.join(c.evidence)[:300])}",
-                      highlight=False)
+        console.print(Text.assemble((c.id, "red"), f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}"))
