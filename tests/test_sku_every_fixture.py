@@ -103,3 +103,30 @@ def test_name_and_pci_id_pointing_at_different_skus_is_a_problem() -> None:
     catalog = load_catalog(Path(path).parents[1] / "skus.yaml")
     assert all(sku_disagreement(catalog, d) is None for f in InventoryBuilder(MANAGER, ["nvidia"]).build(
         SimulatedHost(load_fixture(path)), with_metrics=False).families for d in f.devices)
+
+
+@pytest.mark.parametrize(("env_var", "resource"), [
+    ("PATH", "PATHY"), ("LD_PRELOAD", "ACME"), ("PYTHONPATH", "ACME"), ("RAY_ADDRESS", "ACME"),
+    ("OMP_NUM_THREADS", "ACME"), ("HOME", "ACME"), ("ROCR_VISIBLE_DEVICES", "ACME"), ("CUDA_VISIBLE_DEVICES", "ACME"),
+    ("NEURON_RT_VISIBLE_CORES", "ACME"), ("HABANA_VISIBLE_MODULES", "ACME"), ("TPU_VISIBLE_CHIPS", "ACME"),
+])
+def test_a_family_cannot_select_devices_through_a_process_or_other_vendors_variable(env_var: str,
+                                                                                     resource: str) -> None:
+    from pydantic import ValidationError
+
+    from rayaccel.records import FamilyDeclaration
+
+    with pytest.raises(ValidationError, match="well-known process, runtime or other vendor's variable"):
+        FamilyDeclaration(name="acme", vendor="ACME", resource_name=resource, visible_devices_env_var=env_var,
+                          spec_version="1.0")
+
+
+@pytest.mark.parametrize(("env_var", "resource"), [
+    ("ACME_VISIBLE_DEVICES", "ACME"), ("CUDA_VISIBLE_DEVICES", "GPU"), ("TPU_VISIBLE_CHIPS", "TPU"),
+    ("NEURON_RT_VISIBLE_CORES", "neuron_cores"), ("HABANA_VISIBLE_MODULES", "HPU"),
+])
+def test_a_family_may_use_its_own_variable_or_take_over_a_ray_family_whole(env_var: str, resource: str) -> None:
+    from rayaccel.records import FamilyDeclaration
+
+    FamilyDeclaration(name="acme", vendor="ACME", resource_name=resource, visible_devices_env_var=env_var,
+                      spec_version="1.0")

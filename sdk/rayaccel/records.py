@@ -54,6 +54,33 @@ _ACCEL_TYPE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 
 AttributeValue = str | int | float | bool
 
+#: Variables a family's visible-devices variable must never be: rayaccel sets it per task, so one of
+#: these would break the worker (PATH, LD_PRELOAD, PYTHONPATH, RAY_ADDRESS, OMP_NUM_THREADS, ...) or hide
+#: another vendor's devices (ROCR_VISIBLE_DEVICES, ...). A variable of Ray's own table is allowed only
+#: with its resource (the plugin takes that Ray family over: GPU with CUDA_VISIBLE_DEVICES). The vendor
+#: template (templates/vendor-plugin/rayaccel_vendor_template.py) refuses the same list.
+DENIED_ENV_VARS = frozenset({
+    "PATH", "HOME", "USER", "SHELL", "PWD", "TMPDIR", "LANG", "TERM", "HOSTNAME", "IFS", "PS1", "TZ", "DISPLAY",
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+    "ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR", "NEURON_RT_VISIBLE_CORES", "HABANA_VISIBLE_MODULES",
+    "HABANA_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS", "ASCEND_RT_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+})
+DENIED_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON", "RAY_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NCCL_", "ROCM_",
+                       "HSA_", "XLA_", "TPU_", "NEURON_", "HABANA_", "LC_", "XDG_", "SSH_", "GRPC_", "MALLOC_")
+
+
+def visible_env_problem(env_var: str, resource_name: str) -> str | None:
+    """Why ``env_var`` cannot select a family's devices (None when it can)."""
+    from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
+
+    if (resource_name, env_var) in RAY_BUILTIN_FAMILIES.values() and not env_var.startswith("RAY_"):
+        return None  # Ray's own pair, taken over as a whole
+    if env_var in DENIED_ENV_VARS or env_var.startswith(DENIED_ENV_PREFIXES):
+        return (f"{env_var} is a well-known process, runtime or other vendor's variable (PATH, LD_*, PYTHON*, "
+                "RAY_*, OMP_*, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ...): rayaccel sets this variable for "
+                "every task, so it must be the family's own, e.g. ACME_VISIBLE_DEVICES")
+    return None
+
 
 class Record(BaseModel):
     """Base of every record: strict about unknown fields, immutable once valid."""
@@ -130,6 +157,13 @@ class FamilyDeclaration(Record):
         if not _SPEC_VERSION.match(v):
             raise ValueError("must be MAJOR.MINOR, e.g. '1.0'")
         return v
+
+    @model_validator(mode="after")
+    def _env_var_is_the_familys_own(self) -> FamilyDeclaration:
+        why = visible_env_problem(self.visible_devices_env_var, self.resource_name)
+        if why:
+            raise ValueError(f"visible_devices_env_var {why}")
+        return self
 
 
 class Partition(Record):

@@ -48,6 +48,10 @@ def template_checks(template: Path) -> Any | None:
     return module
 
 
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def parse_answers(items: list[str]) -> dict[str, str]:
     answers: dict[str, str] = {}
     for item in items:
@@ -89,7 +93,12 @@ def new(
     checkout: Annotated[str | None, typer.Option(help="Branch, tag or commit of a git template")] = None,
 ) -> None:
     """Create a new vendor plugin project from the rayaccel template."""
-    from cookiecutter.exceptions import CookiecutterException, FailedHookException, OutputDirExistsException
+    from cookiecutter.exceptions import (
+        CookiecutterException,
+        FailedHookException,
+        OutputDirExistsException,
+        UnknownRepoType,
+    )
     from cookiecutter.main import cookiecutter
 
     given = parse_answers(answers or [])
@@ -132,14 +141,17 @@ def new(
         raise typer.Exit(2) from None  # the template's hook printed the one line that says why
     except OutputDirExistsException as e:
         raise RayaccelError(f"{str(e).removeprefix('Error: ')}; choose another --output-dir or remove it") from None
+    except UnknownRepoType:
+        raise RayaccelError(f"--template {source}: cookiecutter does not recognise it as a repository (a git URL "
+                            "ends in .git or starts with git+, e.g. https://host/repo.git)") from None
     except (CookiecutterException, ValueError) as e:
         # cookiecutter reports a bad choice answer as ValueError
-        raise RayaccelError(f"the template could not be baked: {e}") from None
+        raise RayaccelError(f"the template could not be baked: {str(e) or type(e).__name__}") from None
     name = Path(project).name
     where = os.path.relpath(project)
-    console.print(f"created {project}", markup=False, highlight=False)
-    console.print(f"next: cd {shlex.quote(where)} && pip install -e '.[test,lint]' && pytest && pytest --conformance "
-                  f"--conformance-plugin {name.removeprefix('rayaccel-')}", markup=False, highlight=False)
+    _say(f"created {project}")
+    _say(f"next: cd {shlex.quote(where)} && pip install -e '.[test,lint]' && pytest && pytest --conformance "
+         f"--conformance-plugin {name.removeprefix('rayaccel-')}")
 
 
 def _ask(checks: Any, template: Path, questions: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
@@ -336,14 +348,13 @@ def upgrade(
     changed = [line[3:] for line in _git_lines(project, "status", "--porcelain", "--untracked-files=all")
                if line[3:] != CRUFT_FILE]
     if after == before:
-        console.print(f"{project} is already at the template's latest commit ({before[:12]})", markup=False,
-                      highlight=False)
+        _say(f"{project} is already at the template's latest commit ({before[:12]})")
     else:
-        console.print(f"upgraded {project} from template commit {before[:12]} to {str(after)[:12]}"
-                      + (f" (template now at {source})" if source else ""), markup=False, highlight=False)
+        _say(f"upgraded {project} from template commit {before[:12]} to {str(after)[:12]}"
+             + (f" (template now at {source})" if source else ""))
         if changed:
-            console.print(f"  changed: {', '.join(changed)}", markup=False, highlight=False)
-        console.print("  review with `git diff`, run the tests, then commit", markup=False, highlight=False)
+            _say(f"  changed: {', '.join(changed)}")
+        _say("  review with `git diff`, run the tests, then commit")
     for path in deleted:
-        console.print(f"note: the template changed {path}, which this project deleted; that change was not "
-                      "applied (restore the file from the template if you want it)", markup=False, highlight=False)
+        _say(f"note: the template changed {path}, which this project deleted; that change was not "
+             "applied (restore the file from the template if you want it)")

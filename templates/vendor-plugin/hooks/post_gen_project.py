@@ -60,22 +60,21 @@ def looks_remote(template: str) -> bool:
 
 
 def template_folder() -> str:
-    """The template's folder as an absolute path. cookiecutter passes it as given, relative to the folder it
-    was started in, while this hook runs inside the new project: that folder is $PWD (the shell's), or the
-    project's folder less the output folder's parts."""
+    """The template's folder as an absolute path. cookiecutter passes it as given (relative to the folder it
+    was started in) while this hook runs inside the new project; cookiecutter itself runs hooks from inside
+    the template folder, so its working directory is the answer (Linux: /proc); else the shell's $PWD."""
     repo_dir = str(CONTEXT.get("_repo_dir") or "")
     if not repo_dir or Path(repo_dir).is_absolute():
         return repo_dir
-    starts = [os.environ.get("PWD", "")]
-    output = Path(str(CONTEXT.get("_output_dir") or "."))
-    if not output.is_absolute():
-        up = Path.cwd().parent
-        for part in reversed(output.parts):
-            up = up if part == "." else up.parent
-        starts.append(str(up))
-    for start in starts:
-        if start and (Path(start) / repo_dir / "cookiecutter.json").is_file():
-            return str((Path(start) / repo_dir).resolve())
+    try:
+        parent = os.readlink(f"/proc/{os.getppid()}/cwd")
+    except OSError:
+        parent = ""
+    if parent and (Path(parent) / "cookiecutter.json").is_file() and Path(parent).name == Path(repo_dir).name:
+        return parent
+    start = os.environ.get("PWD", "")
+    if start and (Path(start) / repo_dir / "cookiecutter.json").is_file():
+        return str((Path(start) / repo_dir).resolve())
     return repo_dir
 
 

@@ -21,7 +21,7 @@ def main() -> int:
     if PROBLEM:
         print(f"error: {PROBLEM}", file=sys.stderr)
         return 1
-    if len(MAINTAINERS) < 2:
+    if len(MAINTAINERS) < 2 and "_commit" not in ANSWERS:  # not when cruft re-renders for an upgrade
         print("note: the certified tier (RAC302) needs at least two maintainers; add a second to MAINTAINERS in "
               "plugin.py when you go for certified (the simulated CI job stops at supported)", file=sys.stderr)
     return 0
