@@ -331,3 +331,15 @@ def test_sigint_exits_130_with_one_line(tmp_path: Path) -> None:
             process.kill()
     assert process.returncode == 130, err
     assert err.strip().splitlines() == ["error: interrupted (SIGINT); run the command again to finish it"]
+
+
+@pytest.mark.parametrize(("value", "message"), [("", "give a file path"), (".", "is a directory"),
+                                                ("no/such/dir/r.json", "does not exist"),
+                                                ("n" * 5000, "File name too long")])
+def test_a_bad_conformance_report_path_is_a_usage_error(value: str, message: str, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--conformance",
+                           f"--conformance-report={value}", "--conformance-plugin=acme"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **ACME_ENV})
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / f"{tmp_path.name}.xml").exists()

@@ -9,6 +9,7 @@ check is per fixture), so it works in any directory, including one without tests
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("conformance"):
         return
     config.addinivalue_line("markers", "conformance: a rayaccel conformance check")
-    report = Path(config.getoption("conformance_report")).absolute()
+    report = _report_path(config.getoption("conformance_report"))
     sign_key = config.getoption("conformance_sign_key")
     if sign_key:  # a bad key is found now, not after the run
         from rayaccel_conformance.signing import SigningError, load_private_key
@@ -62,6 +63,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(report.with_suffix(".xml"))
     config.pluginmanager.register(ConformanceRun(config, report), "rayaccel-conformance-run")
+
+
+def _report_path(raw: str) -> Path:
+    """The report's path, checked before the run: a directory, '' or a missing parent is a usage error
+    (found after the whole run, it would be a traceback, and '' would put the XML report outside the cwd)."""
+    if not raw.strip():
+        raise pytest.UsageError("--conformance-report: give a file path, e.g. --conformance-report=report.json")
+    report = Path(raw).absolute()
+    try:
+        if raw.endswith(("/", os.sep)) or report.is_dir():
+            raise pytest.UsageError(f"--conformance-report {raw}: is a directory; give a file path, e.g. "
+                                    f"{report / 'conformance-report.json'}")
+        if not report.parent.is_dir():
+            raise pytest.UsageError(f"--conformance-report {raw}: directory {report.parent} does not exist; "
+                                    "create it or choose another path")
+    except OSError as e:
+        raise pytest.UsageError(f"--conformance-report: {e.strerror or e}; choose another path") from None
+    return report
 
 
 class ConformanceItem(pytest.Item):
