@@ -284,6 +284,8 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert "EXAMPLE=4" in started.stdout
+        # The plugin takes whole devices: start says which drivers enforce that.
+        assert "EXAMPLE requests must be whole numbers" in started.stdout and "plain ray.init()" in started.stdout
         from rayaccel.polling import wait_for
 
         # `ray status` shows what Ray's autoscaler monitor last wrote: poll it, never the first answer.

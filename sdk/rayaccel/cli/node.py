@@ -11,6 +11,7 @@ cluster: then only the processes of that cluster on this machine are stopped.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -88,6 +89,27 @@ def canonical_address(address: str) -> str:
     return address
 
 
+def _quantity_rule_lines(env: dict[str, str]) -> list[str]:
+    """Which processes enforce a day-zero family's quantity rule (Ray validates a request's quantity in the
+    process that submits it, and only for the families in that process's accelerator registry)."""
+    from rayaccel.ray.registry import FAMILIES_ENV
+
+    try:
+        specs = json.loads(env.get(FAMILIES_ENV) or "[]")
+    except json.JSONDecodeError:
+        return []
+    lines = []
+    for spec in specs if isinstance(specs, list) else []:
+        rule = (spec.get("quantity_rule") or {}) if isinstance(spec, dict) else {}
+        if rule.get("kind") in ("whole", "choices"):
+            amounts = "whole numbers" if rule["kind"] == "whole" else ", ".join(map(str, rule.get("choices") or []))
+            lines.append(f"rayaccel: {spec.get('resource_name')} requests must be {amounts}: refused in drivers "
+                         "connected with rayaccel.ray.connect()/init() and in workers of rayaccel nodes; a plain "
+                         "ray.init() driver is not checked (Ray checks quantities in the submitting process), "
+                         "see docs/ray-bridge.md")
+    return lines
+
+
 @app.command(context_settings=_PASSTHROUGH)
 def start(
     ctx: typer.Context,
@@ -134,6 +156,8 @@ def start(
         typer.echo(f"rayaccel: Ray token authentication is OFF ({why}); `ray status` and drivers need no token")
     if config.fault_file:
         typer.echo(f"rayaccel: simulated node; switch a fault on with: echo <fault> >> {config.fault_file}")
+    for line in _quantity_rule_lines(config.env):
+        typer.echo(line)
     stop_hint = f"(stop the node with: rayaccel stop --address={address})"
     try:
         node_id = _join(address, node_manager_port, monitor_interval if monitor else None, plugin, config)
