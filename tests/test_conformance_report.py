@@ -392,3 +392,19 @@ def test_a_wheel_no_graded_plugin_comes_from_is_a_usage_error(tmp_path: Path, ke
     assert done.returncode == 4, done.stdout[-2000:]
     assert f"--conformance-wheel {wheel}: no graded plugin is installed from a distribution of that name" in done.stderr
     assert not (tmp_path / "conformance-report.json").exists()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"\xff\xfe", "the signed payload is not UTF-8 JSON"),
+    (b"{not json", "not valid JSON"),
+    (b"[" * 200 + b"]" * 200, "nested more deeply than"),
+    (b'{"_type": "https://in-toto.io/Statement/v1"}', "not a well-formed in-toto statement"),
+    (b'{"_type": "x", "predicateType": "y", "predicate": {}}', "is not a rayaccel conformance statement"),
+])
+def test_a_signed_payload_that_is_no_statement_is_one_clear_error(tmp_path: Path, body: bytes, message: str) -> None:
+    from rayaccel_conformance.attestation import verify
+
+    key = Ed25519PrivateKey.generate()
+    report = seal(report_content()).model_copy(update={"attestation": sign(body, key)})
+    with pytest.raises(ReportError, match=re.escape(message)):
+        verify(report, tmp_path / "r.json", key.public_key())

@@ -203,8 +203,14 @@ def verify(report: ConformanceReport, path: Path, key: Ed25519PublicKey) -> list
         body = open_envelope(envelope, key)
     except SigningError as e:
         raise ReportError(f"{path}: {e}") from None
+    from rayaccel.inputfiles import parse
+
     try:
-        stmt = json.loads(body)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: the signed payload is not UTF-8 JSON") from None
+    stmt = parse(text, f"{path}: the signed payload", "in-toto statement", "json", ReportError)
+    try:
         predicate = stmt["predicate"]
         if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
             raise ReportError(f"{path}: the signed payload is not a rayaccel conformance statement "
