@@ -24,6 +24,10 @@ Hooks are plain functions named `rayaccel_*` (decorate them with `rayaccel.hooki
 recognised too). The SDK calls each hook **once per plugin**, in a worker thread bounded by
 `RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below. An exception,
 a hang or a malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on.
+All hooks of one inventory share one deadline (`RAYACCEL_INVENTORY_TIMEOUT`, default 30 s), and a plugin
+whose hook hung is not called again in that inventory. What a hook prints and any change it makes to
+`os.environ` are kept from the caller and reported (`printed`, `environ-changed`): log with `logging`, and
+pass an env to the vendor call instead (see [architecture.md](architecture.md)).
 A hook may accept any subset of its parameters. A hook that cannot do its job (a vendor tool hung or printed
 garbage) raises `rayaccel.HookError(message, fix=..., code=...)`: the problem then carries the plugin's own
 words and fix instead of a generic "raised". Records are in `rayaccel.records` (exported by `rayaccel`).
