@@ -65,7 +65,7 @@ def graded_build(subject: Any, wheels: Sequence[Path] = ()) -> dict[str, Any] | 
     build: Build | None = None
     if distribution:
         build = builds.installed_build(distribution)
-        mine = [w for w in wheels if builds.wheel_distribution(w) == builds._normal(distribution)]
+        mine = [w for w in wheels if builds.wheel_distribution(w) == builds.normal_name(distribution)]
         if build is not None and mine:
             build = builds.wheel_build(mine[0], build)
     elif module:
@@ -173,8 +173,8 @@ def _check_build(record: Mapping[str, Any], path: Path) -> str:
     graded: dict[str, str] = dict(record["files"])
     mine = here.files
     if record["kind"] != here.kind:  # e.g. graded as a wheel, installed from it: compare the package files
-        graded = {p: h for p, h in graded.items() if builds._comparable(p)}
-        mine = {p: h for p, h in mine.items() if builds._comparable(p)}
+        graded = {p: h for p, h in graded.items() if builds.comparable(p)}
+        mine = {p: h for p, h in mine.items() if builds.comparable(p)}
     same = (builds.wheel_distribution(Path(graded_name)) == here.name.removeprefix("pkg:pypi/").split("@")[0]
             if record["kind"] == "wheel" else here.name == graded_name)
     if not same:

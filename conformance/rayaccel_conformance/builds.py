@@ -127,7 +127,7 @@ def installed_build(distribution: str) -> Build | None:
         dist = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-    purl = f"pkg:pypi/{_normal(dist.metadata['Name'] or distribution)}@{dist.version}"
+    purl = f"pkg:pypi/{normal_name(dist.metadata['Name'] or distribution)}@{dist.version}"
     files: dict[str, str] = {}
     if _is_editable(dist):
         for top in _top_level_names(dist):
@@ -158,13 +158,13 @@ def module_build(module: str) -> Build | None:
     return Build("module", f"module:{module}", manifest_digest(files), files)
 
 
-def _normal(name: str) -> str:
+def normal_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def wheel_distribution(wheel: Path) -> str:
     """The normalised distribution name a wheel file is named for (``name-version-...whl``)."""
-    return _normal(wheel.name.split("-", 1)[0])
+    return normal_name(wheel.name.split("-", 1)[0])
 
 
 def wheel_build(wheel: str | Path, installed: Build) -> Build:
@@ -189,9 +189,9 @@ def wheel_build(wheel: str | Path, installed: Build) -> Build:
         raise BuildError(f"--conformance-wheel {wheel}: not a wheel (not a zip archive)") from None
     files = dict(_record_hashes(csv.reader(io.StringIO(record))))
     # Compare what both sides have a name for: the package files (dist-info differs per install).
-    ran = {p: h for p, h in installed.files.items() if _comparable(p)}
+    ran = {p: h for p, h in installed.files.items() if comparable(p)}
     tops = {p.split("/")[0] for p in ran}
-    shipped = {p: h for p, h in files.items() if _comparable(p) and _is_code_file(p)
+    shipped = {p: h for p, h in files.items() if comparable(p) and _is_code_file(p)
                and (installed.kind != "editable" or p.split("/")[0] in tops)}
     differ = sorted(p for p in set(ran) | set(shipped) if ran.get(p) != shipped.get(p))
     if differ:
@@ -200,7 +200,7 @@ def wheel_build(wheel: str | Path, installed: Build) -> Build:
     return Build("wheel", wheel.name, "sha256:" + digest, files)
 
 
-def _comparable(path: str) -> bool:
+def comparable(path: str) -> bool:
     """A file a wheel and its install both name alike (not metadata, scripts or data moved at install)."""
     return ".dist-info/" not in path and ".data/" not in path and not path.startswith("../")
 
