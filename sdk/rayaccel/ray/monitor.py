@@ -118,9 +118,12 @@ class HealthMonitor:
         self._manager = PluginManager()
         self._host = host_from_env(self._manager)
         plugin_list = list(plugins) if plugins is not None else None
+        offered = offered_units()
+        if offered is not None:  # poll only the plugins whose devices the node offers: no idle workers
+            plugin_list = [p for p in (plugin_list or self._manager.plugin_names()) if p in offered]
         self._pool = WorkerPool(self._manager, plugin_list) if isolated else None
         self._builder = InventoryBuilder(self._manager, plugin_list)
-        self._offered = offered_units()
+        self._offered = offered or {}
         self._baseline = set(baseline)
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
         self._not_offered: set[str] = set()
@@ -288,19 +291,22 @@ class HealthMonitor:
         self._stop.set()
 
 
-def offered_units() -> dict[str, set[str]]:
+def offered_units() -> dict[str, set[str]] | None:
     """Plugin -> the unit ids this node offers, from the node's env (``RAYACCEL_NODE_UNITS``, set by
-    :func:`rayaccel.ray.node_config`); empty when not set. Faults of other devices do not cordon."""
+    :func:`rayaccel.ray.node_config`); None when not set. Faults of other devices do not cordon, and
+    plugins that found no devices when the node started are not polled."""
     import json
 
     from rayaccel.ray.node import NODE_UNITS_ENV
 
+    if NODE_UNITS_ENV not in os.environ:
+        return None
     try:
-        data = json.loads(os.environ.get(NODE_UNITS_ENV) or "{}")
+        data = json.loads(os.environ[NODE_UNITS_ENV])
     except json.JSONDecodeError:
-        return {}
+        return None
     if not isinstance(data, dict):
-        return {}
+        return None
     return {str(k): {str(u) for u in v} for k, v in data.items() if isinstance(v, list)}
 
 
