@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from rayaccel.errors import RayaccelError
-from rayaccel.ray.auth import AUTH_MODE_ENV, agree_with_cluster, apply_auth_mode, decide_auth_mode
+from rayaccel.ray.auth import AUTH_MODE_ENV, decide_auth_mode
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An empty HOME, no token in the environment; RAY_AUTH_MODE and Ray's cached config restored after."""
+    """An empty HOME, no token in the environment, RAY_AUTH_MODE unset (restored after)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
@@ -29,7 +29,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         os.environ.pop(AUTH_MODE_ENV, None)
         if saved is not None:
             os.environ[AUTH_MODE_ENV] = saved
-        apply_auth_mode(os.environ.get(AUTH_MODE_ENV, "disabled"))  # Ray's cached config, as before
 
 
 def with_token(home: Path) -> None:
@@ -65,20 +64,29 @@ def test_an_unknown_mode_is_one_clear_error(home: Path) -> None:
         decide_auth_mode()
 
 
-def test_connect_agrees_token_mode_when_a_token_exists(home: Path) -> None:
-    from ray._raylet import AuthenticationMode, get_authentication_mode
+AGREE = ("import os; from ray._raylet import AuthenticationMode, get_authentication_mode; "
+         "from rayaccel.ray.auth import agree_with_cluster; mode = agree_with_cluster(); "
+         "print(mode, os.environ.get('RAY_AUTH_MODE'), get_authentication_mode() == AuthenticationMode.TOKEN)")
 
-    assert agree_with_cluster() == "disabled" and AUTH_MODE_ENV not in os.environ
+
+def agree(home: Path, mode: str | None = None) -> str:
+    """What connect() decides, in a fresh process (Ray's config is per process, and this one is shared)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update({"HOME": str(home), **({AUTH_MODE_ENV: mode} if mode else {})})
+    done = subprocess.run([sys.executable, "-c", AGREE], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_connect_agrees_token_mode_when_a_token_exists(home: Path) -> None:
+    assert agree(home) == "disabled None False"
     with_token(home)
-    assert agree_with_cluster() == "token"
-    assert os.environ[AUTH_MODE_ENV] == "token"
-    assert get_authentication_mode() == AuthenticationMode.TOKEN  # Ray's cached config re-read it
+    assert agree(home) == "token token True"  # and Ray's cached config re-read it
 
 
 def test_connect_keeps_an_explicit_disabled(home: Path) -> None:
     with_token(home)
-    os.environ[AUTH_MODE_ENV] = "disabled"
-    assert agree_with_cluster() == "disabled" and os.environ[AUTH_MODE_ENV] == "disabled"
+    assert agree(home, "disabled") == "disabled disabled False"
 
 
 def rayaccel(home: Path, *args: str, mode: str) -> subprocess.CompletedProcess[str]:
