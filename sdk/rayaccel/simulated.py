@@ -29,8 +29,10 @@ from rayaccel.host import (
     resolve_factory,
 )
 
-#: How long a simulated hung command blocks before timing out: long enough to be a real wait, short
-#: enough that suites exercising hangs stay fast. The caller's timeout still bounds it.
+#: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
+#: short enough that suites exercising hangs stay fast. The caller's timeout still bounds it, and the rest of
+#: that timeout is not forgotten: the host charges it to :attr:`SimulatedHost.skipped_wait_s`, so a plugin
+#: that asks for 120 s three times is seen to wait 360 s, as it would on a real machine.
 SIMULATED_HANG_SECONDS = 0.2
 
 
@@ -52,6 +54,16 @@ class SimulatedHost:
         self._dirs: set[str] = set()
         self._file_map: dict[str, str] = {}
         self._libraries: dict[str, Any] = {}
+        #: Seconds of the callers' timeouts that hangs did not really sleep (simulated time a real host spends).
+        self.skipped_wait_s = 0.0
+
+    def _hang(self, timeout: float) -> None:
+        """Block as a hung tool does: the caller's whole timeout, of which at most SIMULATED_HANG_SECONDS is
+        slept for real and the rest is charged to ``skipped_wait_s``."""
+        wait = max(0.0, float(timeout))
+        slept = min(wait, SIMULATED_HANG_SECONDS)
+        time.sleep(slept)
+        self.skipped_wait_s += wait - slept
 
     # Fault switching ---------------------------------------------------------------------------
 
@@ -156,7 +168,7 @@ class SimulatedHost:
                 raise CommandNotFound(f"{argv[0]}: not found")
             return CommandResult(2, "", f"{argv[0]}: the simulated host has no answer for: {line}\n")
         if answer.hang:
-            time.sleep(min(timeout, SIMULATED_HANG_SECONDS))
+            self._hang(timeout)
             raise CommandTimeout(f"{line} did not finish within {timeout:g}s")
         return CommandResult(answer.returncode, answer.stdout, answer.stderr)
 
@@ -167,7 +179,7 @@ class SimulatedHost:
             # Off-cloud, the metadata host does not resolve: the caller sees no answer at all.
             raise HttpUnavailable(f"GET {url}: no route to host (simulated)")
         if answer.hang:
-            time.sleep(min(timeout, SIMULATED_HANG_SECONDS))
+            self._hang(timeout)
             raise HttpUnavailable(f"GET {url}: no answer within {timeout:g}s (simulated)")
         sent = {k.lower(): v for k, v in (headers or {}).items()}
         for key, value in answer.require_headers.items():
@@ -182,5 +194,37 @@ class SimulatedHost:
             data = libraries.get(name)
             if data is None:
                 raise LibraryUnavailable(f"{name}: not installed on this (simulated) host")
-            self._libraries[name] = resolve_factory(simulated)(data)
+            fault = data.get(LIBRARY_FAULT_KEY) if isinstance(data, dict) else None
+            if isinstance(fault, dict):
+                data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
+            adapter = resolve_factory(simulated)(data)
+            self._libraries[name] = FaultyLibrary(adapter, name, fault) if isinstance(fault, dict) else adapter
         return self._libraries[name]
+
+
+#: Reserved key in a library's fixture data: a fault of the library itself, whatever its adapter, e.g.
+#: ``{"raise": "segfault in libfoo"}`` (every call raises RuntimeError) or ``{"hang": true, "hang_seconds": 30}``
+#: (every call blocks, as a wedged driver does; the caller's own bound must end the wait).
+LIBRARY_FAULT_KEY = "rayaccel_fault"
+
+
+class FaultyLibrary:
+    """A library adapter whose every call raises or hangs; constants and exception classes pass through."""
+
+    def __init__(self, adapter: Any, name: str, fault: Mapping[str, Any]) -> None:
+        self._adapter = adapter
+        self._name = name
+        self._fault = dict(fault)
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._adapter, attr)
+        if not callable(value) or isinstance(value, type):
+            return value
+
+        def faulty(*args: Any, **kwargs: Any) -> Any:
+            if self._fault.get("hang"):
+                time.sleep(float(self._fault.get("hang_seconds", 30.0)))
+            message = str(self._fault.get("raise") or f"{self._name}.{attr} did not return")
+            raise RuntimeError(f"{self._name}.{attr}: {message} (simulated)")
+
+        return faulty

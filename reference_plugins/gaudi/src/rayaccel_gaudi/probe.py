@@ -104,6 +104,7 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
         report_problem("hl-smi-disagrees", f"`{shlex.join(QUERY_ARGV)}` reported {len(aips)} devices but the "
                        f"habanalabs driver's sysfs (/sys/class/accel) shows {len(statuses)}", severity="error", fix=FIX)
     unanswered: list[str] = []
+    hung = False
     for aip in aips:
         device = GaudiDevice(aip=aip, driver_status=statuses.get(aip.bus_id))
         for option, target in (("ports", device.port_types), ("link", device.port_states)):
@@ -111,7 +112,18 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
             if not dict(wanted)[option] or left <= 0:
                 continue
             argv = ["hl-smi", "-n", option, "-i", aip.bus_id]
-            answer = _run(host, argv, required=False, timeout=min(HL_SMI_TIMEOUT, left))
+            if hung:  # one port query hung: the driver is stuck, the others would hang as well
+                unanswered.append(shlex.join(argv))
+                continue
+            try:
+                answer = host.run(argv, timeout=min(HL_SMI_TIMEOUT, left))
+            except CommandTimeout:
+                hung = True
+                answer = None
+            except CommandNotFound:
+                answer = None
+            else:
+                answer = answer.stdout if answer.returncode == 0 else None
             try:
                 ports = parse_ports(answer, shlex.join(argv)) if answer is not None else {}
             except HlSmiParseError as e:

@@ -82,8 +82,16 @@ def test_unreadable_answers_are_a_problem_for_the_plugin_not_a_crash(manager: Pl
     del data["host"]["libraries"][probe.LIBRARY]["devices"]["1"]["uuid"]
 {% endif %}
     result = inventory(manager, data)
-    assert result.families == []
-    assert [(p.plugin, p.hook, p.code) for p in result.problems] == [(FAMILY, "rayaccel_discover", "hook-raised")]
+    assert result.problems and {(p.plugin, p.hook) for p in result.problems} == {(FAMILY, "rayaccel_discover")}
+{% if kind in ("sysfs", "python-library") %}
+    # One device's unreadable value costs that value (or that device), never the family's other devices.
+    family = result.family(FAMILY)
+    assert family is not None and len(family.devices) >= 3
+{% elif kind == "command-csv" %}
+    assert "line 1: expected 7 columns" in result.problems[0].message  # the line is named, and skipped
+{% else %}
+    assert result.families == [] and result.problems[0].code == "hook-raised"  # no listing at all: no devices
+{% endif %}
 
 
 def test_a_day_zero_sku_fixture_resolves_to_the_new_sku(manager: PluginManager) -> None:

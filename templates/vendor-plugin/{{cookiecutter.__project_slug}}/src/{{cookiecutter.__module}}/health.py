@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport
+from rayaccel import Device, HealthReason, HealthReport, report_problem
 
 from {{ cookiecutter.__module }}.probe import DeviceHealth
 
@@ -14,6 +14,11 @@ CORRECTED_ERRORS_DEGRADED = 1000
 
 def to_reports(devices: Sequence[Device], health: dict[str, DeviceHealth]) -> list[HealthReport]:
     reports = []
+    missing = [d.index for d in devices if d.id not in health]
+    if missing:
+        # A device discovery saw with no counters now: gone, or the answer was cut short. Say so, not just "unknown".
+        report_problem("no-health-data", f"no error counters for devices {missing}; their health is unknown",
+                       severity="error" if len(missing) == len(devices) else "warning")
     for device in devices:
         counters = health.get(device.id)
         if counters is None:

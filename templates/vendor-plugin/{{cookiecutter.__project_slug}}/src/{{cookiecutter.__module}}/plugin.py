@@ -22,6 +22,7 @@ from rayaccel import (
     SupportInfo,
     Topology,
     hookimpl,
+    report_problem,
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
@@ -74,6 +75,7 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]
         counters = probe.read_health(host, devices)
     except probe.ProbeError as e:
         # Nothing is known: the devices stay schedulable but say why.
+        report_problem("health-unavailable", f"{e}; the health of every device is unknown", severity="error")
         return [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="probe-error", message=str(e))])
                 for d in devices]
     return health.to_reports(devices, counters)

@@ -51,18 +51,19 @@ import json
 {% if kind in ("command-json", "command-csv") %}
 import shlex
 {% endif %}
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 {% if kind in ("command-json", "command-csv") %}
-from rayaccel import CommandNotFound, CommandTimeout, Device, Host
+from rayaccel import CommandNotFound, CommandTimeout, Device, Host, report_problem
 {% elif kind == "python-library" %}
-from rayaccel import Device, Host, LibraryUnavailable
+from rayaccel import Device, Host, LibraryUnavailable, report_problem
 from rayaccel.host import register_library_adapter
 {% else %}
-from rayaccel import Device, Host
+from rayaccel import Device, Host, report_problem
 {% endif %}
+from rayaccel.reporting import malformed, vendor_int
 
 
 class ProbeError(Exception):
@@ -75,7 +76,7 @@ class DeviceInfo:
     uuid: str
     product: str
     pci_device_id: str | None
-    memory_mib: int
+    memory_mib: int | None
     pci_bus_id: str | None
     numa_node: int | None
 
@@ -112,19 +113,84 @@ def _int(value: Any, what: str) -> int:
 
 def _float(value: Any, what: str) -> float:
     try:
-        return float(str(value).strip())
+        number = float(str(value).strip())
     except ValueError:
-        raise ProbeError(f"{what}: expected a number, got {value!r}") from None
+        raise ProbeError(f"{what}: expected a number, got {value!r:.60}") from None
+    if not 0 <= number <= 1e6:  # also NaN and infinities: no reading of a device is outside this
+        raise ProbeError(f"{what}: {value!r:.60} is not a plausible reading")
+    return number
+
+
+# VENDOR: the physical limits of your hardware. A value beyond them is a broken answer: reported, not used.
+MAX_DEVICES = 1024
+MAX_MEMORY_MIB = 2**24
+
+T = TypeVar("T")
 
 
 def _optional_int(value: Any, what: str) -> int | None:
+    """An optional number (NUMA node): "-1"/N/A mean none; anything malformed is reported and unknown."""
     text = "" if value is None else str(value).strip()
-    return None if text in ("", "-1", "[N/A]", "N/A") else _int(text, what)
+    if text in ("", "-1", "[N/A]", "N/A"):
+        return None
+    return vendor_int(value, what, maximum=4095)
+
+
+def _index(value: Any) -> int:
+    """A device's index: without a usable one the device cannot be reported (ProbeError skips it)."""
+    number = vendor_int(value, "index", maximum=MAX_DEVICES - 1)
+    if number is None:
+        raise ProbeError(f"index {value!r:.40} is not a device index; this device is not reported")
+    return number
+
+
+def _memory(value: Any, what: str) -> int | None:
+    return vendor_int(value, what, maximum=MAX_MEMORY_MIB)
+
+
+def _text(value: Any, what: str) -> str | None:
+    """Text a device reports; another type, or bytes that are not text, is reported and ignored."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isprintable() and "\ufffd" not in value and len(value) <= 256:
+        return value
+    malformed(what, value, "text")
+    return None
 
 
 def _pci_id(value: Any) -> str | None:
     text = "" if value is None else str(value).strip().lower()
-    return text if text.startswith("0x") and len(text) == 6 else None
+    if not text:
+        return None
+    if not (text.startswith("0x") and len(text) == 6 and all(c in "0123456789abcdef" for c in text[2:])):
+        malformed("pci_device_id", value, "a PCI device id like 0x0a01")
+        return None
+    return text
+
+
+def _each(rows: Iterable[Any], build: Callable[[Any], T], what: str) -> list[T]:
+    """Build one record per row; a row that cannot be read is reported and skipped, the others are kept."""
+    built = []
+    for number, row in enumerate(rows, start=1):
+        if number > MAX_DEVICES:
+            report_problem("too-many-rows", f"{what}: more than {MAX_DEVICES} entries; the rest are ignored")
+            break
+        try:
+            built.append(build(row))
+        except (ProbeError, KeyError, TypeError, ValueError) as e:
+            report_problem("malformed-output", f"{what}: entry {number} cannot be read ({type(e).__name__}: {e}); "
+                           "it is ignored", severity="error")
+    return built
+
+
+def _driver_version(value: Any) -> str | None:
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return None
+    if len(text) > 64 or not all(c.isalnum() or c in ".-_+~" for c in text):
+        malformed("driver version", text, "a version like 1.0.0")
+        return None
+    return text
 
 
 {% if kind == "sysfs" %}
@@ -153,20 +219,24 @@ def _device_dirs(host: Host) -> list[tuple[int, str]]:
 
 
 def driver_version(host: Host) -> str | None:
-    return _attr(host, DRIVER_VERSION) if host.exists(DRIVER_VERSION) else None
+    return _driver_version(_attr(host, DRIVER_VERSION)) if host.exists(DRIVER_VERSION) else None
 
 
 def read_devices(host: Host) -> list[DeviceInfo]:
-    devices = []
-    for index, path in _device_dirs(host):
-        devices.append(DeviceInfo(
-            index=index, uuid=_attr(host, f"{path}/uuid"), product=_attr(host, f"{path}/product"),
-            pci_device_id=_pci_id(_attr(host, f"{path}/device")),
-            memory_mib=_int(_attr(host, f"{path}/memory_mib"), f"{path}/memory_mib"),
-            pci_bus_id=_attr(host, f"{path}/pci_bus_id") or None,
+    def build(found: tuple[int, str]) -> DeviceInfo:
+        index, path = found
+        uuid, product = _text(_attr(host, f"{path}/uuid"), f"{path}/uuid"), _text(_attr(host, f"{path}/product"),
+                                                                                  f"{path}/product")
+        if not uuid or not product:
+            raise ProbeError(f"{path}: no readable uuid or product")
+        return DeviceInfo(
+            index=index, uuid=uuid, product=product, pci_device_id=_pci_id(_attr(host, f"{path}/device")),
+            memory_mib=_memory(_attr(host, f"{path}/memory_mib"), f"{path}/memory_mib"),
+            pci_bus_id=_text(_attr(host, f"{path}/pci_bus_id"), f"{path}/pci_bus_id"),
             numa_node=_optional_int(_attr(host, f"{path}/numa_node"), f"{path}/numa_node"),
-        ))
-    return devices
+        )
+
+    return _each(_device_dirs(host), build, SYSFS)
 
 
 def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
@@ -179,13 +249,15 @@ def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
 
 
 def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
-    health = {}
-    for device in devices:
+    def build(device: Device) -> DeviceHealth:
         path = f"{SYSFS}/{CLASS}{device.index}"
-        health[device.id] = DeviceHealth(
-            device.id, _int(_attr(host, f"{path}/fatal_errors"), f"{path}/fatal_errors"),
-            _int(_attr(host, f"{path}/corrected_errors"), f"{path}/corrected_errors"))
-    return health
+        fatal = vendor_int(_attr(host, f"{path}/fatal_errors"), f"{path}/fatal_errors")
+        corrected = vendor_int(_attr(host, f"{path}/corrected_errors"), f"{path}/corrected_errors")
+        if fatal is None or corrected is None:
+            raise ProbeError(f"{path}: the error counters cannot be read")
+        return DeviceHealth(device.id, fatal, corrected)
+
+    return {h.uuid: h for h in _each(devices, build, f"{SYSFS} error counters")}
 
 
 def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
@@ -207,6 +279,14 @@ STATS = [TOOL, "stats", "--json"]
 TIMEOUT = 5.0
 
 
+def _checked(argv: list[str], text: str) -> str:
+    """The output, after reporting what shows it is damaged: undecodable bytes."""
+    if "\ufffd" in text:
+        report_problem("non-utf-8-output", f"{shlex.join(argv)} printed bytes that are not UTF-8; values holding "
+                       "them are ignored")
+    return text
+
+
 def run_json(host: Host, argv: list[str]) -> Any | None:
     """The tool's parsed answer; None when the tool is not installed (no driver: no devices)."""
     if host.which(TOOL) is None:
@@ -220,8 +300,8 @@ def run_json(host: Host, argv: list[str]) -> Any | None:
     if result.returncode != 0:
         raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
     try:
-        return json.loads(result.stdout)
-    except json.JSONDecodeError as e:
+        return json.loads(_checked(argv, result.stdout))
+    except (json.JSONDecodeError, RecursionError) as e:
         raise ProbeError(f"{shlex.join(argv)} printed invalid JSON: {e}") from None
 
 
@@ -232,15 +312,19 @@ def _rows(doc: Any, key: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _device(row: dict[str, Any]) -> DeviceInfo:
+    uuid, product = _text(row.get("uuid"), "uuid"), _text(row.get("product"), "product")
+    if not uuid or not product:
+        raise ProbeError("the device has no readable uuid or product")
+    return DeviceInfo(
+        index=_index(row.get("index")), uuid=uuid, product=product, pci_device_id=_pci_id(row.get("pci_device_id")),
+        memory_mib=_memory(row.get("memory_mib"), "memory_mib"), pci_bus_id=_text(row.get("pci_bus_id"), "pci_bus_id"),
+        numa_node=_optional_int(row.get("numa_node"), "numa_node"),
+    )
+
+
 def parse_devices(doc: Any) -> list[DeviceInfo]:
-    try:
-        return sorted((DeviceInfo(
-            index=_int(row["index"], "index"), uuid=str(row["uuid"]), product=str(row["product"]),
-            pci_device_id=_pci_id(row.get("pci_device_id")), memory_mib=_int(row["memory_mib"], "memory_mib"),
-            pci_bus_id=row.get("pci_bus_id") or None, numa_node=_optional_int(row.get("numa_node"), "numa_node"),
-        ) for row in _rows(doc, "devices")), key=lambda d: d.index)
-    except KeyError as e:
-        raise ProbeError(f"a device has no {e.args[0]!r}") from None
+    return sorted(_each(_rows(doc, "devices"), _device, shlex.join(LIST)), key=lambda d: d.index)
 
 
 def parse_links(doc: Any) -> list[PeerLink]:
@@ -250,13 +334,17 @@ def parse_links(doc: Any) -> list[PeerLink]:
         raise ProbeError(f"a link has no {e.args[0]!r}") from None
 
 
+def _health(row: dict[str, Any]) -> DeviceHealth:
+    uuid = _text(row.get("uuid"), "uuid")
+    fatal, corrected = vendor_int(row.get("fatal_errors"), "fatal_errors"), vendor_int(row.get("corrected_errors"),
+                                                                                     "corrected_errors")
+    if uuid is None or fatal is None or corrected is None:
+        raise ProbeError("the entry has no readable uuid, fatal_errors and corrected_errors")
+    return DeviceHealth(uuid, fatal, corrected)
+
+
 def parse_health(doc: Any) -> dict[str, DeviceHealth]:
-    try:
-        return {str(r["uuid"]): DeviceHealth(str(r["uuid"]), _int(r["fatal_errors"], "fatal_errors"),
-                                             _int(r["corrected_errors"], "corrected_errors"))
-                for r in _rows(doc, "devices")}
-    except KeyError as e:
-        raise ProbeError(f"a health entry has no {e.args[0]!r}") from None
+    return {h.uuid: h for h in _each(_rows(doc, "devices"), _health, shlex.join(HEALTH))}
 
 
 def parse_stats(doc: Any) -> dict[str, DeviceStats]:
@@ -271,7 +359,7 @@ def parse_stats(doc: Any) -> dict[str, DeviceStats]:
 
 def driver_version(host: Host) -> str | None:
     doc = run_json(host, LIST)
-    return str(doc["driver_version"]) if isinstance(doc, dict) and doc.get("driver_version") else None
+    return _driver_version(doc.get("driver_version")) if isinstance(doc, dict) else None
 
 
 def read_devices(host: Host) -> list[DeviceInfo]:
@@ -319,37 +407,67 @@ def run_csv(host: Host, argv: list[str]) -> str | None:
         raise ProbeError(str(e)) from None
     if result.returncode != 0:
         raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
-    return result.stdout
+    text = result.stdout
+    if "\ufffd" in text:
+        report_problem("non-utf-8-output", f"{shlex.join(argv)} printed bytes that are not UTF-8; values holding "
+                       "them are ignored")
+    if text and not text.endswith("\n"):
+        # Tools end every line with a newline: output that does not was cut short (the last line is dropped).
+        report_problem("truncated-output", f"{shlex.join(argv)} printed output that ends mid-line (cut short?); "
+                       "its last line is ignored", severity="error")
+        text = text[: text.rfind("\n") + 1]
+    return text
 
 
 def parse_rows(text: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
-    """CSV without a header; values may be quoted and padded, as vendor tools print them."""
+    """CSV without a header; values may be quoted and padded, as vendor tools print them. A line with the
+    wrong number of columns is reported and skipped; the other lines are kept."""
     rows = []
     for number, row in enumerate(csv.reader(io.StringIO(text), skipinitialspace=True), start=1):
         if not row or all(not cell.strip() for cell in row):
             continue
+        if number > 4 * MAX_DEVICES:
+            report_problem("too-many-rows", f"more than {4 * MAX_DEVICES} lines of {', '.join(columns)}; the rest "
+                           "are ignored")
+            break
         if len(row) != len(columns):
-            raise ProbeError(f"line {number}: expected {len(columns)} columns ({', '.join(columns)}), got {len(row)}")
+            report_problem("malformed-output", f"line {number}: expected {len(columns)} columns "
+                           f"({', '.join(columns)}), got {len(row)}; the line is ignored", severity="error")
+            continue
         rows.append({key: cell.strip() for key, cell in zip(columns, row, strict=True)})
     return rows
 
 
+def _device(r: dict[str, str]) -> DeviceInfo:
+    uuid, product = _text(r["uuid"], "uuid"), _text(r["product"], "product")
+    if not uuid or not product:
+        raise ProbeError("the device has no readable uuid or product")
+    return DeviceInfo(
+        index=_index(r["index"]), uuid=uuid, product=product, pci_device_id=_pci_id(r["pci_device_id"]),
+        memory_mib=_memory(r["memory_mib"], "memory_mib"), pci_bus_id=_text(r["pci_bus_id"], "pci_bus_id"),
+        numa_node=_optional_int(r["numa_node"], "numa_node"),
+    )
+
+
 def parse_devices(text: str) -> list[DeviceInfo]:
-    return sorted((DeviceInfo(
-        index=_int(r["index"], "index"), uuid=r["uuid"], product=r["product"],
-        pci_device_id=_pci_id(r["pci_device_id"]), memory_mib=_int(r["memory_mib"], "memory_mib"),
-        pci_bus_id=r["pci_bus_id"] or None, numa_node=_optional_int(r["numa_node"], "numa_node"),
-    ) for r in parse_rows(text, DEVICE_COLUMNS)), key=lambda d: d.index)
+    return sorted(_each(parse_rows(text, DEVICE_COLUMNS), _device, "device table"), key=lambda d: d.index)
 
 
 def parse_links(text: str) -> list[PeerLink]:
     return [PeerLink(r["a"], r["b"], _float(r["gbps"], "gbps")) for r in parse_rows(text, LINK_COLUMNS)]
 
 
+def _health(r: dict[str, str]) -> DeviceHealth:
+    fatal, corrected = vendor_int(r["fatal_errors"], "fatal_errors"), vendor_int(r["corrected_errors"],
+                                                                               "corrected_errors")
+    uuid = _text(r["uuid"], "uuid")
+    if uuid is None or fatal is None or corrected is None:
+        raise ProbeError("the entry has no readable uuid, fatal_errors and corrected_errors")
+    return DeviceHealth(uuid, fatal, corrected)
+
+
 def parse_health(text: str) -> dict[str, DeviceHealth]:
-    return {r["uuid"]: DeviceHealth(r["uuid"], _int(r["fatal_errors"], "fatal_errors"),
-                                    _int(r["corrected_errors"], "corrected_errors"))
-            for r in parse_rows(text, HEALTH_COLUMNS)}
+    return {h.uuid: h for h in _each(parse_rows(text, HEALTH_COLUMNS), _health, "health table")}
 
 
 def parse_stats(text: str) -> dict[str, DeviceStats]:
@@ -361,9 +479,9 @@ def parse_stats(text: str) -> dict[str, DeviceStats]:
 
 def driver_version(host: Host) -> str | None:
     text = run_csv(host, query("driver", ("version",)))
-    if text is None:
-        return None
-    return text.strip() or None
+    if text is not None and not text.strip():
+        report_problem("missing-value", f"{TOOL} --query-driver=version printed nothing; the driver version is unknown")
+    return None if text is None else _driver_version(text)
 
 
 def read_devices(host: Host) -> list[DeviceInfo]:
@@ -447,16 +565,21 @@ def read_devices(host: Host) -> list[DeviceInfo]:
     lib = _library(host)
     if lib is None:
         return []
-    devices = []
-    for index in range(lib.device_count()):
+    count = vendor_int(lib.device_count(), "device count", maximum=MAX_DEVICES) or 0
+
+    def build(index: int) -> DeviceInfo:
         info = lib.device_info(index)
-        devices.append(DeviceInfo(
-            index=index, uuid=str(_field(info, "uuid", index)), product=str(_field(info, "product", index)),
-            pci_device_id=_pci_id(info.get("pci_device_id")),
-            memory_mib=_int(_field(info, "memory_mib", index), "memory_mib"),
-            pci_bus_id=info.get("pci_bus_id") or None, numa_node=_optional_int(info.get("numa_node"), "numa_node"),
-        ))
-    return devices
+        uuid, product = _text(_field(info, "uuid", index), "uuid"), _text(_field(info, "product", index), "product")
+        if not uuid or not product:
+            raise ProbeError(f"device {index}: no readable uuid or product")
+        return DeviceInfo(
+            index=index, uuid=uuid, product=product, pci_device_id=_pci_id(info.get("pci_device_id")),
+            memory_mib=_memory(info.get("memory_mib"), "memory_mib"),
+            pci_bus_id=_text(info.get("pci_bus_id"), "pci_bus_id"),
+            numa_node=_optional_int(info.get("numa_node"), "numa_node"),
+        )
+
+    return _each(range(count), build, LIBRARY)
 
 
 def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
@@ -471,12 +594,15 @@ def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth
     lib = _library(host)
     if lib is None:
         return {}
-    health = {}
-    for d in devices:
+    def build(d: Device) -> DeviceHealth:
         info = lib.device_info(d.index)
-        health[d.id] = DeviceHealth(d.id, _int(_field(info, "fatal_errors", d.index), "fatal_errors"),
-                                      _int(_field(info, "corrected_errors", d.index), "corrected_errors"))
-    return health
+        fatal = vendor_int(_field(info, "fatal_errors", d.index), "fatal_errors")
+        corrected = vendor_int(_field(info, "corrected_errors", d.index), "corrected_errors")
+        if fatal is None or corrected is None:
+            raise ProbeError(f"device {d.index}: the error counters cannot be read")
+        return DeviceHealth(d.id, fatal, corrected)
+
+    return {h.uuid: h for h in _each(devices, build, f"{LIBRARY} error counters")}
 
 
 def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
