@@ -73,3 +73,21 @@ def test_b300_onboarded_on_a_copy_is_reported_and_passes_conformance(tmp_path: P
     assert plugin["fixtures"] == ["nvidia/b300-sxm6-288gb"]
     assert plugin["tier"] in TIERS[1:], graded.stdout[-3000:]  # deriving a fixture keeps the plugin supported
     assert tree_digest(NVIDIA) == real_catalog  # the repository's plugin was not touched
+
+
+def test_b300_without_pci_id_or_architecture_through_the_cli(tmp_path: Path) -> None:
+    """As the issue tried it: no --pci-device-id, no --architecture, the default base fixture. The base's
+    catalogued PCI id must not survive in the new fixture (it would resolve to the base SKU)."""
+    shutil.copytree(NVIDIA, tmp_path / "site" / "rayaccel_nvidia", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+    added = run([sys.executable, "-m", "rayaccel", "sku", "add", "--plugin", "nvidia", "--id", "b300-sxm6-288gb",
+                 "--marketing-name", "NVIDIA B300 SXM6 288GB", "--accelerator-type", "B300",
+                 "--product-name", "NVIDIA B300 SXM6 AC"], env)
+    assert added.returncode == 0, added.stderr
+    inspected = run([sys.executable, "-m", "rayaccel", "inspect", "--simulate", "nvidia/b300-sxm6-288gb", "--json",
+                     "--plugin", "nvidia"], env)
+    assert inspected.returncode == 0, inspected.stderr
+    out = json.loads(inspected.stdout)
+    assert out["families"][0]["accelerator_type"] == "B300"
+    assert out["labels"]["rayaccel.io/sku"] == "b300-sxm6-288gb"
+    assert [p for p in out["problems"] if p["severity"] != "info"] == []
