@@ -150,6 +150,18 @@ def test_nvlink_domain_placement_group_lands_on_the_dgx(cluster):
         ray.util.remove_placement_group(pg)
 
 
+def test_scale_up_domains_are_aggregated_across_the_live_nodes(cluster):
+    # The TPU slice spans two nodes of the running cluster: one domain, both nodes, its chips added up.
+    domains = rayaccel.ray.scale_up_domains()
+    tpu = domains["tpu-v5p-16-slice-a"]
+    assert (tpu.kind, tpu.size, sorted(tpu.nodes)) == ("tpu-slice", 8, sorted([cluster["tpu0"], cluster["tpu1"]]))
+    assert tpu.capacity["TPU"] == 8.0 and tpu.tpu_slice == "tpu-v5p-16-slice-a"
+    dgx = domains["dgx-h100-01-nvswitch"]
+    assert (dgx.kind, dgx.size, dgx.nodes) == ("nvswitch", 8, (cluster["dgx"],))
+    # Placement uses that view: a domain of at least 8 devices holding 2 x 4 GPUs is the DGX's.
+    assert rayaccel.ray.find_scale_up_domain([{"GPU": 4}, {"GPU": 4}], min_size=8) == ("dgx-h100-01-nvswitch", None)
+
+
 def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
     (node,) = [n for n in ray.nodes() if n["NodeID"] == cluster["acme"]]
     url = f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
