@@ -143,3 +143,33 @@ def test_upgrade_refuses_a_tampered_record_and_runs_nothing(tmp_path: Path) -> N
     replay = run([sys.executable, "-m", "cruft", "update", "-y"], cwd=project)
     assert replay.returncode != 0
     assert not marker.exists()
+
+
+def test_a_tampered_hidden_variable_in_the_record_is_not_replayed(tmp_path: Path) -> None:
+    repo = _template_repo(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    baked = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "--template",
+                 str(repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"], cwd=tmp_path)
+    assert baked.returncode == 0, baked.stderr
+    project = out / "rayaccel-acme"
+    record_path = project / ".cruft.json"
+    record = json.loads(record_path.read_text())
+    record["context"]["cookiecutter"]["__project_slug"] = "../escaped"
+    record["context"]["cookiecutter"]["__module"] = "../../escaped_module"
+    record_path.write_text(json.dumps(record, indent=2))
+    for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "baked, then tampered"]):
+        assert run(argv, cwd=project).returncode == 0
+    readme = repo / "templates" / "vendor-plugin" / "{{cookiecutter.__project_slug}}" / "README.md"
+    readme.write_text(readme.read_text() + "\nv2\n")
+    for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "v2"]):
+        assert run(argv, cwd=repo).returncode == 0
+    before = files_under(tmp_path)
+    done = run([sys.executable, "-m", "rayaccel", "upgrade", str(project)], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed: README.md" in done.stdout
+    new = {p for p in files_under(tmp_path) - before if project not in p.parents}
+    assert new == set(), new
+    assert not (out / "escaped").exists() and not (tmp_path / "escaped").exists()
+    # The record's hidden variables are derived again, not kept.
+    assert json.loads(record_path.read_text())["context"]["cookiecutter"]["__project_slug"] == "rayaccel-acme"
