@@ -290,11 +290,11 @@ def upgrade(
     if not record_path.exists():
         raise RayaccelError(f"{project} has no {CRUFT_FILE}: it was not baked from the rayaccel template "
                             "(or the file was deleted); nothing records which template version it came from")
-    try:
-        text = record_path.read_text(encoding="utf-8")
-        record = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RayaccelError(f"{record_path} is not valid JSON: {e}") from None
+    # A FIFO, a directory, a binary or a deeply nested .cruft.json is one line, not a hang or a traceback.
+    from rayaccel import inputfiles
+
+    text = inputfiles.read_text(record_path, "template record", RayaccelError)
+    record = inputfiles.parse(text, str(record_path), "template record", "json", RayaccelError)
     context = ((record.get("context") or {}).get("cookiecutter") or {}) if isinstance(record, dict) else {}
     if not isinstance(record, dict) or not isinstance(context, dict) or not record.get("template"):
         raise RayaccelError(f"{record_path} is not a template record (no template or context); restore it from git")
