@@ -25,6 +25,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from rayaccel import containment
 from rayaccel.errors import RayaccelError
 
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
@@ -164,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     one line and 130; anything else (a bug) as one line and 1, with the traceback under RAYACCEL_DEBUG=1.
     """
     try:
-        with _sigint_marks_interrupt() as interrupted:
+        # Routed streams for the whole command: a hook abandoned at its timeout that prints later still
+        # cannot write into the command's output (e.g. between the lines of `inspect --json`).
+        with _sigint_marks_interrupt() as interrupted, containment.routed_streams():
             _register_commands()
             result = app(args=argv, standalone_mode=False)
         if interrupted:
