@@ -337,7 +337,7 @@ class SandboxExtension(Extension):
     def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
         if name is not None or filename is not None or self._trusted(source):
             return source  # a file of the template, loaded by name
-        found = syntax_in(source)
+        found = syntax_in(source, {key: getattr(self.environment, key, None) for key in DELIMITER_KEYS})
         if found is not None:
             raise UndefinedError(f"an answer contains template syntax ({found!r}); answers are data and are never "
                                  "rendered: give it without '{{', '{%' or '{#'")

@@ -125,8 +125,9 @@ def new(
                 raise RayaccelError(f"{key}={value!r} is not one of the choices: {', '.join(map(str, choices))}")
         checks = template_checks(local)
         if checks is not None:
+            env_vars = json.loads((local / "cookiecutter.json").read_text(encoding="utf-8")).get("_jinja2_env_vars")
             for key, value in given.items():
-                message = checks.answer_problem(key, value)
+                message = checks.answer_problem(key, value, env_vars)
                 if message:
                     raise RayaccelError(message)
             if not no_input:
