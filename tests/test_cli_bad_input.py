@@ -109,6 +109,7 @@ def _bad_files(tmp: Path) -> dict[str, str]:
     (tmp / "deep.yaml").write_text("[" * 100_000 + "]" * 100_000)
     (tmp / "nul.yaml").write_text("name: a\x00b\n")
     (tmp / "empty.yaml").write_text("")
+    (tmp / "zero.yaml").symlink_to("/dev/zero")  # a fixture suffix, so the reader itself must refuse it
     with open(tmp / "huge.yaml", "wb") as f:  # sparse: costs no disk
         f.truncate(MAX_BYTES + 1)
     return {
@@ -116,6 +117,7 @@ def _bad_files(tmp: Path) -> dict[str, str]:
         "directory": str(tmp / "dir.yaml"),
         "fifo": str(tmp / "fifo.yaml"),
         "dev-zero": "/dev/zero",
+        "link-to-dev-zero": str(tmp / "zero.yaml"),
         "binary": str(tmp / "binary.yaml"),
         "not-utf8": str(tmp / "latin1.yaml"),
         "nul-byte": str(tmp / "nul.yaml"),
