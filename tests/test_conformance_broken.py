@@ -105,6 +105,9 @@ def test_the_good_plugin_reaches_supported_and_the_report_says_why_not_certified
     # The Ray checks really ran, on the fixture's node, with evidence.
     assert acme["RAC108"]["outcome"] == "passed" and "ACME_VISIBLE_DEVICES=" in acme["RAC108"]["evidence"][1]
     assert acme["RAC208"]["outcome"] == "passed" and "none on the" in acme["RAC208"]["evidence"][0]
+    # ACME reads no vendor tool: RAC204 had nothing to test, so it is skipped (never passed), as not applicable.
+    assert acme["RAC204"]["outcome"] == "skipped"
+    assert acme["RAC204"]["evidence"][0].startswith("not applicable: acme/acme-4: the plugin reads no vendor tool")
 
 
 def test_ray_checks_are_skipped_for_a_plugin_that_fails_an_earlier_tier(graded: dict[str, Any]) -> None:

@@ -42,6 +42,18 @@ class CheckSkipped(Exception):
     """The check could not be run (and so does not count as passed): the reason says why."""
 
 
+#: Evidence of a check that had nothing to test here starts with this; such a skip is not a pass, and it does
+#: not hold a tier back either (see :func:`rayaccel_conformance.tiers.reached_tier`).
+NOT_APPLICABLE = "not applicable: "
+
+
+class NotApplicable(CheckSkipped):
+    """The check had nothing to test on this plugin or fixture: skipped with the reason, never passed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason if reason.startswith(NOT_APPLICABLE) else NOT_APPLICABLE + reason)
+
+
 @dataclass(frozen=True)
 class Check:
     id: str

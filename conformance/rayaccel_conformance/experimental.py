@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.fixtures import Fixture, HostState, compare_expected
 from rayaccel.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for, reserved_resource_problem
-from rayaccel.records import QuantityRule
+from rayaccel.records import FamilyDeclaration, QuantityRule
 from rayaccel.simulated import SimulatedHost
 from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.subject import Subject
@@ -76,8 +77,9 @@ def spec_version(subject: Subject) -> Evidence:
     """The plugin was written for a compatible hook-spec version (same MAJOR as this SDK).
 
     The family declaration's ``spec_version`` says which rayaccel hook spec the plugin implements. The SDK
-    accepts any minor version of its own major version and refuses others. Fix: port the plugin to spec
-    ``1.x`` (docs/hooks.md lists the hooks) and declare ``spec_version="1.0"``.
+    accepts any minor version of its own major version and refuses others; a minor version newer than the
+    SDK's is reported too, since this SDK cannot check hooks or fields added after its own version. Fix: port
+    the plugin to spec ``1.x`` (docs/hooks.md lists the hooks) and declare the version it was written for.
     """
     problems = _problems(subject, _SPEC_CODES)
     if problems:
@@ -85,6 +87,10 @@ def spec_version(subject: Subject) -> Evidence:
     declared = subject.family().spec_version
     if declared.split(".")[0] != hookspec.SPEC_VERSION.split(".")[0]:
         raise CheckFailed(f"declares spec {declared}, the SDK implements {hookspec.SPEC_VERSION}")
+    if int(declared.split(".")[1]) > int(hookspec.SPEC_VERSION.split(".")[1]):
+        raise CheckFailed(f"declares spec {declared}, a future minor version: this SDK implements "
+                          f"{hookspec.SPEC_VERSION} and cannot vouch for hooks or fields added after it; grade with "
+                          f"an SDK that implements {declared}, or declare {hookspec.SPEC_VERSION}")
     return f"declares spec {declared}; the SDK implements {hookspec.SPEC_VERSION}"
 
 
@@ -161,8 +167,11 @@ def quantity_rule(subject: Subject) -> Evidence:
     Samples 0.25 ... 8 go through the SDK's rule (what ``@ray.remote(resources=...)`` is validated with for a
     day-zero family) and, for a family Ray already knows, through Ray's own accelerator manager: a rule that
     lets a task ask for a quantity Ray's manager for that resource refuses (1.5 HPU, 0.5 neuron_cores) is
-    wrong. Every rejection must carry a message naming the resource. Fix: declare the ``quantity_rule``
-    Ray uses for the resource (``whole`` for HPU and neuron_cores, ``choices`` [1, 2, 4, 8] for TPU).
+    wrong. Every rejection must carry a message naming the resource. A ``fractional`` rule means several
+    processes share one unit; for a day-zero family that needs a declared sharing capability: every device
+    its fixtures discover sets ``Device.attributes["sharing"]`` to ``time-sliced``, ``mps``, ``partitioned``
+    or ``virtualized``. Fix: declare the ``quantity_rule`` Ray uses for the resource (``whole`` for HPU and
+    neuron_cores, ``choices`` [1, 2, 4, 8] for TPU), or ``whole`` for a card that cannot be shared.
     """
     family = subject.family()
     rule, resource = family.quantity_rule, family.resource_name
@@ -180,40 +189,108 @@ def quantity_rule(subject: Subject) -> Evidence:
             if ok and not ray_ok:
                 wrong.append(f"the rule accepts {q:g} {resource}, which Ray's {ray_manager.__name__} "
                              f"refuses: {ray_message}")
+    shared = _sharing_evidence(subject) if rule.kind == "fractional" and ray_manager is None else None
+    if shared is not None and shared[1]:
+        wrong.append(f"the {rule.kind} rule lets several tasks share one {family.unit} of {resource}, but the "
+                     f"devices declare no sharing capability ({'; '.join(shared[1][:3])}): a day-zero family may "
+                     f"share units only when discovery sets Device.attributes['{SHARING_ATTRIBUTE}'] to one of "
+                     f"{', '.join(SHARING_MODES)}; otherwise declare the 'whole' rule")
     if wrong:
         raise CheckFailed(wrong)
     where = f"agrees with Ray's {ray_manager.__name__}" if ray_manager else "day-zero family: the SDK's rule"
+    if shared is not None:
+        where += f"; sharing declared by the devices: {', '.join(shared[0])}"
     return [f"{rule.kind} rule on {resource}: {' '.join(verdicts)}", where]
+
+
+#: Device attribute by which discovery declares that one unit may be shared by several processes at once,
+#: and the values it may take; a day-zero family's ``fractional`` rule needs it (RAC106).
+SHARING_ATTRIBUTE = "sharing"
+SHARING_MODES = ("time-sliced", "mps", "partitioned", "virtualized")
+
+
+def _sharing_evidence(subject: Subject) -> tuple[list[str], list[str]]:
+    """(sharing modes the fixtures' devices declare, what is missing where) over every fixture."""
+    modes: set[str] = set()
+    missing: list[str] = []
+    for ref in subject.fixture_paths():
+        fam = subject.inventory(ref).family(subject.family().name)
+        for device in fam.devices if fam else []:
+            mode = device.attributes.get(SHARING_ATTRIBUTE)
+            if mode in SHARING_MODES:
+                modes.add(str(mode))
+            else:
+                missing.append(f"{ref}: {device.id} has {SHARING_ATTRIBUTE}={mode!r}")
+    if not modes and not missing:
+        missing.append("no fixture discovers a device to declare it")
+    return sorted(modes), missing
 
 
 @check("RAC107", scope="fixture")
 def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
-    """The visible-devices env var round-trips: the env set for units parses back to the same units.
+    """The visible-devices env var round-trips: the env set for any units, in any order, parses back to them.
 
-    For one unit, two units, all units of the fixture and none, the env the plugin sets
-    (``rayaccel_visible_env``, default ``<VAR>=id,id``) must contain the family's env var, and parsing its
-    value (``rayaccel_parse_visible``, default comma split) must give back exactly those unit ids in order.
-    Fix: make ``rayaccel_parse_visible`` the inverse of ``rayaccel_visible_env``.
+    For every single unit, pairs that do not start at the first unit, units in reverse order, all units and
+    none, the plugin's own ``rayaccel_visible_env`` result (as returned, before the SDK's fallback) must
+    contain the family's env var, and parsing its value (``rayaccel_parse_visible``, default comma split)
+    must give back exactly those unit ids in that order; a comma-separated value must also parse the same
+    with spaces around entries and with empty entries (``"2, 3,"``), as people write it. A plugin that
+    renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. Fix: make
+    ``rayaccel_parse_visible`` the exact inverse of ``rayaccel_visible_env``, for any subset and order.
     """
+    from rayaccel.manager import MISSING
+    from rayaccel.records import Problem
+
     family = subject.family()
+    var = family.visible_devices_env_var
     units = subject.inventory(fixture).family(family.name)
     ids = units.schedulable_units if units else []
     if not ids:
         raise CheckFailed(f"{fixture}: no schedulable units to round-trip (see RAC105)")
     wrong, tried = [], []
-    for chosen in ([ids[0]], ids[:2], ids, []):
-        env = subject.manager.visible_env(subject.name, chosen)
-        value = env.get(family.visible_devices_env_var)
-        if value is None:
-            wrong.append(f"env for {chosen} lacks {family.visible_devices_env_var}: {env}")
+    for chosen in unit_sets(ids):
+        problems: list[Problem] = []
+        raw = subject.manager.call(subject.name, "rayaccel_visible_env", problems, unit_ids=list(chosen))
+        if raw is None:
+            wrong += [f"rayaccel_visible_env for {chosen}: {p.render()}" for p in problems] or [
+                f"rayaccel_visible_env for {chosen} failed"]
             continue
-        back = subject.manager.parse_visible(subject.name, value)
+        if raw is not MISSING and var not in raw:
+            wrong.append(f"rayaccel_visible_env for {chosen} returned {dict(raw)} without {var} (the SDK would "
+                         f"fall back to {var}={','.join(chosen)!r}, hiding the defect)")
+            continue
+        value = ",".join(chosen) if raw is MISSING else raw[var]
+        variants = [value]
+        if "," in value:
+            parts = value.split(",")
+            variants += [", ".join(parts), f" {' , '.join(parts)} ", ",".join([*parts, ""]), ",,".join(parts)]
+        for variant in variants:
+            back = subject.manager.parse_visible(subject.name, variant)
+            if back != list(chosen):
+                how = "" if variant == value else f" (written {variant!r})"
+                wrong.append(f"{var}={value!r} (set for units {chosen}){how} parses back as {back}")
+                break
         tried.append(f"{chosen}->{value!r}")
-        if back != list(chosen):
-            wrong.append(f"{family.visible_devices_env_var}={value!r} (set for {chosen}) parses back as {back}")
     if wrong:
-        raise CheckFailed(wrong)
-    return [f"{len(tried)} unit sets round-trip", *tried[:2]]
+        raise CheckFailed(wrong[:6] + ([f"... and {len(wrong) - 6} more"] if len(wrong) > 6 else []))
+    return [f"{len(tried)} unit sets round-trip (subsets, orders, spaces and empty entries)", *tried[:3]]
+
+
+def unit_sets(ids: list[str]) -> list[list[str]]:
+    """Unit sets RAC107 round-trips: each unit, non-prefix pairs, reversed orders, all, none."""
+    sets: list[list[str]] = [[u] for u in ids[:16]]
+    if len(ids) > 16:
+        sets.append([ids[-1]])
+    if len(ids) >= 2:
+        sets += [ids[:2], [ids[-1], ids[0]], ids[-2:], list(reversed(ids))]
+    if len(ids) >= 3:
+        sets += [[ids[1], ids[2]], [ids[2], ids[0]], ids[1:]]
+    sets += [list(ids), []]
+    unique: list[list[str]] = []
+    for chosen in sets:
+        if chosen not in unique:
+            unique.append(chosen)
+    return unique
 
 
 @check("RAC108", scope="fixture", uses_ray=True)
@@ -224,8 +301,10 @@ def ray_single_node(subject: Subject, fixture: str | None) -> Evidence:
     The node is started with ``rayaccel.ray.add_node(cluster, simulate=<fixture>)`` in the run's shared
     ``ray.cluster_utils.Cluster``. Its Ray resources must include every resource of the inventory, and a task
     pinned to it with ``resources={<resource>: 1}`` must see one unit id in the env var, equal to the id Ray
-    assigned (``get_accelerator_ids()``) and one of the node's schedulable units. Fix: check the family's
-    env var and unit ids (``Device.units``) with ``rayaccel inspect --simulate <fixture>``.
+    assigned (``get_accelerator_ids()``) and one of the node's schedulable units. Then, on a node with two
+    units or more, an actor holds one unit and a task asks for another: each must see exactly its own unit,
+    and they must differ, so a unit other than the first is exercised through the worker's env var. Fix:
+    check the family's env var and unit ids (``Device.units``) with ``rayaccel inspect --simulate <fixture>``.
     """
     from rayaccel_conformance.raycluster import shared_cluster
 
@@ -237,3 +316,140 @@ def ray_single_node(subject: Subject, fixture: str | None) -> Evidence:
     assert fixture is not None
     return shared_cluster().single_node_check(subject, fixture, inventory)
 
+
+
+@check("RAC109", scope="fixture")
+def hooks_have_no_side_effects(subject: Subject, fixture: str | None) -> Evidence:
+    """Hooks have no side effects: not on their inputs, not on the process, and no I/O around the Host seam.
+
+    Every hook the suite calls runs watched (``rayaccel_conformance.guard``): it gets copies of its inputs,
+    which must equal the originals afterwards (a hook sorting ``devices`` or a label dict in place changes
+    what the SDK hands the next hook); it must not write ``os.environ``, print to stdout or stderr (that
+    breaks ``rayaccel inspect --json``), leave threads or child processes running, write files, or reach the
+    machine except through the ``host`` it was given: ``subprocess``, ``open`` of a file outside Python and
+    the plugin's own package, ``os.listdir``, sockets and ``urllib`` are seen by a ``sys.addaudithook``
+    hook, whichever host (simulated or real) is used; and its real time plus the time a simulated hang
+    stood for must fit the hook budget. This check builds the fixture's inventory and calls every other
+    hook once; any check during which a side effect is first seen fails as well, naming the hook. Fix: read
+    the machine only through ``host``, return results instead of printing or setting env, copy inputs
+    before changing them.
+    """
+    from rayaccel.manager import MISSING
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.build(SimulatedHost(fx))
+    fam = inventory.family(family.name)
+    units = fam.schedulable_units if fam else []
+    called = ["rayaccel_discover and the inventory's hooks"]
+    for hook, kwargs in (("rayaccel_visible_env", {"unit_ids": list(reversed(units[:2]))}),
+                         ("rayaccel_parse_visible", {"value": ",".join(units[:2])}),
+                         ("rayaccel_sku_catalog", {}), ("rayaccel_transports", {}), ("rayaccel_fixture_dirs", {}),
+                         ("rayaccel_cloud_hints", {"provider": "aws", "instance_type": "p5.48xlarge"})):
+        if subject.manager.call(subject.name, hook, [], **kwargs) is not MISSING:
+            called.append(hook)
+    found = subject.side_effects()
+    if found:
+        raise CheckFailed([f"side effect: {f}" for f in found])
+    return f"{fx.ref}: no side effects in {', '.join(called)} (nor in any hook called so far)"
+
+
+@check("RAC110", scope="fixture")
+def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evidence:
+    """Discovery is a function of the host alone: the family's visible-devices variable set in this process
+    changes nothing.
+
+    Ray sets the family's env var (e.g. ``CUDA_VISIBLE_DEVICES``) in every worker, so a plugin that filters
+    discovery by its own process's env var finds a different machine in each worker and on a node started
+    from one. The inventory is built with the env var unset, set to one unit, and set to an empty string in
+    the process environment; devices, units and resources must be the same. (A fixture's own ``env`` is the
+    host's and is read through ``host.getenv``.) Fix: never read ``os.environ`` in discovery; read the host.
+    """
+    family = subject.family()
+    var = family.visible_devices_env_var
+    fx = subject.fixture(fixture)
+    saved = os.environ.get(var)
+
+    def facts(inventory: Any) -> tuple[list[str], list[str], dict[str, float]]:
+        fam = inventory.family(family.name)
+        return ([d.id for d in fam.devices] if fam else [], list(fam.schedulable_units) if fam else [],
+                dict(fam.resources) if fam else {})
+
+    try:
+        os.environ.pop(var, None)
+        base = facts(subject.build(SimulatedHost(fx)))
+        if not base[1]:
+            raise CheckFailed(f"{fx.ref}: no schedulable units (see RAC105)")
+        wrong = []
+        for value in (base[1][-1], ""):
+            os.environ[var] = value
+            seen = facts(subject.build(SimulatedHost(fx)))
+            if seen != base:
+                wrong.append(f"with {var}={value!r} in the process env, rayaccel_discover found {len(seen[0])} "
+                             f"devices, units {seen[1]} (without it: {len(base[0])} devices, units {base[1]})")
+    finally:
+        if saved is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = saved
+    if wrong:
+        raise CheckFailed(wrong)
+    return f"{fx.ref}: the same {len(base[0])} devices with {var} unset, set to one unit, and empty"
+
+
+#: Resource names a plugin's extra resources may never take (Ray's own, besides raycompat's tables).
+RAY_OWN_RESOURCES = frozenset({"CPU", "GPU", "TPU", "memory", "object_store_memory", "bundle"})
+
+
+def resource_name_problem(name: str, own: FamilyDeclaration, others: dict[str, str]) -> str | None:
+    """Why an extra resource may not be called ``name``, or None."""
+    from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, RAY_RESERVED_RESOURCE_PREFIXES, RAY_RESERVED_RESOURCES
+
+    if name == own.resource_name:
+        return f"extra resource {name!r} is the family's own resource: it overrides the unit count discovery gives"
+    if name in RAY_RESERVED_RESOURCES or name in RAY_OWN_RESOURCES or name.startswith(RAY_RESERVED_RESOURCE_PREFIXES):
+        return f"extra resource {name!r} is a name Ray reserves"
+    if name in RAY_ACCELERATOR_RESOURCES:
+        return f"extra resource {name!r} is the resource of one of Ray's built-in accelerator families"
+    if name in others:
+        return f"extra resource {name!r} is the resource of family {others[name]}"
+    return None
+
+
+@check("RAC111", scope="fixture")
+def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
+    """Extra resources are the family's own: never a name Ray reserves or another family's, with sane values.
+
+    ``rayaccel_resources`` may add resources beyond the unit count (``extra``); each name must not be Ray's
+    (``CPU``, ``GPU``, ``TPU``, ``memory``, ``object_store_memory``, ``bundle``, ``node:*``,
+    ``accelerator_type:*``), a built-in accelerator family's (``HPU``, ``neuron_cores``, ...), another
+    installed plugin's resource, or the family's own resource (which would override the count discovery
+    gives), and each value must be a positive finite number. Fix: name extra resources after the family
+    (e.g. ``ACME-pod-head``) and derive their values from discovery.
+    """
+    import math
+
+    from rayaccel.records import Problem
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.inventory(fixture)
+    fam = inventory.family(family.name)
+    if fam is None:
+        raise CheckFailed(f"{fx.ref}: no devices (see RAC105)")
+    others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
+    healthy = {h.device for h in fam.health if h.state != "unhealthy"}
+    problems: list[Problem] = []
+    contribution = subject.manager.resources(subject.name, SimulatedHost(fx),
+                                             [d for d in fam.devices if d.id in healthy], fam.topology, problems)
+    wrong = [p.render() for p in problems]
+    for name, value in contribution.extra.items():
+        why = resource_name_problem(name, family, others)
+        if why:
+            wrong.append(f"rayaccel_resources: {why}")
+        elif not (math.isfinite(value) and value > 0):
+            wrong.append(f"rayaccel_resources: extra resource {name!r} has value {value}, not a positive number")
+    if wrong:
+        raise CheckFailed(wrong)
+    extra = ", ".join(f"{k}={v:g}" for k, v in contribution.extra.items()) or "none"
+    return f"{fx.ref}: extra resources {extra}; none is Ray's or another family's"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-wheel", action="append", default=[], metavar="WHEEL",
                     help="the wheel a graded plugin was installed from: the attestation's subject is then the "
                          "wheel (its files must be the installed ones); repeatable")
-
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -218,35 +216,19 @@ class ConformanceRun:
     # Running ---------------------------------------------------------------------------------
 
     def run_item(self, item: ConformanceItem) -> None:
-        from rayaccel_conformance.checks import CheckFailed, CheckSkipped, tier_index
-        from rayaccel_conformance.subject import Outcome
+        from rayaccel_conformance.checks import CheckFailed
 
-        check, subject = item.check, item.subject
-        start = time.perf_counter()
-        # Until the check returns it has not passed: a KeyboardInterrupt inside it records it unfinished.
-        outcome, evidence = "error", ["interrupted before the check finished"]
         try:
-            if check.uses_ray:
-                # The same check on another fixture failing says nothing about this fixture: run it.
-                failed = [i for i in subject.failed_ids(tier_index(check.tier)) if i != check.id]
-                if failed:
-                    raise CheckSkipped(f"not run: {check.tier} cannot be reached ({', '.join(failed)} failed)")
-            evidence = check.run(subject, item.fixture)
-            outcome = "passed"
-        except CheckFailed as e:
-            outcome, evidence = "failed", e.evidence
-            raise
-        except CheckSkipped as e:
-            outcome, evidence = "skipped", [str(e)]
-            pytest.skip(str(e))
-        except Exception as e:
-            outcome, evidence = "error", [f"the check raised {type(e).__name__}: {e}"]
-            raise
+            result = item.subject.run(item.check, item.fixture)
         finally:
-            subject.outcomes.append(Outcome(check.id, item.fixture, outcome,  # type: ignore[arg-type]
-                                            [str(x) for x in evidence], time.perf_counter() - start))
             if item.last_ray:
-                self._release(subject)
+                self._release(item.subject)
+        if result.outcome == "failed":
+            raise CheckFailed(result.evidence)
+        if result.outcome == "skipped":
+            pytest.skip(result.evidence[0] if result.evidence else "skipped")
+        if result.outcome == "error" and result.exception is not None:
+            raise result.exception
 
     def _release(self, subject: Any) -> None:
         from rayaccel_conformance import raycluster

@@ -35,6 +35,13 @@ def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
     return context.get_node_id(), os.environ.get(env_var), list(context.get_accelerator_ids().get(resource, []))
 
 
+class _UnitHolder:
+    """A Ray actor that holds one unit, so that the next task gets another one (RAC108)."""
+
+    def probe(self, env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
+        return _probe(env_var, resource)
+
+
 def _ray_nodes() -> list[dict[str, Any]]:
     import ray
 
@@ -161,14 +168,50 @@ class SharedCluster:
         except Exception as e:  # GetTimeoutError, a worker crash, a refused request: all are findings
             raise CheckFailed(f"a task asking for 1 {resource} on {fixture}'s node did not run: "
                               f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        self._expect_one_unit(subject, fam.schedulable_units, "a task", ran_on, node_id, env, assigned)
+        evidence = [f"{fixture}: node shows {inventory.resources}",
+                    f"a task asking for 1 {resource} saw {env_var}={env} (Ray assigned {assigned})"]
+        if len(fam.schedulable_units) >= 2:
+            evidence.append(self._second_unit(subject, fam.schedulable_units, node_id, resource, env_var))
+        return evidence
+
+    def _expect_one_unit(self, subject: Subject, units: list[str], who: str, ran_on: str, node_id: str,
+                         env: str | None, assigned: list[str]) -> list[str]:
+        seen: list[str]
+        family = subject.family()
+        resource, env_var = family.resource_name, family.visible_devices_env_var
         if env is None:
-            raise CheckFailed(f"the task's {env_var} is unset")
+            raise CheckFailed(f"{who}'s {env_var} is unset")
         seen = subject.manager.parse_visible(subject.name, env)
-        if len(seen) != 1 or seen != assigned or seen[0] not in fam.schedulable_units or ran_on != node_id:
-            raise CheckFailed(f"a task asking for 1 {resource} saw {env_var}={env!r} (units {seen}); Ray assigned "
-                              f"{assigned}; the node's units are {fam.schedulable_units}")
-        return [f"{fixture}: node shows {inventory.resources}",
-                f"a task asking for 1 {resource} saw {env_var}={env} (Ray assigned {assigned})"]
+        if len(seen) != 1 or seen != assigned or seen[0] not in units or ran_on != node_id:
+            raise CheckFailed(f"{who} asking for 1 {resource} saw {env_var}={env!r} (units {seen}); Ray assigned "
+                              f"{assigned}; the node's units are {units}")
+        return seen
+
+    def _second_unit(self, subject: Subject, units: list[str], node_id: str, resource: str, env_var: str) -> str:
+        """An actor holds one unit; a task then gets another: both must see exactly their own unit."""
+        import ray
+
+        options = {**self._unit_options(resource), "label_selector": {NODE_ID_LABEL: node_id}}
+        holder: Any = ray.remote(_UnitHolder).options(**options).remote()
+        try:
+            try:
+                held = ray.get(holder.probe.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
+                task = ray.remote(_probe).options(**options)
+                other = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
+            except Exception as e:  # GetTimeoutError, a worker crash: findings
+                raise CheckFailed(f"an actor holding 1 {resource} and a task asking for another did not run: "
+                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+            first = self._expect_one_unit(subject, units, "an actor", held[0], node_id, held[1], held[2])
+            second = self._expect_one_unit(subject, units, "a task beside it", other[0], node_id, other[1],
+                                           other[2])
+        finally:
+            ray.kill(holder)
+        if first == second:
+            raise CheckFailed(f"an actor and a task, each holding 1 {resource}, both saw unit {first[0]} "
+                              f"({env_var}={held[1]!r} and {other[1]!r}): two processes on one unit")
+        return (f"with an actor holding unit {first[0]} ({env_var}={held[1]}), a task got unit {second[0]} "
+                f"({env_var}={other[1]})")
 
     def label_selector_check(self, subject: Subject, fixture: str, inventory: NodeInventory) -> list[str]:
         import ray

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 from rayaccel.errors import RayaccelError
-from rayaccel.fixtures import Fixture, installed_fixtures, load_fixture
+from rayaccel.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.host import Host
 from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
 from rayaccel.records import FamilyDeclaration, NodeInventory, Problem
 from rayaccel.simulated import SimulatedHost
-from rayaccel_conformance.checks import CheckFailed, CheckSkipped
+from rayaccel_conformance.checks import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]
 
@@ -32,6 +32,8 @@ class Outcome:
     outcome: Literal["passed", "failed", "skipped", "error"]
     evidence: list[str]
     duration_s: float
+    #: What ended the check (CheckFailed, CheckSkipped, or the exception of an error); None when it passed.
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -43,7 +45,11 @@ class Subject:
     outcomes: list[Outcome] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        from rayaccel_conformance.guard import watch_manager
+
+        watch_manager(self.manager)  # every hook the checks call is watched for side effects
         self._fixtures: dict[str, Fixture] = {}
+        self._shipped: dict[str, Path] | None = None
         self._inventories: dict[str, NodeInventory] = {}
         #: (fixture, fault) -> the inventory built with the fault on, and how long it took (RAC203 -> RAC204).
         self.fault_runs: dict[tuple[str, str], tuple[NodeInventory, float]] = {}
@@ -75,8 +81,10 @@ class Subject:
     def fixture_paths(self) -> dict[str, Path]:
         if not self.loaded:
             return {}
-        shipped = {ref: path for ref, path in installed_fixtures(self.manager).items()
-                   if ref.split("/", 1)[0] == self.name}
+        if self._shipped is None:  # asked by every check: the plugin's fixture dirs are read once per run
+            self._shipped = {f"{self.name}/{path.stem}": path for directory in self.manager.fixture_dirs(self.name)
+                             for path in sorted(Path(directory).glob("*")) if path.suffix in FIXTURE_SUFFIXES}
+        shipped = self._shipped
         if self.only_fixtures:
             return {ref: path for ref, path in shipped.items()
                     if ref in self.only_fixtures or ref.split("/", 1)[1] in self.only_fixtures}
@@ -121,6 +129,49 @@ class Subject:
                         severities: tuple[str, ...] = ("error",)) -> list[Problem]:
         return [p for p in inventory.problems if p.plugin == self.name and p.severity in severities
                 and (hooks is None or p.hook in hooks)]
+
+    # Running ---------------------------------------------------------------------------------
+
+    def side_effects(self) -> list[str]:
+        """Side effects of this plugin's hooks seen so far in the run (see rayaccel_conformance.guard)."""
+        from rayaccel_conformance.guard import findings
+
+        return findings(self.manager, self.name)
+
+    def run(self, check: Check, fixture: str | None) -> Outcome:
+        """Run one check and record its outcome (what ``pytest --conformance`` does for each item).
+
+        A Ray check is skipped when a cheaper check of its tier or below has failed. A hook side effect first
+        seen while the check ran fails the check, naming the hook and the defect, whatever the check was about.
+        """
+        from rayaccel_conformance.checks import tier_index
+
+        start = time.perf_counter()
+        seen = len(self.side_effects())
+        outcome: Literal["passed", "failed", "skipped", "error"] = "passed"
+        evidence: list[str] = []
+        error: BaseException | None = None
+        try:
+            if check.uses_ray:
+                # The same check on another fixture failing says nothing about this fixture: run it.
+                failed = [i for i in self.failed_ids(tier_index(check.tier)) if i != check.id]
+                if failed:
+                    raise CheckSkipped(f"not run: {check.tier} cannot be reached ({', '.join(failed)} failed)")
+            evidence = check.run(self, fixture)
+            new = self.side_effects()[seen:]
+            if new:
+                raise CheckFailed([f"side effect: {f}" for f in new])
+        except CheckFailed as e:
+            new = [f"side effect: {f}" for f in self.side_effects()[seen:]]
+            outcome, evidence, error = "failed", [*new, *(x for x in e.evidence if x not in new)], e
+        except CheckSkipped as e:
+            outcome, evidence, error = "skipped", [str(e)], e
+        except Exception as e:  # a bug in the check, or something it did not expect: reported, not raised
+            outcome, evidence, error = "error", [f"the check raised {type(e).__name__}: {e}"], e
+        result = Outcome(check.id, fixture, outcome, [str(x) for x in evidence], time.perf_counter() - start)
+        result.exception = error
+        self.outcomes.append(result)
+        return result
 
     # Outcomes --------------------------------------------------------------------------------
 

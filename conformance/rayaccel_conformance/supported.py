@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, compare_expected, merge_patch
@@ -11,7 +13,7 @@ from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
 from rayaccel.simulated import SimulatedHost
 from rayaccel.topology import topology_errors
-from rayaccel_conformance.checks import CheckFailed, Evidence, check
+from rayaccel_conformance.checks import CheckFailed, Evidence, NotApplicable, check
 from rayaccel_conformance.subject import Subject
 
 #: Discovery of one fixture must take less than this (seconds), best of a few runs.
@@ -25,8 +27,11 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     """Labels use the vocabulary, pass Ray's label syntax and equal the fixture's expected labels.
 
     Every ``rayaccel.io/`` key must be one of the vocabulary (docs/labels.md); the plugin's own labels
-    (``rayaccel_labels``) need the vendor's DNS prefix; keys and values must pass Ray's label syntax, and
-    none may be dropped as invalid; the node's labels must equal ``expected.labels`` of the fixture exactly.
+    (``rayaccel_labels``, as returned) need the vendor's own DNS prefix: a domain naming the vendor or the
+    family (``acme.example.com/`` for ACME Corp; a vendor's known domains such as ``habana.ai`` for Intel
+    count), never another vendor's (``nvidia.com/`` from an ACME plugin), and Ray's keys only where they
+    belong to the family (``ray.io/tpu-*`` for TPU); keys and values must pass Ray's label syntax, and none
+    may be dropped as invalid; the node's labels must equal ``expected.labels`` of the fixture exactly.
     Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``.
     """
     subject.family()
@@ -36,6 +41,7 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
              if k.startswith(VOCABULARY_PREFIX) and k not in VOCABULARY]
     wrong += label_errors(inventory.labels)
     wrong += [p.render() for p in subject.plugin_problems(inventory, ("rayaccel_labels",), ("error", "warning"))]
+    wrong += foreign_labels(subject, fx, inventory)
     if not fx.expected.labels:
         wrong.append(f"{fx.ref} states no expected labels: add expected.labels to the fixture")
     else:
@@ -46,6 +52,53 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"
+
+
+#: Vendors' label domains whose names do not spell the vendor (domain -> vendor and family words).
+KNOWN_VENDOR_DOMAINS: dict[str, tuple[str, ...]] = {
+    "habana.ai": ("intel", "habana", "gaudi"), "amazon.com": ("aws", "amazon", "neuron"),
+    "google.com": ("google", "tpu"), "nvidia.com": ("nvidia",), "amd.com": ("amd",), "intel.com": ("intel",),
+}
+
+
+#: Words of a vendor's name that say nothing about whose domain it is.
+_GENERIC_WORDS = frozenset({"corp", "corporation", "inc", "ltd", "llc", "gmbh", "co", "company", "devices",
+                            "technologies", "technology", "systems", "labs", "the", "and", "io", "ai", "com"})
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= 2} - _GENERIC_WORDS
+
+
+def label_owner_problem(key: str, family: Any) -> str | None:
+    """Why the plugin may not set label ``key``, or None when it is under the vendor's own prefix."""
+    from rayaccel.raycompat import RAY_LABEL_PREFIX, RAY_TPU_LABELS
+
+    if key.startswith(RAY_LABEL_PREFIX):
+        if key in RAY_TPU_LABELS and family.resource_name == "TPU":
+            return None
+        return f"label {key!r} is Ray's, and not one that belongs to the {family.name} family"
+    if key.startswith(VOCABULARY_PREFIX) or "/" not in key:
+        return None  # the SDK's own checks (vocabulary, no prefix) report these
+    domain = key.split("/", 1)[0].lower()
+    own = _words(family.vendor) | {family.name, family.name.replace("-", "")}
+    known = next((words for d, words in KNOWN_VENDOR_DOMAINS.items() if domain == d or domain.endswith("." + d)),
+                 None)
+    if own & (_words(domain) | set(known or ())):
+        return None
+    return (f"label {key!r} is not under the vendor's own prefix: {domain} names neither {family.vendor!r} nor "
+            f"{family.name!r}" + (" (it is another vendor's)" if known else ""))
+
+
+def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> list[str]:
+    """The plugin's own labels (rayaccel_labels, as returned) that are not under its vendor's prefix."""
+    family = subject.family()
+    fam = inventory.family(family.name)
+    if fam is None:
+        return []
+    problems: list[Problem] = []
+    raw = subject.manager.labels(subject.name, SimulatedHost(fx), fam, problems)
+    return [f"rayaccel_labels: {why}" for why in (label_owner_problem(k, family) for k in raw) if why]
 
 
 def _devices(subject: Subject, inventory: NodeInventory) -> list[Any]:
@@ -135,8 +188,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
         healthy = fx.expected.model_copy(update={"labels": {}})
         for fault in fx.faults:
             _write(fault_file, fault.name)
+            waited = host.skipped_wait_s
             faulty, elapsed = subject.timed_build(host)
-            subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed)
+            subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
             wrong += compare_fault(faulty, subject, fault)
             _write(fault_file, "")
             back = compare_expected(subject.build(host), fx, healthy)
@@ -177,8 +231,12 @@ def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
     garbage. Each inventory must finish within the SDK's hook timeout without the SDK having to abandon the
     hook (``hook-timeout``), no exception may escape, and the plugin must end with zero devices, a problem
     naming what went wrong, or (for a tool it only reads extra details from) the devices it found without
-    it; never devices made up from garbage. Fix: bound every call (``host.run(..., timeout=...)``), give up
-    on a timeout instead of retrying, and validate what a tool prints before using it.
+    it; never devices made up from garbage. A simulated hang lasts the whole timeout the plugin asked for
+    (in simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as
+    they would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no
+    metadata server, no tool faults) has nothing to test: the check is skipped there as not applicable,
+    never passed. Fix: bound every call (``host.run(..., timeout=...)``), give up on a timeout instead of
+    retrying, and validate what a tool prints before using it.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -192,7 +250,8 @@ def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
     for name, patch in _synthetic_faults(fx).items():
         scenarios.append((name, _patched(fx, patch), True))
     if not scenarios:
-        return f"{fx.ref}: the plugin reads no vendor tool here (no commands, no metadata server, no tool faults)"
+        raise NotApplicable(f"{fx.ref}: the plugin reads no vendor tool here (no commands, no metadata server, "
+                            "no tool faults): nothing can hang or print garbage")
     wrong, done = [], []
     for name, state, synthetic in scenarios:
         if state is None:
@@ -201,6 +260,7 @@ def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
         else:
             host = SimulatedHost(fx.model_copy(update={"host": state, "faults": []}))
             inventory, elapsed = subject.timed_build(host)
+            elapsed += host.skipped_wait_s  # what the hangs would have cost on a real machine
             name = name if synthetic else f"fault {name}"
         problems = [p for p in inventory.problems if p.plugin == subject.name and p.hook]
         timeouts = [p for p in problems if p.code == "hook-timeout"]
@@ -208,15 +268,38 @@ def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
         if timeouts:
             wrong.append(f"{name}: {timeouts[0].render()}")
         elif elapsed > limit * 1.5:
-            wrong.append(f"{name}: took {elapsed:.1f}s, over the {limit:g}s hook timeout")
+            wrong.append(f"{name}: would take {elapsed:.1f}s on a real host (the timeouts the plugin asked for, "
+                         f"waited out), over the {limit:g}s hook timeout")
         elif synthetic and devices and not problems and not devices <= baseline:
             wrong.append(f"{name}: reported devices {sorted(devices - baseline)} that are not on the machine")
+        elif made_up := facts_from_garbage(subject, inventory, subject.inventory(fixture)):
+            wrong.append(f"{name}: {made_up}")
         else:
             outcome = "zero devices" if not devices else f"{len(devices)} devices"
             done.append(f"{name}: {outcome}, {len(problems)} problems, {elapsed:.2f}s")
     if wrong:
         raise CheckFailed(wrong)
     return done
+
+
+#: Device facts a tool's garbage must never become (a fact the plugin could not read is None instead).
+DEVICE_FACTS = ("product_name", "pci_device_id", "memory_mib", "pci_bus_id", "numa_node", "architecture",
+                "driver_version", "runtime_version")
+
+
+def facts_from_garbage(subject: Subject, inventory: NodeInventory, healthy: NodeInventory) -> str | None:
+    """A device fact that differs from the healthy machine's and is not simply unknown (None), if any."""
+    before = {d.id: d for d in _devices(subject, healthy)}
+    for device in _devices(subject, inventory):
+        known = before.get(device.id)
+        if known is None:
+            continue
+        for fact in DEVICE_FACTS:
+            value, truth = getattr(device, fact), getattr(known, fact)
+            if value is not None and value != truth:
+                return (f"reported {fact}={str(value)[:40]!r} for {device.id} from garbage (the machine's is "
+                        f"{truth!r}): validate what a tool prints, and leave a fact unknown when it is unreadable")
+    return None
 
 
 def _patched(fx: Fixture, patch: dict[str, Any]) -> HostState:
@@ -230,8 +313,11 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     ``rayaccel_sku_catalog`` must return a catalog that passes the shipped JSON Schema
     (``sku-catalog.schema.json``) and the record's own checks, and each device the fixture discovers must
     match one of its SKUs (by PCI device id or product name). A fixture may test the unknown-SKU path on
-    purpose by stating ``rayaccel.io/sku-known: 'false'`` in its expected labels. Fix: add the SKU with the
-    ``rayaccel sku add`` command the inventory's warning prints.
+    purpose by stating ``rayaccel.io/sku-known: 'false'`` in its expected labels. The catalog must be
+    unambiguous: no device may match two SKUs by the rule that decides it (two SKUs with its PCI device id,
+    its exact product name, or product patterns that both match it), or its SKU, memory and accelerator type
+    would depend on the catalog's order. Fix: add the SKU with the ``rayaccel sku add`` command the
+    inventory's warning prints; make patterns specific (anchor them) so one product has one SKU.
     """
     import jsonschema
 
@@ -248,6 +334,9 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     if errors:
         raise CheckFailed([f"catalog fails its JSON Schema: {e.message}" for e in errors[:3]])
     devices = _devices(subject, subject.inventory(fixture))
+    ambiguous = [a for a in (ambiguous_match(catalog, d) for d in devices) if a]
+    if ambiguous:
+        raise CheckFailed(sorted(set(ambiguous)))
     unknown = [f"{d.id} ({d.product_name!r})" for d in devices if d.sku is None]
     on_purpose = fx.expected.labels.get("rayaccel.io/sku-known") == "false"
     if unknown and not on_purpose:
@@ -257,6 +346,24 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     return f"{fx.ref}: catalog of {len(catalog.skus)} SKUs validates; devices resolve to {skus}{note}"
 
 
+def ambiguous_match(catalog: Any, device: Any) -> str | None:
+    """Which SKUs match the device by the rule that decides it (PCI id, exact name, pattern), if several do."""
+    levels: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+        ("PCI device id", lambda sku: bool(device.pci_device_id)
+         and device.pci_device_id.lower() in (p.lower() for p in sku.match.pci_device_ids)),
+        ("exact product name", lambda sku: device.product_name in sku.match.product_names),
+        ("product pattern", lambda sku: any(re.search(p, device.product_name) for p in sku.match.product_patterns)),
+    )
+    for how, matches in levels:
+        hits = [sku.id for sku in catalog.skus if matches(sku)]
+        if len(hits) > 1:
+            return (f"the catalog is ambiguous: {len(hits)} SKUs ({', '.join(hits)}) match product "
+                    f"{device.product_name!r} by {how}")
+        if hits:
+            return None
+    return None
+
+
 @check("RAC206", scope="fixture")
 def metrics(subject: Subject, fixture: str | None) -> Evidence:
     """Metric samples have the standard names and units, for discovered devices.
@@ -264,8 +371,11 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     The plugin must implement ``rayaccel_metrics``; every sample's name must be standard (``utilization`` in
     percent, ``memory_used`` in bytes, ...) or prefixed ``vendor.``, in its one unit, and name a discovered
     device (a fixture whose vendor interface offers no metric may give none). One malformed sample drops
-    all of them. Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes,
-    mW to watts.
+    all of them. Values must agree with the device facts discovery gave: ``memory_total`` equals the
+    device's memory (``memory_mib`` x 2^20 bytes, within 1%), ``memory_used`` is at most that,
+    ``utilization`` is 0-100, ``temperature`` -40..150 C, ``power`` 0..5000 W, counters and rates are
+    non-negative, all finite. Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert
+    MiB to bytes, mW to watts.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -275,6 +385,7 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     wrong = [p.render() for p in problems]
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
+    wrong += metric_contradictions(samples, devices)
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
         names = ", ".join(sorted(STANDARD_METRICS))
         wrong.append(f"the plugin implements no rayaccel_metrics hook (standard metrics: {names})")
@@ -284,6 +395,38 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     if not samples:
         return f"{fx.ref}: no samples (the recorded vendor interface offers none here)"
     return f"{fx.ref}: {len(samples)} samples; standard metrics {', '.join(standard) or 'none'}"
+
+
+#: Plausible ranges of standard metrics (inclusive), in their standard units.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "utilization": (0.0, 100.0), "temperature": (-40.0, 150.0), "power": (0.0, 5000.0),
+    "memory_used": (0.0, float("inf")), "memory_total": (0.0, float("inf")),
+    "interconnect_tx": (0.0, float("inf")), "interconnect_rx": (0.0, float("inf")),
+    "ecc_errors_corrected": (0.0, float("inf")), "ecc_errors_uncorrected": (0.0, float("inf")),
+}
+
+
+def metric_contradictions(samples: list[Any], devices: list[Any]) -> list[str]:
+    """Samples whose values contradict each other, their unit's range, or the device's own memory size."""
+    import math
+
+    memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
+    totals = {s.device: s.value for s in samples if s.name == "memory_total"}
+    wrong = []
+    for s in samples:
+        low, high = METRIC_RANGES.get(s.name, (-math.inf, math.inf))
+        if not math.isfinite(s.value):
+            wrong.append(f"sample {s.name} of {s.device} is {s.value}, not a finite number")
+        elif not low <= s.value <= high:
+            wrong.append(f"sample {s.name} of {s.device} is {s.value:g} {s.unit}, outside {low:g}..{high:g}")
+        elif (s.name == "memory_total" and s.device in memory
+              and abs(s.value - memory[s.device]) > 0.01 * memory[s.device]):
+            wrong.append(f"sample memory_total of {s.device} is {s.value:g} bytes, but the device has "
+                         f"{memory[s.device] // 2**20} MiB = {memory[s.device]} bytes (a unit mix-up?)")
+        elif s.name == "memory_used" and s.value > totals.get(s.device, memory.get(s.device, math.inf)) * 1.01:
+            wrong.append(f"sample memory_used of {s.device} is {s.value:g} bytes, more than the device's memory "
+                         f"({totals.get(s.device, memory.get(s.device))} bytes)")
+    return wrong
 
 
 @check("RAC207", scope="fixture")
@@ -324,3 +467,73 @@ def ray_label_selector(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed(f"{fixture}: no accelerator type to select (see RAC105)")
     assert fixture is not None
     return shared_cluster().label_selector_check(subject, fixture, inventory)
+
+
+#: Instance types RAC209 asks a plugin about, by provider (the accelerator instances of the big clouds).
+CLOUD_INSTANCE_TYPES: dict[str, tuple[str, ...]] = {
+    "aws": ("p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g5.48xlarge", "g6.xlarge", "trn1.32xlarge",
+            "trn2.48xlarge", "inf2.48xlarge", "dl1.24xlarge"),
+    "gcp": ("a2-highgpu-8g", "a3-highgpu-8g", "a3-megagpu-8g", "g2-standard-4", "ct5lp-hightpu-4t",
+            "ct5p-hightpu-4t", "ct6e-standard-4t"),
+    "azure": ("Standard_ND96amsr_A100_v4", "Standard_ND96isr_H100_v5", "Standard_ND96isr_MI300X_v5"),
+    "oci": ("BM.GPU.H100.8", "BM.GPU.MI300X.8"),
+}
+
+
+@check("RAC209")
+def cloud_hints(subject: Subject) -> Evidence:
+    """Cloud hints agree with the family, its catalog and its quantity rule, and own their resource names.
+
+    ``rayaccel_cloud_hints(provider, instance_type)`` lets an autoscaler scale from zero without probing, so
+    a wrong hint starts the wrong machine. The check asks about the accelerator instance types of AWS, GCP,
+    Azure and OCI, and each fixture's host name under provider ``other``; every hint returned must name the
+    asked provider, instance type and the plugin's family, give a positive count the quantity rule allows, an
+    accelerator type that one of the catalog's SKUs (or a fixture's inventory) has, and extra resources
+    whose names pass RAC111. A plugin without the hook, or one that knows none of these instance types, is
+    not applicable. Fix: build hints from the same SKU table discovery uses.
+    """
+    from rayaccel.quantity import check_quantity
+    from rayaccel_conformance.experimental import resource_name_problem
+
+    family = subject.family()
+    if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):
+        raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
+    catalog = subject.manager.sku_catalog(subject.name, [])
+    types = {sku.accelerator_type for sku in (catalog.skus if catalog else [])}
+    for ref in subject.fixture_paths():
+        fam = subject.inventory(ref).family(family.name)
+        if fam is not None and fam.accelerator_type:
+            types.add(fam.accelerator_type)
+    others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
+    asked = [(provider, t) for provider, names in CLOUD_INSTANCE_TYPES.items() for t in names]
+    asked += [("other", subject.fixture(ref).host.hostname or subject.fixture(ref).name)
+              for ref in subject.fixture_paths()]
+    wrong, known = [], []
+    for provider, instance_type in asked:
+        problems: list[Problem] = []
+        hint = subject.manager.cloud_hint(subject.name, provider, instance_type, problems)
+        wrong += [p.render() for p in problems]
+        if hint is None:
+            continue
+        where = f"hint for {provider} {instance_type}"
+        known.append(f"{instance_type}: {hint.count:g} {family.resource_name}")
+        if (hint.provider, hint.instance_type) != (provider, instance_type):
+            wrong.append(f"{where} answers for {hint.provider} {hint.instance_type}")
+        if hint.family != family.name:
+            wrong.append(f"{where} names family {hint.family!r}, not {family.name!r}")
+        ok, message = check_quantity(family.quantity_rule, family.resource_name, hint.count)
+        if hint.count <= 0 or not ok:
+            wrong.append(f"{where}: count {hint.count:g} is not a quantity of {family.resource_name} the family "
+                         f"offers ({message or 'zero'})")
+        if hint.accelerator_type is not None and types and hint.accelerator_type not in types:
+            wrong.append(f"{where}: accelerator type {hint.accelerator_type!r} is not one the catalog or discovery "
+                         f"gives ({', '.join(sorted(types))})")
+        for name in hint.extra_resources:
+            why = resource_name_problem(name, family, others)
+            if why:
+                wrong.append(f"{where}: {why}")
+    if wrong:
+        raise CheckFailed(sorted(set(wrong), key=wrong.index))
+    if not known:
+        raise NotApplicable(f"the plugin gives no hint for any of the {len(asked)} instance types asked")
+    return [f"{len(known)} hints agree with the family and catalog", *known[:3]]

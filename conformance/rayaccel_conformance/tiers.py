@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rayaccel_conformance.checks import TIERS, Tier
+from rayaccel_conformance.checks import NOT_APPLICABLE, TIERS, Tier
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ def reached_tier(results: Iterable[Result], required: dict[str, set[str]],
     """(tier reached or None, why it is not higher).
 
     ``required``: tier -> every check id of that tier; a tier whose checks did not all run is not reached,
-    so a report cannot claim a tier by leaving a check out. A skipped check is not a pass.
+    so a report cannot claim a tier by leaving a check out. A skipped check is not a pass; one skipped as not
+    applicable (it had nothing to test, e.g. RAC204 on a plugin that reads no vendor tool) does not block.
     """
     results = list(results)
     reached: Tier | None = None
@@ -34,7 +35,9 @@ def reached_tier(results: Iterable[Result], required: dict[str, set[str]],
         if bad:
             ids = sorted({r.check_id for r in bad})
             return reached, f"{tier} not reached: {', '.join(ids)} failed"
-        skipped = [r for r in mine if r.outcome == "skipped"]
+        # A check that had nothing to test (NotApplicable) is skipped, not passed, and holds no tier back.
+        skipped = [r for r in mine if r.outcome == "skipped"
+                   and not (r.evidence and str(r.evidence[0]).startswith(NOT_APPLICABLE))]
         if skipped:
             first = skipped[0]
             why = first.evidence[0] if first.evidence else "skipped"

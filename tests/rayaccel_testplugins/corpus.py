@@ -1,0 +1,812 @@
+"""The broken-plugin corpus: a healthy day-zero plugin and many mutants of it, one realistic defect each.
+
+:class:`Healthy` is an ACME-like plugin, probed through sysfs plus the vendor tool ``acme-smi`` (bounded,
+validated), with its own labels, metrics, visible-devices hooks, SKU catalog and cloud hints: it must reach
+``supported``. Each mutant subclass changes one method the way a vendor ships a mistake, and declares the
+defect it carries (``DEFECT``) and the check and message fragment expected to kill it (``KILLED_BY``).
+tests/test_conformance_corpus.py grades all of them and prints the kill rate.
+
+Every plugin gets its own family (resource and env var) and its own fixture, a copy of ``acme-4`` with more
+sysfs files (temperature, memory in use, busy %, power) and the ``acme-smi`` tool; the fixtures are written
+at import (never from a hook) under the temp dir, so Ray node processes importing this module by
+``RAYACCEL_PLUGINS=name=rayaccel_testplugins.corpus:<attr>`` find the same files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import hashlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rayaccel import (
+    CloudHint,
+    CommandTimeout,
+    Device,
+    FamilyDeclaration,
+    HealthReport,
+    Host,
+    HostError,
+    MetricSample,
+    QuantityRule,
+    ResourceContribution,
+    SupportInfo,
+    Topology,
+)
+from rayaccel.catalog import load_catalog, parse_catalog
+from rayaccel.records import FamilyInventory, SkuCatalog
+from rayaccel_testplugins import acme
+
+HERE = Path(__file__).parent
+SYSFS = acme.SYSFS
+TOOL = ["acme-smi", "--version"]
+LABEL_PREFIX = "acme.example.com"
+SUPPORT = SupportInfo(maintainers=["Wile E. Coyote", "Road Runner"], contact="https://acme.example/support",
+                      license="Apache-2.0", tested_ray_versions=["2.60.0"])
+_VERSION = re.compile(r"^acme-smi (\d+\.\d+\.\d+)$")
+
+
+def _token(name: str) -> str:
+    return "C" + hashlib.sha1(name.encode()).hexdigest()[:6].upper()
+
+
+def _fixture_root() -> Path:
+    base = yaml.safe_load((HERE / "fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
+    digest = hashlib.sha1(json.dumps(base, sort_keys=True).encode() + Path(__file__).read_bytes()).hexdigest()[:10]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"rayaccel-corpus-{uid}-{digest}"
+
+
+FIXTURE_ROOT = _fixture_root()
+
+
+def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
+    """acme-4, as the plugin's family sees it, with the extra sysfs files and the tool; written atomically."""
+    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    if path.exists():
+        return
+    data = yaml.safe_load((HERE / "fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
+    data["plugin"], data["description"] = plugin, f"acme-4 as seen by corpus plugin {plugin}"
+    files = data["host"]["files"]
+    for i in range(4):
+        files[f"{SYSFS}/acme{i}/temp_mc"] = f"{41000 + 1000 * i}\n"
+        files[f"{SYSFS}/acme{i}/mem_used_mib"] = f"{1024 * (i + 1)}\n"
+        files[f"{SYSFS}/acme{i}/busy_percent"] = f"{10 * i}\n"
+        files[f"{SYSFS}/acme{i}/power_mw"] = f"{250000 + 1000 * i}\n"
+    data["host"]["commands"] = {"acme-smi --version": {"stdout": "acme-smi 3.1.4\n", "returncode": 0}}
+
+    def rename(resources: dict[str, float]) -> dict[str, float]:
+        return {family.resource_name if k == "ACME" else k: v for k, v in resources.items()}
+
+    data["expected"]["resources"] = rename(data["expected"]["resources"])
+    data["expected"]["labels"]["rayaccel.io/family"] = family.name
+    data["expected"]["labels"][f"{LABEL_PREFIX}/mesh"] = "full"
+    for fault in data["faults"]:
+        if fault["expected"].get("resources"):
+            fault["expected"]["resources"] = rename(fault["expected"]["resources"])
+    data["faults"].append({
+        "name": "smi-hang", "description": "acme-smi hangs", "kind": "tool-hang",
+        "patch": {"commands": {"acme-smi --version": {"hang": True}}}, "expected": {"devices": 4}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read(host: Host, path: str) -> str:
+    return host.read_text(path).strip()
+
+
+class Healthy:
+    """The healthy base: every hook right. Subclasses override one method each."""
+
+    DEFECT = "none: the healthy control"
+    KILLED_BY: tuple[str, str] | None = None
+    rule = QuantityRule(kind="whole")
+    spec = "1.0"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        token = _token(name)
+        self.family = FamilyDeclaration(
+            name=name, vendor="ACME Corp", resource_name=self._resource(token),
+            visible_devices_env_var=f"{token}_VISIBLE_DEVICES", quantity_rule=self.rule,
+            spec_version=self.spec, support=SUPPORT)
+        _write_fixture(name, self.family)
+
+    def _resource(self, token: str) -> str:
+        return token
+
+    # Hooks -----------------------------------------------------------------------------------
+
+    def rayaccel_family(self) -> FamilyDeclaration:
+        return self.family
+
+    def rayaccel_fixture_dirs(self) -> list[str]:
+        return [str(FIXTURE_ROOT / self.name)]
+
+    def tool_version(self, host: Host) -> str | None:
+        try:
+            result = host.run(TOOL, timeout=1.0)
+        except HostError:
+            return None
+        match = _VERSION.match(result.stdout.strip()) if result.returncode == 0 else None
+        return match.group(1) if match else None
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return Device(index=int(path.rsplit("acme", 1)[1]), id=_read(host, f"{path}/uuid"),
+                      product_name=_read(host, f"{path}/product"),
+                      memory_mib=int(_read(host, f"{path}/memory_mib")),
+                      pci_bus_id=_read(host, f"{path}/pci_bus_id"), numa_node=int(_read(host, f"{path}/numa_node")),
+                      driver_version=driver)
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if not host.is_dir(SYSFS):
+            return []
+        driver = self.tool_version(host)
+        if driver is None and host.exists("/sys/module/acme/version"):
+            driver = _read(host, "/sys/module/acme/version")
+        devices = [self.device(host, path, driver) for path in host.glob(f"{SYSFS}/acme*")
+                   if _read(host, f"{path}/state") != "lost"]
+        return sorted(devices, key=lambda d: d.index)
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        return acme.rayaccel_topology(host, devices)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        return acme.rayaccel_health(host, devices)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        path = f"{SYSFS}/acme{device.index}"
+        return [
+            MetricSample(device=device.id, name="memory_total", unit="bytes", value=(device.memory_mib or 0) * 2**20),
+            MetricSample(device=device.id, name="memory_used", unit="bytes",
+                         value=int(_read(host, f"{path}/mem_used_mib")) * 2**20),
+            MetricSample(device=device.id, name="utilization", unit="percent",
+                         value=float(_read(host, f"{path}/busy_percent"))),
+            MetricSample(device=device.id, name="temperature", unit="celsius",
+                         value=int(_read(host, f"{path}/temp_mc")) / 1000),
+            MetricSample(device=device.id, name="power", unit="watts",
+                         value=int(_read(host, f"{path}/power_mw")) / 1000),
+        ]
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return [s for d in devices for s in self.samples(host, d)]
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {}
+
+    def rayaccel_resources(self, host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+        return ResourceContribution(accelerator_type=devices[0].product_name.split()[-1] if devices else None,
+                                    extra=self.extra(devices))
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        full = len(inventory.topology.links) == len(inventory.devices) * (len(inventory.devices) - 1) // 2
+        return {f"{LABEL_PREFIX}/mesh": "full" if full else "partial"}
+
+    def rayaccel_labels(self, host: Host, inventory: FamilyInventory) -> dict[str, str]:
+        return self.labels(inventory)
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {self.family.visible_devices_env_var: ",".join(unit_ids)}
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [part.strip() for part in value.split(",") if part.strip()]
+
+    def catalog_data(self) -> dict[str, Any]:
+        return yaml.safe_load((HERE / "acme-skus.yaml").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+    def rayaccel_sku_catalog(self) -> SkuCatalog:
+        return parse_catalog(self.catalog_data(), f"{self.name} catalog")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        if (provider, instance_type) != ("other", "acme-node"):
+            return None
+        return CloudHint(provider="other", instance_type="acme-node", family=self.name, count=4, accelerator_type="R1")
+
+    def rayaccel_cloud_hints(self, provider: str, instance_type: str) -> CloudHint | None:
+        return self.hint(provider, instance_type)
+
+
+# Every claim is exercised -----------------------------------------------------------------------------
+
+
+class RenumberedVisible(Healthy):
+    DEFECT = "rayaccel_visible_env renumbers the units it is given to 0..k-1 (units 2,3 become 0,1)"
+    KILLED_BY = ("RAC107", "parses back as")
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {self.family.visible_devices_env_var: ",".join(str(i) for i in range(len(unit_ids)))}
+
+
+class VisibleEnvWrongVar(Healthy):
+    DEFECT = "rayaccel_visible_env sets the runtime's legacy variable, not the declared one"
+    KILLED_BY = ("RAC107", "without")
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {"ACME_RT_DEVICES": ",".join(unit_ids)}
+
+
+class ParseNoStrip(Healthy):
+    DEFECT = "rayaccel_parse_visible splits on commas without stripping spaces ('2, 3' gives ' 3')"
+    KILLED_BY = ("RAC107", "written")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [part for part in value.split(",") if part]
+
+
+class ParseKeepsEmpty(Healthy):
+    DEFECT = "rayaccel_parse_visible keeps empty entries ('2,,3' gives a unit '')"
+    KILLED_BY = ("RAC107", "written")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [part.strip() for part in value.split(",")] if value else []
+
+
+class ParseSorts(Healthy):
+    DEFECT = "rayaccel_parse_visible sorts the units, losing the order Ray gave"
+    KILLED_BY = ("RAC107", "parses back as")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return sorted(part.strip() for part in value.split(",") if part.strip())
+
+
+class VisibleEnvSorted(Healthy):
+    DEFECT = "rayaccel_visible_env sorts the unit ids before writing them"
+    KILLED_BY = ("RAC107", "parses back as")
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {self.family.visible_devices_env_var: ",".join(sorted(unit_ids))}
+
+
+class VisibleEnvFirstOnly(Healthy):
+    DEFECT = "rayaccel_visible_env writes only the first unit (a single-device runtime assumption)"
+    KILLED_BY = ("RAC107", "parses back as")
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {self.family.visible_devices_env_var: unit_ids[0] if unit_ids else ""}
+
+
+class FractionalUnshared(Healthy):
+    DEFECT = "a fractional quantity rule for a card whose devices declare no sharing capability"
+    KILLED_BY = ("RAC106", "sharing capability")
+    rule = QuantityRule(kind="fractional")
+
+
+class MetricMemoryInMib(Healthy):
+    DEFECT = "memory_total reported in MiB under the unit 'bytes', contradicting the device's memory size"
+    KILLED_BY = ("RAC206", "memory_total")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": float(device.memory_mib or 0)}) if s.name == "memory_total" else s
+                for s in super().samples(host, device)]
+
+
+class MetricUsedOverTotal(Healthy):
+    DEFECT = "memory_used read from the wrong sysfs file (the total in KiB), more than the device has"
+    KILLED_BY = ("RAC206", "more than the device's memory")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": (device.memory_mib or 0) * 2**20 * 1024}) if s.name == "memory_used"
+                else s for s in super().samples(host, device)]
+
+
+class MetricTemperatureMilli(Healthy):
+    DEFECT = "temperature in millidegrees (temp_mc not divided by 1000)"
+    KILLED_BY = ("RAC206", "temperature")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": s.value * 1000}) if s.name == "temperature" else s
+                for s in super().samples(host, device)]
+
+
+class MetricPowerMilliwatts(Healthy):
+    DEFECT = "power in milliwatts under the unit 'watts'"
+    KILLED_BY = ("RAC206", "power")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": s.value * 1000}) if s.name == "power" else s
+                for s in super().samples(host, device)]
+
+
+class MetricUtilizationFraction(Healthy):
+    DEFECT = "utilization as basis points (0-10000) under the unit 'percent'"
+    KILLED_BY = ("RAC206", "utilization")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": s.value * 100 + 100}) if s.name == "utilization" else s
+                for s in super().samples(host, device)]
+
+
+class MetricByIndex(Healthy):
+    DEFECT = "metric samples name devices by index instead of the discovered id"
+    KILLED_BY = ("RAC206", "unknown device")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"device": str(device.index)}) for s in super().samples(host, device)]
+
+
+class CloudHintWrongFamily(Healthy):
+    DEFECT = "the cloud hint names the family it was copied from"
+    KILLED_BY = ("RAC209", "names family")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        found = super().hint(provider, instance_type)
+        return found.model_copy(update={"family": "acme"}) if found else None
+
+
+class CloudHintFractionalCount(Healthy):
+    DEFECT = "the cloud hint counts half cards (2.5) for a family whose rule is whole units"
+    KILLED_BY = ("RAC209", "count")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        found = super().hint(provider, instance_type)
+        return found.model_copy(update={"count": 2.5}) if found else None
+
+
+class CloudHintUnknownType(Healthy):
+    DEFECT = "the cloud hint gives an accelerator type no SKU has (the next generation, R2)"
+    KILLED_BY = ("RAC209", "accelerator type")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        found = super().hint(provider, instance_type)
+        return found.model_copy(update={"accelerator_type": "R2"}) if found else None
+
+
+class CloudHintGpuExtra(Healthy):
+    DEFECT = "the cloud hint adds GPU as an extra resource, so autoscalers think the node has GPUs"
+    KILLED_BY = ("RAC209", "Ray reserves")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        found = super().hint(provider, instance_type)
+        return found.model_copy(update={"extra_resources": {"GPU": 4.0}}) if found else None
+
+
+class CloudHintAnyProvider(Healthy):
+    DEFECT = "the cloud hint ignores the provider asked and answers for its own instance type every time"
+    KILLED_BY = ("RAC209", "answers for")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        return CloudHint(provider="other", instance_type="acme-node", family=self.name, count=4,
+                         accelerator_type="R1")
+
+
+class SkuPatternsOverlap(Healthy):
+    DEFECT = "two SKUs whose product patterns both match 'ACME Roadrunner R1'"
+    KILLED_BY = ("RAC205", "ambiguous")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        r1 = data["skus"][0]
+        r1["match"] = {"product_patterns": ["Roadrunner R1"]}
+        pro = copy.deepcopy(r1)
+        pro.update({"id": "acme-r1-pro", "marketing_name": "ACME Roadrunner R1 Pro", "memory_mib": 131072,
+                    "match": {"product_patterns": ["Roadrunner R1( Pro)?"]}})
+        data["skus"].append(pro)
+        return data
+
+
+class SkuNamesDuplicate(Healthy):
+    DEFECT = "two SKUs list the same exact product name (a 64 GB and a 128 GB card)"
+    KILLED_BY = ("RAC205", "ambiguous")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        big = copy.deepcopy(data["skus"][0])
+        big.update({"id": "acme-r1-128g", "memory_mib": 131072})
+        data["skus"].append(big)
+        return data
+
+
+class MemoryInGib(Healthy):
+    DEFECT = "Device.memory_mib given in GiB (64 instead of 65536)"
+    KILLED_BY = ("RAC201", "memory-mib")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        found = super().device(host, path, driver)
+        return found.model_copy(update={"memory_mib": (found.memory_mib or 0) // 1024})
+
+
+class DuplicateIds(Healthy):
+    DEFECT = "device ids built from the product name, so all four cards share one id"
+    KILLED_BY = ("RAC105", "twice")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        found = super().device(host, path, driver)
+        return found.model_copy(update={"id": found.product_name.replace(" ", "-")})
+
+
+class HealthForUnknownDevices(Healthy):
+    DEFECT = "health reports name devices by sysfs directory instead of id"
+    KILLED_BY = ("RAC105", "unknown devices")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        return [r.model_copy(update={"device": f"acme{d.index}"})
+                for r, d in zip(super().rayaccel_health(host, devices), devices, strict=True)]
+
+
+# Names are owned ----------------------------------------------------------------------------------------
+
+
+class ExtraGpu(Healthy):
+    DEFECT = "an extra resource named GPU, so GPU tasks land on ACME cards"
+    KILLED_BY = ("RAC111", "Ray reserves")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {"GPU": float(len(devices))}
+
+
+class ExtraOwnResource(Healthy):
+    DEFECT = "an extra resource with the family's own name (counting partitions), overriding the unit count"
+    KILLED_BY = ("RAC111", "own resource")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {self.family.resource_name: float(2 * len(devices))}
+
+
+class ExtraOtherFamily(Healthy):
+    DEFECT = "an extra resource named after another installed family's resource (the control's)"
+    KILLED_BY = ("RAC111", "resource of family")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {_token("c-healthy"): 1.0}
+
+
+class ExtraBuiltinFamily(Healthy):
+    DEFECT = "an extra resource named HPU, Ray's built-in Gaudi resource"
+    KILLED_BY = ("RAC111", "built-in accelerator")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {"HPU": 1.0}
+
+
+class ExtraNodeResource(Healthy):
+    DEFECT = "an extra resource node:<ip>, which Ray sets for every node itself"
+    KILLED_BY = ("RAC111", "Ray reserves")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {"node:10.0.0.7": 1.0}
+
+
+class ExtraMemory(Healthy):
+    DEFECT = "an extra resource 'memory' giving device memory in bytes, clobbering Ray's host memory"
+    KILLED_BY = ("RAC111", "Ray reserves")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {"memory": float(sum((d.memory_mib or 0) * 2**20 for d in devices))}
+
+
+class ExtraNegative(Healthy):
+    DEFECT = "an extra resource counted as links minus devices, negative on a sparse topology"
+    KILLED_BY = ("RAC111", "not a positive")
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        return {f"{self.family.resource_name}_spare_links": -1.0}
+
+
+class LabelsOtherVendor(Healthy):
+    DEFECT = "labels under another vendor's prefix (nvidia.com/gpu.product, copied from a GPU plugin)"
+    KILLED_BY = ("RAC201", "not under the vendor's own prefix")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        return {**super().labels(inventory), "nvidia.com/gpu.product": "R1"}
+
+
+class LabelsRayTpuKey(Healthy):
+    DEFECT = "a Ray TPU key (ray.io/tpu-topology) from a family that is not TPU"
+    KILLED_BY = ("RAC201", "Ray's")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        return {**super().labels(inventory), "ray.io/tpu-topology": "2x2"}
+
+
+class LabelsInstanceTypeKey(Healthy):
+    DEFECT = "a label under the Kubernetes prefix (node.kubernetes.io/instance-type)"
+    KILLED_BY = ("RAC201", "not under the vendor's own prefix")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        return {**super().labels(inventory), "node.kubernetes.io/instance-type": "acme-node"}
+
+
+class FutureSpec(Healthy):
+    DEFECT = "declares spec 1.9, a minor version this SDK has not seen"
+    KILLED_BY = ("RAC103", "future minor")
+    spec = "1.9"
+
+
+class ResourceGpu(Healthy):
+    DEFECT = "declares resource GPU with its own env var"
+    KILLED_BY = ("RAC104", "GPU")
+
+    def _resource(self, token: str) -> str:
+        return "GPU"
+
+
+# A hook has no side effects -------------------------------------------------------------------------------
+
+
+class LabelsSortInput(Healthy):
+    DEFECT = "rayaccel_labels sorts inventory.devices in place (by NUMA node) to find the first card"
+    KILLED_BY = ("RAC109", "rayaccel_labels changed its input 'inventory'")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        inventory.devices.sort(key=lambda d: (-(d.numa_node or 0), d.index))
+        return super().labels(inventory)
+
+
+class LabelsMutateLabels(Healthy):
+    DEFECT = "rayaccel_labels adds its label to the inventory's own label dict"
+    KILLED_BY = ("RAC109", "rayaccel_labels changed its input 'inventory'")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        mine = super().labels(inventory)
+        inventory.labels.update(mine)
+        return mine
+
+
+class TopologyReversesDevices(Healthy):
+    DEFECT = "rayaccel_topology reverses its devices list in place while pairing them"
+    KILLED_BY = ("RAC109", "rayaccel_topology changed its input 'devices'")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        devices.reverse()
+        return super().rayaccel_topology(host, devices)
+
+
+class HealthPopsDevices(Healthy):
+    DEFECT = "rayaccel_health pops devices off its input list as it checks them"
+    KILLED_BY = ("RAC109", "rayaccel_health changed its input 'devices'")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        reports = []
+        while devices:
+            reports += acme.rayaccel_health(host, [devices.pop(0)])
+        return reports
+
+
+class DiscoverSubprocess(Healthy):
+    DEFECT = "discovery calls subprocess.run directly (no timeout), around the Host seam"
+    KILLED_BY = ("RAC109", "ran a process outside the Host seam")
+
+    def tool_version(self, host: Host) -> str | None:
+        try:
+            done = subprocess.run(["acme-smi", "--version"], capture_output=True, text=True, check=False)
+        except OSError:
+            return super().tool_version(host)
+        return done.stdout.split()[-1] if done.returncode == 0 else super().tool_version(host)
+
+
+class DiscoverOpensSysfs(Healthy):
+    DEFECT = "discovery reads the driver version with open() on the real /sys"
+    KILLED_BY = ("RAC109", "outside the Host seam")
+
+    def tool_version(self, host: Host) -> str | None:
+        try:
+            with open("/sys/module/acme/version", encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError:
+            return super().tool_version(host)
+
+
+class DiscoverListsDev(Healthy):
+    DEFECT = "discovery lists /dev with os.listdir to count the cards"
+    KILLED_BY = ("RAC109", "listed /dev outside the Host seam")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        nodes = [n for n in os.listdir("/dev") if n.startswith("acme")]
+        return found[: len(nodes)] if nodes else found
+
+
+class MetricsUrllib(Healthy):
+    DEFECT = "metrics scraped from the local exporter with urllib, around the Host seam"
+    KILLED_BY = ("RAC109", "used the network outside the Host seam")
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen("http://127.0.0.1:9/metrics", timeout=0.2).read()
+        return super().rayaccel_metrics(host, devices)
+
+
+class DiscoverSocket(Healthy):
+    DEFECT = "discovery asks the ACME fabric manager over a socket, around the Host seam"
+    KILLED_BY = ("RAC109", "used the network outside the Host seam")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", 9), timeout=0.2).close()
+        return super().rayaccel_discover(host)
+
+
+class DiscoverPrints(Healthy):
+    DEFECT = "discovery prints what it found to stdout (breaks rayaccel inspect --json)"
+    KILLED_BY = ("RAC109", "rayaccel_discover wrote to stdout/stderr")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        print(f"acme: found {len(found)} devices")
+        return found
+
+
+class HealthWritesStderr(Healthy):
+    DEFECT = "health writes a warning to stderr for every fatal error"
+    KILLED_BY = ("RAC109", "rayaccel_health wrote to stdout/stderr")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        reports = super().rayaccel_health(host, devices)
+        sys.stderr.write(f"acme: checked {len(reports)} devices\n")
+        return reports
+
+
+class DiscoverSetsEnv(Healthy):
+    DEFECT = "discovery exports ACME_DRIVER_VERSION into os.environ for the runtime"
+    KILLED_BY = ("RAC109", "rayaccel_discover changed the process environment")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        if found and found[0].driver_version:
+            os.environ["ACME_DRIVER_VERSION"] = found[0].driver_version
+        return found
+
+
+class HealthWatchdogThread(Healthy):
+    DEFECT = "health starts a watchdog thread that outlives the call"
+    KILLED_BY = ("RAC109", "left 1 thread(s) running")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        threading.Thread(target=time.sleep, args=(3,), name="acme-watchdog", daemon=True).start()
+        return super().rayaccel_health(host, devices)
+
+
+class DiscoverSpawnsDaemon(Healthy):
+    DEFECT = "discovery starts the ACME daemon (a child process) if it is not running"
+    KILLED_BY = ("RAC109", "ran a process outside the Host seam")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        if found:
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+        return found
+
+
+class DiscoverWritesCache(Healthy):
+    DEFECT = "discovery caches its result in a file under the temp dir"
+    KILLED_BY = ("RAC109", "wrote a file")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        cache = Path(tempfile.gettempdir()) / f"{self.name}-discovery-cache.json"
+        cache.write_text(json.dumps([d.id for d in found]), encoding="utf-8")
+        return found
+
+
+class CatalogWritesBack(Healthy):
+    DEFECT = "rayaccel_sku_catalog writes the catalog back to disk after loading it (normalising it)"
+    KILLED_BY = ("RAC109", "wrote a file")
+
+    def rayaccel_sku_catalog(self) -> SkuCatalog:
+        catalog = load_catalog(HERE / "acme-skus.yaml")
+        out = Path(tempfile.gettempdir()) / f"{self.name}-skus.json"
+        out.write_text(catalog.model_dump_json(by_alias=True), encoding="utf-8")
+        return super().rayaccel_sku_catalog()
+
+
+class DiscoverDlopen(Healthy):
+    DEFECT = "discovery loads libacme.so with ctypes instead of host.library"
+    KILLED_BY = ("RAC109", "loaded native library")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        with contextlib.suppress(OSError):
+            ctypes.CDLL("libacme-management.so.1")
+        return super().rayaccel_discover(host)
+
+
+# Discovery is a function of the host alone ---------------------------------------------------------------
+
+
+class DiscoverFiltersByEnv(Healthy):
+    DEFECT = "discovery keeps only the devices the process's own visible-devices variable lists"
+    KILLED_BY = ("RAC110", "in the process env")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        found = super().rayaccel_discover(host)
+        wanted = os.environ.get(self.family.visible_devices_env_var)
+        if wanted:
+            keep = {w.strip() for w in wanted.split(",")}
+            found = [d for d in found if str(d.index) in keep]
+        return found
+
+
+class DiscoverEmptyEnvMeansNone(Healthy):
+    DEFECT = "discovery returns no devices when the visible-devices variable is set but empty"
+    KILLED_BY = ("RAC110", "in the process env")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if os.environ.get(self.family.visible_devices_env_var) == "":
+            return []
+        return super().rayaccel_discover(host)
+
+
+# Timeouts are real ---------------------------------------------------------------------------------------
+
+
+class ToolLongRetries(Healthy):
+    DEFECT = "acme-smi called with a 120 s timeout, retried 3 times on a timeout"
+    KILLED_BY = ("RAC204", "would take")
+
+    def tool_version(self, host: Host) -> str | None:
+        for _ in range(3):
+            try:
+                result = host.run(TOOL, timeout=120)
+            except CommandTimeout:
+                continue
+            except HostError:
+                return None
+            match = _VERSION.match(result.stdout.strip())
+            return match.group(1) if match else None
+        return None
+
+
+class ToolManyShortRetries(Healthy):
+    DEFECT = "acme-smi retried 8 times with a 2 s timeout each (16 s against a 5 s budget)"
+    KILLED_BY = ("RAC204", "would take")
+
+    def tool_version(self, host: Host) -> str | None:
+        for _ in range(8):
+            try:
+                return self.tool_version_once(host)
+            except CommandTimeout:
+                continue
+        return None
+
+    def tool_version_once(self, host: Host) -> str | None:
+        result = host.run(TOOL, timeout=2.0)
+        match = _VERSION.match(result.stdout.strip())
+        return match.group(1) if match else None
+
+
+class ToolGarbageTrusted(Healthy):
+    DEFECT = "whatever acme-smi prints is taken as the driver version, unvalidated"
+    KILLED_BY = ("RAC204", "from garbage")
+
+    def tool_version(self, host: Host) -> str | None:
+        try:
+            return host.run(TOOL, timeout=1.0).stdout.split("\n")[0][:80] or None
+        except HostError:
+            return None
+
+
+#: name -> plugin object, in the order graded; the control first.
+PLUGINS: dict[str, Healthy] = {}
+
+
+def _name(cls: type[Healthy]) -> str:
+    if cls is Healthy:
+        return "c-healthy"
+    return "c-" + re.sub(r"(?<!^)(?=[A-Z])", "-", cls.__name__).lower()
+
+
+for _cls in [Healthy, *Healthy.__subclasses__()]:
+    _plugin = _cls(_name(_cls))
+    PLUGINS[_plugin.name] = _plugin
+    globals()[_plugin.name.replace("-", "_")] = _plugin  # importable as rayaccel_testplugins.corpus:<attr>
+
+
+def plugins_env(names: Sequence[str]) -> str:
+    """RAYACCEL_PLUGINS value that loads these corpus plugins in another process (a Ray node)."""
+    return ",".join(f"{n}=rayaccel_testplugins.corpus:{n.replace('-', '_')}" for n in names)

@@ -1,0 +1,165 @@
+"""The suite's own quality, measured: a corpus of deliberately broken plugins, graded, with the kill rate printed.
+
+Each plugin of ``rayaccel_testplugins.corpus`` is the healthy day-zero control with one realistic defect, and
+declares the check and message fragment expected to kill it. All of them are graded in this process through
+the same code ``pytest --conformance`` runs (``Subject.run``): every check, on every fixture, watched for
+hook side effects. The Ray checks run in ONE shared Ray cluster, and only for plugins no cheaper check killed
+(the control, and any survivor): a kill by any check is a kill, so the order changes cost, not verdicts.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SIMULATED_HANG_SECONDS, SimulatedHost
+from rayaccel_conformance.checks import CHECKS, all_checks
+from rayaccel_conformance.subject import Subject
+from rayaccel_conformance.tiers import Result, reached_tier
+from rayaccel_testplugins import corpus
+
+#: The share of the corpus the suite must kill.
+TARGET_KILL_RATE = 0.95
+#: The hook budget of the graded manager (the SDK's default is 10 s; the corpus's tool calls fit 5 s).
+HOOK_TIMEOUT_S = 5.0
+CONTROL = "c-healthy"
+MUTANTS = [name for name in corpus.PLUGINS if name != CONTROL]
+
+
+#: The checks the corpus shows failing: each is the declared killer of at least one mutant.
+KILLERS = {"RAC103", "RAC104", "RAC105", "RAC106", "RAC107", "RAC109", "RAC110", "RAC111", "RAC201", "RAC204",
+           "RAC205", "RAC206", "RAC209"}
+
+
+def failures(subject: Subject) -> dict[str, list[str]]:
+    """check id -> evidence of every failed (or errored) outcome of that check."""
+    found: dict[str, list[str]] = {}
+    for o in subject.outcomes:
+        if o.outcome in ("failed", "error"):
+            found.setdefault(o.check_id, []).extend(o.evidence)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded() -> Iterator[dict[str, Any]]:
+    from rayaccel_conformance.raycluster import shared_cluster, shutdown_shared_cluster
+
+    started = time.monotonic()
+    manager = PluginManager(autoload=False, timeout=HOOK_TIMEOUT_S)
+    for name, plugin in corpus.PLUGINS.items():
+        manager.register(plugin, name)
+    subjects = {name: Subject(name, manager) for name in corpus.PLUGINS}
+    cheap = [c for c in all_checks() if not c.uses_ray]
+    for subject in subjects.values():
+        for check in cheap:
+            for ref in (list(subject.fixture_paths()) or [None]) if check.scope == "fixture" else [None]:
+                subject.run(check, ref)
+    in_process_s = time.monotonic() - started
+    survivors = [s for s in subjects.values() if not failures(s)]
+    with pytest.MonkeyPatch.context() as mp:
+        # The Ray nodes load the survivors by import path; nothing else installed may join them.
+        mp.setenv("RAYACCEL_PLUGINS", corpus.plugins_env([s.name for s in survivors]))
+        mp.setenv("RAYACCEL_NO_AUTOLOAD", "1")
+        for var in ("RAYACCEL_DISABLE", "RAYACCEL_SIMULATE", "RAYACCEL_SIMULATE_FAULT_FILE", "RAY_ADDRESS"):
+            mp.delenv(var, raising=False)
+        try:
+            for subject in survivors:
+                for check in (c for c in all_checks() if c.uses_ray):
+                    for ref in subject.fixture_paths():
+                        subject.run(check, ref)
+                if shared_cluster().cluster is not None:
+                    shared_cluster().release(subject)
+        finally:
+            shutdown_shared_cluster()
+    yield {"subjects": subjects, "in_process_s": in_process_s, "total_s": time.monotonic() - started}
+    for name in ("c-discover-writes-cache-discovery-cache.json", "c-catalog-writes-back-skus.json"):
+        (Path(tempfile.gettempdir()) / name).unlink(missing_ok=True)  # what two mutants wrote
+
+
+def test_the_corpus_has_at_least_40_mutants_each_declaring_its_defect_and_killer() -> None:
+    assert len(MUTANTS) >= 40
+    for name in MUTANTS:
+        plugin = corpus.PLUGINS[name]
+        assert plugin.DEFECT and plugin.DEFECT != corpus.Healthy.DEFECT, name
+        assert plugin.KILLED_BY is not None and plugin.KILLED_BY[0] in {c.id for c in all_checks()}, name
+        assert type(plugin).__mro__[1] is corpus.Healthy, f"{name}: one defect, on the healthy base"
+    # One defect each: no two mutants are the same defect.
+    assert len({corpus.PLUGINS[n].DEFECT for n in MUTANTS}) == len(MUTANTS)
+    assert {corpus.PLUGINS[n].KILLED_BY[0] for n in MUTANTS} == KILLERS  # type: ignore[index]
+
+
+def test_the_kill_rate_is_printed_and_at_least_95_percent(graded: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    subjects = graded["subjects"]
+    killed = [n for n in MUTANTS if failures(subjects[n])]
+    survived = sorted(set(MUTANTS) - set(killed))
+    rate = len(killed) / len(MUTANTS)
+    with capsys.disabled():
+        print(f"\nbroken-plugin corpus: {len(killed)}/{len(MUTANTS)} killed, kill rate {rate:.1%} "
+              f"(target {TARGET_KILL_RATE:.0%}); graded in {graded['total_s']:.0f}s "
+              f"({graded['in_process_s']:.0f}s in process)"
+              + (f"; survivors: {', '.join(survived)}" if survived else ""))
+    assert rate >= TARGET_KILL_RATE, f"survivors: {survived}"
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_each_kill_names_the_defect(graded: dict[str, Any], name: str) -> None:
+    check_id, fragment = corpus.PLUGINS[name].KILLED_BY  # type: ignore[misc]
+    failed = failures(graded["subjects"][name])
+    assert check_id in failed, f"{name} ({corpus.PLUGINS[name].DEFECT}) is not failed by {check_id}: {failed}"
+    assert any(fragment in line for line in failed[check_id]), failed[check_id]
+
+
+def test_the_healthy_control_reaches_supported_with_the_ray_checks_run(graded: dict[str, Any]) -> None:
+    subject = graded["subjects"][CONTROL]
+    assert failures(subject) == {}
+    required: dict[str, set[str]] = {}
+    for c in all_checks():
+        required.setdefault(c.tier, set()).add(c.id)
+    results = [Result(o.check_id, CHECKS[o.check_id].tier, o.outcome, o.fixture, o.evidence) for o in subject.outcomes]
+    tier, why = reached_tier(results, required)
+    assert tier == "supported" and "RAC303 skipped" in why
+    outcomes = {o.check_id: o for o in subject.outcomes}
+    assert outcomes["RAC108"].outcome == "passed" and outcomes["RAC208"].outcome == "passed"
+    # A Ray task ran on a unit other than the one beside it, each seeing only its own unit.
+    assert any("a task got unit" in line for line in outcomes["RAC108"].evidence)
+    assert outcomes["RAC204"].outcome == "passed"  # the control reads acme-smi: there is something to test
+
+
+def test_a_failure_names_the_hook_and_the_defect_not_a_downstream_symptom(graded: dict[str, Any]) -> None:
+    # A labels hook sorting its input in place: every check that fails says so, and none blames discovery.
+    failed = failures(graded["subjects"]["c-labels-sort-input"])
+    assert "RAC109" in failed
+    lines = [line for evidence in failed.values() for line in evidence]
+    assert lines and all(line.startswith("side effect: c-labels-sort-input: rayaccel_labels") for line in lines)
+    # Its inputs were copies: the inventory the SDK built is unchanged, so discovery's order still matches.
+    assert not any("device ids" in line or "order" in line for line in lines)
+
+
+def test_a_simulated_hang_charges_the_whole_timeout_asked() -> None:
+    from rayaccel.fixtures import load_fixture
+    from rayaccel.host import CommandTimeout
+
+    fixture = load_fixture(next(iter(corpus.FIXTURE_ROOT.glob(f"{CONTROL}/*.yaml"))))
+    host = SimulatedHost(fixture, faults=["smi-hang"])
+    started = time.monotonic()
+    for _ in range(3):
+        with pytest.raises(CommandTimeout, match="within 120s"):
+            host.run(corpus.TOOL, timeout=120)
+    assert time.monotonic() - started < 3 * SIMULATED_HANG_SECONDS + 2  # fast in real time ...
+    assert host.skipped_wait_s == pytest.approx(3 * (120 - SIMULATED_HANG_SECONDS))  # ... 360 s in host time
+
+
+def test_the_side_effect_watch_restores_the_process(graded: dict[str, Any]) -> None:
+    # The mutants that set env vars, wrote files and spawned children did not leave their effects behind.
+    assert "ACME_DRIVER_VERSION" not in os.environ
+    import psutil
+
+    assert not [p for p in psutil.Process().children(recursive=True) if "time.sleep(3)" in " ".join(p.cmdline())]
