@@ -16,11 +16,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 import ray
+from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.cli.node import cluster_processes
@@ -92,8 +92,10 @@ def node(tmp_path_factory):
 
 
 @ray.remote(resources={"ACME": 1}, num_cpus=0)
-def node_after(seconds: float) -> str:
-    time.sleep(seconds)
+def node_after(meet=None) -> str:  # type: ignore[no-untyped-def]
+    if meet is not None:  # say it runs, then hold its unit until the test lets it finish
+        meet.set.remote("running")
+        assert ray.get(meet.wait.remote("finish", 120))
     return ray.get_runtime_context().get_node_id()
 
 
@@ -127,16 +129,21 @@ def test_fault_cordons_the_family_and_recovery_offers_it_again(node):
     def free_acme() -> float:
         return float(ray.available_resources().get("ACME", 0))
 
-    running = node_after.remote(4)
+    meet = rendezvous()
+    running = node_after.remote(meet)
+    assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran"
     wait_for(free_acme, lambda n: n == 2, timeout=30, what="the task to hold one of the 3 ACME units")
     node["fault_file"].write_text("fatal-2\n", encoding="utf-8")
     cordon = wait_for(status, lambda s: "acme" in s["cordoned"], timeout=INTERVAL + 20,
                       what="the acme family to be cordoned")["cordoned"]["acme"]
     assert FAILED_DEVICE in cordon["message"] and "acme-fatal" in cordon["message"]
+    # The two free units are held while the task still runs on the third; then it finishes there.
+    wait_for(status, lambda s: s["cordoned"]["acme"]["held"] == 2, timeout=60, what="the 2 free ACME units held")
+    meet.set.remote("finish")
     assert ray.get(running, timeout=60) == node["node_id"]  # running work finishes
     wait_for(status, lambda s: s["cordoned"]["acme"]["held"] == 3, timeout=60, what="every ACME unit to be held")
     assert free_acme() == 0
-    waiting = node_after.remote(0)
+    waiting = node_after.remote()
     ready, _ = ray.wait([waiting], timeout=3)
     assert not ready, "new ACME work ran on the cordoned node"
 
