@@ -41,6 +41,10 @@ def families(inventory):  # type: ignore[no-untyped-def]
     return {f.plugin: len(f.devices) for f in inventory.families}
 
 
+def codes(inventory, plugin):  # type: ignore[no-untyped-def]
+    return {p.code for p in inventory.problems if p.plugin == plugin}
+
+
 def problem(inventory, plugin):  # type: ignore[no-untyped-def]
     found = [p for p in inventory.problems if p.plugin == plugin and p.severity != "info"]
     assert found, f"no problem recorded for {plugin}: {inventory.problems}"
@@ -56,13 +60,15 @@ def test_out_of_process_inventory_equals_the_in_process_one(fixture):
     assert isolated_inventory(manager, host).model_dump() == collect_inventory(manager, host).model_dump()
 
 
-def test_exit_memory_print_and_environ_stay_in_the_plugins_worker(capfd, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 4], ids=["one-worker-for-all", "one-worker-per-plugin"])
+def test_exit_memory_print_and_environ_stay_in_the_plugins_worker(workers, capfd, monkeypatch):
     monkeypatch.setenv(WORKER_MEMORY_ENV, "1024")
-    manager = manager_with("exit", "memory", "noisy")
+    manager = manager_with("exit", "memory", "noisy")  # acme first, then the hostile ones in this order
     environ_before = dict(os.environ)
-    inventory = isolated_inventory(manager, acme_host(manager))
+    inventory = isolated_inventory(manager, acme_host(manager), workers=workers)
     out, err = capfd.readouterr()
-    # The other plugins' results are intact; the noisy plugin's devices too (it only misbehaves).
+    # The other plugins' results are intact, also those served after the exit in the same worker (asked
+    # again in a fresh one); the noisy plugin's devices too (it only misbehaves).
     assert families(inventory) == {"acme": ACME_DEVICES, "hostile-noisy": ACME_DEVICES}
     assert inventory.resources["ACME"] == ACME_DEVICES
     exited = problem(inventory, "hostile-exit")
@@ -82,13 +88,13 @@ def test_a_plugin_that_exits_is_replaced_and_answers_again():
         second = pool.build(host)
     assert families(first) == families(second) == {"acme": ACME_DEVICES}
     assert problem(second, "hostile-exit").code == "worker-failed"
-    assert pool.restarts()["hostile-exit"] == 1  # replaced for the second request; acme's worker stayed warm
+    assert pool.restarts()["hostile-exit"] == 2  # replaced after each request; acme's worker stayed warm
     assert pool.restarts()["acme"] == 0
 
 
 def test_polls_leave_no_threads_or_children_behind():
     """The monitor's case: a plugin that hangs and one that spawns, polled 6 times through one pool."""
-    manager = manager_with("hang", "spawn", timeout=0.5)
+    manager = manager_with("hang", "spawn", timeout=2)
     me = psutil.Process()
     threads_before = threading.active_count()
     counts = []
@@ -97,8 +103,8 @@ def test_polls_leave_no_threads_or_children_behind():
         for _ in range(6):
             inventory = pool.build(host)
             assert families(inventory) == {"acme": ACME_DEVICES, "hostile-spawn": ACME_DEVICES}
-            assert problem(inventory, "hostile-hang").code == "hook-timeout"
-            assert problem(inventory, "hostile-spawn").code == "worker-leak"
+            assert "hook-timeout" in codes(inventory, "hostile-hang")
+            assert "worker-leak" in codes(inventory, "hostile-spawn")
             counts.append((threading.active_count(), len(me.children(recursive=True))))
         warm_acme = pool.worker_pids()["acme"]
         assert pool.restarts()["hostile-spawn"] >= 5 and pool.restarts()["hostile-hang"] >= 5

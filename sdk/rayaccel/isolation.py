@@ -1,4 +1,4 @@
-"""Plugin hooks out of process: one worker process per plugin, answering with validated records.
+"""Plugin hooks out of process: worker processes answering with validated records, one per plugin.
 
 In-process isolation (a thread and a timeout per hook, :mod:`rayaccel.manager`) cannot stop a plugin
 that calls ``os._exit``, exhausts memory, changes ``os.environ``, writes to the caller's stdout, or leaves
@@ -14,8 +14,10 @@ monitor -- the hooks of each plugin run in a worker process of their own:
 - the worker runs in its own session; a worker that dies, misses its deadline, or is left with extra
   threads or child processes after an answer is killed with its whole process group and replaced at the
   next request. Its answer, if any, still counts; the other plugins' answers are never affected;
-- workers start side by side and answer in parallel; :class:`WorkerPool` keeps them warm between
-  requests (the monitor polls through one pool for its whole life).
+- workers start side by side and answer in parallel; a worker may serve several plugins in turn (on a
+  machine with fewer cores than plugins), and when one of them kills it the plugins after it are asked
+  again in a fresh worker; :class:`WorkerPool` keeps workers warm between requests (the monitor polls
+  through one pool, one worker per plugin, for its whole life).
 
 A plugin registered as an object rather than an importable module, or a host the worker cannot rebuild
 (anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulated.SimulatedHost`), runs in
@@ -77,7 +79,7 @@ class PluginTarget(_Message):
 
 
 class Setup(_Message):
-    plugin: PluginTarget
+    plugins: list[PluginTarget]
     host: HostSpec
     timeout: float
 
@@ -87,6 +89,9 @@ class Request(_Message):
 
 
 class Reply(_Message):
+    """One plugin's answer; a worker serving several plugins answers one line per plugin, in order."""
+
+    plugin: str
     family: FamilyInventory | None = None
     problems: list[Problem] = Field(default_factory=list)
     #: Set when the worker is left with threads or child processes it did not start with.
@@ -166,10 +171,11 @@ def prestart(count: int) -> None:
 
 
 class _Worker:
-    """One plugin's worker process, started on demand and killed (with its process group) on misbehaviour."""
+    """The worker process of one or more plugins, started on demand and killed (with its process group)
+    on misbehaviour. Its plugins are served in order; a plugin's answer must come within its deadline."""
 
-    def __init__(self, target: PluginTarget, timeout: float) -> None:
-        self.target = target
+    def __init__(self, targets: Sequence[PluginTarget], timeout: float) -> None:
+        self.targets = list(targets)
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.host: HostSpec | None = None
@@ -179,6 +185,7 @@ class _Worker:
 
     @property
     def deadline(self) -> float:
+        """Seconds one plugin's answer may take (its hooks, its import, and a process start)."""
         return self.timeout * _CALLS_PER_REQUEST + _STARTUP_SLACK
 
     def pid(self) -> int | None:
@@ -189,7 +196,7 @@ class _Worker:
         self.host = host
         self._buffer = b""
         self.started += 1
-        self._send(Setup(plugin=self.target, host=host, timeout=self.timeout).model_dump_json())
+        self._send(Setup(plugins=self.targets, host=host, timeout=self.timeout).model_dump_json())
 
     def _send(self, line: str) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -207,8 +214,22 @@ class _Worker:
             return f"could not be sent the request ({type(e).__name__}: {e})"
         return None
 
+    def answers(self) -> tuple[dict[str, Reply | str], list[PluginTarget]]:
+        """Each plugin's answer, or why there is none; on a failure the worker is killed, and the plugins
+        after the failed one are returned unanswered (to be asked again in a fresh worker)."""
+        answers: dict[str, Reply | str] = {}
+        for i, target in enumerate(self.targets):
+            answer = self.receive(time.monotonic() + self.deadline)
+            if isinstance(answer, Reply) and answer.plugin != target.name:
+                answer = f"answered for {answer.plugin!r} when {target.name!r} was due"
+            answers[target.name] = answer
+            if not isinstance(answer, Reply):
+                self.kill()
+                return answers, self.targets[i + 1:]
+        return answers, []
+
     def receive(self, until: float) -> Reply | str:
-        """The worker's answer, or why there is none (it died, timed out, answered garbage)."""
+        """The worker's next answer, or why there is none (it died, timed out, answered garbage)."""
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         with selectors.DefaultSelector() as selector:
@@ -278,76 +299,97 @@ class _Worker:
 
 
 class WorkerPool:
-    """Builds a node's inventory with each plugin's hooks in a worker process of its own.
+    """Builds a node's inventory with the plugins' hooks in worker processes.
 
-    Workers start on the first :meth:`build` and stay up until :meth:`close` (use the pool as a context
-    manager), so a monitor polling through one pool pays the start-up once.
+    ``workers``: how many processes share the plugins (each plugin always in one of them, the plugins of
+    a process served in turn); default one per plugin. Workers start on the first :meth:`build` and stay
+    up until :meth:`close` (use the pool as a context manager), so a monitor polling through one pool pays
+    the start-up once. When a worker fails, the plugin it was serving gets a problem and the plugins after
+    it in that worker are asked again in a fresh one: a dying plugin never loses the others' results.
     """
 
-    def __init__(self, manager: PluginManager, plugins: Sequence[str] | None = None) -> None:
+    def __init__(self, manager: PluginManager, plugins: Sequence[str] | None = None,
+                 workers: int | None = None) -> None:
         self.manager = manager
         self.builder = InventoryBuilder(manager, plugins)
-        self._workers: dict[str, _Worker] = {}
         self._lock = threading.Lock()
-        timeout = float(manager.timeout or 0)
-        for name in self.builder.plugins:
-            target = plugin_target(manager, name)
-            if target is not None:
-                self._workers[name] = _Worker(target, timeout)
+        self._timeout = float(manager.timeout or 0)
+        targets = [t for t in (plugin_target(manager, name) for name in self.builder.plugins) if t is not None]
+        count = max(1, min(len(targets), workers if workers is not None else len(targets)))
+        self._workers = [_Worker(targets[i::count], self._timeout) for i in range(count) if targets[i::count]]
+        self._isolated = {t.name for t in targets}
+        self._replaced: dict[str, int] = {}
 
     @property
     def plugins(self) -> list[str]:
         return list(self.builder.plugins)
 
     def worker_pids(self) -> dict[str, int]:
-        """Plugin name -> pid of its live worker process."""
-        return {name: pid for name, w in self._workers.items() if (pid := w.pid()) is not None}
+        """Plugin name -> pid of the live worker process serving it."""
+        return {t.name: pid for w in self._workers if (pid := w.pid()) is not None for t in w.targets}
 
     def restarts(self) -> dict[str, int]:
-        """Plugin name -> how many times its worker was replaced."""
-        return {name: max(0, w.started - 1) for name, w in self._workers.items()}
+        """Plugin name -> how many times a worker was replaced because of it."""
+        return {name: self._replaced.get(name, 0) for name in self._isolated}
+
+    def _ask(self, spec: HostSpec, request: Request) -> dict[str, Reply | str]:
+        answers: dict[str, Reply | str] = {}
+        sent = []
+        for worker in self._workers:  # all requests first: the workers answer in parallel
+            why = worker.request(spec, request)
+            if why is None:
+                sent.append(worker)
+            else:
+                answers.update({t.name: why for t in worker.targets})
+                worker.kill()
+        for worker in sent:
+            got, rest = worker.answers()
+            answers.update(got)
+            while rest:  # the plugins after a failed one, in a fresh worker of their own
+                retry = _Worker(rest, self._timeout)
+                why = retry.request(spec, request)
+                if why is not None:
+                    answers.update({t.name: why for t in rest})
+                    retry.kill()
+                    break
+                got, rest = retry.answers()
+                answers.update(got)
+                retry.kill()
+        return answers
 
     def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
         with self._lock:
             spec = host_spec(host)
             problems: list[Problem] = list(self.manager.problems)
+            answers = self._ask(spec, Request(with_metrics=with_metrics)) if spec is not None else {}
             results: dict[str, FamilyInventory | None] = {}
-            request = Request(with_metrics=with_metrics)
-            isolated = {name: w for name, w in self._workers.items() if spec is not None}
-            sent: dict[str, float] = {}
-            failed: dict[str, str] = {}
-            for name, worker in isolated.items():  # all requests first: the workers answer in parallel
-                why = worker.request(spec, request) if spec is not None else "no host spec"
-                if why is None:
-                    sent[name] = time.monotonic() + worker.deadline
-                else:
-                    failed[name] = why
-            answers: dict[str, Reply | str] = dict(failed)
-            for name, until in sent.items():
-                answers[name] = isolated[name].receive(until)
+            leaky: set[str] = set()
             for name in self.builder.plugins:
-                worker_problems: list[Problem] = []
-                if name not in isolated:
-                    results[name] = self.builder.family(name, host, worker_problems, with_metrics)
+                answer = answers.get(name)
+                if answer is None:  # not isolable (an object plugin, a custom host): in process
+                    results[name] = self.builder.family(name, host, problems, with_metrics)
+                elif isinstance(answer, Reply):
+                    results[name] = answer.family
+                    problems.extend(answer.problems)
+                    if answer.leaked:
+                        leaky.add(name)
+                        problems.append(self._problem(
+                            name, "worker-leak", f"left {answer.leaked} behind in its worker process; the "
+                            "worker was replaced", "join the threads and wait for the processes a hook starts",
+                            severity="warning"))
                 else:
-                    answer = answers[name]
-                    if isinstance(answer, Reply):
-                        results[name] = answer.family
-                        worker_problems.extend(answer.problems)
-                        if answer.leaked:
-                            worker_problems.append(self._problem(
-                                name, "worker-leak", f"left {answer.leaked} behind in its worker process; the "
-                                "worker was replaced", "join the threads and wait for the processes a hook starts",
-                                severity="warning"))
-                            isolated[name].kill()
-                    else:
-                        results[name] = None
-                        worker_problems.append(self._problem(
-                            name, "worker-failed", f"its worker process {answer}; the plugin's devices are "
-                            "left out of this inventory and the worker is replaced",
-                            "catch vendor errors inside the plugin and bound every vendor call with a timeout"))
-                        isolated[name].kill()
-                problems.extend(worker_problems)
+                    results[name] = None
+                    self._replaced[name] = self._replaced.get(name, 0) + 1
+                    problems.append(self._problem(
+                        name, "worker-failed", f"its worker process {answer}; the plugin's devices are "
+                        "left out of this inventory and the worker is replaced",
+                        "catch vendor errors inside the plugin and bound every vendor call with a timeout"))
+            for worker in self._workers:
+                leaked = [t.name for t in worker.targets if t.name in leaky]
+                if leaked and worker.pid() is not None:
+                    worker.kill()
+                    for name in leaked:
+                        self._replaced[name] = self._replaced.get(name, 0) + 1
             families = [f for f in (results[name] for name in self.builder.plugins) if f is not None]
             resources = self.builder._node_resources(families, problems)
             labels = self.builder._node_labels(families, problems)
@@ -360,7 +402,7 @@ class WorkerPool:
 
     def close(self) -> None:
         with self._lock:
-            for worker in self._workers.values():
+            for worker in self._workers:
                 worker.kill()
 
     def __enter__(self) -> WorkerPool:
@@ -370,10 +412,18 @@ class WorkerPool:
         self.close()
 
 
+def default_workers(plugins: int) -> int:
+    """Worker processes for a one-shot inventory: one per plugin where the machine has a core for each
+    (they run side by side), fewer on a small machine (each worker costs an interpreter start-up)."""
+    return max(1, min(plugins, (os.cpu_count() or 1) - 1))
+
+
 def isolated_inventory(manager: PluginManager, host: Host, plugins: Sequence[str] | None = None,
-                       with_metrics: bool = True) -> NodeInventory:
-    """One inventory with every plugin's hooks out of process (workers started in parallel, then closed)."""
-    with WorkerPool(manager, plugins) as pool:
+                       with_metrics: bool = True, workers: int | None = None) -> NodeInventory:
+    """One inventory with the plugins' hooks out of process (``workers`` processes, default
+    :func:`default_workers`, started in parallel, then closed)."""
+    names = list(plugins) if plugins is not None else manager.plugin_names()
+    with WorkerPool(manager, names, workers if workers is not None else default_workers(len(names))) as pool:
         return pool.build(host, with_metrics)
 
 
@@ -397,16 +447,19 @@ def _watch_parent(parent: int) -> None:
             os._exit(3)
 
 
-def _leaks(baseline_threads: int) -> str | None:
+def _footprint() -> tuple[int, int]:
     import psutil
 
-    children = psutil.Process().children(recursive=True)
-    threads = threading.active_count() - baseline_threads
+    return threading.active_count(), len(psutil.Process().children(recursive=True))
+
+
+def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
+    threads, children = after[0] - before[0], after[1] - before[1]
     parts = []
     if threads > 0:
         parts.append(f"{threads} thread{'s' if threads > 1 else ''}")
-    if children:
-        parts.append(f"{len(children)} child process{'es' if len(children) > 1 else ''}")
+    if children > 0:
+        parts.append(f"{children} child process{'es' if children > 1 else ''}")
     return " and ".join(parts) or None
 
 
@@ -428,34 +481,42 @@ def worker_main() -> int:
         return 0  # a spare worker whose parent never needed it
     setup = Setup.model_validate_json(first)
     manager = PluginManager(autoload=False, timeout=setup.timeout)
-    name = setup.plugin.name
-    try:
-        module: object = importlib.import_module(setup.plugin.module)
-    except BaseException as e:  # reported on every request, like a plugin that failed to load
-        manager.problems.append(Problem(plugin=name, distribution=setup.plugin.distribution, hook=None,
-                                        code="hook-raised", message=f"failed to import {type(e).__name__}: {e}",
-                                        fix="make the plugin importable"))
-        module = None
-    registered = module is not None and manager.register(module, name, distribution=setup.plugin.distribution,
-                                                         version=setup.plugin.version)
     host = _make_host(setup.host)
-    builder = InventoryBuilder(manager, [name] if registered else [])
-    baseline = threading.active_count()
+    builder = InventoryBuilder(manager, [])
+    loaded: dict[str, list[Problem] | None] = {}  # plugin -> its load problems; None: not loaded yet
+    baseline = _footprint()
     for line in requests:
         request = Request.model_validate_json(line)
-        problems: list[Problem] = list(manager.problems)
-        family = None
-        if registered:
-            try:
-                family = builder.family(name, host, problems, request.with_metrics)
-            except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
-                problems.append(Problem(plugin=name, distribution=setup.plugin.distribution, hook=None,
-                                        code="inventory-failed", message=f"{type(e).__name__}: {e}",
-                                        fix="report this to the plugin's maintainers with the inventory input"))
-        reply = Reply(family=family, problems=problems, leaked=_leaks(baseline))
-        answers.write(reply.model_dump_json().encode() + b"\n")
-        answers.flush()
+        for target in setup.plugins:
+            if loaded.get(target.name) is None:  # imported at its first turn: a hang is blamed on it
+                loaded[target.name] = _load(manager, target)
+            problems = list(loaded[target.name] or [])
+            family = None
+            if target.name in manager.plugin_names():
+                try:
+                    family = builder.family(target.name, host, problems, request.with_metrics)
+                except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
+                    problems.append(Problem(plugin=target.name, distribution=target.distribution, hook=None,
+                                            code="inventory-failed", message=f"{type(e).__name__}: {e}",
+                                            fix="report this to the plugin's maintainers with the inventory input"))
+            now = _footprint()
+            leaked = _leaks(baseline, now)
+            baseline = now if leaked else baseline  # blame each leak on one plugin only
+            reply = Reply(plugin=target.name, family=family, problems=problems, leaked=leaked)
+            answers.write(reply.model_dump_json().encode() + b"\n")
+            answers.flush()
     return 0
+
+
+def _load(manager: PluginManager, target: PluginTarget) -> list[Problem]:
+    before = len(manager.problems)
+    try:
+        module: object = importlib.import_module(target.module)
+    except BaseException as e:  # reported with every answer, like a plugin that failed to load
+        return [Problem(plugin=target.name, distribution=target.distribution, hook=None, code="hook-raised",
+                        message=f"failed to import {type(e).__name__}: {e}", fix="make the plugin importable")]
+    manager.register(module, target.name, distribution=target.distribution, version=target.version)
+    return manager.problems[before:]
 
 
 if __name__ == "__main__":

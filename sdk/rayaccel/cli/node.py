@@ -124,13 +124,13 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
-    from rayaccel.isolation import prestart
+    from rayaccel.isolation import default_workers, prestart
     from rayaccel.ray.monitor import interval_error
 
     why = interval_error(monitor_interval)
     if why is not None:
         raise typer.BadParameter(why, param_hint="--monitor-interval")
-    prestart(_plugin_count(plugin))  # the hooks' worker processes start while this one loads Ray
+    prestart(default_workers(_plugin_count(plugin)))  # the hooks' workers start while this process loads Ray
     from rayaccel.ray.driver import configure_node
 
     args = [str(a) for a in ctx.args]
