@@ -111,6 +111,9 @@ def read_library(lib: Any) -> Snapshot:
         kfd = optional(getattr(lib, "amdsmi_get_gpu_kfd_info", _absent), handle) or {}
         partition = kfd.get("current_partition_id")
         record.partition_id = partition if isinstance(partition, int) and not isinstance(partition, bool) else None
+        if partition is not None and (record.partition_id is None or not 0 <= partition < 64):
+            malformed("kfd_info.current_partition_id", partition, "a partition number in [0, 64)", where=f"GPU {index}")
+            record.partition_id = None
         enumeration = optional(getattr(lib, "amdsmi_get_gpu_enumeration_info", _absent), handle) or {}
         hip_id = enumeration.get("hip_id")
         record.hip_id = hip_id if isinstance(hip_id, int) and not isinstance(hip_id, bool) and hip_id >= 0 else None

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel import Affinity, Device, Domain, Link, Topology
+from rayaccel.reporting import report_problem, shown
 from rayaccel_nvidia.discovery import UNREADABLE, optional
 
 #: Unidirectional GB/s of one NVLink, by the ``nvmlNvlinkVersion_t`` name ``nvmlDeviceGetNvLinkVersion``
@@ -141,12 +142,21 @@ def fabric_clique(nvml: Any, handle: Any) -> str | None:
         if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
             raise
         return None
-    if int(info.state) != nvml.NVML_GPU_FABRIC_STATE_COMPLETED or int(info.status) != nvml.NVML_SUCCESS:
+    except Exception as e:  # a malformed answer: this GPU's clique is unknown, the others still count
+        report_problem("nvml-malformed-answer", f"nvmlDeviceGetGpuFabricInfoV failed with {type(e).__name__}: "
+                       f"{shown(str(e))}; the GPU's NVLink clique is unknown")
         return None
-    raw = bytes(info.clusterUuid)
-    if not any(raw):
-        return None  # the GPU is not part of a multi-node NVLink domain
-    return f"{uuid_module.UUID(bytes=raw)}.{int(info.cliqueId)}"
+    try:
+        if int(info.state) != nvml.NVML_GPU_FABRIC_STATE_COMPLETED or int(info.status) != nvml.NVML_SUCCESS:
+            return None
+        raw = bytes(info.clusterUuid)
+        if not any(raw):
+            return None  # the GPU is not part of a multi-node NVLink domain
+        return f"{uuid_module.UUID(bytes=raw)}.{int(info.cliqueId)}"
+    except (TypeError, ValueError) as e:
+        report_problem("nvml-malformed-answer", f"the GPU fabric info is malformed ({shown(str(e))}); the GPU's "
+                       "NVLink clique is unknown")
+        return None
 
 
 def clique_domains(nvml: Any, devices: Sequence[Device], handles: dict[str, Any]) -> list[Domain]:
