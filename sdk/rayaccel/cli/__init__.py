@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import IO, Any
+from typing import Any
 
 import click
 import typer
@@ -90,16 +90,17 @@ def _register_commands() -> None:
 
 
 def _click_classes(name: str) -> tuple[type[Any], ...]:
-    """The class of that name in click and in the click that typer vendors (typer >= 0.22 raises its own)."""
-    found: list[type[Any]] = [getattr(click.exceptions, name)]
+    """The class of that name in click and in the click that typer vendors (typer >= 0.22 raises its own),
+    wherever it exists: errors are told apart by class hierarchy, never by module name."""
+    modules: list[object] = [click.exceptions]
     try:
         from typer._click import exceptions as vendored
     except ImportError:  # an older typer that raises click's own
-        return tuple(found)
-    extra = getattr(vendored, name, None)
-    if isinstance(extra, type) and extra not in found:
-        found.append(extra)
-    return tuple(found)
+        pass
+    else:
+        modules.append(vendored)
+    found = [getattr(module, name, None) for module in modules]
+    return tuple(dict.fromkeys(c for c in found if isinstance(c, type)))
 
 
 _CLICK_ERRORS = _click_classes("ClickException")
@@ -112,8 +113,8 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _error(message: str, stream: IO[str] | None = None) -> None:
-    print(f"error: {_one_line(message)}", file=stream or sys.stderr, flush=True)
+def _error(message: str) -> None:
+    print(f"error: {_one_line(message)}", file=sys.stderr, flush=True)
 
 
 def _usage_error(e: Any) -> str:
@@ -133,10 +134,6 @@ def _os_error(e: OSError) -> str:
     fix = {errno.ENAMETOOLONG: "use a shorter name", errno.EACCES: "check the permissions",
            errno.ENOSPC: "free some disk space", errno.EROFS: "choose a writable location"}.get(e.errno or 0)
     return f"{what}{where}" + (f"; {fix}" if fix else "")
-
-
-class _Interrupted(Exception):
-    pass
 
 
 @contextmanager
