@@ -37,8 +37,10 @@ def visible_ids(meet=None, n=0):
 
 
 def test_the_node_has_four_acme_and_the_inventorys_labels():
-    assert ray.cluster_resources()["ACME"] == 4
-    assert ray.cluster_resources()["accelerator_type:R1"] == 1
+    # Ray's resource view may trail the node's registration: poll it, then check it exactly.
+    resources = wait_for(ray.cluster_resources, lambda r: "ACME" in r, timeout=60, what="ACME in the cluster")
+    assert resources["ACME"] == 4
+    assert resources["accelerator_type:R1"] == 1
     (node,) = ray.nodes()
     assert node["Labels"]["ray.io/accelerator-type"] == "R1"
     assert node["Labels"]["rayaccel.io/family"] == "acme"

@@ -53,8 +53,11 @@ def cluster():
                  lambda alive: set(ids.values()) <= set(alive) and all(
                      any(r in alive[ids[name]] for r in ("ACME", "GPU", "neuron_cores", "TPU"))
                      for name in ids), timeout=120, what="every node alive with its accelerator resources")
-        wait_for(ray.cluster_resources, lambda r: all(k in r for k in ("ACME", "GPU", "neuron_cores", "TPU")),
-                 timeout=60, what="the cluster's resources to include every family")
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        totals = {k: sum(n["Resources"].get(k, 0) for n in alive) for k in ("ACME", "GPU", "neuron_cores", "TPU")}
+        # Ray sums its per-node resource view, which may trail the node table: wait until they agree.
+        wait_for(ray.cluster_resources, lambda r: all(r.get(k) == v for k, v in totals.items()),
+                 timeout=60, what=f"the cluster's resources to add up to {totals}")
         yield ids
     finally:
         rayaccel.ray.shutdown()
