@@ -106,22 +106,31 @@ def captured_output(sink: HookOutput) -> Iterator[None]:
         _local.sink = None
 
 
-def environ_changes(before: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """What differs in os.environ from before: (set or changed name -> value, removed names)."""
-    now = dict(os.environ)
-    changed = {k: v for k, v in now.items() if before.get(k) != v}
-    removed = sorted(k for k in before if k not in now)
-    return changed, removed
+def _environ_data() -> Mapping[Any, Any]:
+    # CPython keeps the encoded environment in os.environ._data: copying and comparing that dict is an
+    # order of magnitude cheaper than os.environ's decoding view, and this runs around every hook call.
+    data = getattr(os.environ, "_data", None)
+    return data if isinstance(data, dict) else os.environ
 
 
-def restore_environ(before: Mapping[str, str]) -> list[str]:
-    """Undo every change to os.environ since before; the names that had changed, sorted."""
-    changed, removed = environ_changes(before)
-    for name in changed:
-        if name in before:
-            os.environ[name] = before[name]
+def environ_snapshot() -> dict[Any, Any]:
+    """The environment now, to compare with after a hook call."""
+    return dict(_environ_data())
+
+
+def restore_environ(before: Mapping[Any, Any]) -> list[str]:
+    """Undo every change to os.environ since ``before`` (an :func:`environ_snapshot`); the names that had
+    changed, sorted."""
+    now = dict(_environ_data())
+    if now == before:
+        return []
+    changed = [k for k, v in now.items() if before.get(k) != v]
+    removed = [k for k in before if k not in now]
+    for key in changed:
+        if key in before:
+            os.environ[os.fsdecode(key)] = os.fsdecode(before[key])
         else:
-            os.environ.pop(name, None)
-    for name in removed:
-        os.environ[name] = before[name]
-    return sorted([*changed, *removed])
+            os.environ.pop(os.fsdecode(key), None)
+    for key in removed:
+        os.environ[os.fsdecode(key)] = os.fsdecode(before[key])
+    return sorted(os.fsdecode(k) for k in [*changed, *removed])

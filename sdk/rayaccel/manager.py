@@ -412,7 +412,7 @@ class PluginManager:
                 except BaseException as e:  # a plugin's SystemExit must not end the caller either
                     outcome["error"] = e
 
-        environ = dict(os.environ)
+        environ = containment.environ_snapshot()
         thread = threading.Thread(target=target, name=f"rayaccel-{plugin}-{hook}", daemon=True)
         with containment.routed_streams():
             thread.start()
@@ -460,7 +460,7 @@ class PluginManager:
             return None
         return min(self.timeout, remaining)
 
-    def _contain(self, plugin: str, dist: str | None, hook: str, environ: Mapping[str, str],
+    def _contain(self, plugin: str, dist: str | None, hook: str, environ: Mapping[Any, Any],
                  output: containment.HookOutput, problems: list[Problem] | None) -> None:
         """Undo and report what a hook changed outside its result: os.environ, the output streams."""
         where = None if hook == "import" else hook
