@@ -84,7 +84,7 @@ def label_owner_problem(key: str, family: Any) -> str | None:
     own = _words(family.vendor) | {family.name, family.name.replace("-", "")}
     known = next((words for d, words in KNOWN_VENDOR_DOMAINS.items() if domain == d or domain.endswith("." + d)),
                  None)
-    if own & (_words(domain) | set(known or ())):
+    if own & (_words(domain) | set(domain.split(".")) | set(known or ())):
         return None
     return (f"label {key!r} is not under the vendor's own prefix: {domain} names neither {family.vendor!r} nor "
             f"{family.name!r}" + (" (it is another vendor's)" if known else ""))
