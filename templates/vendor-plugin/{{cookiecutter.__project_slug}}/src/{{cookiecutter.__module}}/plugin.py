@@ -85,8 +85,9 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
     try:
         return metrics.to_samples(devices, probe.read_stats(host, devices), probe.read_health(host, devices))
-    except probe.ProbeError:
-        return []  # metrics are best effort; health reports the error
+    except probe.ProbeError as e:
+        report_problem("metrics-unavailable", f"{e}; no metrics this time")  # best effort, but never silent
+        return []
 
 
 @hookimpl

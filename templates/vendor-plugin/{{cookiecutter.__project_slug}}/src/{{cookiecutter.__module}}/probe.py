@@ -105,10 +105,10 @@ class PeerLink:
 
 
 def _int(value: Any, what: str) -> int:
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise ProbeError(f"{what}: expected a whole number, got {value!r}") from None
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 15):  # a count or size: 0 .. 10**15
+        raise ProbeError(f"{what}: expected a whole number, got {value!r:.60}")
+    return int(text)
 
 
 def _float(value: Any, what: str) -> float:
@@ -240,12 +240,11 @@ def read_devices(host: Host) -> list[DeviceInfo]:
 
 
 def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
-    links = []
-    for device in devices:
-        base = f"{SYSFS}/{CLASS}{device.index}/links"
-        for peer in host.list_dir(base) if host.is_dir(base) else []:
-            links.append(PeerLink(device.id, peer, _float(_attr(host, f"{base}/{peer}"), f"{base}/{peer}")))
-    return links
+    found = [(device.id, f"{SYSFS}/{CLASS}{device.index}/links") for device in devices]
+    pairs = [(device, base, peer) for device, base in found for peer in (host.list_dir(base) if host.is_dir(base)
+                                                                          else [])]
+    return _each(pairs, lambda p: PeerLink(p[0], p[2], _float(_attr(host, f"{p[1]}/{p[2]}"), f"{p[1]}/{p[2]}")),
+                 f"{SYSFS} links")
 
 
 def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
@@ -261,14 +260,14 @@ def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth
 
 
 def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
-    stats = {}
-    for device in devices:
+    def build(device: Device) -> DeviceStats:
         path = f"{SYSFS}/{CLASS}{device.index}"
-        stats[device.id] = DeviceStats(
+        return DeviceStats(
             device.id, _float(_attr(host, f"{path}/utilization"), "utilization"),
             _float(_attr(host, f"{path}/temperature"), "temperature"), _float(_attr(host, f"{path}/power"), "power"),
             _int(_attr(host, f"{path}/memory_used_mib"), "memory_used_mib"))
-    return stats
+
+    return {s.uuid: s for s in _each(devices, build, f"{SYSFS} readings")}
 {% elif kind == "command-json" %}
 # VENDOR: your tool's name and the arguments that make it print JSON.
 TOOL = "{{ cookiecutter.__tool }}"
@@ -328,10 +327,8 @@ def parse_devices(doc: Any) -> list[DeviceInfo]:
 
 
 def parse_links(doc: Any) -> list[PeerLink]:
-    try:
-        return [PeerLink(str(r["a"]), str(r["b"]), _float(r["gbps"], "gbps")) for r in _rows(doc, "links")]
-    except KeyError as e:
-        raise ProbeError(f"a link has no {e.args[0]!r}") from None
+    return _each(_rows(doc, "links"), lambda r: PeerLink(str(_text(r["a"], "a")), str(_text(r["b"], "b")),
+                                                          _float(r["gbps"], "gbps")), "links")
 
 
 def _health(row: dict[str, Any]) -> DeviceHealth:
@@ -348,13 +345,14 @@ def parse_health(doc: Any) -> dict[str, DeviceHealth]:
 
 
 def parse_stats(doc: Any) -> dict[str, DeviceStats]:
-    try:
-        return {str(r["uuid"]): DeviceStats(str(r["uuid"]), _float(r["utilization"], "utilization"),
-                                            _float(r["temperature"], "temperature"), _float(r["power"], "power"),
-                                            _int(r["memory_used_mib"], "memory_used_mib"))
-                for r in _rows(doc, "devices")}
-    except KeyError as e:
-        raise ProbeError(f"a stats entry has no {e.args[0]!r}") from None
+    def build(r: dict[str, Any]) -> DeviceStats:
+        uuid = _text(r["uuid"], "uuid")
+        if uuid is None:
+            raise ProbeError("the entry has no readable uuid")
+        return DeviceStats(uuid, _float(r["utilization"], "utilization"), _float(r["temperature"], "temperature"),
+                           _float(r["power"], "power"), _int(r["memory_used_mib"], "memory_used_mib"))
+
+    return {s.uuid: s for s in _each(_rows(doc, "devices"), build, shlex.join(STATS))}
 
 
 def driver_version(host: Host) -> str | None:
@@ -454,7 +452,8 @@ def parse_devices(text: str) -> list[DeviceInfo]:
 
 
 def parse_links(text: str) -> list[PeerLink]:
-    return [PeerLink(r["a"], r["b"], _float(r["gbps"], "gbps")) for r in parse_rows(text, LINK_COLUMNS)]
+    return _each(parse_rows(text, LINK_COLUMNS), lambda r: PeerLink(r["a"], r["b"], _float(r["gbps"], "gbps")),
+                 "link table")
 
 
 def _health(r: dict[str, str]) -> DeviceHealth:
@@ -471,16 +470,18 @@ def parse_health(text: str) -> dict[str, DeviceHealth]:
 
 
 def parse_stats(text: str) -> dict[str, DeviceStats]:
-    return {r["uuid"]: DeviceStats(r["uuid"], _float(r["utilization"], "utilization"),
-                                   _float(r["temperature"], "temperature"), _float(r["power"], "power"),
-                                   _int(r["memory_used_mib"], "memory_used_mib"))
-            for r in parse_rows(text, STATS_COLUMNS)}
+    def build(r: dict[str, str]) -> DeviceStats:
+        return DeviceStats(r["uuid"], _float(r["utilization"], "utilization"), _float(r["temperature"], "temperature"),
+                           _float(r["power"], "power"), _int(r["memory_used_mib"], "memory_used_mib"))
+
+    return {s.uuid: s for s in _each(parse_rows(text, STATS_COLUMNS), build, "stats table")}
 
 
 def driver_version(host: Host) -> str | None:
     text = run_csv(host, query("driver", ("version",)))
     if text is not None and not text.strip():
-        report_problem("missing-value", f"{TOOL} --query-driver=version printed nothing; the driver version is unknown")
+        report_problem("missing-value", f"{TOOL} --query-driver=version printed nothing; the driver version is "
+                       "unknown")
     return None if text is None else _driver_version(text)
 
 
@@ -586,14 +587,15 @@ def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
     lib = _library(host)
     if lib is None:
         return []
-    return [PeerLink(d.id, peer, _float(gbps, "gbps")) for d in devices
-            for peer, gbps in sorted(lib.device_links(d.index).items())]
+    pairs = [(d.id, peer, gbps) for d in devices for peer, gbps in sorted(lib.device_links(d.index).items())]
+    return _each(pairs, lambda p: PeerLink(p[0], str(p[1]), _float(p[2], "gbps")), f"{LIBRARY} links")
 
 
 def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
     lib = _library(host)
     if lib is None:
         return {}
+
     def build(d: Device) -> DeviceHealth:
         info = lib.device_info(d.index)
         fatal = vendor_int(_field(info, "fatal_errors", d.index), "fatal_errors")
@@ -609,12 +611,12 @@ def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
     lib = _library(host)
     if lib is None:
         return {}
-    stats = {}
-    for d in devices:
+
+    def build(d: Device) -> DeviceStats:
         info = lib.device_info(d.index)
-        stats[d.id] = DeviceStats(d.id, _float(info.get("utilization", 0), "utilization"),
-                                    _float(info.get("temperature", 0), "temperature"),
-                                    _float(info.get("power", 0), "power"),
-                                    _int(info.get("memory_used_mib", 0), "memory_used_mib"))
-    return stats
+        return DeviceStats(d.id, _float(info.get("utilization", 0), "utilization"),
+                           _float(info.get("temperature", 0), "temperature"), _float(info.get("power", 0), "power"),
+                           _int(info.get("memory_used_mib", 0), "memory_used_mib"))
+
+    return {s.uuid: s for s in _each(devices, build, f"{LIBRARY} readings")}
 {% endif %}
