@@ -140,7 +140,9 @@ def _os_error(e: OSError) -> str:
 def _sigint_marks_interrupt() -> Iterator[list[bool]]:
     """Remember that SIGINT arrived (typer turns the KeyboardInterrupt into a silent exit code 130)."""
     seen: list[bool] = []
-    if threading.current_thread() is not threading.main_thread():
+    # Only over Python's own handler: an ignored SIGINT (a job started with `nohup` or `&`) stays ignored.
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield seen
         return
 
