@@ -141,13 +141,13 @@ _spares: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
 _spares_lock = threading.Lock()
 
 
-def _spawn() -> tuple[subprocess.Popen[bytes], IO[bytes]]:
-    """A new worker process, waiting for its set-up line."""
+def _spawn(preload: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """A new worker process, importing ``preload`` (module names) while it waits for its set-up line."""
     env = {k: v for k, v in os.environ.items() if k not in (PLUGINS_ENV, DISABLE_ENV)}
     # The plugin's module was importable here: make it importable there (tests extend sys.path).
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by _Worker.kill)
-    proc = subprocess.Popen([sys.executable, "-m", "rayaccel.isolation"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "rayaccel.isolation", *preload], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True, close_fds=True)
     return proc, log
 
@@ -162,10 +162,31 @@ def _spare() -> tuple[subprocess.Popen[bytes], IO[bytes]] | None:
     return None
 
 
-def prestart(count: int) -> None:
-    """Start ``count`` workers now, before the plugins are known: their interpreter start-up then overlaps
-    with the caller's own (``rayaccel start`` calls this first). Unused ones exit with their parent."""
-    spawned = [_spawn() for _ in range(max(0, count))]
+def plugin_modules(names: Sequence[str] | None = None) -> list[str]:
+    """The modules of the plugins a manager would load (entry points unless disabled or autoload is off,
+    and ``RAYACCEL_PLUGINS``), or of the plugins ``names``, found without importing any of them."""
+    import importlib.metadata
+
+    from rayaccel.manager import ENTRY_POINT_GROUP, NO_AUTOLOAD_ENV, disabled_plugins
+
+    found: dict[str, str] = {}
+    if os.environ.get(NO_AUTOLOAD_ENV, "") not in ("1", "true", "yes"):
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            found.setdefault(ep.name, ep.module)
+    for item in os.environ.get(PLUGINS_ENV, "").split(","):
+        name, _, target = item.strip().partition("=")
+        if name and target:
+            found.setdefault(name, target.partition(":")[0])
+    blocked = disabled_plugins()
+    return sorted({module for name, module in found.items()
+                   if name not in blocked and (names is None or name in names)})
+
+
+def prestart(count: int, preload: Sequence[str] = ()) -> None:
+    """Start ``count`` workers now, before the plugins are known, importing ``preload`` (the plugins'
+    modules, :func:`plugin_modules`): their start-up then overlaps with the caller's own (``rayaccel
+    start`` calls this first). Unused ones exit with their parent."""
+    spawned = [_spawn(preload) for _ in range(max(0, count))]
     with _spares_lock:
         _spares.extend(spawned)
 
@@ -476,6 +497,9 @@ def worker_main() -> int:
 
         resource.setrlimit(resource.RLIMIT_AS, (limit * 2**20, limit * 2**20))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), name="rayaccel-parent-watch", daemon=True).start()
+    for module in sys.argv[1:]:  # prestarted: import the likely plugins while the parent gets ready
+        with contextlib.suppress(BaseException):  # a failure is reported when the plugin is loaded for real
+            importlib.import_module(module)
     first = requests.readline()
     if not first.strip():
         return 0  # a spare worker whose parent never needed it

@@ -124,13 +124,14 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
-    from rayaccel.isolation import default_workers, prestart
+    from rayaccel.isolation import default_workers, plugin_modules, prestart
     from rayaccel.ray.monitor import interval_error
 
     why = interval_error(monitor_interval)
     if why is not None:
         raise typer.BadParameter(why, param_hint="--monitor-interval")
-    prestart(default_workers(_plugin_count(plugin)))  # the hooks' workers start while this process loads Ray
+    modules = plugin_modules(plugin)
+    prestart(default_workers(len(modules)), modules)  # the hooks' workers start while this process loads Ray
     from rayaccel.ray.driver import configure_node
 
     args = [str(a) for a in ctx.args]
@@ -173,20 +174,6 @@ def start(
 
 #: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
 NODE_VISIBLE_TIMEOUT_S = 90.0
-
-
-def _plugin_count(plugins: list[str] | None) -> int:
-    """How many plugins a node start will probe, without importing any of them."""
-    if plugins:
-        return len(set(plugins))
-    import importlib.metadata
-
-    from rayaccel.manager import ENTRY_POINT_GROUP, NO_AUTOLOAD_ENV, PLUGINS_ENV
-
-    count = len([p for p in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in p])
-    if os.environ.get(NO_AUTOLOAD_ENV, "") not in ("1", "true", "yes"):
-        count += len({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
-    return min(count, 32)
 
 
 def _decide_auth(head: bool) -> tuple[str, str]:
