@@ -292,8 +292,13 @@ def run_bounded(argv: Sequence[str], env: Mapping[str, str], timeout: float,
 
 def http_get_bounded(url: str, headers: Mapping[str, str], timeout: float,
                      max_bytes: int = MAX_OUTPUT_BYTES) -> HttpResponse:
-    """GET url, bounded by ``timeout`` seconds in total (connect, headers and body together), not per read:
-    a server dripping one byte at a time is cut off at the deadline. Raises HttpUnavailable."""
+    """GET url, bounded by ``timeout`` seconds in total (name lookup, connect, headers and body together),
+    not per read: a server dripping one byte at a time is cut off at the deadline. Raises HttpUnavailable.
+
+    The request runs in a daemon thread the caller waits for; at the deadline the caller shuts the socket
+    down (which ends a blocked read) and returns. A name lookup cannot be interrupted: its thread ends
+    when the resolver gives up, the caller does not wait for it.
+    """
     timeout = _check_timeout(timeout)
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -301,33 +306,38 @@ def http_get_bounded(url: str, headers: Mapping[str, str], timeout: float,
     connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = connection_type(parts.hostname, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    expired = threading.Event()
+    outcome: dict[str, Any] = {}
 
-    def cut_off() -> None:  # wakes a read blocked on a slow server; the read then fails
-        expired.set()
+    def fetch() -> None:
+        try:
+            connection.request("GET", target, headers=dict(headers))
+            response = connection.getresponse()
+            body = bytearray()
+            while chunk := response.read1(65536):
+                body += chunk
+                if len(body) > max_bytes:
+                    raise OutputTooLarge(f"GET {url}: the answer is longer than {max_bytes} bytes")
+            outcome["value"] = HttpResponse(response.status, bytes(body).decode("utf-8", "replace"))
+        except Exception as e:
+            outcome["error"] = e
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=fetch, name="rayaccel-http-get", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
         sock = connection.sock
-        if sock is not None:
+        if sock is not None:  # wakes the blocked read; the thread then ends
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-
-    watchdog = threading.Timer(timeout, cut_off)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        connection.request("GET", target, headers=dict(headers))
-        response = connection.getresponse()
-        body = bytearray()
-        while chunk := response.read1(65536):
-            body += chunk
-            if len(body) > max_bytes:
-                raise OutputTooLarge(f"GET {url}: the answer is longer than {max_bytes} bytes")
-        if expired.is_set():
-            raise TimeoutError
-        return HttpResponse(response.status, bytes(body).decode("utf-8", "replace"))
-    except (OSError, http.client.HTTPException) as e:
-        if expired.is_set():
-            raise HttpUnavailable(f"GET {url}: no complete answer within {timeout:g}s") from None
-        raise HttpUnavailable(f"GET {url}: {e}") from e
-    finally:
-        watchdog.cancel()
-        connection.close()
+        raise HttpUnavailable(f"GET {url}: no complete answer within {timeout:g}s")
+    error = outcome.get("error")
+    if isinstance(error, HostError):
+        raise error
+    if isinstance(error, OSError | http.client.HTTPException):
+        raise HttpUnavailable(f"GET {url}: {error}") from error
+    if error is not None:
+        raise error
+    value: HttpResponse = outcome["value"]
+    return value
