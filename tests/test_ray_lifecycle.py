@@ -228,3 +228,36 @@ def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monk
     assert config.env[env_var] == first or manager.parse_visible(plugin, config.env[env_var]) == [first]
     (warning,) = [p for p in config.inventory.problems if p.code == "visible-devices"]
     assert f"{env_var}={first!r} is set: the node offers 1 of its {len(family.schedulable_units)}" in warning.message
+
+
+class _Broken:
+    """An event whose wait fails the way ``Event.wait(inf)`` does (OverflowError)."""
+
+    def wait(self, timeout: float) -> bool:
+        raise OverflowError("timestamp too large to convert to C _PyTime_t")
+
+    def set(self) -> None:
+        pass
+
+
+def test_a_dying_monitor_loop_says_so_in_its_status(monkeypatch):
+    from rayaccel.ray.monitor import HealthMonitor
+
+    class Monitor(HealthMonitor):  # the real monitor, its loop's wait broken, outside Ray
+        def _adopt(self, healthy_families: set[str]) -> None:
+            pass
+
+        @property  # type: ignore[override]
+        def _stop(self) -> _Broken:
+            return _Broken()
+
+        @_stop.setter
+        def _stop(self, value: object) -> None:
+            pass
+
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    monkeypatch.setenv("RAYACCEL_SIMULATE", "acme/acme-4")
+    monitor = Monitor("node-1", 1.0, ["acme"], isolated=False)
+    status = wait_for(monitor.status, lambda s: s["loop"] != "running", timeout=30, what="the loop to stop")
+    assert status["loop"].startswith("stopped: OverflowError") and "monitor loop stopped" in status["error"]
+    assert status["polls"] == 1 and status["health"]  # the first poll ran; the status still answers

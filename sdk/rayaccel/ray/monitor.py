@@ -157,7 +157,6 @@ class HealthMonitor:
             with self._lock:
                 self._status["loop"] = f"stopped: {type(e).__name__}: {e}"
                 self._status["error"] = f"the monitor loop stopped: {type(e).__name__}: {e}"
-            raise
         finally:
             if self._pool is not None:
                 self._pool.close()
@@ -211,7 +210,10 @@ class HealthMonitor:
             self._status["error"] = None
             self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
         if first:
-            self._adopt(set(self._resource) - set(by_family))
+            try:
+                self._adopt(set(self._resource) - set(by_family))
+            except Exception as e:  # monitoring goes on; an old cordon stays until its family faults again
+                logger.warning("rayaccel: could not look for an earlier monitor's cordons: %s", e)
         for family_name, phrases in by_family.items():
             if family_name not in self._cordons:
                 self._cordon(family_name, "rayaccel health monitor: " + "; ".join(phrases))
