@@ -106,6 +106,20 @@ def test_a_payload_at_the_prompt_is_refused_at_that_prompt(sandbox: Path) -> Non
     assert "next: cd out/rayaccel-acme && " in done.stdout  # relative to where `rayaccel new` ran
 
 
+def test_plain_cookiecutter_refuses_a_payload_typed_at_its_prompt(sandbox: Path) -> None:
+    """cookiecutter stores a typed answer without rendering it; the template's hook refuses it, so it is
+    never baked (nor recorded in .cruft.json to be replayed by an upgrade)."""
+    marker = sandbox / "PWNED"
+    before = files_under(sandbox)
+    answers = [f"Evil {payload(marker)}", *[""] * 9]
+    done = run([sys.executable, "-m", "cookiecutter", str(TEMPLATE), "-o", "out"], cwd=sandbox,
+               stdin="\n".join(answers) + "\n")
+    assert done.returncode != 0
+    assert "error: vendor_name contains template syntax" in done.stderr, done.stderr[-2000:]
+    assert_nothing_happened(sandbox, before, marker)
+    assert list((sandbox / "out").iterdir()) == []
+
+
 def _template_repo(root: Path) -> Path:
     repo = root / "template-repo"
     shutil.copytree(TEMPLATE, repo / "templates" / "vendor-plugin", ignore=shutil.ignore_patterns("__pycache__"))
