@@ -409,7 +409,7 @@ def family_of(inventory: NodeInventory, plugin: str) -> FamilyInventory | None:
 def observable(family: FamilyInventory | None) -> dict[str, Any] | None:
     if family is None:
         return None
-    return family.model_dump(mode="json", exclude={"metrics"})
+    return family.model_dump(mode="json")
 
 
 def subset(family: FamilyInventory | None, base: FamilyInventory) -> bool:

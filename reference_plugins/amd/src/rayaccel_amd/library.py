@@ -174,8 +174,8 @@ def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..
 
 def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
     activity = optional(lib.amdsmi_get_gpu_activity, handle, into=record.errors, what="activity") or {}
-    record.gfx_activity = _number(activity.get("gfx_activity"))
-    record.umc_activity = _number(activity.get("umc_activity"))
+    record.gfx_activity = _reading(activity.get("gfx_activity"), "activity.gfx_activity", record.index)
+    record.umc_activity = _reading(activity.get("umc_activity"), "activity.umc_activity", record.index)
     power = optional(lib.amdsmi_get_power_info, handle, into=record.errors, what="power") or {}
     # ROCm 7 reports "socket_power"; MI300-era libraries "current_socket_power" ("average_socket_power" is N/A there).
     for key in ("socket_power", "current_socket_power", "average_socket_power"):
@@ -188,6 +188,14 @@ def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[.
     record.temperature_c = _number(temp)
     used = optional(lib.amdsmi_get_gpu_memory_usage, handle, lib.AmdSmiMemoryType.VRAM)
     record.vram_used_bytes = int(used) if isinstance(used, int) else None
+
+
+def _reading(value: Any, name: str, index: int) -> float | None:
+    """A reading; N/A is "not answered", anything else that is not a number is reported."""
+    number = _number(value)
+    if number is None and value is not None and str(value).strip().upper() != "N/A":
+        malformed(name, value, "a number", where=f"GPU {index}")
+    return number
 
 
 def _absent(*args: Any) -> None:

@@ -10,7 +10,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel import Device, MetricSample
+from rayaccel import Device, MetricSample, report_problem
+from rayaccel.reporting import shown, vendor_float
 from rayaccel_nvidia.discovery import UNREADABLE
 
 
@@ -19,6 +20,10 @@ def _query(nvml: Any, fn: str, *args: Any) -> Any:
         return getattr(nvml, fn)(*args)
     except nvml.NVMLError:
         return None  # not supported on this GPU, or the GPU is gone: health reports that
+    except Exception as e:  # a malformed answer: this reading is unknown, the others are still sampled
+        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the "
+                       "reading is skipped")
+        return None
 
 
 # NVML session -> device id -> (timestamp us, tx KiB, rx KiB) of the previous sample.
@@ -69,9 +74,12 @@ def metrics(nvml: Any, devices: Sequence[Device]) -> list[MetricSample]:
         if handle is None:
             continue
 
-        def add(name: str, unit: str, value: float | None, device_id: str = device.id) -> None:
-            if value is not None:
-                samples.append(MetricSample(device=device_id, name=name, unit=unit, value=float(value)))
+        def add(name: str, unit: str, value: Any, device_id: str = device.id) -> None:
+            if value is None:
+                return
+            number = vendor_float(value, name, where=f"GPU {device_id}", maximum=1e18)
+            if number is not None:
+                samples.append(MetricSample(device=device_id, name=name, unit=unit, value=number))
 
         util = _query(nvml, "nvmlDeviceGetUtilizationRates", handle)
         add("utilization", "percent", util.gpu if util is not None else None)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from rayaccel import Device, Host, HttpUnavailable, MetricSample
+from rayaccel import Device, Host, HttpUnavailable, MetricSample, report_problem
 
 ENV_ADDR = "TPU_DEVICE_PLUGIN_ADDR"
 TIMEOUT = 1.0
@@ -51,16 +51,25 @@ def sample_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
     addr = host.getenv(ENV_ADDR)
     if not addr:
         return []
+    url = f"http://{addr}/metrics"
+    fix = f"check the GKE TPU device plugin and {ENV_ADDR}"
     try:
-        response = host.http_get(f"http://{addr}/metrics", timeout=TIMEOUT)
-    except HttpUnavailable:
+        response = host.http_get(url, timeout=TIMEOUT)
+    except HttpUnavailable as e:
+        report_problem("metrics-unavailable", f"the TPU device plugin's metrics did not answer ({str(e)[:120]}); "
+                       "no TPU metrics this time", fix=fix)
         return []
     if response.status != 200:
+        report_problem("metrics-unavailable", f"GET {url} answered HTTP {response.status}; no TPU metrics this time",
+                       fix=fix)
         return []
     try:
         per_chip = parse_device_plugin_metrics(response.body)
-    except (ValueError, TypeError):
-        return []  # a garbled scrape is a missing sample, not a device fault
+    except (ValueError, TypeError) as e:
+        # A garbled scrape is a missing sample, not a device fault: reported, not silent.
+        report_problem("metrics-unavailable", f"GET {url} answered text that is not Prometheus metrics "
+                       f"({type(e).__name__}: {str(e)[:80]}); no TPU metrics this time", fix=fix)
+        return []
     by_index = {d.index: d for d in devices}
     return [MetricSample(device=by_index[i].id, name=name, unit=unit, value=value)
             for i, metrics in sorted(per_chip.items()) if i in by_index
