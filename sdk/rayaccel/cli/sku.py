@@ -20,6 +20,10 @@ sku_app = typer.Typer(name="sku", help="Day-zero SKU onboarding: add a SKU to a 
 app.add_typer(sku_app)
 
 
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 @sku_app.command("add")
 def add(
     plugin: Annotated[str, typer.Option("--plugin", help="Plugin whose catalog gets the SKU, e.g. nvidia")],
@@ -49,23 +53,18 @@ def add(
     done = add_sku(PluginManager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
                    dry_run=dry_run)
     if not done.written:
-        console.print(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
-                      f"{done.catalog_path} and fixture {done.fixture_ref} ({done.fixture_path}) written, derived "
-                      f"from {done.base_fixture}; every check passed, nothing was written", markup=False,
-                      highlight=False)
+        _say(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
+             f"{done.catalog_path} and fixture {done.fixture_ref} ({done.fixture_path}) written, derived "
+             f"from {done.base_fixture}; every check passed, nothing was written")
         return
-    console.print(f"added SKU {done.sku.id} ({done.sku.accelerator_type}) to {done.catalog_path}",
-                  markup=False, highlight=False)
+    _say(f"added SKU {done.sku.id} ({done.sku.accelerator_type}) to {done.catalog_path}")
     if done.catalog_rewritten:
-        console.print("  the catalog's layout could not be appended to, so it was written out again (comments lost)",
-                      markup=False, highlight=False)
-    console.print(f"wrote fixture {done.fixture_ref} ({done.fixture_path}), derived from {done.base_fixture}",
-                  markup=False, highlight=False)
+        _say("  the catalog's layout could not be appended to, so it was written out again (comments lost)")
+    _say(f"wrote fixture {done.fixture_ref} ({done.fixture_path}), derived from {done.base_fixture}")
     if done.recorded_labels:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(done.recorded_labels.items()))
-        console.print(f"  labels the plugin or device decides, recorded from its answer: {labels}", markup=False,
-                      highlight=False)
-    console.print(f"see it: rayaccel inspect --simulate {done.fixture_ref}", markup=False, highlight=False)
+        _say(f"  labels the plugin or device decides, recorded from its answer: {labels}")
+    _say(f"see it: rayaccel inspect --simulate {done.fixture_ref}")
 
 
 @sku_app.command("check")
@@ -81,10 +80,8 @@ def check(
     else:
         for r in results:
             if r.ok:
-                console.print(f"ok: {r.plugin}: {r.skus} SKU{'' if r.skus == 1 else 's'} ({r.path})", markup=False,
-                              highlight=False)
+                _say(f"ok: {r.plugin}: {r.skus} SKU{'' if r.skus == 1 else 's'} ({r.path})")
             else:
-                err_console.print(f"error: plugin {r.plugin}: {r.error}", markup=False, highlight=False,
-                                  soft_wrap=True)
+                err_console.print(f"error: plugin {r.plugin}: {r.error}", markup=False, highlight=False, soft_wrap=True)
     if any(not r.ok for r in results):
         raise typer.Exit(2)
