@@ -32,6 +32,16 @@ A hook may accept any subset of its parameters. A hook that cannot do its job (a
 garbage) raises `rayaccel.HookError(message, fix=..., code=...)`: the problem then carries the plugin's own
 words and fix instead of a generic "raised". Records are in `rayaccel.records` (exported by `rayaccel`).
 
+**Partial results.** A hook that read most of what it needed returns that, and reports the rest with
+`rayaccel.report_problem(code, message, fix=..., severity="warning")`: one malformed field of one device
+(`memory.total: 'abc'`), a cut or garbled line, a count that disagrees with sysfs. Each report becomes a
+`Problem` naming the plugin and the hook, and the family's other devices are still reported; raising would
+lose them all. `rayaccel.reporting.vendor_int` / `vendor_float` read one vendor value defensively (wrong
+type, not a number, not finite, outside the physically possible range: `None` and a `malformed-value`
+report quoting the field and the value). Reports are kept per hook call (at most 50, duplicates dropped); a
+thread of the plugin's own reports through `contextvars.copy_context().run(...)`; tests capture reports with
+`rayaccel.reporting.collect_problems()`.
+
 Spec version: **{hookspec.SPEC_VERSION}**. A plugin declares the version it was written for in
 `FamilyDeclaration.spec_version`; a different major version is refused, any minor version is accepted.
 Required hooks: {", ".join(f"`{h}`" for h in hookspec.REQUIRED_HOOKS)}.
