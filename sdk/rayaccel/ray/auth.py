@@ -30,7 +30,11 @@ def token_available() -> bool:
     raylet: Any = importlib.import_module("ray._raylet")
     loader = raylet.AuthenticationTokenLoader.instance()
     loader.reset_cache()  # HOME or the token file may have changed since this process last asked
-    return bool(loader.has_token(ignore_auth_mode=True))
+    try:
+        return bool(loader.has_token(ignore_auth_mode=True))
+    finally:
+        # Leave no token cached: a process with auth disabled that holds one rejects its workers' calls.
+        loader.reset_cache()
 
 
 def decide_auth_mode() -> tuple[str, str]:
