@@ -348,7 +348,10 @@ def hooks_have_no_side_effects(subject: Subject, fixture: str | None) -> Evidenc
                          ("rayaccel_cloud_hints", {"provider": "aws", "instance_type": "p5.48xlarge"})):
         if subject.manager.call(subject.name, hook, [], **kwargs) is not MISSING:
             called.append(hook)
-    found = subject.side_effects()
+    # What the SDK contained while loading the plugin (before the suite watched it): prints, env writes.
+    found = [f"{subject.name}: {p.hook or 'import'} {p.message}" for p in subject.manager.problems
+             if p.plugin == subject.name and p.code in ("printed", "environ-changed")]
+    found += subject.side_effects()
     if found:
         raise CheckFailed([f"side effect: {f}" for f in found])
     return f"{fx.ref}: no side effects in {', '.join(called)} (nor in any hook called so far)"

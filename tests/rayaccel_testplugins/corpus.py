@@ -643,6 +643,15 @@ class DiscoverPrints(Healthy):
         return found
 
 
+class FamilyPrintsBanner(Healthy):
+    DEFECT = "rayaccel_family prints a banner when the plugin loads (before any check watches it)"
+    KILLED_BY = ("RAC109", "rayaccel_family wrote")
+
+    def rayaccel_family(self) -> FamilyDeclaration:
+        print(f"ACME plugin {self.name} loaded")
+        return super().rayaccel_family()
+
+
 class HealthWritesStderr(Healthy):
     DEFECT = "health writes a warning to stderr for every fatal error"
     KILLED_BY = ("RAC109", "rayaccel_health wrote to stdout/stderr")
