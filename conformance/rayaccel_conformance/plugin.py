@@ -104,6 +104,9 @@ class ConformanceItem(pytest.Item):
         head = f"{check.id} [{check.tier}] {check.title} -- {where}"
         if isinstance(excinfo.value, CheckFailed):
             found = "\n".join(f"  - {line}" for line in excinfo.value.evidence)
+            if check.id != "RAC109" and any(line.startswith("side effect:") for line in excinfo.value.evidence):
+                found += ("\n  (a hook's side effect, first seen while this check ran: see RAC109, "
+                          "docs/conformance.md#rac109)")
         else:
             found = f"  - the check itself raised {excinfo.typename}: {excinfo.value}"
         return f"{head}\nfound:\n{found}\n\n{check.help}\n\nsee {check.docs_url}"

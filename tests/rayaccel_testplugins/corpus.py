@@ -603,6 +603,21 @@ class DiscoverOpensSysfs(Healthy):
             return super().tool_version(host)
 
 
+class DiscoverOwnRealHost(Healthy):
+    DEFECT = "discovery makes its own RealHost to read the driver version, bypassing the host it was given"
+    KILLED_BY = ("RAC109", "read /sys/module/acme/version outside the Host seam")
+
+    def tool_version(self, host: Host) -> str | None:
+        from rayaccel.host import RealHost
+
+        real = RealHost()
+        if real.exists("/sys/module/acme/version"):
+            return real.read_text("/sys/module/acme/version").strip()
+        with contextlib.suppress(OSError):
+            real.read_text("/sys/module/acme/version")
+        return super().tool_version(host)
+
+
 class DiscoverListsDev(Healthy):
     DEFECT = "discovery lists /dev with os.listdir to count the cards"
     KILLED_BY = ("RAC109", "listed /dev outside the Host seam")
