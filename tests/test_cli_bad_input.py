@@ -12,6 +12,7 @@ end-to-end cases run ``python -m rayaccel`` as a subprocess.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -111,6 +112,10 @@ def _bad_files(tmp: Path) -> dict[str, str]:
     (tmp / "nul.yaml").write_text("name: a\x00b\n")
     (tmp / "empty.yaml").write_text("")
     (tmp / "zero.yaml").symlink_to("/dev/zero")  # a fixture suffix, so the reader itself must refuse it
+    levels = ["a: &a [" + ", ".join(['"lol"'] * 9) + "]"]
+    for prev, name in itertools.pairwise("abcdefghi"):  # 9**9 values once the aliases are expanded
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    (tmp / "bomb.yaml").write_text("\n".join(levels) + "\n")
     with open(tmp / "huge.yaml", "wb") as f:  # sparse: costs no disk
         f.truncate(MAX_BYTES + 1)
     return {
@@ -119,6 +124,7 @@ def _bad_files(tmp: Path) -> dict[str, str]:
         "fifo": str(tmp / "fifo.yaml"),
         "dev-zero": "/dev/zero",
         "link-to-dev-zero": str(tmp / "zero.yaml"),
+        "yaml-alias-bomb": str(tmp / "bomb.yaml"),
         "binary": str(tmp / "binary.yaml"),
         "not-utf8": str(tmp / "latin1.yaml"),
         "nul-byte": str(tmp / "nul.yaml"),
