@@ -74,7 +74,9 @@ def _python_roots() -> tuple[str, ...]:
     for entry in sys.path:
         if entry and os.path.isdir(entry):
             roots.add(os.path.realpath(entry))
-    return tuple(sorted(roots))
+    # An import path of "/" (a run from the root directory) must not make the whole machine readable.
+    machine = ("/sys", "/proc", "/dev", "/etc", "/run", "/var")
+    return tuple(sorted(r for r in roots if not any(m == r or m.startswith(r.rstrip("/") + "/") for m in machine)))
 
 
 @dataclass
