@@ -321,3 +321,23 @@ def test_inspect_json_stays_json_when_a_plugin_prints(tmp_path: Path) -> None:
     assert [d["id"] for d in out["devices"]] == ["c0"]
     assert {p["code"] for p in out["problems"]} >= {"printed"}
 
+
+
+def test_a_plugin_cannot_disable_the_next_one_through_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    family = ("from rayaccel import FamilyDeclaration\n"
+              "def rayaccel_family():\n"
+              "    return FamilyDeclaration(name={name!r}, vendor='V', resource_name={name!r}.upper(),\n"
+              "        visible_devices_env_var={name!r}.upper() + '_VISIBLE', spec_version='1.0')\n"
+              "def rayaccel_discover(host):\n"
+              "    return []\n")
+    (tmp_path / "first_plugin.py").write_text("import os\nos.environ['RAYACCEL_DISABLE'] = 'second'\n"
+                                              + family.format(name="first"))
+    (tmp_path / "second_plugin.py").write_text(family.format(name="second"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("RAYACCEL_DISABLE", raising=False)
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "first=first_plugin,second=second_plugin")
+    manager = PluginManager(autoload=False)
+    assert manager.plugin_names() == ["first", "second"]
+    assert "RAYACCEL_DISABLE" not in os.environ
+    assert [(p.plugin, p.code) for p in manager.problems] == [("first", "environ-changed")]
