@@ -341,3 +341,16 @@ def test_a_plugin_cannot_disable_the_next_one_through_the_environment(
     assert manager.plugin_names() == ["first", "second"]
     assert "RAYACCEL_DISABLE" not in os.environ
     assert [(p.plugin, p.code) for p in manager.problems] == [("first", "environ-changed")]
+
+
+def test_loading_plugins_has_one_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("stuck_a", "stuck_b"):
+        (tmp_path / f"{name}.py").write_text("import time\ntime.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "stuck_a=stuck_a,stuck_b=stuck_b")
+    monkeypatch.setenv("RAYACCEL_INVENTORY_TIMEOUT", "1")
+    started = time.monotonic()
+    manager = PluginManager(autoload=False, timeout=10)
+    assert time.monotonic() - started < 3  # not 2 x 10 s
+    assert [(p.plugin, p.code) for p in manager.problems] == [("stuck_a", "hook-timeout"),
+                                                              ("stuck_b", "inventory-deadline")]

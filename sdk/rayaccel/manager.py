@@ -183,9 +183,10 @@ class PluginManager:
             self.timeout = hook_timeout()
         if self.autoload is None:
             self.autoload = os.environ.get(NO_AUTOLOAD_ENV, "") not in ("1", "true", "yes")
-        if self.autoload:
-            self.load_entrypoints()
-        self.load_from_env()
+        with self.deadline():  # loading every plugin is bounded as a whole too, like an inventory
+            if self.autoload:
+                self.load_entrypoints()
+            self.load_from_env()
 
     # Loading -------------------------------------------------------------------------------------
 
@@ -454,9 +455,11 @@ class PluginManager:
             return None
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            self._problem(plugin, dist, hook, "inventory-deadline", "not called: the inventory's deadline "
-                          f"({INVENTORY_TIMEOUT_ENV}) had passed", "find the plugin whose hooks are slow (its "
-                          f"hook-timeout problems), or raise {INVENTORY_TIMEOUT_ENV}", sink=problems)
+            self._problem(plugin, dist, hook, "inventory-deadline",
+                          "not called: the deadline for all hooks of this inventory, or of loading the plugins "
+                          f"({INVENTORY_TIMEOUT_ENV}), had passed",
+                          "find the plugin whose hooks are slow (its hook-timeout problems), or raise "
+                          f"{INVENTORY_TIMEOUT_ENV}", sink=problems)
             return None
         return min(self.timeout, remaining)
 
