@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
-from rayaccel.host import Host
+from rayaccel.host import MAX_OUTPUT_BYTES, Host
 from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
 from rayaccel.records import Device, FamilyInventory, NodeInventory, Problem
@@ -253,6 +253,8 @@ def command_faults(row: Row, state: dict[str, Any]) -> Iterator[Case]:
         yield Case(row, interface, "garbage",
                    each(lambda s: {"stdout": "\x1b[31mSegmentation fault\x00\x7f {{[[ ]]} ,,,;; \n" + MARKER + "\n"}))
         yield Case(row, interface, "huge", each(lambda s: {"stdout": (s or "x") * max(1, (4 << 20) // max(len(s), 1))}))
+        too_big = "x" * (MAX_OUTPUT_BYTES + 1)
+        yield Case(row, interface, "over-the-host-limit", {"commands": {main: {"stdout": too_big}}})
         yield Case(row, interface, "non-utf-8",
                    each(lambda s: {"stdout": s[: len(s) // 3] + "\ufffd\ufffd\u00c3\u00a9" + s[len(s) // 3:]}))
         yield from _command_value_faults(row, group, [main], text)
@@ -441,6 +443,9 @@ def test_fault_matrix(row: Row, manager: PluginManager, tmp_path: Path) -> None:
     state = faulted.host.model_dump(mode="json")
     cases = [case for generate in GENERATORS for case in generate(row, state)]
     cases += list(vanish_faults(row, faulted))
+    visible = manager.family(row.plugin).visible_devices_env_var  # an operator's malformed restriction
+    cases += [Case(row, f"env:{visible}", f"value={bad}", {"env": {visible: bad}}, marker=bad)
+              for bad in (MARKER, "-1", "0,0,0,99999999999999999999", "")]
     assert cases, f"{row.fixture}: no interface to fault"
 
     base_fixture = combined(faulted, partner, [])

@@ -19,12 +19,14 @@ from rayaccel.fixtures import Fixture, HostState, apply_faults
 from rayaccel.host import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
+    MAX_OUTPUT_BYTES,
     CommandNotFound,
     CommandResult,
     CommandTimeout,
     HttpResponse,
     HttpUnavailable,
     LibraryUnavailable,
+    OutputTooLarge,
     adapter_names,
     resolve_factory,
 )
@@ -170,6 +172,10 @@ class SimulatedHost:
         if answer.hang:
             self._hang(timeout)
             raise CommandTimeout(f"{line} did not finish within {timeout:g}s")
+        for stream in (answer.stdout, answer.stderr):
+            # The real host stops a command at MAX_OUTPUT_BYTES; so does the simulated one.
+            if len(stream) > MAX_OUTPUT_BYTES // 4 and len(stream.encode("utf-8", "replace")) > MAX_OUTPUT_BYTES:
+                raise OutputTooLarge(f"{line} printed more than {MAX_OUTPUT_BYTES} bytes; it was stopped")
         return CommandResult(answer.returncode, answer.stdout, answer.stderr)
 
     def http_get(self, url: str, headers: Mapping[str, str] | None = None,

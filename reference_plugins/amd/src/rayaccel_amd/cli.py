@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
+from rayaccel.host import OutputTooLarge
 from rayaccel.reporting import malformed
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
@@ -297,6 +298,11 @@ def _run(host: Host, args: list[str], required: bool) -> str | None:
     except CommandTimeout:
         raise AmdSmiToolError(f"`{shlex.join(argv)}` did not finish within {CLI_TIMEOUT:g}s: amd-smi or the amdgpu "
                               "driver is hung; check `dmesg` for amdgpu errors") from None
+    except OutputTooLarge as e:
+        if required:
+            raise AmdSmiToolError(str(e)) from None
+        report_problem("amd-smi-failed", f"{e}; what it reports is left unknown")
+        return None
     if result.returncode != 0:
         why = (result.stderr or result.stdout).strip().splitlines()
         message = f"`{shlex.join(argv)}` exited with status {result.returncode}" + (f": {why[0][:120]}" if why else "")

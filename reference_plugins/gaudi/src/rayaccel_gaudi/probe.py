@@ -15,7 +15,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
+from rayaccel import CommandNotFound, CommandTimeout, Host, HostError, report_problem
 from rayaccel.reporting import malformed
 from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, AipRecord, HlSmiParseError, parse_ports, parse_query
 
@@ -120,7 +120,7 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
             except CommandTimeout:
                 hung = True
                 answer = None
-            except CommandNotFound:
+            except HostError:  # not found, or an answer over the host's size limit: these ports are unknown
                 answer = None
             else:
                 answer = answer.stdout if answer.returncode == 0 else None

@@ -29,6 +29,7 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel.catalog import load_catalog
+from rayaccel.host import OutputTooLarge
 from rayaccel.reporting import malformed, report_problem
 from rayaccel_neuron import cloud, instance, neuronls, sysfs, topology, visibility
 
@@ -72,6 +73,8 @@ def _run_neuron_ls(host: Host, tool: str, args: tuple[str, ...]) -> Any:
         raise neuronls.NeuronLsError(
             f"{tool} {' '.join(args)} did not finish within {NEURON_LS_TIMEOUT:g}s; the Neuron driver may be "
             "stuck (check 'dmesg | grep -i neuron', then reload aws-neuronx-dkms or reboot)") from None
+    except OutputTooLarge as e:
+        raise neuronls.NeuronLsError(str(e)) from None
 
 
 def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 {% if kind in ("command-json", "command-csv") %}
-from rayaccel import CommandNotFound, CommandTimeout, Device, Host, report_problem
+from rayaccel import CommandNotFound, Device, Host, HostError, report_problem
 {% elif kind == "python-library" %}
 from rayaccel import Device, Host, LibraryUnavailable, report_problem
 from rayaccel.host import register_library_adapter
@@ -294,7 +294,7 @@ def run_json(host: Host, argv: list[str]) -> Any | None:
         result = host.run(argv, timeout=TIMEOUT)
     except CommandNotFound:
         return None
-    except CommandTimeout as e:
+    except HostError as e:  # hung (timed out), or an answer over the host's size limit
         raise ProbeError(str(e)) from None
     if result.returncode != 0:
         raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
@@ -401,7 +401,7 @@ def run_csv(host: Host, argv: list[str]) -> str | None:
         result = host.run(argv, timeout=TIMEOUT)
     except CommandNotFound:
         return None
-    except CommandTimeout as e:
+    except HostError as e:  # hung (timed out), or an answer over the host's size limit
         raise ProbeError(str(e)) from None
     if result.returncode != 0:
         raise ProbeError(f"{shlex.join(argv)} exited with {result.returncode}: {result.stderr.strip()[:200]}")
