@@ -101,6 +101,8 @@ def test_env_is_restored_after_a_task():
 def test_init_with_monitor_polls_the_nodes_health():
     from rayaccel.ray.monitor import get_monitor
 
-    status = ray.get(get_monitor(ray.get_runtime_context().get_node_id()).status.remote(), timeout=60)
-    assert status["polls"] >= 1 and status["cordoned"] == {} and status["error"] is None
+    monitor = get_monitor(ray.get_runtime_context().get_node_id())
+    status = wait_for(lambda: ray.get(monitor.status.remote(), timeout=60), lambda s: s["polls"] >= 1,
+                      timeout=60, what="the monitor's first poll")
+    assert status["cordoned"] == {} and status["error"] is None
     assert sorted(status["health"].values()) == ["healthy"] * 4

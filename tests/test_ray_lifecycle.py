@@ -102,6 +102,7 @@ def node_after(meet=None) -> str:  # type: ignore[no-untyped-def]
 def test_visible_devices_are_honoured_and_plugin_output_stays_off_the_cli(node):
     started = node["started"]
     assert "ACME=3" in started.stdout
+    assert "cordons the device's family on this node until it recovers" in started.stdout
     assert "ACME_VISIBLE_DEVICES='0,1,2' is set: the node offers 3 of its 4 healthy acme units" in started.stderr
     # What the plugin printed reaches no stream as such (a problem record may quote it).
     assert not [ln for ln in (started.stdout + started.stderr).splitlines() if ln.startswith("HOSTILE-")]

@@ -221,8 +221,10 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
         if monitor_interval is not None:
             baseline = [h.device for f in config.inventory.families for h in f.health if h.state == "unhealthy"]
             handle = start_monitor(node_id, monitor_interval, plugins, baseline)
-            ray.get(handle.status.remote(), timeout=60)  # the first poll has run: the monitor is up
-            typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}")
+            ray.get(handle.status.remote(), timeout=60)  # the monitor is up; its first poll runs meanwhile
+            typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}; a fatal "
+                       "device fault cordons the device's family on this node until it recovers (Ray 2.60 "
+                       "cannot undo a drain, so the node is never drained)")
         return node_id
     finally:
         ray.shutdown()

@@ -139,19 +139,21 @@ class HealthMonitor:
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {}}
         self._stop = threading.Event()
-        self.poll()
+        # The first poll runs in the loop too: creating the monitor does not wait for its plugin workers.
         self._thread = threading.Thread(target=self._loop, name="rayaccel-health-monitor", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         try:
-            while not self._stop.wait(self.interval):
+            while True:
                 try:
                     self.poll()
                 except Exception as e:  # keep monitoring; the status says what went wrong
                     logger.exception("rayaccel health poll failed")
                     with self._lock:
                         self._status["error"] = f"{type(e).__name__}: {e}"
+                if self._stop.wait(self.interval):
+                    break
         except BaseException as e:  # never silently: the status says the loop is gone, and why
             logger.exception("rayaccel health monitor loop stopped")
             with self._lock:
