@@ -86,6 +86,8 @@ def label_owner_problem(key: str, family: Any) -> str | None:
                  None)
     if own & (_words(domain) | set(domain.split(".")) | set(known or ())):
         return None
+    if known is None and any(len(w) >= 3 and w in domain for w in own):  # acmecorp.com for ACME Corp
+        return None
     return (f"label {key!r} is not under the vendor's own prefix: {domain} names neither {family.vendor!r} nor "
             f"{family.name!r}" + (" (it is another vendor's)" if known else ""))
 
