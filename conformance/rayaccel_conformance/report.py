@@ -222,7 +222,8 @@ def _check_tiers(report: ConformanceReport, path: Path) -> None:
     for plugin in report.plugins:
         results = [Result(c.id, c.tier, c.outcome, c.fixture, c.evidence) for c in report.checks
                    if c.plugin == plugin.name]
-        tier, _ = reached_tier(results, required, report.tier_limit)
+        tier, why = reached_tier(results, required, report.tier_limit)
         if tier != plugin.tier:
+            # "not run" here usually means a report made by a suite with other checks than this one's.
             raise ReportError(f"{path}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
-                              f"{tier or 'none'}")
+                              f"{tier or 'none'} ({why})")
