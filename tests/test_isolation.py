@@ -114,3 +114,13 @@ def test_polls_leave_no_threads_or_children_behind():
     assert all(children <= 1 for _, children in counts), counts
     assert not psutil.pid_exists(warm_acme) or psutil.Process(warm_acme).status() == psutil.STATUS_ZOMBIE
     assert me.children(recursive=True) == []
+
+
+def test_plugins_sharing_a_worker_never_see_one_anothers_environment(monkeypatch):
+    # hostile-noisy sets RAYACCEL_DISABLE=acme in discovery; acme is loaded after it in the same worker.
+    monkeypatch.setenv(PLUGINS_ENV, "hostile-noisy=rayaccel_testplugins.hostile_noisy,acme=rayaccel_testplugins.acme")
+    manager = PluginManager(autoload=False)
+    assert manager.plugin_names() == ["hostile-noisy", "acme"]
+    inventory = isolated_inventory(manager, acme_host(manager), workers=1)
+    assert families(inventory) == {"hostile-noisy": ACME_DEVICES, "acme": ACME_DEVICES}
+    assert not [p for p in inventory.problems if p.code == "disabled"]

@@ -512,6 +512,7 @@ def worker_main() -> int:
     for line in requests:
         request = Request.model_validate_json(line)
         for target in setup.plugins:
+            environ = dict(os.environ)  # restored after each turn: plugins sharing a worker never see
             if loaded.get(target.name) is None:  # imported at its first turn: a hang is blamed on it
                 loaded[target.name] = _load(manager, target)
             problems = list(loaded[target.name] or [])
@@ -523,6 +524,9 @@ def worker_main() -> int:
                     problems.append(Problem(plugin=target.name, distribution=target.distribution, hook=None,
                                             code="inventory-failed", message=f"{type(e).__name__}: {e}",
                                             fix="report this to the plugin's maintainers with the inventory input"))
+            if dict(os.environ) != environ:  # one another's environment changes
+                os.environ.clear()
+                os.environ.update(environ)
             now = _footprint()
             leaked = _leaks(baseline, now)
             baseline = now if leaked else baseline  # blame each leak on one plugin only
