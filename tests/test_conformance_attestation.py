@@ -366,3 +366,25 @@ def test_a_run_interrupted_by_ctrl_c_is_signed_incomplete(keys: dict[str, Path],
     passed = [c["id"] for c in data["checks"] if c["outcome"] == "passed"]
     assert "RAC101" in passed and "RAC102" not in passed
     one_error_line(verify(run / "conformance-report.json", keys["vendor"], env), "the run did not finish")
+
+
+FAILING_SESSION_PLUGIN = '''
+def pytest_runtest_logreport(report):
+    if report.when == "call" and "RAC102" in report.nodeid:
+        raise RuntimeError("a reporting plugin broke")  # pytest ends the session: INTERNALERROR
+'''
+
+
+def test_a_run_whose_session_failed_is_signed_incomplete(keys: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "failing_session.py").write_text(FAILING_SESSION_PLUGIN)
+    env = env_for(tmp_path / "plugin", TESTS_DIR, plugins="acme=rayaccel_testplugins.acme")
+    run = tmp_path / "run"
+    run.mkdir()
+    proc = conformance(run, env, "-p", "failing_session", "--conformance-plugin", "acme", "--conformance-tier",
+                       "experimental", "--conformance-sign-key", str(keys["vendor"]), timeout=240)
+    assert proc.returncode == 3, proc.stdout[-3000:]  # pytest's internal error
+    data = json.loads((run / "conformance-report.json").read_text())
+    assert data["complete"] is False and data["incomplete_reason"] == "the session failed (internal error)"
+    assert statement_of(data)["predicate"]["complete"] is False
+    one_error_line(verify(run / "conformance-report.json", keys["vendor"], env), "the run did not finish")
