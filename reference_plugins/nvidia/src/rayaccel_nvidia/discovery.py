@@ -15,7 +15,7 @@ from typing import Any
 
 from rayaccel import Device, Partition, report_problem
 from rayaccel.records import ID_FALLBACK
-from rayaccel.reporting import shown, vendor_int
+from rayaccel.reporting import collect_problems, shown, vendor_int
 from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
 
 #: NVML's GPU UUID: "GPU-" + 8-4-4-4-12 hex (nvmlDeviceGetUUID).
@@ -37,6 +37,12 @@ def placeholder_id(index: int) -> str:
     return f"nvml-index-{index}"
 
 
+#: The device fields an NVML query answers, for problem messages.
+FIELDS = {"nvmlDeviceGetMemoryInfo": "memory.total", "nvmlDeviceGetPciInfo_v3": "pci", "nvmlDeviceGetNumaNodeId":
+          "numa_node", "nvmlDeviceGetCudaComputeCapability": "compute_capability", "nvmlDeviceGetArchitecture":
+          "architecture", "nvmlDeviceGetCpuAffinity": "cpu_affinity", "nvmlDeviceGetMigMode": "mig_mode"}
+
+
 def optional(nvml: Any, fn: str, *args: Any) -> Any:
     """The answer of an NVML query, or None when this GPU, driver or pynvml version does not support it."""
     try:
@@ -50,8 +56,9 @@ def optional(nvml: Any, fn: str, *args: Any) -> Any:
             raise
         return None
     except Exception as e:  # the binding choked on what the driver answered: that value is unknown, not fatal
-        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the value "
-                       "is left unknown", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+        what = f"{fn} ({FIELDS[fn]})" if fn in FIELDS else fn
+        report_problem("nvml-malformed-answer", f"{what} failed with {type(e).__name__}: {shown(str(e))}; the "
+                       "value is left unknown", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
         return None
 
 
@@ -74,7 +81,12 @@ def discover(nvml: Any) -> list[Device]:
     devices = []
     for index in range(count):
         try:
-            devices.append(discover_one(nvml, index, driver, runtime))
+            with collect_problems() as found:  # what one GPU's calls report is prefixed with that GPU
+                device = discover_one(nvml, index, driver, runtime)
+            for report in found.drain():
+                report_problem(report.code, f"GPU {index}: {report.message}", fix=report.fix,
+                               severity=report.severity)
+            devices.append(device)
         except nvml.NVMLError as e:
             why = "gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error"
             devices.append(_unreadable(index, why, str(e)))
