@@ -546,3 +546,64 @@ def test_reports_are_bounded_and_deduplicated() -> None:
     reports = sink.drain()
     assert len(reports) == 51
     assert reports[-1].code == "more-problems" and "451 more" in reports[-1].message  # 501 distinct, 50 kept
+
+
+# The cases the issue names, spelled out ---------------------------------------------------------------
+
+
+def _faulted(manager: PluginManager, ref: str, patch: dict[str, Any]) -> NodeInventory:
+    fixture = fixture_of(manager, ref)
+    fault = Fault(name="case", description="case", kind="other", patch=patch, expected=FaultExpectation())
+    host = SimulatedHost(fixture.model_copy(update={"faults": [fault]}), faults=["case"])
+    return InventoryBuilder(manager, [fixture.plugin]).build(host)
+
+
+def _command(fixture: Fixture, word: str) -> str:
+    return next(line for line in fixture.host.commands if word in line)
+
+
+def test_a_malformed_nvml_value_names_gpu_field_and_value_and_keeps_every_gpu(manager: PluginManager) -> None:
+    inventory = _faulted(manager, "nvidia/dgx-h100",
+                         {"libraries": {"nvml": {"devices": {"3": {"memory": {"total": "abc"}}}}}})
+    family = inventory.family("nvidia")
+    assert family is not None and len(family.devices) == 8 and inventory.resources["GPU"] == 8
+    (problem,) = [p for p in inventory.problems if p.hook == "rayaccel_discover"]
+    assert "GPU 3" in problem.message and "memory.total" in problem.message and "'abc'" in problem.message
+
+
+def test_a_negative_tpu_worker_number_is_named_and_the_chips_still_reported(manager: PluginManager) -> None:
+    url = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number"
+    inventory = _faulted(manager, "tpu/v5e-8", {"http": {url: {"body": "-1"}}})
+    family = inventory.family("tpu")
+    assert family is not None and len(family.devices) == 8
+    assert "ray.io/tpu-worker-id" not in inventory.labels  # not passed on as -1
+    assert any("agent-worker-number is '-1'" in p.message for p in inventory.problems)
+
+
+def test_hl_smi_cut_to_half_its_lines_is_a_problem_naming_both_counts(manager: PluginManager) -> None:
+    fixture = fixture_of(manager, "gaudi/hls-gaudi3")
+    query = _command(fixture, "-Q")
+    half = "".join(fixture.host.commands[query].stdout.splitlines(keepends=True)[:4])
+    inventory = _faulted(manager, "gaudi/hls-gaudi3", {"commands": {query: {"stdout": half}}})
+    (problem,) = [p for p in inventory.problems if p.code == "hl-smi-disagrees"]
+    assert "reported 4 devices" in problem.message and "shows 8" in problem.message
+
+
+def test_empty_neuron_ls_output_while_sysfs_shows_devices_is_a_problem(manager: PluginManager) -> None:
+    fixture = fixture_of(manager, "neuron/trn1.32xlarge")
+    commands = {line: {"stdout": "", "returncode": 0} for line in fixture.host.commands if "neuron-ls" in line}
+    inventory = _faulted(manager, "neuron/trn1.32xlarge", {"commands": commands})
+    assert any(p.code == "neuron-ls-disagrees" and "16" in p.message for p in inventory.problems)
+
+
+def test_a_billion_neuron_cores_are_refused_before_any_is_built(manager: PluginManager) -> None:
+    fixture = fixture_of(manager, "neuron/trn1.32xlarge")
+    line = next(line for line, answer in fixture.host.commands.items() if answer.stdout.strip().startswith("["))
+    entries = json.loads(fixture.host.commands[line].stdout)
+    entries[1]["nc_count"] = 10**9
+    started = time.monotonic()
+    inventory = _faulted(manager, "neuron/trn1.32xlarge", {"commands": {line: {"stdout": json.dumps(entries)}}})
+    assert time.monotonic() - started < BOUND
+    family = inventory.family("neuron")
+    assert family is not None and len(family.devices) == len(entries) - 1  # the other devices are kept
+    assert any("nc_count is 1000000000" in p.message for p in inventory.problems)
