@@ -16,6 +16,9 @@ host, and checks:
   naming the value, and the family's other devices are still reported), or the interface is one the
   plugin documents as optional (tool or library not installed: no devices, no problem);
 - a device that vanishes between discovery and health is not counted.
+
+Each plugin runs on one fixture per interface kind; ``RAYACCEL_FAULT_MATRIX_ALL=1`` runs every shipped fixture
+(about two minutes more), which is how a new fixture's hardware scenario is checked before it is committed.
 """
 
 from __future__ import annotations
