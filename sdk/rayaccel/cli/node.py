@@ -2,7 +2,9 @@
 
 ``rayaccel start`` builds the node's inventory (this machine, or ``--simulate FIXTURE``), runs
 ``ray start`` with every option it does not know passed through, in the env of
-:func:`rayaccel.ray.node_config`, then starts the node's health monitor.
+:func:`rayaccel.ray.node_config` and with ``RAY_AUTH_MODE`` decided explicitly
+(:mod:`rayaccel.ray.auth`), then starts the node's health monitor, and returns once ``ray status``
+lists the node (bounded), so the user's next command works right away.
 
 ``rayaccel stop`` IS ``ray stop`` (every Ray node on this machine) unless ``--address`` names one
 cluster: then only the processes of that cluster on this machine are stopped.
