@@ -113,7 +113,9 @@ def test_visible_devices_are_honoured_and_plugin_output_stays_off_the_cli(node):
 
 def test_monitor_polls_through_warm_workers(node):
     monitor = get_monitor(node["node_id"])
-    first = ray.get(monitor.status.remote(), timeout=30)
+    # The first poll runs in the monitor's loop, after the actor is created: wait for it, never the first answer.
+    first = wait_for(lambda: ray.get(monitor.status.remote(), timeout=30), lambda s: s["polls"] >= 1, timeout=60,
+                     what="the monitor's first poll")
     assert first["error"] is None and first["loop"] == "running" and first["cordoned"] == {}
     assert set(first["workers"]) >= {"acme", "hostile-noisy"}
     later = wait_for(lambda: ray.get(monitor.status.remote(), timeout=30),
