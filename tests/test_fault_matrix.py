@@ -27,6 +27,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -320,9 +321,40 @@ def file_faults(row: Row, state: dict[str, Any]) -> Iterator[Case]:
 
 
 def vanish_faults(row: Row, fixture: Fixture) -> Iterator[Case]:
-    for fault in fixture.faults:
-        if fault.kind == "device-lost":
-            yield Case(row, "device", f"vanishes-between-hooks:{fault.name}", fault.patch, between_hooks=True)
+    """The fixture's own device-lost faults; without one, the last device removed from every listing."""
+    declared = [f for f in fixture.faults if f.kind == "device-lost"]
+    for fault in declared:
+        yield Case(row, "device", f"vanishes-between-hooks:{fault.name}", fault.patch, between_hooks=True)
+    if not declared:
+        yield Case(row, "device", "vanishes-between-hooks:last", _without_last_device(fixture), between_hooks=True)
+
+
+def _without_last_device(fixture: Fixture) -> dict[str, Any]:
+    """A patch removing the last device from each interface that lists devices (library, JSON, CSV, sysfs)."""
+    state, count, last = fixture.host.model_dump(mode="json"), fixture.expected.devices, fixture.expected.devices - 1
+    patch: dict[str, Any] = {}
+    for name, data in state.get("libraries", {}).items():
+        for key in ("devices", "gpus"):
+            if isinstance(data.get(key), dict) and str(last) in data[key]:
+                patch.setdefault("libraries", {})[name] = {key: {str(last): None}}
+    for line, answer in state.get("commands", {}).items():
+        text = answer.get("stdout", "")
+        try:
+            found = _json_device_list(json.loads(text))
+        except json.JSONDecodeError:
+            rows = [r for r in text.splitlines() if r.strip()]
+            if len(rows) == count:
+                patch.setdefault("commands", {})[line] = {"stdout": "".join(r + "\n" for r in rows[:-1])}
+            continue
+        if found is not None and len(found[1]) == count:
+            doc = json.loads(text)
+            entries = doc if not found[0] else doc[found[0][0]]
+            del entries[-1]
+            patch.setdefault("commands", {})[line] = {"stdout": json.dumps(doc)}
+    for path in state.get("files", {}):
+        if re.search(rf"^/sys/.*/[a-z_]+{last}/", path) or re.fullmatch(rf"/dev/(accel|vfio/){last}", path):
+            patch.setdefault("files", {})[path] = None
+    return patch
 
 
 GENERATORS = (command_faults, library_faults, http_faults, env_faults, file_faults)

@@ -26,6 +26,7 @@ from rayaccel import (
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
+from rayaccel.reporting import collect_problems
 
 from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
 
@@ -69,16 +70,33 @@ def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology:
     return topology.to_topology(devices, probe.read_links(host, devices))
 
 
+def _gone(host: Host, devices: Sequence[Device]) -> set[str]:
+    """Devices discovery saw that the vendor interface no longer lists (fell off the bus, driver unbound)."""
+    with collect_problems():  # what is wrong with the listing itself, discovery reports
+        try:
+            listed = {info.uuid for info in probe.read_devices(host)}
+        except probe.ProbeError:
+            return set()  # the listing failed: presence is unknown, not "gone"
+    return {d.id for d in devices if d.id not in listed} if listed else set()
+
+
 @hookimpl
 def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]:
+    gone = _gone(host, devices)
     try:
         counters = probe.read_health(host, devices)
     except probe.ProbeError as e:
         # Nothing is known: the devices stay schedulable but say why.
         report_problem("health-unavailable", f"{e}; the health of every device is unknown", severity="error")
-        return [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="probe-error", message=str(e))])
-                for d in devices]
-    return health.to_reports(devices, counters)
+        reports = [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="probe-error",
+                                                                                      message=str(e))])
+                   for d in devices]
+    else:
+        reports = health.to_reports(devices, counters)
+    # A device that vanished since discovery is not counted, and the node is drained.
+    return [HealthReport(device=r.device, state="unhealthy", reasons=[HealthReason(
+        code="device-lost", fatal=True, message="the device is no longer listed by the vendor interface")])
+        if r.device in gone else r for r in reports]
 
 
 @hookimpl
