@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from rayaccel.errors import FixtureError
-from rayaccel.fixtures import load_fixture, resolve_fixture
+from rayaccel.fixtures import installed_fixtures, load_fixture, resolve_fixture
 from rayaccel.manager import PluginManager
 from rayaccel.schemas import generate, load_schema
 from rayaccel_testplugins import acme
@@ -54,3 +54,11 @@ def test_fixture_refs_resolve_through_the_plugins():
         resolve_fixture("acme/nope", manager)
     with pytest.raises(FixtureError, match="does not exist"):
         resolve_fixture("/tmp/definitely-missing.yaml", manager)
+
+
+def test_every_shipped_fixture_states_its_expected_labels():
+    # RAC201 compares the node's labels with expected.labels; a fixture without them cannot reach supported.
+    shipped = installed_fixtures(PluginManager())
+    assert {ref.split("/", 1)[0] for ref in shipped} >= {"nvidia", "amd", "tpu", "neuron", "gaudi"}
+    missing = [ref for ref, path in shipped.items() if not load_fixture(path).expected.labels]
+    assert missing == [], f"fixtures without expected.labels: {missing}"
