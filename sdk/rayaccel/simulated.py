@@ -203,7 +203,13 @@ class SimulatedHost:
             fault = data.get(LIBRARY_FAULT_KEY) if isinstance(data, dict) else None
             if isinstance(fault, dict):
                 data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
-            adapter = resolve_factory(simulated)(data)
+            if isinstance(data, dict) and RECORDED_CALLS_KEY in data:  # recorded by `rayaccel record`
+                from rayaccel.recording import ReplayLibrary
+
+                calls = data[RECORDED_CALLS_KEY]
+                adapter = ReplayLibrary(name, resolve_factory(simulated)({}), calls if isinstance(calls, dict) else {})
+            else:
+                adapter = resolve_factory(simulated)(data)
             self._libraries[name] = FaultyLibrary(adapter, name, fault) if isinstance(fault, dict) else adapter
         return self._libraries[name]
 
@@ -212,6 +218,8 @@ class SimulatedHost:
 #: ``{"raise": "segfault in libfoo"}`` (every call raises RuntimeError) or ``{"hang": true, "hang_seconds": 30}``
 #: (every call blocks, as a wedged driver does; the caller's own bound must end the wait).
 LIBRARY_FAULT_KEY = "rayaccel_fault"
+#: Reserved key in a library's fixture data: a call log recorded by ``rayaccel record`` (see rayaccel.recording).
+RECORDED_CALLS_KEY = "rayaccel_calls"
 
 
 class FaultyLibrary:

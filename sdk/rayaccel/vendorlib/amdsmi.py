@@ -179,6 +179,8 @@ def open_simulated(data: Mapping[str, Any]) -> SimulatedAmdSmi:
 class ProcessorHandle:
     """Stands in for amdsmi's opaque ``amdsmi_processor_handle``."""
 
+    rayaccel_handle = True  # an opaque handle: `rayaccel record` stores it as a token
+
     __slots__ = ("key",)
 
     def __init__(self, key: str) -> None:

@@ -203,6 +203,8 @@ def open_real() -> RealNvml:
 class SimHandle:
     """An ``nvmlDevice_t``: a GPU by index, or one of its MIG devices."""
 
+    rayaccel_handle = True  # an opaque handle: `rayaccel record` stores it as a token
+
     def __init__(self, index: int, mig: int | None = None) -> None:
         self.index = index
         self.mig = mig
@@ -218,6 +220,8 @@ class SimHandle:
 
 
 class SimEventSet:
+    rayaccel_handle = True  # an opaque handle: `rayaccel record` stores it as a token
+
     def __init__(self) -> None:
         self.registered: dict[int, int] = {}  # device index -> event type mask
 

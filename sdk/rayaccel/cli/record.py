@@ -1,0 +1,211 @@
+"""``rayaccel record`` (a machine into a fixture, or a fault state onto one) and ``rayaccel fixture expect``."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rayaccel import inputfiles
+from rayaccel.cli import app, console
+from rayaccel.cli.inventory import SimulateOption, build_host
+from rayaccel.errors import FixtureError
+from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, installed_fixtures, parse_fixture
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.onboarding import fixture_text, write_atomically
+from rayaccel.recording import (
+    Anonymizer,
+    RecordingHost,
+    anonymize_key,
+    expected_from_inventory,
+    fault_expectation,
+    merge_diff,
+    sensitive_names,
+    source_line,
+    validate_fixture_data,
+)
+from rayaccel.records import NodeInventory
+from rayaccel.simulated import SimulatedHost
+
+FAULT_KINDS = ("device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other")
+
+fixture_app = typer.Typer(name="fixture", help="Maintain a fixture: recompute its expectation.",
+                          no_args_is_help=True)
+app.add_typer(fixture_app)
+
+
+def _record(manager: PluginManager, simulate: str | None, simulate_faults: list[str] | None,
+            plugins: list[str] | None, anonymize: bool, key_file: Path | None
+            ) -> tuple[dict[str, Any], NodeInventory, RecordingHost]:
+    """Run the full inventory through a recording host; the host state (anonymised if asked)."""
+    for name in plugins or []:
+        manager.plugin(name)  # a clear error for an unknown name
+    recorder = RecordingHost(build_host(manager, simulate, simulate_faults))
+    inventory = collect_inventory(manager, recorder, plugins=plugins or None)
+    state = recorder.host_state()
+    if anonymize:
+        anonymizer = Anonymizer(anonymize_key(key_file), sensitive_names(inventory, state))
+        state = anonymizer.data(state)
+    return state, inventory, recorder
+
+
+def _fixture_plugin(inventory: NodeInventory, plugins: list[str] | None) -> str:
+    if plugins and len(plugins) == 1:
+        return plugins[0]
+    found = [f.plugin for f in inventory.families if f.devices]
+    if len(found) > 1:
+        raise FixtureError(f"this machine has devices of several plugins ({', '.join(found)}); a fixture is one "
+                           "plugin's: record one at a time with --plugin NAME")
+    if found:
+        return found[0]
+    return plugins[0] if plugins else "none"
+
+
+def _plugin_versions(manager: PluginManager, names: list[str]) -> dict[str, str | None]:
+    return {name: manager.plugin(name).version for name in names}
+
+
+def _check_output(output: Path) -> None:
+    if output.suffix not in FIXTURE_SUFFIXES:
+        raise FixtureError(f"{output}: a fixture file ends in {', '.join(FIXTURE_SUFFIXES)}; choose such a name")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", output.stem):
+        raise FixtureError(f"{output}: the file's stem is the fixture's name, which must be lower-case letters, "
+                           "digits and '-' (e.g. dgx-h100-lab.yaml)")
+    if not output.parent.is_dir():
+        raise FixtureError(f"{output}: the directory {output.parent} does not exist; create it first")
+
+
+@app.command()
+def record(
+    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Fixture file to write (.yaml or .json); "
+                                                "its stem is the fixture's name. Default: print it")] = None,
+    anonymize: Annotated[bool, typer.Option(
+        help="Replace serials, UUIDs, MACs, hostnames and IPs consistently")] = False,
+    anonymize_key_file: Annotated[Path | None, typer.Option(
+        "--anonymize-key", help="Secret that keeps tokens consistent across recordings "
+                                "(default ~/.config/rayaccel/anonymize.key, created on first use)")] = None,
+    fault: Annotated[str | None, typer.Option(help="Record this machine's current state as fault NAME "
+                                              "onto the fixture given by --into")] = None,
+    into: Annotated[str | None, typer.Option(
+        metavar="FIXTURE", help="Fixture file (or plugin/name) --fault adds to")] = None,
+    kind: Annotated[str, typer.Option(help=f"The fault's kind: {', '.join(FAULT_KINDS)}")] = "other",
+    description: Annotated[str | None, typer.Option(help="One line: the machine, or what the fault is")] = None,
+    simulate: SimulateOption = None,
+    simulate_fault: Annotated[list[str] | None, typer.Option(
+        help="With --simulate: record the fixture with this fault active (repeatable)")] = None,
+) -> None:
+    """Record this machine's answers into a fixture (or, with --fault, a fault state onto one)."""
+    manager = PluginManager()
+    if fault is not None or into is not None:
+        if fault is None or into is None:
+            raise typer.BadParameter("--fault NAME and --into FIXTURE go together")
+        _record_fault(manager, fault, into, kind, description, plugin, anonymize, anonymize_key_file, simulate,
+                      simulate_fault)
+        return
+    if output is not None:
+        _check_output(output)
+    state, inventory, _ = _record(manager, simulate, simulate_fault, plugin, anonymize, anonymize_key_file)
+    fixture_plugin = _fixture_plugin(inventory, plugin)
+    family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
+    devices = family.devices if family else []
+    name = output.stem if output is not None else f"{fixture_plugin}-recorded"
+    summary = (f"{len(devices)}x {devices[0].product_name}" if devices else "no accelerators")
+    used = [f.plugin for f in inventory.families] or (plugin or manager.plugin_names())
+    expected = expected_from_inventory(inventory, fixture_plugin)
+    source = source_line(inventory, _plugin_versions(manager, list(used)), state.get("hostname") or "",
+                         inventory.simulated)
+    data: dict[str, Any] = {
+        "schema": FIXTURE_SCHEMA_ID, "plugin": fixture_plugin, "name": name,
+        "description": description or f"{summary}, recorded by rayaccel record",
+        "source": source, "host": state, "expected": expected, "faults": [],
+    }
+    if anonymize:
+        anonymizer = Anonymizer(anonymize_key(anonymize_key_file), sensitive_names(inventory, state))
+        data["expected"] = anonymizer.data(expected)
+        data["source"] = anonymizer.text(source)
+    validate_fixture_data(data, str(output or name))
+    if output is None:
+        sys.stdout.write(fixture_text(data, ".yaml"))
+        return
+    write_atomically(output, fixture_text(data, output.suffix))
+    console.print(f"wrote {output}: {summary}, plugin {fixture_plugin}, {len(state.get('files', {}))} files, "
+                  f"{len(state.get('commands', {}))} commands, {len(state.get('libraries', {}))} libraries")
+
+
+def _fixture_file(ref_or_path: str, manager: PluginManager) -> Path:
+    path = Path(ref_or_path)
+    if path.suffix in FIXTURE_SUFFIXES:
+        return path
+    known = installed_fixtures(manager)
+    if ref_or_path in known:
+        return known[ref_or_path]
+    raise FixtureError(f"unknown fixture {ref_or_path!r}: give a fixture file path or plugin/name "
+                       "(run 'rayaccel fixtures' to list them)")
+
+
+def _record_fault(manager: PluginManager, name: str, into: str, kind: str, description: str | None,
+                  plugins: list[str] | None, anonymize: bool, key_file: Path | None, simulate: str | None,
+                  simulate_faults: list[str] | None) -> None:
+    if kind not in FAULT_KINDS:
+        raise FixtureError(f"--kind {kind!r} is not a fault kind; use one of {', '.join(FAULT_KINDS)}")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        raise FixtureError(f"--fault {name!r}: a fault name is lower-case letters, digits and '-' (e.g. gpu3-lost)")
+    path = _fixture_file(into, manager)
+    data = inputfiles.load(path, "fixture", FixtureError)
+    fixture = parse_fixture(data, str(path))
+    if any(f.name == name for f in fixture.faults):
+        raise FixtureError(f"{path}: declares a fault {name!r} already; choose another name")
+    state, inventory, _ = _record(manager, simulate, simulate_faults, plugins or [fixture.plugin], anonymize,
+                                  key_file)
+    patch = merge_diff(data["host"], state)
+    if not patch:
+        raise FixtureError(f"the machine answers exactly as {path} records: nothing to record as fault {name!r} "
+                           "(put the machine into the fault state first)")
+    fault = {"name": name, "description": description or f"recorded by rayaccel record from {state.get('hostname')}",
+             "kind": kind, "patch": patch, "expected": fault_expectation(inventory, fixture.plugin)}
+    data["faults"] = [*data.get("faults", []), fault]
+    validate_fixture_data(data, str(path))
+    write_atomically(path, fixture_text(data, path.suffix))
+    console.print(f"added fault {name} to {path}: patch over {', '.join(sorted(patch))}")
+
+
+@fixture_app.command("expect")
+def fixture_expect(
+    fixture_ref: Annotated[str, typer.Argument(metavar="FIXTURE", help="Fixture file or plugin/name")],
+    write: Annotated[bool, typer.Option(help="Write the new expectation into the file (atomically)")] = False,
+) -> None:
+    """Recompute a fixture's `expected` from the current plugins and show the difference."""
+    manager = PluginManager()
+    path = _fixture_file(fixture_ref, manager)
+    data = inputfiles.load(path, "fixture", FixtureError)
+    fixture = parse_fixture(data, str(path))
+    if fixture.plugin not in manager.plugin_names():
+        raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "
+                           "the expectation")
+    inventory = collect_inventory(manager, SimulatedHost(fixture), plugins=[fixture.plugin])
+    new = expected_from_inventory(inventory, fixture.plugin)
+    old = data.get("expected", {})
+    if set(old) - {"devices"}:  # keep to what the fixture states; a full recording states everything
+        new = {k: v for k, v in new.items() if k in old or k == "devices"}
+    before = json.dumps(old, indent=2, sort_keys=True).splitlines()
+    after = json.dumps(new, indent=2, sort_keys=True).splitlines()
+    diff = list(difflib.unified_diff(before, after, f"{path} expected", "current plugins", lineterm=""))
+    if not diff:
+        console.print(f"{path}: expected is current")
+        return
+    for line in diff:
+        console.print(line)
+    if not write:
+        console.print("not written; rerun with --write to update the file")
+        return
+    data["expected"] = new
+    validate_fixture_data(data, str(path))
+    write_atomically(path, fixture_text(data, path.suffix))
+    console.print(f"wrote {path}")
