@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # Reinstall only when a pyproject changes: editable installs pick up code edits by themselves.
 $(STAMP): $(BIN)/python pyproject.toml $(PLUGINS)
-	$(BIN)/python -m pip install -q -e '.[dev]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
+	$(BIN)/python -m pip install -q -e '.[dev,rdt]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -32,6 +32,12 @@ if TYPE_CHECKING:
         scale_up_domains,
     )
     from rayaccel.ray.registry import FamilySpec, family_specs
+    from rayaccel.ray.transports import (
+        TransportRegistrationError,
+        declared_transports,
+        register_transports,
+        transport_between,
+    )
 
 _EXPORTS = {
     "rayaccel.ray.compat": ("ALLOW_UNTESTED_ENV", "UnsupportedRayError", "check_ray"),
@@ -41,6 +47,8 @@ _EXPORTS = {
     "rayaccel.ray.placement": ("ScaleUpDomain", "best_connected_units", "domain_bundle_selectors",
                                "find_scale_up_domain", "scale_up_domain_placement_group", "scale_up_domains"),
     "rayaccel.ray.registry": ("FamilySpec", "family_specs"),
+    "rayaccel.ray.transports": ("TransportRegistrationError", "declared_transports", "register_transports",
+                                "transport_between"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -50,12 +58,14 @@ __all__ = [
     "FamilySpec",
     "NodeConfig",
     "ScaleUpDomain",
+    "TransportRegistrationError",
     "UnsupportedRayError",
     "add_node",
     "best_connected_units",
     "check_ray",
     "configure_node",
     "connect",
+    "declared_transports",
     "domain_bundle_selectors",
     "family_specs",
     "find_scale_up_domain",
@@ -63,9 +73,11 @@ __all__ = [
     "install_driver",
     "node_config",
     "node_configs",
+    "register_transports",
     "scale_up_domain_placement_group",
     "scale_up_domains",
     "shutdown",
+    "transport_between",
 ]
 
 

@@ -122,6 +122,9 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
     with config.applied():
         context = ray.init(**ray_init_kwargs)
     install_driver(plugins, manager)
+    from rayaccel.ray.transports import register_transports
+
+    register_transports(manager, plugins)  # driver side, before any actor exists
     node_id = ray.get_runtime_context().get_node_id()
     with _lock:
         _node_configs[node_id] = config
@@ -194,6 +197,9 @@ def connect(address: str, plugins: Sequence[str] | None = None, **ray_init_kwarg
     agree_with_cluster()
     context = ray.init(address=address, **ray_init_kwargs)
     install_driver(plugins)
+    from rayaccel.ray.transports import register_transports
+
+    register_transports(plugins=plugins)  # driver side, before any actor exists
     with _lock:
         pending = list(_pending_monitors)
         _pending_monitors.clear()

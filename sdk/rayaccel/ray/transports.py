@@ -1,0 +1,108 @@
+"""Register the plugins' tensor transports with Ray Direct Transport, and expose the path choice.
+
+``rayaccel.ray.init`` and ``rayaccel.ray.connect`` call :func:`register_transports` on the driver before
+any actor exists; users who start Ray themselves call it once after ``ray.init``. Ray's own transports
+(NCCL, GLOO, CUDA_IPC, NIXL) are declared by plugins for path selection only and never registered again.
+The SDK's reference shared-memory transport (``RAYACCEL_SHM``) is always registered.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+from rayaccel.errors import RayaccelError
+from rayaccel.manager import PluginManager
+from rayaccel.records import NodeInventory, TransportSpec
+from rayaccel.transports import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
+
+
+class TransportRegistrationError(RayaccelError):
+    """A declared transport cannot be registered: the message names the plugin and the fix."""
+
+
+def declared_transports(manager: PluginManager | None = None,
+                        plugins: Sequence[str] | None = None) -> dict[str, list[TransportSpec]]:
+    """Plugin name -> the transports it declares (``rayaccel_transports``)."""
+    manager = manager or PluginManager()
+    names = list(plugins) if plugins is not None else manager.plugin_names()
+    return {name: manager.transports(name) for name in names}
+
+
+def _import_class(plugin: str, spec: TransportSpec) -> type:
+    from ray.experimental.rdt.tensor_transport_manager import TensorTransportManager
+
+    module_name, _, attr = spec.manager_class.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as e:  # whatever the plugin's module raises is the finding
+        raise TransportRegistrationError(
+            f"plugin {plugin}: transport {spec.name}: manager class {spec.manager_class} does not import "
+            f"({type(e).__name__}: {e}); fix manager_class in its rayaccel_transports") from None
+    if not (isinstance(obj, type) and issubclass(obj, TensorTransportManager)):
+        raise TransportRegistrationError(
+            f"plugin {plugin}: transport {spec.name}: {spec.manager_class} is not a subclass of "
+            "ray.experimental.TensorTransportManager; point manager_class at the subclass")
+    return obj
+
+
+def register_transports(manager: PluginManager | None = None, plugins: Sequence[str] | None = None) -> list[str]:
+    """Register every declared transport (and the reference one) with Ray in this process; return the
+    names registered now or earlier. Idempotent: a transport already registered with the same class is
+    left alone. Call it on the driver before creating the actors that use the transports.
+
+    Raises :class:`TransportRegistrationError` naming the plugin for a name taken by Ray's own transports
+    (without ``builtin_in_ray``), by another plugin, or a manager class that is missing or wrong. Without
+    torch (``pip install 'rayaccel[rdt]'``) nothing can be registered and an empty list is returned.
+    """
+    try:
+        import torch
+    except ImportError:
+        return []
+    from ray.experimental.rdt import util as rdt_util
+
+    rdt_util._ensure_default_transports_registered()  # type: ignore[no-untyped-call]  # Ray's own first, so collisions are seen
+    declared = declared_transports(manager, plugins)
+    wanted: dict[str, tuple[str, TransportSpec, type]] = {}
+    for plugin, specs in [("rayaccel (reference)", [REFERENCE]), *declared.items()]:
+        for spec in specs:
+            if spec.name in RAY_TRANSPORTS:
+                if not spec.builtin_in_ray:
+                    raise TransportRegistrationError(
+                        f"plugin {plugin}: transport name {spec.name} is Ray's own transport; declare it with "
+                        "builtin_in_ray=True (for path selection) or give yours another name")
+                continue
+            if spec.builtin_in_ray:
+                raise TransportRegistrationError(
+                    f"plugin {plugin}: transport {spec.name} says builtin_in_ray but Ray's own transports are "
+                    f"{', '.join(RAY_TRANSPORTS)}; set builtin_in_ray=False")
+            cls = _import_class(plugin, spec)
+            if spec.name in wanted and wanted[spec.name][2] is not cls:
+                raise TransportRegistrationError(
+                    f"plugin {plugin}: transport name {spec.name} is already declared by {wanted[spec.name][0]} "
+                    "with another manager class; rename one of them")
+            wanted.setdefault(spec.name, (plugin, spec, cls))
+    names = []
+    for name, (plugin, spec, cls) in wanted.items():
+        known = rdt_util.transport_manager_info.get(name)
+        if known is not None:
+            if known.transport_manager_class is not cls:
+                raise TransportRegistrationError(
+                    f"plugin {plugin}: transport name {name} is already registered in this process with "
+                    f"{known.transport_manager_class.__module__}.{known.transport_manager_class.__name__}; "
+                    "rename the transport")
+        else:
+            rdt_util.register_tensor_transport(name, list(spec.devices), cls, torch.Tensor)
+        names.append(name)
+    return names
+
+
+def transport_between(a: tuple[NodeInventory, str | None, str | None], b: tuple[NodeInventory, str | None, str | None],
+                      manager: PluginManager | None = None, same_node: bool | None = None) -> Choice:
+    """The transport for two actors' devices, each given as (its node's inventory, family, device id);
+    ``choice.transport`` is the name for ``@ray.method(tensor_transport=...)`` and ``choice.reason`` says why.
+    Family and device ``None`` mean CPU tensors in host memory."""
+    return choose_transport(Endpoint(*a), Endpoint(*b), declared_transports(manager), same_node=same_node)

@@ -1,0 +1,348 @@
+"""The reference tensor transport: one-sided shared memory for CPU tensors between actors on one node.
+
+It implements Ray Direct Transport's ``TensorTransportManager`` in full and is what a vendor transport
+copies (the template's ``transport.py`` starts from it):
+
+- **metadata** (source actor, :meth:`extract_tensor_transport_metadata`): the tensors' bytes are written
+  once into a ``/dev/shm`` file named ``rayaccel-rdt-<sender pid>-<object>``; the metadata carries the
+  shapes, dtypes, offsets, the segment's name and the sender's node, actor and pid;
+- **communicator metadata** (driver, :meth:`get_communicator_metadata`): the two actors' ids, so a
+  failure names them;
+- **receive** (destination actor): one-sided, the sender takes no part. With target buffers the bytes
+  are read into them; else the segment is mapped copy-on-write and the tensors are views of it (no copy;
+  writes stay private to the receiver);
+- **garbage collection** (source actor, when Ray frees the ref): the segment is unlinked. Segments of a
+  sender that died (its pid is gone) are removed by the next transfer on the node, or by a new transport
+  instance (:func:`sweep_orphans`), so a dead actor leaves nothing behind. A one-sided read of a dead
+  sender's segment still succeeds until then: the bytes do not need the sender;
+- **abort** (destination actor): an in-progress read stops at its next chunk and the receive fails with
+  the transport, the actors and the step named.
+
+Metrics (bytes, transfers, failures, latency per transport) go through ``ray.util.metrics``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import mmap
+import os
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ray.experimental.rdt.tensor_transport_manager import (
+    CommunicatorMetadata,
+    TensorTransportManager,
+    TensorTransportMetadata,
+)
+
+if TYPE_CHECKING:
+    import ray
+
+logger = logging.getLogger(__name__)
+
+NAME = "RAYACCEL_SHM"
+#: Every segment this transport creates starts with this, so leaks can be found (and tests check none).
+SEGMENT_PREFIX = "rayaccel-rdt-"
+SHM_DIR = os.environ.get("RAYACCEL_SHM_DIR", "/dev/shm")
+_ALIGN = 64
+_CHUNK = 64 << 20  # bytes read between abort checks
+_SEGMENT_RE = re.compile(rf"^{re.escape(SEGMENT_PREFIX)}(\d+)-[0-9a-f]+$")
+
+
+class TransportError(RuntimeError):
+    """A transfer failed: the message names the transport, the actors and the step."""
+
+
+@dataclass
+class ShmTransportMetadata(TensorTransportMetadata):
+    segment: str = ""
+    offsets: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    node_id: str = ""
+    src_actor: str = ""
+    src_pid: int = 0
+
+
+@dataclass
+class ShmCommunicatorMetadata(CommunicatorMetadata):
+    src_actor: str = ""
+    dst_actor: str = ""
+
+
+def segment_paths() -> list[str]:
+    """The paths of this transport's segments on this host."""
+    try:
+        return sorted(os.path.join(SHM_DIR, n) for n in os.listdir(SHM_DIR) if n.startswith(SEGMENT_PREFIX))
+    except FileNotFoundError:
+        return []
+
+
+def _pid_alive(pid: int) -> bool:
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
+
+
+def sweep_orphans() -> list[str]:
+    """Remove segments whose sending process is gone (it died before Ray freed its refs); return them."""
+    removed = []
+    for path in segment_paths():
+        m = _SEGMENT_RE.match(os.path.basename(path))
+        if m and not _pid_alive(int(m.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
+
+
+class _Metrics:
+    """Per-transport counters and latency, created on first use in a Ray worker (no-op elsewhere)."""
+
+    def __init__(self) -> None:
+        self._made = False
+        self._lock = threading.Lock()
+        self.bytes: Any = None
+        self.transfers: Any = None
+        self.failures: Any = None
+        self.latency: Any = None
+
+    def _make(self) -> bool:
+        with self._lock:
+            if not self._made:
+                self._made = True
+                try:
+                    from ray.util.metrics import Counter, Histogram
+
+                    keys = ("transport",)
+                    self.bytes = Counter("rayaccel_transport_bytes", "Bytes moved by a tensor transport",
+                                         tag_keys=keys)
+                    self.transfers = Counter("rayaccel_transport_transfers", "Tensor transfers completed",
+                                             tag_keys=keys)
+                    self.failures = Counter("rayaccel_transport_failures", "Tensor transfers that failed",
+                                            tag_keys=(*keys, "step"))
+                    self.latency = Histogram("rayaccel_transport_latency_s", "Seconds per tensor transfer",
+                                             boundaries=[0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+                                             tag_keys=keys)
+                except Exception:  # not in a Ray process: metrics are best effort
+                    logger.debug("transport metrics unavailable", exc_info=True)
+        return self.bytes is not None
+
+    def ok(self, transport: str, nbytes: int, seconds: float) -> None:
+        if self._make():
+            tags = {"transport": transport}
+            self.bytes.inc(nbytes, tags=tags)
+            self.transfers.inc(1, tags=tags)
+            self.latency.observe(seconds, tags=tags)
+
+    def failed(self, transport: str, step: str) -> None:
+        if self._make():
+            self.failures.inc(1, tags={"transport": transport, "step": step})
+
+
+METRICS = _Metrics()
+
+
+def _runtime() -> tuple[str, str]:
+    """(node id, actor id) of this process, or ('', '') outside Ray."""
+    try:
+        import ray
+
+        ctx = ray.get_runtime_context()
+        return ctx.get_node_id(), ctx.get_actor_id() or "driver"
+    except Exception:
+        return "", ""
+
+
+def _bytes_of(t: Any) -> memoryview:
+    """A writable byte view of a contiguous CPU tensor's memory (no numpy needed); keep ``t`` alive."""
+    import ctypes
+
+    n = t.numel() * t.element_size()
+    return memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B")
+
+
+def _segment_name(obj_id: str) -> str:
+    tag = re.sub(r"[^0-9a-f]", "", obj_id.lower())[:40] or uuid.uuid4().hex
+    return f"{SEGMENT_PREFIX}{os.getpid()}-{tag}{uuid.uuid4().hex[:8]}"
+
+
+class SharedMemoryTransport(TensorTransportManager):
+    """One-sided shared-memory transport for CPU ``torch.Tensor`` lists between actors on one node."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owned: dict[str, str] = {}  # obj_id -> segment path (sender side)
+        self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
+        sweep_orphans()
+
+    def tensor_transport_backend(self) -> str:
+        return NAME
+
+    @staticmethod
+    def is_one_sided() -> bool:
+        return True
+
+    @staticmethod
+    def can_abort_transport() -> bool:
+        return True
+
+    def actor_has_tensor_transport(self, actor: ray.actor.ActorHandle[Any]) -> bool:
+        # Every actor can open /dev/shm; same-node is checked at receive time (Ray asks this without
+        # waiting on the actor).
+        return True
+
+    def _fail(self, step: str, meta: ShmTransportMetadata | None, comm: ShmCommunicatorMetadata | None,
+              why: str) -> TransportError:
+        METRICS.failed(NAME, step)
+        here = _runtime()[1] or "?"
+        if step == "extract":
+            return TransportError(f"{NAME} transfer failed at step 'extract' (sender actor {here}): {why}")
+        src = (comm.src_actor if comm else "") or (meta.src_actor if meta else "") or "?"
+        dst = (comm.dst_actor if comm else "") or here
+        return TransportError(f"{NAME} transfer failed at step '{step}' (sender actor {src}, receiver actor "
+                              f"{dst}, segment {meta.segment if meta else '?'}): {why}")
+
+    def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> ShmTransportMetadata:
+        import torch
+
+        node_id, actor_id = _runtime()
+        tensor_meta: list[Any] = []
+        offsets: list[int] = []
+        sizes: list[int] = []
+        pos = 0
+        for i, t in enumerate(rdt_object):
+            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                where = t.device if isinstance(t, torch.Tensor) else type(t).__name__
+                raise self._fail("extract", None, None, f"item {i} is {where}; {NAME} moves CPU torch tensors")
+            tensor_meta.append((t.shape, t.dtype))
+            offsets.append(pos)
+            sizes.append(t.numel() * t.element_size())
+            pos += -(-sizes[-1] // _ALIGN) * _ALIGN
+        sweep_orphans()  # segments of senders that died before Ray freed their refs
+        name = _segment_name(obj_id)
+        path = os.path.join(SHM_DIR, name)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            with self._lock:
+                self._owned[obj_id] = path
+            os.ftruncate(fd, max(pos, 1))
+            for t, off, n in zip(rdt_object, offsets, sizes, strict=True):
+                if n:
+                    flat = t.detach().contiguous()
+                    data = _bytes_of(flat)
+                    done = 0
+                    while done < n:
+                        done += os.pwrite(fd, data[done:], off + done)
+        except BaseException as e:
+            self._drop(obj_id)
+            raise self._fail("extract", None, None, f"writing {path}: {e}") from e
+        finally:
+            os.close(fd)
+        return ShmTransportMetadata(tensor_meta=tensor_meta, tensor_device="cpu", segment=name, offsets=offsets,
+                                    nbytes=sizes, node_id=node_id, src_actor=actor_id, src_pid=os.getpid())
+
+    def get_communicator_metadata(self, src_actor: ray.actor.ActorHandle[Any], dst_actor: ray.actor.ActorHandle[Any],
+                                  backend: str | None = None) -> ShmCommunicatorMetadata:
+        def actor_id(a: Any) -> str:
+            aid = getattr(a, "_actor_id", None)
+            return aid.hex() if aid is not None else "driver"
+
+        return ShmCommunicatorMetadata(src_actor=actor_id(src_actor), dst_actor=actor_id(dst_actor))
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: TensorTransportMetadata,
+                              communicator_metadata: CommunicatorMetadata,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        import torch
+
+        meta = tensor_transport_metadata
+        comm = communicator_metadata if isinstance(communicator_metadata, ShmCommunicatorMetadata) else None
+        if not isinstance(meta, ShmTransportMetadata):
+            raise self._fail("recv", None, comm, f"metadata is {type(meta).__name__}, not ShmTransportMetadata")
+        start = time.monotonic()
+        node_id, _ = _runtime()
+        if meta.node_id and node_id and node_id != meta.node_id:
+            raise self._fail("recv: same node", meta, comm, f"the sender is on node {meta.node_id}, this actor "
+                             f"on {node_id}; {NAME} moves tensors within one node (choose another transport "
+                             "with rayaccel.ray.transport_between)")
+        if target_buffers is not None and len(target_buffers) != len(meta.tensor_meta):
+            raise self._fail("recv: target buffers", meta, comm, f"{len(target_buffers)} buffers for "
+                             f"{len(meta.tensor_meta)} tensors")
+        path = os.path.join(SHM_DIR, meta.segment)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            alive = _pid_alive(meta.src_pid) if meta.src_pid else True
+            if not alive:
+                sweep_orphans()
+            raise self._fail("recv: open segment", meta, comm, "the segment is gone ("
+                             + ("the sender process died" if not alive else "the ref was freed") + ")") from None
+        out: list[Any] = []
+        try:
+            if target_buffers is not None:
+                for i, (buf, (shape, dtype), off, n) in enumerate(
+                        zip(target_buffers, meta.tensor_meta, meta.offsets, meta.nbytes, strict=True)):
+                    if (tuple(buf.shape) != tuple(shape) or buf.dtype != dtype or buf.device.type != "cpu"
+                            or not buf.is_contiguous()):
+                        raise self._fail("recv: target buffers", meta, comm, f"buffer {i} is {tuple(buf.shape)} "
+                                         f"{buf.dtype} on {buf.device}, the tensor is {tuple(shape)} {dtype} "
+                                         "(a contiguous CPU buffer is needed)")
+                    view = _bytes_of(buf) if n else memoryview(b"")
+                    done = 0
+                    while done < n:
+                        if obj_id in self._aborted:
+                            raise self._fail("recv: read", meta, comm, "aborted")
+                        got = os.preadv(fd, [view[done:done + _CHUNK]], off + done)
+                        if got <= 0:
+                            raise self._fail("recv: read", meta, comm, "the segment is shorter than its metadata")
+                        done += got
+                    out.append(buf)
+            else:
+                size = os.fstat(fd).st_size
+                need = max((o + n for o, n in zip(meta.offsets, meta.nbytes, strict=True)), default=0)
+                if size < need:
+                    raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
+                mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else None
+                for (shape, dtype), off, n in zip(meta.tensor_meta, meta.offsets, meta.nbytes, strict=True):
+                    if obj_id in self._aborted:
+                        raise self._fail("recv: map", meta, comm, "aborted")
+                    if n == 0 or mapped is None:
+                        out.append(torch.empty(shape, dtype=dtype))
+                        continue
+                    flat = torch.frombuffer(mapped, dtype=torch.uint8, count=n, offset=off)
+                    out.append(flat.view(dtype).reshape(shape))
+        except TransportError:
+            raise
+        except Exception as e:
+            raise self._fail("recv", meta, comm, f"{type(e).__name__}: {e}") from e
+        finally:
+            os.close(fd)
+            self._aborted.discard(obj_id)
+        METRICS.ok(NAME, sum(meta.nbytes), time.monotonic() - start)
+        return out
+
+    def send_multiple_tensors(self, tensors: list[Any], tensor_transport_metadata: TensorTransportMetadata,
+                              communicator_metadata: CommunicatorMetadata) -> None:
+        raise NotImplementedError(f"{NAME} is one-sided: the receiver reads the segment, nothing is sent")
+
+    def _drop(self, obj_id: str) -> None:
+        with self._lock:
+            path = self._owned.pop(obj_id, None)
+        if path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def garbage_collect(self, obj_id: str, tensor_transport_meta: TensorTransportMetadata,
+                        tensors: list[Any]) -> None:
+        self._drop(obj_id)
+        if isinstance(tensor_transport_meta, ShmTransportMetadata) and tensor_transport_meta.segment:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(SHM_DIR, tensor_transport_meta.segment))
+
+    def abort_transport(self, obj_id: str, communicator_metadata: CommunicatorMetadata) -> None:
+        METRICS.failed(NAME, "abort")
+        self._aborted.add(obj_id)

@@ -1,0 +1,145 @@
+"""Tensor transport path selection: a pure function of two nodes' inventories and the declared transports.
+
+For a pair of devices (same node or across nodes) the path is the fastest the topology gives, in the order
+scale-up link > PCIe peer > RDMA > host memory, and the transport is one that both ends' families declare
+(``rayaccel_transports``) for that path's link kind. Host paths fall back to the SDK's reference
+shared-memory transport (same node) or Ray's GLOO (across nodes), which every node has. Each choice carries
+the reason, in words. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
+
+#: Ray's own transports: declared by plugins for path selection, never registered again.
+RAY_TRANSPORTS = ("NCCL", "GLOO", "CUDA_IPC", "NIXL")
+#: The SDK's reference transport (:mod:`rayaccel.shm_transport`).
+REFERENCE = TransportSpec(name="RAYACCEL_SHM", devices=["cpu"], link_kinds=[], one_sided=True,
+                          manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+GLOO = TransportSpec(name="GLOO", devices=["cpu"], link_kinds=["ethernet", "roce", "infiniband", "efa"],
+                     builtin_in_ray=True,
+                     manager_class="ray.experimental.rdt.collective_tensor_transport:GLOOTensorTransport")
+
+SCALE_UP = ("nvlink", "nvswitch", "xgmi", "ici", "neuronlink")
+RDMA = ("infiniband", "roce", "efa", "gaudi-roce")
+#: Path classes, fastest first.
+PATHS = ("scale-up", "pcie-peer", "rdma", "host")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One device: the node's inventory, the family and the device id (``None``: the host's CPU memory)."""
+
+    inventory: NodeInventory
+    family: str | None
+    device: str | None
+
+
+@dataclass(frozen=True)
+class Choice:
+    transport: str
+    path: str
+    link: str
+    reason: str
+
+
+def _family(end: Endpoint) -> FamilyInventory | None:
+    return end.inventory.family(end.family) if end.family else None
+
+
+def _rdma_kinds(fam: FamilyInventory | None) -> set[str]:
+    if fam is None:
+        return set()
+    kinds: set[str] = {link.kind for link in fam.topology.links if link.kind in RDMA}
+    if any(a.nics for a in fam.topology.affinities) and not kinds:
+        kinds.add("roce")  # NICs beside the devices, kind unstated
+    return kinds
+
+
+def _paths(a: Endpoint, b: Endpoint, same_node: bool) -> list[tuple[str, str, str]]:
+    """(path, link kind, why) the hardware offers between a and b, fastest first."""
+    fa, fb = _family(a), _family(b)
+    found: list[tuple[str, str, str]] = []
+    if fa is not None and fb is not None and fa.family.name == fb.family.name:
+        if same_node:
+            direct = [link for link in fa.topology.links if {link.a, link.b} == {a.device, b.device}]
+            for kind_set, path in ((SCALE_UP, "scale-up"), (("pcie",), "pcie-peer")):
+                for link in direct:
+                    if link.kind in kind_set:
+                        found.append((path, link.kind, f"{a.device} and {b.device} are joined by {link.kind} "
+                                                         f"x{link.lanes}"))
+            for dom in fa.topology.domains:
+                if a.device in dom.members and b.device in dom.members and not any(p == "scale-up" for p, *_ in found):
+                    found.insert(0, ("scale-up", _domain_link(dom.kind), f"both in {dom.kind} domain {dom.id}"))
+        else:
+            ids_a = {d.id for d in fa.topology.domains if a.device in d.members and (d.hosts or 1) > 1}
+            ids_b = {d.id for d in fb.topology.domains if b.device in d.members and (d.hosts or 1) > 1}
+            for dom_id in sorted(ids_a & ids_b):
+                dom = next(d for d in fa.topology.domains if d.id == dom_id)
+                found.append(("scale-up", _domain_link(dom.kind), f"both nodes are in {dom.kind} domain {dom_id}"))
+    ka, kb = _rdma_kinds(fa), _rdma_kinds(fb)
+    for kind in sorted(ka & kb):
+        found.append(("rdma", kind, f"both nodes reach the fabric over {kind}"))
+    found.append(("host", "host", "staged through host memory" + ("" if same_node else " and the network")))
+    return found
+
+
+def _domain_link(kind: str) -> str:
+    return {"nvlink-clique": "nvlink", "nvswitch": "nvswitch", "xgmi-hive": "xgmi", "tpu-slice": "ici",
+            "neuronlink": "neuronlink", "ultraserver": "neuronlink"}.get(kind, "other")
+
+
+def choose_transport(a: Endpoint, b: Endpoint, declared: Mapping[str, Sequence[TransportSpec]],
+                     same_node: bool | None = None) -> Choice:
+    """The fastest transport both ends support for the pair, and why.
+
+    ``declared``: plugin name -> its ``rayaccel_transports`` records. ``same_node`` defaults to whether
+    the two inventories name the same host.
+    """
+    if same_node is None:
+        same_node = a.inventory.host == b.inventory.host
+    fa, fb = _family(a), _family(b)
+    specs_a = list(declared.get(fa.plugin, [])) if fa else []
+    specs_b = list(declared.get(fb.plugin, [])) if fb else []
+    names_b = {s.name for s in specs_b}
+    both = [s for s in specs_a if s.name in names_b]
+    skipped: list[str] = []
+    for path, link, why in _paths(a, b, same_node):
+        if path == "host":
+            fallback = REFERENCE if same_node else GLOO
+            cpu = [s for s in both if "cpu" in s.devices and (same_node or s.name != REFERENCE.name)]
+            spec = cpu[0] if cpu else fallback
+            note = f"; faster paths unsupported: {'; '.join(skipped)}" if skipped else ""
+            return Choice(spec.name, path, link, f"{why}; {spec.name} moves CPU tensors "
+                          + ("on one node" if same_node else "between nodes") + note)
+        carriers = [s for s in both if link in s.link_kinds]
+        if carriers:
+            spec = carriers[0]
+            owner = fa.plugin if fa else "?"
+            return Choice(spec.name, path, link, f"{why}; {spec.name} (declared by {owner}"
+                          + ("" if fb is None or fb.plugin == owner else f" and {fb.plugin}")
+                          + f") carries {link}")
+        skipped.append(f"{path} over {link}: no transport both ends declare carries it")
+    raise AssertionError("unreachable: the host path always exists")
+
+
+def device_endpoints(inventory: NodeInventory) -> list[Endpoint]:
+    return [Endpoint(inventory, f.family.name, d.id) for f in inventory.families for d in f.devices]
+
+
+def transport_matrix(inventory: NodeInventory, declared: Mapping[str, Sequence[TransportSpec]],
+                     peer: NodeInventory | None = None) -> list[tuple[Endpoint, Endpoint, Choice]]:
+    """Every device pair on the node (and, with ``peer``, each device to the peer node's same device)."""
+    ends = device_endpoints(inventory)
+    rows = [(x, y, choose_transport(x, y, declared, same_node=True))
+            for i, x in enumerate(ends) for y in ends[i + 1:]]
+    if peer is not None:
+        others = {(e.family, e.device): e for e in device_endpoints(peer)}
+        for x in ends:
+            y = others.get((x.family, x.device))
+            if y is not None:
+                rows.append((x, y, choose_transport(x, y, declared, same_node=False)))
+    return rows
