@@ -56,10 +56,11 @@ class RecordingError(RayaccelError):
     """An answer the fixture format cannot express; names the call."""
 
 
-def _text(what: str, value: str) -> str:
+def _text(what: str, value: str, errors: list[str]) -> str:
+    """The value; a binary one is noted in ``errors`` (the recording fails at the end, the plugin's run goes on)."""
     if "\ufffd" in value:
-        raise RecordingError(f"cannot record {what}: the answer is not UTF-8 text (binary bytes); "
-                             "fixtures store text only, so make the plugin read it another way")
+        errors.append(f"cannot record {what}: the answer is not UTF-8 text (binary bytes); "
+                      "fixtures store text only, so make the plugin read it another way")
     return value
 
 
@@ -118,7 +119,7 @@ class RecordingHost:
 
     def _env_seen(self, key: str, value: str) -> None:
         with self._lock:
-            self.env[key] = _text(f"env {key}", value)
+            self.env[key] = _text(f"env {key}", value, self.errors)
 
     def environ(self) -> Mapping[str, str]:
         return _RecordedEnv(self.inner.environ(), self)
@@ -132,7 +133,7 @@ class RecordingHost:
 
     def _file(self, path: str, content: str) -> None:
         with self._lock:
-            self.files[_norm(path)] = _text(f"file {path}", content)
+            self.files[_norm(path)] = _text(f"file {path}", content, self.errors)
             self._placeholders.discard(_norm(path))
 
     def _entry(self, path: str) -> None:
@@ -211,8 +212,9 @@ class RecordingHost:
                 self.errors.append(f"cannot record command {line!r}: its output is over the host's limit "
                                    "(MAX_OUTPUT_BYTES); a fixture would have to store all of it")
             raise
-        answer = {"stdout": _text(f"stdout of {line!r}", result.stdout),
-                  "stderr": _text(f"stderr of {line!r}", result.stderr), "returncode": result.returncode}
+        answer = {"stdout": _text(f"stdout of {line!r}", result.stdout, self.errors),
+                  "stderr": _text(f"stderr of {line!r}", result.stderr, self.errors),
+                  "returncode": result.returncode}
         with self._lock:
             self.commands.setdefault(line, answer)  # the first answer is the state recorded
         return result
@@ -226,7 +228,8 @@ class RecordingHost:
                 self.http.setdefault(url, {"hang": True} if "within" in str(e) else {"unreachable": True})
             raise
         with self._lock:
-            self.http.setdefault(url, {"status": response.status, "body": _text(f"GET {url}", response.body)})
+            self.http.setdefault(url, {"status": response.status,
+                                       "body": _text(f"GET {url}", response.body, self.errors)})
         return response
 
     def library(self, name: str) -> Any:
@@ -318,9 +321,14 @@ class RecordingLibrary:
             except Exception as e:
                 self._answer(key, {"$raise": self._exception(key, e)})
                 raise
-            answer = self._encode(key, result, key)
-            outs = {str(i): self._encode(key, _out_struct(a), f"{key}#{i}") for i, a in enumerate(args)
-                    if _out_struct(a) is not None}
+            try:
+                answer = self._encode(key, result, key)
+                outs = {str(i): self._encode(key, _out_struct(a), f"{key}#{i}") for i, a in enumerate(args)
+                        if _out_struct(a) is not None}
+            except RecordingError:  # kept in self.errors: the recording fails, the plugin's run does not
+                with self._host._lock:
+                    self._pending[key] -= 1
+                return result
             self._answer(key, {"$return": answer, "$out": outs} if outs else answer)
             return result
 
@@ -625,7 +633,9 @@ class Anonymizer:
 
     def __init__(self, key: bytes, names: Sequence[str] = ()) -> None:
         self._key = key
-        self._names = sorted({n for n in names if len(n) >= 4}, key=len, reverse=True)
+        # A name holding a UUID or a MAC is covered by that pattern (and keeps its prefix, e.g. GPU-<uuid>).
+        self._names = sorted({n for n in names if len(n) >= 4 and not _UUID.search(n) and not _MAC.search(n)},
+                             key=len, reverse=True)
         self.replaced: dict[str, str] = {}
 
     def token(self, original: str) -> str:
@@ -660,7 +670,8 @@ class Anonymizer:
     def text(self, value: str) -> str:
         for name in self._names:
             if name in value:
-                value = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lambda m: self.token(m.group(0)), value)
+                value = re.sub(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])",
+                               lambda m: self.token(m.group(0)), value)
         value = _UUID.sub(lambda m: self.token(m.group(0)), value)
         value = _MAC.sub(lambda m: self.token(m.group(0)), value)
         return "\n".join(line if "version" in line.lower() else _IPV4.sub(lambda m: self._ip(m.group(0)), line)
@@ -741,6 +752,42 @@ def source_line(inventory: NodeInventory, plugin_versions: Mapping[str, str | No
     return (f"recorded by rayaccel record at {when} on {'simulated host ' if simulated else ''}{hostname}; "
             f"plugins: {plugins or 'none'}; driver: {', '.join(drivers) or 'not visible'}; "
             f"rayaccel SDK {__version__}")
+
+
+def inventory_view(inventory: NodeInventory) -> dict[str, Any]:
+    """What a replay must reproduce: devices, topology, health, resources and labels (not the host's name, not
+    metric values, which change from one reading to the next)."""
+    families = {f.plugin: {"devices": [d.model_dump(mode="json") for d in f.devices],
+                           "topology": f.topology.model_dump(mode="json"),
+                           "health": [h.model_dump(mode="json") for h in f.health],
+                           "accelerator_type": f.accelerator_type, "resources": f.resources, "labels": f.labels,
+                           "metrics": sorted({(m.device, m.name) for m in f.metrics})}
+                for f in inventory.families}
+    return {"families": families, "resources": inventory.resources, "labels": inventory.labels}
+
+
+def shape_view(inventory: NodeInventory) -> dict[str, Any]:
+    """The structure an anonymised recording keeps: device counts, health states, link and domain counts."""
+    return {f.plugin: {"devices": len(f.devices), "health": [h.state for h in f.health],
+                       "links": sorted(link.kind for link in f.topology.links),
+                       "domains": [(d.kind, d.size) for d in f.topology.domains],
+                       "resources": sorted(f.resources.items())} for f in inventory.families}
+
+
+def first_difference(a: Any, b: Any, where: str = "") -> str | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            found = first_difference(a.get(key), b.get(key), f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = first_difference(x, y, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{where or '(top level)'}: recorded {a!r}, replayed {b!r}"
 
 
 def validate_fixture_data(data: dict[str, Any], origin: str) -> None:

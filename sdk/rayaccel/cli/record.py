@@ -21,12 +21,16 @@ from rayaccel.manager import PluginManager
 from rayaccel.onboarding import fixture_text, write_atomically
 from rayaccel.recording import (
     Anonymizer,
+    RecordingError,
     RecordingHost,
     anonymize_key,
     expected_from_inventory,
     fault_expectation,
+    first_difference,
+    inventory_view,
     merge_diff,
     sensitive_names,
+    shape_view,
     source_line,
     validate_fixture_data,
 )
@@ -42,17 +46,33 @@ app.add_typer(fixture_app)
 
 def _record(manager: PluginManager, simulate: str | None, simulate_faults: list[str] | None,
             plugins: list[str] | None, anonymize: bool, key_file: Path | None
-            ) -> tuple[dict[str, Any], NodeInventory, RecordingHost]:
+            ) -> tuple[dict[str, Any], NodeInventory, Anonymizer | None]:
     """Run the full inventory through a recording host; the host state (anonymised if asked)."""
     for name in plugins or []:
         manager.plugin(name)  # a clear error for an unknown name
     recorder = RecordingHost(build_host(manager, simulate, simulate_faults))
     inventory = collect_inventory(manager, recorder, plugins=plugins or None)
     state = recorder.host_state()
+    anonymizer = None
     if anonymize:
         anonymizer = Anonymizer(anonymize_key(key_file), sensitive_names(inventory, state))
         state = anonymizer.data(state)
-    return state, inventory, recorder
+    return state, inventory, anonymizer
+
+
+def _replayed(manager: PluginManager, data: dict[str, Any], recorded: NodeInventory, plugins: list[str] | None,
+              anonymized: bool, faults: list[str] | None = None) -> NodeInventory:
+    """The inventory of the fixture as written; it must be the one recorded (for an anonymised recording: the
+    same structure), or the recording is refused, naming the first difference."""
+    validate_fixture_data(data, str(data.get("name")))
+    fixture = parse_fixture(json.loads(json.dumps(data)), str(data.get("name")))
+    replay = collect_inventory(manager, SimulatedHost(fixture, faults=faults or []), plugins=plugins or None)
+    view = shape_view if anonymized else inventory_view
+    difference = first_difference(view(recorded), view(replay))
+    if difference:
+        raise RecordingError(f"the recording does not replay as recorded ({difference}): a plugin read something "
+                             "the recording host did not see; report it with this line")
+    return replay
 
 
 def _fixture_plugin(inventory: NodeInventory, plugins: list[str] | None) -> str:
@@ -111,25 +131,24 @@ def record(
         return
     if output is not None:
         _check_output(output)
-    state, inventory, _ = _record(manager, simulate, simulate_fault, plugin, anonymize, anonymize_key_file)
+    state, inventory, anonymizer = _record(manager, simulate, simulate_fault, plugin, anonymize, anonymize_key_file)
     fixture_plugin = _fixture_plugin(inventory, plugin)
     family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
     devices = family.devices if family else []
     name = output.stem if output is not None else f"{fixture_plugin}-recorded"
     summary = (f"{len(devices)}x {devices[0].product_name}" if devices else "no accelerators")
     used = [f.plugin for f in inventory.families] or (plugin or manager.plugin_names())
-    expected = expected_from_inventory(inventory, fixture_plugin)
     source = source_line(inventory, _plugin_versions(manager, list(used)), state.get("hostname") or "",
                          inventory.simulated)
     data: dict[str, Any] = {
         "schema": FIXTURE_SCHEMA_ID, "plugin": fixture_plugin, "name": name,
         "description": description or f"{summary}, recorded by rayaccel record",
-        "source": source, "host": state, "expected": expected, "faults": [],
+        "source": anonymizer.text(source) if anonymizer else source, "host": state, "expected": {"devices": 0},
+        "faults": [],
     }
-    if anonymize:
-        anonymizer = Anonymizer(anonymize_key(anonymize_key_file), sensitive_names(inventory, state))
-        data["expected"] = anonymizer.data(expected)
-        data["source"] = anonymizer.text(source)
+    # `expected` is what the fixture as written gives, which is what this run gave (checked)
+    replay = _replayed(manager, data, inventory, plugin, anonymizer is not None)
+    data["expected"] = expected_from_inventory(replay, fixture_plugin)
     validate_fixture_data(data, str(output or name))
     if output is None:
         sys.stdout.write(fixture_text(data, ".yaml"))
@@ -162,15 +181,17 @@ def _record_fault(manager: PluginManager, name: str, into: str, kind: str, descr
     fixture = parse_fixture(data, str(path))
     if any(f.name == name for f in fixture.faults):
         raise FixtureError(f"{path}: declares a fault {name!r} already; choose another name")
-    state, inventory, _ = _record(manager, simulate, simulate_faults, plugins or [fixture.plugin], anonymize,
-                                  key_file)
+    plugins = plugins or [fixture.plugin]
+    state, inventory, anonymizer = _record(manager, simulate, simulate_faults, plugins, anonymize, key_file)
     patch = merge_diff(data["host"], state)
     if not patch:
         raise FixtureError(f"the machine answers exactly as {path} records: nothing to record as fault {name!r} "
                            "(put the machine into the fault state first)")
     fault = {"name": name, "description": description or f"recorded by rayaccel record from {state.get('hostname')}",
-             "kind": kind, "patch": patch, "expected": fault_expectation(inventory, fixture.plugin)}
+             "kind": kind, "patch": patch, "expected": {}}
     data["faults"] = [*data.get("faults", []), fault]
+    replay = _replayed(manager, data, inventory, plugins, anonymizer is not None, faults=[name])
+    fault["expected"] = fault_expectation(replay, fixture.plugin)
     validate_fixture_data(data, str(path))
     write_atomically(path, fixture_text(data, path.suffix))
     console.print(f"added fault {name} to {path}: patch over {', '.join(sorted(patch))}")
