@@ -3,20 +3,37 @@ moving real tensors between real Ray actors (one Ray node for the module)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 import ray
 
 import rayaccel.ray
+from rayaccel import hookimpl
+from rayaccel.fixtures import resolve_fixture
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
 from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
+from rayaccel.ray.transports import TransportRegistrationError, declared_transports
+from rayaccel.records import Affinity, FamilyDeclaration, NodeInventory, TransportSpec
+from rayaccel.simulated import SimulatedHost
+from rayaccel.transports import Endpoint, choose_transport, device_endpoints
+from rayaccel_testplugins import acme
 
 torch = pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")
 
 from rayaccel.shm_transport import NAME, SEGMENT_PREFIX, segment_paths  # noqa: E402
 
 MB = 1 << 20
+
+
+def rayaccel_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rayaccel", *args], capture_output=True, text=True, timeout=120,
+                          check=False)
 
 
 def shm_clean(what: str) -> None:
@@ -142,3 +159,106 @@ def test_receive_into_target_buffers_and_abort():
     assert not [p for p in segment_paths() if meta.segment in p]
     with pytest.raises(TransportError, match=r"open segment.*ref was freed"):
         t.recv_multiple_tensors("ab12", meta, comm)
+
+
+# Registration errors and path selection: no Ray cluster needed --------------------------------------------
+
+
+def _manager(*plugins: object) -> PluginManager:
+    manager = PluginManager(autoload=False)
+    for i, p in enumerate(plugins):
+        assert manager.register(p, getattr(p, "PLUGIN", f"p{i}"))
+    return manager
+
+
+class _Declares:
+    def __init__(self, name: str, *specs: TransportSpec) -> None:
+        self.PLUGIN = name
+        self._specs = list(specs)
+
+    @hookimpl
+    def rayaccel_family(self) -> FamilyDeclaration:
+        tag = self.PLUGIN.split("-")[-1].upper()
+        return acme.rayaccel_family().model_copy(update={
+            "name": self.PLUGIN, "resource_name": f"VENDOR_{tag}", "visible_devices_env_var": f"VENDOR_{tag}_VISIBLE"})
+
+    @hookimpl
+    def rayaccel_discover(self, host):  # type: ignore[no-untyped-def]
+        return []
+
+    @hookimpl
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return self._specs
+
+
+def test_a_wrong_manager_class_is_refused_naming_the_plugin():
+    from rayaccel_testplugins import broken_transport
+
+    with pytest.raises(TransportRegistrationError, match=r"^plugin broken-transport: transport ACMELINK: "
+                       r".*NotATransport is not a subclass of ray.experimental.TensorTransportManager"):
+        rayaccel.ray.register_transports(_manager(broken_transport))
+
+
+def test_name_collisions_and_missing_classes_are_refused_naming_the_plugin():
+    ours = TransportSpec(name="GLOO", devices=["cpu"], manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+    with pytest.raises(TransportRegistrationError, match="plugin vendor-a: transport name GLOO is Ray's own"):
+        rayaccel.ray.register_transports(_manager(_Declares("vendor-a", ours)))
+    missing = TransportSpec(name="FASTLINK", devices=["cpu"], manager_class="vendor_b.nowhere:Transport")
+    with pytest.raises(TransportRegistrationError, match=r"plugin vendor-b: transport FASTLINK: manager class "
+                       r"vendor_b.nowhere:Transport does not import \(ModuleNotFoundError"):
+        rayaccel.ray.register_transports(_manager(_Declares("vendor-b", missing)))
+    a = TransportSpec(name="FASTLINK", devices=["cpu"], manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+    b = TransportSpec(name="FASTLINK", devices=["cpu"],
+                      manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport")
+    with pytest.raises(TransportRegistrationError, match="plugin vendor-d: transport name FASTLINK is already "
+                       "declared by vendor-c"):
+        rayaccel.ray.register_transports(_manager(_Declares("vendor-c", a), _Declares("vendor-d", b)))
+
+
+def _inventory(fixture: str) -> NodeInventory:
+    manager = PluginManager()
+    return collect_inventory(manager, SimulatedHost(resolve_fixture(fixture, manager)))
+
+
+def _pair(inventory: NodeInventory, i: int, j: int) -> tuple[Endpoint, Endpoint]:
+    ends = device_endpoints(inventory)
+    return ends[i], ends[j]
+
+
+def test_selection_prefers_scale_up_then_pcie_then_rdma_then_host():
+    declared = declared_transports()
+    dgx = _inventory("nvidia/dgx-h100")
+    choice = choose_transport(*_pair(dgx, 0, 1), declared)
+    assert (choice.path, choice.link, choice.transport) == ("scale-up", "nvlink", "NCCL")
+    assert "joined by nvlink" in choice.reason and "declared by nvidia" in choice.reason
+    pair = _inventory("amd/mi210-pair")
+    choice = choose_transport(*_pair(pair, 0, 1), declared)
+    assert (choice.path, choice.link, choice.transport) == ("pcie-peer", "pcie", "NCCL")
+    # Across nodes: the RDMA fabric when both nodes list NICs beside the devices, else host memory.
+    a, _ = _pair(dgx, 0, 1)
+    with_nics = dgx.model_copy(update={"host": "other", "families": [f.model_copy(update={
+        "topology": f.topology.model_copy(update={"affinities": [Affinity(device=d.id, nics=["mlx5_0"])
+                                                                 for d in f.devices]})}) for f in dgx.families]})
+    b = device_endpoints(with_nics)[0]
+    assert choose_transport(a, b, declared).path == "host"  # this end lists no NIC
+    a_nics = device_endpoints(with_nics.model_copy(update={"host": "third"}))[0]
+    choice = choose_transport(a_nics, b, declared)
+    assert (choice.path, choice.transport) == ("rdma", "NCCL"), choice
+    # Gaudi declares no transport: its RoCE scale-up is named as unsupported and the host path is chosen.
+    gaudi = _inventory("gaudi/hls-gaudi3")
+    choice = choose_transport(*_pair(gaudi, 0, 1), declared)
+    assert (choice.path, choice.transport) == ("host", "RAYACCEL_SHM")
+    assert "no transport both ends declare carries it" in choice.reason
+
+
+def test_transports_cli_prints_the_matrix_and_refuses_bad_input():
+    done = rayaccel_cli("transports", "--simulate", "amd/mi210-pair", "--across-nodes", "--json")
+    assert done.returncode == 0, done.stderr
+    pairs = json.loads(done.stdout)["pairs"]
+    assert (pairs[0]["path"], pairs[0]["transport"]) == ("pcie-peer", "NCCL")
+    assert all(p["reason"] for p in pairs) and any(not p["b"]["same_node"] for p in pairs)
+    table = rayaccel_cli("transports", "--simulate", "nvidia/dgx-h100")
+    assert table.returncode == 0 and "scale-up" in table.stdout and "NCCL" in table.stdout
+    bad = rayaccel_cli("transports", "--simulate", "nvidia/no-such-node")
+    assert bad.returncode == 2 and "unknown fixture 'nvidia/no-such-node'" in bad.stderr
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -69,8 +69,7 @@ def _paths(a: Endpoint, b: Endpoint, same_node: bool) -> list[tuple[str, str, st
             for kind_set, path in ((SCALE_UP, "scale-up"), (("pcie",), "pcie-peer")):
                 for link in direct:
                     if link.kind in kind_set:
-                        found.append((path, link.kind, f"{a.device} and {b.device} are joined by {link.kind} "
-                                                         f"x{link.lanes}"))
+                        found.append((path, link.kind, f"joined by {link.kind} x{link.lanes}"))
             for dom in fa.topology.domains:
                 if a.device in dom.members and b.device in dom.members and not any(p == "scale-up" for p, *_ in found):
                     found.insert(0, ("scale-up", _domain_link(dom.kind), f"both in {dom.kind} domain {dom.id}"))
@@ -89,7 +88,7 @@ def _paths(a: Endpoint, b: Endpoint, same_node: bool) -> list[tuple[str, str, st
 
 def _domain_link(kind: str) -> str:
     return {"nvlink-clique": "nvlink", "nvswitch": "nvswitch", "xgmi-hive": "xgmi", "tpu-slice": "ici",
-            "neuronlink": "neuronlink", "ultraserver": "neuronlink"}.get(kind, "other")
+            "neuronlink": "neuronlink", "ultraserver": "neuronlink", "gaudi-scaleup": "gaudi-roce"}.get(kind, "other")
 
 
 def choose_transport(a: Endpoint, b: Endpoint, declared: Mapping[str, Sequence[TransportSpec]],

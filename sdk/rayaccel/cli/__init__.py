@@ -79,7 +79,7 @@ def print_json(data: Any) -> None:
 
 
 #: Commands modules, in the order `rayaccel --help` lists their commands.
-COMMAND_MODULES = ("inventory", "node", "certify", "template", "sku", "record")
+COMMAND_MODULES = ("inventory", "node", "certify", "template", "sku", "record", "transports")
 
 
 def _register_commands() -> None:

@@ -1,0 +1,57 @@
+"""``rayaccel transports``: the tensor transport chosen for every device pair, and why."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from rayaccel.cli import app, console, print_json
+from rayaccel.cli.inventory import SimulateOption, build_host
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.ray.transports import declared_transports
+from rayaccel.transports import Endpoint, transport_matrix
+
+
+@app.command()
+def transports(
+    simulate: SimulateOption = None,
+    across_nodes: Annotated[bool, typer.Option(
+        "--across-nodes", help="Also pair each device with the same device on a second node like this one")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+) -> None:
+    """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
+    manager = PluginManager()
+    for name in plugin or []:
+        manager.plugin(name)  # a clear error for an unknown name
+    inventory = collect_inventory(manager, build_host(manager, simulate), plugins=plugin or None)
+    declared = declared_transports(manager, [f.plugin for f in inventory.families])
+    peer = inventory.model_copy(update={"host": inventory.host + " (peer)"}) if across_nodes else None
+    rows = transport_matrix(inventory, declared, peer)
+    if as_json:
+        print_json({"host": inventory.host,
+                    "declared": {p: [s.name for s in specs] for p, specs in declared.items()},
+                    "pairs": [{"a": {"family": a.family, "device": a.device},
+                               "b": {"family": b.family, "device": b.device, "same_node": b.inventory is inventory},
+                               "transport": c.transport, "path": c.path, "link": c.link, "reason": c.reason}
+                              for a, b, c in rows]})
+        return
+    # Device ids and reasons come from plugins and vendor tools: the console reads them as data, not markup.
+    table = Table(title=f"{inventory.host}: {len(rows)} device pairs", title_justify="left")
+    for column in ("a", "b", "path", "transport", "why"):
+        table.add_column(column)
+    index = {(f.family.name, d.id): d.index for f in inventory.families for d in f.devices}
+
+    def label(e: Endpoint) -> str:
+        return f"{e.family} {index.get((e.family or '', e.device or ''), e.device)}"
+
+    for a, b, c in rows:
+        table.add_row(label(a), label(b) + ("" if b.inventory is inventory else " (other node)"), c.path, c.transport,
+                      c.reason)
+    if not rows:
+        console.print(f"{inventory.host}: no device pairs (fewer than two devices)")
+        return
+    console.print(table)
