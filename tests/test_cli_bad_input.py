@@ -49,11 +49,13 @@ COMMANDS = _commands()
 
 #: (command, parameter) pairs that name a file to read, a directory to read, or a path to write.
 FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify verify", "REPORT"),
-               ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture")}
+               ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture"),
+               ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE")}
 DIR_INPUTS = {("upgrade", "PROJECT")}
-OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file")}
+OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output")}
 #: Parameters whose names look path-like but are not paths on this machine.
-NOT_PATHS = {("new", "[KEY=VALUE]..."), ("new", "--directory"), ("sku add", "--fixture-name")}
+NOT_PATHS = {("new", "[KEY=VALUE]..."), ("new", "--directory"), ("sku add", "--fixture-name"),
+             ("record", "--simulate-fault")}
 #: Free-form values where any string is acceptable (a git ref is only checked when the template is a repo).
 ANY_STRING = {("new", "--checkout")}
 

@@ -728,15 +728,21 @@ def _strings(value: Any) -> list[str]:
 
 
 def anonymize_key(path: Path | None = None) -> bytes:
-    """The local secret that makes tokens consistent across recordings (created on first use, mode 0600)."""
-    path = path or Path.home() / ".config" / "rayaccel" / "anonymize.key"
-    if path.exists():
-        return path.read_bytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_bytes(32)
-    with open(path, "xb", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
-        f.write(key)
-    return key
+    """The secret that makes tokens consistent across recordings. The default one
+    (``~/.config/rayaccel/anonymize.key``) is created on first use, mode 0600; one given by path must exist."""
+    from rayaccel import inputfiles
+
+    if path is None:
+        path = Path.home() / ".config" / "rayaccel" / "anonymize.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "x", encoding="ascii", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
+                f.write(secrets.token_hex(32) + "\n")
+    key = inputfiles.read_text(path, "anonymize key", RayaccelError).strip()
+    if len(key) < 16:
+        raise RayaccelError(f"{path}: an anonymize key is at least 16 characters of secret text; create one with "
+                            "'head -c 32 /dev/urandom | base64 > FILE'")
+    return key.encode()
 
 
 # Fixture assembly ----------------------------------------------------------------------------------

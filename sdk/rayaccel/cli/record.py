@@ -107,10 +107,8 @@ def record(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Fixture file to write (.yaml or .json); "
                                                 "its stem is the fixture's name. Default: print it")] = None,
     anonymize: Annotated[bool, typer.Option(
-        help="Replace serials, UUIDs, MACs, hostnames and IPs consistently")] = False,
-    anonymize_key_file: Annotated[Path | None, typer.Option(
-        "--anonymize-key", help="Secret that keeps tokens consistent across recordings "
-                                "(default ~/.config/rayaccel/anonymize.key, created on first use)")] = None,
+        help="Replace serials, UUIDs, MACs, hostnames and IPs consistently (tokens keyed by the secret in "
+             "~/.config/rayaccel/anonymize.key, created on first use)")] = False,
     fault: Annotated[str | None, typer.Option(help="Record this machine's current state as fault NAME "
                                               "onto the fixture given by --into")] = None,
     into: Annotated[str | None, typer.Option(
@@ -123,15 +121,22 @@ def record(
 ) -> None:
     """Record this machine's answers into a fixture (or, with --fault, a fault state onto one)."""
     manager = PluginManager()
+    if kind not in FAULT_KINDS:
+        raise FixtureError(f"--kind {kind[:40]!r} is not a fault kind; use one of {', '.join(FAULT_KINDS)}")
+    if description is not None and (not description.strip() or len(description) > 200 or "\n" in description):
+        raise FixtureError("--description is one line of at most 200 characters")
+    if into is not None:
+        into_path = _fixture_file(into, manager)
+        parse_fixture(inputfiles.load(into_path, "fixture", FixtureError), str(into_path))
     if fault is not None or into is not None:
         if fault is None or into is None:
-            raise typer.BadParameter("--fault NAME and --into FIXTURE go together")
-        _record_fault(manager, fault, into, kind, description, plugin, anonymize, anonymize_key_file, simulate,
+            raise FixtureError("--fault NAME and --into FIXTURE go together")
+        _record_fault(manager, fault, into, kind, description, plugin, anonymize, None, simulate,
                       simulate_fault)
         return
     if output is not None:
         _check_output(output)
-    state, inventory, anonymizer = _record(manager, simulate, simulate_fault, plugin, anonymize, anonymize_key_file)
+    state, inventory, anonymizer = _record(manager, simulate, simulate_fault, plugin, anonymize, None)
     fixture_plugin = _fixture_plugin(inventory, plugin)
     family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
     devices = family.devices if family else []
@@ -172,10 +177,9 @@ def _fixture_file(ref_or_path: str, manager: PluginManager) -> Path:
 def _record_fault(manager: PluginManager, name: str, into: str, kind: str, description: str | None,
                   plugins: list[str] | None, anonymize: bool, key_file: Path | None, simulate: str | None,
                   simulate_faults: list[str] | None) -> None:
-    if kind not in FAULT_KINDS:
-        raise FixtureError(f"--kind {kind!r} is not a fault kind; use one of {', '.join(FAULT_KINDS)}")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
-        raise FixtureError(f"--fault {name!r}: a fault name is lower-case letters, digits and '-' (e.g. gpu3-lost)")
+        raise FixtureError(f"--fault {name[:40]!r}: a fault name is lower-case letters, digits and '-' "
+                           "(e.g. gpu3-lost)")
     path = _fixture_file(into, manager)
     data = inputfiles.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
