@@ -16,22 +16,29 @@ _SPDX = re.compile(r"^[()A-Za-z0-9.+-]+( (AND|OR|WITH) [()A-Za-z0-9.+-]+)*$")
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 
 
-@check("RAC301")
+@check("RAC301", uses_ray=True)
 def transports(subject: Subject) -> Evidence:
-    """Every declared tensor transport's manager class imports and subclasses Ray's TensorTransportManager.
+    """Every declared tensor transport registers with Ray and moves tensors between two real actors.
 
     Each ``rayaccel_transports`` record names ``module:Class``; the class must import in this environment
-    and subclass ``ray.experimental.TensorTransportManager``, so Ray Direct Transport can register it.
-    Exercising the transport between real actors joins this tier with the transport work. Fix: point
-    ``manager_class`` at the subclass, and make its module importable without the device present.
+    and subclass ``ray.experimental.TensorTransportManager``, and ``rayaccel.ray.register_transports`` must
+    accept it. Then each transport that can run on this machine sends a list of tensors (several dtypes,
+    an empty one) from one Ray actor to another, twice: the bytes must arrive identical, the freed ref is
+    collected, and an abort between the two leaves the transport working. A transport that cannot run
+    here (no such device, a missing library) is skipped with the reason, never passed; so is a plugin
+    that declares none. Fix: point ``manager_class`` at the subclass, make its module importable without
+    the device present, and see ``rayaccel.shm_transport`` for a transport that implements the contract.
     """
     from ray.experimental import TensorTransportManager
+
+    from rayaccel_conformance.transports import cannot_run_here, contract_run
 
     subject.family()
     problems: list[Problem] = []
     specs = subject.manager.transports(subject.name, problems)
     wrong = [p.render() for p in problems]
-    ok = []
+    runnable = []
+    skipped = []
     for spec in specs:
         module_name, _, attr = spec.manager_class.partition(":")
         try:
@@ -44,10 +51,35 @@ def transports(subject: Subject) -> Evidence:
         if not (isinstance(cls, type) and issubclass(cls, TensorTransportManager)):
             wrong.append(f"{spec.name}: {spec.manager_class} is not a subclass of TensorTransportManager")
             continue
-        ok.append(f"{spec.name} -> {spec.manager_class}")
+        why = cannot_run_here(spec)
+        if why:
+            skipped.append(f"{spec.name} not run here: {why}")
+        else:
+            runnable.append(spec)
     if wrong:
         raise CheckFailed(wrong)
-    return ok or ["the plugin declares no tensor transports"]
+    if not specs:
+        raise CheckSkipped("the plugin declares no tensor transports: nothing to certify")
+    if not runnable:
+        raise CheckSkipped("; ".join(skipped))
+    from rayaccel.errors import RayaccelError
+    from rayaccel.ray.transports import register_transports
+    from rayaccel_conformance.raycluster import shared_cluster
+
+    shared_cluster().start()
+    try:
+        register_transports(subject.manager, [subject.name])
+    except RayaccelError as e:
+        raise CheckFailed(str(e)) from None
+    ran = []
+    for spec in runnable:
+        try:
+            ran.append(contract_run(spec))
+        except Exception as e:  # whatever the transfer raised is the finding
+            wrong.append(f"{spec.name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if wrong:
+        raise CheckFailed(wrong)
+    return [*ran, *skipped]
 
 
 @check("RAC302")

@@ -1,0 +1,117 @@
+"""RAC301's contract run: a declared tensor transport moves a list of tensors between two real Ray actors.
+
+Runs in the run's shared Ray cluster (:mod:`rayaccel_conformance.raycluster`), both actors pinned to the
+head node (a one-sided shared-memory transport moves tensors within one node). A transport that cannot run
+on this machine is skipped with the reason, never passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from typing import Any
+
+from rayaccel.records import TransportSpec
+
+TRANSFER_TIMEOUT_S = 120.0
+#: Shapes and dtypes sent: several tensors, an empty one, odd sizes, a 2-D one, 4 MiB in all.
+PAYLOAD = (((1 << 20,), "float32"), ((0,), "int64"), ((3, 5), "int16"), ((4099,), "uint8"))
+
+
+def cannot_run_here(spec: TransportSpec) -> str | None:
+    """Why the transport cannot run on this machine, or None when it can."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed (pip install 'rayaccel[rdt]')"
+    if "cpu" not in spec.devices:
+        import torch
+
+        if not ("cuda" in spec.devices and torch.cuda.is_available()):
+            return f"it moves {', '.join(spec.devices)} tensors and this machine has no such device"
+        return "device tensors need the family's hardware nodes: run with --conformance-hardware real"
+    if spec.name == "NIXL" and importlib.util.find_spec("nixl") is None:
+        return "NIXL needs the nixl package, which is not installed"
+    if not spec.one_sided:
+        return "a two-sided transport needs a collective group the contract run does not create"
+    return None
+
+
+def _payload(seed: int) -> list[Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for shape, dtype in PAYLOAD:
+        n = 1
+        for s in shape:
+            n *= s
+        raw = torch.randint(0, 256, (n * getattr(torch, dtype).itemsize,), dtype=torch.uint8, generator=g)
+        out.append(raw.view(getattr(torch, dtype)).reshape(shape))
+    return out
+
+
+def digest(tensors: list[Any]) -> list[str]:
+    return [hashlib.sha256(_bytes(t)).hexdigest() + f" {tuple(t.shape)} {t.dtype}" for t in tensors]
+
+
+def _bytes(t: Any) -> bytes:
+    import ctypes
+
+    c = t.contiguous()
+    n = c.numel() * c.element_size()
+    return ctypes.string_at(c.data_ptr(), n) if n else b""
+
+
+class _Sender:
+    def make(self, seed: int) -> list[str]:
+        self.tensors = _payload(seed)
+        return digest(self.tensors)
+
+    def tensors_ref(self) -> list[Any]:
+        return self.tensors
+
+
+class _Receiver:
+    def digest(self, tensors: list[Any]) -> list[str]:
+        return digest(tensors)
+
+    def abort(self, transport: str, comm: Any) -> str:
+        from ray.experimental.rdt.util import get_tensor_transport_manager
+
+        manager = get_tensor_transport_manager(transport)
+        if not manager.can_abort_transport():
+            return "cannot abort (Ray kills the actors on a failed transfer)"
+        manager.abort_transport("0" * 40, comm)
+        return "aborted"
+
+
+def contract_run(spec: TransportSpec) -> str:
+    """Send the payload from one actor to another over ``spec``, twice (an abort between), and compare bytes.
+    Raises RuntimeError with what went wrong; returns the evidence line."""
+    import ray
+    from ray.experimental.rdt.util import get_tensor_transport_manager
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    def start(cls: type) -> Any:
+        actor: Any = ray.remote(enable_tensor_transport=True)(cls)  # type: ignore[call-overload,unused-ignore]
+        return actor.options(num_cpus=0, scheduling_strategy=here).remote()
+
+    sender, receiver = start(_Sender), start(_Receiver)
+    steps = []
+    try:
+        for seed in (1, 2):
+            want = ray.get(sender.make.remote(seed), timeout=TRANSFER_TIMEOUT_S)
+            ref = sender.tensors_ref.options(tensor_transport=spec.name).remote()
+            got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
+            if got != want:
+                bad = [i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
+                raise RuntimeError(f"transfer {seed}: tensors {bad or 'count'} arrived with other bytes")
+            del ref  # freed: the transport's garbage_collect runs on the sender
+            steps.append(f"transfer {seed}: {len(want)} tensors, bytes identical, ref freed")
+            if seed == 1:
+                comm = get_tensor_transport_manager(spec.name).get_communicator_metadata(sender, receiver, spec.name)
+                steps.append(ray.get(receiver.abort.remote(spec.name, comm), timeout=TRANSFER_TIMEOUT_S))
+    finally:
+        for actor in (sender, receiver):
+            ray.kill(actor)
+    return f"{spec.name}: " + "; ".join(steps)

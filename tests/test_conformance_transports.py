@@ -1,0 +1,72 @@
+"""RAC301, the certified transport contract: a declared transport that runs here moves tensors between two real
+Ray actors (in the conformance run's shared cluster); one that cannot run here is skipped with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rayaccel import hookimpl
+from rayaccel.manager import PluginManager
+from rayaccel.records import TransportSpec
+from rayaccel.transports import REFERENCE
+from rayaccel_conformance.checks import CHECKS, CheckFailed, CheckSkipped, all_checks
+from rayaccel_conformance.raycluster import shutdown_shared_cluster
+from rayaccel_conformance.subject import Subject
+from rayaccel_testplugins import acme
+
+pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")
+all_checks()  # registers the checks
+
+
+class _Acme:
+    """The acme test plugin, declaring the given transports."""
+
+    def __init__(self, *specs: TransportSpec) -> None:
+        self.specs = list(specs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(acme, name)
+
+    @hookimpl
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return self.specs
+
+
+def subject_for(plugin: object) -> Subject:
+    manager = PluginManager(autoload=False)
+    for hook in ("rayaccel_family", "rayaccel_discover", "rayaccel_fixture_dirs"):
+        setattr(plugin, hook, getattr(acme, hook))
+    assert manager.register(plugin, "acme")
+    return Subject("acme", manager)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster() -> Iterator[None]:
+    yield
+    shutdown_shared_cluster()
+
+
+def test_rac301_moves_tensors_through_a_runnable_transport_between_two_actors() -> None:
+    evidence = CHECKS["RAC301"].run(subject_for(_Acme(REFERENCE)), None)
+    assert evidence == ["RAYACCEL_SHM: transfer 1: 4 tensors, bytes identical, ref freed; aborted; "
+                        "transfer 2: 4 tensors, bytes identical, ref freed"]
+
+
+def test_rac301_skips_what_cannot_run_here_and_never_passes_an_empty_declaration() -> None:
+    cuda = TransportSpec(name="NCCL", devices=["cuda"], builtin_in_ray=True, link_kinds=["nvlink"],
+                         manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport")
+    with pytest.raises(CheckSkipped, match="NCCL not run here: it moves cuda tensors and this machine has no such"):
+        CHECKS["RAC301"].run(subject_for(_Acme(cuda)), None)
+    with pytest.raises(CheckSkipped, match="declares no tensor transports"):
+        CHECKS["RAC301"].run(subject_for(_Acme()), None)
+
+
+
+def test_rac301_fails_a_transport_that_corrupts_bytes() -> None:
+    spec = TransportSpec(name="ACME_CORRUPT", devices=["cpu"], one_sided=True,
+                         manager_class="rayaccel_testplugins.corrupt_transport:CorruptingTransport")
+    with pytest.raises(CheckFailed, match="ACME_CORRUPT: RuntimeError: transfer 1: tensors \\[0\\] arrived with other"):
+        CHECKS["RAC301"].run(subject_for(_Acme(spec)), None)
