@@ -292,3 +292,31 @@ def test_record_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         done = cli(*args, home=tmp_path, check=False)
         assert done.returncode == 2, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, (args, done.stderr)
+
+
+def test_anonymizer_is_consistent_keeps_shapes_and_versions() -> None:
+    from rayaccel.recording import Anonymizer
+
+    state = {"hostname": "lab-node-7",
+             "files": {"/sys/class/net/eth0/address": "0c:42:a1:3b:9e:01\n",
+                       "/etc/hosts": "10.1.2.3 lab-node-7\n169.254.169.254 metadata\n"},
+             "commands": {"tool --serial SN12345": {"stdout": "uuid: 5e1f4c2a-1111-2222-3333-444455556666\n"
+                                                              "serial: SN12345 on lab-node-7-ib0\n"
+                                                              "driver version 2.19.64.0\n"}},
+             "env": {"PEER": "10.1.2.3:2112"}}
+    anonymizer = Anonymizer(b"k" * 32, ["lab-node-7", "SN12345"])
+    out = anonymizer.data(state)
+    text = json.dumps(out)
+    for original in ("lab-node-7", "SN12345", "0c:42:a1:3b:9e:01", "5e1f4c2a-1111-2222-3333-444455556666", "10.1.2.3"):
+        assert original not in text, original
+    assert "169.254.169.254" in text and "2.19.64.0" in text  # the metadata address and versions stay
+    host = out["hostname"]
+    assert len(host) == len("lab-node-7") and f"{host}-ib0" in text and text.count(host) == 3
+    ip = anonymizer.replaced["10.1.2.3"]
+    assert out["env"]["PEER"] == f"{ip}:2112" and out["files"]["/etc/hosts"].startswith(ip)
+    serial = anonymizer.replaced["SN12345"]
+    assert re.fullmatch(r"[A-Z]{2}\d{5}", serial) and f"tool --serial {serial}" in out["commands"]
+    mac = out["files"]["/sys/class/net/eth0/address"].strip()
+    assert re.fullmatch(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}", mac)
+    assert Anonymizer(b"k" * 32, ["lab-node-7", "SN12345"]).data(state) == out  # same key, same tokens
+    assert Anonymizer(b"x" * 32, ["lab-node-7", "SN12345"]).data(state) != out
