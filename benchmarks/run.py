@@ -95,6 +95,14 @@ def main() -> int:
         "selection": bench_selection(),
         "inventory": bench_inventories(),
     }
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("tensor transports: skipped (torch is not installed: pip install 'rayaccel[rdt]')")
+    else:
+        from benchmarks.transports import bench_transports
+
+        results["transports"] = bench_transports()
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     iso = results["hook_isolation"]
     print(f"hook call through the manager: {iso['managed_us']:.0f} us vs direct {iso['direct_us']:.0f} us "
@@ -106,6 +114,10 @@ def main() -> int:
     print(f"{'fixture':32} {'devices':>7} {'ms':>8} {'x fastest':>9}")
     for ref, value in sorted(results["inventory"].items(), key=lambda kv: kv[1]["ms"]):
         print(f"{ref:32} {value['devices']:7.0f} {value['ms']:8.2f} {value['ratio_to_fastest']:9.1f}")
+    if "transports" in results:
+        from benchmarks.transports import print_transports
+
+        print_transports(results["transports"])
     return 0
 
 

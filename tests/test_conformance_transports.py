@@ -10,7 +10,9 @@ import pytest
 
 from rayaccel import hookimpl
 from rayaccel.manager import PluginManager
+from rayaccel.polling import wait_for
 from rayaccel.records import TransportSpec
+from rayaccel.shm_transport import segment_paths
 from rayaccel.transports import REFERENCE
 from rayaccel_conformance.checks import CHECKS, CheckFailed, CheckSkipped, all_checks
 from rayaccel_conformance.raycluster import shutdown_shared_cluster
@@ -53,6 +55,8 @@ def test_rac301_moves_tensors_through_a_runnable_transport_between_two_actors() 
     evidence = CHECKS["RAC301"].run(subject_for(_Acme(REFERENCE)), None)
     assert evidence == ["RAYACCEL_SHM: transfer 1: 4 tensors, bytes identical, ref freed; aborted; "
                         "transfer 2: 4 tensors, bytes identical, ref freed"]
+    # The freed refs' segments are gone (garbage collection runs asynchronously on the sender).
+    wait_for(segment_paths, lambda left: not left, timeout=60, what="no rayaccel-rdt-* left in /dev/shm")
 
 
 def test_rac301_skips_what_cannot_run_here_and_never_passes_an_empty_declaration() -> None:

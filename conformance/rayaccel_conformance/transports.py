@@ -112,6 +112,10 @@ def contract_run(spec: TransportSpec) -> str:
                 comm = get_tensor_transport_manager(spec.name).get_communicator_metadata(sender, receiver, spec.name)
                 steps.append(ray.get(receiver.abort.remote(spec.name, comm), timeout=TRANSFER_TIMEOUT_S))
     finally:
+        # Exit after the queued work (the free included), so a transport's own clean-up runs; kill if stuck.
+        ends = [actor.__ray_terminate__.remote() for actor in (sender, receiver)]
+        _, stuck = ray.wait(ends, num_returns=len(ends), timeout=TRANSFER_TIMEOUT_S)
         for actor in (sender, receiver):
-            ray.kill(actor)
+            if stuck:
+                ray.kill(actor)
     return f"{spec.name}: " + "; ".join(steps)

@@ -23,6 +23,7 @@ Metrics (bytes, transfers, failures, latency per transport) go through ``ray.uti
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import mmap
@@ -179,6 +180,11 @@ class SharedMemoryTransport(TensorTransportManager):
         self._owned: dict[str, str] = {}  # obj_id -> segment path (sender side)
         self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
         sweep_orphans()
+        atexit.register(self._drop_all)  # an actor that exits (not killed) leaves no segment
+
+    def _drop_all(self) -> None:
+        for obj_id in list(self._owned):
+            self._drop(obj_id)
 
     def tensor_transport_backend(self) -> str:
         return NAME
