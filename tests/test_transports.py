@@ -13,6 +13,7 @@ import ray
 
 import rayaccel.ray
 from rayaccel import hookimpl
+from rayaccel.errors import RayaccelError
 from rayaccel.fixtures import resolve_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
@@ -70,6 +71,11 @@ class Receiver:
     def pid(self) -> int:
         return os.getpid()
 
+    def transport_metrics(self) -> bool:
+        from rayaccel.shm_transport import METRICS
+
+        return all(m is not None for m in (METRICS.bytes, METRICS.transfers, METRICS.failures, METRICS.latency))
+
 
 @pytest.fixture(scope="module")
 def node():
@@ -86,6 +92,12 @@ def test_init_registers_the_reference_transport(node):
 
     assert NAME in util.transport_manager_info
     assert rayaccel.ray.register_transports(plugins=[]) == [NAME]  # idempotent
+    # What an actor asks for: its node id, no device (CPU tensors) -> the reference transport, and why.
+    here = ray.get_runtime_context().get_node_id()
+    choice = rayaccel.ray.transport_between((here, None, None), (here, None, None))
+    assert (choice.transport, choice.path) == (NAME, "host") and "on one node" in choice.reason
+    with pytest.raises(RayaccelError, match="node 00ff was not started by this process"):
+        rayaccel.ray.transport_between(("00ff", None, None), (here, None, None))
 
 
 def test_64mb_tensor_moves_with_identical_bytes_and_dev_shm_is_clean_after_free(node):
@@ -95,6 +107,7 @@ def test_64mb_tensor_moves_with_identical_bytes_and_dev_shm_is_clean_after_free(
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
     assert ray.get(receiver.same_bytes.remote(ref, 7, sizes), timeout=120)
     assert segment_paths(), "the segment lives while the ref does"
+    assert ray.get(receiver.transport_metrics.remote()), "the receive recorded its metrics through ray.util.metrics"
     del ref
     shm_clean("after the ref was freed")
     for a in (sender, receiver):

@@ -212,6 +212,14 @@ def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
 def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     """Tensor transports the family offers to Ray Direct Transport.
 
+    ``rayaccel.ray.init``/``connect`` (or ``rayaccel.ray.register_transports()`` for a Ray started
+    otherwise) register each one on the driver before any actor exists; a name taken by Ray's own
+    transports or another plugin, or a manager class that does not import or subclass, stops there with
+    an error naming the plugin. Declare Ray's own transports (NCCL, GLOO, CUDA_IPC, NIXL) that serve your
+    hardware with ``builtin_in_ray=True``: they are not registered again, but ``link_kinds`` tells path
+    selection (``rayaccel transports``) which links they carry. ``rayaccel.shm_transport`` is a complete
+    example; RAC301 sends tensors through each declared transport that can run on the grading machine.
+
     :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of
         ``ray.experimental.TensorTransportManager`` as ``module:Class`` (imported only when registered).
 

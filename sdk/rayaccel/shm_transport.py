@@ -313,7 +313,8 @@ class SharedMemoryTransport(TensorTransportManager):
                 if size < need:
                     raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
                 mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else None
-                for (shape, dtype), off, n in zip(meta.tensor_meta, meta.offsets, meta.nbytes, strict=True):
+                tensor_meta: list[Any] = list(meta.tensor_meta)  # (torch.Size, torch.dtype) pairs
+                for (shape, dtype), off, n in zip(tensor_meta, meta.offsets, meta.nbytes, strict=True):
                     if obj_id in self._aborted:
                         raise self._fail("recv: map", meta, comm, "aborted")
                     if n == 0 or mapped is None:

@@ -100,9 +100,28 @@ def register_transports(manager: PluginManager | None = None, plugins: Sequence[
     return names
 
 
-def transport_between(a: tuple[NodeInventory, str | None, str | None], b: tuple[NodeInventory, str | None, str | None],
-                      manager: PluginManager | None = None, same_node: bool | None = None) -> Choice:
-    """The transport for two actors' devices, each given as (its node's inventory, family, device id);
-    ``choice.transport`` is the name for ``@ray.method(tensor_transport=...)`` and ``choice.reason`` says why.
-    Family and device ``None`` mean CPU tensors in host memory."""
-    return choose_transport(Endpoint(*a), Endpoint(*b), declared_transports(manager), same_node=same_node)
+End = tuple[NodeInventory | str, str | None, str | None]
+
+
+def _inventory(node: NodeInventory | str) -> NodeInventory:
+    if isinstance(node, NodeInventory):
+        return node
+    from rayaccel.ray.driver import node_configs
+
+    config = node_configs().get(node)
+    if config is None:
+        raise RayaccelError(f"node {node} was not started by this process (rayaccel.ray.init/add_node): pass its "
+                            "NodeInventory instead of its id")
+    return config.inventory
+
+
+def transport_between(a: End, b: End, manager: PluginManager | None = None, same_node: bool | None = None) -> Choice:
+    """The transport for two actors' devices, each given as (its node: a ``NodeInventory``, or the node id an
+    actor reads from ``ray.get_runtime_context().get_node_id()`` for a node this process started; the
+    family; the device id). ``choice.transport`` is the name for ``.options(tensor_transport=...)`` and
+    ``choice.reason`` says why. Family and device ``None`` mean CPU tensors in host memory."""
+    ia, ib = _inventory(a[0]), _inventory(b[0])
+    if same_node is None and isinstance(a[0], str) and isinstance(b[0], str):
+        same_node = a[0] == b[0]
+    return choose_transport(Endpoint(ia, a[1], a[2]), Endpoint(ib, b[1], b[2]), declared_transports(manager),
+                            same_node=same_node)
