@@ -123,6 +123,22 @@ def test_baked_plugins_pass_their_own_tests(baked: dict[str, tuple[Path, Path]])
         assert "6 passed" in done.stdout
 
 
+def test_baked_transport_is_the_reference_transport_under_the_familys_name(baked: dict[str, tuple[Path, Path]]) -> None:
+    """The template's transport.py (the example a vendor starts from) moves tensors through shared memory."""
+    pytest.importorskip("torch", reason="the transport needs torch: pip install 'rayaccel[rdt]'")
+    _, site = baked["hostile"]
+    code = ("import os, torch; from rayaccel_qubit_s_q.transport import NAME, Transport; t = Transport(); "
+            "src = [torch.arange(10.0), torch.ones(2, 3, dtype=torch.int8)]; "
+            "m = t.extract_tensor_transport_metadata('ab', src); "
+            "out = t.recv_multiple_tensors('ab', m, t.get_communicator_metadata(None, None)); "
+            "t.garbage_collect('ab', m, src); "
+            "print(NAME, t.tensor_transport_backend(), all(torch.equal(a, b) for a, b in zip(out, src)), "
+            "os.path.exists('/dev/shm/' + m.segment))")
+    done = run([sys.executable, "-c", code], env=with_path(site))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["QUBIT_S_Q_SHM", "QUBIT_S_Q_SHM", "True", "False"]
+
+
 def ci_steps(project: Path) -> list[list[str]]:
     """The commands of the baked ci.yml's test job, as this environment runs them."""
     ci = yaml.safe_load((project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))

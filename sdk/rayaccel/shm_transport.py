@@ -153,6 +153,8 @@ def _runtime() -> tuple[str, str]:
     try:
         import ray
 
+        if not ray.is_initialized():  # get_runtime_context() would connect to a cluster left on the machine
+            return "", ""
         ctx = ray.get_runtime_context()
         return ctx.get_node_id(), ctx.get_actor_id() or "driver"
     except Exception:
@@ -179,6 +181,7 @@ class SharedMemoryTransport(TensorTransportManager):
         self._lock = threading.Lock()
         self._owned: dict[str, str] = {}  # obj_id -> segment path (sender side)
         self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
+        self._name = self.tensor_transport_backend()  # a subclass's own name in errors and metrics
         sweep_orphans()
         atexit.register(self._drop_all)  # an actor that exits (not killed) leaves no segment
 
@@ -204,13 +207,13 @@ class SharedMemoryTransport(TensorTransportManager):
 
     def _fail(self, step: str, meta: ShmTransportMetadata | None, comm: ShmCommunicatorMetadata | None,
               why: str) -> TransportError:
-        METRICS.failed(NAME, step)
+        METRICS.failed(self._name, step)
         here = _runtime()[1] or "?"
         if step == "extract":
-            return TransportError(f"{NAME} transfer failed at step 'extract' (sender actor {here}): {why}")
+            return TransportError(f"{self._name} transfer failed at step 'extract' (sender actor {here}): {why}")
         src = (comm.src_actor if comm else "") or (meta.src_actor if meta else "") or "?"
         dst = (comm.dst_actor if comm else "") or here
-        return TransportError(f"{NAME} transfer failed at step '{step}' (sender actor {src}, receiver actor "
+        return TransportError(f"{self._name} transfer failed at step '{step}' (sender actor {src}, receiver actor "
                               f"{dst}, segment {meta.segment if meta else '?'}): {why}")
 
     def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> ShmTransportMetadata:
@@ -224,7 +227,7 @@ class SharedMemoryTransport(TensorTransportManager):
         for i, t in enumerate(rdt_object):
             if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
                 where = t.device if isinstance(t, torch.Tensor) else type(t).__name__
-                raise self._fail("extract", None, None, f"item {i} is {where}; {NAME} moves CPU torch tensors")
+                raise self._fail("extract", None, None, f"item {i} is {where}; {self._name} moves CPU torch tensors")
             tensor_meta.append((t.shape, t.dtype))
             offsets.append(pos)
             sizes.append(t.numel() * t.element_size())
@@ -273,7 +276,7 @@ class SharedMemoryTransport(TensorTransportManager):
         node_id, _ = _runtime()
         if meta.node_id and node_id and node_id != meta.node_id:
             raise self._fail("recv: same node", meta, comm, f"the sender is on node {meta.node_id}, this actor "
-                             f"on {node_id}; {NAME} moves tensors within one node (choose another transport "
+                             f"on {node_id}; {self._name} moves tensors within one node (choose another transport "
                              "with rayaccel.ray.transport_between)")
         if target_buffers is not None and len(target_buffers) != len(meta.tensor_meta):
             raise self._fail("recv: target buffers", meta, comm, f"{len(target_buffers)} buffers for "
@@ -329,12 +332,12 @@ class SharedMemoryTransport(TensorTransportManager):
         finally:
             os.close(fd)
             self._aborted.discard(obj_id)
-        METRICS.ok(NAME, sum(meta.nbytes), time.monotonic() - start)
+        METRICS.ok(self._name, sum(meta.nbytes), time.monotonic() - start)
         return out
 
     def send_multiple_tensors(self, tensors: list[Any], tensor_transport_metadata: TensorTransportMetadata,
                               communicator_metadata: CommunicatorMetadata) -> None:
-        raise NotImplementedError(f"{NAME} is one-sided: the receiver reads the segment, nothing is sent")
+        raise NotImplementedError(f"{self._name} is one-sided: the receiver reads the segment, nothing is sent")
 
     def _drop(self, obj_id: str) -> None:
         with self._lock:
@@ -351,5 +354,5 @@ class SharedMemoryTransport(TensorTransportManager):
                 os.unlink(os.path.join(SHM_DIR, tensor_transport_meta.segment))
 
     def abort_transport(self, obj_id: str, communicator_metadata: CommunicatorMetadata) -> None:
-        METRICS.failed(NAME, "abort")
+        METRICS.failed(self._name, "abort")
         self._aborted.add(obj_id)

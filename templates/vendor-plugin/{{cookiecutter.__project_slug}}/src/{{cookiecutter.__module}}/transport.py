@@ -1,0 +1,33 @@
+"""A tensor transport for Ray Direct Transport, started from rayaccel's reference transport.
+
+``rayaccel.shm_transport.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
+shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write
+receive or a receive into Ray's target buffers, garbage collection of its segments when Ray frees the ref,
+abort, metrics through ``ray.util.metrics``, errors naming the step and the actors). As shipped, this class
+is that transport under your family's name. To move your device's memory, override the steps with your
+runtime's calls (register the memory in ``extract_tensor_transport_metadata``, read it in
+``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in ``abort_transport``), keep the
+rest, and declare it in ``plugin.py``::
+
+    @hookimpl
+    def rayaccel_transports() -> list[TransportSpec]:
+        return [TransportSpec(name=transport.NAME, devices=["cpu"], link_kinds=["pcie"], one_sided=True,
+                              manager_class="{{ cookiecutter.__module }}.transport:Transport")]
+
+``rayaccel.ray.init``/``connect`` then register it with Ray, ``rayaccel transports`` shows where it is chosen,
+and the certified tier's RAC301 sends tensors through it between two real Ray actors. Until it is declared,
+RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
+"""
+
+from __future__ import annotations
+
+from rayaccel.shm_transport import SharedMemoryTransport
+
+NAME = "{{ cookiecutter.__family | upper | replace('-', '_') }}_SHM"
+
+
+class Transport(SharedMemoryTransport):
+    """The reference shared-memory transport, registered under this family's name."""
+
+    def tensor_transport_backend(self) -> str:
+        return NAME
