@@ -50,7 +50,8 @@ COMMANDS = _commands()
 #: (command, parameter) pairs that name a file to read, a directory to read, or a path to write.
 FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify verify", "REPORT"),
                ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture"),
-               ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE")}
+               ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE"),
+               ("transports", "--simulate")}
 DIR_INPUTS = {("upgrade", "PROJECT")}
 OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output")}
 #: Parameters whose names look path-like but are not paths on this machine.
