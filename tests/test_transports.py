@@ -118,8 +118,9 @@ def test_receiver_killed_mid_transfer_leaves_nothing_and_caller_gets_an_error(no
     sender, receiver = Sender.remote(), Receiver.remote()
     ray.get([sender.make.remote([64 * MB] * 4, seed=1), receiver.pid.remote()])
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
-    pending = receiver.digest.remote(ref)
-    ray.kill(receiver)  # while the transfer is in flight
+    wait_for(segment_paths, timeout=60, what="the sender's 256 MB segment (the transfer's first step)")
+    pending = receiver.digest.remote(ref)  # the receiver now reads the segment...
+    ray.kill(receiver)  # ...and dies while the transfer is in flight
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(pending, timeout=120)
     del ref, pending
