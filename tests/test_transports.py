@@ -150,6 +150,26 @@ def test_sender_killed_leaves_nothing_once_the_next_transfer_runs(node):
         ray.kill(a)
 
 
+def test_a_failed_receive_is_a_clear_error_at_the_caller_and_both_actors_live_on(node):
+    sender, receiver = Sender.remote(), Receiver.remote()
+    ray.get(sender.make.remote([MB], seed=4))
+    ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
+    (segment,) = wait_for(segment_paths, timeout=60, what="the sender's segment")
+    os.unlink(segment)  # the shared memory is lost before the receiver reads it
+    with pytest.raises(ray.exceptions.RayError, match=r"RAYACCEL_SHM transfer failed at step 'recv: open segment' "
+                       r"\(sender actor [0-9a-f]+, receiver actor [0-9a-f]+, segment rayaccel-rdt-"):
+        ray.get(receiver.digest.remote(ref), timeout=120)
+    del ref
+    # The transport can abort, so Ray aborts instead of killing the actors: both still answer.
+    assert ray.get([sender.pid.remote(), receiver.pid.remote()], timeout=60)
+    ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
+    assert ray.get(receiver.same_bytes.remote(ref, 4, [MB]), timeout=120)
+    del ref
+    shm_clean("after the failed and the good transfer")
+    for a in (sender, receiver):
+        ray.kill(a)
+
+
 def test_receive_into_target_buffers_and_abort():
     from rayaccel.shm_transport import SharedMemoryTransport, ShmCommunicatorMetadata, TransportError
 
