@@ -137,15 +137,22 @@ def worker_memory_mib() -> int:
 # The parent side --------------------------------------------------------------------------------
 
 
-_spares: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+# Spares remember the environment they were started with: one started before a setting changed (a memory
+# limit, a path) is never handed out for a request made under the new one.
+_spares: list[tuple[subprocess.Popen[bytes], IO[bytes], dict[str, str]]] = []
 _spares_lock = threading.Lock()
 
 
-def _spawn(preload: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
-    """A new worker process, importing ``preload`` (module names) while it waits for its set-up line."""
+def _worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (PLUGINS_ENV, DISABLE_ENV)}
     # The plugin's module was importable here: make it importable there (tests extend sys.path).
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
+    return env
+
+
+def _spawn(preload: Sequence[str] = (), env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """A new worker process, importing ``preload`` (module names) while it waits for its set-up line."""
+    env = env if env is not None else _worker_env()
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by _Worker.kill)
     proc = subprocess.Popen([sys.executable, "-m", "rayaccel.isolation", *preload], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True, close_fds=True)
@@ -153,11 +160,14 @@ def _spawn(preload: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], IO[byt
 
 
 def _spare() -> tuple[subprocess.Popen[bytes], IO[bytes]] | None:
+    wanted = _worker_env()
     with _spares_lock:
         while _spares:
-            proc, log = _spares.pop()
-            if proc.poll() is None:
+            proc, log, env = _spares.pop()
+            if proc.poll() is None and env == wanted:
                 return proc, log
+            proc.kill()
+            proc.wait()
             log.close()
     return None
 
@@ -186,7 +196,8 @@ def prestart(count: int, preload: Sequence[str] = ()) -> None:
     """Start ``count`` workers now, before the plugins are known, importing ``preload`` (the plugins'
     modules, :func:`plugin_modules`): their start-up then overlaps with the caller's own (``rayaccel
     start`` calls this first). Unused ones exit with their parent."""
-    spawned = [_spawn(preload) for _ in range(max(0, count))]
+    env = _worker_env()
+    spawned = [(*_spawn(preload, env), env) for _ in range(max(0, count))]
     with _spares_lock:
         _spares.extend(spawned)
 
