@@ -163,11 +163,16 @@ def test_rccl_transport_is_a_real_ray_transport_manager():
     assert issubclass(rccl, TensorTransportManager) and issubclass(rccl, NCCLTensorTransport)
     assert rccl().tensor_transport_backend() == "NCCL" and not rccl.is_one_sided()
     assert resolve_factory(specs["NCCL"].manager_class) is NCCLTensorTransport and specs["NCCL"].builtin_in_ray
+    # rayaccel.ray.init registers every declared transport in its process: an earlier test may have done so.
+    earlier = transport_manager_info.pop("RCCL", None)
+    assert earlier is None or earlier.transport_manager_class is rccl
     try:
         register_tensor_transport("RCCL", ["cuda"], rccl, object)
         assert transport_manager_info["RCCL"].transport_manager_class is rccl
     finally:
         transport_manager_info.pop("RCCL", None)
+        if earlier is not None:
+            transport_manager_info["RCCL"] = earlier
 
 
 def test_each_hook_runs_only_the_amd_smi_commands_it_needs(fixtures):
