@@ -7,11 +7,11 @@ test clusters included), so the test stops its node by address, which stops only
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
+from ports import free_ports
 
 from rayaccel.cli.node import _alive, _uses_dir, cluster_processes, cluster_session_dirs
 from rayaccel.polling import wait_for
@@ -34,16 +34,6 @@ def rayaccel(*args: str, env: dict[str, str | None] | None = None) -> subprocess
 
 def _holds(pid: int, directory: str) -> bool:
     return _alive(pid) and _uses_dir(pid, directory)
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 @pytest.mark.ray

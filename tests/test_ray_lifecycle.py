@@ -13,13 +13,13 @@ Bad ``--monitor-interval`` values and a visible-devices value naming missing uni
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import psutil
 import pytest
 import ray
+from ports import free_ports
 from rendezvous import rendezvous
 
 import rayaccel.ray
@@ -38,16 +38,6 @@ def rayaccel_cli(*args: str, env: dict[str, str] | None = None,
                  timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "rayaccel", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **ENV, **(env or {})})
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "0", "-1", "1e-9", "1e9"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ports import free_ports
 
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
 
@@ -269,18 +270,6 @@ def test_cookiecutter_from_a_clone_url_with_directory(tmp_path: Path) -> None:
                                                                             "templates/vendor-plugin", head)
 
 
-def _free_ports(n: int) -> list[int]:
-    import socket
-
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
@@ -289,7 +278,7 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
 
     _, site = baked["default"]
     env = with_path(site)
-    port, client, agent, agent_grpc, metrics, runtime_env, objects = _free_ports(7)
+    port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
     address = f"{get_node_ip_address()}:{port}"
     started = run([sys.executable, "-m", "rayaccel", "start", "--head", "--simulate", "example/example-4",
                    f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
