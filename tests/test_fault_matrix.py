@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
 from rayaccel.host import MAX_OUTPUT_BYTES, Host
@@ -571,6 +573,18 @@ def test_vendor_values_are_read_defensively() -> None:
     assert any("-1" in m and "agent-worker-number" in m for m in messages)
     assert any("1000000000" in m and "[0, 64]" in m for m in messages)
     assert len(messages) == 7
+
+
+@given(st.text(max_size=12))
+def test_a_vendor_number_is_the_plain_decimal_it_reads_as_or_nothing(raw: str) -> None:
+    # Control characters, Unicode digits and "1_0" are malformed, even where int()/float() would take them.
+    with collect_problems():
+        whole, real = vendor_int(raw, "field"), vendor_float(raw, "field")
+    plain = raw.strip(" \t\r\n")
+    if whole is not None:
+        assert plain.lstrip("+-").isascii() and plain.lstrip("+-").isdigit() and whole == int(plain)
+    if real is not None:
+        assert plain.isascii() and "_" not in plain and real == float(plain)
 
 
 def test_reports_are_bounded_and_deduplicated() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -110,6 +111,17 @@ def malformed(field: str, value: Any, expected: str, *, where: str = "", fix: st
                    fix=fix, severity=severity)
 
 
+_ASCII_SPACE = " \t\r\n"
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def plain_int(text: str) -> int | None:
+    """The whole number an ASCII decimal string spells, or None. ``str.isdigit`` alone is not enough:
+    it takes "\u00b2", which ``int`` then refuses."""
+    text = text.strip(_ASCII_SPACE)
+    return int(text) if len(text) <= 40 and text.isascii() and text.isdigit() else None
+
+
 def vendor_int(value: Any, field: str, *, where: str = "", minimum: int = 0, maximum: int = 2**63 - 1,
                none_values: tuple[str, ...] = ("", "n/a", "[n/a]", "none", "null"),
                fix: str | None = None) -> int | None:
@@ -118,7 +130,7 @@ def vendor_int(value: Any, field: str, *, where: str = "", minimum: int = 0, max
     ``None`` and the strings in ``none_values`` (case-insensitive) mean "not answered" and are not reported.
     Booleans, floats with a fraction, non-numbers and values outside ``[minimum, maximum]`` are reported.
     """
-    if value is None or (isinstance(value, str) and value.strip().lower() in none_values):
+    if value is None or (isinstance(value, str) and value.strip(_ASCII_SPACE).lower() in none_values):
         return None
     number: int | None = None
     if isinstance(value, bool):
@@ -128,7 +140,7 @@ def vendor_int(value: Any, field: str, *, where: str = "", minimum: int = 0, max
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
     elif isinstance(value, str):
-        text = value.strip()
+        text = value.strip(_ASCII_SPACE)  # only what a tool pads with: a control character is malformed
         digits = text[1:] if text[:1] in "+-" else text
         if len(text) <= 40 and digits.isascii() and digits.isdigit():
             number = int(text)
@@ -143,16 +155,14 @@ def vendor_float(value: Any, field: str, *, where: str = "", minimum: float = 0.
                  none_values: tuple[str, ...] = ("", "n/a", "[n/a]", "none", "null"),
                  fix: str | None = None) -> float | None:
     """A finite number from a vendor value (int, float or decimal string), or None and a report."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in none_values):
+    if value is None or (isinstance(value, str) and value.strip(_ASCII_SPACE).lower() in none_values):
         return None
     number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         number = float(value)
     elif isinstance(value, str) and len(value) <= 40:
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
+        text = value.strip(_ASCII_SPACE)
+        number = float(text) if _DECIMAL.fullmatch(text) else None  # no "1_0", "nan" or non-ASCII digits
     bounds = f"a number in [{minimum:g}, {maximum:g}]" if math.isfinite(maximum) else f"a number >= {minimum:g}"
     if number is None or not math.isfinite(number) or not minimum <= number <= maximum:
         malformed(field, value, bounds, where=where, fix=fix)

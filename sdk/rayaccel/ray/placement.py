@@ -16,6 +16,7 @@ from typing import Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.records import NodeInventory
+from rayaccel.reporting import plain_int
 from rayaccel.topology import best_connected_subset
 
 DOMAIN_LABEL = "rayaccel.io/scale-up-domain"
@@ -44,8 +45,7 @@ class ScaleUpDomain:
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int:
-    value = str(labels.get(key, "")).strip()
-    return int(value) if value.isdigit() else 0
+    return plain_int(str(labels.get(key, ""))) or 0
 
 
 def scale_up_domains(nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[str, ScaleUpDomain]:

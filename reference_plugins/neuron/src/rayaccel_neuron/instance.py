@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rayaccel import Host
-from rayaccel.reporting import malformed, vendor_int
+from rayaccel.reporting import malformed, plain_int, vendor_int
 
 DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
 DMI_PRODUCT_NAME_LINK = "/sys/class/dmi/id/product_name"
@@ -60,8 +60,9 @@ def ultraserver_place(host: Host, instance: str | None) -> UltraServerPlace | No
     if not leader:
         return None
     mode = (host.getenv(ENV_MODE) or "").strip()
-    hosts = HOSTS_BY_MODE.get(int(mode), ULTRASERVER_HOSTS) if mode.isdigit() and len(mode) < 3 else ULTRASERVER_HOSTS
-    if mode and (not mode.isdigit() or len(mode) >= 3 or int(mode) not in HOSTS_BY_MODE):
+    number = plain_int(mode)
+    hosts = HOSTS_BY_MODE.get(number, ULTRASERVER_HOSTS) if number is not None else ULTRASERVER_HOSTS
+    if mode and number not in HOSTS_BY_MODE:
         malformed(ENV_MODE, mode, f"one of {sorted(HOSTS_BY_MODE)}; {ULTRASERVER_HOSTS} hosts are assumed")
     raw = host.getenv(ENV_TOPOID)
     node = vendor_int(raw, ENV_TOPOID, maximum=hosts - 1) if raw else None

@@ -69,19 +69,6 @@ class NeuronDeviceInfo:
     instance_type: str | None = None
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
 def _str(value: Any, name: str = "", where: str = "") -> str | None:
     """Text; with ``name``, a value of another type (or with undecodable bytes) is reported and ignored."""
     if value is None or value == "":

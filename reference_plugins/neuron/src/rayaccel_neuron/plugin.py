@@ -30,7 +30,7 @@ from rayaccel import (
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.host import OutputTooLarge
-from rayaccel.reporting import malformed, report_problem
+from rayaccel.reporting import malformed, plain_int, report_problem
 from rayaccel_neuron import cloud, instance, neuronls, sysfs, topology, visibility
 
 HERE = Path(__file__).parent
@@ -177,7 +177,7 @@ def _connected(devices: list[Device]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for d in devices:
         raw = str(d.attributes.get("connected_to", ""))
-        out[d.index] = [int(p) for p in raw.split(",") if p.strip().isdigit()]
+        out[d.index] = [n for n in map(plain_int, raw.split(",")) if n is not None]
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rayaccel import Host
-from rayaccel.reporting import vendor_int
+from rayaccel.reporting import plain_int, vendor_int
 from rayaccel_neuron.neuronls import NeuronDeviceInfo
 
 ROOT = "/sys/devices/virtual/neuron_device"
@@ -78,7 +78,8 @@ def device_indices(host: Host) -> list[int]:
         names = host.list_dir(root(host))
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []
-    return sorted(int(n[len("neuron"):]) for n in names if n.startswith("neuron") and n[len("neuron"):].isdigit())
+    found = (plain_int(n[len("neuron"):]) if n.startswith("neuron") else None for n in names)
+    return sorted(n for n in found if n is not None)
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,8 @@ def devices_from_sysfs(host: Host, instance_type: str | None = None) -> list[Neu
                 cores += 1
         if not cores:
             continue
-        peers = [int(p) for p in (read(host, f"{base}/connected_devices") or "").replace(" ", "").split(",")
-                 if p.isdigit()]
+        peers = [n for n in map(plain_int, (read(host, f"{base}/connected_devices") or "").split(","))
+                 if n is not None]
         found.append((index, cores, peers))
     infos = []
     for index, cores, peers in found:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel import Affinity, Device, Domain, Link, Topology
-from rayaccel.reporting import report_problem, shown
+from rayaccel.reporting import plain_int, report_problem, shown
 from rayaccel_nvidia.discovery import UNREADABLE, optional
 
 #: Unidirectional GB/s of one NVLink, by the ``nvmlNvlinkVersion_t`` name ``nvmlDeviceGetNvLinkVersion``
@@ -165,9 +165,9 @@ def clique_domains(nvml: Any, devices: Sequence[Device], handles: dict[str, Any]
         clique = fabric_clique(nvml, handles[device.id])
         if clique is not None:
             members.setdefault(clique, []).append(device.id)
-    configured = os.environ.get(CLIQUE_SIZE_ENV, "")
+    configured = plain_int(os.environ.get(CLIQUE_SIZE_ENV, "")) or 0
     domains = []
     for clique, ids in members.items():
-        size = int(configured) if configured.isdigit() and int(configured) >= len(ids) else len(ids)
+        size = max(configured, len(ids))
         domains.append(Domain(kind="nvlink-clique", id=clique, size=size, members=ids))
     return domains

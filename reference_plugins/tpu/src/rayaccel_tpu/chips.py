@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rayaccel import Host
+from rayaccel.reporting import plain_int
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
 PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e", "0x0076": "v7x"}
@@ -89,7 +90,7 @@ def _vfio_tpu_function(host: Host, group: str) -> tuple[str, str | None] | None:
 
 def _vfio_chips(host: Host) -> list[Chip]:
     try:
-        groups = sorted((g for g in host.list_dir("/dev/vfio") if g.isdigit()), key=int)
+        groups = sorted((g for g in host.list_dir("/dev/vfio") if plain_int(g) is not None), key=int)
     except (FileNotFoundError, NotADirectoryError):
         return []
     chips: list[Chip] = []
