@@ -7,10 +7,10 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.fixtures import Fixture, HostState, compare_expected
+from rayaccel.hosts import simulated_host
 from rayaccel.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for, reserved_resource_problem
 from rayaccel.records import FamilyDeclaration, QuantityRule
-from rayaccel.simulated import SimulatedHost
 from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.subject import Subject
 
@@ -60,7 +60,7 @@ def loads_without_driver(subject: Subject) -> Evidence:
     empty = Fixture.model_validate({"schema": "rayaccel-fixture/1", "plugin": subject.name, "name": "no-driver",
                                     "description": "a machine without the vendor's driver", "host": HostState(),
                                     "expected": {"devices": 0}})
-    inventory = subject.build(SimulatedHost(empty))
+    inventory = subject.build(simulated_host(empty))
     family = inventory.family(subject.family().name)
     problems = subject.plugin_problems(inventory, severities=("error", "warning"))
     found = []
@@ -338,7 +338,7 @@ def hooks_have_no_side_effects(subject: Subject, fixture: str | None) -> Evidenc
 
     family = subject.family()
     fx = subject.fixture(fixture)
-    inventory = subject.build(SimulatedHost(fx))
+    inventory = subject.build(simulated_host(fx))
     fam = inventory.family(family.name)
     units = fam.schedulable_units if fam else []
     called = ["rayaccel_discover and the inventory's hooks"]
@@ -380,13 +380,13 @@ def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evid
 
     try:
         os.environ.pop(var, None)
-        base = facts(subject.build(SimulatedHost(fx)))
+        base = facts(subject.build(simulated_host(fx)))
         if not base[1]:
             raise CheckFailed(f"{fx.ref}: no schedulable units (see RAC105)")
         wrong = []
         for value in (base[1][-1], ""):
             os.environ[var] = value
-            seen = facts(subject.build(SimulatedHost(fx)))
+            seen = facts(subject.build(simulated_host(fx)))
             if seen != base:
                 wrong.append(f"with {var}={value!r} in the process env, rayaccel_discover found {len(seen[0])} "
                              f"devices, units {seen[1]} (without it: {len(base[0])} devices, units {base[1]})")
@@ -443,7 +443,7 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
     healthy = {h.device for h in fam.health if h.state != "unhealthy"}
     problems: list[Problem] = []
-    contribution = subject.manager.resources(subject.name, SimulatedHost(fx),
+    contribution = subject.manager.resources(subject.name, simulated_host(fx),
                                              [d for d in fam.devices if d.id in healthy], fam.topology, problems)
     wrong = [p.render() for p in problems]
     for name, value in contribution.extra.items():

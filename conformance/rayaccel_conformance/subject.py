@@ -14,10 +14,10 @@ from typing import Literal
 from rayaccel.errors import RayaccelError
 from rayaccel.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.host import Host
+from rayaccel.hosts import simulated_host
 from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
 from rayaccel.records import FamilyDeclaration, NodeInventory, Problem
-from rayaccel.simulated import SimulatedHost
 from rayaccel_conformance.checks import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]
@@ -117,7 +117,7 @@ class Subject:
         fixture = self.fixture(ref)
         assert ref is not None
         if ref not in self._inventories:
-            self._inventories[ref] = self.build(SimulatedHost(fixture))
+            self._inventories[ref] = self.build(simulated_host(fixture))
         return self._inventories[ref]
 
     def timed_build(self, host: Host, with_metrics: bool = True) -> tuple[NodeInventory, float]:

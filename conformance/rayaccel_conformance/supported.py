@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, compare_expected, merge_patch
+from rayaccel.hosts import simulated_host
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
-from rayaccel.simulated import SimulatedHost
 from rayaccel.topology import topology_errors
 from rayaccel_conformance.checks import CheckFailed, Evidence, NotApplicable, check
 from rayaccel_conformance.subject import Subject
@@ -99,7 +99,7 @@ def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> l
     if fam is None:
         return []
     problems: list[Problem] = []
-    raw = subject.manager.labels(subject.name, SimulatedHost(fx), fam, problems)
+    raw = subject.manager.labels(subject.name, simulated_host(fx), fam, problems)
     return [f"rayaccel_labels: {why}" for why in (label_owner_problem(k, family) for k in raw) if why]
 
 
@@ -123,7 +123,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     inventory = subject.inventory(fixture)
     devices = _devices(subject, inventory)
     problems: list[Problem] = []
-    raw = subject.manager.topology(subject.name, SimulatedHost(fx), devices, problems)
+    raw = subject.manager.topology(subject.name, simulated_host(fx), devices, problems)
     wrong = [p.render() for p in problems]
     wrong += topology_errors(devices, raw)
     by_pair: dict[tuple[str, str, str], tuple[float | None, int]] = {}
@@ -186,7 +186,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     fd, fault_file = tempfile.mkstemp(prefix="rayaccel-conformance-", suffix=".faults")
     os.close(fd)
     try:
-        host = SimulatedHost(fx, fault_file=fault_file)
+        host = simulated_host(fx, fault_file=fault_file)
         healthy = fx.expected.model_copy(update={"labels": {}})
         for fault in fx.faults:
             _write(fault_file, fault.name)
@@ -260,7 +260,7 @@ def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
             inventory, elapsed = subject.fault_runs[(fx.ref, name)]
             name = f"fault {name}"
         else:
-            host = SimulatedHost(fx.model_copy(update={"host": state, "faults": []}))
+            host = simulated_host(fx.model_copy(update={"host": state, "faults": []}))
             inventory, elapsed = subject.timed_build(host)
             elapsed += host.skipped_wait_s  # what the hangs would have cost on a real machine
             name = name if synthetic else f"fault {name}"
@@ -383,7 +383,7 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     fx = subject.fixture(fixture)
     devices = _devices(subject, subject.inventory(fixture))
     problems: list[Problem] = []
-    samples = subject.manager.metrics(subject.name, SimulatedHost(fx), devices, problems)
+    samples = subject.manager.metrics(subject.name, simulated_host(fx), devices, problems)
     wrong = [p.render() for p in problems]
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
@@ -442,7 +442,7 @@ def discovery_speed(subject: Subject, fixture: str | None) -> Evidence:
     """
     subject.family()
     fx = subject.fixture(fixture)
-    times = [subject.timed_build(SimulatedHost(fx))[1] for _ in range(3)]
+    times = [subject.timed_build(simulated_host(fx))[1] for _ in range(3)]
     best = min(times)
     if best >= DISCOVERY_BUDGET_S:
         raise CheckFailed(f"{fx.ref}: the fastest of 3 inventories took {best:.2f}s (budget {DISCOVERY_BUDGET_S:g}s)")

@@ -6,11 +6,11 @@ the health monitor, exporters, conformance) consumes the NodeInventory and never
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
-from rayaccel.host import Host, RealHost
+from rayaccel.host import Host
+from rayaccel.hosts import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
 from rayaccel.manager import PluginManager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX, RAY_TPU_LABELS
@@ -29,23 +29,7 @@ from rayaccel.records import (
 )
 from rayaccel.topology import best_link_kind, order_units, topology_errors
 
-SIMULATE_ENV = "RAYACCEL_SIMULATE"
-SIMULATE_FAULTS_ENV = "RAYACCEL_SIMULATE_FAULT_FILE"
-
-
-def host_from_env(manager: PluginManager) -> Host:
-    """The simulated host named by RAYACCEL_SIMULATE (fixture ref or path), else the real one.
-
-    Ray nodes started by the SDK carry these variables, so every process on a simulated node (the
-    health monitor, workers) sees the same simulated machine.
-    """
-    ref = os.environ.get(SIMULATE_ENV)
-    if not ref:
-        return RealHost()
-    from rayaccel.fixtures import resolve_fixture
-    from rayaccel.simulated import SimulatedHost
-
-    return SimulatedHost(resolve_fixture(ref, manager), fault_file=os.environ.get(SIMULATE_FAULTS_ENV) or None)
+__all__ = ["SIMULATE_ENV", "SIMULATE_FAULTS_ENV", "InventoryBuilder", "collect_inventory", "host_from_env"]
 
 
 class InventoryBuilder:

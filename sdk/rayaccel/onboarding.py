@@ -35,12 +35,12 @@ from rayaccel.fixtures import (
     parse_fixture,
 )
 from rayaccel.host import Host
+from rayaccel.hosts import simulated_host
 from rayaccel.inventory import InventoryBuilder
 from rayaccel.labels import VOCABULARY_PREFIX
 from rayaccel.manager import MISSING, PluginManager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import Device, NodeInventory, Problem, SkuCatalog, SkuMatch, SkuRecord
-from rayaccel.simulated import SimulatedHost
 
 #: SkuRecord field -> the ``rayaccel sku add`` option that sets it (for error messages).
 OPTION_FOR_FIELD = {
@@ -373,7 +373,7 @@ def fault_differences(inventory: NodeInventory, plugin: str, expected: FaultExpe
 
 
 def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str] = ()) -> NodeInventory:
-    host: Host = SimulatedHost(fixture, faults=faults)
+    host: Host = simulated_host(fixture, faults=faults)
     return builder.build(host, with_metrics=False)
 
 

@@ -10,8 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rayaccel.cli import app, console, print_json
-from rayaccel.fixtures import installed_fixtures, load_fixture, resolve_fixture
-from rayaccel.host import Host, RealHost
+from rayaccel.fixtures import installed_fixtures, load_fixture
+from rayaccel.host import Host
+from rayaccel.hosts import make_host
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.records import NodeInventory
@@ -21,13 +22,9 @@ SimulateOption = Annotated[str | None, typer.Option(
 
 
 def build_host(manager: PluginManager, simulate: str | None, faults: list[str] | None = None) -> Host:
-    if simulate is None:
-        if faults:
-            raise typer.BadParameter("--fault needs --simulate")
-        return RealHost()
-    from rayaccel.simulated import SimulatedHost
-
-    return SimulatedHost(resolve_fixture(simulate, manager), faults=faults or [])
+    if simulate is None and faults:
+        raise typer.BadParameter("--fault needs --simulate")
+    return make_host(simulate, faults or [], manager=manager)
 
 
 @app.command()

@@ -16,6 +16,7 @@ from rayaccel.cli import app, console
 from rayaccel.cli.inventory import SimulateOption, build_host
 from rayaccel.errors import FixtureError
 from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, installed_fixtures, parse_fixture
+from rayaccel.hosts import simulated_host
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.onboarding import fixture_text, write_atomically
@@ -35,7 +36,6 @@ from rayaccel.recording import (
     validate_fixture_data,
 )
 from rayaccel.records import NodeInventory
-from rayaccel.simulated import SimulatedHost
 
 FAULT_KINDS = ("device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other")
 
@@ -66,7 +66,7 @@ def _replayed(manager: PluginManager, data: dict[str, Any], recorded: NodeInvent
     same structure), or the recording is refused, naming the first difference."""
     validate_fixture_data(data, str(data.get("name")))
     fixture = parse_fixture(json.loads(json.dumps(data)), str(data.get("name")))
-    replay = collect_inventory(manager, SimulatedHost(fixture, faults=faults or []), plugins=plugins or None)
+    replay = collect_inventory(manager, simulated_host(fixture, faults=faults or []), plugins=plugins or None)
     view = shape_view if anonymized else inventory_view
     difference = first_difference(view(recorded), view(replay))
     if difference:
@@ -214,7 +214,7 @@ def fixture_expect(
     if fixture.plugin not in manager.plugin_names():
         raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "
                            "the expectation")
-    inventory = collect_inventory(manager, SimulatedHost(fixture), plugins=[fixture.plugin])
+    inventory = collect_inventory(manager, simulated_host(fixture), plugins=[fixture.plugin])
     new = expected_from_inventory(inventory, fixture.plugin)
     old = data.get("expected", {})
     if set(old) - {"devices"}:  # keep to what the fixture states; a full recording states everything

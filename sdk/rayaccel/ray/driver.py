@@ -11,8 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.errors import FixtureError, RayaccelError
-from rayaccel.host import Host, RealHost
+from rayaccel.errors import RayaccelError
+from rayaccel.fixtures import Fixture
+from rayaccel.host import Host
+from rayaccel.hosts import make_host, simulated_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.ray.node import NodeConfig, node_config
@@ -42,7 +44,7 @@ def node_configs() -> dict[str, NodeConfig]:
     return dict(_node_configs)
 
 
-def prepare_host(manager: PluginManager, simulate: str | None, faults: Iterable[str] = (),
+def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults: Iterable[str] = (),
                  fault_file: str | None = None) -> tuple[Host, str | None]:
     """The host a node is started for, and its fault file (created for simulated nodes when not given).
 
@@ -50,25 +52,13 @@ def prepare_host(manager: PluginManager, simulate: str | None, faults: Iterable[
     the health monitor) sees them too, and more can be switched on later by appending names.
     """
     faults = list(faults)
-    if simulate is None:
-        if faults or fault_file:
-            raise FixtureError("faults need a simulated node: pass simulate=<fixture> as well")
-        return RealHost(), None
-    from rayaccel.fixtures import resolve_fixture
-    from rayaccel.simulated import SimulatedHost
-
-    fixture = resolve_fixture(simulate, manager)
-    for name in faults:
-        fixture.fault(name)  # a clear error naming the fixture's faults
-    if fault_file is None:
+    if simulate is not None and fault_file is None:
+        simulate = simulated_fixture(simulate, faults, manager)  # checked before a file is made for it
         fd, fault_file = tempfile.mkstemp(prefix="rayaccel-faults-", suffix=".txt")
         os.close(fd)
         with _lock:
             _created_files.append(fault_file)
-    if faults:
-        with open(fault_file, "a", encoding="utf-8") as f:
-            f.writelines(f"{name}\n" for name in faults)
-    return SimulatedHost(fixture, fault_file=fault_file), fault_file
+    return make_host(simulate, faults, fault_file, manager), fault_file
 
 
 def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),

@@ -1,0 +1,69 @@
+"""The one host factory: ``--simulate`` (a fixture ref, file or Fixture), faults and a fault file -> a Host.
+
+The CLI, the Ray bridge, onboarding, the conformance suite and every process on a simulated Ray node
+(through RAYACCEL_SIMULATE) build their host here, so a simulated machine means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from rayaccel.errors import FixtureError
+from rayaccel.fixtures import Fixture, resolve_fixture
+from rayaccel.host import Host, RealHost
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SimulatedHost
+
+#: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
+SIMULATE_ENV = "RAYACCEL_SIMULATE"
+SIMULATE_FAULTS_ENV = "RAYACCEL_SIMULATE_FAULT_FILE"
+
+#: What a caller asking for faults on the real machine is told (callers with options of their own say it their way).
+NO_FAULTS_ON_REAL = "faults need a simulated node: pass simulate=<fixture> as well"
+
+
+def simulated_fixture(simulate: str | Fixture, faults: Iterable[str] = (),
+                      manager: PluginManager | None = None) -> Fixture:
+    """The fixture named by ``simulate`` (``plugin/name`` or file, looked up in ``manager``'s plugins,
+    default the installed ones), with ``faults`` checked against it."""
+    fixture = simulate if isinstance(simulate, Fixture) else resolve_fixture(simulate, manager or PluginManager())
+    for name in faults:
+        fixture.fault(name)  # a clear error naming the fixture's faults, before anything is written
+    return fixture
+
+
+def simulated_host(simulate: str | Fixture, faults: Iterable[str] = (), fault_file: str | None = None,
+                   manager: PluginManager | None = None) -> SimulatedHost:
+    """A simulated host with ``faults`` active from the start.
+
+    With a ``fault_file`` the faults are appended to it, so every process reading the file (workers, the
+    health monitor) sees them too, and more can be switched on later by appending names.
+    """
+    faults = list(faults)
+    fixture = simulated_fixture(simulate, faults, manager)
+    if fault_file is None:
+        return SimulatedHost(fixture, faults=faults)
+    if faults:
+        with open(fault_file, "a", encoding="utf-8") as f:
+            f.writelines(f"{name}\n" for name in faults)
+    return SimulatedHost(fixture, fault_file=fault_file)
+
+
+def make_host(simulate: str | Fixture | None, faults: Iterable[str] = (), fault_file: str | None = None,
+              manager: PluginManager | None = None) -> Host:
+    """This machine when ``simulate`` is None (faults then are an error), else :func:`simulated_host`."""
+    faults = list(faults)
+    if simulate is None:
+        if faults or fault_file:
+            raise FixtureError(NO_FAULTS_ON_REAL)
+        return RealHost()
+    return simulated_host(simulate, faults, fault_file, manager)
+
+
+def host_from_env(manager: PluginManager) -> Host:
+    """The simulated host named by RAYACCEL_SIMULATE (fixture ref or path), else the real one."""
+    ref = os.environ.get(SIMULATE_ENV)
+    if not ref:
+        return RealHost()  # a fault file without a fixture means nothing
+    return simulated_host(ref, fault_file=os.environ.get(SIMULATE_FAULTS_ENV) or None, manager=manager)
