@@ -10,10 +10,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from rayaccel.records import LINK_KINDS, Device, Link, Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Exhaustive search up to this many candidate subsets, greedy beyond.
 EXHAUSTIVE_LIMIT = 20_000
@@ -27,18 +29,34 @@ def link_weight(link: Link) -> float:
     return per_lane * (link.lanes if link.bandwidth_gbps is None else 1)
 
 
-def link_graph(devices: Sequence[Device], links: Sequence[Link]) -> nx.Graph:
-    graph = nx.Graph()
-    graph.add_nodes_from(d.id for d in devices)
+#: device id -> neighbour id -> weight of the best link between them (undirected: both directions).
+Adjacency = dict[str, dict[str, float]]
+
+
+def adjacency(devices: Sequence[Device], links: Sequence[Link]) -> Adjacency:
+    """The links between the given devices as plain dicts (several links between two devices: the best)."""
+    graph: Adjacency = {d.id: {} for d in devices}
     for link in links:
         if link.a in graph and link.b in graph and link.a != link.b:
-            previous = graph.get_edge_data(link.a, link.b, {}).get("weight", 0.0)
-            graph.add_edge(link.a, link.b, weight=max(previous, link_weight(link)))
+            weight = max(graph[link.a].get(link.b, 0.0), link_weight(link))
+            graph[link.a][link.b] = graph[link.b][link.a] = weight
     return graph
 
 
-def _subset_weight(graph: nx.Graph, nodes: Sequence[str]) -> float:
-    return float(sum(graph[a][b]["weight"] for a, b in itertools.combinations(nodes, 2) if graph.has_edge(a, b)))
+def link_graph(devices: Sequence[Device], links: Sequence[Link]) -> nx.Graph:
+    """The same as a networkx graph (edge attribute ``weight``), for analysis; selection does not need it."""
+    import networkx as nx  # ~70 ms to import: only for callers that want graph algorithms
+
+    graph = nx.Graph()
+    graph.add_nodes_from(d.id for d in devices)
+    for a, neighbours in adjacency(devices, links).items():
+        for b, weight in neighbours.items():
+            graph.add_edge(a, b, weight=weight)
+    return graph
+
+
+def _subset_weight(graph: Adjacency, nodes: Sequence[str]) -> float:
+    return float(sum(graph[a].get(b, 0.0) for a, b in itertools.combinations(nodes, 2)))
 
 
 def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: int) -> list[str]:
@@ -46,7 +64,7 @@ def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: i
     if k < 0 or k > len(devices):
         raise ValueError(f"cannot choose {k} of {len(devices)} devices")
     ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
-    graph = link_graph(devices, links)
+    graph = adjacency(devices, links)
     if math.comb(len(ordered), k) <= EXHAUSTIVE_LIMIT:
         best = max(itertools.combinations(ordered, k), key=lambda c: (_subset_weight(graph, c), _neg_rank(ordered, c)))
         return list(best)
@@ -63,19 +81,19 @@ def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:
     # O(n^2 + links): each device's bandwidth to the chosen ones is kept up to date as devices are chosen
     # (added in the order they were chosen, so the sums, and the order, are those of summing afresh).
     ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
-    graph = link_graph(devices, links)
+    graph = adjacency(devices, links)
     if not ordered:
         return []
     rank = {n: i for i, n in enumerate(ordered)}
-    first = max(ordered, key=lambda n: (graph.degree(n, weight="weight"), -rank[n]))
+    first = max(ordered, key=lambda n: (sum(graph[n].values()), -rank[n]))
     chosen = [first]
     gain: dict[str, float] = dict.fromkeys(ordered, 0)
     rest = dict.fromkeys(n for n in ordered if n != first)  # insertion-ordered set
     while rest:
         latest = chosen[-1]
-        for neighbour, edge in graph[latest].items():
+        for neighbour, weight in graph[latest].items():
             if neighbour in rest:
-                gain[neighbour] += edge["weight"]
+                gain[neighbour] += weight
         nxt = max(rest, key=lambda n: (gain[n], -rank[n]))
         chosen.append(nxt)
         del rest[nxt]
