@@ -26,6 +26,7 @@ from rayaccel.records import (
     SkuCatalog,
     SkuRecord,
     Topology,
+    WorkerNeeds,
 )
 from rayaccel.topology import best_link_kind, order_units, topology_errors
 
@@ -89,11 +90,20 @@ class InventoryBuilder:
 
         partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
                                   health=health, accelerator_type=accelerator_type, sku_known=sku_known,
-                                  resources=resources, schedulable_units=units, labels={})
+                                  resources=resources, schedulable_units=units, labels={},
+                                  worker=self.worker_needs(plugin, units))
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
         labels.update(self._plugin_labels(plugin, host, partial, problems))
         metrics = self.manager.metrics(plugin, host, devices, problems) if with_metrics else []
         return partial.model_copy(update={"labels": labels, "metrics": metrics})
+
+    def worker_needs(self, plugin: str, units: Sequence[str]) -> WorkerNeeds:
+        """What the family's workers need for these units: computed here, once, so outputs never call plugins."""
+        custom_env = self.manager.implements(plugin, "rayaccel_visible_env")
+        env_var = self.manager.family(plugin).visible_devices_env_var
+        visible = self.manager.visible_env(plugin, units) if custom_env else {env_var: ",".join(units)}
+        return WorkerNeeds(custom_parse=self.manager.implements(plugin, "rayaccel_parse_visible"),
+                           custom_env=custom_env, visible_env=visible if units else {})
 
     def _devices(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device]:
         devices = self.manager.discover(plugin, host, problems) or []

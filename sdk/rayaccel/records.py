@@ -378,6 +378,17 @@ class Problem(Record):
         return text + (f"\n  fix: {self.fix}" if self.fix else "")
 
 
+class WorkerNeeds(Record):
+    """What a process of the node needs to use a family's units, computed once by the inventory builder so
+    that every output (a Ray node's env, its workers' registry) reads it instead of calling the plugin."""
+
+    #: The plugin implements rayaccel_parse_visible / rayaccel_visible_env (its own env syntax).
+    custom_parse: bool = False
+    custom_env: bool = False
+    #: The env that makes a process see exactly the family's schedulable units (rayaccel_visible_env).
+    visible_env: dict[str, str] = Field(default_factory=dict)
+
+
 class FamilyInventory(Record):
     """One family's part of a node's inventory."""
 
@@ -392,6 +403,7 @@ class FamilyInventory(Record):
     schedulable_units: list[str] = Field(description="Unit ids of healthy devices, best-connected first")
     labels: dict[str, str]
     metrics: list[MetricSample] = Field(default_factory=list)
+    worker: WorkerNeeds = Field(default_factory=WorkerNeeds)
 
 
 class NodeInventory(Record):

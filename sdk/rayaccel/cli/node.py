@@ -209,7 +209,7 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
     import ray
 
     from rayaccel.ray.monitor import start_monitor
-    from rayaccel.ray.node import NodeConfig
+    from rayaccel.ray.node import NodeConfig, unhealthy_devices
 
     assert isinstance(config, NodeConfig)
     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
@@ -221,8 +221,7 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
             timeout=NODE_VISIBLE_TIMEOUT_S, interval=0.2,
             what=f"the new node (raylet port {node_manager_port}) to register with {address}")
         if monitor_interval is not None:
-            baseline = [h.device for f in config.inventory.families for h in f.health if h.state == "unhealthy"]
-            handle = start_monitor(node_id, monitor_interval, plugins, baseline)
+            handle = start_monitor(node_id, monitor_interval, plugins, unhealthy_devices(config.inventory))
             ray.get(handle.status.remote(), timeout=60)  # the monitor is up; its first poll runs meanwhile
             typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}; a fatal "
                        "device fault cordons the device's family on this node until it recovers (Ray 2.60 "

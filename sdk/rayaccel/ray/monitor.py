@@ -103,7 +103,7 @@ class HealthMonitor:
     """The actor's class (wrapped by ``ray.remote`` in :func:`start_monitor`)."""
 
     def __init__(self, node_id: str, interval: float, plugins: Sequence[str] | None = None,
-                 baseline: Sequence[str] = (), isolated: bool = True) -> None:
+                 baseline: Sequence[str] | None = None, isolated: bool = True) -> None:
         from ray.util.metrics import Gauge
 
         from rayaccel.inventory import InventoryBuilder, host_from_env
@@ -111,6 +111,8 @@ class HealthMonitor:
         from rayaccel.manager import PluginManager
         from rayaccel.ray.node import NODE_PLUGINS_ENV
 
+        if not baseline:  # the node's start-up baseline, from the raylet's env (rayaccel.ray.node_config)
+            baseline = node_baseline()
         if plugins is None and NODE_PLUGINS_ENV in os.environ:  # the node's plugins (from the raylet's env)
             plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
         self.node_id = node_id
@@ -124,7 +126,7 @@ class HealthMonitor:
         self._pool = WorkerPool(self._manager, plugin_list) if isolated else None
         self._builder = InventoryBuilder(self._manager, plugin_list)
         self._offered = offered or {}
-        self._baseline = set(baseline)
+        self._baseline = set(baseline or ())
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
         self._not_offered: set[str] = set()
         self._resource: dict[str, str] = {}  # family -> its resource name
@@ -314,6 +316,20 @@ def offered_units() -> dict[str, set[str]] | None:
     return {str(k): {str(u) for u in v} for k, v in data.items() if isinstance(v, list)}
 
 
+def node_baseline() -> list[str]:
+    """The devices unhealthy when this node started, from its env (``RAYACCEL_NODE_BASELINE``, set by
+    :func:`rayaccel.ray.node_config`); empty when not set (the first poll is the baseline then)."""
+    import json
+
+    from rayaccel.ray.node import NODE_BASELINE_ENV
+
+    try:
+        data = json.loads(os.environ.get(NODE_BASELINE_ENV) or "[]")
+    except json.JSONDecodeError:
+        return []
+    return [str(d) for d in data] if isinstance(data, list) else []
+
+
 def _existing_group(name: str) -> Any:
     from ray.util import get_placement_group
 
@@ -345,19 +361,14 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    if baseline is None:
-        from rayaccel.ray.driver import node_configs
-
-        config = node_configs().get(node_id)
-        baseline = [h.device for f in config.inventory.families for h in f.health
-                    if h.state == "unhealthy"] if config else []
+    # No baseline given: the actor reads the node's own (its worker inherits the raylet's env).
     interval = check_interval(interval)
     actor_class = ray.remote(HealthMonitor)
     return actor_class.options(
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
         num_cpus=0, max_restarts=3, max_concurrency=2,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline), isolated)
+    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline or ()), isolated)
 
 
 def get_monitor(node_id: str) -> Any:

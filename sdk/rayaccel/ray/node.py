@@ -17,7 +17,13 @@ Everything reaches Ray through environment variables read when a node starts (``
 - ``RAYACCEL_SIMULATE`` / ``RAYACCEL_SIMULATE_FAULT_FILE`` / ``RAYACCEL_PLUGINS``: passed on so the health
   monitor on the node sees the same (simulated) machine and plugins.
 - ``RAYACCEL_NODE_UNITS`` (JSON, plugin -> unit ids): what the node offers, so the monitor ignores faults
-  of devices it does not offer.
+  of devices it does not offer; ``RAYACCEL_NODE_BASELINE`` (JSON list): the devices already unhealthy when
+  the node started, which the monitor does not cordon for.
+
+All of it is a function of the inventory: what a family's workers need (its visible-devices env, whether
+the plugin parses its own syntax) was computed by the inventory builder and is read from
+``FamilyInventory.worker``; no plugin hook runs here. (Day-zero plugins that found no devices still give
+their declaration, so every worker of the node validates their quantities.)
 
 An operator's visible-devices setting in the starting process (``CUDA_VISIBLE_DEVICES=0,1``, or the
 variable any plugin's family declares) is honoured: the node offers only those of its schedulable units,
@@ -34,13 +40,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rayaccel.errors import RayaccelError
-from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
+from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, InventoryBuilder
 from rayaccel.manager import PLUGINS_ENV, PluginManager
 from rayaccel.ray.registry import (
     FAMILIES_ENV,
     GPU_MANAGER_ENV,
     FamilySpec,
     dump_specs,
+    family_spec,
     family_specs,
     is_day_zero,
 )
@@ -56,6 +63,8 @@ WORKER_MODULE = "rayaccel.ray.worker"
 NODE_PLUGINS_ENV = "RAYACCEL_NODE_PLUGINS"
 #: JSON {plugin: [unit ids]}: the units the node offers (after the operator's visible-devices setting).
 NODE_UNITS_ENV = "RAYACCEL_NODE_UNITS"
+#: JSON [device ids]: the devices unhealthy when the node started (the monitor's baseline).
+NODE_BASELINE_ENV = "RAYACCEL_NODE_BASELINE"
 #: Label marking nodes the SDK started (the monitor and placement helpers look for it).
 MANAGED_LABEL = "rayaccel.io/managed"
 
@@ -159,8 +168,9 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
         family_labels = {**family.labels, "rayaccel.io/count": str(len(units))}
         if labels.get("rayaccel.io/family") == name:
             labels["rayaccel.io/count"] = str(len(units))
+        worker = InventoryBuilder(manager, []).worker_needs(family.plugin, units)  # the env for these units
         families.append(family.model_copy(update={"schedulable_units": units, "resources": family_resources,
-                                                  "labels": family_labels}))
+                                                  "labels": family_labels, "worker": worker}))
         left_out = [unit for unit in family.schedulable_units if unit not in units]
         problems.append(Problem(
             plugin=family.plugin, distribution=manager.plugin(family.plugin).distribution, hook=None,
@@ -183,7 +193,12 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
 
     check_ray()  # a node must never start with hooks Ray does not have
     inventory = restrict_to_visible(inventory, manager)
-    specs = family_specs(manager, plugins)
+    found = {f.plugin: f for f in inventory.families}
+    names = list(plugins) if plugins is not None else manager.plugin_names()
+    # Families with devices: from the inventory. A plugin without devices on this node: its declaration only.
+    specs = [spec for name in names
+             for spec in ([family_spec(found[name])] if name in found else family_specs(manager, [name]))
+             if spec is not None]
     resources = dict(inventory.resources)
     labels = {**inventory.labels, MANAGED_LABEL: "true"}
     env: dict[str, str] = {
@@ -194,6 +209,7 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
         PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
         FAMILIES_ENV: dump_specs(specs),
         NODE_UNITS_ENV: json.dumps({f.plugin: f.schedulable_units for f in inventory.families}, sort_keys=True),
+        NODE_BASELINE_ENV: json.dumps(unhealthy_devices(inventory)),
     }
     if plugins is not None:
         env[NODE_PLUGINS_ENV] = ",".join(plugins)
@@ -209,7 +225,7 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
         if is_day_zero(declaration.resource_name, env_var):
             # Always set: a value inherited from the starting process must not reach the workers, and a
             # task without units then sees exactly the healthy devices.
-            env.update(manager.visible_env(family.plugin, units))
+            env.update(family.worker.visible_env or {env_var: ",".join(units)})  # (a hand-made inventory)
         elif units != [str(i) for i in range(len(units))] or env_var in os.environ:
             # Ray's own manager parses this variable: give it Ray's format (comma-separated ids). Left
             # unset when Ray's instance ids are the unit ids already, as on a plain `ray start`.
@@ -224,3 +240,8 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
         env[PLUGINS_ENV] = os.environ[PLUGINS_ENV]
     return NodeConfig(inventory=inventory, resources=resources, labels=labels, env=env, families=specs,
                       fault_file=fault_file if simulate else None)
+
+
+def unhealthy_devices(inventory: NodeInventory) -> list[str]:
+    """Ids of the inventory's unhealthy devices: a monitor started with it cordons for none of them."""
+    return [h.device for f in inventory.families for h in f.health if h.state == "unhealthy"]

@@ -28,6 +28,7 @@ from rayaccel.records import QuantityRule
 
 if TYPE_CHECKING:
     from rayaccel.manager import PluginManager
+    from rayaccel.records import FamilyInventory
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
 FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
@@ -74,6 +75,17 @@ def family_specs(manager: PluginManager, plugins: Sequence[str] | None = None) -
             custom_env=manager.implements(plugin, "rayaccel_visible_env"),
         ))
     return specs
+
+
+def family_spec(family: FamilyInventory) -> FamilySpec | None:
+    """The spec of an inventory's family (None when Ray knows the family): read from the inventory alone."""
+    declaration = family.family
+    if not is_day_zero(declaration.resource_name, declaration.visible_devices_env_var):
+        return None
+    return FamilySpec(plugin=family.plugin, name=declaration.name, resource_name=declaration.resource_name,
+                      env_var=declaration.visible_devices_env_var,
+                      quantity_rule=declaration.quantity_rule.model_dump(mode="json"),
+                      custom_parse=family.worker.custom_parse, custom_env=family.worker.custom_env)
 
 
 def dump_specs(specs: Iterable[FamilySpec]) -> str:
