@@ -22,13 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for
-from rayaccel.records import QuantityRule
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.manager import PluginManager
-    from rayaccel.records import FamilyInventory
+    from rayaccel.records import FamilyInventory, QuantityRule
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
 FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
@@ -53,6 +51,8 @@ class FamilySpec:
 
     @property
     def rule(self) -> QuantityRule:
+        from rayaccel.records import QuantityRule
+
         return QuantityRule.model_validate(self.quantity_rule)
 
 
@@ -132,7 +132,7 @@ def manager_class(spec: FamilySpec) -> type:
     """
     from ray._private.accelerators.accelerator import AcceleratorManager
 
-    rule = spec.rule
+    rules: list[QuantityRule] = []  # validated on first use, not when a worker starts
 
     def get_resource_name() -> str:
         return spec.resource_name
@@ -150,7 +150,11 @@ def manager_class(spec: FamilySpec) -> type:
         return None
 
     def validate_resource_request_quantity(quantity: float) -> tuple[bool, str | None]:
-        return check_quantity(rule, spec.resource_name, quantity)
+        from rayaccel.quantity import check_quantity
+
+        if not rules:
+            rules.append(spec.rule)
+        return check_quantity(rules[0], spec.resource_name, quantity)
 
     def get_current_process_visible_accelerator_ids() -> list[str] | None:
         value = os.environ.get(spec.env_var)

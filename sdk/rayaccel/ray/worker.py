@@ -20,8 +20,8 @@ def setup_worker() -> list[str]:
     """Install the families named by the node's env; returns their resource names."""
     from rayaccel.ray.registry import FAMILIES_ENV, install, load_specs
 
-    text = os.environ.get(FAMILIES_ENV)
-    managers: dict[str, Any] = dict(install(load_specs(text))) if text else {}
+    specs = load_specs(os.environ.get(FAMILIES_ENV) or "[]")
+    managers: dict[str, Any] = dict(install(specs)) if specs else {}  # none: Ray's registry as it is
     from rayaccel.ray.registry import pin_gpu_manager
 
     gpu_manager = pin_gpu_manager()
