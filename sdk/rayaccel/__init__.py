@@ -7,43 +7,63 @@ this package imports no Ray, torch or vendor library: those load where they are 
 
 from __future__ import annotations
 
-from rayaccel.errors import CatalogError, FixtureError, HookError, PluginError, RayaccelError
-from rayaccel.hookspec import SPEC_VERSION, hookimpl
-from rayaccel.host import (
-    CommandNotFound,
-    CommandResult,
-    CommandTimeout,
-    Host,
-    HostError,
-    HttpResponse,
-    HttpUnavailable,
-    LibraryUnavailable,
-    RealHost,
-)
-from rayaccel.records import (
-    Affinity,
-    CloudHint,
-    Device,
-    Domain,
-    FamilyDeclaration,
-    FamilyInventory,
-    HealthReason,
-    HealthReport,
-    Link,
-    MetricSample,
-    NodeInventory,
-    Partition,
-    Problem,
-    QuantityRule,
-    ResourceContribution,
-    SkuCatalog,
-    SkuMatch,
-    SkuRecord,
-    SupportInfo,
-    Topology,
-    TransportSpec,
-)
-from rayaccel.reporting import report_problem
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rayaccel.errors import CatalogError, FixtureError, HookError, PluginError, RayaccelError
+    from rayaccel.hookspec import SPEC_VERSION, hookimpl
+    from rayaccel.host import (
+        CommandNotFound,
+        CommandResult,
+        CommandTimeout,
+        Host,
+        HostError,
+        HttpResponse,
+        HttpUnavailable,
+        LibraryUnavailable,
+        RealHost,
+    )
+    from rayaccel.records import (
+        Affinity,
+        CloudHint,
+        Device,
+        Domain,
+        FamilyDeclaration,
+        FamilyInventory,
+        HealthReason,
+        HealthReport,
+        Link,
+        MetricSample,
+        NodeInventory,
+        Partition,
+        Problem,
+        QuantityRule,
+        ResourceContribution,
+        SkuCatalog,
+        SkuMatch,
+        SkuRecord,
+        SupportInfo,
+        Topology,
+        TransportSpec,
+    )
+    from rayaccel.reporting import report_problem
+
+# Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload,
+# a plugin or a CLI command imports only the modules it uses.
+_EXPORTS = {
+    "rayaccel.errors": ("CatalogError", "FixtureError", "HookError", "PluginError", "RayaccelError"),
+    "rayaccel.hookspec": ("SPEC_VERSION", "hookimpl"),
+    "rayaccel.host": (
+        "CommandNotFound", "CommandResult", "CommandTimeout", "Host", "HostError", "HttpResponse",
+        "HttpUnavailable", "LibraryUnavailable", "RealHost"),
+    "rayaccel.records": (
+        "Affinity", "CloudHint", "Device", "Domain", "FamilyDeclaration", "FamilyInventory", "HealthReason",
+        "HealthReport", "Link", "MetricSample", "NodeInventory", "Partition", "Problem", "QuantityRule",
+        "ResourceContribution", "SkuCatalog", "SkuMatch", "SkuRecord", "SupportInfo", "Topology", "TransportSpec"),
+    "rayaccel.reporting": ("report_problem",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -88,3 +108,21 @@ __all__ = [
     "hookimpl",
     "report_problem",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        try:  # `import rayaccel; rayaccel.catalog` worked when this module imported its submodules eagerly
+            return importlib.import_module(f"rayaccel.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"rayaccel.{name}":
+                raise
+        raise AttributeError(f"module 'rayaccel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
