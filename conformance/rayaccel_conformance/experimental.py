@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.fixtures import Fixture, HostState, compare_expected
+from rayaccel.expectations import compare_expected
+from rayaccel.fixtures import Fixture, HostState
 from rayaccel.hosts import simulated_host
 from rayaccel.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for, reserved_resource_problem

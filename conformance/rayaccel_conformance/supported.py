@@ -8,7 +8,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, compare_expected, merge_patch
+from rayaccel.expectations import compare_expected, expectation_differences
+from rayaccel.fixtures import Fixture, HostState, merge_patch
 from rayaccel.hosts import simulated_host
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
@@ -142,32 +143,6 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
             f"{len(raw.domains)} domains, consistent")
 
 
-def compare_fault(inventory: NodeInventory, subject: Subject, fault: Fault) -> list[str]:
-    """Differences between an inventory built under a fault and the fault's declared expectation."""
-    exp: FaultExpectation = fault.expected
-    family = inventory.family(subject.family().name)
-    diffs = []
-    devices = family.devices if family else []
-    states = {h.device: h.state for h in family.health} if family else {}
-    for device_id, state in exp.health.items():
-        if states.get(device_id) != state and not (state == "unhealthy" and device_id not in states
-                                                   and exp.devices is not None):
-            diffs.append(f"fault {fault.name}: {device_id} should be {state}, is {states.get(device_id, 'absent')}")
-    if exp.devices is not None and len(devices) != exp.devices:
-        diffs.append(f"fault {fault.name}: expected {exp.devices} devices, discovered {len(devices)}")
-    if exp.resources is not None and inventory.resources != exp.resources:
-        diffs.append(f"fault {fault.name}: expected resources {exp.resources}, got {inventory.resources}")
-    if exp.fatal is not None:
-        fatal = any(r.fatal for h in (family.health if family else []) for r in h.reasons)
-        if fatal != exp.fatal:
-            diffs.append(f"fault {fault.name}: expected fatal={exp.fatal}, got fatal={fatal}")
-    codes = {p.code for p in inventory.problems if p.plugin == subject.name}
-    missing = [c for c in exp.problem_codes if c not in codes]
-    if missing:
-        diffs.append(f"fault {fault.name}: expected problems {missing}, got {sorted(codes) or 'none'}")
-    return diffs
-
-
 @check("RAC203", scope="fixture")
 def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     """Every declared fault gives the declared health state, and recovery gives healthy again.
@@ -193,7 +168,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             waited = host.skipped_wait_s
             faulty, elapsed = subject.timed_build(host)
             subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
-            wrong += compare_fault(faulty, subject, fault)
+            wrong += [f"fault {fault.name}: {d}" for d in expectation_differences(faulty, subject.name, fault.expected)]
             _write(fault_file, "")
             back = compare_expected(subject.build(host), fx, healthy)
             wrong += [f"after fault {fault.name} is cleared: {d}" for d in back]

@@ -9,7 +9,7 @@ counter, one command's output.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,11 +17,17 @@ from pydantic import Field, ValidationError
 
 from rayaccel import inputfiles
 from rayaccel.errors import FixtureError
-from rayaccel.records import HealthState, Record
+from rayaccel.expectations import Expected, FaultExpectation, compare_expected
+from rayaccel.records import Record
+from rayaccel.schemas import describe_validation_error, validate_document
 
 if TYPE_CHECKING:
     from rayaccel.manager import PluginManager
-    from rayaccel.records import NodeInventory
+
+# The expectation models are part of the format; compare_expected stays importable from here for plugins' tests.
+__all__ = ["FIXTURE_SCHEMA_ID", "FIXTURE_SUFFIXES", "Expected", "Fault", "FaultExpectation", "Fixture", "HostState",
+           "SimCommand", "SimHttp", "apply_faults", "compare_expected", "installed_fixtures", "load_fixture",
+           "merge_patch", "parse_fixture", "resolve_fixture"]
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
 FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -58,28 +64,6 @@ class HostState(Record):
     http: dict[str, SimHttp] = Field(default_factory=dict, description="URL -> response")
     libraries: dict[str, Any] = Field(default_factory=dict,
                                       description="Vendor library name -> data for its simulated adapter")
-
-
-class Expected(Record):
-    """What the SDK must make of the host."""
-
-    devices: int = Field(ge=0)
-    device_ids: list[str] = Field(default_factory=list)
-    accelerator_type: str | None = None
-    resources: dict[str, float] = Field(default_factory=dict)
-    labels: dict[str, str] = Field(default_factory=dict)
-    health: dict[str, HealthState] = Field(default_factory=dict,
-                                           description="Device id -> state; unlisted devices are healthy")
-    skus: dict[str, str] = Field(default_factory=dict, description="Device id -> SKU id")
-    links: int | None = Field(None, ge=0, description="Number of links in the topology")
-
-
-class FaultExpectation(Record):
-    health: dict[str, HealthState] = Field(default_factory=dict)
-    resources: dict[str, float] | None = None
-    devices: int | None = Field(None, ge=0)
-    fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
-    problem_codes: list[str] = Field(default_factory=list)
 
 
 class Fault(Record):
@@ -135,26 +119,12 @@ def apply_faults(fixture: Fixture, fault_names: Iterable[str]) -> HostState:
         return HostState.model_validate(state)
     except ValidationError as e:
         raise FixtureError(f"fixture {fixture.ref}: faults {list(fault_names)} give an invalid host state: "
-                           f"{_first_error(e)}") from None
-
-
-def _first_error(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    return f"{loc}: {err['msg']}"
+                           f"{describe_validation_error(e, limit=1)}") from None
 
 
 def parse_fixture(data: Any, origin: str) -> Fixture:
     """Validate fixture data (already parsed) against the JSON Schema, then the model."""
-    from rayaccel.schemas import schema_errors
-
-    errors = schema_errors("fixture", data)
-    if errors:
-        raise FixtureError(f"{origin}: invalid fixture {errors[0]}")
-    try:
-        return Fixture.model_validate(data)
-    except ValidationError as e:
-        raise FixtureError(f"{origin}: invalid fixture: {_first_error(e)}") from None
+    return validate_document(data, Fixture, schema="fixture", what="fixture", origin=origin, error=FixtureError)
 
 
 def load_fixture(path: str | Path) -> Fixture:
@@ -196,42 +166,3 @@ def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
     hint = ", ".join(sorted(known)[:8]) + (" ..." if len(known) > 8 else "")
     raise FixtureError(f"unknown fixture {ref_or_path!r}: give plugin/name or a fixture file path "
                        f"(run 'rayaccel fixtures' to list them; installed: {hint or 'none'})")
-
-
-def compare_expected(inventory: NodeInventory, fixture: Fixture,
-                     expected: Expected | None = None) -> list[str]:
-    """Differences between an inventory and a fixture's expectation, one sentence each."""
-    exp = expected or fixture.expected
-    family = next((f for f in inventory.families if f.plugin == fixture.plugin), None)
-    diffs: list[str] = []
-    devices = family.devices if family else []
-    if len(devices) != exp.devices:
-        diffs.append(f"devices: expected {exp.devices}, discovered {len(devices)}")
-    if exp.device_ids and [d.id for d in devices] != exp.device_ids:
-        diffs.append(f"device ids: expected {exp.device_ids}, discovered {[d.id for d in devices]}")
-    got_type = family.accelerator_type if family else None
-    if exp.accelerator_type is not None and got_type != exp.accelerator_type:
-        diffs.append(f"accelerator type: expected {exp.accelerator_type!r}, got {got_type!r}")
-    if exp.resources and inventory.resources != exp.resources:
-        diffs.append(f"resources: expected {exp.resources}, got {inventory.resources}")
-    diffs.extend(_compare_map("label", exp.labels, inventory.labels, exact=True) if exp.labels else [])
-    if family:
-        states = {h.device: h.state for h in family.health}
-        for device in devices:
-            want = exp.health.get(device.id, "healthy")
-            if states.get(device.id, "unknown") != want:
-                diffs.append(f"health of {device.id}: expected {want}, got {states.get(device.id, 'unknown')}")
-        skus = {d.id: d.sku for d in devices}
-        for device_id, sku in exp.skus.items():
-            if skus.get(device_id) != sku:
-                diffs.append(f"SKU of {device_id}: expected {sku}, got {skus.get(device_id)}")
-        if exp.links is not None and len(family.topology.links) != exp.links:
-            diffs.append(f"links: expected {exp.links}, got {len(family.topology.links)}")
-    return diffs
-
-
-def _compare_map(what: str, want: Mapping[str, str], got: Mapping[str, str], exact: bool) -> list[str]:
-    diffs = [f"{what} {k}: expected {v!r}, got {got.get(k)!r}" for k, v in want.items() if got.get(k) != v]
-    if exact:
-        diffs += [f"{what} {k}={got[k]!r} is not expected" for k in sorted(set(got) - set(want))]
-    return diffs

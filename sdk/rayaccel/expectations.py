@@ -1,0 +1,120 @@
+"""What a fixture says the SDK must make of its host, and the one differ that checks an inventory against it.
+
+The fixture tests, ``rayaccel sku add`` (before it writes a derived fixture) and the conformance suite (RAC104,
+RAC201, RAC203) all compare through :func:`expectation_differences`, so a fixture passes or fails the same
+way everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from rayaccel.records import HealthState, NodeInventory, Record
+
+if TYPE_CHECKING:
+    from rayaccel.fixtures import Fixture
+
+
+class Expected(Record):
+    """What the SDK must make of the host."""
+
+    devices: int = Field(ge=0)
+    device_ids: list[str] = Field(default_factory=list)
+    accelerator_type: str | None = None
+    resources: dict[str, float] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    health: dict[str, HealthState] = Field(default_factory=dict,
+                                           description="Device id -> state; unlisted devices are healthy")
+    skus: dict[str, str] = Field(default_factory=dict, description="Device id -> SKU id")
+    links: int | None = Field(None, ge=0, description="Number of links in the topology")
+
+
+class FaultExpectation(Record):
+    health: dict[str, HealthState] = Field(default_factory=dict)
+    resources: dict[str, float] | None = None
+    devices: int | None = Field(None, ge=0)
+    fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
+    problem_codes: list[str] = Field(default_factory=list)
+
+
+def expectation_differences(inventory: NodeInventory, plugin: str,
+                            expected: Expected | FaultExpectation) -> list[str]:
+    """Differences between an inventory and what ``plugin``'s fixture expects of it (healthy, or under a
+    fault), one sentence each; empty when they agree.
+
+    A healthy expectation states every device (unlisted ones must be healthy) and what it leaves empty is not
+    checked; a fault's expectation checks only what it states.
+    """
+    family = next((f for f in inventory.families if f.plugin == plugin), None)
+    devices = family.devices if family else []
+    states = {h.device: h.state for h in family.health} if family else {}
+    diffs: list[str] = []
+    if expected.devices is not None and len(devices) != expected.devices:
+        diffs.append(f"devices: expected {expected.devices}, discovered {len(devices)}")
+    if isinstance(expected, Expected):
+        if expected.device_ids and [d.id for d in devices] != expected.device_ids:
+            diffs.append(f"device ids: expected {expected.device_ids}, discovered {[d.id for d in devices]}")
+        got_type = family.accelerator_type if family else None
+        if expected.accelerator_type is not None and got_type != expected.accelerator_type:
+            diffs.append(f"accelerator type: expected {expected.accelerator_type!r}, got {got_type!r}")
+    resources = (expected.resources or None) if isinstance(expected, Expected) else expected.resources
+    if resources is not None and inventory.resources != resources:
+        diffs.append(f"resources: expected {resources}, got {inventory.resources}")
+    if isinstance(expected, Expected) and expected.labels:
+        diffs += map_differences("label", expected.labels, inventory.labels, exact=True)
+    wanted = ({d.id: expected.health.get(d.id, "healthy") for d in devices} if isinstance(expected, Expected)
+              else dict(expected.health))
+    for device_id, want in wanted.items():
+        got = states.get(device_id)
+        if got != want and not (got is None and want == "unhealthy" and expected.devices is not None):
+            # (a device expected unhealthy that is gone altogether is lost: the device count says so)
+            diffs.append(f"health of {device_id}: expected {want}, got {got or 'absent'}")
+    if isinstance(expected, Expected):
+        diffs += _topology_differences(inventory, plugin, expected)
+    else:
+        diffs += _fault_only_differences(inventory, plugin, expected)
+    return diffs
+
+
+def _topology_differences(inventory: NodeInventory, plugin: str, expected: Expected) -> list[str]:
+    family = next((f for f in inventory.families if f.plugin == plugin), None)
+    if family is None:
+        return []
+    diffs = []
+    skus = {d.id: d.sku for d in family.devices}
+    for device_id, sku in expected.skus.items():
+        if skus.get(device_id) != sku:
+            diffs.append(f"SKU of {device_id}: expected {sku}, got {skus.get(device_id)}")
+    if expected.links is not None and len(family.topology.links) != expected.links:
+        diffs.append(f"links: expected {expected.links}, got {len(family.topology.links)}")
+    return diffs
+
+
+def _fault_only_differences(inventory: NodeInventory, plugin: str, expected: FaultExpectation) -> list[str]:
+    family = next((f for f in inventory.families if f.plugin == plugin), None)
+    diffs = []
+    if expected.fatal is not None:
+        fatal = any(r.fatal for h in (family.health if family else []) for r in h.reasons)
+        if fatal != expected.fatal:
+            diffs.append(f"fatal: expected {expected.fatal}, got {fatal}")
+    codes = {p.code for p in inventory.problems if p.plugin == plugin}
+    missing = [c for c in expected.problem_codes if c not in codes]
+    if missing:
+        diffs.append(f"problems: expected {missing}, got {sorted(codes) or 'none'}")
+    return diffs
+
+
+def compare_expected(inventory: NodeInventory, fixture: Fixture, expected: Expected | None = None) -> list[str]:
+    """Differences between an inventory and a fixture's (healthy) expectation, one sentence each."""
+    return expectation_differences(inventory, fixture.plugin, expected or fixture.expected)
+
+
+def map_differences(what: str, want: Mapping[str, str], got: Mapping[str, str], exact: bool) -> list[str]:
+    """``want``'s entries that ``got`` lacks or differs in; with ``exact``, also ``got``'s extra keys."""
+    diffs = [f"{what} {k}: expected {v!r}, got {got.get(k)!r}" for k, v in want.items() if got.get(k) != v]
+    if exact:
+        diffs += [f"{what} {k}={got[k]!r} is not expected" for k in sorted(set(got) - set(want))]
+    return diffs
