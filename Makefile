@@ -13,19 +13,20 @@ $(BIN)/python:
 
 # Reinstall only when a pyproject changes: editable installs pick up code edits by themselves.
 $(STAMP): $(BIN)/python pyproject.toml $(PLUGINS)
-	$(BIN)/python -m pip install -q -e '.[dev,rdt]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
+	$(BIN)/python -m pip install -q -e '.[dev,rdt,conformance,template]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
 	touch $(STAMP)
 
 install: $(STAMP)
 
 demo: install
-	$(BIN)/python -m rayaccel.demo
+	$(BIN)/python -m demo
 
 test: install
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks
+	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks scripts demo
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 bench: install

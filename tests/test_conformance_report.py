@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rayaccel_nvidia
 from rayaccel.manager import PluginManager
-from rayaccel.schemas import generate, load_schema
 from rayaccel_conformance import supported
 from rayaccel_conformance.attestation import _check_build as check_build
 from rayaccel_conformance.builds import BuildError, compare, installed_build, module_build, wheel_build
@@ -89,12 +88,11 @@ def report_content(tier: str | None = "supported", outcome: str = "skipped") -> 
                          "passed": len(checks) - 1, "failed": 0, "skipped": 1}]}
 
 
-def test_a_sealed_report_verifies_and_matches_the_shipped_schema(tmp_path: Path) -> None:
+def test_a_sealed_report_verifies(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     write_json(seal(report_content()), path)
     assert load_report(path).plugins[0].tier == "supported"
-    # The schema shipped in the package is the one the model generates (regenerate with python -m rayaccel.schemas).
-    assert load_schema("conformance-report") == json.loads(json.dumps(generate("conformance-report")))
+    # That the shipped schema is the one the model generates: tests/test_schemas.py.
 
 
 def test_the_digest_covers_every_field_but_itself() -> None:
@@ -114,7 +112,7 @@ def test_a_report_claiming_more_than_its_checks_give_fails_even_with_a_fresh_dig
 
 @pytest.mark.parametrize("text, message", [
     ("{not json", "not valid JSON"),
-    (json.dumps({"schema": "rayaccel-conformance-report/1"}), "does not match the conformance report schema"),
+    (json.dumps({"schema": "rayaccel-conformance-report/1"}), "invalid conformance report at"),
 ])
 def test_an_unreadable_report_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.json"

@@ -27,6 +27,7 @@ from rich.console import Console
 
 from rayaccel import containment
 from rayaccel.errors import RayaccelError
+from rayaccel.schemas import describe_validation_error
 
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
@@ -79,7 +80,11 @@ def print_json(data: Any) -> None:
 
 
 #: Commands modules, in the order `rayaccel --help` lists their commands.
-COMMAND_MODULES = ("inventory", "node", "certify", "template", "sku", "record", "transports")
+COMMAND_MODULES = ("inventory", "node", "template", "sku", "record", "transports")
+#: Entry point group through which other packages add command groups (the conformance suite adds `certify`):
+#: ``[project.entry-points."rayaccel.cli"] NAME = "module:typer_app"`` becomes ``rayaccel NAME ...``.
+COMMANDS_GROUP = "rayaccel.cli"
+_added_groups: set[str] = set()
 
 
 def _register_commands() -> None:
@@ -87,6 +92,37 @@ def _register_commands() -> None:
 
     for name in COMMAND_MODULES:  # each adds its commands to `app` when imported
         importlib.import_module(f"rayaccel.cli.{name}")
+    _add_entry_point_groups()
+
+
+def _add_entry_point_groups() -> None:
+    """Add each ``rayaccel.cli`` entry point's typer app as a command group, once per process. One that
+    cannot be loaded still gets its name: running it says, in one line, which entry point is broken."""
+    from importlib.metadata import entry_points
+
+    builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        if ep.name in _added_groups or ep.name in builtin:  # a built-in command is never replaced
+            continue
+        _added_groups.add(ep.name)
+        try:
+            group = ep.load()
+            if not isinstance(group, typer.Typer):
+                raise TypeError(f"it is a {type(group).__name__}, not a typer.Typer")
+        except Exception as e:  # any failure of someone else's code: the command says so when run
+            dist = getattr(ep.dist, "name", None) or "its distribution"
+            _add_broken_group(ep.name, f"the '{ep.name}' commands cannot be loaded (entry point {ep.name} = "
+                                       f"{ep.value} of {dist}): {type(e).__name__}: {_one_line(str(e))}; "
+                                       f"reinstall {dist}")
+            continue
+        app.add_typer(group, name=ep.name)
+
+
+def _add_broken_group(name: str, message: str) -> None:
+    @app.command(name, help=f"(broken) {message}", add_help_option=False,
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def broken(ctx: typer.Context) -> None:
+        raise RayaccelError(message)
 
 
 def _click_classes(name: str) -> tuple[type[Any], ...]:
@@ -191,8 +227,6 @@ def main(argv: list[str] | None = None) -> int:
         _error(str(e))
         return e.exit_code
     except ValidationError as e:  # a record built from what the user typed (e.g. an empty name)
-        from rayaccel.manager import describe_validation_error
-
         _error(f"invalid input: {describe_validation_error(e)}")
         return 2
     except RecursionError:

@@ -21,6 +21,7 @@ import typer
 import rayaccel
 from rayaccel.cli import app, console, err_console
 from rayaccel.errors import RayaccelError
+from rayaccel.extras import require
 
 #: The template beside the SDK in a source checkout (editable installs, the repo's own tests).
 TEMPLATE_DIR = Path(rayaccel.__file__).resolve().parents[2] / "templates" / "vendor-plugin"
@@ -93,6 +94,7 @@ def new(
     checkout: Annotated[str | None, typer.Option(help="Branch, tag or commit of a git template")] = None,
 ) -> None:
     """Create a new vendor plugin project from the rayaccel template."""
+    require("template", "rayaccel new")
     from cookiecutter.exceptions import (
         CookiecutterException,
         FailedHookException,
@@ -282,6 +284,7 @@ def upgrade(
     checkout: Annotated[str | None, typer.Option(help="Branch, tag or commit to upgrade to")] = None,
 ) -> None:
     """Merge the template's changes since the project was baked into it, keeping the project's own edits."""
+    require("template", "rayaccel upgrade")
     import io
     from contextlib import redirect_stderr, redirect_stdout
 

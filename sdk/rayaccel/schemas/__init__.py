@@ -1,60 +1,70 @@
-"""JSON Schemas for the data files rayaccel reads and writes, generated from the records.
+"""The shipped JSON Schemas, and the one loader that validates a document against its schema and its model.
 
-The ``*.schema.json`` files beside this module are shipped; regenerate them with
-``python -m rayaccel.schemas`` after changing a record (a test fails while they are stale).
+A leaf: this module imports nothing from rayaccel, so every layer may use it. The ``*.schema.json`` files
+beside it are generated from the records by ``scripts/gen_schemas.py`` (a development script; a test fails
+while a shipped schema is stale). A package that ships its own schemas (the conformance suite ships the
+report's) passes its directory.
+
+Every document error reads the same way: ``<origin>: invalid <what> at <path>: <message>``, the path
+``/``-separated (``(top level)`` for the document itself), whether the schema or the model caught it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 SCHEMA_DIR = Path(__file__).parent
 BASE_URI = "https://rayaccel.io/schemas/"
 
-
-def _models() -> dict[str, Any]:
-    from rayaccel.fixtures import Fixture
-    from rayaccel.records import NodeInventory, SkuCatalog
-
-    models: dict[str, Any] = {"fixture": Fixture, "sku-catalog": SkuCatalog, "inventory": NodeInventory}
-    try:
-        from rayaccel_conformance.report import ConformanceReport
-    except ImportError:  # the conformance package ships in the same distribution; tolerate partial trees
-        pass
-    else:
-        models["conformance-report"] = ConformanceReport
-    return models
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def generate(name: str) -> dict[str, Any]:
-    model = _models()[name]
-    schema: dict[str, Any] = model.model_json_schema(by_alias=True, mode="validation")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{BASE_URI}{name}.schema.json",
-            **schema}
+def where(path: Iterable[str | int]) -> str:
+    """A location in a document as people read it: ``devices/0/id``, or ``(top level)``."""
+    return "/".join(str(p) for p in path) or "(top level)"
 
 
-def schema_errors(name: str, data: Any) -> list[str]:
-    """Where data breaks the shipped schema ``name``, as 'at <path>: <message>', in document order."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(load_schema(name))
-    errors = sorted(validator.iter_errors(data), key=lambda err: [str(p) for p in err.absolute_path])
-    return [f"at {'/'.join(str(p) for p in err.absolute_path) or '(top level)'}: {err.message}" for err in errors]
+def describe_validation_error(e: ValidationError, limit: int = 3) -> str:
+    """The first ``limit`` errors of a model, as 'at <path>: <message>', '; '-joined (the one pydantic formatter)."""
+    parts = [f"at {where(err['loc'])}: {err['msg']}" for err in e.errors()[:limit]]
+    more = f" (and {e.error_count() - limit} more)" if e.error_count() > limit else ""
+    return "; ".join(parts) + more
 
 
 @cache
-def load_schema(name: str) -> dict[str, Any]:
-    path = SCHEMA_DIR / f"{name}.schema.json"
+def load_schema(name: str, directory: Path = SCHEMA_DIR) -> dict[str, Any]:
+    """The shipped schema ``<directory>/<name>.schema.json``."""
+    path = directory / f"{name}.schema.json"
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-def write_all() -> list[Path]:
-    written = []
-    for name in _models():
-        path = SCHEMA_DIR / f"{name}.schema.json"
-        path.write_text(json.dumps(generate(name), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        written.append(path)
-    return written
+def schema_errors(name: str, data: Any, directory: Path = SCHEMA_DIR) -> list[str]:
+    """Where data breaks the shipped schema ``name``, as 'at <path>: <message>', in document order."""
+    import jsonschema  # only documents read from files need it: imported on first use
+
+    validator = jsonschema.Draft202012Validator(load_schema(name, directory))
+    errors = sorted(validator.iter_errors(data), key=lambda err: [str(p) for p in err.absolute_path])
+    return [f"at {where(err.absolute_path)}: {err.message}" for err in errors]
+
+
+def validate_document(data: Any, model: type[ModelT], *, schema: str, what: str, origin: str,
+                      error: type[Exception], directory: Path = SCHEMA_DIR) -> ModelT:
+    """data (already parsed) checked against the shipped schema, then built as the model.
+
+    Raises ``error`` with one line, ``<origin>: invalid <what> at <path>: <message>``, naming the first
+    problem: the schema speaks first (its messages name the document's own keys), the model's own checks
+    (cross-field rules) second.
+    """
+    errors = schema_errors(schema, data, directory)
+    if errors:
+        raise error(f"{origin}: invalid {what} {errors[0]}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise error(f"{origin}: invalid {what} {describe_validation_error(e, limit=1)}") from None

@@ -1,4 +1,9 @@
-"""``rayaccel certify keygen|verify|summary``: sign-able conformance reports, and checking them."""
+"""``rayaccel certify keygen|verify|summary``: sign-able conformance reports, and checking them.
+
+The suite's commands join the ``rayaccel`` CLI through the ``rayaccel.cli`` entry point group
+(``certify = "rayaccel_conformance.cli:app"``), as pytest and conda plugins add commands: the SDK never
+imports the suite.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from rayaccel.cli import app, console
+from rayaccel.cli import console
+from rayaccel.extras import require
 
-certify = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
-                      no_args_is_help=True)
-app.add_typer(certify, name="certify")
+app = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
+                  no_args_is_help=True)
+
+
+@app.callback()
+def _needs_the_conformance_extra() -> None:
+    # Reports are signed and checked with cryptography, which the runtime distribution does not carry.
+    require("conformance", "rayaccel certify")
 
 ReportArg = Annotated[Path, typer.Argument(metavar="REPORT", help="conformance-report.json of a run")]
 
@@ -22,7 +33,7 @@ def _say(text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-@certify.command()
+@app.command()
 def keygen(key: Annotated[Path, typer.Argument(
         metavar="KEY", help="private key file to create; the public key goes to KEY.pub")]) -> None:
     """Make an ed25519 key pair for signing reports: KEY (private, mode 0600) and KEY.pub. Never overwrites."""
@@ -34,7 +45,7 @@ def keygen(key: Annotated[Path, typer.Argument(
     _say(f"key id:      {kid}")
 
 
-@certify.command()
+@app.command()
 def verify(report: ReportArg, key: Annotated[Path | None, typer.Option(
         "--key", metavar="PUB", help="public key (KEY.pub of `certify keygen`) the report must be signed with")] = None,
         ) -> None:
@@ -62,7 +73,7 @@ def verify(report: ReportArg, key: Annotated[Path | None, typer.Option(
         _say(f"  {line}")
 
 
-@certify.command()
+@app.command()
 def summary(report: ReportArg) -> None:
     """Print the tier table of a (verified) report."""
     from rayaccel_conformance.report import load_report, standing

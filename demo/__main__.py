@@ -1,4 +1,4 @@
-"""The main job, on simulated hardware: ``make demo`` (``python -m rayaccel.demo``).
+"""The main job, on simulated hardware: ``make demo`` (``python -m demo`` from the repository root).
 
 1. a simulated DGX H100's inventory, as Ray will see it;
 2. the conformance tier of every reference plugin, signed with a demo key and verified with its public key;
@@ -127,7 +127,7 @@ def step_ray() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rayaccel.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="keep reports and the baked plugin in this directory")
     args = parser.parse_args(argv)
     started = time.monotonic()
