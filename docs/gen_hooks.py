@@ -9,7 +9,6 @@ import inspect
 import re
 
 from rayaccel import hookspec
-from rayaccel.manager import HOOK_RESULTS
 
 INTRO = f"""# Hook reference
 
@@ -67,7 +66,7 @@ def render() -> str:
                    key=lambda fn: inspect.getsourcelines(fn)[1])
     parts = [INTRO]
     for fn in hooks:
-        result = HOOK_RESULTS[fn.__name__]
+        result = hookspec.HOOKS[fn.__name__].result
         result_name = getattr(result, "__name__", None) if not hasattr(result, "__origin__") else None
         result_name = result_name or str(result).replace("rayaccel.records.", "").replace("typing.", "")
         signature = str(inspect.signature(fn)).replace("'", "")

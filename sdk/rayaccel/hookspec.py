@@ -13,26 +13,28 @@ Hooks are grouped by capability, in the order the inventory calls them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from rayaccel.records import (
+    CloudHint,
+    Device,
+    FamilyDeclaration,
+    FamilyInventory,
+    HealthReport,
+    MetricSample,
+    ResourceContribution,
+    SkuCatalog,
+    SkuRecord,
+    Topology,
+    TransportSpec,
+)
+
 if TYPE_CHECKING:
     from rayaccel.host import Host
-    from rayaccel.records import (
-        CloudHint,
-        Device,
-        FamilyDeclaration,
-        FamilyInventory,
-        HealthReport,
-        MetricSample,
-        ResourceContribution,
-        SkuCatalog,
-        SkuRecord,
-        Topology,
-        TransportSpec,
-    )
 
 PROJECT_NAME = "rayaccel"
 
@@ -44,11 +46,65 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
+@dataclass(frozen=True)
+class HookInfo:
+    """What the SDK does with one hook's answer, declared beside the hook's spec (:func:`spec`): the manager
+    validates every answer from this, and docs/hooks.md is generated from it."""
+
+    name: str
+    #: The type the answer is validated into (a record, a list of records, a dict, ... or None).
+    result: Any
+    #: The answer the SDK uses when the plugin does not implement the hook or its call failed: a function
+    #: of the call's arguments and ``family`` (the plugin's declaration).
+    default: Callable[..., Any]
+    #: What to tell a plugin whose answer does not validate.
+    fix: str
+    #: Every plugin must implement it.
+    required: bool = False
+
+
+#: Every hook's metadata, by hook name, in the order of the spec.
+HOOKS: dict[str, HookInfo] = {}
+
+
+def _no_answer(**_: Any) -> None:
+    return None
+
+
+def _empty(factory: Callable[[], Any]) -> Callable[..., Any]:
+    def default(**_: Any) -> Any:
+        return factory()
+
+    return default
+
+
+def _comma_split(value: str, **_: Any) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _visible_devices_env_var_only(unit_ids: Sequence[str], family: FamilyDeclaration, **_: Any) -> dict[str, str]:
+    return {family.visible_devices_env_var: ",".join(unit_ids)}
+
+
+def spec(result: Any, *, default: Callable[..., Any] = _no_answer, fix: str | None = None,
+         required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a hook: its pluggy spec (one answer per call: the SDK calls each plugin on its own) and its
+    :class:`HookInfo`."""
+
+    def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+        name = fn.__name__
+        HOOKS[name] = HookInfo(name=name, result=result, default=default, required=required,
+                               fix=fix or f"return what docs/hooks.md specifies for {name}")
+        return hookspec(firstresult=True)(fn)
+
+    return declare
+
+
 # --------------------------------------------------------------------------------------------------
 # Family declaration
 
 
-@hookspec
+@spec(FamilyDeclaration, fix="return rayaccel.FamilyDeclaration(...)", required=True)
 def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     """Declare the accelerator family this plugin supports. **Required.**
 
@@ -72,7 +128,7 @@ def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(list[str], default=_empty(list))
 def rayaccel_fixture_dirs() -> Sequence[str]:
     """Directories holding the plugin's simulated-host fixtures (``*.yaml`` / ``*.json``).
 
@@ -90,7 +146,7 @@ def rayaccel_fixture_dirs() -> Sequence[str]:
 # Discovery and topology
 
 
-@hookspec
+@spec(list[Device], fix="return a list of rayaccel.Device records", required=True)
 def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     """List the family's devices on this host. **Required.**
 
@@ -113,7 +169,8 @@ def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(Topology, default=_empty(Topology),
+      fix="return rayaccel.Topology(links=[...], affinities=[...], domains=[...])")
 def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[str, Any]:
     """Describe how the discovered devices connect.
 
@@ -132,7 +189,7 @@ def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[
 # Labeling and resource accounting
 
 
-@hookspec
+@spec(dict[str, str], default=_empty(dict))
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     """Extra node labels for this family, beyond the vocabulary the SDK writes itself.
 
@@ -147,7 +204,7 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(ResourceContribution, default=_empty(ResourceContribution))
 def rayaccel_resources(host: Host, devices: Sequence[Device],
                        topology: Topology) -> ResourceContribution | dict[str, Any]:
     """The Ray accelerator type and extra resources of this node.
@@ -174,7 +231,7 @@ def rayaccel_resources(host: Host, devices: Sequence[Device],
 # Visibility
 
 
-@hookspec
+@spec(list[str] | None, default=_comma_split)
 def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     """Parse the value of the family's visible-devices env var into unit ids.
 
@@ -189,7 +246,7 @@ def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(dict[str, str], default=_visible_devices_env_var_only)
 def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
     """The environment to set so a process sees exactly ``unit_ids``.
 
@@ -208,7 +265,7 @@ def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
 # Transports
 
 
-@hookspec
+@spec(list[TransportSpec], default=_empty(list))
 def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     """Tensor transports the family offers to Ray Direct Transport.
 
@@ -232,7 +289,7 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
 # Health and metrics
 
 
-@hookspec
+@spec(list[HealthReport], fix="return a list of rayaccel.HealthReport records")
 def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthReport | dict[str, Any]]:
     """Check the health of each device from the vendor's own signals (XID, ECC, RAS, error counters).
 
@@ -248,7 +305,8 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(list[MetricSample], default=_empty(list),
+      fix="return a list of rayaccel.MetricSample records with standard names and units")
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSample | dict[str, Any]]:
     """Sample per-device metrics with standard names and units.
 
@@ -265,7 +323,7 @@ def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSa
 # Catalog and cloud
 
 
-@hookspec
+@spec(SkuCatalog, fix="return rayaccel.catalog.load_catalog(<path of your catalog file>)")
 def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     """The SKUs the plugin knows, as data (usually loaded with :func:`rayaccel.catalog.load_catalog`).
 
@@ -278,7 +336,7 @@ def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(dict[str, Any])
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     """Rewrite one of the plugin's fixtures so its devices are of a new SKU (day-zero onboarding).
 
@@ -295,7 +353,7 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
     raise NotImplementedError  # pragma: no cover
 
 
-@hookspec
+@spec(CloudHint | None)
 def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[str, Any] | None:
     """The family's accelerators on a cloud instance type, without probing (for scale-from-zero).
 
@@ -309,4 +367,4 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[
 
 
 #: Hooks every plugin must implement.
-REQUIRED_HOOKS = ("rayaccel_family", "rayaccel_discover")
+REQUIRED_HOOKS = tuple(name for name, info in HOOKS.items() if info.required)
