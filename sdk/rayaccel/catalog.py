@@ -11,24 +11,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from rayaccel import inputfiles
 from rayaccel.errors import CatalogError
 from rayaccel.records import Device, SkuCatalog, SkuRecord
+from rayaccel.schemas import validate_document
 
 
 def parse_catalog(data: Any, origin: str) -> SkuCatalog:
-    from rayaccel.schemas import schema_errors
-
-    errors = schema_errors("sku-catalog", data)
-    if errors:
-        raise CatalogError(f"{origin}: invalid SKU catalog {errors[0]}")
-    try:
-        catalog = SkuCatalog.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise CatalogError(f"{origin}: invalid SKU catalog at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    catalog = validate_document(data, SkuCatalog, schema="sku-catalog", what="SKU catalog", origin=origin,
+                                error=CatalogError)
     duplicate = _first_duplicate([s.id for s in catalog.skus])
     if duplicate:
         raise CatalogError(f"{origin}: SKU id {duplicate!r} appears twice; SKU ids must be unique")
