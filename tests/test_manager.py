@@ -57,7 +57,7 @@ def test_malformed_result_is_a_problem_naming_plugin_hook_and_field(manager_with
     problem = next(p for p in inventory.problems if p.plugin == "bad")
     assert problem.code == "invalid-record"
     assert problem.hook == "rayaccel_discover"
-    assert "0.index" in problem.message and "greater than or equal to 0" in problem.message
+    assert "at 0/index: " in problem.message and "greater than or equal to 0" in problem.message
     assert problem.fix and "Device" in problem.fix
     assert inventory.resources["ACME"] == 4  # the well-behaved plugin is untouched
 

@@ -28,6 +28,7 @@ from rayaccel.errors import HookError
 from rayaccel.pluginconfig import HOOK_TIMEOUT_ENV, INVENTORY_TIMEOUT_ENV, inventory_timeout
 from rayaccel.records import FamilyDeclaration, Problem
 from rayaccel.reporting import ReportSink, collect_problems
+from rayaccel.schemas import describe_validation_error  # the one pydantic error formatter
 
 #: Each hook's answer is validated with the adapter of the type its spec names.
 _ADAPTERS = {name: TypeAdapter(info.result) for name, info in hookspec.HOOKS.items()}
@@ -41,15 +42,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-
-def describe_validation_error(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(the result itself)"
-        parts.append(f"field {loc}: {err['msg']}")
-    more = f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else ""
-    return "; ".join(parts) + more
 
 
 class HookCalls:
