@@ -296,9 +296,7 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     would depend on the catalog's order. Fix: add the SKU with the ``rayaccel sku add`` command the
     inventory's warning prints; make patterns specific (anchor them) so one product has one SKU.
     """
-    import jsonschema
-
-    from rayaccel.schemas import load_schema
+    from rayaccel.schemas import schema_errors
 
     subject.family()
     fx = subject.fixture(fixture)
@@ -306,10 +304,9 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     catalog = subject.manager.sku_catalog(subject.name, problems)
     if catalog is None:
         raise CheckFailed([p.render() for p in problems] or ["the plugin has no rayaccel_sku_catalog hook"])
-    errors = list(jsonschema.Draft202012Validator(load_schema("sku-catalog")).iter_errors(
-        catalog.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    errors = schema_errors("sku-catalog", catalog.model_dump(mode="json", by_alias=True, exclude_none=True))
     if errors:
-        raise CheckFailed([f"catalog fails its JSON Schema: {e.message}" for e in errors[:3]])
+        raise CheckFailed([f"catalog fails its JSON Schema {e}" for e in errors[:3]])
     devices = _devices(subject, subject.inventory(fixture))
     ambiguous = [a for a in (ambiguous_match(catalog, d) for d in devices) if a]
     if ambiguous:
