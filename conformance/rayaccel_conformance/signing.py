@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -25,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field
 
+from rayaccel.atomicwrite import write_atomically
 from rayaccel.errors import RayaccelError
 
 #: The DSSE payload type of an in-toto Statement.
@@ -147,21 +145,6 @@ def load_public_key(path: str | Path) -> Ed25519PublicKey:
     return key
 
 
-def _write_new(path: Path, data: bytes, mode: int) -> None:
-    """Write a file that must not exist yet: complete or absent, never half-written, never clobbering."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # created 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.link(tmp, path)  # fails if path exists: no window in which another writer is overwritten
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def write_keypair(private_path: str | Path) -> tuple[Path, Path, str]:
     """A new ed25519 key pair: ``private_path`` (mode 0600) and ``private_path.pub``; returns both and the id.
 
@@ -180,9 +163,9 @@ def write_keypair(private_path: str | Path) -> tuple[Path, Path, str]:
                             serialization.NoEncryption())
     pub = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     try:
-        _write_new(private, pem, 0o600)
+        write_atomically(private, pem, 0o600, overwrite=False)
         try:
-            _write_new(public, pub, 0o644)
+            write_atomically(public, pub, 0o644, overwrite=False)
         except BaseException:
             private.unlink()  # no private key without its public half
             raise

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from rayaccel import inputfiles
+from rayaccel.atomicwrite import write_atomically
 from rayaccel.catalog import parse_catalog, resolve_sku
 from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.expectations import compare_expected, expectation_differences
@@ -186,23 +185,6 @@ def _append_yaml_item(text: str, record: dict[str, Any]) -> str | None:
     if not head[-1].endswith("\n"):
         head[-1] += "\n"
     return "".join([*head, block, *lines[last + 1:]])
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it into place: never a half-written file."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # The fixture --------------------------------------------------------------------------------------

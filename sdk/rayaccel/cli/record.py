@@ -12,14 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from rayaccel import inputfiles
+from rayaccel.atomicwrite import write_atomically
 from rayaccel.cli import app, console
 from rayaccel.cli.inventory import SimulateOption, build_host
 from rayaccel.errors import FixtureError
 from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, installed_fixtures, parse_fixture
 from rayaccel.hosts import simulated_host
 from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
-from rayaccel.onboarding import fixture_text, write_atomically
+from rayaccel.manager import PluginManager, default_manager
+from rayaccel.onboarding import fixture_text
 from rayaccel.recording import (
     Anonymizer,
     RecordingError,
@@ -120,7 +121,7 @@ def record(
         help="With --simulate: record the fixture with this fault active (repeatable)")] = None,
 ) -> None:
     """Record this machine's answers into a fixture (or, with --fault, a fault state onto one)."""
-    manager = PluginManager()
+    manager = default_manager()
     if kind not in FAULT_KINDS:
         raise FixtureError(f"--kind {kind[:40]!r} is not a fault kind; use one of {', '.join(FAULT_KINDS)}")
     if description is not None and (not description.strip() or len(description) > 200 or "\n" in description):
@@ -207,7 +208,7 @@ def fixture_expect(
     write: Annotated[bool, typer.Option(help="Write the new expectation into the file (atomically)")] = False,
 ) -> None:
     """Recompute a fixture's `expected` from the current plugins and show the difference."""
-    manager = PluginManager()
+    manager = default_manager()
     path = _fixture_file(fixture_ref, manager)
     data = inputfiles.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
