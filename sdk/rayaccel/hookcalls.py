@@ -28,7 +28,7 @@ from rayaccel.errors import HookError
 from rayaccel.pluginconfig import HOOK_TIMEOUT_ENV, INVENTORY_TIMEOUT_ENV, inventory_timeout
 from rayaccel.records import FamilyDeclaration, Problem
 from rayaccel.reporting import ReportSink, collect_problems
-from rayaccel.schemas import describe_validation_error  # the one pydantic error formatter
+from rayaccel.schemas import describe_validation_error as describe_validation_error  # the one formatter; re-exported
 
 #: Each hook's answer is validated with the adapter of the type its spec names.
 _ADAPTERS = {name: TypeAdapter(info.result) for name, info in hookspec.HOOKS.items()}
