@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from rayaccel_conformance.checks import TIERS
+
 CHOICES_HARDWARE = ("simulated", "real")
-CHOICES_TIER = ("experimental", "supported", "certified")
+CHOICES_TIER = TIERS
 SIGN_KEY = pytest.StashKey[Any]()
 
 

@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.polling import WaitTimeout, wait_for
+from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
 from rayaccel.records import NodeInventory
 from rayaccel_conformance.checks import CheckFailed
 
@@ -23,8 +24,6 @@ TASK_TIMEOUT_S = 60.0
 NODE_ALIVE_TIMEOUT_S = 30.0
 #: Tasks sent one after another by label selector in RAC208.
 SELECTOR_TASKS = 3
-ACCELERATOR_TYPE_LABEL = "ray.io/accelerator-type"
-NODE_ID_LABEL = "ray.io/node-id"
 
 
 def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
@@ -162,7 +161,7 @@ class SharedCluster:
         if wrong:
             raise CheckFailed(wrong)
         resource, env_var = family.resource_name, family.visible_devices_env_var
-        task = ray.remote(_probe).options(**self._unit_options(resource), label_selector={NODE_ID_LABEL: node_id})
+        task = ray.remote(_probe).options(**self._unit_options(resource), label_selector={RAY_NODE_ID_LABEL: node_id})
         try:
             ran_on, env, assigned = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
         except Exception as e:  # GetTimeoutError, a worker crash, a refused request: all are findings
@@ -192,7 +191,7 @@ class SharedCluster:
         """An actor holds one unit; a task then gets another: both must see exactly their own unit."""
         import ray
 
-        options = {**self._unit_options(resource), "label_selector": {NODE_ID_LABEL: node_id}}
+        options = {**self._unit_options(resource), "label_selector": {RAY_NODE_ID_LABEL: node_id}}
         holder: Any = ray.remote(_UnitHolder).options(**options).remote()
         try:
             try:
@@ -222,40 +221,40 @@ class SharedCluster:
         wanted = fam.accelerator_type
         self._node(node_id)
         alive = [n for n in _ray_nodes() if n["Alive"]]
-        having = {n["NodeID"] for n in alive if n.get("Labels", {}).get(ACCELERATOR_TYPE_LABEL) == wanted}
+        having = {n["NodeID"] for n in alive if n.get("Labels", {}).get(RAY_ACCELERATOR_TYPE_LABEL) == wanted}
         if node_id not in having:
             labels = self._node(node_id).get("Labels", {})
-            raise CheckFailed(f"{fixture}'s node is not labelled {ACCELERATOR_TYPE_LABEL}={wanted}: "
-                              f"{labels.get(ACCELERATOR_TYPE_LABEL)!r}")
+            raise CheckFailed(f"{fixture}'s node is not labelled {RAY_ACCELERATOR_TYPE_LABEL}={wanted}: "
+                              f"{labels.get(RAY_ACCELERATOR_TYPE_LABEL)!r}")
         others = len(alive) - len(having)
         if not others:
             raise CheckFailed(f"every node of the cluster has {wanted}: the check needs one without it")
         # One unit as well, as a real task would ask: the worker RAC108 started for that shape is reused.
         family = subject.family()
         task = ray.remote(_probe).options(**self._unit_options(family.resource_name),
-                                          label_selector={ACCELERATOR_TYPE_LABEL: wanted})
+                                          label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
         try:
             placed = [ray.get(task.remote(family.visible_devices_env_var, family.resource_name),
                               timeout=TASK_TIMEOUT_S) for _ in range(SELECTOR_TASKS)]
         except Exception as e:  # a task that never runs is the finding
-            raise CheckFailed(f"tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
+            raise CheckFailed(f"tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
                               f"{type(e).__name__}") from None
         if subject.name not in self.cpu_selected:
             # Once per plugin, the selector alone (no unit asked for): only the label can keep it off the
             # head node, which has CPUs to spare.
             self.cpu_selected.add(subject.name)
-            alone = ray.remote(_probe).options(num_cpus=0.1, label_selector={ACCELERATOR_TYPE_LABEL: wanted})
+            alone = ray.remote(_probe).options(num_cpus=0.1, label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
             try:
                 placed.append(ray.get(alone.remote(family.visible_devices_env_var, family.resource_name),
                                       timeout=TASK_TIMEOUT_S))
             except Exception as e:  # a task that never runs is the finding
-                raise CheckFailed(f"a CPU task selecting {ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
+                raise CheckFailed(f"a CPU task selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
                                   f"{type(e).__name__}") from None
         stray = sorted({ran_on for ran_on, _, _ in placed} - having)
         if stray:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
-        return [f"{len(placed)} tasks selecting {ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking for "
-                f"1 {family.resource_name}) ran on the {len(having)} node(s) that have it, "
+        return [f"{len(placed)} tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking "
+                f"for 1 {family.resource_name}) ran on the {len(having)} node(s) that have it, "
                 f"none on the {others} without"]
 
 

@@ -35,9 +35,13 @@ RAY_RESERVED_RESOURCE_PREFIXES = ("node:", "accelerator_type:")
 #: Ray's default ``custom_unit_instance_resources``: resources that get per-unit instance ids.
 RAY_DEFAULT_UNIT_INSTANCE_RESOURCES = ("neuron_cores", "TPU", "NPU", "HPU", "RBLN", "FURIOSA", "TTNPU", "MBLT")
 
+#: Ray's node labels: every ``ray.io/`` key the SDK writes or selects on is named here, and only here.
 RAY_LABEL_PREFIX = "ray.io/"
 RAY_ACCELERATOR_TYPE_LABEL = "ray.io/accelerator-type"
-RAY_TPU_LABELS = ("ray.io/tpu-slice-name", "ray.io/tpu-worker-id", "ray.io/tpu-topology", "ray.io/tpu-pod-type")
+RAY_NODE_ID_LABEL = "ray.io/node-id"
+RAY_TPU_SLICE_LABEL = "ray.io/tpu-slice-name"
+RAY_TPU_WORKER_LABEL = "ray.io/tpu-worker-id"
+RAY_TPU_LABELS = (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL, "ray.io/tpu-topology", "ray.io/tpu-pod-type")
 
 
 def ray_family_for(resource_name: str, env_var: str) -> str | None:

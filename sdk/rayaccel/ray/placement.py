@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import NodeInventory
 from rayaccel.reporting import plain_int
 from rayaccel.topology import best_connected_subset
@@ -23,8 +24,6 @@ DOMAIN_LABEL = "rayaccel.io/scale-up-domain"
 DOMAIN_KIND_LABEL = "rayaccel.io/scale-up-domain-kind"
 DOMAIN_SIZE_LABEL = "rayaccel.io/scale-up-domain-size"
 COUNT_LABEL = "rayaccel.io/count"
-TPU_SLICE_LABEL = "ray.io/tpu-slice-name"
-TPU_WORKER_LABEL = "ray.io/tpu-worker-id"
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def scale_up_domains(nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[s
         domains[domain] = ScaleUpDomain(
             id=domain, kind=kind, nodes=tuple(str(node.get("NodeID", "")) for node in group),
             size=max(declared, held, 1), capacity=capacity,
-            tpu_slice=next((lb.get(TPU_SLICE_LABEL) for lb in labels if lb.get(TPU_SLICE_LABEL)), None))
+            tpu_slice=next((lb.get(RAY_TPU_SLICE_LABEL) for lb in labels if lb.get(RAY_TPU_SLICE_LABEL)), None))
     return domains
 
 
@@ -94,8 +93,8 @@ def domain_bundle_selectors(n_bundles: int, domain: str | None = None, tpu_slice
     if n_bundles < 1:
         raise RayaccelError("a placement group needs at least one bundle")
     if tpu_slice is not None:
-        rest = {TPU_SLICE_LABEL: tpu_slice}
-        return [{**rest, TPU_WORKER_LABEL: "0"}] + [dict(rest) for _ in range(n_bundles - 1)]
+        rest = {RAY_TPU_SLICE_LABEL: tpu_slice}
+        return [{**rest, RAY_TPU_WORKER_LABEL: "0"}] + [dict(rest) for _ in range(n_bundles - 1)]
     if domain is None:
         raise RayaccelError("name the scale-up domain (domain=...) or the TPU slice (tpu_slice=...)")
     return [{DOMAIN_LABEL: domain} for _ in range(n_bundles)]
