@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 TESTS_DIR = Path(__file__).parent
 
@@ -16,3 +20,18 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # own clusters, so run them without auth on every machine and in every shell; the tests of the auth
 # decision itself (test_ray_auth.py, test_ray_cli_node.py, test_readme.py) set their own HOME and mode.
 os.environ["RAY_AUTH_MODE"] = "disabled"
+
+
+def _reset_default_manager() -> None:
+    manager = sys.modules.get("rayaccel.manager")  # not imported yet: nothing to forget
+    if manager is not None:
+        manager.reset_default_manager()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_default_manager() -> Iterator[None]:
+    """The CLI's commands share one plugin manager per process (rayaccel.manager.default_manager); a test
+    is a process of its own here: it gets the plugins its own set-up names (env, monkeypatched loaders)."""
+    _reset_default_manager()
+    yield
+    _reset_default_manager()

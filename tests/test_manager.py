@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel import Device, FamilyDeclaration, hookimpl
+from rayaccel import Device, FamilyDeclaration, RealHost, hookimpl
 from rayaccel.errors import PluginError
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import MISSING, PluginManager
@@ -207,3 +207,77 @@ def test_visibility_defaults_when_a_plugin_does_not_override(manager_with_acme):
 def test_unknown_plugin_lookup_names_the_installed_ones(manager_with_acme):
     with pytest.raises(PluginError, match=r"unknown plugin 'nope'.*acme"):
         manager_with_acme.plugin("nope")
+
+
+# Through pluggy, with the metadata in the spec ---------------------------------------------------------
+
+
+def test_every_hook_declares_its_metadata_in_the_spec():
+    from rayaccel import hookspec
+
+    specs = {name for name in vars(hookspec) if name.startswith("rayaccel_")}
+    assert set(hookspec.HOOKS) == specs
+    assert hookspec.REQUIRED_HOOKS == ("rayaccel_family", "rayaccel_discover")
+    assert all(info.fix for info in hookspec.HOOKS.values())
+
+
+def test_hooks_are_called_through_pluggy_with_the_plugins_wrappers_and_monitoring():
+    def rayaccel_discover(host: Any) -> list[Device]:
+        return [Device(index=0, id="w-0", product_name="w chip")]
+
+    @hookimpl(wrapper=True)
+    def wrap_discover(host: Any) -> Any:
+        devices = yield
+        return [*devices, Device(index=1, id="w-1", product_name="added by the wrapper")]
+
+    wrap_discover.rayaccel_impl["specname"] = "rayaccel_discover"  # type: ignore[attr-defined]
+    plugin = make_plugin("w", rayaccel_discover=rayaccel_discover)
+    plugin.wrap_discover = wrap_discover
+    manager = PluginManager(autoload=False)
+    assert manager.register(plugin, "w")
+    seen: list[str] = []
+    undo = manager.pluggy.add_hookcall_monitoring(lambda name, impls, kwargs: seen.append(name),
+                                                  lambda outcome, name, impls, kwargs: None)
+    try:
+        devices = manager.discover("w", RealHost(), [])
+    finally:
+        undo()
+    assert [d.id for d in devices or []] == ["w-0", "w-1"]
+    assert seen == ["rayaccel_discover"]
+
+
+def test_another_plugins_code_never_runs_in_a_plugins_call(manager_with_acme, acme_host):
+    calls: list[str] = []
+
+    def rayaccel_discover(host: Any) -> list[Device]:
+        calls.append("other")
+        return []
+
+    assert manager_with_acme.register(make_plugin("other", rayaccel_discover=rayaccel_discover), "other")
+    assert len(manager_with_acme.discover("acme", acme_host, []) or []) == 4
+    assert calls == []
+    assert manager_with_acme.discover("other", acme_host, []) == [] and calls == ["other"]
+
+
+def test_disabled_names_are_blocked_in_pluggy_when_the_manager_is_made(monkeypatch):
+    monkeypatch.setenv("RAYACCEL_DISABLE", "blocked")
+    manager = PluginManager(autoload=False)
+    monkeypatch.delenv("RAYACCEL_DISABLE")
+    assert manager.pluggy.is_blocked("blocked")
+    assert not manager.register(make_plugin("blocked"), "blocked")
+    assert codes(manager, "blocked") == ["disabled"]
+
+
+def test_one_default_manager_per_process_and_settings(monkeypatch):
+    from rayaccel.manager import default_manager, reset_default_manager
+
+    monkeypatch.setenv("RAYACCEL_NO_AUTOLOAD", "1")
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    first = default_manager()
+    assert default_manager() is first and first.plugin_names() == ["acme"]
+    monkeypatch.setenv("RAYACCEL_DISABLE", "acme")
+    assert default_manager() is not first and default_manager().plugin_names() == []
+    monkeypatch.delenv("RAYACCEL_DISABLE")
+    assert default_manager() is first
+    reset_default_manager()
+    assert default_manager() is not first

@@ -266,6 +266,11 @@ class PluginManager(HookCalls):
 
     # Queries -------------------------------------------------------------------------------------
 
+    @property
+    def pluggy(self) -> pluggy.PluginManager:
+        """The pluggy manager underneath: for tracing (``enable_tracing``) and call monitoring."""
+        return self._pm
+
     def plugin_names(self) -> list[str]:
         return list(self._plugins)
 
