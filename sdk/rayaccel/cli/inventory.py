@@ -14,7 +14,7 @@ from rayaccel.fixtures import installed_fixtures, load_fixture
 from rayaccel.host import Host
 from rayaccel.hosts import make_host
 from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory
 
 SimulateOption = Annotated[str | None, typer.Option(
@@ -35,7 +35,7 @@ def inspect(
     plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
 ) -> None:
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
-    manager = PluginManager()
+    manager = default_manager()
     for name in plugin or []:
         manager.plugin(name)  # a clear error for an unknown name
     host = build_host(manager, simulate, fault)
@@ -86,7 +86,7 @@ def fixtures(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List the simulated-host fixtures that installed plugins ship."""
-    manager = PluginManager()
+    manager = default_manager()
     rows: list[dict[str, Any]] = []
     for ref, path in installed_fixtures(manager).items():
         fixture = load_fixture(path)
@@ -106,7 +106,7 @@ def plugins(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List installed plugins with their versions, families, spec versions and problems."""
-    manager = PluginManager()
+    manager = default_manager()
     rows = []
     for name in manager.plugin_names():
         loaded = manager.plugin(name)

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, console, err_console
-from rayaccel.manager import PluginManager
+from rayaccel.manager import default_manager
 from rayaccel.onboarding import add_sku, build_sku_record, check_catalogs
 
 sku_app = typer.Typer(name="sku", help="Day-zero SKU onboarding: add a SKU to a plugin's catalog, check catalogs.",
@@ -50,7 +50,7 @@ def add(
     record = build_sku_record(sku_id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
                               product_names=product_name, pci_device_ids=pci_device_id or [],
                               memory_mib=memory_mib, architecture=architecture, interconnect=interconnect)
-    done = add_sku(PluginManager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
+    done = add_sku(default_manager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
                    dry_run=dry_run)
     if not done.written:
         _say(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
@@ -73,7 +73,7 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Validate every installed plugin's SKU catalog; exit code 2 and one line per bad catalog."""
-    results = check_catalogs(PluginManager(), plugin or None)
+    results = check_catalogs(default_manager(), plugin or None)
     if as_json:
         console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error}
                                        for r in results]))

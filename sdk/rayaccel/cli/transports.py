@@ -10,7 +10,7 @@ from rich.table import Table
 from rayaccel.cli import app, console, print_json
 from rayaccel.cli.inventory import SimulateOption, build_host
 from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.manager import default_manager
 from rayaccel.ray.transports import declared_transports
 from rayaccel.transports import Endpoint, transport_matrix
 
@@ -24,7 +24,7 @@ def transports(
     plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
 ) -> None:
     """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
-    manager = PluginManager()
+    manager = default_manager()
     for name in plugin or []:
         manager.plugin(name)  # a clear error for an unknown name
     inventory = collect_inventory(manager, build_host(manager, simulate), plugins=plugin or None)
