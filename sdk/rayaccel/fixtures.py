@@ -8,11 +8,13 @@ counter, one command's output.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import yaml
 from pydantic import Field, ValidationError
 
 from rayaccel import inputfiles
@@ -26,8 +28,8 @@ if TYPE_CHECKING:
 
 # The expectation models are part of the format; compare_expected stays importable from here for plugins' tests.
 __all__ = ["FIXTURE_SCHEMA_ID", "FIXTURE_SUFFIXES", "Expected", "Fault", "FaultExpectation", "Fixture", "HostState",
-           "SimCommand", "SimHttp", "apply_faults", "compare_expected", "installed_fixtures", "load_fixture",
-           "merge_patch", "parse_fixture", "resolve_fixture"]
+           "SimCommand", "SimHttp", "apply_faults", "compare_expected", "fixture_text", "installed_fixtures",
+           "load_fixture", "merge_patch", "parse_fixture", "resolve_fixture"]
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
 FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -166,3 +168,21 @@ def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
     hint = ", ".join(sorted(known)[:8]) + (" ..." if len(known) > 8 else "")
     raise FixtureError(f"unknown fixture {ref_or_path!r}: give plugin/name or a fixture file path "
                        f"(run 'rayaccel fixtures' to list them; installed: {hint or 'none'})")
+
+
+class _FixtureDumper(yaml.SafeDumper):
+    """Multi-line strings (recorded command output) as literal blocks, as people write fixtures."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value.rstrip("\n") else None)
+
+
+_FixtureDumper.add_representer(str, _represent_str)
+
+
+def fixture_text(data: dict[str, Any], suffix: str) -> str:
+    """Fixture data as the text of a file with ``suffix``: JSON, else YAML with recorded output as literal blocks."""
+    if suffix == ".json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return yaml.dump(data, Dumper=_FixtureDumper, sort_keys=False, allow_unicode=True, width=120)

@@ -16,11 +16,10 @@ from rayaccel.atomicwrite import write_atomically
 from rayaccel.cli import app, console
 from rayaccel.cli.inventory import SimulateOption, build_host
 from rayaccel.errors import FixtureError
-from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, installed_fixtures, parse_fixture
+from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, fixture_text, installed_fixtures, parse_fixture
 from rayaccel.hosts import simulated_host
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager, default_manager
-from rayaccel.onboarding import fixture_text
 from rayaccel.recording import (
     Anonymizer,
     RecordingError,

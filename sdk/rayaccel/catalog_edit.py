@@ -1,0 +1,190 @@
+"""A plugin's SKU catalog as a file: a new SKU record, appended to the file as people write it, and the checks
+``rayaccel sku check`` runs on every installed catalog."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rayaccel.catalog import resolve_sku
+from rayaccel.errors import CatalogError
+from rayaccel.manager import PluginManager
+from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
+
+#: SkuRecord field -> the ``rayaccel sku add`` option that sets it (for error messages).
+OPTION_FOR_FIELD = {
+    "id": "--id", "marketing_name": "--marketing-name", "accelerator_type": "--accelerator-type",
+    "architecture": "--architecture", "memory_mib": "--memory-mib", "interconnect": "--interconnect",
+    "match.pci_device_ids": "--pci-device-id", "match.product_names": "--product-name",
+}
+
+
+@dataclass(frozen=True)
+class CatalogCheck:
+    plugin: str
+    path: str | None
+    skus: int
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# The SKU record -----------------------------------------------------------------------------------
+
+
+def build_sku_record(*, sku_id: str, marketing_name: str, accelerator_type: str, product_names: Sequence[str],
+                     pci_device_ids: Sequence[str] = (), memory_mib: int | None = None,
+                     architecture: str | None = None, interconnect: str | None = None) -> SkuRecord:
+    """A validated SKU record; a CatalogError naming the option otherwise."""
+    if not product_names and not pci_device_ids:
+        raise CatalogError("a SKU needs something to match devices by: give --product-name (as the driver reports "
+                           "it) and, if known, --pci-device-id")
+    try:
+        return SkuRecord(id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
+                         architecture=architecture, memory_mib=memory_mib, interconnect=interconnect,
+                         match=SkuMatch(pci_device_ids=[p.lower() for p in pci_device_ids],
+                                        product_names=list(product_names)))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
+        option = OPTION_FOR_FIELD.get(where, where)
+        value = err.get("input")
+        raise CatalogError(f"{option} {value!r}: {err['msg']}") from None
+
+
+def check_pci_ids(sku: SkuRecord) -> None:
+    for pci in sku.match.pci_device_ids:
+        if not re.fullmatch(r"0x[0-9a-f]{4}", pci):
+            raise CatalogError(f"--pci-device-id {pci!r}: must be 0x followed by 4 hex digits, e.g. 0x2901")
+
+
+def record_data(sku: SkuRecord) -> dict[str, Any]:
+    """The record as catalog data: no nulls, no empty match lists (as people write catalogs)."""
+    data = sku.model_dump(mode="json", exclude_none=True)
+    data["match"] = {k: v for k, v in data["match"].items() if v}
+    return data
+
+
+# The catalog file ---------------------------------------------------------------------------------
+
+
+def catalog_of(manager: PluginManager, plugin: str) -> SkuCatalog:
+    if not manager.implements(plugin, "rayaccel_sku_catalog"):
+        raise CatalogError(f"plugin {plugin!r} has no SKU catalog (it does not implement rayaccel_sku_catalog); "
+                           "add one: return rayaccel.catalog.load_catalog(<path of skus.yaml>)")
+    problems: list[Problem] = []
+    catalog = manager.sku_catalog(plugin, problems)
+    if catalog is None:
+        why = problems[0].message if problems else "it returned nothing"
+        raise CatalogError(f"plugin {plugin!r}: its SKU catalog cannot be read: {why.removeprefix('raised ')}")
+    if catalog.source_path is None:
+        raise CatalogError(f"plugin {plugin!r} builds its SKU catalog in code, so there is no file to add to; "
+                           "load it with rayaccel.catalog.load_catalog(<file>) instead")
+    return catalog
+
+
+def conflicts(catalog: SkuCatalog, sku: SkuRecord) -> str | None:
+    for other in catalog.skus:
+        if other.id == sku.id:
+            return f"SKU id {sku.id!r} is already in the catalog ({other.marketing_name}); choose another --id"
+        shared = set(sku.match.pci_device_ids) & {p.lower() for p in other.match.pci_device_ids}
+        if shared:
+            return (f"PCI device id {sorted(shared)[0]} is already matched by SKU {other.id!r}, so devices would "
+                    "keep resolving to it; correct the existing SKU instead, or give the right --pci-device-id")
+    if not sku.match.pci_device_ids:
+        for name in sku.match.product_names:
+            probe = Device(index=0, id="probe", product_name=name)
+            other_sku = resolve_sku(catalog, probe)
+            if other_sku is not None:
+                return (f"product name {name!r} already resolves to SKU {other_sku.id!r}; give the new SKU's "
+                        "--pci-device-id so its devices can be told apart")
+    return None
+
+
+def appended_catalog_text(path: Path, text: str, data: dict[str, Any], record: dict[str, Any]) -> tuple[str, bool]:
+    """The catalog file's new text with ``record`` appended, and whether it had to be written out again.
+
+    JSON keeps its indentation. YAML gets the record appended as text after the last entry of ``skus``, so
+    comments and the style of the other entries stay; if the result would not read back as exactly the old
+    data plus the record (an unusual layout), the whole file is written out again instead.
+    """
+    new_data = {**data, "skus": [*data.get("skus", []), record]}
+    if path.suffix == ".json":
+        indent = next((len(line) - len(line.lstrip(" ")) for line in text.splitlines()[1:] if line.startswith(" ")), 2)
+        return json.dumps(new_data, indent=indent, ensure_ascii=False) + "\n", False
+    appended = _append_yaml_item(text, record)
+    if appended is not None:
+        try:
+            if yaml.safe_load(appended) == new_data:
+                return appended, False
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_dump(new_data, sort_keys=False, allow_unicode=True, width=120), True
+
+
+def _append_yaml_item(text: str, record: dict[str, Any]) -> str | None:
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if re.match(r"^skus:\s*(#.*)?$", line)), None)
+    if start is None:
+        return None  # flow style (skus: [...]) or no list yet: let the caller write the file out again
+    end = next((j for j in range(start + 1, len(lines))
+                if lines[j].strip() and not lines[j][0].isspace() and not lines[j].startswith(("#", "-"))), len(lines))
+    items = [j for j in range(start + 1, end) if lines[j].lstrip().startswith("- ")]
+    if not items:
+        return None
+    indent = len(lines[items[0]]) - len(lines[items[0]].lstrip())
+    last = max(j for j in range(start + 1, end) if lines[j].strip() and not lines[j].lstrip().startswith("#"))
+    dumped = yaml.safe_dump([record], sort_keys=False, allow_unicode=True, width=120)
+    block = "".join((" " * indent + line) if line.strip() else line for line in dumped.splitlines(keepends=True))
+    head = lines[: last + 1]
+    if not head[-1].endswith("\n"):
+        head[-1] += "\n"
+    return "".join([*head, block, *lines[last + 1:]])
+
+
+# Checking catalogs --------------------------------------------------------------------------------
+
+
+def check_catalogs(manager: PluginManager, plugins: Sequence[str] | None = None) -> list[CatalogCheck]:
+    """Every plugin's catalog: readable, valid, of the plugin's family, no PCI id claimed by two SKUs."""
+    results = []
+    for plugin in plugins or manager.plugin_names():
+        manager.plugin(plugin)
+        if not manager.implements(plugin, "rayaccel_sku_catalog"):
+            continue
+        problems: list[Problem] = []
+        catalog = manager.sku_catalog(plugin, problems)
+        if catalog is None:
+            why = problems[0].message.removeprefix("raised ") if problems else "rayaccel_sku_catalog returned nothing"
+            results.append(CatalogCheck(plugin, None, 0, why.removeprefix("CatalogError: ")))
+            continue
+        error = None
+        family = manager.family(plugin).name
+        if catalog.family != family:
+            error = f"the catalog is for family {catalog.family!r}, but the plugin's family is {family!r}"
+        claimed: dict[str, str] = {}
+        for sku in catalog.skus:
+            for pci in (p.lower() for p in sku.match.pci_device_ids):
+                if error is None and pci in claimed:
+                    error = (f"PCI device id {pci} is matched by SKUs {claimed[pci]!r} and {sku.id!r}; the first "
+                             "always wins, so keep it on one SKU")
+                claimed.setdefault(pci, sku.id)
+        if error is None:
+            for sku in catalog.skus:
+                bad = next((p for p in sku.match.pci_device_ids if not re.fullmatch(r"0x[0-9a-fA-F]{4}", p)), None)
+                if bad is not None:
+                    error = f"SKU {sku.id!r}: PCI device id {bad!r} is not 0x followed by 4 hex digits"
+                    break
+        if error is not None and catalog.source_path:
+            error = f"{catalog.source_path}: {error}"
+        results.append(CatalogCheck(plugin, catalog.source_path, len(catalog.skus), error))
+    return results

@@ -1,0 +1,125 @@
+"""The fixture of a new SKU, derived from one of the plugin's: which fixture to start from, and the
+expectation and faults the SKU record implies (``rayaccel sku add``)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from rayaccel.errors import FixtureError
+from rayaccel.fixtures import FIXTURE_SUFFIXES, Fixture, installed_fixtures, load_fixture
+from rayaccel.labels import VOCABULARY_PREFIX
+from rayaccel.manager import PluginManager
+from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
+from rayaccel.records import SkuCatalog, SkuRecord
+
+
+def plugin_fixtures(manager: PluginManager, plugin: str) -> dict[str, Path]:
+    return {ref: path for ref, path in installed_fixtures(manager).items() if ref.split("/", 1)[0] == plugin}
+
+
+def choose_base_fixture(manager: PluginManager, plugin: str, catalog: SkuCatalog, sku: SkuRecord,
+                        requested: str | None) -> Fixture:
+    """The fixture to derive from: the one asked for, else the plugin's first of the SKU's architecture,
+    else its first (a fixture of the same architecture is what a new SKU of a known chip resembles)."""
+    fixtures = plugin_fixtures(manager, plugin)
+    if requested is not None:
+        if "/" not in requested and Path(requested).suffix not in FIXTURE_SUFFIXES:
+            requested = f"{plugin}/{requested}"
+        if requested in fixtures:
+            return load_fixture(fixtures[requested])
+        path = Path(requested)
+        if path.suffix in FIXTURE_SUFFIXES and path.exists():
+            fixture = load_fixture(path)
+            if fixture.plugin != plugin:
+                raise FixtureError(f"--from-fixture {requested}: that fixture is plugin {fixture.plugin!r}'s, "
+                                   f"not {plugin!r}'s")
+            return fixture
+        raise FixtureError(f"--from-fixture {requested!r}: plugin {plugin!r} has no such fixture; it has: "
+                           f"{', '.join(sorted(fixtures)) or 'none'}")
+    if not fixtures:
+        raise FixtureError(f"plugin {plugin!r} ships no fixtures (rayaccel_fixture_dirs), so there is none to derive "
+                           "the new SKU's fixture from; give one with --from-fixture <file>")
+    loaded = [load_fixture(fixtures[ref]) for ref in sorted(fixtures)]
+    if sku.architecture:
+        by_id = {s.id: s for s in catalog.skus}
+        for fixture in loaded:
+            archs = {by_id[s].architecture for s in fixture.expected.skus.values() if s in by_id}
+            if fixture.expected.labels.get(f"{VOCABULARY_PREFIX}architecture") == sku.architecture or \
+                    archs == {sku.architecture}:
+                return fixture
+    return loaded[0]
+
+
+def _renamed_type(resources: dict[str, float], accelerator_type: str) -> dict[str, float]:
+    return {(f"accelerator_type:{accelerator_type}" if k.startswith("accelerator_type:") else k): v
+            for k, v in resources.items()}
+
+
+def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
+    """The base fixture's expectation, with everything the SKU record decides changed to the SKU's."""
+    exp = base.expected.model_dump(mode="json")
+    exp["accelerator_type"] = sku.accelerator_type
+    exp["resources"] = _renamed_type(exp["resources"], sku.accelerator_type)
+    device_ids = exp["device_ids"] or list(exp["skus"])
+    exp["skus"] = dict.fromkeys(device_ids, sku.id)
+    labels: dict[str, str] = exp["labels"]
+    if labels:
+        labels[RAY_ACCELERATOR_TYPE_LABEL] = sku.accelerator_type
+        labels[f"{VOCABULARY_PREFIX}sku-known"] = "true"
+        labels[f"{VOCABULARY_PREFIX}sku"] = sku.id
+        if sku.memory_mib is not None:
+            labels[f"{VOCABULARY_PREFIX}memory-mib"] = str(sku.memory_mib)
+        if sku.architecture is not None:
+            labels[f"{VOCABULARY_PREFIX}architecture"] = sku.architecture
+    return exp
+
+
+def derived_faults(base: Fixture, rewritten: Any, sku: SkuRecord) -> list[dict[str, Any]]:
+    """The faults as the plugin rewrote them (their patches may restate the device list in the vendor's
+    format, now of the new SKU), each with the base fault's expectation and the accelerator type renamed.
+
+    Only the patches come from the plugin: a fault it dropped, renamed or added is refused, because the
+    expectation that says what the fault must do is the base fixture's."""
+    by_name = {f.get("name"): f for f in rewritten if isinstance(f, dict)} if isinstance(rewritten, list) else {}
+    if rewritten is not None and set(by_name) != {f.name for f in base.faults}:
+        raise FixtureError(f"rayaccel_fixture_for_sku returned faults {sorted(map(str, by_name))}, but the base "
+                           f"fixture {base.ref} has {sorted(f.name for f in base.faults)}; rewrite each fault's patch, "
+                           "keep the faults themselves")
+    faults = []
+    for fault in base.faults:
+        patch = by_name[fault.name].get("patch", fault.patch) if fault.name in by_name else fault.patch
+        expected = fault.expected.model_dump(mode="json", exclude_none=True)
+        if fault.expected.resources is not None:
+            expected["resources"] = _renamed_type(fault.expected.resources, sku.accelerator_type)
+        faults.append({**fault.model_dump(mode="json"), "patch": copy.deepcopy(patch), "expected": expected})
+    return faults
+
+
+def with_plugin_resources(expected: dict[str, float], observed: dict[str, float],
+                           family_resource: str) -> dict[str, float]:
+    """The family's resource and the accelerator type as expected; any other resource (a TPU slice's head
+    resource names the chip generation) as the plugin answered on the new fixture."""
+    decided = {k: v for k, v in expected.items() if k == family_resource or k.startswith("accelerator_type:")}
+    return {**decided, **{k: v for k, v in observed.items()
+                          if k != family_resource and not k.startswith("accelerator_type:")}}
+
+
+def is_plugin_label(key: str) -> bool:
+    """A label the plugin decides from the device, not the SKU record: its own (under its prefix), Ray's
+    generation-specific ones (``ray.io/tpu-pod-type``: a new chip generation has its own), and the scale-up
+    domain (its size and kind follow from the generation too)."""
+    if key.startswith(RAY_LABEL_PREFIX):
+        return key != RAY_ACCELERATOR_TYPE_LABEL
+    return not key.startswith(VOCABULARY_PREFIX) or key.startswith(f"{VOCABULARY_PREFIX}scale-up-domain")
+
+
+def observed_label_keys(sku: SkuRecord) -> set[str]:
+    """Vocabulary labels the SKU record leaves to the device: what it reports on the new fixture is kept."""
+    keys = set()
+    if sku.architecture is None:
+        keys.add(f"{VOCABULARY_PREFIX}architecture")
+    if sku.memory_mib is None:
+        keys.add(f"{VOCABULARY_PREFIX}memory-mib")
+    return keys
