@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rayaccel.bounded import BoundedTimeout, run_bounded
     from rayaccel.errors import CatalogError, FixtureError, HookError, PluginError, RayaccelError
     from rayaccel.hookspec import SPEC_VERSION, hookimpl
     from rayaccel.host import (
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 # Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload,
 # a plugin or a CLI command imports only the modules it uses.
 _EXPORTS = {
+    "rayaccel.bounded": ("BoundedTimeout", "run_bounded"),
     "rayaccel.errors": ("CatalogError", "FixtureError", "HookError", "PluginError", "RayaccelError"),
     "rayaccel.hookspec": ("SPEC_VERSION", "hookimpl"),
     "rayaccel.host": (
@@ -70,6 +72,7 @@ __version__ = "0.1.0"
 __all__ = [
     "SPEC_VERSION",
     "Affinity",
+    "BoundedTimeout",
     "CatalogError",
     "CloudHint",
     "CommandNotFound",
@@ -107,6 +110,7 @@ __all__ = [
     "__version__",
     "hookimpl",
     "report_problem",
+    "run_bounded",
 ]
 
 

@@ -7,13 +7,11 @@ abandoned after :func:`nvml_timeout` seconds, and the caller gets :class:`NvmlTi
 
 from __future__ import annotations
 
-import contextvars
 import os
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rayaccel import Host, HostError, LibraryUnavailable
+from rayaccel import BoundedTimeout, Host, HostError, LibraryUnavailable, run_bounded
 
 T = TypeVar("T")
 
@@ -43,23 +41,11 @@ def open_nvml(host: Host) -> Any | None:
 
 
 def bounded(fn: Callable[[], T], what: str, timeout: float | None = None) -> T:
-    """fn() in a daemon thread; NvmlTimeout if it has not returned within the timeout."""
+    """fn() bounded by :func:`rayaccel.run_bounded` (a daemon thread, abandoned at the timeout; what fn reports
+    reaches the hook call); NvmlTimeout if it has not returned within the timeout."""
     limit = nvml_timeout() if timeout is None else timeout
-    outcome: dict[str, Any] = {}
-    context = contextvars.copy_context()  # problems reported in the thread reach the hook call
-
-    def target() -> None:
-        try:
-            outcome["value"] = context.run(fn)
-        except BaseException as e:  # re-raised in the caller's thread
-            outcome["error"] = e
-
-    thread = threading.Thread(target=target, name=f"rayaccel-nvidia-{what}", daemon=True)
-    thread.start()
-    thread.join(limit)
-    if thread.is_alive():
+    try:
+        return run_bounded(fn, limit, name=f"rayaccel-nvidia-{what}")
+    except BoundedTimeout:
         raise NvmlTimeout(f"NVML did not answer within {limit:g}s while {what} (is the NVIDIA driver hung? "
-                          f"check 'dmesg' for NVRM errors; raise {TIMEOUT_ENV} only for a known-slow driver)")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+                          f"check 'dmesg' for NVRM errors; raise {TIMEOUT_ENV} only for a known-slow driver)") from None
