@@ -164,13 +164,11 @@ def start(
     stop_hint = f"(stop the node with: rayaccel stop --address={address})"
     try:
         node_id = _join(address, node_manager_port, monitor_interval if monitor else None, plugin, config)
+    except _NotListed as e:
+        raise RayaccelError(f"the node started, but {e} {stop_hint}") from None
     except Exception as e:  # the node runs: say so, and how to stop it
         step = "its health monitor did not" if monitor else "it did not register"
         raise RayaccelError(f"the node started, but {step}: {type(e).__name__}: {e} {stop_hint}") from None
-    try:
-        _wait_listed_by_ray_status(address, node_id)
-    except WaitTimeout as e:
-        raise RayaccelError(f"the node started, but {e} {stop_hint}") from None
     typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
 
 
@@ -202,10 +200,15 @@ def _decide_auth(head: bool) -> tuple[str, str]:
     return mode, why
 
 
+class _NotListed(Exception):
+    """`ray status` did not list the new node in time."""
+
+
 def _join(address: str, node_manager_port: int, monitor_interval: float | None, plugins: list[str] | None,
           config: object) -> str:
     """Connect a short-lived driver, find the new node (by its raylet port), start its health monitor
-    when ``monitor_interval`` is given; returns the node id."""
+    when ``monitor_interval`` is given, and wait until `ray status` lists the node (while the monitor's
+    worker starts); returns the node id."""
     import ray
 
     from rayaccel.ray.monitor import start_monitor
@@ -220,8 +223,14 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
                           if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), ""),
             timeout=NODE_VISIBLE_TIMEOUT_S, interval=0.2,
             what=f"the new node (raylet port {node_manager_port}) to register with {address}")
+        handle = None
         if monitor_interval is not None:
             handle = start_monitor(node_id, monitor_interval, plugins, unhealthy_devices(config.inventory))
+        try:
+            _wait_listed_by_ray_status(address, node_id)
+        except WaitTimeout as e:
+            raise _NotListed(str(e)) from None
+        if handle is not None:
             ray.get(handle.status.remote(), timeout=60)  # the monitor is up; its first poll runs meanwhile
             typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}; a fatal "
                        "device fault cordons the device's family on this node until it recovers (Ray 2.60 "
@@ -231,16 +240,24 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
         ray.shutdown()
 
 
+def ray_status(address: str) -> str:
+    """What `ray status --address=ADDRESS` prints, from Ray's own command run in this process (the same
+    code and the same GCS query as the subprocess, without a ~1 s Python and Ray start per look)."""
+    import io
+
+    from ray.scripts.scripts import status
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status.main(["--address", address], standalone_mode=False)
+    return out.getvalue()
+
+
 def _wait_listed_by_ray_status(address: str, node_id: str) -> None:
     # `ray status` prints what Ray's autoscaler monitor last wrote (every few seconds): "No cluster
     # status" at first, then a list without the new node. Return only once the user's next command works.
-    def ray_status() -> str:
-        done = subprocess.run([*_ray_command(), "status", f"--address={address}"], capture_output=True,
-                              text=True, timeout=60, check=False)
-        return done.stdout + done.stderr
-
-    wait_for(ray_status, lambda out: node_id in out, timeout=NODE_VISIBLE_TIMEOUT_S, interval=1.0,
-             retry_on=(subprocess.TimeoutExpired,), what=f"`ray status --address={address}` to list node {node_id}")
+    wait_for(lambda: ray_status(address), lambda out: node_id in out, timeout=NODE_VISIBLE_TIMEOUT_S,
+             interval=0.25, retry_on=(Exception,), what=f"`ray status --address={address}` to list node {node_id}")
 
 
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
