@@ -41,6 +41,16 @@ report quoting the field and the value). Reports are kept per hook call (at most
 thread of the plugin's own reports through `contextvars.copy_context().run(...)`; tests capture reports with
 `rayaccel.reporting.collect_problems()`.
 
+**Vendor libraries.** A hook reads the machine only through its `host` (`rayaccel.Host`: env, files,
+commands, HTTP), and a vendor Python library (bindings to a management library, like NVML) the same way: the
+plugin owns an adapter, `rayaccel.LibraryAdapter(name, open_real, open_simulated)` (two callables, nothing
+imported by name), and calls `host.library(adapter)`. A real host calls `open_real()` once, which raises
+`LibraryUnavailable` when the library or its driver is missing (any other exception is turned into one); a
+simulated host calls `open_simulated(data)` with the fixture's `host.libraries.<name>` data
+([fixtures.md](fixtures.md)). On empty data (`{{}}`) the simulated adapter still gives the library's constants
+and exception classes: a call log recorded by `rayaccel record` is replayed on top of it. Examples:
+`rayaccel_nvidia.nvml.NVML`, `rayaccel_amd.amdsmi.AMDSMI`, the template's `python-library` probe.
+
 Spec version: **{hookspec.SPEC_VERSION}**. A plugin declares the version it was written for in
 `FamilyDeclaration.spec_version`; a different major version is refused, any minor version is accepted.
 Required hooks: {", ".join(f"`{h}`" for h in hookspec.REQUIRED_HOOKS)}.

@@ -254,7 +254,7 @@ def test_a_library_result_that_cannot_be_serialised_is_refused() -> None:
 
 
 def test_replayed_library_answers_in_sequence_and_raises_the_library_errors() -> None:
-    from rayaccel.vendorlib.nvml import CONSTANTS, open_simulated
+    from rayaccel_nvidia.nvml import CONSTANTS, open_simulated
 
     base = open_simulated({})
     lib = ReplayLibrary("nvml", base, {

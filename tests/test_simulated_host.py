@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 from rayaccel.errors import FixtureError
 from rayaccel.fixtures import Fixture, merge_patch, parse_fixture
-from rayaccel.host import CommandNotFound, CommandTimeout, HttpUnavailable, LibraryUnavailable, RealHost
+from rayaccel.host import (
+    CommandNotFound,
+    CommandTimeout,
+    HttpUnavailable,
+    LibraryAdapter,
+    LibraryUnavailable,
+    RealHost,
+)
 from rayaccel.simulated import SimulatedHost
 
 
@@ -75,11 +82,48 @@ def test_http_needs_the_declared_headers_and_unknown_urls_are_unreachable(host):
     assert time.monotonic() - started < 1
 
 
+def _no_real_library() -> object:
+    raise LibraryUnavailable("not on this machine")
+
+
 def test_absent_library_is_unavailable(host):
     with pytest.raises(LibraryUnavailable):
+        host.library(LibraryAdapter("nvml", _no_real_library, dict))
+    with pytest.raises(LibraryUnavailable, match="not installed"):
+        host.library(LibraryAdapter("not-a-library", _no_real_library, dict))
+    # A library is named by the plugin's adapter object, never looked up by a string.
+    with pytest.raises(TypeError, match="LibraryAdapter"):
         host.library("nvml")
-    with pytest.raises(LibraryUnavailable, match="no adapter"):
-        host.library("not-a-library")
+
+
+def test_a_library_adapter_is_opened_once_per_host_real_or_simulated():
+    opened: list[object] = []
+
+    def open_simulated(data: object) -> dict[str, object]:
+        opened.append(data)
+        return {"adapter": data}
+
+    def open_real() -> str:
+        opened.append("real")
+        return "real library"
+
+    adapter = LibraryAdapter("acmeml", open_real, open_simulated)
+    simulated = SimulatedHost(fixture(libraries={"acmeml": {"devices": 2}}))
+    assert simulated.library(adapter) == {"adapter": {"devices": 2}}
+    assert simulated.library(adapter) is simulated.library(adapter)
+    real = RealHost()
+    assert real.library(adapter) == real.library(adapter) == "real library"
+    assert opened == [{"devices": 2}, "real"]
+
+    def broken_driver() -> object:
+        raise OSError("libacme.so: cannot open shared object file")
+
+    with pytest.raises(LibraryUnavailable, match=r"acmeml: OSError: libacme\.so"):
+        RealHost().library(LibraryAdapter("acmeml", broken_driver, open_simulated))
+    with pytest.raises(ValueError, match="non-empty name"):
+        LibraryAdapter("", open_real, open_simulated)
+    with pytest.raises(TypeError, match="callables"):
+        LibraryAdapter("acmeml", "acme:open_real", open_simulated)  # type: ignore[arg-type]
 
 
 def test_faults_patch_only_what_they_name_and_a_fault_file_switches_them_live(host, tmp_path):

@@ -38,6 +38,8 @@ from typing import Any
 
 import psutil
 
+from rayaccel.host import LibraryAdapter
+
 #: How long threads a hook started may take to finish after it returned before they count as left behind.
 THREAD_GRACE_S = 0.5
 
@@ -164,7 +166,8 @@ def _classify(watch: Watch, event: str, args: tuple[Any, ...]) -> None:
     elif event == "ctypes.dlopen":
         name = args[0] if args else None
         if name and not (isinstance(name, str) and os.path.isabs(name) and watch.readable(name)):
-            watch.note(f"loaded native library {name} outside the Host seam: use host.library(name)")
+            watch.note(f"loaded native library {name} outside the Host seam: hand a rayaccel.LibraryAdapter to "
+                       "host.library(adapter)")
 
 
 def _short(value: Any) -> str:
@@ -225,12 +228,21 @@ class _Tee:
 
 def _in_vendor_call(thread: threading.Thread) -> bool:
     frame = sys._current_frames().get(thread.ident or -1)
-    seam = tuple(os.path.join(d, name) for d in _sdk_dirs() for name in ("host.py", "simulated.py", "vendorlib"))
+    seam = tuple(os.path.join(d, name) for d in _sdk_dirs() for name in ("host.py", "simulated.py"))
     while frame is not None:
-        if os.path.realpath(frame.f_code.co_filename).startswith(seam):
+        if os.path.realpath(frame.f_code.co_filename).startswith(seam) or _in_adapter_module(frame.f_globals):
             return True
         frame = frame.f_back
     return False
+
+
+def _in_adapter_module(module_globals: Mapping[str, Any]) -> bool:
+    """Code of a module that defines a library adapter (a plugin's own, e.g. its NVML module): part of the seam,
+    as the host that opens it is."""
+    name = module_globals.get("__name__")
+    return any(isinstance(value, LibraryAdapter) and name in (getattr(value.open_real, "__module__", None),
+                                                                getattr(value.open_simulated, "__module__", None))
+               for value in list(module_globals.values()))
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         HostError,
         HttpResponse,
         HttpUnavailable,
+        LibraryAdapter,
         LibraryUnavailable,
         RealHost,
     )
@@ -58,7 +59,7 @@ _EXPORTS = {
     "rayaccel.hookspec": ("SPEC_VERSION", "hookimpl"),
     "rayaccel.host": (
         "CommandNotFound", "CommandResult", "CommandTimeout", "Host", "HostError", "HttpResponse",
-        "HttpUnavailable", "LibraryUnavailable", "RealHost"),
+        "HttpUnavailable", "LibraryAdapter", "LibraryUnavailable", "RealHost"),
     "rayaccel.records": (
         "Affinity", "CloudHint", "Device", "Domain", "FamilyDeclaration", "FamilyInventory", "HealthReason",
         "HealthReport", "Link", "MetricSample", "NodeInventory", "Partition", "Problem", "QuantityRule",
@@ -90,6 +91,7 @@ __all__ = [
     "HostError",
     "HttpResponse",
     "HttpUnavailable",
+    "LibraryAdapter",
     "LibraryUnavailable",
     "Link",
     "MetricSample",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import http.client
-import importlib
 import math
 import os
 import selectors
@@ -116,40 +115,41 @@ class Host(Protocol):
         """Raises HttpUnavailable when nothing answers in time."""
         ...
 
-    def library(self, name: str) -> Any:
-        """A vendor library adapter (see :data:`LIBRARY_ADAPTERS`). Raises LibraryUnavailable."""
+    def library(self, adapter: LibraryAdapter) -> Any:
+        """The vendor library behind ``adapter``, opened once per host. Raises LibraryUnavailable."""
         ...
 
 
-#: Vendor library adapters: name -> ("module:real_factory", "module:simulated_factory").
-#: The real factory takes no argument and returns the adapter (raising LibraryUnavailable when the
-#: library or driver is missing); the simulated one takes the fixture's data for that library.
-LIBRARY_ADAPTERS: dict[str, tuple[str, str]] = {
-    "nvml": ("rayaccel.vendorlib.nvml:open_real", "rayaccel.vendorlib.nvml:open_simulated"),
-    "amdsmi": ("rayaccel.vendorlib.amdsmi:open_real", "rayaccel.vendorlib.amdsmi:open_simulated"),
-}
+@dataclass(frozen=True)
+class LibraryAdapter:
+    """A vendor Python library behind a small adapter, as a plugin hands it to :meth:`Host.library`.
+
+    The plugin that needs the library owns its adapter and passes this object (no name looked up in a
+    registry, no import by string): ``host.library(NVML)``. ``name`` is the key of the library's data in a
+    fixture (``host.libraries.<name>``) and in a recording. ``open_real()`` opens the library on this
+    machine, raising :class:`LibraryUnavailable` when it or its driver is missing (any other exception is
+    turned into one). ``open_simulated(data)`` answers from the fixture's data for ``name`` with the same
+    calls and the same errors; on empty data (``{}``) it must still give the library's constants and
+    exception classes (a recorded call log is replayed on top of it).
+    """
+
+    name: str
+    open_real: Callable[[], Any]
+    open_simulated: Callable[[Any], Any]
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.name, str) and self.name):
+            raise ValueError(f"a library adapter needs a non-empty name, not {self.name!r}")
+        if not (callable(self.open_real) and callable(self.open_simulated)):
+            raise TypeError(f"library adapter {self.name!r}: open_real and open_simulated must be callables")
 
 
-def register_library_adapter(name: str, real_factory: str, simulated_factory: str) -> None:
-    """Register a vendor library adapter by import path (imported only when a plugin asks for it)."""
-    LIBRARY_ADAPTERS[name] = (real_factory, simulated_factory)
-
-
-def resolve_factory(path: str) -> Callable[..., Any]:
-    module, _, attr = path.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj  # type: ignore[no-any-return]
-
-
-def adapter_names(name: str) -> tuple[str, str]:
-    try:
-        return LIBRARY_ADAPTERS[name]
-    except KeyError:
-        raise LibraryUnavailable(
-            f"no adapter registered for vendor library {name!r}; known: {sorted(LIBRARY_ADAPTERS)}"
-        ) from None
+def check_adapter(adapter: object) -> LibraryAdapter:
+    """``adapter`` if it is a :class:`LibraryAdapter`; a TypeError naming what to pass otherwise."""
+    if not isinstance(adapter, LibraryAdapter):
+        raise TypeError(f"host.library() takes a rayaccel.LibraryAdapter (the plugin's own adapter), "
+                        f"not {type(adapter).__name__} {adapter!r}")
+    return adapter
 
 
 class RealHost:
@@ -209,11 +209,11 @@ class RealHost:
                  timeout: float = DEFAULT_HTTP_TIMEOUT) -> HttpResponse:
         return http_get_bounded(url, headers or {}, timeout)
 
-    def library(self, name: str) -> Any:
+    def library(self, adapter: LibraryAdapter) -> Any:
+        name = check_adapter(adapter).name
         if name not in self._libraries:
-            real, _ = adapter_names(name)
             try:
-                self._libraries[name] = resolve_factory(real)()
+                self._libraries[name] = adapter.open_real()
             except LibraryUnavailable:
                 raise
             except Exception as e:  # an absent driver shows up as anything from ImportError to OSError

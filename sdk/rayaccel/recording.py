@@ -41,7 +41,9 @@ from rayaccel.host import (
     Host,
     HttpResponse,
     HttpUnavailable,
+    LibraryAdapter,
     OutputTooLarge,
+    check_adapter,
 )
 from rayaccel.records import NodeInventory
 from rayaccel.simulated import LIBRARY_FAULT_KEY
@@ -232,19 +234,20 @@ class RecordingHost:
                                        "body": _text(f"GET {url}", response.body, self.errors)})
         return response
 
-    def library(self, name: str) -> Any:
+    def library(self, adapter: LibraryAdapter) -> Any:
+        name = check_adapter(adapter).name
         with self._lock:
             if name in self._libraries:
                 return self._libraries[name]
         with self._lock:
             self._opening[name] = self._opening.get(name, 0) + 1
         try:
-            adapter = self.inner.library(name)  # LibraryUnavailable: recorded as absence
+            opened = self.inner.library(adapter)  # LibraryUnavailable: recorded as absence
         finally:
             with self._lock:
                 self._opening[name] -= 1
         with self._lock:
-            return self._libraries.setdefault(name, RecordingLibrary(adapter, name, self))
+            return self._libraries.setdefault(name, RecordingLibrary(opened, name, self))
 
     # The recording -----------------------------------------------------------------------------
 

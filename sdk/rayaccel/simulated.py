@@ -25,10 +25,10 @@ from rayaccel.host import (
     CommandTimeout,
     HttpResponse,
     HttpUnavailable,
+    LibraryAdapter,
     LibraryUnavailable,
     OutputTooLarge,
-    adapter_names,
-    resolve_factory,
+    check_adapter,
 )
 
 #: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
@@ -193,10 +193,10 @@ class SimulatedHost:
                 return HttpResponse(403, f"missing header {key}: {value}")
         return HttpResponse(answer.status, answer.body)
 
-    def library(self, name: str) -> Any:
+    def library(self, adapter: LibraryAdapter) -> Any:
+        name = check_adapter(adapter).name
         libraries = self.state().libraries
         if name not in self._libraries:
-            _, simulated = adapter_names(name)
             data = libraries.get(name)
             if data is None:
                 raise LibraryUnavailable(f"{name}: not installed on this (simulated) host")
@@ -207,10 +207,10 @@ class SimulatedHost:
                 from rayaccel.recording import ReplayLibrary
 
                 calls = data[RECORDED_CALLS_KEY]
-                adapter = ReplayLibrary(name, resolve_factory(simulated)({}), calls if isinstance(calls, dict) else {})
+                opened = ReplayLibrary(name, adapter.open_simulated({}), calls if isinstance(calls, dict) else {})
             else:
-                adapter = resolve_factory(simulated)(data)
-            self._libraries[name] = FaultyLibrary(adapter, name, fault) if isinstance(fault, dict) else adapter
+                opened = adapter.open_simulated(data)
+            self._libraries[name] = FaultyLibrary(opened, name, fault) if isinstance(fault, dict) else opened
         return self._libraries[name]
 
 

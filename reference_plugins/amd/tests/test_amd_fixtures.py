@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pkgutil
+
 import pytest
 import yaml
 
@@ -11,7 +13,7 @@ from rayaccel.fixtures import compare_expected, parse_fixture
 from rayaccel.host import LibraryUnavailable
 from rayaccel.inventory import collect_inventory
 from rayaccel.simulated import SimulatedHost
-from rayaccel.vendorlib import amdsmi as amdsmi_adapter
+from rayaccel_amd import amdsmi as amdsmi_adapter
 from rayaccel_amd import plugin
 
 FIXTURE_NAMES = sorted(p.stem for p in (plugin.HERE / "fixtures").glob("*.yaml"))
@@ -156,13 +158,11 @@ def test_rccl_transport_is_a_real_ray_transport_manager():
     from ray.experimental.rdt.collective_tensor_transport import NCCLTensorTransport
     from ray.experimental.rdt.util import register_tensor_transport, transport_manager_info
 
-    from rayaccel.host import resolve_factory
-
     specs = {s.name: s for s in plugin.rayaccel_transports()}
-    rccl = resolve_factory(specs["RCCL"].manager_class)
+    rccl = pkgutil.resolve_name(specs["RCCL"].manager_class)
     assert issubclass(rccl, TensorTransportManager) and issubclass(rccl, NCCLTensorTransport)
     assert rccl().tensor_transport_backend() == "NCCL" and not rccl.is_one_sided()
-    assert resolve_factory(specs["NCCL"].manager_class) is NCCLTensorTransport and specs["NCCL"].builtin_in_ray
+    assert pkgutil.resolve_name(specs["NCCL"].manager_class) is NCCLTensorTransport and specs["NCCL"].builtin_in_ray
     # rayaccel.ray.init registers every declared transport in its process: an earlier test may have done so.
     earlier = transport_manager_info.pop("RCCL", None)
     assert earlier is None or earlier.transport_manager_class is rccl

@@ -21,7 +21,7 @@ from rayaccel.fixtures import parse_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.records import ID_FALLBACK
 from rayaccel.simulated import SimulatedHost
-from rayaccel.vendorlib import amdsmi as amdsmi_adapter
+from rayaccel_amd import amdsmi as amdsmi_adapter
 from rayaccel_amd import library
 
 

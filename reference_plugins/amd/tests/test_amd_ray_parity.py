@@ -26,7 +26,7 @@ from rayaccel.fixtures import parse_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.quantity import check_quantity
 from rayaccel.simulated import SimulatedHost
-from rayaccel.vendorlib import amdsmi as amdsmi_adapter
+from rayaccel_amd import amdsmi as amdsmi_adapter
 from rayaccel_amd import cli, plugin
 
 # Every fixture, old and new (the partitioned MI300X ones included): Ray and the plugin must agree on each.

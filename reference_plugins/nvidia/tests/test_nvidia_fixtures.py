@@ -20,6 +20,7 @@ from rayaccel.manager import PluginManager
 from rayaccel.records import NodeInventory
 from rayaccel.simulated import SimulatedHost
 from rayaccel_nvidia import plugin
+from rayaccel_nvidia.nvml import NVML
 
 # Parsing a fixture is the slow part of these tests; fixtures are immutable, so share them.
 load_fixture = cache(read_fixture)
@@ -143,7 +144,7 @@ def test_an_xid_stays_until_nvml_is_reinitialised(manager: PluginManager) -> Non
 def test_on_this_machine_without_a_gpu_the_plugin_reports_nothing_and_no_problem(manager: PluginManager) -> None:
     result = collect_inventory(manager, RealHost())
     try:
-        gpus = RealHost().library("nvml").nvmlDeviceGetCount()
+        gpus = RealHost().library(NVML).nvmlDeviceGetCount()
     except LibraryUnavailable:
         gpus = 0  # no driver here: the plugin must see nothing
     family = result.family("nvidia")

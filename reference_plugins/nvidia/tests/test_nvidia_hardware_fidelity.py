@@ -22,8 +22,8 @@ from rayaccel.manager import PluginManager
 from rayaccel.ray.placement import find_scale_up_domain, scale_up_domains
 from rayaccel.records import ID_FALLBACK, NodeInventory
 from rayaccel.simulated import SimulatedHost
-from rayaccel.vendorlib import nvml as adapter
 from rayaccel_nvidia import metrics, plugin, topology
+from rayaccel_nvidia import nvml as adapter
 
 load_fixture = cache(read_fixture)
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

@@ -23,6 +23,7 @@ from rayaccel.manager import PluginManager
 from rayaccel.quantity import check_quantity
 from rayaccel.simulated import SimulatedHost
 from rayaccel_nvidia import naming, plugin, visible
+from rayaccel_nvidia.nvml import NVML
 
 # Parsing a fixture is the slow part of these tests; fixtures are immutable, so share them.
 load_fixture = cache(read_fixture)
@@ -41,7 +42,7 @@ def manager() -> PluginManager:
 
 def feed_ray(monkeypatch: pytest.MonkeyPatch, host: SimulatedHost) -> None:
     """Point the pynvml functions Ray's manager calls at the simulated NVML of this host."""
-    nvml = host.library("nvml")
+    nvml = host.library(NVML)
     monkeypatch.setattr(ray_pynvml, "nvmlInit", nvml.nvmlInit)
     monkeypatch.setattr(ray_pynvml, "nvmlShutdown", nvml.nvmlShutdown)
     monkeypatch.setattr(ray_pynvml, "nvmlDeviceGetCount", nvml.nvmlDeviceGetCount)

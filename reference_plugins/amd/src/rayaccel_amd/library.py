@@ -1,4 +1,4 @@
-"""Read the GPUs through the amdsmi Python API (``host.library("amdsmi")``).
+"""Read the GPUs through the amdsmi Python API (``host.library(AMDSMI)``).
 
 A GPU is reported even when amdsmi gives neither its uuid nor its PCI address (under a fallback id, with a
 warning: Ray counts it too); anything else the ASIC or driver does not support

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from rayaccel import Host, LibraryUnavailable
+from rayaccel_amd.amdsmi import AMDSMI
 from rayaccel_amd.cli import PARTS, read_cli
 from rayaccel_amd.library import read_library
 from rayaccel_amd.snapshot import Snapshot, disambiguate_shared_uuids
@@ -17,7 +18,7 @@ def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
     and fast, is always read whole.
     """
     try:
-        lib = host.library("amdsmi")
+        lib = host.library(AMDSMI)
     except LibraryUnavailable:
         snapshot = read_cli(host, parts)
     else:

@@ -1,6 +1,6 @@
 """Devices from NVML: identity, memory, PCI, NUMA/CPU affinity, compute capability, versions, MIG.
 
-Functions take an NVML adapter (``host.library("nvml")``: pynvml itself, or the simulated adapter with
+Functions take an NVML adapter (``host.library(NVML)``: pynvml itself, or the simulated adapter with
 the same calls), so the same code runs on a node and in tests.
 
 A GPU NVML cannot identify (``NVML_ERROR_GPU_IS_LOST`` when getting its handle, or a UUID that is not

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rayaccel import BoundedTimeout, Host, HostError, LibraryUnavailable, run_bounded
+from rayaccel_nvidia.nvml import NVML
 
 T = TypeVar("T")
 
@@ -35,7 +36,7 @@ def nvml_timeout() -> float:
 def open_nvml(host: Host) -> Any | None:
     """The host's NVML adapter, or None when NVML is not there (no driver, no library): not a problem."""
     try:
-        return host.library("nvml")
+        return host.library(NVML)
     except LibraryUnavailable:
         return None
 

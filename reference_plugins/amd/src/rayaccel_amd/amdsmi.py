@@ -1,4 +1,4 @@
-"""The ``amdsmi`` adapter behind ``host.library("amdsmi")``.
+"""The ``amdsmi`` adapter behind ``host.library(AMDSMI)``.
 
 ``open_real()`` imports AMD's ``amdsmi`` Python package, initialises it for GPUs and returns the module
 itself, so a plugin calls the real API (``amdsmi_get_processor_handles``, ``amdsmi_get_gpu_asic_info``,
@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any
 
-from rayaccel.host import LibraryUnavailable
+from rayaccel import LibraryAdapter, LibraryUnavailable
 
 # Status codes, as amdsmi.h / amdsmi_wrapper.py number them.
 AMDSMI_STATUS: dict[int, str] = {
@@ -373,3 +373,8 @@ class SimulatedAmdSmi:
         if not isinstance(table, Mapping) or table.get(key) is None:
             raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED)
         return table[key]
+
+
+#: What this plugin hands to ``host.library(...)``: the real amdsmi on a node, the fixture's ``libraries.amdsmi`` data
+#: on a simulated host.
+AMDSMI = LibraryAdapter("amdsmi", open_real, open_simulated)

@@ -1,4 +1,4 @@
-"""The NVML adapter behind ``host.library("nvml")``.
+"""The NVML adapter behind ``host.library(NVML)``.
 
 Both adapters answer the calls a plugin makes with pynvml's (``nvidia-ml-py``) names, arguments, return
 shapes and errors, so plugin code is the same on a real node and on a simulated one:
@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from rayaccel.host import LibraryUnavailable
+from rayaccel import LibraryAdapter, LibraryUnavailable
 
 #: How long a simulated hung call blocks: longer than any sane caller's timeout, so a caller that does
 #: not bound its NVML calls hangs here as it would on a wedged driver. Callers abandon the thread.
@@ -542,7 +542,7 @@ class SimulatedNvml:
 def open_simulated(data: Mapping[str, Any]) -> SimulatedNvml:
     """An adapter answering from ``host.libraries.nvml`` fixture data (after an ``nvmlInit``)."""
     if not isinstance(data, Mapping):
-        raise LibraryUnavailable("nvml: simulated data must be a mapping (see rayaccel.vendorlib.nvml)")
+        raise LibraryUnavailable("nvml: simulated data must be a mapping (see rayaccel_nvidia.nvml)")
     return SimulatedNvml(data)
 
 
@@ -550,3 +550,8 @@ def open_simulated(data: Mapping[str, Any]) -> SimulatedNvml:
 SIMULATED_CALLS: tuple[str, ...] = tuple(
     name for name, value in vars(SimulatedNvml).items() if name.startswith("nvml") and callable(value)
 )
+
+
+#: What this plugin hands to ``host.library(...)``: the real NVML on a node, the fixture's ``libraries.nvml`` data
+#: on a simulated host.
+NVML = LibraryAdapter("nvml", open_real, open_simulated)
