@@ -206,6 +206,35 @@ def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> N
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 
 
+#: Each probe kind's own file, and a line only that kind's probe has.
+PROBE_VARIANTS = {"sysfs": 'SYSFS = f"/sys/class/{CLASS}"', "command-json": 'LIST = [TOOL, "list", "--json"]',
+                  "command-csv": "DEVICE_COLUMNS = (", "python-library": "ADAPTER = LibraryAdapter(LIBRARY"}
+
+
+def test_every_probe_kind_is_a_variant_file_of_its_own() -> None:
+    kinds = json.loads((TEMPLATE / "cookiecutter.json").read_text())["probe_kind"]
+    variants = TEMPLATE / "{{cookiecutter.__project_slug}}" / "variants"
+    assert sorted(p.name for p in variants.iterdir()) == sorted(kinds) == sorted(PROBE_VARIANTS)
+    for kind in kinds:
+        text = (variants / kind / "probe.py").read_text(encoding="utf-8")
+        assert "{%" not in text, f"{kind}: a variant is one kind's code, with no template logic"
+
+
+@pytest.mark.parametrize("kind", sorted(PROBE_VARIANTS))
+def test_each_probe_variant_bakes_alone_into_python_that_ruff_finds_clean(kind: str, tmp_path: Path) -> None:
+    done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={"probe_kind": kind, "vendor_name": "ACME Corp"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    project = tmp_path / "out" / "rayaccel-acme"
+    assert not (project / "variants").exists()  # the other kinds are not part of the project
+    probe = (project / "src" / "rayaccel_acme" / "probe.py").read_text(encoding="utf-8")
+    assert PROBE_VARIANTS[kind] in probe
+    assert not [marker for other, marker in PROBE_VARIANTS.items() if other != kind and marker in probe]
+    python = sorted(str(p.relative_to(project)) for p in project.rglob("*.py"))
+    assert "src/rayaccel_acme/probe.py" in python and "src/rayaccel_acme/readings.py" in python
+    ruff = run([str(BIN / "ruff"), "check", "--no-cache", *python], cwd=project)  # the project's own ruff config
+    assert ruff.returncode == 0, ruff.stdout[-3000:]
+
+
 @pytest.mark.parametrize(("answer", "message"), [
     ("resource_name=GPU", "resource name 'GPU' collides with 'GPU'"),
     ("visible_devices_env_var=CUDA_VISIBLE_DEVICES", "env var CUDA_VISIBLE_DEVICES is already used"),

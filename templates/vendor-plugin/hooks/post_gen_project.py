@@ -1,4 +1,9 @@
-"""Finish the baked project: the vendor label in the fixture's expectation, the template record, git.
+"""Finish the baked project: the chosen probe in place, the vendor label in the fixture's expectation, the
+template record, git.
+
+Each probe kind is a file of its own (``variants/<kind>/probe.py``, rendered like every other file); the one
+answered moves to ``src/<module>/probe.py`` and the others are removed. The answer is only compared with the
+variants' folder names, never used as a path of its own.
 
 The record is a cruft state file (``.cruft.json``): the template's source, the commit it was baked
 from and every answer, so ``rayaccel upgrade`` (or ``cruft update``) can bring in a newer template and
@@ -13,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +26,8 @@ from pathlib import Path
 CONTEXT = json.loads({{ cookiecutter | tojson | tojson }})
 FIXTURE = Path("src") / CONTEXT["__module"] / "fixtures" / f"{CONTEXT['__family']}-4.yaml"
 VENDOR_LABEL_MARKER = '"@VENDOR_LABEL@"'
+VARIANTS = Path("variants")
+PROBE = Path("src") / CONTEXT["__module"] / "probe.py"
 #: Paths that describe this bake only and must not be replayed into another one (``_checkout`` is the
 #: record's own ``checkout``; cruft leaves it out of the context too).
 LOCAL_KEYS = ("_output_dir", "_repo_dir", "_checkout", "_template", "_commit")
@@ -31,6 +39,16 @@ def label_value(text: str) -> str:
     value = re.sub(r"[^A-Za-z0-9_.-]+", "-", text.strip())
     value = re.sub(r"-{2,}", "-", value)[:63]
     return value.strip("-_.")
+
+
+def place_probe() -> None:
+    """The answered kind's probe.py into the package; the other variants are not part of the project."""
+    variants = {path.name: path for path in VARIANTS.iterdir() if (path / "probe.py").is_file()}
+    chosen = variants.get(str(CONTEXT["probe_kind"]))
+    if chosen is None:  # the pre-generation hook already refused it; never bake a package without a probe
+        sys.exit(f"probe_kind {CONTEXT['probe_kind']!r} is not one of {sorted(variants)}")
+    (chosen / "probe.py").replace(PROBE)
+    shutil.rmtree(VARIANTS)
 
 
 def fill_vendor_label() -> None:
@@ -115,6 +133,7 @@ def git_init() -> None:
 
 
 def main() -> int:
+    place_probe()
     fill_vendor_label()
     if "_commit" not in CONTEXT:
         write_record()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rayaccel import Device
 
-from {{ cookiecutter.__module }}.probe import DeviceInfo
+from {{ cookiecutter.__module }}.readings import DeviceInfo
 
 
 def to_devices(infos: list[DeviceInfo], driver_version: str | None) -> list[Device]:

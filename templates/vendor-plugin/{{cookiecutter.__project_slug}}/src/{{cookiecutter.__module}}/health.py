@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport, report_problem
 
-from {{ cookiecutter.__module }}.probe import DeviceHealth
+from {{ cookiecutter.__module }}.readings import DeviceHealth
 
 # VENDOR: how many corrected errors your hardware tolerates before it should be looked at.
 CORRECTED_ERRORS_DEGRADED = 1000

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rayaccel import Device, MetricSample
 
-from {{ cookiecutter.__module }}.probe import DeviceHealth, DeviceStats
+from {{ cookiecutter.__module }}.readings import DeviceHealth, DeviceStats
 
 MIB = 2**20
 

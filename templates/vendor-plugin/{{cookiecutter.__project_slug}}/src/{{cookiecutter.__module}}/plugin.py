@@ -29,6 +29,7 @@ from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
 
 from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
+from {{ cookiecutter.__module }}.readings import ProbeError
 
 HERE = Path(__file__).parent
 VENDOR = {{ q(cookiecutter.vendor_name) }}
@@ -75,7 +76,7 @@ def _gone(host: Host, devices: Sequence[Device]) -> set[str]:
     with collect_problems():  # what is wrong with the listing itself, discovery reports
         try:
             listed = {info.uuid for info in probe.read_devices(host)}
-        except probe.ProbeError:
+        except ProbeError:
             return set()  # the listing failed: presence is unknown, not "gone"
     return {d.id for d in devices if d.id not in listed} if listed else set()
 
@@ -85,7 +86,7 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]
     gone = _gone(host, devices)
     try:
         counters = probe.read_health(host, devices)
-    except probe.ProbeError as e:
+    except ProbeError as e:
         # Nothing is known: the devices stay schedulable but say why.
         report_problem("health-unavailable", f"{e}; the health of every device is unknown", severity="error")
         reports = [HealthReport(device=d.id, state="unknown", reasons=[HealthReason(code="probe-error",
@@ -103,7 +104,7 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
     try:
         return metrics.to_samples(devices, probe.read_stats(host, devices), probe.read_health(host, devices))
-    except probe.ProbeError as e:
+    except ProbeError as e:
         report_problem("metrics-unavailable", f"{e}; no metrics this time")  # best effort, but never silent
         return []
 

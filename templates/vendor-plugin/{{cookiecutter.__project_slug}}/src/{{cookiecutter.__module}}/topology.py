@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rayaccel import Affinity, Device, Link, Topology
 
-from {{ cookiecutter.__module }}.probe import PeerLink
+from {{ cookiecutter.__module }}.readings import PeerLink
 
 # VENDOR: the link kind of your interconnect, if rayaccel.records.LINK_KINDS has it ("other" otherwise).
 LINK_KIND = "other"
