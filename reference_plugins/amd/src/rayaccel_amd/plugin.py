@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel import (
-    SPEC_VERSION,
     CloudHint,
     Device,
     FamilyDeclaration,
@@ -38,7 +37,7 @@ HERE = Path(__file__).parent
 def rayaccel_family() -> FamilyDeclaration:
     return FamilyDeclaration(
         name="amd", vendor="AMD", resource_name="GPU", visible_devices_env_var=visibility.HIP_VISIBLE_DEVICES,
-        quantity_rule=QuantityRule(kind="fractional"), spec_version=SPEC_VERSION, unit="device",
+        quantity_rule=QuantityRule(kind="fractional"), spec_version="1.0", unit="device",
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel AMD plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel import (
-    SPEC_VERSION,
     CloudHint,
     Device,
     FamilyDeclaration,
@@ -47,7 +46,7 @@ HABANA_VISIBLE_MODULES = "HABANA_VISIBLE_MODULES"
 def rayaccel_family() -> FamilyDeclaration:
     return FamilyDeclaration(
         name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var=HABANA_VISIBLE_MODULES,
-        quantity_rule=QuantityRule(kind="whole"), spec_version=SPEC_VERSION, unit="device",
+        quantity_rule=QuantityRule(kind="whole"), spec_version="1.0", unit="device",
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Gaudi plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
