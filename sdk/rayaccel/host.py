@@ -147,7 +147,7 @@ class LibraryAdapter:
 def check_adapter(adapter: object) -> LibraryAdapter:
     """``adapter`` if it is a :class:`LibraryAdapter`; a TypeError naming what to pass otherwise."""
     if not isinstance(adapter, LibraryAdapter):
-        raise TypeError(f"host.library() takes a rayaccel.LibraryAdapter (the plugin's own adapter), "
+        raise TypeError("host.library() takes a rayaccel.LibraryAdapter (the plugin's own adapter), "
                         f"not {type(adapter).__name__} {adapter!r}")
     return adapter
 
