@@ -10,82 +10,37 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-#: Link kinds a topology may use. ``other`` exists so a new interconnect can be reported before the
-#: vocabulary grows, rather than mislabelled as one of the others.
-LinkKind = Literal[
-    "nvlink", "nvswitch", "xgmi", "ici", "neuronlink", "pcie", "roce", "infiniband", "efa",
-    "ethernet", "gaudi-roce", "other",
-]
-LINK_KINDS: tuple[str, ...] = LinkKind.__args__  # type: ignore[attr-defined]
+from rayaccel.record_rules import (
+    ACCELERATOR_TYPE_RE,
+    DENIED_ENV_PREFIXES,
+    DENIED_ENV_VARS,
+    ENV_VAR_RE,
+    FAMILY_NAME_RE,
+    HEALTH_ORDER,
+    ID_FALLBACK,
+    LINK_KINDS,
+    RESOURCE_NAME_RE,
+    SPEC_VERSION_RE,
+    STANDARD_METRICS,
+    AttributeValue,
+    DomainKind,
+    HealthState,
+    LinkKind,
+    Record,
+    Severity,
+    visible_env_problem,
+)
+from rayaccel.sku_records import SkuCatalog, SkuMatch, SkuRecord
 
-#: Scale-up domain kinds: a set of devices, possibly across hosts, joined by the fast fabric.
-DomainKind = Literal["nvlink-clique", "nvswitch", "xgmi-hive", "tpu-slice", "ultraserver", "neuronlink",
-                     "gaudi-scaleup", "other"]
-
-HealthState = Literal["healthy", "degraded", "unhealthy", "unknown"]
-HEALTH_ORDER: dict[str, int] = {"healthy": 0, "unknown": 1, "degraded": 2, "unhealthy": 3}
-
-#: Device attribute a plugin sets when the vendor interface gave no stable id (no UUID, only a PCI id) and
-#: the device is offered under a fallback id; its value says why. The SDK reports it as a warning problem.
-ID_FALLBACK = "id_fallback"
-
-Severity = Literal["error", "warning", "info"]
-
-#: Standard metric names and the one unit each must be reported in.
-STANDARD_METRICS: dict[str, str] = {
-    "utilization": "percent",
-    "memory_used": "bytes",
-    "memory_total": "bytes",
-    "power": "watts",
-    "temperature": "celsius",
-    "interconnect_tx": "bytes_per_second",
-    "interconnect_rx": "bytes_per_second",
-    "ecc_errors_corrected": "count",
-    "ecc_errors_uncorrected": "count",
-}
-
-_RESOURCE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
-_ENV_VAR = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")
-_FAMILY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-_SPEC_VERSION = re.compile(r"^\d+\.\d+$")
-_ACCEL_TYPE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
-
-AttributeValue = str | int | float | bool
-
-#: Variables a family's visible-devices variable must never be: rayaccel sets it per task, so one of
-#: these would break the worker (PATH, LD_PRELOAD, PYTHONPATH, RAY_ADDRESS, OMP_NUM_THREADS, ...) or hide
-#: another vendor's devices (ROCR_VISIBLE_DEVICES, ...). A variable of Ray's own table is allowed only
-#: with its resource (the plugin takes that Ray family over: GPU with CUDA_VISIBLE_DEVICES). The vendor
-#: template (templates/vendor-plugin/rayaccel_vendor_template.py) refuses the same list.
-DENIED_ENV_VARS = frozenset({
-    "PATH", "HOME", "USER", "SHELL", "PWD", "TMPDIR", "LANG", "TERM", "HOSTNAME", "IFS", "PS1", "TZ", "DISPLAY",
-    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
-    "ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR", "NEURON_RT_VISIBLE_CORES", "HABANA_VISIBLE_MODULES",
-    "HABANA_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS", "ASCEND_RT_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-})
-DENIED_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON", "RAY_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NCCL_", "ROCM_",
-                       "HSA_", "XLA_", "TPU_", "NEURON_", "HABANA_", "LC_", "XDG_", "SSH_", "GRPC_", "MALLOC_")
-
-
-def visible_env_problem(env_var: str, resource_name: str) -> str | None:
-    """Why ``env_var`` cannot select a family's devices (None when it can)."""
-    from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
-
-    if (resource_name, env_var) in RAY_BUILTIN_FAMILIES.values() and not env_var.startswith("RAY_"):
-        return None  # Ray's own pair, taken over as a whole
-    if env_var in DENIED_ENV_VARS or env_var.startswith(DENIED_ENV_PREFIXES):
-        return (f"{env_var} is a well-known process, runtime or other vendor's variable (PATH, LD_*, PYTHON*, "
-                "RAY_*, OMP_*, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ...): rayaccel sets this variable for "
-                "every task, so it must be the family's own, e.g. ACME_VISIBLE_DEVICES")
-    return None
-
-
-class Record(BaseModel):
-    """Base of every record: strict about unknown fields, immutable once valid."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# The base and vocabularies live in record_rules, the SKU catalog in sku_records: plugins import them all from here.
+__all__ = ["DENIED_ENV_PREFIXES", "DENIED_ENV_VARS", "HEALTH_ORDER", "ID_FALLBACK", "LINK_KINDS", "STANDARD_METRICS",
+           "Affinity", "AttributeValue", "CloudHint", "Device", "Domain", "DomainKind", "FamilyDeclaration",
+           "FamilyInventory", "HealthReason", "HealthReport", "HealthState", "Link", "LinkKind", "MetricSample",
+           "NodeInventory", "Partition", "Problem", "QuantityRule", "Record", "ResourceContribution", "Severity",
+           "SkuCatalog", "SkuMatch", "SkuRecord", "SupportInfo", "Topology", "TransportSpec", "WorkerNeeds",
+           "visible_env_problem"]
 
 
 class QuantityRule(Record):
@@ -133,28 +88,28 @@ class FamilyDeclaration(Record):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _FAMILY_NAME.match(v):
+        if not FAMILY_NAME_RE.match(v):
             raise ValueError("must be lower-case letters, digits and '-', starting with a letter (<= 32)")
         return v
 
     @field_validator("resource_name")
     @classmethod
     def _resource(cls, v: str) -> str:
-        if not _RESOURCE_NAME.match(v):
+        if not RESOURCE_NAME_RE.match(v):
             raise ValueError("must start with a letter and hold only letters, digits and '_' (<= 63)")
         return v
 
     @field_validator("visible_devices_env_var")
     @classmethod
     def _env_var(cls, v: str) -> str:
-        if not _ENV_VAR.match(v):
+        if not ENV_VAR_RE.match(v):
             raise ValueError("must be upper-case letters, digits and '_', starting with a letter")
         return v
 
     @field_validator("spec_version")
     @classmethod
     def _spec(cls, v: str) -> str:
-        if not _SPEC_VERSION.match(v):
+        if not SPEC_VERSION_RE.match(v):
             raise ValueError("must be MAJOR.MINOR, e.g. '1.0'")
         return v
 
@@ -257,7 +212,7 @@ class ResourceContribution(Record):
     @field_validator("accelerator_type")
     @classmethod
     def _type(cls, v: str | None) -> str | None:
-        if v is not None and not _ACCEL_TYPE.match(v):
+        if v is not None and not ACCELERATOR_TYPE_RE.match(v):
             raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
         return v
 
@@ -307,46 +262,6 @@ class TransportSpec(Record):
     manager_class: str = Field(pattern=r"^[\w.]+:[\w.]+$",
                                description="'module:Class' of a ray.experimental.TensorTransportManager subclass")
     builtin_in_ray: bool = Field(False, description="Ray already registers it (NCCL, NIXL, GLOO, CUDA_IPC)")
-
-
-class SkuMatch(Record):
-    pci_device_ids: list[str] = Field(default_factory=list)
-    product_names: list[str] = Field(default_factory=list, description="Exact product names")
-    product_patterns: list[str] = Field(default_factory=list, description="Regular expressions (search)")
-
-
-class SkuRecord(Record):
-    """One chip SKU, as data: what the day-zero onboarding path appends to a catalog."""
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="e.g. 'h100-sxm5-80gb'")
-    marketing_name: str
-    accelerator_type: str = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
-    architecture: str | None = None
-    memory_mib: int | None = Field(None, ge=0)
-    interconnect: str | None = None
-    match: SkuMatch
-
-    @field_validator("accelerator_type")
-    @classmethod
-    def _type(cls, v: str) -> str:
-        if not _ACCEL_TYPE.match(v):
-            raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
-        return v
-
-
-class SkuCatalog(Record):
-    schema_: Literal["rayaccel-sku-catalog/1"] = Field("rayaccel-sku-catalog/1", alias="schema")
-    family: str
-    skus: list[SkuRecord]
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    #: The file it was loaded from (set by rayaccel.catalog.load_catalog); `rayaccel sku add` appends there.
-    _source_path: str | None = PrivateAttr(default=None)
-
-    @property
-    def source_path(self) -> str | None:
-        return self._source_path
 
 
 class CloudHint(Record):
