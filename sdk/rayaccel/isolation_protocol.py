@@ -1,0 +1,111 @@
+"""What the parent and a worker process of :mod:`rayaccel.isolation` say to each other, one JSON line each.
+
+The parent sends a :class:`Setup` (which plugins to import, how to rebuild the host, the hook timeout),
+then one :class:`Request` per inventory; the worker answers one :class:`Reply` per plugin, in order.
+Records cross the boundary as pydantic JSON, never as pickled plugin objects.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rayaccel.errors import PluginError
+from rayaccel.host import Host, RealHost
+from rayaccel.records import FamilyInventory, Problem
+
+if TYPE_CHECKING:
+    from rayaccel.manager import PluginManager
+
+WORKER_MEMORY_ENV = "RAYACCEL_WORKER_MEMORY_MIB"
+DEFAULT_WORKER_MEMORY_MIB = 4096
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HostSpec(_Message):
+    """How a worker rebuilds the host: this machine (under a root), or a simulated fixture."""
+
+    kind: Literal["real", "simulated"]
+    root: str = "/"
+    env: dict[str, str] | None = None
+    fixture: dict[str, Any] | None = None
+    faults: list[str] = Field(default_factory=list)
+    fault_file: str | None = None
+
+
+class PluginTarget(_Message):
+    name: str
+    module: str
+    distribution: str | None = None
+    version: str | None = None
+
+
+class Setup(_Message):
+    plugins: list[PluginTarget]
+    host: HostSpec
+    timeout: float
+
+
+class Request(_Message):
+    with_metrics: bool = True
+
+
+class Reply(_Message):
+    """One plugin's answer; a worker serving several plugins answers one line per plugin, in order."""
+
+    plugin: str
+    family: FamilyInventory | None = None
+    problems: list[Problem] = Field(default_factory=list)
+    #: Set when the worker is left with threads or child processes it did not start with.
+    leaked: str | None = None
+
+
+def host_spec(host: Host) -> HostSpec | None:
+    """The spec a worker rebuilds ``host`` from, or None when it cannot be rebuilt in another process."""
+    from rayaccel.simulated import SimulatedHost
+
+    if type(host) is RealHost:
+        return HostSpec(kind="real", root=host._root, env=dict(host._env) if host._env is not None else None)
+    if type(host) is SimulatedHost:
+        return HostSpec(kind="simulated", fixture=host.fixture.model_dump(mode="json", by_alias=True),
+                        faults=list(host._faults), fault_file=host._fault_file)
+    return None
+
+
+def plugin_target(manager: PluginManager, name: str) -> PluginTarget | None:
+    """What a worker imports to load plugin ``name``; None for a plugin that is not an importable module."""
+    loaded = manager.plugin(name)
+    module = loaded.module
+    if not isinstance(module, ModuleType) or sys.modules.get(module.__name__) is not module:
+        return None
+    return PluginTarget(name=name, module=module.__name__, distribution=loaded.distribution, version=loaded.version)
+
+
+def worker_memory_mib() -> int:
+    raw = os.environ.get(WORKER_MEMORY_ENV, "")
+    if not raw.strip():
+        return DEFAULT_WORKER_MEMORY_MIB
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise PluginError(f"{WORKER_MEMORY_ENV}={raw!r} must be a whole number of MiB (0: no limit)")
+    return value
+
+
+def make_host(spec: HostSpec) -> Host:
+    """The host a spec describes (in the worker)."""
+    if spec.kind == "real":
+        return RealHost(spec.root, spec.env)
+    from rayaccel.fixtures import Fixture
+    from rayaccel.simulated import SimulatedHost
+
+    return SimulatedHost(Fixture.model_validate(spec.fixture), faults=spec.faults, fault_file=spec.fault_file)
