@@ -20,9 +20,12 @@ acme = "rayaccel_acme.plugin"
 ```
 
 Hooks are plain functions named `rayaccel_*` (decorate them with `rayaccel.hookimpl`; undecorated ones are
-recognised too). The SDK calls each hook **once per plugin**, in a worker thread bounded by
-`RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below. An exception,
-a hang or a malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on.
+recognised too). The SDK calls each hook **once per plugin**, through pluggy (the plugin's own wrappers and
+`tryfirst`/`trylast` apply; `PluginManager.pluggy` gives tracing and call monitoring), in a worker thread
+bounded by `RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below
+(the spec declares it, with the default and the fix: `rayaccel.hookspec.HOOKS`). An exception, a hang or a
+malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on. A plugin bounds its
+own in-process vendor calls (a C library that may hang) with the same runner, `rayaccel.run_bounded`.
 All hooks of one inventory share one deadline (`RAYACCEL_INVENTORY_TIMEOUT`, default 30 s), and a plugin
 whose hook hung is not called again in that inventory. What a hook prints and any change it makes to
 `os.environ` are kept from the caller and reported (`printed`, `environ-changed`): log with `logging`, and
@@ -76,12 +79,15 @@ def render() -> str:
                    key=lambda fn: inspect.getsourcelines(fn)[1])
     parts = [INTRO]
     for fn in hooks:
-        result = hookspec.HOOKS[fn.__name__].result
+        info = hookspec.HOOKS[fn.__name__]
+        result = info.result
         result_name = getattr(result, "__name__", None) if not hasattr(result, "__origin__") else None
         result_name = result_name or str(result).replace("rayaccel.records.", "").replace("typing.", "")
         signature = str(inspect.signature(fn)).replace("'", "")
+        meta = (f"Validated into: `{result_name}`. Without an answer (not implemented, failed, or `None`): "
+                f"{inspect.getdoc(info.default)}. A malformed answer's fix: {info.fix}.")
         parts.append(f"## `{fn.__name__}`\n\n`{fn.__name__}{signature}`\n\n"
-                     f"Validated into: `{result_name}`\n\n{_markdown(inspect.getdoc(fn) or '').strip()}\n")
+                     f"{meta}\n\n{_markdown(inspect.getdoc(fn) or '').strip()}\n")
     return "\n".join(parts)
 
 

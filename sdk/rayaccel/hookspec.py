@@ -68,25 +68,29 @@ HOOKS: dict[str, HookInfo] = {}
 
 
 def _no_answer(**_: Any) -> None:
+    """`None`"""
     return None
 
 
-def _empty(factory: Callable[[], Any]) -> Callable[..., Any]:
+def _empty(factory: Callable[[], Any], shown: str) -> Callable[..., Any]:
     def default(**_: Any) -> Any:
         return factory()
 
+    default.__doc__ = f"`{shown}`"
     return default
 
 
 def _comma_split(value: str, **_: Any) -> list[str]:
+    """the value split on commas"""
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def _visible_devices_env_var_only(unit_ids: Sequence[str], family: FamilyDeclaration, **_: Any) -> dict[str, str]:
+    """`{<visible-devices env var>: ",".join(unit_ids)}`"""
     return {family.visible_devices_env_var: ",".join(unit_ids)}
 
 
-def spec(result: Any, *, default: Callable[..., Any] = _no_answer, fix: str | None = None,
+def spec(result: Any, *, fix: str, default: Callable[..., Any] = _no_answer,
          required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a hook: its pluggy spec (one answer per call: the SDK calls each plugin on its own) and its
     :class:`HookInfo`."""
@@ -94,7 +98,7 @@ def spec(result: Any, *, default: Callable[..., Any] = _no_answer, fix: str | No
     def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
         name = fn.__name__
         HOOKS[name] = HookInfo(name=name, result=result, default=default, required=required,
-                               fix=fix or f"return what docs/hooks.md specifies for {name}")
+                               fix=fix)
         return hookspec(firstresult=True)(fn)
 
     return declare
@@ -128,7 +132,7 @@ def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(list[str], default=_empty(list))
+@spec(list[str], default=_empty(list, "[]"), fix="return a list of directory paths (str)")
 def rayaccel_fixture_dirs() -> Sequence[str]:
     """Directories holding the plugin's simulated-host fixtures (``*.yaml`` / ``*.json``).
 
@@ -169,7 +173,7 @@ def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(Topology, default=_empty(Topology),
+@spec(Topology, default=_empty(Topology, "Topology()"),
       fix="return rayaccel.Topology(links=[...], affinities=[...], domains=[...])")
 def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[str, Any]:
     """Describe how the discovered devices connect.
@@ -189,7 +193,7 @@ def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[
 # Labeling and resource accounting
 
 
-@spec(dict[str, str], default=_empty(dict))
+@spec(dict[str, str], default=_empty(dict, "{}"), fix="return a dict of label key -> value, both str")
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     """Extra node labels for this family, beyond the vocabulary the SDK writes itself.
 
@@ -204,7 +208,8 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(ResourceContribution, default=_empty(ResourceContribution))
+@spec(ResourceContribution, default=_empty(ResourceContribution, "ResourceContribution()"),
+      fix="return rayaccel.ResourceContribution(accelerator_type=..., extra={...})")
 def rayaccel_resources(host: Host, devices: Sequence[Device],
                        topology: Topology) -> ResourceContribution | dict[str, Any]:
     """The Ray accelerator type and extra resources of this node.
@@ -231,7 +236,7 @@ def rayaccel_resources(host: Host, devices: Sequence[Device],
 # Visibility
 
 
-@spec(list[str] | None, default=_comma_split)
+@spec(list[str] | None, default=_comma_split, fix="return a list of unit ids (str), in order")
 def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     """Parse the value of the family's visible-devices env var into unit ids.
 
@@ -246,7 +251,8 @@ def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(dict[str, str], default=_visible_devices_env_var_only)
+@spec(dict[str, str], default=_visible_devices_env_var_only,
+      fix="return a dict of env var -> value (str) that includes the visible-devices env var")
 def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
     """The environment to set so a process sees exactly ``unit_ids``.
 
@@ -265,7 +271,7 @@ def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
 # Transports
 
 
-@spec(list[TransportSpec], default=_empty(list))
+@spec(list[TransportSpec], default=_empty(list, "[]"), fix="return a list of rayaccel.TransportSpec records")
 def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     """Tensor transports the family offers to Ray Direct Transport.
 
@@ -305,7 +311,7 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(list[MetricSample], default=_empty(list),
+@spec(list[MetricSample], default=_empty(list, "[]"),
       fix="return a list of rayaccel.MetricSample records with standard names and units")
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSample | dict[str, Any]]:
     """Sample per-device metrics with standard names and units.
@@ -336,7 +342,7 @@ def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(dict[str, Any])
+@spec(dict[str, Any], fix="return the fixture data (a dict) with its host answers rewritten")
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     """Rewrite one of the plugin's fixtures so its devices are of a new SKU (day-zero onboarding).
 
@@ -353,7 +359,7 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(CloudHint | None)
+@spec(CloudHint | None, fix="return rayaccel.CloudHint(...), or None for an instance type without the family")
 def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[str, Any] | None:
     """The family's accelerators on a cloud instance type, without probing (for scale-from-zero).
 
