@@ -1,6 +1,6 @@
 """What an in-process hook call may not change: the caller's output streams and its environment.
 
-The manager runs each hook in a thread of its own (:meth:`rayaccel.manager.PluginManager._bounded`).
+The manager runs each hook in a thread of its own (:meth:`rayaccel.hookcalls.HookCalls._bounded`).
 While hooks run, ``sys.stdout`` and ``sys.stderr`` are proxies: a write from a hook's thread is kept
 (bounded) and reported as a problem, any other thread's write goes through unchanged. So ``print`` in a
 plugin cannot corrupt ``rayaccel inspect --json`` or a caller's own output. The environment is compared
