@@ -41,7 +41,7 @@ def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
 
 
 def worker_main() -> int:
-    """Entry point of a worker process (``python -m rayaccel.isolation``): see the module docstring."""
+    """Entry point of a worker process (``python -m rayaccel.isolation_worker``): see :mod:`rayaccel.isolation`."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)
