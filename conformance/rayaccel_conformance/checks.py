@@ -104,7 +104,7 @@ def check(check_id: str, scope: Scope = "plugin", uses_ray: bool = False) -> Cal
 
 def all_checks() -> list[Check]:
     """Every check, in tier then ID order (importing the tier modules registers them)."""
-    from rayaccel_conformance import certified, experimental, supported  # noqa: F401
+    from rayaccel_conformance import certified, experimental, hygiene, robustness, supported  # noqa: F401
 
     return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))
 

@@ -17,7 +17,7 @@ from rayaccel.host import Host
 from rayaccel.hosts import simulated_host
 from rayaccel.inventory import InventoryBuilder
 from rayaccel.manager import PluginManager
-from rayaccel.records import FamilyDeclaration, NodeInventory, Problem
+from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
 from rayaccel_conformance.checks import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]
@@ -124,6 +124,11 @@ class Subject:
         start = time.perf_counter()
         inventory = self.build(host, with_metrics)
         return inventory, time.perf_counter() - start
+
+    def devices(self, inventory: NodeInventory) -> list[Device]:
+        """This plugin's devices in an inventory (none when its family found nothing)."""
+        family = inventory.family(self.family().name)
+        return family.devices if family else []
 
     def plugin_problems(self, inventory: NodeInventory, hooks: tuple[str, ...] | None = None,
                         severities: tuple[str, ...] = ("error",)) -> list[Problem]:

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from rayaccel.expectations import compare_expected, expectation_differences
-from rayaccel.fixtures import Fixture, HostState, merge_patch
+from rayaccel.expectations import compare_expected
+from rayaccel.fixtures import Fixture
 from rayaccel.hosts import simulated_host
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
 from rayaccel.topology import topology_errors
 from rayaccel_conformance.checks import CheckFailed, Evidence, NotApplicable, check
+from rayaccel_conformance.ownership import label_owner_problem, resource_name_problem
 from rayaccel_conformance.subject import Subject
 
 #: Discovery of one fixture must take less than this (seconds), best of a few runs.
 DISCOVERY_BUDGET_S = 1.0
-
-GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[31m?? ??\n"
-
 
 @check("RAC201", scope="fixture")
 def labels(subject: Subject, fixture: str | None) -> Evidence:
@@ -46,51 +42,13 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     if not fx.expected.labels:
         wrong.append(f"{fx.ref} states no expected labels: add expected.labels to the fixture")
     else:
-        exp = fx.expected.model_copy(update={"devices": len(_devices(subject, inventory)), "device_ids": [],
+        exp = fx.expected.model_copy(update={"devices": len(subject.devices(inventory)), "device_ids": [],
                                              "accelerator_type": None, "resources": {}, "health": {}, "skus": {},
                                              "links": None})
         wrong += compare_expected(inventory, fx, exp)
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"
-
-
-#: Vendors' label domains whose names do not spell the vendor (domain -> vendor and family words).
-KNOWN_VENDOR_DOMAINS: dict[str, tuple[str, ...]] = {
-    "habana.ai": ("intel", "habana", "gaudi"), "amazon.com": ("aws", "amazon", "neuron"),
-    "google.com": ("google", "tpu"), "nvidia.com": ("nvidia",), "amd.com": ("amd",), "intel.com": ("intel",),
-}
-
-
-#: Words of a vendor's name that say nothing about whose domain it is.
-_GENERIC_WORDS = frozenset({"corp", "corporation", "inc", "ltd", "llc", "gmbh", "co", "company", "devices",
-                            "technologies", "technology", "systems", "labs", "the", "and", "io", "ai", "com"})
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= 2} - _GENERIC_WORDS
-
-
-def label_owner_problem(key: str, family: Any) -> str | None:
-    """Why the plugin may not set label ``key``, or None when it is under the vendor's own prefix."""
-    from rayaccel.raycompat import RAY_LABEL_PREFIX, RAY_TPU_LABELS
-
-    if key.startswith(RAY_LABEL_PREFIX):
-        if key in RAY_TPU_LABELS and family.resource_name == "TPU":
-            return None
-        return f"label {key!r} is Ray's, and not one that belongs to the {family.name} family"
-    if key.startswith(VOCABULARY_PREFIX) or "/" not in key:
-        return None  # the SDK's own checks (vocabulary, no prefix) report these
-    domain = key.split("/", 1)[0].lower()
-    own = _words(family.vendor) | {family.name, family.name.replace("-", "")}
-    known = next((words for d, words in KNOWN_VENDOR_DOMAINS.items() if domain == d or domain.endswith("." + d)),
-                 None)
-    if own & (_words(domain) | set(domain.split(".")) | set(known or ())):
-        return None
-    if known is None and any(len(w) >= 3 and w in domain for w in own):  # acmecorp.com for ACME Corp
-        return None
-    return (f"label {key!r} is not under the vendor's own prefix: {domain} names neither {family.vendor!r} nor "
-            f"{family.name!r}" + (" (it is another vendor's)" if known else ""))
 
 
 def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> list[str]:
@@ -102,11 +60,6 @@ def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> l
     problems: list[Problem] = []
     raw = subject.manager.labels(subject.name, simulated_host(fx), fam, problems)
     return [f"rayaccel_labels: {why}" for why in (label_owner_problem(k, family) for k in raw) if why]
-
-
-def _devices(subject: Subject, inventory: NodeInventory) -> list[Any]:
-    family = inventory.family(subject.family().name)
-    return family.devices if family else []
 
 
 @check("RAC202", scope="fixture")
@@ -122,7 +75,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     subject.family()
     fx = subject.fixture(fixture)
     inventory = subject.inventory(fixture)
-    devices = _devices(subject, inventory)
+    devices = subject.devices(inventory)
     problems: list[Problem] = []
     raw = subject.manager.topology(subject.name, simulated_host(fx), devices, problems)
     wrong = [p.render() for p in problems]
@@ -141,146 +94,6 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     return (f"{fx.ref}: {len(raw.links)} links ({', '.join(sorted({ln.kind for ln in raw.links})) or 'none'}), "
             f"{len(raw.domains)} domains, consistent")
-
-
-@check("RAC203", scope="fixture")
-def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
-    """Every declared fault gives the declared health state, and recovery gives healthy again.
-
-    Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a
-    live node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device,
-    devices, resources, fatal, problem codes); then the fault is switched off on the same host and the
-    inventory must equal the fixture's healthy expectation again. Fix: derive health from the vendor's
-    signals on every call; never cache a device's state across calls.
-    """
-    subject.family()
-    fx = subject.fixture(fixture)
-    if not fx.faults:
-        return f"{fx.ref} declares no faults"
-    wrong, done = [], []
-    fd, fault_file = tempfile.mkstemp(prefix="rayaccel-conformance-", suffix=".faults")
-    os.close(fd)
-    try:
-        host = simulated_host(fx, fault_file=fault_file)
-        healthy = fx.expected.model_copy(update={"labels": {}})
-        for fault in fx.faults:
-            _write(fault_file, fault.name)
-            waited = host.skipped_wait_s
-            faulty, elapsed = subject.timed_build(host)
-            subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
-            wrong += [f"fault {fault.name}: {d}" for d in expectation_differences(faulty, subject.name, fault.expected)]
-            _write(fault_file, "")
-            back = compare_expected(subject.build(host), fx, healthy)
-            wrong += [f"after fault {fault.name} is cleared: {d}" for d in back]
-            done.append(fault.name)
-    finally:
-        os.unlink(fault_file)
-    if wrong:
-        raise CheckFailed(wrong)
-    return f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text + ("\n" if text else ""))
-
-
-def _synthetic_faults(fx: Fixture) -> dict[str, dict[str, Any]]:
-    """Merge patches making every vendor tool (command, metadata server) hang, or print garbage."""
-    state = fx.host
-    scenarios: dict[str, dict[str, Any]] = {}
-    if state.commands:
-        scenarios["every command hangs"] = {"commands": {c: {"hang": True} for c in state.commands}}
-        scenarios["every command prints garbage"] = {
-            "commands": {c: {"stdout": GARBAGE, "stderr": "", "returncode": 0} for c in state.commands}}
-    if state.http:
-        scenarios["the metadata server hangs"] = {"http": {u: {"hang": True} for u in state.http}}
-        scenarios["the metadata server answers garbage"] = {"http": {u: {"body": GARBAGE} for u in state.http}}
-    return scenarios
-
-
-@check("RAC204", scope="fixture")
-def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
-    """A vendor tool that hangs or prints garbage ends within the timeout as zero devices or a clear problem.
-
-    The fixture's own ``tool-hang`` and ``tool-garbage`` faults run, and so do scenarios the suite makes:
-    every command of the fixture hangs, every command prints garbage, the metadata server hangs or answers
-    garbage. Each inventory must finish within the SDK's hook timeout without the SDK having to abandon the
-    hook (``hook-timeout``), no exception may escape, and the plugin must end with zero devices, a problem
-    naming what went wrong, or (for a tool it only reads extra details from) the devices it found without
-    it; never devices made up from garbage. A simulated hang lasts the whole timeout the plugin asked for
-    (in simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as
-    they would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no
-    metadata server, no tool faults) has nothing to test: the check is skipped there as not applicable,
-    never passed. Fix: bound every call (``host.run(..., timeout=...)``), give up on a timeout instead of
-    retrying, and validate what a tool prints before using it.
-    """
-    subject.family()
-    fx = subject.fixture(fixture)
-    baseline = {d.id for d in _devices(subject, subject.inventory(fixture))}
-    limit = float(subject.manager.timeout or 10.0)
-    scenarios: list[tuple[str, HostState | None, bool]] = []
-    for fault in fx.faults:
-        if fault.kind in ("tool-hang", "tool-garbage"):
-            cached = (fx.ref, fault.name) in subject.fault_runs  # RAC203 built it already: reuse, not re-wait
-            scenarios.append((fault.name, None if cached else _patched(fx, fault.patch), False))
-    for name, patch in _synthetic_faults(fx).items():
-        scenarios.append((name, _patched(fx, patch), True))
-    if not scenarios:
-        raise NotApplicable(f"{fx.ref}: the plugin reads no vendor tool here (no commands, no metadata server, "
-                            "no tool faults): nothing can hang or print garbage")
-    wrong, done = [], []
-    for name, state, synthetic in scenarios:
-        if state is None:
-            inventory, elapsed = subject.fault_runs[(fx.ref, name)]
-            name = f"fault {name}"
-        else:
-            host = simulated_host(fx.model_copy(update={"host": state, "faults": []}))
-            inventory, elapsed = subject.timed_build(host)
-            elapsed += host.skipped_wait_s  # what the hangs would have cost on a real machine
-            name = name if synthetic else f"fault {name}"
-        problems = [p for p in inventory.problems if p.plugin == subject.name and p.hook]
-        timeouts = [p for p in problems if p.code == "hook-timeout"]
-        devices = {d.id for d in _devices(subject, inventory)}
-        if timeouts:
-            wrong.append(f"{name}: {timeouts[0].render()}")
-        elif elapsed > limit * 1.5:
-            wrong.append(f"{name}: would take {elapsed:.1f}s on a real host (the timeouts the plugin asked for, "
-                         f"waited out), over the {limit:g}s hook timeout")
-        elif synthetic and devices and not problems and not devices <= baseline:
-            wrong.append(f"{name}: reported devices {sorted(devices - baseline)} that are not on the machine")
-        elif made_up := facts_from_garbage(subject, inventory, subject.inventory(fixture)):
-            wrong.append(f"{name}: {made_up}")
-        else:
-            outcome = "zero devices" if not devices else f"{len(devices)} devices"
-            done.append(f"{name}: {outcome}, {len(problems)} problems, {elapsed:.2f}s")
-    if wrong:
-        raise CheckFailed(wrong)
-    return done
-
-
-#: Device facts a tool's garbage must never become (a fact the plugin could not read is None instead).
-DEVICE_FACTS = ("product_name", "pci_device_id", "memory_mib", "pci_bus_id", "numa_node", "architecture",
-                "driver_version", "runtime_version")
-
-
-def facts_from_garbage(subject: Subject, inventory: NodeInventory, healthy: NodeInventory) -> str | None:
-    """A device fact that differs from the healthy machine's and is not simply unknown (None), if any."""
-    before = {d.id: d for d in _devices(subject, healthy)}
-    for device in _devices(subject, inventory):
-        known = before.get(device.id)
-        if known is None:
-            continue
-        for fact in DEVICE_FACTS:
-            value, truth = getattr(device, fact), getattr(known, fact)
-            if value is not None and value != truth:
-                return (f"reported {fact}={str(value)[:40]!r} for {device.id} from garbage (the machine's is "
-                        f"{truth!r}): validate what a tool prints, and leave a fact unknown when it is unreadable")
-    return None
-
-
-def _patched(fx: Fixture, patch: dict[str, Any]) -> HostState:
-    return HostState.model_validate(merge_patch(fx.host.model_dump(mode="json"), patch))
 
 
 @check("RAC205", scope="fixture")
@@ -307,7 +120,7 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     errors = schema_errors("sku-catalog", catalog.model_dump(mode="json", by_alias=True, exclude_none=True))
     if errors:
         raise CheckFailed([f"catalog fails its JSON Schema {e}" for e in errors[:3]])
-    devices = _devices(subject, subject.inventory(fixture))
+    devices = subject.devices(subject.inventory(fixture))
     ambiguous = [a for a in (ambiguous_match(catalog, d) for d in devices) if a]
     if ambiguous:
         raise CheckFailed(sorted(set(ambiguous)))
@@ -353,7 +166,7 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     """
     subject.family()
     fx = subject.fixture(fixture)
-    devices = _devices(subject, subject.inventory(fixture))
+    devices = subject.devices(subject.inventory(fixture))
     problems: list[Problem] = []
     samples = subject.manager.metrics(subject.name, simulated_host(fx), devices, problems)
     wrong = [p.render() for p in problems]
@@ -467,7 +280,6 @@ def cloud_hints(subject: Subject) -> Evidence:
     not applicable. Fix: build hints from the same SKU table discovery uses.
     """
     from rayaccel.quantity import check_quantity
-    from rayaccel_conformance.experimental import resource_name_problem
 
     family = subject.family()
     if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):

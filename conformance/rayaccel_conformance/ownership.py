@@ -1,0 +1,69 @@
+"""Whose names these are: a plugin's labels under its vendor's own prefix (RAC201), its extra resources
+never Ray's or another family's (RAC111, RAC209)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rayaccel.labels import VOCABULARY_PREFIX
+from rayaccel.raycompat import (
+    RAY_ACCELERATOR_RESOURCES,
+    RAY_LABEL_PREFIX,
+    RAY_RESERVED_RESOURCE_PREFIXES,
+    RAY_RESERVED_RESOURCES,
+    RAY_TPU_LABELS,
+)
+from rayaccel.records import FamilyDeclaration
+
+#: Vendors' label domains whose names do not spell the vendor (domain -> vendor and family words).
+KNOWN_VENDOR_DOMAINS: dict[str, tuple[str, ...]] = {
+    "habana.ai": ("intel", "habana", "gaudi"), "amazon.com": ("aws", "amazon", "neuron"),
+    "google.com": ("google", "tpu"), "nvidia.com": ("nvidia",), "amd.com": ("amd",), "intel.com": ("intel",),
+}
+
+
+#: Words of a vendor's name that say nothing about whose domain it is.
+_GENERIC_WORDS = frozenset({"corp", "corporation", "inc", "ltd", "llc", "gmbh", "co", "company", "devices",
+                            "technologies", "technology", "systems", "labs", "the", "and", "io", "ai", "com"})
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= 2} - _GENERIC_WORDS
+
+
+def label_owner_problem(key: str, family: Any) -> str | None:
+    """Why the plugin may not set label ``key``, or None when it is under the vendor's own prefix."""
+    if key.startswith(RAY_LABEL_PREFIX):
+        if key in RAY_TPU_LABELS and family.resource_name == "TPU":
+            return None
+        return f"label {key!r} is Ray's, and not one that belongs to the {family.name} family"
+    if key.startswith(VOCABULARY_PREFIX) or "/" not in key:
+        return None  # the SDK's own checks (vocabulary, no prefix) report these
+    domain = key.split("/", 1)[0].lower()
+    own = _words(family.vendor) | {family.name, family.name.replace("-", "")}
+    known = next((words for d, words in KNOWN_VENDOR_DOMAINS.items() if domain == d or domain.endswith("." + d)),
+                 None)
+    if own & (_words(domain) | set(domain.split(".")) | set(known or ())):
+        return None
+    if known is None and any(len(w) >= 3 and w in domain for w in own):  # acmecorp.com for ACME Corp
+        return None
+    return (f"label {key!r} is not under the vendor's own prefix: {domain} names neither {family.vendor!r} nor "
+            f"{family.name!r}" + (" (it is another vendor's)" if known else ""))
+
+
+#: Resource names a plugin's extra resources may never take (Ray's own, besides raycompat's tables).
+RAY_OWN_RESOURCES = frozenset({"CPU", "GPU", "TPU", "memory", "object_store_memory", "bundle"})
+
+
+def resource_name_problem(name: str, own: FamilyDeclaration, others: dict[str, str]) -> str | None:
+    """Why an extra resource may not be called ``name``, or None."""
+    if name == own.resource_name:
+        return f"extra resource {name!r} is the family's own resource: it overrides the unit count discovery gives"
+    if name in RAY_RESERVED_RESOURCES or name in RAY_OWN_RESOURCES or name.startswith(RAY_RESERVED_RESOURCE_PREFIXES):
+        return f"extra resource {name!r} is a name Ray reserves"
+    if name in RAY_ACCELERATOR_RESOURCES:
+        return f"extra resource {name!r} is the resource of one of Ray's built-in accelerator families"
+    if name in others:
+        return f"extra resource {name!r} is the resource of family {others[name]}"
+    return None
