@@ -315,14 +315,15 @@ class ConformanceRun:
         return seal(content)
 
     def write_reports(self) -> None:
-        from rayaccel_conformance.report import render_html, write_atomic, write_json
+        from rayaccel.atomicwrite import write_atomically
+        from rayaccel_conformance.report import REPORT_FILE_MODE, render_html, write_json
 
         report = self.build_report()
         if self.sign_key is not None:
             report = self.sign(report)
         write_json(report, self.report_path)
         html_path = self.report_path.with_suffix(".html")
-        write_atomic(html_path, render_html(report))
+        write_atomically(html_path, render_html(report), REPORT_FILE_MODE)
         self.report = report
         self.written = [self.report_path, html_path]
 

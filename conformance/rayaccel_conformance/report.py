@@ -15,14 +15,14 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rayaccel.atomicwrite import write_atomically
 from rayaccel.errors import RayaccelError
+from rayaccel_conformance.checks import Tier
 from rayaccel_conformance.signing import Envelope
 
 REPORT_SCHEMA_ID = "rayaccel-conformance-report/2"
@@ -30,9 +30,10 @@ REPORT_SCHEMA_ID = "rayaccel-conformance-report/2"
 SCHEMA_DIR = Path(__file__).parent
 #: Reports of a few hundred checks are well under 1 MiB; anything past this is not one.
 MAX_REPORT_BYTES = 64 * 1024 * 1024
+REPORT_FILE_MODE = 0o644
 
 Outcome = Literal["passed", "failed", "skipped", "error"]
-TierName = Literal["experimental", "supported", "certified"]
+TierName = Tier
 
 
 class _Model(BaseModel):
@@ -120,23 +121,11 @@ def report_content(report: ConformanceReport) -> dict[str, Any]:
     return {k: v for k, v in report_json(report).items() if k not in ("digest", "attestation")}
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename: never a half-written report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is meant to be read (and published)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_json(report: ConformanceReport, path: Path) -> None:
-    write_atomic(path, json.dumps(report_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # 0644 whatever was there: a report is meant to be read (and published).
+    write_atomically(path, json.dumps(report_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                     REPORT_FILE_MODE)
 
 
 _STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}
