@@ -6,9 +6,10 @@ result and nothing else. While a hook runs under conformance, this module watche
 - I/O around the Host seam: processes (``subprocess``, ``os.system``, ``exec``, ``fork``), network
   (``socket``, ``urllib``), files opened or listed outside the Python installation and the plugin's own
   package, native libraries loaded directly, and any file written, removed or renamed. These come from a
-  ``sys.addaudithook`` hook, installed once per process (audit hooks cannot be removed) and gated on the
-  hook being watched: events of the hook's thread, or of threads it started, count; calls made by the Host
-  the hook was given (its methods run with a thread-local "inside the seam" mark) do not.
+  ``sys.addaudithook`` hook (:mod:`rayaccel_conformance.audit`), installed once per process (audit hooks
+  cannot be removed) and gated on the hook being watched: events of the hook's thread, or of threads it
+  started, count; calls made by the Host the hook was given (its methods run with a thread-local "inside
+  the seam" mark) do not.
 - Changes to the process: the environment (``os.environ`` before/after, and ``os.putenv``), output on
   ``sys.stdout``/``sys.stderr`` (captured while the hook runs), threads and child processes still running
   after it returned (``threading`` and ``psutil`` snapshots).
@@ -32,156 +33,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from rayaccel.host import LibraryAdapter
+from rayaccel_conformance.audit import (
+    Watch,
+    active,
+    install_audit_hook,
+    python_roots,
+    sdk_dirs,
+    seam_mark,
+    set_active,
+    short,
+)
 
 #: How long threads a hook started may take to finish after it returned before they count as left behind.
 THREAD_GRACE_S = 0.5
-
-_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                   "os.forkpty", "pty.spawn", "os.startfile")
-_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname",
-                   "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg", "urllib.Request",
-                   "http.client.connect", "ftplib.connect", "smtplib.connect")
-_WRITE_EVENTS = ("os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown",
-                 "os.link", "os.symlink", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move",
-                 "shutil.copytree", "os.chdir")
-_LIST_EVENTS = ("os.listdir", "os.scandir", "glob.glob", "os.walk")
-_ENV_EVENTS = ("os.putenv", "os.unsetenv")
-_WATCHED = frozenset(_PROCESS_EVENTS + _NETWORK_EVENTS + _WRITE_EVENTS + _LIST_EVENTS + _ENV_EVENTS
-                     + ("open", "ctypes.dlopen"))
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-
-_local = threading.local()
-_lock = threading.Lock()
-_active: Watch | None = None
-_installed = False
-
-
-def _sdk_dirs() -> tuple[str, ...]:
-    import rayaccel
-
-    return (os.path.realpath(os.path.dirname(rayaccel.__file__)),)
-
-
-def _python_roots() -> tuple[str, ...]:
-    """Where a hook may read files: Python's installation and import path, and the SDK's own data."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
-    roots.update(_sdk_dirs())
-    for entry in sys.path:
-        if entry and os.path.isdir(entry):
-            roots.add(os.path.realpath(entry))
-    # An import path of "/" (a run from the root directory) must not make the whole machine readable.
-    machine = ("/sys", "/proc", "/dev", "/etc", "/run", "/var")
-    return tuple(sorted(r for r in roots if not any(m == r or m.startswith(r.rstrip("/") + "/") for m in machine)))
-
-
-@dataclass
-class Watch:
-    """One hook call being watched."""
-
-    plugin: str
-    hook: str
-    budget_s: float
-    roots: tuple[str, ...]
-    threads_before: frozenset[int]
-    ident: int | None = None
-    done: bool = False
-    spawned: bool = False
-    events: list[str] = field(default_factory=list)
-    output: dict[str, list[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
-
-    def owns_current_thread(self) -> bool:
-        ident = threading.get_ident()
-        return ident == self.ident or (self.ident is not None and ident not in self.threads_before)
-
-    def note(self, text: str) -> None:
-        if text not in self.events and len(self.events) < 20:
-            self.events.append(text)
-
-    def readable(self, path: str) -> bool:
-        real = os.path.realpath(path)
-        return real in ("/dev/null", "/dev/urandom") or any(
-            real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    watch = _active
-    if watch is None or event not in _WATCHED:
-        return
-    if event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
-        watch.spawned = True  # through the seam or not: look for children left behind afterwards
-    if getattr(_local, "seam", 0) or getattr(_local, "busy", False) or not watch.owns_current_thread():
-        return
-    _local.busy = True
-    try:
-        _classify(watch, event, args)
-    except Exception:
-        pass
-    finally:
-        _local.busy = False
-
-
-def _path(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        return os.fsdecode(value)
-    if isinstance(value, (str, os.PathLike)):
-        return os.path.abspath(os.fspath(value))
-    return None
-
-
-def _classify(watch: Watch, event: str, args: tuple[Any, ...]) -> None:
-    if event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
-        what = args[1] if event == "subprocess.Popen" and len(args) > 1 else (args[0] if args else "")
-        watch.note(f"ran a process outside the Host seam ({event} {_short(what)}): use host.run(argv, timeout=...)")
-    elif event in _NETWORK_EVENTS:
-        watch.note(f"used the network outside the Host seam ({event} {_short(args[1:2] or args[:1])}): "
-                   "use host.http_get(url, timeout=...)")
-    elif event in _ENV_EVENTS:
-        watch.note(f"wrote the process environment ({event} {_short(args[0] if args else '')}): a hook must not "
-                   "change os.environ; return the env in rayaccel_visible_env instead")
-    elif event in _WRITE_EVENTS:
-        path = _path(args[0]) if args else None
-        watch.note(f"changed the filesystem ({event} {path or _short(args)}): a hook must not write files")
-    elif event == "open":
-        path = _path(args[0]) if args else None
-        if path is None:
-            return
-        mode = args[1] if len(args) > 1 else None
-        flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
-        writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(flags & _WRITE_FLAGS)
-        if writes:
-            watch.note(f"wrote a file ({path}): a hook must not write files")
-        elif not watch.readable(path):
-            watch.note(f"read {path} outside the Host seam: use host.read_text / host.exists")
-    elif event in _LIST_EVENTS:
-        path = _path(args[0]) if args else None
-        if path is not None and not watch.readable(path):
-            watch.note(f"listed {path} outside the Host seam: use host.list_dir / host.glob")
-    elif event == "ctypes.dlopen":
-        name = args[0] if args else None
-        if name and not (isinstance(name, str) and os.path.isabs(name) and watch.readable(name)):
-            watch.note(f"loaded native library {name} outside the Host seam: hand a rayaccel.LibraryAdapter to "
-                       "host.library(adapter)")
-
-
-def _short(value: Any) -> str:
-    text = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _install_audit_hook() -> None:
-    global _installed
-    with _lock:
-        if not _installed:
-            sys.addaudithook(_audit)
-            _installed = True
-
 
 class SeamHost:
     """The Host a watched hook gets: the same host, whose calls are marked as going through the seam."""
@@ -195,11 +65,11 @@ class SeamHost:
             return attr
 
         def through_seam(*args: Any, **kwargs: Any) -> Any:
-            _local.seam = getattr(_local, "seam", 0) + 1
+            seam_mark.seam = getattr(seam_mark, "seam", 0) + 1
             try:
                 return attr(*args, **kwargs)
             finally:
-                _local.seam -= 1
+                seam_mark.seam -= 1
 
         return through_seam
 
@@ -214,7 +84,7 @@ class _Tee:
         self._real, self._watch, self._name = real, watch, name
 
     def write(self, text: str) -> int:
-        if self._watch.owns_current_thread() and not getattr(_local, "seam", 0):
+        if self._watch.owns_current_thread() and not getattr(seam_mark, "seam", 0):
             self._watch.output[self._name].append(str(text))
             return len(text)
         return int(self._real.write(text))
@@ -228,7 +98,7 @@ class _Tee:
 
 def _in_vendor_call(thread: threading.Thread) -> bool:
     frame = sys._current_frames().get(thread.ident or -1)
-    seam = tuple(os.path.join(d, name) for d in _sdk_dirs() for name in ("host.py", "simulated.py"))
+    seam = tuple(os.path.join(d, name) for d in sdk_dirs() for name in ("host.py", "simulated.py"))
     while frame is not None:
         if os.path.realpath(frame.f_code.co_filename).startswith(seam) or _in_adapter_module(frame.f_globals):
             return True
@@ -268,7 +138,7 @@ def _children(since: float) -> dict[int, str]:
 
 
 def _plugin_roots(manager: Any, plugin: str) -> tuple[str, ...]:
-    roots = list(_python_roots())
+    roots = list(python_roots())
     try:
         obj = manager.plugin(plugin).module
     except Exception:  # not loaded (yet): the Python roots only
@@ -289,14 +159,14 @@ def watch_manager(manager: Any) -> None:
     """Watch every hook call the manager makes from now on (idempotent)."""
     if getattr(manager, "_rayaccel_guarded", False):
         return
-    _install_audit_hook()
+    install_audit_hook()
     original: Callable[..., tuple[bool, Any]] = manager._bounded
     store: dict[str, list[str]] = {}
     roots: dict[str, tuple[str, ...]] = {}
 
     def bounded(fn: Callable[..., Any], kwargs: Mapping[str, Any], plugin: str, dist: str | None, hook: str,
                 problems: list[Any] | None = None) -> tuple[bool, Any]:
-        if hook == "import" or _active is not None:
+        if hook == "import" or active() is not None:
             return original(fn, kwargs, plugin, dist, hook, problems)
         if plugin not in roots:
             roots[plugin] = _plugin_roots(manager, plugin)
@@ -317,7 +187,6 @@ def run_watched(original: Callable[..., tuple[bool, Any]], fn: Callable[..., Any
                 plugin: str, dist: str | None, hook: str, problems: list[Any] | None, *, budget_s: float,
                 roots: tuple[str, ...], grace_s: float = THREAD_GRACE_S) -> tuple[list[str], tuple[bool, Any]]:
     """Call the hook through the manager's ``_bounded`` while watching it; (findings, what _bounded returned)."""
-    global _active
     host = kwargs.get("host")
     given = {k: v for k, v in kwargs.items() if k != "host"}
     try:
@@ -343,13 +212,13 @@ def run_watched(original: Callable[..., tuple[bool, Any]], fn: Callable[..., Any
     reported = len(sink)
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(out, watch, "stdout"), _Tee(err, watch, "stderr")
-    _active = watch
+    set_active(watch)
     started = time.perf_counter()
     try:
         result = original(watched, call_kwargs, plugin, dist, hook, problems)
     finally:
         elapsed = time.perf_counter() - started
-        _active = None
+        set_active(None)
         if isinstance(sys.stdout, _Tee):
             sys.stdout = out
         if isinstance(sys.stderr, _Tee):
@@ -378,7 +247,7 @@ def run_watched(original: Callable[..., tuple[bool, Any]], fn: Callable[..., Any
     for stream, parts in watch.output.items():
         text = "".join(parts).strip()
         if text:
-            found.append(f"{plugin}: {hook} wrote to stdout/stderr ({stream}: {_short(text)!r}): a hook's only "
+            found.append(f"{plugin}: {hook} wrote to stdout/stderr ({stream}: {short(text)!r}): a hook's only "
                          "output is its result; report problems with rayaccel.report_problem or a HealthReason")
     if not timed_out:
         deadline = time.monotonic() + grace_s

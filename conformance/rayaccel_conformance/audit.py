@@ -1,0 +1,161 @@
+"""What a watched hook did around the Host seam, as Python's audit events show it (``sys.addaudithook``):
+processes, network, files written, read or listed outside the allowed roots, native libraries, env writes.
+:mod:`rayaccel_conformance.guard` decides which hook call is watched (:func:`set_active`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+                   "os.forkpty", "pty.spawn", "os.startfile")
+_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname",
+                   "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg", "urllib.Request",
+                   "http.client.connect", "ftplib.connect", "smtplib.connect")
+_WRITE_EVENTS = ("os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown",
+                 "os.link", "os.symlink", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move",
+                 "shutil.copytree", "os.chdir")
+_LIST_EVENTS = ("os.listdir", "os.scandir", "glob.glob", "os.walk")
+_ENV_EVENTS = ("os.putenv", "os.unsetenv")
+_WATCHED = frozenset(_PROCESS_EVENTS + _NETWORK_EVENTS + _WRITE_EVENTS + _LIST_EVENTS + _ENV_EVENTS
+                     + ("open", "ctypes.dlopen"))
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+#: Per thread: ``seam`` counts calls inside the Host seam (not the hook's own I/O), ``busy`` guards re-entry.
+seam_mark = threading.local()
+_lock = threading.Lock()
+_active: Watch | None = None
+_installed = False
+
+
+def set_active(watch: Watch | None) -> None:
+    """The hook call the audit hook attributes events to (None: no hook is being watched)."""
+    global _active
+    _active = watch
+
+
+def active() -> Watch | None:
+    return _active
+
+
+def sdk_dirs() -> tuple[str, ...]:
+    import rayaccel
+
+    return (os.path.realpath(os.path.dirname(rayaccel.__file__)),)
+
+
+def python_roots() -> tuple[str, ...]:
+    """Where a hook may read files: Python's installation and import path, and the SDK's own data."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
+    roots.update(sdk_dirs())
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            roots.add(os.path.realpath(entry))
+    # An import path of "/" (a run from the root directory) must not make the whole machine readable.
+    machine = ("/sys", "/proc", "/dev", "/etc", "/run", "/var")
+    return tuple(sorted(r for r in roots if not any(m == r or m.startswith(r.rstrip("/") + "/") for m in machine)))
+
+
+@dataclass
+class Watch:
+    """One hook call being watched."""
+
+    plugin: str
+    hook: str
+    budget_s: float
+    roots: tuple[str, ...]
+    threads_before: frozenset[int]
+    ident: int | None = None
+    done: bool = False
+    spawned: bool = False
+    events: list[str] = field(default_factory=list)
+    output: dict[str, list[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+
+    def owns_current_thread(self) -> bool:
+        ident = threading.get_ident()
+        return ident == self.ident or (self.ident is not None and ident not in self.threads_before)
+
+    def note(self, text: str) -> None:
+        if text not in self.events and len(self.events) < 20:
+            self.events.append(text)
+
+    def readable(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real in ("/dev/null", "/dev/urandom") or any(
+            real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    watch = _active
+    if watch is None or event not in _WATCHED:
+        return
+    if event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
+        watch.spawned = True  # through the seam or not: look for children left behind afterwards
+    if getattr(seam_mark, "seam", 0) or getattr(seam_mark, "busy", False) or not watch.owns_current_thread():
+        return
+    seam_mark.busy = True
+    try:
+        _classify(watch, event, args)
+    except Exception:
+        pass
+    finally:
+        seam_mark.busy = False
+
+
+def _path(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    if isinstance(value, (str, os.PathLike)):
+        return os.path.abspath(os.fspath(value))
+    return None
+
+
+def _classify(watch: Watch, event: str, args: tuple[Any, ...]) -> None:
+    if event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
+        what = args[1] if event == "subprocess.Popen" and len(args) > 1 else (args[0] if args else "")
+        watch.note(f"ran a process outside the Host seam ({event} {short(what)}): use host.run(argv, timeout=...)")
+    elif event in _NETWORK_EVENTS:
+        watch.note(f"used the network outside the Host seam ({event} {short(args[1:2] or args[:1])}): "
+                   "use host.http_get(url, timeout=...)")
+    elif event in _ENV_EVENTS:
+        watch.note(f"wrote the process environment ({event} {short(args[0] if args else '')}): a hook must not "
+                   "change os.environ; return the env in rayaccel_visible_env instead")
+    elif event in _WRITE_EVENTS:
+        path = _path(args[0]) if args else None
+        watch.note(f"changed the filesystem ({event} {path or short(args)}): a hook must not write files")
+    elif event == "open":
+        path = _path(args[0]) if args else None
+        if path is None:
+            return
+        mode = args[1] if len(args) > 1 else None
+        flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+        writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(flags & _WRITE_FLAGS)
+        if writes:
+            watch.note(f"wrote a file ({path}): a hook must not write files")
+        elif not watch.readable(path):
+            watch.note(f"read {path} outside the Host seam: use host.read_text / host.exists")
+    elif event in _LIST_EVENTS:
+        path = _path(args[0]) if args else None
+        if path is not None and not watch.readable(path):
+            watch.note(f"listed {path} outside the Host seam: use host.list_dir / host.glob")
+    elif event == "ctypes.dlopen":
+        name = args[0] if args else None
+        if name and not (isinstance(name, str) and os.path.isabs(name) and watch.readable(name)):
+            watch.note(f"loaded native library {name} outside the Host seam: hand a rayaccel.LibraryAdapter to "
+                       "host.library(adapter)")
+
+
+def short(value: Any) -> str:
+    text = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def install_audit_hook() -> None:
+    global _installed
+    with _lock:
+        if not _installed:
+            sys.addaudithook(_audit)
+            _installed = True
