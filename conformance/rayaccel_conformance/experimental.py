@@ -1,4 +1,6 @@
-"""Experimental tier (RAC1xx): the plugin loads, declares a sane family and discovers its fixtures right."""
+"""Experimental tier (RAC1xx): the plugin loads, declares a sane family and discovers its fixtures right.
+
+Hook hygiene (RAC109 side effects, RAC110 process env) is in :mod:`rayaccel_conformance.hygiene`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Supported tier (RAC2xx): labels, topology, health under faults, robustness, catalog, metrics, speed."""
+"""Supported tier (RAC2xx): labels, topology, catalog, metrics, speed, Ray label selectors, cloud hints.
+
+Faults and robustness (RAC203, RAC204) are in :mod:`rayaccel_conformance.robustness`."""
 
 from __future__ import annotations
 
