@@ -27,6 +27,7 @@ from rayaccel.pluginconfig import (
     entry_points,
     env_plugins,
 )
+from rayaccel.schemas import describe_validation_error
 
 #: Hooks one family request may call (discover, SKU catalog, topology, health, resources, labels,
 #: metrics) plus importing and registering the plugin: with the hook timeout, the worker's deadline.
@@ -177,7 +178,7 @@ class WorkerProcess:
         try:
             return Reply.model_validate_json(line)
         except ValidationError as e:
-            return f"answered a malformed record ({e.error_count()} errors)"
+            return f"answered a malformed record: {describe_validation_error(e)}"
 
     def _death(self) -> str:
         assert self.proc is not None
