@@ -83,3 +83,13 @@ def test_template_commands_without_the_template_extra_name_it(monkeypatch: pytes
     line = _one_line(capsys.readouterr().err)
     assert "pip install 'rayaccel[template]'" in line and "cruft" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_pytest_conformance_without_the_conformance_extra_names_it(tmp_path: Path) -> None:
+    """pytest itself may be installed without the extra: `--conformance` then says what to install."""
+    code = ("import sys; sys.modules['cryptography'] = None; import pytest; "
+            "sys.exit(pytest.main(['-p', 'no:cacheprovider', '--conformance', '-q']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert "pip install 'rayaccel[conformance]'" in done.stderr and "Traceback" not in done.stderr

@@ -49,6 +49,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("conformance"):
         return
+    from rayaccel.extras import MissingExtra, require
+
+    try:  # reports are signed with cryptography, which only the conformance extra brings
+        require("conformance", "pytest --conformance")
+    except MissingExtra as e:
+        raise pytest.UsageError(str(e)) from None
     config.addinivalue_line("markers", "conformance: a rayaccel conformance check")
     report = _report_path(config.getoption("conformance_report"))
     sign_key = config.getoption("conformance_sign_key")
