@@ -1,0 +1,86 @@
+"""The one host factory (rayaccel.hosts) and the one expectations differ (rayaccel.expectations)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayaccel.errors import FixtureError
+from rayaccel.expectations import FaultExpectation, expectation_differences
+from rayaccel.fixtures import resolve_fixture
+from rayaccel.host import RealHost
+from rayaccel.hosts import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env, make_host, simulated_host
+from rayaccel.inventory import collect_inventory
+from rayaccel.manager import PluginManager
+from rayaccel.simulated import SimulatedHost
+from rayaccel_testplugins import acme
+
+LOST = "ACME-0003-5e1f-4c2a-9d3b-000000000003"
+
+
+@pytest.fixture(scope="module")
+def manager() -> PluginManager:
+    manager = PluginManager(autoload=False)
+    manager.register(acme, "acme")
+    return manager
+
+
+def test_no_simulate_is_this_machine_and_faults_without_a_fixture_are_refused(manager):
+    assert isinstance(make_host(None, manager=manager), RealHost)
+    with pytest.raises(FixtureError, match="faults need a simulated node"):
+        make_host(None, ["fatal-2"], manager=manager)
+    with pytest.raises(FixtureError, match="faults need a simulated node"):
+        make_host(None, fault_file="/dev/null", manager=manager)
+
+
+def test_a_ref_a_file_and_a_fixture_give_the_same_host(manager):
+    fixture = resolve_fixture("acme/acme-4", manager)
+    by_ref = make_host("acme/acme-4", ["fatal-2"], manager=manager)
+    by_fixture = make_host(fixture, ["fatal-2"])
+    assert isinstance(by_ref, SimulatedHost) and isinstance(by_fixture, SimulatedHost)
+    assert by_ref.fixture == by_fixture.fixture == fixture
+    assert by_ref.active_faults() == by_fixture.active_faults() == ("fatal-2",)
+
+
+def test_an_unknown_fault_is_refused_before_the_fault_file_is_written(manager, tmp_path):
+    fault_file = tmp_path / "faults"
+    with pytest.raises(FixtureError, match="declares no fault 'melted'"):
+        simulated_host("acme/acme-4", ["melted"], str(fault_file), manager)
+    assert not fault_file.exists()
+
+
+def test_faults_asked_for_with_a_fault_file_are_written_to_it(manager, tmp_path):
+    """So every process reading the file (workers, the health monitor) sees them, and more can be appended."""
+    fault_file = tmp_path / "faults"
+    host = simulated_host("acme/acme-4", ["fatal-2"], str(fault_file), manager)
+    assert fault_file.read_text(encoding="utf-8") == "fatal-2\n"
+    with open(fault_file, "a", encoding="utf-8") as f:
+        f.write("lost-3\n")
+    assert host.active_faults() == ("fatal-2", "lost-3")
+
+
+def test_the_environment_names_the_host_of_every_process_on_a_simulated_node(manager, tmp_path, monkeypatch):
+    monkeypatch.delenv(SIMULATE_ENV, raising=False)
+    monkeypatch.setenv(SIMULATE_FAULTS_ENV, str(tmp_path / "ignored"))  # no fixture: a fault file means nothing
+    assert isinstance(host_from_env(manager), RealHost)
+    fault_file = tmp_path / "faults"
+    fault_file.write_text("lost-3\n", encoding="utf-8")
+    monkeypatch.setenv(SIMULATE_ENV, "acme/acme-4")
+    monkeypatch.setenv(SIMULATE_FAULTS_ENV, str(fault_file))
+    host = host_from_env(manager)
+    assert isinstance(host, SimulatedHost) and host.active_faults() == ("lost-3",)
+
+
+def test_a_fault_expectation_checks_only_what_it_states(manager):
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, ["lost-3"]))
+    declared = fixture.fault("lost-3").expected
+    assert expectation_differences(inventory, "acme", declared) == []
+    # A lost device expected unhealthy is gone altogether: the device count says so, not its health.
+    lost = declared.model_copy(update={"health": {LOST: "unhealthy"}})
+    assert expectation_differences(inventory, "acme", lost) == []
+    wrong = FaultExpectation(devices=4, fatal=True, problem_codes=["acme-melted"])
+    assert expectation_differences(inventory, "acme", wrong) == [
+        "devices: expected 4, discovered 3",
+        "fatal: expected True, got False",
+        "problems: expected ['acme-melted'], got none",
+    ]
