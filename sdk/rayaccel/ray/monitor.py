@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.raycompat import RAY_NODE_ID_LABEL
 from rayaccel.records import HEALTH_ORDER, NodeInventory
 
 logger = logging.getLogger("rayaccel.ray.monitor")
@@ -245,7 +246,7 @@ class HealthMonitor:
             try:
                 groups.append(_existing_group(name) or placement_group(
                     [{resource: 1}], strategy="STRICT_PACK", name=name, lifetime="detached",
-                    bundle_label_selector=[{"ray.io/node-id": self.node_id}]))
+                    bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}]))
             except Exception as e:
                 with self._lock:
                     self._status["error"] = f"could not cordon {family}: {type(e).__name__}: {e}"
