@@ -30,7 +30,7 @@ lint: install
 	$(BIN)/mypy
 
 bench: install
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)  # BENCH_ARGS=--no-ray: without the figures that start Ray
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,12 +1,15 @@
-"""Measure what the SDK adds on top of the plugins' own work, as ratios taken in one run.
+"""Measure what the SDK adds: to the plugins' own work, and to Ray itself, as ratios taken in one run.
 
 Absolute times depend on the machine; ratios between two things measured side by side do not (much).
-Results are printed as a table and written to benchmarks/results.json; docs/performance.md quotes them.
+Results are printed as a table, each figure beside its anchor and its target (PASS/MISS), and written to
+benchmarks/results.json; docs/performance.md quotes them. ``--no-ray`` skips every figure that starts Ray.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -14,6 +17,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rayaccel import Device, FamilyDeclaration, hookimpl
 from rayaccel.fixtures import installed_fixtures, resolve_fixture
@@ -88,13 +92,91 @@ def bench_selection() -> dict[str, float]:
             "greedy_1024_ms": greedy_1024 * 1e3}
 
 
+def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str) -> list[tuple[str, ...]]:
+    """Issue 17's figures, each as (figure, measured, anchor, ratio, target, verdict)."""
+    from benchmarks import against_ray as ar
+    from benchmarks import scale
+
+    rows: list[tuple[str, ...]] = []
+
+    def row(figure: str, measured: str, anchor: str, ratio: str, target: str, ok: bool) -> None:
+        rows.append((figure, measured, anchor, ratio, target, "PASS" if ok else "MISS"))
+        print(f"  {figure}: {measured} vs {anchor} ({ratio}; target {target}): {'PASS' if ok else 'MISS'}", flush=True)
+
+    print("measuring against Ray (a few minutes)...", flush=True)
+    imp = results["import"] = ar.bench_import()
+    row("import rayaccel", f"{imp['ms']['import rayaccel']:.0f} ms", f"bare python {imp['ms']['bare']:.0f} ms",
+        f"+{imp['extra_ms']['import rayaccel']:.0f} ms", "< +100 ms", imp["extra_ms"]["import rayaccel"] < 100)
+    row("a plugin's import (Device, FamilyDeclaration, hookimpl)", f"{imp['ms']['plugin import']:.0f} ms",
+        f"bare python {imp['ms']['bare']:.0f} ms", f"+{imp['extra_ms']['plugin import']:.0f} ms", "< +100 ms",
+        imp["extra_ms"]["plugin import"] < 100)
+    growth = results["scale"] = scale.bench_growth()
+    for key, what in (("inventory_ms", "inventory + labels"), ("selection_ms", "best-connected n/2 of n")):
+        sizes = growth["sizes"]
+        row(f"{what}, 8 -> 1024 devices", f"{sizes['1024'][key]:.1f} ms at 1024", f"{sizes['8'][key]:.2f} ms at 8",
+            f"x{growth['growth_8_to_1024'][key]:.0f} (exponent 256->1024: {growth['exponent_256_to_1024'][key]:.2f})",
+            f"<= n^2 log n (x{growth['bound_n2logn']:.0f})", growth["growth_8_to_1024"][key] <= growth["bound_n2logn"])
+    nodes = results["scale_nodes"] = scale.bench_fixture_nodes()
+    for ref, value in nodes.items():
+        row(f"{ref}: {value['nodes']} nodes, {value['devices']}-device domain",
+            f"{value['per_node_ms']:.1f} ms per node inventory", f"best-connected order of {value['devices']}: "
+            f"{value['domain_order_ms']:.1f} ms", f"{value['all_nodes_s']:.2f} s for all nodes", "n/a (scale)", True)
+    opt = results["optimality"] = scale.bench_optimality()
+    per = opt["ms_per_decision_k4"]
+    row("best-connected vs brute force, 8/16-device fixtures", f"{opt['fixture_optimal']}/{opt['fixture_decisions']} "
+        "optimal", "brute-force optimum", "ms per decision (k=4) at 8/16/72/256: "
+        + "/".join(f"{per[n]:.2f}" for n in ("8", "16", "72", "256")), "optimal on every fixture",
+        opt["fixture_optimal"] == opt["fixture_decisions"])
+    row("best-connected vs brute force, random 20/24 devices (greedy)", f"{opt['random_optimal']}/{opt['random_cases']}"
+        " optimal", "brute-force optimum", f"mean {opt['random_mean_ratio']:.3f}, worst {opt['random_worst_ratio']:.2f}"
+        " of the optimal bandwidth", "report (no target)", True)
+    if not with_ray:
+        return rows
+    insp = results["inspect"] = ar.bench_inspect_and_init()
+    row("rayaccel inspect --json (process)", f"{insp['inspect_s']:.2f} s",
+        f"ray.init()+shutdown() {insp['ray_init_s']:.2f} s", f"{100 * insp['ratio']:.0f}%", "< 5%",
+        insp["ratio"] < 0.05)
+    start = results["start"] = ar.bench_start()
+    med = start["s"]
+    row("rayaccel start --simulate nvidia/dgx-h100", f"{med['rayaccel']:.2f} s", f"ray start {med['ray']:.2f} s",
+        f"x{start['ratio']:.2f}", "< x1.10", start["ratio"] < 1.10)
+    row("  the same, vs ray start + until `ray status` lists the node", f"{med['rayaccel']:.2f} s",
+        f"{med['ray+listed']:.2f} s", f"x{start['ratio_to_listed']:.2f}", "< x1.10", start["ratio_to_listed"] < 1.10)
+    row("  rayaccel start --no-monitor, vs the same anchor", f"{med['rayaccel-no-monitor']:.2f} s",
+        f"{med['ray+listed']:.2f} s", f"x{start['ratio_no_monitor_to_listed']:.2f}", "< x1.10",
+        start["ratio_no_monitor_to_listed"] < 1.10)
+    worker = results["worker_start"] = ar.bench_worker_start()
+    row("Ray worker start with the preload", f"{worker['with_s']:.3f} s", f"without {worker['without_s']:.3f} s",
+        f"{100 * (worker['ratio'] - 1):+.1f}% (preload import alone {worker['preload_import_ms']:.1f} ms = "
+        f"{100 * worker['preload_import_share']:.1f}%)", "< +5%", worker["ratio"] < 1.05)
+    mon = results["monitor_cpu"] = ar.bench_monitor_cpu()
+    row("health monitor, 1 Hz polling of 8 devices", f"{mon['core_percent']:.2f}% of one core",
+        f"{mon['polls']} polls in {mon['window_s']:.0f} s", f"{mon['ms_cpu_per_poll']:.1f} ms CPU per poll", "< 1%",
+        mon["core_percent"] < 1.0)
+    conf = results["conformance"] = ar.bench_conformance(conformance_plugin, insp["ray_init_s"])
+    row(f"conformance run of {conformance_plugin} ({conf['summary'] or 'exit ' + str(conf['exit'])})",
+        f"{conf['s']:.1f} s", f"ray.init()+shutdown() {insp['ray_init_s']:.2f} s", f"x{conf['ratio']:.1f}", "< x10",
+        conf["ratio"] < 10)
+    return rows
+
+
 def main() -> int:
-    results = {
-        "python": sys.version.split()[0], "machine": platform.machine(),
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-ray", action="store_true", help="skip the figures that start Ray")
+    parser.add_argument("--conformance-plugin", default="nvidia", help="plugin of the conformance figure")
+    options = parser.parse_args()
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "python": sys.version.split()[0], "machine": platform.machine(), "cpus": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
         "hook_isolation": bench_hook_isolation(),
         "selection": bench_selection(),
         "inventory": bench_inventories(),
     }
+    rows = against_ray(results, not options.no_ray, options.conformance_plugin)
+    results["load_average_at_end"] = list(os.getloadavg())
+    results["table"] = [dict(zip(("figure", "measured", "anchor", "ratio", "target", "verdict"), r, strict=True))
+                        for r in rows]
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -118,6 +200,12 @@ def main() -> int:
         from benchmarks.transports import print_transports
 
         print_transports(results["transports"])
+    print(f"\nagainst Ray ({os.cpu_count()} CPUs, load average {results['load_average_at_start'][0]:.1f} at start, "
+          f"{results['load_average_at_end'][0]:.1f} at end; {time.perf_counter() - started:.0f} s in all):")
+    widths = [max(len(r[i]) for r in rows) for i in range(6)] if rows else []
+    for r in rows:
+        print("  " + " | ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

@@ -1,0 +1,281 @@
+"""What rayaccel adds to Ray, each figure measured beside its anchor in the same run (issue 17).
+
+Every Ray-facing figure is a ratio between two things timed alternately on the same machine, so that load
+from other jobs hits both; medians of a few repetitions, because a Ray start takes seconds. Ray clusters are
+started on free ports and stopped by address (``rayaccel stop --address``), never with a bare ``ray stop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+RAY = str(BIN / "ray")
+RAYACCEL = [sys.executable, "-m", "rayaccel"]
+#: The node every start/inspect figure uses (the issue's example): 8 H100s with NVLink.
+FIXTURE = "nvidia/dgx-h100"
+#: Deterministic across machines: whether Ray turns token auth on depends on ~/.ray/auth_token.
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def median_of(fn: Callable[[], float], times: int) -> float:
+    return statistics.median(fn() for _ in range(times))
+
+
+def timed_run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> float:
+    """Seconds a command takes; raises with its output's tail when it fails."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or ENV, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:6])}... failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")
+    return time.perf_counter() - started
+
+
+def free_ports(n: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def node_flags() -> tuple[str, list[str]]:
+    """The address and `ray start` flags of a fresh head node on free ports (the same for both commands)."""
+    from ray.util import get_node_ip_address
+
+    port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
+    flags = ["--head", f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
+             f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+             f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
+             "--include-dashboard=false"]
+    return f"{get_node_ip_address()}:{port}", flags
+
+
+def stop_cluster(address: str) -> None:
+    subprocess.run([*RAYACCEL, "stop", f"--address={address}", "--grace", "3"], capture_output=True, timeout=120,
+                   env=ENV, check=False)
+
+
+# rayaccel start vs ray start ------------------------------------------------------------------------
+
+
+def _listed(address: str) -> bool:
+    from rayaccel.cli.node import ray_status
+
+    try:
+        return re.search(r"Active:\s*\n\s*1 node_", ray_status(address)) is not None
+    except Exception:
+        return False
+
+
+def _start(kind: str) -> float:
+    address, flags = node_flags()
+    try:
+        if kind == "ray":  # the same resources, given as Ray's own flags
+            return timed_run([RAY, "start", *flags, "--num-gpus=8", '--resources={"accelerator_type:H100": 1}'])
+        if kind == "ray+listed":  # ... and until `ray status` lists the node, as rayaccel start waits
+            started = time.perf_counter()
+            timed_run([RAY, "start", *flags, "--num-gpus=8", '--resources={"accelerator_type:H100": 1}'])
+            from rayaccel.polling import wait_for
+
+            wait_for(lambda: _listed(address), timeout=90, interval=0.25, what="ray status to list the node")
+            return time.perf_counter() - started
+        extra = ["--no-monitor"] if kind == "rayaccel-no-monitor" else []
+        return timed_run([*RAYACCEL, "start", "--simulate", FIXTURE, *extra, *flags])
+    finally:
+        stop_cluster(address)
+
+
+def bench_start(rounds: int = 3) -> dict[str, Any]:
+    """`rayaccel start --simulate nvidia/dgx-h100` vs `ray start` with the same flags and resources."""
+    kinds = ["ray", "rayaccel", "ray+listed", "rayaccel-no-monitor"]
+    samples: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(rounds):  # alternated, so load from other jobs hits every kind alike
+        for kind in kinds:
+            samples[kind].append(_start(kind))
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    return {"s": medians, "samples": samples, "ratio": medians["rayaccel"] / medians["ray"],
+            "ratio_to_listed": medians["rayaccel"] / medians["ray+listed"],
+            "ratio_no_monitor_to_listed": medians["rayaccel-no-monitor"] / medians["ray+listed"]}
+
+
+# Worker start with the preload vs without -----------------------------------------------------------
+
+_ACME_SPEC = [{"plugin": "acme", "name": "acme", "resource_name": "ACME", "env_var": "ACME_VISIBLE_DEVICES",
+               "quantity_rule": {"kind": "whole", "choices": []}, "custom_parse": False, "custom_env": False}]
+
+_PRELOAD_PROBE = """
+import os, sys, time
+import ray._private.worker  # a worker has Ray loaded before its preload modules
+started = time.perf_counter()
+import rayaccel.ray.worker
+print(time.perf_counter() - started)
+"""
+
+
+def _preload_import_s() -> float:
+    env = {**ENV, "RAYACCEL_RAY_FAMILIES": json.dumps(_ACME_SPEC)}
+    done = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE], capture_output=True, text=True, env=env,
+                          timeout=120, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def _env(updates: dict[str, str | None]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in updates}
+    for key, value in updates.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class _Probe:
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _actor_starts(preload: bool, count: int) -> list[float]:
+    """Seconds from creating an actor to its first answer, each in a fresh worker process."""
+    import ray
+
+    updates: dict[str, str | None] = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+                                      "RAY_preload_python_modules": "rayaccel.ray.worker" if preload else None,
+                                      "RAYACCEL_RAY_FAMILIES": json.dumps(_ACME_SPEC) if preload else None}
+    with _env(updates):
+        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level=logging.ERROR)
+    try:
+        actor_class: Any = ray.remote(num_cpus=0)(_Probe)
+        ray.get(actor_class.remote().pid.remote(), timeout=120)  # warm: the node's first worker
+        times = []
+        for i in range(count):
+            started = time.perf_counter()
+            # A runtime env of its own: Ray starts a new worker instead of reusing an idle one.
+            actor: Any = actor_class.options(runtime_env={"env_vars": {"RAYACCEL_BENCH": f"{preload}-{i}"}}).remote()
+            ray.get(actor.pid.remote(), timeout=120)
+            times.append(time.perf_counter() - started)
+            ray.kill(actor)
+        return times
+    finally:
+        ray.shutdown()
+
+
+def bench_worker_start(count: int = 5) -> dict[str, Any]:
+    """A Ray worker's start (actor creation to first answer) with `rayaccel.ray.worker` preloaded vs not."""
+    without = _actor_starts(False, count)
+    with_preload = _actor_starts(True, count)
+    without += _actor_starts(False, count)  # before and after: drift in load shows in the spread
+    preload_import = median_of(_preload_import_s, 5)
+    base = statistics.median(without)
+    return {"with_s": statistics.median(with_preload), "without_s": base,
+            "ratio": statistics.median(with_preload) / base, "preload_import_ms": preload_import * 1e3,
+            "preload_import_share": preload_import / base,
+            "samples": {"with": with_preload, "without": without}}
+
+
+# inspect, import, conformance -------------------------------------------------------------------------
+
+_RAY_INIT = ("import ray; ray.init(address='local', num_cpus=1, include_dashboard=False, logging_level=40); "
+             "ray.shutdown()")
+
+
+def bench_inspect_and_init(rounds: int = 3) -> dict[str, Any]:
+    """`rayaccel inspect --simulate nvidia/dgx-h100 --json` as a process vs a bare ray.init()+shutdown()."""
+    inspect, init = [], []
+    for _ in range(rounds):
+        inspect.append(timed_run([*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json"]))
+        init.append(timed_run([sys.executable, "-c", _RAY_INIT]))
+    return {"inspect_s": statistics.median(inspect), "ray_init_s": statistics.median(init),
+            "ratio": statistics.median(inspect) / statistics.median(init)}
+
+
+def bench_import(rounds: int = 9) -> dict[str, Any]:
+    """`import rayaccel` (and what a plugin module imports) vs a bare Python start, as processes."""
+    codes = {"bare": "pass", "import rayaccel": "import rayaccel",
+             "plugin import": "from rayaccel import Device, FamilyDeclaration, hookimpl",
+             "import rayaccel.cli": "import rayaccel.cli"}
+    samples: dict[str, list[float]] = {k: [] for k in codes}
+    for _ in range(rounds):
+        for name, code in codes.items():
+            samples[name].append(timed_run([sys.executable, "-c", code]))
+    ms = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+    return {"ms": ms, "extra_ms": {k: v - ms["bare"] for k, v in ms.items() if k != "bare"}}
+
+
+def bench_conformance(plugin: str, ray_init_s: float) -> dict[str, Any]:
+    """One full conformance run of a plugin (`pytest --conformance`) vs one ray.init()+shutdown()."""
+    with tempfile.TemporaryDirectory(prefix="rayaccel-bench-") as directory:
+        started = time.perf_counter()
+        done = subprocess.run([str(BIN / "pytest"), "--conformance", "--conformance-plugin", plugin, "-q",
+                               "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=directory, env=ENV,
+                              timeout=900, check=False)
+        seconds = time.perf_counter() - started
+    summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line and "passed" in line), "")
+    return {"plugin": plugin, "s": seconds, "ratio": seconds / ray_init_s, "exit": done.returncode,
+            "summary": summary.strip("= ")}
+
+
+# Health monitor CPU --------------------------------------------------------------------------------
+
+
+def bench_monitor_cpu(window_s: float = 10.0) -> dict[str, Any]:
+    """CPU used by the node's health monitor (actor + its plugin workers) polling 8 devices at 1 Hz."""
+    import psutil
+    import ray
+
+    import rayaccel.ray
+    from rayaccel.polling import wait_for
+    from rayaccel.ray.monitor import get_monitor
+
+    with _env({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
+        rayaccel.ray.init(simulate=FIXTURE, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,
+                          logging_level=logging.ERROR)
+    try:
+        node_id = ray.get_runtime_context().get_node_id()
+        handle = get_monitor(node_id)
+        wait_for(lambda: ray.get(handle.status.remote(), timeout=30), lambda s: s["polls"] >= 3, timeout=120,
+                 interval=0.5, what="the monitor's third poll")
+        actor = next(p for p in psutil.process_iter(["cmdline"])
+                     if any("HealthMonitor" in part for part in (p.info["cmdline"] or [])))
+
+        def cpu() -> float:
+            total = 0.0
+            for proc in [actor, *actor.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    times = proc.cpu_times()
+                    total += times.user + times.system
+            return total
+
+        polls_before = ray.get(handle.status.remote(), timeout=30)["polls"]
+        cpu_before, started = cpu(), time.monotonic()
+        time.sleep(window_s)  # the measurement window itself, not a wait for a condition
+        cpu_used, elapsed = cpu() - cpu_before, time.monotonic() - started
+        polls = ray.get(handle.status.remote(), timeout=30)["polls"] - polls_before
+    finally:
+        rayaccel.ray.shutdown()
+    return {"core_percent": 100 * cpu_used / elapsed, "polls": polls, "window_s": elapsed,
+            "ms_cpu_per_poll": 1e3 * cpu_used / max(polls, 1)}
