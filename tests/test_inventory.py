@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from rayaccel.fixtures import compare_expected, resolve_fixture
@@ -9,7 +11,8 @@ from rayaccel.inventory import collect_inventory
 from rayaccel.labels import VOCABULARY, label_errors, to_label_value
 from rayaccel.manager import PluginManager
 from rayaccel.quantity import check_quantity
-from rayaccel.records import Device, Link, QuantityRule, Topology
+from rayaccel.raycompat import RAY_TPU_LABELS
+from rayaccel.records import Device, FamilyDeclaration, FamilyInventory, Link, QuantityRule, Topology
 from rayaccel.simulated import SimulatedHost
 from rayaccel.topology import best_connected_subset, greedy_order, topology_errors
 from rayaccel_testplugins import acme
@@ -83,6 +86,29 @@ def test_quantity_rules(kind, choices, quantity, ok):
     assert (message is None) is ok
     if message:
         assert "X" in message and f"{quantity:g}" in message
+
+
+def test_a_ray_label_is_kept_only_when_the_family_declares_it_as_rays_for_its_resource():
+    # acme (resource ACME) returning a Ray TPU label: it declares no ray_labels, and could not (it is no TPU).
+    def rayaccel_labels(inventory: FamilyInventory) -> dict[str, str]:
+        return {"ray.io/tpu-topology": "2x2", "acme.example.com/pool": "a"}
+
+    plugin = types.ModuleType("acme_with_ray_labels")
+    vars(plugin).update({k: v for k, v in vars(acme).items() if k.startswith("rayaccel_")})
+    plugin.rayaccel_labels = rayaccel_labels  # type: ignore[attr-defined]
+    manager = PluginManager(autoload=False)
+    manager.register(plugin, "acme")
+    _, inventory = inventory_of(manager)
+    assert inventory.labels["acme.example.com/pool"] == "a" and "ray.io/tpu-topology" not in inventory.labels
+    [dropped] = [p for p in inventory.problems if p.code == "invalid-label"]
+    assert "ray.io/tpu-topology" in dropped.message and dropped.severity == "warning"
+
+    declared = acme.rayaccel_family().model_dump()
+    with pytest.raises(ValueError, match=r"ray_labels: ray.io/tpu-topology is not a label Ray sets for resource"):
+        FamilyDeclaration.model_validate({**declared, "ray_labels": ["ray.io/tpu-topology"]})
+    tpu = FamilyDeclaration.model_validate({**declared, "resource_name": "TPU", "visible_devices_env_var": "ACME_X",
+                                            "ray_labels": list(RAY_TPU_LABELS)})
+    assert tpu.ray_labels == list(RAY_TPU_LABELS)
 
 
 def test_label_values_are_made_valid():

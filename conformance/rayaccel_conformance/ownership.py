@@ -12,7 +12,6 @@ from rayaccel.raycompat import (
     RAY_LABEL_PREFIX,
     RAY_RESERVED_RESOURCE_PREFIXES,
     RAY_RESERVED_RESOURCES,
-    RAY_TPU_LABELS,
 )
 from rayaccel.records import FamilyDeclaration
 
@@ -35,7 +34,7 @@ def _words(text: str) -> set[str]:
 def label_owner_problem(key: str, family: Any) -> str | None:
     """Why the plugin may not set label ``key``, or None when it is under the vendor's own prefix."""
     if key.startswith(RAY_LABEL_PREFIX):
-        if key in RAY_TPU_LABELS and family.resource_name == "TPU":
+        if key in family.ray_labels:  # Ray's own label for the family's resource, declared (and checked then)
             return None
         return f"label {key!r} is Ray's, and not one that belongs to the {family.name} family"
     if key.startswith(VOCABULARY_PREFIX) or "/" not in key:

@@ -197,8 +197,9 @@ def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     """Extra node labels for this family, beyond the vocabulary the SDK writes itself.
 
-    Keys must use the vendor's own prefix (``nvidia.com/gpu.clique``) or be one of the Ray-defined keys
-    Ray gives this family (the four ``ray.io/tpu-*`` keys). ``rayaccel.io/`` keys belong to the SDK.
+    Keys must use the vendor's own prefix (``nvidia.com/gpu.clique``) or be one of the keys Ray itself sets
+    for the family's resource, declared in ``FamilyDeclaration.ray_labels`` (a TPU family: the four
+    ``ray.io/tpu-*`` keys). ``rayaccel.io/`` keys belong to the SDK.
 
     :param inventory: this family's inventory so far (devices, topology, health, resources).
     :returns: label key -> value; each is checked against Ray's label syntax.

@@ -13,7 +13,7 @@ from rayaccel.host import Host
 from rayaccel.hosts import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
 from rayaccel.manager import PluginManager
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX, RAY_TPU_LABELS
+from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import (
     HEALTH_ORDER,
     ID_FALLBACK,
@@ -256,7 +256,7 @@ class InventoryBuilder:
             why = None
             if key.startswith(VOCABULARY_PREFIX):
                 why = f"label {key!r} uses the SDK's own prefix {VOCABULARY_PREFIX}"
-            elif key.startswith(RAY_LABEL_PREFIX) and key not in RAY_TPU_LABELS:
+            elif key.startswith(RAY_LABEL_PREFIX) and key not in family.family.ray_labels:
                 why = f"label {key!r} uses Ray's reserved prefix {RAY_LABEL_PREFIX}"
             elif "/" not in key:
                 why = f"label {key!r} has no prefix"

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from rayaccel.raycompat import RAY_RESOURCE_LABELS
 from rayaccel.record_rules import (
     ACCELERATOR_TYPE_RE,
     DENIED_ENV_PREFIXES,
@@ -84,6 +85,9 @@ class FamilyDeclaration(Record):
     unit: Literal["device", "core", "chip", "partition"] = Field(
         "device", description="What one unit of the resource is")
     support: SupportInfo = Field(default_factory=SupportInfo)
+    ray_labels: list[str] = Field(
+        default_factory=list, description="Ray's own node labels (ray.io/...) the family sets, as Ray's manager for "
+        "its resource does (TPU: ray.io/tpu-slice-name, ...); any other ray.io/ label a plugin returns is dropped")
 
     @field_validator("name")
     @classmethod
@@ -118,6 +122,15 @@ class FamilyDeclaration(Record):
         why = visible_env_problem(self.visible_devices_env_var, self.resource_name)
         if why:
             raise ValueError(f"visible_devices_env_var {why}")
+        return self
+
+    @model_validator(mode="after")
+    def _ray_labels_are_rays_for_the_resource(self) -> FamilyDeclaration:
+        allowed = RAY_RESOURCE_LABELS.get(self.resource_name, ())
+        foreign = [key for key in self.ray_labels if key not in allowed]
+        if foreign:
+            raise ValueError(f"ray_labels: {', '.join(foreign)} is not a label Ray sets for resource "
+                             f"{self.resource_name!r} (Ray sets {', '.join(allowed) or 'none'})")
         return self
 
 

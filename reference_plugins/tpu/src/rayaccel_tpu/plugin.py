@@ -42,6 +42,7 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel TPU reviewers"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
+        ray_labels=list(RAY_TPU_LABELS.values()),  # the slice labels Ray's own TPU manager sets
     )
 
 
