@@ -5,9 +5,9 @@ visible-devices variables). :mod:`rayaccel.records` re-exports all of it."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
 
@@ -52,6 +52,27 @@ SPEC_VERSION_RE = re.compile(r"^\d+\.\d+$")
 ACCELERATOR_TYPE_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 
 AttributeValue = str | int | float | bool
+
+
+def _matching(regex: re.Pattern[str], why: str) -> AfterValidator:
+    """A string field's check: ``regex`` must match it, else the error says ``why``."""
+
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(why)
+        return value
+
+    return AfterValidator(check)
+
+
+FamilyName = Annotated[str, _matching(FAMILY_NAME_RE, "must be lower-case letters, digits and '-', starting with a "
+                                                      "letter (<= 32)")]
+ResourceName = Annotated[str, _matching(RESOURCE_NAME_RE, "must start with a letter and hold only letters, digits "
+                                                          "and '_' (<= 63)")]
+EnvVarName = Annotated[str, _matching(ENV_VAR_RE, "must be upper-case letters, digits and '_', starting with a letter")]
+SpecVersion = Annotated[str, _matching(SPEC_VERSION_RE, "must be MAJOR.MINOR, e.g. '1.0'")]
+AcceleratorType = Annotated[str, _matching(ACCELERATOR_TYPE_RE, "must be a valid Ray label value (letters, digits, "
+                                                                "'-', '_', '.'; <= 63)")]
 
 #: Variables a family's visible-devices variable must never be: rayaccel sets it per task, so one of
 #: these would break the worker (PATH, LD_PRELOAD, PYTHONPATH, RAY_ADDRESS, OMP_NUM_THREADS, ...) or hide

@@ -14,23 +14,23 @@ from pydantic import Field, field_validator, model_validator
 
 from rayaccel.raycompat import RAY_RESOURCE_LABELS
 from rayaccel.record_rules import (
-    ACCELERATOR_TYPE_RE,
     DENIED_ENV_PREFIXES,
     DENIED_ENV_VARS,
-    ENV_VAR_RE,
-    FAMILY_NAME_RE,
     HEALTH_ORDER,
     ID_FALLBACK,
     LINK_KINDS,
-    RESOURCE_NAME_RE,
-    SPEC_VERSION_RE,
     STANDARD_METRICS,
+    AcceleratorType,
     AttributeValue,
     DomainKind,
+    EnvVarName,
+    FamilyName,
     HealthState,
     LinkKind,
     Record,
+    ResourceName,
     Severity,
+    SpecVersion,
     visible_env_problem,
 )
 from rayaccel.sku_records import SkuCatalog, SkuMatch, SkuRecord
@@ -76,46 +76,18 @@ class SupportInfo(Record):
 class FamilyDeclaration(Record):
     """What a plugin is: one accelerator family and how Ray should see it."""
 
-    name: str = Field(description="Family name, lower-case, e.g. 'nvidia'")
+    name: FamilyName = Field(description="Family name, lower-case, e.g. 'nvidia'")
     vendor: str = Field(description="Vendor as people write it, e.g. 'NVIDIA'")
-    resource_name: str = Field(description="Ray resource name, e.g. 'GPU' or 'neuron_cores'")
-    visible_devices_env_var: str = Field(description="Env var that selects devices, e.g. CUDA_VISIBLE_DEVICES")
+    resource_name: ResourceName = Field(description="Ray resource name, e.g. 'GPU' or 'neuron_cores'")
+    visible_devices_env_var: EnvVarName = Field(description="Env var that selects devices, e.g. CUDA_VISIBLE_DEVICES")
     quantity_rule: QuantityRule = Field(default_factory=QuantityRule)
-    spec_version: str = Field(description="rayaccel hook-spec version the plugin was written for, e.g. '1.0'")
+    spec_version: SpecVersion = Field(description="rayaccel hook-spec version the plugin was written for, e.g. '1.0'")
     unit: Literal["device", "core", "chip", "partition"] = Field(
         "device", description="What one unit of the resource is")
     support: SupportInfo = Field(default_factory=SupportInfo)
     ray_labels: list[str] = Field(
         default_factory=list, description="Ray's own node labels (ray.io/...) the family sets, as Ray's manager for "
         "its resource does (TPU: ray.io/tpu-slice-name, ...); any other ray.io/ label a plugin returns is dropped")
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not FAMILY_NAME_RE.match(v):
-            raise ValueError("must be lower-case letters, digits and '-', starting with a letter (<= 32)")
-        return v
-
-    @field_validator("resource_name")
-    @classmethod
-    def _resource(cls, v: str) -> str:
-        if not RESOURCE_NAME_RE.match(v):
-            raise ValueError("must start with a letter and hold only letters, digits and '_' (<= 63)")
-        return v
-
-    @field_validator("visible_devices_env_var")
-    @classmethod
-    def _env_var(cls, v: str) -> str:
-        if not ENV_VAR_RE.match(v):
-            raise ValueError("must be upper-case letters, digits and '_', starting with a letter")
-        return v
-
-    @field_validator("spec_version")
-    @classmethod
-    def _spec(cls, v: str) -> str:
-        if not SPEC_VERSION_RE.match(v):
-            raise ValueError("must be MAJOR.MINOR, e.g. '1.0'")
-        return v
 
     @model_validator(mode="after")
     def _env_var_is_the_familys_own(self) -> FamilyDeclaration:
@@ -215,19 +187,12 @@ class Topology(Record):
 class ResourceContribution(Record):
     """What a family adds to Ray's resources beyond its unit count."""
 
-    accelerator_type: str | None = Field(None, description="Ray accelerator type, e.g. 'H100'")
+    accelerator_type: AcceleratorType | None = Field(None, description="Ray accelerator type, e.g. 'H100'")
     no_accelerator_type: bool = Field(
         False, description="The node has no Ray accelerator type (as Ray reports none, e.g. a TPU whose pod "
                            "type is unknown): no accelerator_type:* resource, no ray.io/accelerator-type label, "
                            "unless the SKU catalog knows the device")
     extra: dict[str, float] = Field(default_factory=dict, description="e.g. {'TPU-v5p-16-head': 1}")
-
-    @field_validator("accelerator_type")
-    @classmethod
-    def _type(cls, v: str | None) -> str | None:
-        if v is not None and not ACCELERATOR_TYPE_RE.match(v):
-            raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
-        return v
 
     @model_validator(mode="after")
     def _one_answer(self) -> ResourceContribution:

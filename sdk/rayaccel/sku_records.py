@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from rayaccel.record_rules import ACCELERATOR_TYPE_RE, Record
+from rayaccel.record_rules import AcceleratorType, Record
 
 
 class SkuMatch(Record):
@@ -20,18 +20,11 @@ class SkuRecord(Record):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="e.g. 'h100-sxm5-80gb'")
     marketing_name: str
-    accelerator_type: str = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
+    accelerator_type: AcceleratorType = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
     architecture: str | None = None
     memory_mib: int | None = Field(None, ge=0)
     interconnect: str | None = None
     match: SkuMatch
-
-    @field_validator("accelerator_type")
-    @classmethod
-    def _type(cls, v: str) -> str:
-        if not ACCELERATOR_TYPE_RE.match(v):
-            raise ValueError("must be a valid Ray label value (letters, digits, '-', '_', '.'; <= 63)")
-        return v
 
 
 class SkuCatalog(Record):
