@@ -68,7 +68,43 @@ def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: i
     if math.comb(len(ordered), k) <= EXHAUSTIVE_LIMIT:
         best = max(itertools.combinations(ordered, k), key=lambda c: (_subset_weight(graph, c), _neg_rank(ordered, c)))
         return list(best)
-    return greedy_order(devices, links)[:k]
+    return _improved_by_swaps(graph, ordered, greedy_order(devices, links)[:k])
+
+
+#: Largest k * (n - k) for which the greedy choice is improved by swaps (each pass costs that many looks).
+SWAP_LIMIT = 50_000
+
+
+def _improved_by_swaps(graph: Adjacency, ordered: list[str], chosen: list[str]) -> list[str]:
+    """The greedy choice, improved while swapping one chosen device for one left out adds bandwidth.
+
+    Greedy is optimal on every shipped fixture but not on every topology (a device that looked best early
+    can be a poor partner for the rest); a strictly improving swap never makes it worse. Each pass takes
+    the best swap (lowest indices on ties), so the result is deterministic; at most one pass per device.
+    """
+    k = len(chosen)
+    rest = [n for n in ordered if n not in set(chosen)]
+    if not chosen or not rest or k * len(rest) > SWAP_LIMIT:
+        return chosen
+    inside = set(chosen)
+    gain = {n: sum(w for m, w in graph[n].items() if m in inside) for n in ordered}  # bandwidth to the chosen
+    for _ in range(len(ordered)):
+        best: tuple[float, int, int] | None = None
+        for i, out in enumerate(chosen):
+            for j, into in enumerate(rest):
+                delta = gain[into] - graph[into].get(out, 0.0) - gain[out]
+                if delta > 1e-9 * max(1.0, gain[out]) and (best is None or delta > best[0]):
+                    best = (delta, i, j)
+        if best is None:
+            break
+        _, i, j = best
+        out, into = chosen[i], rest[j]
+        chosen[i], rest[j] = into, out
+        for neighbour, weight in graph[out].items():
+            gain[neighbour] -= weight
+        for neighbour, weight in graph[into].items():
+            gain[neighbour] += weight
+    return chosen
 
 
 def _neg_rank(ordered: list[str], chosen: Sequence[str]) -> tuple[int, ...]:
