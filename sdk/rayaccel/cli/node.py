@@ -248,8 +248,11 @@ def ray_status(address: str) -> str:
     from ray.scripts.scripts import status
 
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status.main(["--address", address], standalone_mode=False)
+    try:
+        with contextlib.redirect_stdout(out):
+            status.main(["--address", address], standalone_mode=False)
+    except SystemExit as e:  # a command may exit; here that is one more "not yet", not the end of start
+        raise RuntimeError(f"`ray status` exited with {e.code}: {out.getvalue()[-300:]}") from None
     return out.getvalue()
 
 
