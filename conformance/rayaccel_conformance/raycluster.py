@@ -55,6 +55,7 @@ class SharedCluster:
         self.installed: set[str] = set()
         self.cpu_selected: set[str] = set()
         self.ray_version: str | None = None
+        self._auth_mode_before: str | None = None
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -65,16 +66,28 @@ class SharedCluster:
         from ray.cluster_utils import Cluster
 
         import rayaccel.ray
+        from rayaccel.ray.auth import AUTH_MODE_ENV, set_auth_mode
 
         self.ray_version = ray.__version__
+        # The suite's cluster is private to this process, on localhost: token authentication protects nothing
+        # there, and Ray 2.60's cluster_utils nodes under RAY_AUTH_MODE=token never run an actor (plain Ray
+        # reproduces it). A ~/.ray/auth_token left by any earlier ray.init() would otherwise fail every Ray check.
+        self._auth_mode_before = os.environ.get(AUTH_MODE_ENV)
+        set_auth_mode("disabled")
         cluster: Any = Cluster(initialize_head=False)
         try:
             rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False)
             rayaccel.ray.connect(cluster.address, plugins=[], log_to_driver=False)
         except BaseException:
             cluster.shutdown()
+            self._restore_auth_mode()
             raise
         self.cluster = cluster
+
+    def _restore_auth_mode(self) -> None:
+        from rayaccel.ray.auth import set_auth_mode
+
+        set_auth_mode(self._auth_mode_before)
 
     def shutdown(self) -> None:
         if self.cluster is None:
@@ -91,6 +104,7 @@ class SharedCluster:
             self.nodes.clear()
             self.node_ids.clear()
             self.installed.clear()
+            self._restore_auth_mode()
 
     def nodes_for(self, subject: Subject) -> None:
         """Start a node for every fixture of the plugin that has none yet, all at once."""

@@ -53,7 +53,15 @@ def decide_auth_mode() -> tuple[str, str]:
 
 def apply_auth_mode(mode: str) -> None:
     """Set ``RAY_AUTH_MODE`` in this process, for the Ray processes it starts and the drivers it connects."""
-    os.environ[AUTH_MODE_ENV] = mode
+    set_auth_mode(mode)
+
+
+def set_auth_mode(mode: str | None) -> None:
+    """``RAY_AUTH_MODE`` set to ``mode`` (``None``: unset) in this process, and Ray's cached config re-read."""
+    if mode is None:
+        os.environ.pop(AUTH_MODE_ENV, None)
+    else:
+        os.environ[AUTH_MODE_ENV] = mode
     raylet: Any = importlib.import_module("ray._raylet")
     raylet.Config.initialize("")  # Ray caches its config (the auth mode with it): re-read the environment
 
