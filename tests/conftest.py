@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # own clusters, so run them without auth on every machine and in every shell; the tests of the auth
 # decision itself (test_ray_auth.py, test_ray_cli_node.py, test_readme.py) set their own HOME and mode.
 os.environ["RAY_AUTH_MODE"] = "disabled"
+# A suite started in the background by a non-interactive shell (`make test &`) inherits SIGINT ignored, and so
+# would every command the tests start: the CLI rightly keeps an ignored SIGINT ignored, so the Ctrl-C tests
+# could not interrupt it. Commands started by the suite get SIGINT as at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _reset_default_manager() -> None:
