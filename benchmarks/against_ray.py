@@ -17,9 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rayaccel.ray.node import environ
 
 BIN = Path(sys.executable).parent
 RAY = str(BIN / "ray")
@@ -136,24 +138,6 @@ def _preload_import_s() -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-@contextlib.contextmanager
-def _env(updates: dict[str, str | None]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in updates}
-    for key, value in updates.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 class _Probe:
     def pid(self) -> int:
         return os.getpid()
@@ -166,7 +150,7 @@ def _actor_starts(preload: bool, count: int) -> list[float]:
     updates: dict[str, str | None] = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
                                       "RAY_preload_python_modules": "rayaccel.ray.worker" if preload else None,
                                       "RAYACCEL_RAY_FAMILIES": json.dumps(_ACME_SPEC) if preload else None}
-    with _env(updates):
+    with environ(updates):
         ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level=logging.ERROR)
     try:
         actor_class: Any = ray.remote(num_cpus=0)(_Probe)
@@ -251,7 +235,7 @@ def bench_monitor_cpu(window_s: float = 10.0) -> dict[str, Any]:
     from rayaccel.polling import wait_for
     from rayaccel.ray.monitor import get_monitor
 
-    with _env({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
+    with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
         rayaccel.ray.init(simulate=FIXTURE, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,
                           logging_level=logging.ERROR)
     try:

@@ -9,9 +9,9 @@ pages, which is what any transfer that creates the receiver's tensor has to pay 
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Any
+
+from benchmarks.scale import seconds
 
 MB = 1 << 20
 SIZES = {"16MB": 16 * MB, "256MB": 256 * MB, "1GB": 1024 * MB}
@@ -36,12 +36,7 @@ class _Receiver:
 
 def _median_seconds(fn: Any, repeat: int) -> float:
     fn()  # warm-up: workers, mappings, the collective group's first message
-    rounds = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        rounds.append(time.perf_counter() - started)
-    return statistics.median(rounds)
+    return seconds(fn, repeat)
 
 
 def bench_transports() -> dict[str, dict[str, float]]:

@@ -88,9 +88,14 @@ class NodeConfig:
 
 
 @contextlib.contextmanager
-def environ(updates: Mapping[str, str]) -> Iterator[None]:
+def environ(updates: Mapping[str, str | None]) -> Iterator[None]:
+    """``os.environ`` with ``updates`` (``None``: unset) for the block, restored after."""
     saved = {key: os.environ.get(key) for key in updates}
-    os.environ.update(updates)
+    for key, value in updates.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     try:
         yield
     finally:
