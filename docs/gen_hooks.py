@@ -9,6 +9,7 @@ import inspect
 import re
 
 from rayaccel import hookspec
+from rayaccel.conventions import CONVENTIONS
 
 INTRO = f"""# Hook reference
 
@@ -86,6 +87,10 @@ def render() -> str:
         signature = str(inspect.signature(fn)).replace("'", "")
         meta = (f"Validated into: `{result_name}`. Without an answer (not implemented, failed, or `None`): "
                 f"{inspect.getdoc(info.default)}. A malformed answer's fix: {info.fix}.")
+        if fn.__name__ in CONVENTIONS:
+            meta += (f" **Convention:** a plugin that does not implement it, and has "
+                     f"{CONVENTIONS[fn.__name__].describe()}, gets it answered from there "
+                     "([architecture.md](architecture.md#layout-conventions)).")
         parts.append(f"## `{fn.__name__}`\n\n`{fn.__name__}{signature}`\n\n"
                      f"{meta}\n\n{_markdown(inspect.getdoc(fn) or '').strip()}\n")
     return "\n".join(parts)

@@ -25,7 +25,7 @@ def test_inspect_json_gives_the_fixture_expectation():
     done = rayaccel("inspect", "--simulate", "acme/acme-4", "--json", "--plugin", "acme")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    expected = yaml.safe_load((acme.HERE / "fixtures" / "acme-4.yaml").read_text())["expected"]
+    expected = yaml.safe_load((acme.HERE / "acme_fixtures" / "acme-4.yaml").read_text())["expected"]
     assert out["resources"] == expected["resources"]
     assert out["labels"] == expected["labels"]
     assert {"families", "devices", "topology", "resources", "labels", "health", "problems"} <= set(out)

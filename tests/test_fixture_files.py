@@ -28,7 +28,7 @@ def test_yaml_syntax_error_is_one_line(tmp_path):
 
 
 def test_name_must_match_file_name(tmp_path):
-    data = yaml.safe_load((acme.HERE / "fixtures" / "acme-4.yaml").read_text())
+    data = yaml.safe_load((acme.HERE / "acme_fixtures" / "acme-4.yaml").read_text())
     path = tmp_path / "other.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(FixtureError, match="named 'other' but declares name 'acme-4'"):

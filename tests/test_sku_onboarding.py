@@ -38,11 +38,11 @@ def rayaccel(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 def plugin_copy(tmp_path: Path) -> Path:
     """The onboarding plugin with its catalog (plus a comment, to see it kept) and fixtures, in tmp_path."""
     root = tmp_path / "plugin"
-    (root / "fixtures").mkdir(parents=True)
+    (root / "acme_fixtures").mkdir(parents=True)
     shutil.copy(Path(acme_onboard.__file__), root / "acme_onboard_copy.py")
     catalog = (acme.HERE / "acme-skus.yaml").read_text()
     (root / "acme-skus.yaml").write_text("# ACME SKUs: keep this comment\n" + catalog)
-    shutil.copy(acme.HERE / "fixtures" / "acme-4.yaml", root / "fixtures")
+    shutil.copy(acme.HERE / "acme_fixtures" / "acme-4.yaml", root / "acme_fixtures")
     return root
 
 
@@ -57,7 +57,7 @@ def digest(root: Path) -> str:
 
 def unknown_sku_fixture(root: Path) -> Path:
     """acme-4 with every card reporting a product the catalog does not know yet."""
-    data = yaml.safe_load((root / "fixtures" / "acme-4.yaml").read_text())
+    data = yaml.safe_load((root / "acme_fixtures" / "acme-4.yaml").read_text())
     for path in data["host"]["files"]:
         if path.endswith("/product"):
             data["host"]["files"][path] = R2 + "\n"
@@ -98,7 +98,7 @@ def test_unknown_sku_is_schedulable_and_the_printed_command_onboards_it(plugin_c
     catalog = yaml.safe_load(catalog_text)
     assert [s["id"] for s in catalog["skus"]] == ["acme-r1", "acme-roadrunner-r2"]
     assert catalog["skus"][1]["match"] == {"product_names": [R2]}
-    fixture = yaml.safe_load((plugin_copy / "fixtures" / "acme-roadrunner-r2.yaml").read_text())
+    fixture = yaml.safe_load((plugin_copy / "acme_fixtures" / "acme-roadrunner-r2.yaml").read_text())
     assert fixture["expected"]["accelerator_type"] == "R2"
     assert fixture["faults"][0]["expected"]["resources"] == {"ACME": 3.0, "accelerator_type:R2": 1.0}
 
@@ -147,7 +147,7 @@ def _plugin_from(root: Path, **overrides: Any) -> SimpleNamespace:
 
     hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
     hooks["rayaccel_sku_catalog"] = lambda: load_catalog(root / "acme-skus.yaml")
-    hooks["rayaccel_fixture_dirs"] = lambda: [str(root / "fixtures")]
+    hooks["rayaccel_fixture_dirs"] = lambda: [str(root / "acme_fixtures")]
     return SimpleNamespace(**{**hooks, **overrides})
 
 

@@ -7,8 +7,9 @@ this package imports no Ray, torch or vendor library: those load where they are 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rayaccel.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rayaccel.bounded import BoundedTimeout, run_bounded
@@ -66,7 +67,6 @@ _EXPORTS = {
         "ResourceContribution", "SkuCatalog", "SkuMatch", "SkuRecord", "SupportInfo", "Topology", "TransportSpec"),
     "rayaccel.reporting": ("report_problem",),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -116,19 +116,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        try:  # `import rayaccel; rayaccel.catalog` worked when this module imported its submodules eagerly
-            return importlib.import_module(f"rayaccel.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"rayaccel.{name}":
-                raise
-        raise AttributeError(f"module 'rayaccel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), submodules=True)

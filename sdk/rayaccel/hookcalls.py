@@ -56,6 +56,8 @@ class HookCalls:
     _pm: pluggy.PluginManager
     _deadline: float | None  # of the innermost deadline(); None outside
     _hung: set[str]  # plugins with a hook that did not return, inside deadline()
+    #: Per plugin, the hooks its file layout answers (:mod:`rayaccel.conventions`), for those it lacks.
+    _conventions: dict[str, dict[str, Callable[[], Any]]]
 
     def _distribution(self, plugin: str) -> str | None:
         raise NotImplementedError
@@ -110,9 +112,13 @@ class HookCalls:
 
     def _call(self, plugin: str, dist: str | None, hook: str, kwargs: Mapping[str, Any],
               problems: list[Problem] | None = None) -> Any:
-        if not self._impls(plugin, hook):
+        if self._impls(plugin, hook):
+            fn = self._caller(plugin, hook)
+        elif (conventional := self._conventions.get(plugin, {}).get(hook)) is not None:
+            fn = conventional  # takes no arguments: the conventional hooks have none
+        else:
             return MISSING
-        ok, result = self._bounded(self._caller(plugin, hook), kwargs, plugin, dist, hook, problems)
+        ok, result = self._bounded(fn, kwargs, plugin, dist, hook, problems)
         if not ok:
             return None
         try:

@@ -139,7 +139,10 @@ def rayaccel_fixture_dirs() -> Sequence[str]:
     Each fixture in them is addressed as ``<plugin>/<file stem>`` (``nvidia/dgx-h100``). Fixtures are
     what the conformance suite and ``rayaccel inspect --simulate`` run the plugin against.
 
-    :returns: absolute paths, usually ``[str(Path(__file__).parent / "fixtures")]``.
+    A plugin with a ``fixtures/`` directory beside its module need not implement this hook: the SDK answers
+    it with that directory (:mod:`rayaccel.conventions`).
+
+    :returns: absolute paths.
 
     .. versionadded:: 1.0
     """
@@ -333,6 +336,9 @@ def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSa
 @spec(SkuCatalog, fix="return rayaccel.catalog.load_catalog(<path of your catalog file>)")
 def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     """The SKUs the plugin knows, as data (usually loaded with :func:`rayaccel.catalog.load_catalog`).
+
+    A plugin with a ``skus.yaml`` beside its module need not implement this hook: the SDK loads that file
+    (:mod:`rayaccel.conventions`).
 
     The SDK matches each discovered device against it (PCI device id, then product name) to fill the
     device's SKU and the node's accelerator type. A device that matches nothing is still scheduled,

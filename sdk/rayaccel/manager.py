@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from rayaccel import hookspec
+from rayaccel import records as rec  # the hooks' result types, as in rayaccel.hookspec
+from rayaccel.conventions import conventional_hooks
 from rayaccel.errors import PluginError
 from rayaccel.hookcalls import MISSING, HookCalls, describe_validation_error
 from rayaccel.pluginconfig import (
@@ -46,19 +48,6 @@ from rayaccel.pluginconfig import (
     inventory_timeout,
 )
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
-from rayaccel.records import (
-    CloudHint,
-    Device,
-    FamilyDeclaration,
-    FamilyInventory,
-    HealthReport,
-    MetricSample,
-    Problem,
-    ResourceContribution,
-    SkuCatalog,
-    Topology,
-    TransportSpec,
-)
 
 if TYPE_CHECKING:
     from rayaccel.host import Host
@@ -81,7 +70,7 @@ class LoadedPlugin:
     distribution: str | None
     version: str | None
     module: object
-    family: FamilyDeclaration
+    family: rec.FamilyDeclaration
 
 
 class _RayaccelPluggy(pluggy.PluginManager):
@@ -102,7 +91,7 @@ class PluginManager(HookCalls):
 
     autoload: bool | None = None
     timeout: float | None = None
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[rec.Problem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._pm = _RayaccelPluggy(hookspec.PROJECT_NAME)
@@ -110,6 +99,7 @@ class PluginManager(HookCalls):
         for name in disabled_plugins():  # read once: a plugin changing the env cannot disable the next one
             self._pm.set_blocked(name)
         self._plugins: dict[str, LoadedPlugin] = {}
+        self._conventions = {}
         self._deadline = None
         self._hung = set()
         if self.timeout is None:
@@ -194,6 +184,7 @@ class PluginManager(HookCalls):
             self._pm.unregister(name=name)
             return False
         self._plugins[name] = LoadedPlugin(name, distribution, version, plugin, family)
+        self._conventions[name] = conventional_hooks(plugin, lambda hook: bool(self._impls(name, hook)))
         self._check_collisions(name)
         return name in self._plugins
 
@@ -205,8 +196,9 @@ class PluginManager(HookCalls):
         if self._pm.get_plugin(name) is not None:
             self._pm.unregister(name=name)
         self._plugins.pop(name, None)
+        self._conventions.pop(name, None)
 
-    def _compatible(self, name: str, dist: str | None, family: FamilyDeclaration) -> bool:
+    def _compatible(self, name: str, dist: str | None, family: rec.FamilyDeclaration) -> bool:
         want = hookspec.SPEC_VERSION.split(".")[0]
         got = family.spec_version.split(".")[0]
         if got != want:
@@ -252,7 +244,7 @@ class PluginManager(HookCalls):
             self.unregister(party)
 
     @staticmethod
-    def _may_share(a: FamilyDeclaration, b: FamilyDeclaration) -> bool:
+    def _may_share(a: rec.FamilyDeclaration, b: rec.FamilyDeclaration) -> bool:
         # Ray itself lets several GPU families share "GPU", each with its own env var (NVIDIA, AMD, Intel).
         return (a.resource_name in RAY_ACCELERATOR_RESOURCES
                 and ray_family_for(a.resource_name, a.visible_devices_env_var) is not None
@@ -261,7 +253,7 @@ class PluginManager(HookCalls):
     def _distribution(self, plugin: str) -> str | None:
         return self._plugins[plugin].distribution if plugin in self._plugins else None
 
-    def _family_or_none(self, plugin: str) -> FamilyDeclaration | None:
+    def _family_or_none(self, plugin: str) -> rec.FamilyDeclaration | None:
         return self._plugins[plugin].family if plugin in self._plugins else None
 
     # Queries -------------------------------------------------------------------------------------
@@ -281,19 +273,20 @@ class PluginManager(HookCalls):
             raise PluginError(f"unknown plugin {name!r}; installed: {', '.join(self._plugins) or 'none'} "
                               "(run 'rayaccel plugins')") from None
 
-    def family(self, name: str) -> FamilyDeclaration:
+    def family(self, name: str) -> rec.FamilyDeclaration:
         return self.plugin(name).family
 
     def implements(self, plugin: str, hook: str) -> bool:
-        return bool(self._impls(plugin, hook))
+        """The plugin answers the hook: it implements it, or its file layout does (:mod:`rayaccel.conventions`)."""
+        return bool(self._impls(plugin, hook)) or hook in self._conventions.get(plugin, {})
 
     # Typed hook calls: the answer, or the spec's default ------------------------------------------
 
     def fixture_dirs(self, plugin: str) -> list[str]:
         return list(self.answer(plugin, "rayaccel_fixture_dirs"))
 
-    def discover(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device] | None:
-        result: list[Device] | None = self.answer(plugin, "rayaccel_discover", problems, host=host)
+    def discover(self, plugin: str, host: Host, problems: list[rec.Problem]) -> list[rec.Device] | None:
+        result: list[rec.Device] | None = self.answer(plugin, "rayaccel_discover", problems, host=host)
         if result is not None and len(result) > MAX_DEVICES:
             self._problem(plugin, self._distribution(plugin), "rayaccel_discover", "too-many-devices",
                           f"reported {len(result)} devices, more than the {MAX_DEVICES} one node can hold; the "
@@ -302,44 +295,45 @@ class PluginManager(HookCalls):
             return list(result[:MAX_DEVICES])
         return result
 
-    def topology(self, plugin: str, host: Host, devices: Sequence[Device], problems: list[Problem]) -> Topology:
-        result: Topology = self.answer(plugin, "rayaccel_topology", problems, host=host, devices=list(devices))
+    def topology(self, plugin: str, host: Host, devices: Sequence[rec.Device],
+                 problems: list[rec.Problem]) -> rec.Topology:
+        result: rec.Topology = self.answer(plugin, "rayaccel_topology", problems, host=host, devices=list(devices))
         return result
 
-    def health(self, plugin: str, host: Host, devices: Sequence[Device],
-               problems: list[Problem]) -> list[HealthReport] | None:
-        result: list[HealthReport] | None = self.answer(plugin, "rayaccel_health", problems, host=host,
+    def health(self, plugin: str, host: Host, devices: Sequence[rec.Device],
+               problems: list[rec.Problem]) -> list[rec.HealthReport] | None:
+        result: list[rec.HealthReport] | None = self.answer(plugin, "rayaccel_health", problems, host=host,
                                                         devices=list(devices))
         return result
 
-    def metrics(self, plugin: str, host: Host, devices: Sequence[Device],
-                problems: list[Problem]) -> list[MetricSample]:
-        result: list[MetricSample] = self.answer(plugin, "rayaccel_metrics", problems, host=host,
+    def metrics(self, plugin: str, host: Host, devices: Sequence[rec.Device],
+                problems: list[rec.Problem]) -> list[rec.MetricSample]:
+        result: list[rec.MetricSample] = self.answer(plugin, "rayaccel_metrics", problems, host=host,
                                                  devices=list(devices))
         return result
 
-    def resources(self, plugin: str, host: Host, devices: Sequence[Device], topology: Topology,
-                  problems: list[Problem]) -> ResourceContribution:
-        result: ResourceContribution = self.answer(plugin, "rayaccel_resources", problems, host=host,
+    def resources(self, plugin: str, host: Host, devices: Sequence[rec.Device], topology: rec.Topology,
+                  problems: list[rec.Problem]) -> rec.ResourceContribution:
+        result: rec.ResourceContribution = self.answer(plugin, "rayaccel_resources", problems, host=host,
                                                    devices=list(devices), topology=topology)
         return result
 
-    def labels(self, plugin: str, host: Host, inventory: FamilyInventory,
-               problems: list[Problem]) -> dict[str, str]:
+    def labels(self, plugin: str, host: Host, inventory: rec.FamilyInventory,
+               problems: list[rec.Problem]) -> dict[str, str]:
         result: dict[str, str] = self.answer(plugin, "rayaccel_labels", problems, host=host, inventory=inventory)
         return result
 
-    def sku_catalog(self, plugin: str, problems: list[Problem] | None = None) -> SkuCatalog | None:
-        result: SkuCatalog | None = self.answer(plugin, "rayaccel_sku_catalog", problems)
+    def sku_catalog(self, plugin: str, problems: list[rec.Problem] | None = None) -> rec.SkuCatalog | None:
+        result: rec.SkuCatalog | None = self.answer(plugin, "rayaccel_sku_catalog", problems)
         return result
 
-    def transports(self, plugin: str, problems: list[Problem] | None = None) -> list[TransportSpec]:
-        result: list[TransportSpec] = self.answer(plugin, "rayaccel_transports", problems)
+    def transports(self, plugin: str, problems: list[rec.Problem] | None = None) -> list[rec.TransportSpec]:
+        result: list[rec.TransportSpec] = self.answer(plugin, "rayaccel_transports", problems)
         return result
 
     def cloud_hint(self, plugin: str, provider: str, instance_type: str,
-                   problems: list[Problem] | None = None) -> CloudHint | None:
-        result: CloudHint | None = self.answer(plugin, "rayaccel_cloud_hints", problems, provider=provider,
+                   problems: list[rec.Problem] | None = None) -> rec.CloudHint | None:
+        result: rec.CloudHint | None = self.answer(plugin, "rayaccel_cloud_hints", problems, provider=provider,
                                                instance_type=instance_type)
         return result
 

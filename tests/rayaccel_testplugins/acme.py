@@ -43,7 +43,7 @@ def rayaccel_family() -> FamilyDeclaration:
 
 @hookimpl
 def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
+    return [str(HERE / "acme_fixtures")]
 
 
 def _read(host: Host, path: str) -> str:

@@ -28,7 +28,7 @@ HERE = Path(__file__).parent
 
 @hookimpl
 def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
+    return [str(HERE / "acme_fixtures")]
 
 
 @hookimpl

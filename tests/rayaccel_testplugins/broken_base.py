@@ -39,7 +39,7 @@ def fixture_dirs(plugin: str) -> list[str]:
 
 def write_fixture(family: FamilyDeclaration, plugin: str, commands: dict[str, Any] | None = None) -> Path:
     """Derive the plugin's fixture from acme-4: same machine, expectations in the plugin's family."""
-    data = yaml.safe_load((HERE / "fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((HERE / "acme_fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
     data["plugin"], data["description"] = plugin, f"acme-4 as seen by {plugin}"
     data["name"] = "acme-4"
     if commands:

@@ -66,7 +66,7 @@ def _token(name: str) -> str:
 
 
 def _fixture_root() -> Path:
-    base = yaml.safe_load((HERE / "fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
+    base = yaml.safe_load((HERE / "acme_fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
     digest = hashlib.sha1(json.dumps(base, sort_keys=True).encode() + Path(__file__).read_bytes()).hexdigest()[:10]
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return Path(tempfile.gettempdir()) / f"rayaccel-corpus-{uid}-{digest}"
@@ -80,7 +80,7 @@ def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     path = FIXTURE_ROOT / plugin / "acme-4.yaml"
     if path.exists():
         return
-    data = yaml.safe_load((HERE / "fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((HERE / "acme_fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
     data["plugin"], data["description"] = plugin, f"acme-4 as seen by corpus plugin {plugin}"
     files = data["host"]["files"]
     for i in range(4):

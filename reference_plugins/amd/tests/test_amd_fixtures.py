@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pkgutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,9 +17,11 @@ from rayaccel.simulated import SimulatedHost
 from rayaccel_amd import amdsmi as amdsmi_adapter
 from rayaccel_amd import plugin
 
-FIXTURE_NAMES = sorted(p.stem for p in (plugin.HERE / "fixtures").glob("*.yaml"))
+PLUGIN_DIR = Path(plugin.__file__).parent
+
+FIXTURE_NAMES = sorted(p.stem for p in (PLUGIN_DIR / "fixtures").glob("*.yaml"))
 FAULTS = [(name, fault) for name in FIXTURE_NAMES
-          for fault in yaml.safe_load((plugin.HERE / "fixtures" / f"{name}.yaml").read_text())["faults"]]
+          for fault in yaml.safe_load((PLUGIN_DIR / "fixtures" / f"{name}.yaml").read_text())["faults"]]
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -128,7 +131,7 @@ def test_simulated_amdsmi_answers_like_the_library(fixtures):
 def test_catalog_validates_and_agrees_with_rays_table():
     from ray._private.accelerators.amd_gpu import amd_product_dict
 
-    catalog = load_catalog(plugin.HERE / "skus.yaml")
+    catalog = load_catalog(PLUGIN_DIR / "skus.yaml")
     for sku in catalog.skus:
         for pci in sku.match.pci_device_ids:
             if pci in amd_product_dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -11,7 +13,9 @@ from rayaccel.inventory import collect_inventory
 from rayaccel.simulated import SimulatedHost
 from rayaccel_gaudi import plugin
 
-FIXTURE_DIR = plugin.HERE / "fixtures"
+PLUGIN_DIR = Path(plugin.__file__).parent
+
+FIXTURE_DIR = PLUGIN_DIR / "fixtures"
 NAMES = sorted(p.stem for p in FIXTURE_DIR.glob("*.yaml"))
 FAULTS = [(n, f["name"]) for n in NAMES for f in yaml.safe_load((FIXTURE_DIR / f"{n}.yaml").read_text())["faults"]]
 

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rayaccel.catalog import resolve_sku
+from rayaccel.catalog import load_catalog, resolve_sku
 from rayaccel.fixtures import parse_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
@@ -70,7 +70,7 @@ def test_application_xids_are_not_device_faults(xid: int) -> None:
 def test_catalog_resolves_by_pci_id_before_name() -> None:
     from rayaccel import Device
 
-    catalog = plugin.rayaccel_sku_catalog()
+    catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")
     by_id = Device(index=0, id="GPU-x", product_name="NVIDIA H100 PCIe", pci_device_id="0x2330")
     assert resolve_sku(catalog, by_id).id == "h100-sxm5-80gb"  # type: ignore[union-attr]
     by_name = Device(index=0, id="GPU-x", product_name="NVIDIA GB200")
@@ -95,7 +95,7 @@ def test_no_hint_for_other_clouds_or_cpu_instances() -> None:
     assert plugin.rayaccel_cloud_hints("aws", "m7i.8xlarge") is None
     assert plugin.rayaccel_cloud_hints("gcp", "a3-highgpu-8g") is None
     # every hinted type is one the catalog (and so a running node) would report
-    catalog_types = {s.accelerator_type for s in plugin.rayaccel_sku_catalog().skus}
+    catalog_types = {s.accelerator_type for s in load_catalog(Path(plugin.__file__).parent / "skus.yaml").skus}
     assert {t for _, t in cloud.EC2.values()} <= catalog_types
 
 

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
 
+from rayaccel.catalog import load_catalog
 from rayaccel.fixtures import load_fixture as read_fixture
 from rayaccel.fixtures import parse_fixture
 from rayaccel.inventory import collect_inventory
@@ -79,7 +80,7 @@ def test_plugin_agrees_with_rays_manager(monkeypatch: pytest.MonkeyPatch, manage
 
 
 def test_ray_type_rule_matches_on_every_name_in_catalog_and_fixtures() -> None:
-    catalog = plugin.rayaccel_sku_catalog()
+    catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")
     names = {n for sku in catalog.skus for n in sku.match.product_names}
     names |= {str(d["name"]) for p in FIXTURES
               for d in load_fixture(p).host.libraries["nvml"]["devices"].values()}

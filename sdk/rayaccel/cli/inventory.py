@@ -19,6 +19,7 @@ from rayaccel.records import NodeInventory
 
 SimulateOption = Annotated[str | None, typer.Option(
     "--simulate", metavar="FIXTURE", help="Fixture name (plugin/name) or fixture file; default: this machine")]
+PluginsOption = Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")]
 
 
 def build_host(manager: PluginManager, simulate: str | None, faults: list[str] | None = None) -> Host:
@@ -27,19 +28,23 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
     return make_host(simulate, faults or [], manager=manager)
 
 
+def node_inventory(manager: PluginManager, simulate: str | None, faults: list[str] | None,
+                   plugins: list[str] | None) -> NodeInventory:
+    """The inventory a command shows: of this machine or a fixture, of every plugin or the named ones."""
+    for name in plugins or []:
+        manager.plugin(name)  # a clear error for an unknown name
+    return collect_inventory(manager, build_host(manager, simulate, faults), plugins=plugins or None)
+
+
 @app.command()
 def inspect(
     simulate: SimulateOption = None,
     fault: Annotated[list[str] | None, typer.Option(help="Activate a fault the fixture declares (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
-    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    plugin: PluginsOption = None,
 ) -> None:
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
-    manager = default_manager()
-    for name in plugin or []:
-        manager.plugin(name)  # a clear error for an unknown name
-    host = build_host(manager, simulate, fault)
-    inventory = collect_inventory(manager, host, plugins=plugin or None)
+    inventory = node_inventory(default_manager(), simulate, fault, plugin)
     if as_json:
         print_json(inventory.to_json_dict())
         return

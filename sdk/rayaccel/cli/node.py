@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import typer
 
 from rayaccel.cli import app, err_console
+from rayaccel.cli.inventory import PluginsOption
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
@@ -121,7 +122,7 @@ def start(
                      ] = None,
     fault_file: Annotated[str | None, typer.Option(
         help="File of fault names the node's monitor re-reads (simulated nodes; created when not given)")] = None,
-    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    plugin: PluginsOption = None,
     monitor: Annotated[bool, typer.Option(help="Start the node's health monitor")] = True,
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:

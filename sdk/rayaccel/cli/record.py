@@ -14,7 +14,7 @@ import typer
 from rayaccel import inputfiles
 from rayaccel.atomicwrite import write_atomically
 from rayaccel.cli import app, console
-from rayaccel.cli.inventory import SimulateOption, build_host
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host
 from rayaccel.errors import FixtureError
 from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, fixture_text, installed_fixtures, parse_fixture
 from rayaccel.hosts import simulated_host
@@ -103,7 +103,7 @@ def _check_output(output: Path) -> None:
 
 @app.command()
 def record(
-    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    plugin: PluginsOption = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Fixture file to write (.yaml or .json); "
                                                 "its stem is the fixture's name. Default: print it")] = None,
     anonymize: Annotated[bool, typer.Option(

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, console, err_console
+from rayaccel.cli.inventory import PluginsOption
 from rayaccel.manager import default_manager
 from rayaccel.onboarding import add_sku, build_sku_record, check_catalogs
 
@@ -69,7 +70,7 @@ def add(
 
 @sku_app.command("check")
 def check(
-    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    plugin: PluginsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Validate every installed plugin's SKU catalog; exit code 2 and one line per bad catalog."""

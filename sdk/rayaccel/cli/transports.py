@@ -8,8 +8,7 @@ import typer
 from rich.table import Table
 
 from rayaccel.cli import app, console, print_json
-from rayaccel.cli.inventory import SimulateOption, build_host
-from rayaccel.inventory import collect_inventory
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
 from rayaccel.manager import default_manager
 from rayaccel.ray.transports import declared_transports
 from rayaccel.transports import Endpoint, transport_matrix
@@ -21,13 +20,11 @@ def transports(
     across_nodes: Annotated[bool, typer.Option(
         "--across-nodes", help="Also pair each device with the same device on a second node like this one")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-    plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
+    plugin: PluginsOption = None,
 ) -> None:
     """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
     manager = default_manager()
-    for name in plugin or []:
-        manager.plugin(name)  # a clear error for an unknown name
-    inventory = collect_inventory(manager, build_host(manager, simulate), plugins=plugin or None)
+    inventory = node_inventory(manager, simulate, None, plugin)
     declared = declared_transports(manager, [f.plugin for f in inventory.families])
     peer = inventory.model_copy(update={"host": inventory.host + " (peer)"}) if across_nodes else None
     rows = transport_matrix(inventory, declared, peer)

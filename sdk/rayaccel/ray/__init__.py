@@ -7,8 +7,9 @@ so names load on first use (PEP 562).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rayaccel.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rayaccel.ray.compat import ALLOW_UNTESTED_ENV, UnsupportedRayError, check_ray
@@ -50,7 +51,6 @@ _EXPORTS = {
     "rayaccel.ray.transports": ("TransportRegistrationError", "declared_transports", "register_transports",
                                 "transport_between"),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "ALLOW_UNTESTED_ENV",
@@ -81,14 +81,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rayaccel.ray' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -15,22 +14,18 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     TransportSpec,
     hookimpl,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel_amd import cloud, products, sku_fixture, visibility
 from rayaccel_amd.discovery import devices_of
 from rayaccel_amd.health import health_of
 from rayaccel_amd.metrics import metrics_of
 from rayaccel_amd.probe import probe
 from rayaccel_amd.topology import topology_of
-
-HERE = Path(__file__).parent
 
 
 @hookimpl
@@ -42,11 +37,6 @@ def rayaccel_family() -> FamilyDeclaration:
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 @hookimpl
@@ -106,11 +96,6 @@ def rayaccel_transports() -> list[TransportSpec]:
         TransportSpec(name="RCCL", devices=["cuda"], link_kinds=["xgmi", "pcie"], one_sided=False,
                       manager_class="rayaccel_amd.transport:RCCLTensorTransport", builtin_in_ray=False),
     ]
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -15,14 +14,12 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     TransportSpec,
     hookimpl,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
 from rayaccel_gaudi import cloud, sku_fixture
@@ -31,8 +28,6 @@ from rayaccel_gaudi.health import health_of
 from rayaccel_gaudi.metrics import metrics_of
 from rayaccel_gaudi.probe import probe
 from rayaccel_gaudi.topology import topology_of
-
-HERE = Path(__file__).parent
 
 
 def quiet_probe(host: Host, **kwargs: Any) -> Any:
@@ -51,11 +46,6 @@ def rayaccel_family() -> FamilyDeclaration:
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 @hookimpl
@@ -108,11 +98,6 @@ def rayaccel_transports() -> list[TransportSpec]:
     # HCCL is not offered: Ray 2.60's collective library (which its collective tensor transports use) has
     # only NCCL and GLOO backends, so there is no HCCL communicator a TensorTransportManager could drive.
     return []
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -21,19 +20,16 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     TransportSpec,
     hookimpl,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel.host import OutputTooLarge
 from rayaccel.reporting import malformed, plain_int, report_problem
 from rayaccel_neuron import cloud, instance, neuronls, sysfs, topology, visibility
 
-HERE = Path(__file__).parent
 #: Below the SDK's per-hook limit, so a hung neuron-ls is reported as such and not as a hung hook.
 NEURON_LS_TIMEOUT = 5.0
 
@@ -52,11 +48,6 @@ def rayaccel_family() -> FamilyDeclaration:
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 def _neuron_ls_path(host: Host) -> str | None:
@@ -270,11 +261,6 @@ def rayaccel_transports() -> list[TransportSpec]:
     return [TransportSpec(name="NIXL", devices=["cpu"], link_kinds=["efa"], one_sided=True,
                           manager_class="ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport",
                           builtin_in_ray=True)]
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl

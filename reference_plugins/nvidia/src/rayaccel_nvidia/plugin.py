@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -17,18 +16,14 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     TransportSpec,
     hookimpl,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel_nvidia import cloud, discovery, health, metrics, naming, sku_fixture, topology, transports, visible
 from rayaccel_nvidia.session import NvmlTimeout, bounded, open_nvml
-
-HERE = Path(__file__).parent
 
 
 @hookimpl
@@ -40,11 +35,6 @@ def rayaccel_family() -> FamilyDeclaration:
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 @hookimpl
@@ -128,11 +118,6 @@ def rayaccel_parse_visible(value: str) -> list[str]:
 @hookimpl
 def rayaccel_transports() -> list[TransportSpec]:
     return list(transports.TRANSPORTS)
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -18,17 +17,13 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     TransportSpec,
     hookimpl,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel_tpu import chips, cloud, ici, metrics, podtype, slice_info, visibility
-
-HERE = Path(__file__).parent
 
 RAY_TPU_LABELS = {"name": "ray.io/tpu-slice-name", "worker": "ray.io/tpu-worker-id",
                   "topology": "ray.io/tpu-topology", "pod_type": "ray.io/tpu-pod-type"}
@@ -44,11 +39,6 @@ def rayaccel_family() -> FamilyDeclaration:
                             tested_ray_versions=["2.60.0"]),
         ray_labels=list(RAY_TPU_LABELS.values()),  # the slice labels Ray's own TPU manager sets
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 @hookimpl
@@ -143,11 +133,6 @@ def rayaccel_transports() -> list[TransportSpec]:
     # ICI carries XLA collectives inside a JAX/PyTorch-XLA program. Ray 2.60 has no tensor transport for
     # TPU memory and no TensorTransportManager moves XLA buffers between actors, so none is declared.
     return []
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl

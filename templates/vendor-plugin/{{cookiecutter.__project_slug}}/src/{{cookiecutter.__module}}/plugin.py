@@ -5,7 +5,6 @@ each concept (probe, discovery, topology, health, metrics, sku_fixture)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rayaccel import (
@@ -17,21 +16,18 @@ from rayaccel import (
     Host,
     MetricSample,
     QuantityRule,
-    SkuCatalog,
     SkuRecord,
     SupportInfo,
     Topology,
     hookimpl,
     report_problem,
 )
-from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
 
 from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
 from {{ cookiecutter.__module }}.readings import ProbeError
 
-HERE = Path(__file__).parent
 VENDOR = {{ q(cookiecutter.vendor_name) }}
 MAINTAINERS = [
 {% for maintainer in cookiecutter.maintainers.split(",") if maintainer.strip() %}
@@ -40,6 +36,8 @@ MAINTAINERS = [
 ]
 #: The plugin's own node labels live under the vendor's DNS prefix; rayaccel.io/ and ray.io/ are not ours.
 LABEL_PREFIX = "{{ cookiecutter.__label_prefix }}"
+# fixtures/ and skus.yaml beside this module are the plugin's simulated hosts and SKU catalog by convention:
+# rayaccel finds them without a hook (implement rayaccel_fixture_dirs / rayaccel_sku_catalog to differ).
 
 
 @hookimpl
@@ -53,11 +51,6 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=MAINTAINERS, license="Apache-2.0", tested_ray_versions=["2.60.0"],
                             contact={{ q(cookiecutter.support_contact) }}),
     )
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return [str(HERE / "fixtures")]
 
 
 @hookimpl
@@ -113,11 +106,6 @@ def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     product = to_label_value(inventory.devices[0].product_name) if inventory.devices else ""
     return {f"{LABEL_PREFIX}/product": product} if product else {}
-
-
-@hookimpl
-def rayaccel_sku_catalog() -> SkuCatalog:
-    return load_catalog(HERE / "skus.yaml")
 
 
 @hookimpl
