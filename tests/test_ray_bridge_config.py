@@ -11,6 +11,7 @@ import ray
 import ray._private.accelerators as ray_accelerators
 from ray._common.ray_option_utils import _validate_resource_quantity
 
+from rayaccel.fixtures import resolve_fixture
 from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.ray import (
@@ -37,6 +38,7 @@ from rayaccel.records import (
     Topology,
 )
 from rayaccel.simulated import SimulatedHost
+from rayaccel.visible_units import restrict_to_visible
 
 ACME_PLUGINS = "acme=rayaccel_testplugins.acme"
 
@@ -65,7 +67,7 @@ def registry():
 
 def test_node_config_carries_the_inventory_to_ray(manager):
     inventory = acme_inventory(manager)
-    config = node_config(inventory, manager, simulate="acme/acme-4", fault_file="/tmp/faults", plugins=["acme"])
+    config = node_config(inventory, simulate="acme/acme-4", fault_file="/tmp/faults", plugins=["acme"])
     env = config.env
     assert json.loads(env["RAY_OVERRIDE_RESOURCES"]) == {"ACME": 4.0, "accelerator_type:R1": 1.0}
     labels = json.loads(env["RAY_OVERRIDE_LABELS"])
@@ -80,20 +82,38 @@ def test_node_config_carries_the_inventory_to_ray(manager):
     assert env["RAYACCEL_SIMULATE"] == "acme/acme-4" and env["RAYACCEL_SIMULATE_FAULT_FILE"] == "/tmp/faults"
     assert env["RAYACCEL_PLUGINS"] == ACME_PLUGINS
     assert env["RAYACCEL_NODE_PLUGINS"] == "acme"
-    assert "RAYACCEL_NODE_PLUGINS" not in node_config(inventory, manager).env  # all plugins
+    assert "RAYACCEL_NODE_PLUGINS" not in node_config(inventory).env  # all plugins
     # Always set for a day-zero family: workers see exactly the schedulable units.
     assert env["ACME_VISIBLE_DEVICES"] == "0,1,2,3"
 
 
+def test_node_config_reads_the_inventory_alone_idle_day_zero_families_included(monkeypatch):
+    """No plugin hook runs in node_config: a day-zero plugin with no devices on the node (zeta) still reaches
+    every worker, from the inventory's idle families, with its own visible-devices syntax flagged."""
+    monkeypatch.setenv("RAYACCEL_PLUGINS", f"{ACME_PLUGINS},zeta=rayaccel_testplugins.zeta")
+    manager = PluginManager()
+    inventory = collect_inventory(manager, SimulatedHost(resolve_fixture("acme/acme-4", manager)))
+    assert "zeta" in {f.plugin for f in inventory.idle} and "acme" not in {f.plugin for f in inventory.idle}
+
+    def no_plugin_calls(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"node_config called a plugin: {args}")
+
+    monkeypatch.setattr(PluginManager, "call", no_plugin_calls)
+    specs = {s.plugin: s for s in node_config(inventory).families}
+    assert set(specs) == {"acme", "zeta"}
+    assert specs["zeta"].resource_name == "ZETA" and specs["zeta"].custom_parse and specs["zeta"].custom_env
+    assert [s.plugin for s in node_config(inventory, plugins=["acme"]).families] == ["acme"]
+
+
 def test_unhealthy_device_is_left_out_and_ids_are_mapped(manager):
-    config = node_config(acme_inventory(manager, "fatal-2"), manager)
+    config = node_config(acme_inventory(manager, "fatal-2"))
     assert json.loads(config.env["RAY_OVERRIDE_RESOURCES"])["ACME"] == 3.0
     # Ray instance i -> the i-th schedulable unit: a 3-device node whose third unit is device 3.
     assert config.env["ACME_VISIBLE_DEVICES"] == "0,1,3"
 
 
 def test_a_lost_device_disappears_from_resources_and_ids(manager):
-    config = node_config(acme_inventory(manager, "lost-3"), manager)
+    config = node_config(acme_inventory(manager, "lost-3"))
     assert json.loads(config.env["RAY_OVERRIDE_RESOURCES"])["ACME"] == 3.0
     assert config.env["ACME_VISIBLE_DEVICES"] == "0,1,2"
 
@@ -107,7 +127,8 @@ def test_ray_known_family_env_var_is_left_to_ray_unless_ids_need_a_map(monkeypat
 
     def env(*faults):
         host = SimulatedHost(resolve_fixture("tpu/v5p-16-worker0", manager), faults=faults)
-        return node_config(collect_inventory(manager, host, plugins=["tpu"]), manager, plugins=["tpu"]).env
+        inventory = restrict_to_visible(collect_inventory(manager, host, plugins=["tpu"]), manager)
+        return node_config(inventory, plugins=["tpu"]).env
 
     assert "TPU_VISIBLE_CHIPS" not in env()
     assert json.loads(env()["RAY_OVERRIDE_LABELS"])["ray.io/tpu-worker-id"] == "0"
@@ -120,7 +141,7 @@ def test_existing_ray_settings_are_extended_not_replaced(manager, monkeypatch):
     monkeypatch.setenv("RAY_preload_python_modules", "mycompany.tracing")
     monkeypatch.setenv("RAY_custom_unit_instance_resources", "neuron_cores,FOO")
     monkeypatch.setenv("RAY_OVERRIDE_RESOURCES", json.dumps({"spot": 1}))
-    env = node_config(acme_inventory(manager), manager).env
+    env = node_config(acme_inventory(manager)).env
     assert env["RAY_preload_python_modules"] == "mycompany.tracing,rayaccel.ray.worker"
     assert env["RAY_custom_unit_instance_resources"] == "neuron_cores,FOO,ACME"
     assert json.loads(env["RAY_OVERRIDE_RESOURCES"])["spot"] == 1
@@ -138,7 +159,7 @@ def test_untested_ray_version_fails_loudly(manager, monkeypatch):
     with pytest.raises(UnsupportedRayError, match=r"Ray 2\.99\.0 is installed.*RAYACCEL_ALLOW_UNTESTED_RAY=1"):
         check_ray()
     with pytest.raises(UnsupportedRayError):
-        node_config(acme_inventory(manager), manager)
+        node_config(acme_inventory(manager))
     with pytest.raises(UnsupportedRayError):
         install(family_specs(manager))
     monkeypatch.setenv(ALLOW_UNTESTED_ENV, "1")

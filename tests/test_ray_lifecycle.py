@@ -203,6 +203,7 @@ def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monk
     from rayaccel.manager import PluginManager
     from rayaccel.ray.driver import prepare_host
     from rayaccel.ray.node import node_config
+    from rayaccel.visible_units import restrict_to_visible
 
     manager = PluginManager()
     host, _ = prepare_host(manager, fixture, fault_file=os.devnull)
@@ -215,7 +216,7 @@ def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monk
     env_var, resource = family.family.visible_devices_env_var, family.family.resource_name
     first = family.schedulable_units[0]
     monkeypatch.setenv(env_var, first)
-    config = node_config(inventory, manager, plugins=[plugin])
+    config = node_config(restrict_to_visible(inventory, manager), plugins=[plugin])
     assert config.resources[resource] == 1
     assert config.labels["rayaccel.io/count"] == "1"
     assert config.env[env_var] == first or manager.parse_visible(plugin, config.env[env_var]) == [first]

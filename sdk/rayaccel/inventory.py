@@ -6,7 +6,7 @@ the health monitor, exporters, conformance) consumes the NodeInventory and never
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
 from rayaccel.host import Host
@@ -21,6 +21,7 @@ from rayaccel.records import (
     FamilyDeclaration,
     FamilyInventory,
     HealthReport,
+    IdleFamily,
     NodeInventory,
     Problem,
     SkuCatalog,
@@ -48,16 +49,18 @@ class InventoryBuilder:
 
     def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
         problems: list[Problem] = list(self.manager.problems)
-        families = []
         with self.manager.deadline():  # one bound for the whole inventory, not only per hook
-            for plugin in self.plugins:
-                family = self.family(plugin, host, problems, with_metrics)
-                if family is not None:
-                    families.append(family)
-        resources = self._node_resources(families, problems)
-        labels = self._node_labels(families, problems)
+            found = {plugin: self.family(plugin, host, problems, with_metrics) for plugin in self.plugins}
+        return self.node(host, found, problems)
+
+    def node(self, host: Host, found: Mapping[str, FamilyInventory | None], problems: list[Problem]) -> NodeInventory:
+        """The node's inventory from each plugin's family (None: no devices, or its call failed)."""
+        families = [family for family in found.values() if family is not None]
+        idle = [IdleFamily(plugin=plugin, family=self.manager.family(plugin), worker=self.worker_needs(plugin, []))
+                for plugin, family in found.items() if family is None]
         return NodeInventory(host=host.name, simulated=host.simulated, families=families,
-                             resources=resources, labels=labels, problems=problems)
+                             resources=self._node_resources(families, problems),
+                             labels=self._node_labels(families, problems), problems=problems, idle=idle)
 
     # One family ---------------------------------------------------------------------------------
 
@@ -101,9 +104,10 @@ class InventoryBuilder:
         """What the family's workers need for these units: computed here, once, so outputs never call plugins."""
         custom_env = self.manager.implements(plugin, "rayaccel_visible_env")
         env_var = self.manager.family(plugin).visible_devices_env_var
-        visible = self.manager.visible_env(plugin, units) if custom_env else {env_var: ",".join(units)}
+        visible = {} if not units else self.manager.visible_env(plugin, units) if custom_env else {
+            env_var: ",".join(units)}
         return WorkerNeeds(custom_parse=self.manager.implements(plugin, "rayaccel_parse_visible"),
-                           custom_env=custom_env, visible_env=visible if units else {})
+                           custom_env=custom_env, visible_env=visible)
 
     def _devices(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device]:
         devices = self.manager.discover(plugin, host, problems) or []

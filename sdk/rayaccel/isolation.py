@@ -151,11 +151,7 @@ class WorkerPool:
                     worker.kill()
                     for name in leaked:
                         self._replaced[name] = self._replaced.get(name, 0) + 1
-            families = [f for f in (results[name] for name in self.builder.plugins) if f is not None]
-            resources = self.builder._node_resources(families, problems)
-            labels = self.builder._node_labels(families, problems)
-            return NodeInventory(host=host.name, simulated=host.simulated, families=families,
-                                 resources=resources, labels=labels, problems=problems)
+            return self.builder.node(host, {name: results[name] for name in self.builder.plugins}, problems)
 
     def _problem(self, plugin: str, code: str, message: str, fix: str, severity: str = "error") -> Problem:
         return Problem(plugin=plugin, distribution=self.manager.plugin(plugin).distribution, hook=None, code=code,

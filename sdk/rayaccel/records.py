@@ -299,6 +299,15 @@ class FamilyInventory(Record):
     worker: WorkerNeeds = Field(default_factory=WorkerNeeds)
 
 
+class IdleFamily(Record):
+    """An active plugin that found no devices on this node: its declaration and what workers need, so an
+    output (a Ray node registering every installed family with its workers) reads it here, not from the plugin."""
+
+    plugin: str
+    family: FamilyDeclaration
+    worker: WorkerNeeds = Field(default_factory=WorkerNeeds)
+
+
 class NodeInventory(Record):
     """Everything the SDK learned about one node: the input to every output (Ray, exporters, reports)."""
 
@@ -308,6 +317,8 @@ class NodeInventory(Record):
     resources: dict[str, float]
     labels: dict[str, str]
     problems: list[Problem]
+    #: The active plugins without devices here (not part of what ``rayaccel inspect`` shows).
+    idle: list[IdleFamily] = Field(default_factory=list)
 
     def family(self, name: str) -> FamilyInventory | None:
         return next((f for f in self.families if f.family.name == name), None)

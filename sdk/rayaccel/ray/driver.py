@@ -19,6 +19,7 @@ from rayaccel.inventory import collect_inventory
 from rayaccel.manager import PluginManager
 from rayaccel.ray.node import NodeConfig, node_config
 from rayaccel.ray.registry import family_specs, install
+from rayaccel.visible_units import restrict_to_visible
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
@@ -80,7 +81,8 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
         inventory = isolated_inventory(manager, host, plugins=plugin_list)
     else:
         inventory = collect_inventory(manager, host, plugins=plugin_list)
-    return node_config(inventory, manager, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
+    inventory = restrict_to_visible(inventory, manager)  # the operator's CUDA_VISIBLE_DEVICES and the like
+    return node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
 
 
 def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:

@@ -28,7 +28,8 @@ their declaration, so every worker of the node validates their quantities.)
 An operator's visible-devices setting in the starting process (``CUDA_VISIBLE_DEVICES=0,1``, or the
 variable any plugin's family declares) is honoured: the node offers only those of its schedulable units,
 its resources and ``rayaccel.io/count`` say so, and a warning problem records it. A value naming units
-the node does not have is refused (:func:`restrict_to_visible`).
+the node does not have is refused (:func:`rayaccel.visible_units.restrict_to_visible`, which the driver
+applies to the inventory before :func:`node_config`).
 """
 
 from __future__ import annotations
@@ -39,20 +40,18 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rayaccel.errors import RayaccelError
-from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, InventoryBuilder
-from rayaccel.manager import PLUGINS_ENV, PluginManager
+from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
+from rayaccel.manager import PLUGINS_ENV
 from rayaccel.ray.registry import (
     FAMILIES_ENV,
     GPU_MANAGER_ENV,
     FamilySpec,
     dump_specs,
     family_spec,
-    family_specs,
     is_day_zero,
 )
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
-from rayaccel.records import NodeInventory, Problem
+from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
@@ -126,70 +125,10 @@ def _appended(env_name: str, default: Sequence[str], extra: Sequence[str]) -> st
     return ",".join(p for p in items if p)
 
 
-def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
-                        environ: Mapping[str, str] | None = None) -> NodeInventory:
-    """The inventory limited to the units an operator's visible-devices variables name.
-
-    For each family whose ``visible_devices_env_var`` is set in ``environ`` (default: this process's
-    env), only the schedulable units it names (parsed by the plugin's ``rayaccel_parse_visible``) stay;
-    the family's resource count, the node's and ``rayaccel.io/count`` follow, and a warning problem says
-    what was left out. Raises :class:`RayaccelError` when the variable names units the node lacks.
-    """
-    environ = os.environ if environ is None else environ
-    families = []
-    resources = dict(inventory.resources)
-    labels = dict(inventory.labels)
-    problems = list(inventory.problems)
-    for family in inventory.families:
-        env_var = family.family.visible_devices_env_var
-        value = environ.get(env_var)
-        if value is None:
-            families.append(family)
-            continue
-        name = family.family.name
-        allowed = manager.parse_visible(family.plugin, value)
-        known = [unit for device in family.devices for unit in device.unit_ids]
-        unknown = [unit for unit in allowed if unit not in known]
-        if unknown:
-            raise RayaccelError(
-                f"{env_var}={value!r} names {', '.join(map(repr, unknown[:5]))}, which this node's {name} devices "
-                f"do not have (units: {', '.join(known[:16]) or 'none'}): name units of this node, or unset "
-                f"{env_var} to offer all of them")
-        units = [unit for unit in family.schedulable_units if unit in set(allowed)]
-        if units == family.schedulable_units:
-            families.append(family)
-            continue
-        resource = family.family.resource_name
-        family_resources = dict(family.resources)
-        if units:
-            if resources.get(resource) == family_resources.get(resource):
-                resources[resource] = float(len(units))
-            family_resources[resource] = float(len(units))
-        else:
-            for key, amount in family.resources.items():
-                if resources.get(key) == amount:
-                    resources.pop(key)
-            family_resources = {}
-        family_labels = {**family.labels, "rayaccel.io/count": str(len(units))}
-        if labels.get("rayaccel.io/family") == name:
-            labels["rayaccel.io/count"] = str(len(units))
-        worker = InventoryBuilder(manager, []).worker_needs(family.plugin, units)  # the env for these units
-        families.append(family.model_copy(update={"schedulable_units": units, "resources": family_resources,
-                                                  "labels": family_labels, "worker": worker}))
-        left_out = [unit for unit in family.schedulable_units if unit not in units]
-        problems.append(Problem(
-            plugin=family.plugin, distribution=manager.plugin(family.plugin).distribution, hook=None,
-            code="visible-devices", severity="warning",
-            message=f"{env_var}={value!r} is set: the node offers {len(units)} of its {len(family.schedulable_units)} "
-                    f"healthy {name} units ({', '.join(units) or 'none'}); left out: {', '.join(left_out)}",
-            fix=f"unset {env_var} before starting the node to offer every healthy device"))
-    return inventory.model_copy(update={"families": families, "resources": resources, "labels": labels,
-                                        "problems": problems})
-
-
-def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: str | None = None,
-                fault_file: str | None = None, plugins: Sequence[str] | None = None) -> NodeConfig:
-    """The resources, labels and env of a node with this inventory.
+def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_file: str | None = None,
+                plugins: Sequence[str] | None = None) -> NodeConfig:
+    """The resources, labels and env of a node with this inventory (a pure function of it: apply an
+    operator's visible-devices setting first, :func:`rayaccel.visible_units.restrict_to_visible`).
 
     ``simulate``/``fault_file`` default to this process's ``RAYACCEL_SIMULATE``/``..._FAULT_FILE``;
     ``plugins`` (names) restricts the families, as ``rayaccel inspect --plugin`` does.
@@ -197,13 +136,10 @@ def node_config(inventory: NodeInventory, manager: PluginManager, *, simulate: s
     from rayaccel.ray.compat import check_ray
 
     check_ray()  # a node must never start with hooks Ray does not have
-    inventory = restrict_to_visible(inventory, manager)
-    found = {f.plugin: f for f in inventory.families}
-    names = list(plugins) if plugins is not None else manager.plugin_names()
-    # Families with devices: from the inventory. A plugin without devices on this node: its declaration only.
-    specs = [spec for name in names
-             for spec in ([family_spec(found[name])] if name in found else family_specs(manager, [name]))
-             if spec is not None]
+    # Every active plugin's family, with devices here or not (idle): each worker validates their quantities.
+    everyone: list[FamilyInventory | IdleFamily] = [*inventory.families, *inventory.idle]
+    specs = [spec for family in everyone
+             if (plugins is None or family.plugin in plugins) and (spec := family_spec(family)) is not None]
     resources = dict(inventory.resources)
     labels = {**inventory.labels, MANAGED_LABEL: "true"}
     env: dict[str, str] = {

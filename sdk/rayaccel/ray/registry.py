@@ -26,7 +26,7 @@ from rayaccel.raycompat import ray_family_for
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.manager import PluginManager
-    from rayaccel.records import FamilyInventory, QuantityRule
+    from rayaccel.records import FamilyInventory, IdleFamily, QuantityRule
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
 FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
@@ -77,7 +77,7 @@ def family_specs(manager: PluginManager, plugins: Sequence[str] | None = None) -
     return specs
 
 
-def family_spec(family: FamilyInventory) -> FamilySpec | None:
+def family_spec(family: FamilyInventory | IdleFamily) -> FamilySpec | None:
     """The spec of an inventory's family (None when Ray knows the family): read from the inventory alone."""
     declaration = family.family
     if not is_day_zero(declaration.resource_name, declaration.visible_devices_env_var):
