@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from rayaccel.errors import FixtureError
 from rayaccel.fixtures import Fixture, resolve_fixture
 from rayaccel.host import Host, RealHost
-from rayaccel.manager import PluginManager
+from rayaccel.manager import PluginManager, default_manager
 from rayaccel.simulated import SimulatedHost
 
 #: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
@@ -27,7 +27,7 @@ def simulated_fixture(simulate: str | Fixture, faults: Iterable[str] = (),
                       manager: PluginManager | None = None) -> Fixture:
     """The fixture named by ``simulate`` (``plugin/name`` or file, looked up in ``manager``'s plugins,
     default the installed ones), with ``faults`` checked against it."""
-    fixture = simulate if isinstance(simulate, Fixture) else resolve_fixture(simulate, manager or PluginManager())
+    fixture = simulate if isinstance(simulate, Fixture) else resolve_fixture(simulate, manager or default_manager())
     for name in faults:
         fixture.fault(name)  # a clear error naming the fixture's faults, before anything is written
     return fixture

@@ -12,7 +12,7 @@ from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_comma
 from rayaccel.host import Host
 from rayaccel.hosts import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
-from rayaccel.manager import PluginManager
+from rayaccel.manager import PluginManager, default_manager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import (
     HEALTH_ORDER,
@@ -323,6 +323,6 @@ class InventoryBuilder:
 def collect_inventory(manager: PluginManager | None = None, host: Host | None = None,
                       plugins: Sequence[str] | None = None, with_metrics: bool = True) -> NodeInventory:
     """The inventory of a host (by default the real one, or RAYACCEL_SIMULATE's fixture)."""
-    manager = manager or PluginManager()
+    manager = manager or default_manager()
     host = host or host_from_env(manager)
     return InventoryBuilder(manager, plugins).build(host, with_metrics=with_metrics)

@@ -16,7 +16,7 @@ from rayaccel.fixtures import Fixture
 from rayaccel.host import Host
 from rayaccel.hosts import make_host, simulated_fixture
 from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.manager import PluginManager, default_manager
 from rayaccel.ray.node import NodeConfig, node_config
 from rayaccel.ray.registry import family_specs, install
 from rayaccel.visible_units import restrict_to_visible
@@ -70,7 +70,7 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
     ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation`), as
     ``rayaccel start`` does; else in this process, each hook in a thread with a timeout.
     """
-    manager = manager or PluginManager()
+    manager = manager or default_manager()
     plugin_list = list(plugins) if plugins is not None else None
     for name in plugin_list or []:
         manager.plugin(name)  # a clear error for an unknown plugin
@@ -88,7 +88,7 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
 def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:
     """Add the installed plugins' day-zero families to this driver's Ray registry: quantities are then
     validated at ``@ray.remote``/``.options()`` time with the plugin's message."""
-    manager = manager or PluginManager()
+    manager = manager or default_manager()
     install(family_specs(manager, plugins))
 
 
@@ -109,7 +109,7 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
     if address != "local":
         raise RayaccelError(f"rayaccel.ray.init starts a node; to join the cluster at {address} use "
                             "rayaccel.ray.connect(address)")
-    manager = manager or PluginManager()
+    manager = manager or default_manager()
     config = configure_node(simulate, plugins, faults, fault_file, manager)
     with config.applied():
         context = ray.init(**ray_init_kwargs)

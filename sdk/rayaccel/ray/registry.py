@@ -97,18 +97,10 @@ def load_specs(text: str) -> list[FamilySpec]:
 
 
 # A plugin manager is only built in a worker when a family has its own parser/env: most need none.
-_manager_lock = threading.Lock()
-_manager: PluginManager | None = None
-
-
 def _plugin_manager() -> PluginManager:
-    global _manager
-    with _manager_lock:
-        if _manager is None:
-            from rayaccel.manager import PluginManager
+    from rayaccel.manager import default_manager
 
-            _manager = PluginManager()
-        return _manager
+    return default_manager()
 
 
 def parse_visible(spec: FamilySpec, value: str) -> list[str]:
@@ -248,9 +240,6 @@ def uninstall() -> None:
     """Give this process Ray's registry back (tests)."""
     import ray._private.accelerators as accelerators
 
-    global _manager
-    with _manager_lock:
-        _manager = None
     with _install_lock:
         original = getattr(accelerators, _ORIGINAL_ATTR, None)
         if original is not None:

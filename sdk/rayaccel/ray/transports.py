@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.manager import PluginManager
+from rayaccel.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory, TransportSpec
 from rayaccel.transports import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 
@@ -25,7 +25,7 @@ class TransportRegistrationError(RayaccelError):
 def declared_transports(manager: PluginManager | None = None,
                         plugins: Sequence[str] | None = None) -> dict[str, list[TransportSpec]]:
     """Plugin name -> the transports it declares (``rayaccel_transports``)."""
-    manager = manager or PluginManager()
+    manager = manager or default_manager()
     names = list(plugins) if plugins is not None else manager.plugin_names()
     return {name: manager.transports(name) for name in names}
 
