@@ -45,10 +45,10 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def copy_plugin(root: Path) -> Path:
     """The ACME test plugin as its own top-level package ``acme_signed`` under root (its build)."""
     package = root / "acme_signed"
-    (package / "fixtures").mkdir(parents=True)
+    (package / "acme_fixtures").mkdir(parents=True)
     shutil.copy(ACME / "acme.py", package / "__init__.py")
     shutil.copy(ACME / "acme-skus.yaml", package / "acme-skus.yaml")
-    shutil.copy(ACME / "fixtures" / "acme-4.yaml", package / "fixtures" / "acme-4.yaml")
+    shutil.copy(ACME / "acme_fixtures" / "acme-4.yaml", package / "acme_fixtures" / "acme-4.yaml")
     return root
 
 
@@ -154,7 +154,7 @@ def test_the_attestation_is_an_in_toto_statement_in_a_dsse_envelope(signed: dict
     monkeypatch.syspath_prepend(str(signed["build_a"]))
     build = module_build("acme_signed")
     assert build is not None and set(build.files) == {"acme_signed/__init__.py", "acme_signed/acme-skus.yaml",
-                                                      "acme_signed/fixtures/acme-4.yaml"}
+                                                      "acme_signed/acme_fixtures/acme-4.yaml"}
     assert stmt["subject"] == [{"name": "module:acme_signed", "digest": {"sha256": build.digest[7:]}}]
     predicate = stmt["predicate"]
     assert predicate["complete"] is True and predicate["devices"] is None
