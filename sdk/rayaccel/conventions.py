@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rayaccel.catalog import load_catalog
-
 
 @dataclass(frozen=True)
 class Convention:
@@ -35,10 +33,16 @@ def _fixture_dirs(path: Path) -> list[str]:
     return [str(path)]
 
 
+def _catalog(path: Path) -> Any:
+    from rayaccel.catalog import load_catalog  # with YAML: imported when a catalog is read, not with the manager
+
+    return load_catalog(path)
+
+
 #: The hooks a layout convention answers, by hook name.
 CONVENTIONS: dict[str, Convention] = {
     "rayaccel_fixture_dirs": Convention("fixtures", is_dir=True, answer=_fixture_dirs),
-    "rayaccel_sku_catalog": Convention("skus.yaml", is_dir=False, answer=load_catalog),
+    "rayaccel_sku_catalog": Convention("skus.yaml", is_dir=False, answer=_catalog),
 }
 
 

@@ -104,8 +104,12 @@ class InventoryBuilder:
         """What the family's workers need for these units: computed here, once, so outputs never call plugins."""
         custom_env = self.manager.implements(plugin, "rayaccel_visible_env")
         env_var = self.manager.family(plugin).visible_devices_env_var
-        visible = {} if not units else self.manager.visible_env(plugin, units) if custom_env else {
-            env_var: ",".join(units)}
+        if not units:
+            visible = {}
+        elif custom_env:
+            visible = self.manager.visible_env(plugin, units)
+        else:
+            visible = {env_var: ",".join(units)}
         return WorkerNeeds(custom_parse=self.manager.implements(plugin, "rayaccel_parse_visible"),
                            custom_env=custom_env, visible_env=visible)
 

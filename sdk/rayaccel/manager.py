@@ -303,19 +303,19 @@ class PluginManager(HookCalls):
     def health(self, plugin: str, host: Host, devices: Sequence[rec.Device],
                problems: list[rec.Problem]) -> list[rec.HealthReport] | None:
         result: list[rec.HealthReport] | None = self.answer(plugin, "rayaccel_health", problems, host=host,
-                                                        devices=list(devices))
+                                                            devices=list(devices))
         return result
 
     def metrics(self, plugin: str, host: Host, devices: Sequence[rec.Device],
                 problems: list[rec.Problem]) -> list[rec.MetricSample]:
         result: list[rec.MetricSample] = self.answer(plugin, "rayaccel_metrics", problems, host=host,
-                                                 devices=list(devices))
+                                                     devices=list(devices))
         return result
 
     def resources(self, plugin: str, host: Host, devices: Sequence[rec.Device], topology: rec.Topology,
                   problems: list[rec.Problem]) -> rec.ResourceContribution:
         result: rec.ResourceContribution = self.answer(plugin, "rayaccel_resources", problems, host=host,
-                                                   devices=list(devices), topology=topology)
+                                                       devices=list(devices), topology=topology)
         return result
 
     def labels(self, plugin: str, host: Host, inventory: rec.FamilyInventory,
@@ -334,7 +334,7 @@ class PluginManager(HookCalls):
     def cloud_hint(self, plugin: str, provider: str, instance_type: str,
                    problems: list[rec.Problem] | None = None) -> rec.CloudHint | None:
         result: rec.CloudHint | None = self.answer(plugin, "rayaccel_cloud_hints", problems, provider=provider,
-                                               instance_type=instance_type)
+                                                   instance_type=instance_type)
         return result
 
     def parse_visible(self, plugin: str, value: str) -> list[str]:

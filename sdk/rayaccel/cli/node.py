@@ -183,7 +183,7 @@ def _decide_auth(head: bool) -> tuple[str, str]:
     Ray's own rule for `ray start` (a token exists and RAY_AUTH_MODE is unset: token), made explicit,
     because `ray status` and drivers given an address follow RAY_AUTH_MODE alone.
     """
-    from rayaccel.ray.auth import apply_auth_mode, decide_auth_mode, token_available
+    from rayaccel.ray.auth import decide_auth_mode, set_auth_mode, token_available
 
     mode, why = decide_auth_mode()
     if mode == "token" and not token_available():
@@ -197,7 +197,7 @@ def _decide_auth(head: bool) -> tuple[str, str]:
             raise RayaccelError(f"Ray token authentication is on ({why}) but `ray get-auth-token --generate` "
                                 f"made no token: {made.stderr.strip()[-300:]}")
         why += "; no token existed, so one was generated in ~/.ray/auth_token"
-    apply_auth_mode(mode)
+    set_auth_mode(mode)
     return mode, why
 
 

@@ -51,13 +51,9 @@ def decide_auth_mode() -> tuple[str, str]:
     return "disabled", f"{AUTH_MODE_ENV} is unset and no Ray token exists"
 
 
-def apply_auth_mode(mode: str) -> None:
-    """Set ``RAY_AUTH_MODE`` in this process, for the Ray processes it starts and the drivers it connects."""
-    set_auth_mode(mode)
-
-
 def set_auth_mode(mode: str | None) -> None:
-    """``RAY_AUTH_MODE`` set to ``mode`` (``None``: unset) in this process, and Ray's cached config re-read."""
+    """``RAY_AUTH_MODE`` set to ``mode`` (``None``: unset) in this process, for the Ray processes it starts and
+    the drivers it connects, and Ray's cached config re-read."""
     if mode is None:
         os.environ.pop(AUTH_MODE_ENV, None)
     else:
@@ -74,5 +70,5 @@ def agree_with_cluster() -> str:
     """
     mode, _ = decide_auth_mode()
     if os.environ.get(AUTH_MODE_ENV) is None and mode == "token":
-        apply_auth_mode(mode)
+        set_auth_mode(mode)
     return mode

@@ -26,7 +26,7 @@ from rayaccel.raycompat import ray_family_for
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.manager import PluginManager
-    from rayaccel.records import FamilyInventory, IdleFamily, QuantityRule
+    from rayaccel.records import FamilyDeclaration, FamilyInventory, IdleFamily, QuantityRule
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
 FAMILIES_ENV = "RAYACCEL_RAY_FAMILIES"
@@ -65,27 +65,26 @@ def family_specs(manager: PluginManager, plugins: Sequence[str] | None = None) -
     """The day-zero families among the manager's plugins (all of them, or the named ones)."""
     specs = []
     for plugin in plugins if plugins is not None else manager.plugin_names():
-        family = manager.family(plugin)
-        if not is_day_zero(family.resource_name, family.visible_devices_env_var):
-            continue
-        specs.append(FamilySpec(
-            plugin=plugin, name=family.name, resource_name=family.resource_name,
-            env_var=family.visible_devices_env_var, quantity_rule=family.quantity_rule.model_dump(mode="json"),
-            custom_parse=manager.implements(plugin, "rayaccel_parse_visible"),
-            custom_env=manager.implements(plugin, "rayaccel_visible_env"),
-        ))
+        spec = _spec(plugin, manager.family(plugin), custom_parse=manager.implements(plugin, "rayaccel_parse_visible"),
+                     custom_env=manager.implements(plugin, "rayaccel_visible_env"))
+        if spec is not None:
+            specs.append(spec)
     return specs
 
 
 def family_spec(family: FamilyInventory | IdleFamily) -> FamilySpec | None:
     """The spec of an inventory's family (None when Ray knows the family): read from the inventory alone."""
-    declaration = family.family
+    return _spec(family.plugin, family.family, custom_parse=family.worker.custom_parse,
+                 custom_env=family.worker.custom_env)
+
+
+def _spec(plugin: str, declaration: FamilyDeclaration, *, custom_parse: bool, custom_env: bool) -> FamilySpec | None:
     if not is_day_zero(declaration.resource_name, declaration.visible_devices_env_var):
         return None
-    return FamilySpec(plugin=family.plugin, name=declaration.name, resource_name=declaration.resource_name,
+    return FamilySpec(plugin=plugin, name=declaration.name, resource_name=declaration.resource_name,
                       env_var=declaration.visible_devices_env_var,
                       quantity_rule=declaration.quantity_rule.model_dump(mode="json"),
-                      custom_parse=family.worker.custom_parse, custom_env=family.worker.custom_env)
+                      custom_parse=custom_parse, custom_env=custom_env)
 
 
 def dump_specs(specs: Iterable[FamilySpec]) -> str:
