@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel import Device, FamilyDeclaration, hookimpl
-from rayaccel.fixtures import installed_fixtures, resolve_fixture
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.inventory.topology import best_connected_subset, greedy_order
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Link
-from rayaccel.simulated import SimulatedHost
-from rayaccel.topology import best_connected_subset, greedy_order
+from rayaccel.simulation.fixtures import installed_fixtures, resolve_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 RESULTS = Path(__file__).parent / "results.json"
 
@@ -94,8 +94,7 @@ def bench_selection() -> dict[str, float]:
 
 def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str) -> list[tuple[str, ...]]:
     """Issue 17's figures, each as (figure, measured, anchor, ratio, target, verdict)."""
-    from benchmarks import against_ray as ar
-    from benchmarks import scale
+    from benchmarks import against_ray as ar, scale
 
     rows: list[tuple[str, ...]] = []
 

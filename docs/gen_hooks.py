@@ -9,7 +9,7 @@ import inspect
 import re
 
 from rayaccel import hookspec
-from rayaccel.conventions import CONVENTIONS
+from rayaccel.plugins.conventions import CONVENTIONS
 
 INTRO = f"""# Hook reference
 

@@ -20,10 +20,10 @@ BASE_URI = "https://rayaccel.io/schemas/"
 def sources() -> dict[Path, type[BaseModel]]:
     """Each shipped schema file and the model it is generated from."""
     import rayaccel_conformance.report as report
-    from rayaccel.fixtures import Fixture
-    from rayaccel.inspect_output import InspectOutput
+    from rayaccel.outputs.inspect_json import InspectOutput
     from rayaccel.records import SkuCatalog
     from rayaccel.schemas import SCHEMA_DIR
+    from rayaccel.simulation.fixtures import Fixture
 
     return {SCHEMA_DIR / "fixture.schema.json": Fixture,
             SCHEMA_DIR / "sku-catalog.schema.json": SkuCatalog,

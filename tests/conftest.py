@@ -29,14 +29,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def _reset_default_manager() -> None:
-    manager = sys.modules.get("rayaccel.manager")  # not imported yet: nothing to forget
+    manager = sys.modules.get("rayaccel.plugins.manager")  # not imported yet: nothing to forget
     if manager is not None:
         manager.reset_default_manager()
 
 
 @pytest.fixture(autouse=True)
 def _fresh_default_manager() -> Iterator[None]:
-    """The CLI's commands share one plugin manager per process (rayaccel.manager.default_manager); a test
+    """The CLI's commands share one plugin manager per process (rayaccel.plugins.manager.default_manager); a test
     is a process of its own here: it gets the plugins its own set-up names (env, monkeypatched loaders)."""
     _reset_default_manager()
     yield

@@ -19,16 +19,15 @@ from typing import Any
 
 import psutil
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from rayaccel import Device, FamilyDeclaration
 from rayaccel.cli import main, strict_json
 from rayaccel.host import CommandTimeout, HttpUnavailable, OutputTooLarge, RealHost
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.topology import greedy_order, link_graph
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Link
-from rayaccel.topology import greedy_order, link_graph
 
 
 def _wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
@@ -282,11 +281,11 @@ WEIRD = "Weird [/] [link=https://example.com]click[/link] 0000:ab:00.0 :smile: [
 
 def test_vendor_strings_are_printed_as_data(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import rayaccel.manager
+    import rayaccel.plugins.manager
 
     module = _plugin("weird", discover=lambda host: [Device(id="w0", index=0, product_name=WEIRD)])
-    monkeypatch.setattr(rayaccel.manager.PluginManager, "load_entrypoints", lambda self: None)
-    monkeypatch.setattr(rayaccel.manager.PluginManager, "load_from_env",
+    monkeypatch.setattr(rayaccel.plugins.manager.PluginManager, "load_entrypoints", lambda self: None)
+    monkeypatch.setattr(rayaccel.plugins.manager.PluginManager, "load_from_env",
                         lambda self: self.register(module, "weird") and None)
     for argv in (["inspect"], ["plugins"]):
         assert main(argv) == 0

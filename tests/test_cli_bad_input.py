@@ -25,7 +25,7 @@ import pytest
 import typer
 
 from rayaccel.cli import _register_commands, app, main
-from rayaccel.inputfiles import MAX_BYTES
+from rayaccel.files.reading import MAX_BYTES
 
 ACME_ENV = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme", "RAYACCEL_NO_AUTOLOAD": "1"}
 

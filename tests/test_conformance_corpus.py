@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from rayaccel.manager import PluginManager
-from rayaccel.simulated import SIMULATED_HANG_SECONDS, SimulatedHost
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.simulated_host import SIMULATED_HANG_SECONDS, SimulatedHost
 from rayaccel_conformance.checks import CHECKS, all_checks
 from rayaccel_conformance.subject import Subject
 from rayaccel_conformance.tiers import Result, reached_tier
@@ -144,8 +144,8 @@ def test_a_failure_names_the_hook_and_the_defect_not_a_downstream_symptom(graded
 
 
 def test_a_simulated_hang_charges_the_whole_timeout_asked() -> None:
-    from rayaccel.fixtures import load_fixture
     from rayaccel.host import CommandTimeout
+    from rayaccel.simulation.fixtures import load_fixture
 
     fixture = load_fixture(next(iter(corpus.FIXTURE_ROOT.glob(f"{CONTROL}/*.yaml"))))
     host = SimulatedHost(fixture, faults=["smi-hang"])

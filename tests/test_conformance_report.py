@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rayaccel_nvidia
-from rayaccel.manager import PluginManager
+from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance import supported
 from rayaccel_conformance.attestation import _check_build as check_build
 from rayaccel_conformance.builds import BuildError, compare, installed_build, module_build, wheel_build
@@ -362,8 +362,8 @@ def test_a_bad_sign_key_stops_the_run_before_any_check(tmp_path: Path, key_files
 
 
 def test_the_device_fingerprint_of_a_real_run_hashes_every_device_id() -> None:
-    from rayaccel.fixtures import installed_fixtures
-    from rayaccel.simulated import SimulatedHost
+    from rayaccel.simulation.fixtures import installed_fixtures
+    from rayaccel.simulation.simulated_host import SimulatedHost
     from rayaccel_conformance.attestation import device_fingerprint
 
     subject = subject_for(acme)

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from rayaccel import hookimpl
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.transport_paths import REFERENCE
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.polling import wait_for
 from rayaccel.records import TransportSpec
 from rayaccel.shm_transport import segment_paths
-from rayaccel.transports import REFERENCE
 from rayaccel_conformance.checks import CHECKS, CheckFailed, CheckSkipped, all_checks
 from rayaccel_conformance.raycluster import shutdown_shared_cluster
 from rayaccel_conformance.subject import Subject

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.catalog_edit import check_catalogs
-from rayaccel.fixtures import installed_fixtures
-from rayaccel.manager import PluginManager
+from rayaccel.onboarding.catalog_file import check_catalogs
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import installed_fixtures
 from rayaccel_testplugins import acme
 
 PLUGIN = '''

@@ -38,16 +38,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from rayaccel.fixtures import Fault, FaultExpectation, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
 from rayaccel.host import MAX_OUTPUT_BYTES, Host
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.reporting import collect_problems, vendor_float, vendor_int
-from rayaccel.simulated import LIBRARY_FAULT_KEY, SimulatedHost
+from rayaccel.simulation.expectations import FaultExpectation
+from rayaccel.simulation.fixtures import Fault, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
+from rayaccel.simulation.simulated_host import LIBRARY_FAULT_KEY, SimulatedHost
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "vendor-plugin"

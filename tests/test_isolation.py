@@ -1,4 +1,4 @@
-"""Plugin hooks out of process (rayaccel.isolation): what in-process isolation cannot contain stays in a
+"""Plugin hooks out of process (rayaccel.isolation.pool): what in-process isolation cannot contain stays in a
 plugin's worker process, which is replaced; the other plugins' results are intact. No Ray here: the
 pool is what ``rayaccel start`` and the health monitor use; tests/test_ray_lifecycle.py runs them on Ray.
 """
@@ -11,9 +11,11 @@ import threading
 import psutil
 import pytest
 
-from rayaccel.inventory import collect_inventory
-from rayaccel.isolation import WORKER_MEMORY_ENV, WorkerPool, isolated_inventory
-from rayaccel.manager import PLUGINS_ENV, PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.isolation.pool import WorkerPool, isolated_inventory
+from rayaccel.isolation.protocol import WORKER_MEMORY_ENV
+from rayaccel.plugins.configuration import PLUGINS_ENV
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.driver import prepare_host
 
 ACME_DEVICES = 4

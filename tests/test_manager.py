@@ -10,9 +10,9 @@ import pytest
 
 from rayaccel import Device, FamilyDeclaration, RealHost, hookimpl
 from rayaccel.errors import PluginError
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import MISSING, PluginManager
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import MISSING, PluginManager
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_testplugins import acme
 
 
@@ -34,7 +34,7 @@ def make_plugin(name: str, resource: str | None = None, env_var: str | None = No
 
 @pytest.fixture
 def acme_host(manager_with_acme: PluginManager) -> SimulatedHost:
-    from rayaccel.fixtures import resolve_fixture
+    from rayaccel.simulation.fixtures import resolve_fixture
 
     return SimulatedHost(resolve_fixture("acme/acme-4", manager_with_acme))
 
@@ -269,7 +269,7 @@ def test_disabled_names_are_blocked_in_pluggy_when_the_manager_is_made(monkeypat
 
 
 def test_one_default_manager_per_process_and_settings(monkeypatch):
-    from rayaccel.manager import default_manager, reset_default_manager
+    from rayaccel.plugins.manager import default_manager, reset_default_manager
 
     monkeypatch.setenv("RAYACCEL_NO_AUTOLOAD", "1")
     monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")

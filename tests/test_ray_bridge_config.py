@@ -11,9 +11,9 @@ import ray
 import ray._private.accelerators as ray_accelerators
 from ray._common.ray_option_utils import _validate_resource_quantity
 
-from rayaccel.fixtures import resolve_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.visible_units import restrict_to_visible
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray import (
     ALLOW_UNTESTED_ENV,
     UnsupportedRayError,
@@ -23,7 +23,7 @@ from rayaccel.ray import (
     find_scale_up_domain,
     node_config,
 )
-from rayaccel.ray.compat import REQUIRED_ATTRIBUTES
+from rayaccel.ray.internals import REQUIRED_ATTRIBUTES
 from rayaccel.ray.monitor import fatal_findings, vanished_findings
 from rayaccel.ray.registry import FAMILIES_ENV, family_specs, install, load_specs, uninstall
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
@@ -37,8 +37,8 @@ from rayaccel.records import (
     NodeInventory,
     Topology,
 )
-from rayaccel.simulated import SimulatedHost
-from rayaccel.visible_units import restrict_to_visible
+from rayaccel.simulation.fixtures import resolve_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 ACME_PLUGINS = "acme=rayaccel_testplugins.acme"
 
@@ -53,7 +53,7 @@ def manager(monkeypatch: pytest.MonkeyPatch) -> PluginManager:
 
 
 def acme_inventory(manager: PluginManager, *faults: str) -> NodeInventory:
-    from rayaccel.fixtures import resolve_fixture
+    from rayaccel.simulation.fixtures import resolve_fixture
 
     host = SimulatedHost(resolve_fixture("acme/acme-4", manager), faults=faults)
     return collect_inventory(manager, host, plugins=["acme"])
@@ -123,7 +123,7 @@ def test_ray_known_family_env_var_is_left_to_ray_unless_ids_need_a_map(monkeypat
     manager = PluginManager()
     if "tpu" not in manager.plugin_names():
         pytest.skip("the TPU reference plugin is not installed")
-    from rayaccel.fixtures import resolve_fixture
+    from rayaccel.simulation.fixtures import resolve_fixture
 
     def env(*faults):
         host = SimulatedHost(resolve_fixture("tpu/v5p-16-worker0", manager), faults=faults)
@@ -269,7 +269,8 @@ def test_workers_import_the_preload_module_without_the_inventory_stack():
     import sys
 
     code = ("import sys, rayaccel.ray.worker; "
-            "print(sorted(m for m in ('networkx', 'rayaccel.inventory', 'rayaccel.manager') if m in sys.modules))")
+            "print(sorted(m for m in ('networkx', 'rayaccel.inventory.builder', 'rayaccel.plugins.manager') "
+            "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={k: v for k, v in os.environ.items() if k != FAMILIES_ENV})
     assert done.returncode == 0, done.stderr

@@ -184,8 +184,8 @@ def test_stop_by_address_spares_a_connected_driver_and_its_caller(node):
 
 
 def _one_fixture_per_plugin():  # type: ignore[no-untyped-def]
-    from rayaccel.fixtures import installed_fixtures, resolve_fixture
-    from rayaccel.manager import PluginManager
+    from rayaccel.plugins.manager import PluginManager
+    from rayaccel.simulation.fixtures import installed_fixtures, resolve_fixture
 
     manager = PluginManager()
     chosen: dict[str, str] = {}
@@ -199,11 +199,11 @@ def _one_fixture_per_plugin():  # type: ignore[no-untyped-def]
 def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monkeypatch):
     """The variable comes from the family declaration: CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES,
     NEURON_RT_VISIBLE_CORES, TPU_VISIBLE_CHIPS, HABANA_VISIBLE_MODULES, ACME_VISIBLE_DEVICES, ..."""
-    from rayaccel.inventory import collect_inventory
-    from rayaccel.manager import PluginManager
+    from rayaccel.inventory.builder import collect_inventory
+    from rayaccel.inventory.visible_units import restrict_to_visible
+    from rayaccel.plugins.manager import PluginManager
     from rayaccel.ray.driver import prepare_host
     from rayaccel.ray.node import node_config
-    from rayaccel.visible_units import restrict_to_visible
 
     manager = PluginManager()
     host, _ = prepare_host(manager, fixture, fault_file=os.devnull)

@@ -16,10 +16,10 @@ from pydantic import Field
 
 from rayaccel.cli import main
 from rayaccel.errors import RayaccelError
-from rayaccel.fixtures import installed_fixtures
-from rayaccel.manager import PluginManager
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Record
 from rayaccel.schemas import schema_errors, validate_document
+from rayaccel.simulation.fixtures import installed_fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
+from rayaccel.inventory.topology import EXHAUSTIVE_LIMIT, adjacency, best_connected_subset, greedy_order
 from rayaccel.records import Device, Link
-from rayaccel.topology import EXHAUSTIVE_LIMIT, adjacency, best_connected_subset, greedy_order
 
 
 def _weight(devices: list[Device], links: list[Link], chosen: list[str]) -> float:

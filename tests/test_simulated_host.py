@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from rayaccel.errors import FixtureError
-from rayaccel.fixtures import Fixture, merge_patch, parse_fixture
 from rayaccel.host import (
     CommandNotFound,
     CommandTimeout,
@@ -18,7 +16,8 @@ from rayaccel.host import (
     LibraryUnavailable,
     RealHost,
 )
-from rayaccel.simulated import SimulatedHost
+from rayaccel.simulation.fixtures import Fixture, merge_patch, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 
 def fixture(**host: object) -> Fixture:

@@ -22,8 +22,9 @@ import pytest
 import yaml
 
 from rayaccel.errors import CatalogError, FixtureError
-from rayaccel.manager import PluginManager
-from rayaccel.onboarding import add_sku, appended_catalog_text, build_sku_record, record_data
+from rayaccel.onboarding.catalog_file import appended_catalog_text, build_sku_record, record_data
+from rayaccel.onboarding.new_sku import add_sku
+from rayaccel.plugins.manager import PluginManager
 from rayaccel_testplugins import acme, acme_onboard
 
 R2 = "ACME Roadrunner R2"

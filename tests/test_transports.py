@@ -14,15 +14,15 @@ import ray
 import rayaccel.ray
 from rayaccel import hookimpl
 from rayaccel.errors import RayaccelError
-from rayaccel.fixtures import resolve_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.transport_paths import Endpoint, choose_transport, device_endpoints
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
 from rayaccel.ray.transports import TransportRegistrationError, declared_transports
 from rayaccel.records import Affinity, FamilyDeclaration, NodeInventory, TransportSpec
-from rayaccel.simulated import SimulatedHost
-from rayaccel.transports import Endpoint, choose_transport, device_endpoints
+from rayaccel.simulation.fixtures import resolve_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_testplugins import acme
 
 torch = pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")

@@ -36,7 +36,7 @@ def _origin(subject: Any) -> tuple[str | None, str | None, str | None]:
     """(distribution, version, module) of the plugin a Subject grades, loaded or not."""
     import importlib.metadata
 
-    from rayaccel.manager import PLUGINS_ENV
+    from rayaccel.plugins.configuration import PLUGINS_ENV
 
     if subject.loaded:
         loaded = subject.manager.plugin(subject.name)
@@ -203,7 +203,7 @@ def verify(report: ConformanceReport, path: Path, key: Ed25519PublicKey) -> list
         body = open_envelope(envelope, key)
     except SigningError as e:
         raise ReportError(f"{path}: {e}") from None
-    from rayaccel.inputfiles import parse
+    from rayaccel.files.reading import parse
 
     try:
         text = body.decode("utf-8")

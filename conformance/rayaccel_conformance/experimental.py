@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.expectations import compare_expected
-from rayaccel.fixtures import Fixture, HostState
-from rayaccel.hosts import simulated_host
-from rayaccel.quantity import check_quantity
+from rayaccel.inventory.quantity import check_quantity
 from rayaccel.raycompat import ray_family_for, reserved_resource_problem
 from rayaccel.records import QuantityRule
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import Fixture, HostState
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.ownership import resource_name_problem
 from rayaccel_conformance.subject import Subject
@@ -241,7 +241,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. Fix: make
     ``rayaccel_parse_visible`` the exact inverse of ``rayaccel_visible_env``, for any subset and order.
     """
-    from rayaccel.manager import MISSING
+    from rayaccel.plugins.manager import MISSING
     from rayaccel.records import Problem
 
     family = subject.family()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import os
 import sys
 import threading
@@ -39,6 +40,7 @@ from typing import Any
 import psutil
 
 from rayaccel.host import LibraryAdapter
+from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
 from rayaccel_conformance.audit import (
     Watch,
     active,
@@ -137,7 +139,7 @@ def _children(since: float) -> dict[int, str]:
     return found
 
 
-def _plugin_roots(manager: Any, plugin: str) -> tuple[str, ...]:
+def _plugin_roots(manager: PluginManager, plugin: str) -> tuple[str, ...]:
     roots = list(python_roots())
     try:
         obj = manager.plugin(plugin).module
@@ -150,43 +152,51 @@ def _plugin_roots(manager: Any, plugin: str) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def findings(manager: Any, plugin: str) -> list[str]:
-    """Side effects seen so far for the plugin's hooks on this manager (each once, in the order seen)."""
-    return list(getattr(manager, "_rayaccel_side_effects", {}).get(plugin, []))
+class SideEffectGuard:
+    """The manager's :class:`~rayaccel.plugins.manager.HookCallWatcher` that watches each hook call for side
+    effects; what it found, per plugin, in the order seen."""
 
+    def __init__(self, manager: PluginManager) -> None:
+        self._manager = manager
+        self.found: dict[str, list[str]] = {}
+        self._roots: dict[str, tuple[str, ...]] = {}
 
-def watch_manager(manager: Any) -> None:
-    """Watch every hook call the manager makes from now on (idempotent)."""
-    if getattr(manager, "_rayaccel_guarded", False):
-        return
-    install_audit_hook()
-    original: Callable[..., tuple[bool, Any]] = manager._bounded
-    store: dict[str, list[str]] = {}
-    roots: dict[str, tuple[str, ...]] = {}
-
-    def bounded(fn: Callable[..., Any], kwargs: Mapping[str, Any], plugin: str, dist: str | None, hook: str,
-                problems: list[Any] | None = None) -> tuple[bool, Any]:
-        if hook == "import" or active() is not None:
-            return original(fn, kwargs, plugin, dist, hook, problems)
-        if plugin not in roots:
-            roots[plugin] = _plugin_roots(manager, plugin)
-        mine = store.setdefault(plugin, [])
+    def around(self, call: HookCall, proceed: Callable[[HookCall], CallOutcome]) -> CallOutcome:
+        if call.hook == "import" or active() is not None:
+            return proceed(call)
+        plugin, hook = call.plugin, call.hook
+        if plugin not in self._roots:
+            self._roots[plugin] = _plugin_roots(self._manager, plugin)
+        mine = self.found.setdefault(plugin, [])
         # Once a hook was seen leaving threads behind, later calls need not wait for them again.
         grace = 0.0 if any(f.startswith(f"{plugin}: {hook} left ") for f in mine) else THREAD_GRACE_S
-        found, result = run_watched(original, fn, kwargs, plugin, dist, hook, problems,
-                                    budget_s=float(manager.timeout or 10.0), roots=roots[plugin], grace_s=grace)
+        found, result = run_watched(call, proceed, budget_s=float(self._manager.timeout or 10.0),
+                                    roots=self._roots[plugin], grace_s=grace)
         mine.extend(f for f in found if f not in mine)
         return result
 
-    manager._bounded = bounded
-    manager._rayaccel_side_effects = store
-    manager._rayaccel_guarded = True
+
+def _guard(manager: PluginManager) -> SideEffectGuard | None:
+    return next((w for w in manager.watchers() if isinstance(w, SideEffectGuard)), None)
 
 
-def run_watched(original: Callable[..., tuple[bool, Any]], fn: Callable[..., Any], kwargs: Mapping[str, Any],
-                plugin: str, dist: str | None, hook: str, problems: list[Any] | None, *, budget_s: float,
-                roots: tuple[str, ...], grace_s: float = THREAD_GRACE_S) -> tuple[list[str], tuple[bool, Any]]:
-    """Call the hook through the manager's ``_bounded`` while watching it; (findings, what _bounded returned)."""
+def findings(manager: PluginManager, plugin: str) -> list[str]:
+    """Side effects seen so far for the plugin's hooks on this manager (each once, in the order seen)."""
+    guard = _guard(manager)
+    return list(guard.found.get(plugin, [])) if guard is not None else []
+
+
+def watch_manager(manager: PluginManager) -> None:
+    """Watch every hook call the manager makes from now on (idempotent)."""
+    if _guard(manager) is None:
+        install_audit_hook()
+        manager.watch_calls(SideEffectGuard(manager))
+
+
+def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, budget_s: float,
+                roots: tuple[str, ...], grace_s: float = THREAD_GRACE_S) -> tuple[list[str], CallOutcome]:
+    """Make the call (``proceed``) while watching it; (findings, what the call ended with)."""
+    plugin, hook, fn, kwargs, sink = call.plugin, call.hook, call.fn, call.kwargs, call.problems
     host = kwargs.get("host")
     given = {k: v for k, v in kwargs.items() if k != "host"}
     try:
@@ -208,14 +218,13 @@ def run_watched(original: Callable[..., tuple[bool, Any]], fn: Callable[..., Any
         finally:
             watch.done = True
 
-    sink: list[Any] = problems if problems is not None else getattr(original, "__self__", None).problems  # type: ignore[union-attr]
     reported = len(sink)
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(out, watch, "stdout"), _Tee(err, watch, "stderr")
     set_active(watch)
     started = time.perf_counter()
     try:
-        result = original(watched, call_kwargs, plugin, dist, hook, problems)
+        result = proceed(dataclasses.replace(call, fn=watched, kwargs=call_kwargs))
     finally:
         elapsed = time.perf_counter() - started
         set_active(None)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rayaccel.hosts import simulated_host
-from rayaccel.manager import MISSING
+from rayaccel.plugins.manager import MISSING
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import CheckFailed, Evidence, check
 from rayaccel_conformance.subject import Subject
 

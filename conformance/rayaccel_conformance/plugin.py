@@ -159,8 +159,8 @@ class ConformanceRun:
         items[:] = self.make_items(session)
 
     def make_items(self, session: pytest.Session) -> list[pytest.Item]:
-        from rayaccel.fixtures import installed_fixtures
-        from rayaccel.manager import PluginManager
+        from rayaccel.plugins.manager import PluginManager
+        from rayaccel.simulation.fixtures import installed_fixtures
         from rayaccel_conformance.checks import all_checks, tier_index
         from rayaccel_conformance.subject import Subject
 
@@ -321,7 +321,7 @@ class ConformanceRun:
         return seal(content)
 
     def write_reports(self) -> None:
-        from rayaccel.atomicwrite import write_atomically
+        from rayaccel.files.atomic import write_atomically
         from rayaccel_conformance.report import REPORT_FILE_MODE, render_html, write_json
 
         report = self.build_report()

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rayaccel.atomicwrite import write_atomically
 from rayaccel.errors import RayaccelError
+from rayaccel.files.atomic import write_atomically
 from rayaccel_conformance.checks import Tier
 from rayaccel_conformance.signing import Envelope
 
@@ -174,7 +174,7 @@ def load_report(path: str | Path) -> ConformanceReport:
 
     Raises :class:`ReportError` with one sentence naming what is wrong.
     """
-    from rayaccel.inputfiles import parse, read_text
+    from rayaccel.files.reading import parse, read_text
     from rayaccel.schemas import validate_document
 
     path = Path(path)

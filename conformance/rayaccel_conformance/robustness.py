@@ -7,10 +7,10 @@ import os
 import tempfile
 from typing import Any
 
-from rayaccel.expectations import compare_expected, expectation_differences
-from rayaccel.fixtures import Fixture, HostState, merge_patch
-from rayaccel.hosts import simulated_host
 from rayaccel.records import NodeInventory
+from rayaccel.simulation.expectations import compare_expected, expectation_differences
+from rayaccel.simulation.fixtures import Fixture, HostState, merge_patch
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import CheckFailed, Evidence, NotApplicable, check
 from rayaccel_conformance.subject import Subject
 

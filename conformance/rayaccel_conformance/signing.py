@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field
 
-from rayaccel.atomicwrite import write_atomically
 from rayaccel.errors import RayaccelError
+from rayaccel.files.atomic import write_atomically
 
 #: The DSSE payload type of an in-toto Statement.
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -105,7 +105,7 @@ def key_id(key: Ed25519PublicKey) -> str:
 
 
 def _read_key_file(path: Path, what: str) -> bytes:
-    from rayaccel.inputfiles import read_text
+    from rayaccel.files.reading import read_text
 
     # Regular files only, size-bounded, UTF-8 (PEM is ASCII): a FIFO or a huge file is one line, not a hang.
     return read_text(path, what, SigningError, max_bytes=MAX_KEY_BYTES).encode("utf-8")

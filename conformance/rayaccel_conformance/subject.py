@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 from rayaccel.errors import RayaccelError
-from rayaccel.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.host import Host
-from rayaccel.hosts import simulated_host
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
+from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]

@@ -8,12 +8,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rayaccel.expectations import compare_expected
-from rayaccel.fixtures import Fixture
-from rayaccel.hosts import simulated_host
+from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
-from rayaccel.topology import topology_errors
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import Fixture
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import CheckFailed, Evidence, NotApplicable, check
 from rayaccel_conformance.ownership import label_owner_problem, resource_name_problem
 from rayaccel_conformance.subject import Subject
@@ -281,7 +281,7 @@ def cloud_hints(subject: Subject) -> Evidence:
     whose names pass RAC111. A plugin without the hook, or one that knows none of these instance types, is
     not applicable. Fix: build hints from the same SKU table discovery uses.
     """
-    from rayaccel.quantity import check_quantity
+    from rayaccel.inventory.quantity import check_quantity
 
     family = subject.family()
     if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):

@@ -12,108 +12,62 @@ from typing import TYPE_CHECKING
 from rayaccel.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rayaccel.bounded import BoundedTimeout, run_bounded
-    from rayaccel.errors import CatalogError, FixtureError, HookError, PluginError, RayaccelError
-    from rayaccel.hookspec import SPEC_VERSION, hookimpl
+    from rayaccel.bounded import (
+        BoundedTimeout as BoundedTimeout,
+        run_bounded as run_bounded,
+    )
+    from rayaccel.errors import (
+        CatalogError as CatalogError,
+        FixtureError as FixtureError,
+        HookError as HookError,
+        PluginError as PluginError,
+        RayaccelError as RayaccelError,
+    )
+    from rayaccel.hookspec import (
+        SPEC_VERSION as SPEC_VERSION,
+        hookimpl as hookimpl,
+    )
     from rayaccel.host import (
-        CommandNotFound,
-        CommandResult,
-        CommandTimeout,
-        Host,
-        HostError,
-        HttpResponse,
-        HttpUnavailable,
-        LibraryAdapter,
-        LibraryUnavailable,
-        RealHost,
+        CommandNotFound as CommandNotFound,
+        CommandResult as CommandResult,
+        CommandTimeout as CommandTimeout,
+        Host as Host,
+        HostError as HostError,
+        HttpResponse as HttpResponse,
+        HttpUnavailable as HttpUnavailable,
+        LibraryAdapter as LibraryAdapter,
+        LibraryUnavailable as LibraryUnavailable,
+        RealHost as RealHost,
     )
     from rayaccel.records import (
-        Affinity,
-        CloudHint,
-        Device,
-        Domain,
-        FamilyDeclaration,
-        FamilyInventory,
-        HealthReason,
-        HealthReport,
-        Link,
-        MetricSample,
-        NodeInventory,
-        Partition,
-        Problem,
-        QuantityRule,
-        ResourceContribution,
-        SkuCatalog,
-        SkuMatch,
-        SkuRecord,
-        SupportInfo,
-        Topology,
-        TransportSpec,
+        Affinity as Affinity,
+        CloudHint as CloudHint,
+        Device as Device,
+        Domain as Domain,
+        FamilyDeclaration as FamilyDeclaration,
+        FamilyInventory as FamilyInventory,
+        HealthReason as HealthReason,
+        HealthReport as HealthReport,
+        Link as Link,
+        MetricSample as MetricSample,
+        NodeInventory as NodeInventory,
+        Partition as Partition,
+        Problem as Problem,
+        QuantityRule as QuantityRule,
+        ResourceContribution as ResourceContribution,
+        SkuCatalog as SkuCatalog,
+        SkuMatch as SkuMatch,
+        SkuRecord as SkuRecord,
+        SupportInfo as SupportInfo,
+        Topology as Topology,
+        TransportSpec as TransportSpec,
     )
-    from rayaccel.reporting import report_problem
-
-# Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload,
-# a plugin or a CLI command imports only the modules it uses.
-_EXPORTS = {
-    "rayaccel.bounded": ("BoundedTimeout", "run_bounded"),
-    "rayaccel.errors": ("CatalogError", "FixtureError", "HookError", "PluginError", "RayaccelError"),
-    "rayaccel.hookspec": ("SPEC_VERSION", "hookimpl"),
-    "rayaccel.host": (
-        "CommandNotFound", "CommandResult", "CommandTimeout", "Host", "HostError", "HttpResponse",
-        "HttpUnavailable", "LibraryAdapter", "LibraryUnavailable", "RealHost"),
-    "rayaccel.records": (
-        "Affinity", "CloudHint", "Device", "Domain", "FamilyDeclaration", "FamilyInventory", "HealthReason",
-        "HealthReport", "Link", "MetricSample", "NodeInventory", "Partition", "Problem", "QuantityRule",
-        "ResourceContribution", "SkuCatalog", "SkuMatch", "SkuRecord", "SupportInfo", "Topology", "TransportSpec"),
-    "rayaccel.reporting": ("report_problem",),
-}
+    from rayaccel.reporting import (
+        report_problem as report_problem,
+    )
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "SPEC_VERSION",
-    "Affinity",
-    "BoundedTimeout",
-    "CatalogError",
-    "CloudHint",
-    "CommandNotFound",
-    "CommandResult",
-    "CommandTimeout",
-    "Device",
-    "Domain",
-    "FamilyDeclaration",
-    "FamilyInventory",
-    "FixtureError",
-    "HealthReason",
-    "HealthReport",
-    "HookError",
-    "Host",
-    "HostError",
-    "HttpResponse",
-    "HttpUnavailable",
-    "LibraryAdapter",
-    "LibraryUnavailable",
-    "Link",
-    "MetricSample",
-    "NodeInventory",
-    "Partition",
-    "PluginError",
-    "Problem",
-    "QuantityRule",
-    "RayaccelError",
-    "RealHost",
-    "ResourceContribution",
-    "SkuCatalog",
-    "SkuMatch",
-    "SkuRecord",
-    "SupportInfo",
-    "Topology",
-    "TransportSpec",
-    "__version__",
-    "hookimpl",
-    "report_problem",
-    "run_bounded",
-]
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), submodules=True)
+# Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload, a plugin or a
+# CLI command imports only the modules it uses. The block above is the one list of public names.
+__getattr__, __dir__ = lazy_exports(globals(), submodules=True)

@@ -11,8 +11,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rayaccel import inputfiles
 from rayaccel.errors import CatalogError
+from rayaccel.files import reading
 from rayaccel.records import Device, SkuCatalog, SkuRecord
 from rayaccel.schemas import validate_document
 
@@ -34,7 +34,7 @@ def parse_catalog(data: Any, origin: str) -> SkuCatalog:
 
 def load_catalog(path: str | Path) -> SkuCatalog:
     path = Path(path)
-    data = inputfiles.load(path, "SKU catalog", CatalogError)
+    data = reading.load(path, "SKU catalog", CatalogError)
     catalog = parse_catalog(data, str(path))
     catalog._source_path = str(path.resolve())
     return catalog

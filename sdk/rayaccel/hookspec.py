@@ -140,7 +140,7 @@ def rayaccel_fixture_dirs() -> Sequence[str]:
     what the conformance suite and ``rayaccel inspect --simulate`` run the plugin against.
 
     A plugin with a ``fixtures/`` directory beside its module need not implement this hook: the SDK answers
-    it with that directory (:mod:`rayaccel.conventions`).
+    it with that directory (:mod:`rayaccel.plugins.conventions`).
 
     :returns: absolute paths.
 
@@ -338,7 +338,7 @@ def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     """The SKUs the plugin knows, as data (usually loaded with :func:`rayaccel.catalog.load_catalog`).
 
     A plugin with a ``skus.yaml`` beside its module need not implement this hook: the SDK loads that file
-    (:mod:`rayaccel.conventions`).
+    (:mod:`rayaccel.plugins.conventions`).
 
     The SDK matches each discovered device against it (PCI device id, then product name) to fill the
     device's SKU and the node's accelerator type. A device that matches nothing is still scheduled,

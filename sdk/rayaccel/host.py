@@ -2,7 +2,7 @@
 
 A :class:`Host` answers environment lookups, file reads under a root, commands (argv, no shell, always
 with a timeout), HTTP GETs (cloud metadata, always with a timeout) and vendor Python libraries behind
-small adapters. :class:`RealHost` reads this machine; :class:`rayaccel.simulated.SimulatedHost`
+small adapters. :class:`RealHost` reads this machine; :class:`rayaccel.simulation.simulated_host.SimulatedHost`
 answers from a fixture recorded in the vendor's own formats.
 """
 
@@ -159,6 +159,16 @@ class RealHost:
         self._root = root
         self._env = env
         self._libraries: dict[str, Any] = {}
+
+    @property
+    def root(self) -> str:
+        """Where this machine's filesystem is seen from."""
+        return self._root
+
+    @property
+    def given_env(self) -> Mapping[str, str] | None:
+        """The environment this host was made with; None: the process's own, read at each call."""
+        return self._env
 
     @property
     def name(self) -> str:

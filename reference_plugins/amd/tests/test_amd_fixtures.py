@@ -10,12 +10,12 @@ import yaml
 
 from rayaccel import RealHost, SkuMatch, SkuRecord
 from rayaccel.catalog import load_catalog
-from rayaccel.fixtures import compare_expected, parse_fixture
 from rayaccel.host import LibraryUnavailable
-from rayaccel.inventory import collect_inventory
-from rayaccel.simulated import SimulatedHost
-from rayaccel_amd import amdsmi as amdsmi_adapter
-from rayaccel_amd import plugin
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel_amd import amdsmi as amdsmi_adapter, plugin
 
 PLUGIN_DIR = Path(plugin.__file__).parent
 

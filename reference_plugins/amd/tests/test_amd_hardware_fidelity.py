@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from rayaccel.fixtures import parse_fixture
-from rayaccel.inventory import collect_inventory
+from rayaccel.inventory.builder import collect_inventory
 from rayaccel.records import ID_FALLBACK
-from rayaccel.simulated import SimulatedHost
-from rayaccel_amd import amdsmi as amdsmi_adapter
-from rayaccel_amd import library
+from rayaccel.simulation.fixtures import parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel_amd import amdsmi as amdsmi_adapter, library
 
 
 def ray_count(monkeypatch: pytest.MonkeyPatch, host: SimulatedHost) -> int:

@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 
-from rayaccel.fixtures import parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.quantity import check_quantity
-from rayaccel.simulated import SimulatedHost
-from rayaccel_amd import amdsmi as amdsmi_adapter
-from rayaccel_amd import cli, plugin
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.quantity import check_quantity
+from rayaccel.simulation.fixtures import parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel_amd import amdsmi as amdsmi_adapter, cli, plugin
 
 # Every fixture, old and new (the partitioned MI300X ones included): Ray and the plugin must agree on each.
 FIXTURE_NAMES = sorted(p.stem for p in (Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.fixtures import Fixture, load_fixture
-from rayaccel.manager import PluginManager
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import Fixture, load_fixture
 from rayaccel_gaudi import plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

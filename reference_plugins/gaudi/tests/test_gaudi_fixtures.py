@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.fixtures import compare_expected, parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_gaudi import plugin
 
 PLUGIN_DIR = Path(plugin.__file__).parent

@@ -7,8 +7,8 @@ forever: only the volatile counter makes a device unhealthy.
 
 from __future__ import annotations
 
-from rayaccel.inventory import collect_inventory
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, parse_query
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from rayaccel.reporting import collect_problems
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, HlSmiParseError, parse_ports, parse_query

@@ -20,9 +20,9 @@ import types
 
 import pytest
 
-from rayaccel.inventory import collect_inventory
-from rayaccel.quantity import check_quantity
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.quantity import check_quantity
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_gaudi.hlsmi import QUERY_ARGV
 
 #: What the HPU runtime calls each part (habana_frameworks.torch.hpu.get_device_name()).

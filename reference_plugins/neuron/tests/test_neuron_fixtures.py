@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.fixtures import compare_expected, load_fixture, merge_patch, parse_fixture
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import load_fixture, merge_patch, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_neuron import plugin
 
 FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.fixtures import Fixture, load_fixture, parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import Fixture, load_fixture, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_neuron import neuronls, plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from rayaccel import Device
 from rayaccel_neuron import cloud, neuronls, topology, visibility

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from rayaccel import CommandTimeout
-from rayaccel.fixtures import load_fixture
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
-from rayaccel.quantity import check_quantity
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.inventory.quantity import check_quantity
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import load_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_neuron import cloud, neuronls, plugin
 
 ray_neuron = pytest.importorskip("ray._private.accelerators.neuron")

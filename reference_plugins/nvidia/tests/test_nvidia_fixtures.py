@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.fixtures import Fixture, compare_expected, parse_fixture
-from rayaccel.fixtures import load_fixture as read_fixture
 from rayaccel.host import LibraryUnavailable, RealHost
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
-from rayaccel.simulated import SimulatedHost
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import Fixture, load_fixture as read_fixture, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_nvidia import plugin
 from rayaccel_nvidia.nvml import NVML
 

@@ -16,14 +16,13 @@ from typing import Any
 import pynvml
 import pytest
 
-from rayaccel.fixtures import load_fixture as read_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.placement import find_scale_up_domain, scale_up_domains
 from rayaccel.records import ID_FALLBACK, NodeInventory
-from rayaccel.simulated import SimulatedHost
-from rayaccel_nvidia import metrics, plugin, topology
-from rayaccel_nvidia import nvml as adapter
+from rayaccel.simulation.fixtures import load_fixture as read_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel_nvidia import metrics, nvml as adapter, plugin, topology
 
 load_fixture = cache(read_fixture)
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

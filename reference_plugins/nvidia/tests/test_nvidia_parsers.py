@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from rayaccel.catalog import load_catalog, resolve_sku
-from rayaccel.fixtures import parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import SkuMatch, SkuRecord
-from rayaccel.simulated import SimulatedHost
+from rayaccel.simulation.fixtures import parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_nvidia import cloud, health, naming, plugin, session, transports
 
 FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"

@@ -12,17 +12,15 @@ from pathlib import Path
 
 import pytest
 import ray._private.thirdparty.pynvml as ray_pynvml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
 
 from rayaccel.catalog import load_catalog
-from rayaccel.fixtures import load_fixture as read_fixture
-from rayaccel.fixtures import parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
-from rayaccel.quantity import check_quantity
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.quantity import check_quantity
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import load_fixture as read_fixture, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_nvidia import naming, plugin, visible
 from rayaccel_nvidia.nvml import NVML
 

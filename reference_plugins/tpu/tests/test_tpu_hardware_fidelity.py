@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rayaccel.fixtures import load_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import ResourceContribution
-from rayaccel.simulated import SimulatedHost
+from rayaccel.simulation.fixtures import load_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_tpu import chips, plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

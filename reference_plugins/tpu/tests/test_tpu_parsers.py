@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from rayaccel_tpu import chips, cloud, ici, metrics, podtype, slice_info, visibility
 

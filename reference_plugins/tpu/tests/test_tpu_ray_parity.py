@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from rayaccel import HttpUnavailable
-from rayaccel.fixtures import load_fixture
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
-from rayaccel.quantity import check_quantity
-from rayaccel.simulated import SimulatedHost
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.inventory.quantity import check_quantity
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.simulation.fixtures import load_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_tpu import chips, plugin, slice_info
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")

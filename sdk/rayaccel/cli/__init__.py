@@ -25,8 +25,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from rayaccel import containment
 from rayaccel.errors import RayaccelError
+from rayaccel.plugins import containment
 from rayaccel.schemas import describe_validation_error
 
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,

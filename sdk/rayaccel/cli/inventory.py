@@ -10,12 +10,12 @@ from rich.table import Table
 from rich.text import Text
 
 from rayaccel.cli import app, console, print_json
-from rayaccel.fixtures import installed_fixtures, load_fixture
 from rayaccel.host import Host
-from rayaccel.hosts import make_host
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager, default_manager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory
+from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
+from rayaccel.simulation.host_factory import make_host
 
 SimulateOption = Annotated[str | None, typer.Option(
     "--simulate", metavar="FIXTURE", help="Fixture name (plugin/name) or fixture file; default: this machine")]

@@ -127,7 +127,8 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
-    from rayaccel.isolation import default_workers, plugin_modules, prestart
+    from rayaccel.isolation.pool import default_workers
+    from rayaccel.isolation.process import plugin_modules, prestart
     from rayaccel.ray.monitor import interval_error
 
     why = interval_error(monitor_interval)

@@ -11,31 +11,35 @@ from typing import Annotated, Any
 
 import typer
 
-from rayaccel import inputfiles
-from rayaccel.atomicwrite import write_atomically
 from rayaccel.cli import app, console
 from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host
 from rayaccel.errors import FixtureError
-from rayaccel.fixtures import FIXTURE_SCHEMA_ID, FIXTURE_SUFFIXES, fixture_text, installed_fixtures, parse_fixture
-from rayaccel.hosts import simulated_host
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager, default_manager
-from rayaccel.recording import (
-    Anonymizer,
-    RecordingError,
-    RecordingHost,
-    anonymize_key,
+from rayaccel.files import reading
+from rayaccel.files.atomic import write_atomically
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager, default_manager
+from rayaccel.records import NodeInventory
+from rayaccel.simulation.anonymize import Anonymizer, anonymize_key, sensitive_names
+from rayaccel.simulation.call_log import RecordingError
+from rayaccel.simulation.fixtures import (
+    FIXTURE_SCHEMA_ID,
+    FIXTURE_SUFFIXES,
+    fixture_text,
+    installed_fixtures,
+    parse_fixture,
+)
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.simulation.recorded_fixture import (
     expected_from_inventory,
     fault_expectation,
     first_difference,
     inventory_view,
     merge_diff,
-    sensitive_names,
     shape_view,
     source_line,
     validate_fixture_data,
 )
-from rayaccel.records import NodeInventory
+from rayaccel.simulation.recording import RecordingHost
 
 FAULT_KINDS = ("device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other")
 
@@ -127,7 +131,7 @@ def record(
         raise FixtureError("--description is one line of at most 200 characters")
     if into is not None:
         into_path = _fixture_file(into, manager)
-        parse_fixture(inputfiles.load(into_path, "fixture", FixtureError), str(into_path))
+        parse_fixture(reading.load(into_path, "fixture", FixtureError), str(into_path))
     if fault is not None or into is not None:
         if fault is None or into is None:
             raise FixtureError("--fault NAME and --into FIXTURE go together")
@@ -181,7 +185,7 @@ def _record_fault(manager: PluginManager, name: str, into: str, kind: str, descr
         raise FixtureError(f"--fault {name[:40]!r}: a fault name is lower-case letters, digits and '-' "
                            "(e.g. gpu3-lost)")
     path = _fixture_file(into, manager)
-    data = inputfiles.load(path, "fixture", FixtureError)
+    data = reading.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
     if any(f.name == name for f in fixture.faults):
         raise FixtureError(f"{path}: declares a fault {name!r} already; choose another name")
@@ -209,7 +213,7 @@ def fixture_expect(
     """Recompute a fixture's `expected` from the current plugins and show the difference."""
     manager = default_manager()
     path = _fixture_file(fixture_ref, manager)
-    data = inputfiles.load(path, "fixture", FixtureError)
+    data = reading.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
     if fixture.plugin not in manager.plugin_names():
         raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "

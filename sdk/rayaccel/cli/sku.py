@@ -1,4 +1,4 @@
-"""``rayaccel sku add`` and ``rayaccel sku check``: day-zero SKUs as data (see rayaccel.onboarding).
+"""``rayaccel sku add`` and ``rayaccel sku check``: day-zero SKUs as data (see rayaccel.onboarding.new_sku).
 
 The options of ``sku add`` are the ones :func:`rayaccel.catalog.sku_add_command` prints in the
 inventory's unknown-SKU warning, so that command can be run as printed.
@@ -13,8 +13,9 @@ import typer
 
 from rayaccel.cli import app, console, err_console
 from rayaccel.cli.inventory import PluginsOption
-from rayaccel.manager import default_manager
-from rayaccel.onboarding import add_sku, build_sku_record, check_catalogs
+from rayaccel.onboarding.catalog_file import build_sku_record, check_catalogs
+from rayaccel.onboarding.new_sku import add_sku
+from rayaccel.plugins.manager import default_manager
 
 sku_app = typer.Typer(name="sku", help="Day-zero SKU onboarding: add a SKU to a plugin's catalog, check catalogs.",
                       no_args_is_help=True)

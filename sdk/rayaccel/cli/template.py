@@ -295,10 +295,10 @@ def upgrade(
         raise RayaccelError(f"{project} has no {CRUFT_FILE}: it was not baked from the rayaccel template "
                             "(or the file was deleted); nothing records which template version it came from")
     # A FIFO, a directory, a binary or a deeply nested .cruft.json is one line, not a hang or a traceback.
-    from rayaccel import inputfiles
+    from rayaccel.files import reading
 
-    text = inputfiles.read_text(record_path, "template record", RayaccelError)
-    record = inputfiles.parse(text, str(record_path), "template record", "json", RayaccelError)
+    text = reading.read_text(record_path, "template record", RayaccelError)
+    record = reading.parse(text, str(record_path), "template record", "json", RayaccelError)
     context = ((record.get("context") or {}).get("cookiecutter") or {}) if isinstance(record, dict) else {}
     if not isinstance(record, dict) or not isinstance(context, dict) or not record.get("template"):
         raise RayaccelError(f"{record_path} is not a template record (no template or context); restore it from git")

@@ -9,9 +9,9 @@ from rich.table import Table
 
 from rayaccel.cli import app, console, print_json
 from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
-from rayaccel.manager import default_manager
+from rayaccel.inventory.transport_paths import Endpoint, transport_matrix
+from rayaccel.plugins.manager import default_manager
 from rayaccel.ray.transports import declared_transports
-from rayaccel.transports import Endpoint, transport_matrix
 
 
 @app.command()

@@ -12,73 +12,44 @@ from typing import TYPE_CHECKING
 from rayaccel.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rayaccel.ray.compat import ALLOW_UNTESTED_ENV, UnsupportedRayError, check_ray
     from rayaccel.ray.driver import (
-        DEFAULT_MONITOR_INTERVAL,
-        add_node,
-        configure_node,
-        connect,
-        init,
-        install_driver,
-        node_configs,
-        shutdown,
+        DEFAULT_MONITOR_INTERVAL as DEFAULT_MONITOR_INTERVAL,
+        add_node as add_node,
+        configure_node as configure_node,
+        connect as connect,
+        init as init,
+        install_driver as install_driver,
+        node_configs as node_configs,
+        shutdown as shutdown,
     )
-    from rayaccel.ray.node import NodeConfig, node_config
+    from rayaccel.ray.internals import (
+        ALLOW_UNTESTED_ENV as ALLOW_UNTESTED_ENV,
+        UnsupportedRayError as UnsupportedRayError,
+        check_ray as check_ray,
+    )
+    from rayaccel.ray.node import (
+        NodeConfig as NodeConfig,
+        node_config as node_config,
+    )
     from rayaccel.ray.placement import (
-        ScaleUpDomain,
-        best_connected_units,
-        domain_bundle_selectors,
-        find_scale_up_domain,
-        scale_up_domain_placement_group,
-        scale_up_domains,
+        ScaleUpDomain as ScaleUpDomain,
+        best_connected_units as best_connected_units,
+        domain_bundle_selectors as domain_bundle_selectors,
+        find_scale_up_domain as find_scale_up_domain,
+        scale_up_domain_placement_group as scale_up_domain_placement_group,
+        scale_up_domains as scale_up_domains,
     )
-    from rayaccel.ray.registry import FamilySpec, family_specs
+    from rayaccel.ray.registry import (
+        FamilySpec as FamilySpec,
+        family_specs as family_specs,
+    )
     from rayaccel.ray.transports import (
-        TransportRegistrationError,
-        declared_transports,
-        register_transports,
-        transport_between,
+        TransportRegistrationError as TransportRegistrationError,
+        declared_transports as declared_transports,
+        register_transports as register_transports,
+        transport_between as transport_between,
     )
 
-_EXPORTS = {
-    "rayaccel.ray.compat": ("ALLOW_UNTESTED_ENV", "UnsupportedRayError", "check_ray"),
-    "rayaccel.ray.driver": ("DEFAULT_MONITOR_INTERVAL", "add_node", "configure_node", "connect", "init",
-                            "install_driver", "node_configs", "shutdown"),
-    "rayaccel.ray.node": ("NodeConfig", "node_config"),
-    "rayaccel.ray.placement": ("ScaleUpDomain", "best_connected_units", "domain_bundle_selectors",
-                               "find_scale_up_domain", "scale_up_domain_placement_group", "scale_up_domains"),
-    "rayaccel.ray.registry": ("FamilySpec", "family_specs"),
-    "rayaccel.ray.transports": ("TransportRegistrationError", "declared_transports", "register_transports",
-                                "transport_between"),
-}
-
-__all__ = [
-    "ALLOW_UNTESTED_ENV",
-    "DEFAULT_MONITOR_INTERVAL",
-    "FamilySpec",
-    "NodeConfig",
-    "ScaleUpDomain",
-    "TransportRegistrationError",
-    "UnsupportedRayError",
-    "add_node",
-    "best_connected_units",
-    "check_ray",
-    "configure_node",
-    "connect",
-    "declared_transports",
-    "domain_bundle_selectors",
-    "family_specs",
-    "find_scale_up_domain",
-    "init",
-    "install_driver",
-    "node_config",
-    "node_configs",
-    "register_transports",
-    "scale_up_domain_placement_group",
-    "scale_up_domains",
-    "shutdown",
-    "transport_between",
-]
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+# Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload, a plugin or a
+# CLI command imports only the modules it uses. The block above is the one list of public names.
+__getattr__, __dir__ = lazy_exports(globals())

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.fixtures import Fixture
 from rayaccel.host import Host
-from rayaccel.hosts import make_host, simulated_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager, default_manager
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.visible_units import restrict_to_visible
+from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import NodeConfig, node_config
 from rayaccel.ray.registry import family_specs, install
-from rayaccel.visible_units import restrict_to_visible
+from rayaccel.simulation.fixtures import Fixture
+from rayaccel.simulation.host_factory import make_host, simulated_fixture
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
@@ -67,7 +67,7 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
                    isolated: bool = False) -> NodeConfig:
     """Build the inventory of the node to start and its :class:`NodeConfig`.
 
-    ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation`), as
+    ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation.pool`), as
     ``rayaccel start`` does; else in this process, each hook in a thread with a timeout.
     """
     manager = manager or default_manager()
@@ -76,7 +76,7 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
         manager.plugin(name)  # a clear error for an unknown plugin
     host, fault_file = prepare_host(manager, simulate, faults, fault_file)
     if isolated:
-        from rayaccel.isolation import isolated_inventory
+        from rayaccel.isolation.pool import isolated_inventory
 
         inventory = isolated_inventory(manager, host, plugins=plugin_list)
     else:

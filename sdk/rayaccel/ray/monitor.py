@@ -19,7 +19,7 @@ GCS's services) and refuses to resize unit-instance resources (GPU, TPU, neuron_
 families) on a live node; a drained node would stay drained until restarted. The cost of cordoning: a
 task placed on the node between the fault and the moment a unit is held may still get the failed unit.
 
-The plugins' hooks run in worker processes kept warm between polls (:mod:`rayaccel.isolation`).
+The plugins' hooks run in worker processes kept warm between polls (:mod:`rayaccel.isolation.pool`).
 """
 
 from __future__ import annotations
@@ -107,10 +107,11 @@ class HealthMonitor:
                  baseline: Sequence[str] | None = None, isolated: bool = True) -> None:
         from ray.util.metrics import Gauge
 
-        from rayaccel.inventory import InventoryBuilder, host_from_env
-        from rayaccel.isolation import WorkerPool
-        from rayaccel.manager import PluginManager
+        from rayaccel.inventory.builder import InventoryBuilder
+        from rayaccel.isolation.pool import WorkerPool
+        from rayaccel.plugins.manager import PluginManager
         from rayaccel.ray.node import NODE_PLUGINS_ENV
+        from rayaccel.simulation.host_factory import host_from_env
 
         if not baseline:  # the node's start-up baseline, from the raylet's env (rayaccel.ray.node_config)
             baseline = node_baseline()

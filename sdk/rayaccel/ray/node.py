@@ -28,7 +28,7 @@ their declaration, so every worker of the node validates their quantities.)
 An operator's visible-devices setting in the starting process (``CUDA_VISIBLE_DEVICES=0,1``, or the
 variable any plugin's family declares) is honoured: the node offers only those of its schedulable units,
 its resources and ``rayaccel.io/count`` say so, and a warning problem records it. A value naming units
-the node does not have is refused (:func:`rayaccel.visible_units.restrict_to_visible`, which the driver
+the node does not have is refused (:func:`rayaccel.inventory.visible_units.restrict_to_visible`, which the driver
 applies to the inventory before :func:`node_config`).
 """
 
@@ -40,8 +40,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rayaccel.inventory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
-from rayaccel.manager import PLUGINS_ENV
+from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.ray.registry import (
     FAMILIES_ENV,
     GPU_MANAGER_ENV,
@@ -52,6 +51,7 @@ from rayaccel.ray.registry import (
 )
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
+from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
@@ -128,12 +128,12 @@ def _appended(env_name: str, default: Sequence[str], extra: Sequence[str]) -> st
 def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_file: str | None = None,
                 plugins: Sequence[str] | None = None) -> NodeConfig:
     """The resources, labels and env of a node with this inventory (a pure function of it: apply an
-    operator's visible-devices setting first, :func:`rayaccel.visible_units.restrict_to_visible`).
+    operator's visible-devices setting first, :func:`rayaccel.inventory.visible_units.restrict_to_visible`).
 
     ``simulate``/``fault_file`` default to this process's ``RAYACCEL_SIMULATE``/``..._FAULT_FILE``;
     ``plugins`` (names) restricts the families, as ``rayaccel inspect --plugin`` does.
     """
-    from rayaccel.ray.compat import check_ray
+    from rayaccel.ray.internals import check_ray
 
     check_ray()  # a node must never start with hooks Ray does not have
     # Every active plugin's family, with devices here or not (idle): each worker validates their quantities.

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.inventory.topology import best_connected_subset
 from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import NodeInventory
 from rayaccel.reporting import plain_int
-from rayaccel.topology import best_connected_subset
 
 DOMAIN_LABEL = "rayaccel.io/scale-up-domain"
 DOMAIN_KIND_LABEL = "rayaccel.io/scale-up-domain-kind"

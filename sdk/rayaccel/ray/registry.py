@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rayaccel.raycompat import ray_family_for
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
-    from rayaccel.manager import PluginManager
+    from rayaccel.plugins.manager import PluginManager
     from rayaccel.records import FamilyDeclaration, FamilyInventory, IdleFamily, QuantityRule
 
 #: JSON list of :class:`FamilySpec`, set on nodes the SDK starts; workers read it in the preload module.
@@ -97,7 +97,7 @@ def load_specs(text: str) -> list[FamilySpec]:
 
 # A plugin manager is only built in a worker when a family has its own parser/env: most need none.
 def _plugin_manager() -> PluginManager:
-    from rayaccel.manager import default_manager
+    from rayaccel.plugins.manager import default_manager
 
     return default_manager()
 
@@ -141,7 +141,7 @@ def manager_class(spec: FamilySpec) -> type:
         return None
 
     def validate_resource_request_quantity(quantity: float) -> tuple[bool, str | None]:
-        from rayaccel.quantity import check_quantity
+        from rayaccel.inventory.quantity import check_quantity
 
         if not rules:
             rules.append(spec.rule)
@@ -183,7 +183,7 @@ def installed() -> dict[str, type]:
 
 def install(specs: Iterable[FamilySpec]) -> dict[str, type]:
     """Add the day-zero families to this process's Ray registry (idempotent; checks the Ray version)."""
-    from rayaccel.ray.compat import check_ray
+    from rayaccel.ray.internals import check_ray
 
     check_ray()
     import ray._private.accelerators as accelerators

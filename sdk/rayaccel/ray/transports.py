@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.manager import PluginManager, default_manager
+from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
+from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory, TransportSpec
-from rayaccel.transports import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 
 
 class TransportRegistrationError(RayaccelError):

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import yaml
 from rayaccel import SkuMatch, SkuRecord
-from rayaccel.fixtures import compare_expected, load_fixture, parse_fixture
-from rayaccel.inventory import collect_inventory
-from rayaccel.manager import PluginManager
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import load_fixture, parse_fixture
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
-from rayaccel.simulated import SimulatedHost
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 from {{ cookiecutter.__module }} import plugin, probe
 

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 
 from rayaccel.errors import RayaccelError
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory, Problem
 
 

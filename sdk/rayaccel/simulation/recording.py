@@ -2,9 +2,9 @@
 
 :class:`RecordingHost` wraps any :class:`rayaccel.host.Host` (the real machine, or a simulated one for
 round-trip tests), delegates every call and keeps every answer a plugin read, in the fixture format of
-:mod:`rayaccel.fixtures`: env keys asked for, files read or listed, commands, HTTP GETs and vendor
+:mod:`rayaccel.simulation.fixtures`: env keys asked for, files read or listed, commands, HTTP GETs and vendor
 library calls. Library calls are kept as a call log (``{"rayaccel_calls": {"call(args)": [answers]}}``),
-which :class:`ReplayLibrary` answers on a :class:`rayaccel.simulated.SimulatedHost`: exactly what was
+which :class:`ReplayLibrary` answers on a :class:`rayaccel.simulation.simulated_host.SimulatedHost`: exactly what was
 asked, in the library's own call names, with its own exception classes.
 
 Recording is strict: an answer the format cannot express (binary output, an unserialisable library
@@ -19,8 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from rayaccel.anonymize import Anonymizer, anonymize_key, sensitive_names
-from rayaccel.fixtures import HostState
 from rayaccel.host import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
@@ -33,23 +31,9 @@ from rayaccel.host import (
     OutputTooLarge,
     check_adapter,
 )
-from rayaccel.library_calls import CALLS_KEY, REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary, ReplayLibrary
-from rayaccel.recorded_fixture import (
-    expected_from_inventory,
-    fault_expectation,
-    first_difference,
-    inventory_view,
-    merge_diff,
-    shape_view,
-    source_line,
-    validate_fixture_data,
-)
-from rayaccel.simulated import LIBRARY_FAULT_KEY
-
-# The parts live in library_calls, anonymize and recorded_fixture; `rayaccel record` and the tests import them here.
-__all__ = ["CALLS_KEY", "REPLAY_HANG_SECONDS", "Anonymizer", "RecordingError", "RecordingHost", "RecordingLibrary",
-           "ReplayLibrary", "anonymize_key", "expected_from_inventory", "fault_expectation", "first_difference",
-           "inventory_view", "merge_diff", "sensitive_names", "shape_view", "source_line", "validate_fixture_data"]
+from rayaccel.simulation.call_log import REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary
+from rayaccel.simulation.fixtures import HostState
+from rayaccel.simulation.simulated_host import LIBRARY_FAULT_KEY
 
 
 def _text(what: str, value: str, errors: list[str]) -> str:

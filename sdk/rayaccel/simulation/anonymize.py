@@ -126,7 +126,7 @@ def _strings(value: Any) -> list[str]:
 def anonymize_key(path: Path | None = None) -> bytes:
     """The secret that makes tokens consistent across recordings. The default one
     (``~/.config/rayaccel/anonymize.key``) is created on first use, mode 0600; one given by path must exist."""
-    from rayaccel import inputfiles
+    from rayaccel.files import reading
 
     if path is None:
         path = Path.home() / ".config" / "rayaccel" / "anonymize.key"
@@ -134,7 +134,7 @@ def anonymize_key(path: Path | None = None) -> bytes:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "x", encoding="ascii", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
                 f.write(secrets.token_hex(32) + "\n")
-    key = inputfiles.read_text(path, "anonymize key", RayaccelError).strip()
+    key = reading.read_text(path, "anonymize key", RayaccelError).strip()
     if len(key) < 16:
         raise RayaccelError(f"{path}: an anonymize key is at least 16 characters of secret text; create one with "
                             "'head -c 32 /dev/urandom | base64 > FILE'")

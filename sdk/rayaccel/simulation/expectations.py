@@ -15,7 +15,7 @@ from pydantic import Field
 from rayaccel.records import HealthState, NodeInventory, Record
 
 if TYPE_CHECKING:
-    from rayaccel.fixtures import Fixture
+    from rayaccel.simulation.fixtures import Fixture
 
 
 class Expected(Record):

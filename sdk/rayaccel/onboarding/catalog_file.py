@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from rayaccel.catalog import resolve_sku
 from rayaccel.errors import CatalogError
-from rayaccel.manager import PluginManager
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
 
 #: SkuRecord field -> the ``rayaccel sku add`` option that sets it (for error messages).

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from rayaccel.fixtures import Fixture, HostState, apply_faults
 from rayaccel.host import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
@@ -30,6 +29,7 @@ from rayaccel.host import (
     OutputTooLarge,
     check_adapter,
 )
+from rayaccel.simulation.fixtures import Fixture, HostState, apply_faults
 
 #: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
 #: short enough that suites exercising hangs stay fast. The caller's timeout still bounds it, and the rest of
@@ -68,6 +68,16 @@ class SimulatedHost:
         self.skipped_wait_s += wait - slept
 
     # Fault switching ---------------------------------------------------------------------------
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The faults this host was made with (those the fault file names are in :meth:`active_faults`)."""
+        return self._faults
+
+    @property
+    def fault_file(self) -> str | None:
+        """The file naming faults to switch on while the host lives, if any."""
+        return self._fault_file
 
     def active_faults(self) -> tuple[str, ...]:
         names = list(self._faults)
@@ -204,7 +214,7 @@ class SimulatedHost:
             if isinstance(fault, dict):
                 data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
             if isinstance(data, dict) and RECORDED_CALLS_KEY in data:  # recorded by `rayaccel record`
-                from rayaccel.recording import ReplayLibrary
+                from rayaccel.simulation.call_log import ReplayLibrary
 
                 calls = data[RECORDED_CALLS_KEY]
                 opened = ReplayLibrary(name, adapter.open_simulated({}), calls if isinstance(calls, dict) else {})
@@ -218,7 +228,8 @@ class SimulatedHost:
 #: ``{"raise": "segfault in libfoo"}`` (every call raises RuntimeError) or ``{"hang": true, "hang_seconds": 30}``
 #: (every call blocks, as a wedged driver does; the caller's own bound must end the wait).
 LIBRARY_FAULT_KEY = "rayaccel_fault"
-#: Reserved key in a library's fixture data: a call log recorded by ``rayaccel record`` (see rayaccel.recording).
+#: Reserved key in a library's fixture data: a call log recorded by ``rayaccel record``
+#: (:mod:`rayaccel.simulation.recording`).
 RECORDED_CALLS_KEY = "rayaccel_calls"
 
 

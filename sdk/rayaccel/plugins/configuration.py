@@ -1,7 +1,7 @@
 """The environment that decides which plugins load and how long their hooks may take.
 
 Read in one place, validated once, so the in-process manager and the worker processes of
-:mod:`rayaccel.isolation` agree on it.
+:mod:`rayaccel.isolation.pool` agree on it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What an in-process hook call may not change: the caller's output streams and its environment.
 
-The manager runs each hook in a thread of its own (:meth:`rayaccel.hookcalls.HookCalls._bounded`).
+The manager runs each hook in a thread of its own (:class:`rayaccel.plugins.manager.PluginManager`).
 While hooks run, ``sys.stdout`` and ``sys.stderr`` are proxies: a write from a hook's thread is kept
 (bounded) and reported as a problem, any other thread's write goes through unchanged. So ``print`` in a
 plugin cannot corrupt ``rayaccel inspect --json`` or a caller's own output. The environment is compared
@@ -9,7 +9,7 @@ which plugin the next manager loads.
 
 What in-process containment cannot stop (``os._exit``, exhausting memory, writes to file descriptors 1
 and 2 below Python, such as a child process that inherits them) is what the out-of-process mode of
-:mod:`rayaccel.isolation` is for.
+:mod:`rayaccel.isolation.pool` is for.
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ import os
 from collections.abc import Iterable
 
 from rayaccel.errors import FixtureError
-from rayaccel.fixtures import Fixture, resolve_fixture
 from rayaccel.host import Host, RealHost
-from rayaccel.manager import PluginManager, default_manager
-from rayaccel.simulated import SimulatedHost
+from rayaccel.plugins.manager import PluginManager, default_manager
+from rayaccel.simulation.fixtures import Fixture, resolve_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 #: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
 SIMULATE_ENV = "RAYACCEL_SIMULATE"

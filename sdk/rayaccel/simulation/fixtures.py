@@ -17,19 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from rayaccel import inputfiles
 from rayaccel.errors import FixtureError
-from rayaccel.expectations import Expected, FaultExpectation, compare_expected
+from rayaccel.files import reading
 from rayaccel.records import Record
 from rayaccel.schemas import describe_validation_error, validate_document
+from rayaccel.simulation.expectations import Expected, FaultExpectation
 
 if TYPE_CHECKING:
-    from rayaccel.manager import PluginManager
-
-# The expectation models are part of the format; compare_expected stays importable from here for plugins' tests.
-__all__ = ["FIXTURE_SCHEMA_ID", "FIXTURE_SUFFIXES", "Expected", "Fault", "FaultExpectation", "Fixture", "HostState",
-           "SimCommand", "SimHttp", "apply_faults", "compare_expected", "fixture_text", "installed_fixtures",
-           "load_fixture", "merge_patch", "parse_fixture", "resolve_fixture"]
+    from rayaccel.plugins.manager import PluginManager
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
 FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -131,7 +126,7 @@ def parse_fixture(data: Any, origin: str) -> Fixture:
 
 def load_fixture(path: str | Path) -> Fixture:
     path = Path(path)
-    data = inputfiles.load(path, "fixture", FixtureError)
+    data = reading.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
     if path.stem != fixture.name:
         raise FixtureError(f"{path}: the file is named {path.stem!r} but declares name {fixture.name!r}; "

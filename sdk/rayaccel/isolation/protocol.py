@@ -1,4 +1,4 @@
-"""What the parent and a worker process of :mod:`rayaccel.isolation` say to each other, one JSON line each.
+"""What the parent and a worker process of :mod:`rayaccel.isolation.pool` say to each other, one JSON line each.
 
 The parent sends a :class:`Setup` (which plugins to import, how to rebuild the host, the hook timeout),
 then one :class:`Request` per inventory; the worker answers one :class:`Reply` per plugin, in order.
@@ -19,7 +19,7 @@ from rayaccel.host import Host, RealHost
 from rayaccel.records import FamilyInventory, Problem
 
 if TYPE_CHECKING:
-    from rayaccel.manager import PluginManager
+    from rayaccel.plugins.manager import PluginManager
 
 WORKER_MEMORY_ENV = "RAYACCEL_WORKER_MEMORY_MIB"
 DEFAULT_WORKER_MEMORY_MIB = 4096
@@ -69,13 +69,14 @@ class Reply(_Message):
 
 def host_spec(host: Host) -> HostSpec | None:
     """The spec a worker rebuilds ``host`` from, or None when it cannot be rebuilt in another process."""
-    from rayaccel.simulated import SimulatedHost
+    from rayaccel.simulation.simulated_host import SimulatedHost
 
     if type(host) is RealHost:
-        return HostSpec(kind="real", root=host._root, env=dict(host._env) if host._env is not None else None)
+        return HostSpec(kind="real", root=host.root,
+                        env=dict(host.given_env) if host.given_env is not None else None)
     if type(host) is SimulatedHost:
         return HostSpec(kind="simulated", fixture=host.fixture.model_dump(mode="json", by_alias=True),
-                        faults=list(host._faults), fault_file=host._fault_file)
+                        faults=list(host.faults), fault_file=host.fault_file)
     return None
 
 
@@ -105,7 +106,7 @@ def make_host(spec: HostSpec) -> Host:
     """The host a spec describes (in the worker)."""
     if spec.kind == "real":
         return RealHost(spec.root, spec.env)
-    from rayaccel.fixtures import Fixture
-    from rayaccel.simulated import SimulatedHost
+    from rayaccel.simulation.fixtures import Fixture
+    from rayaccel.simulation.simulated_host import SimulatedHost
 
     return SimulatedHost(Fixture.model_validate(spec.fixture), faults=spec.faults, fault_file=spec.fault_file)

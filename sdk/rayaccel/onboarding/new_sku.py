@@ -19,28 +19,19 @@ from typing import Any
 
 import yaml
 
-from rayaccel import inputfiles
-from rayaccel.atomicwrite import write_atomically
 from rayaccel.catalog import parse_catalog
-from rayaccel.catalog_edit import (
-    OPTION_FOR_FIELD,
-    CatalogCheck,
+from rayaccel.errors import CatalogError, FixtureError
+from rayaccel.files import reading
+from rayaccel.files.atomic import write_atomically
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.onboarding.catalog_file import (
     appended_catalog_text,
-    build_sku_record,
     catalog_of,
-    check_catalogs,
     check_pci_ids,
     conflicts,
     record_data,
 )
-from rayaccel.errors import CatalogError, FixtureError
-from rayaccel.expectations import compare_expected, expectation_differences
-from rayaccel.fixtures import Fixture, fixture_text, parse_fixture
-from rayaccel.hosts import simulated_host
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.manager import MISSING, PluginManager
-from rayaccel.records import NodeInventory, Problem, SkuCatalog, SkuRecord
-from rayaccel.sku_fixture import (
+from rayaccel.onboarding.sku_fixture import (
     choose_base_fixture,
     derived_expectation,
     derived_faults,
@@ -49,10 +40,11 @@ from rayaccel.sku_fixture import (
     plugin_fixtures,
     with_plugin_resources,
 )
-
-# What `rayaccel sku` and the tests import from here; the parts live in catalog_edit and sku_fixture.
-__all__ = ["OPTION_FOR_FIELD", "CatalogCheck", "SkuAddition", "add_sku", "appended_catalog_text", "build_sku_record",
-           "check_catalogs", "fixture_text", "record_data"]
+from rayaccel.plugins.manager import MISSING, PluginManager
+from rayaccel.records import NodeInventory, Problem, SkuCatalog, SkuRecord
+from rayaccel.simulation.expectations import compare_expected, expectation_differences
+from rayaccel.simulation.fixtures import Fixture, fixture_text, parse_fixture
+from rayaccel.simulation.host_factory import simulated_host
 
 
 @dataclass(frozen=True)
@@ -108,8 +100,8 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         raise CatalogError(f"plugin {plugin!r}: {conflict}")
     catalog_path = Path(str(catalog.source_path))
     fmt = "json" if catalog_path.suffix == ".json" else "yaml"
-    old_text = inputfiles.read_text(catalog_path, "SKU catalog", CatalogError)
-    old_data = inputfiles.parse(old_text, str(catalog_path), "SKU catalog", fmt, CatalogError)
+    old_text = reading.read_text(catalog_path, "SKU catalog", CatalogError)
+    old_data = reading.parse(old_text, str(catalog_path), "SKU catalog", fmt, CatalogError)
     new_text, rewritten = appended_catalog_text(catalog_path, old_text, old_data, record_data(sku))
     new_data = json.loads(new_text) if catalog_path.suffix == ".json" else yaml.safe_load(new_text)
     new_catalog = parse_catalog(new_data, str(catalog_path))

@@ -1,6 +1,6 @@
 """Plugin hooks out of process: worker processes answering with validated records, one per plugin.
 
-In-process isolation (a thread and a timeout per hook, :mod:`rayaccel.hookcalls`) cannot stop a plugin
+In-process isolation (a thread and a timeout per hook, :mod:`rayaccel.plugins.manager`) cannot stop a plugin
 that calls ``os._exit``, exhausts memory, changes ``os.environ``, writes to the caller's stdout, or leaves
 threads and child processes behind. Where that matters -- ``rayaccel start`` and the long-lived health
 monitor -- the hooks of each plugin run in a worker process of their own:
@@ -20,12 +20,12 @@ monitor -- the hooks of each plugin run in a worker process of their own:
   through one pool, one worker per plugin, for its whole life).
 
 A plugin registered as an object rather than an importable module, or a host the worker cannot rebuild
-(anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulated.SimulatedHost`), runs in
+(anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulation.simulated_host.SimulatedHost`), runs in
 process, as before.
 
-This module is the pool; :mod:`rayaccel.isolation_protocol` is what crosses the pipe,
-:mod:`rayaccel.isolation_process` one worker process from the parent's side, and
-:mod:`rayaccel.isolation_worker` the worker's own side.
+This module is the pool; :mod:`rayaccel.isolation.protocol` is what crosses the pipe,
+:mod:`rayaccel.isolation.process` one worker process from the parent's side, and
+:mod:`rayaccel.isolation.worker` the worker's own side.
 """
 
 from __future__ import annotations
@@ -35,28 +35,17 @@ import threading
 from collections.abc import Sequence
 
 from rayaccel.host import Host
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.isolation_process import WorkerProcess, plugin_modules, prestart
-from rayaccel.isolation_protocol import (
-    DEFAULT_WORKER_MEMORY_MIB,
-    WORKER_MEMORY_ENV,
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.isolation.process import WorkerProcess
+from rayaccel.isolation.protocol import (
     HostSpec,
-    PluginTarget,
     Reply,
     Request,
-    Setup,
     host_spec,
     plugin_target,
-    worker_memory_mib,
 )
-from rayaccel.manager import PluginManager
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import FamilyInventory, NodeInventory, Problem
-
-__all__ = [
-    "DEFAULT_WORKER_MEMORY_MIB", "WORKER_MEMORY_ENV", "HostSpec", "PluginTarget", "Reply", "Request", "Setup",
-    "WorkerPool", "default_workers", "host_spec", "isolated_inventory", "plugin_modules", "plugin_target",
-    "prestart", "worker_memory_mib",
-]
 
 
 class WorkerPool:

@@ -1,4 +1,4 @@
-"""The worker process of :mod:`rayaccel.isolation` (``python -m rayaccel.isolation_worker``): imports only its
+"""The worker process of :mod:`rayaccel.isolation.pool` (``python -m rayaccel.isolation.worker``): imports only its
 plugins and answers each request with their families, as JSON lines on its own copy of stdout."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 import threading
 import time
 
-from rayaccel.inventory import InventoryBuilder
-from rayaccel.isolation_protocol import PluginTarget, Reply, Request, Setup, make_host, worker_memory_mib
-from rayaccel.manager import PluginManager
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.isolation.protocol import PluginTarget, Reply, Request, Setup, make_host, worker_memory_mib
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Problem
 
 
@@ -41,7 +41,7 @@ def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
 
 
 def worker_main() -> int:
-    """Entry point of a worker process (``python -m rayaccel.isolation_worker``): see :mod:`rayaccel.isolation`."""
+    """Entry point of a worker process (``python -m rayaccel.isolation.worker``): see :mod:`rayaccel.isolation.pool`."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -1,4 +1,4 @@
-"""The plugin manager: loads plugins, refuses bad ones, and calls hooks with each plugin isolated.
+"""The plugin manager: loads plugins, refuses bad ones, and calls each plugin's hooks isolated.
 
 Loading: entry points of the ``rayaccel`` group (unless ``RAYACCEL_NO_AUTOLOAD=1``), plus the plugins
 named in ``RAYACCEL_PLUGINS``, plus plugins registered explicitly; the names in ``RAYACCEL_DISABLE``
@@ -7,9 +7,16 @@ named in ``RAYACCEL_PLUGINS``, plus plugins registered explicitly; the names in 
 hook, declares an invalid family, was written for another major spec version, or collides with another
 plugin or with Ray.
 
-Calling (:mod:`rayaccel.hookcalls`): each hook runs for one plugin at a time, through pluggy, in a thread
-bounded by a timeout; an exception, a hang or a malformed result becomes a problem attributed to that
-plugin and hook, and the caller gets the spec's default (:data:`rayaccel.hookspec.HOOKS`).
+Calling: each call goes through pluggy's hook execution with that one plugin's implementations, so the
+plugin's own wrappers, ``tryfirst``/``trylast`` ordering and pluggy's tracing and call monitoring run as
+in any pluggy host; other plugins' code never runs inside it. It runs in a worker thread bounded by a
+timeout (``RAYACCEL_HOOK_TIMEOUT`` seconds, default 10; :func:`rayaccel.run_bounded`). An exception, a hang
+or a malformed result becomes a problem attributed to that plugin and hook, and the caller gets the spec's
+default (:data:`rayaccel.hookspec.HOOKS`). Inside :meth:`PluginManager.deadline` (a whole inventory) all
+calls share one deadline (``RAYACCEL_INVENTORY_TIMEOUT``, default 30 s), and a plugin whose hook hung is not
+called again. What a hook prints, and any change it makes to ``os.environ``, is kept from the caller
+(:mod:`rayaccel.plugins.containment`). Whoever must see every call (the conformance suite's side-effect
+guard) registers a :class:`HookCallWatcher`.
 
 One manager serves a process: :func:`default_manager`.
 """
@@ -19,25 +26,26 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
+from pydantic import TypeAdapter, ValidationError
 
-from rayaccel import hookspec
-from rayaccel import records as rec  # the hooks' result types, as in rayaccel.hookspec
-from rayaccel.conventions import conventional_hooks
-from rayaccel.errors import PluginError
-from rayaccel.hookcalls import MISSING, HookCalls, describe_validation_error
-from rayaccel.pluginconfig import (
-    DEFAULT_HOOK_TIMEOUT,
-    DEFAULT_INVENTORY_TIMEOUT,
+from rayaccel import (
+    hookspec,
+    records as rec,  # the hooks' result types, as in rayaccel.hookspec
+)
+from rayaccel.bounded import BoundedTimeout, run_bounded
+from rayaccel.errors import HookError, PluginError
+from rayaccel.plugins import containment
+from rayaccel.plugins.configuration import (
     DISABLE_ENV,
-    ENTRY_POINT_GROUP,
     HOOK_TIMEOUT_ENV,
     INVENTORY_TIMEOUT_ENV,
-    MAX_TIMEOUT,
     NO_AUTOLOAD_ENV,
     PLUGINS_ENV,
     autoload_enabled,
@@ -47,18 +55,52 @@ from rayaccel.pluginconfig import (
     hook_timeout,
     inventory_timeout,
 )
+from rayaccel.plugins.conventions import conventional_hooks
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
+from rayaccel.reporting import ReportSink, collect_problems
+from rayaccel.schemas import describe_validation_error
 
 if TYPE_CHECKING:
     from rayaccel.host import Host
 
-#: Names importers of this module have used; they live in pluginconfig and hookcalls now.
-__all__ = [
-    "DEFAULT_HOOK_TIMEOUT", "DEFAULT_INVENTORY_TIMEOUT", "DISABLE_ENV", "ENTRY_POINT_GROUP", "HOOK_TIMEOUT_ENV",
-    "INVENTORY_TIMEOUT_ENV", "MAX_DEVICES", "MAX_TIMEOUT", "MISSING", "NO_AUTOLOAD_ENV", "PLUGINS_ENV",
-    "LoadedPlugin", "PluginManager", "default_manager", "describe_validation_error", "disabled_plugins",
-    "hook_timeout", "inventory_timeout", "reset_default_manager",
-]
+#: Each hook's answer is validated with the adapter of the type its spec names.
+_ADAPTERS = {name: TypeAdapter(info.result) for name, info in hookspec.HOOKS.items()}
+
+
+class _Missing:
+    """The plugin does not implement the hook (distinct from a hook that returned None)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+#: What one bounded call ended with: (it returned, its value); (False, None) after a problem.
+CallOutcome = tuple[bool, Any]
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """One call the manager is about to make of one plugin's code (a hook, or importing the plugin)."""
+
+    plugin: str
+    distribution: str | None
+    hook: str  # a hook name, or "import" while the plugin is loaded
+    fn: Callable[..., Any]
+    kwargs: Mapping[str, Any]
+    problems: list[rec.Problem]  # where this call's problems go
+
+
+class HookCallWatcher(Protocol):
+    """Sees every call the manager makes of plugin code, around the bounded, contained run.
+
+    ``around`` must call ``proceed`` exactly once, with the call or a copy of it (other ``fn`` or
+    ``kwargs``), and return what it returned: it may watch the call, never answer in the plugin's place.
+    """
+
+    def around(self, call: HookCall, proceed: Callable[[HookCall], CallOutcome]) -> CallOutcome: ...
+
 
 #: Devices one plugin's discovery may report; more is garbage, and would make every later step slow.
 MAX_DEVICES = 4096
@@ -86,8 +128,11 @@ class _RayaccelPluggy(pluggy.PluginManager):
 
 
 @dataclass
-class PluginManager(HookCalls):
-    """Typed access to the plugins' hooks, one plugin at a time."""
+class PluginManager:
+    """The loaded plugins, and typed access to their hooks, one plugin at a time, isolated.
+
+    Problems go to ``problems``, or to the list a call is given.
+    """
 
     autoload: bool | None = None
     timeout: float | None = None
@@ -99,9 +144,11 @@ class PluginManager(HookCalls):
         for name in disabled_plugins():  # read once: a plugin changing the env cannot disable the next one
             self._pm.set_blocked(name)
         self._plugins: dict[str, LoadedPlugin] = {}
-        self._conventions = {}
-        self._deadline = None
-        self._hung = set()
+        #: Per plugin, the hooks its file layout answers (:mod:`rayaccel.plugins.conventions`), for those it lacks.
+        self._conventions: dict[str, dict[str, Callable[[], Any]]] = {}
+        self._deadline: float | None = None  # of the innermost deadline(); None outside
+        self._hung: set[str] = set()  # plugins with a hook that did not return, inside deadline()
+        self._watchers: list[HookCallWatcher] = []
         if self.timeout is None:
             self.timeout = hook_timeout()
         if self.autoload is None:
@@ -256,6 +303,179 @@ class PluginManager(HookCalls):
     def _family_or_none(self, plugin: str) -> rec.FamilyDeclaration | None:
         return self._plugins[plugin].family if plugin in self._plugins else None
 
+    # Calling ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def deadline(self, seconds: float | None = None) -> Iterator[None]:
+        """Bound every hook call inside to ``seconds`` in total (default: RAYACCEL_INVENTORY_TIMEOUT).
+
+        Inside, a plugin one of whose hooks timed out is not called again (its thread still runs, most
+        likely stuck on the same device), so a plugin hanging in every hook costs one hook timeout, not
+        seven. Calls after the deadline are not made; each becomes a problem.
+        """
+        previous = (self._deadline, self._hung)
+        self._deadline = time.monotonic() + (inventory_timeout() if seconds is None else seconds)
+        self._hung = set()
+        try:
+            yield
+        finally:
+            self._deadline, self._hung = previous
+
+    def _impls(self, plugin: str, hook: str) -> list[pluggy.HookImpl]:
+        """The plugin's implementations of the hook (its wrappers of it not counted)."""
+        caller = getattr(self._pm.hook, hook)
+        return [impl for impl in caller.get_hookimpls()
+                if impl.plugin_name == plugin and not (impl.wrapper or impl.hookwrapper)]
+
+    def _caller(self, plugin: str, hook: str) -> Callable[..., Any]:
+        """pluggy's call of the hook for this plugin alone: its implementations and its own wrappers, in
+        pluggy's order, through the manager's hook executor (so tracing and call monitoring see it).
+        ``subset_hook_caller`` would do the same but needs hashable plugins, and a plugin may be any object."""
+        impls = [impl for impl in getattr(self._pm.hook, hook).get_hookimpls() if impl.plugin_name == plugin]
+
+        def call(**kwargs: Any) -> Any:
+            return self._pm._hookexec(hook, impls, kwargs, True)  # True: one answer (the specs' firstresult)
+
+        return call
+
+    def call(self, plugin: str, hook: str, problems: list[rec.Problem] | None = None, **kwargs: Any) -> Any:
+        """Call one plugin's hook, isolated. Returns MISSING when not implemented, None on a problem."""
+        return self._call(plugin, self._distribution(plugin), hook, kwargs, problems)
+
+    def answer(self, plugin: str, hook: str, problems: list[rec.Problem] | None = None, **kwargs: Any) -> Any:
+        """The plugin's validated answer, or the spec's default when it has none (the hook is not
+        implemented, its call failed, or it answered None)."""
+        result = self.call(plugin, hook, problems, **kwargs)
+        if result is MISSING or result is None:
+            return hookspec.HOOKS[hook].default(family=self._family_or_none(plugin), **kwargs)
+        return result
+
+    def _call(self, plugin: str, dist: str | None, hook: str, kwargs: Mapping[str, Any],
+              problems: list[rec.Problem] | None = None) -> Any:
+        if self._impls(plugin, hook):
+            fn = self._caller(plugin, hook)
+        elif (conventional := self._conventions.get(plugin, {}).get(hook)) is not None:
+            fn = conventional  # takes no arguments: the conventional hooks have none
+        else:
+            return MISSING
+        ok, result = self._bounded(fn, kwargs, plugin, dist, hook, problems)
+        if not ok:
+            return None
+        try:
+            return _ADAPTERS[hook].validate_python(result)
+        except ValidationError as e:
+            self._problem(plugin, dist, hook, "invalid-record",
+                          f"returned a malformed result: {describe_validation_error(e)}",
+                          hookspec.HOOKS[hook].fix, sink=problems)
+            return None
+
+    def watch_calls(self, watcher: HookCallWatcher) -> None:
+        """Have ``watcher`` see every later call of plugin code (once, however often it is added)."""
+        if watcher not in self._watchers:
+            self._watchers.append(watcher)
+
+    def watchers(self) -> tuple[HookCallWatcher, ...]:
+        return tuple(self._watchers)
+
+    def _bounded(self, fn: Callable[..., Any], kwargs: Mapping[str, Any], plugin: str, dist: str | None,
+                 hook: str, problems: list[rec.Problem] | None = None) -> CallOutcome:
+        """Run ``fn(**kwargs)`` bounded (:func:`rayaccel.run_bounded`), through the watchers; a hang past the
+        timeout is abandoned, never waited on."""
+        call = HookCall(plugin, dist, hook, fn, kwargs, self.problems if problems is None else problems)
+        proceed: Callable[[HookCall], CallOutcome] = self._run_contained
+        for watcher in reversed(self._watchers):
+            proceed = functools.partial(watcher.around, proceed=proceed)
+        return proceed(call)
+
+    def _run_contained(self, call: HookCall) -> CallOutcome:
+        fn, kwargs, plugin, dist, hook, problems = (call.fn, call.kwargs, call.plugin, call.distribution, call.hook,
+                                                    call.problems)
+        timeout = self._call_timeout(plugin, dist, hook, problems)
+        if timeout is None:
+            return False, None
+        reported = ReportSink()
+        output = containment.HookOutput()
+
+        def contained() -> tuple[bool, Any]:
+            # what the hook reports with rayaccel.report_problem, and what it prints
+            with collect_problems(reported), containment.captured_output(output):
+                try:
+                    return True, fn(**kwargs)
+                except BaseException as e:  # a plugin's SystemExit must not end the caller either
+                    return False, e
+
+        environ = containment.environ_snapshot()
+        try:
+            with containment.routed_streams():
+                returned, value = run_bounded(contained, timeout, name=f"rayaccel-{plugin}-{hook}")
+        except BoundedTimeout:
+            self._contain(plugin, dist, hook, environ, output, problems)
+            if self._deadline is not None:
+                self._hung.add(plugin)
+            self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {timeout:g}s",
+                          "bound every vendor call with a timeout (host.run(..., timeout=...)); raise the limit "
+                          f"with {HOOK_TIMEOUT_ENV} only if the hardware is known to be slow", sink=problems)
+            return False, None
+        self._contain(plugin, dist, hook, environ, output, problems)
+        where = None if hook == "import" else hook
+        for report in reported.drain():
+            self._problem(plugin, dist, where, report.code, report.message, report.fix, severity=report.severity,
+                          sink=problems)
+        if returned:
+            return True, value
+        if isinstance(value, HookError):
+            self._problem(plugin, dist, hook, value.code, str(value), value.fix, sink=problems)
+            return False, None
+        self._problem(plugin, dist, where, "hook-raised",
+                      f"{'failed to import' if hook == 'import' else 'raised'} {type(value).__name__}: {value}",
+                      "catch vendor errors inside the plugin and report zero devices or a health reason",
+                      sink=problems)
+        return False, None
+
+    def _call_timeout(self, plugin: str, dist: str | None, hook: str,
+                      problems: list[rec.Problem] | None) -> float | None:
+        """This call's timeout within the deadline, or None (and a problem) when it must not be made."""
+        assert self.timeout is not None
+        if self._deadline is None:
+            return self.timeout
+        if plugin in self._hung:
+            self._problem(plugin, dist, hook, "hook-skipped", "not called: an earlier hook of this plugin did not "
+                          "return", "bound every vendor call with a timeout (host.run(..., timeout=...))",
+                          severity="warning", sink=problems)
+            return None
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            self._problem(plugin, dist, hook, "inventory-deadline",
+                          "not called: the deadline for all hooks of this inventory, or of loading the plugins "
+                          f"({INVENTORY_TIMEOUT_ENV}), had passed",
+                          "find the plugin whose hooks are slow (its hook-timeout problems), or raise "
+                          f"{INVENTORY_TIMEOUT_ENV}", sink=problems)
+            return None
+        return min(self.timeout, remaining)
+
+    def _contain(self, plugin: str, dist: str | None, hook: str, environ: Mapping[Any, Any],
+                 output: containment.HookOutput, problems: list[rec.Problem] | None) -> None:
+        """Undo and report what a hook changed outside its result: os.environ, the output streams."""
+        where = None if hook == "import" else hook
+        changed = containment.restore_environ(environ)
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            self._problem(plugin, dist, where, "environ-changed",
+                          f"changed the process environment ({shown}); the change was undone",
+                          "pass an env to the vendor call instead of changing os.environ", sink=problems)
+        if output.chars:
+            self._problem(plugin, dist, where, "printed",
+                          f"wrote {output.chars} characters to stdout/stderr, kept out of the caller's output "
+                          f"(first line: {output.first_line()!r})",
+                          "log with the logging module, or report with rayaccel.report_problem",
+                          severity="warning", sink=problems)
+
+    def _problem(self, plugin: str, dist: str | None, hook: str | None, code: str, message: str,
+                 fix: str | None, severity: str = "error", sink: list[rec.Problem] | None = None) -> None:
+        problem = rec.Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
+                          severity=severity)
+        (self.problems if sink is None else sink).append(problem)
+
     # Queries -------------------------------------------------------------------------------------
 
     @property
@@ -277,7 +497,8 @@ class PluginManager(HookCalls):
         return self.plugin(name).family
 
     def implements(self, plugin: str, hook: str) -> bool:
-        """The plugin answers the hook: it implements it, or its file layout does (:mod:`rayaccel.conventions`)."""
+        """The plugin answers the hook: it implements it, or its file layout does
+        (:mod:`rayaccel.plugins.conventions`)."""
         return bool(self._impls(plugin, hook)) or hook in self._conventions.get(plugin, {})
 
     # Typed hook calls: the answer, or the spec's default ------------------------------------------

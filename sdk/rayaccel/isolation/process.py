@@ -1,4 +1,4 @@
-"""One worker process of :mod:`rayaccel.isolation`, from the parent's side: started (or taken from the
+"""One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started (or taken from the
 spares started ahead), sent requests, read with a deadline, and killed with its whole process group."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import IO
 from pydantic import ValidationError
 
 from rayaccel.errors import PluginError
-from rayaccel.isolation_protocol import HostSpec, PluginTarget, Reply, Request, Setup
-from rayaccel.pluginconfig import (
+from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
+from rayaccel.plugins.configuration import (
     DISABLE_ENV,
     PLUGINS_ENV,
     autoload_enabled,
@@ -35,7 +35,7 @@ _CALLS_PER_REQUEST = 9
 _STARTUP_SLACK = 20.0  # seconds: a Python process importing pydantic on a loaded machine
 _MAX_REPLY = 64 * 2**20
 #: What a worker process runs.
-WORKER_MODULE = "rayaccel.isolation_worker"
+WORKER_MODULE = "rayaccel.isolation.worker"
 
 
 # Spares remember the environment they were started with: one started before a setting changed (a memory

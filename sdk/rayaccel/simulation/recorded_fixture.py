@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from rayaccel.fixtures import Expected, FaultExpectation, parse_fixture
 from rayaccel.records import NodeInventory
+from rayaccel.simulation.expectations import Expected, FaultExpectation
+from rayaccel.simulation.fixtures import parse_fixture
 
 
 def expected_from_inventory(inventory: NodeInventory, plugin: str) -> dict[str, Any]:

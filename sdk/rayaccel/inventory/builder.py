@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
 from rayaccel.host import Host
-from rayaccel.hosts import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env
+from rayaccel.inventory.topology import best_link_kind, order_units, topology_errors
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
-from rayaccel.manager import PluginManager, default_manager
+from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import (
     HEALTH_ORDER,
@@ -29,9 +29,7 @@ from rayaccel.records import (
     Topology,
     WorkerNeeds,
 )
-from rayaccel.topology import best_link_kind, order_units, topology_errors
-
-__all__ = ["SIMULATE_ENV", "SIMULATE_FAULTS_ENV", "InventoryBuilder", "collect_inventory", "host_from_env"]
+from rayaccel.simulation.host_factory import host_from_env
 
 
 class InventoryBuilder:
