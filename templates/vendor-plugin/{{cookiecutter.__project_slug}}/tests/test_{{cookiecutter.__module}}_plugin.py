@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 from rayaccel import SkuMatch, SkuRecord
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import load_fixture, parse_fixture
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
+from rayaccel.simulation.expectations import compare_expected
+from rayaccel.simulation.fixtures import load_fixture, parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
 
 from {{ cookiecutter.__module }} import plugin, probe
