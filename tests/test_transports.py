@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import psutil
 import pytest
 import ray
 
@@ -129,16 +130,19 @@ def test_receiver_killed_mid_transfer_leaves_nothing_and_caller_gets_an_error(no
     ray.kill(sender)
 
 
-def test_sender_killed_leaves_nothing_once_the_next_transfer_runs(node):
+def test_a_killed_senders_tensors_are_lost_clearly_and_its_segment_swept(node):
     sender, receiver = Sender.remote(), Receiver.remote()
     ray.get(sender.make.remote([MB], seed=2))
+    sender_pid = ray.get(sender.pid.remote())
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
     (segment,) = wait_for(segment_paths, timeout=60, what="the sender's segment")
     ray.kill(sender)
-    # One-sided: the receiver reads the bytes without the sender.
-    assert ray.get(receiver.same_bytes.remote(ref, 2, [MB]), timeout=120)
+    wait_for(lambda: not psutil.pid_exists(sender_pid), timeout=60, what="the killed sender's process gone")
+    # Whether or not a sweep ran first, the receive names the dead sender (never a racy success).
+    with pytest.raises(ray.exceptions.RayError, match=r"step 'recv: open segment'.*the sender process died"):
+        ray.get(receiver.same_bytes.remote(ref, 2, [MB]), timeout=120)
     del ref
-    # Nobody can garbage-collect for the dead sender; the next transfer on the node sweeps its segment.
+    # Nobody can garbage-collect for the dead sender; a transfer on the node sweeps its segment.
     other = Sender.remote()
     ray.get(other.make.remote([10], seed=3))
     ref = other.tensors_ref.options(tensor_transport=NAME).remote()

@@ -13,8 +13,9 @@ copies (the template's ``transport.py`` starts from it):
   writes stay private to the receiver);
 - **garbage collection** (source actor, when Ray frees the ref): the segment is unlinked. Segments of a
   sender that died (its pid is gone) are removed by the next transfer on the node, or by a new transport
-  instance (:func:`sweep_orphans`), so a dead actor leaves nothing behind. A one-sided read of a dead
-  sender's segment still succeeds until then: the bytes do not need the sender;
+  instance (:func:`sweep_orphans`), so a dead actor leaves nothing behind. A dead sender's tensors are
+  lost, as Ray loses a dead actor's objects: a receive checks the sender first and fails with the step
+  named, whether or not a sweep has run yet (else the answer would depend on which came first);
 - **abort** (destination actor): an in-progress read stops at its next chunk and the receive fails with
   the transport, the actors and the step named.
 
@@ -282,14 +283,14 @@ class SharedMemoryTransport(TensorTransportManager):
             raise self._fail("recv: target buffers", meta, comm, f"{len(target_buffers)} buffers for "
                              f"{len(meta.tensor_meta)} tensors")
         path = os.path.join(SHM_DIR, meta.segment)
+        if meta.src_pid and not _pid_alive(meta.src_pid):
+            sweep_orphans()
+            raise self._fail("recv: open segment", meta, comm, "the segment is gone (the sender process died; "
+                             "its tensors went with it)")
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
-            alive = _pid_alive(meta.src_pid) if meta.src_pid else True
-            if not alive:
-                sweep_orphans()
-            raise self._fail("recv: open segment", meta, comm, "the segment is gone ("
-                             + ("the sender process died" if not alive else "the ref was freed") + ")") from None
+            raise self._fail("recv: open segment", meta, comm, "the segment is gone (the ref was freed)") from None
         out: list[Any] = []
         try:
             if target_buffers is not None:
