@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,3 +25,51 @@ def test_the_sdk_never_names_the_suite() -> None:
              if p.is_file() and p.suffix in (".py", ".json", ".md", ".txt")
              and "rayaccel_conformance" in p.read_text(encoding="utf-8", errors="replace")]
     assert named == []
+
+
+def _layered_modules() -> set[str]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["id"] == "layers"]
+    return {name.strip() for layer in layers for name in layer.replace("|", ":").split(":")}
+
+
+def test_every_module_of_the_sdk_sits_in_a_layer() -> None:
+    """A new module or package nobody places in the layers would be unconstrained, so it fails here."""
+    package = ROOT / "sdk" / "rayaccel"
+    top_level = {f"rayaccel.{p.stem}" for p in package.iterdir()
+                 if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
+    assert top_level - _layered_modules() == set()
+    assert _layered_modules() - top_level - {"rayaccel_conformance"} == set(), "a layer names a module that is gone"
+
+
+def test_every_package_of_the_sdk_is_a_folder_of_modules() -> None:
+    """Folders are the layers: every directory holding Python under sdk/rayaccel is a package."""
+    package = ROOT / "sdk" / "rayaccel"
+    loose = [str(d.relative_to(ROOT)) for d in package.rglob("*") if d.is_dir() and d.name != "__pycache__"
+             and any(d.glob("*.py")) and not (d / "__init__.py").is_file()]
+    assert loose == []
+
+
+@pytest.mark.parametrize("package", ["rayaccel", "rayaccel.ray"])
+def test_the_public_api_is_declared_once_and_every_name_imports(package: str) -> None:
+    """`__all__` is what the TYPE_CHECKING block declares, and each name loads from the module it names, in a
+    fresh interpreter (so a name that only works after something else was imported fails here)."""
+    import importlib
+
+    from rayaccel.lazy import declared_exports
+
+    module = importlib.import_module(package)
+    declared = declared_exports(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    assert sorted(set(module.__all__) - {"__version__"}) == sorted(declared)
+    probe = ("import importlib, sys\n"
+             f"m = importlib.import_module({package!r})\n"
+             "bad = [n for n in m.__all__ if getattr(m, n, None) is None]\n"
+             "wrong = [n for n, where in WHERE.items()\n"
+             "         if getattr(importlib.import_module(where), n) is not getattr(m, n)]\n"
+             "print(bad, wrong)\n")
+    done = subprocess.run([sys.executable, "-c", f"WHERE = {declared!r}\n" + probe], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[] []"
