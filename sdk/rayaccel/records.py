@@ -12,7 +12,7 @@ variables), the SKU catalog, then the records hooks return and the inventory mad
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -428,34 +428,3 @@ class NodeInventory(Record):
 
     def family(self, name: str) -> FamilyInventory | None:
         return next((f for f in self.families if f.family.name == name), None)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The stable JSON shape `rayaccel inspect --json` prints."""
-        devices = [
-            {"family": f.family.name, **d.model_dump(mode="json")} for f in self.families for d in f.devices
-        ]
-        return {
-            "host": self.host,
-            "simulated": self.simulated,
-            "families": [
-                {**f.family.model_dump(mode="json"), "plugin": f.plugin, "device_count": len(f.devices),
-                 "accelerator_type": f.accelerator_type, "sku_known": f.sku_known,
-                 "resources": f.resources, "schedulable_units": f.schedulable_units}
-                for f in self.families
-            ],
-            "devices": devices,
-            "topology": {
-                "links": [{"family": f.family.name, **ln.model_dump(mode="json")}
-                          for f in self.families for ln in f.topology.links],
-                "affinities": [a.model_dump(mode="json") for f in self.families for a in f.topology.affinities],
-                "domains": [{"family": f.family.name, **d.model_dump(mode="json")}
-                            for f in self.families for d in f.topology.domains],
-            },
-            "health": [{"family": f.family.name, **h.model_dump(mode="json")} for f in self.families
-                       for h in f.health],
-            "metrics": [{"family": f.family.name, **m.model_dump(mode="json")} for f in self.families
-                        for m in f.metrics],
-            "resources": self.resources,
-            "labels": self.labels,
-            "problems": [p.model_dump(mode="json") for p in self.problems],
-        }

@@ -12,6 +12,7 @@ from rich.text import Text
 from rayaccel.cli import app, console, print_json
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
+from rayaccel.outputs.inspect_json import InspectOutput
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory
 from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
@@ -46,7 +47,7 @@ def inspect(
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
     inventory = node_inventory(default_manager(), simulate, fault, plugin)
     if as_json:
-        print_json(inventory.to_json_dict())
+        print_json(InspectOutput.of(inventory).to_json())
         return
     render_inventory(inventory)
 

@@ -1,4 +1,4 @@
-"""The JSON ``rayaccel inspect --json`` prints (:meth:`NodeInventory.to_json_dict`), as records.
+"""The JSON ``rayaccel inspect --json`` prints, as records: :meth:`InspectOutput.of` an inventory.
 
 The shipped ``inventory.schema.json`` is generated from :class:`InspectOutput`: it describes what tools
 read, a node's inventory flattened across families (each device, link, domain, health report and metric
@@ -7,6 +7,8 @@ output for every shipped fixture against the schema.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import Field
 
@@ -18,6 +20,7 @@ from rayaccel.records import (
     HealthReport,
     Link,
     MetricSample,
+    NodeInventory,
     Problem,
     Record,
 )
@@ -73,3 +76,33 @@ class InspectOutput(Record):
     resources: dict[str, float]
     labels: dict[str, str]
     problems: list[Problem]
+
+    @classmethod
+    def of(cls, inventory: NodeInventory) -> InspectOutput:
+        """The output for one node's inventory: each device, link, domain, report and metric names its family."""
+        families = inventory.families
+
+        def tagged(kind: type[Record], family: str, record: Record) -> Any:
+            return kind.model_validate({**dict(record), "family": family})
+
+        return cls(
+            host=inventory.host,
+            simulated=inventory.simulated,
+            families=[InspectFamily.model_validate({
+                **dict(f.family), "plugin": f.plugin, "device_count": len(f.devices),
+                "accelerator_type": f.accelerator_type, "sku_known": f.sku_known, "resources": f.resources,
+                "schedulable_units": f.schedulable_units}) for f in families],
+            devices=[tagged(InspectDevice, f.family.name, d) for f in families for d in f.devices],
+            topology=InspectTopology(
+                links=[tagged(InspectLink, f.family.name, ln) for f in families for ln in f.topology.links],
+                affinities=[a for f in families for a in f.topology.affinities],
+                domains=[tagged(InspectDomain, f.family.name, d) for f in families for d in f.topology.domains]),
+            health=[tagged(InspectHealth, f.family.name, h) for f in families for h in f.health],
+            metrics=[tagged(InspectMetric, f.family.name, m) for f in families for m in f.metrics],
+            resources=inventory.resources,
+            labels=inventory.labels,
+            problems=inventory.problems,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
