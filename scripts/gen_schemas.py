@@ -1,7 +1,7 @@
 """Regenerate the shipped JSON Schemas from the records: ``.venv/bin/python scripts/gen_schemas.py``.
 
 A development script, not part of the library: the schemas ship as files (``rayaccel/schemas/`` for the
-SDK's documents, ``rayaccel_conformance/`` for the conformance report) and the loader only reads them.
+SDK's documents, ``rayaccel_conformance/report/`` for the conformance report) and the loader only reads them.
 tests/test_schemas.py fails while a shipped schema differs from what this script generates.
 """
 
@@ -19,7 +19,7 @@ BASE_URI = "https://rayaccel.io/schemas/"
 
 def sources() -> dict[Path, type[BaseModel]]:
     """Each shipped schema file and the model it is generated from."""
-    import rayaccel_conformance.report as report
+    import rayaccel_conformance.report.document as report
     from rayaccel.outputs.inspect_json import InspectOutput
     from rayaccel.records import SkuCatalog
     from rayaccel.schemas import SCHEMA_DIR

@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rayaccel_conformance.attestation import PREDICATE_TYPE, STATEMENT_TYPE
-from rayaccel_conformance.builds import module_build
 from rayaccel_conformance.checks import all_checks
-from rayaccel_conformance.report import digest_of
-from rayaccel_conformance.signing import Envelope, load_private_key, load_public_key, sign
-from rayaccel_conformance.tiers import Result, reached_tier
+from rayaccel_conformance.report.attestation import PREDICATE_TYPE, STATEMENT_TYPE
+from rayaccel_conformance.report.builds import module_build
+from rayaccel_conformance.report.document import digest_of
+from rayaccel_conformance.report.signing import Envelope, load_private_key, load_public_key, sign
+from rayaccel_conformance.report.tiers import Result, reached_tier
 
 TESTS_DIR = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -133,7 +133,7 @@ def test_a_signed_report_verifies_and_says_what_it_verified(signed: dict[str, An
     out = done.stdout
     assert out.startswith(f"ok: {signed['path']}: signed attestation verified")
     public = load_public_key(f"{signed['keys']['vendor']}.pub")
-    from rayaccel_conformance.signing import key_id
+    from rayaccel_conformance.report.signing import key_id
 
     assert f"ed25519 key {key_id(public)} signed this in-toto Statement v1" in out
     assert "report: equals the signed predicate" in out and "run complete" in out

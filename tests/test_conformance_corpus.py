@@ -20,9 +20,10 @@ import pytest
 
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.simulated_host import SIMULATED_HANG_SECONDS, SimulatedHost
-from rayaccel_conformance.checks import CHECKS, all_checks
-from rayaccel_conformance.subject import Subject
-from rayaccel_conformance.tiers import Result, reached_tier
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS
+from rayaccel_conformance.report.tiers import Result, reached_tier
 from rayaccel_testplugins import corpus
 
 #: The share of the corpus the suite must kill.
@@ -49,7 +50,7 @@ def failures(subject: Subject) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def graded() -> Iterator[dict[str, Any]]:
-    from rayaccel_conformance.raycluster import shared_cluster, shutdown_shared_cluster
+    from rayaccel_conformance.harness.raycluster import shared_cluster, shutdown_shared_cluster
 
     started = time.monotonic()
     manager = PluginManager(autoload=False, timeout=HOOK_TIMEOUT_S)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel_conformance.checks import TIERS, all_checks
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.registry import TIERS
 
 ROOT = Path(__file__).parent.parent
 DOCS = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from rayaccel import LibraryAdapter, LibraryUnavailable
-from rayaccel_conformance.guard import _in_vendor_call
+from rayaccel_conformance.harness.guard import _in_vendor_call
 
 WAIT_S = 10.0
 

@@ -23,12 +23,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rayaccel_nvidia
 from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance import supported
-from rayaccel_conformance.attestation import _check_build as check_build
-from rayaccel_conformance.builds import BuildError, compare, installed_build, module_build, wheel_build
-from rayaccel_conformance.checks import CHECKS, CheckFailed, CheckSkipped, all_checks
-from rayaccel_conformance.report import MAX_REPORT_BYTES, ReportError, digest_of, load_report, seal, write_json
-from rayaccel_conformance.signing import (
+from rayaccel_conformance.checks import all_checks, supported
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed, CheckSkipped
+from rayaccel_conformance.report.attestation import _check_build as check_build
+from rayaccel_conformance.report.builds import BuildError, compare, installed_build, module_build, wheel_build
+from rayaccel_conformance.report.document import MAX_REPORT_BYTES, ReportError, digest_of, load_report, seal, write_json
+from rayaccel_conformance.report.signing import (
     MAX_KEY_BYTES,
     SigningError,
     load_private_key,
@@ -38,8 +39,7 @@ from rayaccel_conformance.signing import (
     sign,
     write_keypair,
 )
-from rayaccel_conformance.subject import Subject
-from rayaccel_conformance.tiers import Result, reached_tier
+from rayaccel_conformance.report.tiers import Result, reached_tier
 from rayaccel_testplugins import acme
 
 REQUIRED: dict[str, set[str]] = {}
@@ -364,7 +364,7 @@ def test_a_bad_sign_key_stops_the_run_before_any_check(tmp_path: Path, key_files
 def test_the_device_fingerprint_of_a_real_run_hashes_every_device_id() -> None:
     from rayaccel.simulation.fixtures import installed_fixtures
     from rayaccel.simulation.simulated_host import SimulatedHost
-    from rayaccel_conformance.attestation import device_fingerprint
+    from rayaccel_conformance.report.attestation import device_fingerprint
 
     subject = subject_for(acme)
     fixture = subject.fixture(next(iter(installed_fixtures(subject.manager))))
@@ -400,7 +400,7 @@ def test_a_wheel_no_graded_plugin_comes_from_is_a_usage_error(tmp_path: Path, ke
     (b'{"_type": "x", "predicateType": "y", "predicate": {}}', "is not a rayaccel conformance statement"),
 ])
 def test_a_signed_payload_that_is_no_statement_is_one_clear_error(tmp_path: Path, body: bytes, message: str) -> None:
-    from rayaccel_conformance.attestation import verify
+    from rayaccel_conformance.report.attestation import verify
 
     key = Ed25519PrivateKey.generate()
     report = seal(report_content()).model_copy(update={"attestation": sign(body, key)})

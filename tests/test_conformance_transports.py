@@ -14,9 +14,10 @@ from rayaccel.plugins.manager import PluginManager
 from rayaccel.polling import wait_for
 from rayaccel.records import TransportSpec
 from rayaccel.shm_transport import segment_paths
-from rayaccel_conformance.checks import CHECKS, CheckFailed, CheckSkipped, all_checks
-from rayaccel_conformance.raycluster import shutdown_shared_cluster
-from rayaccel_conformance.subject import Subject
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.harness.raycluster import shutdown_shared_cluster
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed, CheckSkipped
 from rayaccel_testplugins import acme
 
 pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")

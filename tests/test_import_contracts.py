@@ -27,21 +27,25 @@ def test_the_sdk_never_names_the_suite() -> None:
     assert named == []
 
 
-def _layered_modules() -> set[str]:
+def _layered_modules(contract: str) -> set[str]:
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    (layers,) = [c["layers"] for c in config["contracts"] if c["id"] == "layers"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["id"] == contract]
     return {name.strip() for layer in layers for name in layer.replace("|", ":").split(":")}
 
 
-def test_every_module_of_the_sdk_sits_in_a_layer() -> None:
+@pytest.mark.parametrize(("contract", "package", "outside"), [
+    ("layers", ROOT / "sdk" / "rayaccel", {"rayaccel_conformance"}),
+    ("conformance-layers", ROOT / "conformance" / "rayaccel_conformance", set()),
+])
+def test_every_module_sits_in_a_layer(contract: str, package: Path, outside: set[str]) -> None:
     """A new module or package nobody places in the layers would be unconstrained, so it fails here."""
-    package = ROOT / "sdk" / "rayaccel"
-    top_level = {f"rayaccel.{p.stem}" for p in package.iterdir()
+    top_level = {f"{package.name}.{p.stem}" for p in package.iterdir()
                  if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
-    assert top_level - _layered_modules() == set()
-    assert _layered_modules() - top_level - {"rayaccel_conformance"} == set(), "a layer names a module that is gone"
+    layered = _layered_modules(contract)
+    assert top_level - layered == set()
+    assert layered - top_level - outside == set(), "a layer names a module that is gone"
 
 
 def test_every_package_of_the_sdk_is_a_folder_of_modules() -> None:

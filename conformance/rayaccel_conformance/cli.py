@@ -37,7 +37,7 @@ def _say(text: str) -> None:
 def keygen(key: Annotated[Path, typer.Argument(
         metavar="KEY", help="private key file to create; the public key goes to KEY.pub")]) -> None:
     """Make an ed25519 key pair for signing reports: KEY (private, mode 0600) and KEY.pub. Never overwrites."""
-    from rayaccel_conformance.signing import write_keypair
+    from rayaccel_conformance.report.signing import write_keypair
 
     private, public, kid = write_keypair(key)
     _say(f"private key: {private} (mode 0600: whoever holds it can sign reports; keep it secret)")
@@ -51,9 +51,9 @@ def verify(report: ReportArg, key: Annotated[Path | None, typer.Option(
         ) -> None:
     """Check a report: schema, digest, tiers against its checks, a complete run; with --key also its signature,
     that the report is what was signed, and that the installed plugin is the build that was graded."""
-    from rayaccel_conformance.attestation import verify as verify_attestation
-    from rayaccel_conformance.report import ReportError, load_report
-    from rayaccel_conformance.signing import load_public_key
+    from rayaccel_conformance.report.attestation import verify as verify_attestation
+    from rayaccel_conformance.report.document import ReportError, load_report
+    from rayaccel_conformance.report.signing import load_public_key
 
     public = load_public_key(key) if key is not None else None  # a bad key fails before the report is read
     loaded = load_report(report)
@@ -76,7 +76,7 @@ def verify(report: ReportArg, key: Annotated[Path | None, typer.Option(
 @app.command()
 def summary(report: ReportArg) -> None:
     """Print the tier table of a (verified) report."""
-    from rayaccel_conformance.report import load_report, standing
+    from rayaccel_conformance.report.document import load_report, standing
 
     loaded = load_report(report)
     v = loaded.versions

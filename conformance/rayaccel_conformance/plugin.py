@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel_conformance.checks import TIERS
+from rayaccel_conformance.registry import TIERS
 
 CHOICES_HARDWARE = ("simulated", "real")
 CHOICES_TIER = TIERS
@@ -59,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     report = _report_path(config.getoption("conformance_report"))
     sign_key = config.getoption("conformance_sign_key")
     if sign_key:  # a bad key is found now, not after the run
-        from rayaccel_conformance.signing import SigningError, load_private_key
+        from rayaccel_conformance.report.signing import SigningError, load_private_key
 
         try:
             config.stash[SIGN_KEY] = load_private_key(sign_key)
@@ -105,7 +105,7 @@ class ConformanceItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
-        from rayaccel_conformance.checks import CheckFailed
+        from rayaccel_conformance.registry import CheckFailed
 
         check = self.check
         where = f"{self.subject.name}" + (f" on {self.fixture}" if self.fixture else "")
@@ -161,8 +161,9 @@ class ConformanceRun:
     def make_items(self, session: pytest.Session) -> list[pytest.Item]:
         from rayaccel.plugins.manager import PluginManager
         from rayaccel.simulation.fixtures import installed_fixtures
-        from rayaccel_conformance.checks import all_checks, tier_index
-        from rayaccel_conformance.subject import Subject
+        from rayaccel_conformance.checks import all_checks
+        from rayaccel_conformance.harness.subject import Subject
+        from rayaccel_conformance.registry import tier_index
 
         manager = PluginManager()
         requested: list[str] = self.config.getoption("conformance_plugin")
@@ -206,8 +207,8 @@ class ConformanceRun:
 
     def identify_builds(self) -> None:
         """What is about to be graded, hashed before any check runs (the subjects of the attestation)."""
-        from rayaccel_conformance.attestation import graded_build
-        from rayaccel_conformance.builds import BuildError, wheel_distribution
+        from rayaccel_conformance.report.attestation import graded_build
+        from rayaccel_conformance.report.builds import BuildError, wheel_distribution
 
         try:
             for subject in self.subjects:
@@ -227,7 +228,7 @@ class ConformanceRun:
     # Running ---------------------------------------------------------------------------------
 
     def run_item(self, item: ConformanceItem) -> None:
-        from rayaccel_conformance.checks import CheckFailed
+        from rayaccel_conformance.registry import CheckFailed
 
         try:
             result = item.subject.run(item.check, item.fixture)
@@ -242,7 +243,7 @@ class ConformanceRun:
             raise result.exception
 
     def _release(self, subject: Any) -> None:
-        from rayaccel_conformance import raycluster
+        from rayaccel_conformance.harness import raycluster
 
         if raycluster._shared is not None and raycluster._shared.cluster is not None:
             raycluster._shared.release(subject)
@@ -250,7 +251,7 @@ class ConformanceRun:
     # Reporting -------------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from rayaccel_conformance.raycluster import shutdown_shared_cluster
+        from rayaccel_conformance.harness.raycluster import shutdown_shared_cluster
 
         self.incomplete_reason = self.why_incomplete(session, exitstatus)
         try:
@@ -278,9 +279,10 @@ class ConformanceRun:
 
         import rayaccel
         from rayaccel.hookspec import SPEC_VERSION
-        from rayaccel_conformance.checks import CHECKS, all_checks
-        from rayaccel_conformance.report import REPORT_SCHEMA_ID, seal
-        from rayaccel_conformance.tiers import Result, reached_tier
+        from rayaccel_conformance.checks import all_checks
+        from rayaccel_conformance.registry import CHECKS
+        from rayaccel_conformance.report.document import REPORT_SCHEMA_ID, seal
+        from rayaccel_conformance.report.tiers import Result, reached_tier
 
         try:
             import ray
@@ -322,7 +324,7 @@ class ConformanceRun:
 
     def write_reports(self) -> None:
         from rayaccel.files.atomic import write_atomically
-        from rayaccel_conformance.report import REPORT_FILE_MODE, render_html, write_json
+        from rayaccel_conformance.report.document import REPORT_FILE_MODE, render_html, write_json
 
         report = self.build_report()
         if self.sign_key is not None:
@@ -334,8 +336,8 @@ class ConformanceRun:
         self.written = [self.report_path, html_path]
 
     def sign(self, report: Any) -> Any:
-        from rayaccel_conformance.attestation import device_fingerprint, sign_report
-        from rayaccel_conformance.signing import SigningError
+        from rayaccel_conformance.report.attestation import device_fingerprint, sign_report
+        from rayaccel_conformance.report.signing import SigningError
 
         devices = device_fingerprint(self.subjects) if self.hardware == "real" else None
         try:
@@ -354,6 +356,6 @@ class ConformanceRun:
         for p in report.plugins:
             tr.write_line(f"{p.name:<{width}}  {(p.tier or 'none'):<12}  {p.tier_reason}")
         tr.write_line(f"hardware: {report.hardware}; report: {self.report_path} (+ .html, .xml)")
-        from rayaccel_conformance.report import standing
+        from rayaccel_conformance.report.document import standing
 
         tr.write_line(self.sign_problem or standing(report), red=not report.complete or bool(self.sign_problem))

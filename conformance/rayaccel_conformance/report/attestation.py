@@ -1,6 +1,6 @@
 """A conformance report as a signed attestation: an in-toto Statement v1 in a DSSE envelope, ed25519-signed.
 
-The statement's subjects are the graded builds (see :mod:`rayaccel_conformance.builds`); its predicate
+The statement's subjects are the graded builds (see :mod:`rayaccel_conformance.report.builds`); its predicate
 (type :data:`PREDICATE_TYPE`) holds the whole report, whether the run completed, the SDK, Ray and Python
 versions, each build's file manifest, and for a real-hardware run a fingerprint of the devices (ids
 hashed, never raw). The envelope is stored in the report's ``attestation`` field; :func:`verify`
@@ -20,10 +20,10 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from rayaccel.host import Host
-from rayaccel_conformance import builds
-from rayaccel_conformance.builds import Build, BuildError
-from rayaccel_conformance.report import ConformanceReport, ReportError, report_content
-from rayaccel_conformance.signing import INTOTO_PAYLOAD_TYPE, SigningError, key_id, open_envelope, sign
+from rayaccel_conformance.report import builds
+from rayaccel_conformance.report.builds import Build, BuildError
+from rayaccel_conformance.report.document import ConformanceReport, ReportError, report_content
+from rayaccel_conformance.report.signing import INTOTO_PAYLOAD_TYPE, SigningError, key_id, open_envelope, sign
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://rayaccel.io/attestation/conformance/v1"
@@ -59,7 +59,7 @@ def _origin(subject: Any) -> tuple[str | None, str | None, str | None]:
 
 
 def graded_build(subject: Any, wheels: Sequence[Path] = ()) -> dict[str, Any] | None:
-    """The build a :class:`~rayaccel_conformance.subject.Subject` grades, as the predicate records it;
+    """The build a :class:`~rayaccel_conformance.harness.subject.Subject` grades, as the predicate records it;
     None when it cannot be found (a plugin name nothing provides)."""
     distribution, version, module = _origin(subject)
     build: Build | None = None
@@ -82,7 +82,7 @@ def device_fingerprint(subjects: Sequence[Any], host: Host | None = None) -> dic
     ``host`` is this machine (:class:`~rayaccel.host.RealHost`) unless given (tests pass a simulated one).
     """
     from rayaccel.host import RealHost
-    from rayaccel_conformance.checks import CheckFailed
+    from rayaccel_conformance.registry import CheckFailed
 
     machine = host if host is not None else RealHost()
     devices: list[dict[str, Any]] = []

@@ -6,7 +6,7 @@ result and nothing else. While a hook runs under conformance, this module watche
 - I/O around the Host seam: processes (``subprocess``, ``os.system``, ``exec``, ``fork``), network
   (``socket``, ``urllib``), files opened or listed outside the Python installation and the plugin's own
   package, native libraries loaded directly, and any file written, removed or renamed. These come from a
-  ``sys.addaudithook`` hook (:mod:`rayaccel_conformance.audit`), installed once per process (audit hooks
+  ``sys.addaudithook`` hook (:mod:`rayaccel_conformance.harness.audit`), installed once per process (audit hooks
   cannot be removed) and gated on the hook being watched: events of the hook's thread, or of threads it
   started, count; calls made by the Host the hook was given (its methods run with a thread-local "inside
   the seam" mark) do not.
@@ -41,7 +41,7 @@ import psutil
 
 from rayaccel.host import LibraryAdapter
 from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
-from rayaccel_conformance.audit import (
+from rayaccel_conformance.harness.audit import (
     Watch,
     active,
     install_audit_hook,

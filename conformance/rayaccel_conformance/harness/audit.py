@@ -1,6 +1,6 @@
 """What a watched hook did around the Host seam, as Python's audit events show it (``sys.addaudithook``):
 processes, network, files written, read or listed outside the allowed roots, native libraries, env writes.
-:mod:`rayaccel_conformance.guard` decides which hook call is watched (:func:`set_active`)."""
+:mod:`rayaccel_conformance.harness.guard` decides which hook call is watched (:func:`set_active`)."""
 
 from __future__ import annotations
 

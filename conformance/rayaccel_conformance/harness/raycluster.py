@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
 from rayaccel.records import NodeInventory
-from rayaccel_conformance.checks import CheckFailed
+from rayaccel_conformance.registry import CheckFailed
 
 if TYPE_CHECKING:
-    from rayaccel_conformance.subject import Subject
+    from rayaccel_conformance.harness.subject import Subject
 
 TASK_TIMEOUT_S = 60.0
 #: Seconds a check waits for its fixture's node to be alive (it registered already: this is slack for load).

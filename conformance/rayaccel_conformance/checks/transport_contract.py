@@ -1,6 +1,6 @@
 """RAC301's contract run: a declared tensor transport moves a list of tensors between two real Ray actors.
 
-Runs in the run's shared Ray cluster (:mod:`rayaccel_conformance.raycluster`), both actors pinned to the
+Runs in the run's shared Ray cluster (:mod:`rayaccel_conformance.harness.raycluster`), both actors pinned to the
 head node (a one-sided shared-memory transport moves tensors within one node). A transport that cannot run
 on this machine is skipped with the reason, never passed.
 """

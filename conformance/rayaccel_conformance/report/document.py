@@ -6,7 +6,7 @@ The JSON Schema generated from :class:`ConformanceReport` ships beside this modu
 digest is sha256 over the canonical JSON of the report without its ``digest`` and ``attestation`` fields
 (sorted keys, no whitespace, UTF-8): it catches accidents, not forgery (anyone can recompute it). What
 cannot be forged is the ``attestation``: an in-toto Statement about the report and the graded builds in a
-DSSE envelope signed with ed25519 (:mod:`rayaccel_conformance.attestation`). A report without one is
+DSSE envelope signed with ed25519 (:mod:`rayaccel_conformance.report.attestation`). A report without one is
 self-assessed.
 """
 
@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import RayaccelError
 from rayaccel.files.atomic import write_atomically
-from rayaccel_conformance.checks import Tier
-from rayaccel_conformance.signing import Envelope
+from rayaccel_conformance.registry import Tier
+from rayaccel_conformance.report.signing import Envelope
 
 REPORT_SCHEMA_ID = "rayaccel-conformance-report/2"
 #: Where the report's JSON Schema ships: with the suite, not the SDK.
@@ -193,8 +193,9 @@ def load_report(path: str | Path) -> ConformanceReport:
 
 def _check_tiers(report: ConformanceReport, path: Path) -> None:
     """The tiers claimed must follow from the checks (a digest proves integrity, not honesty)."""
-    from rayaccel_conformance.checks import CHECKS, all_checks
-    from rayaccel_conformance.tiers import Result, reached_tier
+    from rayaccel_conformance.checks import all_checks
+    from rayaccel_conformance.registry import CHECKS
+    from rayaccel_conformance.report.tiers import Result, reached_tier
 
     required: dict[str, set[str]] = {}
     for c in all_checks():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from rayaccel_conformance.subject import Subject
+    from rayaccel_conformance.harness.subject import Subject
 
 Tier = Literal["experimental", "supported", "certified"]
 TIERS: tuple[Tier, ...] = ("experimental", "supported", "certified")
@@ -43,7 +43,7 @@ class CheckSkipped(Exception):
 
 
 #: Evidence of a check that had nothing to test here starts with this; such a skip is not a pass, and it does
-#: not hold a tier back either (see :func:`rayaccel_conformance.tiers.reached_tier`).
+#: not hold a tier back either (see :func:`rayaccel_conformance.report.tiers.reached_tier`).
 NOT_APPLICABLE = "not applicable: "
 
 
@@ -100,13 +100,6 @@ def check(check_id: str, scope: Scope = "plugin", uses_ray: bool = False) -> Cal
         return function
 
     return register
-
-
-def all_checks() -> list[Check]:
-    """Every check, in tier then ID order (importing the tier modules registers them)."""
-    from rayaccel_conformance import certified, experimental, hygiene, robustness, supported  # noqa: F401
-
-    return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))
 
 
 def tier_index(tier: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rayaccel_conformance.checks import NOT_APPLICABLE, TIERS, Tier
+from rayaccel_conformance.registry import NOT_APPLICABLE, TIERS, Tier
 
 
 @dataclass(frozen=True)

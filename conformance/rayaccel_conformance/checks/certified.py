@@ -8,8 +8,8 @@ import re
 from rayaccel.host import RealHost
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
 from rayaccel.records import Problem
-from rayaccel_conformance.checks import CheckFailed, CheckSkipped, Evidence, check
-from rayaccel_conformance.subject import Subject
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, check
 
 # SPDX license expressions: ids joined by AND/OR/WITH, optionally parenthesised.
 _SPDX = re.compile(r"^[()A-Za-z0-9.+-]+( (AND|OR|WITH) [()A-Za-z0-9.+-]+)*$")
@@ -31,7 +31,7 @@ def transports(subject: Subject) -> Evidence:
     """
     from ray.experimental import TensorTransportManager
 
-    from rayaccel_conformance.transports import cannot_run_here, contract_run
+    from rayaccel_conformance.checks.transport_contract import cannot_run_here, contract_run
 
     subject.family()
     problems: list[Problem] = []
@@ -64,7 +64,7 @@ def transports(subject: Subject) -> Evidence:
         raise CheckSkipped("; ".join(skipped))
     from rayaccel.errors import RayaccelError
     from rayaccel.ray.transports import register_transports
-    from rayaccel_conformance.raycluster import shared_cluster
+    from rayaccel_conformance.harness.raycluster import shared_cluster
 
     shared_cluster().start()
     try:

@@ -18,7 +18,7 @@ from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
 from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks import Check, CheckFailed, CheckSkipped
+from rayaccel_conformance.registry import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]
 
@@ -45,7 +45,7 @@ class Subject:
     outcomes: list[Outcome] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from rayaccel_conformance.guard import watch_manager
+        from rayaccel_conformance.harness.guard import watch_manager
 
         watch_manager(self.manager)  # every hook the checks call is watched for side effects
         self._fixtures: dict[str, Fixture] = {}
@@ -138,8 +138,8 @@ class Subject:
     # Running ---------------------------------------------------------------------------------
 
     def side_effects(self) -> list[str]:
-        """Side effects of this plugin's hooks seen so far in the run (see rayaccel_conformance.guard)."""
-        from rayaccel_conformance.guard import findings
+        """Side effects of this plugin's hooks seen so far in the run (see rayaccel_conformance.harness.guard)."""
+        from rayaccel_conformance.harness.guard import findings
 
         return findings(self.manager, self.name)
 
@@ -149,7 +149,7 @@ class Subject:
         A Ray check is skipped when a cheaper check of its tier or below has failed. A hook side effect first
         seen while the check ran fails the check, naming the hook and the defect, whatever the check was about.
         """
-        from rayaccel_conformance.checks import tier_index
+        from rayaccel_conformance.registry import tier_index
 
         start = time.perf_counter()
         seen = len(self.side_effects())
@@ -181,7 +181,7 @@ class Subject:
     # Outcomes --------------------------------------------------------------------------------
 
     def failed_ids(self, up_to_tier: int | None = None) -> list[str]:
-        from rayaccel_conformance.checks import CHECKS, tier_index
+        from rayaccel_conformance.registry import CHECKS, tier_index
 
         return sorted({o.check_id for o in self.outcomes if o.outcome in ("failed", "error")
                        and (up_to_tier is None or tier_index(CHECKS[o.check_id].tier) <= up_to_tier)})
