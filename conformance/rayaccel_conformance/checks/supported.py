@@ -390,7 +390,7 @@ def _synthetic_faults(fx: Fixture) -> dict[str, dict[str, Any]]:
 
 
 @check("RAC204", scope="fixture")
-def hang_and_garbage_bounded(subject: Subject, fixture: str | None) -> Evidence:
+def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -> Evidence:
     """A vendor tool that hangs or prints garbage ends within the timeout as zero devices or a clear problem.
 
     The fixture's own ``tool-hang`` and ``tool-garbage`` faults run, and so do scenarios the suite makes:

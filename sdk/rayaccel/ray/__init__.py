@@ -19,7 +19,6 @@ if TYPE_CHECKING:
         connect as connect,
         init as init,
         install_driver as install_driver,
-        node_configs as node_configs,
         shutdown as shutdown,
     )
     from rayaccel.ray.internals import (
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from rayaccel.ray.node import (
         NodeConfig as NodeConfig,
         node_config as node_config,
+        node_configs as node_configs,
     )
     from rayaccel.ray.placement import (
         ScaleUpDomain as ScaleUpDomain,

@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
@@ -16,10 +16,11 @@ from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.ray.node import NodeConfig, node_config
+from rayaccel.ray.node import NodeConfig, forget_started_nodes, node_config, remember_started_node
 from rayaccel.ray.registry import family_specs, install
 from rayaccel.simulation.fixtures import Fixture
 from rayaccel.simulation.host_factory import make_host, simulated_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
@@ -35,14 +36,8 @@ class _PendingMonitor:
 
 
 _lock = threading.Lock()
-_node_configs: dict[str, NodeConfig] = {}
 _pending_monitors: list[_PendingMonitor] = []
 _created_files: list[str] = []
-
-
-def node_configs() -> dict[str, NodeConfig]:
-    """Node id (hex) -> the config of each node this process started."""
-    return dict(_node_configs)
 
 
 def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults: Iterable[str] = (),
@@ -82,7 +77,13 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
     else:
         inventory = collect_inventory(manager, host, plugins=plugin_list)
     inventory = restrict_to_visible(inventory, manager)  # the operator's CUDA_VISIBLE_DEVICES and the like
-    return node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
+    config = node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
+    if isinstance(host, SimulatedHost):
+        # What every process of the simulated machine has in its env (a GKE pod's TPU_* variables) reaches the
+        # node's processes, as on the real machine: Ray's own code in the workers reads it. The node's own wins.
+        state = host.state()
+        config = replace(config, env={**{name: state.env[name] for name in state.process_env}, **config.env})
+    return config
 
 
 def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:
@@ -118,8 +119,7 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
 
     register_transports(manager, plugins)  # driver side, before any actor exists
     node_id = ray.get_runtime_context().get_node_id()
-    with _lock:
-        _node_configs[node_id] = config
+    remember_started_node(node_id, config)
     if monitor:
         from rayaccel.ray.monitor import start_monitor
 
@@ -132,8 +132,8 @@ def shutdown() -> None:
     import ray
 
     ray.shutdown()
+    forget_started_nodes()
     with _lock:
-        _node_configs.clear()
         _pending_monitors.clear()
         for path in _created_files:
             with contextlib.suppress(OSError):
@@ -162,8 +162,7 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
     with config.applied():
         node = cluster.add_node(**node_kwargs)
     node_id = str(node.node_id)
-    with _lock:
-        _node_configs[node_id] = config
+    remember_started_node(node_id, config)
     if monitor:
         pending = _PendingMonitor(node_id, monitor_interval, list(plugins) if plugins is not None else None)
         if ray.is_initialized():

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,6 +85,26 @@ class NodeConfig:
         """Set ``env`` in this process while a node starts (Ray reads it, children inherit it); restore after."""
         with environ(self.env):
             yield
+
+
+_started_lock = threading.Lock()
+_started: dict[str, NodeConfig] = {}
+
+
+def node_configs() -> dict[str, NodeConfig]:
+    """Node id (hex) -> the config of each node this process started."""
+    with _started_lock:
+        return dict(_started)
+
+
+def remember_started_node(node_id: str, config: NodeConfig) -> None:
+    with _started_lock:
+        _started[node_id] = config
+
+
+def forget_started_nodes() -> None:
+    with _started_lock:
+        _started.clear()
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from typing import Any
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 from rayaccel.plugins.manager import PluginManager, default_manager
+from rayaccel.ray.node import node_configs
 from rayaccel.records import NodeInventory, TransportSpec
 
 
@@ -106,8 +107,6 @@ End = tuple[NodeInventory | str, str | None, str | None]
 def _inventory(node: NodeInventory | str) -> NodeInventory:
     if isinstance(node, NodeInventory):
         return node
-    from rayaccel.ray.driver import node_configs
-
     config = node_configs().get(node)
     if config is None:
         raise RayaccelError(f"node {node} was not started by this process (rayaccel.ray.init/add_node): pass its "
