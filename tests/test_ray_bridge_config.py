@@ -13,6 +13,7 @@ from ray._common.ray_option_utils import _validate_resource_quantity
 
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
+from rayaccel.outputs.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray import (
     ALLOW_UNTESTED_ENV,
@@ -24,7 +25,6 @@ from rayaccel.ray import (
     node_config,
 )
 from rayaccel.ray.internals import REQUIRED_ATTRIBUTES
-from rayaccel.ray.monitor import fatal_findings, vanished_findings
 from rayaccel.ray.registry import FAMILIES_ENV, family_specs, install, load_specs, uninstall
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
 from rayaccel.records import (
@@ -253,7 +253,11 @@ def test_fatal_findings_name_the_device_and_code():
         HealthReport(device="d3", state="degraded", reasons=[HealthReason(code="hot", message="warm")]),
     ]})
     findings = fatal_findings(inventory.model_copy(update={"families": [family]}), baseline={"d2"})
-    assert findings == ["x device d1 is unhealthy (xid-79: fell off the bus)"]
+    assert findings == [HealthFinding("x", "d1", "xid-79", "fell off the bus")]
+    assert [f.phrase for f in findings] == ["x device d1 is unhealthy (xid-79: fell off the bus)"]
+    # Grouped by the record's family, never by parsing the phrase (a family or device name may hold " device ").
+    odd = HealthFinding("a device b", "d 1", "ecc", "x")
+    assert by_family([odd, *findings]) == {"a device b": [odd], "x": findings}
 
 
 def test_every_ray_internal_the_bridge_relies_on_is_documented():
@@ -304,6 +308,6 @@ def test_init_and_add_node_refuse_what_they_cannot_do():
 def test_a_device_that_vanishes_is_a_fatal_finding_unless_it_was_gone_at_start():
     seen = {"d0": "acme", "d1": "acme", "d2": "acme"}
     assert vanished_findings(seen, present={"d0", "d1", "d2"}, baseline=set()) == []
-    assert vanished_findings(seen, present={"d0", "d2"}, baseline=set()) == [
+    assert [f.phrase for f in vanished_findings(seen, present={"d0", "d2"}, baseline=set())] == [
         "acme device d1 is no longer enumerated (device-lost)"]
     assert vanished_findings(seen, present={"d0", "d2"}, baseline={"d1"}) == []

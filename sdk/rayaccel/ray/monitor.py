@@ -33,14 +33,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.outputs.health_findings import by_family, fatal_findings, vanished_findings
 from rayaccel.raycompat import RAY_NODE_ID_LABEL
-from rayaccel.records import HEALTH_ORDER, NodeInventory
+from rayaccel.records import HEALTH_ORDER
 
 logger = logging.getLogger("rayaccel.ray.monitor")
 
 NAMESPACE = "rayaccel"
-#: Devices missing from discovery that were there before are reported with this code.
-LOST_CODE = "device-lost"
 
 
 #: Bounds of the polling interval (seconds): below the minimum the monitor would busy-poll the vendor
@@ -72,32 +71,8 @@ def monitor_name(node_id: str) -> str:
     return f"rayaccel-health-{node_id}"
 
 
-def fatal_findings(inventory: NodeInventory, baseline: set[str]) -> list[str]:
-    """One phrase per device that is unhealthy for a fatal reason and was not already bad at start."""
-    findings = []
-    for family in inventory.families:
-        for report in family.health:
-            if report.state != "unhealthy" or report.device in baseline:
-                continue
-            for reason in report.reasons:
-                if reason.fatal:
-                    findings.append(f"{family.family.name} device {report.device} is unhealthy "
-                                    f"({reason.code}: {reason.message})")
-    return findings
-
-
 def cordon_name(node_id: str, family: str, unit: int) -> str:
     return f"rayaccel-cordon-{node_id}-{family}-{unit}"
-
-
-def vanished_findings(seen: dict[str, str], present: set[str], baseline: set[str]) -> list[str]:
-    """One phrase per device seen earlier that discovery no longer lists and that was fine at start.
-
-    A device that stops being enumerated fell off the bus (what XID 79 reports, when the driver still
-    answers): as fatal as any reason a plugin marks fatal.
-    """
-    return [f"{family} device {device} is no longer enumerated ({LOST_CODE})"
-            for device, family in seen.items() if device not in present and device not in baseline]
 
 
 class HealthMonitor:
@@ -204,12 +179,8 @@ class HealthMonitor:
             # Started without the node's start-up inventory: what is bad now was bad at start.
             self._baseline = {d for d, state in health.items() if state == "unhealthy"}
             ignored |= self._baseline
-        by_family: dict[str, list[str]] = {}
-        for phrase in fatal_findings(inventory, ignored):
-            by_family.setdefault(phrase.split(" device ", 1)[0], []).append(phrase)
         present = {h.device for f in inventory.families for h in f.health}
-        for phrase in vanished_findings(self._seen, present, ignored):
-            by_family.setdefault(phrase.split(" device ", 1)[0], []).append(phrase)
+        findings = by_family(fatal_findings(inventory, ignored) + vanished_findings(self._seen, present, ignored))
         with self._lock:
             self._status["polls"] += 1
             self._status["health"] = health
@@ -217,13 +188,13 @@ class HealthMonitor:
             self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
         if first:
             try:
-                self._adopt(set(self._resource) - set(by_family))
+                self._adopt(set(self._resource) - set(findings))
             except Exception as e:  # monitoring goes on; an old cordon stays until its family faults again
                 logger.warning("rayaccel: could not look for an earlier monitor's cordons: %s", e)
-        for family_name, phrases in by_family.items():
+        for family_name, found in findings.items():
             if family_name not in self._cordons:
-                self._cordon(family_name, "rayaccel health monitor: " + "; ".join(phrases))
-        for family_name in [f for f in self._cordons if f not in by_family]:
+                self._cordon(family_name, "rayaccel health monitor: " + "; ".join(f.phrase for f in found))
+        for family_name in [f for f in self._cordons if f not in findings]:
             self._release(family_name)
         return self.status()
 
