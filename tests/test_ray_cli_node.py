@@ -13,13 +13,24 @@ import sys
 import pytest
 from ports import free_ports
 
-from rayaccel.cli.node import _alive, _uses_dir, cluster_processes, cluster_session_dirs
 from rayaccel.polling import wait_for
+from rayaccel.ray.processes import alive, cluster_processes, cluster_session_dirs
 
 ENV = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
        # Deterministic across machines: whether Ray turns token auth on depends on ~/.ray/auth_token.
        "RAY_AUTH_MODE": "disabled"}
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+
+
+def _uses_dir(pid: int, directory: str) -> bool:
+    """Whether the process holds a file under ``directory`` open (a driver does: its logs)."""
+    import psutil
+
+    try:
+        paths = [f.path for f in psutil.Process(pid).open_files()]
+    except (psutil.Error, OSError):
+        return False
+    return any(path == directory or path.startswith(directory + "/") for path in paths)
 
 
 def run(*argv: str, timeout: float = 180, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
@@ -33,7 +44,7 @@ def rayaccel(*args: str, env: dict[str, str | None] | None = None) -> subprocess
 
 
 def _holds(pid: int, directory: str) -> bool:
-    return _alive(pid) and _uses_dir(pid, directory)
+    return alive(pid) and _uses_dir(pid, directory)
 
 
 @pytest.mark.ray

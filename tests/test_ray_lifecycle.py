@@ -23,9 +23,9 @@ from ports import free_ports
 from rendezvous import rendezvous
 
 import rayaccel.ray
-from rayaccel.cli.node import cluster_processes
 from rayaccel.polling import wait_for
 from rayaccel.ray.monitor import get_monitor
+from rayaccel.ray.processes import cluster_processes
 from rayaccel.ray.registry import uninstall
 
 PLUGINS = "acme=rayaccel_testplugins.acme,hostile-noisy=rayaccel_testplugins.hostile_noisy"

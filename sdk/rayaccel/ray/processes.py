@@ -1,0 +1,105 @@
+"""The Ray processes of one cluster on this machine, found by process tree and command line, and stopped.
+
+What ``rayaccel stop --address`` does, and what tests use to see that a node left nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+
+_SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
+
+
+def _proc_table() -> dict[int, tuple[int, list[str]]]:
+    """pid -> (parent pid, argv) for every process we may read."""
+    import psutil
+
+    table = {}
+    for proc in psutil.process_iter(["ppid", "cmdline"]):
+        info = proc.info
+        table[proc.pid] = (int(info.get("ppid") or 0), list(info.get("cmdline") or []))
+    return table
+
+
+def _core_processes(address: str, table: dict[int, tuple[int, list[str]]]) -> set[int]:
+    port = address.rsplit(":", 1)[-1]
+    markers = (f"--gcs-address={address}", f"--gcs_address={address}", f"--gcs_server_port={port}",
+               f"--address={address}")
+    return {pid for pid, (_, argv) in table.items() if any(arg in markers for arg in argv)}
+
+
+def _sessions(pids: set[int], table: dict[int, tuple[int, list[str]]]) -> set[str]:
+    return {m.group(1) for pid in pids for arg in table[pid][1] for m in [_SESSION_DIR.search(arg)] if m}
+
+
+def cluster_session_dirs(address: str) -> set[str]:
+    """The session directories (``/tmp/ray/session_...``) of the cluster's processes on this machine."""
+    table = _proc_table()
+    return _sessions(_core_processes(address, table), table)
+
+
+def _spared() -> set[int]:
+    """This process and its ancestors: ``rayaccel stop`` never stops its caller."""
+    import psutil
+
+    me = psutil.Process()
+    return {me.pid, *(p.pid for p in me.parents())}
+
+
+def cluster_processes(address: str) -> list[int]:
+    """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT).
+
+    The cluster's own processes only, found by process tree and command line (psutil): those whose
+    command line names the cluster (``--gcs-address=HOST:PORT``, the GCS's ``--gcs_server_port=PORT``)
+    or its session directory (the log monitor, the dashboard, re-parented when ``ray start`` exits), and
+    every descendant of those (raylet workers, the agents that rename themselves ``ray::DashboardAgent``,
+    the health monitor's plugin workers). A driver that merely connected (it holds log files in the
+    session directory, but is no descendant of the node) is not one of them, and neither is the caller
+    or any of its ancestors. Linux and macOS.
+    """
+    table = _proc_table()
+    spared = _spared()
+    found = _core_processes(address, table) - spared
+    sessions = _sessions(found, table)
+    for pid, (_, argv) in table.items():
+        if pid not in found and pid not in spared and any(d in arg for arg in argv for d in sessions):
+            found.add(pid)
+    grew = True
+    while grew:  # descendants of what was found (workers, agents)
+        more = {pid for pid, (ppid, _) in table.items() if ppid in found and pid not in found and pid not in spared}
+        found |= more
+        grew = bool(more)
+    return sorted(found)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_processes(pids: list[int], grace: float) -> None:
+    """SIGTERM each, wait up to ``grace`` seconds for all to end, then SIGKILL what is left."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.2)
+    for pid in pids:
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
