@@ -282,6 +282,29 @@ def test_every_ray_family_is_refused() -> None:
             assert f'("{resource}", "{env_var}")' in text, (resource, env_var)
 
 
+def test_the_hooks_copies_of_the_sdks_tables_are_equal_to_them() -> None:
+    """The template's hook runs where rayaccel may not be installed, so it keeps copies; they must not drift."""
+    import importlib.util
+
+    from rayaccel import raycompat, records
+    from rayaccel.plugins.manager import PluginManager
+
+    spec = importlib.util.spec_from_file_location("template_hook_tables", TEMPLATE / "rayaccel_vendor_template.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    assert set(hook.DENIED_ENV_VARS) == set(records.DENIED_ENV_VARS)
+    assert tuple(hook.DENIED_ENV_PREFIXES) == tuple(records.DENIED_ENV_PREFIXES)
+    assert set(hook.RAY_FAMILIES.values()) == set(raycompat.RAY_BUILTIN_FAMILIES.values()) - {
+        (res, var) for res, var in raycompat.RAY_BUILTIN_FAMILIES.values() if var is None}
+    assert set(hook.RAY_RESERVED) == set(raycompat.RAY_RESERVED_RESOURCES)
+    assert tuple(hook.RAY_RESERVED_PREFIXES) == tuple(raycompat.RAY_RESERVED_RESOURCE_PREFIXES)
+    manager = PluginManager()
+    shipped = {name: (manager.family(name).resource_name, manager.family(name).visible_devices_env_var)
+               for name in hook.REFERENCE_PLUGINS if name in manager.plugin_names()}
+    assert shipped == {name: hook.REFERENCE_PLUGINS[name] for name in shipped} and len(shipped) == 5
+
+
 def test_cookiecutter_from_a_clone_url_with_directory(tmp_path: Path) -> None:
     origin = tmp_path / "rayaccel.git"
     cloned = run(["git", "clone", "-q", str(REPO), str(origin)])
