@@ -165,7 +165,7 @@ def _bad_outputs(tmp: Path) -> dict[str, str]:
     (tmp / "existing-dir").mkdir()
     (tmp / "a-file").write_text("x")
     return {"under-a-file": str(tmp / "a-file" / "x"), "long-name": str(tmp / ("n" * 5000)),
-            "under-proc": "/proc/rayaccel-no-such/x"}
+            "under-proc": "/proc/rayaccel-no-such/x", "empty": ""}
 
 
 def _generic_cases() -> list[tuple[str, list[str]]]:
@@ -184,6 +184,9 @@ def _generic_cases() -> list[tuple[str, list[str]]]:
                 cases.append((f"{command}: {name} without its value", [*words, *BASE_ARGS.get(command, []), name]))
             if _annotation(param) in (int, float, int | None, float | None):
                 cases.append((f"{command}: {name} not a number", _value_case(command, param, "abc")))
+                # Every number has a range: one past any physical meaning is refused, never used.
+                huge = "1" + "0" * 30 if _annotation(param) in (int, int | None) else "1e300"
+                cases.append((f"{command}: {name} beyond its range", _value_case(command, param, huge)))
             if command in PARSE_ONLY or (command, name) in OUTPUTS:
                 continue
             if _annotation(param) in (int, float, int | None, float | None) or (command, name) in ANY_STRING:

@@ -144,8 +144,8 @@ def _originals(fixture: Any) -> list[str]:
 @pytest.mark.parametrize("ref", ["nvidia/dgx-h100", "tpu/v5p-16-worker0", "amd/mi300x-8", "neuron/trn1.32xlarge"])
 def test_anonymize_leaves_no_identifier_and_keeps_the_structure(tmp_path: Path, manager: PluginManager,
                                                                  ref: str) -> None:
-    out = tmp_path / "anon.yaml"
-    plugin = ref.split("/")[0]
+    plugin, name = ref.split("/")
+    out = tmp_path / f"{name}-anon.yaml"  # a shipped name, e.g. an instance type with a dot: trn1.32xlarge
     cli("record", "--simulate", ref, "--plugin", plugin, "--anonymize", "-o", str(out), home=tmp_path)
     text = out.read_text()
     original = load_fixture(_REFERENCE[ref])

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from rayaccel.cli import console
+from rayaccel.cli import console, output_path
 from rayaccel.extras import require
 
 app = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
@@ -35,7 +35,7 @@ def _say(text: str) -> None:
 
 @app.command()
 def keygen(key: Annotated[Path, typer.Argument(
-        metavar="KEY", help="private key file to create; the public key goes to KEY.pub")]) -> None:
+        metavar="KEY", parser=output_path, help="private key file to create; the public key goes to KEY.pub")]) -> None:
     """Make an ed25519 key pair for signing reports: KEY (private, mode 0600) and KEY.pub. Never overwrites."""
     from rayaccel_conformance.report.signing import write_keypair
 

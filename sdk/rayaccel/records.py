@@ -115,6 +115,10 @@ class Record(BaseModel):
 
 # -- SKU catalogs ---------------------------------------------------------------------------------------
 
+#: The most memory one accelerator of a SKU may have (16 TiB): a larger number is a typo, not a product.
+MAX_DEVICE_MEMORY_MIB = 16 * 1024 * 1024
+
+
 class SkuMatch(Record):
     pci_device_ids: list[str] = Field(default_factory=list)
     product_names: list[str] = Field(default_factory=list, description="Exact product names")
@@ -128,7 +132,7 @@ class SkuRecord(Record):
     marketing_name: str
     accelerator_type: AcceleratorType = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
     architecture: str | None = None
-    memory_mib: int | None = Field(None, ge=0)
+    memory_mib: int | None = Field(None, ge=0, le=MAX_DEVICE_MEMORY_MIB)
     interconnect: str | None = None
     match: SkuMatch
 

@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -72,6 +73,16 @@ def strict_json(data: Any) -> str:
                       + (f" and {len(where) - 5} more" if len(where) > 5 else "")
                       + "; the plugin that reported them should report a finite value or none")
     return text
+
+
+def output_path(value: str | Path) -> Path:
+    """The ``parser`` of every option naming a file or folder to write: an empty value would silently mean
+    the current directory (``Path("")`` is ``.``), so it is refused. (A default arrives as a ``Path``.)"""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("an empty path names nothing to write; give a file or folder, e.g. ./out")
+    return Path(value)
 
 
 def print_json(data: Any) -> None:

@@ -269,9 +269,15 @@ def stop(
     address: Annotated[str | None, typer.Option(
         help="Stop only this cluster's processes on this machine (HOST:PORT); default: `ray stop`, which "
              "stops EVERY Ray node on this machine")] = None,
-    grace: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM before SIGKILL (--address)")] = 10.0,
+    grace: Annotated[float | None, typer.Option(
+        help="Seconds to wait after SIGTERM before SIGKILL (with --address; default 10)")] = None,
 ) -> None:
     """Stop Ray on this machine (`ray stop`; other options go to it), or one cluster with --address."""
+    if grace is not None and not 0 <= grace <= 600:  # also refuses nan
+        raise typer.BadParameter(f"{grace!r} is out of range: give seconds between 0 and 600", param_hint="--grace")
+    if grace is not None and address is None:
+        raise typer.BadParameter("--grace is for --address; `ray stop` has its own --grace-period",
+                                 param_hint="--grace")
     if address is None:
         done = subprocess.run([*_ray_command(), "stop", *ctx.args], check=False)
         raise typer.Exit(done.returncode)
@@ -279,11 +285,9 @@ def stop(
         raise typer.BadParameter(f"with --address, no ray stop options are used: {' '.join(ctx.args)}")
     if ":" not in address:
         raise typer.BadParameter("give HOST:PORT, e.g. 10.0.0.1:6379", param_hint="--address")
-    if not 0 <= grace <= 600:  # also refuses nan
-        raise typer.BadParameter(f"{grace!r} is out of range: give seconds between 0 and 600", param_hint="--grace")
     given, address = address, canonical_address(address)  # localhost:6390 names the node's IP:6390
     pids = cluster_processes(address)
     if not pids:
         raise RayaccelError(f"no Ray processes of cluster {given} run on this machine")
-    stop_processes(pids, grace)
+    stop_processes(pids, 10.0 if grace is None else grace)
     typer.echo(f"rayaccel: stopped {len(pids)} processes of cluster {address}")

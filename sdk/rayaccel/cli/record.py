@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rayaccel.cli import app, console
+from rayaccel.cli import app, console, output_path
 from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
@@ -24,6 +24,7 @@ from rayaccel.simulation.call_log import RecordingError
 from rayaccel.simulation.fixtures import (
     FIXTURE_SCHEMA_ID,
     FIXTURE_SUFFIXES,
+    fixture_name_problem,
     fixture_text,
     installed_fixtures,
     parse_fixture,
@@ -98,9 +99,9 @@ def _plugin_versions(manager: PluginManager, names: list[str]) -> dict[str, str 
 def _check_output(output: Path) -> None:
     if output.suffix not in FIXTURE_SUFFIXES:
         raise FixtureError(f"{output}: a fixture file ends in {', '.join(FIXTURE_SUFFIXES)}; choose such a name")
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", output.stem):
-        raise FixtureError(f"{output}: the file's stem is the fixture's name, which must be lower-case letters, "
-                           "digits and '-' (e.g. dgx-h100-lab.yaml)")
+    problem = fixture_name_problem(output.stem)
+    if problem:
+        raise FixtureError(f"{output}: the file's stem is the fixture's name; {problem}")
     if not output.parent.is_dir():
         raise FixtureError(f"{output}: the directory {output.parent} does not exist; create it first")
 
@@ -108,8 +109,9 @@ def _check_output(output: Path) -> None:
 @app.command()
 def record(
     plugin: PluginsOption = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Fixture file to write (.yaml or .json); "
-                                                "its stem is the fixture's name. Default: print it")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", parser=output_path,
+        help="Fixture file to write (.yaml or .json); its stem is the fixture's name. Default: print it")] = None,
     anonymize: Annotated[bool, typer.Option(
         help="Replace serials, UUIDs, MACs, hostnames and IPs consistently (tokens keyed by the secret in "
              "~/.config/rayaccel/anonymize.key, created on first use)")] = False,

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 import rayaccel
-from rayaccel.cli import app, console, err_console
+from rayaccel.cli import app, console, err_console, output_path
 from rayaccel.errors import RayaccelError
 from rayaccel.extras import require
 
@@ -88,7 +88,8 @@ def new(
     answers: Annotated[list[str] | None, typer.Argument(metavar="[KEY=VALUE]...",
                                                         help="Answers, e.g. vendor_name='ACME Corp'")] = None,
     no_input: Annotated[bool, typer.Option("--no-input", help="Ask nothing: defaults plus the answers given")] = False,
-    output_dir: Annotated[Path, typer.Option("-o", "--output-dir", help="Where the project folder goes")] = Path("."),
+    output_dir: Annotated[Path, typer.Option("-o", "--output-dir", parser=output_path,
+                                             help="Where the project folder goes")] = Path("."),
     template: Annotated[str | None, typer.Option(help="Template path or git URL; default: the SDK's own")] = None,
     directory: Annotated[str | None, typer.Option(help="Template folder inside a git repository")] = None,
     checkout: Annotated[str | None, typer.Option(help="Branch, tag or commit of a git template")] = None,

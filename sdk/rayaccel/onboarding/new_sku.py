@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from rayaccel.onboarding.sku_fixture import (
 from rayaccel.plugins.manager import MISSING, PluginManager
 from rayaccel.records import NodeInventory, Problem, SkuCatalog, SkuRecord
 from rayaccel.simulation.expectations import compare_expected, expectation_differences
-from rayaccel.simulation.fixtures import Fixture, fixture_text, parse_fixture
+from rayaccel.simulation.fixtures import Fixture, fixture_name_problem, fixture_text, parse_fixture
 from rayaccel.simulation.host_factory import simulated_host
 
 
@@ -109,8 +108,9 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     base = choose_base_fixture(manager, plugin, catalog, sku, from_fixture)
     base_path = plugin_fixtures(manager, plugin).get(base.ref)
     name = fixture_name or sku.id
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
-        raise FixtureError(f"--fixture-name {name!r}: use lower-case letters, digits, '.', '_' and '-'")
+    problem = fixture_name_problem(name)
+    if problem:
+        raise FixtureError(f"--fixture-name: {problem}")
     directory = base_path.parent if base_path else Path(manager.fixture_dirs(plugin)[0])
     suffix = base_path.suffix if base_path else ".yaml"
     fixture_path = directory / f"{name}{suffix}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
 FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
+#: A fixture's name (its file's stem, the part after ``plugin/`` in a ref): cloud instance types are natural
+#: names, so dots are allowed (``neuron/trn2.48xlarge``).
+FIXTURE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def fixture_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a fixture (None when it can)."""
+    if FIXTURE_NAME.fullmatch(name) and ".." not in name:
+        return None
+    return (f"{name[:70]!r} cannot name a fixture: use at most 64 lower-case letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (e.g. dgx-h100-lab or trn2.48xlarge)")
 
 
 class SimCommand(Record):
