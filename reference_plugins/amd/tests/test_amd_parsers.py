@@ -11,14 +11,16 @@ from rayaccel.reporting import collect_problems
 from rayaccel_amd import cli, products
 from rayaccel_amd.cli import AmdSmiParseError
 
-PARSERS = [cli.parse_static, cli.parse_list, cli.parse_metric, cli.parse_topology, cli.parse_version]
+PARSERS = [cli.parse_static, cli.parse_list, cli.parse_metric, cli.parse_topology, cli.parse_version,
+           cli.parse_partition]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10, 300) | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(
         st.sampled_from(["gpu", "gpu_data", "asic", "market_name", "device_id", "bus", "bdf", "vram", "size", "value",
                          "unit", "uuid", "links", "link_type", "num_hops", "weight", "ecc", "usage", "power",
-                         "mem_usage", "total_vram", "rocm_version", "numa", "node", "partition"]),
+                         "mem_usage", "total_vram", "rocm_version", "numa", "node", "partition", "current_partition",
+                         "gpu_id", "accelerator_type", "memory", "partition_id"]),
         children, max_size=5),
     max_leaves=20)
 
@@ -82,7 +84,7 @@ def test_static_without_market_name_says_what_to_do():
 def test_entry_without_gpu_index_is_reported_and_the_others_kept():
     with collect_problems() as sink:
         found = cli.parse_list(json.dumps([{"uuid": "x"}, {"gpu": 1, "uuid": "y"}, {"gpu": -1, "uuid": "z"}]))
-    assert found == {1: {"uuid": "y", "bdf": None}}
+    assert found == {1: {"uuid": "y", "bdf": None, "partition_id": None}}
     messages = [r.message for r in sink.drain()]
     assert "entry 0: gpu is None" in messages[0] and "entry 2: gpu is -1" in messages[1]
 

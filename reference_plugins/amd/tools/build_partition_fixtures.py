@@ -1,21 +1,41 @@
-"""Write the AMD partition fixtures: an 8x MI300X node in CPX/NPS4 (64 logical GPUs), read through amdsmi.
+"""Write the AMD partition fixtures: 8x MI300X split into compute partitions, each partition a logical GPU.
 
 Run from the repository root: ``.venv/bin/python reference_plugins/amd/tools/build_partition_fixtures.py``.
 
-In CPX mode each MI300X (8 XCDs) is 8 logical GPUs, each with its own amdsmi processor handle, that Ray
-counts one by one (``amdsmi_get_processor_handles``). Two ROCm behaviours:
+In CPX mode each MI300X (8 XCDs) is 8 logical GPUs, in DPX mode 2, each with its own amdsmi processor handle
+that Ray counts one by one (``amdsmi_get_processor_handles``). What the fixtures record, and where it is from:
 
-* ``mi300x-cpx-nps4-shared-uuid``: older ROCm (6.1): the 8 partitions of a GPU report the whole GPU's uuid,
-  and ``amdsmi_get_gpu_kfd_info`` (partition id) is not available. The plugin must still offer 64 GPUs.
-* ``mi300x-cpx-nps4``: ROCm 6.4: the partition id is part of each partition's uuid, and
-  ``amdsmi_get_gpu_kfd_info`` answers ``current_partition_id``.
+* **uuid**: amdsmi builds it with ``amdsmi_uuid_gen(serial, device_id, idx)`` (``amd_smi_uuid.cc``): the
+  first 32 bits print ``serial[7] | idx | device_id``, so ``idx`` is the uuid's *second* byte, then
+  ``0000-1000-80<serial[6]>-<serial[5..0]>``. Up to ROCm 7.11 ``idx`` is always ``0xff``, so every partition
+  of a GPU reports the GPU's uuid; from ROCm 7.12 (ROCm/rocm-systems#3977, "Add partition ID into UUID")
+  ``idx`` is ``amdsmi_get_gpu_kfd_info()["current_partition_id"]``, so partition 3 of a GPU whose 7.11 uuid
+  is ``1aff74a1-...`` reports ``1a0374a1-...`` and nothing else in the uuid changes.
+* **PCI address**: each partition is its own PCI function of the GPU's device: ``0000:05:00.0`` ...
+  ``0000:05:00.7`` in CPX (``amd-smi`` on MI300X DPX prints ``0000:05:00.0`` and ``0000:05:00.1``,
+  ROCm/amdsmi#132).
+* **partition queries**: only a GPU's primary partition (partition 0) answers the compute/memory partition
+  queries; the others answer N/A (ROCm/amdsmi#100, ROCm/rocm-systems#8491).
+* **amd-smi layouts**: up to amd-smi 25 (ROCm 6.4) ``static --json`` has a ``partition`` section; amd-smi 26
+  (ROCm 7.0) moved it to ``amd-smi partition`` (ROCm/rocm-systems#223), whose ``--current --json`` prints
+  ``{"current_partition": [{gpu_id, memory, accelerator_type, accelerator_profile_index, partition_id}]}``
+  (``subcommands/partition.py``, ``combine_arrays_to_json`` in ``amdsmi_logger.py``). On a non-primary
+  partition the profile query fails and amd-smi 26 prints the *previous* row's ``partition_id`` there (it
+  reuses the last answer), so that column is only trusted with a known ``accelerator_type``; ``list --json``
+  prints each logical GPU's own ``partition_id`` (``amdsmi_get_gpu_kfd_info``).
 
-In both, only partition 0 of a GPU answers the partition queries (``CPX``/``NPS4``); the other 7 answer
-``N/A``. Expected values are worked out from these facts by hand, not from the plugin's output.
+Fixtures written (expected values are worked out from these facts, not from the plugin's output):
+
+* ``mi300x-cpx-nps4`` (amdsmi, ROCm 7.12.0): one uuid per partition.
+* ``mi300x-cpx-nps4-shared-uuid`` (amdsmi, ROCm 7.0.2): the same machine before the upgrade: partitions
+  share their GPU's uuid; the plugin derives the ids ROCm 7.12 reports, so the two fixtures' ids agree.
+* ``mi300x-dpx-amd-smi-25`` (amd-smi 25.5.1, ROCm 6.4.2) and ``mi300x-dpx-amd-smi-26`` (amd-smi 26.0.2,
+  ROCm 7.0.2): 8x MI300X in DPX/NPS1 (16 logical GPUs) read through the CLI, one per JSON layout.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,11 +43,26 @@ from typing import Any
 import yaml
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "rayaccel_amd" / "fixtures"
-PHYSICAL, PARTITIONS = 8, 8
-BUSES = ["0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0",
-         "0000:85:00.0", "0000:a6:00.0", "0000:c6:00.0", "0000:e5:00.0"]
-VRAM_MB = 196592 // PARTITIONS  # NPS4 + CPX: each logical GPU holds an eighth of the HBM
+PHYSICAL = 8
+DEVICE_ID = 0x74A1
+BUSES = ["0000:05:00", "0000:26:00", "0000:46:00", "0000:65:00", "0000:85:00", "0000:a6:00", "0000:c6:00",
+         "0000:e5:00"]
+VRAM_MB = 196592  # the whole MI300X
 HIVE = 0x8C3C7E2A1D5B4F61
+#: amdsmi_uuid_gen's idx on ROCm before 7.12: "no partition"
+NO_PARTITION = 0xFF
+
+AMDSMI_PY_API = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.0.2/reference/amdsmi-py-api.html"
+AMDSMI_PY_API_712 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.12.0/reference/amdsmi-py-api.html"
+CLI_DOC_25 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-6.4.2/how-to/amdsmi-cli-tool.html"
+CLI_DOC_26 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.0.2/how-to/amdsmi-cli-tool.html"
+PARTITION_DOC = "https://rocm.docs.amd.com/projects/amdsmi/en/develop/conceptual/partition.html"
+UUID_SOURCE = ("uuids as amdsmi_uuid_gen prints them (projects/amdsmi/src/amd_smi/amd_smi_uuid.cc in "
+               "https://github.com/ROCm/rocm-systems): partition index in the second byte, 0xff before ROCm 7.12 "
+               "(https://github.com/ROCm/rocm-systems/pull/3977); one PCI function per partition "
+               "(https://github.com/ROCm/amdsmi/issues/132); partition queries N/A off the primary partition "
+               "(https://github.com/ROCm/rocm-systems/pull/8491); Ray 2.60's AMDGPUAcceleratorManager counts the "
+               "handles (the parity oracle)")
 
 
 class Dumper(yaml.SafeDumper):
@@ -35,63 +70,109 @@ class Dumper(yaml.SafeDumper):
         return True
 
 
-def physical_uuid(gpu: int) -> str:
-    return f"{gpu:x}{gpu:x}ff74a1-0000-1000-80{gpu:02x}-3f7b2c1d4e5a"
+def _text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # What amd-smi printed is kept as a block, line for line, as in the hand-written fixtures.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
 
 
-def partition_uuid(gpu: int, partition: int) -> str:
-    # ROCm 6.4: the partition id is part of the uuid (written here into its last byte; the byte AMD uses is
-    # not asserted by the plugin, only that the partitions differ).
-    return f"{gpu:x}{gpu:x}ff74a1-0000-1000-80{gpu:02x}-3f7b2c1d4e{partition:02x}"
+Dumper.add_representer(str, _text)
 
 
-def logical_gpu(gpu: int, partition: int, shared_uuid: bool) -> dict[str, Any]:
-    first = partition == 0
+def serial(gpu: int) -> int:
+    """The GPU's 64-bit unique id (amdsmi's asic_serial); the same on each of its partitions."""
+    return ((0x1A + 0x11 * gpu) & 0xFF) << 56 | 0x4F6A2F95E3D5C0 | gpu
+
+
+def amdsmi_uuid(unique_id: int, idx: int) -> str:
+    """What amdsmi_uuid_gen(unique_id, DEVICE_ID, idx) prints."""
+    return (f"{unique_id >> 56 & 0xFF:02x}{idx:02x}{DEVICE_ID:04x}-0000-1000-80{unique_id >> 48 & 0xFF:02x}-"
+            f"{unique_id >> 32 & 0xFFFF:04x}{unique_id & 0xFFFFFFFF:08x}")
+
+
+def uuid_of(gpu: int, partition: int, per_partition: bool) -> str:
+    return amdsmi_uuid(serial(gpu), partition if per_partition else NO_PARTITION)
+
+
+def bdf(gpu: int, partition: int) -> str:
+    return f"{BUSES[gpu]}.{partition}"
+
+
+# amdsmi (library) fixtures -----------------------------------------------------------------------
+
+
+def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) -> dict[str, Any]:
+    primary = partition == 0
+    logical = gpu * partitions + partition
+    vram = VRAM_MB // partitions
     data: dict[str, Any] = {
-        "gpu_id": 0x74A1,
+        "gpu_id": DEVICE_ID,
         "asic_info": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002", "device_id": "0x74a1",
-                      "rev_id": "0x00", "asic_serial": f"0x3F7B2C1D4E5A60{gpu:02X}", "oam_id": gpu,
-                      "num_compute_units": 304 // PARTITIONS, "target_graphics_version": "gfx942"},
-        "uuid": physical_uuid(gpu) if shared_uuid else partition_uuid(gpu, partition),
-        "bdf": BUSES[gpu],
-        "vram_info": {"vram_size": VRAM_MB, "vram_bit_width": 8192 // PARTITIONS},
-        "memory_total": {"vram": VRAM_MB * 2**20},
+                      "rev_id": "0x00", "asic_serial": f"0x{serial(gpu):016X}", "oam_id": gpu,
+                      "num_compute_units": 304 // partitions, "target_graphics_version": "gfx942"},
+        "uuid": uuid_of(gpu, partition, per_partition),
+        "bdf": bdf(gpu, partition),
+        "enumeration_info": {"drm_card": logical + 1, "drm_render": 128 + logical, "hsa_id": 2 + logical,
+                             "hip_id": logical, "hip_uuid": f"GPU-{serial(gpu):016x}"},
+        "vram_info": {"vram_size": vram, "vram_bit_width": 8192 // partitions},
+        "memory_total": {"vram": vram * 2**20},
         "memory_usage": {"vram": 12 * 2**20},
         "numa_node": gpu // 4,
-        "driver_info": {"driver_name": "amdgpu", "driver_version": "6.7.0" if shared_uuid else "6.10.5"},
-        # Only the first partition of a GPU answers the partition queries; the others answer N/A.
-        "compute_partition": "CPX" if first else "N/A",
-        "memory_partition": "NPS4" if first else "N/A",
+        "driver_info": {"driver_name": "amdgpu", "driver_version": "6.16.13" if per_partition else "6.14.14"},
+        # Only the primary partition of a GPU answers the partition queries; the others answer N/A.
+        "compute_partition": "CPX" if primary else "N/A",
+        "memory_partition": "NPS4" if primary else "N/A",
         "xgmi_info": {"xgmi_lanes": 16, "xgmi_hive_id": HIVE, "xgmi_node_id": gpu, "index": gpu},
+        "kfd_info": {"kfd_id": 40000 + logical, "node_id": 2 + logical, "current_partition_id": partition},
         "ras_block_features": [{"block": "UMC", "status": "ENABLED"}],
         "total_ecc_count": {"correctable_count": 0, "uncorrectable_count": 0, "deferred_count": 0},
         "activity": {"gfx_activity": 0, "umc_activity": 0, "mm_activity": "N/A"},
         "temperature": {"edge": "N/A", "hotspot": 40 + gpu, "vram": 35},
     }
-    if first:
-        data["power_info"] = {"current_socket_power": 130 + gpu, "average_socket_power": "N/A"}
-    if not shared_uuid:
-        data["kfd_info"] = {"kfd_id": 40000 + gpu * PARTITIONS + partition, "node_id": 2 + gpu * PARTITIONS + partition,
-                            "current_partition_id": partition}
+    if primary:
+        data["power_info"] = {"socket_power": 130 + gpu, "current_socket_power": 130 + gpu,
+                              "average_socket_power": "N/A"}
     return data
 
 
-def fixture(shared_uuid: bool) -> dict[str, Any]:
-    gpus = {str(g * PARTITIONS + p): logical_gpu(g, p, shared_uuid) for g in range(PHYSICAL) for p in range(PARTITIONS)}
-    if shared_uuid:
-        ids = [f"{physical_uuid(g)}-{p}" for g in range(PHYSICAL) for p in range(PARTITIONS)]
-    else:
-        ids = [partition_uuid(g, p) for g in range(PHYSICAL) for p in range(PARTITIONS)]
-    name = "mi300x-cpx-nps4-shared-uuid" if shared_uuid else "mi300x-cpx-nps4"
-    rocm = "6.1.2" if shared_uuid else "6.4.1"
+def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: str, memory_mode: str,
+                    hive: str | None) -> dict[str, str]:
+    """The node labels, worked out from the fixture's facts (the hive: joined by xGMI links, when recorded)."""
+    labels = {"rayaccel.io/family": "amd", "rayaccel.io/vendor": "AMD", "rayaccel.io/sku-known": "true",
+              "rayaccel.io/count": str(count), "rayaccel.io/interconnect": "xgmi" if hive else "none",
+              "rayaccel.io/health": "healthy", "ray.io/accelerator-type": "AMD-Instinct-MI300X-OAM",
+              "rayaccel.io/sku": "mi300x", "rayaccel.io/memory-mib": str(memory_mib),
+              "rayaccel.io/architecture": "cdna3", "rayaccel.io/driver-version": driver,
+              "rayaccel.io/runtime-version": rocm}
+    if hive:
+        labels.update({"rayaccel.io/scale-up-domain": hive, "rayaccel.io/scale-up-domain-kind": "xgmi-hive",
+                       "rayaccel.io/scale-up-domain-size": str(count)})
+    labels.update({"amd.com/gpu.compute-partition": mode, "amd.com/gpu.memory-partition": memory_mode,
+                   "amd.com/gpu.gfx-target": "gfx942"})
+    return labels
+
+
+def expected_ids(partitions: int) -> list[str]:
+    """Both ROCm behaviours end in the ids ROCm 7.12 reports (see the module docstring)."""
+    return [uuid_of(g, p, per_partition=True) for g in range(PHYSICAL) for p in range(partitions)]
+
+
+def library_fixture(per_partition: bool) -> dict[str, Any]:
+    partitions = 8
+    rocm = "7.12.0" if per_partition else "7.0.2"
+    gpus = {str(g * partitions + p): library_gpu(g, p, partitions, per_partition)
+            for g in range(PHYSICAL) for p in range(partitions)}
+    ids = expected_ids(partitions)
     expected = {
         "devices": 64, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
         # Ray counts every amdsmi processor handle: 64.
         "resources": {"GPU": 64.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0},
+        # amdsmi_topo_get_link_type is not recorded here: no links, so no hive domain.
         "links": 0, "skus": {i: "mi300x" for i in ids},
+        "labels": expected_labels(64, VRAM_MB // partitions, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
+                                  "NPS4", hive=None),
     }
     faults: list[dict[str, Any]] = []
-    if not shared_uuid:
+    if per_partition:
         faults.append({
             "name": "gpu9-pci-id-only", "kind": "other",
             "description": "logical GPU 9 answers only its PCI device id: amdsmi_get_gpu_device_uuid and "
@@ -101,26 +182,159 @@ def fixture(shared_uuid: bool) -> dict[str, Any]:
             # The fallback id is a warning (fallback-device-id), not an error.
             "expected": {"devices": 64, "health": {}, "resources": expected["resources"], "fatal": False,
                          "problem_codes": []}})
-    description = (f"8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs through the "
-                   f"amdsmi Python API (ROCm {rocm}); "
-                   + ("every partition reports its GPU's uuid (older ROCm)" if shared_uuid
-                      else "each partition's uuid carries its partition id (ROCm 6.4)"))
-    source = ("amdsmi Python API function names and return shapes (amdsmi_get_processor_handles: one handle per "
-              "logical GPU; compute/memory partition queries answer N/A on partitions other than 0; "
-              "amdsmi_get_gpu_kfd_info current_partition_id on ROCm 6.4); AMD's MI300X GPU partitioning docs "
-              "(CPX = 8 partitions of 38 CUs, NPS4 = HBM in 4, 8 logical GPUs per MI300X); the shared uuid of older "
-              "ROCm as reported against amd-smi, later fixed by adding the partition id; Ray 2.60's "
-              "AMDGPUAcceleratorManager counts the handles (the parity oracle)")
+    name = "mi300x-cpx-nps4" if per_partition else "mi300x-cpx-nps4-shared-uuid"
+    description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (one PCI "
+                   f"function each) through the amdsmi Python API (ROCm {rocm}); "
+                   + ("each partition's uuid carries its partition id in its second byte (ROCm 7.12+)"
+                      if per_partition else "every partition reports its GPU's uuid (ROCm 6.1 to 7.11)"))
+    source = (f"amdsmi Python API of ROCm {rocm} (amdsmi_interface.py: function names, return shapes; "
+              f"documented at {AMDSMI_PY_API_712 if per_partition else AMDSMI_PY_API}); partitioning as in "
+              f"{PARTITION_DOC} (CPX = 8 partitions of 38 CUs, NPS4); {UUID_SOURCE}")
     return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": name, "description": description,
             "source": source,
-            "host": {"hostname": "mi300x-cpx-node", "libraries": {"amdsmi": {
-                "rocm_version": rocm, "gpus": gpus}}},
+            "host": {"hostname": "mi300x-cpx-node", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
+            "expected": expected, "faults": faults}
+
+
+# amd-smi (CLI) fixtures --------------------------------------------------------------------------
+
+
+def value(number: Any, unit: str) -> dict[str, Any]:
+    return {"value": number, "unit": unit}
+
+
+def static_entry(gpu: int, partition: int, partitions: int, logical: int, layout: int) -> dict[str, Any]:
+    primary = partition == 0
+    entry: dict[str, Any] = {
+        "gpu": logical,
+        "asic": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002",
+                 "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]", "subvendor_id": "0x1002",
+                 "device_id": "0x74a1", "subsystem_id": "0x74a1", "rev_id": "0x00",
+                 "asic_serial": f"0x{serial(gpu):016X}", "oam_id": gpu, "num_compute_units": 304 // partitions,
+                 "target_graphics_version": "gfx942"},
+        "bus": {"bdf": bdf(gpu, partition), "max_pcie_width": 16, "max_pcie_speed": value(32, "GT/s"),
+                "pcie_interface_version": "Gen 5", "slot_type": "OAM"},
+        "driver": {"name": "amdgpu", "version": "6.12.12" if layout == 25 else "6.14.14"},
+        "vram": {"type": "HBM3", "vendor": "N/A", "size": value(VRAM_MB // partitions, "MB"),
+                 "bit_width": 8192 // partitions, "max_bandwidth": value(5300 // partitions, "GB/s")},
+    }
+    if layout == 25:
+        # amd-smi 25 (ROCm 6.4) prints the partition section in static, compute mode as accelerator_partition.
+        entry["partition"] = {"accelerator_partition": "DPX" if primary else "N/A",
+                              "memory_partition": "NPS1" if primary else "N/A", "partition_id": partition}
+    entry["numa"] = {"node": gpu // 4, "affinity": gpu // 4}
+    return entry
+
+
+def metric_entry(gpu: int, partition: int, partitions: int, logical: int) -> dict[str, Any]:
+    primary = partition == 0
+    total = VRAM_MB // partitions
+    return {
+        "gpu": logical,
+        "usage": {"gfx_activity": value(0, "%"), "umc_activity": value(0, "%"), "mm_activity": value("N/A", "%")},
+        # Socket power is the whole GPU's: only the primary partition reports it.
+        "power": {"socket_power": value(130 + gpu if primary else "N/A", "W"),
+                  "gfx_voltage": value("N/A", "mV"), "soc_voltage": value("N/A", "mV"),
+                  "mem_voltage": value("N/A", "mV"), "throttle_status": "N/A", "power_management": "ENABLED"},
+        "temperature": {"edge": value("N/A", "C"), "hotspot": value(40 + gpu, "C"), "mem": value(33, "C")},
+        "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0, "total_deferred_count": 0,
+                "cache_correctable_count": 0, "cache_uncorrectable_count": 0},
+        "mem_usage": {"total_vram": value(total, "MB"), "used_vram": value(283, "MB"),
+                      "free_vram": value(total - 283, "MB")},
+    }
+
+
+def topology_entry(gpu: int, partition: int, partitions: int, logical: int) -> dict[str, Any]:
+    links = []
+    for other_gpu in range(PHYSICAL):
+        for other_partition in range(partitions):
+            other = other_gpu * partitions + other_partition
+            if other == logical:
+                kind, weight, hops = "SELF", 0, 0
+            else:
+                # KFD links a GPU's partitions to each other over the die's fabric (CRAT intra-socket
+                # weight 13) and to the other GPUs' partitions over xGMI (weight 15).
+                kind, weight, hops = "XGMI", 13 if other_gpu == gpu else 15, 1
+            links.append({"gpu": other, "bdf": bdf(other_gpu, other_partition), "weight": weight,
+                          "link_status": "ENABLED", "link_type": kind, "num_hops": hops, "bandwidth": "N/A"})
+    return {"gpu": logical, "bdf": bdf(gpu, partition), "links": links}
+
+
+def partition_rows(partitions: int) -> list[dict[str, Any]]:
+    """``amd-smi partition --current --json``'s rows, as amd-smi 26 prints them (see the module docstring)."""
+    rows = []
+    for gpu in range(PHYSICAL):
+        for partition in range(partitions):
+            primary = partition == 0
+            rows.append({"gpu_id": gpu * partitions + partition, "memory": "NPS1" if primary else "N/A",
+                         "accelerator_type": "DPX" if primary else "N/A",
+                         "accelerator_profile_index": 1 if primary else "N/A",
+                         # The failed query on a secondary partition leaves the primary's partition id here.
+                         "partition_id": "0"})
+    return rows
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def cli_fixture(layout: int) -> dict[str, Any]:
+    partitions = 2
+    rocm, tool = ("6.4.2", "25.5.1") if layout == 25 else ("7.0.2", "26.0.2")
+    logical = [(g, p, g * partitions + p) for g in range(PHYSICAL) for p in range(partitions)]
+    listing = [{"gpu": n, "bdf": bdf(g, p), "uuid": uuid_of(g, p, per_partition=False), "kfd_id": 41000 + n,
+                "node_id": 2 + n, "partition_id": p} for g, p, n in logical]
+    commands: dict[str, Any] = {
+        "amd-smi list --json": {"stdout": dumps(listing)},
+        "amd-smi static --json": {"stdout": dumps(
+            {"gpu_data": [static_entry(g, p, partitions, n, layout) for g, p, n in logical]})},
+        "amd-smi metric --json": {"stdout": dumps(
+            {"gpu_data": [metric_entry(g, p, partitions, n) for g, p, n in logical]})},
+        "amd-smi topology --json": {"stdout": dumps([topology_entry(g, p, partitions, n) for g, p, n in logical])},
+        "amd-smi version --json": {"stdout": dumps([{"tool": "AMDSMI Tool", "version": tool,
+                                                     "amdsmi_library_version": tool, "rocm_version": rocm}])},
+    }
+    if layout == 26:
+        commands["amd-smi partition --current --json"] = {"stdout": dumps({"current_partition":
+                                                                           partition_rows(partitions)})}
+    ids = [uuid_of(g, p, per_partition=True) for g, p, _ in logical]
+    resources = {"GPU": 16.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
+    expected = {"devices": 16, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
+                # 16 logical GPUs, every pair joined by xGMI: 120 links, one hive (amd-smi does not name it).
+                "resources": resources, "links": 120, "skus": {i: "mi300x" for i in ids},
+                "labels": expected_labels(16, VRAM_MB // partitions, "6.12.12" if layout == 25 else "6.14.14", rocm,
+                                          "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0")}
+    faults: list[dict[str, Any]] = []
+    if layout == 26:
+        faults.append({
+            "name": "amd-smi-partition-fails", "kind": "other",
+            "description": "`amd-smi partition --current --json` exits with status 1: the partition mode is "
+                           "unknown, the GPUs (and their ids, from `list`'s partition_id) are not",
+            "patch": {"commands": {"amd-smi partition --current --json": {
+                "stdout": "", "stderr": "AMD-SMI: partition: failed to read accelerator partition profile\n",
+                "returncode": 1}}},
+            "expected": {"devices": 16, "health": {}, "resources": resources, "fatal": False, "problem_codes": []}})
+    name = f"mi300x-dpx-amd-smi-{layout}"
+    where = ("`static --json` has the partition section (accelerator_partition, memory_partition, partition_id)"
+             if layout == 25 else "partition data is only in `amd-smi partition --current --json`, not `static`")
+    description = (f"8x AMD Instinct MI300X in DPX compute / NPS1 memory partitioning: 16 logical GPUs (one PCI "
+                   f"function each) read through amd-smi {tool} --json (ROCm {rocm}; no amdsmi Python package); "
+                   f"{where}; partitions share their GPU's uuid")
+    source = (f"amd-smi {tool} (ROCm {rocm}) JSON layout of list/static/metric/topology/version"
+              + (" and partition --current" if layout == 26 else "")
+              + f" --json, documented at {CLI_DOC_25 if layout == 25 else CLI_DOC_26}"
+              + ("; partition moved out of static in amd-smi 26 (https://github.com/ROCm/rocm-systems/pull/223), "
+                 "rows as subcommands/partition.py prints them" if layout == 26 else "")
+              + f"; {UUID_SOURCE}")
+    return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": name, "description": description,
+            "source": source,
+            "host": {"hostname": "mi300x-dpx-node", "env": {"PATH": "/opt/rocm/bin:/usr/bin"}, "commands": commands},
             "expected": expected, "faults": faults}
 
 
 def main() -> int:
-    for shared in (True, False):
-        data = fixture(shared)
+    for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
+                 cli_fixture(26)):
         path = OUT / f"{data['name']}.yaml"
         tmp = path.with_suffix(".yaml.tmp")
         tmp.write_text(yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120), encoding="utf-8")

@@ -4,6 +4,11 @@ The parsers are pure functions of the text the tool printed. They accept both JS
 shipped: a bare list of per-GPU objects (ROCm 6.0-6.2) and ``{"gpu_data": [...]}`` (ROCm 6.3+), and both
 value styles: ``{"value": 196592, "unit": "MB"}`` and ``"196592 MB"``. Anything else raises
 :class:`AmdSmiParseError` naming the command and what was wrong.
+
+Partitions: up to amd-smi 25 (ROCm 6.4) ``static`` prints a ``partition`` section; amd-smi 26 (ROCm 7.0)
+moved it to its own command, ``amd-smi partition`` (ROCm/rocm-systems#223). When ``static`` shows no
+partition section, ``amd-smi partition --current --json`` is read instead (what the output shows decides,
+not the version).
 """
 
 from __future__ import annotations
@@ -168,6 +173,8 @@ def parse_static(text: str) -> dict[int, dict[str, Any]]:
         if raw_id and not device_id:
             malformed("asic.device_id", raw_id, "a PCI device id like 0x74a1", where=f"GPU {gpu}")
         found[gpu] = {
+            # amd-smi 26+ prints no partition section here (see the module docstring).
+            "partition_reported": "partition" in entry,
             "market_name": name or "",
             "device_id": int(device_id, 16) if device_id else None,
             "bdf": _text(bus.get("bdf"), "bus.bdf", gpu),
@@ -197,7 +204,41 @@ def parse_list(text: str) -> dict[int, dict[str, Any]]:
                            "address; it is not reported", severity="error",
                            fix="check `amd-smi list` by hand; the GPU may need a reset")
             continue
-        found[entry["gpu"]] = {"uuid": uuid or f"pci-{bdf}", "bdf": bdf}
+        partition_id = number_of(entry.get("partition_id"), "partition_id", entry["gpu"])
+        # amdsmi_get_gpu_kfd_info's partition id of this logical GPU (amd-smi 24.7+); N/A where there is none.
+        found[entry["gpu"]] = {"uuid": uuid or f"pci-{bdf}", "bdf": bdf,
+                               "partition_id": int(partition_id) if partition_id is not None and 0 <= partition_id < 64
+                               else None}
+    return found
+
+
+def parse_partition(text: str) -> dict[int, dict[str, Any]]:
+    """``amd-smi partition --current --json`` (amd-smi 26+) -> GPU index -> compute/memory partition, partition id.
+
+    It prints ``{"current_partition": [{"gpu_id", "memory", "accelerator_type", "accelerator_profile_index",
+    "partition_id"}, ...]}``. Only a GPU's primary partition answers the profile query: on the others amd-smi
+    prints N/A and, in ``partition_id``, the previous row's value, so the id is read only next to a known mode.
+    """
+    command = "amd-smi partition --current --json"
+    data = parse_json(text, command)
+    rows = data.get("current_partition") if isinstance(data, Mapping) else data
+    if not isinstance(rows, list):
+        raise AmdSmiParseError(f"`{command}`: expected {{\"current_partition\": [...]}}, got {type(data).__name__}")
+    found: dict[int, dict[str, Any]] = {}
+    for position, row in enumerate(rows):
+        gpu = row.get("gpu_id") if isinstance(row, Mapping) else None
+        if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu < MAX_GPUS or gpu in found:
+            malformed("gpu_id", gpu if isinstance(row, Mapping) else row, f"a GPU index in [0, {MAX_GPUS}) listed once",
+                      where=f"`{command}` row {position}", fix="check `amd-smi partition --current` by hand")
+            continue
+        mode = _text(row.get("accelerator_type"), "accelerator_type", gpu)
+        mode = mode.rstrip("*") if mode else None  # the profiles table marks the current mode with "*"
+        partition_id = number_of(row.get("partition_id"), "", gpu) if mode else None
+        found[gpu] = {
+            "compute_partition": mode,
+            "memory_partition": _text(row.get("memory"), "memory", gpu),
+            "partition_id": int(partition_id) if partition_id is not None and 0 <= partition_id < 64 else None,
+        }
     return found
 
 
@@ -350,6 +391,10 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
         return None
     listing = parse_list(listing_text or "")
     static = parse_static(_run(host, ["static"], required=True) or "") if "static" in parts else {}
+    partitions: dict[int, dict[str, Any]] = {}
+    if static and not any(facts["partition_reported"] for facts in static.values()):
+        # amd-smi 26+: the partition mode and id are no longer in `static`.
+        partitions = _optional(parse_partition, _run(host, ["partition", "--current"], required=False)) or {}
     metric_text = _run(host, ["metric"], required=False) if "metric" in parts else None
     metrics = _optional(parse_metric, metric_text) or {}
     if metric_text is not None and not metrics:
@@ -365,9 +410,18 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
                        fix="run both commands by hand; update amd-smi")
     gpus = []
     for index in sorted(listing):
-        facts = {k: v for k, v in static.get(index, {"market_name": ""}).items() if k != "asic_serial"}
+        facts = {k: v for k, v in static.get(index, {"market_name": ""}).items()
+                 if k not in ("asic_serial", "partition_reported")}
         record = GpuRecord(index=index, uuid=listing[index]["uuid"], rocm_version=rocm, **facts)
         record.bdf = record.bdf or listing[index]["bdf"]
+        partition = partitions.get(index, {})
+        record.compute_partition = record.compute_partition or partition.get("compute_partition")
+        record.memory_partition = record.memory_partition or partition.get("memory_partition")
+        # `list` prints each logical GPU's own partition id (kfd_info); the other commands only the primary's.
+        for known in (listing[index]["partition_id"], record.partition_id, partition.get("partition_id")):
+            if known is not None:
+                record.partition_id = known
+                break
         for key, value in metrics.get(index, {}).items():
             setattr(record, key, value)
         if "metric" in parts and metric_text is None:

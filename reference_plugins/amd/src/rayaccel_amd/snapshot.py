@@ -6,6 +6,7 @@ discovery, topology, health and metrics are computed once, from the same facts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -73,13 +74,45 @@ class Snapshot:
         return {g.uuid: g for g in self.gpus}
 
 
-def disambiguate_shared_uuids(gpus: list[GpuRecord]) -> None:
-    """Give logical GPUs that report one uuid distinct, stable ids.
+#: amdsmi's uuid (``amdsmi_uuid_gen``): ``<serial[7]><idx><PCI device id>-0000-1000-80<serial[6]>-<serial[5..0]>``;
+#: ``idx`` (the second byte) is 0xff ("no partition") on every ROCm before 7.12, the partition id from 7.12 on.
+_AMDSMI_UUID = re.compile(r"([0-9a-f]{2})ff([0-9a-f]{4}-0000-1000-80[0-9a-f]{2}-[0-9a-f]{12})", re.IGNORECASE)
+_BDF = re.compile(r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2})\.([0-7])", re.IGNORECASE)
 
-    Older ROCm gives every compute partition of a GPU in CPX/DPX mode the uuid of the whole GPU (later
-    releases put the partition id into it). Each partition is still a GPU Ray counts, so each gets
-    ``<uuid>-p<partition id>`` (or ``-<n>``, its place among the GPUs sharing the uuid, when the partition
-    id is unknown), noted in ``id_fallback``.
+
+def partition_uuid(gpu_uuid: str, partition: int) -> str | None:
+    """The uuid ROCm 7.12+ reports for ``partition`` of the GPU whose uuid is ``gpu_uuid`` on an older ROCm.
+
+    None when ``gpu_uuid`` is not amdsmi's "no partition" uuid (or the partition id does not fit its byte).
+    """
+    match = _AMDSMI_UUID.fullmatch(gpu_uuid)
+    if match is None or not 0 <= partition < 0xFF:
+        return None
+    return f"{match.group(1)}{partition:02x}{match.group(2)}".lower()
+
+
+def _partition_ids(members: list[GpuRecord]) -> list[int] | None:
+    """Each logical GPU's partition id: amdsmi's (kfd_info), else its PCI function on the GPU's one device."""
+    ids = [g.partition_id for g in members if g.partition_id is not None]
+    if len(ids) == len(members) and len(set(ids)) == len(ids):
+        return ids
+    # ROCm before 6.3 has no kfd_info; each partition is still its own PCI function (0000:05:00.0 ... .7).
+    places = [_BDF.fullmatch(g.bdf or "") for g in members]
+    if any(p is None for p in places) or len({p.group(1).lower() for p in places if p}) != 1:
+        return None
+    functions = [int(p.group(2)) for p in places if p]
+    return functions if len(set(functions)) == len(functions) else None
+
+
+def disambiguate_shared_uuids(gpus: list[GpuRecord]) -> None:
+    """Give logical GPUs that report one uuid distinct ids that stay the same when the node moves to ROCm 7.12.
+
+    Up to ROCm 7.11 amdsmi gives every compute partition of a GPU (CPX/DPX/...) the GPU's uuid; ROCm 7.12 puts
+    the partition id into the uuid's second byte (ROCm/rocm-systems#3977). Each partition is a GPU Ray counts,
+    so each needs its own id: where the data shows the partition (kfd_info's partition id, else the PCI
+    function) the id is the uuid ROCm 7.12 reports for it, so upgrading does not rename the node's devices.
+    Otherwise it is ``<uuid>-p<partition id>`` or ``<uuid>-<n>`` (its place among the GPUs sharing the uuid),
+    which does change on the upgrade. Either way ``id_fallback`` says so (a ``fallback-device-id`` warning).
     """
     groups: dict[str, list[GpuRecord]] = {}
     for gpu in gpus:
@@ -87,9 +120,18 @@ def disambiguate_shared_uuids(gpus: list[GpuRecord]) -> None:
     for uuid, members in groups.items():
         if len(members) < 2:
             continue
-        partitions = [g.partition_id for g in members]
-        by_partition = None not in partitions and len(set(partitions)) == len(partitions)
+        shared = (f"{len(members)} logical GPUs report uuid {uuid}: compute partitions on a ROCm before 7.12, "
+                  "which gives every partition of a GPU the GPU's uuid")
+        partitions = _partition_ids(members)
+        derived = [partition_uuid(uuid, p) for p in partitions] if partitions is not None else []
+        if (partitions is not None and None not in derived and len(set(derived)) == len(members)
+                and not set(derived) & set(groups)):
+            for gpu, partition, new_id in zip(members, partitions, derived, strict=True):
+                gpu.uuid = str(new_id)
+                gpu.id_fallback = (f"{shared}; this one is partition {partition}, id {new_id}: the uuid ROCm 7.12+ "
+                                   "reports for it (partition id in the second byte), so it stays on the upgrade")
+            continue
         for n, gpu in enumerate(members):
-            gpu.uuid = f"{uuid}-p{gpu.partition_id}" if by_partition else f"{uuid}-{n}"
-            gpu.id_fallback = (f"{len(members)} logical GPUs report uuid {uuid} (compute partitions on a ROCm that "
-                               f"does not put the partition id in the uuid); this one is {gpu.uuid}")
+            gpu.uuid = f"{uuid}-p{partitions[n]}" if partitions is not None else f"{uuid}-{n}"
+            gpu.id_fallback = (f"{shared}; this one is {gpu.uuid}, an id that changes when the node moves to ROCm "
+                               "7.12+ (which gives each partition its own uuid)")

@@ -1,0 +1,205 @@
+"""MI300X partitions as ROCm really reports them (issue 27).
+
+- uuids: ``amdsmi_uuid_gen`` puts the partition index in the uuid's *second* byte; ROCm before 7.12 writes
+  0xff there for every partition, so the partitions of a GPU share its uuid (ROCm/rocm-systems#3977). The
+  plugin then derives the id ROCm 7.12 reports, from what the data shows (kfd_info's partition id, else the
+  PCI function), so a node keeps its device ids across the upgrade; it says so in a warning.
+- PCI: each partition is its own function of the GPU's device (0000:05:00.0 ... .7, ROCm/amdsmi#132).
+- amd-smi 26 moved partition data out of ``static`` into ``amd-smi partition`` (ROCm/rocm-systems#223): both
+  layouts are read, and which one is in use is decided by the output, not the version.
+- Every fixture's ``source`` names its tool and version and where that format is documented.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.reporting import collect_problems
+from rayaccel.simulation.fixtures import Fixture, parse_fixture
+from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel_amd import cli, plugin
+from rayaccel_amd.snapshot import partition_uuid
+
+FIXTURE_NAMES = sorted(p.stem for p in (Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
+
+CPX, SHARED = "mi300x-cpx-nps4", "mi300x-cpx-nps4-shared-uuid"
+DPX_25, DPX_26 = "mi300x-dpx-amd-smi-25", "mi300x-dpx-amd-smi-26"
+Fixtures = dict[str, Fixture]
+BDF = re.compile(r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2})\.([0-7])")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+def logical_gpus(fixture: Fixture) -> list[dict[str, Any]]:
+    """(uuid, bdf, partition id, ROCm version) of each logical GPU, as the fixture's vendor interface answers."""
+    state = fixture.host
+    if "amdsmi" in state.libraries:
+        data = state.libraries["amdsmi"]
+        return [{"uuid": g["uuid"], "bdf": g["bdf"], "partition": (g.get("kfd_info") or {}).get("current_partition_id"),
+                 "rocm": data["rocm_version"]} for g in data["gpus"].values()]
+    listing = json.loads(state.commands["amd-smi list --json"].stdout)
+    (version,) = json.loads(state.commands["amd-smi version --json"].stdout)
+    return [{"uuid": e["uuid"], "bdf": e["bdf"], "partition": e.get("partition_id"), "rocm": version["rocm_version"]}
+            for e in listing]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixture_rocm_version_agrees_with_its_uuids_and_pci_functions(fixtures: Fixtures, name: str) -> None:
+    gpus = logical_gpus(fixtures[name])
+    by_device: dict[str, list[dict[str, Any]]] = {}
+    for gpu in gpus:
+        place = BDF.fullmatch(gpu["bdf"])
+        assert place is not None, gpu["bdf"]
+        by_device.setdefault(place.group(1), []).append(gpu)
+    for members in by_device.values():
+        # A partition is its own PCI function: one address per logical GPU.
+        assert len({g["bdf"] for g in members}) == len(members)
+        for gpu in members:
+            second_byte = int(gpu["uuid"][2:4], 16)
+            if _version(gpu["rocm"]) < (7, 12):
+                assert second_byte == 0xFF  # amdsmi_uuid_gen's "no partition": partitions share the GPU's uuid
+            elif gpu["partition"] is not None:
+                assert second_byte == gpu["partition"]  # the partition index sits in the second byte
+        if len(members) > 1 and _version(members[0]["rocm"]) < (7, 12):
+            assert len({g["uuid"] for g in members}) == 1
+
+
+def test_partition_uuid_puts_the_partition_in_the_second_byte() -> None:
+    assert partition_uuid("1aff74a1-0000-1000-804f-6a2f95e3d5c0", 3) == "1a0374a1-0000-1000-804f-6a2f95e3d5c0"
+    assert partition_uuid("1a0374a1-0000-1000-804f-6a2f95e3d5c0", 3) is None  # already a partition's uuid
+    assert partition_uuid("GPU-4c1e0f5a9b2d7360", 0) is None  # not amdsmi's uuid
+
+
+def test_rocm_7_12_partition_ids_are_the_uuids_amdsmi_reports(manager: PluginManager, fixtures: Fixtures) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    family = result.family("amd")
+    assert family is not None and "fallback-device-id" not in {p.code for p in result.problems}
+    for device in family.devices[:16]:
+        assert int(device.id[2:4], 16) == device.attributes["partition_id"]
+        assert device.pci_bus_id is not None and device.pci_bus_id.endswith(f".{device.attributes['partition_id']}")
+
+
+def test_shared_uuids_become_the_ids_rocm_7_12_reports(manager: PluginManager, fixtures: Fixtures) -> None:
+    # The same machine before (ROCm 7.0.2) and after (ROCm 7.12.0) the upgrade: the device ids do not change.
+    before = collect_inventory(manager, SimulatedHost(fixtures[SHARED]))
+    after = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    assert before.family("amd") is not None and after.family("amd") is not None
+    assert [d.id for d in before.family("amd").devices] == [d.id for d in after.family("amd").devices]
+    (warning,) = [p for p in before.problems if p.code == "fallback-device-id"]
+    assert warning.severity == "warning"
+    assert "64 logical GPUs report uuid" not in warning.message  # 8 per GPU, not one uuid for the node
+    assert "8 logical GPUs report uuid 1aff74a1-" in warning.message and "ROCm 7.12+" in warning.message
+
+
+def _shared_uuid_host(fixtures: Fixtures, change: Callable[[dict[str, Any]], Any]) -> SimulatedHost:
+    data = fixtures[SHARED].model_dump(mode="json", by_alias=True)
+    for gpu in data["host"]["libraries"]["amdsmi"]["gpus"].values():
+        change(gpu)
+    return SimulatedHost(parse_fixture(data, "shared-uuid variant"))
+
+
+def test_without_kfd_info_the_pci_function_gives_the_partition(manager: PluginManager, fixtures: Fixtures) -> None:
+    # ROCm 6.1/6.2 have no amdsmi_get_gpu_kfd_info: the partition is still visible as the PCI function.
+    host = _shared_uuid_host(fixtures, lambda gpu: gpu.pop("kfd_info"))
+    family = collect_inventory(manager, host).family("amd")
+    assert family is not None
+    assert [d.id for d in family.devices] == fixtures[SHARED].expected.device_ids
+
+
+def test_without_any_partition_source_ids_are_a_fallback_that_says_it_changes(manager: PluginManager,
+                                                                              fixtures: Fixtures) -> None:
+    def hide_partition(gpu: dict[str, Any]) -> None:
+        gpu.pop("kfd_info")
+        gpu["errors"] = {"amdsmi_get_gpu_device_bdf": 2}
+
+    result = collect_inventory(manager, _shared_uuid_host(fixtures, hide_partition))
+    family = result.family("amd")
+    assert family is not None and len({d.id for d in family.devices}) == 64
+    assert family.devices[1].id == "1aff74a1-0000-1000-804f-6a2f95e3d5c0-1"
+    (warning,) = [p for p in result.problems if p.code == "fallback-device-id"]
+    assert "changes when the node moves to ROCm 7.12+" in warning.message
+
+
+def _ran(fixture: Fixture) -> list[str]:
+    ran: list[str] = []
+
+    class Recording(SimulatedHost):  # type: ignore[misc]
+        def run(self, argv, timeout=5.0):  # type: ignore[no-untyped-def]
+            ran.append(" ".join(argv[1:-1]))
+            return super().run(argv, timeout)
+
+    plugin.rayaccel_discover(Recording(fixture))
+    return ran
+
+
+@pytest.mark.parametrize(("name", "commands"), [(DPX_25, ["list", "static", "version"]),
+                                                (DPX_26, ["list", "static", "partition --current", "version"])])
+def test_both_amd_smi_layouts_give_partition_mode_and_id(manager: PluginManager, fixtures: Fixtures, name: str,
+                                                         commands: list[str]) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixtures[name]))
+    family = result.family("amd")
+    assert family is not None and [p for p in result.problems if p.severity == "error"] == []
+    assert [d.attributes["partition_id"] for d in family.devices] == [0, 1] * 8
+    assert [d.attributes.get("compute_partition") for d in family.devices[:2]] == ["DPX", None]
+    assert family.devices[0].attributes["memory_partition"] == "NPS1"
+    assert family.labels["amd.com/gpu.compute-partition"] == "DPX"
+    # Partitions share their GPU's uuid on ROCm 6.4/7.0: the ids are the ones ROCm 7.12 reports.
+    assert [d.id for d in family.devices] == fixtures[name].expected.device_ids
+    # `amd-smi partition` runs only when `static` has no partition section (amd-smi 26+).
+    assert _ran(fixtures[name]) == commands
+
+
+def test_partition_command_failing_keeps_the_gpus_and_their_ids(manager: PluginManager, fixtures: Fixtures) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixtures[DPX_26], faults=["amd-smi-partition-fails"]))
+    family = result.family("amd")
+    assert family is not None
+    assert [d.id for d in family.devices] == fixtures[DPX_26].expected.device_ids  # list's partition_id
+    assert "compute_partition" not in family.devices[0].attributes
+    (failed,) = [p for p in result.problems if p.code == "amd-smi-failed"]
+    assert "amd-smi partition --current --json" in failed.message
+
+
+def test_partition_rows_without_a_mode_do_not_give_a_partition_id() -> None:
+    # amd-smi 26 prints the previous row's partition_id on a secondary partition whose profile query failed.
+    text = json.dumps({"current_partition": [
+        {"gpu_id": 0, "memory": "NPS4", "accelerator_type": "CPX", "accelerator_profile_index": 3, "partition_id": "0"},
+        {"gpu_id": 1, "memory": "N/A", "accelerator_type": "N/A", "accelerator_profile_index": "N/A",
+         "partition_id": "0"}]})
+    assert cli.parse_partition(text) == {
+        0: {"compute_partition": "CPX", "memory_partition": "NPS4", "partition_id": 0},
+        1: {"compute_partition": None, "memory_partition": None, "partition_id": None}}
+
+
+def test_partition_rows_with_a_bad_gpu_id_are_reported_and_skipped() -> None:
+    with collect_problems() as sink:
+        found = cli.parse_partition(json.dumps({"current_partition": [{"gpu_id": "x"}, {"gpu_id": 2}]}))
+    assert list(found) == [2]
+    assert "gpu_id" in sink.drain()[0].message
+
+
+def test_list_reads_each_logical_gpus_partition_id() -> None:
+    text = json.dumps([{"gpu": 0, "bdf": "0000:05:00.0", "uuid": "u", "partition_id": 0},
+                       {"gpu": 1, "bdf": "0000:05:00.1", "uuid": "u", "partition_id": 1},
+                       {"gpu": 2, "bdf": "0000:26:00.0", "uuid": "v", "partition_id": "N/A"}])
+    assert [g["partition_id"] for g in cli.parse_list(text).values()] == [0, 1, None]
+
+
+URL = re.compile(r"https://\S+")
+TOOL_VERSION = re.compile(r"(amdsmi|amd-smi)[^;]*?\b\d+\.\d+(\.\d+)?", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_every_fixture_source_names_its_tool_version_and_documentation(fixtures: Fixtures, name: str) -> None:
+    source = fixtures[name].source
+    assert TOOL_VERSION.search(source), source
+    assert any("rocm.docs.amd.com/projects/amdsmi" in url for url in URL.findall(source)), source
