@@ -93,3 +93,33 @@ def test_pytest_conformance_without_the_conformance_extra_names_it(tmp_path: Pat
                           check=False)
     assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
     assert "pip install 'rayaccel[conformance]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_each_command_imports_only_its_own_module_and_the_table_says_which() -> None:
+    """`rayaccel inspect` must not pay for the template, Ray or transports commands: the table that maps a
+    command to its module is what each module registers, and running a command imports no other."""
+    probe = (
+        "import importlib, json, typer.main\n"
+        "from rayaccel.cli import COMMAND_MODULES, app\n"
+        "added, before = {}, set()\n"
+        "for module in dict.fromkeys(COMMAND_MODULES.values()):\n"
+        "    importlib.import_module(f'rayaccel.cli.{module}')\n"
+        "    after = set(typer.main.get_command(app).commands)\n"
+        "    added.update({name: module for name in after - before})\n"
+        "    before = after\n"
+        "print(json.dumps([added, COMMAND_MODULES]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    added, table = json.loads(done.stdout)
+    assert added == table
+    only = subprocess.run([sys.executable, "-c", "import sys\nfrom rayaccel.cli import main\n"
+                           "code = main(['inspect', '--json', '--simulate', 'acme/acme-4'])\n"
+                           "print(sorted(m for m in sys.modules if m.startswith('rayaccel.cli.')), file=sys.stderr)"],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
+                               "PYTHONPATH": str(Path(__file__).parent)})
+    assert only.returncode == 0, only.stderr[-3000:]
+    assert only.stderr.strip().splitlines()[-1] == "['rayaccel.cli.inventory']"
+    assert json.loads(only.stdout)["families"]

@@ -86,23 +86,39 @@ def output_path(value: str | Path) -> Path:
 
 
 def print_json(data: Any) -> None:
-    """Print data as strict JSON on stdout (indented for people on a terminal)."""
-    console.print_json(strict_json(data))
+    """Print data as strict JSON on stdout (indented for people on a terminal; written as it is, not
+    through Rich, which would cost a second parse of a large document)."""
+    text = strict_json(data)
+    if sys.stdout.isatty():
+        text = json.dumps(json.loads(text), indent=2)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
-#: Commands modules, in the order `rayaccel --help` lists their commands.
-COMMAND_MODULES = ("inventory", "node", "template", "sku", "record", "transports")
+#: The module that adds each built-in command, in the order `rayaccel --help` lists them: running a command
+#: imports only its own module (tests/test_cli_entry_points.py keeps this table equal to what registers).
+COMMAND_MODULES: dict[str, str] = {
+    "inspect": "inventory", "fixtures": "inventory", "plugins": "inventory", "start": "node", "stop": "node",
+    "new": "template", "upgrade": "template", "sku": "sku", "record": "record", "fixture": "record",
+    "transports": "transports",
+}
 #: Entry point group through which other packages add command groups (the conformance suite adds `certify`):
 #: ``[project.entry-points."rayaccel.cli"] NAME = "module:typer_app"`` becomes ``rayaccel NAME ...``.
 COMMANDS_GROUP = "rayaccel.cli"
 _added_groups: set[str] = set()
 
 
-def _register_commands() -> None:
+def _register_commands(argv: list[str] | None = None) -> None:
+    """Add the commands ``argv`` runs: a built-in command's module alone, else (help, an entry point's group,
+    a typo) every module and entry point group. Without ``argv``: everything."""
     import importlib
 
-    for name in COMMAND_MODULES:  # each adds its commands to `app` when imported
-        importlib.import_module(f"rayaccel.cli.{name}")
+    command = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
+    if command in COMMAND_MODULES:
+        importlib.import_module(f"rayaccel.cli.{COMMAND_MODULES[command]}")
+        return
+    for module in dict.fromkeys(COMMAND_MODULES.values()):  # each adds its commands to `app` when imported
+        importlib.import_module(f"rayaccel.cli.{module}")
     _add_entry_point_groups()
 
 
@@ -111,7 +127,7 @@ def _add_entry_point_groups() -> None:
     cannot be loaded still gets its name: running it says, in one line, which entry point is broken."""
     from importlib.metadata import entry_points
 
-    builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    builtin = set(COMMAND_MODULES)
     for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
         if ep.name in _added_groups or ep.name in builtin:  # a built-in command is never replaced
             continue
@@ -214,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         # Routed streams for the whole command: a hook abandoned at its timeout that prints later still
         # cannot write into the command's output (e.g. between the lines of `inspect --json`).
         with _sigint_marks_interrupt() as interrupted, containment.routed_streams():
-            _register_commands()
+            _register_commands(sys.argv[1:] if argv is None else argv)
             result = app(args=argv, standalone_mode=False)
         if interrupted:
             raise KeyboardInterrupt
