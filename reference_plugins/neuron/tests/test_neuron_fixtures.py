@@ -162,3 +162,95 @@ def test_transport_is_ray_s_nixl_over_efa_for_host_tensors() -> None:
 
     from ray.experimental import TensorTransportManager
     assert issubclass(getattr(importlib.import_module(module), name), TensorTransportManager)
+
+
+# -- The sysfs fallback (issue 27): the driver counts physical cores, the runtime schedules logical ones ------
+
+def _sysfs_family(manager, fault: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    fixture = fixture_named("trn2.48xlarge")
+    if env:
+        data = merge_patch(fixture.model_dump(mode="json", by_alias=True), {"host": {"env": env}})
+        fixture = parse_fixture(data, "trn2-env")
+    inventory = build(manager, SimulatedHost(fixture, faults=[fault]))
+    return inventory, inventory.family("neuron")
+
+
+def test_the_trn2_fixture_has_the_driver_s_physical_core_layout() -> None:
+    files = fixture_named("trn2.48xlarge").host.files
+    for index in range(16):
+        base = f"/sys/devices/virtual/neuron_device/neuron{index}"
+        # neuron_cdev.c prints nc_per_device with "%d" (no newline); V3_NC_PER_DEVICE is 8.
+        assert files[f"{base}/core_count"] == "8"
+        assert {k for k in range(16) if f"{base}/neuron_core{k}/info/architecture/arch_type" in files} == set(range(8))
+
+
+@pytest.mark.parametrize("fault", ["neuron-ls-fails", "neuron-ls-missing"])
+def test_sysfs_fallback_counts_logical_cores_at_the_default_lnc(manager, fault: str) -> None:  # type: ignore[no-untyped-def]
+    inventory, family = _sysfs_family(manager, fault)
+    assert family is not None and len(family.devices) == 16
+    assert inventory.resources["neuron_cores"] == 64
+    # Logical ids, device by device: what NEURON_RT_VISIBLE_CORES selects at LNC=2.
+    assert [d.units for d in family.devices[:2]] == [["0", "1", "2", "3"], ["4", "5", "6", "7"]]
+    assert sorted(family.schedulable_units, key=int) == [str(i) for i in range(64)]
+    first = family.devices[0].attributes
+    assert (first["nc_count"], first["logical_nc_config"], first["physical_cores"]) == (4, 2, 8)
+    assert family.labels["aws.amazon.com/neuron.logical-nc-config"] == "2"
+
+
+def test_sysfs_fallback_follows_neuron_logical_nc_config(manager) -> None:  # type: ignore[no-untyped-def]
+    inventory, family = _sysfs_family(manager, "neuron-ls-fails", {"NEURON_LOGICAL_NC_CONFIG": "1"})
+    assert family is not None and inventory.resources["neuron_cores"] == 128
+    assert family.devices[1].units == [str(i) for i in range(8, 16)]
+    assert family.devices[1].attributes["logical_nc_config"] == 1
+
+
+def test_a_bad_lnc_setting_is_reported_and_the_default_used(manager) -> None:  # type: ignore[no-untyped-def]
+    inventory, family = _sysfs_family(manager, "neuron-ls-fails", {"NEURON_LOGICAL_NC_CONFIG": "4"})
+    assert family is not None and inventory.resources["neuron_cores"] == 64
+    (bad,) = [p for p in inventory.problems if p.code == "malformed-value"]
+    assert "NEURON_LOGICAL_NC_CONFIG" in bad.message and "'4'" in bad.message
+
+
+def test_lnc_does_not_apply_before_trainium2(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = fixture_named("trn1.32xlarge")
+    data = merge_patch(fixture.model_dump(mode="json", by_alias=True), {"host": {
+        "env": {"NEURON_LOGICAL_NC_CONFIG": "2"}, "files": {"/opt/aws/neuron/bin/neuron-ls": None},
+        "commands": {CMD: None}}})
+    inventory = build(manager, SimulatedHost(parse_fixture(data, "trn1-no-tools")))
+    family = inventory.family("neuron")
+    assert family is not None and inventory.resources["neuron_cores"] == 32  # 16 Trainium x 2, LNC=1 always
+    assert family.devices[1].units == ["2", "3"]
+
+
+def test_missing_neuron_ls_with_the_driver_loaded_is_a_warning_not_silence(manager) -> None:  # type: ignore[no-untyped-def]
+    inventory, family = _sysfs_family(manager, "neuron-ls-missing")
+    assert family is not None
+    (problem,) = inventory.problems
+    assert problem.code == "neuron-ls-missing" and problem.severity == "warning"
+    assert "neuron-ls is not installed" in problem.message and "sysfs" in problem.message
+    assert problem.fix is not None and "aws-neuronx-tools" in problem.fix
+
+
+@pytest.mark.parametrize(("pci_id", "sku"), [("0x7364", "trainium2"), ("0x7564", "trainium3"), ("0x7565", "trainium3")])
+def test_trainium_pci_ids_resolve(pci_id: str, sku: str) -> None:
+    from rayaccel import Device
+    from rayaccel.catalog import load_catalog, resolve_sku
+
+    catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")  # the catalog validator accepts it
+    device = Device(index=0, id="neuron-x", product_name="AWS Neuron device", pci_device_id=pci_id)
+    record = resolve_sku(catalog, device)
+    assert record is not None and record.id == sku and record.accelerator_type == "aws-neuron-core"
+    if sku == "trainium3":
+        # What the driver confirms is set; what it does not (memory, NeuronLink generation) stays unknown.
+        assert record.architecture == "neuroncore-v4" and record.match.product_names == ["Trainium3"]
+        assert record.memory_mib is None and record.interconnect is None
+
+
+def test_an_absurd_core_count_in_sysfs_is_refused(manager) -> None:  # type: ignore[no-untyped-def]
+    fixture = fixture_named("trn2.48xlarge")
+    data = merge_patch(fixture.model_dump(mode="json", by_alias=True), {"host": {"files": {
+        "/sys/devices/virtual/neuron_device/neuron3/core_count": "1000000000"}}})
+    inventory = build(manager, SimulatedHost(parse_fixture(data, "trn2-bad-count"), faults=["neuron-ls-missing"]))
+    family = inventory.family("neuron")
+    assert family is not None and len(family.devices) == 15 and inventory.resources["neuron_cores"] == 60
+    assert any(p.code == "malformed-value" and "core_count" in p.message for p in inventory.problems)

@@ -72,11 +72,15 @@ def main() -> int:
     data["description"] = ("EC2 trn2u.48xlarge, node 1 of a 2-node Trn2 UltraServer group "
                            "(NEURON_RT_ULTRASERVER_MODE=2), Neuron 2.34 tools: neuron-ls --output-format json only; "
                            "driver tree under /sys/class/neuron_device with ECC counters as <counter>/total")
-    data["source"] = ("Neuron 2.34 end-of-support announcement for neuron-ls --json-output (new --output-format json "
-                      "with top-level instance and UltraServer details; key names assumed); AWS "
-                      "k8s-ultraserver-init-script (NEURON_RT_ULTRASERVER_MODE 1=X4, 2=X2H, 3=X2V, 4=X1, "
-                      "NEURON_GLOBAL_TOPOID, NEURON_GLOBAL_TOPOID0_HOST); driver sysfs counter layout <counter>/total "
-                      "assumed for post-2.31 drivers; devices, cores and serials as in trn2.48xlarge")
+    data["source"] = ("neuron-ls --output-format json of aws-neuronx-tools from Neuron 2.34, as announced at "
+                      "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/index.html (the "
+                      "end-of-support notice for --json-output: top-level instance and UltraServer details; the full "
+                      "layout is unpublished, key names assumed); AWS k8s-ultraserver-init-script "
+                      "(https://github.com/aws-neuron/aws-neuron-sdk, NEURON_RT_ULTRASERVER_MODE 1=X4, 2=X2H, 3=X2V, "
+                      "4=X1, NEURON_GLOBAL_TOPOID, NEURON_GLOBAL_TOPOID0_HOST); Neuron driver sysfs under "
+                      "/sys/class/neuron_device with counters as <counter>/total assumed for post-2.31 "
+                      "aws-neuronx-dkms (https://github.com/aws-neuron/aws-neuron-driver); devices, physical cores "
+                      "(core_count 8) and serials as in trn2.48xlarge")
     expected = data["expected"]
     labels = expected["labels"]
     labels["aws.amazon.com/neuron.instance-type"] = "trn2u.48xlarge"

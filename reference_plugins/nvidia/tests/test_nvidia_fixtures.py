@@ -202,3 +202,51 @@ def test_metrics_in_standard_units_and_nvlink_rates_from_the_second_sample_on() 
     l4_devices = plugin.rayaccel_discover(l4)
     plugin.rayaccel_metrics(l4, l4_devices)
     assert not [m for m in plugin.rayaccel_metrics(l4, l4_devices) if m.name.startswith("interconnect")]
+
+
+# -- Issue 27: per-link NVLink bandwidth follows the architecture, not the version enum alone ------------------
+
+def _nvlink_gbps(family) -> set[float | None]:  # type: ignore[no-untyped-def]
+    return {link.bandwidth_gbps for link in family.topology.links if link.kind == "nvlink"}
+
+
+def test_h100_answering_nvlink_5_keeps_hopper_bandwidth_and_says_so(manager: PluginManager) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
+    healthy = inventory(manager, fixture).family("nvidia")
+    assert healthy is not None and _nvlink_gbps(healthy) == {18 * 25.0}
+    result = inventory(manager, fixture, ("nvlink-version-5-0-on-hopper",))
+    family = result.family("nvidia")
+    assert family is not None
+    # 18 links x Hopper's 25 GB/s, not 18 x 50 as NVML_NVLINK_VERSION_5_0 alone would say.
+    assert _nvlink_gbps(family) == {18 * 25.0}
+    mismatches = [p for p in result.problems if p.code == "nvlink-version-mismatch"]
+    assert len(mismatches) == 8 and {p.severity for p in mismatches} == {"warning"}
+    first = next(p for p in mismatches if "GPU 0 " in p.message)
+    for part in (family.devices[0].id, "NVML_NVLINK_VERSION_5_0 (7)", "hopper", "NVML_NVLINK_VERSION_4_0",
+                 "25 GB/s", "would give 50 GB/s"):
+        assert part in first.message
+
+
+def test_a100_answering_nvlink_3_1_is_reported_with_the_same_bandwidth(manager: PluginManager) -> None:
+    fixture = load_fixture(next(p for p in FIXTURES if p.stem == "a100-mig"))
+    result = inventory(manager, fixture, ("nvlink-version-3-1-on-ampere",))
+    (problem,) = [p for p in result.problems if p.code == "nvlink-version-mismatch"]
+    assert problem.severity == "info"
+    for part in ("GPU 0", "NVIDIA A100-SXM4-40GB", "NVML_NVLINK_VERSION_3_1 (5)", "ampere",
+                 "NVML_NVLINK_VERSION_3_0", "25 GB/s"):
+        assert part in problem.message
+    assert inventory(manager, fixture).problems == []
+
+
+def test_nvlink_bandwidth_without_a_known_architecture_follows_the_version() -> None:
+    from types import SimpleNamespace
+
+    from rayaccel import Device
+    from rayaccel_nvidia import topology
+    from rayaccel_nvidia.nvml import CONSTANTS
+
+    nvml = SimpleNamespace(**CONSTANTS)  # the nvmlNvlinkVersion_t values, as the bindings carry them
+    pascal = Device(index=0, id="GPU-p", product_name="Tesla P100-SXM2-16GB", architecture=None)
+    assert topology.per_link_gbps(nvml, pascal, [nvml.NVML_NVLINK_VERSION_1_0]) == 20.0
+    blackwell = Device(index=0, id="GPU-b", product_name="NVIDIA B200", architecture="blackwell")
+    assert topology.per_link_gbps(nvml, blackwell, [None]) == 50.0  # no version readable: the architecture's

@@ -163,3 +163,26 @@ def test_nvlink_throughput_is_the_counter_delta_per_second() -> None:
     assert metrics.throughput((0, 1000, 500), (2_000_000, 3000, 500)) == (1024000.0, 0.0)
     assert metrics.throughput((5, 1000, 500), (5, 2000, 600)) is None  # no time passed
     assert metrics.throughput((0, 1000, 500), (1_000_000, 10, 10)) is None  # counters reset: driver reloaded
+
+
+# Issue 27: every id NVIDIA's open-gpu-kernel-modules README lists for these SKUs resolves by id, not by name.
+@pytest.mark.parametrize(("pci_id", "name", "sku"), [
+    ("0x2901", "NVIDIA B200", "b200-sxm-180gb"), ("0x2909", "NVIDIA B200", "b200-sxm-180gb"),
+    ("0x2941", "NVIDIA GB200", "gb200-nvl"),
+    ("0x3182", "NVIDIA B300 SXM6 AC", "b300-sxm6"),
+    ("0x31c2", "NVIDIA GB300", "gb300-nvl"), ("0x31c3", "NVIDIA GB300", "gb300-nvl"),
+    ("0x2bb5", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-blackwell-server"),
+])
+def test_blackwell_ids_resolve_by_pci_id(pci_id: str, name: str, sku: str) -> None:
+    from rayaccel import Device
+    from rayaccel.catalog import sku_disagreement
+    from rayaccel_nvidia.naming import accelerator_type
+
+    catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")  # the catalog validator accepts it
+    # A name the catalog does not know: only the PCI id can resolve it.
+    by_id = Device(index=0, id="GPU-x", product_name="NVIDIA Graphics Device", pci_device_id=pci_id)
+    record = resolve_sku(catalog, by_id)
+    assert record is not None and record.id == sku and record.architecture == "blackwell"
+    named = Device(index=0, id="GPU-x", product_name=name, pci_device_id=pci_id)
+    assert resolve_sku(catalog, named) is record and sku_disagreement(catalog, named) is None
+    assert record.accelerator_type == accelerator_type(name)  # what Ray derives from NVML's name

@@ -21,8 +21,8 @@ NS = uuid.UUID("6f1d3c1e-5b0a-4c47-9a7e-2f4c8d0b1a22")
 MIB = 2**20
 SWITCH, GPU = 2, 0
 # nvmlDeviceGetNvLinkVersion answers an nvmlNvlinkVersion_t, not the NVLink generation: taken from the bindings.
-NVLINK3, NVLINK4, NVLINK5 = (pynvml.NVML_NVLINK_VERSION_3_0, pynvml.NVML_NVLINK_VERSION_4_0,
-                             pynvml.NVML_NVLINK_VERSION_5_0)
+NVLINK3, NVLINK3_1, NVLINK4, NVLINK5 = (pynvml.NVML_NVLINK_VERSION_3_0, pynvml.NVML_NVLINK_VERSION_3_1,
+                                       pynvml.NVML_NVLINK_VERSION_4_0, pynvml.NVML_NVLINK_VERSION_5_0)
 TX, RX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
 
 
@@ -103,8 +103,15 @@ def switch_links(count: int, version: int, switches: list[str | None], per_switc
     return links
 
 
+#: Which tool and version every fixture's answers follow, and where that format is documented.
+NVML_DOCS = ("https://docs.nvidia.com/deploy/nvml-api/index.html (NVML API Reference; bindings "
+             "https://pypi.org/project/nvidia-ml-py/)")
+
+
 def fixture(name: str, description: str, source: str, hostname: str, nvml: dict[str, Any],
             expected: dict[str, Any], faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    source = (f"NVML of NVIDIA driver {nvml['driver_version']} (libnvidia-ml.so) as nvidia-ml-py 13.x (pynvml) returns "
+              f"it, documented at {NVML_DOCS}; {source}")
     return {"schema": "rayaccel-fixture/1", "plugin": "nvidia", "name": name, "description": description,
             "source": source, "host": {"hostname": hostname, "libraries": {"nvml": nvml}},
             "expected": expected, "faults": faults or []}
@@ -191,10 +198,19 @@ def dgx_h100() -> dict[str, Any]:
          "patch": {"libraries": {"nvml": {"devices": {"4": {"name": "\ufffd\ufffd\ufffd\x07",
                                                             "uuid": "GPU-\ufffd\ufffd\ufffd\ufffd"}}}}},
          "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False}},
+        {"name": "nvlink-version-5-0-on-hopper", "kind": "other",
+         "description": "the driver answers NVML_NVLINK_VERSION_5_0 (7) for every NVLink of these Hopper GPUs (seen "
+                        "on some H100 drivers): per-link bandwidth stays Hopper's 25 GB/s, not NVLink 5's 50, and the "
+                        "mismatch is reported",
+         "patch": {"libraries": {"nvml": {"devices": {str(i): {"nvlink": {str(link): {"version": NVLINK5}
+                                                                          for link in range(18)}}
+                                                      for i in range(8)}}}},
+         "expected": {"devices": 8, "health": {}, "resources": full,
+                      "problem_codes": ["nvlink-version-mismatch"]}},
     ]
     return fixture("dgx-h100", "NVIDIA DGX H100: 8x H100 SXM5 80GB on four NVSwitch chips, 2 sockets",
-                   "NVML answer shapes of nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_4_0, throughput "
-                   "counters per link by scopeId); DGX H100 topology (18 NVLink4 links per GPU to "
+                   "NVLink version NVML_NVLINK_VERSION_4_0, throughput "
+                   "counters per link by scopeId; DGX H100 topology (18 NVLink4 links per GPU to "
                    "4 NVSwitches) from NVIDIA's DGX H100 user guide", "dgx-h100-01", nvml, expected, faults)
 
 
@@ -224,8 +240,8 @@ def hgx_b200() -> dict[str, Any]:
                          arch="blackwell", driver="570.124.06", cuda="12.8", product="NVIDIA-B200", cc=(10, 0),
                          mig_capable=True, domain=("hgx-b200-01-nvswitch", "nvswitch", 8)),
     }
-    return fixture("hgx-b200", "NVIDIA HGX B200: 8x B200 on two NVLink 5 switch chips", "NVML answer shapes of "
-                   "nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_5_0); HGX B200 topology (18 NVLink5 "
+    return fixture("hgx-b200", "NVIDIA HGX B200: 8x B200 on two NVLink 5 switch chips", "NVLink version "
+                   "NVML_NVLINK_VERSION_5_0; HGX B200 topology (18 NVLink5 "
                    "links per GPU)", "hgx-b200-01", nvml, expected)
 
 
@@ -262,10 +278,11 @@ def gb200_tray(tray: int = 7, name: str = "gb200-nvl72-tray") -> dict[str, Any]:
     pair = ("; one of a pair with gb200-nvl72-tray-08: the same cluster UUID and clique id, so the two trays are one "
             "NVLink domain")
     return fixture(name, f"Compute tray {tray:02d} of a GB200 NVL72 rack: 4 GPUs in NVLink clique 32766",
-                   "NVML answer shapes of nvidia-ml-py 13.x (nvmlDeviceGetGpuFabricInfoV: clusterUuid, cliqueId, "
-                   "state COMPLETED; NVLink version NVML_NVLINK_VERSION_5_0); NVL72 layout (18 compute trays of "
+                   "nvmlDeviceGetGpuFabricInfoV: clusterUuid, cliqueId, "
+                   "state COMPLETED; NVLink version NVML_NVLINK_VERSION_5_0; NVL72 layout (18 compute trays of "
                    "4 GPUs, one NVLink domain of 72) from NVIDIA's GB200 NVL72 documentation; PCI device id "
-                   "0x2941 unverified" + pair, f"gb200-tray-{tray:02d}", nvml, expected)
+                   "0x2941 as in the open-gpu-kernel-modules README table" + pair, f"gb200-tray-{tray:02d}", nvml,
+                   expected)
 
 
 def gb200_tray_08() -> dict[str, Any]:
@@ -301,7 +318,7 @@ def h100_mig() -> dict[str, Any]:
                          mig_capable=True),
     }
     return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
-                   "pod sees it", "NVML answer shapes of nvidia-ml-py 13.x; H100 MIG profile names from NVIDIA's MIG "
+                   "pod sees it", "H100 MIG profile names from NVIDIA's MIG "
                    "user guide (memory sizes approximate); an empty slot answers NVML_ERROR_INVALID_ARGUMENT as "
                    "NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it like NOT_FOUND)",
                    "h100-pod-5", nvml, expected)
@@ -325,7 +342,7 @@ def l4_single() -> dict[str, Any]:
                          driver="550.90.07", cuda="12.4", product="NVIDIA-L4", cc=(8, 9), mig_capable=False),
     }
     return fixture("l4-single", "EC2 g6.xlarge: one NVIDIA L4 (PCIe, no NVLink, no MIG)",
-                   "NVML answer shapes of nvidia-ml-py 13.x", "ip-10-0-3-17", nvml, expected)
+                   "one L4 (PCI id 0x27B8; no NVLink; MIG not supported)", "ip-10-0-3-17", nvml, expected)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -364,7 +381,7 @@ def a100_pcie_pair() -> dict[str, Any]:
                       "fatal": False, "problem_codes": ["fallback-device-id"]}},
     ]
     return fixture("a100-pcie-pair", "Two A100 PCIe 40GB, one per socket, no NVLink bridge: PCIe only",
-                   "NVML answer shapes of nvidia-ml-py 13.x (NVLink version NVML_NVLINK_VERSION_3_0); the "
+                   "NVLink version NVML_NVLINK_VERSION_3_0; the "
                    "uuid-not-supported fault follows Ray's NvidiaGPUAcceleratorManager, which counts GPUs with "
                    "nvmlDeviceGetCount alone", "a100-pcie-02", nvml, expected, faults)
 
@@ -396,10 +413,19 @@ def a100_mig() -> dict[str, Any]:
                          arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-SXM4-40GB", cc=(8, 0),
                          mig_capable=True),
     }
+    faults = [
+        {"name": "nvlink-version-3-1-on-ampere", "kind": "other",
+         "description": "the A100 answers NVML_NVLINK_VERSION_3_1 (5) for its NVLinks, not _3_0 (4), as seen in "
+                        "open-mpi/hwloc#658: reported (info: the bandwidth is Ampere's 25 GB/s either way)",
+         "patch": {"libraries": {"nvml": {"devices": {"0": {"nvlink": {str(link): {"version": NVLINK3_1}
+                                                                     for link in range(12)}}}}}},
+         "expected": {"devices": 1, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["nvlink-version-mismatch"]}},
+    ]
     return fixture("a100-mig", "One MIG-enabled A100 SXM4 40GB (3g.20gb + 2x 2g.10gb) as a pod sees it",
-                   "NVML answer shapes of nvidia-ml-py 13.x (MIG device handles, profiles in the MIG device name; "
-                   "NVLink version NVML_NVLINK_VERSION_3_0)",
-                   "dgxa100-pod-3", nvml, expected)
+                   "MIG device handles, profiles in the MIG device name; "
+                   "NVLink version NVML_NVLINK_VERSION_3_0",
+                   "dgxa100-pod-3", nvml, expected, faults)
 
 
 def main() -> int:

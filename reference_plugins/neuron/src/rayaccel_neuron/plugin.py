@@ -69,15 +69,16 @@ def _run_neuron_ls(host: Host, tool: str, args: tuple[str, ...]) -> Any:
 
 
 def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
-    """neuron-ls's devices; [] when the tools or the driver are absent. Raises NeuronLsError otherwise.
+    """neuron-ls's devices; [] when the driver is absent. Raises NeuronLsError otherwise.
 
     Neuron 2.34+ takes ``--output-format json``; older tools refuse it and take ``--json-output``, so the new
-    flag is tried first. When neuron-ls fails although the driver's sysfs tree is there, the devices are read
-    from sysfs (with a warning) rather than reporting none.
+    flag is tried first. When neuron-ls fails, or is not installed (a container given the driver's devices but
+    not aws-neuronx-tools), although the driver's sysfs tree is there, the devices are read from sysfs (with a
+    warning) rather than reporting none.
     """
     tool = _neuron_ls_path(host)
     if tool is None:
-        return []
+        return _without_neuron_ls(host)
     failures: list[str] = []
     try:
         for args in (neuronls.NEURON_LS_NEW_ARGS, neuronls.NEURON_LS_ARGS):  # a tool before 2.34 refuses the new flag
@@ -88,7 +89,7 @@ def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
             failures.append(f"{tool} {' '.join(args)} exited with {result.returncode}: "
                             f"{detail[0] if detail else 'no message'}")
     except CommandNotFound:
-        return []
+        return _without_neuron_ls(host)
     command = f"{tool} {' '.join(args)}"
     if result.returncode != 0:
         if not sysfs.present(host):
@@ -111,6 +112,19 @@ def read_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
         report_problem("neuron-ls-disagrees", f"{command} reported {len(infos)} Neuron devices but the driver's "
                        f"sysfs ({sysfs.root(host)}) shows {in_sysfs}", severity="error", fix=neuronls.NeuronLsError.FIX)
     return infos
+
+
+def _without_neuron_ls(host: Host) -> list[neuronls.NeuronDeviceInfo]:
+    """No neuron-ls on this host: the driver's sysfs devices, with a warning; [] when the driver is absent too."""
+    if not sysfs.present(host):
+        return []  # neither tools nor driver: a host without Neuron devices
+    fallback = sysfs.devices_from_sysfs(host, instance.instance_type(host))
+    if fallback:
+        report_problem("neuron-ls-missing", f"neuron-ls is not installed ({neuronls.NEURON_LS} and PATH) but the "
+                       f"Neuron driver is loaded: the {len(fallback)} devices are read from the driver's sysfs "
+                       f"({sysfs.root(host)}) instead (no memory size or PCI address)",
+                       fix="install aws-neuronx-tools (it provides neuron-ls) on the host or in the container image")
+    return fallback
 
 
 def _product_name(host: Host, index: int, instance_type: str | None) -> str:

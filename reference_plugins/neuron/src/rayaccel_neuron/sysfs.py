@@ -7,6 +7,13 @@ Read by the driver's own names (aws-neuronx-dkms, neuron_sysfs_metrics.c):
 * ``stats/hardware/sram_ecc_uncorrected`` -- uncorrected ECC events in on-chip SRAM
 * ``info/serial_number`` (16 hex digits), ``info/architecture/{arch_type,device_name,instance_type}``
 * ``neuron_core<k>/stats/memory_usage/device_mem/<category>/total`` -- bytes in use now, per category
+* ``core_count`` -- the driver's ``nc_per_device``, printed as ``%d`` with no newline (neuron_cdev.c)
+
+The driver knows only PHYSICAL NeuronCores: ``core_count`` and the ``neuron_core<k>`` directories count 8 per
+Trainium2 device (V3_NC_PER_DEVICE). The runtime schedules LOGICAL cores: on Trn2 and later it groups
+``NEURON_LOGICAL_NC_CONFIG`` physical cores into one (2 by default; 1 is the only other value), on Trn1,
+Inf2 and Inf1 one physical core is one logical core. ``NEURON_RT_VISIBLE_CORES`` takes the logical ids, so
+the sysfs fallback divides by that setting before it numbers cores.
 
 Each counter file holds one decimal number and a newline. Newer drivers publish a counter as a directory
 holding ``total`` (and ``present``), as they do for the per-core status counters; both are read. The device
@@ -20,13 +27,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rayaccel import Host
-from rayaccel.reporting import plain_int, vendor_int
-from rayaccel_neuron.neuronls import NeuronDeviceInfo
+from rayaccel.reporting import malformed, plain_int, report_problem, vendor_int
+from rayaccel_neuron.neuronls import MAX_CORES_PER_DEVICE, NeuronDeviceInfo
 
 ROOT = "/sys/devices/virtual/neuron_device"
 CLASS_ROOT = "/sys/class/neuron_device"
 ROOTS = (ROOT, CLASS_ROOT)
 DRIVER_VERSION = "/sys/module/neuron/version"
+#: The runtime's Logical NeuronCore setting (physical cores per logical core); Neuron documents 1 and 2.
+LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
+LNC_VALUES = (1, 2)
+#: The runtime's default LNC by the driver's device arch_type (info/architecture/arch_type, "ND" + suffix):
+#: 2 on Trainium2 (NDv3) and later, where LNC exists; 1 before it (Trn1/Inf2 NDv2, Inf1 NDv1).
+LNC_DEFAULT_BY_ARCH = {"NDv1": 1, "NDv2": 1, "NDv3": 2, "NDv4": 2}
+#: The same by device name, for a driver without arch_type.
+LNC_DEFAULT_BY_NAME = {"Inferentia": 1, "Inferentia2": 1, "Trainium1": 1, "Trainium": 1, "Trainium2": 2,
+                       "Trainium3": 2}
 
 
 def root(host: Host | None = None) -> str:
@@ -130,29 +146,76 @@ def device_memory_used(host: Host, index: int) -> int | None:
     return total if seen else None
 
 
-def devices_from_sysfs(host: Host, instance_type: str | None = None) -> list[NeuronDeviceInfo]:
-    """The devices as the driver's sysfs alone shows them: the fallback when neuron-ls fails.
+def default_logical_nc_config(host: Host, index: int) -> int:
+    """The runtime's default physical cores per logical core for device ``index``: 2 on Trn2 and later, else 1."""
+    arch = read(host, f"{device_dir(index, host)}/info/architecture/arch_type")
+    if arch in LNC_DEFAULT_BY_ARCH:
+        return LNC_DEFAULT_BY_ARCH[arch]
+    generation = plain_int(arch[len("NDv"):]) if arch and arch.startswith("NDv") else None
+    if generation is not None:
+        return 2 if generation >= 3 else 1  # a newer generation than this table: LNC has applied since V3
+    name = read(host, f"{device_dir(index, host)}/info/architecture/device_name")
+    return LNC_DEFAULT_BY_NAME.get(name or "", 1)
 
-    Per device: ``core_count`` (else the ``neuron_core<k>`` directories), ``connected_devices``. Core ids
-    are numbered device by device, as the runtime does. Memory and PCI address are not in this tree.
+
+def requested_logical_nc_config(host: Host) -> int | None:
+    """NEURON_LOGICAL_NC_CONFIG as the runtime would take it; None when unset (a bad value is reported once)."""
+    raw = (host.getenv(LNC_ENV) or "").strip()
+    if not raw:
+        return None
+    value = plain_int(raw)
+    if value not in LNC_VALUES:
+        malformed(LNC_ENV, raw, f"one of {', '.join(map(str, LNC_VALUES))}; each device's default is used")
+        return None
+    return value
+
+
+def logical_nc_config(host: Host, index: int, requested: int | None) -> int:
+    """Physical NeuronCores per logical one for device ``index``: the requested setting, else the default."""
+    default = default_logical_nc_config(host, index)
+    if requested is None or default == 1:
+        return default  # LNC applies only to Trn2 and later: before them one physical core is one logical
+    return requested
+
+
+def devices_from_sysfs(host: Host, instance_type: str | None = None) -> list[NeuronDeviceInfo]:
+    """The devices as the driver's sysfs alone shows them: the fallback when neuron-ls fails or is missing.
+
+    Per device: ``core_count`` (else the ``neuron_core<k>`` directories) gives the PHYSICAL cores; divided by
+    the logical core config (:func:`logical_nc_config`) they are the logical cores the runtime schedules.
+    Core ids are logical and numbered device by device, as the runtime does. ``connected_devices`` gives the
+    NeuronLink peers. Memory and PCI address are not in this tree.
     """
     found = []
+    requested = requested_logical_nc_config(host)
     for index in device_indices(host):
         base = device_dir(index, host)
-        cores = read_count(host, f"{base}/core_count")
-        if cores is None:
-            cores = 0
-            while host.is_dir(f"{base}/neuron_core{cores}"):
-                cores += 1
-        if not cores:
+        physical = read_count(host, f"{base}/core_count")
+        if physical is None:
+            physical = 0
+            while host.is_dir(f"{base}/neuron_core{physical}"):
+                physical += 1
+        if physical > MAX_CORES_PER_DEVICE:
+            # A broken driver answer must not become millions of core ids.
+            malformed(f"{base}/core_count", physical, f"at most {MAX_CORES_PER_DEVICE} NeuronCores; the device is "
+                      "not reported")
             continue
+        if not physical:
+            continue
+        lnc = logical_nc_config(host, index, requested)
+        if physical % lnc:
+            report_problem("neuron-cores-uneven", f"Neuron device {index} has {physical} physical NeuronCores, "
+                           f"which do not group into logical cores of {lnc}; each physical core is counted as one",
+                           fix=f"check {LNC_ENV} and the driver ({base}/core_count)")
+            lnc = 1
         peers = [n for n in map(plain_int, (read(host, f"{base}/connected_devices") or "").split(","))
                  if n is not None]
-        found.append((index, cores, peers))
+        found.append((index, physical // lnc, lnc, peers))
     infos = []
-    for index, cores, peers in found:
-        # Core ids run device by device in index order (NEURON_RT_VISIBLE_CORES' numbering).
-        first = sum(c for i, c, _ in found if i < index)
+    first = 0
+    for index, cores, lnc, peers in found:
+        # Logical core ids run device by device in index order (NEURON_RT_VISIBLE_CORES' numbering).
         infos.append(NeuronDeviceInfo(index=index, nc_count=cores, core_ids=list(range(first, first + cores)),
-                                      connected_to=peers, instance_type=instance_type))
+                                      connected_to=peers, logical_nc_config=lnc, instance_type=instance_type))
+        first += cores
     return infos

@@ -27,7 +27,8 @@ from rayaccel_nvidia.discovery import UNREADABLE, optional
 #: NVLink 4 (H100/H200) is ``_4_0`` = 6, NVLink 5 (B200/GB200) is ``_5_0`` = 7. Per link and direction:
 #: P100 20 GB/s; V100 and A100 25 GB/s (A100: 12 links, 600 GB/s both ways); H100 25 GB/s (18 links,
 #: 900 GB/s both ways); B200 50 GB/s (18 links, 1.8 TB/s both ways). The values are looked up by name in
-#: the bindings (:func:`nvlink_gbps`), never re-typed.
+#: the bindings (:func:`nvlink_gbps`), never re-typed. Used only where the GPU's architecture is unknown
+#: (:data:`NVLINK_BY_ARCHITECTURE` decides otherwise).
 NVLINK_GBPS: dict[str, float] = {
     "NVML_NVLINK_VERSION_1_0": 20.0,
     "NVML_NVLINK_VERSION_2_0": 25.0,
@@ -42,6 +43,52 @@ NVLINK_GBPS: dict[str, float] = {
 def nvlink_gbps(nvml: Any) -> dict[int, float]:
     """The bandwidth table keyed by the enum values of this NVML binding (pynvml or the simulation)."""
     return {int(getattr(nvml, name)): gbps for name, gbps in NVLINK_GBPS.items() if hasattr(nvml, name)}
+
+
+#: The NVLink a GPU architecture has (the ``rayaccel.io/architecture`` name, from nvmlDeviceGetArchitecture or
+#: the compute capability): the version names NVML should answer and the per-link, per-direction GB/s.
+#: The version alone is not trusted: an A100 has been seen answering NVML_NVLINK_VERSION_3_1 (5) where
+#: NVLink 3.0 is NVML_NVLINK_VERSION_3_0 (4) (open-mpi/hwloc#658), and some H100 drivers answer
+#: NVML_NVLINK_VERSION_5_0 (7) for NVLink 4, which the version table would make 50 GB/s instead of 25.
+NVLINK_BY_ARCHITECTURE: dict[str, tuple[tuple[str, ...], float]] = {
+    "volta": (("NVML_NVLINK_VERSION_2_0", "NVML_NVLINK_VERSION_2_2"), 25.0),
+    "ampere": (("NVML_NVLINK_VERSION_3_0",), 25.0),
+    "hopper": (("NVML_NVLINK_VERSION_4_0",), 25.0),
+    "blackwell": (("NVML_NVLINK_VERSION_5_0",), 50.0),
+}
+
+
+def _version_name(nvml: Any, version: int) -> str:
+    names = [n for n in NVLINK_GBPS if getattr(nvml, n, None) == version]
+    return f"{names[0]} ({version})" if names else f"{version} (not an nvmlNvlinkVersion_t this plugin knows)"
+
+
+def per_link_gbps(nvml: Any, device: Device, versions: Sequence[int | None]) -> float | None:
+    """One NVLink's GB/s for this GPU: its architecture's, else what the version enum says.
+
+    A version that is not the architecture's is reported (naming GPU, version, architecture and the value
+    used); the architecture wins because NVML's version answers are known to be off (see above)."""
+    by_version = _gbps(nvlink_gbps(nvml), versions)
+    known = NVLINK_BY_ARCHITECTURE.get(device.architecture or "")
+    if known is None:
+        return by_version
+    names, gbps = known
+    expected = {int(getattr(nvml, n)) for n in names if hasattr(nvml, n)}
+    odd = sorted({v for v in versions if v is not None and v not in expected})
+    if odd and expected:
+        answered = ", ".join(_version_name(nvml, v) for v in odd)
+        differs = by_version is not None and by_version != gbps
+        report_problem(
+            "nvlink-version-mismatch",
+            f"GPU {device.index} ({device.product_name}, {device.id}) answers NVLink version {answered} but its "
+            f"architecture {device.architecture} has {' or '.join(names)}; the architecture's {gbps:g} GB/s per "
+            f"link and direction is used" + (f" (the version alone would give {by_version:g} GB/s)" if differs
+                                              else " (the same as the version gives)"),
+            severity="warning" if differs else "info",
+            fix="none needed for scheduling; update the NVIDIA driver if tools that trust the NVLink version "
+                "report the wrong bandwidth")
+    return gbps
+
 
 #: NVML does not say how many GPUs a clique spans (an NVL72 rack: 72, but partitions can be smaller);
 #: an operator who knows sets it, otherwise the domain size is what this host sees.
@@ -82,33 +129,41 @@ def _gbps(table: dict[int, float], versions: Sequence[int | None]) -> float | No
     return min(known) if known else None
 
 
+def _smaller(a: float | None, b: float | None) -> float | None:
+    # Two GPUs reach each other at the bandwidth of the slower end.
+    known = [v for v in (a, b) if v is not None]
+    return min(known) if known else None
+
+
 def topology(nvml: Any, devices: Sequence[Device], host_name: str) -> Topology:
     readable = [d for d in devices if UNREADABLE not in d.attributes]
     handles = {d.id: nvml.nvmlDeviceGetHandleByIndex(d.index) for d in readable}
     by_bus = {_bus(d.pci_bus_id): d.id for d in readable if d.pci_bus_id}
     direct: Counter[tuple[str, str]] = Counter()
-    direct_versions: dict[tuple[str, str], list[int | None]] = {}
     switch_links: dict[str, list[int | None]] = {}
+    device_ends: dict[str, list[tuple[int, str, str | None, int | None]]] = {}
     for device in readable:
-        for _, kind, remote_bus, version in nvlink_ends(nvml, handles[device.id]):
+        device_ends[device.id] = nvlink_ends(nvml, handles[device.id])
+        for _, kind, remote_bus, version in device_ends[device.id]:
             peer = by_bus.get(remote_bus) if remote_bus else None
             if kind == "switch" or (kind == "unknown" and remote_bus and peer is None):
                 switch_links.setdefault(device.id, []).append(version)
             elif peer is not None and peer != device.id:
                 key = (min(device.id, peer), max(device.id, peer))
                 direct[key] += 1  # each end reports the link once
-                direct_versions.setdefault(key, []).append(version)
     links: dict[tuple[str, str], Link] = {}
-    table = nvlink_gbps(nvml)
+    # Per GPU, from every NVLink it reported (so a mismatch is one report per GPU, not per link or pair).
+    link_gbps = {d.id: per_link_gbps(nvml, d, [version for *_, version in device_ends[d.id]])
+                 for d in readable if device_ends[d.id]}
     for key, ends in direct.items():
         lanes = max(1, ends // 2)
-        per_link = _gbps(table, direct_versions[key])
+        per_link = _smaller(link_gbps.get(key[0]), link_gbps.get(key[1]))
         links[key] = Link(a=key[0], b=key[1], kind="nvlink", lanes=lanes,
                           bandwidth_gbps=per_link * lanes if per_link else None)
     on_switch = [d.id for d in readable if d.id in switch_links]
     for a, b in itertools.combinations(on_switch, 2):
         lanes = min(len(switch_links[a]), len(switch_links[b]))
-        per_link = _gbps(table, switch_links[a] + switch_links[b])
+        per_link = _smaller(link_gbps.get(a), link_gbps.get(b))
         key = (min(a, b), max(a, b))
         through_switch = per_link * lanes if per_link else None
         existing = links.get(key)
