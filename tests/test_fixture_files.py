@@ -51,3 +51,26 @@ def test_every_shipped_fixture_states_its_expected_labels():
     assert {ref.split("/", 1)[0] for ref in shipped} >= {"nvidia", "amd", "tpu", "neuron", "gaudi"}
     missing = [ref for ref, path in shipped.items() if not load_fixture(path).expected.labels]
     assert missing == [], f"fixtures without expected.labels: {missing}"
+
+
+REFERENCE_PLUGINS = ("nvidia", "amd", "tpu", "neuron", "gaudi")
+
+
+def test_every_shipped_fixture_names_its_tool_version_and_where_the_format_is_documented():
+    """A simulated machine is only as right as the tool output it copies: its `source` says which tool (and
+    version) its answers follow and where that format is documented, so a reviewer can check it field by
+    field and the next tool version's changes can be found."""
+    import re
+
+    manager = PluginManager()
+    shipped = {ref: path for ref, path in installed_fixtures(manager).items() if ref.split("/")[0] in REFERENCE_PLUGINS}
+    assert {ref.split("/")[0] for ref in shipped} == set(REFERENCE_PLUGINS)
+    lacking = {}
+    for ref, path in sorted(shipped.items()):
+        source = load_fixture(path).source or ""
+        missing = [what for what, pattern in (("a tool version", r"\d+\.\d+|\b\d+\.x\b"),
+                                              ("a documentation URL", r"https?://\S+"))
+                   if not re.search(pattern, source)]
+        if missing:
+            lacking[ref] = missing
+    assert lacking == {}

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from rayaccel import RealHost, SkuMatch, SkuRecord
+from rayaccel.errors import FixtureError
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.ray.driver import configure_node
 from rayaccel.simulation.expectations import compare_expected
 from rayaccel.simulation.fixtures import load_fixture, parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
@@ -141,3 +143,33 @@ def test_fixture_for_sku_rewrites_pci_ids_and_generation() -> None:
 
 def test_transports_declare_nothing_ray_cannot_carry() -> None:
     assert plugin.rayaccel_transports() == []
+
+
+GKE_POD_ENV = {"TPU_ACCELERATOR_TYPE": "v5p-16", "TPU_NAME": "tpu-v5p-16-slice-a", "TPU_TOPOLOGY": "2x2x2",
+               "TPU_WORKER_HOSTNAMES": "tpu-v5p-16-slice-a-0.tpu-svc,tpu-v5p-16-slice-a-1.tpu-svc"}
+
+
+@pytest.mark.parametrize("worker", [0, 1])
+def test_a_gke_node_starts_with_the_pod_env_ray_reads(manager, tmp_path: Path, worker: int) -> None:  # type: ignore[no-untyped-def]
+    # The env of the node's `ray start` (rayaccel start and Cluster.add_node build it here): what Ray's own TPU
+    # code in a worker of the real GKE node finds in its environment.
+    faults = str(tmp_path / "faults")
+    env = configure_node(f"tpu/v5p-16-worker{worker}", fault_file=faults, manager=manager).env
+    assert {k: env.get(k) for k in [*GKE_POD_ENV, "TPU_WORKER_ID"]} == {**GKE_POD_ENV, "TPU_WORKER_ID": str(worker)}
+    assert "TPU_DEVICE_PLUGIN_ADDR" not in env  # simulated through the host only: Ray's agent would scrape it
+
+
+def test_a_gce_node_gets_no_tpu_env(manager, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # On a GCE TPU VM the slice facts are metadata, not environment: nothing is made up for the node.
+    env = configure_node("tpu/v5e-8", fault_file=str(tmp_path / "faults"), manager=manager).env
+    assert not [k for k in env if k.startswith("TPU_") and k != "TPU_VISIBLE_CHIPS"]
+
+
+def test_process_env_names_variables_of_the_host_env() -> None:
+    data = load_fixture(next(p for p in FIXTURES if p.stem == "v5p-16-worker0")).model_dump(mode="json", by_alias=True)
+    data["host"]["process_env"] = ["TPU_NAME", "TPU_SLICE_ID"]
+    with pytest.raises(FixtureError, match=r"process_env names \['TPU_SLICE_ID'\], which env does not set"):
+        parse_fixture(data, "bad")
+    data["host"]["process_env"] = ["TPU NAME"]
+    with pytest.raises(FixtureError, match="process_env"):
+        parse_fixture(data, "bad")

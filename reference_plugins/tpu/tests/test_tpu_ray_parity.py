@@ -45,7 +45,10 @@ class RayView:
         self.host = host
         self.metadata_calls: list[dict[str, Any]] = []
         for key in TPU_ENV:
-            monkeypatch.delenv(key, raising=False)
+            # Set first, so the undo also removes what Ray's manager writes into os.environ itself (its
+            # set_current_process_visible_accelerator_ids): no TPU_VISIBLE_CHIPS leaks into later tests.
+            monkeypatch.setenv(key, "")
+            monkeypatch.delenv(key)
         for key, value in host.environ().items():
             monkeypatch.setenv(key, value)
         real_isdir, real_listdir = os.path.isdir, os.listdir
@@ -100,7 +103,15 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
 
     assert Ray.get_resource_name() == family.family.resource_name
     assert Ray.get_visible_accelerator_ids_env_var() == family.family.visible_devices_env_var
-    assert Ray.get_current_node_num_accelerators() == inventory.resources["TPU"] == len(family.devices)
+    found = chips.find_chips(host)
+    functions = sum(len(c.nodes) for c in found)
+    healthy = [h for h in family.health if h.state != "unhealthy"]
+    # Deliberate difference: Ray counts TPU-backed VFIO groups, i.e. PCI functions (two per TPU7x chip, one
+    # per chiplet); the plugin counts chips, as tpu-info does, one TPU unit each.
+    assert Ray.get_current_node_num_accelerators() == functions
+    assert inventory.resources.get("TPU", 0) == len(healthy)
+    if all(len(c.nodes) == 1 for c in found):
+        assert Ray.get_current_node_num_accelerators() == inventory.resources["TPU"] == len(family.devices)
 
     ray_type = Ray.get_current_node_accelerator_type()
     if slice_info.read_slice_info(host).pod_type:
@@ -170,3 +181,55 @@ def test_whole_node_allocation_names_every_chip_where_ray_unsets_the_variable(
     assert "TPU_VISIBLE_CHIPS" not in os.environ
     # The hook sees only the ids, not the node: naming all 8 chips selects the same chips.
     assert manager.visible_env("tpu", every) == {"TPU_VISIBLE_CHIPS": ",".join(every)}
+
+
+@pytest.mark.usefixtures("clear_ray_cache")
+def test_tpu7x_chiplets_are_one_chip_each_where_ray_counts_every_vfio_group(manager: PluginManager,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_TPU_RESOURCE_PER_CHIP", raising=False)
+    host = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "tpu7x-8")))
+    inventory = InventoryBuilder(manager, ["tpu"]).build(host)
+    RayView(host, monkeypatch)
+    assert Ray.get_current_node_num_accelerators() == 8  # Ray: one unit per VFIO group, i.e. per chiplet
+    assert inventory.resources["TPU"] == 4  # the plugin: one per chip, Ray's RAY_TPU_RESOURCE_PER_CHIP default
+    # Unit 1 is chip 1 (both of its chiplets), which is what TPU_VISIBLE_CHIPS=1 names to the TPU runtime.
+    assert manager.visible_env("tpu", ["1"]) == {"TPU_VISIBLE_CHIPS": "1", "TPU_CHIPS_PER_HOST_BOUNDS": "1,1,1",
+                                                 "TPU_HOST_BOUNDS": "1,1,1"}
+
+
+@pytest.mark.usefixtures("clear_ray_cache")
+@pytest.mark.parametrize("units", [["0"], ["0", "1"], ["2", "3"], ["2", "5"], ["0", "1", "2", "3"],
+                                   ["4", "5", "6", "7"]])
+def test_resource_per_chip_gives_ray_s_units_and_visible_chips(manager: PluginManager,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               units: list[str]) -> None:
+    host = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "tpu7x-8")))
+    RayView(host, monkeypatch)
+    monkeypatch.setenv("RAY_TPU_RESOURCE_PER_CHIP", "2")  # the operator's opt-in, in the node's environment
+    inventory = InventoryBuilder(manager, ["tpu"]).build(host)
+    family = inventory.family("tpu")
+    assert family is not None and len(family.devices) == 4
+    # Two units per chip, chip c holding 2c and 2c+1: as many as Ray's count of VFIO groups here.
+    assert [d.unit_ids for d in family.devices] == [["0", "1"], ["2", "3"], ["4", "5"], ["6", "7"]]
+    assert inventory.resources["TPU"] == Ray.get_current_node_num_accelerators() == 8
+    # The TPU runtime's mask names the physical chips of the units, as Ray collapses them.
+    Ray.set_current_process_visible_accelerator_ids(units)
+    ray_env = {k: os.environ[k] for k in ("TPU_VISIBLE_CHIPS", "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_HOST_BOUNDS")
+               if k in os.environ}
+    assert manager.visible_env("tpu", units) == ray_env
+    # ... and reading that mask back gives every unit of those chips, as Ray expands it.
+    chips_value = ray_env["TPU_VISIBLE_CHIPS"]
+    assert manager.parse_visible("tpu", chips_value) == Ray.get_current_process_visible_accelerator_ids()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", " 2"])
+def test_an_invalid_resource_per_chip_is_reported_and_counts_one_where_ray_raises(
+        manager: PluginManager, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("RAY_TPU_RESOURCE_PER_CHIP", value)
+    with pytest.raises(ValueError, match="RAY_TPU_RESOURCE_PER_CHIP"):
+        ray_tpu.get_tpu_resource_per_chip()
+    inventory = InventoryBuilder(manager, ["tpu"]).build(SimulatedHost(load_fixture(
+        next(p for p in FIXTURES if p.stem == "tpu7x-8"))))
+    assert inventory.resources["TPU"] == 4
+    (problem,) = [p for p in inventory.problems if p.code == "malformed-value"]
+    assert "RAY_TPU_RESOURCE_PER_CHIP" in problem.message

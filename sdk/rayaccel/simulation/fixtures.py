@@ -13,10 +13,10 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
@@ -66,6 +66,9 @@ class HostState(Record):
 
     hostname: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    process_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list, description="Names of env variables every process on the node has (a GKE pod's "
+                                          "TPU_* variables): a simulated Ray node starts with them")
     files: dict[str, str] = Field(default_factory=dict,
                                   description="Absolute path -> content. A key ending in '/' is an empty dir")
     commands: dict[str, SimCommand] = Field(default_factory=dict,
@@ -73,6 +76,14 @@ class HostState(Record):
     http: dict[str, SimHttp] = Field(default_factory=dict, description="URL -> response")
     libraries: dict[str, Any] = Field(default_factory=dict,
                                       description="Vendor library name -> data for its simulated adapter")
+
+    @model_validator(mode="after")
+    def _process_env_is_env(self) -> HostState:
+        # The node's processes and the plugin must see one machine: a name here is a variable of ``env``.
+        missing = [name for name in self.process_env if name not in self.env]
+        if missing:
+            raise ValueError(f"process_env names {missing}, which env does not set")
+        return self
 
 
 class Fault(Record):

@@ -5,6 +5,12 @@ or, on VFIO-based images (v5e, v5p, v6e and TPU7x VMs), ``/dev/vfio/<group>`` wh
 device of Google's PCI vendor id 0x1ae0 (``/sys/kernel/iommu_groups/<group>/devices/<bdf>/vendor``). The
 PCI device id names the generation (0x005e v4, 0x0063 v5e, 0x0062 v5p, 0x006f v6e, 0x0076 v7x, as Google's
 tpu-info reads it).
+
+A TPU7x chip is two chiplets, which the host sees as two PCI functions of one PCI device (``.0`` and ``.1``),
+each in its own IOMMU group: a tpu7x-8 VM has 8 VFIO groups and 4 chips. As tpu-info 0.14 does
+(``device.get_chips``), functions are grouped into chips by their domain:bus:device address, and chips are
+numbered in the order of their first function's group; ``TPU_VISIBLE_CHIPS`` counts those chips. Ray 2.60
+counts VFIO groups instead (one unit per group, 8 here): see the README's differences.
 """
 
 from __future__ import annotations
@@ -21,12 +27,23 @@ PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p"
 _ACCEL = re.compile(r"^/dev/accel(\d+)$")
 
 
+#: Chiplets (PCI functions, PJRT devices) per chip where there is more than one, as tpu-info's devices_per_chip.
+CHIPLETS_PER_CHIP = {"v7x": 2}
+
+
 @dataclass(frozen=True)
 class Chip:
     index: int
+    #: The chip's first device node (function 0's VFIO group, or ``/dev/accel<N>``).
     node: str
     pci_bus_id: str | None = None
     pci_device_id: str | None = None
+    #: Every device node of the chip, one per chiplet (two VFIO groups on TPU7x); default ``(node,)``.
+    chiplet_nodes: tuple[str, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.chiplet_nodes or (self.node,)
 
 
 def _read(host: Host, path: str) -> str | None:
@@ -74,18 +91,37 @@ def _accel_chips(host: Host) -> list[Chip]:
     return sorted(chips, key=lambda c: c.index)
 
 
-def _vfio_tpu_function(host: Host, group: str) -> tuple[str, str | None] | None:
-    """(bdf, PCI device id) of the Google function in an IOMMU group, or None when it holds none."""
+def _vfio_tpu_functions(host: Host, group: str) -> list[tuple[str, str | None]]:
+    """(bdf, PCI device id) of each Google function in an IOMMU group; empty when it holds none."""
     root = f"/sys/kernel/iommu_groups/{group}/devices"
     try:
         functions = host.list_dir(root)
     except (FileNotFoundError, NotADirectoryError):
-        return None
+        return []
+    found = []
     for bdf in functions:
         vendor = _read(host, f"{root}/{bdf}/vendor")
         if vendor and vendor.lower() == GOOGLE_PCI_VENDOR:
-            return bdf, _hex_id(_read(host, f"{root}/{bdf}/device"))
-    return None
+            found.append((bdf, _hex_id(_read(host, f"{root}/{bdf}/device"))))
+    return found
+
+
+def pci_device_address(bdf: str) -> str:
+    """``0000:00:04.1`` -> ``0000:00:04``: the PCI device whose functions are one chip's chiplets."""
+    address, dot, function = bdf.rpartition(".")
+    return address if dot and function.isdigit() else bdf
+
+
+def _function_number(bdf: str) -> int:
+    function = bdf.rpartition(".")[2]
+    return int(function) if function.isdigit() else 0
+
+
+@dataclass(frozen=True)
+class _Function:
+    group: int
+    bdf: str
+    pci_device_id: str | None
 
 
 def _vfio_chips(host: Host) -> list[Chip]:
@@ -93,13 +129,20 @@ def _vfio_chips(host: Host) -> list[Chip]:
         groups = sorted((g for g in host.list_dir("/dev/vfio") if plain_int(g) is not None), key=int)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    chips: list[Chip] = []
+    by_device: dict[str, list[_Function]] = {}
     for group in groups:
-        found = _vfio_tpu_function(host, group)
-        if found is not None:
-            # TPU_VISIBLE_CHIPS counts chips 0..n-1, not IOMMU group numbers.
-            chips.append(Chip(index=len(chips), node=f"/dev/vfio/{group}", pci_bus_id=found[0],
-                              pci_device_id=found[1]))
+        for bdf, device_id in _vfio_tpu_functions(host, group):
+            by_device.setdefault(pci_device_address(bdf), []).append(_Function(int(group), bdf, device_id))
+    # tpu-info's order: by the group of each chip's function 0 (else its first function), numerically.
+    chiplet_lists = sorted((sorted(fs, key=lambda f: _function_number(f.bdf)) for fs in by_device.values()),
+                           key=lambda fs: fs[0].group)
+    chips: list[Chip] = []
+    for functions in chiplet_lists:
+        first = functions[0]
+        nodes = tuple(f"/dev/vfio/{f.group}" for f in functions)
+        # TPU_VISIBLE_CHIPS counts chips 0..n-1, not IOMMU group numbers nor PCI functions.
+        chips.append(Chip(index=len(chips), node=nodes[0], pci_bus_id=first.bdf, pci_device_id=first.pci_device_id,
+                          chiplet_nodes=nodes if len(nodes) > 1 else ()))
     return chips
 
 
@@ -110,6 +153,11 @@ def find_chips(host: Host) -> list[Chip]:
 
 def chip_generation(chip: Chip) -> str | None:
     return PCI_DEVICE_GENERATIONS.get(chip.pci_device_id or "")
+
+
+def expected_chiplets(generation: str | None) -> int:
+    """How many PCI functions a whole chip of this generation shows (1 when unknown)."""
+    return CHIPLETS_PER_CHIP.get(generation or "", 1)
 
 
 def chip_id(chip: Chip) -> str:

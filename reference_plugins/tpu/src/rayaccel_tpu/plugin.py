@@ -50,14 +50,26 @@ def rayaccel_discover(host: Host) -> list[Device]:
     if any(chips.chip_generation(c) is None for c in found):
         pod_type = slice_info.read_slice_info(host).pod_type
         fallback = podtype.generation(pod_type) if pod_type else None
+    # One Ray TPU unit per chip, or Ray's RAY_TPU_RESOURCE_PER_CHIP units (one per chiplet on TPU7x with 2).
+    # A Ray setting, not a fact of the machine: read from this process's env, as Ray and the other hooks do.
+    per_chip = visibility.resource_per_chip(report=True)
+    # Chips of one host are alike: one with fewer PCI functions than another has lost a chiplet, even where
+    # the generation is not in the table (a new SKU).
+    widest = max(len(c.nodes) for c in found)
     devices = []
     for chip in found:
         generation = chips.chip_generation(chip) or fallback
+        attributes: dict[str, str | int | float | bool] = {"node": chip.node}
+        chiplets = max(chips.expected_chiplets(generation), widest)
+        if chiplets > 1:
+            # Health checks every chiplet's VFIO group, and flags a chip found with fewer than a whole one has.
+            attributes |= {"chiplet_nodes": ",".join(chip.nodes), "chiplets": chiplets}
         devices.append(Device(
             index=chip.index, id=chips.chip_id(chip),
             product_name=podtype.product_name(generation) if generation else "Google TPU",
             pci_device_id=chip.pci_device_id, pci_bus_id=chip.pci_bus_id,
-            attributes={"node": chip.node},
+            units=visibility.chip_units(chip.index, per_chip) if per_chip > 1 else [],
+            attributes=attributes,
         ))
     return devices
 
@@ -74,11 +86,22 @@ def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
     # health and metrics are a gRPC service inside the workload, not something a node agent can read).
     reports = []
     for device in devices:
-        node = str(device.attributes.get("node", ""))
-        if node and not host.exists(node):
+        # Every chiplet's device node (two VFIO groups for a TPU7x chip), and how many a whole chip has.
+        nodes = [n for n in str(device.attributes.get("chiplet_nodes") or device.attributes.get("node", "")).split(",")
+                 if n]
+        chiplets = device.attributes.get("chiplets")
+        whole = chiplets if isinstance(chiplets, int) and not isinstance(chiplets, bool) else len(nodes)
+        lost = [n for n in nodes if not host.exists(n)]
+        if lost and len(lost) == len(nodes):
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[HealthReason(
-                code="tpu-chip-lost", fatal=True,
-                message=f"chip {device.index} ({node}) is gone: the TPU fell off the bus or its driver unbound")]))
+                code="tpu-chip-lost", fatal=True, message=f"chip {device.index} ({', '.join(nodes)}) is gone: "
+                "the TPU fell off the bus or its driver unbound")]))
+        elif lost or len(nodes) < whole:
+            # Half a TPU7x chip is no chip the runtime can use: the whole chip is out.
+            missing = ", ".join(lost) if lost else f"{whole - len(nodes)} of its {whole} PCI functions"
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[HealthReason(
+                code="tpu-chiplet-lost", fatal=True, message=f"chip {device.index} has lost a chiplet ({missing}): "
+                "one of its PCI functions fell off the bus or its VFIO group is gone")]))
         else:
             reports.append(HealthReport(device=device.id, state="healthy"))
     return reports
