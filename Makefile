@@ -22,7 +22,7 @@ demo: install
 	$(BIN)/python -m demo
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 lint: install
 	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks scripts demo

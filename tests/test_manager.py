@@ -57,9 +57,26 @@ def test_malformed_result_is_a_problem_naming_plugin_hook_and_field(manager_with
     problem = next(p for p in inventory.problems if p.plugin == "bad")
     assert problem.code == "invalid-record"
     assert problem.hook == "rayaccel_discover"
-    assert "at 0/index: " in problem.message and "greater than or equal to 0" in problem.message
+    assert "item 0 (id 'x') at index: " in problem.message and "greater than or equal to 0 (got -1)" in problem.message
     assert problem.fix and "Device" in problem.fix
     assert inventory.resources["ACME"] == 4  # the well-behaved plugin is untouched
+
+
+def test_one_malformed_device_costs_itself_not_the_family(manager_with_acme, acme_host):
+    """One GPU's garbage (a negative memory size, a name that is no string) is left out with one problem each
+    naming the device, the field and the value; the good devices beside it are reported."""
+    good = [{"index": i, "id": f"g{i}", "product_name": "G"} for i in range(3)]
+    bad_memory = {"index": 3, "id": "g3", "product_name": "G", "memory_mib": -1}
+    bad_name = {"index": 4, "id": "g4", "product_name": 7}
+    plugin = make_plugin("bad", rayaccel_discover=lambda host: [*good, bad_memory, bad_name])
+    assert manager_with_acme.register(plugin, "bad")
+    inventory = collect_inventory(manager_with_acme, acme_host)
+    assert [d.id for d in inventory.family("bad").devices] == ["g0", "g1", "g2"]
+    messages = [p.message for p in inventory.problems if p.plugin == "bad" and p.code == "invalid-record"]
+    assert len(messages) == 2
+    assert "item 3 (id 'g3') at memory_mib: " in messages[0] and "(got -1)" in messages[0]
+    assert "item 4 (id 'g4') at product_name: " in messages[1] and "(got 7)" in messages[1]
+    assert all("\n" not in m for m in messages)
 
 
 def test_plugin_that_raises_does_not_stop_the_others(manager_with_acme, acme_host):

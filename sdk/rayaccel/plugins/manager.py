@@ -27,6 +27,7 @@ import functools
 import importlib
 import os
 import time
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from rayaccel.plugins.configuration import (
 )
 from rayaccel.plugins.conventions import conventional_hooks
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
-from rayaccel.reporting import ReportSink, collect_problems
+from rayaccel.reporting import ReportSink, collect_problems, shown
 from rayaccel.schemas import describe_validation_error
 
 if TYPE_CHECKING:
@@ -65,6 +66,19 @@ if TYPE_CHECKING:
 
 #: Each hook's answer is validated with the adapter of the type its spec names.
 _ADAPTERS = {name: TypeAdapter(info.result) for name, info in hookspec.HOOKS.items()}
+#: Hooks answering a list of records (devices, health reports, metric samples, transports) are validated record
+#: by record, with the adapter of the item type.
+_ITEM_ADAPTERS = {name: TypeAdapter(typing.get_args(info.result)[0]) for name, info in hookspec.HOOKS.items()
+                  if typing.get_origin(info.result) is list and isinstance(typing.get_args(info.result)[0], type)
+                  and issubclass(typing.get_args(info.result)[0], rec.Record)}
+
+
+def _item_name(index: int, item: Any) -> str:
+    """How a problem names a list answer's item: its position, and its id or device when it has one."""
+    fields = item if isinstance(item, dict) else getattr(item, "__dict__", {})
+    named = next((f"{key} {shown(fields[key])}" for key in ("id", "device", "name")
+                  if isinstance(fields.get(key), str)), None)
+    return f"item {index}" + (f" ({named})" if named else "")
 
 
 class _Missing:
@@ -361,6 +375,16 @@ class PluginManager:
         ok, result = self._bounded(fn, kwargs, plugin, dist, hook, problems)
         if not ok:
             return None
+        if hook == "rayaccel_discover" and isinstance(result, list | tuple) and len(result) > MAX_DEVICES:
+            # Cut before anything is done per device: validating 100,000 garbage records takes seconds.
+            self._problem(plugin, dist, hook, "too-many-devices",
+                          f"reported {len(result)} devices, more than the {MAX_DEVICES} one node can hold; the "
+                          f"first {MAX_DEVICES} are kept", "check the vendor tool's output for garbage",
+                          sink=problems)
+            result = list(result[:MAX_DEVICES])
+        item_adapter = _ITEM_ADAPTERS.get(hook)
+        if item_adapter is not None and isinstance(result, list | tuple):
+            return self._valid_items(plugin, dist, hook, item_adapter, result, problems)
         try:
             return _ADAPTERS[hook].validate_python(result)
         except ValidationError as e:
@@ -368,6 +392,21 @@ class PluginManager:
                           f"returned a malformed result: {describe_validation_error(e)}",
                           hookspec.HOOKS[hook].fix, sink=problems)
             return None
+
+    def _valid_items(self, plugin: str, dist: str | None, hook: str, adapter: TypeAdapter[Any],
+                     items: Sequence[Any], problems: list[rec.Problem] | None) -> list[Any]:
+        """A list answer item by item: a malformed record costs itself (one problem naming it, the field and
+        the value), never the records beside it (one GPU's bad memory size must not hide the other seven)."""
+        valid = []
+        for i, item in enumerate(items):
+            try:
+                valid.append(adapter.validate_python(item))
+            except ValidationError as e:
+                self._problem(plugin, dist, hook, "invalid-record",
+                              f"returned a malformed record, left out: {_item_name(i, item)} "
+                              f"{describe_validation_error(e, with_input=True)}",
+                              hookspec.HOOKS[hook].fix, sink=problems)
+        return valid
 
     def watch_calls(self, watcher: HookCallWatcher) -> None:
         """Have ``watcher`` see every later call of plugin code (once, however often it is added)."""
@@ -508,12 +547,6 @@ class PluginManager:
 
     def discover(self, plugin: str, host: Host, problems: list[rec.Problem]) -> list[rec.Device] | None:
         result: list[rec.Device] | None = self.answer(plugin, "rayaccel_discover", problems, host=host)
-        if result is not None and len(result) > MAX_DEVICES:
-            self._problem(plugin, self._distribution(plugin), "rayaccel_discover", "too-many-devices",
-                          f"reported {len(result)} devices, more than the {MAX_DEVICES} one node can hold; the "
-                          f"first {MAX_DEVICES} are kept", "check the vendor tool's output for garbage",
-                          sink=problems)
-            return list(result[:MAX_DEVICES])
         return result
 
     def topology(self, plugin: str, host: Host, devices: Sequence[rec.Device],

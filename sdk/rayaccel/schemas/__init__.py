@@ -30,9 +30,15 @@ def where(path: Iterable[str | int]) -> str:
     return "/".join(str(p) for p in path) or "(top level)"
 
 
-def describe_validation_error(e: ValidationError, limit: int = 3) -> str:
-    """The first ``limit`` errors of a model, as 'at <path>: <message>', '; '-joined (the one pydantic formatter)."""
-    parts = [f"at {where(err['loc'])}: {err['msg']}" for err in e.errors()[:limit]]
+def describe_validation_error(e: ValidationError, limit: int = 3, with_input: bool = False) -> str:
+    """The first ``limit`` errors of a model, as 'at <path>: <message>', '; '-joined (the one pydantic formatter).
+    ``with_input``: each names the value it refused too (cut to 60 characters), for a vendor's answer."""
+    def shown_input(err: Any) -> str:
+        if not with_input or isinstance(err.get("input"), dict | list):
+            return ""
+        return f" (got {repr(err.get('input'))[:60]})"
+
+    parts = [f"at {where(err['loc'])}: {err['msg']}{shown_input(err)}" for err in e.errors()[:limit]]
     more = f" (and {e.error_count() - limit} more)" if e.error_count() > limit else ""
     return "; ".join(parts) + more
 
