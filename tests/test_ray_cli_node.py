@@ -70,6 +70,8 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
         assert "node started with GPU=8, accelerator_type:H100=1" in started.stdout
         assert "health monitor polling every 2s" in started.stdout
         assert "Ray token authentication is ON" in started.stdout
+        fault_file = started.stdout.split("switch a fault on with: echo <fault> >> ", 1)[1].split()[0]
+        assert os.path.isfile(fault_file)  # created for the simulated node: `rayaccel stop` removes it
         assert "export RAY_AUTH_MODE=token" in started.stdout
         node_id = started.stdout.split("rayaccel: node ", 2)[-1].split()[0]
         assert f"node {node_id} is up" in started.stdout
@@ -90,6 +92,7 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
         stopped = rayaccel("stop", f"--address={address}", "--grace", "3")
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped" in stopped.stdout
+    assert not os.path.exists(fault_file)
     wait_for(lambda: cluster_processes(address), lambda pids: pids == [], timeout=30,
              what=f"no process of cluster {address} left")
     # Nothing of the node survives, not even the agents that rename themselves (ray::DashboardAgent).

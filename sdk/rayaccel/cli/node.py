@@ -30,7 +30,7 @@ from rayaccel.cli.inventory import PluginsOption
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
-from rayaccel.ray.processes import cluster_processes, stop_processes
+from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -289,5 +289,9 @@ def stop(
     pids = cluster_processes(address)
     if not pids:
         raise RayaccelError(f"no Ray processes of cluster {given} run on this machine")
+    fault_files = created_fault_files(pids)  # read from the processes' environment while they run
     stop_processes(pids, 10.0 if grace is None else grace)
+    for path in fault_files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     typer.echo(f"rayaccel: stopped {len(pids)} processes of cluster {address}")

@@ -16,7 +16,13 @@ from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.ray.node import NodeConfig, forget_started_nodes, node_config, remember_started_node
+from rayaccel.ray.node import (
+    CREATED_FAULT_FILE_PREFIX,
+    NodeConfig,
+    forget_started_nodes,
+    node_config,
+    remember_started_node,
+)
 from rayaccel.ray.registry import family_specs, install
 from rayaccel.simulation.fixtures import Fixture
 from rayaccel.simulation.host_factory import make_host, simulated_fixture
@@ -50,7 +56,7 @@ def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults:
     faults = list(faults)
     if simulate is not None and fault_file is None:
         simulate = simulated_fixture(simulate, faults, manager)  # checked before a file is made for it
-        fd, fault_file = tempfile.mkstemp(prefix="rayaccel-faults-", suffix=".txt")
+        fd, fault_file = tempfile.mkstemp(prefix=CREATED_FAULT_FILE_PREFIX, suffix=".txt")
         os.close(fd)
         with _lock:
             _created_files.append(fault_file)

@@ -9,6 +9,7 @@ import contextlib
 import os
 import re
 import signal
+import tempfile
 import time
 
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
@@ -103,3 +104,23 @@ def stop_processes(pids: list[int], grace: float) -> None:
         if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def created_fault_files(pids: list[int]) -> list[str]:
+    """The fault files rayaccel created for these processes' simulated node (named in their environment), so
+    that stopping the node removes them too; a fault file the operator gave is never one of them."""
+    import psutil
+
+    from rayaccel.ray.node import CREATED_FAULT_FILE_PREFIX
+    from rayaccel.simulation.host_factory import SIMULATE_FAULTS_ENV
+
+    found = set()
+    for pid in pids:
+        try:
+            path = psutil.Process(pid).environ().get(SIMULATE_FAULTS_ENV, "")
+        except (psutil.Error, OSError):
+            continue
+        if (path and os.path.dirname(path) == tempfile.gettempdir()
+                and os.path.basename(path).startswith(CREATED_FAULT_FILE_PREFIX)):
+            found.add(path)
+    return sorted(found)
