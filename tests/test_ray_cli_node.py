@@ -107,6 +107,9 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
     (["start", "--head", "--simulate", "acme/acme-4", "--fault", "melted"], "declares no fault 'melted'"),
     (["start", "--head", "--fault", "fatal-2"], "faults need a simulated node"),
     (["stop", "--address=127.0.0.1:1"], "no Ray processes of cluster 127.0.0.1:1"),
+    # Ray's own refusal of an option passed through: its exception in one line, not its traceback.
+    (["start", "--head", "--simulate", "acme/acme-4", "--port=10005", "--min-worker-port=10000",
+      "--max-worker-port=10010", "--no-monitor"], "ValueError: Ray component worker_ports is trying to use a port"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     done = rayaccel(*args)

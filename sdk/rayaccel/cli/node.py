@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -147,9 +148,20 @@ def start(
         args.append(f"--node-manager-port={_free_port()}")
     node_manager_port = int(_option(args, "--node-manager-port") or 0)
     auth_mode, why = _decide_auth("--head" in args)
-    done = subprocess.run([*_ray_command(), "start", *args], env={**os.environ, **config.env}, check=False)
+    # Ray's stderr is kept (and passed on once start ends) so that a refusal is one line, not its traceback;
+    # with --block `ray start` never ends, so it writes where it likes.
+    capture = "--block" not in args
+    done = subprocess.run([*_ray_command(), "start", *args], env={**os.environ, **config.env}, check=False,
+                          stderr=subprocess.PIPE if capture else None, text=True)
     if done.returncode != 0:
-        raise typer.Exit(done.returncode)
+        if config.fault_file and config.fault_file != fault_file:  # the one this command created
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(config.fault_file)
+        if not capture:
+            raise typer.Exit(done.returncode)
+        raise RayaccelError(f"`ray start {' '.join(args)}` failed: {ray_error_line(done.stderr)}")
+    if done.stderr:
+        sys.stderr.write(done.stderr)
     resources = ", ".join(f"{k}={v:g}" for k, v in sorted(config.resources.items()))
     typer.echo(f"rayaccel: node started with {resources or 'no accelerator resources'}")
     if auth_mode == "token":
@@ -170,6 +182,17 @@ def start(
         step = "its health monitor did not" if monitor else "it did not register"
         raise RayaccelError(f"the node started, but {step}: {type(e).__name__}: {e} {stop_hint}") from None
     typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
+
+
+def ray_error_line(stderr: str) -> str:
+    """The one line that says why a Ray command failed: the exception its traceback ends with (with the
+    advice line Ray prints after it, if any), else its last line of output."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception): ", lines[i]):
+            advice = lines[-1] if i < len(lines) - 1 and lines[-1].startswith(("If ", "Please ", "Try ")) else ""
+            return f"{lines[i][:400]}{' ' + advice[:200] if advice else ''}"
+    return lines[-1][:400] if lines else "it printed nothing; run it yourself to see why"
 
 
 #: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
