@@ -76,7 +76,7 @@ def baked(tmp_path_factory: pytest.TempPathFactory, buildtools: Path) -> dict[st
     new = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "-o", str(root / "hostile"),
                *(f"{k}={v}" for k, v in HOSTILE.items())], env={"HOME": str(root / "home")})
     assert new.returncode == 0, new.stderr[-3000:]
-    assert "created" in new.stdout
+    assert "created" in new.stdout and "first commit" in new.stdout
     projects = {"default": root / "default" / "rayaccel-example", "hostile": root / "hostile" / "rayaccel-qubit-s-q"}
     result = {}
     for name, project in projects.items():
@@ -159,6 +159,13 @@ def test_a_fresh_bake_passes_its_own_lint_and_type_checks(baked: dict[str, tuple
                    timeout=600)
         assert mypy.returncode == 0 and "Success" in mypy.stdout, mypy.stdout[-3000:]
         assert "rayaccel" not in mypy.stdout.replace(project.name, "")  # found, not "missing imports"
+
+
+def test_rayaccel_new_commits_the_bake_so_upgrade_can_merge(baked: dict[str, tuple[Path, Path]]) -> None:
+    project, _ = baked["hostile"]
+    tracked = run(["git", "-C", str(project), "ls-files"]).stdout.split()
+    assert "pyproject.toml" in tracked and ".cruft.json" in tracked
+    assert run(["git", "-C", str(project), "rev-list", "--count", "HEAD"]).stdout.strip() == "1"
 
 
 def test_a_fresh_bake_is_a_project_a_vendor_recognises(baked: dict[str, tuple[Path, Path]]) -> None:

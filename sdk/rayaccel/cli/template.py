@@ -154,8 +154,36 @@ def new(
     name = Path(project).name
     where = os.path.relpath(project)
     _say(f"created {project}")
+    committed = _first_commit(Path(project))
+    if committed:
+        _say(committed)
     _say(f"next: cd {shlex.quote(where)} && pip install -e '.[test,lint]' && pytest && pytest --conformance "
          f"--conformance-plugin {name.removeprefix('rayaccel-')}")
+
+
+def _first_commit(project: Path) -> str | None:
+    """Commit the baked project as its first commit (``rayaccel upgrade`` merges into committed work), under
+    the user's git identity, else one naming rayaccel; what was done, or why not, as one line."""
+    import subprocess
+
+    if not (project / ".git").is_dir():
+        return None
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(project), *args], capture_output=True, text=True, timeout=60,
+                              check=False)
+
+    try:
+        identity = [] if git("config", "user.email").stdout.strip() else [
+            "-c", "user.name=rayaccel new", "-c", "user.email=rayaccel-new@users.noreply.invalid"]
+        added = git("add", "-A")
+        done = git(*identity, "commit", "-q", "--no-verify", "-m", "Baked from the rayaccel vendor-plugin template")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the project is not committed ({type(e).__name__}: {e}); commit it before `rayaccel upgrade`"
+    if added.returncode or done.returncode:
+        why = (done.stderr or added.stderr).strip().splitlines()[-1:] or ["git failed"]
+        return f"the project is not committed ({why[0]}); commit it before `rayaccel upgrade`"
+    return "committed it as the project's first commit (rayaccel upgrade merges into committed work)"
 
 
 def _ask(checks: Any, template: Path, questions: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
