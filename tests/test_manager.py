@@ -298,3 +298,33 @@ def test_one_default_manager_per_process_and_settings(monkeypatch):
     assert default_manager() is first
     reset_default_manager()
     assert default_manager() is not first
+
+
+def test_a_plugin_importing_ray_is_not_blamed_for_what_importing_ray_sets(tmp_path, monkeypatch):
+    """The template's transport subclasses Ray's TensorTransportManager, so its module imports Ray, and
+    `import ray` writes RAY_CLIENT_MODE=0 into os.environ: that is Ray's, not the plugin's. A plugin writing
+    any other variable at import is still caught and undone."""
+    import subprocess
+    import sys
+
+    (tmp_path / "uses_ray.py").write_text(
+        "import ray  # noqa: F401\nimport os\nimport rayaccel.shm_transport  # noqa: F401\n"
+        "from rayaccel import FamilyDeclaration, QuantityRule, hookimpl\n"
+        "if os.environ.get('ALSO_WRITE'):\n    os.environ['ACME_SOMETHING'] = '1'\n"
+        "@hookimpl\ndef rayaccel_family():\n"
+        "    return FamilyDeclaration(name='uses-ray', vendor='U', resource_name='USES_RAY',\n"
+        "                             visible_devices_env_var='USES_RAY_VISIBLE_DEVICES',\n"
+        "                             quantity_rule=QuantityRule(kind='whole'), spec_version='1.0')\n"
+        "@hookimpl\ndef rayaccel_discover(host):\n    return []\n")
+    probe = ("from rayaccel.plugins.manager import PluginManager\n"
+             "m = PluginManager()\n"
+             "print(sorted(p.code for p in m.problems if p.plugin == 'uses-ray'), m.plugin_names())")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "RAY_CLIENT_MODE"}
+    env.update({"RAYACCEL_NO_AUTOLOAD": "1", "RAYACCEL_PLUGINS": "uses-ray=uses_ray", "PYTHONPATH": str(tmp_path)})
+    clean = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env,
+                           check=False)
+    assert clean.returncode == 0, clean.stderr[-2000:]
+    assert clean.stdout.strip() == "[] ['uses-ray']"
+    dirty = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                           env={**env, "ALSO_WRITE": "1"}, check=False)
+    assert dirty.stdout.strip() == "['environ-changed'] ['uses-ray']", dirty.stderr[-2000:]

@@ -21,3 +21,21 @@ def test_builtin_families_match_rays_registry():
 
 def test_label_prefix_matches_ray():
     assert ray_constants.RAY_DEFAULT_LABEL_KEYS_PREFIX == RAY_LABEL_PREFIX
+
+
+def test_what_importing_ray_sets_in_the_environment_is_known() -> None:
+    """A plugin importing Ray (a transport) must not be blamed for Ray's own import side effect, and nothing
+    else may pass unblamed: the table is exactly what a fresh `import ray` changes."""
+    import json
+    import subprocess
+    import sys
+
+    from rayaccel.raycompat import RAY_IMPORT_ENVIRON
+
+    probe = ("import json, os\nbefore = dict(os.environ)\nimport ray\n"
+             "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "RAY_CLIENT_MODE"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == RAY_IMPORT_ENVIRON

@@ -42,6 +42,10 @@ RAY_NODE_ID_LABEL = "ray.io/node-id"
 RAY_TPU_SLICE_LABEL = "ray.io/tpu-slice-name"
 RAY_TPU_WORKER_LABEL = "ray.io/tpu-worker-id"
 RAY_TPU_LABELS = (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL, "ray.io/tpu-topology", "ray.io/tpu-pod-type")
+#: What ``import ray`` writes into ``os.environ`` (``ray/_private/client_mode_hook.py``): a plugin that imports
+#: Ray (a transport subclassing Ray's ``TensorTransportManager``) is not blamed for it, and it is not undone.
+RAY_IMPORT_ENVIRON: dict[str, str] = {"RAY_CLIENT_MODE": "0"}
+
 #: The ``ray.io/`` labels Ray's own manager sets for a resource. A family with that resource may declare them
 #: (``FamilyDeclaration.ray_labels``) and set them as Ray would; no other ``ray.io/`` label is a plugin's.
 RAY_RESOURCE_LABELS: dict[str, tuple[str, ...]] = {"TPU": RAY_TPU_LABELS}

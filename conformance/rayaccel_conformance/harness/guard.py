@@ -40,6 +40,7 @@ from typing import Any
 import psutil
 
 from rayaccel.host import LibraryAdapter
+from rayaccel.plugins.containment import environ_changes
 from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
 from rayaccel_conformance.harness.audit import (
     Watch,
@@ -236,7 +237,7 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
     found = [f"{plugin}: {hook} {text}" for text in watch.events]
     # The process environment: reported and put back.
     env_after = dict(os.environ)
-    changed = sorted(k for k in set(env_before) | set(env_after) if env_before.get(k) != env_after.get(k))
+    changed = sorted(environ_changes(env_before, env_after))  # what `import ray` sets is Ray's, not the hook's
     if changed:
         for key in changed:
             if key in env_before:

@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from rayaccel.raycompat import RAY_IMPORT_ENVIRON
+
 #: Characters of a hook's stray output kept for its problem record; the rest is counted only.
 KEPT_OUTPUT_CHARS = 2000
 
@@ -118,13 +120,24 @@ def environ_snapshot() -> dict[Any, Any]:
     return dict(_environ_data())
 
 
+def _rays_own(key: Any, value: Any) -> bool:
+    """A change ``import ray`` makes itself (:data:`rayaccel.raycompat.RAY_IMPORT_ENVIRON`)."""
+    return RAY_IMPORT_ENVIRON.get(os.fsdecode(key)) == os.fsdecode(value)
+
+
+def environ_changes(before: Mapping[Any, Any], now: Mapping[Any, Any]) -> list[Any]:
+    """The variables set, changed or removed between two snapshots, except what importing Ray sets."""
+    return [k for k in set(before) | set(now) if before.get(k) != now.get(k)
+            and not (k in now and _rays_own(k, now[k]))]
+
+
 def restore_environ(before: Mapping[Any, Any]) -> list[str]:
-    """Undo every change to os.environ since ``before`` (an :func:`environ_snapshot`); the names that had
-    changed, sorted."""
+    """Undo every change to os.environ since ``before`` (an :func:`environ_snapshot`), except what importing
+    Ray sets; the names that had changed, sorted."""
     now = dict(_environ_data())
     if now == before:
         return []
-    changed = [k for k, v in now.items() if before.get(k) != v]
+    changed = [k for k, v in now.items() if before.get(k) != v and not _rays_own(k, v)]
     removed = [k for k in before if k not in now]
     for key in changed:
         if key in before:
