@@ -13,9 +13,9 @@ from rayaccel.inventory.topology import EXHAUSTIVE_LIMIT, adjacency, best_connec
 from rayaccel.records import Device, Link
 
 
-def _weight(devices: list[Device], links: list[Link], chosen: list[str]) -> float:
+def _weight(devices: list[Device], links: list[Link], chosen: list[str]) -> int:
     graph = adjacency(devices, links)
-    return sum(graph[a].get(b, 0.0) for a, b in itertools.combinations(chosen, 2))
+    return sum(graph[a].get(b, 0) for a, b in itertools.combinations(chosen, 2))
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -29,8 +29,15 @@ def link_weight(link: Link) -> float:
     return per_lane * (link.lanes if link.bandwidth_gbps is None else 1)
 
 
-#: device id -> neighbour id -> weight of the best link between them (undirected: both directions).
-Adjacency = dict[str, dict[str, float]]
+#: device id -> neighbour id -> weight of the best link between them (undirected: both directions), in whole
+#: Mbit/s: sums of integers are exact, so two equally connected choices tie (and the lower index wins) whatever
+#: order the bandwidths are added in (0.1 + 25 + 0.1 is not 0.2 + 25 in floating point).
+Adjacency = dict[str, dict[str, int]]
+
+
+def exact_weight(link: Link) -> int:
+    """:func:`link_weight` in whole Mbit/s."""
+    return round(link_weight(link) * 1000)
 
 
 def adjacency(devices: Sequence[Device], links: Sequence[Link]) -> Adjacency:
@@ -38,7 +45,7 @@ def adjacency(devices: Sequence[Device], links: Sequence[Link]) -> Adjacency:
     graph: Adjacency = {d.id: {} for d in devices}
     for link in links:
         if link.a in graph and link.b in graph and link.a != link.b:
-            weight = max(graph[link.a].get(link.b, 0.0), link_weight(link))
+            weight = max(graph[link.a].get(link.b, 0), exact_weight(link))
             graph[link.a][link.b] = graph[link.b][link.a] = weight
     return graph
 
@@ -55,8 +62,8 @@ def link_graph(devices: Sequence[Device], links: Sequence[Link]) -> nx.Graph:
     return graph
 
 
-def _subset_weight(graph: Adjacency, nodes: Sequence[str]) -> float:
-    return float(sum(graph[a].get(b, 0.0) for a, b in itertools.combinations(nodes, 2)))
+def _subset_weight(graph: Adjacency, nodes: Sequence[str]) -> int:
+    return sum(graph[a].get(b, 0) for a, b in itertools.combinations(nodes, 2))
 
 
 def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: int) -> list[str]:
@@ -89,11 +96,11 @@ def _improved_by_swaps(graph: Adjacency, ordered: list[str], chosen: list[str]) 
     inside = set(chosen)
     gain = {n: sum(w for m, w in graph[n].items() if m in inside) for n in ordered}  # bandwidth to the chosen
     for _ in range(len(ordered)):
-        best: tuple[float, int, int] | None = None
+        best: tuple[int, int, int] | None = None
         for i, out in enumerate(chosen):
             for j, into in enumerate(rest):
-                delta = gain[into] - graph[into].get(out, 0.0) - gain[out]
-                if delta > 1e-9 * max(1.0, gain[out]) and (best is None or delta > best[0]):
+                delta = gain[into] - graph[into].get(out, 0) - gain[out]
+                if delta > 0 and (best is None or delta > best[0]):  # exact: integer weights
                     best = (delta, i, j)
         if best is None:
             break
@@ -123,7 +130,7 @@ def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:
     rank = {n: i for i, n in enumerate(ordered)}
     first = max(ordered, key=lambda n: (sum(graph[n].values()), -rank[n]))
     chosen = [first]
-    gain: dict[str, float] = dict.fromkeys(ordered, 0)
+    gain: dict[str, int] = dict.fromkeys(ordered, 0)
     rest = dict.fromkeys(n for n in ordered if n != first)  # insertion-ordered set
     while rest:
         latest = chosen[-1]
