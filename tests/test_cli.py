@@ -80,3 +80,15 @@ def test_import_rayaccel_loads_no_ray_torch_or_vendor_library():
 def test_readme_shows_the_two_setup_commands():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme
+
+
+def test_a_printed_line_is_never_broken_so_a_fix_command_copies_whole(capsys) -> None:
+    """Piped output is 160 columns wide; a problem's fix (`rayaccel sku add --plugin ... --product-name ...`)
+    is often longer, and a line broken mid-command cannot be pasted."""
+    from rayaccel.cli import make_console
+
+    options = " ".join(f"--opt{i} 'value {i}'" for i in range(30))
+    line = f"  fix: onboard the SKU: rayaccel sku add --plugin acme {options}"
+    assert len(line) > 300
+    make_console().print(line)
+    assert capsys.readouterr().out == line + "\n"

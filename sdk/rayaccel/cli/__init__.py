@@ -40,10 +40,12 @@ DEBUG_ENV = "RAYACCEL_DEBUG"
 def make_console(stderr: bool = False) -> Console:
     """A console for output that carries data: no markup, emoji codes or highlighting is read from the
     strings printed (``[/]``, ``[link=...]`` and ``0000:ab:00.0`` print as they are); style with
-    :class:`rich.text.Text` instead. Piped output (CI logs, ``| less``) is not squeezed into 80 columns."""
+    :class:`rich.text.Text` instead. Piped output (CI logs, ``| less``) is not squeezed into 80 columns, and a
+    printed line is never broken (a fix command such as ``rayaccel sku add ...`` must stay one line to copy);
+    tables still fit the width."""
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else 160, markup=False, emoji=False,
-                   highlight=False)
+                   highlight=False, soft_wrap=True)
 
 
 console = make_console()
