@@ -25,7 +25,9 @@ recognised too). The SDK calls each hook **once per plugin**, through pluggy (th
 `tryfirst`/`trylast` apply; `PluginManager.pluggy` gives tracing and call monitoring), in a worker thread
 bounded by `RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into the record named below
 (the spec declares it, with the default and the fix: `rayaccel.hookspec.HOOKS`). An exception, a hang or a
-malformed result becomes a `Problem` for that plugin and hook; the other plugins carry on. A plugin bounds its
+malformed result becomes a `Problem` for that plugin and hook (a list answer is checked record by record: a
+malformed device, report or sample is left out with a problem naming it, the field and the value, and the rest
+are kept); the other plugins carry on. A plugin bounds its
 own in-process vendor calls (a C library that may hang) with the same runner, `rayaccel.run_bounded`.
 All hooks of one inventory share one deadline (`RAYACCEL_INVENTORY_TIMEOUT`, default 30 s), and a plugin
 whose hook hung is not called again in that inventory. What a hook prints and any change it makes to
