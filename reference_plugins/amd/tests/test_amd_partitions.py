@@ -26,7 +26,7 @@ from rayaccel.reporting import collect_problems
 from rayaccel.simulation.fixtures import Fixture, parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_amd import cli, plugin
-from rayaccel_amd.snapshot import partition_uuid
+from rayaccel_amd.readings import partition_uuid
 
 FIXTURE_NAMES = sorted(p.stem for p in (Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
 

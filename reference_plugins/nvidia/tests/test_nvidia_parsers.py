@@ -16,7 +16,7 @@ from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import SkuMatch, SkuRecord
 from rayaccel.simulation.fixtures import parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
-from rayaccel_nvidia import cloud, health, naming, plugin, session, transports
+from rayaccel_nvidia import cloud, health, naming, plugin, probe, transport
 
 FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"
 
@@ -102,7 +102,7 @@ def test_transports_name_real_ray_classes_that_subclass_the_transport_manager() 
     from ray.experimental import TensorTransportManager
     from ray.experimental.rdt.util import DEFAULT_TRANSPORTS
 
-    for spec in transports.TRANSPORTS:
+    for spec in transport.TRANSPORTS:
         module, _, name = spec.manager_class.partition(":")
         cls = getattr(importlib.import_module(module), name)
         assert issubclass(cls, TensorTransportManager)
@@ -140,12 +140,12 @@ def test_fixture_for_sku_renames_mig_devices_too() -> None:
 
 def test_bounded_gives_up_on_a_hung_call_and_passes_errors_through() -> None:
     start = time.monotonic()
-    with pytest.raises(session.NvmlTimeout, match=r"did not answer within 0\.1s"):
-        session.bounded(lambda: time.sleep(5), "testing", timeout=0.1)
+    with pytest.raises(probe.NvmlTimeout, match=r"did not answer within 0\.1s"):
+        probe.bounded(lambda: time.sleep(5), "testing", timeout=0.1)
     assert time.monotonic() - start < 2
     with pytest.raises(ZeroDivisionError):
-        session.bounded(lambda: 1 / 0, "testing", timeout=1)
-    assert session.bounded(lambda: 42, "testing", timeout=1) == 42
+        probe.bounded(lambda: 1 / 0, "testing", timeout=1)
+    assert probe.bounded(lambda: 42, "testing", timeout=1) == 42
 
 
 def test_family_declares_rays_gpu_pair_and_support() -> None:

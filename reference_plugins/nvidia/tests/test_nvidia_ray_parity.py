@@ -21,7 +21,7 @@ from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.fixtures import load_fixture as read_fixture, parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
-from rayaccel_nvidia import naming, plugin, visible
+from rayaccel_nvidia import naming, plugin, visibility
 from rayaccel_nvidia.nvml import NVML
 
 # Parsing a fixture is the slow part of these tests; fixtures are immutable, so share them.
@@ -119,19 +119,19 @@ def test_quantity_rule_matches_ray_except_where_ray_rejects_late() -> None:
                                    "MIG-f43ffc05-ebc9-56b4-a25e-3aaa3aeb48d8,1"])
 def test_visible_ids_parse_as_ray_parses_them(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
-    assert visible.parse_visible(value) == NvidiaGPUAcceleratorManager.get_current_process_visible_accelerator_ids()
+    assert visibility.parse_visible(value) == NvidiaGPUAcceleratorManager.get_current_process_visible_accelerator_ids()
 
 
 @given(st.lists(st.from_regex(r"[0-9]{1,2}|GPU-[0-9a-f]{8}", fullmatch=True), max_size=8))
 def test_visible_ids_round_trip_like_ray(ids: list[str]) -> None:
     value = ",".join(ids)
-    assert visible.parse_visible(value) == ([] if value == "" else value.split(","))
+    assert visibility.parse_visible(value) == ([] if value == "" else value.split(","))
 
 
 def test_deliberate_difference_stray_spaces_and_commas_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0, 1,")
     assert NvidiaGPUAcceleratorManager.get_current_process_visible_accelerator_ids() == ["0", " 1", ""]
-    assert visible.parse_visible("0, 1,") == ["0", "1"]
+    assert visibility.parse_visible("0, 1,") == ["0", "1"]
 
 
 def test_ray_defect_fixed_a_lost_gpu_0_crashes_rays_type_probe_not_the_plugin(monkeypatch: pytest.MonkeyPatch,

@@ -24,7 +24,7 @@ from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
 from rayaccel.host import OutputTooLarge
 from rayaccel.reporting import malformed
 from rayaccel_amd.products import pci_device_id
-from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
+from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
 
 AMD_SMI = "amd-smi"
 #: amd-smi starts a Python interpreter and initialises every GPU: a few seconds on a busy 8-GPU node.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rayaccel import Device
 from rayaccel.records import ID_FALLBACK
 from rayaccel_amd.products import pci_device_id
-from rayaccel_amd.snapshot import GpuRecord, Snapshot
+from rayaccel_amd.readings import GpuRecord, Snapshot
 
 #: gfx target -> architecture name, for labels (rayaccel.io/architecture) when the SKU is not catalogued.
 ARCHITECTURES = {"gfx908": "cdna", "gfx90a": "cdna2", "gfx940": "cdna3", "gfx941": "cdna3", "gfx942": "cdna3",

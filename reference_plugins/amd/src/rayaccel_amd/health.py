@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport
 from rayaccel_amd.cli import METRIC_UNAVAILABLE
-from rayaccel_amd.snapshot import GpuRecord, Snapshot
+from rayaccel_amd.readings import GpuRecord, Snapshot
 
 #: amdsmi statuses that mean the device itself stopped answering (not "unsupported" or "no permission").
 LOST_STATUSES = {"AMDSMI_STATUS_IO", "AMDSMI_STATUS_DRM_ERROR", "AMDSMI_STATUS_NOT_FOUND",

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from rayaccel import report_problem
 from rayaccel.reporting import malformed, shown
 from rayaccel_amd.products import pci_device_id
-from rayaccel_amd.snapshot import EccCounts, GpuRecord, PeerLink, Snapshot
+from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
 
 T = TypeVar("T")
 

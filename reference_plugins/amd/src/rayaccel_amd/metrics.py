@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Device, MetricSample
-from rayaccel_amd.snapshot import Snapshot
+from rayaccel_amd.readings import Snapshot
 
 
 def metrics_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[MetricSample]:

@@ -8,7 +8,7 @@ from rayaccel import Host, LibraryUnavailable
 from rayaccel_amd.amdsmi import AMDSMI
 from rayaccel_amd.cli import PARTS, read_cli
 from rayaccel_amd.library import read_library
-from rayaccel_amd.snapshot import Snapshot, disambiguate_shared_uuids
+from rayaccel_amd.readings import Snapshot, disambiguate_shared_uuids
 
 
 def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import networkx as nx
 
 from rayaccel import Affinity, Device, Domain, Link, Topology
-from rayaccel_amd.snapshot import Snapshot
+from rayaccel_amd.readings import Snapshot
 
 
 def topology_of(snapshot: Snapshot | None, devices: Sequence[Device], host_name: str) -> Topology:

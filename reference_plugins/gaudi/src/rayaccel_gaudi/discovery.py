@@ -7,7 +7,7 @@ hl-smi index (the PCI enumeration order). So each device's ``units`` is ``[str(m
 from __future__ import annotations
 
 from rayaccel import Device
-from rayaccel_gaudi.probe import Snapshot
+from rayaccel_gaudi.readings import Snapshot
 
 
 def devices_of(snapshot: Snapshot | None) -> list[Device]:

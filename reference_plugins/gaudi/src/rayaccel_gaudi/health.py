@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport
-from rayaccel_gaudi.probe import GaudiDevice, Snapshot
+from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 
 FATAL_STATUSES = {"needs reset", "disabled", "malfunction"}
 LIVE_FIELDS = 4

@@ -22,7 +22,7 @@ from rayaccel import (
 )
 from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
-from rayaccel_gaudi import cloud, sku_fixture
+from rayaccel_gaudi import cloud, sku_fixture, visibility
 from rayaccel_gaudi.discovery import devices_of
 from rayaccel_gaudi.health import health_of
 from rayaccel_gaudi.metrics import metrics_of
@@ -34,13 +34,12 @@ def quiet_probe(host: Host, **kwargs: Any) -> Any:
     """The probe for hooks after discovery: what is wrong with the tool's output was reported by discovery."""
     with collect_problems():
         return probe(host, **kwargs)
-HABANA_VISIBLE_MODULES = "HABANA_VISIBLE_MODULES"
 
 
 @hookimpl
 def rayaccel_family() -> FamilyDeclaration:
     return FamilyDeclaration(
-        name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var=HABANA_VISIBLE_MODULES,
+        name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var=visibility.HABANA_VISIBLE_MODULES,
         quantity_rule=QuantityRule(kind="whole"), spec_version="1.0", unit="device",
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Gaudi plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
@@ -89,8 +88,7 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
 
 @hookimpl
 def rayaccel_parse_visible(value: str) -> list[str]:
-    # Module ids, comma-separated; "" means none (as Ray reads HABANA_VISIBLE_MODULES).
-    return [part.strip() for part in value.split(",") if part.strip()]
+    return visibility.parse_visible(value)
 
 
 @hookimpl

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from dataclasses import dataclass, field
 
 from rayaccel import CommandNotFound, CommandTimeout, Host, HostError, report_problem
 from rayaccel.reporting import malformed
-from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, AipRecord, HlSmiParseError, parse_ports, parse_query
+from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, HlSmiParseError, parse_ports, parse_query
+from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 
 #: hl-smi talks to every device through the driver; on a loaded 8-card node it takes a second or two.
 HL_SMI_TIMEOUT = 5.0
@@ -28,27 +28,6 @@ PORTS_BUDGET = 4.0
 
 class HlSmiToolError(RuntimeError):
     """hl-smi hung or failed."""
-
-
-@dataclass
-class GaudiDevice:
-    aip: AipRecord
-    port_types: dict[int, str] = field(default_factory=dict)
-    port_states: dict[int, str] = field(default_factory=dict)
-    driver_status: str | None = None
-    numa_node: int | None = None
-
-    def ports(self, kind: str, state: str | None = None) -> list[int]:
-        return sorted(p for p, t in self.port_types.items()
-                      if t == kind and (state is None or self.port_states.get(p) == state))
-
-
-@dataclass
-class Snapshot:
-    devices: list[GaudiDevice]
-
-    def by_uuid(self) -> dict[str, GaudiDevice]:
-        return {d.aip.uuid: d for d in self.devices}
 
 
 def _run(host: Host, argv: list[str], required: bool, timeout: float = HL_SMI_TIMEOUT) -> str | None:

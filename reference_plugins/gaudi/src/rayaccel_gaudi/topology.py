@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import Affinity, Device, Domain, Link, Topology
-from rayaccel_gaudi.probe import Snapshot
+from rayaccel_gaudi.readings import Snapshot
 
 
 def topology_of(snapshot: Snapshot | None, devices: Sequence[Device], host_name: str) -> Topology:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Affinity, Device, Domain, Link
+from rayaccel import Affinity, Device, Domain, Link, Topology
+from rayaccel.reporting import plain_int
 from rayaccel_neuron.instance import UltraServerPlace
 
 
@@ -26,3 +27,20 @@ def ultraserver_domain(place: UltraServerPlace | None, devices: Sequence[Device]
         return None
     return Domain(kind="ultraserver", id=place.group, size=len(devices) * place.hosts,
                   members=[d.id for d in devices], hosts=place.hosts, host_index=place.node)
+
+
+def topology_of(devices: Sequence[Device], place: UltraServerPlace | None) -> Topology:
+    """NeuronLink links, NUMA/CPU affinities, and the UltraServer domain the devices belong to."""
+    cpus = {d.index: str(d.attributes["cpu_affinity"]) if "cpu_affinity" in d.attributes else None
+            for d in devices}
+    domain = ultraserver_domain(place, devices)
+    return Topology(links=neuronlink_links(devices, _connected(devices)),
+                    affinities=affinities(devices, cpus), domains=[domain] if domain else [])
+
+
+def _connected(devices: Sequence[Device]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for d in devices:
+        raw = str(d.attributes.get("connected_to", ""))
+        out[d.index] = [n for n in map(plain_int, raw.split(",")) if n is not None]
+    return out

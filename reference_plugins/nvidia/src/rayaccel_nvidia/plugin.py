@@ -22,8 +22,8 @@ from rayaccel import (
     TransportSpec,
     hookimpl,
 )
-from rayaccel_nvidia import cloud, discovery, health, metrics, naming, sku_fixture, topology, transports, visible
-from rayaccel_nvidia.session import NvmlTimeout, bounded, open_nvml
+from rayaccel_nvidia import cloud, discovery, health, metrics, naming, sku_fixture, topology, transport, visibility
+from rayaccel_nvidia.probe import NvmlTimeout, bounded, open_nvml
 
 
 @hookimpl
@@ -112,12 +112,12 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
 
 @hookimpl
 def rayaccel_parse_visible(value: str) -> list[str]:
-    return visible.parse_visible(value)
+    return visibility.parse_visible(value)
 
 
 @hookimpl
 def rayaccel_transports() -> list[TransportSpec]:
-    return list(transports.TRANSPORTS)
+    return list(transport.TRANSPORTS)
 
 
 @hookimpl

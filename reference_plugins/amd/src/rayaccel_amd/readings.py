@@ -1,4 +1,4 @@
-"""What one probe of the machine found, whichever AMD interface answered (library or CLI).
+"""What one probe of the machine (:mod:`rayaccel_amd.probe`) found, whichever AMD interface answered (library or CLI).
 
 Both readers (:mod:`rayaccel_amd.library`, :mod:`rayaccel_amd.cli`) produce these plain records, so
 discovery, topology, health and metrics are computed once, from the same facts.

@@ -1,4 +1,4 @@
-"""Talking to NVML through the host, with every call bounded.
+"""One probe of the host: NVML, reached through the host, with every call bounded.
 
 NVML is a C library called in-process: a wedged driver makes ``nvmlInit`` or any query block forever
 (nvidia-smi hanging in D state is the familiar symptom). So each probe runs in a daemon thread that is
