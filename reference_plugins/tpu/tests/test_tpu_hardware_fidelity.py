@@ -21,7 +21,7 @@ from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import ResourceContribution
 from rayaccel.simulation.fixtures import load_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
-from rayaccel_tpu import chips, plugin
+from rayaccel_tpu import plugin, probe
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"
 
@@ -38,7 +38,7 @@ def host(name: str, *faults: str) -> SimulatedHost:
 
 
 def test_v7x_chips_are_named_by_their_pci_id_without_a_pod_type(manager: PluginManager) -> None:
-    assert chips.PCI_DEVICE_GENERATIONS["0x0076"] == "v7x"
+    assert probe.PCI_DEVICE_GENERATIONS["0x0076"] == "v7x"
     result = collect_inventory(manager, host("tpu7x-8", "metadata-unreachable"))
     family = result.family("tpu")
     assert family is not None
@@ -52,7 +52,7 @@ def test_tpu7x_chiplets_are_grouped_into_chips(manager: PluginManager, monkeypat
     monkeypatch.delenv("RAY_TPU_RESOURCE_PER_CHIP", raising=False)
     simulated = host("tpu7x-8")
     assert len([g for g in simulated.list_dir("/dev/vfio") if g.isdigit()]) == 8
-    found = chips.find_chips(simulated)
+    found = probe.find_chips(simulated)
     assert [c.nodes for c in found] == [(f"/dev/vfio/{2 * i}", f"/dev/vfio/{2 * i + 1}") for i in range(4)]
     assert [c.pci_bus_id for c in found] == [f"0000:00:0{4 + i}.0" for i in range(4)]
     result = collect_inventory(manager, simulated)
@@ -101,7 +101,7 @@ def test_a_chiplet_vanishing_after_the_inventory_makes_the_chip_unhealthy(tmp_pa
 def test_v5e_chips_are_vfio_groups(manager: PluginManager) -> None:
     simulated = host("v5e-8")
     assert simulated.glob("/dev/accel*") == []
-    found = chips.find_chips(simulated)
+    found = probe.find_chips(simulated)
     assert [c.node for c in found] == [f"/dev/vfio/{g}" for g in range(8)]
     assert {c.pci_device_id for c in found} == {"0x0063"}
     family = collect_inventory(manager, simulated).family("tpu")

@@ -7,7 +7,7 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from rayaccel_tpu import chips, cloud, ici, metrics, podtype, slice_info, visibility
+from rayaccel_tpu import cloud, metrics, podtype, probe, slice_info, topology, visibility
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")
 
@@ -52,16 +52,16 @@ def test_worker_id_is_an_int_or_nothing(raw: str) -> None:
 
 
 def test_uevent_gives_bus_id_and_google_device_id_only() -> None:
-    fields = chips.parse_uevent("DRIVER=accel\nPCI_ID=1AE0:0062\nPCI_SLOT_NAME=0000:00:04.0\n")
+    fields = probe.parse_uevent("DRIVER=accel\nPCI_ID=1AE0:0062\nPCI_SLOT_NAME=0000:00:04.0\n")
     assert fields["PCI_SLOT_NAME"] == "0000:00:04.0"
-    assert chips.pci_device_id_from_uevent(fields) == "0x0062"
-    assert chips.pci_device_id_from_uevent({"PCI_ID": "10DE:2330"}) is None
+    assert probe.pci_device_id_from_uevent(fields) == "0x0062"
+    assert probe.pci_device_id_from_uevent({"PCI_ID": "10DE:2330"}) is None
 
 
 @given(st.sampled_from([1, 2, 4, 8]))
 def test_host_grid_links_join_grid_neighbours_once(n: int) -> None:
-    pairs = ici.grid_neighbours(n)
-    x, y = ici.host_grid(n)
+    pairs = topology.grid_neighbours(n)
+    x, y = topology.host_grid(n)
     assert x * y == n
     assert len(pairs) == (x - 1) * y + (y - 1) * x
     assert len(set(pairs)) == len(pairs)

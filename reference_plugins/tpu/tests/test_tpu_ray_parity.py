@@ -23,7 +23,7 @@ from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.fixtures import load_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
-from rayaccel_tpu import chips, plugin, slice_info
+from rayaccel_tpu import plugin, probe, slice_info
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")
 requests = pytest.importorskip("requests")
@@ -103,7 +103,7 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
 
     assert Ray.get_resource_name() == family.family.resource_name
     assert Ray.get_visible_accelerator_ids_env_var() == family.family.visible_devices_env_var
-    found = chips.find_chips(host)
+    found = probe.find_chips(host)
     functions = sum(len(c.nodes) for c in found)
     healthy = [h for h in family.health if h.state != "unhealthy"]
     # Deliberate difference: Ray counts TPU-backed VFIO groups, i.e. PCI functions (two per TPU7x chip, one
@@ -116,7 +116,7 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
     ray_type = Ray.get_current_node_accelerator_type()
     if slice_info.read_slice_info(host).pod_type:
         assert ray_type == family.accelerator_type
-    elif any(chips.chip_generation(c) for c in chips.find_chips(host)):
+    elif any(probe.chip_generation(c) for c in probe.find_chips(host)):
         # Deliberate difference: Ray has no type without a pod type; the chip's PCI id still names it.
         assert ray_type is None and family.accelerator_type == fixture.expected.accelerator_type
     else:
