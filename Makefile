@@ -14,6 +14,9 @@ $(BIN)/python:
 # Reinstall only when a pyproject changes: editable installs pick up code edits by themselves.
 $(STAMP): $(BIN)/python pyproject.toml $(PLUGINS)
 	$(BIN)/python -m pip install -q -e '.[dev,rdt,conformance,template]' $(foreach p,$(PLUGINS),-e $(dir $(p)))
+	# Type checkers cannot follow setuptools' editable import hook (two source roots: sdk/, conformance/); a
+	# plain path entry lets mypy in a freshly baked plugin find rayaccel's types as an installed wheel gives them.
+	$(BIN)/python -c "import site, sys; open(site.getsitepackages()[0] + '/rayaccel-sources.pth', 'w').write(sys.argv[1] + '/sdk\n' + sys.argv[1] + '/conformance\n')" "$(CURDIR)"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,7 +1,7 @@
 """A day-zero NVIDIA SKU: ``rayaccel sku add`` for a SKU the shipped catalog lacks, on a copy of the NVIDIA
 reference plugin, makes ``rayaccel inspect --simulate`` on the new fixture report it, and conformance still passes.
-(The file is named for the B300 it first onboarded; the B300 is catalogued since issue 27, so the SKU added here is
-the RTX PRO 4500 Blackwell Server Edition, PCI id 0x2C3A in NVIDIA's open-gpu-kernel-modules table.)
+(The SKU is one the shipped catalog does not list: the RTX PRO 4500 Blackwell Server Edition, PCI id 0x2C3A in
+NVIDIA's open-gpu-kernel-modules table. It was the B300 until the catalog gained it.)
 
 The copy shadows the installed plugin through PYTHONPATH (the editable install is a plain path entry,
 after PYTHONPATH), so the entry point ``nvidia`` loads the copy and the repository's catalog is never written.
