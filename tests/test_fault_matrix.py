@@ -620,6 +620,18 @@ def test_a_malformed_nvml_value_names_gpu_field_and_value_and_keeps_every_gpu(ma
     assert "GPU 3" in problem.message and "memory.total" in problem.message and "'abc'" in problem.message
 
 
+def test_a_negative_vram_size_from_amdsmi_costs_that_gpu_only(manager: PluginManager) -> None:
+    """The library answer a record refuses (memory -1) leaves the other seven GPUs, with one line naming the GPU,
+    the field and the value (it was 0 of 8 and pydantic's multi-line dump)."""
+    inventory = _faulted(manager, "amd/mi355x-8",
+                         {"libraries": {"amdsmi": {"gpus": {"0": {"vram_info": {"vram_size": -1}}}}}})
+    family = inventory.family("amd")
+    assert family is not None and len(family.devices) == 7 and inventory.resources["GPU"] == 7
+    (problem,) = [p for p in inventory.problems if p.code == "malformed-value"]
+    assert "GPU 0 (0000:05:00.0)" in problem.message and "memory_mib" in problem.message
+    assert "(got -1)" in problem.message and "\n" not in problem.message
+
+
 def test_a_negative_tpu_worker_number_is_named_and_the_chips_still_reported(manager: PluginManager) -> None:
     url = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number"
     inventory = _faulted(manager, "tpu/v5e-8", {"http": {url: {"body": "-1"}}})

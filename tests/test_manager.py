@@ -79,6 +79,17 @@ def test_one_malformed_device_costs_itself_not_the_family(manager_with_acme, acm
     assert all("\n" not in m for m in messages)
 
 
+def test_a_record_a_hook_could_not_build_is_one_line_naming_field_and_value(manager_with_acme, acme_host):
+    def build_badly(host: Any) -> list[Device]:
+        return [Device(index=0, id="x", product_name="p", memory_mib=-5)]
+
+    assert manager_with_acme.register(make_plugin("bad", rayaccel_discover=build_badly), "bad")
+    inventory = collect_inventory(manager_with_acme, acme_host)
+    (problem,) = [p for p in inventory.problems if p.plugin == "bad" and p.code == "hook-raised"]
+    assert problem.message == ("raised ValidationError building a record, at memory_mib: Input should be greater "
+                               "than or equal to 0 (got -5)")
+
+
 def test_plugin_that_raises_does_not_stop_the_others(manager_with_acme, acme_host):
     def explode(host: Any) -> list[Device]:
         raise RuntimeError("driver exploded")

@@ -20,11 +20,11 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 Severity = Literal["error", "warning", "info"]
 
@@ -113,6 +113,25 @@ def malformed(field: str, value: Any, expected: str, *, where: str = "", fix: st
 
 _ASCII_SPACE = " \t\r\n"
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+RecordT = TypeVar("RecordT")
+
+
+def record_or_report(what: str, build: Callable[[], RecordT]) -> RecordT | None:
+    """``build()`` (a record made from one device's vendor values), or None with one ``malformed-value``
+    problem naming ``what`` (e.g. ``"GPU 3"``), the field and the value: one device's garbage (a memory size
+    of -1) costs that device, not the family."""
+    from pydantic import ValidationError
+
+    try:
+        return build()
+    except ValidationError as e:
+        from rayaccel.schemas import describe_validation_error
+
+        report_problem("malformed-value", f"{what}: {describe_validation_error(e, with_input=True)}; it is left "
+                       "out, the other devices are reported", fix="check the vendor tool's answer for this device")
+        return None
 
 
 def plain_int(text: str) -> int | None:

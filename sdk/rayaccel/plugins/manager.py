@@ -465,8 +465,10 @@ class PluginManager:
         if isinstance(value, HookError):
             self._problem(plugin, dist, hook, value.code, str(value), value.fix, sink=problems)
             return False, None
+        raised = (f"ValidationError building a record, {describe_validation_error(value, with_input=True)}"
+                  if isinstance(value, ValidationError) else f"{type(value).__name__}: {value}")  # one line, not a dump
         self._problem(plugin, dist, where, "hook-raised",
-                      f"{'failed to import' if hook == 'import' else 'raised'} {type(value).__name__}: {value}",
+                      f"{'failed to import' if hook == 'import' else 'raised'} {raised}",
                       "catch vendor errors inside the plugin and report zero devices or a health reason",
                       sink=problems)
         return False, None

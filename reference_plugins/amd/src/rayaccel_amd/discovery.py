@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from rayaccel import Device
 from rayaccel.records import ID_FALLBACK
+from rayaccel.reporting import record_or_report
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import GpuRecord, Snapshot
 
@@ -33,4 +36,9 @@ def to_device(gpu: GpuRecord, source: str) -> Device:
 
 
 def devices_of(snapshot: Snapshot | None) -> list[Device]:
-    return [] if snapshot is None else [to_device(g, snapshot.source) for g in snapshot.gpus]
+    if snapshot is None:
+        return []
+    # One GPU's garbage (a negative VRAM size) costs that GPU, with a problem naming it: never the others.
+    built = (record_or_report(f"GPU {g.index} ({g.bdf or g.uuid})", partial(to_device, g, snapshot.source))
+             for g in snapshot.gpus)
+    return [d for d in built if d is not None]

@@ -6,7 +6,11 @@ hl-smi index (the PCI enumeration order). So each device's ``units`` is ``[str(m
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from rayaccel import Device
+from rayaccel.reporting import record_or_report
 from rayaccel_gaudi.readings import Snapshot
 
 
@@ -23,9 +27,12 @@ def devices_of(snapshot: Snapshot | None) -> list[Device]:
             attributes["scale_up_ports"] = len(d.ports("internal"))
             attributes["scale_out_ports"] = len(d.ports("external"))
             attributes["scale_out_ports_up"] = len(d.ports("external", "up"))
-        devices.append(Device(
-            index=aip.index, id=aip.uuid, product_name=aip.name, memory_mib=aip.memory_total_mib,
-            pci_bus_id=aip.bus_id, numa_node=d.numa_node, driver_version=aip.driver_version,
-            units=[str(aip.module_id)], attributes=attributes,
-        ))
+        fields: dict[str, Any] = {
+            "index": aip.index, "id": aip.uuid, "product_name": aip.name, "memory_mib": aip.memory_total_mib,
+            "pci_bus_id": aip.bus_id, "numa_node": d.numa_node, "driver_version": aip.driver_version,
+            "units": [str(aip.module_id)], "attributes": attributes,
+        }
+        device = record_or_report(f"device {aip.index} ({aip.bus_id})", partial(Device, **fields))
+        if device is not None:  # one device's garbage costs that device, never the others
+            devices.append(device)
     return devices

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 from rayaccel import Device, Host
-from rayaccel.reporting import malformed
+from rayaccel.reporting import malformed, record_or_report
 from rayaccel_neuron import instance, neuronls, sysfs
 
 #: Device names by instance family, for hosts whose driver does not publish info/architecture.
@@ -55,13 +57,17 @@ def devices_of(host: Host, infos: Sequence[neuronls.NeuronDeviceInfo]) -> list[D
             attributes["connected_to"] = ",".join(str(p) for p in info.connected_to)
         if instance_type:
             attributes["instance_type"] = instance_type
-        devices.append(Device(
-            index=info.index,
-            id=f"neuron-{serial}" if serial else f"neuron{info.index}-{info.bdf or 'nobdf'}",
-            product_name=_product_name(host, info.index, instance_type),
-            pci_device_id=_pci_device_id(host, info.bdf), pci_bus_id=info.bdf,
-            memory_mib=info.memory_bytes // 2**20 if info.memory_bytes else None,
-            numa_node=info.numa_node, driver_version=driver,
-            units=[str(c) for c in info.core_ids], attributes=attributes,
-        ))
+        fields: dict[str, Any] = {
+            "index": info.index,
+            "id": f"neuron-{serial}" if serial else f"neuron{info.index}-{info.bdf or 'nobdf'}",
+            "product_name": _product_name(host, info.index, instance_type),
+            "pci_device_id": _pci_device_id(host, info.bdf), "pci_bus_id": info.bdf,
+            "memory_mib": info.memory_bytes // 2**20 if info.memory_bytes else None,
+            "numa_node": info.numa_node, "driver_version": driver,
+            "units": [str(c) for c in info.core_ids], "attributes": attributes,
+        }
+        device = record_or_report(f"device {info.index} ({info.bdf or 'no PCI address'})",
+                                  partial(Device, **fields))
+        if device is not None:  # one device's garbage costs that device, never the others
+            devices.append(device)
     return devices

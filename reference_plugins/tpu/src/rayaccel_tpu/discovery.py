@@ -3,7 +3,11 @@ PCI id (or the pod type), the product name, and the units Ray schedules."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from rayaccel import Device, Host
+from rayaccel.reporting import record_or_report
 from rayaccel_tpu import podtype, probe, slice_info, visibility
 
 
@@ -31,11 +35,14 @@ def devices_of(host: Host) -> list[Device]:
         if chiplets > 1:
             # Health checks every chiplet's VFIO group, and flags a chip found with fewer than a whole one has.
             attributes |= {"chiplet_nodes": ",".join(chip.nodes), "chiplets": chiplets}
-        devices.append(Device(
-            index=chip.index, id=probe.chip_id(chip),
-            product_name=podtype.product_name(generation) if generation else "Google TPU",
-            pci_device_id=chip.pci_device_id, pci_bus_id=chip.pci_bus_id,
-            units=visibility.chip_units(chip.index, per_chip) if per_chip > 1 else [],
-            attributes=attributes,
-        ))
+        fields: dict[str, Any] = {
+            "index": chip.index, "id": probe.chip_id(chip),
+            "product_name": podtype.product_name(generation) if generation else "Google TPU",
+            "pci_device_id": chip.pci_device_id, "pci_bus_id": chip.pci_bus_id,
+            "units": visibility.chip_units(chip.index, per_chip) if per_chip > 1 else [],
+            "attributes": attributes,
+        }
+        device = record_or_report(f"chip {chip.index} ({chip.node})", partial(Device, **fields))
+        if device is not None:  # one chip's garbage costs that chip, never the others
+            devices.append(device)
     return devices
