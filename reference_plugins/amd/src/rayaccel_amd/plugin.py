@@ -21,7 +21,7 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel_amd import cloud, products, sku_fixture, visibility
-from rayaccel_amd.discovery import devices_of
+from rayaccel_amd.discovery import devices_of, unseen_gpus_problem
 from rayaccel_amd.health import health_of
 from rayaccel_amd.metrics import metrics_of
 from rayaccel_amd.probe import probe
@@ -42,7 +42,9 @@ def rayaccel_family() -> FamilyDeclaration:
 @hookimpl
 def rayaccel_discover(host: Host) -> list[Device]:
     visibility.check_visible_env(host.environ())
-    return devices_of(probe(host, parts=("static", "version")))
+    snapshot = probe(host, parts=("static", "version"))
+    unseen_gpus_problem(host, snapshot)
+    return devices_of(snapshot)
 
 
 @hookimpl

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rayaccel import Device, Partition, report_problem
+from rayaccel import Device, Host, Partition, report_problem
 from rayaccel.records import ID_FALLBACK
 from rayaccel.reporting import collect_problems, shown, vendor_int
 from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
@@ -69,6 +69,29 @@ def _printable(text: str) -> bool:
 def _unreadable(index: int, why: str, message: str) -> Device:
     return Device(index=index, id=placeholder_id(index), product_name=f"unknown NVIDIA GPU ({message})",
                   attributes={UNREADABLE: why, "nvml_message": message})
+
+
+#: The character devices the NVIDIA driver makes, one per GPU (``/dev/nvidiactl``, ``-uvm``, ``-modeset`` are not).
+_GPU_NODE = re.compile(r"^/dev/nvidia(\d+)$")
+
+
+def gpu_device_nodes(host: Host) -> list[str]:
+    """The driver's per-GPU device nodes (``/dev/nvidia0`` ...): a second witness of how many GPUs there are."""
+    return sorted((p for p in host.glob("/dev/nvidia*") if _GPU_NODE.match(p)),
+                  key=lambda p: int(_GPU_NODE.match(p).group(1)))  # type: ignore[union-attr]
+
+
+def unseen_gpus_problem(host: Host, nvml_answered: bool) -> None:
+    """NVML finds no GPU (or is not there) while the driver's device nodes show some: say so, do not offer 0
+    quietly (a container given the devices but not libnvidia-ml, or a driver/library mismatch)."""
+    nodes = gpu_device_nodes(host)
+    if not nodes:
+        return
+    why = "NVML enumerates no GPU" if nvml_answered else "NVML (libnvidia-ml with nvidia-ml-py) is not available"
+    report_problem("gpus-not-enumerated", f"{why}, while the driver shows {len(nodes)} GPU device node"
+                   f"{'s' if len(nodes) > 1 else ''} ({', '.join(nodes[:4])}{', ...' if len(nodes) > 4 else ''}); "
+                   "no GPU is offered", fix="check 'nvidia-smi -L'; in a container, mount the driver's libraries "
+                   "(NVIDIA Container Toolkit) and install nvidia-ml-py", severity="warning")
 
 
 def discover(nvml: Any) -> list[Device]:

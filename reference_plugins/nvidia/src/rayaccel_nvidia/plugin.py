@@ -41,7 +41,10 @@ def rayaccel_family() -> FamilyDeclaration:
 def rayaccel_discover(host: Host) -> list[Device]:
     def probe() -> list[Device]:
         nvml = open_nvml(host)
-        return [] if nvml is None else discovery.discover(nvml)
+        devices = [] if nvml is None else discovery.discover(nvml)
+        if not devices:
+            discovery.unseen_gpus_problem(host, nvml_answered=nvml is not None)
+        return devices
 
     return bounded(probe, "discovering GPUs")
 
