@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from rayaccel import hookspec
 from rayaccel.onboarding.catalog_file import check_catalogs
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.fixtures import installed_fixtures
 from rayaccel_testplugins import acme
 
 PLUGIN = '''
-from rayaccel import Device, FamilyDeclaration, hookimpl
+from rayaccel import Device, FamilyDeclaration, hookimpl, hookspec
 
 
 @hookimpl
@@ -64,7 +65,7 @@ def test_fixtures_and_catalog_beside_the_module_are_the_plugins_own(laid_out: Pa
     assert manager.implements("acme", "rayaccel_sku_catalog")
     assert manager.fixture_dirs("acme") == [str((laid_out / "fixtures").resolve())]
     assert list(installed_fixtures(manager)) == ["acme/acme-4"]
-    catalog = manager.sku_catalog("acme")
+    catalog = manager.answer("acme", hookspec.SKU_CATALOG)
     assert catalog is not None and catalog.source_path == str((laid_out / "skus.yaml").resolve())
     assert [sku.id for sku in catalog.skus][:1] == ["acme-r1"]
     assert [c.error for c in check_catalogs(manager, ["acme"])] == [None]
@@ -75,7 +76,7 @@ def test_a_broken_catalog_beside_the_module_is_the_plugins_problem_not_a_crash(l
     (laid_out / "skus.yaml").write_text("schema: rayaccel-sku-catalog/1\nfamily: acme\nskus: [{id: 1}]\n")
     manager = manager_for(laid_out)
     problems: list = []
-    assert manager.sku_catalog("acme", problems) is None
+    assert manager.answer("acme", hookspec.SKU_CATALOG, problems) is None
     assert [(p.plugin, p.hook) for p in problems] == [("acme", "rayaccel_sku_catalog")]
     assert "skus.yaml" in problems[0].message
 
@@ -95,7 +96,7 @@ def test_a_hook_the_plugin_implements_wins_over_its_layout(laid_out: Path, hook:
     manager = manager_for(laid_out)
     assert manager.fixture_dirs("acme") == ([] if hook == "rayaccel_fixture_dirs" else
                                            [str((laid_out / "fixtures").resolve())])
-    assert (manager.sku_catalog("acme") is None) == (hook == "rayaccel_sku_catalog")
+    assert (manager.answer("acme", hookspec.SKU_CATALOG) is None) == (hook == "rayaccel_sku_catalog")
 
 
 def test_without_the_files_the_hooks_are_simply_not_answered(laid_out: Path) -> None:
@@ -104,7 +105,7 @@ def test_without_the_files_the_hooks_are_simply_not_answered(laid_out: Path) -> 
     manager = manager_for(laid_out)
     assert not manager.implements("acme", "rayaccel_fixture_dirs")
     assert not manager.implements("acme", "rayaccel_sku_catalog")
-    assert manager.fixture_dirs("acme") == [] and manager.sku_catalog("acme") is None
+    assert manager.fixture_dirs("acme") == [] and manager.answer("acme", hookspec.SKU_CATALOG) is None
 
 
 def test_every_reference_plugin_relies_on_the_convention() -> None:
@@ -113,5 +114,5 @@ def test_every_reference_plugin_relies_on_the_convention() -> None:
         module = manager.plugin(name).module
         assert not hasattr(module, "rayaccel_fixture_dirs") and not hasattr(module, "rayaccel_sku_catalog")
         assert [Path(d).name for d in manager.fixture_dirs(name)] == ["fixtures"]
-        catalog = manager.sku_catalog(name)
+        catalog = manager.answer(name, hookspec.SKU_CATALOG)
         assert catalog is not None and catalog.skus, name

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel import Device, FamilyDeclaration, RealHost, hookimpl
+from rayaccel import Device, FamilyDeclaration, RealHost, hookimpl, hookspec
 from rayaccel.errors import PluginError
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import MISSING, PluginManager
@@ -267,7 +267,7 @@ def test_hooks_are_called_through_pluggy_with_the_plugins_wrappers_and_monitorin
     undo = manager.pluggy.add_hookcall_monitoring(lambda name, impls, kwargs: seen.append(name),
                                                   lambda outcome, name, impls, kwargs: None)
     try:
-        devices = manager.discover("w", RealHost(), [])
+        devices = manager.answer("w", hookspec.DISCOVER, [], host=RealHost())
     finally:
         undo()
     assert [d.id for d in devices or []] == ["w-0", "w-1"]
@@ -282,9 +282,9 @@ def test_another_plugins_code_never_runs_in_a_plugins_call(manager_with_acme, ac
         return []
 
     assert manager_with_acme.register(make_plugin("other", rayaccel_discover=rayaccel_discover), "other")
-    assert len(manager_with_acme.discover("acme", acme_host, []) or []) == 4
+    assert len(manager_with_acme.answer("acme", hookspec.DISCOVER, [], host=acme_host) or []) == 4
     assert calls == []
-    assert manager_with_acme.discover("other", acme_host, []) == [] and calls == ["other"]
+    assert manager_with_acme.answer("other", hookspec.DISCOVER, [], host=acme_host) == [] and calls == ["other"]
 
 
 def test_disabled_names_are_blocked_in_pluggy_when_the_manager_is_made(monkeypatch):
@@ -339,3 +339,18 @@ def test_a_plugin_importing_ray_is_not_blamed_for_what_importing_ray_sets(tmp_pa
     dirty = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                            env={**env, "ALSO_WRITE": "1"}, check=False)
     assert dirty.stdout.strip() == "['environ-changed'] ['uses-ray']", dirty.stderr[-2000:]
+
+
+def test_each_typed_hook_reference_names_a_hook_and_its_answer_type() -> None:
+    """`manager.answer(plugin, hookspec.TOPOLOGY, ...)` is typed by the reference's parameter: it must be the
+    hook's validated result, or that or None where the hook's default is no answer."""
+    import typing
+
+    hints = typing.get_type_hints(hookspec)
+    references = {name: value for name, value in vars(hookspec).items() if isinstance(value, hookspec.Hook)}
+    assert len(references) == 9
+    for constant, reference in references.items():
+        info = hookspec.HOOKS[reference.name]
+        (answer,) = typing.get_args(hints[constant])
+        no_answer = info.default(family=None, unit_ids=[], value="", provider="", instance_type="") is None
+        assert answer == (info.result | None if no_answer and info.result is not None else info.result), constant

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pluggy
 
@@ -381,3 +381,28 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[
 
 #: Hooks every plugin must implement.
 REQUIRED_HOOKS = tuple(name for name, info in HOOKS.items() if info.required)
+
+
+# --------------------------------------------------------------------------------------------------
+# Typed references to the hooks whose validated answer callers use as it is
+
+AnswerT = TypeVar("AnswerT")
+
+
+@dataclass(frozen=True)
+class Hook(Generic[AnswerT]):
+    """A hook's name with the type of its validated answer (or its default): ``manager.answer(plugin,
+    hookspec.TOPOLOGY, problems, host=host, devices=devices)`` is a :class:`Topology` to the type checker."""
+
+    name: str
+
+
+DISCOVER: Hook[list[Device] | None] = Hook("rayaccel_discover")
+TOPOLOGY: Hook[Topology] = Hook("rayaccel_topology")
+HEALTH: Hook[list[HealthReport] | None] = Hook("rayaccel_health")
+METRICS: Hook[list[MetricSample]] = Hook("rayaccel_metrics")
+RESOURCES: Hook[ResourceContribution] = Hook("rayaccel_resources")
+LABELS: Hook[dict[str, str]] = Hook("rayaccel_labels")
+SKU_CATALOG: Hook[SkuCatalog | None] = Hook("rayaccel_sku_catalog")
+TRANSPORTS: Hook[list[TransportSpec]] = Hook("rayaccel_transports")
+CLOUD_HINTS: Hook[CloudHint | None] = Hook("rayaccel_cloud_hints")

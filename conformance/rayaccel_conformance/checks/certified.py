@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 
+from rayaccel import hookspec
 from rayaccel.host import RealHost
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
 from rayaccel.records import Problem
@@ -35,7 +36,7 @@ def transports(subject: Subject) -> Evidence:
 
     subject.family()
     problems: list[Problem] = []
-    specs = subject.manager.transports(subject.name, problems)
+    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
     wrong = [p.render() for p in problems]
     runnable = []
     skipped = []

@@ -347,8 +347,8 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
     healthy = {h.device for h in fam.health if h.state != "unhealthy"}
     problems: list[Problem] = []
-    contribution = subject.manager.resources(subject.name, simulated_host(fx),
-                                             [d for d in fam.devices if d.id in healthy], fam.topology, problems)
+    contribution = subject.manager.answer(subject.name, hookspec.RESOURCES, problems, host=simulated_host(fx),
+                                          devices=[d for d in fam.devices if d.id in healthy], topology=fam.topology)
     wrong = [p.render() for p in problems]
     for name, value in contribution.extra.items():
         why = resource_name_problem(name, family, others)

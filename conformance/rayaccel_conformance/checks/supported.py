@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from rayaccel import hookspec
 from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
@@ -63,7 +64,7 @@ def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> l
     if fam is None:
         return []
     problems: list[Problem] = []
-    raw = subject.manager.labels(subject.name, simulated_host(fx), fam, problems)
+    raw = subject.manager.answer(subject.name, hookspec.LABELS, problems, host=simulated_host(fx), inventory=fam)
     return [f"rayaccel_labels: {why}" for why in (label_owner_problem(k, family) for k in raw) if why]
 
 
@@ -82,7 +83,8 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     inventory = subject.inventory(fixture)
     devices = subject.devices(inventory)
     problems: list[Problem] = []
-    raw = subject.manager.topology(subject.name, simulated_host(fx), devices, problems)
+    raw = subject.manager.answer(subject.name, hookspec.TOPOLOGY, problems, host=simulated_host(fx),
+                                 devices=list(devices))
     wrong = [p.render() for p in problems]
     wrong += topology_errors(devices, raw)
     by_pair: dict[tuple[str, str, str], tuple[float | None, int]] = {}
@@ -119,7 +121,7 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     subject.family()
     fx = subject.fixture(fixture)
     problems: list[Problem] = []
-    catalog = subject.manager.sku_catalog(subject.name, problems)
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, problems)
     if catalog is None:
         raise CheckFailed([p.render() for p in problems] or ["the plugin has no rayaccel_sku_catalog hook"])
     errors = schema_errors("sku-catalog", catalog.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -173,7 +175,8 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     fx = subject.fixture(fixture)
     devices = subject.devices(subject.inventory(fixture))
     problems: list[Problem] = []
-    samples = subject.manager.metrics(subject.name, simulated_host(fx), devices, problems)
+    samples = subject.manager.answer(subject.name, hookspec.METRICS, problems, host=simulated_host(fx),
+                                     devices=list(devices))
     wrong = [p.render() for p in problems]
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
@@ -289,7 +292,7 @@ def cloud_hints(subject: Subject) -> Evidence:
     family = subject.family()
     if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):
         raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
-    catalog = subject.manager.sku_catalog(subject.name, [])
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
     types = {sku.accelerator_type for sku in (catalog.skus if catalog else [])}
     for ref in subject.fixture_paths():
         fam = subject.inventory(ref).family(family.name)
@@ -302,7 +305,8 @@ def cloud_hints(subject: Subject) -> Evidence:
     wrong, known = [], []
     for provider, instance_type in asked:
         problems: list[Problem] = []
-        hint = subject.manager.cloud_hint(subject.name, provider, instance_type, problems)
+        hint = subject.manager.answer(subject.name, hookspec.CLOUD_HINTS, problems, provider=provider,
+                                      instance_type=instance_type)
         wrong += [p.render() for p in problems]
         if hint is None:
             continue

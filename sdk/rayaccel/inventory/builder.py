@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from rayaccel import hookspec
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
 from rayaccel.host import Host
 from rayaccel.inventory.topology import best_link_kind, order_units, topology_errors
@@ -42,7 +43,7 @@ class InventoryBuilder:
 
     def catalog(self, plugin: str, problems: list[Problem]) -> SkuCatalog | None:
         if plugin not in self._catalogs:
-            self._catalogs[plugin] = self.manager.sku_catalog(plugin, problems)
+            self._catalogs[plugin] = self.manager.answer(plugin, hookspec.SKU_CATALOG, problems)
         return self._catalogs[plugin]
 
     def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
@@ -75,7 +76,8 @@ class InventoryBuilder:
         health = self._health(plugin, host, devices, problems)
         states = {h.device: h.state for h in health}
         healthy = [d for d in devices if states.get(d.id, "unknown") != "unhealthy"]
-        contribution = self.manager.resources(plugin, host, healthy, topology, problems)
+        contribution = self.manager.answer(plugin, hookspec.RESOURCES, problems, host=host,
+                                           devices=list(healthy), topology=topology)
 
         known = [s for s in skus if s is not None]
         sku_known = len(known) == len(devices)
@@ -95,7 +97,8 @@ class InventoryBuilder:
                                   worker=self.worker_needs(plugin, units))
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
         labels.update(self._plugin_labels(plugin, host, partial, problems))
-        metrics = self.manager.metrics(plugin, host, devices, problems) if with_metrics else []
+        metrics = (self.manager.answer(plugin, hookspec.METRICS, problems, host=host, devices=list(devices))
+                   if with_metrics else [])
         return partial.model_copy(update={"labels": labels, "metrics": metrics})
 
     def worker_needs(self, plugin: str, units: Sequence[str]) -> WorkerNeeds:
@@ -112,7 +115,7 @@ class InventoryBuilder:
                            custom_env=custom_env, visible_env=visible)
 
     def _devices(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device]:
-        devices = self.manager.discover(plugin, host, problems) or []
+        devices = self.manager.answer(plugin, hookspec.DISCOVER, problems, host=host) or []
         unique: list[Device] = []
         seen: set[str] = set()
         for device in devices:
@@ -163,7 +166,7 @@ class InventoryBuilder:
         return resolved, skus
 
     def _topology(self, plugin: str, host: Host, devices: list[Device], problems: list[Problem]) -> Topology:
-        topology = self.manager.topology(plugin, host, devices, problems)
+        topology = self.manager.answer(plugin, hookspec.TOPOLOGY, problems, host=host, devices=list(devices))
         errors = topology_errors(devices, topology)
         if not errors:
             return topology
@@ -177,7 +180,7 @@ class InventoryBuilder:
         })
 
     def _health(self, plugin: str, host: Host, devices: list[Device], problems: list[Problem]) -> list[HealthReport]:
-        reports = self.manager.health(plugin, host, devices, problems)
+        reports = self.manager.answer(plugin, hookspec.HEALTH, problems, host=host, devices=list(devices))
         if reports is None:
             # No health hook, or it failed: nothing is known, and unknown devices stay schedulable.
             return [HealthReport(device=d.id, state="unknown") for d in devices]
@@ -256,7 +259,7 @@ class InventoryBuilder:
 
     def _plugin_labels(self, plugin: str, host: Host, family: FamilyInventory,
                        problems: list[Problem]) -> dict[str, str]:
-        extra = self.manager.labels(plugin, host, family, problems)
+        extra = self.manager.answer(plugin, hookspec.LABELS, problems, host=host, inventory=family)
         accepted: dict[str, str] = {}
         for key, value in extra.items():
             why = None

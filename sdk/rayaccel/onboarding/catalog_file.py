@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from rayaccel import hookspec
 from rayaccel.catalog import resolve_sku
 from rayaccel.errors import CatalogError
 from rayaccel.plugins.manager import PluginManager
@@ -82,7 +83,7 @@ def catalog_of(manager: PluginManager, plugin: str) -> SkuCatalog:
         raise CatalogError(f"plugin {plugin!r} has no SKU catalog (it does not implement rayaccel_sku_catalog); "
                            "add one: return rayaccel.catalog.load_catalog(<path of skus.yaml>)")
     problems: list[Problem] = []
-    catalog = manager.sku_catalog(plugin, problems)
+    catalog = manager.answer(plugin, hookspec.SKU_CATALOG, problems)
     if catalog is None:
         why = problems[0].message if problems else "it returned nothing"
         raise CatalogError(f"plugin {plugin!r}: its SKU catalog cannot be read: {why.removeprefix('raised ')}")
@@ -162,7 +163,7 @@ def check_catalogs(manager: PluginManager, plugins: Sequence[str] | None = None)
         if not manager.implements(plugin, "rayaccel_sku_catalog"):
             continue
         problems: list[Problem] = []
-        catalog = manager.sku_catalog(plugin, problems)
+        catalog = manager.answer(plugin, hookspec.SKU_CATALOG, problems)
         if catalog is None:
             why = problems[0].message.removeprefix("raised ") if problems else "rayaccel_sku_catalog returned nothing"
             results.append(CatalogCheck(plugin, None, 0, why.removeprefix("CatalogError: ")))

@@ -31,7 +31,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import pluggy
 from pydantic import TypeAdapter, ValidationError
@@ -62,7 +62,9 @@ from rayaccel.reporting import ReportSink, collect_problems, shown
 from rayaccel.schemas import describe_validation_error
 
 if TYPE_CHECKING:
-    from rayaccel.host import Host
+    pass
+
+AnswerT = TypeVar("AnswerT")
 
 #: Each hook's answer is validated with the adapter of the type its spec names.
 _ADAPTERS = {name: TypeAdapter(info.result) for name, info in hookspec.HOOKS.items()}
@@ -356,12 +358,22 @@ class PluginManager:
         """Call one plugin's hook, isolated. Returns MISSING when not implemented, None on a problem."""
         return self._call(plugin, self._distribution(plugin), hook, kwargs, problems)
 
-    def answer(self, plugin: str, hook: str, problems: list[rec.Problem] | None = None, **kwargs: Any) -> Any:
+    @overload
+    def answer(self, plugin: str, hook: hookspec.Hook[AnswerT], problems: list[rec.Problem] | None = None,
+               **kwargs: Any) -> AnswerT: ...
+
+    @overload
+    def answer(self, plugin: str, hook: str, problems: list[rec.Problem] | None = None, **kwargs: Any) -> Any: ...
+
+    def answer(self, plugin: str, hook: str | hookspec.Hook[Any], problems: list[rec.Problem] | None = None,
+               **kwargs: Any) -> Any:
         """The plugin's validated answer, or the spec's default when it has none (the hook is not
-        implemented, its call failed, or it answered None)."""
-        result = self.call(plugin, hook, problems, **kwargs)
+        implemented, its call failed, or it answered None). Given a :class:`hookspec.Hook` (``hookspec.TOPOLOGY``
+        ...), the answer is typed as that hook's record."""
+        name = hook.name if isinstance(hook, hookspec.Hook) else hook
+        result = self.call(plugin, name, problems, **kwargs)
         if result is MISSING or result is None:
-            return hookspec.HOOKS[hook].default(family=self._family_or_none(plugin), **kwargs)
+            return hookspec.HOOKS[name].default(family=self._family_or_none(plugin), **kwargs)
         return result
 
     def _call(self, plugin: str, dist: str | None, hook: str, kwargs: Mapping[str, Any],
@@ -546,52 +558,6 @@ class PluginManager:
 
     def fixture_dirs(self, plugin: str) -> list[str]:
         return list(self.answer(plugin, "rayaccel_fixture_dirs"))
-
-    def discover(self, plugin: str, host: Host, problems: list[rec.Problem]) -> list[rec.Device] | None:
-        result: list[rec.Device] | None = self.answer(plugin, "rayaccel_discover", problems, host=host)
-        return result
-
-    def topology(self, plugin: str, host: Host, devices: Sequence[rec.Device],
-                 problems: list[rec.Problem]) -> rec.Topology:
-        result: rec.Topology = self.answer(plugin, "rayaccel_topology", problems, host=host, devices=list(devices))
-        return result
-
-    def health(self, plugin: str, host: Host, devices: Sequence[rec.Device],
-               problems: list[rec.Problem]) -> list[rec.HealthReport] | None:
-        result: list[rec.HealthReport] | None = self.answer(plugin, "rayaccel_health", problems, host=host,
-                                                            devices=list(devices))
-        return result
-
-    def metrics(self, plugin: str, host: Host, devices: Sequence[rec.Device],
-                problems: list[rec.Problem]) -> list[rec.MetricSample]:
-        result: list[rec.MetricSample] = self.answer(plugin, "rayaccel_metrics", problems, host=host,
-                                                     devices=list(devices))
-        return result
-
-    def resources(self, plugin: str, host: Host, devices: Sequence[rec.Device], topology: rec.Topology,
-                  problems: list[rec.Problem]) -> rec.ResourceContribution:
-        result: rec.ResourceContribution = self.answer(plugin, "rayaccel_resources", problems, host=host,
-                                                       devices=list(devices), topology=topology)
-        return result
-
-    def labels(self, plugin: str, host: Host, inventory: rec.FamilyInventory,
-               problems: list[rec.Problem]) -> dict[str, str]:
-        result: dict[str, str] = self.answer(plugin, "rayaccel_labels", problems, host=host, inventory=inventory)
-        return result
-
-    def sku_catalog(self, plugin: str, problems: list[rec.Problem] | None = None) -> rec.SkuCatalog | None:
-        result: rec.SkuCatalog | None = self.answer(plugin, "rayaccel_sku_catalog", problems)
-        return result
-
-    def transports(self, plugin: str, problems: list[rec.Problem] | None = None) -> list[rec.TransportSpec]:
-        result: list[rec.TransportSpec] = self.answer(plugin, "rayaccel_transports", problems)
-        return result
-
-    def cloud_hint(self, plugin: str, provider: str, instance_type: str,
-                   problems: list[rec.Problem] | None = None) -> rec.CloudHint | None:
-        result: rec.CloudHint | None = self.answer(plugin, "rayaccel_cloud_hints", problems, provider=provider,
-                                                   instance_type=instance_type)
-        return result
 
     def parse_visible(self, plugin: str, value: str) -> list[str]:
         """Unit ids named by a visible-devices env var value (the plugin's parser, else comma-split)."""

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
+from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 from rayaccel.plugins.manager import PluginManager, default_manager
@@ -28,7 +29,7 @@ def declared_transports(manager: PluginManager | None = None,
     """Plugin name -> the transports it declares (``rayaccel_transports``)."""
     manager = manager or default_manager()
     names = list(plugins) if plugins is not None else manager.plugin_names()
-    return {name: manager.transports(name) for name in names}
+    return {name: manager.answer(name, hookspec.TRANSPORTS) for name in names}
 
 
 def _import_class(plugin: str, spec: TransportSpec) -> type:
