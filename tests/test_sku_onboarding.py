@@ -129,6 +129,8 @@ def test_the_printed_form_and_the_cli_options_stay_in_step() -> None:
     (["--from-fixture", "acme/nope"], "--from-fixture 'acme/nope': plugin 'acme' has no such fixture"),
     (["--fixture-name", "acme-4"], "fixture acme/acme-4 already exists"),
     (["--accelerator-type", "R 2"], "--accelerator-type 'R 2': Value error, must be a valid Ray label value"),
+    (["--match-field", "model"], "--match-field 'model': give FIELD=VALUE"),
+    (["--match-field", "Model=X"], "--match-field 'Model': Value error, must be a Device field or attribute name"),
 ])
 def test_refusals_are_one_line_exit_2_and_change_nothing(plugin_copy: Path, args: list[str], message: str) -> None:
     base = {"--plugin": "acme", "--id": "acme-r2", "--marketing-name": "ACME Roadrunner R2",
@@ -217,3 +219,48 @@ def test_sku_check_reports_one_line_per_bad_catalog(plugin_copy: Path) -> None:
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: plugin acme: ") and "accelerator_type" in lines[0], lines
     assert "ok: nvidia:" in bad.stdout
+
+
+# SKU rules on any field discovery reads -------------------------------------------------------------------
+
+def _catalog(*skus: dict[str, Any]) -> Any:
+    from rayaccel.catalog import parse_catalog
+
+    return parse_catalog({"schema": "rayaccel-sku-catalog/1", "family": "acme", "skus": [
+        {"marketing_name": s["id"], "accelerator_type": s["id"].upper(), **s} for s in skus]}, "test")
+
+
+def test_a_sku_can_match_by_what_the_tool_prints_when_it_prints_no_pci_id_or_product_name() -> None:
+    """A tool that prints a model string and a memory size, not a product name: the catalog matches those,
+    and the same product name with another model resolves to another SKU."""
+    from rayaccel.catalog import resolve_sku
+    from rayaccel.records import Device
+
+    catalog = _catalog({"id": "x1-48g", "match": {"fields": {"model": "X1", "memory_mib": "49152"}}},
+                       {"id": "x1-96g", "match": {"fields": {"model": "X1", "memory_mib": "98304"}}})
+
+    def device(model: str, memory: int) -> Device:
+        return Device(index=0, id="d0", product_name="Accelerator", memory_mib=memory, attributes={"model": model})
+
+    assert resolve_sku(catalog, device("X1", 49152)).id == "x1-48g"  # type: ignore[union-attr]
+    assert resolve_sku(catalog, device("X1", 98304)).id == "x1-96g"  # type: ignore[union-attr]
+    assert resolve_sku(catalog, device("X2", 49152)) is None  # every field must match
+
+
+def test_fields_rules_are_refused_where_they_would_be_ambiguous() -> None:
+    from rayaccel.catalog import matching_skus
+    from rayaccel.records import Device
+    from rayaccel_conformance.checks.supported import ambiguous_match
+
+    with pytest.raises(CatalogError, match="two SKUs match devices by the same fields"):
+        _catalog({"id": "a", "match": {"fields": {"model": "X1"}}}, {"id": "b", "match": {"fields": {"model": "X1"}}})
+    # Different rules that one device satisfies both: the conformance suite's RAC205 names it.
+    catalog = _catalog({"id": "a", "match": {"fields": {"model": "X1"}}},
+                       {"id": "b", "match": {"fields": {"memory_mib": "49152"}}})
+    both = Device(index=0, id="d0", product_name="Accelerator", memory_mib=49152, attributes={"model": "X1"})
+    assert [s.id for s in matching_skus(catalog, both)[1]] == ["a", "b"]  # type: ignore[index]
+    assert "2 SKUs (a, b) match product 'Accelerator' by device fields" in (ambiguous_match(catalog, both) or "")
+    # A more specific rule decides first: an exact product name wins over fields.
+    named = _catalog({"id": "a", "match": {"fields": {"model": "X1"}}},
+                     {"id": "c", "match": {"product_names": ["Accelerator"]}})
+    assert ambiguous_match(named, both) is None and matching_skus(named, both)[1][0].id == "c"  # type: ignore[index]

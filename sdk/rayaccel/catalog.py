@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ def parse_catalog(data: Any, origin: str) -> SkuCatalog:
     duplicate = _first_duplicate([s.id for s in catalog.skus])
     if duplicate:
         raise CatalogError(f"{origin}: SKU id {duplicate!r} appears twice; SKU ids must be unique")
+    rules = [tuple(sorted(s.match.fields.items())) for s in catalog.skus if s.match.fields]
+    twice = _first_duplicate([repr(r) for r in rules])
+    if twice:
+        raise CatalogError(f"{origin}: two SKUs match devices by the same fields {twice}; a device would resolve "
+                           "to the first, so give one of them another field to tell them apart")
     for sku in catalog.skus:
         for pattern in sku.match.product_patterns:
             try:
@@ -49,22 +55,52 @@ def _first_duplicate(items: list[str]) -> str | None:
     return None
 
 
+#: Device fields a ``fields`` rule may not name: they are structure, not something a tool prints.
+_NOT_MATCHABLE = frozenset({"attributes", "units", "partitions"})
+
+
+def device_value(device: Device, name: str) -> str | None:
+    """A device field (``memory_mib``) or, failing that, attribute (``model``) as text, for ``fields`` rules."""
+    if name in Device.model_fields and name not in _NOT_MATCHABLE:
+        value = getattr(device, name)
+    else:
+        value = device.attributes.get(name)
+    return None if value is None else str(value)
+
+
+def _by_fields(sku: SkuRecord, device: Device) -> bool:
+    return bool(sku.match.fields) and all(device_value(device, k) == v for k, v in sku.match.fields.items())
+
+
+#: How a device finds its SKU, most specific first: the first rule any SKU matches decides, and within it
+#: the catalog's order (two SKUs matching by the deciding rule is an ambiguous catalog: conformance RAC205
+#: and `rayaccel sku add` refuse it).
+MATCH_RULES: tuple[tuple[str, Callable[[SkuRecord, Device], bool]], ...] = (
+    ("PCI device id", lambda sku, device: (device.pci_device_id or "").lower()
+     in {p.lower() for p in sku.match.pci_device_ids}),
+    ("exact product name", lambda sku, device: device.product_name in sku.match.product_names),
+    ("device fields", _by_fields),
+    ("product pattern", lambda sku, device: any(re.search(p, device.product_name)
+                                                for p in sku.match.product_patterns)),
+)
+
+
+def matching_skus(catalog: SkuCatalog, device: Device) -> tuple[str, list[SkuRecord]] | None:
+    """The rule that decides the device's SKU and every SKU matching by it; None when none matches."""
+    for how, matches in MATCH_RULES:
+        hits = [sku for sku in catalog.skus if matches(sku, device)]
+        if hits:
+            return how, hits
+    return None
+
+
 def resolve_sku(catalog: SkuCatalog | None, device: Device) -> SkuRecord | None:
     if catalog is None:
         return None
     if device.sku:
         return next((s for s in catalog.skus if s.id == device.sku), None)
-    if device.pci_device_id:
-        for sku in catalog.skus:
-            if device.pci_device_id in (p.lower() for p in sku.match.pci_device_ids):
-                return sku
-    for sku in catalog.skus:
-        if device.product_name in sku.match.product_names:
-            return sku
-    for sku in catalog.skus:
-        if any(re.search(p, device.product_name) for p in sku.match.product_patterns):
-            return sku
-    return None
+    found = matching_skus(catalog, device)
+    return found[1][0] if found else None
 
 
 def sku_disagreement(catalog: SkuCatalog | None, device: Device) -> str | None:

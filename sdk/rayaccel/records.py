@@ -123,9 +123,19 @@ class Record(BaseModel):
 MAX_DEVICE_MEMORY_MIB = 16 * 1024 * 1024
 
 
+#: A key of ``SkuMatch.fields``: a Device field (``memory_mib``, ``architecture``, ...) or attribute name.
+SkuFieldName = Annotated[str, _matching(re.compile(r"^[a-z][a-z0-9_.]{0,62}$"),
+                                        "must be a Device field or attribute name (lower-case letters, digits, "
+                                        "'_', '.')")]
+
+
 class SkuMatch(Record):
     pci_device_ids: list[str] = Field(default_factory=list)
     product_names: list[str] = Field(default_factory=list, description="Exact product names")
+    fields: dict[SkuFieldName, str] = Field(
+        default_factory=dict, description="Device fields or attributes that must all have these values, compared "
+        "as text (e.g. {'model': 'X1-48G', 'memory_mib': '49152'}): for a tool that prints neither a PCI id nor "
+        "a product name")
     product_patterns: list[str] = Field(default_factory=list, description="Regular expressions (search)")
 
 

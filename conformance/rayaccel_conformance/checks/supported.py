@@ -6,12 +6,11 @@ garbage bounded (RAC204)."""
 from __future__ import annotations
 
 import os
-import re
 import tempfile
-from collections.abc import Callable
 from typing import Any
 
 from rayaccel import hookspec
+from rayaccel.catalog import matching_skus
 from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
@@ -141,21 +140,14 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
 
 
 def ambiguous_match(catalog: Any, device: Any) -> str | None:
-    """Which SKUs match the device by the rule that decides it (PCI id, exact name, pattern), if several do."""
-    levels: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-        ("PCI device id", lambda sku: bool(device.pci_device_id)
-         and device.pci_device_id.lower() in (p.lower() for p in sku.match.pci_device_ids)),
-        ("exact product name", lambda sku: device.product_name in sku.match.product_names),
-        ("product pattern", lambda sku: any(re.search(p, device.product_name) for p in sku.match.product_patterns)),
-    )
-    for how, matches in levels:
-        hits = [sku.id for sku in catalog.skus if matches(sku)]
-        if len(hits) > 1:
-            return (f"the catalog is ambiguous: {len(hits)} SKUs ({', '.join(hits)}) match product "
-                    f"{device.product_name!r} by {how}")
-        if hits:
-            return None
-    return None
+    """Which SKUs match the device by the rule that decides it (PCI id, exact name, fields, pattern), if several
+    do (the rules are the SDK's own, :data:`rayaccel.catalog.MATCH_RULES`)."""
+    found = matching_skus(catalog, device)
+    if found is None or len(found[1]) == 1:
+        return None
+    how, hits = found
+    return (f"the catalog is ambiguous: {len(hits)} SKUs ({', '.join(s.id for s in hits)}) match product "
+            f"{device.product_name!r} by {how}")
 
 
 @check("RAC206", scope="fixture")

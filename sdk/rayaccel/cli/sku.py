@@ -13,7 +13,7 @@ import typer
 
 from rayaccel.cli import app, console, err_console
 from rayaccel.cli.inventory import PluginsOption
-from rayaccel.onboarding.catalog_file import build_sku_record, check_catalogs
+from rayaccel.onboarding.catalog_file import build_sku_record, check_catalogs, parse_match_fields
 from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.plugins.manager import default_manager
 
@@ -32,10 +32,14 @@ def add(
     sku_id: Annotated[str, typer.Option("--id", help="SKU id: lower-case letters, digits, '.', '-'")],
     marketing_name: Annotated[str, typer.Option("--marketing-name", help="Name as the vendor sells it")],
     accelerator_type: Annotated[str, typer.Option("--accelerator-type", help="Ray accelerator type, e.g. B300")],
-    product_name: Annotated[list[str], typer.Option(
-        "--product-name", help="Product name exactly as the driver reports it (repeatable)")],
+    product_name: Annotated[list[str] | None, typer.Option(
+        "--product-name", help="Product name exactly as the driver reports it (repeatable)")] = None,
     pci_device_id: Annotated[list[str] | None, typer.Option(
         "--pci-device-id", help="PCI device id, e.g. 0x2901 (repeatable)")] = None,
+    match_field: Annotated[list[str] | None, typer.Option(
+        "--match-field", metavar="FIELD=VALUE",
+        help="A device field or attribute the SKU's devices have, e.g. model=X1-48G (repeatable; all must "
+             "match): for a tool that prints neither a PCI id nor a product name")] = None,
     memory_mib: Annotated[int | None, typer.Option("--memory-mib", help="Memory of one device, MiB")] = None,
     architecture: Annotated[str | None, typer.Option("--architecture", help="e.g. blackwell")] = None,
     interconnect: Annotated[str | None, typer.Option("--interconnect", help="e.g. nvlink5-nvswitch")] = None,
@@ -50,8 +54,9 @@ def add(
 ) -> None:
     """Append a SKU to a plugin's catalog and write a simulated fixture of it (checked before anything is written)."""
     record = build_sku_record(sku_id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
-                              product_names=product_name, pci_device_ids=pci_device_id or [],
-                              memory_mib=memory_mib, architecture=architecture, interconnect=interconnect)
+                              product_names=product_name or [], pci_device_ids=pci_device_id or [],
+                              memory_mib=memory_mib, architecture=architecture, interconnect=interconnect,
+                              fields=parse_match_fields(match_field or []))
     done = add_sku(default_manager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
                    dry_run=dry_run)
     if not done.written:

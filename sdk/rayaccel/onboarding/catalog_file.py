@@ -23,7 +23,7 @@ from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
 OPTION_FOR_FIELD = {
     "id": "--id", "marketing_name": "--marketing-name", "accelerator_type": "--accelerator-type",
     "architecture": "--architecture", "memory_mib": "--memory-mib", "interconnect": "--interconnect",
-    "match.pci_device_ids": "--pci-device-id", "match.product_names": "--product-name",
+    "match.pci_device_ids": "--pci-device-id", "match.product_names": "--product-name", "match.fields": "--match-field",
 }
 
 
@@ -42,21 +42,37 @@ class CatalogCheck:
 # The SKU record -----------------------------------------------------------------------------------
 
 
+def parse_match_fields(items: Sequence[str]) -> dict[str, str]:
+    """``--match-field KEY=VALUE`` options as a ``fields`` rule; a CatalogError for a malformed one."""
+    fields: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise CatalogError(f"--match-field {item[:80]!r}: give FIELD=VALUE, e.g. model=X1-48G or memory_mib=49152")
+        if key in fields:
+            raise CatalogError(f"--match-field {key!r} is given twice; give each field once")
+        fields[key] = value
+    return fields
+
+
 def build_sku_record(*, sku_id: str, marketing_name: str, accelerator_type: str, product_names: Sequence[str],
                      pci_device_ids: Sequence[str] = (), memory_mib: int | None = None,
-                     architecture: str | None = None, interconnect: str | None = None) -> SkuRecord:
+                     architecture: str | None = None, interconnect: str | None = None,
+                     fields: dict[str, str] | None = None) -> SkuRecord:
     """A validated SKU record; a CatalogError naming the option otherwise."""
-    if not product_names and not pci_device_ids:
+    if not product_names and not pci_device_ids and not fields:
         raise CatalogError("a SKU needs something to match devices by: give --product-name (as the driver reports "
-                           "it) and, if known, --pci-device-id")
+                           "it), --pci-device-id, or --match-field FIELD=VALUE for what the vendor tool prints")
     try:
         return SkuRecord(id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
                          architecture=architecture, memory_mib=memory_mib, interconnect=interconnect,
                          match=SkuMatch(pci_device_ids=[p.lower() for p in pci_device_ids],
-                                        product_names=list(product_names)))
+                                        product_names=list(product_names), fields=dict(fields or {})))
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
+        if where.startswith(("fields.", "match.fields.")):  # a key of the fields rule
+            where = "match.fields"
         option = OPTION_FOR_FIELD.get(where, where)
         value = err.get("input")
         raise CatalogError(f"{option} {value!r}: {err['msg']}") from None
@@ -101,6 +117,9 @@ def conflicts(catalog: SkuCatalog, sku: SkuRecord) -> str | None:
         if shared:
             return (f"PCI device id {sorted(shared)[0]} is already matched by SKU {other.id!r}, so devices would "
                     "keep resolving to it; correct the existing SKU instead, or give the right --pci-device-id")
+        if sku.match.fields and sku.match.fields == other.match.fields:
+            return (f"SKU {other.id!r} already matches devices by the same fields {sku.match.fields}; add a field "
+                    "that tells the two apart")
     if not sku.match.pci_device_ids:
         for name in sku.match.product_names:
             probe = Device(index=0, id="probe", product_name=name)
