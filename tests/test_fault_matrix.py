@@ -632,40 +632,35 @@ def test_a_negative_vram_size_from_amdsmi_costs_that_gpu_only(manager: PluginMan
     assert "(got -1)" in problem.message and "\n" not in problem.message
 
 
+#: The driver's own witnesses of 8 GPUs: NVIDIA's device nodes; AMD's render nodes of vendor 0x1002 (and the
+#: BMC's ASPEED GPU, which is none of AMD's).
 NVIDIA_NODES = {f"/dev/nvidia{i}": "" for i in range(8)} | {"/dev/nvidiactl": "", "/dev/nvidia-uvm": ""}
-
-
-@pytest.mark.parametrize(("library", "why"), [
-    ({"devices": {str(i): None for i in range(8)}}, "NVML enumerates no GPU"),  # a driver/library mismatch
-    (None, "NVML (libnvidia-ml with nvidia-ml-py) is not available"),  # a container given the devices only
-])
-def test_no_gpu_from_nvml_while_the_driver_shows_eight_is_a_problem(manager: PluginManager, library: Any,
-                                                                    why: str) -> None:
-    inventory = _faulted(manager, "nvidia/dgx-h100", {"files": NVIDIA_NODES, "libraries": {"nvml": library}})
-    assert inventory.family("nvidia") is None
-    (problem,) = [p for p in inventory.problems if p.code == "gpus-not-enumerated"]
-    assert problem.message.startswith(why) and "8 GPU device nodes (/dev/nvidia0, /dev/nvidia1" in problem.message
-    # Without the device nodes, no NVML is simply no NVIDIA GPU here: nothing to say.
-    quiet = _faulted(manager, "nvidia/dgx-h100", {"libraries": {"nvml": None}})
-    assert not [p for p in quiet.problems if p.plugin == "nvidia" and p.severity != "info"]
-
-
 AMD_RENDER_NODES = {f"/sys/class/drm/renderD{128 + i}/device/vendor": "0x1002\n" for i in range(8)} | {
-    "/sys/class/drm/renderD136/device/vendor": "0x1a03\n"}  # the BMC's ASPEED GPU is no AMD GPU
+    "/sys/class/drm/renderD136/device/vendor": "0x1a03\n"}
+NO_GPU_CASES = [
+    ("nvidia/dgx-h100", "nvml", NVIDIA_NODES, {"devices": {str(i): None for i in range(8)}},
+     "NVML enumerates no GPU", "8 GPU device nodes (/dev/nvidia0, /dev/nvidia1"),  # a driver/library mismatch
+    ("nvidia/dgx-h100", "nvml", NVIDIA_NODES, None,  # a container given the devices only
+     "NVML (libnvidia-ml with nvidia-ml-py) is not available", "8 GPU device nodes (/dev/nvidia0"),
+    ("amd/mi355x-8", "amdsmi", AMD_RENDER_NODES, {"gpus": {str(i): None for i in range(8)}},
+     "amdsmi reports no GPU", "8 AMD GPU render nodes (/dev/dri/renderD128"),
+    ("amd/mi355x-8", "amdsmi", AMD_RENDER_NODES, None,
+     "neither the amdsmi Python package nor the amd-smi command is available", "8 AMD GPU render nodes"),
+]
 
 
-@pytest.mark.parametrize(("library", "why"), [
-    ({"gpus": {str(i): None for i in range(8)}}, "amdsmi reports no GPU"),
-    (None, "neither the amdsmi Python package nor the amd-smi command is available"),
-])
-def test_no_gpu_from_amdsmi_while_the_driver_shows_eight_is_a_problem(manager: PluginManager, library: Any,
-                                                                      why: str) -> None:
-    inventory = _faulted(manager, "amd/mi355x-8", {"files": AMD_RENDER_NODES, "libraries": {"amdsmi": library}})
-    assert inventory.family("amd") is None
+@pytest.mark.parametrize(("ref", "library", "nodes", "answer", "why", "named"), NO_GPU_CASES)
+def test_no_gpu_from_the_library_while_the_driver_shows_eight_is_a_problem(
+        manager: PluginManager, ref: str, library: str, nodes: dict[str, str], answer: Any, why: str,
+        named: str) -> None:
+    plugin = ref.split("/")[0]
+    inventory = _faulted(manager, ref, {"files": nodes, "libraries": {library: answer}})
+    assert inventory.family(plugin) is None
     (problem,) = [p for p in inventory.problems if p.code == "gpus-not-enumerated"]
-    assert problem.message.startswith(why) and "8 AMD GPU render nodes (/dev/dri/renderD128" in problem.message
-    quiet = _faulted(manager, "amd/mi355x-8", {"libraries": {"amdsmi": None}})
-    assert not [p for p in quiet.problems if p.plugin == "amd" and p.severity != "info"]
+    assert problem.message.startswith(why) and named in problem.message
+    # Without the driver's nodes, no library is simply no such GPU here: nothing to say.
+    quiet = _faulted(manager, ref, {"libraries": {library: None}})
+    assert not [p for p in quiet.problems if p.plugin == plugin and p.severity != "info"]
 
 
 def test_a_negative_tpu_worker_number_is_named_and_the_chips_still_reported(manager: PluginManager) -> None:
