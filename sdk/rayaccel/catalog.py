@@ -68,6 +68,14 @@ def device_value(device: Device, name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _by_pci_id(sku: SkuRecord, device: Device) -> bool:
+    return (device.pci_device_id or "").lower() in {p.lower() for p in sku.match.pci_device_ids}
+
+
+def _by_product_name(sku: SkuRecord, device: Device) -> bool:
+    return device.product_name in sku.match.product_names
+
+
 def _by_fields(sku: SkuRecord, device: Device) -> bool:
     return bool(sku.match.fields) and all(device_value(device, k) == v for k, v in sku.match.fields.items())
 
@@ -76,9 +84,8 @@ def _by_fields(sku: SkuRecord, device: Device) -> bool:
 #: the catalog's order (two SKUs matching by the deciding rule is an ambiguous catalog: conformance RAC205
 #: and `rayaccel sku add` refuse it).
 MATCH_RULES: tuple[tuple[str, Callable[[SkuRecord, Device], bool]], ...] = (
-    ("PCI device id", lambda sku, device: (device.pci_device_id or "").lower()
-     in {p.lower() for p in sku.match.pci_device_ids}),
-    ("exact product name", lambda sku, device: device.product_name in sku.match.product_names),
+    ("PCI device id", _by_pci_id),
+    ("exact product name", _by_product_name),
     ("device fields", _by_fields),
     ("product pattern", lambda sku, device: any(re.search(p, device.product_name)
                                                 for p in sku.match.product_patterns)),
@@ -112,8 +119,8 @@ def sku_disagreement(catalog: SkuCatalog | None, device: Device) -> str | None:
     if catalog is None or device.sku or not device.pci_device_id:
         return None
     pci = device.pci_device_id.lower()
-    by_pci = next((s for s in catalog.skus if pci in (p.lower() for p in s.match.pci_device_ids)), None)
-    by_name = next((s for s in catalog.skus if device.product_name in s.match.product_names), None)
+    by_pci = next((s for s in catalog.skus if _by_pci_id(s, device)), None)
+    by_name = next((s for s in catalog.skus if _by_product_name(s, device)), None)
     if by_pci is None or by_name is None or by_pci.id == by_name.id:
         return None
     return (f"device {device.id} has PCI device id {pci}, catalogued as SKU {by_pci.id!r}, but product name "

@@ -52,10 +52,10 @@ console = make_console()
 err_console = make_console(stderr=True)
 
 
-def strict_json(data: Any) -> str:
+def strict_json(data: Any, indent: int | None = None) -> str:
     """JSON with no NaN/Infinity (not JSON): a non-finite number is written as null and named on stderr."""
     try:
-        return json.dumps(data, allow_nan=False)
+        return json.dumps(data, allow_nan=False, indent=indent)
     except ValueError:
         pass
     where: list[str] = []
@@ -70,7 +70,7 @@ def strict_json(data: Any) -> str:
             return [finite(v, f"{path}[{i}]") for i, v in enumerate(value)]
         return value
 
-    text = json.dumps(finite(data, ""), allow_nan=False)
+    text = json.dumps(finite(data, ""), allow_nan=False, indent=indent)
     err_console.print(f"warning: non-finite numbers (NaN/Infinity) written as null at {', '.join(where[:5])}"
                       + (f" and {len(where) - 5} more" if len(where) > 5 else "")
                       + "; the plugin that reported them should report a finite value or none")
@@ -90,10 +90,7 @@ def output_path(value: str | Path) -> Path:
 def print_json(data: Any) -> None:
     """Print data as strict JSON on stdout (indented for people on a terminal; written as it is, not
     through Rich, which would cost a second parse of a large document)."""
-    text = strict_json(data)
-    if sys.stdout.isatty():
-        text = json.dumps(json.loads(text), indent=2)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(strict_json(data, indent=2 if sys.stdout.isatty() else None) + "\n")
     sys.stdout.flush()
 
 

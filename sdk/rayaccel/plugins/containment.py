@@ -137,13 +137,10 @@ def restore_environ(before: Mapping[Any, Any]) -> list[str]:
     now = dict(_environ_data())
     if now == before:
         return []
-    changed = [k for k, v in now.items() if before.get(k) != v and not _rays_own(k, v)]
-    removed = [k for k in before if k not in now]
+    changed = environ_changes(before, now)
     for key in changed:
         if key in before:
             os.environ[os.fsdecode(key)] = os.fsdecode(before[key])
         else:
             os.environ.pop(os.fsdecode(key), None)
-    for key in removed:
-        os.environ[os.fsdecode(key)] = os.fsdecode(before[key])
-    return sorted(os.fsdecode(k) for k in [*changed, *removed])
+    return sorted(os.fsdecode(k) for k in changed)

@@ -31,7 +31,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import pluggy
 from pydantic import TypeAdapter, ValidationError
@@ -60,9 +60,6 @@ from rayaccel.plugins.conventions import conventional_hooks
 from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 from rayaccel.reporting import ReportSink, collect_problems, shown
 from rayaccel.schemas import describe_validation_error
-
-if TYPE_CHECKING:
-    pass
 
 AnswerT = TypeVar("AnswerT")
 
