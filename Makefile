@@ -5,7 +5,13 @@ BIN := $(VENV)/bin
 PLUGINS := $(sort $(wildcard reference_plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install system-deps demo test lint typecheck bench clean
+
+# Debian packages of the real tools that check what rayaccel writes (slurmd parses gres.conf, promtool and
+# prometheus read the metrics, chromium renders the pictures). Installed when we are root with apt (CI is);
+# elsewhere the tests that need one skip, naming it. The stamp names the list, so a new package reinstalls.
+DEBIAN_PACKAGES := slurmd prometheus chromium
+SYSDEPS_STAMP := $(VENV)/.debian-$(shell echo $(DEBIAN_PACKAGES) | md5sum | cut -c1-12)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +27,18 @@ $(STAMP): $(BIN)/python pyproject.toml $(PLUGINS)
 
 install: $(STAMP)
 
+$(SYSDEPS_STAMP): | $(BIN)/python
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(DEBIAN_PACKAGES) >/dev/null && touch $@; \
+	else echo "not root with apt-get: tests needing $(DEBIAN_PACKAGES) will skip"; fi
+
+system-deps: $(SYSDEPS_STAMP)
+
 demo: install
 	$(BIN)/python -m demo
 
-test: install
+test: install system-deps
 	$(BIN)/python -m pytest -q --durations=15
 
 lint: install
