@@ -41,3 +41,15 @@ def _fresh_default_manager() -> Iterator[None]:
     _reset_default_manager()
     yield
     _reset_default_manager()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the lines tests recorded for the summary (``summary.SUMMARY_PROPERTY``), xdist workers' too."""
+    from summary import SUMMARY_PROPERTY
+
+    lines = [str(value) for reports in terminalreporter.stats.values() for report in reports
+             for name, value in getattr(report, "user_properties", ()) if name == SUMMARY_PROPERTY]
+    if lines:
+        terminalreporter.section("rayaccel figures")
+        for line in dict.fromkeys(lines):
+            terminalreporter.write_line(line)

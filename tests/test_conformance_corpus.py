@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
 from rayaccel_conformance.report.tiers import Result, reached_tier
 from rayaccel_testplugins import corpus
+from summary import SUMMARY_PROPERTY
 
 #: The share of the corpus the suite must kill.
 TARGET_KILL_RATE = 0.95
@@ -97,16 +98,17 @@ def test_the_corpus_has_at_least_40_mutants_each_declaring_its_defect_and_killer
 
 
 def test_the_kill_rate_is_printed_and_at_least_95_percent(graded: dict[str, Any],
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                                          record_property: Callable[[str, object], None]) -> None:
     subjects = graded["subjects"]
     killed = [n for n in MUTANTS if failures(subjects[n])]
     survived = sorted(set(MUTANTS) - set(killed))
     rate = len(killed) / len(MUTANTS)
-    with capsys.disabled():
-        print(f"\nbroken-plugin corpus: {len(killed)}/{len(MUTANTS)} killed, kill rate {rate:.1%} "
-              f"(target {TARGET_KILL_RATE:.0%}); graded in {graded['total_s']:.0f}s "
-              f"({graded['in_process_s']:.0f}s in process)"
-              + (f"; survivors: {', '.join(survived)}" if survived else ""))
+    # Printed in the run's summary (tests/conftest.py), also when pytest-xdist runs this test in a worker.
+    record_property(SUMMARY_PROPERTY,
+                    f"broken-plugin corpus: {len(killed)}/{len(MUTANTS)} killed, kill rate {rate:.1%} "
+                    f"(target {TARGET_KILL_RATE:.0%}); graded in {graded['total_s']:.0f}s "
+                    f"({graded['in_process_s']:.0f}s in process)"
+                    + (f"; survivors: {', '.join(survived)}" if survived else ""))
     assert rate >= TARGET_KILL_RATE, f"survivors: {survived}"
 
 
