@@ -260,6 +260,9 @@ def test_each_probe_variant_bakes_alone_into_python_that_ruff_finds_clean(kind: 
     ("support_contact=call us", "is not a URL (https://...) or an e-mail address"),
     ("probe_kind=ioctl", "probe_kind='ioctl' is not one of the choices"),
     ("resource=ACME", "the template asks no question 'resource'"),
+    ("kubernetes_resource=kubernetes.io/accel", "is not an extended resource name"),
+    ("dra_driver=Accel", "DRA driver name 'Accel' is not a DNS name"),
+    ("slurm_gres=acme:x", "Slurm GRES name 'acme:x' is not valid"),
 ])
 def test_invalid_answers_fail_with_one_line_and_leave_no_folder(answer: str, message: str, tmp_path: Path,
                                                                 capfd: pytest.CaptureFixture[str],

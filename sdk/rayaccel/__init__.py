@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         Problem as Problem,
         QuantityRule as QuantityRule,
         ResourceContribution as ResourceContribution,
+        SchedulerNames as SchedulerNames,
         SkuCatalog as SkuCatalog,
         SkuMatch as SkuMatch,
         SkuRecord as SkuRecord,

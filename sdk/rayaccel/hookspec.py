@@ -117,7 +117,8 @@ def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     whose resource name or env var collides with another plugin's, is refused with a problem record.
 
     :returns: the family name, vendor, Ray resource name, visible-devices env var, request-quantity rule,
-        the spec version the plugin was written for, and support information.
+        the spec version the plugin was written for, support information, and the names Kubernetes, DRA
+        and Slurm give its devices (`schedulers`, read by `rayaccel export`).
 
     Example::
 

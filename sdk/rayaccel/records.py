@@ -12,6 +12,7 @@ variables), the SKU catalog, then the records hooks return and the inventory mad
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -197,6 +198,77 @@ class SupportInfo(Record):
     tested_ray_versions: list[str] = Field(default_factory=list)
 
 
+#: A DNS subdomain (RFC 1123): lower-case labels joined by dots, at most 253 characters.
+DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: The name part of a Kubernetes qualified name: at most 63 characters, alphanumeric at both ends.
+QUALIFIED_NAME_PART_RE = re.compile(r"^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: A Slurm GRES name: letters, digits and '_' (Slurm splits gres.conf and Gres= on ':' ',' '=' and '(').
+SLURM_GRES_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+#: A device-file pattern: an absolute /dev path holding one placeholder, {index} or {index+N}.
+DEVICE_FILE_PLACEHOLDER_RE = re.compile(r"\{index(?:\+(\d{1,6}))?\}")
+DEVICE_FILE_RE = re.compile(r"^/dev/(?!.*\.\.)[A-Za-z0-9_./-]*\{index(\+\d{1,6})?\}[A-Za-z0-9_./-]*$")
+
+
+def _extended_resource_problem(name: str) -> str | None:
+    """Why ``name`` is not a Kubernetes extended resource name (None when it is)."""
+    domain, slash, part = name.partition("/")
+    if not slash or not DNS_SUBDOMAIN_RE.match(domain) or not QUALIFIED_NAME_PART_RE.match(part):
+        return (f"{name!r} is not a Kubernetes extended resource name: it needs a domain prefix and a name, "
+                "like nvidia.com/gpu (lower-case DNS domain, '/', at most 63 letters, digits, '-', '_', '.')")
+    if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+        return (f"{name!r} is in the kubernetes.io domain, which Kubernetes reserves for its own resources; use "
+                "the vendor's domain, like nvidia.com/gpu")
+    return None
+
+
+def expand_device_file(pattern: str, index: int) -> str:
+    """``pattern`` for the device of ``index``: ``{index}`` becomes the index, ``{index+N}`` the index plus N
+    (AMD render nodes: ``/dev/dri/renderD{index+128}`` is renderD128 for GPU 0)."""
+    return DEVICE_FILE_PLACEHOLDER_RE.sub(lambda m: str(index + int(m.group(1) or 0)), pattern)
+
+
+def _checked(check: Callable[[str], str | None]) -> AfterValidator:
+    """A string field's check: ``check`` returns why the value is wrong, or None."""
+
+    def run(value: str) -> str:
+        why = check(value)
+        if why:
+            raise ValueError(why)
+        return value
+
+    return AfterValidator(run)
+
+
+ExtendedResourceName = Annotated[str, _checked(_extended_resource_problem)]
+DraDriverName = Annotated[str, _matching(
+    re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"),
+    "must be a DNS subdomain of at most 63 characters with at least one dot, ending in a domain the vendor owns, "
+    "like gpu.nvidia.com")]
+SlurmGresName = Annotated[str, _matching(SLURM_GRES_RE, "must be a Slurm GRES name: letters, digits and '_', "
+                                                        "starting with a letter, like gpu")]
+DeviceFilePattern = Annotated[str, _matching(DEVICE_FILE_RE, "must be an absolute /dev path with one {index} or "
+                                                             "{index+N} placeholder, like /dev/nvidia{index}")]
+
+
+class SchedulerNames(Record):
+    """What cluster schedulers call a family's devices, which discovery cannot find out.
+
+    ``rayaccel export`` reads these; a field left None means the family declares no such name, and a
+    format that needs it (``kuberay`` and ``dra`` need ``kubernetes_resource`` and ``dra_driver``, ``slurm``
+    needs ``slurm_gres``) refuses the family with one line naming the field. ``device_files`` are the
+    character devices of one discovered device: ``{index}`` is its ``Device.index`` and ``{index+N}`` that
+    index plus N, e.g. ``/dev/dri/renderD{index+128}``."""
+
+    kubernetes_resource: ExtendedResourceName | None = Field(
+        None, description="Kubernetes extended resource name the family's device plugin advertises, e.g. "
+        "'nvidia.com/gpu'")
+    dra_driver: DraDriverName | None = Field(
+        None, description="Kubernetes DRA driver name (DNS subdomain, <= 63), e.g. 'gpu.nvidia.com'")
+    slurm_gres: SlurmGresName | None = Field(None, description="Slurm GRES name, e.g. 'gpu'")
+    device_files: list[DeviceFilePattern] = Field(
+        default_factory=list, description="Device-file patterns of one device, e.g. ['/dev/nvidia{index}']")
+
+
 class FamilyDeclaration(Record):
     """What a plugin is: one accelerator family and how Ray should see it."""
 
@@ -212,6 +284,9 @@ class FamilyDeclaration(Record):
     ray_labels: list[str] = Field(
         default_factory=list, description="Ray's own node labels (ray.io/...) the family sets, as Ray's manager for "
         "its resource does (TPU: ray.io/tpu-slice-name, ...); any other ray.io/ label a plugin returns is dropped")
+    schedulers: SchedulerNames = Field(
+        default_factory=SchedulerNames, description="Names Kubernetes, DRA and Slurm give the family's devices "
+        "(rayaccel export)")
 
     @model_validator(mode="after")
     def _env_var_is_the_familys_own(self) -> FamilyDeclaration:

@@ -83,7 +83,11 @@ DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 LABEL_PREFIX = re.compile(rf"^{DNS_LABEL}(\.{DNS_LABEL})+$")
 CONTACT = re.compile(r"^(https?://[^\s/]+(/\S*)?|[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+)$")
 #: Answers that may hold a '/' (a URL, an e-mail's display name); every other answer refuses '/' and '\'.
-MAY_HOLD_SLASH = ("maintainers", "support_contact", "label_prefix")
+MAY_HOLD_SLASH = ("maintainers", "support_contact", "label_prefix", "kubernetes_resource")
+#: Scheduler names, as the SDK's rayaccel.records.SchedulerNames checks them.
+QUALIFIED_NAME_PART = re.compile(r"^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+DRA_DRIVER = re.compile(rf"^(?=.{{1,63}}$){DNS_LABEL}(\.{DNS_LABEL})+$")
+SLURM_GRES = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 
 
 def _template_dir() -> Path:
@@ -258,6 +262,26 @@ def _answers_problem(answers: Mapping[str, Any]) -> tuple[str, str] | None:
     if "support_contact" in answers and not CONTACT.match(contact):
         return "support_contact", (f"support contact {contact!r} is not a URL (https://...) or an e-mail address; "
                                    "e.g. support_contact=https://acme.example.com/support")
+    return _scheduler_names_problem(answers, family, prefix)
+
+
+def _scheduler_names_problem(answers: Mapping[str, Any], family: str, prefix: str) -> tuple[str, str] | None:
+    """The names cluster schedulers give the devices (rayaccel.records.SchedulerNames' rules)."""
+    resource = str(answers.get("kubernetes_resource", f"{prefix}/{family}"))
+    domain, slash, part = resource.partition("/")
+    if (not slash or len(domain) > 253 or not LABEL_PREFIX.match(domain) or domain == "kubernetes.io"
+            or domain.endswith(".kubernetes.io") or not QUALIFIED_NAME_PART.match(part)):
+        return "kubernetes_resource", (f"Kubernetes resource name {resource!r} is not an extended resource name "
+                                       "(your DNS domain, '/', a name of at most 63 letters, digits, '-', '_', '.'; "
+                                       f"not kubernetes.io); e.g. kubernetes_resource={family}.example.com/accel")
+    driver = str(answers.get("dra_driver", prefix))
+    if not DRA_DRIVER.match(driver):
+        return "dra_driver", (f"DRA driver name {driver!r} is not a DNS name of at most 63 characters with a dot "
+                              f"(lower-case labels joined by dots); e.g. dra_driver=accel.{family}.example.com")
+    gres = str(answers.get("slurm_gres", family.replace("-", "_")))
+    if not SLURM_GRES.match(gres):
+        return "slurm_gres", (f"Slurm GRES name {gres!r} is not valid: letters, digits and '_', starting with a "
+                              "letter; e.g. slurm_gres=gpu")
     return None
 
 

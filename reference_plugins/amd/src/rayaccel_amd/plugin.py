@@ -14,6 +14,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -36,6 +37,9 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel AMD plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
+        # AMD's device plugin and DRA driver; Slurm (AutoDetect=rsmi) gives render nodes, renderD128 = GPU 0
+        schedulers=SchedulerNames(kubernetes_resource="amd.com/gpu", dra_driver="gpu.amd.com",
+                                  slurm_gres="gpu", device_files=["/dev/dri/renderD{index+128}"]),
     )
 
 

@@ -14,6 +14,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -44,6 +45,9 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Gaudi plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
+        # the Habana device plugin's resource; Slurm's gres.conf names Gaudi 'gpu' with /dev/accel/accel<N>
+        schedulers=SchedulerNames(kubernetes_resource="habana.ai/gaudi", dra_driver="gaudi.habana.ai",
+                                  slurm_gres="gpu", device_files=["/dev/accel/accel{index}"]),
     )
 
 

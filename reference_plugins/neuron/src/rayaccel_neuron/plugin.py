@@ -14,6 +14,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -32,6 +33,9 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Neuron reviewers"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
+        # the Neuron device plugin's per-core resource (the unit is a NeuronCore); /dev/neuron<N> per device
+        schedulers=SchedulerNames(kubernetes_resource="aws.amazon.com/neuroncore", dra_driver="neuron.aws.com",
+                                  slurm_gres="neuron", device_files=["/dev/neuron{index}"]),
     )
 
 

@@ -16,6 +16,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -34,6 +35,9 @@ def rayaccel_family() -> FamilyDeclaration:
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel NVIDIA plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
+        # NVIDIA's device plugin, DRA driver and Slurm's gres.conf (AutoDetect=nvml) names
+        schedulers=SchedulerNames(kubernetes_resource="nvidia.com/gpu", dra_driver="gpu.nvidia.com",
+                                  slurm_gres="gpu", device_files=["/dev/nvidia{index}"]),
     )
 
 

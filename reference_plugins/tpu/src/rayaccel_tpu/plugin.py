@@ -14,6 +14,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -46,6 +47,9 @@ def rayaccel_family() -> FamilyDeclaration:
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                             tested_ray_versions=["2.60.0"]),
         ray_labels=list(RAY_TPU_LABELS.values()),  # the slice labels Ray's own TPU manager sets
+        # GKE's TPU resource; the TPU VM's chips are /dev/accel<N>
+        schedulers=SchedulerNames(kubernetes_resource="google.com/tpu", dra_driver="tpu.google.com",
+                                  slurm_gres="tpu", device_files=["/dev/accel{index}"]),
     )
 
 

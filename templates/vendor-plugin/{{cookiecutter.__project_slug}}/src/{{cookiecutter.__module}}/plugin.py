@@ -16,6 +16,7 @@ from rayaccel import (
     Host,
     MetricSample,
     QuantityRule,
+    SchedulerNames,
     SkuRecord,
     SupportInfo,
     Topology,
@@ -50,6 +51,12 @@ def rayaccel_family() -> FamilyDeclaration:
         # VENDOR: the Ray versions you test with; the certified tier (RAC302) needs 2+ maintainers.
         support=SupportInfo(maintainers=MAINTAINERS, license="Apache-2.0", tested_ray_versions=["2.60.0"],
                             contact={{ q(cookiecutter.support_contact) }}),
+        # What Kubernetes, DRA and Slurm call the devices (rayaccel export). VENDOR: device_files are the
+        # character devices of one device; {index} is Device.index, {index+N} that index plus N.
+        schedulers=SchedulerNames(kubernetes_resource={{ q(cookiecutter.kubernetes_resource) }},
+                                  dra_driver={{ q(cookiecutter.dra_driver) }},
+                                  slurm_gres={{ q(cookiecutter.slurm_gres) }},
+                                  device_files=["/dev/{{ cookiecutter.__sysfs_class }}{index}"]),
     )
 
 
