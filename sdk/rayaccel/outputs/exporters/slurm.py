@@ -1,0 +1,229 @@
+"""The ``slurm`` format: a node's ``gres.conf`` lines and the ``Gres=`` of its ``slurm.conf`` node line.
+
+One GRES per healthy device (one device file each), of the family's declared GRES name
+(``FamilyDeclaration.schedulers.slurm_gres``) and a ``Type`` from the device's SKU. ``Cores`` are the
+logical core ids of the device's CPU affinity, ``Links`` the number of scale-up links to every other
+listed device, in gres.conf order (Slurm: -1 for the device itself, 0 for none). A line with ``Links``
+holds one file (Slurm's rule); devices of one type with the same cores and no links share one line with a
+``File`` range. An unhealthy device is left out of the lines and the count, as the inventory leaves it out
+of the node's resources. Pure: built from the inventory alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rayaccel.errors import RayaccelError
+from rayaccel.records import Device, FamilyInventory, NodeInventory, expand_device_file
+
+#: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
+#: and the scale-out networks are not device-to-device links to Slurm (its NVML autodetection gives 0).
+SCALE_UP_LINK_KINDS = frozenset({"nvlink", "nvswitch", "xgmi", "ici", "neuronlink", "gaudi-roce", "other"})
+
+#: Characters Slurm reads as separators in ``Gres=`` and gres.conf (``gpu:type:count``, lists, ``=``).
+_NOT_IN_TYPE = re.compile(r"[^a-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class GresLine:
+    """One gres.conf line: devices of one GRES name and type."""
+
+    name: str
+    type: str
+    files: tuple[str, ...]
+    count: int
+    cores: str | None
+    links: tuple[int, ...] | None
+
+    def render(self, node_name: str) -> str:
+        parts = [f"NodeName={node_name}", f"Name={self.name}", f"Type={self.type}"]
+        if self.files:
+            parts.append(f"File={file_list(self.files)}")
+        else:
+            parts.append(f"Count={self.count}")
+        if self.cores:
+            parts.append(f"Cores={self.cores}")
+        if self.links is not None:
+            parts.append("Links=" + ",".join(str(n) for n in self.links))
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """What Slurm needs to know about the node's accelerators."""
+
+    node_name: str
+    lines: tuple[GresLine, ...]
+
+    @property
+    def gres(self) -> str:
+        """The ``Gres=`` value of the node's slurm.conf line: ``gpu:h100-sxm5-80gb:8``, comma-joined."""
+        counts: dict[tuple[str, str], int] = {}
+        for line in self.lines:
+            counts[(line.name, line.type)] = counts.get((line.name, line.type), 0) + line.count
+        return ",".join(f"{name}:{kind}:{count}" for (name, kind), count in counts.items())
+
+    @property
+    def gres_types(self) -> list[str]:
+        """The ``GresTypes=`` names slurm.conf must list."""
+        return sorted({line.name for line in self.lines})
+
+    def gres_conf(self) -> str:
+        head = [f"# gres.conf for {self.node_name} (rayaccel export --format slurm)",
+                f"# slurm.conf: GresTypes={','.join(self.gres_types)}",
+                f"# slurm.conf: NodeName={self.node_name} Gres={self.gres}"]
+        return "\n".join(head + [line.render(self.node_name) for line in self.lines]) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node_name": self.node_name, "gres": self.gres, "gres_types": self.gres_types,
+                "gres_conf": self.gres_conf(),
+                "devices": [{"name": line.name, "type": line.type, "files": list(line.files), "count": line.count,
+                             "cores": line.cores, "links": list(line.links) if line.links is not None else None}
+                            for line in self.lines]}
+
+
+def slurm_node(inventory: NodeInventory, device_root: str | None = None) -> SlurmNode:
+    """The node's GRES. ``device_root`` replaces the leading ``/dev`` of every device file (a test, or a
+    node whose device files a container shows elsewhere); a family without a Slurm GRES name is refused."""
+    node_name = slurm_node_name(inventory.host)
+    lines: list[GresLine] = []
+    for family in inventory.families:
+        gres_name = family.family.schedulers.slurm_gres
+        if gres_name is None:
+            raise RayaccelError(
+                f"family {family.family.name!r} (plugin {family.plugin}) declares no Slurm GRES name: set "
+                "schedulers.slurm_gres in its rayaccel_family declaration (e.g. 'gpu'), or leave the plugin out "
+                "with --plugin")
+        lines.extend(_family_lines(family, gres_name, device_root))
+    return SlurmNode(node_name=node_name, lines=tuple(lines))
+
+
+def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | None) -> list[GresLine]:
+    states = {report.device: report.state for report in family.health}
+    devices = [d for d in family.devices if states.get(d.id, "unknown") != "unhealthy"]
+    listed = [d.id for d in devices]
+    cpus = {a.device: a.cpus for a in family.topology.affinities if a.cpus}
+    links = _link_counts(family, listed)
+    patterns = family.family.schedulers.device_files
+    single: list[GresLine] = []
+    for device in devices:
+        # Slurm 22.05 counts one GRES per File: the first pattern is the device's own file (the others, such
+        # as a driver's control device, are shared or secondary).
+        files = (_device_file(patterns[0], device, device_root),) if patterns else ()
+        cores = logical_cores(cpus[device.id]) if device.id in cpus else None
+        row = links[device.id] if links is not None else None
+        single.append(GresLine(name=gres_name, type=gres_type(family, device), files=files, count=1,
+                               cores=cores, links=row))
+    return _merge_unlinked(single)
+
+
+def _device_file(pattern: str, device: Device, device_root: str | None) -> str:
+    path = expand_device_file(pattern, device.index)
+    if device_root is not None:
+        path = device_root.rstrip("/") + path.removeprefix("/dev")
+    return path
+
+
+def _link_counts(family: FamilyInventory, listed: Sequence[str]) -> dict[str, tuple[int, ...]] | None:
+    """Each listed device's row of Slurm ``Links``; None when the family reports no scale-up link at all."""
+    between: dict[frozenset[str], int] = {}
+    for link in family.topology.links:
+        if link.kind in SCALE_UP_LINK_KINDS and link.a != link.b:
+            pair = frozenset((link.a, link.b))
+            between[pair] = between.get(pair, 0) + link.lanes
+    if not between:
+        return None
+    return {a: tuple(-1 if a == b else between.get(frozenset((a, b)), 0) for b in listed) for a in listed}
+
+
+def _merge_unlinked(lines: list[GresLine]) -> list[GresLine]:
+    """Consecutive one-device lines of one type and cores and without links become one line (a File range)."""
+    merged: list[GresLine] = []
+    for line in lines:
+        last = merged[-1] if merged else None
+        if (last is not None and line.links is None and last.links is None and last.type == line.type
+                and last.cores == line.cores and bool(last.files) == bool(line.files)):
+            merged[-1] = GresLine(name=last.name, type=last.type, files=last.files + line.files,
+                                  count=last.count + 1, cores=last.cores, links=None)
+        else:
+            merged.append(line)
+    return merged
+
+
+def gres_type(family: FamilyInventory, device: Device) -> str:
+    """A Slurm GRES type for the device: its SKU id, else the family's accelerator type, else its product,
+    in lower case with Slurm's separators replaced (``TPU-V5P`` -> ``tpu-v5p``)."""
+    text = device.sku or family.accelerator_type or device.product_name
+    return _NOT_IN_TYPE.sub("-", text.lower()).strip("-.") or "unknown"
+
+
+def slurm_node_name(host: str) -> str:
+    """Slurm's NodeName is the short host name (``hostname -s``)."""
+    return host.split(".", 1)[0]
+
+
+def parse_cpu_list(cpus: str) -> list[int]:
+    """A Linux CPU list (``0-3,8,10-11``) as ids."""
+    ids: list[int] = []
+    for part in cpus.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        try:
+            ids.extend(range(int(first), int(last or first) + 1))
+        except ValueError:
+            raise RayaccelError(f"CPU list {cpus!r} is not a Linux CPU list like 0-3,8: fix the plugin's affinity "
+                                "cpus") from None
+    return sorted(set(ids))
+
+
+def logical_cores(cpus: str) -> str:
+    """Slurm's ``Cores`` for a device's CPU list: the first thread of each core.
+
+    Linux numbers every core's first thread before any second thread, so a NUMA node's list with SMT is a
+    range ``A`` plus ``A`` shifted by the machine's core count (``0-55,112-167``); the shifted half names the
+    same cores and is dropped. Any other list is taken as it is. Slurm's logical core ids then equal those
+    first-thread CPU ids."""
+    ids = parse_cpu_list(cpus)
+    half = len(ids) // 2
+    if len(ids) % 2 == 0 and half:
+        offset = ids[half] - ids[0]
+        contiguous = ids[half - 1] - ids[0] == half - 1
+        if contiguous and ids[half] > ids[half - 1] + 1 and all(ids[half + i] == ids[i] + offset for i in range(half)):
+            ids = ids[:half]
+    return compress_ids(ids)
+
+
+def compress_ids(ids: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    runs: list[str] = []
+    start = prev = None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif prev is not None and i == prev + 1:
+            prev = i
+        else:
+            runs.append(f"{start}-{prev}" if start != prev else str(start))
+            start = prev = i
+    if start is not None:
+        runs.append(f"{start}-{prev}" if start != prev else str(start))
+    return ",".join(runs)
+
+
+def file_list(files: Sequence[str]) -> str:
+    """Device files for ``File=``: ``/dev/nvidia[0-3]`` where they differ only in a trailing number (Slurm's
+    host-list range syntax), else comma-joined."""
+    if len(files) == 1:
+        return files[0]
+    split = [re.fullmatch(r"(.*?)(\d+)", f) for f in files]
+    if all(split) and len({m.group(1) for m in split if m}) == 1:
+        numbers = [m.group(2) for m in split if m]
+        if all(n == str(int(n)) for n in numbers):
+            prefix = split[0].group(1) if split[0] else ""
+            return f"{prefix}[{compress_ids(sorted(int(n) for n in numbers))}]"
+    return ",".join(files)
