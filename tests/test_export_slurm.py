@@ -148,7 +148,7 @@ def test_a_family_without_a_gres_name_is_refused_in_one_line() -> None:
     family = inv.families[0]
     nameless = family.family.model_copy(update={"schedulers": family.family.schedulers.model_copy(
         update={"slurm_gres": None})})
-    with pytest.raises(RayaccelError, match=r"declares no Slurm GRES name: set schedulers.slurm_gres") as refused:
+    with pytest.raises(RayaccelError, match=r"declares no schedulers.slurm_gres, which --format slurm") as refused:
         slurm_node(inv.model_copy(update={"families": [family.model_copy(update={"family": nameless})]}))
     assert "\n" not in str(refused.value)
 

@@ -231,16 +231,13 @@ class InventoryBuilder:
             health = "degraded"
         else:
             health = "healthy"
-        labels = {
-            "rayaccel.io/family": declaration.name,
-            "rayaccel.io/vendor": to_label_value(declaration.vendor),
+        labels = family_identity_labels(declaration, family.accelerator_type)
+        labels.update({
             "rayaccel.io/sku-known": "true" if family.sku_known else "false",
             "rayaccel.io/count": str(len(healthy)),
             "rayaccel.io/interconnect": best_link_kind(family.topology, LINK_PREFERENCE),
             "rayaccel.io/health": health,
-        }
-        if family.accelerator_type is not None:
-            labels[RAY_ACCELERATOR_TYPE_LABEL] = family.accelerator_type
+        })
         if family.sku_known and known:
             labels["rayaccel.io/sku"] = known[0].id
         optional = {
@@ -323,6 +320,15 @@ class InventoryBuilder:
         dist = self.manager.plugin(plugin).distribution if plugin in self.manager.plugin_names() else None
         return Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
                        severity=severity)
+
+
+def family_identity_labels(declaration: FamilyDeclaration, accelerator_type: str | None) -> dict[str, str]:
+    """The labels every node of a family publishes that need no device: its family, vendor and Ray
+    accelerator type (also what a node type that does not exist yet can promise, rayaccel.inventory.cloud)."""
+    labels = {"rayaccel.io/family": declaration.name, "rayaccel.io/vendor": to_label_value(declaration.vendor)}
+    if accelerator_type is not None:
+        labels[RAY_ACCELERATOR_TYPE_LABEL] = accelerator_type
+    return labels
 
 
 def collect_inventory(manager: PluginManager | None = None, host: Host | None = None,

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from rayaccel.errors import RayaccelError
+from rayaccel.inventory.cloud import CloudCatalog
 from rayaccel.records import FamilyInventory, NodeInventory
 
 #: Seconds between the health monitor's polls when nothing else is said (``rayaccel start``'s default).
@@ -52,6 +53,13 @@ class ExportOptions:
     simulate: str | None = None
     #: The DRA pool's generation: a writer that changes the slices raises it.
     generation: int = 1
+    #: A directory standing for ``/dev`` in Slurm's ``File=`` paths (``--device-root``; default: /dev itself).
+    device_root: str | None = None
+    #: The cloud node types the plugins hint at (``autoscaler``; collected by rayaccel.inventory.cloud).
+    cloud: CloudCatalog | None = None
+    #: Workers of each autoscaler node type: at least (kept running) and at most.
+    min_workers: int = 0
+    max_workers: int = 2
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,8 @@ class ExportFormat:
     summary: str
     #: ``rayaccel export`` computes ``ExportOptions.node_env`` (the Ray node's env) for it.
     needs_node_env: bool = False
+    #: ``rayaccel export`` collects ``ExportOptions.cloud`` (the plugins' cloud hints) for it.
+    needs_cloud_catalog: bool = False
 
     def exporter(self) -> Exporter:
         module = importlib.import_module(f"{__name__}.{self.module}")
@@ -90,6 +100,9 @@ FORMATS: dict[str, ExportFormat] = {row.name: row for row in (
     ExportFormat("kuberay", "kuberay", "a KubeRay RayCluster worker group running this node through rayaccel"),
     ExportFormat("dra", "dra", "Kubernetes DRA resource.k8s.io/v1 ResourceSlices of the node's devices"),
     ExportFormat("nfd", "nfd", "a Node Feature Discovery local-source features file (node labels)"),
+    ExportFormat("slurm", "slurm", "Slurm gres.conf lines (File, Cores, Links) and the node's slurm.conf Gres="),
+    ExportFormat("autoscaler", "autoscaler", "available_node_types for the Ray autoscaler, one per cloud "
+                 "instance type the plugins hint at", needs_cloud_catalog=True),
 )}
 
 

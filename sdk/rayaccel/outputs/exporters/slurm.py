@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.outputs.exporters import Exported, ExportOptions, families_with_devices, scheduler_name
 from rayaccel.records import Device, FamilyInventory, NodeInventory, expand_device_file
 
 #: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
@@ -85,19 +86,20 @@ class SlurmNode:
                             for line in self.lines]}
 
 
+def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
+    """``rayaccel export --format slurm``: the gres.conf text (its head comments name the slurm.conf
+    settings), and as data the same with ``gres`` and each line's fields."""
+    node = slurm_node(inventory, options.device_root)
+    return Exported(text=node.gres_conf(), data=node.to_json())
+
+
 def slurm_node(inventory: NodeInventory, device_root: str | None = None) -> SlurmNode:
     """The node's GRES. ``device_root`` replaces the leading ``/dev`` of every device file (a test, or a
     node whose device files a container shows elsewhere); a family without a Slurm GRES name is refused."""
     node_name = slurm_node_name(inventory.host)
     lines: list[GresLine] = []
-    for family in inventory.families:
-        gres_name = family.family.schedulers.slurm_gres
-        if gres_name is None:
-            raise RayaccelError(
-                f"family {family.family.name!r} (plugin {family.plugin}) declares no Slurm GRES name: set "
-                "schedulers.slurm_gres in its rayaccel_family declaration (e.g. 'gpu'), or leave the plugin out "
-                "with --plugin")
-        lines.extend(_family_lines(family, gres_name, device_root))
+    for family in families_with_devices(inventory, "slurm"):
+        lines.extend(_family_lines(family, scheduler_name(family, "slurm_gres", "slurm"), device_root))
     return SlurmNode(node_name=node_name, lines=tuple(lines))
 
 

@@ -1,0 +1,131 @@
+"""The cloud node types the installed plugins hint at: what an autoscaler needs before a node exists.
+
+``rayaccel_cloud_hints`` answers for one instance type at a time, so the catalog asks about the instance
+types an operator names and those the installed plugins' fixtures are recordings of (an EC2 machine's DMI
+product name is its instance type). Where a fixture of the same family records that instance type, its
+inventory is what a real node of the type publishes: its labels become the node type's, and a hint whose
+count disagrees with what the fixture discovers is a problem, since the autoscaler would launch a node for
+work it cannot take (or leave capacity unused). Every hook call stays here; the autoscaler format only
+renders the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from rayaccel import hookspec
+from rayaccel.errors import RayaccelError
+from rayaccel.host import Host
+from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import CloudHint, FamilyInventory, Problem, Record
+from rayaccel.simulation.fixtures import installed_fixtures
+from rayaccel.simulation.host_factory import simulated_host
+
+PROVIDERS = ("aws", "gcp", "azure", "oci", "other")
+
+#: Labels of one node that another node of the same type does not share (its own scale-up domain, slice
+#: and worker id, its health now): a node type promises the rest.
+PER_NODE_LABELS = frozenset({"rayaccel.io/scale-up-domain", "rayaccel.io/health", "ray.io/tpu-slice-name",
+                             "ray.io/tpu-worker-id", "ray.io/tpu-pod-name"})
+
+_EC2_VENDOR = "/sys/devices/virtual/dmi/id/sys_vendor"
+_EC2_PRODUCT = "/sys/devices/virtual/dmi/id/product_name"
+
+
+class CloudNodeType(Record):
+    """One instance type with one family's accelerators, as an autoscaler must know it before launch."""
+
+    provider: str
+    instance_type: str
+    plugin: str
+    family: str
+    resources: dict[str, float]
+    labels: dict[str, str]
+    fixture: str | None = Field(None, description="The fixture (plugin/name) recorded on this instance type, "
+                                                  "whose inventory gave the labels")
+
+
+class CloudCatalog(Record):
+    node_types: list[CloudNodeType]
+    problems: list[Problem] = Field(default_factory=list)
+
+
+def parse_instance_type(text: str) -> tuple[str, str]:
+    """``aws:p5.48xlarge`` -> (``aws``, ``p5.48xlarge``); bad input is one line naming the form."""
+    provider, sep, instance_type = text.partition(":")
+    if not sep or provider not in PROVIDERS or not instance_type.strip():
+        raise RayaccelError(f"instance type {text!r} is not PROVIDER:TYPE: give e.g. aws:p5.48xlarge or "
+                            f"gcp:ct5p-hightpu-4t (providers: {', '.join(PROVIDERS)})")
+    return provider, instance_type.strip()
+
+
+def cloud_identity(host: Host) -> tuple[str, str] | None:
+    """The (provider, instance type) a machine says it is, from what it shows without a network call: an
+    EC2 instance's DMI names its type. None when the machine does not say."""
+    try:
+        vendor = host.read_text(_EC2_VENDOR).strip()
+        product = host.read_text(_EC2_PRODUCT).strip()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return ("aws", product) if vendor == "Amazon EC2" and product else None
+
+
+def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple[str, str]] = (),
+                          plugins: Sequence[str] | None = None) -> CloudCatalog:
+    """Ask every active plugin (or those named) about ``instance_types`` and about the instance types its
+    fixtures record; check each hint against the fixture of the same family and type."""
+    names = list(plugins) if plugins else manager.plugin_names()
+    builder = InventoryBuilder(manager, names)
+    problems: list[Problem] = []
+    recorded: dict[tuple[str, str, str], tuple[str, FamilyInventory]] = {}
+    for ref, path in installed_fixtures(manager).items():
+        plugin = ref.split("/", 1)[0]
+        if plugin not in names:
+            continue
+        host = simulated_host(str(path), manager=manager)
+        identity = cloud_identity(host)
+        if identity is None:
+            continue
+        found = builder.family(plugin, host, problems, with_metrics=False)
+        if found is not None:
+            recorded.setdefault((plugin, *identity), (ref, found))
+    asked = list(dict.fromkeys([*instance_types, *((p, t) for (_, p, t) in recorded)]))
+    node_types: list[CloudNodeType] = []
+    for provider, instance_type in asked:
+        for plugin in names:
+            hint = manager.answer(plugin, hookspec.CLOUD_HINTS, problems, provider=provider,
+                                  instance_type=instance_type)
+            if hint is None:
+                continue
+            node_types.append(_node_type(manager, plugin, hint, recorded.get((plugin, provider, instance_type)),
+                                         problems))
+    return CloudCatalog(node_types=node_types, problems=problems)
+
+
+def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
+               recorded: tuple[str, FamilyInventory] | None, problems: list[Problem]) -> CloudNodeType:
+    declaration = manager.family(plugin)
+    resources = {declaration.resource_name: float(hint.count)}
+    if hint.accelerator_type:
+        resources[f"accelerator_type:{hint.accelerator_type}"] = 1.0
+    resources.update(hint.extra_resources)
+    labels = family_identity_labels(declaration, hint.accelerator_type)
+    ref = None
+    if recorded is not None:
+        ref, family = recorded
+        labels = {k: v for k, v in family.labels.items() if k not in PER_NODE_LABELS}
+        discovered = family.resources.get(declaration.resource_name, 0.0)
+        if discovered != hint.count or (hint.accelerator_type and hint.accelerator_type != family.accelerator_type):
+            problems.append(Problem(
+                plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
+                code="cloud-hint-disagrees",
+                message=f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} "
+                        f"{declaration.resource_name} of type {hint.accelerator_type}, but fixture {ref} of that "
+                        f"instance type discovers {discovered:g} of type {family.accelerator_type}; an autoscaler "
+                        "would launch it for work it cannot take",
+                fix="correct the plugin's instance-type table (or the fixture, if the recording is wrong)"))
+    return CloudNodeType(provider=hint.provider, instance_type=hint.instance_type, plugin=plugin,
+                         family=declaration.name, resources=resources, labels=labels, fixture=ref)
