@@ -99,7 +99,7 @@ def print_json(data: Any) -> None:
 COMMAND_MODULES: dict[str, str] = {
     "inspect": "inventory", "fixtures": "inventory", "plugins": "inventory", "start": "node", "stop": "node",
     "new": "template", "upgrade": "template", "sku": "sku", "record": "record", "fixture": "record",
-    "transports": "transports",
+    "transports": "transports", "export": "export",
 }
 #: Entry point group through which other packages add command groups (the conformance suite adds `certify`):
 #: ``[project.entry-points."rayaccel.cli"] NAME = "module:typer_app"`` becomes ``rayaccel NAME ...``.

@@ -1,0 +1,99 @@
+"""``rayaccel export``: the node's inventory in a cluster manager's vocabulary (docs/exporters.md).
+
+The inventory comes from :func:`rayaccel.cli.inventory.node_inventory`, the one ``rayaccel inspect``
+shows; each format is a pure function of it (:mod:`rayaccel.outputs.exporters`). Everything that can be
+wrong with the request (the format, the output path, a family without the names a format needs) is
+refused before anything is written, and ``-o`` writes by rename: a reader (NFD, kubectl, slurmd) sees the
+old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rayaccel.cli import app, err_console, output_path, print_json, strict_json
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
+from rayaccel.errors import RayaccelError
+from rayaccel.files.atomic import write_atomically
+from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
+from rayaccel.plugins.manager import default_manager
+
+
+def _formats_help() -> str:
+    return "; ".join(f"{row.name}: {row.summary}" for row in FORMATS.values())
+
+
+@app.command("export")
+def export_command(
+    format_name: Annotated[str, typer.Option("--format", metavar="FORMAT", help=f"One of: {_formats_help()}",
+                                             show_default=False)],
+    simulate: SimulateOption = None,
+    fault: Annotated[list[str] | None, typer.Option(help="Activate a fault the fixture declares (repeatable)")] = None,
+    plugin: PluginsOption = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", metavar="FILE", parser=output_path,
+                                                help="Write to FILE (atomically) instead of stdout")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The export as one JSON document")] = False,
+    node_name: Annotated[str | None, typer.Option(
+        help="Kubernetes node name (dra); default: the host name, lower-cased")] = None,
+    image: Annotated[str, typer.Option(help="Container image of the KubeRay worker group (kuberay); it must "
+                                            "have rayaccel and the plugins installed")] = DEFAULT_IMAGE,
+    monitor_interval: Annotated[float, typer.Option(
+        help="Seconds between rewrites of the file (nfd: it expires after three)")] = DEFAULT_MONITOR_INTERVAL,
+    device_root: Annotated[str | None, typer.Option(
+        help="Directory standing for /dev in Slurm's File= paths (slurm)")] = None,
+    instance_type: Annotated[list[str] | None, typer.Option(
+        metavar="PROVIDER:TYPE", help="Cloud instance type to ask the plugins about, e.g. aws:p5.48xlarge "
+        "(autoscaler; repeatable)")] = None,
+    min_workers: Annotated[int, typer.Option(min=0, help="Workers of each node type kept running (autoscaler)")] = 0,
+    max_workers: Annotated[int, typer.Option(min=0, help="Most workers of each node type (autoscaler)")] = 2,
+) -> None:
+    """Write this node's inventory for a cluster manager: Ray, KubeRay, Kubernetes DRA, NFD, Slurm, ..."""
+    row = export_format(format_name)
+    if output is not None:
+        check_output_path(output)
+    if not math.isfinite(monitor_interval) or monitor_interval <= 0:
+        raise typer.BadParameter(f"{monitor_interval!r} is not a positive number of seconds",
+                                 param_hint="--monitor-interval")
+    if min_workers > max_workers:
+        raise typer.BadParameter(f"--min-workers {min_workers} is more than --max-workers {max_workers}",
+                                 param_hint="--min-workers")
+    manager = default_manager()
+    cloud = None
+    if row.needs_cloud_catalog:
+        from rayaccel.inventory.cloud import collect_cloud_catalog, parse_instance_type
+
+        cloud = collect_cloud_catalog(manager, [parse_instance_type(t) for t in instance_type or []], plugin)
+    inventory = node_inventory(manager, simulate, fault, plugin)
+    node_env: dict[str, str] = {}
+    if row.needs_node_env:
+        from rayaccel.inventory.visible_units import restrict_to_visible
+        from rayaccel.ray.node import node_config
+
+        node_env = node_config(restrict_to_visible(inventory, manager), simulate=simulate, plugins=plugin).env
+    options = ExportOptions(node_env=node_env, node_name=node_name, monitor_interval=monitor_interval, image=image,
+                            plugins=tuple(plugin or ()), simulate=simulate, device_root=device_root, cloud=cloud,
+                            min_workers=min_workers, max_workers=max_workers)
+    exported = row.exporter()(inventory, options)
+    for warning in exported.warnings:
+        err_console.print(f"warning: {warning}")
+    if output is None:
+        if as_json:
+            print_json(exported.data)
+        else:
+            typer.echo(exported.text, nl=False)
+        return
+    write_atomically(output, strict_json(exported.data, indent=2) + "\n" if as_json else exported.text)
+    typer.echo(f"rayaccel: wrote {row.name} export of {inventory.host} to {output}", err=True)
+
+
+def check_output_path(output: Path) -> None:
+    """Refuse, before any work, an output path that cannot take a file."""
+    if output.is_dir():
+        raise RayaccelError(f"--output {output} is a directory; give a file path, e.g. {output / 'export.txt'}")
+    if not output.parent.is_dir():
+        raise RayaccelError(f"--output {output}: the directory {output.parent} does not exist; create it first")
+
