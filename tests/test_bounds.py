@@ -26,6 +26,7 @@ from rayaccel.cli import main, strict_json
 from rayaccel.host import CommandTimeout, HttpUnavailable, OutputTooLarge, RealHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.topology import greedy_order, link_graph
+from rayaccel.plugins.configuration import NO_AUTOLOAD_ENV, PLUGINS_ENV
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Link
 
@@ -280,17 +281,12 @@ def test_discovery_is_capped() -> None:
 
 # The CLI's output -----------------------------------------------------------------------------------
 
-WEIRD = "Weird [/] [link=https://example.com]click[/link] 0000:ab:00.0 :smile: [bold]x"
-
-
 def test_vendor_strings_are_printed_as_data(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import rayaccel.plugins.manager
+    from rayaccel_testplugins.weird_strings import WEIRD
 
-    module = _plugin("weird", discover=lambda host: [Device(id="w0", index=0, product_name=WEIRD)])
-    monkeypatch.setattr(rayaccel.plugins.manager.PluginManager, "load_entrypoints", lambda self: None)
-    monkeypatch.setattr(rayaccel.plugins.manager.PluginManager, "load_from_env",
-                        lambda self: self.register(module, "weird") and None)
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(PLUGINS_ENV, "weird=rayaccel_testplugins.weird_strings")
     for argv in (["inspect"], ["plugins"]):
         assert main(argv) == 0
     out = capsys.readouterr().out

@@ -1,17 +1,25 @@
-"""``rayaccel inspect``, ``rayaccel fixtures`` and ``rayaccel plugins``."""
+"""``rayaccel inspect``, ``rayaccel fixtures`` and ``rayaccel plugins``.
+
+They run every plugin as a node does: in worker processes of their own (:meth:`WorkerPool.load`), never
+imported into this process, so a plugin that exits, hangs, spawns, prints or monkeypatches the SDK costs only
+its own entry. ``inspect --in-process`` calls the hooks here instead, for debugging a plugin.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from rayaccel.cli import app, console, print_json
+from rayaccel.cli import app, console, err_console, print_json
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
+from rayaccel.isolation.pool import WorkerPool
 from rayaccel.outputs.inspect_json import InspectOutput
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory
@@ -21,6 +29,13 @@ from rayaccel.simulation.host_factory import make_host
 SimulateOption = Annotated[str | None, typer.Option(
     "--simulate", metavar="FIXTURE", help="Fixture name (plugin/name) or fixture file; default: this machine")]
 PluginsOption = Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")]
+#: What running the hooks in this process gives up: said by the option's help and on stderr when it is used.
+IN_PROCESS_LIMITS = ("a plugin calling os._exit, exhausting memory, holding stdout open through a child, "
+                     "leaving processes behind or monkeypatching the SDK then affects this command and the "
+                     "other plugins")
+InProcessOption = Annotated[bool, typer.Option(
+    "--in-process", help="Debug a plugin: call its hooks in this process (a thread and a timeout per hook) "
+                         f"instead of a worker process; {IN_PROCESS_LIMITS}")]
 
 
 def build_host(manager: PluginManager, simulate: str | None, faults: list[str] | None = None) -> Host:
@@ -29,12 +44,34 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
     return make_host(simulate, faults or [], manager=manager)
 
 
-def node_inventory(manager: PluginManager, simulate: str | None, faults: list[str] | None,
+@contextmanager
+def plugin_workers(plugins: list[str] | None = None) -> Iterator[WorkerPool]:
+    """The configured plugins (or the named ones), each imported and described in a worker process of its
+    own, which stays up for the command (closed, with every process it started, at the end)."""
+    with WorkerPool.load(plugins or None) as pool:
+        yield pool
+
+
+def node_inventory(manager: PluginManager | None, simulate: str | None, faults: list[str] | None,
                    plugins: list[str] | None) -> NodeInventory:
-    """The inventory a command shows: of this machine or a fixture, of every plugin or the named ones."""
+    """The inventory a command shows: of this machine or a fixture, of every plugin or the named ones.
+
+    ``manager``: None runs each plugin in a worker process (what a node does); a manager runs its plugins'
+    hooks in this process (``--in-process``, or a caller that already holds loaded plugins)."""
+    if simulate is None and faults:
+        raise typer.BadParameter("--fault needs --simulate")
+    if manager is None:
+        with plugin_workers(plugins) as pool:
+            return pool.build(build_host(pool.manager, simulate, faults))
     for name in plugins or []:
         manager.plugin(name)  # a clear error for an unknown name
     return collect_inventory(manager, build_host(manager, simulate, faults), plugins=plugins or None)
+
+
+def in_process_manager() -> PluginManager:
+    """The plugins loaded in this process, for ``--in-process``; says on stderr what that gives up."""
+    err_console.print(f"warning: --in-process: the plugins' hooks run in this process; {IN_PROCESS_LIMITS}")
+    return default_manager()
 
 
 @app.command()
@@ -43,9 +80,10 @@ def inspect(
     fault: Annotated[list[str] | None, typer.Option(help="Activate a fault the fixture declares (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     plugin: PluginsOption = None,
+    in_process: InProcessOption = False,
 ) -> None:
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
-    inventory = node_inventory(default_manager(), simulate, fault, plugin)
+    inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin)
     if as_json:
         print_json(InspectOutput.of(inventory).to_json())
         return
@@ -92,9 +130,10 @@ def fixtures(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List the simulated-host fixtures that installed plugins ship."""
-    manager = default_manager()
     rows: list[dict[str, Any]] = []
-    for ref, path in installed_fixtures(manager).items():
+    with plugin_workers() as pool:  # each plugin says where its fixtures are from its own worker
+        found = installed_fixtures(pool.manager)
+    for ref, path in found.items():
         fixture = load_fixture(path)
         rows.append({"name": ref, "path": str(path), "description": fixture.description,
                      "devices": fixture.expected.devices, "faults": [f.name for f in fixture.faults]})
@@ -112,7 +151,8 @@ def plugins(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List installed plugins with their versions, families, spec versions and problems."""
-    manager = default_manager()
+    with plugin_workers() as pool:  # each plugin imported and checked in a worker of its own
+        manager = pool.manager
     rows = []
     for name in manager.plugin_names():
         loaded = manager.plugin(name)

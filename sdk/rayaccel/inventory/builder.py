@@ -52,10 +52,14 @@ class InventoryBuilder:
             found = {plugin: self.family(plugin, host, problems, with_metrics) for plugin in self.plugins}
         return self.node(host, found, problems)
 
-    def node(self, host: Host, found: Mapping[str, FamilyInventory | None], problems: list[Problem]) -> NodeInventory:
-        """The node's inventory from each plugin's family (None: no devices, or its call failed)."""
+    def node(self, host: Host, found: Mapping[str, FamilyInventory | None], problems: list[Problem],
+             idle_workers: Mapping[str, WorkerNeeds] | None = None) -> NodeInventory:
+        """The node's inventory from each plugin's family (None: no devices, or its call failed).
+        ``idle_workers``: what an idle plugin's workers need, where its hooks ran in another process."""
         families = [family for family in found.values() if family is not None]
-        idle = [IdleFamily(plugin=plugin, family=self.manager.family(plugin), worker=self.worker_needs(plugin, []))
+        idle_workers = idle_workers or {}
+        idle = [IdleFamily(plugin=plugin, family=self.manager.family(plugin),
+                           worker=idle_workers.get(plugin) or self.worker_needs(plugin, []))
                 for plugin, family in found.items() if family is None]
         return NodeInventory(host=host.name, simulated=host.simulated, families=families,
                              resources=self._node_resources(families, problems),

@@ -23,6 +23,14 @@ A plugin registered as an object rather than an importable module, or a host the
 (anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulation.simulated_host.SimulatedHost`), runs in
 process, as before.
 
+:meth:`WorkerPool.load` goes one step further, for the CLI's commands: this process never imports a plugin.
+The plugins are found in the configuration (entry points, ``RAYACCEL_PLUGINS``) without importing them,
+each worker imports its plugin and describes it (its declaration, its fixture directories, its load
+problems), the parent knows the plugins only by those descriptions (:meth:`PluginManager.adopt`), and the
+same workers then build the inventory. A plugin that exits or hangs at import, or monkeypatches the SDK,
+does so in its own worker only. Those workers are forked from the caller (it has the SDK imported already),
+so each pays only for its own plugin.
+
 This module is the pool; :mod:`rayaccel.isolation.protocol` is what crosses the pipe,
 :mod:`rayaccel.isolation.process` one worker process from the parent's side, and
 :mod:`rayaccel.isolation.worker` the worker's own side.
@@ -34,18 +42,26 @@ import os
 import threading
 from collections.abc import Sequence
 
+from rayaccel.errors import PluginError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.isolation.protocol import (
-    HostSpec,
+    PluginTarget,
     Reply,
     Request,
     host_spec,
     plugin_target,
 )
+from rayaccel.plugins.configuration import (
+    DISABLE_ENV,
+    autoload_enabled,
+    disabled_plugins,
+    entry_points,
+    env_plugins,
+)
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import FamilyInventory, NodeInventory, Problem
+from rayaccel.records import FamilyInventory, NodeInventory, Problem, WorkerNeeds
 
 
 class WorkerPool:
@@ -59,16 +75,54 @@ class WorkerPool:
     """
 
     def __init__(self, manager: PluginManager, plugins: Sequence[str] | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, *, targets: Sequence[PluginTarget] | None = None,
+                 fork: bool = False) -> None:
         self.manager = manager
-        self.builder = InventoryBuilder(manager, plugins)
         self._lock = threading.Lock()
         self._timeout = float(manager.timeout or 0)
-        targets = [t for t in (plugin_target(manager, name) for name in self.builder.plugins) if t is not None]
+        if targets is None:
+            self.builder = InventoryBuilder(manager, plugins)
+            targets = [t for t in (plugin_target(manager, name) for name in self.builder.plugins) if t is not None]
         count = max(1, min(len(targets), workers if workers is not None else len(targets)))
-        self._workers = [WorkerProcess(targets[i::count], self._timeout) for i in range(count) if targets[i::count]]
-        self._isolated = {t.name for t in targets}
+        self._workers = [WorkerProcess(targets[i::count], self._timeout, fork)
+                         for i in range(count) if targets[i::count]]
+        self._targets = {t.name: t for t in targets}
+        self._isolated = set(self._targets)
         self._replaced: dict[str, int] = {}
+        #: What idle plugins' workers need, as their worker processes said (their hooks are not here).
+        self._idle_workers: dict[str, WorkerNeeds] = {}
+
+    @classmethod
+    def load(cls, plugins: Sequence[str] | None = None, fork: bool = True) -> WorkerPool:
+        """A pool whose plugins are never imported in this process: found in the configuration, each
+        imported and described by its own worker (started side by side, forked when ``fork`` and this
+        process allows it), known here by its description. ``plugins``: only these (a clear error for a
+        name not configured). The same workers then answer :meth:`build`. Close it (a context manager)."""
+        manager = PluginManager(load=False)
+        targets = configured_targets(manager, plugins)
+        pool = cls(manager, targets=targets, fork=fork)
+        try:
+            pool._describe()
+            pool.builder = InventoryBuilder(manager, [t.name for t in targets if t.name in manager.plugin_names()])
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    def _describe(self) -> None:
+        """Ask every worker to import its plugins and describe them; adopt the accepted ones."""
+        answers = self._ask(Request(kind="describe"), set(self._targets))
+        for name, target in self._targets.items():
+            answer = answers.get(name)
+            if isinstance(answer, Reply) and answer.declaration is not None:
+                # The plugin's load problems come again with each of its build answers: not kept here.
+                self.manager.adopt(name, answer.declaration, distribution=target.distribution,
+                                   version=target.version, fixture_dirs=answer.fixture_dirs)
+            elif isinstance(answer, Reply):
+                self.manager.problems.extend(answer.problems)
+            else:
+                self._replaced[name] = self._replaced.get(name, 0) + 1
+                self.manager.problems.append(self._failed(name, str(answer)))
 
     @property
     def plugins(self) -> list[str]:
@@ -82,11 +136,14 @@ class WorkerPool:
         """Plugin name -> how many times a worker was replaced because of it."""
         return {name: self._replaced.get(name, 0) for name in self._isolated}
 
-    def _ask(self, spec: HostSpec, request: Request) -> dict[str, Reply | str]:
+    def _ask(self, request: Request, wanted: set[str]) -> dict[str, Reply | str]:
+        """Each plugin's answer to ``request``, from the workers serving any of the ``wanted`` plugins."""
         answers: dict[str, Reply | str] = {}
         sent = []
         for worker in self._workers:  # all requests first: the workers answer in parallel
-            why = worker.request(spec, request)
+            if not any(t.name in wanted for t in worker.targets):
+                continue
+            why = worker.request(request)
             if why is None:
                 sent.append(worker)
             else:
@@ -96,8 +153,8 @@ class WorkerPool:
             got, rest = worker.answers()
             answers.update(got)
             while rest:  # the plugins after a failed one, in a fresh worker of their own
-                retry = WorkerProcess(rest, self._timeout)
-                why = retry.request(spec, request)
+                retry = WorkerProcess(rest, self._timeout, worker.fork)
+                why = retry.request(request)
                 if why is not None:
                     answers.update({t.name: why for t in rest})
                     retry.kill()
@@ -111,7 +168,8 @@ class WorkerPool:
         with self._lock:
             spec = host_spec(host)
             problems: list[Problem] = list(self.manager.problems)
-            answers = self._ask(spec, Request(with_metrics=with_metrics)) if spec is not None else {}
+            answers = (self._ask(Request(host=spec, with_metrics=with_metrics), set(self.builder.plugins))
+                       if spec is not None else {})
             results: dict[str, FamilyInventory | None] = {}
             leaky: set[str] = set()
             for name in self.builder.plugins:
@@ -121,6 +179,8 @@ class WorkerPool:
                 elif isinstance(answer, Reply):
                     results[name] = answer.family
                     problems.extend(answer.problems)
+                    if answer.idle_worker is not None:
+                        self._idle_workers[name] = answer.idle_worker
                     if answer.leaked:
                         leaky.add(name)
                         problems.append(self._problem(
@@ -130,20 +190,25 @@ class WorkerPool:
                 else:
                     results[name] = None
                     self._replaced[name] = self._replaced.get(name, 0) + 1
-                    problems.append(self._problem(
-                        name, "worker-failed", f"its worker process {answer}; the plugin's devices are "
-                        "left out of this inventory and the worker is replaced",
-                        "catch vendor errors inside the plugin and bound every vendor call with a timeout"))
+                    problems.append(self._failed(name, answer))
             for worker in self._workers:
                 leaked = [t.name for t in worker.targets if t.name in leaky]
                 if leaked and worker.pid() is not None:
                     worker.kill()
                     for name in leaked:
                         self._replaced[name] = self._replaced.get(name, 0) + 1
-            return self.builder.node(host, {name: results[name] for name in self.builder.plugins}, problems)
+            return self.builder.node(host, {name: results[name] for name in self.builder.plugins}, problems,
+                                     idle_workers=self._idle_workers)
+
+    def _failed(self, plugin: str, why: str) -> Problem:
+        return self._problem(plugin, "worker-failed", f"its worker process {why}; the plugin's devices are left "
+                             "out of this inventory and the worker is replaced",
+                             "catch vendor errors inside the plugin and bound every vendor call with a timeout")
 
     def _problem(self, plugin: str, code: str, message: str, fix: str, severity: str = "error") -> Problem:
-        return Problem(plugin=plugin, distribution=self.manager.plugin(plugin).distribution, hook=None, code=code,
+        target = self._targets.get(plugin)
+        distribution = target.distribution if target is not None else self.manager.plugin(plugin).distribution
+        return Problem(plugin=plugin, distribution=distribution, hook=None, code=code,
                        message=message, fix=fix, severity=severity)
 
     def close(self) -> None:
@@ -171,3 +236,43 @@ def isolated_inventory(manager: PluginManager, host: Host, plugins: Sequence[str
     names = list(plugins) if plugins is not None else manager.plugin_names()
     with WorkerPool(manager, names, workers if workers is not None else default_workers(len(names))) as pool:
         return pool.build(host, with_metrics)
+
+
+def configured_targets(manager: PluginManager, names: Sequence[str] | None = None) -> list[PluginTarget]:
+    """The plugins a manager would load (entry points unless autoload is off, then ``RAYACCEL_PLUGINS``), as
+    targets for workers, found without importing any of them; ``names``: only these. What the manager would
+    refuse before importing (two distributions with one name, a name in ``RAYACCEL_DISABLE``) becomes its
+    problem here, as :meth:`PluginManager.load_entrypoints` words it."""
+    found: dict[str, PluginTarget] = {}
+    blocked = disabled_plugins()
+    if autoload_enabled():
+        seen: dict[str, str | None] = {}
+        for ep in entry_points():
+            dist = ep.dist.name if ep.dist else None
+            if ep.name in seen:
+                manager.problems.append(Problem(
+                    plugin=ep.name, distribution=dist, hook=None, code="duplicate-name",
+                    message=f"two distributions register a plugin named {ep.name!r}: {seen[ep.name]} and {dist}",
+                    fix=f"uninstall one of them, or disable both with {DISABLE_ENV}={ep.name}"))
+                found.pop(ep.name, None)
+                continue
+            seen[ep.name] = dist
+            found[ep.name] = PluginTarget(name=ep.name, module=ep.module, attr=ep.attr or "", distribution=dist,
+                                          version=ep.dist.version if ep.dist else None)
+    for name, module, attr in env_plugins():
+        found.setdefault(name, PluginTarget(name=name, module=module, attr=attr))
+    for name in names or []:
+        if name not in found:
+            raise PluginError(f"unknown plugin {name!r}; installed: {', '.join(found) or 'none'} "
+                              "(run 'rayaccel plugins')")
+    targets = []
+    for name, target in found.items():
+        if names and name not in names:
+            continue
+        if name in blocked:
+            manager.problems.append(Problem(plugin=name, distribution=target.distribution, hook=None,
+                                            code="disabled", message=f"disabled by {DISABLE_ENV}",
+                                            fix=f"remove {name!r} from {DISABLE_ENV} to enable it", severity="info"))
+            continue
+        targets.append(target)
+    return targets

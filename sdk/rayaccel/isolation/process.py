@@ -1,5 +1,12 @@
 """One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started (or taken from the
-spares started ahead), sent requests, read with a deadline, and killed with its whole process group."""
+spares started ahead), sent requests, read with a deadline, and killed with its whole process group.
+
+A worker starts one of two ways. Spawned (``python -m rayaccel.isolation.worker``), it pays for an interpreter
+and for importing the SDK (~0.3 s of CPU). Forked from the caller, it starts with the SDK already imported
+and pays only for its own plugin: a one-shot command (``rayaccel inspect``) forks its workers. Forking is
+only safe from a process with one thread, so it is used only when asked for and when the caller has no other
+thread (a process running Ray has many: it spawns).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from rayaccel.errors import PluginError
-from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
+from rayaccel.isolation.protocol import PluginTarget, Reply, Request, Setup
 from rayaccel.plugins.configuration import (
     DISABLE_ENV,
     PLUGINS_ENV,
@@ -58,6 +65,84 @@ def _spawn(preload: Sequence[str] = (), env: dict[str, str] | None = None) -> tu
     proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, *preload], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True, close_fds=True)
     return proc, log
+
+
+class ForkedProcess:
+    """A worker forked from this process: the parts of :class:`subprocess.Popen` a :class:`WorkerProcess` uses."""
+
+    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self.pid, self.stdin, self.stdout = pid, stdin, stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        until = time.monotonic() + (timeout if timeout is not None else 1e9)
+        while self.poll() is None:
+            if time.monotonic() >= until:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.005)  # polls a child already killed or exiting: a few rounds at most
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+#: A worker process as :class:`WorkerProcess` drives it.
+Proc = subprocess.Popen[bytes] | ForkedProcess
+
+
+def can_fork() -> bool:
+    """Whether a worker may be forked from this process now: a POSIX fork, and no thread but this one."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
+    """A worker forked from this process (see the module's docstring); ``env`` becomes its environment."""
+    log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
+    request_read, request_write = os.pipe()
+    answer_read, answer_write = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by the child
+        with contextlib.suppress(Exception):
+            stream.flush()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        code = 1
+        try:
+            os.setsid()
+            os.dup2(request_read, 0)
+            os.dup2(answer_write, 1)
+            os.dup2(log.fileno(), 2)
+            _close_fds_from(3)  # the caller's other pipes and files are not the plugin's
+            os.environ.clear()
+            os.environ.update(env)
+            from rayaccel.isolation.worker import worker_main
+
+            code = worker_main()
+        finally:
+            os._exit(code)
+    os.close(request_read)
+    os.close(answer_write)
+    return ForkedProcess(pid, os.fdopen(request_write, "wb"), os.fdopen(answer_read, "rb")), log
+
+
+def _close_fds_from(low: int) -> None:
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(low, 1024))
+    for fd in fds:
+        if fd >= low:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _spare() -> tuple[subprocess.Popen[bytes], IO[bytes]] | None:
@@ -102,11 +187,11 @@ class WorkerProcess:
     """The worker process of one or more plugins, started on demand and killed (with its process group)
     on misbehaviour. Its plugins are served in order; a plugin's answer must come within its deadline."""
 
-    def __init__(self, targets: Sequence[PluginTarget], timeout: float) -> None:
+    def __init__(self, targets: Sequence[PluginTarget], timeout: float, fork: bool = False) -> None:
         self.targets = list(targets)
         self.timeout = timeout
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.host: HostSpec | None = None
+        self.fork = fork  # forked from this process when it can be (can_fork), else spawned
+        self.proc: Proc | None = None
         self._log: IO[bytes] | None = None
         self._buffer = b""
         self.started = 0  # how many processes this worker has had (replacements + 1)
@@ -119,24 +204,24 @@ class WorkerProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
-    def start(self, host: HostSpec) -> None:
-        self.proc, self._log = _spare() or _spawn()
-        self.host = host
+    def start(self) -> None:
+        started: tuple[Proc, IO[bytes]] | None = _fork(_worker_env()) if self.fork and can_fork() else None
+        self.proc, self._log = started or _spare() or _spawn()
         self._buffer = b""
         self.started += 1
-        self._send(Setup(plugins=self.targets, host=host, timeout=self.timeout).model_dump_json())
+        self._send(Setup(plugins=self.targets, timeout=self.timeout).model_dump_json())
 
     def _send(self, line: str) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()
 
-    def request(self, host: HostSpec, request: Request) -> str | None:
+    def request(self, request: Request) -> str | None:
         """Send a request (starting the process first if needed); a failure to send is returned as a reason."""
         try:
-            if self.proc is None or self.proc.poll() is not None or host != self.host:
+            if self.proc is None or self.proc.poll() is not None:
                 self.kill()
-                self.start(host)
+                self.start()
             self._send(request.model_dump_json())
         except OSError as e:
             return f"could not be sent the request ({type(e).__name__}: {e})"

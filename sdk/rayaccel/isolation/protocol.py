@@ -1,8 +1,10 @@
 """What the parent and a worker process of :mod:`rayaccel.isolation.pool` say to each other, one JSON line each.
 
-The parent sends a :class:`Setup` (which plugins to import, how to rebuild the host, the hook timeout),
-then one :class:`Request` per inventory; the worker answers one :class:`Reply` per plugin, in order.
-Records cross the boundary as pydantic JSON, never as pickled plugin objects.
+The parent sends a :class:`Setup` (which plugins to import, the hook timeout), then one :class:`Request` per
+question: ``describe`` (import the plugins and say what each declares: a parent that imports no plugin code
+learns the plugins this way) or ``build`` (each plugin's family on the host the request describes); the
+worker answers one :class:`Reply` per plugin, in order. Records cross the boundary as pydantic JSON, never
+as pickled plugin objects.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import PluginError
 from rayaccel.host import Host, RealHost
-from rayaccel.records import FamilyInventory, Problem
+from rayaccel.records import FamilyDeclaration, FamilyInventory, Problem, WorkerNeeds
 
 if TYPE_CHECKING:
     from rayaccel.plugins.manager import PluginManager
@@ -43,17 +45,21 @@ class HostSpec(_Message):
 class PluginTarget(_Message):
     name: str
     module: str
+    #: The plugin is this attribute of the module (``RAYACCEL_PLUGINS``' ``name=module:attr``); "": the module.
+    attr: str = ""
     distribution: str | None = None
     version: str | None = None
 
 
 class Setup(_Message):
     plugins: list[PluginTarget]
-    host: HostSpec
     timeout: float
 
 
 class Request(_Message):
+    #: describe: import the plugins and say what they declare; build: each plugin's family on ``host``.
+    kind: Literal["describe", "build"] = "build"
+    host: HostSpec | None = None
     with_metrics: bool = True
 
 
@@ -65,6 +71,12 @@ class Reply(_Message):
     problems: list[Problem] = Field(default_factory=list)
     #: Set when the worker is left with threads or child processes it did not start with.
     leaked: str | None = None
+    #: Answering ``describe``: the plugin's declaration (None: refused, ``problems`` say why) and what the parent
+    #: answers in the plugin's place from then on (its fixture directories).
+    declaration: FamilyDeclaration | None = None
+    fixture_dirs: list[str] = Field(default_factory=list)
+    #: Answering ``build`` for a plugin without devices: what its workers would need (its own env syntax).
+    idle_worker: WorkerNeeds | None = None
 
 
 def host_spec(host: Host) -> HostSpec | None:

@@ -9,9 +9,19 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 
+from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.isolation.protocol import PluginTarget, Reply, Request, Setup, make_host, worker_memory_mib
+from rayaccel.isolation.protocol import (
+    HostSpec,
+    PluginTarget,
+    Reply,
+    Request,
+    Setup,
+    make_host,
+    worker_memory_mib,
+)
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Problem
 
@@ -40,8 +50,10 @@ def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
     return " and ".join(parts) or None
 
 
-def worker_main() -> int:
-    """Entry point of a worker process (``python -m rayaccel.isolation.worker``): see :mod:`rayaccel.isolation.pool`."""
+def worker_main(preload: Sequence[str] = ()) -> int:
+    """A worker's life (``python -m rayaccel.isolation.worker [MODULE ...]``, or a process forked by
+    :mod:`rayaccel.isolation.process`): requests on fd 0, answers on fd 1. ``preload``: modules to import while
+    the parent gets ready (the likely plugins). See :mod:`rayaccel.isolation.pool`."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -53,7 +65,7 @@ def worker_main() -> int:
 
         resource.setrlimit(resource.RLIMIT_AS, (limit * 2**20, limit * 2**20))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), name="rayaccel-parent-watch", daemon=True).start()
-    for module in sys.argv[1:]:  # prestarted: import the likely plugins while the parent gets ready
+    for module in preload:  # prestarted: import the likely plugins while the parent gets ready
         with contextlib.suppress(BaseException):  # a failure is reported when the plugin is loaded for real
             importlib.import_module(module)
     first = requests.readline()
@@ -61,47 +73,67 @@ def worker_main() -> int:
         return 0  # a spare worker whose parent never needed it
     setup = Setup.model_validate_json(first)
     manager = PluginManager(autoload=False, timeout=setup.timeout)
-    host = make_host(setup.host)
+    host: Host | None = None
+    host_from: HostSpec | None = None
     builder = InventoryBuilder(manager, [])
     loaded: dict[str, list[Problem] | None] = {}  # plugin -> its load problems; None: not loaded yet
     baseline = _footprint()
     for line in requests:
         request = Request.model_validate_json(line)
+        if request.host is not None and request.host != host_from:
+            host, host_from = make_host(request.host), request.host
         for target in setup.plugins:
             environ = dict(os.environ)  # restored after each turn: plugins sharing a worker never see
             if loaded.get(target.name) is None:  # imported at its first turn: a hang is blamed on it
                 loaded[target.name] = _load(manager, target)
             problems = list(loaded[target.name] or [])
-            family = None
-            if target.name in manager.plugin_names():
-                try:
-                    family = builder.family(target.name, host, problems, request.with_metrics)
-                except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
-                    problems.append(Problem(plugin=target.name, distribution=target.distribution, hook=None,
-                                            code="inventory-failed", message=f"{type(e).__name__}: {e}",
-                                            fix="report this to the plugin's maintainers with the inventory input"))
+            registered = target.name in manager.plugin_names()
+            if request.kind == "describe":
+                reply = Reply(plugin=target.name, problems=problems,
+                              declaration=manager.family(target.name) if registered else None,
+                              fixture_dirs=manager.fixture_dirs(target.name) if registered else [])
+            else:
+                reply = _build(builder, target, host, problems, request.with_metrics) if registered else \
+                    Reply(plugin=target.name, problems=problems)
             if dict(os.environ) != environ:  # one another's environment changes
                 os.environ.clear()
                 os.environ.update(environ)
             now = _footprint()
             leaked = _leaks(baseline, now)
             baseline = now if leaked else baseline  # blame each leak on one plugin only
-            reply = Reply(plugin=target.name, family=family, problems=problems, leaked=leaked)
+            reply = reply.model_copy(update={"leaked": leaked})
             answers.write(reply.model_dump_json().encode() + b"\n")
             answers.flush()
     return 0
+
+
+def _build(builder: InventoryBuilder, target: PluginTarget, host: Host | None, problems: list[Problem],
+           with_metrics: bool) -> Reply:
+    """One plugin's answer to ``build``: its family, or what its idle workers need when it has no devices."""
+    if host is None:
+        raise ValueError("a build request before any host was given")  # the parent's bug: the worker dies
+    try:
+        family = builder.family(target.name, host, problems, with_metrics)
+    except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
+        problems.append(Problem(plugin=target.name, distribution=target.distribution, hook=None,
+                                code="inventory-failed", message=f"{type(e).__name__}: {e}",
+                                fix="report this to the plugin's maintainers with the inventory input"))
+        family = None
+    idle = builder.worker_needs(target.name, []) if family is None else None
+    return Reply(plugin=target.name, family=family, problems=problems, idle_worker=idle)
 
 
 def _load(manager: PluginManager, target: PluginTarget) -> list[Problem]:
     before = len(manager.problems)
     try:
         module: object = importlib.import_module(target.module)
+        plugin = getattr(module, target.attr) if target.attr else module
     except BaseException as e:  # reported with every answer, like a plugin that failed to load
         return [Problem(plugin=target.name, distribution=target.distribution, hook=None, code="hook-raised",
                         message=f"failed to import {type(e).__name__}: {e}", fix="make the plugin importable")]
-    manager.register(module, target.name, distribution=target.distribution, version=target.version)
+    manager.register(plugin, target.name, distribution=target.distribution, version=target.version)
     return manager.problems[before:]
 
 
 if __name__ == "__main__":
-    sys.exit(worker_main())
+    sys.exit(worker_main(sys.argv[1:]))

@@ -150,6 +150,8 @@ class PluginManager:
     autoload: bool | None = None
     timeout: float | None = None
     problems: list[rec.Problem] = field(default_factory=list)
+    #: False: load nothing (neither entry points nor RAYACCEL_PLUGINS); the caller registers or adopts plugins.
+    load: bool = True
 
     def __post_init__(self) -> None:
         self._pm = _RayaccelPluggy(hookspec.PROJECT_NAME)
@@ -166,6 +168,8 @@ class PluginManager:
             self.timeout = hook_timeout()
         if self.autoload is None:
             self.autoload = autoload_enabled()
+        if not self.load:
+            return
         with self.deadline():  # loading every plugin is bounded as a whole too, like an inventory
             if self.autoload:
                 self.load_entrypoints()
@@ -245,6 +249,23 @@ class PluginManager:
             return False
         self._plugins[name] = LoadedPlugin(name, distribution, version, plugin, family)
         self._conventions[name] = conventional_hooks(plugin, lambda hook: bool(self._impls(name, hook)))
+        self._check_collisions(name)
+        return name in self._plugins
+
+    def adopt(self, name: str, family: rec.FamilyDeclaration, *, distribution: str | None = None,
+              version: str | None = None, fixture_dirs: Sequence[str] = ()) -> bool:
+        """Know a plugin loaded and checked in another process (a worker of :mod:`rayaccel.isolation.pool`) by
+        its declaration and its fixture directories, without importing its code here: it has no hooks in this
+        process (its inventory comes from its worker). Collisions with the plugins known here are refused as in
+        :meth:`register`. Returns False (and records why) when it is refused."""
+        if self._pm.is_blocked(name):
+            self._disabled(name, distribution)
+            return False
+        if name in self._plugins:
+            raise PluginError(f"a plugin named {name!r} is already registered")
+        self._plugins[name] = LoadedPlugin(name, distribution, version, None, family)
+        dirs = list(fixture_dirs)
+        self._conventions[name] = {"rayaccel_fixture_dirs": lambda: dirs} if dirs else {}
         self._check_collisions(name)
         return name in self._plugins
 
