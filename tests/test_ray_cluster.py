@@ -177,15 +177,14 @@ def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
 
     # The metrics agent exports every few seconds, gauge by gauge: wait for all four devices of both.
     def complete(text: str) -> bool:
-        memory = [ln for ln in lines(text, "ray_rayaccel_device_metric") if 'metric="memory_total"' in ln]
+        memory = lines(text, "ray_rayaccel_device_memory_capacity_bytes")
         return len(lines(text, "ray_rayaccel_device_health")) == 4 and len(memory) == 4
 
     text = wait_for(scraped, complete, timeout=60, interval=1, retry_on=(OSError,),
-                    what=f"4 devices' health and memory_total at {url}")
+                    what=f"4 devices' health and memory capacity at {url}")
     health = [ln for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_health{")]
     assert len(health) == 4 and all(float(ln.rsplit(" ", 1)[1]) == 0 for ln in health)
-    memory = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln.startswith("ray_rayaccel_device_metric{")
-              and 'metric="memory_total"' in ln and 'unit="bytes"' in ln]
+    memory = [float(ln.rsplit(" ", 1)[1]) for ln in lines(text, "ray_rayaccel_device_memory_capacity_bytes")]
     assert memory == [65536 * 2**20] * 4  # what the ACME plugin reports, per device
 
 

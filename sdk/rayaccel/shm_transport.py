@@ -121,13 +121,13 @@ class _Metrics:
                     from ray.util.metrics import Counter, Histogram
 
                     keys = ("transport",)
-                    self.bytes = Counter("rayaccel_transport_bytes", "Bytes moved by a tensor transport",
+                    self.bytes = Counter("rayaccel_transport_bytes_total", "Bytes moved by a tensor transport",
                                          tag_keys=keys)
-                    self.transfers = Counter("rayaccel_transport_transfers", "Tensor transfers completed",
+                    self.transfers = Counter("rayaccel_transport_transfers_total", "Tensor transfers completed",
                                              tag_keys=keys)
-                    self.failures = Counter("rayaccel_transport_failures", "Tensor transfers that failed",
+                    self.failures = Counter("rayaccel_transport_failures_total", "Tensor transfers that failed",
                                             tag_keys=(*keys, "step"))
-                    self.latency = Histogram("rayaccel_transport_latency_s", "Seconds per tensor transfer",
+                    self.latency = Histogram("rayaccel_transport_latency_seconds", "Seconds per tensor transfer",
                                              boundaries=[0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
                                              tag_keys=keys)
                 except Exception:  # not in a Ray process: metrics are best effort

@@ -4,11 +4,10 @@ Every ``interval`` seconds it builds the node's inventory on the node itself (th
 simulated one named by the node's ``RAYACCEL_SIMULATE`` and fault file, which the actor's worker inherits
 from the raylet), and
 
-- publishes each device's health and the plugins' metrics as ``ray.util.metrics`` gauges, so every
-  vendor's numbers reach Ray's Prometheus endpoint and dashboard, not only NVIDIA's, AMD's and TPU's:
-  ``rayaccel_device_health`` (0 healthy, 1 unknown, 2 degraded, 3 unhealthy; tags node, family, device),
-  ``rayaccel_device_metric`` (tags node, family, device, metric, unit) and
-  ``rayaccel_schedulable_units`` (tags node, family);
+- publishes each device's health, identity, links and the plugins' metrics through ``ray.util.metrics``,
+  so every vendor's numbers reach Ray's Prometheus endpoint and dashboard under the same names: one
+  metric per quantity in base units (``rayaccel_device_power_watts``, ``..._temperature_celsius``, ...;
+  :mod:`rayaccel.outputs.metric_series` names them, docs/observability.md lists them);
 - when a device turns unhealthy for a fatal reason (or stops being enumerated), cordons its family on
   the node: one detached single-bundle placement group per unit of the family, pinned to the node, takes
   each unit as it becomes free. Running work finishes; new work of that family goes elsewhere. When no
@@ -34,6 +33,7 @@ from typing import Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.health_findings import by_family, fatal_findings, vanished_findings
+from rayaccel.outputs.metric_series import HEALTH, Series, counter_increment, node_series
 from rayaccel.raycompat import RAY_NODE_ID_LABEL
 from rayaccel.records import HEALTH_ORDER
 
@@ -75,13 +75,39 @@ def cordon_name(node_id: str, family: str, unit: int) -> str:
     return f"rayaccel-cordon-{node_id}-{family}-{unit}"
 
 
+class SeriesPublisher:
+    """Publishes :class:`~rayaccel.outputs.metric_series.Series` through ``ray.util.metrics``, making each
+    metric on first use (vendor-specific ones are known only when a plugin reports them). A counter grows by
+    what the device's running count grew since the last poll."""
+
+    def __init__(self) -> None:
+        self._metrics: dict[str, Any] = {}
+        self._counts: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+
+    def publish(self, series: Sequence[Series]) -> None:
+        from ray.util.metrics import Counter, Gauge
+
+        for one in series:
+            metric: Any = self._metrics.get(one.metric.name)
+            if metric is None:
+                kind = Counter if one.metric.kind == "counter" else Gauge
+                metric = kind(one.metric.name, one.metric.help, tag_keys=one.metric.labels)
+                self._metrics[one.metric.name] = metric
+            if one.metric.kind == "counter":
+                key = (one.metric.name, tuple(sorted(one.labels.items())))
+                grown = counter_increment(self._counts.get(key), one.value)
+                self._counts[key] = one.value
+                if grown > 0:
+                    metric.inc(grown, tags=one.labels)
+            else:
+                metric.set(one.value, tags=one.labels)
+
+
 class HealthMonitor:
     """The actor's class (wrapped by ``ray.remote`` in :func:`start_monitor`)."""
 
     def __init__(self, node_id: str, interval: float, plugins: Sequence[str] | None = None,
                  baseline: Sequence[str] | None = None, isolated: bool = True) -> None:
-        from ray.util.metrics import Gauge
-
         from rayaccel.inventory.builder import InventoryBuilder
         from rayaccel.isolation.pool import WorkerPool
         from rayaccel.plugins.manager import PluginManager
@@ -108,12 +134,7 @@ class HealthMonitor:
         self._not_offered: set[str] = set()
         self._resource: dict[str, str] = {}  # family -> its resource name
         self._cordons: dict[str, dict[str, Any]] = {}  # family -> {"message", "at", "groups"}
-        self._health = Gauge("rayaccel_device_health", "Accelerator device health: 0 healthy, 1 unknown, "
-                             "2 degraded, 3 unhealthy", tag_keys=("node", "family", "device"))
-        self._metric = Gauge("rayaccel_device_metric", "Accelerator metric reported by the device's plugin",
-                             tag_keys=("node", "family", "device", "metric", "unit"))
-        self._units = Gauge("rayaccel_schedulable_units", "Healthy schedulable units of a family on the node",
-                            tag_keys=("node", "family"))
+        self._publisher = SeriesPublisher()
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {}}
@@ -156,7 +177,6 @@ class HealthMonitor:
             name = family.family.name
             self._resource[name] = family.family.resource_name
             offered = self._offered.get(family.plugin)
-            self._units.set(len(family.schedulable_units), tags={"node": self.node_id, "family": name})
             for dev in family.devices:
                 if offered is not None and not set(dev.unit_ids) & offered:
                     self._not_offered.add(dev.id)  # not offered (the operator's visible-devices setting)
@@ -164,16 +184,12 @@ class HealthMonitor:
             for report in family.health:
                 self._seen.setdefault(report.device, name)
                 health[report.device] = report.state
-                self._health.set(HEALTH_ORDER[report.state],
-                                 tags={"node": self.node_id, "family": name, "device": report.device})
-            for sample in family.metrics:
-                self._metric.set(sample.value, tags={"node": self.node_id, "family": name, "device": sample.device,
-                                                     "metric": sample.name, "unit": sample.unit})
+        self._publisher.publish(node_series(inventory, self.node_id))
         for device, family_name in self._seen.items():
             if device not in health:
                 health[device] = "unhealthy"
-                self._health.set(HEALTH_ORDER["unhealthy"],
-                                 tags={"node": self.node_id, "family": family_name, "device": device})
+                self._publisher.publish([Series(HEALTH, {"node": self.node_id, "family": family_name,
+                                                         "device": device}, float(HEALTH_ORDER["unhealthy"]))])
         first = not self._status["polls"]
         if first and not self._baseline:
             # Started without the node's start-up inventory: what is bad now was bad at start.
