@@ -12,10 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rayaccel.records import LINK_KINDS, Device, Link, Topology
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # records (pydantic) load on first use: a Ray worker choosing units imports this module
     import networkx as nx
+
+    from rayaccel.records import Device, Link, Topology
 
 #: Exhaustive search up to this many candidate subsets, greedy beyond.
 EXHAUSTIVE_LIMIT = 20_000
@@ -71,11 +71,20 @@ def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: i
     if k < 0 or k > len(devices):
         raise ValueError(f"cannot choose {k} of {len(devices)} devices")
     ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
-    graph = adjacency(devices, links)
+    return best_connected_ids(ordered, adjacency(devices, links), k)
+
+
+def best_connected_ids(ordered: Sequence[str], graph: Adjacency, k: int) -> list[str]:
+    """The k of ``ordered`` with the most weight among them in ``graph`` (every id a key of it); ties go to
+    those earlier in ``ordered``. The selection itself, for callers that hold an adjacency rather than
+    records (a Ray worker choosing units from the node's placement table)."""
+    ordered = list(ordered)
+    if k < 0 or k > len(ordered):
+        raise ValueError(f"cannot choose {k} of {len(ordered)} devices")
     if math.comb(len(ordered), k) <= EXHAUSTIVE_LIMIT:
         best = max(itertools.combinations(ordered, k), key=lambda c: (_subset_weight(graph, c), _neg_rank(ordered, c)))
         return list(best)
-    return _improved_by_swaps(graph, ordered, greedy_order(devices, links)[:k])
+    return _improved_by_swaps(graph, ordered, _greedy_ids(ordered, graph)[:k])
 
 
 #: Largest k * (n - k) for which the greedy choice is improved by swaps (each pass costs that many looks).
@@ -124,7 +133,10 @@ def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:
     # O(n^2 + links): each device's bandwidth to the chosen ones is kept up to date as devices are chosen
     # (added in the order they were chosen, so the sums, and the order, are those of summing afresh).
     ordered = [d.id for d in sorted(devices, key=lambda d: d.index)]
-    graph = adjacency(devices, links)
+    return _greedy_ids(ordered, adjacency(devices, links))
+
+
+def _greedy_ids(ordered: list[str], graph: Adjacency) -> list[str]:
     if not ordered:
         return []
     rank = {n: i for i, n in enumerate(ordered)}
@@ -151,6 +163,8 @@ def order_units(devices: Sequence[Device], topology: Topology) -> list[str]:
 
 def topology_errors(devices: Sequence[Device], topology: Topology) -> list[str]:
     """Everything inconsistent in a topology, one sentence each (empty when consistent)."""
+    from rayaccel.records import LINK_KINDS
+
     ids = {d.id for d in devices}
     errors: list[str] = []
     seen: dict[tuple[str, str], Link] = {}

@@ -71,8 +71,8 @@ def monitor_name(node_id: str) -> str:
     return f"rayaccel-health-{node_id}"
 
 
-def cordon_name(node_id: str, family: str, unit: int) -> str:
-    return f"rayaccel-cordon-{node_id}-{family}-{unit}"
+def cordon_name(node_id: str, family: str, device: str) -> str:
+    return f"rayaccel-cordon-{node_id}-{family}-{device}"
 
 
 class SeriesPublisher:
@@ -133,7 +133,7 @@ class HealthMonitor:
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
         self._not_offered: set[str] = set()
         self._resource: dict[str, str] = {}  # family -> its resource name
-        self._cordons: dict[str, dict[str, Any]] = {}  # family -> {"message", "at", "groups"}
+        self._cordons: dict[str, dict[str, Any]] = {}  # device -> {"family", "message", "group", "units", ...}
         self._publisher = SeriesPublisher()
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
@@ -202,72 +202,96 @@ class HealthMonitor:
             self._status["health"] = health
             self._status["error"] = None
             self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
+        failing: dict[str, list[Any]] = {}  # device -> its findings: a cordon is per device
+        for found in findings.values():
+            for finding in found:
+                failing.setdefault(finding.device, []).append(finding)
         if first:
             try:
-                self._adopt(set(self._resource) - set(findings))
-            except Exception as e:  # monitoring goes on; an old cordon stays until its family faults again
+                self._adopt(set(failing))
+            except Exception as e:  # monitoring goes on; an old cordon stays until its device faults again
                 logger.warning("rayaccel: could not look for an earlier monitor's cordons: %s", e)
-        for family_name, found in findings.items():
-            if family_name not in self._cordons:
-                self._cordon(family_name, "rayaccel health monitor: " + "; ".join(f.phrase for f in found))
-        for family_name in [f for f in self._cordons if f not in findings]:
-            self._release(family_name)
+        for device, found in failing.items():
+            if device not in self._cordons:
+                self._cordon(found[0].family, device, "rayaccel health monitor: " + "; ".join(f.phrase for f in found))
+        for device in [d for d in self._cordons if d not in failing]:
+            self._release(device)
         return self.status()
 
-    def _family_units(self, family: str) -> int:
-        import ray
-
-        list_nodes: Any = ray.nodes
-        resource = self._resource.get(family)
-        node = next((n for n in list_nodes() if n["NodeID"] == self.node_id), None)
-        return int((node or {}).get("Resources", {}).get(resource, 0)) if resource else 0
-
-    def _cordon(self, family: str, message: str) -> None:
-        """Hold every unit of ``family`` on this node: one single-unit placement group per unit."""
+    def _cordon(self, family: str, device: str, message: str) -> None:
+        """Take exactly the failed device out of scheduling on this node (see :mod:`rayaccel.ray.claims`): a
+        cordon claim keeps every later task off its units, and a single-bundle placement group pinned to the
+        node holds as many of the family's tokens, so Ray offers that many fewer. A zero-CPU task inside the
+        group tags the cordon with the group's tokens (claims still holding them are over and dropped)."""
         from ray.util import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        units = self._family_units(family)
+        from rayaccel.ray.claims import node_claims_table
+
         resource = self._resource.get(family, "")
-        groups = []
-        for i in range(units):
-            name = cordon_name(self.node_id, family, i)
+        placement = node_placement().get(resource)
+        units = list(placement.device_units.get(device, ())) if placement is not None else []
+        group = tag = None
+        if units:  # else the node does not offer the device: nothing of it to hold
             try:
-                groups.append(_existing_group(name) or placement_group(
-                    [{resource: 1}], strategy="STRICT_PACK", name=name, lifetime="detached",
-                    bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}]))
+                node_claims_table().cordon(resource, device, units)
+                name = cordon_name(self.node_id, family, device)
+                group = _existing_group(name) or placement_group(
+                    [{resource: float(len(units))}], strategy="STRICT_PACK", name=name, lifetime="detached",
+                    bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}])
+                tag = _tag_task().options(
+                    num_cpus=0, resources={resource: float(len(units))}, max_retries=-1,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0),
+                ).remote(resource, device)
             except Exception as e:
                 with self._lock:
-                    self._status["error"] = f"could not cordon {family}: {type(e).__name__}: {e}"
-                logger.warning("rayaccel: could not cordon %s: %s", family, e)
-                break
+                    self._status["error"] = f"could not cordon {family} device {device}: {type(e).__name__}: {e}"
+                logger.warning("rayaccel: could not cordon %s device %s: %s", family, device, e)
         with self._lock:
-            self._cordons[family] = {"message": message, "at": time.time(), "groups": groups, "units": units}
-        logger.warning("%s (cordoning %d %s units on node %s)", message, units, resource, self.node_id)
+            self._cordons[device] = {"family": family, "resource": resource, "message": message, "at": time.time(),
+                                     "group": group, "tag": tag, "units": units}
+        logger.warning("%s (cordoning %s unit(s) %s of device %s on node %s)", message, resource, ",".join(units),
+                       device, self.node_id)
 
-    def _release(self, family: str) -> None:
+    def _release(self, device: str) -> None:
+        import ray
         from ray.util import remove_placement_group
 
+        from rayaccel.ray.claims import node_claims_table
+
         with self._lock:
-            cordon = self._cordons.pop(family)
-        for group in cordon["groups"]:
-            try:
-                remove_placement_group(group)
-            except Exception as e:
-                logger.warning("rayaccel: could not remove a cordon of %s: %s", family, e)
+            cordon = self._cordons.pop(device)
+        family = cordon["family"]
+        try:  # the claim first: the group's tokens, once free, are then ordinary tokens
+            node_claims_table().uncordon(cordon["resource"], device)
+            if cordon["tag"] is not None:
+                ray.cancel(cordon["tag"])  # a tag still waiting for the group
+            if cordon["group"] is not None:
+                remove_placement_group(cordon["group"])
+        except Exception as e:
+            logger.warning("rayaccel: could not remove the cordon of %s device %s: %s", family, device, e)
         with self._lock:
-            recovered = {"family": family, "at": time.time(), "message": f"{family}: no fatal reason remains; "
-                         f"its units on this node take work again (was: {cordon['message']})"}
+            recovered = {"family": family, "device": device, "at": time.time(),
+                         "message": f"{family}: device {device} has no fatal reason left; its units on this node "
+                                    f"take work again (was: {cordon['message']})"}
             self._status["recovered"] = [*self._status["recovered"], recovered][-10:]
         logger.warning("%s", recovered["message"])
 
-    def _adopt(self, healthy_families: set[str]) -> None:
-        """A restarted monitor removes the cordons an earlier one left for families that are fine now."""
+    def _adopt(self, failing: set[str]) -> None:
+        """A restarted monitor removes the cordons an earlier one left for devices that are fine now."""
         from ray.util import remove_placement_group
 
-        for family in healthy_families:
-            for i in range(self._family_units(family)):
-                group = _existing_group(cordon_name(self.node_id, family, i))
-                if group is not None:
+        from rayaccel.ray.claims import node_claims_table
+
+        table = node_claims_table()
+        for family, resource in self._resource.items():
+            placement = node_placement().get(resource)
+            for device in table.cordons(resource):
+                if device not in failing:
+                    table.uncordon(resource, device)
+            for device in placement.device_units if placement is not None else ():
+                group = _existing_group(cordon_name(self.node_id, family, device))
+                if group is not None and device not in failing:
                     remove_placement_group(group)
 
     def status(self) -> dict[str, Any]:
@@ -275,8 +299,7 @@ class HealthMonitor:
         with self._lock:
             cordons = {family: dict(c) for family, c in self._cordons.items()}
             status = {**self._status, "health": dict(self._status["health"])}
-        status["cordoned"] = {family: {"message": c["message"], "at": c["at"], "units": c["units"],
-                                       "held": _held(c["groups"])} for family, c in cordons.items()}
+        status["cordoned"] = _cordoned_by_family(cordons)
         thread = getattr(self, "_thread", None)
         if thread is not None and not thread.is_alive() and status["loop"] == "running":
             status["loop"] = "stopped"
@@ -326,6 +349,44 @@ def _existing_group(name: str) -> Any:
         return get_placement_group(name)
     except ValueError:
         return None
+
+
+def _cordoned_by_family(cordons: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Family -> its cordoned devices' messages, units (cordoned) and held (units Ray holds for the cordons,
+    so it offers that many fewer), and per device the same."""
+    families: dict[str, dict[str, Any]] = {}
+    for device, cordon in sorted(cordons.items(), key=lambda item: item[1]["at"]):
+        held = len(cordon["units"]) if cordon["group"] is not None and _held([cordon["group"]]) else 0
+        entry = families.setdefault(cordon["family"], {"message": "", "at": cordon["at"], "units": 0, "held": 0,
+                                                       "devices": {}})
+        entry["message"] = "; ".join(filter(None, [entry["message"], cordon["message"]]))
+        entry["units"] += len(cordon["units"])
+        entry["held"] += held
+        entry["devices"][device] = {"units": list(cordon["units"]), "held": held, "message": cordon["message"]}
+    return families
+
+
+def node_placement() -> dict[str, Any]:
+    """The node's placement table (from the raylet's env, which the monitor's worker inherits)."""
+    from rayaccel.ray.claims import PLACEMENT_ENV, load_placement
+
+    return load_placement(os.environ.get(PLACEMENT_ENV))
+
+
+def _tag_cordon(resource: str, device: str) -> list[str]:
+    """Runs inside a cordon's placement group: gives the cordon the tokens the group holds."""
+    from rayaccel.ray.claims import node_claims_table
+    from rayaccel.ray.worker import assigned_tokens
+
+    tokens = assigned_tokens(resource)
+    node_claims_table().tag_cordon(resource, device, tokens)
+    return tokens
+
+
+def _tag_task() -> Any:
+    import ray
+
+    return ray.remote(_tag_cordon)
 
 
 def _held(groups: Sequence[Any]) -> int:

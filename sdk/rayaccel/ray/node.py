@@ -16,6 +16,8 @@ Everything reaches Ray through environment variables read when a node starts (``
   the units are not simply ``0..n-1`` (or the variable is already set in the starting process).
 - ``RAYACCEL_SIMULATE`` / ``RAYACCEL_SIMULATE_FAULT_FILE`` / ``RAYACCEL_PLUGINS``: passed on so the health
   monitor on the node sees the same (simulated) machine and plugins.
+- ``RAYACCEL_NODE_PLACEMENT`` (JSON): the placement table workers claim units by
+  (:mod:`rayaccel.ray.claims`); the resources gain one ``<resource>_domain_<id>`` count per scale-up domain.
 - ``RAYACCEL_NODE_UNITS`` (JSON, plugin -> unit ids): what the node offers, so the monitor ignores faults
   of devices it does not offer; ``RAYACCEL_NODE_BASELINE`` (JSON list): the devices already unhealthy when
   the node started, which the monitor does not cordon for.
@@ -42,6 +44,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rayaccel.plugins.configuration import PLUGINS_ENV
+from rayaccel.ray.claims import PLACEMENT_ENV, domain_resources, placement_table
 from rayaccel.ray.registry import (
     FAMILIES_ENV,
     GPU_MANAGER_ENV,
@@ -165,7 +168,7 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
     everyone: list[FamilyInventory | IdleFamily] = [*inventory.families, *inventory.idle]
     specs = [spec for family in everyone
              if (plugins is None or family.plugin in plugins) and (spec := family_spec(family)) is not None]
-    resources = dict(inventory.resources)
+    resources = {**inventory.resources, **domain_resources(inventory)}
     labels = {**inventory.labels, MANAGED_LABEL: "true"}
     env: dict[str, str] = {
         OVERRIDE_RESOURCES_ENV: _merged_json(OVERRIDE_RESOURCES_ENV, resources),
@@ -176,6 +179,7 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
         FAMILIES_ENV: dump_specs(specs),
         NODE_UNITS_ENV: json.dumps({f.plugin: f.schedulable_units for f in inventory.families}, sort_keys=True),
         NODE_BASELINE_ENV: json.dumps(unhealthy_devices(inventory)),
+        PLACEMENT_ENV: json.dumps(placement_table(inventory), sort_keys=True, separators=(",", ":")),
     }
     if plugins is not None:
         env[NODE_PLUGINS_ENV] = ",".join(plugins)

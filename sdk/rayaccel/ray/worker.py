@@ -4,6 +4,10 @@ Ray's ``default_worker.py`` imports this module after connecting and before the 
 node's day-zero families (from ``RAYACCEL_RAY_FAMILIES``; no discovery, no plugin import unless a plugin
 parses its own env var) to the worker's accelerator registry, then re-reads the ids the node was started
 with, which Ray recorded when ``ray._private.worker`` was imported, before the registry knew the family.
+
+Then it makes the ids Ray assigns tokens of the node's claims table (:mod:`rayaccel.ray.claims`): the
+family's visible-devices variable and ``get_accelerator_ids()`` name the best-connected free units, and a
+normal task's claim is released when it ends.
 """
 
 from __future__ import annotations
@@ -40,9 +44,85 @@ def setup_worker() -> list[str]:
     return list(managers)
 
 
+def install_claims() -> list[str]:
+    """Route this worker's accelerator ids through the node's claims table (``RAYACCEL_NODE_PLACEMENT``);
+    returns the resources that now go through it."""
+    from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, PLACEMENT_ENV, load_placement, node_claims_table
+
+    placement = load_placement(os.environ.get(PLACEMENT_ENV))
+    if not placement:
+        return []
+    import ray._private.utils
+    import ray._private.worker
+
+    worker: Any = ray._private.worker.global_worker
+    assigned = worker.get_accelerator_ids_for_accelerator_resource  # Ray's own: the tokens
+    tables: list[Any] = []
+    claimed: set[str] = set()
+
+    def table() -> Any:
+        if not tables:
+            tables.append(node_claims_table())
+        return tables[0]
+
+    def held_domain(resource: str) -> str | None:
+        # A task that also asked for a per-domain resource (<resource>_domain_<id>, maybe in a bundle) gets
+        # that domain's units.
+        held = list(worker.core_worker.resource_ids())
+        prefix = resource + DOMAIN_RESOURCE_INFIX
+        for name in held:
+            if name.startswith(prefix):
+                return next((d for d in placement[resource].domains if name == d or name.startswith(d + "_group_")),
+                            None)
+        return None
+
+    def claimed_ids(resource_name: str, resource_regex: str) -> Any:
+        ids = assigned(resource_name, resource_regex)
+        family = placement.get(resource_name)
+        if family is None or not ids:
+            return ids
+        units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name))
+        claimed.add(resource_name)
+        return units
+
+    original_reset = ray._private.utils.reset_visible_accelerator_env_vars
+
+    def reset_and_release(original_env: Any) -> None:
+        # Ray calls this after each normal task (not for actors, which keep their units): the task is over
+        # while its tokens are still held, so releasing here never races with their next holder.
+        try:
+            original_reset(original_env)
+        finally:
+            for resource in sorted(claimed):
+                table().release(resource)
+            claimed.clear()
+
+    worker.get_accelerator_ids_for_accelerator_resource = claimed_ids
+    worker.rayaccel_assigned_ids = assigned
+    ray._private.utils.reset_visible_accelerator_env_vars = reset_and_release  # type: ignore[assignment]
+    return sorted(placement)
+
+
+def assigned_tokens(resource: str) -> list[str]:
+    """The instance ids Ray assigned this process for ``resource`` (the tokens, not the claimed units)."""
+    import ray._private.worker
+
+    worker: Any = ray._private.worker.global_worker
+    lookup = getattr(worker, "rayaccel_assigned_ids", worker.get_accelerator_ids_for_accelerator_resource)
+    return [str(i) for i in lookup(resource, f"^{resource}_group_[0-9A-Za-z]+$")]
+
+
+def _say(message: str) -> None:
+    logger.error(message)
+    print(message, file=sys.stderr, flush=True)
+
+
 try:
     setup_worker()
 except Exception as e:  # a worker must still run: say why the families are missing, loudly, in its log
-    message = f"rayaccel: day-zero accelerator families NOT installed in this worker: {e}"
-    logger.error(message)
-    print(message, file=sys.stderr, flush=True)
+    _say(f"rayaccel: day-zero accelerator families NOT installed in this worker: {e}")
+try:
+    install_claims()
+except Exception as e:
+    _say(f"rayaccel: this worker does NOT claim units through the node's claims table (its tasks get Ray's "
+         f"instance order, which may overlap other tasks' units): {e}")

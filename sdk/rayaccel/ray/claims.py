@@ -1,0 +1,317 @@
+"""Unit-addressed scheduling: Ray's instance ids are tokens, a node-local claims table binds them to devices.
+
+Ray 2.60 hands out the instances of a unit-instance resource (GPU, a day-zero family) lowest free index
+first, and a task cannot name instances. What Ray does guarantee: the instance ids held by running tasks
+and actors are pairwise disjoint. So in each worker (:mod:`rayaccel.ray.worker`) the ids Ray assigned are
+taken as *tokens*: the worker claims as many physical units in this node's claims table and gives the
+family's visible-devices variable (and ``get_accelerator_ids()``) the claimed units.
+
+The rule that makes it correct without watching tasks end: when a task arrives with tokens R, every claim
+holding a token of R is provably over (Ray reissued its token) and is dropped, as are claims of dead
+processes. The claims left hold tokens disjoint from R and from each other, so at most N - |R| units are
+claimed and |R| free units exist; the worker takes the best-connected |R| of them by the node's topology
+(:func:`rayaccel.inventory.topology.best_connected_ids`). A normal task releases its claim when it ends
+(where Ray restores the env var), so stale claims are rare; one that is left (an idle worker's) can only
+make a later choice less good, never wrong.
+
+A cordon (the health monitor's) is a claim of the failed device's units that no task makes: it is tagged
+with the token of the single-bundle placement group that holds one unit of the family for it, so Ray
+offers N - 1 and the claims still add up.
+
+The node's placement table (:func:`placement_table`, JSON in ``RAYACCEL_NODE_PLACEMENT``) is computed from
+the inventory when the node starts: per family resource its schedulable units in the node's order, which
+units share a device, the link weights between devices, and the units of each scale-up domain. A worker
+never calls a plugin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rayaccel.files.atomic import write_atomically
+from rayaccel.inventory.topology import Adjacency, best_connected_ids
+
+if TYPE_CHECKING:
+    from rayaccel.records import FamilyInventory, NodeInventory
+
+logger = logging.getLogger("rayaccel.ray.claims")
+
+#: JSON {resource: {"units", "devices", "links", "domains"}}: the node's placement table (set at node start).
+PLACEMENT_ENV = "RAYACCEL_NODE_PLACEMENT"
+#: How long a worker waits for the claims table's lock before failing its task (seconds).
+LOCK_TIMEOUT = 30.0
+#: Weight between two units of one device: more than any sum of link weights (whole Mbit/s), so a request
+#: for several units of multi-unit devices fills the fewest devices.
+SAME_DEVICE_WEIGHT = 10**15
+#: The separator in a per-domain resource name: ``<resource>_domain_<domain id>``.
+DOMAIN_RESOURCE_INFIX = "_domain_"
+
+
+def domain_resource(resource: str, domain_id: str) -> str:
+    """The per-domain count resource of a family's units in one scale-up domain (a valid Ray resource name:
+    the id's characters outside ``[A-Za-z0-9_.-]`` become ``-``)."""
+    from rayaccel.labels import to_label_value
+
+    return f"{resource}{DOMAIN_RESOURCE_INFIX}{to_label_value(domain_id)}"
+
+
+# The placement table (from the inventory, at node start) ----------------------------------------------
+
+def family_placement(family: FamilyInventory) -> dict[str, Any]:
+    """One family's entry of the placement table (JSON-ready; unit and device positions, not ids, in links)."""
+    from rayaccel.inventory.topology import adjacency
+
+    units = list(family.schedulable_units)
+    position = {unit: i for i, unit in enumerate(units)}
+    devices = [d for d in family.devices if any(u in position for u in d.unit_ids)]
+    graph = adjacency(devices, family.topology.links)
+    index = {d.id: i for i, d in enumerate(devices)}
+    links = sorted([index[a], index[b], weight] for a, peers in graph.items() for b, weight in peers.items()
+                   if index[a] < index[b] and weight > 0)
+    domains = {}
+    for domain in family.topology.domains:
+        members = [position[u] for d in devices if d.id in domain.members for u in d.unit_ids if u in position]
+        if members:
+            domains[domain_resource(family.family.resource_name, domain.id)] = sorted(members)
+    return {"units": units, "devices": [[position[u] for u in d.unit_ids if u in position] for d in devices],
+            "device_ids": [d.id for d in devices], "links": links, "domains": domains}
+
+
+def placement_table(inventory: NodeInventory) -> dict[str, dict[str, Any]]:
+    """Resource name -> :func:`family_placement`, for every family with schedulable units."""
+    return {f.family.resource_name: family_placement(f) for f in inventory.families if f.schedulable_units}
+
+
+def domain_resources(inventory: NodeInventory) -> dict[str, float]:
+    """The per-domain count resources of a node: for each family and scale-up domain, its schedulable units
+    in that domain (``{"QTS_domain_qts-node-qlink0": 3.0, ...}``)."""
+    return {name: float(len(members)) for entry in placement_table(inventory).values()
+            for name, members in entry["domains"].items()}
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per worker, a cache key
+class FamilyUnits:
+    """A family's placement table entry as a worker uses it."""
+
+    resource: str
+    units: tuple[str, ...]
+    graph: Mapping[str, Mapping[str, int]]
+    domains: Mapping[str, frozenset[str]]
+    #: Device id -> its units (the health monitor cordons a device by them).
+    device_units: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def from_json(cls, resource: str, entry: Mapping[str, Any]) -> FamilyUnits:
+        units = tuple(str(u) for u in entry["units"])
+        graph: Adjacency = {u: {} for u in units}
+        devices = [[units[i] for i in group] for group in entry.get("devices", [])]
+        for group in devices:
+            for a in group:
+                for b in group:
+                    if a != b:
+                        graph[a][b] = SAME_DEVICE_WEIGHT
+        for i, j, weight in entry.get("links", []):
+            for a in devices[i]:
+                for b in devices[j]:
+                    graph[a][b] = graph[b][a] = int(weight)
+        domains = {str(name): frozenset(units[i] for i in members)
+                   for name, members in entry.get("domains", {}).items()}
+        device_units = {str(d): tuple(group) for d, group in zip(entry.get("device_ids", []), devices, strict=False)}
+        return cls(resource=resource, units=units, graph=graph, domains=domains, device_units=device_units)
+
+    def choose(self, candidates: Sequence[str], k: int) -> list[str]:
+        """The best-connected k of ``candidates`` (ties: earlier in the node's order), in the node's order."""
+        rank = {u: i for i, u in enumerate(self.units)}
+        ordered = tuple(sorted(set(candidates), key=rank.__getitem__))
+        return sorted(_best(self, ordered, k), key=rank.__getitem__)
+
+
+@functools.lru_cache(maxsize=256)
+def _best(family: FamilyUnits, ordered: tuple[str, ...], k: int) -> tuple[str, ...]:
+    # The same free set recurs (an idle node, a steady mix of work): choose once per worker.
+    return tuple(best_connected_ids(ordered, {u: dict(family.graph[u]) for u in ordered}, k))
+
+
+def load_placement(text: str | None) -> dict[str, FamilyUnits]:
+    """The placement table of ``RAYACCEL_NODE_PLACEMENT`` (empty when unset or unreadable: Ray's choice stands)."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+        return {str(name): FamilyUnits.from_json(str(name), entry) for name, entry in data.items()}
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        logger.error("rayaccel: %s is not a placement table (%s); Ray's instance order is used", PLACEMENT_ENV, e)
+        return {}
+
+
+# The claims table ------------------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ClaimsTable:
+    """One node's claims, a JSON file beside its lock file. Each claim: ``pid``, ``tokens`` (Ray instance
+    ids), ``units`` (the physical units), ``cordon`` (the health monitor's, naming the device)."""
+
+    def __init__(self, path: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_timeout = lock_timeout
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, list[dict[str, Any]]]]:
+        """The table, under an exclusive lock; written back (atomically) when the block ends normally."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            deadline = time.monotonic() + self.lock_timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as e:
+                    if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                        raise TimeoutError(f"rayaccel: the claims table {self.path} stayed locked for "
+                                           f"{self.lock_timeout:g} s; remove {self.lock_path} if no process "
+                                           "of this node holds it") from e
+                    time.sleep(0.001)
+            table = self._read()
+            before = json.dumps(table, sort_keys=True)
+            yield table
+            after = json.dumps(table, sort_keys=True)
+            if after != before:
+                write_atomically(self.path, after)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _read(self) -> dict[str, list[dict[str, Any]]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except ValueError:
+            logger.warning("rayaccel: the claims table %s was unreadable; starting a new one", self.path)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """Resource -> its claims, as they are now (read under the lock)."""
+        with self._locked() as table:
+            return json.loads(json.dumps(table))  # type: ignore[no-any-return]
+
+    def claim(self, family: FamilyUnits, tokens: Sequence[str], within: str | None = None,
+              pid: int | None = None) -> list[str]:
+        """Bind ``tokens`` (what Ray assigned this process) to as many physical units and return them.
+
+        ``within``: a per-domain resource the task holds too; its units are preferred (all of them from
+        that domain when enough are free there).
+        """
+        pid = os.getpid() if pid is None else pid
+        wanted = sorted({str(t) for t in tokens})
+        if not wanted:
+            return []
+        with self._locked() as table:
+            claims = table.setdefault(family.resource, [])
+            mine = next((c for c in claims if c.get("pid") == pid and not c.get("cordon")
+                         and sorted(c.get("tokens", [])) == wanted), None)
+            if mine is not None:  # the same task or actor asking again: the same units
+                return [u for u in family.units if u in set(mine["units"])]
+            token_set = set(wanted)
+            kept = [c for c in claims
+                    if not token_set & set(c.get("tokens", []))
+                    and (c.get("cordon") or (c.get("pid") != pid and _alive(int(c.get("pid", 0)))))]
+            taken = {u for c in kept for u in c.get("units", [])}
+            free = [u for u in family.units if u not in taken]
+            k = len(wanted)
+            if len(free) < k:
+                free = self._short(family, kept, free, k)
+            candidates = free
+            if within is not None:
+                inside = [u for u in free if u in family.domains.get(within, frozenset())]
+                if len(inside) >= k:
+                    candidates = inside
+            chosen = family.choose(candidates, k)
+            kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": time.time()})
+            table[family.resource] = kept
+            return chosen
+
+    @staticmethod
+    def _short(family: FamilyUnits, kept: list[dict[str, Any]], free: list[str], k: int) -> list[str]:
+        # Only possible while a cordon waits for its placement group's token (or with a table of another
+        # node's life): take a cordoned unit before failing the task, and say so.
+        extra = [u for c in kept if c.get("cordon") and not c.get("tokens") for u in c.get("units", [])]
+        extra += [u for c in sorted(kept, key=lambda c: c.get("at", 0.0)) for u in c.get("units", [])]
+        more = [u for u in dict.fromkeys(extra) if u not in free and u in family.units]
+        logger.warning("rayaccel: only %d %s units unclaimed for a %d-unit task; claimed ones are shared",
+                       len(free), family.resource, k)
+        return free + more[:k - len(free)]
+
+    def release(self, resource: str, pid: int | None = None) -> None:
+        """Drop the claims of ``pid`` (this process): its task ended."""
+        pid = os.getpid() if pid is None else pid
+        with self._locked() as table:
+            if resource in table:
+                table[resource] = [c for c in table[resource] if c.get("cordon") or c.get("pid") != pid]
+
+    def cordon(self, resource: str, device: str, units: Sequence[str]) -> None:
+        """Keep ``units`` (one failed device's) from every later claim, until :meth:`uncordon`."""
+        with self._locked() as table:
+            claims = table.setdefault(resource, [])
+            if not any(c.get("cordon") == device for c in claims):
+                claims.append({"pid": os.getpid(), "tokens": [], "units": list(units), "cordon": device,
+                               "at": time.time()})
+
+    def tag_cordon(self, resource: str, device: str, tokens: Sequence[str]) -> bool:
+        """Give a cordon the tokens its placement group holds; claims holding them are over and dropped.
+        False when the cordon is gone (released meanwhile)."""
+        wanted = sorted({str(t) for t in tokens})
+        with self._locked() as table:
+            claims = table.get(resource, [])
+            cordon = next((c for c in claims if c.get("cordon") == device), None)
+            if cordon is None:
+                return False
+            table[resource] = [c for c in claims if c is cordon or not set(wanted) & set(c.get("tokens", []))]
+            cordon["tokens"] = wanted
+            return True
+
+    def uncordon(self, resource: str, device: str) -> None:
+        with self._locked() as table:
+            if resource in table:
+                table[resource] = [c for c in table[resource] if c.get("cordon") != device]
+
+    def cordons(self, resource: str) -> dict[str, list[str]]:
+        """Cordoned device -> its tokens (empty until its placement group's task tagged it)."""
+        return {str(c["cordon"]): list(c.get("tokens", [])) for c in self.snapshot().get(resource, [])
+                if c.get("cordon")}
+
+
+def claims_path(session_dir: str | Path, node_id: str) -> Path:
+    """Where a node's claims table lives: in the Ray session directory, one file per node (several nodes of
+    a test cluster share a machine and a session)."""
+    return Path(session_dir) / f"rayaccel-claims-{node_id}.json"
+
+
+def node_claims_table() -> ClaimsTable:
+    """This Ray process's node's table (a worker or actor of the node; needs a connected Ray)."""
+    import ray._private.worker
+
+    worker: Any = ray._private.worker.global_worker
+    return ClaimsTable(claims_path(worker.node.get_session_dir_path(), worker.current_node_id.hex()))
