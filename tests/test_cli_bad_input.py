@@ -51,9 +51,10 @@ COMMANDS = _commands()
 FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify verify", "REPORT"),
                ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture"),
                ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE"),
-               ("transports", "--simulate")}
+               ("transports", "--simulate"), ("export", "--simulate")}
 DIR_INPUTS = {("upgrade", "PROJECT")}
-OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output")}
+OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output"),
+           ("export", "--output")}
 #: Parameters whose names look path-like but are not paths on this machine.
 NOT_PATHS = {("new", "[KEY=VALUE]..."), ("new", "--directory"), ("sku add", "--fixture-name"),
              ("record", "--simulate-fault")}
@@ -68,6 +69,7 @@ BASE_ARGS = {
                 "--product-name", "X", "--dry-run"],
     "start": ["--head", "--no-monitor", "--port=1"],
     "new": ["--no-input"],
+    "export": ["--format", "nfd"],
 }
 #: `stop` forwards what it does not know to `ray stop`, and run without --address it stops every Ray node
 #: on the machine: only the cases that fail while parsing its own options are run.
