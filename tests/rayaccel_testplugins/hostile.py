@@ -41,13 +41,29 @@ def _noisy() -> None:
     os.environ["HOSTILE_NOISY_WAS_HERE"] = "1"
 
 
+def _hold_stdout() -> None:
+    # A child in a session of its own that keeps the process's stdout open for ten minutes: whoever reads
+    # that stdout to its end waits for it.
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+
+
+def _patch_sdk() -> None:
+    # Every plugin's discovery, in the process this runs in, now finds nothing.
+    from rayaccel.inventory.builder import InventoryBuilder
+
+    InventoryBuilder._devices = lambda self, plugin, host, problems: []  # type: ignore[method-assign]
+
+
 def _memory() -> None:
     blob = bytearray(2 * 2**30)  # runaway memory: 2 GiB, beyond the worker's limit in the tests
     blob[-1] = 1
 
 
 BEHAVIOURS: dict[str, Callable[[], None]] = {
-    "exit": _exit, "spawn": _spawn, "hang": _hang, "noisy": _noisy, "memory": _memory}
+    "exit": _exit, "spawn": _spawn, "hang": _hang, "noisy": _noisy, "memory": _memory, "stdout": _hold_stdout,
+    "patch": _patch_sdk, "flood": lambda: None}
+#: How many devices hostile-flood reports.
+FLOOD = 100_000
 
 
 def make(namespace: dict[str, Any], behaviour: str) -> None:
@@ -63,7 +79,11 @@ def make(namespace: dict[str, Any], behaviour: str) -> None:
     @hookimpl
     def rayaccel_discover(host: Host) -> list[Device]:
         misbehave()
-        return acme.rayaccel_discover(host)
+        devices = acme.rayaccel_discover(host)
+        if behaviour == "flood":
+            first = devices[0].model_dump()  # plain records, as a plugin parsing a vendor tool's garbage would
+            return [{**first, "id": f"flood-{i}", "index": i} for i in range(FLOOD)]  # type: ignore[misc]
+        return devices
 
     namespace["rayaccel_family"] = rayaccel_family
     namespace["rayaccel_discover"] = rayaccel_discover

@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+import types
 from collections.abc import Sequence
 
 from rayaccel.host import Host
@@ -50,6 +51,46 @@ def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
     return " and ".join(parts) or None
 
 
+#: What a monkeypatch replaces: functions, classes and the methods and properties of the SDK's classes.
+_CODE = (types.FunctionType, type, staticmethod, classmethod, property)
+
+
+def _sdk_code() -> dict[str, tuple[object, str, object]]:
+    """Every function, class and method of the SDK's imported modules, by dotted name: (owner, attribute, value)."""
+    code: dict[str, tuple[object, str, object]] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "rayaccel" or name.startswith("rayaccel.")) or module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__") or not isinstance(value, _CODE):
+                continue
+            code[f"{name}.{attr}"] = (module, attr, value)
+            if isinstance(value, type) and value.__module__ == name:
+                for member, inner in list(vars(value).items()):
+                    if not member.startswith("__") and isinstance(inner, _CODE):
+                        code[f"{name}.{attr}.{member}"] = (value, member, inner)
+    return code
+
+
+def _undo_patches(before: dict[str, tuple[object, str, object]]) -> list[str]:
+    """Put back the SDK code replaced or removed since ``before`` (a plugin monkeypatching the SDK); its names."""
+    now = _sdk_code()
+    patched = sorted(name for name, (_, _, value) in before.items() if name not in now or now[name][2] is not value)
+    for name in patched:
+        owner, attr, value = before[name]
+        with contextlib.suppress(Exception):
+            setattr(owner, attr, value)
+    return patched
+
+
+def _patch_problem(target: PluginTarget, names: list[str]) -> Problem:
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return Problem(plugin=target.name, distribution=target.distribution, hook=None, code="sdk-patched",
+                   message=f"replaced the SDK's own code ({shown}) in its worker process; the change was undone "
+                           "before any other plugin ran, its answer is not used and the worker is replaced",
+                   fix="never assign to rayaccel's modules or classes; wrap what you need in the plugin's own code")
+
+
 def worker_main(preload: Sequence[str] = ()) -> int:
     """A worker's life (``python -m rayaccel.isolation.worker [MODULE ...]``, or a process forked by
     :mod:`rayaccel.isolation.process`): requests on fd 0, answers on fd 1. ``preload``: modules to import while
@@ -78,6 +119,7 @@ def worker_main(preload: Sequence[str] = ()) -> int:
     builder = InventoryBuilder(manager, [])
     loaded: dict[str, list[Problem] | None] = {}  # plugin -> its load problems; None: not loaded yet
     baseline = _footprint()
+    sdk = _sdk_code()
     for line in requests:
         request = Request.model_validate_json(line)
         if request.host is not None and request.host != host_from:
@@ -101,6 +143,10 @@ def worker_main(preload: Sequence[str] = ()) -> int:
             now = _footprint()
             leaked = _leaks(baseline, now)
             baseline = now if leaked else baseline  # blame each leak on one plugin only
+            patched = _undo_patches(sdk)
+            if patched:  # the answer was built with (or may meet) a changed SDK: none of it is used
+                reply = Reply(plugin=target.name, problems=[*reply.problems, _patch_problem(target, patched)])
+                leaked = " and ".join(filter(None, [leaked, "a patched SDK"]))
             reply = reply.model_copy(update={"leaked": leaked})
             answers.write(reply.model_dump_json().encode() + b"\n")
             answers.flush()

@@ -1,0 +1,122 @@
+"""``rayaccel inspect --json`` as an operator runs it, with one faulty plugin beside a healthy one: each plugin
+runs in a worker process of its own (rayaccel.isolation.pool.WorkerPool.load), so the faulty one costs only its
+own entry. Each case is the real command in a subprocess: it ends within the inventory budget with valid JSON,
+the healthy plugin's devices and a problem naming the faulty one, and leaves no process of its own behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import psutil
+import pytest
+
+from rayaccel.isolation.pool import WorkerPool
+from rayaccel.plugins.configuration import INVENTORY_TIMEOUT_ENV, NO_AUTOLOAD_ENV, PLUGINS_ENV
+from rayaccel.plugins.manager import MAX_DEVICES
+from rayaccel_testplugins.hostile import FLOOD
+
+ACME_DEVICES = 4
+#: The whole inventory's budget in these runs (RAYACCEL_INVENTORY_TIMEOUT): the command must end within it.
+BUDGET = 30
+#: Set in the command's environment: every process it starts inherits it, which is how leftovers are found.
+MARK = "RAYACCEL_TEST_INSPECT_RUN"
+
+
+def leftovers(mark: str) -> list[psutil.Process]:
+    """Live processes (not zombies) whose environment carries this run's mark."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def inspect_json(hostile: str, *extra: str) -> tuple[dict[str, Any], str, list[psutil.Process]]:
+    """Run ``rayaccel inspect --simulate acme/acme-4 --json`` with acme and ``hostile-<hostile>`` installed."""
+    mark = uuid.uuid4().hex
+    module = hostile.replace("-", "_")
+    env = {**os.environ, MARK: mark, NO_AUTOLOAD_ENV: "1", INVENTORY_TIMEOUT_ENV: str(BUDGET),
+           PLUGINS_ENV: f"acme=rayaccel_testplugins.acme,hostile-{hostile}=rayaccel_testplugins.hostile_{module}"}
+    proc = subprocess.Popen([sys.executable, "-m", "rayaccel", "inspect", "--simulate", "acme/acme-4", "--json",
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        out, err = proc.communicate(timeout=BUDGET)  # reads stdout to its end: a child holding it would hang this
+    except subprocess.TimeoutExpired:
+        for stray in [proc, *leftovers(mark)]:
+            stray.kill()
+        proc.communicate()
+        pytest.fail(f"inspect with hostile-{hostile} did not end within {BUDGET}s")
+    left = leftovers(mark)
+    for stray in left:  # leave the machine clean whatever the assertions say
+        stray.kill()
+    assert proc.returncode == 0, err.decode()
+    return json.loads(out), err.decode(), left
+
+
+def devices_by_family(output: dict[str, Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for device in output["devices"]:
+        counts[device["family"]] = counts.get(device["family"], 0) + 1
+    return counts
+
+
+def problems_of(output: dict[str, Any], plugin: str) -> dict[str, str]:
+    return {p["code"]: p["message"] for p in output["problems"] if p["plugin"] == plugin}
+
+
+@pytest.mark.parametrize(("hostile", "code", "says", "own_devices"), [
+    ("import-exit", "worker-failed", "exited with code 9", 0),
+    ("exit", "worker-failed", "exited with code 7", 0),
+    ("stdout", "worker-leak", "1 child process", ACME_DEVICES),
+    ("spawn", "worker-leak", "1 thread and 1 child process", ACME_DEVICES),
+    ("patch", "sdk-patched", "rayaccel.inventory.builder.InventoryBuilder._devices", 0),
+    ("flood", "too-many-devices", f"reported {FLOOD} devices", MAX_DEVICES),
+], ids=["exit-at-import", "exit-in-discovery", "child-holding-stdout", "stray-child", "monkeypatches-sdk",
+        "100000-devices"])
+def test_a_faulty_plugin_costs_only_its_own_entry(hostile: str, code: str, says: str, own_devices: int) -> None:
+    output, _, left = inspect_json(hostile)
+    assert left == [], f"processes left behind: {[p.cmdline() for p in left]}"
+    expected = {"acme": ACME_DEVICES, **({f"hostile-{hostile}": own_devices} if own_devices else {})}
+    assert devices_by_family(output) == expected
+    assert output["resources"]["ACME"] == ACME_DEVICES
+    assert says in problems_of(output, f"hostile-{hostile}")[code]
+    assert not problems_of(output, "acme").keys() - {"several-families"}
+
+
+def test_in_process_says_what_it_does_not_defend(tmp_path: Any) -> None:
+    # The old way, for contrast: the stray child is the command's own and inherits its stdout, so the output
+    # goes to a file (a pipe would stay open for ten minutes) and the child is still there when it returns.
+    mark = uuid.uuid4().hex
+    env = {**os.environ, MARK: mark, NO_AUTOLOAD_ENV: "1",
+           PLUGINS_ENV: "acme=rayaccel_testplugins.acme,hostile-spawn=rayaccel_testplugins.hostile_spawn"}
+    out, err = tmp_path / "out.json", tmp_path / "err.txt"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        done = subprocess.run([sys.executable, "-m", "rayaccel", "inspect", "--simulate", "acme/acme-4", "--json",
+                               "--in-process"], stdout=stdout, stderr=stderr, env=env, timeout=BUDGET, check=False)
+    left = leftovers(mark)
+    for stray in left:
+        stray.kill()
+    assert done.returncode == 0
+    assert devices_by_family(json.loads(out.read_text())) == {"acme": ACME_DEVICES, "hostile-spawn": ACME_DEVICES}
+    said = err.read_text()
+    assert said.count("\n") == 1 and "--in-process" in said and "leaving processes behind" in said
+    assert left, "the hostile plugin's child outlives an in-process inspect (what --in-process gives up)"
+
+
+def test_plugins_are_never_imported_by_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(PLUGINS_ENV, "acme=rayaccel_testplugins.acme,hostile-patch=rayaccel_testplugins.hostile_patch")
+    sys.modules.pop("rayaccel_testplugins.acme", None)
+    with WorkerPool.load() as pool:
+        assert pool.manager.plugin_names() == ["acme", "hostile-patch"]
+        assert pool.manager.family("acme").resource_name == "ACME"
+    assert "rayaccel_testplugins.acme" not in sys.modules and "rayaccel_testplugins.hostile_patch" not in sys.modules
