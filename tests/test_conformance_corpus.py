@@ -36,8 +36,8 @@ MUTANTS = [name for name in corpus.PLUGINS if name != CONTROL]
 
 
 #: The checks the corpus shows failing: each is the declared killer of at least one mutant.
-KILLERS = {"RAC103", "RAC104", "RAC105", "RAC106", "RAC107", "RAC109", "RAC110", "RAC111", "RAC201", "RAC204",
-           "RAC205", "RAC206", "RAC209"}
+KILLERS = {"RAC103", "RAC104", "RAC105", "RAC106", "RAC107", "RAC109", "RAC110", "RAC111", "RAC201", "RAC202",
+           "RAC204", "RAC205", "RAC206", "RAC209", "RAC210", "RAC211", "RAC212"}
 
 
 def failures(subject: Subject) -> dict[str, list[str]]:
@@ -144,6 +144,20 @@ def test_a_failure_names_the_hook_and_the_defect_not_a_downstream_symptom(graded
     assert lines and all(line.startswith("side effect: c-labels-sort-input: rayaccel_labels") for line in lines)
     # Its inputs were copies: the inventory the SDK built is unchanged, so discovery's order still matches.
     assert not any("device ids" in line or "order" in line for line in lines)
+
+
+def test_a_discovery_failing_from_its_second_call_is_quoted_by_every_check_it_fails(graded: dict[str, Any]) -> None:
+    # It passed RAC105 on its first call; every later check that finds no devices says why, quoting it.
+    failed = failures(graded["subjects"]["c-discover-fails-later"])
+    lines = [line for evidence in failed.values() for line in evidence]
+    assert "RAC105" not in failed and {"RAC110", "RAC203", "RAC212"} <= set(failed)
+    assert lines and all("raised RuntimeError: acme-smi session 0x2f already closed" in line for line in lines)
+
+
+def test_links_reported_twice_are_named_duplicates_and_the_count_blamed_on_them(graded: dict[str, Any]) -> None:
+    evidence = failures(graded["subjects"]["c-topology-links-both-ways"])["RAC202"]
+    assert any("reported twice, as a duplicate" in line for line in evidence)
+    assert any("reports 12 (a consequence of the 6 duplicate links above)" in line for line in evidence)
 
 
 def test_a_simulated_hang_charges_the_whole_timeout_asked() -> None:

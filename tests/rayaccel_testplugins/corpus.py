@@ -38,10 +38,12 @@ from rayaccel import (
     CloudHint,
     CommandTimeout,
     Device,
+    Domain,
     FamilyDeclaration,
     HealthReport,
     Host,
     HostError,
+    Link,
     MetricSample,
     QuantityRule,
     ResourceContribution,
@@ -813,6 +815,99 @@ class ToolGarbageTrusted(Healthy):
             return host.run(TOOL, timeout=1.0).stdout.split("\n")[0][:80] or None
         except HostError:
             return None
+
+
+# Invariants under perturbation: the suite derives the variant, not the fixture --------------------------------
+
+
+class TopologyKeepsLostLinks(Healthy):
+    DEFECT = "links are read for every card sysfs lists, not for the devices given, so a lost card keeps its links"
+    KILLED_BY = ("RAC210", "left out of devices: rayaccel_topology reports link")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        links = []
+        for path in host.glob(f"{SYSFS}/acme*"):
+            me = _read(host, f"{path}/uuid")
+            for peer in host.list_dir(f"{path}/links") if host.is_dir(f"{path}/links") else []:
+                if me < peer:
+                    gbps = float(_read(host, f"{path}/links/{peer}"))
+                    links.append(Link(a=me, b=peer, kind="other", bandwidth_gbps=gbps))
+        return Topology(links=links)
+
+
+class MetricsByPosition(Healthy):
+    DEFECT = "metrics read from the sysfs entry at the device's position in the list, not its index"
+    KILLED_BY = ("RAC211", "with the devices reversed, the metrics answer changes")
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return [s for position, d in enumerate(devices)
+                for s in self.samples(host, d.model_copy(update={"index": position}))]
+
+
+class DiscoverFailsLater(Healthy):
+    DEFECT = "discovery keeps the acme-smi session of its first call and raises on every later call"
+    KILLED_BY = ("RAC110", "a consequence of discovery failing in this build: error: plugin "
+                           "c-discover-fails-later in rayaccel_discover")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.session_used = False
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if not host.is_dir(SYSFS):
+            return []
+        if self.session_used:
+            raise RuntimeError("acme-smi session 0x2f already closed")
+        self.session_used = True
+        return super().rayaccel_discover(host)
+
+
+class DiscoverCachedPerHostName(Healthy):
+    DEFECT = "discovery caches the device list per host name, so a card lost since is still reported"
+    KILLED_BY = ("RAC212", "an answer cached from another host")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.cache: dict[str, list[Device]] = {}
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if host.name not in self.cache:
+            self.cache[host.name] = super().rayaccel_discover(host)
+        return list(self.cache[host.name])
+
+
+# Cross-consistency: hints, links and domains against what discovery finds ------------------------------------
+
+
+class CloudHintCountsChips(Healthy):
+    DEFECT = "cloud hints count the two chips on each card where discovery counts cards"
+    KILLED_BY = ("RAC209", "hints and discovery must count the same unit")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        found = super().hint(provider, instance_type)
+        return found.model_copy(update={"count": 2 * found.count}) if found else None
+
+
+class TopologyLinksBothWays(Healthy):
+    DEFECT = "each link is reported from both ends, a->b and b->a"
+    KILLED_BY = ("RAC202", "reported twice, as a duplicate")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        found = super().rayaccel_topology(host, devices)
+        return found.model_copy(update={"links": [*found.links, *(ln.model_copy(update={"a": ln.b, "b": ln.a})
+                                                                   for ln in found.links)]})
+
+
+class DomainsOverlap(Healthy):
+    DEFECT = "a scale-up domain per NUMA node plus one for the whole mesh, so every card is in two domains"
+    KILLED_BY = ("RAC202", "is in two other domains")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        numa = sorted({d.numa_node or 0 for d in devices})
+        domains = [Domain(kind="other", id=f"numa{n}", size=sum((d.numa_node or 0) == n for d in devices),
+                          members=[d.id for d in devices if (d.numa_node or 0) == n]) for n in numa]
+        domains.append(Domain(kind="other", id="mesh", size=max(len(devices), 1), members=[d.id for d in devices]))
+        return super().rayaccel_topology(host, devices).model_copy(update={"domains": domains})
 
 
 #: name -> plugin object, in the order graded; the control first.

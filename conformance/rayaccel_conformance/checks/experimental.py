@@ -248,10 +248,11 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
 
     family = subject.family()
     var = family.visible_devices_env_var
-    units = subject.inventory(fixture).family(family.name)
+    built = subject.inventory(fixture)
+    units = built.family(family.name)
     ids = units.schedulable_units if units else []
     if not ids:
-        raise CheckFailed(f"{fixture}: no schedulable units to round-trip (see RAC105)")
+        raise CheckFailed(subject.consequence(built, f"{fixture}: no schedulable units to round-trip"))
     wrong, tried = [], []
     for chosen in unit_sets(ids):
         problems: list[Problem] = []
@@ -317,7 +318,7 @@ def ray_single_node(subject: Subject, fixture: str | None) -> Evidence:
     inventory = subject.inventory(fixture)
     fam = inventory.family(family.name)
     if fam is None or not fam.schedulable_units:
-        raise CheckFailed(f"{fixture}: no schedulable units (see RAC105)")
+        raise CheckFailed(subject.consequence(inventory, f"{fixture}: no schedulable units"))
     assert fixture is not None
     return shared_cluster().single_node_check(subject, fixture, inventory)
 
@@ -343,7 +344,7 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     inventory = subject.inventory(fixture)
     fam = inventory.family(family.name)
     if fam is None:
-        raise CheckFailed(f"{fx.ref}: no devices (see RAC105)")
+        raise CheckFailed(subject.consequence(inventory, f"{fx.ref}: no devices"))
     others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
     healthy = {h.device for h in fam.health if h.state != "unhealthy"}
     problems: list[Problem] = []
@@ -422,16 +423,19 @@ def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evid
 
     try:
         os.environ.pop(var, None)
-        base = facts(subject.build(simulated_host(fx)))
+        first = subject.build(simulated_host(fx))
+        base = facts(first)
         if not base[1]:
-            raise CheckFailed(f"{fx.ref}: no schedulable units (see RAC105)")
+            raise CheckFailed(subject.consequence(first, f"{fx.ref}: no schedulable units"))
         wrong = []
         for value in (base[1][-1], ""):
             os.environ[var] = value
-            seen = facts(subject.build(simulated_host(fx)))
+            built = subject.build(simulated_host(fx))
+            seen = facts(built)
             if seen != base:
-                wrong.append(f"with {var}={value!r} in the process env, rayaccel_discover found {len(seen[0])} "
-                             f"devices, units {seen[1]} (without it: {len(base[0])} devices, units {base[1]})")
+                wrong.append(subject.consequence(
+                    built, f"with {var}={value!r} in the process env, rayaccel_discover found {len(seen[0])} "
+                           f"devices, units {seen[1]} (without it: {len(base[0])} devices, units {base[1]})", None))
     finally:
         if saved is None:
             os.environ.pop(var, None)

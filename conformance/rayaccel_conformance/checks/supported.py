@@ -18,6 +18,17 @@ from rayaccel.simulation.expectations import compare_expected, expectation_diffe
 from rayaccel.simulation.fixtures import Fixture, HostState, merge_patch
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.ownership import label_owner_problem, resource_name_problem
+from rayaccel_conformance.checks.perturbations import (
+    DownstreamAnswers,
+    counter_decreases,
+    fact_differences,
+    family_facts,
+    inventory_traces,
+    one_device_fault_leaks,
+    order_differences,
+    removal_choices,
+    reorderings,
+)
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -73,9 +84,11 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
 
     The plugin's ``rayaccel_topology`` result, as returned, must name only discovered device ids, never link
     a device to itself, report each pair once per kind with one bandwidth (links are undirected: a->b and
-    b->a with different numbers is asymmetric), use link kinds from the vocabulary, and describe domains
-    whose members are known devices and whose size covers them; the link count must equal the fixture's
-    ``expected.links``. Fix: build links from the discovered ``devices`` argument, once per unordered pair.
+    b->a with different numbers is asymmetric; the same pair twice is a duplicate), use link kinds from the
+    vocabulary, and describe domains whose members are known devices and whose size covers them, with no
+    device in two domains of one kind and one id per physical domain; the link count must equal the
+    fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
+    discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -87,19 +100,48 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong = [p.render() for p in problems]
     wrong += topology_errors(devices, raw)
     by_pair: dict[tuple[str, str, str], tuple[float | None, int]] = {}
+    duplicates = 0
     for link in raw.links:
         key = (min(link.a, link.b), max(link.a, link.b), link.kind)
         seen = by_pair.setdefault(key, (link.bandwidth_gbps, link.lanes))
         if seen != (link.bandwidth_gbps, link.lanes):
             wrong.append(f"link {key[0]}<->{key[1]} ({link.kind}) is asymmetric: {seen} one way, "
                          f"{(link.bandwidth_gbps, link.lanes)} the other")
+        elif sum(1 for ln in raw.links if (min(ln.a, ln.b), max(ln.a, ln.b), ln.kind) == key) > 1:
+            duplicates += 1
+            if duplicates == 1:
+                wrong.append(f"link {key[0]}<->{key[1]} ({link.kind}) is reported twice, as a duplicate (a->b and "
+                             "b->a, or the same pair twice): report each unordered pair once")
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
+    wrong += domain_problems(raw)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
-        wrong.append(f"{fx.ref}: expected {fx.expected.links} links, the plugin reports {len(raw.links)}")
+        cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
+                 if duplicates and len(by_pair) == fx.expected.links else "")
+        wrong.append(f"{fx.ref}: expected {fx.expected.links} links, the plugin reports {len(raw.links)}{cause}")
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     return (f"{fx.ref}: {len(raw.links)} links ({', '.join(sorted({ln.kind for ln in raw.links})) or 'none'}), "
             f"{len(raw.domains)} domains, consistent")
+
+
+def domain_problems(topology: Any) -> list[str]:
+    """Scale-up domains that contradict each other: one device in two domains of a kind, one id for two
+    physical domains (different members or sizes under one kind and id)."""
+    wrong = []
+    home: dict[tuple[str, str], str] = {}
+    by_id: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
+    for dm in topology.domains:
+        for member in dm.members:
+            other = home.setdefault((dm.kind, member), dm.id)
+            if other != dm.id:
+                wrong.append(f"device {member} is in two {dm.kind} domains ({other} and {dm.id}): a device belongs "
+                             "to one physical domain of a kind")
+        shape = (dm.size, tuple(sorted(dm.members)))
+        seen = by_id.setdefault((dm.kind, dm.id), shape)
+        if seen != shape:
+            wrong.append(f"two {dm.kind} domains share the id {dm.id!r} (size {seen[0]} with {len(seen[1])} members, "
+                         f"size {dm.size} with {len(dm.members)}): give each physical domain its own id")
+    return wrong
 
 
 @check("RAC205", scope="fixture")
@@ -251,7 +293,7 @@ def ray_label_selector(subject: Subject, fixture: str | None) -> Evidence:
     inventory = subject.inventory(fixture)
     fam = inventory.family(subject.family().name)
     if fam is None or not fam.accelerator_type:
-        raise CheckFailed(f"{fixture}: no accelerator type to select (see RAC105)")
+        raise CheckFailed(subject.consequence(inventory, f"{fixture}: no accelerator type to select"))
     assert fixture is not None
     return shared_cluster().label_selector_check(subject, fixture, inventory)
 
@@ -273,11 +315,13 @@ def cloud_hints(subject: Subject) -> Evidence:
 
     ``rayaccel_cloud_hints(provider, instance_type)`` lets an autoscaler scale from zero without probing, so
     a wrong hint starts the wrong machine. The check asks about the accelerator instance types of AWS, GCP,
-    Azure and OCI, and each fixture's host name under provider ``other``; every hint returned must name the
-    asked provider, instance type and the plugin's family, give a positive count the quantity rule allows, an
-    accelerator type that one of the catalog's SKUs (or a fixture's inventory) has, and extra resources
-    whose names pass RAC111. A plugin without the hook, or one that knows none of these instance types, is
-    not applicable. Fix: build hints from the same SKU table discovery uses.
+    Azure and OCI, each fixture's name under every provider and its host name under provider ``other``;
+    every hint returned must name the asked provider, instance type and the plugin's family, give a positive
+    count the quantity rule allows, an accelerator type that one of the catalog's SKUs (or a fixture's
+    inventory) has, and extra resources whose names pass RAC111. A hint for a fixture's own machine must
+    count what discovery counts there (chips and cards are not interchangeable) and give the accelerator
+    type discovery gives. A plugin without the hook, or one that knows none of these instance types, is
+    not applicable. Fix: build hints from the same SKU table discovery uses, counting the same unit.
     """
     from rayaccel.inventory.quantity import check_quantity
 
@@ -292,8 +336,16 @@ def cloud_hints(subject: Subject) -> Evidence:
             types.add(fam.accelerator_type)
     others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
     asked = [(provider, t) for provider, names in CLOUD_INSTANCE_TYPES.items() for t in names]
-    asked += [("other", subject.fixture(ref).host.hostname or subject.fixture(ref).name)
-              for ref in subject.fixture_paths()]
+    # A fixture recorded on an instance type (its name, or its host name) is what a hint for that type
+    # promises: asked under every provider, and its answer compared with the fixture's own inventory.
+    # A host name several fixtures share (cloud VMs' ip-10-...) names no one machine: asked, not compared.
+    machine_of: dict[tuple[str, str], str | None] = {}
+    for ref in subject.fixture_paths():
+        fx = subject.fixture(ref)
+        keys = [(provider, fx.name) for provider in CLOUD_INSTANCE_TYPES] + [("other", fx.host.hostname or fx.name)]
+        for key in keys:
+            machine_of[key] = ref if key not in machine_of else None
+    asked += [key for key in machine_of if key not in asked]
     wrong, known = [], []
     for provider, instance_type in asked:
         problems: list[Problem] = []
@@ -319,11 +371,32 @@ def cloud_hints(subject: Subject) -> Evidence:
             why = resource_name_problem(name, family, others)
             if why:
                 wrong.append(f"{where}: {why}")
+        machine = machine_of.get((provider, instance_type))
+        if machine is not None:
+            wrong += hint_against_fixture(subject, hint, machine, where)
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     if not known:
         raise NotApplicable(f"the plugin gives no hint for any of the {len(asked)} instance types asked")
     return [f"{len(known)} hints agree with the family and catalog", *known[:3]]
+
+
+def hint_against_fixture(subject: Subject, hint: Any, ref: str, where: str) -> list[str]:
+    """What a hint for a fixture's own instance type says that the fixture's inventory contradicts."""
+    family = subject.family()
+    fam = subject.inventory(ref).family(family.name)
+    if fam is None:
+        return []
+    wrong = []
+    count = fam.resources.get(family.resource_name, 0.0)
+    if hint.count != count:
+        wrong.append(f"{where}: count {hint.count:g}, but on fixture {ref} (that machine) discovery counts "
+                     f"{count:g} {family.resource_name} ({len(fam.devices)} devices): hints and discovery must count "
+                     "the same unit (chips or cards)")
+    if hint.accelerator_type is not None and fam.accelerator_type and hint.accelerator_type != fam.accelerator_type:
+        wrong.append(f"{where}: accelerator type {hint.accelerator_type!r}, but fixture {ref} discovers "
+                     f"{fam.accelerator_type!r}")
+    return wrong
 
 
 GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[31m?? ??\n"
@@ -354,10 +427,12 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             waited = host.skipped_wait_s
             faulty, elapsed = subject.timed_build(host)
             subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
-            wrong += [f"fault {fault.name}: {d}" for d in expectation_differences(faulty, subject.name, fault.expected)]
+            wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
+                                    f"fault {fault.name}: ")
             _write(fault_file, "")
-            back = compare_expected(subject.build(host), fx, healthy)
-            wrong += [f"after fault {fault.name} is cleared: {d}" for d in back]
+            recovered = subject.build(host)
+            wrong += subject.blamed(recovered, compare_expected(recovered, fx, healthy),
+                                    f"after fault {fault.name} is cleared: ")
             done.append(fault.name)
     finally:
         os.unlink(fault_file)
@@ -467,3 +542,132 @@ def facts_from_garbage(subject: Subject, inventory: NodeInventory, healthy: Node
 
 def _patched(fx: Fixture, patch: dict[str, Any]) -> HostState:
     return HostState.model_validate(merge_patch(fx.host.model_dump(mode="json"), patch))
+
+
+# Perturbations: invariants on variants the suite derives from each fixture ------------------------------
+
+
+@check("RAC210", scope="fixture")
+def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Evidence:
+    """A device discovery does not report is named by nothing: no link, domain, health report or metric.
+
+    The suite derives the losses itself: topology, health and metrics are asked again with the discovered
+    devices less one (the last, the first, and one whose position in the list is not its index), on the same
+    host, and must not name the device left out; a plugin that reads links or health for every device the
+    vendor lists, rather than for the ``devices`` it is given, keeps a lost card in the topology. Then each
+    ``device-lost`` fault of the fixture is switched on, and the inventory built on it must name the lost
+    devices nowhere (links, domains, health, metrics, units, labels). Fix: build every per-device answer
+    from the ``devices`` argument, never from what the vendor interface lists.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.inventory(fixture)
+    devices = subject.devices(inventory)
+    if not devices:
+        raise CheckFailed(subject.consequence(inventory, f"{fx.ref}: no devices to lose"))
+    wrong, tried = [], []
+    for position, gone in removal_choices(devices):
+        rest = [d for d in devices if d.id != gone.id]
+        answers = DownstreamAnswers(subject, simulated_host(fx), rest)
+        wrong += [f"{gone.id} (position {position}, index {gone.index}) left out of devices: {trace}"
+                  for trace in answers.traces_of(gone.id)]
+        tried.append(f"{gone.id} (position {position}, index {gone.index})")
+    healthy_ids = {d.id for d in devices}
+    for fault in (f for f in fx.faults if f.kind == "device-lost"):
+        faulty = subject.build(simulated_host(fx, faults=[fault.name]))
+        fam = faulty.family(family.name)
+        lost = healthy_ids - {d.id for d in subject.devices(faulty)}
+        wrong += [f"fault {fault.name}: {trace}" for trace in inventory_traces(fam, sorted(lost))]
+        tried.append(f"fault {fault.name} ({len(lost)} lost)")
+    if wrong:
+        raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
+    return f"{fx.ref}: no trace of a lost device: {', '.join(tried)}"
+
+
+@check("RAC211", scope="fixture")
+def device_order_and_single_device_changes(subject: Subject, fixture: str | None) -> Evidence:
+    """Per-device answers depend on which devices, not their order, and a fault on one device changes
+    only that device.
+
+    Topology, health and metrics are asked with the discovered devices reversed and rotated: links, domains,
+    health per device and samples per device must equal the answers in discovery's order (a health hook
+    that pairs reports with positions, or links built by position, gives another card's state). Then each
+    fault of the fixture whose expectation names the devices it touches (``expected.health``) is switched
+    on: every other device keeps its health and its facts. Fix: key every answer by ``device.id``; read a
+    device's signals from its own vendor entry (its index or bus id), never from its place in a list.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.inventory(fixture)
+    devices = subject.devices(inventory)
+    if not devices:
+        raise CheckFailed(subject.consequence(inventory, f"{fx.ref}: no devices to reorder"))
+    base = DownstreamAnswers(subject, simulated_host(fx), devices).by_device()
+    wrong, tried = [], []
+    for how, order in reorderings(devices):
+        wrong += order_differences(base, DownstreamAnswers(subject, simulated_host(fx), order).by_device(), how)
+        tried.append(how)
+    healthy = inventory.family(family.name)
+    for fault in fx.faults:
+        touched = set(fault.expected.health)
+        if not touched or fault.kind in ("tool-hang", "tool-garbage") or healthy is None:
+            continue
+        faulty = subject.build(simulated_host(fx, faults=[fault.name])).family(family.name)
+        if faulty is not None:
+            wrong += [f"fault {fault.name} (touching {', '.join(sorted(touched))}): {leak}"
+                      for leak in one_device_fault_leaks(healthy, faulty, touched)]
+            tried.append(f"fault {fault.name}")
+    if wrong:
+        raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
+    if not tried:
+        raise NotApplicable(f"{fx.ref}: one device and no single-device fault: no order or device to vary")
+    return f"{fx.ref}: the same answers per device {', '.join(tried)}"
+
+
+@check("RAC212", scope="fixture")
+def answers_depend_on_the_host_alone(subject: Subject, fixture: str | None) -> Evidence:
+    """The same host asked twice answers the same; another host asked in between gets its own answer, and
+    counters never go down.
+
+    The fixture's inventory is built on a fresh host, then on the same host again, then on other hosts (the
+    machine without the driver, and the machine of each fault that loses a device), then on a fresh host of the fixture
+    once more: the two same-host answers and the last must equal the first (devices, links, domains,
+    health, resources, units, labels), the driverless machine must find nothing and a lost device must be
+    lost, so nothing is cached across calls or hosts; ECC counters polled twice never decrease. A discovery
+    that fails on its second call is quoted here. Fix: derive every answer from the ``host`` argument on
+    each call; cache nothing in the module or the plugin object.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    host = simulated_host(fx)
+    first = subject.build(host)
+    base = family_facts(first.family(family.name))
+    if not base["devices"]:
+        raise CheckFailed(subject.consequence(first, f"{fx.ref}: no devices to ask for twice"))
+    wrong = []
+    again = subject.build(host)
+    wrong += [subject.consequence(again, f"the same host asked twice: {d}", None)
+              for d in fact_differences(base, family_facts(again.family(family.name)))]
+    polls = [fam.metrics if (fam := built.family(family.name)) else [] for built in (first, again)]
+    wrong += counter_decreases(polls[0], polls[1])
+    empty = Fixture.model_validate({"schema": "rayaccel-fixture/1", "plugin": subject.name, "name": "no-driver",
+                                    "description": "a machine without the vendor's driver", "host": HostState(),
+                                    "expected": {"devices": 0}})
+    found = subject.devices(subject.build(simulated_host(empty)))
+    if found:
+        wrong.append(f"after {fx.ref}, a machine without the driver got {len(found)} devices "
+                     f"({found[0].id}, ...): an answer cached from another host")
+    others = ["the driverless machine"]
+    ids = {d["id"] for d in base["devices"]}
+    for fault in (f for f in fx.faults if f.expected.devices is not None and f.expected.devices < len(ids)):
+        lost = ids - {d.id for d in subject.devices(subject.build(simulated_host(fx, faults=[fault.name])))}
+        if not lost:
+            wrong.append(f"after {fx.ref}, the machine of fault {fault.name} (a device lost) still got all "
+                         f"{len(ids)} devices: an answer cached from another host")
+        others.append(f"fault {fault.name}")
+    last = subject.build(simulated_host(fx))
+    wrong += [subject.consequence(last, f"{fx.ref} asked again after other hosts: {d}", None)
+              for d in fact_differences(base, family_facts(last.family(family.name)))]
+    if wrong:
+        raise CheckFailed(sorted(set(wrong), key=wrong.index))
+    return f"{fx.ref}: identical twice on one host and again after {', '.join(others)}; counters monotonic"

@@ -135,6 +135,23 @@ class Subject:
         return [p for p in inventory.problems if p.plugin == self.name and p.severity in severities
                 and (hooks is None or p.hook in hooks)]
 
+    def consequence(self, inventory: NodeInventory, finding: str, upstream: str | None = "RAC105") -> str:
+        """``finding`` (no devices, no units) blamed on its cause: the discovery problem of this very build,
+        quoted, when there is one (a discovery that raises on its second call passed RAC105 on its first),
+        else the check upstream that owns the defect."""
+        causes = [p.render().splitlines()[0] for p in self.plugin_problems(inventory, ("rayaccel_discover",),
+                                                                            ("error", "warning"))]
+        if causes:
+            return f"{finding}: a consequence of discovery failing in this build: {causes[0]}"
+        return f"{finding} (see {upstream})" if upstream else finding
+
+    def blamed(self, inventory: NodeInventory, differences: list[str], where: str) -> list[str]:
+        """Differences an inventory shows, or, when discovery failed in that build, one line quoting why:
+        the missing resources, health and links are its consequences, not defects of their own."""
+        if differences and self.plugin_problems(inventory, ("rayaccel_discover",), ("error", "warning")):
+            return [self.consequence(inventory, f"{where}{len(differences)} differences ({differences[0]})", None)]
+        return [f"{where}{d}" for d in differences]
+
     # Running ---------------------------------------------------------------------------------
 
     def side_effects(self) -> list[str]:

@@ -1,0 +1,173 @@
+"""Perturbations: variants the suite derives from a fixture, and what the inventory must do under each.
+
+A check written for one fixture tests what that fixture happens to exercise. These invariants hold on any
+fixture, so the suite derives the variants itself (RAC210-RAC212): the downstream hooks given the
+discovered devices with one left out (the last, the first, one whose position is not its index) or in
+another order; the fixture's own device-lost and single-device faults; the same host asked twice, and
+another host (the empty machine, a fault's machine) asked in between. Each helper here is pure: it takes
+answers and says what is wrong with them, one sentence each, quoting the offending value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rayaccel import hookspec
+from rayaccel.host import Host
+from rayaccel.records import Device, FamilyInventory, HealthReport, MetricSample, Problem, Topology
+
+#: Standard metrics that count events since the device started: polled twice, they never go down.
+COUNTER_METRICS = ("ecc_errors_corrected", "ecc_errors_uncorrected")
+
+
+def removal_choices(devices: Sequence[Device]) -> list[tuple[int, Device]]:
+    """(position, device) pairs to leave out: the last, the first, and one whose position is not its index."""
+    if not devices:
+        return []
+    chosen = [(len(devices) - 1, devices[-1])]
+    if len(devices) > 1:
+        chosen.append((0, devices[0]))
+    moved = next(((i, d) for i, d in enumerate(devices) if d.index != i and (i, d) not in chosen), None)
+    if moved is None and len(devices) > 2:
+        moved = (len(devices) // 2, devices[len(devices) // 2])
+    if moved is not None and moved not in chosen:
+        chosen.append(moved)
+    return chosen
+
+
+def reorderings(devices: Sequence[Device]) -> list[tuple[str, list[Device]]]:
+    """The discovered devices in other orders: reversed, and rotated by one."""
+    if len(devices) < 2:
+        return []
+    orders = [("reversed", list(reversed(devices))), ("rotated by one", [*devices[1:], devices[0]])]
+    return [(name, order) for name, order in orders if order != list(devices)]
+
+
+class DownstreamAnswers:
+    """What the per-device hooks answer for one list of devices on one host, as returned (validated)."""
+
+    def __init__(self, subject: Any, host: Host, devices: Sequence[Device]) -> None:
+        manager, name = subject.manager, subject.name
+        self.problems: list[Problem] = []
+        self.topology: Topology = manager.answer(name, hookspec.TOPOLOGY, self.problems, host=host,
+                                                 devices=list(devices))
+        self.health: list[HealthReport] = manager.answer(name, hookspec.HEALTH, self.problems, host=host,
+                                                         devices=list(devices)) or []
+        self.metrics: list[MetricSample] = manager.answer(name, hookspec.METRICS, self.problems, host=host,
+                                                          devices=list(devices))
+
+    def traces_of(self, gone: str) -> list[str]:
+        """Where the answers still name device ``gone``."""
+        found = [f"rayaccel_topology reports link {ln.a}<->{ln.b} ({ln.kind})" for ln in self.topology.links
+                 if gone in (ln.a, ln.b)]
+        found += [f"rayaccel_topology lists it in domain {dm.kind} {dm.id}" for dm in self.topology.domains
+                  if gone in dm.members]
+        found += ["rayaccel_topology gives it a CPU/NIC affinity" for af in self.topology.affinities
+                  if af.device == gone]
+        found += [f"rayaccel_health reports it {r.state}" for r in self.health if r.device == gone]
+        names = sorted({s.name for s in self.metrics if s.device == gone})
+        if names:
+            found.append(f"rayaccel_metrics gives samples for it ({', '.join(names)})")
+        return found
+
+    def by_device(self) -> dict[str, Any]:
+        """The answers keyed by what they are about, so two device orders compare equal when they agree."""
+        return {
+            "links": sorted((min(ln.a, ln.b), max(ln.a, ln.b), ln.kind, ln.bandwidth_gbps, ln.lanes)
+                            for ln in self.topology.links),
+            "domains": sorted((dm.kind, dm.id, dm.size, tuple(sorted(dm.members))) for dm in self.topology.domains),
+            "affinities": sorted((af.device, af.numa_node, af.cpus or "") for af in self.topology.affinities),
+            "health": sorted((r.device, r.state) for r in self.health),
+            "metrics": sorted((s.device, s.name, s.value) for s in self.metrics),
+        }
+
+
+def order_differences(base: dict[str, Any], other: dict[str, Any], how: str) -> list[str]:
+    """What changed when the same devices were given in another order (``how``)."""
+    wrong = []
+    for part in base:
+        gained = [x for x in other[part] if x not in base[part]]
+        lost = [x for x in base[part] if x not in other[part]]
+        if gained or lost:
+            sample = (gained or lost)[0]
+            wrong.append(f"with the devices {how}, the {part} answer changes: {'gains' if gained else 'loses'} "
+                         f"{sample!r} ({len(gained)} gained, {len(lost)} lost): an answer must depend on which "
+                         "devices it is given, not on their order")
+    return wrong
+
+
+def inventory_traces(family: FamilyInventory | None, gone: Iterable[str]) -> list[str]:
+    """Where a built inventory still names devices that discovery no longer reports."""
+    if family is None:
+        return []
+    wrong = []
+    for dev in gone:
+        if any(d.id == dev for d in family.devices):
+            continue
+        where = [f"link {ln.a}<->{ln.b}" for ln in family.topology.links if dev in (ln.a, ln.b)]
+        where += [f"domain {dm.kind} {dm.id}" for dm in family.topology.domains if dev in dm.members]
+        where += [f"health ({r.state})" for r in family.health if r.device == dev]
+        where += [f"metric {s.name}" for s in family.metrics if s.device == dev]
+        where += [f"schedulable unit {u}" for u in family.schedulable_units if u == dev]
+        where += [f"label {k}={v}" for k, v in family.labels.items() if dev in v]
+        if where:
+            wrong.append(f"{dev} is no longer discovered, yet the inventory still names it: {', '.join(where[:4])}")
+    return wrong
+
+
+def one_device_fault_leaks(healthy: FamilyInventory, faulty: FamilyInventory, touched: set[str]) -> list[str]:
+    """Devices a fault did not touch whose facts (health state, device record) changed anyway."""
+    before = {d.id: d for d in healthy.devices}
+    state_before = {r.device: r.state for r in healthy.health}
+    state_after = {r.device: r.state for r in faulty.health}
+    wrong = []
+    for device in faulty.devices:
+        if device.id in touched or device.id not in before:
+            continue
+        if state_after.get(device.id) != state_before.get(device.id):
+            wrong.append(f"{device.id} was not touched, yet its health went from {state_before.get(device.id)} to "
+                         f"{state_after.get(device.id)}")
+        old = before[device.id].model_dump(exclude={"index", "sku"})
+        new = device.model_dump(exclude={"index", "sku"})
+        changed = sorted(k for k in old if old[k] != new[k])
+        if changed:
+            wrong.append(f"{device.id} was not touched, yet its {changed[0]} went from {old[changed[0]]!r} to "
+                         f"{new[changed[0]]!r}")
+    return wrong
+
+
+def family_facts(family: FamilyInventory | None) -> dict[str, Any]:
+    """What must be identical when the same host is asked twice (metrics apart: they are live readings)."""
+    if family is None:
+        return {"devices": []}
+    return {
+        "devices": [d.model_dump(mode="json") for d in family.devices],
+        "links": sorted((min(ln.a, ln.b), max(ln.a, ln.b), ln.kind, ln.bandwidth_gbps) for ln in
+                        family.topology.links),
+        "domains": sorted((dm.kind, dm.id, tuple(sorted(dm.members))) for dm in family.topology.domains),
+        "health": sorted((r.device, r.state) for r in family.health),
+        "resources": dict(family.resources), "units": list(family.schedulable_units),
+        "labels": dict(family.labels), "accelerator_type": family.accelerator_type,
+    }
+
+
+def fact_differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """Which facts differ between two answers that must be identical, each with both values (shortened)."""
+    wrong = []
+    for key in first:
+        if first[key] != second.get(key):
+            wrong.append(f"{key}: {_short(first[key])} the first time, {_short(second.get(key))} the second")
+    return wrong
+
+
+def counter_decreases(first: Sequence[MetricSample], second: Sequence[MetricSample]) -> list[str]:
+    """Counter samples that went down between two polls of the same host."""
+    before = {(s.device, s.name): s.value for s in first if s.name in COUNTER_METRICS}
+    return [f"counter {s.name} of {s.device} went down from {before[(s.device, s.name)]:g} to {s.value:g} between "
+            "two polls" for s in second if (s.device, s.name) in before and s.value < before[(s.device, s.name)]]
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
