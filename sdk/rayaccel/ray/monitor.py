@@ -8,6 +8,9 @@ from the raylet), and
   so every vendor's numbers reach Ray's Prometheus endpoint and dashboard under the same names: one
   metric per quantity in base units (``rayaccel_device_power_watts``, ``..._temperature_celsius``, ...;
   :mod:`rayaccel.outputs.metric_series` names them, docs/observability.md lists them);
+- rewrites the export files the node's env names (``RAYACCEL_NFD_FILE``, ``RAYACCEL_DRA_FILE``:
+  :mod:`rayaccel.outputs.exporters.upkeep`), so NFD's labels and the DRA slices follow devices as they fail
+  and recover;
 - when a device turns unhealthy for a fatal reason (or stops being enumerated), cordons its family on
   the node: one detached single-bundle placement group per unit of the family, pinned to the node, takes
   each unit as it becomes free. Running work finishes; new work of that family goes elsewhere. When no
@@ -135,6 +138,9 @@ class HealthMonitor:
         self._resource: dict[str, str] = {}  # family -> its resource name
         self._cordons: dict[str, dict[str, Any]] = {}  # device -> {"family", "message", "group", "units", ...}
         self._publisher = SeriesPublisher()
+        from rayaccel.outputs.exporters.upkeep import KeptFiles
+
+        self._kept = KeptFiles.from_env(self.interval)  # RAYACCEL_NFD_FILE / RAYACCEL_DRA_FILE, if named
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {}}
@@ -171,6 +177,13 @@ class HealthMonitor:
             inventory = self._pool.build(self._host, with_metrics=True)
         else:
             inventory = self._builder.build(self._host, with_metrics=True)
+        if self._kept:
+            try:
+                self._kept.write(inventory)
+            except Exception as e:  # the health work goes on; the status says why the files are stale
+                logger.exception("rayaccel could not rewrite the node's export files")
+                with self._lock:
+                    self._status["error"] = f"export files: {type(e).__name__}: {e}"
         health: dict[str, str] = {}
         ignored = self._baseline | self._not_offered
         for family in inventory.families:
