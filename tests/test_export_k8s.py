@@ -460,3 +460,62 @@ def test_a_node_started_with_the_exported_line_has_the_inventorys_resources_and_
     finally:
         subprocess.run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"], env=env,
                        capture_output=True, timeout=120)
+
+
+# -- files the health monitor keeps current ---------------------------------------------------------------
+
+def test_kept_files_follow_a_device_that_fails_and_recovers(tmp_path: Path) -> None:
+    from rayaccel.outputs.exporters.upkeep import KeptFiles
+
+    kept = KeptFiles.from_env(2.0, {"RAYACCEL_NFD_FILE": str(tmp_path / "nfd"),
+                                    "RAYACCEL_DRA_FILE": str(tmp_path / "slices.yaml")})
+    healthy, sick = inventory_of("nvidia/dgx-h100"), inventory_of("nvidia/dgx-h100", "ecc-uncorrectable")
+
+    def state() -> tuple[str, int, int]:
+        labels = dict(ln.split("=", 1) for ln in (tmp_path / "nfd").read_text().splitlines() if ln[:1] != "#")
+        slices = list(yaml.safe_load_all((tmp_path / "slices.yaml").read_text()))
+        tainted = sum("taints" in d for s in slices for d in s["spec"]["devices"])
+        return labels["rayaccel.io/count"], slices[0]["spec"]["pool"]["generation"], tainted
+
+    assert len(kept.write(healthy)) == 2 and state() == ("8", 1, 0)
+    assert kept.write(healthy) == [str(tmp_path / "nfd")]  # slices unchanged: the same generation, not rewritten
+    kept.write(sick)
+    assert state() == ("7", 2, 1)
+    kept.write(healthy)
+    assert state() == ("8", 3, 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nfd", "slices.yaml"]  # no temporary file left
+    assert not KeptFiles.from_env(2.0, {})
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_the_health_monitor_keeps_the_nfd_file_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rayaccel.ray
+    from rayaccel.polling import wait_for
+
+    nfd = tmp_path / "features.d" / "rayaccel"
+    nfd.parent.mkdir()
+    fault_file = tmp_path / "faults"
+    monkeypatch.setenv("RAYACCEL_NFD_FILE", str(nfd))  # the node's env: the monitor's worker inherits it
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+
+    def count() -> str | None:
+        if not nfd.exists():
+            return None
+        return dict(ln.split("=", 1) for ln in nfd.read_text().splitlines() if ln[:1] != "#")["rayaccel.io/count"]
+
+    rayaccel.ray.init(simulate="nvidia/dgx-h100", fault_file=str(fault_file), monitor=True, monitor_interval=1.0,
+                      num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        wait_for(count, lambda c: c == "8", timeout=120, what="the monitor to write the NFD file")
+        fault_file.write_text("ecc-uncorrectable\n")
+        wait_for(count, lambda c: c == "7", timeout=60, what="the failed GPU to leave the NFD count")
+        fault_file.write_text("")
+        wait_for(count, lambda c: c == "8", timeout=60, what="the recovered GPU to return to the NFD count")
+        stamp = next(ln for ln in nfd.read_text().splitlines() if ln.startswith("# +expiry-time="))
+        assert datetime.fromisoformat(stamp.split("=", 1)[1].replace("Z", "+00:00")) > datetime.now(UTC)
+    finally:
+        from rayaccel.ray.registry import uninstall
+
+        rayaccel.ray.shutdown()
+        uninstall()
