@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 
 VOCABULARY_PREFIX = "rayaccel.io/"
 
-#: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step.
-VOCABULARY: dict[str, str] = {
+#: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step. Read-only:
+#: validation reads it, so no plugin may widen the vocabulary (RAC112 watches it too).
+VOCABULARY: Mapping[str, str] = MappingProxyType({
     "rayaccel.io/family": "family name, e.g. nvidia",
     "rayaccel.io/vendor": "vendor, e.g. NVIDIA",
     "rayaccel.io/sku": "SKU id from the plugin's catalog, e.g. h100-sxm5-80gb (absent when unknown)",
@@ -28,7 +30,7 @@ VOCABULARY: dict[str, str] = {
     "rayaccel.io/driver-version": "kernel driver version",
     "rayaccel.io/runtime-version": "user-space runtime version (CUDA, ROCm, Neuron, ...)",
     "rayaccel.io/health": "healthy, degraded (some devices unhealthy) or unhealthy (none usable)",
-}
+})
 
 # Ray 2.60 `_private/label_utils.py`: a name is <= 63 of [A-Za-z0-9_.-], alphanumeric at both ends.
 _NAME = r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"

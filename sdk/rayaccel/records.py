@@ -12,7 +12,8 @@ variables), the SKU catalog, then the records hooks return and the inventory mad
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -41,7 +42,8 @@ ID_FALLBACK = "id_fallback"
 Severity = Literal["error", "warning", "info"]
 
 #: Standard metric names and the one unit each must be reported in.
-STANDARD_METRICS: dict[str, str] = {
+#: Read-only: validation reads it, so no plugin may change what a valid sample is (RAC112 watches it too).
+STANDARD_METRICS: Mapping[str, str] = MappingProxyType({
     "utilization": "percent",
     "memory_used": "bytes",
     "memory_total": "bytes",
@@ -51,7 +53,7 @@ STANDARD_METRICS: dict[str, str] = {
     "interconnect_rx": "bytes_per_second",
     "ecc_errors_corrected": "count",
     "ecc_errors_uncorrected": "count",
-}
+})
 
 RESOURCE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 ENV_VAR_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")

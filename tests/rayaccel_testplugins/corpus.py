@@ -910,6 +910,14 @@ class DomainsOverlap(Healthy):
         return super().rayaccel_topology(host, devices).model_copy(update={"domains": domains})
 
 
+class VisibleEnvSetsCuda(Healthy):
+    DEFECT = "rayaccel_visible_env also sets CUDA_VISIBLE_DEVICES (copied from a GPU plugin), hiding NVIDIA GPUs"
+    KILLED_BY = ("RAC107", "CUDA_VISIBLE_DEVICES, the visible-devices variable of Ray's NvidiaGPUAcceleratorManager")
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        return {**super().rayaccel_visible_env(unit_ids), "CUDA_VISIBLE_DEVICES": ",".join(unit_ids)}
+
+
 #: name -> plugin object, in the order graded; the control first.
 PLUGINS: dict[str, Healthy] = {}
 
@@ -925,7 +933,22 @@ for _cls in [Healthy, *Healthy.__subclasses__()]:
     PLUGINS[_plugin.name] = _plugin
     globals()[_plugin.name.replace("-", "_")] = _plugin  # importable as rayaccel_testplugins.corpus:<attr>
 
+#: Mutants whose defect is in their module's import: each lives in a module of its own (importing this one
+#: stays clean), which adds it to PLUGINS when imported (tests/test_conformance_corpus.py imports them).
+IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_testplugins.corpus_slow_import")
+
+
+def add_import_defect(cls: type[Healthy]) -> Healthy:
+    """Register a mutant defined in a module of its own; returns it, to be bound to that module's ``plugin``."""
+    plugin = cls(_name(cls))
+    PLUGINS[plugin.name] = plugin
+    return plugin
+
 
 def plugins_env(names: Sequence[str]) -> str:
     """RAYACCEL_PLUGINS value that loads these corpus plugins in another process (a Ray node)."""
-    return ",".join(f"{n}=rayaccel_testplugins.corpus:{n.replace('-', '_')}" for n in names)
+    def target(name: str) -> str:
+        module = type(PLUGINS[name]).__module__
+        return f"{module}:plugin" if module != __name__ else f"{__name__}:{name.replace('-', '_')}"
+
+    return ",".join(f"{n}={target(n)}" for n in names)

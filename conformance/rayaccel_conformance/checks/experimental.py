@@ -10,7 +10,7 @@ from typing import Any
 from rayaccel import hookspec
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import MISSING
-from rayaccel.raycompat import ray_family_for, reserved_resource_problem
+from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel.records import QuantityRule
 from rayaccel.simulation.expectations import compare_expected
 from rayaccel.simulation.fixtures import Fixture, HostState
@@ -240,8 +240,10 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     contain the family's env var, and parsing its value (``rayaccel_parse_visible``, default comma split)
     must give back exactly those unit ids in that order; a comma-separated value must also parse the same
     with spaces around entries and with empty entries (``"2, 3,"``), as people write it. A plugin that
-    renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. Fix: make
-    ``rayaccel_parse_visible`` the exact inverse of ``rayaccel_visible_env``, for any subset and order.
+    renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. The env may never set another
+    family's visible-devices variable (one of Ray's built-in families', or another installed plugin's): a
+    task on this family's units would hide that family's devices. Fix: make ``rayaccel_parse_visible`` the
+    exact inverse of ``rayaccel_visible_env``, for any subset and order, and set only the family's own var.
     """
     from rayaccel.plugins.manager import MISSING
     from rayaccel.records import Problem
@@ -253,6 +255,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     ids = units.schedulable_units if units else []
     if not ids:
         raise CheckFailed(subject.consequence(built, f"{fixture}: no schedulable units to round-trip"))
+    others = foreign_visibility_vars(subject)
     wrong, tried = [], []
     for chosen in unit_sets(ids):
         problems: list[Problem] = []
@@ -260,6 +263,11 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
         if raw is None:
             wrong += [f"rayaccel_visible_env for {chosen}: {p.render()}" for p in problems] or [
                 f"rayaccel_visible_env for {chosen} failed"]
+            continue
+        foreign = sorted(k for k in (raw if raw is not MISSING else {}) if k in others)
+        if foreign:
+            wrong.append(f"rayaccel_visible_env for {chosen} sets {', '.join(foreign)}, the visible-devices variable "
+                         f"of {others[foreign[0]]}: a plugin sets only its own family's {var}")
             continue
         if raw is not MISSING and var not in raw:
             wrong.append(f"rayaccel_visible_env for {chosen} returned {dict(raw)} without {var} (the SDK would "
@@ -280,6 +288,20 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong[:6] + ([f"... and {len(wrong) - 6} more"] if len(wrong) > 6 else []))
     return [f"{len(tried)} unit sets round-trip (subsets, orders, spaces and empty entries)", *tried[:3]]
+
+
+def foreign_visibility_vars(subject: Subject) -> dict[str, str]:
+    """Visible-devices variables of other families (Ray's built-in ones, other installed plugins') -> whose."""
+    own = subject.family().visible_devices_env_var
+    found: dict[str, str] = {}
+    for manager, (_, var) in RAY_BUILTIN_FAMILIES.items():
+        if var:
+            found.setdefault(var, f"Ray's {manager}")  # CUDA_VISIBLE_DEVICES is NVIDIA's first (MetaX reuses it)
+    for p in subject.manager.plugin_names():
+        if p != subject.name:
+            found.setdefault(subject.manager.family(p).visible_devices_env_var, f"plugin {p}")
+    found.pop(own, None)
+    return found
 
 
 def unit_sets(ids: list[str]) -> list[list[str]]:
@@ -444,3 +466,54 @@ def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evid
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: the same {len(base[0])} devices with {var} unset, set to one unit, and empty"
+
+
+#: A plugin's own import, in a fresh process with the SDK already loaded, must take less than this (seconds).
+IMPORT_BUDGET_S = 1.0
+
+
+@check("RAC112")
+def fresh_process_hygiene(subject: Subject) -> Evidence:
+    """Loaded in a fresh process, the plugin imports within 1 s, changes no process-wide state, and leaves no
+    thread or child process that would keep the interpreter from exiting.
+
+    Every process that loads the plugin (each Ray worker, each ``rayaccel`` command) pays for its import and
+    inherits what it does, and the suite's own process, where everything is loaded already, cannot see it.
+    So the plugin is imported in a fresh interpreter (``rayaccel_conformance.harness.fresh_process``), after
+    the SDK and Python's own modules, and its inventory is built there on its first fixture. Its import must
+    take under 1 s (when it is over, the import is measured again with Ray loaded first, and only the
+    plugin's own share counts); the import and the hooks must not change ``os.environ`` (Ray's own
+    ``RAY_CLIENT_MODE`` excepted), the socket default timeout, signal handlers, the root logger, warning
+    filters, exception hooks, the recursion limit, or the SDK's own tables (``STANDARD_METRICS``,
+    ``LINK_KINDS``, the label vocabulary, Ray's families) that validation relies on; and no non-daemon thread
+    or child process may still run afterwards. Fix: import vendor bindings and heavy libraries where they
+    are used, start no thread at import (use a daemon thread started by a hook, and join it), and configure
+    nothing process-wide: return results, leave logging to the application.
+    """
+    from rayaccel_conformance.harness.fresh_process import IMPORT_BUDGET_NOTE, ProbeFailed, probe
+
+    subject.family()
+    plugin = subject.manager.plugin(subject.name).module
+    paths = subject.fixture_paths()
+    first = str(next(iter(paths.values()))) if paths else None
+    try:
+        found = probe(plugin, subject.name, first)
+        note = ""
+        if found.import_s >= IMPORT_BUDGET_S:  # measured again, Ray loaded first: the better of the two counts
+            again = probe(plugin, subject.name, None, preload=("ray",))
+            if again.import_s < found.import_s:
+                found.import_s, note = again.import_s, IMPORT_BUDGET_NOTE
+    except ProbeFailed as e:
+        raise CheckFailed(str(e)) from None
+    wrong = [f"importing it takes {found.import_s:.2f}s in a fresh process (budget {IMPORT_BUDGET_S:g}s)"
+             ] if found.import_s >= IMPORT_BUDGET_S else []
+    wrong += [f"its import changes {c}" for c in found.import_changes]
+    wrong += [f"its hooks change {c}" for c in found.hook_changes]
+    wrong += [f"a non-daemon thread is still running after import and hooks, so the process cannot exit: {t}"
+              for t in found.threads]
+    wrong += [f"a child process is still running after import and hooks: {c}" for c in found.children]
+    if wrong:
+        raise CheckFailed(wrong)
+    where = f", inventory of {first.rsplit('/', 1)[-1]} built" if first else ""
+    return (f"fresh process: import {found.import_s * 1000:.0f} ms{note}{where}; no process-wide change, no thread "
+            "or child left")
