@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,19 +32,20 @@ def inventory(ref: str, *faults: str) -> NodeInventory:
     return collect_inventory(manager, make_host(ref, list(faults), manager=manager))
 
 
-def slurmd_reads(node: SlurmNode, inventory_root: Path) -> list[dict[str, str]]:
-    """Write the export and a minimal slurm.conf into a config dir, run ``slurmd -G`` on them and return the
-    GRES it printed. Device files are symlinks to /dev/null under ``inventory_root``: slurmd needs a
-    character device and follows the link, so no root-owned /dev entry is made."""
+def slurmd_reads(node: SlurmNode, inventory_root: Path, gres_conf: str | None = None) -> list[dict[str, str]]:
+    """Write the export (``gres_conf``, default the node's) and a minimal slurm.conf into a config dir, run
+    ``slurmd -G`` on them and return the GRES it printed. Device files are symlinks to /dev/null under
+    ``inventory_root``: slurmd needs a character device and follows the link, so no root-owned /dev entry
+    is made."""
     conf = inventory_root / "etc"
-    conf.mkdir()
+    conf.mkdir(exist_ok=True)
     for line in node.lines:
         for file in line.files:
             Path(file).parent.mkdir(parents=True, exist_ok=True)
             Path(file).symlink_to("/dev/null")
     cores = [c for line in node.lines if line.cores for c in parse_cpu_list(line.cores)]
     per_socket = max(1, math.ceil((max(cores, default=1) + 1) / 2))
-    (conf / "gres.conf").write_text(node.gres_conf())
+    (conf / "gres.conf").write_text(node.gres_conf() if gres_conf is None else gres_conf)
     # config_overrides: slurmd takes the node's CPU layout from slurm.conf, not from this (smaller) machine.
     (conf / "slurm.conf").write_text("\n".join([
         "ClusterName=rayaccel", "SlurmctldHost=localhost", f"GresTypes={','.join(node.gres_types)}",
@@ -163,3 +165,21 @@ def test_slurmd_reads_a_file_range_as_that_many_devices(tmp_path: Path) -> None:
 
     assert [(row["file"].rsplit("/", 1)[1], row["count"], row["cores"]) for row in understood] == [
         ("nvidia[0-3]", "4", "0-55"), ("nvidia[4-7]", "4", "56-111")]
+
+
+@needs_slurmd
+def test_rayaccel_export_writes_the_gres_conf_slurmd_reads(tmp_path: Path) -> None:
+    root = tmp_path / "dev"
+    (tmp_path / "etc").mkdir()
+    target = tmp_path / "etc" / "gres.conf"
+    written = subprocess.run([sys.executable, "-m", "rayaccel", "export", "--format", "slurm", "--simulate",
+                              "gaudi/hls-gaudi3", "--device-root", str(root), "-o", str(target)],
+                             capture_output=True, text=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    gres_conf = target.read_text()
+    node = slurm_node(inventory("gaudi/hls-gaudi3"), device_root=str(root))
+    assert gres_conf == node.gres_conf()
+
+    understood = slurmd_reads(node, tmp_path, gres_conf)
+    assert sorted(row["file"] for row in understood) == [f"{root}/accel/accel{i}" for i in range(8)]
+    assert {(row["name"], row["type"]) for row in understood} == {("gpu", "gaudi3-hl-325l")}
