@@ -239,3 +239,11 @@ def test_prometheus_sums_the_nodes_memory_in_bytes(prometheus: str, served: str)
     (total,) = wait_for(lambda: promql(prometheus, query), lambda found: len(found) == 1, timeout=60,
                         interval=1, retry_on=(OSError,), what=f"{query} in Prometheus")
     assert float(total["value"][1]) >= DGX_DEVICES * 80 * 10**9
+
+
+def test_every_metric_is_in_the_observability_docs():
+    text = (Path(__file__).resolve().parents[1] / "docs" / "observability.md").read_text(encoding="utf-8")
+    for metric in all_metric_families():
+        assert f"| `{metric.exported}` |" in text, metric.exported
+    for name in ("bytes_total", "transfers_total", "failures_total", "latency_seconds"):
+        assert f"`ray_rayaccel_transport_{name}`" in text

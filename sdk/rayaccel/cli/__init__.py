@@ -87,6 +87,14 @@ def output_path(value: str | Path) -> Path:
     return Path(value)
 
 
+def check_output_path(output: Path, option: str = "--output", example: str = "export.txt") -> None:
+    """Refuse, before any work, an output path that cannot take a file (one line naming the option)."""
+    if output.is_dir():
+        raise RayaccelError(f"{option} {output} is a directory; give a file path, e.g. {output / example}")
+    if not output.parent.is_dir():
+        raise RayaccelError(f"{option} {output}: the directory {output.parent} does not exist; create it first")
+
+
 def print_json(data: Any) -> None:
     """Print data as strict JSON on stdout (indented for people on a terminal; written as it is, not
     through Rich, which would cost a second parse of a large document)."""

@@ -15,9 +15,8 @@ from typing import Annotated
 
 import typer
 
-from rayaccel.cli import app, err_console, output_path, print_json, strict_json
+from rayaccel.cli import app, check_output_path, err_console, output_path, print_json, strict_json
 from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
-from rayaccel.errors import RayaccelError
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
 from rayaccel.plugins.manager import default_manager
@@ -88,12 +87,4 @@ def export_command(
         return
     write_atomically(output, strict_json(exported.data, indent=2) + "\n" if as_json else exported.text)
     typer.echo(f"rayaccel: wrote {row.name} export of {inventory.host} to {output}", err=True)
-
-
-def check_output_path(output: Path) -> None:
-    """Refuse, before any work, an output path that cannot take a file."""
-    if output.is_dir():
-        raise RayaccelError(f"--output {output} is a directory; give a file path, e.g. {output / 'export.txt'}")
-    if not output.parent.is_dir():
-        raise RayaccelError(f"--output {output}: the directory {output.parent} does not exist; create it first")
 

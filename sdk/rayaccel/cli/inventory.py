@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from rayaccel.cli import app, console, err_console, print_json
+from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
+from rayaccel.files.atomic import write_atomically
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.isolation.pool import WorkerPool
@@ -81,13 +83,36 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     plugin: PluginsOption = None,
     in_process: InProcessOption = False,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="OUT.html", parser=output_path,
+        help="Write the node as a picture: one self-contained HTML page (docs/observability.md)")] = None,
+    svg: Annotated[Path | None, typer.Option(
+        "--svg", metavar="OUT.svg", parser=output_path, help="Write the node as a picture: one SVG file")] = None,
 ) -> None:
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
+    for option, path in (("--html", html), ("--svg", svg)):
+        if path is not None:
+            check_output_path(path, option, f"node.{option[2:]}")
     inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin)
+    if html is not None or svg is not None:
+        write_pictures(inventory, html, svg)
+        if not as_json:
+            return
     if as_json:
         print_json(InspectOutput.of(inventory).to_json())
         return
     render_inventory(inventory)
+
+
+def write_pictures(inventory: NodeInventory, html: Path | None, svg: Path | None) -> None:
+    """The node's picture as an HTML page and/or an SVG file, each written whole or not at all."""
+    from rayaccel.outputs.node_picture import NodePicture
+
+    picture = NodePicture(inventory)
+    for path, text in ((html, picture.html), (svg, picture.svg)):
+        if path is not None:
+            write_atomically(path, text())
+            err_console.print(Text(f"rayaccel: wrote the picture of {inventory.host} to {path}"))
 
 
 def render_inventory(inventory: NodeInventory) -> None:
