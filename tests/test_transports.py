@@ -3,6 +3,7 @@ moving real tensors between real Ray actors (one Ray node for the module)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -197,6 +198,49 @@ def test_receive_into_target_buffers_and_abort():
     assert not [p for p in segment_paths() if meta.segment in p]
     with pytest.raises(TransportError, match=r"open segment.*ref was freed"):
         t.recv_multiple_tensors("ab12", meta, comm)
+
+
+def _pooled_segments() -> int:
+    """Pool segments this process holds (each is a memfd, open once for the sender and once by its mapping)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if "rayaccel-rdt-pool" in os.readlink(f"/proc/self/fd/{fd}"):
+                held.add(os.stat(f"/proc/self/fd/{fd}").st_ino)
+    return len(held)
+
+
+def test_a_freed_segment_is_reused_only_once_no_receiver_maps_it_and_the_pool_is_bounded():
+    from rayaccel.shm_transport import POOL_SEGMENTS, SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata
+
+    before = _pooled_segments()  # other transports of this process keep theirs
+    t = SharedMemoryTransport()
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    first, second = [torch.arange(1 << 20, dtype=torch.int32)], [torch.full((1 << 20,), 7, dtype=torch.int32)]
+
+    def memory_of(meta) -> str:  # the sender's descriptor the segment's name leads to
+        return os.readlink(os.path.join(SHM_DIR, meta.segment))
+
+    meta = t.extract_tensor_transport_metadata("aa01", first)
+    held = memory_of(meta)
+    mapped = t.recv_multiple_tensors("aa01", meta, comm)  # a receiver's zero-copy tensor holds the segment
+    t.garbage_collect("aa01", meta, first)
+    assert not [p for p in segment_paths() if meta.segment in p], "the name goes with the ref"
+    meta2 = t.extract_tensor_transport_metadata("aa02", second)
+    assert memory_of(meta2) != held, "memory a receiver still maps was reused"
+    assert torch.equal(mapped[0], first[0]), "the receiver's tensor shows a later transfer"
+    del mapped  # the receiver lets go: its mapping, and with it its lock, ends
+    t.garbage_collect("aa02", meta2, second)
+    meta3 = t.extract_tensor_transport_metadata("aa03", second)
+    assert memory_of(meta3) == held, "the freed segment nobody maps was not reused"
+    assert torch.equal(t.recv_multiple_tensors("aa03", meta3, comm)[0], second[0])
+    t.garbage_collect("aa03", meta3, second)
+    # Bounded: however many transfers were in flight, at most POOL_SEGMENTS stay once their refs are freed.
+    metas = [t.extract_tensor_transport_metadata(f"bb{i:02d}", first) for i in range(POOL_SEGMENTS + 3)]
+    for i, m in enumerate(metas):
+        t.garbage_collect(f"bb{i:02d}", m, first)
+    assert _pooled_segments() == before + POOL_SEGMENTS
+    assert not [p for p in segment_paths() if f"-{os.getpid()}-" in p]
 
 
 # Registration errors and path selection: no Ray cluster needed --------------------------------------------

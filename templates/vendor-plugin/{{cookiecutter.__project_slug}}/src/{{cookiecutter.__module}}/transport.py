@@ -2,12 +2,14 @@
 
 ``rayaccel.shm_transport.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
 shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write
-receive or a receive into Ray's target buffers, garbage collection of its segments when Ray frees the ref,
-abort, metrics through ``ray.util.metrics``, errors naming the step and the actors). As shipped, this class
+receive or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, metrics
+through ``ray.util.metrics``, errors naming the step and the actors). Its ``SegmentPool`` shows the pattern
+that keeps a transfer near copy speed: reuse memory that is already allocated and mapped (a bounded pool,
+returned when Ray frees the ref), and reuse it only when no receiver still maps it. As shipped, this class
 is that transport under your family's name. To move your device's memory, override the steps with your
-runtime's calls (register the memory in ``extract_tensor_transport_metadata``, read it in
-``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in ``abort_transport``), keep the
-rest, and declare it in ``plugin.py``::
+runtime's calls (register the memory in ``extract_tensor_transport_metadata``, ideally from a pool of
+registered buffers, read it in ``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in
+``abort_transport``), keep the rest, and declare it in ``plugin.py``::
 
     @hookimpl
     def rayaccel_transports() -> list[TransportSpec]:
