@@ -225,6 +225,31 @@ def test_an_unhealthy_device_is_a_taint_in_dra_and_absent_from_the_nfd_count(fau
     assert healthy["rayaccel.io/count"] == "8"
 
 
+def test_the_kuberay_container_runs_kuberays_generated_arguments_through_rayaccel_start(tmp_path: Path) -> None:
+    """The container's own script, run by bash as the pod would, with KubeRay's generated line in its env and a
+    stand-in `rayaccel` that prints what it was given."""
+    data = export("kuberay", inventory_of("nvidia/dgx-h100"), ExportOptions(plugins=("nvidia",))).data
+    (group,) = data["spec"]["workerGroupSpecs"]
+    (container,) = group["template"]["spec"]["containers"]
+    fake = tmp_path / "rayaccel"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\nsys.exit(3)\n")
+    fake.chmod(0o755)
+    # KubeRay writes each rayStartParams value after `--name=` as it is given (the resources value quotes itself).
+    generated = (f"ray start  --address=raycluster-head-svc.default.svc.cluster.local:6379  --block  "
+                 f"--num-gpus={group['rayStartParams']['num-gpus']}  --resources={group['rayStartParams']['resources']}"
+                 "  --metrics-export-port=8080")
+    shell, login, *rest = container["command"]
+    assert (shell, login) == ("/bin/bash", "-lc")
+    # --noprofile: this machine's /etc/profile would reset PATH and hide the stand-in (an image's is its own).
+    done = subprocess.run([shell, "--noprofile", login, *rest, *container["args"]], capture_output=True, text=True,
+                          timeout=60, env={"PATH": f"{tmp_path}{os.pathsep}/usr/bin:/bin",
+                                           "KUBERAY_GEN_RAY_START_CMD": generated})
+    assert done.returncode == 3, done.stderr  # the stand-in's exit: `&& exec sleep infinity` not reached
+    argv = json.loads(done.stdout.splitlines()[-1])
+    assert argv == ["start", "--plugin", "nvidia", "--address=raycluster-head-svc.default.svc.cluster.local:6379",
+                    "--num-gpus=8", '--resources={"accelerator_type:H100":1}', "--metrics-export-port=8080"]
+
+
 def test_neuron_slices_have_one_device_per_core_sharing_the_devices_memory() -> None:
     inventory = inventory_of("neuron/trn1.32xlarge")
     slices = export("dra", inventory).data["items"]

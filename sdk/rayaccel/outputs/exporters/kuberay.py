@@ -58,12 +58,15 @@ def group_name(inventory: NodeInventory) -> str:
 
 
 def container_command(options: ExportOptions) -> tuple[list[str], list[str]]:
-    """``command`` and ``args``: KubeRay's generated arguments (without ``--block``, so ``rayaccel start``
-    returns once the node and its monitor are up) through ``rayaccel start``; then wait while Ray runs."""
+    """``command`` and ``args``: KubeRay's generated arguments through ``rayaccel start``, then wait while Ray
+    runs. The generated line is parsed by the shell (``eval``: its values carry their own quotes, such as
+    ``--resources='{...}'``), and ``--block`` is left out so ``rayaccel start`` returns once the node and its
+    health monitor are up."""
     plugins = "".join(f" --plugin {shlex.quote(p)}" for p in options.plugins)
     script = ("ulimit -n 65536; "
-              "args=\"${KUBERAY_GEN_RAY_START_CMD#ray start}\"; args=\"${args//--block/}\"; "
-              f"rayaccel start{plugins} $args && exec sleep infinity")
+              'eval "set -- ${KUBERAY_GEN_RAY_START_CMD#ray start}"; '
+              'args=(); for arg in "$@"; do [ "$arg" = --block ] || args+=("$arg"); done; '
+              f'rayaccel start{plugins} "${{args[@]}}" && exec sleep infinity')
     return ["/bin/bash", "-lc", "--"], [script]
 
 
