@@ -806,6 +806,42 @@ class ToolManyShortRetries(Healthy):
         return match.group(1) if match else None
 
 
+class ToolRetriesWhenFaulty(Healthy):
+    DEFECT = "acme-smi retried 3 times with 10 s each while a card reports a fatal error (a recovery path)"
+    KILLED_BY = ("RAC204", "every command hangs during fault fatal-2: would take")
+
+    def tool_version(self, host: Host) -> str | None:
+        faulty = any(_read(host, f"{path}/fatal_errors") != "0" for path in host.glob(f"{SYSFS}/acme*"))
+        for _ in range(3 if faulty else 1):
+            try:
+                result = host.run(TOOL, timeout=10.0 if faulty else 1.0)
+            except CommandTimeout:
+                continue
+            except HostError:
+                return None
+            match = _VERSION.match(result.stdout.strip())
+            return match.group(1) if match else None
+        return None
+
+
+class ToolPatientOnSecondCall(Healthy):
+    DEFECT = "acme-smi gets a 30 s timeout from the second call on a host, to give a slow tool more time"
+    KILLED_BY = ("RAC203", "rayaccel_discover would take 30.0s on a real host")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.calls: dict[str, int] = {}
+
+    def tool_version(self, host: Host) -> str | None:
+        self.calls[host.name] = self.calls.get(host.name, 0) + 1  # the first call on a machine looks fine
+        try:
+            result = host.run(TOOL, timeout=1.0 if self.calls[host.name] == 1 else 30.0)
+        except HostError:
+            return None
+        match = _VERSION.match(result.stdout.strip())
+        return match.group(1) if match else None
+
+
 class ToolGarbageTrusted(Healthy):
     DEFECT = "whatever acme-smi prints is taken as the driver version, unvalidated"
     KILLED_BY = ("RAC204", "from garbage")
