@@ -11,6 +11,7 @@ thread (a process running Ray has many: it spawns).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import selectors
 import signal
@@ -107,14 +108,21 @@ def can_fork() -> bool:
 
 def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
     """A worker forked from this process (see the module's docstring); ``env`` becomes its environment."""
+    import psutil  # noqa: F401 (imported once here, not in every worker: kill() and leak checks use it)
+
+    from rayaccel.isolation import worker  # noqa: F401 (likewise)
+
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
     request_read, request_write = os.pipe()
     answer_read, answer_write = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by the child
         with contextlib.suppress(Exception):
             stream.flush()
+    gc.freeze()  # the worker's collector leaves the caller's objects alone: their pages stay shared, not copied
     pid = os.fork()
-    if pid == 0:  # the worker: never returns into the caller's code
+    if pid != 0:
+        gc.unfreeze()
+    else:  # the worker: never returns into the caller's code
         code = 1
         try:
             os.setsid()
