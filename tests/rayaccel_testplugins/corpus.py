@@ -415,6 +415,28 @@ class SkuNamesDuplicate(Healthy):
         return data
 
 
+class SkuTypeFromExample(Healthy):
+    DEFECT = "a second SKU copied from a GPU plugin's example keeps its accelerator type H100 (no fixture has it)"
+    KILLED_BY = ("RAC213", "accelerator type 'H100' is NVIDIA's product name in Ray")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        r2 = copy.deepcopy(data["skus"][0])
+        r2.update({"id": "acme-r2", "marketing_name": "ACME Roadrunner R2", "accelerator_type": "H100",
+                   "match": {"product_names": ["ACME Roadrunner R2"]}})
+        data["skus"].append(r2)
+        return data
+
+
+class TopologyCallsItNvlink(Healthy):
+    DEFECT = "ACME's own fabric reported as nvlink (copied from a GPU plugin), so placement trusts a fabric it lacks"
+    KILLED_BY = ("RAC213", "link kind 'nvlink' is NVIDIA's fabric")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        found = super().rayaccel_topology(host, devices)
+        return found.model_copy(update={"links": [ln.model_copy(update={"kind": "nvlink"}) for ln in found.links]})
+
+
 class MemoryInGib(Healthy):
     DEFECT = "Device.memory_mib given in GiB (64 instead of 65536)"
     KILLED_BY = ("RAC201", "memory-mib")

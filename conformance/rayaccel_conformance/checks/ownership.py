@@ -1,5 +1,5 @@
 """Whose names these are: a plugin's labels under its vendor's own prefix (RAC201), its extra resources
-never Ray's or another family's (RAC111, RAC209)."""
+never Ray's or another family's (RAC111, RAC209), its fabrics and product names never another vendor's (RAC213)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,55 @@ def resource_name_problem(name: str, own: FamilyDeclaration, others: dict[str, s
     if name in others:
         return f"extra resource {name!r} is the resource of family {others[name]}"
     return None
+
+
+#: Vendor-specific fabrics (link and scale-up domain kinds) -> words naming the vendor that owns them.
+VENDOR_FABRICS: dict[str, tuple[str, ...]] = {
+    "nvlink": ("nvidia",), "nvswitch": ("nvidia",), "nvlink-clique": ("nvidia",),
+    "xgmi": ("amd",), "xgmi-hive": ("amd",),
+    "ici": ("google", "tpu"), "tpu-slice": ("google", "tpu"),
+    "neuronlink": ("aws", "amazon", "neuron"), "ultraserver": ("aws", "amazon", "neuron"),
+    "gaudi-roce": ("intel", "habana", "gaudi"), "gaudi-scaleup": ("intel", "habana", "gaudi"),
+}
+
+#: Prefix of a constant in Ray's ``ray.util.accelerators.accelerators`` -> words naming that vendor.
+RAY_ACCELERATOR_VENDORS: dict[str, tuple[str, ...]] = {
+    "NVIDIA_": ("nvidia",), "AMD_": ("amd",), "INTEL_": ("intel", "habana", "gaudi"),
+    "AWS_": ("aws", "amazon", "neuron"), "GOOGLE_": ("google", "tpu"), "HUAWEI_": ("huawei", "ascend"),
+    "METAX_": ("metax",), "FURIOSA_": ("furiosa",), "APPLE_": ("apple",), "MOBILINT_": ("mobilint",),
+}
+
+
+def own_words(family: Any) -> set[str]:
+    """Words that name the family's vendor or the family itself."""
+    return _words(family.vendor) | {family.name, family.name.replace("-", "")} | _words(family.name)
+
+
+def fabric_owner_problem(kind: str, family: Any, what: str) -> str | None:
+    """Why the family may not report a link or domain of ``kind`` (another vendor's fabric), or None."""
+    owners = VENDOR_FABRICS.get(kind)
+    if owners is None or own_words(family) & set(owners):
+        return None
+    return (f"{what} kind {kind!r} is {owners[0].upper()}'s fabric, not {family.vendor}'s: report the family's own "
+            "fabric as 'other' (or a generic kind: pcie, roce, infiniband, ethernet, efa)")
+
+
+def well_known_accelerator_types() -> dict[str, str]:
+    """Ray's well-known accelerator type names (``ray.util.accelerators``) -> the vendor's name prefix."""
+    from ray.util.accelerators import accelerators
+
+    found = {}
+    for constant, value in vars(accelerators).items():
+        prefix = next((p for p in RAY_ACCELERATOR_VENDORS if constant.startswith(p)), None)
+        if prefix and isinstance(value, str):
+            found[value.lower()] = prefix
+    return found
+
+
+def accelerator_type_owner_problem(accelerator_type: str, family: Any, known: dict[str, str]) -> str | None:
+    """Why the family may not give this accelerator type (another vendor's well-known product), or None."""
+    prefix = known.get(accelerator_type.lower())
+    if prefix is None or own_words(family) & set(RAY_ACCELERATOR_VENDORS[prefix]):
+        return None
+    return (f"accelerator type {accelerator_type!r} is {prefix.rstrip('_')}'s product name in Ray "
+            f"(ray.util.accelerators), not one of {family.vendor}'s: name the family's own product")

@@ -17,7 +17,13 @@ from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Proble
 from rayaccel.simulation.expectations import compare_expected, expectation_differences
 from rayaccel.simulation.fixtures import Fixture, HostState, merge_patch
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.ownership import label_owner_problem, resource_name_problem
+from rayaccel_conformance.checks.ownership import (
+    accelerator_type_owner_problem,
+    fabric_owner_problem,
+    label_owner_problem,
+    resource_name_problem,
+    well_known_accelerator_types,
+)
 from rayaccel_conformance.checks.perturbations import (
     DownstreamAnswers,
     counter_decreases,
@@ -690,3 +696,44 @@ def answers_depend_on_the_host_alone(subject: Subject, fixture: str | None) -> E
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     return f"{fx.ref}: identical twice on one host and again after {', '.join(others)}; counters monotonic"
+
+
+@check("RAC213")
+def hardware_names_are_owned(subject: Subject) -> Evidence:
+    """Accelerator types, link kinds and domain kinds are the family's own, never another vendor's.
+
+    A plugin copied from another vendor's example keeps that vendor's names: ``H100`` as the accelerator
+    type of an ACME card sends ``accelerator_type="H100"`` tasks to it, and an ``nvlink`` topology makes
+    placement prefer a fabric the node does not have. Every accelerator type the plugin gives (its
+    catalog's SKUs, discovery on each fixture, its cloud hints for its fixtures' machines) is compared with
+    the well-known product names Ray lists (``ray.util.accelerators``), and every link and domain kind on
+    each fixture with the vendor fabrics of the vocabulary (``nvlink``/``nvswitch`` NVIDIA's, ``xgmi``
+    AMD's, ``ici`` Google's, ``neuronlink`` AWS's, ``gaudi-roce`` Intel's): each must belong to the
+    family's vendor (by its name or the family's). Fix: use the vendor's own product names, and ``other``
+    or a generic kind (``pcie``, ``roce``, ``infiniband``, ``ethernet``, ``efa``) for a new fabric.
+    """
+    family = subject.family()
+    known = well_known_accelerator_types()
+    types: dict[str, str] = {}
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
+    for sku in catalog.skus if catalog else []:
+        if sku.accelerator_type:
+            types.setdefault(sku.accelerator_type, f"SKU {sku.id}")
+    wrong = []
+    for ref in subject.fixture_paths():
+        fam = subject.inventory(ref).family(family.name)
+        if fam is None:
+            continue
+        if fam.accelerator_type:
+            types.setdefault(fam.accelerator_type, f"discovery on {ref}")
+        fabrics = [("link", str(ln.kind)) for ln in fam.topology.links]
+        fabrics += [("domain", str(dm.kind)) for dm in fam.topology.domains]
+        for what, kind in dict.fromkeys(fabrics):
+            why = fabric_owner_problem(kind, family, what)
+            wrong += [f"{ref}: {why}"] if why else []
+    for accelerator_type, where in types.items():
+        why = accelerator_type_owner_problem(accelerator_type, family, known)
+        wrong += [f"{where}: {why}"] if why else []
+    if wrong:
+        raise CheckFailed(sorted(set(wrong), key=wrong.index))
+    return f"accelerator types {', '.join(sorted(types)) or 'none'} and every fabric are {family.vendor}'s own"
