@@ -1,6 +1,6 @@
 """A ``ray.cluster_utils.Cluster`` of simulated nodes of different families: label scheduling, a TPU
-slice placement group, Ray-known families next to a day-zero one, metrics, and a fault that cordons a node's
-ACME units.
+slice placement group, Ray-known families next to a day-zero one, metrics, and a fault that cordons one ACME
+device of a node.
 
 Nodes: head = ACME with device 2 failed from the start (3 units: 0, 1, 3); ``acme`` = healthy ACME with
 a health monitor polling every second; ``nvidia/dgx-h100``; ``neuron/trn1.32xlarge``; the two workers of
@@ -188,9 +188,10 @@ def test_monitor_publishes_health_and_plugin_metrics_to_prometheus(cluster):
     assert memory == [65536 * 2**20] * 4  # what the ACME plugin reports, per device
 
 
-def test_fault_cordons_the_node_running_work_finishes_new_work_goes_elsewhere(cluster):
-    # Last in the module: it cordons the ``acme`` node's ACME units.
+def test_fault_cordons_the_failed_device_alone_and_the_node_keeps_its_other_units(cluster):
+    # Last in the module: it cordons device 2 of the ``acme`` node.
     fault_file = rayaccel.ray.node_configs()[cluster["acme"]].fault_file
+    on_acme = {"label_selector": {"ray.io/node-id": cluster["acme"]}}
 
     meet = rendezvous()
 
@@ -201,19 +202,28 @@ def test_fault_cordons_the_node_running_work_finishes_new_work_goes_elsewhere(cl
             assert ray.get(meet.wait.remote("finish", 120))
         return ray.get_runtime_context().get_node_id()
 
-    running = node_after.options(label_selector={"ray.io/node-id": cluster["acme"]}).remote(meet)
+    @ray.remote(resources={"ACME": 1})
+    def acme_unit(meet, n):
+        assert ray.get(meet.arrive.remote("concurrent", n))  # held until n run at once
+        return os.environ["ACME_VISIBLE_DEVICES"]
+
+    # The monitor's first poll is its baseline (a device bad then is not cordoned): wait for it.
+    wait_for(lambda: ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
+             timeout=60, what="the acme node's monitor to poll")
+    running = node_after.options(**on_acme).remote(meet)
     assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran on the acme node"
     with open(fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-2\n")
-    # The 3 free units are held within a few of the monitor's 1 s polls (room left for a loaded machine);
-    # the fourth waits for the running task.
+    # The failed device's unit is held within a few of the monitor's 1 s polls (room left for a loaded machine).
     status = wait_for(lambda: ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30),
-                      lambda s: s["cordoned"].get("acme", {}).get("held", 0) >= 3, timeout=MONITOR_INTERVAL + 60,
-                      what="the monitor to hold the acme node's free ACME units")
-    assert "ACME-0002-5e1f-4c2a-9d3b-000000000002" in status["cordoned"]["acme"]["message"]
+                      lambda s: s["cordoned"].get("acme", {}).get("held") == 1, timeout=MONITOR_INTERVAL + 60,
+                      what="the monitor to hold the failed ACME device's unit")
+    assert list(status["cordoned"]["acme"]["devices"]) == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"]
     assert "acme-fatal" in status["cordoned"]["acme"]["message"]
-    # New work goes elsewhere while the cordoned node has a task running ...
-    assert set(ray.get([node_after.remote() for _ in range(4)], timeout=60)) == {cluster["head"]}
+    # The node's two other free devices take new work beside the running task, never device 2 ...
+    together = rendezvous()
+    assert sorted(ray.get([acme_unit.options(**on_acme).remote(together, 2) for _ in range(2)],
+                          timeout=90)) == ["1", "3"]
     # ... and the running task finishes there.
     meet.set.remote("finish")
     assert ray.get(running, timeout=60) == cluster["acme"]

@@ -3,8 +3,8 @@
 - the operator's ``ACME_VISIBLE_DEVICES=0,1,2`` is honoured (3 of 4 ACME units offered);
 - a plugin that prints and changes its environment does so in its worker process, not in the CLI's output;
 - the health monitor keeps its plugin workers warm;
-- a fatal fault cordons the family (running work finishes, new work waits); clearing it offers the units
-  again and the waiting work runs;
+- a fatal fault cordons the failed device alone (running work finishes, new work runs on the other
+  devices, never on it); clearing it offers the device again;
 - ``rayaccel stop --address`` stops the node but neither a driver that merely connected nor its caller.
 
 Bad ``--monitor-interval`` values and a visible-devices value naming missing units fail before Ray starts.
@@ -92,7 +92,7 @@ def node_after(meet=None) -> str:  # type: ignore[no-untyped-def]
 def test_visible_devices_are_honoured_and_plugin_output_stays_off_the_cli(node):
     started = node["started"]
     assert "ACME=3" in started.stdout
-    assert "cordons the device's family on this node until it recovers" in started.stdout
+    assert "cordons that device alone on this node until it recovers" in started.stdout
     assert "ACME_VISIBLE_DEVICES='0,1,2' is set: the node offers 3 of its 4 healthy acme units" in started.stderr
     # What the plugin printed reaches no stream as such (a problem record may quote it).
     assert not [ln for ln in (started.stdout + started.stderr).splitlines() if ln.startswith("HOSTILE-")]
@@ -113,7 +113,14 @@ def test_monitor_polls_through_warm_workers(node):
     assert later["workers"] == first["workers"]  # the same processes: kept warm between polls
 
 
-def test_fault_cordons_the_family_and_recovery_offers_it_again(node):
+@ray.remote(resources={"ACME": 1}, num_cpus=0)
+def acme_unit(meet=None, n=0) -> str:  # type: ignore[no-untyped-def]
+    if meet is not None:  # held until n tasks run at once
+        assert ray.get(meet.arrive.remote("concurrent", n))
+    return os.environ["ACME_VISIBLE_DEVICES"]
+
+
+def test_fault_cordons_the_failed_device_alone_and_recovery_offers_it_again(node):
     monitor = get_monitor(node["node_id"])
 
     def status():  # type: ignore[no-untyped-def]
@@ -127,24 +134,24 @@ def test_fault_cordons_the_family_and_recovery_offers_it_again(node):
     assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran"
     wait_for(free_acme, lambda n: n == 2, timeout=30, what="the task to hold one of the 3 ACME units")
     node["fault_file"].write_text("fatal-2\n", encoding="utf-8")
-    cordon = wait_for(status, lambda s: "acme" in s["cordoned"], timeout=INTERVAL + 20,
-                      what="the acme family to be cordoned")["cordoned"]["acme"]
+    cordon = wait_for(status, lambda s: s["cordoned"].get("acme", {}).get("held") == 1, timeout=INTERVAL + 60,
+                      what="device 2's unit held by its cordon")["cordoned"]["acme"]
     assert FAILED_DEVICE in cordon["message"] and "acme-fatal" in cordon["message"]
-    # The two free units are held while the task still runs on the third; then it finishes there.
-    wait_for(status, lambda s: s["cordoned"]["acme"]["held"] == 2, timeout=60, what="the 2 free ACME units held")
+    assert list(cordon["devices"]) == [FAILED_DEVICE] and cordon["units"] == 1
+    # The family stays schedulable: new work runs beside the running task, on a healthy device.
+    assert ray.get(acme_unit.remote(), timeout=60) in {"0", "1"}
     meet.set.remote("finish")
     assert ray.get(running, timeout=60) == node["node_id"]  # running work finishes
-    wait_for(status, lambda s: s["cordoned"]["acme"]["held"] == 3, timeout=60, what="every ACME unit to be held")
-    assert free_acme() == 0
-    waiting = node_after.remote()
-    ready, _ = ray.wait([waiting], timeout=3)
-    assert not ready, "new ACME work ran on the cordoned node"
+    wait_for(free_acme, lambda n: n == 2, timeout=30, what="the two healthy ACME units free")
+    together = rendezvous()
+    assert sorted(ray.get([acme_unit.remote(together, 2) for _ in range(2)], timeout=90)) == ["0", "1"]
 
     node["fault_file"].write_text("", encoding="utf-8")  # the device recovers
     recovered = wait_for(status, lambda s: not s["cordoned"], timeout=INTERVAL + 20, what="the recovery")
-    assert "acme" in {r["family"] for r in recovered["recovered"]}
-    assert ray.get(waiting, timeout=60) == node["node_id"]  # the node takes ACME work again
+    assert FAILED_DEVICE in {r.get("device") for r in recovered["recovered"]}
     wait_for(free_acme, lambda n: n == 3, timeout=30, what="all three ACME units free again")
+    together = rendezvous()
+    assert sorted(ray.get([acme_unit.remote(together, 3) for _ in range(3)], timeout=90)) == ["0", "1", "2"]
 
 
 DRIVER = """

@@ -37,6 +37,9 @@ def node():
                           log_to_driver=False, monitor=True, monitor_interval=1)
         wait_for(ray.available_resources, lambda r: r.get("QTS") == 6, timeout=60, what="6 QTS units free")
         (node_id,) = rayaccel.ray.node_configs()
+        # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
+        wait_for(lambda: ray.get(get_monitor(node_id).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
+                 timeout=60, what="the health monitor's first poll")
         yield node_id
     finally:
         rayaccel.ray.shutdown()

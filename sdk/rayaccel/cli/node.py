@@ -4,7 +4,9 @@
 ``ray start`` with every option it does not know passed through, in the env of
 :func:`rayaccel.ray.node_config` and with ``RAY_AUTH_MODE`` decided explicitly
 (:mod:`rayaccel.ray.auth`), then starts the node's health monitor, and returns once ``ray status``
-lists the node (bounded), so the user's next command works right away.
+lists the node (bounded), so the user's next command works right away. ``ray start``'s process is started
+first and loads Ray while the inventory is built (:class:`RayStart`); the node itself starts only once the
+inventory's env is there.
 
 ``rayaccel stop`` IS ``ray stop`` (every Ray node on this machine) unless ``--address`` names one
 cluster: then only the processes of that cluster on this machine are stopped.
@@ -22,7 +24,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,6 +34,9 @@ from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
 from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
+
+if TYPE_CHECKING:
+    from rayaccel.ray.node import NodeConfig
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -45,6 +50,52 @@ def _ray_command() -> list[str]:
     if found is None:
         raise RayaccelError("the 'ray' command is not installed: pip install 'ray[default]'")
     return [found]
+
+
+#: Ray's own ``ray`` command, in a process that loads Ray first and starts the node once its environment
+#: arrives on stdin (one JSON line; an empty line or EOF: the start was called off, nothing is started).
+_RAY_START = """\
+import json, os, sys
+from ray.scripts.scripts import main
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+os.environ.clear()
+os.environ.update(json.loads(line))
+import ray._raylet
+ray._raylet.Config.initialize("")  # Ray read its RAY_* config at import: read the node's
+sys.argv = ["ray", "start", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+class RayStart:
+    """``ray start ARGS``, begun before its environment is known: Ray's import (about a second) overlaps the
+    inventory, the only thing the node has to wait for. :meth:`run` hands over the env and waits for the
+    command's end; :meth:`call_off` ends it unstarted (a refusal or a failed inventory)."""
+
+    def __init__(self, args: list[str], capture: bool) -> None:
+        self.args = args
+        self.capture = capture
+        # Ray's stderr is kept (and passed on once start ends) so that a refusal is one line, not its
+        # traceback; with --block `ray start` never ends, so it writes where it likes.
+        self.proc = subprocess.Popen([sys.executable, "-c", _RAY_START, *args], stdin=subprocess.PIPE,
+                                     stderr=subprocess.PIPE if capture else None, text=True)
+
+    def run(self, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        with contextlib.suppress(BrokenPipeError):  # it died loading Ray: its stderr says why
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(env) + "\n")
+            self.proc.stdin.close()
+        stderr = self.proc.stderr.read() if self.proc.stderr is not None else ""
+        return subprocess.CompletedProcess(self.proc.args, self.proc.wait(), None, stderr)
+
+    def call_off(self) -> None:
+        self.proc.kill()  # it has started nothing yet: only Ray's import is lost
+        self.proc.wait(timeout=30)
+        for stream in (self.proc.stdin, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -135,29 +186,26 @@ def start(
         raise typer.BadParameter(why, param_hint="--monitor-interval")
     modules = plugin_modules(plugin)
     prestart(default_workers(len(modules)), modules)  # the hooks' workers start while this process loads Ray
-    from rayaccel.ray.driver import configure_node
-
     args = [str(a) for a in ctx.args]
-    address = gcs_address(args)
-    config = configure_node(simulate, plugin, fault or [], fault_file, isolated=True)
-    for problem in config.inventory.problems:
-        if problem.severity != "info":
-            err_console.print(problem.render(), markup=False, highlight=False)
     if _option(args, "--node-manager-port") is None:
         # A known raylet port is how the monitor finds this node among others on the same IP.
         args.append(f"--node-manager-port={_free_port()}")
     node_manager_port = int(_option(args, "--node-manager-port") or 0)
-    auth_mode, why = _decide_auth("--head" in args)
-    # Ray's stderr is kept (and passed on once start ends) so that a refusal is one line, not its traceback;
-    # with --block `ray start` never ends, so it writes where it likes.
-    capture = "--block" not in args
-    done = subprocess.run([*_ray_command(), "start", *args], env={**os.environ, **config.env}, check=False,
-                          stderr=subprocess.PIPE if capture else None, text=True)
+    if "--head" not in args and not _option(args, "--address"):
+        raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
+    ray_start = RayStart(args, capture="--block" not in args)  # loads Ray while the inventory is built
+    try:
+        config, auth_mode, why = _prepare(simulate, plugin, fault or [], fault_file, "--head" in args)
+    except BaseException:
+        ray_start.call_off()
+        raise
+    done = ray_start.run({**os.environ, **config.env})
+    address = gcs_address(args)
     if done.returncode != 0:
         if config.fault_file and config.fault_file != fault_file:  # the one this command created
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(config.fault_file)
-        if not capture:
+        if not ray_start.capture:
             raise typer.Exit(done.returncode)
         raise RayaccelError(f"`ray start {' '.join(args)}` failed: {ray_error_line(done.stderr)}")
     if done.stderr:
@@ -182,6 +230,19 @@ def start(
         step = "its health monitor did not" if monitor else "it did not register"
         raise RayaccelError(f"the node started, but {step}: {type(e).__name__}: {e} {stop_hint}") from None
     typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
+
+
+def _prepare(simulate: str | None, plugins: list[str] | None, faults: list[str], fault_file: str | None,
+             head: bool) -> tuple[NodeConfig, str, str]:
+    """The node's config (its inventory's problems printed) and its auth mode with the reason."""
+    from rayaccel.ray.driver import configure_node
+
+    config = configure_node(simulate, plugins, faults, fault_file, isolated=True)
+    for problem in config.inventory.problems:
+        if problem.severity != "info":
+            err_console.print(problem.render(), markup=False, highlight=False)
+    auth_mode, why = _decide_auth(head)
+    return config, auth_mode, why
 
 
 def ray_error_line(stderr: str) -> str:
@@ -256,7 +317,7 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
         if handle is not None:
             ray.get(handle.status.remote(), timeout=60)  # the monitor is up; its first poll runs meanwhile
             typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}; a fatal "
-                       "device fault cordons the device's family on this node until it recovers (Ray 2.60 "
+                       "device fault cordons that device alone on this node until it recovers (Ray 2.60 "
                        "cannot undo a drain, so the node is never drained)")
         return node_id
     finally:

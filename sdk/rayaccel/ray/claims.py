@@ -54,6 +54,9 @@ LOCK_TIMEOUT = 30.0
 #: Weight between two units of one device: more than any sum of link weights (whole Mbit/s), so a request
 #: for several units of multi-unit devices fills the fewest devices.
 SAME_DEVICE_WEIGHT = 10**15
+#: The name of the health monitor's task that tags a cordon with its placement group's tokens: it claims
+#: nothing itself (its token is the cordon's).
+CORDON_TAG_TASK = "rayaccel-cordon-tag"
 #: The separator in a per-domain resource name: ``<resource>_domain_<domain id>``.
 DOMAIN_RESOURCE_INFIX = "_domain_"
 

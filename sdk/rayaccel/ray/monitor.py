@@ -239,7 +239,7 @@ class HealthMonitor:
         from ray.util import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from rayaccel.ray.claims import node_claims_table
+        from rayaccel.ray.claims import CORDON_TAG_TASK, node_claims_table
 
         resource = self._resource.get(family, "")
         placement = node_placement().get(resource)
@@ -253,7 +253,7 @@ class HealthMonitor:
                     [{resource: float(len(units))}], strategy="STRICT_PACK", name=name, lifetime="detached",
                     bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}])
                 tag = _tag_task().options(
-                    num_cpus=0, resources={resource: float(len(units))}, max_retries=-1,
+                    name=CORDON_TAG_TASK, num_cpus=0, resources={resource: float(len(units))}, max_retries=-1,
                     scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0),
                 ).remote(resource, device)
             except Exception as e:

@@ -47,7 +47,13 @@ def setup_worker() -> list[str]:
 def install_claims() -> list[str]:
     """Route this worker's accelerator ids through the node's claims table (``RAYACCEL_NODE_PLACEMENT``);
     returns the resources that now go through it."""
-    from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, PLACEMENT_ENV, load_placement, node_claims_table
+    from rayaccel.ray.claims import (
+        CORDON_TAG_TASK,
+        DOMAIN_RESOURCE_INFIX,
+        PLACEMENT_ENV,
+        load_placement,
+        node_claims_table,
+    )
 
     placement = load_placement(os.environ.get(PLACEMENT_ENV))
     if not placement:
@@ -79,7 +85,7 @@ def install_claims() -> list[str]:
     def claimed_ids(resource_name: str, resource_regex: str) -> Any:
         ids = assigned(resource_name, resource_regex)
         family = placement.get(resource_name)
-        if family is None or not ids:
+        if family is None or not ids or worker.core_worker.get_current_task_name() == CORDON_TAG_TASK:
             return ids
         units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name))
         claimed.add(resource_name)

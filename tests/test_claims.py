@@ -1,0 +1,86 @@
+"""The claims table's rules without Ray (rayaccel.ray.claims): tokens Ray reissued end their old claims,
+the best-connected free units are chosen, cordons keep a device out, and the table never double-books."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rayaccel.ray.claims import ClaimsTable, FamilyUnits, load_placement, placement_table
+from rayaccel.simulation.host_factory import simulated_host
+
+# Six devices: 0-1-2 and 3-4-5 fully linked (weight 200), the islands joined by weaker links (32).
+TWO_ISLANDS = FamilyUnits.from_json("QTS", {
+    "units": ["0", "1", "2", "3", "4", "5"], "devices": [[i] for i in range(6)],
+    "device_ids": [f"dev{i}" for i in range(6)],
+    "links": [[i, j, 200 if i // 3 == j // 3 else 32] for i in range(6) for j in range(i + 1, 6)],
+    "domains": {"QTS_domain_a": [0, 1, 2], "QTS_domain_b": [3, 4, 5]}})
+
+
+@pytest.fixture
+def table(tmp_path):
+    return ClaimsTable(tmp_path / "claims.json", lock_timeout=5)
+
+
+def test_an_idle_node_gives_the_lowest_best_connected_units(table):
+    assert table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=os.getpid()) == ["0", "1", "2"]
+
+
+def test_a_busy_unit_sends_a_three_unit_task_to_the_other_island(table):
+    me = os.getpid()
+    assert table.claim(TWO_ISLANDS, ["0"], pid=me) == ["0"]
+    # Another live process (the test's parent) asks with the next tokens Ray would hand out.
+    assert table.claim(TWO_ISLANDS, ["1", "2", "3"], pid=os.getppid()) == ["3", "4", "5"]
+
+
+def test_a_reissued_token_ends_its_old_claim(table):
+    parent = os.getppid()
+    table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=parent)
+    # Token 1 came back from Ray: the claim holding it is over, so its units are free again.
+    assert table.claim(TWO_ISLANDS, ["1", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+    (claim,) = table.snapshot()["QTS"]
+    assert claim["pid"] == os.getpid()
+
+
+def test_the_claims_of_a_dead_process_are_dropped(table):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=int(dead.stdout))
+    assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+
+
+def test_the_same_process_asking_again_keeps_its_units_and_release_frees_them(table):
+    table.claim(TWO_ISLANDS, ["9"], pid=os.getppid())  # someone else on unit 0
+    first = table.claim(TWO_ISLANDS, ["0", "1"], pid=os.getpid())
+    assert table.claim(TWO_ISLANDS, ["1", "0"], pid=os.getpid()) == first == ["1", "2"]
+    table.release("QTS", pid=os.getpid())
+    assert [c["units"] for c in table.snapshot()["QTS"]] == [["0"]]
+
+
+def test_a_cordoned_device_is_never_chosen_until_uncordoned(table):
+    table.cordon("QTS", "dev4", ["4"])
+    assert table.tag_cordon("QTS", "dev4", ["0"])
+    got = [table.claim(TWO_ISLANDS, [t], pid=p) for t, p in [("1", os.getpid()), ("2", os.getppid())]]
+    assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=1) == ["2", "3", "5"] and got == [["0"], ["1"]]
+    assert table.cordons("QTS") == {"dev4": ["0"]}
+    table.uncordon("QTS", "dev4")
+    assert table.cordons("QTS") == {}
+
+
+def test_a_task_holding_a_domain_resource_gets_units_of_that_domain(table):
+    assert table.claim(TWO_ISLANDS, ["0", "1"], within="QTS_domain_b", pid=os.getpid()) == ["3", "4"]
+
+
+def test_placement_table_of_a_simulated_node_round_trips(tmp_path):
+    from rayaccel.inventory.builder import InventoryBuilder
+    from rayaccel.plugins.manager import PluginManager
+
+    manager = PluginManager()
+    inventory = InventoryBuilder(manager, ["nvidia"]).build(simulated_host("nvidia/dgx-h100", manager=manager))
+    (family,) = load_placement(json.dumps(placement_table(inventory))).values()
+    assert family.resource == "GPU" and len(family.units) == 8 and len(family.device_units) == 8
+    assert all(family.graph[a][b] > 0 for a in family.units for b in family.units if a != b)  # NVSwitch: all linked
