@@ -705,7 +705,7 @@ def hardware_names_are_owned(subject: Subject) -> Evidence:
     A plugin copied from another vendor's example keeps that vendor's names: ``H100`` as the accelerator
     type of an ACME card sends ``accelerator_type="H100"`` tasks to it, and an ``nvlink`` topology makes
     placement prefer a fabric the node does not have. Every accelerator type the plugin gives (its
-    catalog's SKUs, discovery on each fixture, its cloud hints for its fixtures' machines) is compared with
+    catalog's SKUs, discovery on each fixture; RAC209 holds cloud hints to these) is compared with
     the well-known product names Ray lists (``ray.util.accelerators``), and every link and domain kind on
     each fixture with the vendor fabrics of the vocabulary (``nvlink``/``nvswitch`` NVIDIA's, ``xgmi``
     AMD's, ``ici`` Google's, ``neuronlink`` AWS's, ``gaudi-roce`` Intel's): each must belong to the
