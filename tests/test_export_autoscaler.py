@@ -35,10 +35,10 @@ HEAD_TYPE = "ray.head.default"
 
 
 def exported_node_types() -> dict[str, Any]:
-    """``rayaccel export --format autoscaler`` for p5.48xlarge (hinted by the NVIDIA plugin) and the instance
-    types the Neuron plugin's fixtures record; the YAML and the JSON carry the same node types."""
-    argv = [*RAYACCEL, "export", "--format", "autoscaler", "--instance-type", "aws:p5.48xlarge", "--plugin", "nvidia",
-            "--plugin", "neuron", "--max-workers", "1"]
+    """``rayaccel export --format autoscaler`` of the NVIDIA and Neuron plugins (every instance type they list,
+    and those the Neuron fixtures record); the YAML and the JSON carry the same node types."""
+    argv = [*RAYACCEL, "export", "--format", "autoscaler", "--plugin", "nvidia", "--plugin", "neuron",
+            "--max-workers", "1"]
     as_yaml, as_json = (subprocess.run(argv + extra, capture_output=True, text=True, timeout=120)
                         for extra in ([], ["--json"]))
     assert as_json.returncode == 0 and as_yaml.returncode == 0, as_json.stderr + as_yaml.stderr
@@ -103,7 +103,8 @@ class FakeMultiNodeCluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeMultiNodeCluster]:
-    types = exported_node_types()
+    exported = exported_node_types()
+    types = {name: exported[name] for name in (GPU_TYPE, NEURON_TYPE)}  # the operator picks the types to offer
     for node_type in types.values():
         node_type["resources"]["CPU"] = 1  # the operator's part: the plugins know no CPU count
     (port,) = free_ports(1)
@@ -166,7 +167,10 @@ def test_a_task_selecting_the_labels_scales_its_type_up_from_zero_and_down(
              what="the idle Neuron node to be scaled down")
 
 
-def test_no_hinted_instance_type_is_one_line() -> None:
+def test_no_hinted_instance_type_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_nvidia import cloud
+
+    monkeypatch.setattr(cloud, "instance_types", list)  # a plugin that lists none
     catalog = collect_cloud_catalog(default_manager(), [("aws", "m5.large")], plugins=["nvidia"])
     with pytest.raises(ExportError, match="--instance-type PROVIDER:TYPE") as refused:
         export("autoscaler", None, ExportOptions(cloud=catalog))  # type: ignore[arg-type]
@@ -197,3 +201,28 @@ def test_bad_autoscaler_input_is_one_line_and_exit_2(argv: list[str], message: s
                           timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_every_instance_type_a_plugin_lists_is_a_node_type_without_being_named() -> None:
+    from rayaccel_nvidia import cloud as nvidia_cloud
+    from rayaccel_tpu import cloud as tpu_cloud
+
+    names = {(t.provider, t.instance_type, t.family) for t in collect_cloud_catalog(default_manager()).node_types}
+
+    assert {("aws", name, "nvidia") for name in nvidia_cloud.EC2} <= names
+    assert {("gcp", name, "tpu") for name in tpu_cloud.GCE_MACHINE_TYPES} <= names
+    assert {"amd", "gaudi", "neuron"} <= {family for _, _, family in names}
+
+
+def test_a_listed_hint_that_differs_from_the_hint_for_its_type_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_gaudi import cloud
+
+    listed = cloud.instance_types()
+    monkeypatch.setattr(cloud, "instance_types", lambda: [h.model_copy(update={"count": 4}) for h in listed])
+    catalog = collect_cloud_catalog(default_manager(), plugins=["gaudi"])
+
+    (problem,) = catalog.problems
+    assert (problem.hook, problem.code) == ("rayaccel_cloud_instance_types", "cloud-hints-differ")
+    assert "aws:dl1.24xlarge is listed as 4" in problem.message
+    (node_type,) = catalog.node_types
+    assert node_type.resources["HPU"] == 8.0  # what rayaccel_cloud_hints answers, not the listing

@@ -380,6 +380,29 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[
     raise NotImplementedError  # pragma: no cover
 
 
+@spec(list[CloudHint], default=_empty(list, "[]"),
+      fix="return a list of rayaccel.CloudHint, one per instance type rayaccel_cloud_hints answers for")
+def rayaccel_cloud_instance_types() -> list[CloudHint] | list[dict[str, Any]]:
+    """Every cloud instance type the plugin has a hint for, as those hints (for scale-from-zero).
+
+    :func:`rayaccel_cloud_hints` answers for an instance type someone names; this one lists them, so
+    ``rayaccel export --format autoscaler`` offers a node type for each without the operator naming it.
+    Each entry should be what ``rayaccel_cloud_hints`` answers for its provider and instance type.
+
+    :returns: a list of :class:`~rayaccel.records.CloudHint` (empty when the plugin knows none).
+
+    Example::
+
+        @hookimpl
+        def rayaccel_cloud_instance_types():
+            return [CloudHint(provider="aws", instance_type="p5.48xlarge", family="acme", count=8,
+                              accelerator_type="ACME-X1")]
+
+    .. versionadded:: 1.0
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
 #: Hooks every plugin must implement.
 REQUIRED_HOOKS = tuple(name for name, info in HOOKS.items() if info.required)
 
@@ -407,3 +430,4 @@ LABELS: Hook[dict[str, str]] = Hook("rayaccel_labels")
 SKU_CATALOG: Hook[SkuCatalog | None] = Hook("rayaccel_sku_catalog")
 TRANSPORTS: Hook[list[TransportSpec]] = Hook("rayaccel_transports")
 CLOUD_HINTS: Hook[CloudHint | None] = Hook("rayaccel_cloud_hints")
+CLOUD_INSTANCE_TYPES: Hook[list[CloudHint]] = Hook("rayaccel_cloud_instance_types")

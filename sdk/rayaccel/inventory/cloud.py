@@ -1,12 +1,12 @@
 """The cloud node types the installed plugins hint at: what an autoscaler needs before a node exists.
 
-``rayaccel_cloud_hints`` answers for one instance type at a time, so the catalog asks about the instance
-types an operator names and those the installed plugins' fixtures are recordings of (an EC2 machine's DMI
-product name is its instance type). Where a fixture of the same family records that instance type, its
-inventory is what a real node of the type publishes: its labels become the node type's, and a hint whose
-count disagrees with what the fixture discovers is a problem, since the autoscaler would launch a node for
-work it cannot take (or leave capacity unused). Every hook call stays here; the autoscaler format only
-renders the catalog.
+``rayaccel_cloud_hints`` answers for one instance type at a time, so the catalog asks it about the instance
+types an operator names, those each plugin lists (``rayaccel_cloud_instance_types``) and those the
+installed plugins' fixtures are recordings of (an EC2 machine's DMI product name is its instance type).
+Where a fixture of the same family records that instance type, its inventory is what a real node of the
+type publishes: its labels become the node type's, and a hint whose count disagrees with what the fixture
+discovers is a problem, since the autoscaler would launch a node for work it cannot take (or leave
+capacity unused). Every hook call stays here; the autoscaler format only renders the catalog.
 """
 
 from __future__ import annotations
@@ -92,12 +92,23 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
         found = builder.family(plugin, host, problems, with_metrics=False)
         if found is not None:
             recorded.setdefault((plugin, *identity), (ref, found))
-    asked = list(dict.fromkeys([*instance_types, *((p, t) for (_, p, t) in recorded)]))
+    listed = {plugin: manager.answer(plugin, hookspec.CLOUD_INSTANCE_TYPES, problems) for plugin in names}
+    asked = list(dict.fromkeys([*instance_types, *((h.provider, h.instance_type) for hints in listed.values()
+                                                   for h in hints), *((p, t) for (_, p, t) in recorded)]))
     node_types: list[CloudNodeType] = []
     for provider, instance_type in asked:
         for plugin in names:
             hint = manager.answer(plugin, hookspec.CLOUD_HINTS, problems, provider=provider,
                                   instance_type=instance_type)
+            same = [h for h in listed[plugin] if (h.provider, h.instance_type) == (provider, instance_type)]
+            if same and same[0] != hint:
+                problems.append(Problem(
+                    plugin=plugin, distribution=manager.plugin(plugin).distribution,
+                    hook="rayaccel_cloud_instance_types", code="cloud-hints-differ",
+                    message=f"{provider}:{instance_type} is listed as {same[0].count:g} of type "
+                            f"{same[0].accelerator_type}, but rayaccel_cloud_hints answers {hint!r} for it; "
+                            "the listed hint is left out",
+                    fix="build both hooks' answers from the same instance-type table"))
             if hint is None:
                 continue
             node_types.append(_node_type(manager, plugin, hint, recorded.get((plugin, provider, instance_type)),

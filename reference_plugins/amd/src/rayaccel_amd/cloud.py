@@ -18,3 +18,8 @@ def cloud_hint(provider: str, instance_type: str) -> CloudHint | None:
     count, accelerator_type = entry
     return CloudHint(provider=provider.lower(), instance_type=instance_type, family="amd",  # type: ignore[arg-type,unused-ignore]
                      count=count, accelerator_type=accelerator_type)
+
+
+def instance_types() -> list[CloudHint]:
+    """Every instance type of the table, as the hint ``cloud_hint`` gives for it."""
+    return [hint for hint in (cloud_hint(provider, name) for provider, name in INSTANCE_TYPES) if hint]

@@ -112,3 +112,8 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
 @hookimpl
 def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
     return cloud.cloud_hint(provider, instance_type)
+
+
+@hookimpl
+def rayaccel_cloud_instance_types() -> list[CloudHint]:
+    return cloud.instance_types()

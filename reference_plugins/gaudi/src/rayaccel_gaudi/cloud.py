@@ -21,3 +21,8 @@ def cloud_hint(provider: str, instance_type: str) -> CloudHint | None:
     count, accelerator_type = entry
     return CloudHint(provider="aws", instance_type=instance_type, family="gaudi", count=count,
                      accelerator_type=accelerator_type)
+
+
+def instance_types() -> list[CloudHint]:
+    """Every instance type of the table, as the hint ``cloud_hint`` gives for it."""
+    return [hint for hint in (cloud_hint(provider, name) for provider, name in INSTANCE_TYPES) if hint]

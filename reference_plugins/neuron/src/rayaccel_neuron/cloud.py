@@ -28,3 +28,8 @@ def cloud_hint(provider: str, instance_type: str) -> CloudHint | None:
         return None
     return CloudHint(provider="aws", instance_type=instance_type, family="neuron", count=cores,
                      accelerator_type=ACCELERATOR_TYPE)
+
+
+def instance_types() -> list[CloudHint]:
+    """Every instance type of the table, as the hint ``cloud_hint`` gives for it."""
+    return [hint for hint in (cloud_hint("aws", name) for name in EC2_NEURON_CORES) if hint]

@@ -95,6 +95,11 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
 
 
 @hookimpl
+def rayaccel_cloud_instance_types() -> list[CloudHint]:
+    return cloud.instance_types()
+
+
+@hookimpl
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     """Make the fixture's devices the SKU's: neuron-ls memory_size, sysfs device_name, PCI device id."""
     return sku_fixture.rewrite_fixture(fixture, sku)

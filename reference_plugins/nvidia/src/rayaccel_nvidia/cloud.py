@@ -34,3 +34,8 @@ def cloud_hint(provider: str, instance_type: str) -> CloudHint | None:
     count, accelerator_type = EC2[instance_type]
     return CloudHint(provider="aws", instance_type=instance_type, family="nvidia", count=count,
                      accelerator_type=accelerator_type)
+
+
+def instance_types() -> list[CloudHint]:
+    """Every instance type of the table, as the hint ``cloud_hint`` gives for it."""
+    return [hint for hint in (cloud_hint("aws", name) for name in EC2) if hint]

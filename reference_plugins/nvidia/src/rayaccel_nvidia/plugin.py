@@ -133,5 +133,10 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
 
 
 @hookimpl
+def rayaccel_cloud_instance_types() -> list[CloudHint]:
+    return cloud.instance_types()
+
+
+@hookimpl
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     return sku_fixture.fixture_for_sku(fixture, sku)

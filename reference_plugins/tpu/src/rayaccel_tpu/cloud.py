@@ -32,3 +32,8 @@ def cloud_hint(provider: str, instance_type: str) -> CloudHint | None:
     chips, accel_type = known
     return CloudHint(provider="gcp", instance_type=instance_type, family="tpu", count=chips,
                      accelerator_type=accel_type)
+
+
+def instance_types() -> list[CloudHint]:
+    """Every instance type of the table, as the hint ``cloud_hint`` gives for it."""
+    return [hint for hint in (cloud_hint("gcp", name) for name in GCE_MACHINE_TYPES) if hint]
