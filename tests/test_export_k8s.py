@@ -544,3 +544,27 @@ def test_the_health_monitor_keeps_the_nfd_file_current(tmp_path: Path, monkeypat
 
         rayaccel.ray.shutdown()
         uninstall()
+
+
+# The slurm format on the same bake (exporters-hpc; the slurmd check lives in tests/test_export_slurm.py).
+
+
+def test_slurmd_reads_the_freshly_baked_plugins_gres(with_baked: Path, tmp_path: Path) -> None:
+    from test_export_slurm import SLURMD, expected_rows, slurmd_reads
+
+    from rayaccel.outputs.exporters.slurm import slurm_node
+
+    if SLURMD is None:
+        pytest.skip("Debian's slurmd is not installed (make install adds it)")
+    for fixture, faults, count in (("example/example-4", [], 4), (str(with_baked), ["fatal-2"], 159)):
+        inventory = inventory_of(fixture, *faults)
+        root = tmp_path / fixture.rsplit("/", 1)[-1] / "dev"
+        root.parent.mkdir()
+        node = slurm_node(inventory, device_root=str(root))
+        understood = slurmd_reads(node, root.parent)
+        expected = expected_rows(inventory, root)
+        assert sum(int(row["count"]) for row in understood) == len(expected) == count
+        assert node.gres == f"example:example-x1:{count}"
+        # Linked devices are a line each; unlinked ones of the same cores share a File range (Count > 1).
+        assert {(row["type"], row.get("cores")) for row in understood} == {
+            (want["type"], want["cores"]) for want in expected}
