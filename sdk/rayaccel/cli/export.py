@@ -9,7 +9,6 @@ old file or the new one, never half of one.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +19,9 @@ from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
 from rayaccel.plugins.manager import default_manager
+
+#: The most workers of one node type `--min-workers`/`--max-workers` take (beyond any real cluster).
+MAX_WORKERS = 100_000
 
 
 def _formats_help() -> str:
@@ -47,16 +49,20 @@ def export_command(
     instance_type: Annotated[list[str] | None, typer.Option(
         metavar="PROVIDER:TYPE", help="Cloud instance type to ask the plugins about, e.g. aws:p5.48xlarge "
         "(autoscaler; repeatable)")] = None,
-    min_workers: Annotated[int, typer.Option(min=0, help="Workers of each node type kept running (autoscaler)")] = 0,
-    max_workers: Annotated[int, typer.Option(min=0, help="Most workers of each node type (autoscaler)")] = 2,
+    min_workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS,
+                                             help="Workers of each node type kept running (autoscaler)")] = 0,
+    max_workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS,
+                                             help="Most workers of each node type (autoscaler)")] = 2,
 ) -> None:
     """Write this node's inventory for a cluster manager: Ray, KubeRay, Kubernetes DRA, NFD, Slurm, ..."""
     row = export_format(format_name)
     if output is not None:
         check_output_path(output)
-    if not math.isfinite(monitor_interval) or monitor_interval <= 0:
-        raise typer.BadParameter(f"{monitor_interval!r} is not a positive number of seconds",
-                                 param_hint="--monitor-interval")
+    from rayaccel.ray.monitor import interval_error  # the monitor's own bounds: the file is its to rewrite
+
+    why = interval_error(monitor_interval)
+    if why is not None:
+        raise typer.BadParameter(why, param_hint="--monitor-interval")
     if min_workers > max_workers:
         raise typer.BadParameter(f"--min-workers {min_workers} is more than --max-workers {max_workers}",
                                  param_hint="--min-workers")
