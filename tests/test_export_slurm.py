@@ -4,6 +4,7 @@ inventory's healthy devices, their type, device files, cores and links."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -183,3 +184,15 @@ def test_rayaccel_export_writes_the_gres_conf_slurmd_reads(tmp_path: Path) -> No
     understood = slurmd_reads(node, tmp_path, gres_conf)
     assert sorted(row["file"] for row in understood) == [f"{root}/accel/accel{i}" for i in range(8)]
     assert {(row["name"], row["type"]) for row in understood} == {("gpu", "gaudi3-hl-325l")}
+
+
+def test_a_family_without_a_gres_name_through_the_cli_is_one_line_exit_2_and_nothing_written(
+        tmp_path: Path) -> None:
+    target = tmp_path / "gres.conf"
+    env = {**os.environ, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme", "RAYACCEL_AUTOLOAD": "0"}
+    done = subprocess.run([sys.executable, "-m", "rayaccel", "export", "--format", "slurm", "--simulate", "acme/acme-4",
+                           "-o", str(target)], capture_output=True, text=True, timeout=120, env=env)
+
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "declares no schedulers.slurm_gres" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
