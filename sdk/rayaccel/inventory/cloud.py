@@ -20,6 +20,7 @@ from rayaccel.errors import RayaccelError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import CloudHint, FamilyInventory, Problem, Record
 from rayaccel.simulation.fixtures import installed_fixtures
 from rayaccel.simulation.host_factory import simulated_host
@@ -28,8 +29,8 @@ PROVIDERS = ("aws", "gcp", "azure", "oci", "other")
 
 #: Labels of one node that another node of the same type does not share (its own scale-up domain, slice
 #: and worker id, its health now): a node type promises the rest.
-PER_NODE_LABELS = frozenset({"rayaccel.io/scale-up-domain", "rayaccel.io/health", "ray.io/tpu-slice-name",
-                             "ray.io/tpu-worker-id", "ray.io/tpu-pod-name"})
+PER_NODE_LABELS = frozenset({"rayaccel.io/scale-up-domain", "rayaccel.io/health", RAY_TPU_SLICE_LABEL,
+                             RAY_TPU_WORKER_LABEL})
 
 _EC2_VENDOR = "/sys/devices/virtual/dmi/id/sys_vendor"
 _EC2_PRODUCT = "/sys/devices/virtual/dmi/id/product_name"
