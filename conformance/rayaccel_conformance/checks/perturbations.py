@@ -171,3 +171,31 @@ def counter_decreases(first: Sequence[MetricSample], second: Sequence[MetricSamp
 def _short(value: Any, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def reorder_differences(healthy: FamilyInventory, reordered: FamilyInventory | None) -> list[str]:
+    """What changed when the vendor listed the same devices in another order: the ids, each id's SKU, health
+    and number of units, the node's set of units, and the links must not. (Which unit a device has may: a
+    unit is what the runtime's visible-devices variable names, often the vendor's enumeration index.)"""
+    if reordered is None:
+        return ["no devices at all"]
+
+    def per_device(family: FamilyInventory) -> dict[str, tuple[Any, ...]]:
+        state = {r.device: r.state for r in family.health}
+        return {d.id: (len(d.unit_ids), d.sku, state.get(d.id)) for d in family.devices}
+
+    before, after = per_device(healthy), per_device(reordered)
+    wrong = []
+    units = [sorted(u for d in f.devices for u in d.unit_ids) for f in (healthy, reordered)]
+    if units[0] != units[1]:
+        wrong.append(f"the node's units {units[0][:6]} become {units[1][:6]}")
+    if set(before) != set(after):
+        wrong.append(f"device ids {sorted(set(before) ^ set(after))[:3]} appear or vanish")
+    for dev in sorted(set(before) & set(after)):
+        if before[dev] != after[dev]:
+            wrong.append(f"{dev}: (units, SKU, health) {before[dev]} become {after[dev]}")
+    links = [sorted((min(ln.a, ln.b), max(ln.a, ln.b), ln.kind) for ln in f.topology.links)
+             for f in (healthy, reordered)]
+    if links[0] != links[1]:
+        wrong.append(f"the links change ({len(links[0])} -> {len(links[1])})")
+    return wrong[:4]

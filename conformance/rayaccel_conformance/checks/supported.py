@@ -33,6 +33,7 @@ from rayaccel_conformance.checks.perturbations import (
     one_device_fault_leaks,
     order_differences,
     removal_choices,
+    reorder_differences,
     reorderings,
 )
 from rayaccel_conformance.harness.subject import Subject
@@ -562,6 +563,11 @@ def facts_from_garbage(subject: Subject, inventory: NodeInventory, healthy: Node
     return None
 
 
+def perturbed(fx: Fixture, patch: dict[str, Any]) -> Fixture:
+    """The fixture with its host state patched (a perturbation's variant), without faults."""
+    return fx.model_copy(update={"host": _patched(fx, patch), "faults": []})
+
+
 def _patched(fx: Fixture, *patches: dict[str, Any]) -> HostState:
     state = fx.host.model_dump(mode="json")
     for patch in patches:
@@ -581,8 +587,9 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     host, and must not name the device left out; a plugin that reads links or health for every device the
     vendor lists, rather than for the ``devices`` it is given, keeps a lost card in the topology. Then each
     ``device-lost`` fault of the fixture is switched on, and the inventory built on it must name the lost
-    devices nowhere (links, domains, health, metrics, units, labels). Fix: build every per-device answer
-    from the ``devices`` argument, never from what the vendor interface lists.
+    devices nowhere (links, domains, health, metrics, units, labels); so must each ``lose`` perturbation the
+    fixture declares (docs/fixtures.md), which must also leave the other devices as they were. Fix: build
+    every per-device answer from the ``devices`` argument, never from what the vendor interface lists.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -604,6 +611,16 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
         lost = healthy_ids - {d.id for d in subject.devices(faulty)}
         wrong += [f"fault {fault.name}: {trace}" for trace in inventory_traces(fam, sorted(lost))]
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
+    healthy = inventory.family(family.name)
+    for variant in (v for v in fx.perturbations if v.kind == "lose"):
+        fam = subject.build(simulated_host(perturbed(fx, variant.patch))).family(family.name)
+        where = f"perturbation {variant.name} (losing {', '.join(variant.devices)})"
+        still = sorted(set(variant.devices) & {d.id for d in (fam.devices if fam else [])})
+        wrong += [f"{where}: discovery still reports {dev}" for dev in still]
+        wrong += [f"{where}: {trace}" for trace in inventory_traces(fam, variant.devices)]
+        if healthy is not None and fam is not None:
+            wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
+        tried.append(f"perturbation {variant.name}")
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     return f"{fx.ref}: no trace of a lost device: {', '.join(tried)}"
@@ -618,8 +635,12 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     health per device and samples per device must equal the answers in discovery's order (a health hook
     that pairs reports with positions, or links built by position, gives another card's state). Then each
     fault of the fixture whose expectation names the devices it touches (``expected.health``) is switched
-    on: every other device keeps its health and its facts. Fix: key every answer by ``device.id``; read a
-    device's signals from its own vendor entry (its index or bus id), never from its place in a list.
+    on: every other device keeps its health and its facts. The fixture's own perturbations (docs/fixtures.md)
+    say how its vendor lists devices in another order (``reorder``: the same ids, and per id the same SKU,
+    health and number of units; the same units on the node and the same links) and how one device's values
+    change (``change``: only that device's facts
+    change). Fix: key every answer by ``device.id``; read a device's signals from its own vendor entry (its
+    index or bus id), never from its place in a list; sort ids numerically, not as text.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -642,6 +663,15 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
             wrong += [f"fault {fault.name} (touching {', '.join(sorted(touched))}): {leak}"
                       for leak in one_device_fault_leaks(healthy, faulty, touched)]
             tried.append(f"fault {fault.name}")
+    for variant in (v for v in fx.perturbations if v.kind in ("reorder", "change") and healthy is not None):
+        assert healthy is not None
+        fam = subject.build(simulated_host(perturbed(fx, variant.patch))).family(family.name)
+        where = f"perturbation {variant.name} ({variant.kind})"
+        if variant.kind == "reorder":
+            wrong += [f"{where}: {d}" for d in reorder_differences(healthy, fam)]
+        elif variant.kind == "change" and fam is not None:
+            wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
+        tried.append(f"perturbation {variant.name}")
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     if not tried:

@@ -94,6 +94,27 @@ class Fault(Record):
     expected: FaultExpectation
 
 
+class Perturbation(Record):
+    """A variant of the host the conformance suite cannot derive itself, in the vendor's own format: the
+    suite knows what the inventory must do under each kind (RAC210, RAC211), the fixture says how."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
+    kind: Literal["reorder", "lose", "change"] = Field(
+        description="reorder: the vendor lists the same devices in another order (same ids, units, SKUs, "
+                    "health and links); lose: the devices named are gone (named nowhere, the others "
+                    "unchanged); change: the devices named report other values (only their facts change)")
+    devices: list[str] = Field(default_factory=list, description="Ids of the devices lost or changed")
+    patch: dict[str, Any] = Field(description="JSON merge patch over the host state")
+
+    @model_validator(mode="after")
+    def _names_devices(self) -> Perturbation:
+        if self.kind != "reorder" and not self.devices:
+            raise ValueError(f"perturbation {self.name}: a '{self.kind}' perturbation names the devices it "
+                             "loses or changes (devices: [id, ...])")
+        return self
+
+
 class Fixture(Record):
     schema_: Literal["rayaccel-fixture/1"] = Field(alias="schema")
     plugin: str
@@ -103,6 +124,8 @@ class Fixture(Record):
     host: HostState
     expected: Expected
     faults: list[Fault] = Field(default_factory=list)
+    perturbations: list[Perturbation] = Field(
+        default_factory=list, description="Variants of the host for the conformance suite's invariants")
 
     model_config = Record.model_config | {"populate_by_name": True}
 
