@@ -128,7 +128,8 @@ def scheduler_name(family: FamilyInventory, which: str, format_name: str) -> str
                    "slurm_gres": "'gpu'"}.get(which, "...")
         raise ExportError(f"family {family.family.name!r} (plugin {family.plugin}) declares no "
                           f"schedulers.{which}, which --format {format_name} needs; the plugin's rayaccel_family "
-                          f"should return FamilyDeclaration(..., schedulers=SchedulerNames({which}={example}))")
+                          f"should return FamilyDeclaration(..., schedulers=SchedulerNames({which}={example})), "
+                          "or leave the family out with --plugin")
     return str(value)
 
 
