@@ -226,3 +226,16 @@ def test_a_listed_hint_that_differs_from_the_hint_for_its_type_is_reported(monke
     assert "aws:dl1.24xlarge is listed as 4" in problem.message
     (node_type,) = catalog.node_types
     assert node_type.resources["HPU"] == 8.0  # what rayaccel_cloud_hints answers, not the listing
+
+
+def test_a_hinted_accelerator_type_ray_cannot_take_as_a_label_is_left_out_and_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_gaudi import cloud
+
+    monkeypatch.setitem(cloud.INSTANCE_TYPES, ("aws", "dl1.24xlarge"), (8, "Intel GAUDI/1"))
+    catalog = collect_cloud_catalog(default_manager(), plugins=["gaudi"])
+
+    (node_type,) = catalog.node_types
+    assert "ray.io/accelerator-type" not in node_type.labels and node_type.labels["rayaccel.io/family"] == "gaudi"
+    assert [p.code for p in catalog.problems] == ["invalid-label"]
+    assert "aws:dl1.24xlarge: label ray.io/accelerator-type='Intel GAUDI/1'" in catalog.problems[0].message

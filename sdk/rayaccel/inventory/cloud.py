@@ -19,6 +19,7 @@ from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
+from rayaccel.labels import label_errors
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import CloudHint, FamilyInventory, Problem, Record
@@ -139,5 +140,11 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
                         f"instance type discovers {discovered:g} of type {family.accelerator_type}; an autoscaler "
                         "would launch it for work it cannot take",
                 fix="correct the plugin's instance-type table (or the fixture, if the recording is wrong)"))
+    for why in label_errors(labels):  # a hint's accelerator type becomes a label value: Ray must take it
+        problems.append(Problem(plugin=plugin, distribution=manager.plugin(plugin).distribution,
+                                hook="rayaccel_cloud_hints", code="invalid-label",
+                                message=f"{hint.provider}:{hint.instance_type}: {why}; the label is left out",
+                                fix="give the hint the accelerator type discovery gives (a valid label value)"))
+    labels = {k: v for k, v in labels.items() if not label_errors({k: v})}
     return CloudNodeType(provider=hint.provider, instance_type=hint.instance_type, plugin=plugin,
                          family=declaration.name, resources=resources, labels=labels, fixture=ref)
