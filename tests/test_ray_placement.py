@@ -16,6 +16,7 @@ import ray
 from rendezvous import rendezvous
 
 import rayaccel.ray
+from rayaccel.errors import RayaccelError
 from rayaccel.polling import wait_for
 from rayaccel.ray.claims import ClaimsTable, claims_path
 from rayaccel.ray.monitor import get_monitor
@@ -103,6 +104,61 @@ def test_a_finished_task_leaves_no_claim_and_an_actor_keeps_its_own(node):
         assert claim["units"] == [unit] and len(claim["tokens"]) == 1
     finally:
         ray.kill(holder)
+
+
+def test_every_domain_is_published_and_counted_on_its_own(node):
+    (info,) = [n for n in ray.nodes() if n["NodeID"] == node]
+    labels = info["Labels"]
+    key = "rayaccel.io/scale-up-domain"
+    assert (labels[key], labels[f"{key}-size"], labels[f"{key}-count"]) == ("qts-node-qlink0", "3", "2")
+    assert (labels[f"{key}-1"], labels[f"{key}-1-size"]) == ("qts-node-qlink1", "3")
+    assert info["Resources"]["QTS_domain_qts-node-qlink0"] == info["Resources"]["QTS_domain_qts-node-qlink1"] == 3
+    domains = rayaccel.ray.scale_up_domains()
+    assert {d: (v.size, v.capacity["QTS"], v.nodes) for d, v in domains.items()} == {
+        "qts-node-qlink0": (3, 3.0, (node,)), "qts-node-qlink1": (3, 3.0, (node,))}
+
+
+def test_a_task_holding_a_domain_resource_gets_units_of_that_domain(node):
+    holder = Holder.remote()  # unit 0 busy: the best-connected free pair is 1, 2, but the task asks for island 1
+    try:
+        ray.get(holder.units.remote(), timeout=60)
+        task = ray.remote(resources={"QTS": 2, "QTS_domain_qts-node-qlink1": 2})(units)
+        assert set(ray.get(task.remote(), timeout=60)) <= ISLANDS[1]
+    finally:
+        ray.kill(holder)
+
+
+def test_a_four_bundle_group_stays_pending_with_a_reason_and_a_three_bundle_one_fills_one_island(node):
+    from ray.util import remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    four = rayaccel.ray.scale_up_domain_placement_group([{"QTS": 1}] * 4)
+    try:
+        assert not four.wait(5)
+        reason = rayaccel.ray.pending_reason(four)
+        assert "ask for 4 QTS_domain_qts-node-qlink" in reason and "(the cluster has 3)" in reason, reason
+    finally:
+        remove_placement_group(four)
+    three = rayaccel.ray.scale_up_domain_placement_group([{"QTS": 1}] * 3)
+    try:
+        assert three.wait(60) and rayaccel.ray.pending_reason(three) is None
+        meet = rendezvous()
+        task = ray.remote(resources={"QTS": 1}, num_cpus=0)(units)
+        got = ray.get([task.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+            three, placement_group_bundle_index=i)).remote(meet, 3) for i in range(3)], timeout=90)
+        assert {u for (u,) in got} in ISLANDS
+    finally:
+        remove_placement_group(three)
+
+
+def test_best_connected_options_place_a_task_on_one_island(node):
+    options = rayaccel.ray.best_connected(3, family="qts")
+    assert options == {"resources": {"QTS": 3}, "label_selector": {"ray.io/node-id": f"in({node})"}}
+    assert set(ray.get(ray.remote(units).options(**options).remote(), timeout=60)) in ISLANDS
+    with pytest.raises(RayaccelError, match="no node of the cluster holds 4 QTS in one scale-up domain"):
+        rayaccel.ray.best_connected(4, family="qts")
+    bundles = rayaccel.ray.best_connected_bundles(3, family="qts")
+    assert bundles["bundles"] == [{"QTS": 3.0}]
 
 
 def test_a_fault_on_device_4_cordons_it_alone_and_clearing_it_offers_six_again(node):

@@ -8,14 +8,33 @@ it reaches a node, so a bad label fails at inventory time with a message, not at
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 VOCABULARY_PREFIX = "rayaccel.io/"
 
 #: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step. Read-only:
 #: validation reads it, so no plugin may widen the vocabulary (RAC112 watches it too).
-VOCABULARY: Mapping[str, str] = MappingProxyType({
+class LabelVocabulary(Mapping[str, str]):
+    """The vocabulary, read-only. A key with ``<n>`` stands for the keys with a whole number >= 1 there:
+    ``rayaccel.io/scale-up-domain-2`` is in it through ``rayaccel.io/scale-up-domain-<n>``."""
+
+    def __init__(self, keys: Mapping[str, str]) -> None:
+        self._keys = MappingProxyType(dict(keys))
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._keys:
+            return self._keys[key]
+        return self._keys[re.sub(r"(?<=-)[1-9][0-9]*(?=-|$)", "<n>", key)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+VOCABULARY: Mapping[str, str] = LabelVocabulary({
     "rayaccel.io/family": "family name, e.g. nvidia",
     "rayaccel.io/vendor": "vendor, e.g. NVIDIA",
     "rayaccel.io/sku": "SKU id from the plugin's catalog, e.g. h100-sxm5-80gb (absent when unknown)",
@@ -27,6 +46,9 @@ VOCABULARY: Mapping[str, str] = MappingProxyType({
     "rayaccel.io/scale-up-domain": "id of the scale-up domain the node belongs to (NVLink clique, TPU slice)",
     "rayaccel.io/scale-up-domain-kind": "kind of that domain, e.g. nvlink-clique, tpu-slice, ultraserver",
     "rayaccel.io/scale-up-domain-size": "devices in the whole domain",
+    "rayaccel.io/scale-up-domain-count": "scale-up domains of the family on the node, when more than one",
+    "rayaccel.io/scale-up-domain-<n>": "id of the node's n-th other scale-up domain (n = 1 .. count - 1)",
+    "rayaccel.io/scale-up-domain-<n>-size": "devices in that whole domain",
     "rayaccel.io/driver-version": "kernel driver version",
     "rayaccel.io/runtime-version": "user-space runtime version (CUDA, ROCm, Neuron, ...)",
     "rayaccel.io/health": "healthy, degraded (some devices unhealthy) or unhealthy (none usable)",

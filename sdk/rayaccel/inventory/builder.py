@@ -252,10 +252,16 @@ class InventoryBuilder:
         }
         labels.update({k: to_label_value(str(v)) for k, v in optional.items() if v is not None and str(v)})
         if family.topology.domains:
-            domain = max(family.topology.domains, key=lambda d: d.size)
-            labels["rayaccel.io/scale-up-domain"] = to_label_value(domain.id)
-            labels["rayaccel.io/scale-up-domain-kind"] = domain.kind
-            labels["rayaccel.io/scale-up-domain-size"] = str(domain.size)
+            # The largest first (the unnumbered keys, as on a node with one domain); every other one numbered.
+            largest, *others = sorted(family.topology.domains, key=lambda d: -d.size)
+            labels["rayaccel.io/scale-up-domain"] = to_label_value(largest.id)
+            labels["rayaccel.io/scale-up-domain-kind"] = largest.kind
+            labels["rayaccel.io/scale-up-domain-size"] = str(largest.size)
+            if others:
+                labels["rayaccel.io/scale-up-domain-count"] = str(1 + len(others))
+            for n, domain in enumerate(others, start=1):
+                labels[f"rayaccel.io/scale-up-domain-{n}"] = to_label_value(domain.id)
+                labels[f"rayaccel.io/scale-up-domain-{n}-size"] = str(domain.size)
         return {k: v for k, v in labels.items() if v != ""}
 
     def _plugin_labels(self, plugin: str, host: Host, family: FamilyInventory,

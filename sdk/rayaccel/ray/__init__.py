@@ -33,9 +33,12 @@ if TYPE_CHECKING:
     )
     from rayaccel.ray.placement import (
         ScaleUpDomain as ScaleUpDomain,
+        best_connected as best_connected,
+        best_connected_bundles as best_connected_bundles,
         best_connected_units as best_connected_units,
         domain_bundle_selectors as domain_bundle_selectors,
         find_scale_up_domain as find_scale_up_domain,
+        pending_reason as pending_reason,
         scale_up_domain_placement_group as scale_up_domain_placement_group,
         scale_up_domains as scale_up_domains,
     )

@@ -1,14 +1,18 @@
 """Hardware-aware placement on top of Ray's label scheduling.
 
 A scale-up domain (an NVLink clique, a TPU slice, a Trn2 UltraServer) is published on every node of it
-as ``rayaccel.io/scale-up-domain=<id>`` (with ``-kind`` and ``-size``); TPU slices also carry Ray's own
-``ray.io/tpu-slice-name`` and ``ray.io/tpu-worker-id``. A placement group built here puts every bundle
-inside one domain with ``bundle_label_selector``, and for a TPU slice bundle 0 on worker 0, where JAX's
-coordinator runs.
+as ``rayaccel.io/scale-up-domain=<id>`` (with ``-kind`` and ``-size``; a node with several domains numbers
+the others, ``rayaccel.io/scale-up-domain-1``, ...); TPU slices also carry Ray's own
+``ray.io/tpu-slice-name`` and ``ray.io/tpu-worker-id``. Each node also offers one count resource per domain
+and family, ``<resource>_domain_<id>`` (:func:`rayaccel.ray.claims.domain_resource`). A placement group built
+here puts every bundle inside one domain with ``bundle_label_selector`` and asks for that domain's resource
+beside the family's, so a group no domain can hold stays pending instead of spanning two; for a TPU slice
+bundle 0 goes on worker 0, where JAX's coordinator runs.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,13 +20,17 @@ from typing import Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.topology import best_connected_subset
-from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
+from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, domain_resource
+from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, RAY_NODE_ID_LABEL, RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import NodeInventory
 from rayaccel.reporting import plain_int
+
+logger = logging.getLogger("rayaccel.ray.placement")
 
 DOMAIN_LABEL = "rayaccel.io/scale-up-domain"
 DOMAIN_KIND_LABEL = "rayaccel.io/scale-up-domain-kind"
 DOMAIN_SIZE_LABEL = "rayaccel.io/scale-up-domain-size"
+DOMAIN_COUNT_LABEL = "rayaccel.io/scale-up-domain-count"
 COUNT_LABEL = "rayaccel.io/count"
 
 
@@ -47,8 +55,33 @@ def _int_label(labels: Mapping[str, str], key: str) -> int:
     return plain_int(str(labels.get(key, ""))) or 0
 
 
+def node_domains(labels: Mapping[str, str]) -> list[tuple[str, int]]:
+    """A node's scale-up domains from its labels: (id, declared size), the largest first."""
+    found = []
+    if labels.get(DOMAIN_LABEL):
+        found.append((str(labels[DOMAIN_LABEL]), _int_label(labels, DOMAIN_SIZE_LABEL)))
+    for n in range(1, _int_label(labels, DOMAIN_COUNT_LABEL)):
+        if labels.get(f"{DOMAIN_LABEL}-{n}"):
+            found.append((str(labels[f"{DOMAIN_LABEL}-{n}"]), _int_label(labels, f"{DOMAIN_LABEL}-{n}-size")))
+    return found
+
+
+def domain_share(node: Mapping[str, Any], domain: str) -> tuple[dict[str, float], int | None]:
+    """What one node holds of one of its domains: its resources, each family's count replaced by the
+    family's ``<resource>_domain_<id>`` where the node offers one, and those units (None: no such resource)."""
+    resources = {str(k): float(v) for k, v in (node.get("Resources") or {}).items()}
+    suffix = domain_resource("", domain)
+    units = None
+    for name, amount in list(resources.items()):
+        if name.endswith(suffix) and name.removesuffix(suffix) in resources:
+            resources[name.removesuffix(suffix)] = amount
+            units = (units or 0) + int(amount)
+    return resources, units
+
+
 def scale_up_domains(nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[str, ScaleUpDomain]:
-    """The cluster's scale-up domains by id, aggregated across nodes (domain id -> nodes -> size).
+    """The cluster's scale-up domains by id, aggregated across nodes (domain id -> nodes -> size), each of a
+    node's domains on its own: a node with two 3-device islands adds two domains of 3.
 
     ``nodes`` is ``ray.nodes()``'s shape (``NodeID``, ``Labels``, ``Resources``); by default the live
     cluster's, without draining and dead nodes.
@@ -57,18 +90,19 @@ def scale_up_domains(nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[s
         nodes = _live_nodes()
     members: dict[str, list[Mapping[str, Any]]] = {}
     for node in nodes:
-        domain = (node.get("Labels") or {}).get(DOMAIN_LABEL)
-        if domain:
-            members.setdefault(str(domain), []).append(node)
+        for domain, _ in node_domains(node.get("Labels") or {}):
+            members.setdefault(domain, []).append(node)
     domains = {}
     for domain, group in members.items():
         labels = [node.get("Labels") or {} for node in group]
         capacity: dict[str, float] = {}
+        held = 0
         for node in group:
-            for name, amount in (node.get("Resources") or {}).items():
-                capacity[name] = capacity.get(name, 0.0) + float(amount)
-        declared = max(_int_label(lb, DOMAIN_SIZE_LABEL) for lb in labels)
-        held = sum(_int_label(lb, COUNT_LABEL) for lb in labels)
+            share, units = domain_share(node, domain)
+            for name, amount in share.items():
+                capacity[name] = capacity.get(name, 0.0) + amount
+            held += units if units is not None else _int_label(node.get("Labels") or {}, COUNT_LABEL)
+        declared = max(size for lb in labels for d, size in node_domains(lb) if d == domain)
         kind = next((lb.get(DOMAIN_KIND_LABEL) for lb in labels if lb.get(DOMAIN_KIND_LABEL)), None)
         domains[domain] = ScaleUpDomain(
             id=domain, kind=kind, nodes=tuple(str(node.get("NodeID", "")) for node in group),
@@ -145,10 +179,125 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
     from ray.util import placement_group
 
     if domain is None and tpu_slice is None:
-        domain, tpu_slice = find_scale_up_domain(bundles, kind, min_size=min_size)
+        try:
+            domain, tpu_slice = find_scale_up_domain(bundles, kind, min_size=min_size)
+        except RayaccelError as e:  # no domain holds it now: the largest one, pending (pending_reason says why)
+            domain = _largest_domain(bundles, kind, min_size)
+            if domain is None:
+                raise
+            logger.warning("rayaccel: %s; the placement group waits for domain %s", e, domain)
     selectors = domain_bundle_selectors(len(bundles), domain, tpu_slice)
-    return placement_group([dict(b) for b in bundles], strategy=strategy, bundle_label_selector=selectors,
-                           **placement_group_kwargs)
+    asked = domain_bundles(bundles, domain or tpu_slice or "", _live_nodes())
+    return placement_group(asked, strategy=strategy, bundle_label_selector=selectors, **placement_group_kwargs)
+
+
+def _largest_domain(bundles: Sequence[Mapping[str, float]], kind: str | None, min_size: int | None) -> str | None:
+    names = {name for bundle in bundles for name in bundle}
+    domains = [d for d in scale_up_domains().values() if (kind is None or d.kind == kind)
+               and (min_size is None or d.size >= min_size)]
+    if not domains:
+        return None
+    return max(domains, key=lambda d: (sum(d.capacity.get(n, 0.0) for n in names), d.size, d.id)).id
+
+
+def domain_bundles(bundles: Sequence[Mapping[str, float]], domain: str,
+                   nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
+    """The bundles, each also asking for the domain's count resource of every family it asks for, where a
+    node offers one (pure; nodes started without per-domain resources leave the bundles as they are)."""
+    offered = {str(name) for node in nodes for name in (node.get("Resources") or {})}
+    asked = []
+    for bundle in bundles:
+        extra = {domain_resource(name, domain): amount for name, amount in bundle.items()
+                 if domain and domain_resource(name, domain) in offered}
+        asked.append({**bundle, **extra})
+    return asked
+
+
+def pending_reason(group: Any, nodes: Sequence[Mapping[str, Any]] | None = None) -> str | None:
+    """Why a placement group is not READY (None when it is): the resources its bundles ask for in all that
+    no node or domain of the live cluster holds, else that it waits for resources now in use."""
+    from ray.util import placement_group_table
+
+    table = placement_group_table(group)
+    if table.get("state") == "CREATED":
+        return None
+    need: dict[str, float] = {}
+    for bundle in (table.get("bundles") or {}).values():
+        for name, amount in bundle.items():
+            need[name] = need.get(name, 0.0) + float(amount)
+    nodes = _live_nodes() if nodes is None else nodes
+    have: dict[str, float] = {}
+    for node in nodes:
+        for name, amount in (node.get("Resources") or {}).items():
+            have[name] = have.get(name, 0.0) + float(amount)
+    short = [f"{amount:g} {name} (the cluster has {have.get(name, 0.0):g})"
+             for name, amount in sorted(need.items()) if have.get(name, 0.0) < amount]
+    state = str(table.get("state", "PENDING")).lower()
+    if short:
+        return (f"placement group {table.get('name') or table.get('placement_group_id')} is {state}: its "
+                f"{len(table.get('bundles') or {})} bundles ask for " + ", ".join(short) +
+                "; no scale-up domain holds that many: ask for fewer, or add a node whose domain does")
+    return (f"placement group {table.get('name') or table.get('placement_group_id')} is {state}: the cluster "
+            "holds what its bundles ask for, but not free now (in use, or a node is starting)")
+
+
+def family_resource(family: str, nodes: Sequence[Mapping[str, Any]]) -> str:
+    """The Ray resource of a family, by family name (``nvidia`` -> ``GPU``, ``qts`` -> ``QTS``) or resource
+    name, from the live nodes and this process's registry."""
+    from rayaccel.ray.registry import installed
+
+    if any(family in (node.get("Resources") or {}) for node in nodes):
+        return family
+    for resource, manager in installed().items():
+        spec = getattr(manager, "rayaccel_spec", None)
+        if spec is not None and spec.name == family:
+            return resource
+    for node in nodes:
+        if (node.get("Labels") or {}).get("rayaccel.io/family") == family:
+            known = sorted(str(r) for r in (node.get("Resources") or {}) if r in RAY_ACCELERATOR_RESOURCES)
+            if known:
+                return known[0]
+    raise RayaccelError(f"no node of the cluster has the {family!r} family: give its family name "
+                        "(rayaccel.io/family) or its Ray resource name")
+
+
+def _nodes_holding(resource: str, k: float, nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Nodes where k units of ``resource`` fit in one scale-up domain (or on the node, without domains)."""
+    fits = []
+    for node in nodes:
+        resources = node.get("Resources") or {}
+        if float(resources.get(resource, 0.0)) < k:
+            continue
+        per_domain = [float(v) for n, v in resources.items() if str(n).startswith(resource + DOMAIN_RESOURCE_INFIX)]
+        if not per_domain or max(per_domain) >= k:
+            fits.append(str(node.get("NodeID", "")))
+    return fits
+
+
+def best_connected(k: int, family: str, *, nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Task or actor options for k best-connected devices of a family: the request (``num_gpus`` for GPU,
+    else ``resources``) and a label selector for the nodes where k fit in one scale-up domain. Pass them to
+    ``.options(**...)``. Which k units a task gets is decided on the node when it starts (its claims table:
+    the best-connected free ones), so there is no race between choosing and scheduling to lose."""
+    nodes = _live_nodes() if nodes is None else nodes
+    resource = family_resource(family, nodes)
+    fits = _nodes_holding(resource, k, nodes)
+    if not fits:
+        raise RayaccelError(f"no node of the cluster holds {k} {resource} in one scale-up domain")
+    options: dict[str, Any] = {"num_gpus": k} if resource == "GPU" else {"resources": {resource: k}}
+    options["label_selector"] = {RAY_NODE_ID_LABEL: f"in({','.join(sorted(fits))})"}
+    return options
+
+
+def best_connected_bundles(k: int, family: str, n_bundles: int = 1, *,
+                           nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """``ray.util.placement_group(**...)`` arguments for ``n_bundles`` bundles of k best-connected devices each
+    (``bundles`` and ``bundle_label_selector``); a task in a bundle gets the best-connected free units of its
+    node, as a task with :func:`best_connected` options does."""
+    options = best_connected(k, family, nodes=nodes)
+    resource = family_resource(family, _live_nodes() if nodes is None else nodes)
+    return {"bundles": [{resource: float(k)} for _ in range(n_bundles)],
+            "bundle_label_selector": [dict(options["label_selector"]) for _ in range(n_bundles)]}
 
 
 def best_connected_units(inventory: NodeInventory, family: str, k: int) -> list[str]:

@@ -49,7 +49,6 @@ def install_claims() -> list[str]:
     returns the resources that now go through it."""
     from rayaccel.ray.claims import (
         CORDON_TAG_TASK,
-        DOMAIN_RESOURCE_INFIX,
         PLACEMENT_ENV,
         load_placement,
         node_claims_table,
@@ -71,16 +70,27 @@ def install_claims() -> list[str]:
             tables.append(node_claims_table())
         return tables[0]
 
+    group_domains: dict[str, str | None] = {}  # placement group id -> the domain its bundles ask for
+
     def held_domain(resource: str) -> str | None:
-        # A task that also asked for a per-domain resource (<resource>_domain_<id>, maybe in a bundle) gets
-        # that domain's units.
-        held = list(worker.core_worker.resource_ids())
-        prefix = resource + DOMAIN_RESOURCE_INFIX
-        for name in held:
-            if name.startswith(prefix):
-                return next((d for d in placement[resource].domains if name == d or name.startswith(d + "_group_")),
-                            None)
-        return None
+        # A task that asked for a per-domain resource (<resource>_domain_<id>) gets that domain's units; so
+        # does a task in a placement group whose bundles ask for one (a scale_up_domain_placement_group).
+        domains = placement[resource].domains
+        for name in worker.core_worker.resource_ids():
+            found = next((d for d in domains if name == d or name.startswith(d + "_group_")), None)
+            if found is not None:
+                return found
+        group = worker.placement_group_id
+        if group is None or group.is_nil():
+            return None
+        key = group.hex()
+        if key not in group_domains:  # one GCS call per group and worker
+            from ray.util import placement_group_table
+            from ray.util.placement_group import PlacementGroup
+
+            bundles = (placement_group_table(PlacementGroup(group)).get("bundles") or {}).values()
+            group_domains[key] = next((d for b in bundles for d in domains if d in b), None)
+        return group_domains[key]
 
     def claimed_ids(resource_name: str, resource_regex: str) -> Any:
         ids = assigned(resource_name, resource_regex)

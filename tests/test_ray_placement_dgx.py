@@ -1,0 +1,66 @@
+"""Topology-aware placement of Ray's own GPU family (issue 24): a simulated DGX H100 started by
+``rayaccel.ray.init``, one node for the module. Ray's NVIDIA manager keeps CUDA_VISIBLE_DEVICES; the ids it
+assigns are tokens of the node's claims table like a day-zero family's."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+import ray
+
+import rayaccel.ray
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.polling import wait_for
+from rayaccel.ray.registry import uninstall
+from rayaccel.simulation.host_factory import simulated_host
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def node():
+    try:
+        rayaccel.ray.init(simulate="nvidia/dgx-h100", plugins=["nvidia"], num_cpus=6, include_dashboard=False,
+                          log_to_driver=False)
+        wait_for(ray.available_resources, lambda r: r.get("GPU") == 8, timeout=60, what="8 GPUs free")
+        yield
+    finally:
+        rayaccel.ray.shutdown()
+        uninstall()
+
+
+def gpus():
+    env = os.environ["CUDA_VISIBLE_DEVICES"].split(",")
+    assert sorted(ray.get_gpu_ids()) == sorted(env)  # Ray's view agrees: Ray Train indexes devices by it
+    return sorted(env, key=int)
+
+
+@ray.remote(num_gpus=1, num_cpus=0)
+class Busy:
+    def gpus(self):
+        return gpus()
+
+
+def nvlinked_pairs():
+    manager = PluginManager()
+    (family,) = InventoryBuilder(manager, ["nvidia"]).build(simulated_host("nvidia/dgx-h100", manager=manager)).families
+    index = {d.id: str(d.index) for d in family.devices}
+    return {frozenset((index[link.a], index[link.b])) for link in family.topology.links
+            if link.kind in ("nvlink", "nvswitch")}
+
+
+def test_with_two_gpus_busy_a_four_gpu_task_gets_four_with_full_nvlink(node):
+    busy = [Busy.remote() for _ in range(2)]
+    try:
+        held = {g for actor in busy for g in ray.get(actor.gpus.remote(), timeout=60)}
+        assert len(held) == 2
+        got = ray.get(ray.remote(**rayaccel.ray.best_connected(4, family="nvidia"))(gpus).remote(), timeout=60)
+        assert len(got) == 4 and not set(got) & held
+        linked = nvlinked_pairs()
+        assert all(frozenset(pair) in linked for pair in itertools.combinations(got, 2)), got
+    finally:
+        for actor in busy:
+            ray.kill(actor)
