@@ -59,7 +59,13 @@ def mig_profile(mig_name: str) -> str | None:
 
 def cpu_list(words: list[int]) -> str:
     """nvmlDeviceGetCpuAffinity's 64-bit mask words -> '0-47,96-143'."""
-    cpus = [w * 64 + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1]
+    cpus: list[int] = []
+    for w, word in enumerate(words):  # only the set bits: a 32-word mask is mostly zeros (once per GPU per poll)
+        word = int(word)
+        while word:
+            low = word & -word
+            cpus.append(w * 64 + low.bit_length() - 1)
+            word ^= low
     ranges: list[str] = []
     start = prev = None
     for cpu in cpus:

@@ -279,8 +279,8 @@ class SimulatedNvml:
         if self._data.get("hang"):
             time.sleep(float(self._data.get("hang_seconds", SIMULATED_HANG_SECONDS)))
 
-    def _devices(self) -> dict[str, Any]:
-        return dict(self._data.get("devices") or {})
+    def _devices(self) -> Mapping[str, Any]:
+        return self._data.get("devices") or {}  # read only: no copy per call (hundreds per inventory)
 
     def _device(self, handle: SimHandle, call: str) -> dict[str, Any]:
         self._hang()
