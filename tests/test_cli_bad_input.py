@@ -54,7 +54,8 @@ FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify ver
                ("transports", "--simulate"), ("export", "--simulate")}
 DIR_INPUTS = {("upgrade", "PROJECT")}
 OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output"),
-           ("export", "--output"), ("inspect", "--html"), ("inspect", "--svg")}
+           ("export", "--output"), ("inspect", "--html"), ("inspect", "--svg"),
+           ("cluster", "--html")}
 #: Parameters whose names look path-like but are not paths on this machine.
 NOT_PATHS = {("new", "[KEY=VALUE]..."), ("new", "--directory"), ("sku add", "--fixture-name"),
              ("record", "--simulate-fault")}

@@ -33,6 +33,13 @@ from rayaccel.schemas import describe_validation_error
 app = typer.Typer(name="rayaccel", help="The vendor device-plugin SDK for Ray.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 
+
+@app.callback()
+def _commands() -> None:
+    # A callback keeps `rayaccel` a group of commands even when the one module a command needs adds only
+    # that command (typer would otherwise run it without its name: `rayaccel cluster` -> "extra argument").
+    pass
+
 #: Set RAYACCEL_DEBUG=1 to get the traceback of an unexpected error instead of its one line.
 DEBUG_ENV = "RAYACCEL_DEBUG"
 
@@ -107,7 +114,7 @@ def print_json(data: Any) -> None:
 COMMAND_MODULES: dict[str, str] = {
     "inspect": "inventory", "fixtures": "inventory", "plugins": "inventory", "start": "node", "stop": "node",
     "new": "template", "upgrade": "template", "sku": "sku", "record": "record", "fixture": "record",
-    "transports": "transports", "export": "export",
+    "transports": "transports", "export": "export", "cluster": "cluster",
 }
 #: Entry point group through which other packages add command groups (the conformance suite adds `certify`):
 #: ``[project.entry-points."rayaccel.cli"] NAME = "module:typer_app"`` becomes ``rayaccel NAME ...``.
