@@ -32,10 +32,20 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._private.accelerators.accelerator", "AcceleratorManager", "base class of the generated managers"),
     ("ray._private.utils", "get_visible_accelerator_ids", "re-read in workers after the registry grows"),
     ("ray._private.utils", "set_visible_accelerator_ids", "sets each family's env var before a task"),
+    ("ray._private.utils", "reset_visible_accelerator_env_vars",
+     "wrapped in workers: a normal task's unit claim is released where Ray restores the env"),
     ("ray._private.worker", "global_worker", "holds original_visible_accelerator_ids"),
     ("ray._raylet", "GcsClient", "drain_node for the health monitor"),
     ("ray._raylet", "AuthenticationTokenLoader", "whether a Ray token exists (the node's auth mode)"),
     ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it"),
+)
+
+
+#: Attributes of ``ray._private.worker.Worker`` (the class of ``global_worker``) the claims table relies on.
+WORKER_ATTRIBUTES = (
+    ("get_accelerator_ids_for_accelerator_resource", "replaced in workers: Ray's ids become claimed units"),
+    ("current_task_name", "the cordon's tag task claims nothing"),
+    ("placement_group_id", "a task in a domain placement group gets units of that domain"),
 )
 
 
@@ -82,6 +92,8 @@ def missing_internals() -> list[str]:
     missing += [f"AcceleratorManager.{m}" for m in MANAGER_METHODS if not hasattr(AcceleratorManager, m)]
     import ray._private.worker
 
+    missing += [f"ray._private.worker.Worker.{attr} ({why})" for attr, why in WORKER_ATTRIBUTES
+                if not hasattr(ray._private.worker.Worker, attr)]
     if not isinstance(getattr(ray._private.worker.global_worker, "original_visible_accelerator_ids", None), dict):
         missing.append("ray._private.worker.global_worker.original_visible_accelerator_ids (maps Ray's "
                        "instance ids to the ids the node was started with)")
