@@ -1,5 +1,7 @@
-"""The ``autoscaler`` format: ``available_node_types`` entries for the Ray cluster launcher and KubeRay's
-autoscaler, one per cloud instance type the installed plugins hint at (rayaccel.inventory.cloud).
+"""The ``autoscaler`` format: ``available_node_types`` entries for the Ray cluster launcher, one per cloud
+instance type the installed plugins hint at (rayaccel.inventory.cloud). KubeRay's autoscaler reads node
+types from a RayCluster's worker groups instead: each entry's resources and labels are what such a group's
+``rayStartParams`` carry (docs/exporters.md).
 
 Each entry promises the accelerator resources and labels a node of that type will publish once it runs
 ``rayaccel start``, so the autoscaler can scale the type up from zero for a task that asks for the
@@ -34,8 +36,8 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
 
 
 def node_type_name(node_type: CloudNodeType) -> str:
-    """``aws-p5.48xlarge-nvidia``: provider, instance type and family, in the characters node-type names
-    keep everywhere (KubeRay makes them Kubernetes names)."""
+    """``aws-p5.48xlarge-nvidia``: provider, instance type and family, lower case, in letters, digits, ``-``
+    and ``.`` (also fit for a Kubernetes object name, should a worker group be named after it)."""
     text = f"{node_type.provider}-{node_type.instance_type}-{node_type.family}".lower()
     return re.sub(r"[^a-z0-9.-]+", "-", text).strip("-.")
 
