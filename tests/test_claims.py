@@ -84,3 +84,32 @@ def test_placement_table_of_a_simulated_node_round_trips(tmp_path):
     (family,) = load_placement(json.dumps(placement_table(inventory))).values()
     assert family.resource == "GPU" and len(family.units) == 8 and len(family.device_units) == 8
     assert all(family.graph[a][b] > 0 for a in family.units for b in family.units if a != b)  # NVSwitch: all linked
+
+
+def test_a_short_table_gives_a_cordoned_unit_rather_than_failing_the_task(table, caplog):
+    # Only while a cordon waits for its group's token and a claim is left over: never a task refused.
+    table.cordon("QTS", "dev5", ["5"])
+    table.claim(TWO_ISLANDS, ["0", "1", "2", "3", "4"], pid=os.getppid())
+    assert table.claim(TWO_ISLANDS, ["9"], pid=os.getpid()) == ["5"]
+    assert "only 0 QTS units unclaimed for a 1-unit task" in caplog.text
+
+
+def test_a_full_domain_gives_the_best_free_units_elsewhere(table):
+    table.claim(TWO_ISLANDS, ["0", "1"], within="QTS_domain_b", pid=os.getppid())
+    assert table.claim(TWO_ISLANDS, ["2", "3"], within="QTS_domain_b", pid=os.getpid()) == ["0", "1"]
+
+
+def test_a_node_of_two_islands_publishes_both_domains(monkeypatch):
+    from rayaccel.inventory.builder import InventoryBuilder
+    from rayaccel.plugins.manager import PluginManager
+    from rayaccel.ray.claims import domain_resources
+
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "qts=rayaccel_testplugins.qts")
+    manager = PluginManager()
+    inventory = InventoryBuilder(manager, ["qts"]).build(simulated_host("qts/qts-6", manager=manager))
+    labels = inventory.labels
+    assert {k: v for k, v in labels.items() if k.startswith("rayaccel.io/scale-up-domain")} == {
+        "rayaccel.io/scale-up-domain": "qts-node-qlink0", "rayaccel.io/scale-up-domain-kind": "other",
+        "rayaccel.io/scale-up-domain-size": "3", "rayaccel.io/scale-up-domain-count": "2",
+        "rayaccel.io/scale-up-domain-1": "qts-node-qlink1", "rayaccel.io/scale-up-domain-1-size": "3"}
+    assert domain_resources(inventory) == {"QTS_domain_qts-node-qlink0": 3.0, "QTS_domain_qts-node-qlink1": 3.0}
