@@ -196,3 +196,11 @@ def test_a_family_without_a_gres_name_through_the_cli_is_one_line_exit_2_and_not
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "declares no schedulers.slurm_gres" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_host_name_slurm_cannot_take_is_refused_and_node_name_overrides_it() -> None:
+    inv = inventory("nvidia/l4-single")
+    with pytest.raises(RayaccelError, match=r"node name 'gpu box' is not a Slurm node name") as refused:
+        slurm_node(inv.model_copy(update={"host": "gpu box"}))
+    assert "--node-name" in str(refused.value)
+    assert slurm_node(inv, node_name="gpu-07").gres_conf().splitlines()[-1].startswith("NodeName=gpu-07 Name=gpu")

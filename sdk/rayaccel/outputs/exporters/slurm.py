@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.outputs.exporters import Exported, ExportOptions, families_with_devices, scheduler_name
+from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices, scheduler_name
 from rayaccel.records import Device, FamilyInventory, NodeInventory, expand_device_file
 
 #: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
 #: and the scale-out networks are not device-to-device links to Slurm (its NVML autodetection gives 0).
 SCALE_UP_LINK_KINDS = frozenset({"nvlink", "nvswitch", "xgmi", "ici", "neuronlink", "gaudi-roce", "other"})
+
+#: A NodeName gres.conf and slurm.conf take as one word (Slurm's host lists split on ',', '[', '=' and spaces).
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 
 #: Characters Slurm reads as separators in ``Gres=`` and gres.conf (``gpu:type:count``, lists, ``=``).
 _NOT_IN_TYPE = re.compile(r"[^a-z0-9_.-]+")
@@ -89,14 +92,18 @@ class SlurmNode:
 def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
     """``rayaccel export --format slurm``: the gres.conf text (its head comments name the slurm.conf
     settings), and as data the same with ``gres`` and each line's fields."""
-    node = slurm_node(inventory, options.device_root)
+    node = slurm_node(inventory, options.device_root, options.node_name)
     return Exported(text=node.gres_conf(), data=node.to_json())
 
 
-def slurm_node(inventory: NodeInventory, device_root: str | None = None) -> SlurmNode:
+def slurm_node(inventory: NodeInventory, device_root: str | None = None, node_name: str | None = None) -> SlurmNode:
     """The node's GRES. ``device_root`` replaces the leading ``/dev`` of every device file (a test, or a
-    node whose device files a container shows elsewhere); a family without a Slurm GRES name is refused."""
-    node_name = slurm_node_name(inventory.host)
+    node whose device files a container shows elsewhere); ``node_name`` is Slurm's name of the node (default
+    the short host name); a family without a Slurm GRES name is refused."""
+    node_name = node_name if node_name is not None else slurm_node_name(inventory.host)
+    if not _NODE_NAME.fullmatch(node_name):
+        raise ExportError(f"node name {node_name!r} is not a Slurm node name (letters, digits, '-' and '_'): give "
+                          "the node's name as slurm.conf has it with --node-name")
     lines: list[GresLine] = []
     for family in families_with_devices(inventory, "slurm"):
         lines.extend(_family_lines(family, scheduler_name(family, "slurm_gres", "slurm"), device_root))
