@@ -26,6 +26,7 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel.catalog import load_catalog
+from rayaccel.labels import to_label_value
 
 SYSFS = "/sys/class/acme"
 HERE = Path(__file__).parent
@@ -103,7 +104,9 @@ def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
 
 @hookimpl
 def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
-    return ResourceContribution(accelerator_type=devices[0].product_name.split()[-1] if devices else None)
+    # The model is the product name's last word; as a label value, whatever the driver prints ("R1 (rev B)").
+    return ResourceContribution(accelerator_type=to_label_value(devices[0].product_name.split()[-1]) or None
+                                if devices else None)
 
 
 @hookimpl

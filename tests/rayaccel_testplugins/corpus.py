@@ -51,6 +51,7 @@ from rayaccel import (
     Topology,
 )
 from rayaccel.catalog import load_catalog, parse_catalog
+from rayaccel.labels import to_label_value
 from rayaccel.records import FamilyInventory, SkuCatalog
 from rayaccel_testplugins import acme
 
@@ -98,6 +99,7 @@ def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     data["expected"]["resources"] = rename(data["expected"]["resources"])
     data["expected"]["labels"]["rayaccel.io/family"] = family.name
     data["expected"]["labels"][f"{LABEL_PREFIX}/mesh"] = "full"
+    data["expected"]["labels"][f"{LABEL_PREFIX}/driver"] = "3.1.4"
     for fault in data["faults"]:
         if fault["expected"].get("resources"):
             fault["expected"]["resources"] = rename(fault["expected"]["resources"])
@@ -194,12 +196,15 @@ class Healthy:
         return {}
 
     def rayaccel_resources(self, host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
-        return ResourceContribution(accelerator_type=devices[0].product_name.split()[-1] if devices else None,
+        return ResourceContribution(accelerator_type=to_label_value(devices[0].product_name.split()[-1]) or None
+                                    if devices else None,
                                     extra=self.extra(devices))
 
     def labels(self, inventory: FamilyInventory) -> dict[str, str]:
         full = len(inventory.topology.links) == len(inventory.devices) * (len(inventory.devices) - 1) // 2
-        return {f"{LABEL_PREFIX}/mesh": "full" if full else "partial"}
+        driver = inventory.devices[0].driver_version if inventory.devices else None
+        return {f"{LABEL_PREFIX}/mesh": "full" if full else "partial",
+                **({f"{LABEL_PREFIX}/driver": to_label_value(driver)} if driver else {})}
 
     def rayaccel_labels(self, host: Host, inventory: FamilyInventory) -> dict[str, str]:
         return self.labels(inventory)
@@ -545,6 +550,16 @@ class LabelsInstanceTypeKey(Healthy):
 
     def labels(self, inventory: FamilyInventory) -> dict[str, str]:
         return {**super().labels(inventory), "node.kubernetes.io/instance-type": "acme-node"}
+
+
+class LabelsRawDriver(Healthy):
+    DEFECT = "the driver label is the raw version string: valid for 3.1.4, invalid for 3.2.0+rc1"
+    KILLED_BY = ("RAC214", "rayaccel_labels gives an invalid label")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        found = super().labels(inventory)
+        driver = inventory.devices[0].driver_version if inventory.devices else None
+        return {**found, f"{LABEL_PREFIX}/driver": driver} if driver else found
 
 
 class FutureSpec(Healthy):

@@ -767,3 +767,31 @@ def hardware_names_are_owned(subject: Subject) -> Evidence:
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     return f"accelerator types {', '.join(sorted(types)) or 'none'} and every fabric are {family.vendor}'s own"
+
+
+@check("RAC214", scope="fixture")
+def device_facts_over_their_value_space(subject: Subject, fixture: str | None) -> Evidence:
+    """Labels, resources and metrics stay valid for the device facts other machines report, not only the
+    fixture's.
+
+    A fixture has one driver string and one card count. Starting from the fixture's discovered devices,
+    hypothesis varies the facts plugins turn into labels, resources and metrics (``rayaccel_conformance.
+    checks.value_space``): version strings with ``+``, spaces, long or empty values, or none; product names
+    with spaces and punctuation; memory 0, 1 MiB or 2^31-1 MiB, or unknown; none, one, the fixture's or four
+    times as many devices. For each, the plugin's own labels must pass Ray's label syntax; and, for the
+    devices on the host, extra resources must be positive finite numbers and metrics finite and about the
+    devices given, with no hook raising. Derandomized, at most 30 examples and 8 s per fixture. Fix: make
+    vendor strings label values with ``rayaccel.labels.to_label_value``, and never assume a count or format.
+    """
+    from rayaccel_conformance.checks.value_space import value_space_failures
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.inventory(fixture)
+    fam = inventory.family(family.name)
+    if fam is None or not fam.devices:
+        raise CheckFailed(subject.consequence(inventory, f"{fx.ref}: no devices to vary"))
+    found, ran = value_space_failures(subject, simulated_host(fx), fam)
+    if found:
+        raise CheckFailed(found)
+    return f"{fx.ref}: {ran} variants of the devices' facts and count; labels, resources and metrics valid"

@@ -77,7 +77,8 @@ def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) ->
     # Ray names the type "Intel-" + the runtime's device name (GAUDI2), known only once the HPU runtime is
     # initialised; catalogued SKUs map hl-smi's name (HL-225) to it. For others: "Intel-" + hl-smi's name.
     first = devices[0] if devices else None
-    return ResourceContribution(accelerator_type=f"Intel-{to_label_value(first.product_name)}" if first else None)
+    # The prefix goes inside the conversion: a long name stays a valid (<= 63 character) label value.
+    return ResourceContribution(accelerator_type=to_label_value(f"Intel-{first.product_name}") if first else None)
 
 
 @hookimpl
