@@ -62,10 +62,6 @@ def link_graph(devices: Sequence[Device], links: Sequence[Link]) -> nx.Graph:
     return graph
 
 
-def _subset_weight(graph: Adjacency, nodes: Sequence[str]) -> int:
-    return sum(graph[a].get(b, 0) for a, b in itertools.combinations(nodes, 2))
-
-
 def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: int) -> list[str]:
     """The ids of k devices with the most bandwidth among them; ties go to lower indices."""
     if k < 0 or k > len(devices):
@@ -74,16 +70,25 @@ def best_connected_subset(devices: Sequence[Device], links: Sequence[Link], k: i
     return best_connected_ids(ordered, adjacency(devices, links), k)
 
 
-def best_connected_ids(ordered: Sequence[str], graph: Adjacency, k: int) -> list[str]:
+def best_connected_ids(ordered: Sequence[str], graph: Adjacency, k: int,
+                       exhaustive_limit: int = EXHAUSTIVE_LIMIT) -> list[str]:
     """The k of ``ordered`` with the most weight among them in ``graph`` (every id a key of it); ties go to
     those earlier in ``ordered``. The selection itself, for callers that hold an adjacency rather than
-    records (a Ray worker choosing units from the node's placement table)."""
+    records (a Ray worker choosing units from the node's placement table, with a lower ``exhaustive_limit``:
+    it chooses as a task starts)."""
     ordered = list(ordered)
     if k < 0 or k > len(ordered):
         raise ValueError(f"cannot choose {k} of {len(ordered)} devices")
-    if math.comb(len(ordered), k) <= EXHAUSTIVE_LIMIT:
-        best = max(itertools.combinations(ordered, k), key=lambda c: (_subset_weight(graph, c), _neg_rank(ordered, c)))
-        return list(best)
+    if math.comb(len(ordered), k) <= exhaustive_limit:
+        weights = [[graph[a].get(b, 0) for b in ordered] for a in ordered]
+        best: tuple[int, ...] = tuple(range(k))
+        most = -1
+        # Combinations come in lexicographic order: keeping the first of equal weight keeps the earliest.
+        for chosen in itertools.combinations(range(len(ordered)), k):
+            weight = sum(weights[i][j] for i, j in itertools.combinations(chosen, 2))
+            if weight > most:
+                most, best = weight, chosen
+        return [ordered[i] for i in best]
     return _improved_by_swaps(graph, ordered, _greedy_ids(ordered, graph)[:k])
 
 
@@ -121,10 +126,6 @@ def _improved_by_swaps(graph: Adjacency, ordered: list[str], chosen: list[str]) 
         for neighbour, weight in graph[into].items():
             gain[neighbour] += weight
     return chosen
-
-
-def _neg_rank(ordered: list[str], chosen: Sequence[str]) -> tuple[int, ...]:
-    return tuple(-ordered.index(c) for c in chosen)
 
 
 def greedy_order(devices: Sequence[Device], links: Sequence[Link]) -> list[str]:

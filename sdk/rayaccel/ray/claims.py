@@ -51,6 +51,9 @@ logger = logging.getLogger("rayaccel.ray.claims")
 PLACEMENT_ENV = "RAYACCEL_NODE_PLACEMENT"
 #: How long a worker waits for the claims table's lock before failing its task (seconds).
 LOCK_TIMEOUT = 30.0
+#: A worker chooses by exhaustive search up to this many candidate sets (a few ms), by greedy choice
+#: improved by swaps beyond (optimal on the shipped topologies): it chooses while a task starts.
+WORKER_EXHAUSTIVE_LIMIT = 2_000
 #: Weight between two units of one device: more than any sum of link weights (whole Mbit/s), so a request
 #: for several units of multi-unit devices fills the fewest devices.
 SAME_DEVICE_WEIGHT = 10**15
@@ -143,7 +146,8 @@ class FamilyUnits:
 @functools.lru_cache(maxsize=256)
 def _best(family: FamilyUnits, ordered: tuple[str, ...], k: int) -> tuple[str, ...]:
     # The same free set recurs (an idle node, a steady mix of work): choose once per worker.
-    return tuple(best_connected_ids(ordered, {u: dict(family.graph[u]) for u in ordered}, k))
+    return tuple(best_connected_ids(ordered, {u: dict(family.graph[u]) for u in ordered}, k,
+                                    exhaustive_limit=WORKER_EXHAUSTIVE_LIMIT))
 
 
 def load_placement(text: str | None) -> dict[str, FamilyUnits]:
