@@ -201,7 +201,8 @@ class Segment:
         return cls(fd, size, mapping)
 
     def close(self) -> None:
-        self.mapping.close()
+        with contextlib.suppress(BufferError):  # a tensor still shows it: the mapping goes with that tensor
+            self.mapping.close()
         os.close(self.fd)
 
 
