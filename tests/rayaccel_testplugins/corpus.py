@@ -408,6 +408,21 @@ class SkuPatternsOverlap(Healthy):
         return data
 
 
+class SkuPatternUnanchored(Healthy):
+    DEFECT = "R1's product pattern is unanchored, so an R1X (no fixture has one) matches R1's pattern and its own"
+    KILLED_BY = ("RAC205", "match product 'ACME Roadrunner R1X' by product pattern (a product name the catalog ships)")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        r1 = data["skus"][0]
+        r1["match"] = {"product_patterns": ["Roadrunner R1"]}
+        r1x = copy.deepcopy(r1)
+        r1x.update({"id": "acme-r1x", "marketing_name": "ACME Roadrunner R1X", "memory_mib": 98304,
+                    "match": {"product_patterns": ["Roadrunner R1X$"]}})
+        data["skus"].append(r1x)
+        return data
+
+
 class SkuNamesDuplicate(Healthy):
     DEFECT = "two SKUs list the same exact product name (a 64 GB and a 128 GB card)"
     KILLED_BY = ("RAC205", "ambiguous")

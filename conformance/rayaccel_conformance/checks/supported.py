@@ -161,8 +161,10 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     purpose by stating ``rayaccel.io/sku-known: 'false'`` in its expected labels. The catalog must be
     unambiguous: no device may match two SKUs by the rule that decides it (two SKUs with its PCI device id,
     its exact product name, or product patterns that both match it), or its SKU, memory and accelerator type
-    would depend on the catalog's order. Fix: add the SKU with the ``rayaccel sku add`` command the
-    inventory's warning prints; make patterns specific (anchor them) so one product has one SKU.
+    would depend on the catalog's order; so may no product name the catalog itself ships (each SKU's
+    marketing and exact names, as a device without a PCI id reports them). Fix: add the SKU with the
+    ``rayaccel sku add`` command the inventory's warning prints; make patterns specific (anchor them) so one
+    product has one SKU.
     """
     from rayaccel.schemas import schema_errors
 
@@ -177,6 +179,7 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed([f"catalog fails its JSON Schema {e}" for e in errors[:3]])
     devices = subject.devices(subject.inventory(fixture))
     ambiguous = [a for a in (ambiguous_match(catalog, d) for d in devices) if a]
+    ambiguous += shipped_name_ambiguities(catalog)
     if ambiguous:
         raise CheckFailed(sorted(set(ambiguous)))
     unknown = [f"{d.id} ({d.product_name!r})" for d in devices if d.sku is None]
@@ -186,6 +189,22 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     skus = sorted({str(d.sku) for d in devices if d.sku})
     note = f"; {len(unknown)} unknown on purpose (fixture expects sku-known=false)" if unknown else ""
     return f"{fx.ref}: catalog of {len(catalog.skus)} SKUs validates; devices resolve to {skus}{note}"
+
+
+def shipped_name_ambiguities(catalog: Any) -> list[str]:
+    """Every product name the catalog itself ships (marketing and exact names), reported by a device with no
+    PCI id: no name may match two SKUs by the rule that decides it (an unanchored pattern such as ``MI300``
+    catches ``MI300A`` beside ``MI300X``), whether or not a fixture has that card."""
+    from rayaccel.records import Device
+
+    names = {sku.marketing_name for sku in catalog.skus if sku.marketing_name}
+    names |= {name for sku in catalog.skus for name in sku.match.product_names}
+    found = []
+    for name in sorted(names):
+        why = ambiguous_match(catalog, Device(index=0, id="probe", product_name=name))
+        if why:
+            found.append(f"{why} (a product name the catalog ships)")
+    return found
 
 
 def ambiguous_match(catalog: Any, device: Any) -> str | None:
