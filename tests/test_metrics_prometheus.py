@@ -119,7 +119,7 @@ def dgx_node() -> Iterator[dict[str, Any]]:
 
     from rayaccel.ray.processes import cluster_processes
 
-    port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
+    port, client, agent, agent_grpc, metrics, runtime_env, objects, dashboard = free_ports(8)
     ip = get_node_ip_address()
     address = f"{ip}:{port}"
     started = rayaccel_cli(
@@ -127,10 +127,10 @@ def dgx_node() -> Iterator[dict[str, Any]]:
         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
         f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
         f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
-        "--include-dashboard=false")
+        f"--dashboard-port={dashboard}")  # Ray's dashboard: it sets up Grafana's dashboards folder
     try:
         assert started.returncode == 0, started.stderr[-3000:]
-        yield {"address": address, "metrics": f"{ip}:{metrics}"}
+        yield {"address": address, "metrics": f"{ip}:{metrics}", "stdout": started.stdout}
     finally:
         if cluster_processes(address):
             rayaccel_cli("stop", f"--address={address}", "--grace", "3")
@@ -247,3 +247,33 @@ def test_every_metric_is_in_the_observability_docs():
         assert f"| `{metric.exported}` |" in text, metric.exported
     for name in ("bytes_total", "transfers_total", "failures_total", "latency_seconds"):
         assert f"`ray_rayaccel_transport_{name}`" in text
+
+
+# The Grafana dashboard --------------------------------------------------------------------------------------
+
+
+def test_rayaccel_start_writes_the_dashboard_beside_rays_own(dgx_node: dict[str, Any]):
+    from rayaccel.outputs.grafana_dashboard import FILE_NAME, UID
+
+    (line,) = [ln for ln in dgx_node["stdout"].splitlines() if "Grafana dashboard" in ln]
+    path = Path(line.rsplit(": ", 1)[1])
+    assert path.name == FILE_NAME and (path.parent / "default_grafana_dashboard.json").is_file()  # Ray's own
+    provisioning = path.parent.parent / "provisioning" / "dashboards" / "default.yml"
+    assert str(path.parent) in provisioning.read_text(encoding="utf-8")  # the folder Ray's Grafana loads
+    board = json.loads(path.read_text(encoding="utf-8"))
+    assert board["uid"] == UID and len(board["panels"]) > 10
+
+
+def test_every_dashboard_query_is_valid_promql_and_the_device_panels_show_every_gpu(prometheus: str, served: str):
+    from rayaccel.outputs.grafana_dashboard import panels
+
+    for row, row_panels in panels():
+        for title, _, expr, _ in row_panels:
+            query = expr.replace("$node", ".*").replace("$family", ".*")
+            if row in ("Errors", "Tensor transports"):  # counters that have not counted yet: valid, maybe empty
+                promql(prometheus, query)
+                continue
+            found = wait_for(lambda q=query: promql(prometheus, q), timeout=60, interval=1, retry_on=(OSError,),
+                             what=f"data for the dashboard panel {title!r}: {query}")
+            if "{{device}}" in expr or "device" in "".join(r["metric"].get("device", "") for r in found[:1]):
+                assert len({r["metric"].get("device") for r in found}) == DGX_DEVICES, title

@@ -295,6 +295,7 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
     worker starts); returns the node id."""
     import ray
 
+    from rayaccel.ray.grafana import install_dashboard, session_dir
     from rayaccel.ray.monitor import start_monitor
     from rayaccel.ray.node import NodeConfig, unhealthy_devices
 
@@ -307,6 +308,9 @@ def _join(address: str, node_manager_port: int, monitor_interval: float | None, 
                           if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), ""),
             timeout=NODE_VISIBLE_TIMEOUT_S, interval=0.2,
             what=f"the new node (raylet port {node_manager_port}) to register with {address}")
+        dashboard = install_dashboard(session_dir())  # on the head, beside Ray's own Grafana dashboards
+        if dashboard is not None:
+            typer.echo(f"rayaccel: Grafana dashboard of the accelerators written beside Ray's: {dashboard}")
         handle = None
         if monitor_interval is not None:
             handle = start_monitor(node_id, monitor_interval, plugins, unhealthy_devices(config.inventory))
