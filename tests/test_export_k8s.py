@@ -250,6 +250,20 @@ def test_the_kuberay_container_runs_kuberays_generated_arguments_through_rayacce
                     "--num-gpus=8", '--resources={"accelerator_type:H100":1}', "--metrics-export-port=8080"]
 
 
+def test_a_worker_group_carries_the_node_types_labels_not_one_nodes_state() -> None:
+    from rayaccel.labels import node_own_label
+
+    inventory = inventory_of("tpu/v5p-16-worker0")
+    (group,) = export("kuberay", inventory).data["spec"]["workerGroupSpecs"]
+    left_out = set(inventory.labels) - set(group["labels"])
+    assert left_out == {k for k in inventory.labels if k.startswith("ray.io/") or node_own_label(k)}
+    assert {"rayaccel.io/scale-up-domain", "rayaccel.io/health", "ray.io/tpu-slice-name", "ray.io/tpu-worker-id",
+            "ray.io/accelerator-type"} <= left_out
+    assert group["labels"]["rayaccel.io/scale-up-domain-size"] == "8"
+    assert [k for k in ("rayaccel.io/scale-up-domain-1", "rayaccel.io/scale-up-domain-1-size") if node_own_label(k)
+            ] == ["rayaccel.io/scale-up-domain-1"]
+
+
 def test_neuron_slices_have_one_device_per_core_sharing_the_devices_memory() -> None:
     inventory = inventory_of("neuron/trn1.32xlarge")
     slices = export("dra", inventory).data["items"]

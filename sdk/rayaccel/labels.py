@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
+from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
+
 VOCABULARY_PREFIX = "rayaccel.io/"
 
 #: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step. Read-only:
@@ -90,6 +92,17 @@ def label_errors(labels: Mapping[str, str]) -> list[str]:
         if error:
             errors.append(error)
     return errors
+
+
+#: A node's own state among its labels: the ids of its scale-up domains (their kind and size describe the node
+#: type), its health now, and Ray's TPU slice name and worker id. Every other label is the same on each node of a
+#: type, so outputs for node types (KubeRay worker groups, autoscaler node types) keep those and leave these out.
+_NODE_OWN_RE = re.compile(rf"^{re.escape(VOCABULARY_PREFIX)}(scale-up-domain(-\d+)?|health)$")
+
+
+def node_own_label(key: str) -> bool:
+    """True for a label that describes one node, not the node's type (see ``_NODE_OWN_RE``)."""
+    return bool(_NODE_OWN_RE.match(key)) or key in (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL)
 
 
 def to_label_value(text: str) -> str:

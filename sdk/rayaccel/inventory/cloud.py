@@ -19,19 +19,13 @@ from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
-from rayaccel.labels import label_errors
+from rayaccel.labels import label_errors, node_own_label
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 from rayaccel.records import CloudHint, FamilyInventory, Problem, Record
 from rayaccel.simulation.fixtures import installed_fixtures
 from rayaccel.simulation.host_factory import simulated_host
 
 PROVIDERS = ("aws", "gcp", "azure", "oci", "other")
-
-#: Labels of one node that another node of the same type does not share (its own scale-up domain, slice
-#: and worker id, its health now): a node type promises the rest.
-PER_NODE_LABELS = frozenset({"rayaccel.io/scale-up-domain", "rayaccel.io/health", RAY_TPU_SLICE_LABEL,
-                             RAY_TPU_WORKER_LABEL})
 
 _EC2_VENDOR = "/sys/devices/virtual/dmi/id/sys_vendor"
 _EC2_PRODUCT = "/sys/devices/virtual/dmi/id/product_name"
@@ -129,7 +123,7 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
     ref = None
     if recorded is not None:
         ref, family = recorded
-        labels = {k: v for k, v in family.labels.items() if k not in PER_NODE_LABELS}
+        labels = {k: v for k, v in family.labels.items() if not node_own_label(k)}
         discovered = family.resources.get(declaration.resource_name, 0.0)
         if discovered != hint.count or (hint.accelerator_type and hint.accelerator_type != family.accelerator_type):
             problems.append(Problem(

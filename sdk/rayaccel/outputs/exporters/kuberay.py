@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from rayaccel.labels import node_own_label
 from rayaccel.outputs.exporters import (
     Exported,
     ExportOptions,
@@ -38,16 +39,14 @@ from rayaccel.records import NodeInventory
 
 OVERWRITE_ANNOTATION = "ray.io/overwrite-container-cmd"
 CONTAINER_NAME = "ray-worker"
-#: Labels that describe one node, not its type.
-NODE_OWN_LABELS = frozenset({"rayaccel.io/scale-up-domain", "rayaccel.io/health"})
 #: The environment variable a simulated pod reads its fixture from (rayaccel.simulation.host_factory).
 SIMULATE_ENV = "RAYACCEL_SIMULATE"
 
 
 def group_labels(inventory: NodeInventory) -> dict[str, str]:
     """The labels every node of the group has: ``ray start --labels``' ones, less this node's own state
-    (its scale-up domain's id, its health), which ``rayaccel start`` sets on each pod's node itself."""
-    return {k: v for k, v in sorted(ray_labels(inventory.labels).items()) if k not in NODE_OWN_LABELS}
+    (:func:`rayaccel.labels.node_own_label`), which ``rayaccel start`` sets on each pod's node itself."""
+    return {k: v for k, v in sorted(ray_labels(inventory.labels).items()) if not node_own_label(k)}
 
 
 def group_name(inventory: NodeInventory) -> str:
