@@ -186,8 +186,14 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
             if domain is None:
                 raise
             logger.warning("rayaccel: %s; the placement group waits for domain %s", e, domain)
+    nodes = _live_nodes()
     selectors = domain_bundle_selectors(len(bundles), domain, tpu_slice)
-    asked = domain_bundles(bundles, domain or tpu_slice or "", _live_nodes())
+    members = sorted(str(n.get("NodeID", "")) for n in nodes
+                     if domain in dict(node_domains(n.get("Labels") or {}))) if domain and not tpu_slice else []
+    if members and not any((n.get("Labels") or {}).get(DOMAIN_LABEL) == domain for n in nodes):
+        # Another domain of its nodes (rayaccel.io/scale-up-domain-<n>): no one label names it; their ids do.
+        selectors = [{RAY_NODE_ID_LABEL: f"in({','.join(members)})"} for _ in bundles]
+    asked = domain_bundles(bundles, domain or tpu_slice or "", nodes)
     return placement_group(asked, strategy=strategy, bundle_label_selector=selectors, **placement_group_kwargs)
 
 
