@@ -481,16 +481,17 @@ def fresh_process_hygiene(subject: Subject) -> Evidence:
     inherits what it does, and the suite's own process, where everything is loaded already, cannot see it.
     So the plugin is imported in a fresh interpreter (``rayaccel_conformance.harness.fresh_process``), after
     the SDK and Python's own modules, and its inventory is built there on its first fixture. Its import must
-    take under 1 s (when it is over, the import is measured again with Ray loaded first, and only the
-    plugin's own share counts); the import and the hooks must not change ``os.environ`` (Ray's own
-    ``RAY_CLIENT_MODE`` excepted), the socket default timeout, signal handlers, the root logger, warning
+    take under 1 s (the better of two measures when it is over); when the plugin imports Ray, the process is
+    measured again with Ray loaded first, so Ray's own import (its time, ``RAY_CLIENT_MODE``, its warning
+    filters and excepthook) is never the plugin's; the import and the hooks must not change ``os.environ``,
+    the socket default timeout, signal handlers, the root logger, warning
     filters, exception hooks, the recursion limit, or the SDK's own tables (``STANDARD_METRICS``,
     ``LINK_KINDS``, the label vocabulary, Ray's families) that validation relies on; and no non-daemon thread
     or child process may still run afterwards. Fix: import vendor bindings and heavy libraries where they
     are used, start no thread at import (use a daemon thread started by a hook, and join it), and configure
     nothing process-wide: return results, leave logging to the application.
     """
-    from rayaccel_conformance.harness.fresh_process import IMPORT_BUDGET_NOTE, ProbeFailed, probe
+    from rayaccel_conformance.harness.fresh_process import RAY_SUBTRACTED_NOTE, ProbeFailed, probe
 
     subject.family()
     plugin = subject.manager.plugin(subject.name).module
@@ -499,10 +500,11 @@ def fresh_process_hygiene(subject: Subject) -> Evidence:
     try:
         found = probe(plugin, subject.name, first)
         note = ""
-        if found.import_s >= IMPORT_BUDGET_S:  # measured again, Ray loaded first: the better of the two counts
-            again = probe(plugin, subject.name, None, preload=("ray",))
-            if again.import_s < found.import_s:
-                found.import_s, note = again.import_s, IMPORT_BUDGET_NOTE
+        if found.imported_ray:  # Ray's own import (time, warning filters, excepthook, threads) is not the plugin's
+            found, note = probe(plugin, subject.name, first, preload=("ray",)), RAY_SUBTRACTED_NOTE
+        elif found.import_s >= IMPORT_BUDGET_S:  # measured again: the better of two counts on a busy machine
+            again = probe(plugin, subject.name, None)
+            found.import_s = min(found.import_s, again.import_s)
     except ProbeFailed as e:
         raise CheckFailed(str(e)) from None
     wrong = [f"importing it takes {found.import_s:.2f}s in a fresh process (budget {IMPORT_BUDGET_S:g}s)"

@@ -21,8 +21,8 @@ from rayaccel.host import HostError, run_bounded
 
 #: How long the fresh process may take in all (import, one inventory, snapshots).
 PROBE_TIMEOUT_S = 60.0
-#: Said of an import measured again with Ray loaded first (Ray's own import time is not the plugin's).
-IMPORT_BUDGET_NOTE = " (Ray's own import counted out)"
+#: Said of an import measured again with Ray loaded first (Ray's own import time and effects are not the plugin's).
+RAY_SUBTRACTED_NOTE = " (measured with Ray loaded first: Ray's own import is not the plugin's)"
 
 # Runs in the fresh interpreter. Python's and the SDK's modules are imported before the first snapshot, so
 # their own side effects (logging's, Ray's RAY_CLIENT_MODE when ray is installed) are never the plugin's.
@@ -83,13 +83,15 @@ def changes(before, after):
     return found
 
 threads_before = set(threading.enumerate())
+had_ray = "ray" in sys.modules
 first = state()
 started = time.perf_counter()
 module = importlib.import_module(module_name)
 import_s = time.perf_counter() - started
 plugin = getattr(module, attr) if attr else module
 second = state()
-report = {"import_s": import_s, "import_changes": changes(first, second)}
+report = {"import_s": import_s, "import_changes": changes(first, second),
+          "imported_ray": "ray" in sys.modules and not had_ray}
 manager = PluginManager(autoload=False)
 manager.register(plugin, plugin_name)
 report["problems"] = [p.render().splitlines()[0] for p in manager.problems if p.severity == "error"]
@@ -118,6 +120,8 @@ class ProbeResult:
     threads: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: The plugin's import imported Ray: what Ray's import does (warning filters, excepthook, time) is Ray's.
+    imported_ray: bool = False
 
 
 class ProbeFailed(Exception):
