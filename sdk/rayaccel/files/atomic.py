@@ -16,11 +16,14 @@ from pathlib import Path
 DEFAULT_MODE = 0o644
 
 
-def write_atomically(path: str | Path, data: str | bytes, mode: int | None = None, *, overwrite: bool = True) -> None:
+def write_atomically(path: str | Path, data: str | bytes, mode: int | None = None, *, overwrite: bool = True,
+                     durable: bool = True) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` atomically.
 
     ``mode``: the file's permissions; default the replaced file's, else 0644. ``overwrite=False`` refuses
     an existing file (FileExistsError) with no window in which another writer's file is clobbered.
+    ``durable=False`` skips the flush to disk: readers still never see half a file, but a power cut may
+    lose it (state that dies with its processes anyway, such as a Ray node's claims table).
     """
     path = Path(path)
     if mode is None:
@@ -30,7 +33,8 @@ def write_atomically(path: str | Path, data: str | bytes, mode: int | None = Non
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         if overwrite:
             os.replace(tmp, path)

@@ -205,7 +205,7 @@ class ClaimsTable:
             yield table
             after = json.dumps(table, sort_keys=True)
             if after != before:
-                write_atomically(self.path, after)
+                write_atomically(self.path, after, durable=False)  # it lives as long as the node's processes
         finally:
             os.close(fd)  # releases the lock
 
