@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PLUGINS := $(sort $(wildcard reference_plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps demo test lint typecheck bench clean
+.PHONY: install system-deps demo test lint typecheck bench mutation clean
 
 # Debian packages of the real tools that check what rayaccel writes (slurmd parses gres.conf, promtool and
 # prometheus read the metrics, chromium renders the pictures). Installed when we are root with apt (CI is);
@@ -50,6 +50,13 @@ lint: install
 
 bench: install
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)  # BENCH_ARGS=--no-ray: without the figures that start Ray
+
+# The conformance suite measured by cosmic-ray (kill rate, survivors): slow, so never part of `make test`;
+# bounded by MUTATION_TIMEOUT seconds in all. MUTATION_ARGS=rayaccel_tpu.topology --plugin tpu: another module.
+MUTATION_TIMEOUT ?= 1800
+mutation: install
+	$(BIN)/python -c "import cosmic_ray" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[mutation]'
+	timeout $(MUTATION_TIMEOUT) $(BIN)/python scripts/mutation.py $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
