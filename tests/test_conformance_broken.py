@@ -124,6 +124,11 @@ def test_the_run_fails_and_writes_every_report(graded: dict[str, Any]) -> None:
     assert "RAC101" in (directory / "conformance-report.xml").read_text()
     html = (directory / "conformance-report.html").read_text()
     assert "broken-hang" in html and "supported" in html
+    # The node picture of each fixture the checks could build, linked from the page (observability.md).
+    picture = directory / "conformance-report.nodes" / "acme-acme-4.html"
+    assert picture.read_text().count('class="device') == 4
+    assert 'href="conformance-report.nodes/acme-acme-4.html"' in html
+    assert "How to fix it" in html
     data = graded["data"]
     assert data["hardware"] == "simulated" and data["versions"]["ray"] == "2.60.0"
     assert all(c["duration_s"] >= 0 and c["evidence"] for c in data["checks"])

@@ -324,16 +324,41 @@ class ConformanceRun:
 
     def write_reports(self) -> None:
         from rayaccel.files.atomic import write_atomically
-        from rayaccel_conformance.report.document import REPORT_FILE_MODE, render_html, write_json
+        from rayaccel_conformance.report.document import REPORT_FILE_MODE, write_json
+        from rayaccel_conformance.report.html_view import render_html
 
         report = self.build_report()
         if self.sign_key is not None:
             report = self.sign(report)
         write_json(report, self.report_path)
+        pictures = self.write_node_pictures()
         html_path = self.report_path.with_suffix(".html")
-        write_atomically(html_path, render_html(report), REPORT_FILE_MODE)
+        write_atomically(html_path, render_html(report, {ref: path.relative_to(html_path.parent).as_posix()
+                                                         for ref, path in pictures.items()}), REPORT_FILE_MODE)
         self.report = report
-        self.written = [self.report_path, html_path]
+        self.written = [self.report_path, html_path, *pictures.values()]
+
+    def write_node_pictures(self) -> dict[str, Path]:
+        """Each fixture's node picture beside the report (``<report>.nodes/<plugin>-<fixture>.html``), from the
+        inventory the checks built; a fixture whose inventory cannot be built gets none (its checks say why)."""
+        from rayaccel.files.atomic import write_atomically
+        from rayaccel.outputs.node_picture import node_html
+        from rayaccel_conformance.registry import CheckFailed
+        from rayaccel_conformance.report.document import REPORT_FILE_MODE
+
+        folder = self.report_path.with_suffix(".nodes")
+        written: dict[str, Path] = {}
+        for subject in self.subjects:
+            for ref in subject.fixture_paths():
+                try:
+                    inventory = subject.inventory(ref)
+                except CheckFailed:
+                    continue
+                folder.mkdir(parents=True, exist_ok=True)
+                path = folder / (ref.replace("/", "-") + ".html")
+                write_atomically(path, node_html(inventory), REPORT_FILE_MODE)
+                written[ref] = path
+        return written
 
     def sign(self, report: Any) -> Any:
         from rayaccel_conformance.report.attestation import device_fingerprint, sign_report

@@ -13,7 +13,6 @@ self-assessed.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -126,34 +125,6 @@ def write_json(report: ConformanceReport, path: Path) -> None:
     # 0644 whatever was there: a report is meant to be read (and published).
     write_atomically(path, json.dumps(report_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                      REPORT_FILE_MODE)
-
-
-_STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
-.passed{color:#070}.failed,.error{color:#b00}.skipped{color:#777}code{font-size:90%}"""
-
-
-def render_html(report: ConformanceReport) -> str:
-    e = html.escape
-    v = report.versions
-    rows = "".join(
-        f"<tr><td>{e(p.name)}</td><td>{e(p.family or '')}</td><td><b>{e(p.tier or 'none')}</b></td>"
-        f"<td>{p.passed}</td><td>{p.failed}</td><td>{p.skipped}</td><td>{e(p.tier_reason)}</td></tr>"
-        for p in report.plugins)
-    checks = "".join(
-        f"<tr><td><a href=\"{e(c.docs)}\">{e(c.id)}</a></td><td>{e(c.tier)}</td><td>{e(c.plugin)}</td>"
-        f"<td>{e(c.fixture or '')}</td><td class=\"{c.outcome}\">{c.outcome}</td><td>{e(c.title)}</td>"
-        f"<td>{'<br>'.join(e(x) for x in c.evidence)}</td><td>{c.duration_s:.2f}s</td></tr>"
-        for c in report.checks)
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>rayaccel conformance</title>"
-            f"<style>{_STYLE}</style></head><body><h1>rayaccel conformance report</h1>"
-            f"<p>{e(report.created)} &middot; hardware <b>{e(report.hardware)}</b> &middot; rayaccel {e(v.sdk)} "
-            f"(spec {e(v.spec)}) &middot; Ray {e(v.ray)} &middot; Python {e(v.python)} &middot; {e(v.platform)}</p>"
-            f"<h2>Tiers</h2><table><tr><th>plugin</th><th>family</th><th>tier</th><th>passed</th><th>failed</th>"
-            f"<th>skipped</th><th>why not higher</th></tr>{rows}</table>"
-            f"<h2>Checks</h2><table><tr><th>id</th><th>tier</th><th>plugin</th><th>fixture</th><th>outcome</th>"
-            f"<th>check</th><th>evidence</th><th>time</th></tr>{checks}</table>"
-            f"<p>{e(standing(report))} &middot; <code>{e(report.digest)}</code></p></body></html>\n")
 
 
 def standing(report: ConformanceReport) -> str:
