@@ -92,6 +92,11 @@ def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
         files[f"{SYSFS}/acme{i}/busy_percent"] = f"{10 * i}\n"
         files[f"{SYSFS}/acme{i}/power_mw"] = f"{250000 + 1000 * i}\n"
     data["host"]["commands"] = {"acme-smi --version": {"stdout": "acme-smi 3.1.4\n", "returncode": 0}}
+    for variant in data.get("perturbations", []):  # a card removed takes the extra files with it
+        patched = variant["patch"].get("files", {})
+        for card in {k.rsplit("/", 1)[0] for k, v in patched.items() if v is None and k.endswith("/uuid")}:
+            patched.update({f"{card}/{extra}": None for extra in ("temp_mc", "mem_used_mib", "busy_percent",
+                                                                   "power_mw")})
 
     def rename(resources: dict[str, float]) -> dict[str, float]:
         return {family.resource_name if k == "ACME" else k: v for k, v in resources.items()}

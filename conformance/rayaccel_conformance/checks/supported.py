@@ -632,13 +632,16 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
     healthy = inventory.family(family.name)
     for variant in (v for v in fx.perturbations if v.kind == "lose"):
-        fam = subject.build(simulated_host(perturbed(fx, variant.patch))).family(family.name)
+        built = subject.build(simulated_host(perturbed(fx, variant.patch)))
+        fam = built.family(family.name)
         where = f"perturbation {variant.name} (losing {', '.join(variant.devices)})"
         still = sorted(set(variant.devices) & {d.id for d in (fam.devices if fam else [])})
         wrong += [f"{where}: discovery still reports {dev}" for dev in still]
         wrong += [f"{where}: {trace}" for trace in inventory_traces(fam, variant.devices)]
         if healthy is not None and fam is not None:
             wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
+        elif fam is None and len(variant.devices) < len(devices):
+            wrong.append(subject.consequence(built, f"{where}: no devices left at all", None))
         tried.append(f"perturbation {variant.name}")
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
@@ -684,10 +687,11 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
             tried.append(f"fault {fault.name}")
     for variant in (v for v in fx.perturbations if v.kind in ("reorder", "change") and healthy is not None):
         assert healthy is not None
-        fam = subject.build(simulated_host(perturbed(fx, variant.patch))).family(family.name)
+        built = subject.build(simulated_host(perturbed(fx, variant.patch)))
+        fam = built.family(family.name)
         where = f"perturbation {variant.name} ({variant.kind})"
         if variant.kind == "reorder":
-            wrong += [f"{where}: {d}" for d in reorder_differences(healthy, fam)]
+            wrong += [subject.consequence(built, f"{where}: {d}", None) for d in reorder_differences(healthy, fam)]
         elif variant.kind == "change" and fam is not None:
             wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
         tried.append(f"perturbation {variant.name}")
