@@ -120,3 +120,14 @@ def test_plugins_are_never_imported_by_the_command(monkeypatch: pytest.MonkeyPat
         assert pool.manager.plugin_names() == ["acme", "hostile-patch"]
         assert pool.manager.family("acme").resource_name == "ACME"
     assert "rayaccel_testplugins.acme" not in sys.modules and "rayaccel_testplugins.hostile_patch" not in sys.modules
+
+
+def test_transports_runs_the_plugins_in_workers_too() -> None:
+    env = {**os.environ, NO_AUTOLOAD_ENV: "1",
+           PLUGINS_ENV: "acme=rayaccel_testplugins.acme,hostile-import-exit=rayaccel_testplugins.hostile_import_exit"}
+    done = subprocess.run([sys.executable, "-m", "rayaccel", "transports", "--simulate", "acme/acme-4", "--json"],
+                          capture_output=True, env=env, timeout=BUDGET, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    output = json.loads(done.stdout)
+    assert set(output["declared"]) == {"acme"}
+    assert len(output["pairs"]) == ACME_DEVICES * (ACME_DEVICES - 1) // 2

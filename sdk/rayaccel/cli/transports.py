@@ -8,9 +8,8 @@ import typer
 from rich.table import Table
 
 from rayaccel.cli import app, console, print_json
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.inventory.transport_paths import Endpoint, transport_matrix
-from rayaccel.plugins.manager import default_manager
 from rayaccel.ray.transports import declared_transports
 
 
@@ -23,9 +22,9 @@ def transports(
     plugin: PluginsOption = None,
 ) -> None:
     """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
-    manager = default_manager()
-    inventory = node_inventory(manager, simulate, None, plugin)
-    declared = declared_transports(manager, [f.plugin for f in inventory.families])
+    with plugin_workers(plugin) as pool:  # each plugin in a worker of its own, as in rayaccel inspect
+        inventory = pool.build(build_host(pool.manager, simulate))
+    declared = declared_transports(pool.manager, [f.plugin for f in inventory.families])
     peer = inventory.model_copy(update={"host": inventory.host + " (peer)"}) if across_nodes else None
     rows = transport_matrix(inventory, declared, peer)
     if as_json:

@@ -116,8 +116,9 @@ class WorkerPool:
             answer = answers.get(name)
             if isinstance(answer, Reply) and answer.declaration is not None:
                 # The plugin's load problems come again with each of its build answers: not kept here.
+                given = {"rayaccel_fixture_dirs": answer.fixture_dirs, "rayaccel_transports": answer.transports}
                 self.manager.adopt(name, answer.declaration, distribution=target.distribution,
-                                   version=target.version, fixture_dirs=answer.fixture_dirs)
+                                   version=target.version, answers={k: v for k, v in given.items() if v})
             elif isinstance(answer, Reply):
                 self.manager.problems.extend(answer.problems)
             else:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import PluginError
 from rayaccel.host import Host, RealHost
-from rayaccel.records import FamilyDeclaration, FamilyInventory, Problem, WorkerNeeds
+from rayaccel.records import FamilyDeclaration, FamilyInventory, Problem, TransportSpec, WorkerNeeds
 
 if TYPE_CHECKING:
     from rayaccel.plugins.manager import PluginManager
@@ -72,9 +72,11 @@ class Reply(_Message):
     #: Set when the worker is left with threads or child processes it did not start with.
     leaked: str | None = None
     #: Answering ``describe``: the plugin's declaration (None: refused, ``problems`` say why) and what the parent
-    #: answers in the plugin's place from then on (its fixture directories).
+    #: answers in the plugin's place from then on (the hooks that take no arguments: its fixture directories,
+    #: its tensor transports).
     declaration: FamilyDeclaration | None = None
     fixture_dirs: list[str] = Field(default_factory=list)
+    transports: list[TransportSpec] = Field(default_factory=list)
     #: Answering ``build`` for a plugin without devices: what its workers would need (its own env syntax).
     idle_worker: WorkerNeeds | None = None
 

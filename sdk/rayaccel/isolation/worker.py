@@ -12,6 +12,7 @@ import time
 import types
 from collections.abc import Sequence
 
+from rayaccel import hookspec
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.protocol import (
@@ -149,7 +150,9 @@ def worker_main(preload: Sequence[str] = ()) -> int:
             if request.kind == "describe":
                 reply = Reply(plugin=target.name, problems=problems,
                               declaration=manager.family(target.name) if registered else None,
-                              fixture_dirs=manager.fixture_dirs(target.name) if registered else [])
+                              fixture_dirs=manager.fixture_dirs(target.name) if registered else [],
+                              transports=manager.answer(target.name, hookspec.TRANSPORTS, problems) if registered
+                              else [])
             else:
                 reply = _build(builder, target, host, problems, request.with_metrics) if registered else \
                     Reply(plugin=target.name, problems=problems)

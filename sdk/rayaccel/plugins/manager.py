@@ -253,10 +253,11 @@ class PluginManager:
         return name in self._plugins
 
     def adopt(self, name: str, family: rec.FamilyDeclaration, *, distribution: str | None = None,
-              version: str | None = None, fixture_dirs: Sequence[str] = ()) -> bool:
+              version: str | None = None, answers: Mapping[str, Any] | None = None) -> bool:
         """Know a plugin loaded and checked in another process (a worker of :mod:`rayaccel.isolation.pool`) by
-        its declaration and its fixture directories, without importing its code here: it has no hooks in this
-        process (its inventory comes from its worker). Collisions with the plugins known here are refused as in
+        its declaration, without importing its code here. Its only hooks here are ``answers`` (hook name ->
+        what the plugin answered there, for hooks that take no arguments, such as ``rayaccel_fixture_dirs``);
+        its inventory comes from its worker. Collisions with the plugins known here are refused as in
         :meth:`register`. Returns False (and records why) when it is refused."""
         if self._pm.is_blocked(name):
             self._disabled(name, distribution)
@@ -264,8 +265,8 @@ class PluginManager:
         if name in self._plugins:
             raise PluginError(f"a plugin named {name!r} is already registered")
         self._plugins[name] = LoadedPlugin(name, distribution, version, None, family)
-        dirs = list(fixture_dirs)
-        self._conventions[name] = {"rayaccel_fixture_dirs": lambda: dirs} if dirs else {}
+        self._conventions[name] = {hook: functools.partial(lambda answer: answer, answer)
+                                   for hook, answer in (answers or {}).items()}
         self._check_collisions(name)
         return name in self._plugins
 
