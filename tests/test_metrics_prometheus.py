@@ -277,3 +277,47 @@ def test_every_dashboard_query_is_valid_promql_and_the_device_panels_show_every_
                              what=f"data for the dashboard panel {title!r}: {query}")
             if "{{device}}" in expr or "device" in "".join(r["metric"].get("device", "") for r in found[:1]):
                 assert len({r["metric"].get("device") for r in found}) == DGX_DEVICES, title
+
+
+# The tensor transport's metrics --------------------------------------------------------------------------
+
+
+def test_the_transports_metrics_pass_promtool_after_a_transfer(dgx_node: dict[str, Any], tmp_path: Path):
+    """RAYACCEL_SHM moves a tensor between two actors on the node; its counters and latency histogram then
+    appear on the node's metrics port under Prometheus' names, and promtool accepts them."""
+    torch = pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")
+    import ray
+
+    import rayaccel.ray
+    from rayaccel.shm_transport import NAME
+
+    @ray.remote(num_cpus=0, enable_tensor_transport=True)
+    class Sender:
+        def tensors(self) -> list[Any]:
+            return [torch.ones(4096, dtype=torch.int8)]
+
+    @ray.remote(num_cpus=0, enable_tensor_transport=True)
+    class Receiver:
+        def total(self, tensors: list[Any]) -> int:
+            return int(sum(int(t.sum()) for t in tensors))
+
+    rayaccel.ray.connect(dgx_node["address"], log_to_driver=False)
+    try:
+        sender, receiver = Sender.remote(), Receiver.remote()
+        assert ray.get(receiver.total.remote(sender.tensors.options(tensor_transport=NAME).remote()),
+                       timeout=120) == 4096
+        names = [EXPORT_PREFIX + n for n in ("rayaccel_transport_bytes_total", "rayaccel_transport_transfers_total",
+                                             "rayaccel_transport_latency_seconds_count")]
+        text = wait_for(lambda: scrape(dgx_node["metrics"]),
+                        lambda t: all(re.search(rf"^{n}{{", t, re.MULTILINE) for n in names),
+                        timeout=60, interval=1, retry_on=(OSError,), what=f"{names} at {dgx_node['metrics']}")
+    finally:
+        rayaccel.ray.shutdown()
+    transferred = [float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()
+                   if ln.startswith(EXPORT_PREFIX + "rayaccel_transport_bytes_total{") and f'transport="{NAME}"' in ln]
+    assert transferred and sum(transferred) >= 4096
+    path = tmp_path / "transport.prom"
+    path.write_text(rayaccel_exposition(text), encoding="utf-8")
+    with path.open("rb") as stdin:
+        done = subprocess.run([PROMTOOL, "check", "metrics"], stdin=stdin, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), done.stdout + done.stderr
