@@ -188,13 +188,15 @@ _RAY_INIT = ("import ray; ray.init(address='local', num_cpus=1, include_dashboar
 
 
 def bench_inspect_and_init(rounds: int = 3) -> dict[str, Any]:
-    """`rayaccel inspect --simulate nvidia/dgx-h100 --json` as a process vs a bare ray.init()+shutdown()."""
-    inspect, init = [], []
+    """`rayaccel inspect --simulate nvidia/dgx-h100 --json` as a process (each plugin in a worker process, the
+    default) vs a bare ray.init()+shutdown(); and the same with ``--in-process``, what isolation costs."""
+    inspect, in_process, init = [], [], []
     for _ in range(rounds):
         inspect.append(timed_run([*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json"]))
+        in_process.append(timed_run([*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json", "--in-process"]))
         init.append(timed_run([sys.executable, "-c", _RAY_INIT]))
-    return {"inspect_s": statistics.median(inspect), "ray_init_s": statistics.median(init),
-            "ratio": statistics.median(inspect) / statistics.median(init)}
+    return {"inspect_s": statistics.median(inspect), "inspect_in_process_s": statistics.median(in_process),
+            "ray_init_s": statistics.median(init), "ratio": statistics.median(inspect) / statistics.median(init)}
 
 
 def bench_import(rounds: int = 9) -> dict[str, Any]:
@@ -226,8 +228,13 @@ def bench_conformance(plugin: str, ray_init_s: float) -> dict[str, Any]:
 # Health monitor CPU --------------------------------------------------------------------------------
 
 
-def bench_monitor_cpu(window_s: float = 10.0) -> dict[str, Any]:
-    """CPU used by the node's health monitor (actor + its plugin workers) polling 8 devices at 1 Hz."""
+#: A GB200 NVL72 domain is 18 compute trays of 4 GPUs, each tray its own node with its own monitor.
+NVL72_TRAY = "nvidia/gb200-nvl72-tray"
+
+
+def bench_monitor_cpu(window_s: float = 10.0, fixture: str = FIXTURE) -> dict[str, Any]:
+    """CPU used by the node's health monitor (actor + its plugin workers) polling ``fixture``'s devices at 1 Hz,
+    and, over the same window, by an idle Ray actor (what any actor costs Ray's own threads: part of the figure)."""
     import psutil
     import ray
 
@@ -236,7 +243,7 @@ def bench_monitor_cpu(window_s: float = 10.0) -> dict[str, Any]:
     from rayaccel.ray.monitor import get_monitor
 
     with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
-        rayaccel.ray.init(simulate=FIXTURE, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,
+        rayaccel.ray.init(simulate=fixture, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,
                           logging_level=logging.ERROR)
     try:
         node_id = ray.get_runtime_context().get_node_id()
@@ -245,21 +252,28 @@ def bench_monitor_cpu(window_s: float = 10.0) -> dict[str, Any]:
                  interval=0.5, what="the monitor's third poll")
         actor = next(p for p in psutil.process_iter(["cmdline"])
                      if any("HealthMonitor" in part for part in (p.info["cmdline"] or [])))
+        idle_class: Any = ray.remote(num_cpus=0)(_Probe)
+        idle = psutil.Process(ray.get(idle_class.remote().pid.remote(), timeout=120))
 
-        def cpu() -> float:
+        def cpu(procs: list[psutil.Process]) -> float:
             total = 0.0
-            for proc in [actor, *actor.children(recursive=True)]:
+            for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     times = proc.cpu_times()
                     total += times.user + times.system
             return total
 
         polls_before = ray.get(handle.status.remote(), timeout=30)["polls"]
-        cpu_before, started = cpu(), time.monotonic()
+        monitor = [actor, *actor.children(recursive=True)]
+        cpu_before, idle_before, started = cpu(monitor), cpu([idle]), time.monotonic()
         time.sleep(window_s)  # the measurement window itself, not a wait for a condition
-        cpu_used, elapsed = cpu() - cpu_before, time.monotonic() - started
-        polls = ray.get(handle.status.remote(), timeout=30)["polls"] - polls_before
+        cpu_used, elapsed = cpu(monitor) - cpu_before, time.monotonic() - started
+        idle_used = cpu([idle]) - idle_before
+        status = ray.get(handle.status.remote(), timeout=30)
+        polls = status["polls"] - polls_before
+        devices = len(status["health"])
     finally:
         rayaccel.ray.shutdown()
-    return {"core_percent": 100 * cpu_used / elapsed, "polls": polls, "window_s": elapsed,
-            "ms_cpu_per_poll": 1e3 * cpu_used / max(polls, 1)}
+    return {"fixture": fixture, "devices": devices, "core_percent": 100 * cpu_used / elapsed, "polls": polls,
+            "window_s": elapsed, "ms_cpu_per_poll": 1e3 * cpu_used / max(polls, 1),
+            "idle_actor_core_percent": 100 * idle_used / elapsed}
