@@ -131,3 +131,19 @@ def test_transports_runs_the_plugins_in_workers_too() -> None:
     output = json.loads(done.stdout)
     assert set(output["declared"]) == {"acme"}
     assert len(output["pairs"]) == ACME_DEVICES * (ACME_DEVICES - 1) // 2
+
+
+@pytest.mark.parametrize("command", ["plugins", "fixtures"])
+def test_listing_commands_survive_a_plugin_that_exits_at_import(command: str) -> None:
+    env = {**os.environ, NO_AUTOLOAD_ENV: "1",
+           PLUGINS_ENV: "acme=rayaccel_testplugins.acme,hostile-import-exit=rayaccel_testplugins.hostile_import_exit"}
+    done = subprocess.run([sys.executable, "-m", "rayaccel", command, "--json"], capture_output=True, env=env,
+                          timeout=BUDGET, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    output = json.loads(done.stdout)
+    if command == "plugins":
+        assert [row["name"] for row in output["plugins"]] == ["acme"]
+        [failed] = output["problems"]
+        assert failed["plugin"] == "hostile-import-exit" and "exited with code 9" in failed["message"]
+    else:
+        assert "acme/acme-4" in {row["name"] for row in output}
