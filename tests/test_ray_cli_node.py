@@ -67,7 +67,7 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
                        f"--object-manager-port={objects}", "--num-cpus=1", "--include-dashboard=false", env=home)
     try:
         assert started.returncode == 0, started.stderr[-3000:]
-        assert "node started with GPU=8, accelerator_type:H100=1" in started.stdout
+        assert "node started with GPU=8, GPU_domain_dgx-h100-01-nvswitch=8, accelerator_type:H100=1" in started.stdout
         assert "health monitor polling every 2s" in started.stdout
         assert "Ray token authentication is ON" in started.stdout
         fault_file = started.stdout.split("switch a fault on with: echo <fault> >> ", 1)[1].split()[0]
