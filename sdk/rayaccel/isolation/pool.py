@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 
 from rayaccel.errors import PluginError
@@ -59,6 +60,7 @@ from rayaccel.plugins.configuration import (
     disabled_plugins,
     entry_points,
     env_plugins,
+    inventory_timeout,
 )
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import FamilyInventory, NodeInventory, Problem, WorkerNeeds
@@ -89,6 +91,8 @@ class WorkerPool:
         self._targets = {t.name: t for t in targets}
         self._isolated = set(self._targets)
         self._replaced: dict[str, int] = {}
+        #: Seconds one request may take in all (None: each answer its worker's own deadline).
+        self.budget: float | None = None
         #: What idle plugins' workers need, as their worker processes said (their hooks are not here).
         self._idle_workers: dict[str, WorkerNeeds] = {}
 
@@ -101,6 +105,7 @@ class WorkerPool:
         manager = PluginManager(load=False)
         targets = configured_targets(manager, plugins)
         pool = cls(manager, targets=targets, fork=fork)
+        pool.budget = inventory_timeout()  # describing, then building, each within a command's budget
         try:
             pool._describe()
             pool.builder = InventoryBuilder(manager, [t.name for t in targets if t.name in manager.plugin_names()])
@@ -141,6 +146,7 @@ class WorkerPool:
         """Each plugin's answer to ``request``, from the workers serving any of the ``wanted`` plugins."""
         answers: dict[str, Reply | str] = {}
         sent = []
+        until = time.monotonic() + self.budget if self.budget is not None else None
         for worker in self._workers:  # all requests first: the workers answer in parallel
             if not any(t.name in wanted for t in worker.targets):
                 continue
@@ -151,7 +157,7 @@ class WorkerPool:
                 answers.update({t.name: why for t in worker.targets})
                 worker.kill()
         for worker in sent:
-            got, rest = worker.answers()
+            got, rest = worker.answers(until)
             answers.update(got)
             while rest:  # the plugins after a failed one, in a fresh worker of their own
                 retry = WorkerProcess(rest, self._timeout, worker.fork)
@@ -160,7 +166,7 @@ class WorkerPool:
                     answers.update({t.name: why for t in rest})
                     retry.kill()
                     break
-                got, rest = retry.answers()
+                got, rest = retry.answers(until)
                 answers.update(got)
                 retry.kill()
         return answers

@@ -235,12 +235,14 @@ class WorkerProcess:
             return f"could not be sent the request ({type(e).__name__}: {e})"
         return None
 
-    def answers(self) -> tuple[dict[str, Reply | str], list[PluginTarget]]:
+    def answers(self, until: float | None = None) -> tuple[dict[str, Reply | str], list[PluginTarget]]:
         """Each plugin's answer, or why there is none; on a failure the worker is killed, and the plugins
-        after the failed one are returned unanswered (to be asked again in a fresh worker)."""
+        after the failed one are returned unanswered (to be asked again in a fresh worker). ``until``: a
+        :func:`time.monotonic` time no answer is waited for past (a command's whole budget)."""
         answers: dict[str, Reply | str] = {}
         for i, target in enumerate(self.targets):
-            answer = self.receive(time.monotonic() + self.deadline)
+            due = time.monotonic() + self.deadline
+            answer = self.receive(due if until is None else min(due, until))
             if isinstance(answer, Reply) and answer.plugin != target.name:
                 answer = f"answered for {answer.plugin!r} when {target.name!r} was due"
             answers[target.name] = answer
@@ -253,12 +255,13 @@ class WorkerProcess:
         """The worker's next answer, or why there is none (it died, timed out, answered garbage)."""
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        waited = max(0.0, until - time.monotonic())
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = until - time.monotonic()
                 if left <= 0:
-                    return f"did not answer within {self.deadline:g}s"
+                    return f"did not answer within {waited:.3g}s"
                 if not selector.select(left):
                     continue
                 chunk = os.read(fd, 1 << 20)
