@@ -83,8 +83,8 @@ def problems_of(output: dict[str, Any], plugin: str) -> dict[str, str]:
     ("spawn", "worker-leak", "1 thread and 1 child process", ACME_DEVICES),
     ("patch", "sdk-patched", "rayaccel.inventory.builder.InventoryBuilder._devices", 0),
     ("flood", "too-many-devices", f"reported {FLOOD} devices", MAX_DEVICES),
-], ids=["exit-at-import", "hang-at-import", "exit-in-discovery", "child-holding-stdout", "stray-child", "monkeypatches-sdk",
-        "100000-devices"])
+], ids=["exit-at-import", "hang-at-import", "exit-in-discovery", "child-holding-stdout", "stray-child",
+        "monkeypatches-sdk", "100000-devices"])
 def test_a_faulty_plugin_costs_only_its_own_entry(hostile: str, code: str, says: str, own_devices: int) -> None:
     output, _, left = inspect_json(hostile, budget=5 if hostile == "import-hang" else BUDGET)
     assert left == [], f"processes left behind: {[p.cmdline() for p in left]}"
