@@ -102,8 +102,14 @@ Proc = subprocess.Popen[bytes] | ForkedProcess
 
 
 def can_fork() -> bool:
-    """Whether a worker may be forked from this process now: a POSIX fork, and no thread but this one."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """Whether a worker may be forked from this process now: a POSIX fork, and no thread but this one (threads
+    a C library started count too, where /proc shows them)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return True
 
 
 def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
