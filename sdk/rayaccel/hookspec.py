@@ -306,7 +306,8 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
 
     Called at inventory time and then periodically by the health monitor; keep it cheap. Unhealthy
     devices are left out of the resource count; a reason with ``fatal=True`` makes the monitor cordon
-    the family on the node (no new work for it there) until no fatal reason remains.
+    that device on the node (no new work on it; the family's other devices keep working) until no fatal
+    reason remains.
 
     :returns: one :class:`~rayaccel.records.HealthReport` per device; a device without a report is
         ``unknown`` (still scheduled).
