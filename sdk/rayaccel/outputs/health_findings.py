@@ -1,6 +1,6 @@
 """What the health monitor acts on, as records: the fatal findings of one poll of a node's inventory.
 
-A finding names its family, device and reason code, so the monitor groups and cordons by family without
+A finding names its family, device and reason code, so the monitor groups and cordons by device without
 parsing its own messages; :attr:`HealthFinding.phrase` is the sentence a cordon's message and Ray's log show.
 """
 

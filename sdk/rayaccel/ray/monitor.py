@@ -11,15 +11,16 @@ from the raylet), and
 - rewrites the export files the node's env names (``RAYACCEL_NFD_FILE``, ``RAYACCEL_DRA_FILE``:
   :mod:`rayaccel.outputs.exporters.upkeep`), so NFD's labels and the DRA slices follow devices as they fail
   and recover;
-- when a device turns unhealthy for a fatal reason (or stops being enumerated), cordons its family on
-  the node: one detached single-bundle placement group per unit of the family, pinned to the node, takes
-  each unit as it becomes free. Running work finishes; new work of that family goes elsewhere. When no
-  fatal reason remains, the placement groups are removed and the node takes the family's work again.
+- when a device turns unhealthy for a fatal reason (or stops being enumerated), cordons exactly that
+  device on the node: a cordon claim in the node's claims table (:mod:`rayaccel.ray.claims`) keeps every
+  later task off its units, and one detached single-bundle placement group pinned to the node holds as
+  many of the family's tokens, so Ray offers that many fewer. Running work finishes; the family's other
+  devices keep taking work. When no fatal reason remains, the claim and the group are removed.
 
 Why not drain: Ray 2.60 cannot undo a drain (``DrainRaylet`` has no inverse in the raylet's or the
 GCS's services) and refuses to resize unit-instance resources (GPU, TPU, neuron_cores, the day-zero
 families) on a live node; a drained node would stay drained until restarted. The cost of cordoning: a
-task placed on the node between the fault and the moment a unit is held may still get the failed unit.
+task already running on the failed device keeps it until it ends.
 
 The plugins' hooks run in worker processes kept warm between polls (:mod:`rayaccel.isolation.pool`).
 """
