@@ -224,6 +224,26 @@ def test_find_scale_up_domain_picks_one_with_room():
         find_scale_up_domain([{"GPU": 8}], nodes=nodes)
 
 
+def test_a_node_of_two_domains_counts_each_on_its_own_and_bundles_ask_for_one():
+    from rayaccel.ray.placement import domain_bundles, scale_up_domains
+
+    labels = {"rayaccel.io/scale-up-domain": "isl-0", "rayaccel.io/scale-up-domain-size": "3",
+              "rayaccel.io/scale-up-domain-kind": "other", "rayaccel.io/scale-up-domain-count": "2",
+              "rayaccel.io/scale-up-domain-1": "isl-1", "rayaccel.io/scale-up-domain-1-size": "3",
+              "rayaccel.io/count": "6"}
+    node = {"NodeID": "n1", "Labels": labels,
+            "Resources": {"QTS": 6.0, "QTS_domain_isl-0": 3.0, "QTS_domain_isl-1": 3.0, "CPU": 8.0}}
+    domains = scale_up_domains([node])
+    assert {d: (v.size, v.capacity["QTS"], v.nodes) for d, v in domains.items()} == {
+        "isl-0": (3, 3.0, ("n1",)), "isl-1": (3, 3.0, ("n1",))}
+    with pytest.raises(Exception, match="no scale-up domain has room"):
+        find_scale_up_domain([{"QTS": 1}] * 4, nodes=[node])
+    assert find_scale_up_domain([{"QTS": 1}] * 3, nodes=[node]) == ("isl-0", None)
+    assert domain_bundles([{"QTS": 1, "CPU": 1}], "isl-1", [node]) == [{"QTS": 1, "CPU": 1, "QTS_domain_isl-1": 1}]
+    # A cluster started without per-domain resources keeps its bundles as they were.
+    assert domain_bundles([{"QTS": 1}], "isl-1", [{"Resources": {"QTS": 6.0}}]) == [{"QTS": 1}]
+
+
 def _islands_inventory(unhealthy=()):
     devices = [Device(index=i, id=f"d{i}", product_name="X") for i in range(4)]
     links = [Link(a="d0", b="d1", kind="nvlink", bandwidth_gbps=400), Link(a="d2", b="d3", kind="nvlink",
