@@ -88,7 +88,10 @@ def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
     for device in devices:
         path = f"{SYSFS}/acme{device.index}"
         fatal = int(_read(host, f"{path}/fatal_errors"))
-        if fatal:
+        if _read(host, f"{path}/state") == "lost":  # lost since discovery (a monitor polls with its devices)
+            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
+                HealthReason(code="acme-lost", message="the card fell off the bus", fatal=True)]))
+        elif fatal:
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
                 HealthReason(code="acme-fatal", message=f"{fatal} fatal errors", fatal=True)]))
         else:

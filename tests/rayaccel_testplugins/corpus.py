@@ -40,6 +40,7 @@ from rayaccel import (
     Device,
     Domain,
     FamilyDeclaration,
+    HealthReason,
     HealthReport,
     Host,
     HostError,
@@ -926,6 +927,17 @@ class TopologyKeepsLostLinks(Healthy):
                     gbps = float(_read(host, f"{path}/links/{peer}"))
                     links.append(Link(a=me, b=peer, kind="other", bandwidth_gbps=gbps))
         return Topology(links=links)
+
+
+class HealthIgnoresLoss(Healthy):
+    DEFECT = "health reads only the fatal-error counter, so a card lost since discovery stays healthy in the monitor"
+    KILLED_BY = ("RAC210", "reports it healthy with no fatal reason")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        fatal = HealthReason(code="acme-fatal", message="fatal errors", fatal=True)
+        failing = {d.id for d in devices if _read(host, f"{SYSFS}/acme{d.index}/fatal_errors") != "0"}
+        return [HealthReport(device=d.id, state="unhealthy", reasons=[fatal]) if d.id in failing
+                else HealthReport(device=d.id, state="healthy") for d in devices]
 
 
 class MetricsByPosition(Healthy):

@@ -606,7 +606,9 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     host, and must not name the device left out; a plugin that reads links or health for every device the
     vendor lists, rather than for the ``devices`` it is given, keeps a lost card in the topology. Then each
     ``device-lost`` fault of the fixture is switched on, and the inventory built on it must name the lost
-    devices nowhere (links, domains, health, metrics, units, labels); so must each ``lose`` perturbation the
+    devices nowhere (links, domains, health, metrics, units, labels), while health polled with the devices
+    discovered before the loss (as a health monitor polls) reports each lost one unhealthy with a fatal
+    reason; so must each ``lose`` perturbation the
     fixture declares (docs/fixtures.md), which must also leave the other devices as they were. Fix: build
     every per-device answer from the ``devices`` argument, never from what the vendor interface lists.
     """
@@ -629,6 +631,17 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
         fam = faulty.family(family.name)
         lost = healthy_ids - {d.id for d in subject.devices(faulty)}
         wrong += [f"fault {fault.name}: {trace}" for trace in inventory_traces(fam, sorted(lost))]
+        # A health monitor polls health with the devices discovered at start: a card lost since is unusable.
+        polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=simulated_host(fx, faults=[fault.name]),
+                                        devices=list(devices)) or []
+        by_id = {r.device: r for r in polled}
+        for dev in sorted(lost):
+            report = by_id.get(dev)
+            if report is None or report.state != "unhealthy" or not any(r.fatal for r in report.reasons):
+                state = f"{report.state} with no fatal reason" if report else "not at all"
+                wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before {dev} "
+                             f"was lost (as a health monitor does), reports it {state}: a lost device is unhealthy, "
+                             "fatally")
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
     healthy = inventory.family(family.name)
     for variant in (v for v in fx.perturbations if v.kind == "lose"):
