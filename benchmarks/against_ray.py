@@ -253,7 +253,8 @@ def bench_monitor_cpu(window_s: float = 10.0, fixture: str = FIXTURE) -> dict[st
         actor = next(p for p in psutil.process_iter(["cmdline"])
                      if any("HealthMonitor" in part for part in (p.info["cmdline"] or [])))
         idle_class: Any = ray.remote(num_cpus=0)(_Probe)
-        idle = psutil.Process(ray.get(idle_class.remote().pid.remote(), timeout=120))
+        idle_actor = idle_class.remote()  # kept: Ray ends an actor whose handle is gone
+        idle = psutil.Process(ray.get(idle_actor.pid.remote(), timeout=120))
 
         def cpu(procs: list[psutil.Process]) -> float:
             total = 0.0
