@@ -177,7 +177,8 @@ def layout_family(family: FamilyInventory, top: float) -> FamilyLayout:
         packages = _packages(devices)
         widest = max(_package_width(len(members), key, size) for key, members in packages)
         fits = max(int((MAX_WIDTH - 2 * inner + GAP) // (widest + GAP)), 1)
-        fits = min(fits, max(2, math.ceil(math.sqrt(2 * len(packages)))))  # wider than tall, never a long row
+        # Wider than tall for the family as a whole (8 GPUs: 4 a row), never one long row.
+        fits = min(fits, max(2, math.ceil(math.sqrt(2 * len(family.devices)))))
         per_row = math.ceil(len(packages) / math.ceil(len(packages) / fits))  # rows balanced: 4 + 4, not 7 + 1
         for n, (key, members) in enumerate(packages):
             cols = min(len(members), 4)
@@ -268,7 +269,7 @@ class NodePicture:
             group.append(self.dw.Rectangle(box.x, box.y, box.width, box.height, rx=8, fill="#f8f9fa",
                                            stroke="#dadce0", stroke_width=1.5))
             group.append(self.text(title_, box.x + 12, box.y + 18, 13, font_weight="bold"))
-            group.append(self.text(detail, box.x + 20 + 8.4 * len(title_), box.y + 18, 12, fill="#5f6368"))
+            group.append(self.text(detail, box.x + 22 + 9 * len(title_), box.y + 18, 12, fill="#5f6368"))
             self.elements.append(group)
         for key, box in layout.packages:
             group = self.dw.Group(class_="package")
