@@ -113,3 +113,12 @@ def test_a_node_of_two_islands_publishes_both_domains(monkeypatch):
         "rayaccel.io/scale-up-domain-size": "3", "rayaccel.io/scale-up-domain-count": "2",
         "rayaccel.io/scale-up-domain-1": "qts-node-qlink1", "rayaccel.io/scale-up-domain-1-size": "3"}
     assert domain_resources(inventory) == {"QTS_domain_qts-node-qlink0": 3.0, "QTS_domain_qts-node-qlink1": 3.0}
+
+
+def test_fractions_of_one_instance_share_its_unit_and_a_whole_task_ends_them(table):
+    table.claim(TWO_ISLANDS, ["9"], pid=1)  # unit 0 held by another live process
+    first = table.claim(TWO_ISLANDS, ["3"], pid=os.getppid(), shared=True)
+    assert table.claim(TWO_ISLANDS, ["3"], pid=os.getpid(), shared=True) == first == ["1"]
+    # Ray gives token 3 whole to a task only once no fraction of it runs: those claims are over.
+    assert table.claim(TWO_ISLANDS, ["3"], pid=os.getpid()) == ["1"]
+    assert [c["units"] for c in table.snapshot()["QTS"]] == [["0"], ["1"]]

@@ -64,3 +64,18 @@ def test_with_two_gpus_busy_a_four_gpu_task_gets_four_with_full_nvlink(node):
     finally:
         for actor in busy:
             ray.kill(actor)
+
+
+def test_two_halves_of_one_gpu_see_the_same_gpu(node):
+    from rendezvous import rendezvous
+
+    @ray.remote(num_gpus=0.5, num_cpus=0)
+    def half(meet):
+        assert ray.get(meet.arrive.remote("halves", 2))  # both hold their half at once
+        tokens = ray._private.worker.global_worker.rayaccel_assigned_ids("GPU", "^GPU_group_[0-9A-Za-z]+$")
+        return [str(t) for t in tokens], gpus()
+
+    meet = rendezvous()
+    (tokens_a, gpus_a), (tokens_b, gpus_b) = ray.get([half.remote(meet), half.remote(meet)], timeout=90)
+    assert len(gpus_a) == len(gpus_b) == 1
+    assert (gpus_a == gpus_b) == (tokens_a == tokens_b)  # one instance, one GPU; two instances, two GPUs

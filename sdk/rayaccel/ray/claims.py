@@ -225,11 +225,13 @@ class ClaimsTable:
             return json.loads(json.dumps(table))  # type: ignore[no-any-return]
 
     def claim(self, family: FamilyUnits, tokens: Sequence[str], within: str | None = None,
-              pid: int | None = None) -> list[str]:
+              pid: int | None = None, shared: bool = False) -> list[str]:
         """Bind ``tokens`` (what Ray assigned this process) to as many physical units and return them.
 
         ``within``: a per-domain resource the task holds too; its units are preferred (all of them from
-        that domain when enough are free there).
+        that domain when enough are free there). ``shared``: the task holds a fraction of its token (e.g.
+        ``num_gpus=0.5``), which Ray may give other running tasks too: a claim of exactly that token is
+        then not over but shared, and its units are this task's as well.
         """
         pid = os.getpid() if pid is None else pid
         wanted = sorted({str(t) for t in tokens})
@@ -238,10 +240,16 @@ class ClaimsTable:
         with self._locked() as table:
             claims = table.setdefault(family.resource, [])
             mine = next((c for c in claims if c.get("pid") == pid and not c.get("cordon")
-                         and sorted(c.get("tokens", [])) == wanted), None)
+                         and bool(c.get("shared")) == shared and sorted(c.get("tokens", [])) == wanted), None)
             if mine is not None:  # the same task or actor asking again: the same units
                 return [u for u in family.units if u in set(mine["units"])]
             token_set = set(wanted)
+            sharing = next((c for c in claims if shared and not c.get("cordon") and c.get("shared")
+                            and sorted(c.get("tokens", [])) == wanted and _alive(int(c.get("pid", 0)))), None)
+            if sharing is not None:  # another fraction of the same instance: the same units
+                claims.append({"pid": pid, "tokens": wanted, "units": list(sharing["units"]), "shared": True,
+                               "at": time.time()})
+                return [u for u in family.units if u in set(sharing["units"])]
             kept = [c for c in claims
                     if not token_set & set(c.get("tokens", []))
                     and (c.get("cordon") or (c.get("pid") != pid and _alive(int(c.get("pid", 0)))))]
@@ -256,7 +264,7 @@ class ClaimsTable:
                 if len(inside) >= k:
                     candidates = inside
             chosen = family.choose(candidates, k)
-            kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": time.time()})
+            kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": time.time(), "shared": shared})
             table[family.resource] = kept
             return chosen
 

@@ -92,12 +92,18 @@ def install_claims() -> list[str]:
             group_domains[key] = next((d for b in bundles for d in domains if d in b), None)
         return group_domains[key]
 
+    def fractional(resource: str) -> bool:
+        # Ray gives a fractional request (num_gpus=0.5) a share of one instance, which other tasks may hold.
+        return any(0 < float(amount) < 1 for name, assignment in worker.core_worker.resource_ids().items()
+                   if name == resource or name.startswith(resource + "_group_") for _, amount in assignment)
+
     def claimed_ids(resource_name: str, resource_regex: str) -> Any:
         ids = assigned(resource_name, resource_regex)
         family = placement.get(resource_name)
         if family is None or not ids or worker.core_worker.get_current_task_name() == CORDON_TAG_TASK:
             return ids
-        units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name))
+        units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name),
+                              shared=fractional(resource_name))
         claimed.add(resource_name)
         return units
 
