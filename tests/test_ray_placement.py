@@ -171,11 +171,11 @@ def test_a_fault_on_device_4_cordons_it_alone_and_clearing_it_offers_six_again(n
 
     with open(rayaccel.ray.node_configs()[node].fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-4\n")
-    cordon = wait_for(status, lambda s: s["cordoned"].get("qts", {}).get("held") == 1, timeout=60,
+    cordon = wait_for(status, lambda s: s["cordoned"].get("qts", {}).get("held") == 1, timeout=120,
                       what="device 4's unit held by its cordon")["cordoned"]["qts"]
     assert cordon["units"] == 1 and list(cordon["devices"]) == [FAILED] and "qts-fatal" in cordon["message"]
     assert cordon["devices"][FAILED]["units"] == ["4"]
-    wait_for(ray.available_resources, lambda r: r.get("QTS") == 5, timeout=30, what="Ray to offer 5 QTS")
+    wait_for(ray.available_resources, lambda r: r.get("QTS") == 5, timeout=60, what="Ray to offer 5 QTS")
     # The five healthy devices all take work at once, and none of them is device 4.
     meet = rendezvous()
     task = ray.remote(resources={"QTS": 1})(units)
@@ -191,13 +191,13 @@ def test_a_fault_on_device_4_cordons_it_alone_and_clearing_it_offers_six_again(n
                   if ln.startswith("ray_rayaccel_schedulable_units{") and 'family="qts"' in ln]
         return values[0] if values else None
 
-    assert wait_for(gauge, lambda v: v == 5, timeout=60, interval=1, retry_on=(OSError,),
+    assert wait_for(gauge, lambda v: v == 5, timeout=120, interval=1, retry_on=(OSError,),
                     what=f"rayaccel_schedulable_units of qts = 5 at {url}") == 5
 
     open(rayaccel.ray.node_configs()[node].fault_file, "w", encoding="utf-8").close()  # the device recovers
-    recovered = wait_for(status, lambda s: not s["cordoned"], timeout=60, what="the recovery")
+    recovered = wait_for(status, lambda s: not s["cordoned"], timeout=120, what="the recovery")
     assert FAILED in {r.get("device") for r in recovered["recovered"]}
-    wait_for(ray.available_resources, lambda r: r.get("QTS") == 6, timeout=30, what="Ray to offer 6 QTS again")
+    wait_for(ray.available_resources, lambda r: r.get("QTS") == 6, timeout=60, what="Ray to offer 6 QTS again")
     assert [c for c in claims(node) if c.get("cordon")] == []
     meet = rendezvous()
     got = ray.get([task.remote(meet, 6) for _ in range(6)], timeout=90)
