@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from summary import SUMMARY_PROPERTY
 
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.simulated_host import SIMULATED_HANG_SECONDS, SimulatedHost
@@ -26,7 +27,6 @@ from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
 from rayaccel_conformance.report.tiers import Result, reached_tier
 from rayaccel_testplugins import corpus
-from summary import SUMMARY_PROPERTY
 
 #: The share of the corpus the suite must kill.
 TARGET_KILL_RATE = 0.95
