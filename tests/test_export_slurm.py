@@ -17,7 +17,7 @@ from rayaccel.errors import RayaccelError
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.outputs.exporters.slurm import SlurmNode, logical_cores, parse_cpu_list, slurm_node
 from rayaccel.plugins.manager import default_manager
-from rayaccel.records import NodeInventory, expand_device_file
+from rayaccel.records import DEVICE_FILE, NodeInventory, expand_device_file
 from rayaccel.simulation.host_factory import make_host
 
 SLURMD = shutil.which("slurmd") or ("/usr/sbin/slurmd" if Path("/usr/sbin/slurmd").exists() else None)
@@ -74,8 +74,11 @@ def expected_rows(inv: NodeInventory, root: Path) -> list[dict[str, object]]:
         healthy = [d for d in family.devices if states.get(d.id) != "unhealthy"]
         cpus = {a.device: a.cpus for a in family.topology.affinities if a.cpus}
         for device in healthy:
+            # The device file discovery saw (a TPU chip's VFIO group) beats the family's pattern.
+            found = device.attributes.get(DEVICE_FILE)
             pattern = family.family.schedulers.device_files[0]
-            file = str(root) + expand_device_file(pattern, device.index).removeprefix("/dev")
+            own = found if isinstance(found, str) else expand_device_file(pattern, device.index)
+            file = str(root) + own.removeprefix("/dev")
             rows.append({"name": family.family.schedulers.slurm_gres, "type": device.sku, "file": file,
                          "cores": logical_cores(cpus[device.id]) if device.id in cpus else None,
                          "links": [sum(link.lanes for link in family.topology.links

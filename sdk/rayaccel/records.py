@@ -39,6 +39,11 @@ HEALTH_ORDER: dict[str, int] = {"healthy": 0, "unknown": 1, "degraded": 2, "unhe
 #: the device is offered under a fallback id; its value says why. The SDK reports it as a warning problem.
 ID_FALLBACK = "id_fallback"
 
+#: Device attribute naming the device's own device file where discovery found it (a TPU chip's
+#: ``/dev/vfio/<group>`` or ``/dev/accel<N>``): exporters that list device files (Slurm's ``File=``) take it
+#: before the family's ``schedulers.device_files`` pattern, which can only guess from the index.
+DEVICE_FILE = "device_file"
+
 Severity = Literal["error", "warning", "info"]
 
 #: Standard metric names and the one unit each must be reported in.

@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 from rayaccel import Device, Host
+from rayaccel.records import DEVICE_FILE
 from rayaccel.reporting import record_or_report
 from rayaccel_tpu import podtype, probe, slice_info, visibility
 
@@ -30,7 +31,7 @@ def devices_of(host: Host) -> list[Device]:
     devices = []
     for chip in found:
         generation = probe.chip_generation(chip) or fallback
-        attributes: dict[str, str | int | float | bool] = {"node": chip.node}
+        attributes: dict[str, str | int | float | bool] = {DEVICE_FILE: chip.node}
         chiplets = max(probe.expected_chiplets(generation), widest)
         if chiplets > 1:
             # Health checks every chiplet's VFIO group, and flags a chip found with fewer than a whole one has.

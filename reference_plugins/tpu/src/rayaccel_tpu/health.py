@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rayaccel import Device, HealthReason, HealthReport, Host
+from rayaccel.records import DEVICE_FILE
 
 
 def health_of(host: Host, devices: list[Device]) -> list[HealthReport]:
@@ -12,8 +13,8 @@ def health_of(host: Host, devices: list[Device]) -> list[HealthReport]:
     reports = []
     for device in devices:
         # Every chiplet's device node (two VFIO groups for a TPU7x chip), and how many a whole chip has.
-        nodes = [n for n in str(device.attributes.get("chiplet_nodes") or device.attributes.get("node", "")).split(",")
-                 if n]
+        listed = device.attributes.get("chiplet_nodes") or device.attributes.get(DEVICE_FILE, "")
+        nodes = [n for n in str(listed).split(",") if n]
         chiplets = device.attributes.get("chiplets")
         whole = chiplets if isinstance(chiplets, int) and not isinstance(chiplets, bool) else len(nodes)
         lost = [n for n in nodes if not host.exists(n)]

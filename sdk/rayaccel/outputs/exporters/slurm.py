@@ -18,7 +18,7 @@ from typing import Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices, scheduler_name
-from rayaccel.records import Device, FamilyInventory, NodeInventory, expand_device_file
+from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory, expand_device_file
 
 #: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
 #: and the scale-out networks are not device-to-device links to Slurm (its NVML autodetection gives 0).
@@ -121,7 +121,8 @@ def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | No
     for device in devices:
         # Slurm 22.05 counts one GRES per File: the first pattern is the device's own file (the others, such
         # as a driver's control device, are shared or secondary).
-        files = (_device_file(patterns[0], device, device_root),) if patterns else ()
+        file = _device_file(patterns[0] if patterns else None, device, device_root)
+        files = (file,) if file is not None else ()
         cores = logical_cores(cpus[device.id]) if device.id in cpus else None
         row = links[device.id] if links is not None else None
         single.append(GresLine(name=gres_name, type=gres_type(family, device), files=files, count=1,
@@ -129,8 +130,14 @@ def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | No
     return _merge_unlinked(single)
 
 
-def _device_file(pattern: str, device: Device, device_root: str | None) -> str:
-    path = expand_device_file(pattern, device.index)
+def _device_file(pattern: str | None, device: Device, device_root: str | None) -> str | None:
+    found = device.attributes.get(DEVICE_FILE)  # the file discovery saw beats the pattern's guess from the index
+    if isinstance(found, str) and found.startswith("/dev/"):
+        path = found
+    elif pattern is not None:
+        path = expand_device_file(pattern, device.index)
+    else:
+        return None
     if device_root is not None:
         path = device_root.rstrip("/") + path.removeprefix("/dev")
     return path
