@@ -19,6 +19,7 @@ from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
 from rayaccel.plugins.manager import default_manager
+from rayaccel.records import NodeInventory
 
 #: The most workers of one node type `--min-workers`/`--max-workers` take (beyond any real cluster).
 MAX_WORKERS = 100_000
@@ -66,19 +67,21 @@ def export_command(
     if min_workers > max_workers:
         raise typer.BadParameter(f"--min-workers {min_workers} is more than --max-workers {max_workers}",
                                  param_hint="--min-workers")
-    manager = default_manager()
     cloud = None
     if row.needs_cloud_catalog:
+        # Hints are asked per instance type with arguments, which the plugin workers do not serve (yet): these
+        # hook calls run in this process, contained and bounded like every in-process call.
         from rayaccel.inventory.cloud import collect_cloud_catalog, parse_instance_type
 
-        cloud = collect_cloud_catalog(manager, [parse_instance_type(t) for t in instance_type or []], plugin)
-    inventory = node_inventory(manager, simulate, fault, plugin)
+        cloud = collect_cloud_catalog(default_manager(), [parse_instance_type(t) for t in instance_type or []],
+                                      plugin)
+    # The node's inventory as a node builds it: every plugin in a worker process of its own.
+    inventory = node_inventory(None, simulate, fault, plugin)
     node_env: dict[str, str] = {}
     if row.needs_node_env:
-        from rayaccel.inventory.visible_units import restrict_to_visible
         from rayaccel.ray.node import node_config
 
-        node_env = node_config(restrict_to_visible(inventory, manager), simulate=simulate, plugins=plugin).env
+        node_env = node_config(visible_only(inventory), simulate=simulate, plugins=plugin).env
     options = ExportOptions(node_env=node_env, node_name=node_name, monitor_interval=monitor_interval, image=image,
                             plugins=tuple(plugin or ()), simulate=simulate, device_root=device_root, cloud=cloud,
                             min_workers=min_workers, max_workers=max_workers)
@@ -94,3 +97,15 @@ def export_command(
     write_atomically(output, strict_json(exported.data, indent=2) + "\n" if as_json else exported.text)
     typer.echo(f"rayaccel: wrote {row.name} export of {inventory.host} to {output}", err=True)
 
+
+def visible_only(inventory: NodeInventory) -> NodeInventory:
+    """The inventory limited to what an operator's visible-devices variables name, as ``rayaccel start`` offers
+    it. Only the plugin can parse its own variable, so a family whose variable is set here has that one hook
+    called in this process; with none set (the usual case) no plugin is imported here at all."""
+    import os
+
+    if not any(f.family.visible_devices_env_var in os.environ for f in inventory.families):
+        return inventory
+    from rayaccel.inventory.visible_units import restrict_to_visible
+
+    return restrict_to_visible(inventory, default_manager())
