@@ -36,6 +36,7 @@ BROKEN: dict[str, tuple[str, str | None]] = {
     "broken-metrics": ("RAC206", "experimental"),
     "broken-transport": ("RAC301", "supported"),
     "broken-metadata": ("RAC302", "supported"),
+    "broken-schedulers": ("RAC304", "supported"),
 }
 
 

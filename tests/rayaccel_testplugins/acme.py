@@ -21,6 +21,7 @@ from rayaccel import (
     MetricSample,
     QuantityRule,
     ResourceContribution,
+    SchedulerNames,
     SupportInfo,
     Topology,
     hookimpl,
@@ -39,6 +40,8 @@ def rayaccel_family() -> FamilyDeclaration:
         quantity_rule=QuantityRule(kind="whole"), spec_version="1.0",
         support=SupportInfo(maintainers=["Wile E. Coyote", "Road Runner"], contact="https://acme.example/support",
                             license="Apache-2.0", tested_ray_versions=["2.60.0"]),
+        schedulers=SchedulerNames(kubernetes_resource="acme.example/acme", dra_driver="acme.acme.example",
+                                  slurm_gres="acme", device_files=["/dev/acme{index}"]),
     )
 
 

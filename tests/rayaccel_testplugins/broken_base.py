@@ -13,10 +13,12 @@ from typing import Any
 
 import yaml
 
-from rayaccel import FamilyDeclaration, QuantityRule, SupportInfo
+from rayaccel import FamilyDeclaration, QuantityRule, SchedulerNames, SupportInfo
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "broken_fixtures"
+GOOD_SCHEDULERS = SchedulerNames(kubernetes_resource="acme.example/acme", dra_driver="acme.acme.example",
+                                 slurm_gres="acme", device_files=["/dev/acme{index}"])
 GOOD_SUPPORT = SupportInfo(maintainers=["Wile E. Coyote", "Road Runner"], contact="https://acme.example/support",
                            license="Apache-2.0", tested_ray_versions=["2.60.0"])
 
@@ -28,6 +30,7 @@ def declare(plugin: str, resource: str | None = None, env_var: str | None = None
         "name": plugin, "vendor": "ACME Corp", "resource_name": resource or token,
         "visible_devices_env_var": env_var or f"{token}_VISIBLE_DEVICES",
         "quantity_rule": rule or QuantityRule(kind="whole"), "spec_version": "1.0", "support": GOOD_SUPPORT,
+        "schedulers": GOOD_SCHEDULERS,
     }
     fields.update(changes)
     return FamilyDeclaration.model_validate(fields)

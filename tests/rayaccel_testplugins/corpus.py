@@ -55,6 +55,7 @@ from rayaccel.catalog import load_catalog, parse_catalog
 from rayaccel.labels import to_label_value
 from rayaccel.records import FamilyInventory, SkuCatalog
 from rayaccel_testplugins import acme
+from rayaccel_testplugins.broken_base import GOOD_SCHEDULERS
 
 HERE = Path(__file__).parent
 SYSFS = acme.SYSFS
@@ -136,7 +137,7 @@ class Healthy:
         self.family = FamilyDeclaration(
             name=name, vendor="ACME Corp", resource_name=self._resource(token),
             visible_devices_env_var=f"{token}_VISIBLE_DEVICES", quantity_rule=self.rule,
-            spec_version=self.spec, support=SUPPORT)
+            spec_version=self.spec, support=SUPPORT, schedulers=GOOD_SCHEDULERS)
         _write_fixture(name, self.family)
 
     def _resource(self, token: str) -> str:

@@ -8,7 +8,9 @@ import re
 from rayaccel import hookspec
 from rayaccel.host import RealHost
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
-from rayaccel.records import Problem
+from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.ownership import label_owner_problem
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, check
 
@@ -132,3 +134,56 @@ def real_hardware(subject: Subject) -> Evidence:
     products = sorted({d.product_name for d in fam.devices})
     return (f"{len(fam.devices)} devices on {inventory.host} ({', '.join(products)}), accelerator type "
             f"{fam.accelerator_type}, resources {fam.resources}")
+
+
+@check("RAC304")
+def scheduler_names(subject: Subject) -> Evidence:
+    """The family names its devices for every scheduler rayaccel exports to, under its own vendor's names,
+    and its device files are the ones its fixtures show.
+
+    ``FamilyDeclaration.schedulers`` is what ``rayaccel export`` writes for KubeRay and Kubernetes DRA
+    (``kubernetes_resource``, e.g. ``nvidia.com/gpu``; ``dra_driver``, e.g. ``gpu.nvidia.com``) and Slurm
+    (``slurm_gres``, e.g. ``gpu``; ``device_files``, e.g. ``/dev/nvidia{index}``): an operator cannot feed
+    those schedulers from the inventory without them. The resource and the driver must be under the vendor's
+    own domain (another vendor's, such as ``nvidia.com/gpu`` for an ACME card, would claim that vendor's
+    devices). On every fixture whose machine shows device nodes where the pattern points, each discovered
+    device's file (its ``device_file`` attribute, else the pattern with its index) must be one of them. Fix:
+    declare ``schedulers=SchedulerNames(...)`` (``rayaccel new`` fills in defaults from the vendor's domain).
+    """
+    family = subject.family()
+    names = family.schedulers
+    wrong = [f"schedulers.{field} is not declared" for field in ("kubernetes_resource", "dra_driver", "slurm_gres")
+             if getattr(names, field) is None]
+    if not names.device_files:
+        wrong.append("schedulers.device_files is empty: Slurm's File= needs the device's character device")
+    if names.kubernetes_resource is not None:
+        why = label_owner_problem(names.kubernetes_resource, family)
+        if why:
+            wrong.append("schedulers.kubernetes_resource: " + why.replace("label ", "extended resource ", 1))
+    if names.dra_driver is not None:
+        why = label_owner_problem(f"{names.dra_driver}/device", family)
+        if why:
+            wrong.append(f"schedulers.dra_driver {names.dra_driver!r}: " + why.split(": ", 1)[-1])
+    checked = 0
+    for ref in subject.fixture_paths() if names.device_files else ():
+        host = simulated_host(subject.fixture(ref))
+        listed: dict[str, list[str]] = {}  # a folder of /dev -> the device nodes this recording shows in it
+        compared = False
+        for device in subject.devices(subject.inventory(ref)):
+            own = device.attributes.get(DEVICE_FILE)
+            path = own if isinstance(own, str) else expand_device_file(names.device_files[0], device.index)
+            folder = path.rsplit("/", 1)[0]
+            shown = listed.setdefault(folder, host.glob(folder + "/*"))
+            if not shown:
+                continue  # the recording holds no device nodes there (an NVML answer, not /dev): nothing to compare
+            compared = True
+            if path not in shown:
+                wrong.append(f"{ref}: device {device.index} ({device.id})'s file {path} is not among the device "
+                             f"nodes the machine shows in {folder} ({', '.join(sorted(shown)[:4])})")
+        checked += compared
+    if wrong:
+        raise CheckFailed(wrong)
+    return [f"Kubernetes {names.kubernetes_resource}, DRA driver {names.dra_driver}, Slurm GRES {names.slurm_gres} "
+            f"({', '.join(names.device_files)})",
+            f"device files match the device nodes of {checked} fixture(s) that record them" if checked
+            else "no fixture records device nodes: device files not compared"]
