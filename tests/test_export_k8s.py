@@ -429,24 +429,24 @@ def test_a_node_of_more_than_128_units_gives_several_slices_in_one_pool(with_bak
 
 # -- bad input ------------------------------------------------------------------------------------------------
 
-ACME = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme"}
+#: A test plugin whose family declares no scheduler names (acme declares its own).
+NAMELESS = {"RAYACCEL_PLUGINS": "qts=rayaccel_testplugins.qts", "RAYACCEL_NO_AUTOLOAD": "1"}
 
 
 @pytest.fixture
-def acme_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key, value in ACME.items():
+def nameless_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key, value in NAMELESS.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("RAYACCEL_AUTOLOAD", "0")
     yield
 
 
 @pytest.mark.parametrize("name", K8S_FORMATS)
 def test_a_family_without_kubernetes_names_is_one_line_and_nothing_written(
-        name: str, acme_only: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        name: str, nameless_only: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "out.yaml"
-    code, out, err = cli(capsys, "export", "--format", name, "--simulate", "acme/acme-4", "-o", str(target))
+    code, out, err = cli(capsys, "export", "--format", name, "--simulate", "qts/qts-6", "-o", str(target))
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: family 'acme'") and "SchedulerNames(" in err, err
+    assert err.count("\n") == 1 and err.startswith("error: family 'qts'") and "SchedulerNames(" in err, err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -192,8 +192,9 @@ def test_rayaccel_export_writes_the_gres_conf_slurmd_reads(tmp_path: Path) -> No
 def test_a_family_without_a_gres_name_through_the_cli_is_one_line_exit_2_and_nothing_written(
         tmp_path: Path) -> None:
     target = tmp_path / "gres.conf"
-    env = {**os.environ, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme", "RAYACCEL_AUTOLOAD": "0"}
-    done = subprocess.run([sys.executable, "-m", "rayaccel", "export", "--format", "slurm", "--simulate", "acme/acme-4",
+    # qts, a test plugin whose family declares no scheduler names
+    env = {**os.environ, "RAYACCEL_PLUGINS": "qts=rayaccel_testplugins.qts", "RAYACCEL_NO_AUTOLOAD": "1"}
+    done = subprocess.run([sys.executable, "-m", "rayaccel", "export", "--format", "slurm", "--simulate", "qts/qts-6",
                            "-o", str(target)], capture_output=True, text=True, timeout=120, env=env)
 
     assert done.returncode == 2 and done.stdout == ""

@@ -89,15 +89,20 @@ def test_rayaccel_new_refuses_before_cookiecutter_starts(answer: str, sandbox: P
     assert list((sandbox / "out").iterdir()) == []
 
 
+def questions() -> int:
+    """How many questions the template asks (its keys without a leading underscore)."""
+    return len([k for k in json.loads((TEMPLATE / "cookiecutter.json").read_text()) if not k.startswith("_")])
+
+
 def test_a_payload_at_the_prompt_is_refused_at_that_prompt(sandbox: Path) -> None:
     marker = sandbox / "PWNED"
     # vendor_name: payload (refused, asked again), then ACME Corp; every other question: its default.
-    answers = [f"Evil {payload(marker)}", "ACME Corp", *[""] * 8]
+    total = questions()
+    answers = [f"Evil {payload(marker)}", "ACME Corp", *[""] * (total - 1)]
     done = run([sys.executable, "-m", "rayaccel", "new", "-o", "out"], cwd=sandbox, stdin="\n".join(answers) + "\n")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "vendor_name contains template syntax" in done.stderr
     # Reported at the first prompt: the second question was asked only after the refusal.
-    total = len([k for k in json.loads((TEMPLATE / "cookiecutter.json").read_text()) if not k.startswith("_")])
     assert done.stdout.count(f"[1/{total}]") == 2, done.stdout
     assert done.stdout.index(f"[2/{total}]") > done.stdout.rindex(f"[1/{total}]"), done.stdout
     record = json.loads((sandbox / "out" / "rayaccel-acme" / ".cruft.json").read_text())
@@ -111,7 +116,7 @@ def test_plain_cookiecutter_refuses_a_payload_typed_at_its_prompt(sandbox: Path)
     never baked (nor recorded in .cruft.json to be replayed by an upgrade)."""
     marker = sandbox / "PWNED"
     before = files_under(sandbox)
-    answers = [f"Evil {payload(marker)}", *[""] * 9]
+    answers = [f"Evil {payload(marker)}", *[""] * (questions() - 1)]
     done = run([sys.executable, "-m", "cookiecutter", str(TEMPLATE), "-o", "out"], cwd=sandbox,
                stdin="\n".join(answers) + "\n")
     assert done.returncode != 0
