@@ -41,7 +41,8 @@ demo: install
 test: install system-deps
 	# Two workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
 	# suite's time is Ray starting and waiting, so two run in about the time of one on a 2-core machine.
-	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 lint: install
 	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks scripts demo

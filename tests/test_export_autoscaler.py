@@ -27,6 +27,10 @@ pytest.importorskip("rayaccel_neuron", reason="the Neuron reference plugin recor
 
 ray = pytest.importorskip("ray")
 
+# A real autoscaler launches and removes nodes on its own cadence: under the parallel part's load (two test
+# files, each starting Ray) one launch took over 240 s, so make test runs this file on its own, afterwards.
+pytestmark = pytest.mark.alone
+
 GPU_TYPE = "aws-p5.48xlarge-nvidia"
 NEURON_TYPE = "aws-trn1.32xlarge-neuron"
 RAYACCEL = [sys.executable, "-m", "rayaccel"]
