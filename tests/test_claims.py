@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from rayaccel.liveness import alive
+from rayaccel.polling import wait_for
 from rayaccel.ray.claims import ClaimsTable, FamilyUnits, load_placement, placement_table
 from rayaccel.simulation.host_factory import simulated_host
 
@@ -51,6 +53,18 @@ def test_the_claims_of_a_dead_process_are_dropped(table):
                           text=True, check=True)
     table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=int(dead.stdout))
     assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+
+
+def test_the_claims_of_an_unreaped_worker_are_dropped(table):
+    """A worker that ended but was not reaped yet (a zombie) still answers signal 0; it holds nothing."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        wait_for(lambda: not alive(ended.pid), timeout=60, what="the child ended (a zombie, not reaped)")
+        assert ended.returncode is None  # not reaped: its pid still exists
+        table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=ended.pid)
+        assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+    finally:
+        ended.wait(timeout=60)
 
 
 def test_the_same_process_asking_again_keeps_its_units_and_release_frees_them(table):

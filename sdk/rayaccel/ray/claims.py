@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from rayaccel.files.atomic import write_atomically
 from rayaccel.inventory.topology import Adjacency, best_connected_ids
+from rayaccel.liveness import alive
 
 if TYPE_CHECKING:
     from rayaccel.records import FamilyInventory, NodeInventory
@@ -164,16 +165,6 @@ def load_placement(text: str | None) -> dict[str, FamilyUnits]:
 
 # The claims table ------------------------------------------------------------------------------------
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class ClaimsTable:
     """One node's claims, a JSON file beside its lock file. Each claim: ``pid``, ``tokens`` (Ray instance
     ids), ``units`` (the physical units), ``cordon`` (the health monitor's, naming the device)."""
@@ -245,14 +236,14 @@ class ClaimsTable:
                 return [u for u in family.units if u in set(mine["units"])]
             token_set = set(wanted)
             sharing = next((c for c in claims if shared and not c.get("cordon") and c.get("shared")
-                            and sorted(c.get("tokens", [])) == wanted and _alive(int(c.get("pid", 0)))), None)
+                            and sorted(c.get("tokens", [])) == wanted and alive(int(c.get("pid", 0)))), None)
             if sharing is not None:  # another fraction of the same instance: the same units
                 claims.append({"pid": pid, "tokens": wanted, "units": list(sharing["units"]), "shared": True,
                                "at": time.time()})
                 return [u for u in family.units if u in set(sharing["units"])]
             kept = [c for c in claims
                     if not token_set & set(c.get("tokens", []))
-                    and (c.get("cordon") or (c.get("pid") != pid and _alive(int(c.get("pid", 0)))))]
+                    and (c.get("cordon") or (c.get("pid") != pid and alive(int(c.get("pid", 0)))))]
             taken = {u for c in kept for u in c.get("units", [])}
             free = [u for u in family.units if u not in taken]
             k = len(wanted)

@@ -12,6 +12,8 @@ import signal
 import tempfile
 import time
 
+from rayaccel.liveness import alive
+
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
 
 
@@ -75,21 +77,6 @@ def cluster_processes(address: str) -> list[int]:
         found |= more
         grew = bool(more)
     return sorted(found)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def stop_processes(pids: list[int], grace: float) -> None:
