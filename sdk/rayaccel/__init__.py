@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         MetricSample as MetricSample,
         NodeInventory as NodeInventory,
         Partition as Partition,
+        PartitionCapacity as PartitionCapacity,
         Problem as Problem,
         QuantityRule as QuantityRule,
         ResourceContribution as ResourceContribution,

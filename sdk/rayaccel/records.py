@@ -312,13 +312,42 @@ class FamilyDeclaration(Record):
         return self
 
 
-class Partition(Record):
-    """A schedulable slice of a device: a MIG instance, a NeuronCore, a TPU core."""
+#: A partition kind: lower-case words joined by '-' ('mig', 'compute-partition', 'logical-core').
+PARTITION_KIND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
-    id: str
-    kind: str = Field(description="e.g. 'mig', 'core'")
-    profile: str | None = Field(None, description="e.g. MIG profile '1g.10gb'")
+
+def partition_resource_name(resource_name: str, kind: str, profile: str) -> str:
+    """The Ray resource of one partition profile: ``<resource>_<KIND>_<profile>``, the kind upper-cased with
+    '-' as '_' (``GPU_MIG_1g.10gb``, ``GPU_COMPUTE_PARTITION_cpx``). Ray 2.60 takes '.' and '-' in resource
+    names; the profile keeps its vendor spelling so users write what ``nvidia-smi`` prints."""
+    return f"{resource_name}_{kind.upper().replace('-', '_')}_{profile}"
+
+
+class PartitionCapacity(Record):
+    """How many slices a partitionable device has in all (A100/H100: 7 compute, 8 memory), so the sizes of
+    its partitions can be checked against it."""
+
+    compute_slices: int = Field(ge=1, description="Compute slices of the whole device, e.g. 7 on an A100")
+    memory_slices: int = Field(ge=1, description="Memory slices of the whole device, e.g. 8 on an A100")
+
+
+class Partition(Record):
+    """An isolated slice of a device that is scheduled on its own: a MIG instance, an AMD compute partition,
+    a Neuron logical core. A device with partitions is offered only as its partitions, never whole."""
+
+    id: str = Field(min_length=1, description="The id the vendor runtime accepts in the family's visible-devices "
+                    "variable, e.g. 'MIG-<uuid>' (CUDA_VISIBLE_DEVICES) or an AMD logical GPU index")
+    kind: Annotated[str, _matching(PARTITION_KIND_RE, "must be lower-case words joined by '-', e.g. 'mig' or "
+                                                      "'compute-partition'")] = Field(
+        description="What kind of slice, e.g. 'mig', 'compute-partition', 'logical-core'")
+    profile: AcceleratorType = Field(description="The vendor's profile name, e.g. '1g.10gb' or 'cpx' (a valid Ray "
+                                     "label value: it names the partition's Ray resource and label)")
+    compute_slices: int | None = Field(None, ge=1, description="Compute slices it takes, e.g. 1 for '1g.10gb'")
+    memory_slices: int | None = Field(None, ge=1, description="Memory slices it takes, e.g. 1 for '1g.10gb' on "
+                                      "an A100 80GB")
     memory_mib: int | None = Field(None, ge=0)
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict, description="Vendor extras, e.g. MIG's "
+                                                  "gpu_instance_id")
 
 
 class Device(Record):
@@ -337,7 +366,11 @@ class Device(Record):
     runtime_version: str | None = None
     units: list[str] = Field(default_factory=list,
                              description="Ids of the schedulable units this device provides; default [index]")
-    partitions: list[Partition] = Field(default_factory=list)
+    partitions: list[Partition] = Field(
+        default_factory=list, description="Its partitions (MIG instances, ...): a device with any is offered only "
+        "as them, each profile as its own Ray resource; without any it is offered whole")
+    partition_capacity: PartitionCapacity | None = Field(
+        None, description="Its slices in all, when it can be partitioned: the partitions' slices add up to no more")
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
 
     @field_validator("pci_device_id")
@@ -349,9 +382,31 @@ class Device(Record):
             raise ValueError("must be 0x followed by 4 lower-case hex digits, e.g. '0x2330'")
         return v
 
+    @model_validator(mode="after")
+    def _partitions_fit(self) -> Device:
+        ids = [p.id for p in self.partitions]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"partitions: id {', '.join(repeated)} is given to more than one partition; each "
+                             "partition needs its own id (the one its runtime accepts, e.g. MIG-<uuid>)")
+        capacity = self.partition_capacity
+        if capacity is not None:
+            for field, total in (("compute_slices", capacity.compute_slices),
+                                 ("memory_slices", capacity.memory_slices)):
+                used = sum(getattr(p, field) or 0 for p in self.partitions)
+                if used > total:
+                    raise ValueError(f"partitions: their {field} add up to {used}, more than the device's "
+                                     f"{total} (partition_capacity.{field}); report the partitions the device has")
+        return self
+
     @property
     def unit_ids(self) -> list[str]:
         return self.units or [str(self.index)]
+
+    @property
+    def partitioned(self) -> bool:
+        """Offered as its partitions, not whole."""
+        return bool(self.partitions)
 
 
 class Link(Record):
