@@ -254,3 +254,31 @@ def test_an_absurd_core_count_in_sysfs_is_refused(manager) -> None:  # type: ign
     family = inventory.family("neuron")
     assert family is not None and len(family.devices) == 15 and inventory.resources["neuron_cores"] == 60
     assert any(p.code == "malformed-value" and "core_count" in p.message for p in inventory.problems)
+
+
+# -- Logical NeuronCore config (issue 25): the count and the visible ids follow LNC ---------------------------
+
+@pytest.mark.parametrize(("stem", "lnc", "per_device"), [("trn2.48xlarge", 2, 4), ("trn2.48xlarge-lnc1", 1, 8)])
+@pytest.mark.parametrize("fault", [None, "neuron-ls-fails"])
+def test_trainium2_cores_and_visible_ids_follow_the_lnc(manager, stem: str, lnc: int, per_device: int,  # type: ignore[no-untyped-def]
+                                                       fault: str | None) -> None:
+    # The same 16 devices; neuron-ls (or, without it, sysfs and NEURON_LOGICAL_NC_CONFIG) decides the cores.
+    inventory = build(manager, SimulatedHost(fixture_named(stem), faults=[fault] if fault else []))
+    family = inventory.family("neuron")
+    assert family is not None and len(family.devices) == 16
+    assert inventory.resources["neuron_cores"] == 16 * per_device
+    for device in family.devices:
+        assert device.units == [str(device.index * per_device + k) for k in range(per_device)]
+        assert (device.attributes["logical_nc_config"], device.attributes["physical_cores"]) == (lnc, 8)
+    assert family.labels["aws.amazon.com/neuron.logical-nc-config"] == str(lnc)
+    # The ids round-trip through NEURON_RT_VISIBLE_CORES as the runtime writes them (ranges included).
+    last = family.devices[-1]
+    assert plugin.rayaccel_parse_visible(f"{last.units[0]}-{last.units[-1]}") == last.units
+
+
+def test_lnc1_and_lnc2_are_the_same_devices(manager) -> None:  # type: ignore[no-untyped-def]
+    lnc2 = build(manager, SimulatedHost(fixture_named("trn2.48xlarge"))).family("neuron")
+    lnc1 = build(manager, SimulatedHost(fixture_named("trn2.48xlarge-lnc1"))).family("neuron")
+    assert lnc1 is not None and lnc2 is not None
+    assert [d.id for d in lnc1.devices] == [d.id for d in lnc2.devices]
+    assert [d.memory_mib for d in lnc1.devices] == [d.memory_mib for d in lnc2.devices]
