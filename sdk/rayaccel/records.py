@@ -558,6 +558,10 @@ class FamilyInventory(Record):
     labels: dict[str, str]
     metrics: list[MetricSample] = Field(default_factory=list)
     worker: WorkerNeeds = Field(default_factory=WorkerNeeds)
+    partition_units: dict[str, list[str]] = Field(
+        default_factory=dict, description="The Ray resource of each partition profile (partition_resource_name, "
+        "e.g. 'GPU_MIG_1g.10gb') -> the ids of its partitions that take work, for the family's visible-devices "
+        "variable")
 
 
 class IdleFamily(Record):

@@ -44,7 +44,7 @@ def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] 
 
 def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
     assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "gb200-nvl72-tray-08",
-                                          "h100-mig", "l4-single", "a100-pcie-pair", "a100-mig"}
+                                          "h100-mig", "l4-single", "a100-pcie-pair", "a100-mig", "a100-80gb-mig-mixed"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
@@ -89,7 +89,16 @@ def test_a100_mig_reports_its_instances_as_partitions(manager: PluginManager) ->
     (gpu,) = family.devices
     assert [(p.kind, p.profile) for p in gpu.partitions] == [("mig", "3g.20gb"), ("mig", "2g.10gb"), ("mig", "2g.10gb")]
     assert gpu.attributes["mig_mode"] == "enabled"
-    assert family.schedulable_units == ["0"]  # Ray schedules the physical GPU, as Ray itself does
+    # Slices: 3 + 2 + 2 of the A100's 7 compute, 4 + 2 + 2 of its 8 memory slices; GPU instance ids from NVML.
+    assert [(p.compute_slices, p.memory_slices) for p in gpu.partitions] == [(3, 4), (2, 2), (2, 2)]
+    assert gpu.partition_capacity is not None
+    assert (gpu.partition_capacity.compute_slices, gpu.partition_capacity.memory_slices) == (7, 8)
+    assert [p.attributes["gpu_instance_id"] for p in gpu.partitions] == [2, 3, 4]
+    assert all(p.id.startswith("MIG-") for p in gpu.partitions)
+    # A GPU in MIG mode is offered only as its instances, never whole.
+    assert family.schedulable_units == []
+    assert family.partition_units == {"GPU_MIG_3g.20gb": [gpu.partitions[0].id],
+                                      "GPU_MIG_2g.10gb": [gpu.partitions[1].id, gpu.partitions[2].id]}
 
 
 def test_a100_pcie_pair_is_linked_by_pcie_only(manager: PluginManager) -> None:

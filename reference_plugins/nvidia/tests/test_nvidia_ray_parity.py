@@ -65,11 +65,14 @@ def test_plugin_agrees_with_rays_manager(monkeypatch: pytest.MonkeyPatch, manage
     # Ray counts what NVML enumerates; the plugin lists the same devices ...
     ray_count = NvidiaGPUAcceleratorManager.get_current_node_num_accelerators()
     assert len(family.devices) == ray_count
-    # ... but schedules only the healthy ones. Deliberate difference: Ray offers a dead GPU to tasks.
-    unhealthy = sum(h.state == "unhealthy" for h in family.health)
-    assert family.resources["GPU"] == ray_count - unhealthy
+    # ... but schedules only the healthy ones. Deliberate differences: Ray offers a dead GPU to tasks, and a
+    # GPU in MIG mode whole (the plugin offers its MIG instances instead, each profile its own resource).
+    bad = {h.device for h in family.health if h.state == "unhealthy"}
+    unhealthy = sum(d.id in bad for d in family.devices)
+    partitioned = sum(d.partitioned and d.id not in bad for d in family.devices)
+    assert family.resources.get("GPU", 0.0) == ray_count - unhealthy - partitioned
     if fault is None:
-        assert unhealthy == 0 and family.resources["GPU"] == ray_count
+        assert unhealthy == 0 and family.resources.get("GPU", 0.0) == ray_count - partitioned
     # Ray names the type from GPU 0 (readable in every case here); the plugin from its catalog or Ray's rule.
     ray_type = NvidiaGPUAcceleratorManager.get_current_node_accelerator_type()
     assert family.accelerator_type == ray_type

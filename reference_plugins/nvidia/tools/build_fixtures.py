@@ -119,7 +119,7 @@ def fixture(name: str, description: str, source: str, hostname: str, nvml: dict[
 
 def labels(*, sku: str, count: int, interconnect: str, accel: str, memory: int, arch: str, driver: str, cuda: str,
            product: str, cc: tuple[int, int], mig_capable: bool, domain: tuple[str, str, int] | None = None,
-           clique: str | None = None) -> dict[str, str]:
+           clique: str | None = None, mig: dict[str, int] | None = None) -> dict[str, str]:
     out = {
         "rayaccel.io/family": "nvidia", "rayaccel.io/vendor": "NVIDIA", "rayaccel.io/sku-known": "true",
         "rayaccel.io/sku": sku, "rayaccel.io/count": str(count), "rayaccel.io/interconnect": interconnect,
@@ -128,6 +128,9 @@ def labels(*, sku: str, count: int, interconnect: str, accel: str, memory: int, 
         "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": str(memory),
         "nvidia.com/gpu.compute.major": str(cc[0]), "nvidia.com/gpu.compute.minor": str(cc[1]),
     }
+    if mig:  # the MIG instances the node offers: how many of each profile
+        out["rayaccel.io/partition-kind"] = "mig"
+        out.update({f"rayaccel.io/partition-mig-{profile}": str(n) for profile, n in mig.items()})
     if mig_capable:
         out["nvidia.com/mig.capable"] = "true"
     if domain is not None:
@@ -311,11 +314,13 @@ def h100_mig() -> dict[str, Any]:
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": {"0": gpu}}
     expected = {
         "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "H100",
-        "resources": {"GPU": 1.0, "accelerator_type:H100": 1.0}, "links": 0,
+        # In MIG mode the GPU is offered only as its instances, each profile its own resource.
+        "resources": {"accelerator_type:H100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0,
+                      "GPU_MIG_1g.10gb": 1.0}, "links": 0,
         "skus": {gpu["uuid"]: "h100-sxm5-80gb"},
         "labels": labels(sku="h100-sxm5-80gb", count=1, interconnect="none", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
-                         mig_capable=True),
+                         mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}),
     }
     return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
                    "pod sees it", "H100 MIG profile names from NVIDIA's MIG "
@@ -407,11 +412,11 @@ def a100_mig() -> dict[str, Any]:
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": {"0": gpu}}
     expected = {
         "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "A100",
-        "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}, "links": 0,
+        "resources": {"accelerator_type:A100": 1.0, "GPU_MIG_3g.20gb": 1.0, "GPU_MIG_2g.10gb": 2.0}, "links": 0,
         "skus": {gpu["uuid"]: "a100-sxm4-40gb"},
         "labels": labels(sku="a100-sxm4-40gb", count=1, interconnect="none", accel="A100", memory=40960,
                          arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-SXM4-40GB", cc=(8, 0),
-                         mig_capable=True),
+                         mig_capable=True, mig={"3g.20gb": 1, "2g.10gb": 2}),
     }
     faults = [
         {"name": "nvlink-version-3-1-on-ampere", "kind": "other",
@@ -428,9 +433,68 @@ def a100_mig() -> dict[str, Any]:
                    "dgxa100-pod-3", nvml, expected, faults)
 
 
+# --------------------------------------------------------------------------------------------------
+# Two A100 80GB PCIe, one per socket: GPU 0 in MIG mode (3g.40gb + 2x 2g.20gb), GPU 1 whole. A mixed node.
+
+def a100_80gb_mig_mixed() -> dict[str, Any]:
+    system = "a100-80gb-mig-mixed"
+    inactive = {str(link): Flow(state=0, version=NVLINK3) for link in range(12)}
+    buses = ["00000000:17:00.0", "00000000:CA:00.0"]
+    devices = {str(i): device(system, i, name="NVIDIA A100 80GB PCIe", pci_id=0x20B5, subsys=0x1533, bus=buses[i],
+                              memory_mib=81920, numa=i,
+                              cpus=cpu_words((i * 32, i * 32 + 31), (64 + i * 32, 95 + i * 32)),
+                              cc=(8, 0), arch=7, mig=[1, 1] if i == 0 else [0, 0], nvlink=inactive, power_mw=45000)
+               for i in range(2)}
+    devices["0"]["topology"] = {"1": 50}
+    devices["1"]["topology"] = {"0": 50}
+    # `nvidia-smi mig -cgi 9,14,14 -C`: 3g.40gb (profile 9) and two 2g.20gb (profile 14) = 7 of 7 compute
+    # slices, 8 of 8 memory slices; NVML's MIG device slots 0-2, GPU instances 2, 3 and 4, one compute
+    # instance (0) each; memory as nvidia-smi lists the profiles (39.25 and 19.50 GiB).
+    profiles = [("3g.40gb", 40192, 2), ("2g.20gb", 19968, 3), ("2g.20gb", 19968, 4)]
+    gpu = devices["0"]
+    gpu["max_mig_devices"] = 7
+    gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
+                                      "name": f"NVIDIA A100 80GB PCIe MIG {profile}",
+                                      "memory": {"total": mib * MIB, "used": 13 * MIB, "free": (mib - 13) * MIB},
+                                      "gpu_instance_id": gi, "compute_instance_id": 0}
+                          for slot, (profile, mib, gi) in enumerate(profiles)}
+    ids = [devices[str(i)]["uuid"] for i in range(2)]
+    mig_ids = [m["uuid"] for m in gpu["mig_devices"].values()]
+    nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": devices}
+    full = {"GPU": 1.0, "accelerator_type:A100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 2.0}
+    expected = {
+        "devices": 2, "device_ids": ids, "accelerator_type": "A100", "resources": full, "links": 1,
+        "skus": {i: "a100-pcie-80gb" for i in ids},
+        "labels": labels(sku="a100-pcie-80gb", count=2, interconnect="pcie", accel="A100", memory=81920,
+                         arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-80GB-PCIe", cc=(8, 0),
+                         mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 2}),
+    }
+    faults = [
+        {"name": "mig-instance-xid-95", "kind": "fatal-error",
+         "description": "an uncontained ECC error in the second 2g.20gb instance: the driver posts XID 95 with that "
+                        "instance's GPU instance id (3; nvmlEventData_t.gpuInstanceId): that instance is unhealthy "
+                        "and no longer offered, the other instances and GPU 1 still are",
+         "patch": {"libraries": {"nvml": {"events": {"0": {"device": 0, "xid": 95, "gpu_instance_id": 3,
+                                                           "compute_instance_id": 0}}}}},
+         "expected": {"devices": 2, "health": {mig_ids[1]: "unhealthy"}, "fatal": True,
+                      "resources": {**full, "GPU_MIG_2g.20gb": 1.0}}},
+        {"name": "mig-parent-xid-79", "kind": "fatal-error",
+         "description": "the MIG-mode GPU 0 falls off the bus: XID 79 for the whole GPU (gpuInstanceId "
+                        "0xFFFFFFFF): all three of its instances leave, GPU 1 is still offered",
+         "patch": {"libraries": {"nvml": {"events": {"0": {"device": 0, "xid": 79}}}}},
+         "expected": {"devices": 2, "health": {ids[0]: "unhealthy"}, "fatal": True,
+                      "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}}},
+    ]
+    return fixture(system, "Two A100 80GB PCIe, one per socket: GPU 0 in MIG mode (3g.40gb + 2x 2g.20gb), GPU 1 "
+                   "whole", "MIG device handles, profiles in the MIG device name, XID events carry the GPU "
+                   "instance id; A100 80GB MIG profiles (3g.40gb, 2g.20gb) from NVIDIA's MIG user guide",
+                   "a100-mig-mixed-01", nvml, expected, faults)
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair, a100_mig):
+    for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair, a100_mig,
+                  a100_80gb_mig_mixed):
         data = build()
         path = OUT / f"{data['name']}.yaml"
         tmp = path.with_suffix(".yaml.tmp")

@@ -29,6 +29,7 @@ from rayaccel.records import (
     SkuRecord,
     Topology,
     WorkerNeeds,
+    partition_resource_name,
 )
 from rayaccel.simulation.host_factory import host_from_env
 
@@ -82,15 +83,19 @@ class InventoryBuilder:
         healthy = [d for d in devices if states.get(d.id, "unknown") != "unhealthy"]
         contribution = self.manager.answer(plugin, hookspec.RESOURCES, problems, host=host,
                                            devices=list(healthy), topology=topology)
+        partition_units = schedulable_partitions(declaration.resource_name, healthy, states)
 
         known = [s for s in skus if s is not None]
         sku_known = len(known) == len(devices)
         accelerator_type = self._accelerator_type(plugin, devices, skus, contribution.accelerator_type, problems,
                                                   contribution.no_accelerator_type)
-        units = order_units(healthy, topology)
+        # A partitioned device is offered only as its partitions (each profile its own resource), never whole.
+        units = order_units([d for d in healthy if not d.partitioned], topology)
         resources: dict[str, float] = {}
         if units:
             resources[declaration.resource_name] = float(len(units))
+        resources.update({name: float(len(ids)) for name, ids in partition_units.items()})
+        if resources:
             if accelerator_type is not None:
                 resources[f"accelerator_type:{accelerator_type}"] = 1.0
             resources.update(contribution.extra)
@@ -98,7 +103,7 @@ class InventoryBuilder:
         partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
                                   health=health, accelerator_type=accelerator_type, sku_known=sku_known,
                                   resources=resources, schedulable_units=units, labels={},
-                                  worker=self.worker_needs(plugin, units))
+                                  worker=self.worker_needs(plugin, units), partition_units=partition_units)
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
         labels.update(self._plugin_labels(plugin, host, partial, problems))
         metrics = (self.manager.answer(plugin, hookspec.METRICS, problems, host=host, devices=list(devices))
@@ -128,7 +133,16 @@ class InventoryBuilder:
                                               f"reported device id {device.id!r} twice; the second is ignored",
                                               "give every device a unique id (UUID or serial)"))
                 continue
+            repeated = sorted({p.id for p in device.partitions} & seen)
+            if repeated:
+                problems.append(self._problem(plugin, "rayaccel_discover", "duplicate-partition",
+                                              f"device {device.id} reports partition id {', '.join(repeated)}, "
+                                              "which another device or partition already has; the device is "
+                                              "ignored", "give every partition the id its runtime accepts, "
+                                              "unique on the host (e.g. its MIG-<uuid>)"))
+                continue
             seen.add(device.id)
+            seen.update(p.id for p in device.partitions)
             unique.append(device)
         fallbacks = [d for d in unique if d.attributes.get(ID_FALLBACK) is not None]
         if fallbacks:
@@ -189,12 +203,16 @@ class InventoryBuilder:
             # No health hook, or it failed: nothing is known, and unknown devices stay schedulable.
             return [HealthReport(device=d.id, state="unknown") for d in devices]
         by_device = {r.device: r for r in reports}
-        stray = sorted(set(by_device) - {d.id for d in devices})
+        partitions = [p.id for d in devices for p in d.partitions]
+        stray = sorted(set(by_device) - {d.id for d in devices} - set(partitions))
         if stray:
             problems.append(self._problem(plugin, "rayaccel_health", "unknown-device",
                                           f"reported health for unknown devices {stray}",
-                                          "report health only for the devices discovery returned"))
-        return [by_device.get(d.id, HealthReport(device=d.id, state="unknown")) for d in devices]
+                                          "report health only for the devices (and partitions) discovery "
+                                          "returned"))
+        # A partition's own report (a fault in one MIG instance) follows its device's; none: as its device.
+        return ([by_device.get(d.id, HealthReport(device=d.id, state="unknown")) for d in devices]
+                + [by_device[p] for p in partitions if p in by_device])
 
     def _accelerator_type(self, plugin: str, devices: list[Device], skus: list[SkuRecord | None],
                           from_plugin: str | None, problems: list[Problem], none: bool = False) -> str | None:
@@ -251,6 +269,12 @@ class InventoryBuilder:
             "rayaccel.io/runtime-version": first.runtime_version,
         }
         labels.update({k: to_label_value(str(v)) for k, v in optional.items() if v is not None and str(v)})
+        kinds = sorted({p.kind for d in healthy for p in d.partitions})
+        if kinds:
+            labels["rayaccel.io/partition-kind"] = kinds[0] if len(kinds) == 1 else "mixed"
+        for ids in family.partition_units.values():
+            partition = next(p for d in healthy for p in d.partitions if p.id == ids[0])
+            labels[partition_label(partition.kind, partition.profile)] = str(len(ids))
         if family.topology.domains:
             # The largest first (the unnumbered keys, as on a node with one domain); every other one numbered.
             largest, *others = sorted(family.topology.domains, key=lambda d: -d.size)
@@ -330,6 +354,24 @@ class InventoryBuilder:
         dist = self.manager.plugin(plugin).distribution if plugin in self.manager.plugin_names() else None
         return Problem(plugin=plugin, distribution=dist, hook=hook, code=code, message=message, fix=fix,
                        severity=severity)
+
+
+def schedulable_partitions(resource_name: str, healthy: Sequence[Device],
+                           states: Mapping[str, str]) -> dict[str, list[str]]:
+    """The Ray resource of each partition profile -> its partitions that take work (on healthy devices, not
+    unhealthy themselves), in discovery order."""
+    offered: dict[str, list[str]] = {}
+    for device in healthy:
+        for partition in device.partitions:
+            if states.get(partition.id) != "unhealthy":
+                name = partition_resource_name(resource_name, partition.kind, partition.profile)
+                offered.setdefault(name, []).append(partition.id)
+    return offered
+
+
+def partition_label(kind: str, profile: str) -> str:
+    """The node label counting one partition profile's instances: ``rayaccel.io/partition-mig-1g.10gb``."""
+    return f"{VOCABULARY_PREFIX}partition-{kind}-{profile}"
 
 
 def family_identity_labels(declaration: FamilyDeclaration, accelerator_type: str | None) -> dict[str, str]:

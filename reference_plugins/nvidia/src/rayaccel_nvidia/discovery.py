@@ -13,10 +13,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rayaccel import Device, Host, Partition, report_problem
+from rayaccel import Device, Host, Partition, PartitionCapacity, report_problem
 from rayaccel.records import ID_FALLBACK
 from rayaccel.reporting import collect_problems, shown, vendor_int
-from rayaccel_nvidia.naming import architecture, cpu_list, cuda_version, mig_profile, pci_device_id
+from rayaccel_nvidia.naming import (
+    architecture,
+    cpu_list,
+    cuda_version,
+    mig_capacity,
+    mig_profile,
+    mig_slices,
+    pci_device_id,
+)
 
 #: NVML's GPU UUID: "GPU-" + 8-4-4-4-12 hex (nvmlDeviceGetUUID).
 GPU_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -172,10 +180,13 @@ def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None)
             attributes["cpu_affinity"] = cpus
     mig_mode = optional(nvml, "nvmlDeviceGetMigMode", handle)
     partitions: list[Partition] = []
+    capacity = None
+    memory_mib = int(memory.total) // 2**20 if memory is not None else None
     if mig_mode is not None:
         attributes["mig_mode"] = "enabled" if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE else "disabled"
+        capacity = mig_capacity(name)
         if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE:
-            partitions = mig_partitions(nvml, handle)
+            partitions = mig_partitions(nvml, handle, memory_mib, capacity)
     return Device(
         index=index, id=uuid, product_name=name,
         pci_device_id=pci_device_id(int(pci.pciDeviceId)) if pci is not None else None,
@@ -184,11 +195,14 @@ def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None)
         numa_node=int(numa) if numa is not None and int(numa) >= 0 else None,
         architecture=architecture(int(arch_enum) if arch_enum is not None else None, compute_capability),
         driver_version=driver, runtime_version=runtime, partitions=partitions, attributes=attributes,
+        partition_capacity=(PartitionCapacity(compute_slices=capacity[0], memory_slices=capacity[1])
+                            if capacity else None),
     )
 
 
-def mig_partitions(nvml: Any, handle: Any) -> list[Partition]:
-    """The MIG devices (GPU instance + compute instance) carved out of a MIG-enabled GPU."""
+def mig_partitions(nvml: Any, handle: Any, gpu_mib: int | None, capacity: tuple[int, int]) -> list[Partition]:
+    """The MIG devices (GPU instance + compute instance) carved out of a MIG-enabled GPU: each is a partition
+    whose id is its MIG UUID (what CUDA_VISIBLE_DEVICES accepts), its profile the one its name ends in."""
     partitions = []
     slots = optional(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0
     for slot in range(int(slots)):
@@ -203,8 +217,22 @@ def mig_partitions(nvml: Any, handle: Any) -> list[Partition]:
         uuid = str(nvml.nvmlDeviceGetUUID(mig))
         if not MIG_UUID.match(uuid):
             continue
-        name = optional(nvml, "nvmlDeviceGetName", mig) or ""
+        name = str(optional(nvml, "nvmlDeviceGetName", mig) or "")
+        profile = mig_profile(name)
+        if profile is None:
+            report_problem("nvml-mig-unnamed", f"MIG device {uuid} is named {shown(name)!s}, which names no MIG "
+                           "profile; it is not offered", fix="update the NVIDIA driver: its MIG device names end "
+                           "in the profile, e.g. 'MIG 1g.10gb'")
+            continue
         memory = optional(nvml, "nvmlDeviceGetMemoryInfo", mig)
-        partitions.append(Partition(id=uuid, kind="mig", profile=mig_profile(str(name)),
-                                    memory_mib=int(memory.total) // 2**20 if memory is not None else None))
+        memory_mib = int(memory.total) // 2**20 if memory is not None else None
+        compute_slices, memory_slices = mig_slices(profile, memory_mib, gpu_mib, capacity)
+        attributes: dict[str, str | int | float | bool] = {}
+        for key, fn in (("gpu_instance_id", "nvmlDeviceGetGpuInstanceId"),
+                        ("compute_instance_id", "nvmlDeviceGetComputeInstanceId")):
+            value = optional(nvml, fn, mig)
+            if value is not None:
+                attributes[key] = int(value)
+        partitions.append(Partition(id=uuid, kind="mig", profile=profile, compute_slices=compute_slices,
+                                    memory_slices=memory_slices, memory_mib=memory_mib, attributes=attributes))
     return partitions

@@ -1,6 +1,8 @@
 """Device health from NVIDIA's own signals: XID events, volatile ECC counters, row remapping, GPU lost.
 
-XIDs arrive through NVML's event-set API. The set is created once per NVML session and drained without
+XIDs arrive through NVML's event-set API. An event of one MIG instance carries its GPU instance id
+(``gpuInstanceId``; 0xFFFFFFFF for the whole GPU): it makes that instance's partition unhealthy, not the
+GPU. The set is created once per NVML session and drained without
 waiting on every health check, and XIDs seen are remembered for the session: a GPU that fell off the bus
 (XID 79) stays unhealthy until the driver is reloaded, which also starts a new session.
 
@@ -16,10 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import Device, HealthReason, HealthReport, report_problem
+from rayaccel import Device, HealthReason, HealthReport, Partition, report_problem
 from rayaccel.records import HEALTH_ORDER
 from rayaccel.reporting import shown
 from rayaccel_nvidia.discovery import UNREADABLE
+
+#: ``nvmlEventData_t.gpuInstanceId`` of an event that concerns the whole GPU, not one MIG instance.
+NO_INSTANCE = 0xFFFFFFFF
 
 #: XIDs caused by the application, not the GPU.
 APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
@@ -71,12 +76,14 @@ class XidMonitor:
     event_set: Any = None
     registered: set[int] = field(default_factory=set)
     seen: dict[int, list[int]] = field(default_factory=dict)
+    #: (device index, GPU instance id) -> XIDs of that MIG instance.
+    seen_instances: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
 
 _MONITORS: weakref.WeakKeyDictionary[Any, XidMonitor] = weakref.WeakKeyDictionary()
 
 
-def drain_xids(nvml: Any, handles: dict[int, Any]) -> dict[int, list[int]]:
+def drain_xids(nvml: Any, handles: dict[int, Any]) -> XidMonitor:
     """Register for XID events on every GPU not yet registered, then collect what is pending."""
     monitor = _MONITORS.setdefault(nvml, XidMonitor())
     try:
@@ -97,10 +104,14 @@ def drain_xids(nvml: Any, handles: dict[int, Any]) -> dict[int, list[int]]:
                 break  # NVML_ERROR_TIMEOUT: nothing pending
             if int(event.eventType) & nvml.nvmlEventTypeXidCriticalError:
                 index = int(nvml.nvmlDeviceGetIndex(event.device))
-                monitor.seen.setdefault(index, []).append(int(event.eventData))
+                instance = int(getattr(event, "gpuInstanceId", NO_INSTANCE))
+                if instance == NO_INSTANCE:
+                    monitor.seen.setdefault(index, []).append(int(event.eventData))
+                else:
+                    monitor.seen_instances.setdefault((index, instance), []).append(int(event.eventData))
     except (nvml.NVMLError, AttributeError):
         pass  # no event API on this driver or in this nvidia-ml-py
-    return monitor.seen
+    return monitor
 
 
 def _counter(nvml: Any, fn: str, *args: Any) -> Any:
@@ -140,7 +151,7 @@ _STATE_OF_CODE = {"ecc-uncorrectable": "unhealthy", "row-remap-failure": "unheal
                   "gpu-lost": "unhealthy", "nvml-garbage": "unhealthy", "nvml-error": "unhealthy"}
 
 
-def report(device: Device, reasons: list[HealthReason], xids: Sequence[int]) -> HealthReport:
+def report(device: Device | Partition, reasons: list[HealthReason], xids: Sequence[int]) -> HealthReport:
     states = ["healthy"] + [_STATE_OF_CODE.get(r.code, "degraded") for r in reasons]
     for xid in dict.fromkeys(xids):
         reason = xid_reason(xid)
@@ -182,5 +193,10 @@ def health(nvml: Any, devices: Sequence[Device]) -> list[HealthReport]:
             reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
                 code="nvml-malformed-answer", message=f"{type(e).__name__}: {shown(str(e))}")]))
             continue
-        reports.append(report(device, reasons, xids.get(device.index, [])))
+        reports.append(report(device, reasons, xids.seen.get(device.index, [])))
+        for partition in device.partitions:  # a MIG instance's own XIDs (its GPU's are the GPU's report)
+            instance = partition.attributes.get("gpu_instance_id")
+            own = xids.seen_instances.get((device.index, int(instance)), []) if instance is not None else []
+            if own:
+                reports.append(report(partition, [], own))
     return reports

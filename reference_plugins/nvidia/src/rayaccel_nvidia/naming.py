@@ -57,6 +57,34 @@ def mig_profile(mig_name: str) -> str | None:
     return match.group(1) if match else None
 
 
+#: A MIG profile name: ``<compute slices>g.<memory>gb`` for a GPU instance ('3g.40gb', '1g.10gb+me'), or
+#: ``<c>c.<g>g.<memory>gb`` for one of several compute instances sharing it (NVIDIA's MIG user guide).
+MIG_PROFILE = re.compile(r"^(?:(?P<ci>\d+)c\.)?(?P<gi>\d+)g\.(?P<gb>\d+)gb(?:\+\w+)?$")
+
+
+def mig_slices(profile: str, instance_mib: int | None, gpu_mib: int | None,
+               capacity: tuple[int, int]) -> tuple[int | None, int | None]:
+    """(compute slices, memory slices) of a MIG device. Compute slices are the profile's ``<N>g`` (``<N>c``
+    for a compute instance); memory slices are its share of the GPU's memory in the GPU's memory slices
+    (an A100 80GB has 8 of 10 GB: '3g.40gb' takes 4). A compute instance shares its GPU instance's memory,
+    so it counts none of its own (None)."""
+    match = MIG_PROFILE.match(profile)
+    if match is None:
+        return None, None
+    if match["ci"] is not None:
+        return int(match["ci"]), None
+    memory = None
+    if instance_mib and gpu_mib:
+        memory = max(1, min(capacity[1], round(instance_mib * capacity[1] / gpu_mib)))
+    return int(match["gi"]), memory
+
+
+def mig_capacity(product_name: str) -> tuple[int, int]:
+    """(compute, memory) slices of a MIG-capable GPU: 4 and 4 on the A30, 7 and 8 on every other MIG GPU
+    (A100, H100, H200, B200, GB200: NVIDIA's MIG user guide, 'Supported MIG Profiles')."""
+    return (4, 4) if re.search(r"\bA30\b", product_name) else (7, 8)
+
+
 def cpu_list(words: list[int]) -> str:
     """nvmlDeviceGetCpuAffinity's 64-bit mask words -> '0-47,96-143'."""
     cpus: list[int] = []
