@@ -95,9 +95,20 @@ def family_placement(family: FamilyInventory) -> dict[str, Any]:
             "device_ids": [d.id for d in devices], "links": links, "domains": domains}
 
 
+def partition_placement(ids: Sequence[str]) -> dict[str, Any]:
+    """A partition profile's entry of the placement table: its partitions, each its own "device" (a cordon
+    takes one partition; partitions share no links worth choosing by)."""
+    return {"units": list(ids), "devices": [[i] for i in range(len(ids))], "device_ids": list(ids), "links": [],
+            "domains": {}}
+
+
 def placement_table(inventory: NodeInventory) -> dict[str, dict[str, Any]]:
-    """Resource name -> :func:`family_placement`, for every family with schedulable units."""
-    return {f.family.resource_name: family_placement(f) for f in inventory.families if f.schedulable_units}
+    """Resource name -> :func:`family_placement`, for every family with schedulable units, and
+    :func:`partition_placement` for every partition profile's resource (``GPU_MIG_1g.10gb``)."""
+    table = {f.family.resource_name: family_placement(f) for f in inventory.families if f.schedulable_units}
+    for family in inventory.families:
+        table.update({name: partition_placement(ids) for name, ids in family.partition_units.items() if ids})
+    return table
 
 
 def domain_resources(inventory: NodeInventory) -> dict[str, float]:

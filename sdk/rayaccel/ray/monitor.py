@@ -32,14 +32,20 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.health_findings import by_family, fatal_findings, vanished_findings
 from rayaccel.outputs.metric_series import HEALTH, Series, counter_increment, node_series
 from rayaccel.raycompat import RAY_NODE_ID_LABEL
 from rayaccel.records import HEALTH_ORDER
+
+if TYPE_CHECKING:
+    from rayaccel.host import Host
+    from rayaccel.inventory.builder import InventoryBuilder
+    from rayaccel.isolation.pool import WorkerPool
+    from rayaccel.outputs.exporters.upkeep import KeptFiles
 
 logger = logging.getLogger("rayaccel.ray.monitor")
 
@@ -112,11 +118,7 @@ class HealthMonitor:
 
     def __init__(self, node_id: str, interval: float, plugins: Sequence[str] | None = None,
                  baseline: Sequence[str] | None = None, isolated: bool = True) -> None:
-        from rayaccel.inventory.builder import InventoryBuilder
-        from rayaccel.isolation.pool import WorkerPool
-        from rayaccel.plugins.manager import PluginManager
         from rayaccel.ray.node import NODE_PLUGINS_ENV
-        from rayaccel.simulation.host_factory import host_from_env
 
         if not baseline:  # the node's start-up baseline, from the raylet's env (rayaccel.ray.node_config)
             baseline = node_baseline()
@@ -124,34 +126,52 @@ class HealthMonitor:
             plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
         self.node_id = node_id
         self.interval = check_interval(interval)
-        self._manager = PluginManager()
-        self._host = host_from_env(self._manager)
-        plugin_list = list(plugins) if plugins is not None else None
-        offered = offered_units()
-        if offered is not None:  # poll only the plugins whose devices the node offers: no idle workers
-            plugin_list = [p for p in (plugin_list or self._manager.plugin_names()) if p in offered]
-        self._pool = WorkerPool(self._manager, plugin_list) if isolated else None
-        self._builder = InventoryBuilder(self._manager, plugin_list)
-        self._offered = offered or {}
+        # Set by _setup, in the loop's thread (plugins are loaded there, not in the actor's creation).
+        self._plugins = list(plugins) if plugins is not None else None
+        self._isolated = isolated
+        self._host: Host | None = None
+        self._pool: WorkerPool | None = None
+        self._builder: InventoryBuilder | None = None
+        self._kept: KeptFiles | None = None
+        self._offered: dict[str, set[str]] = {}
         self._baseline = set(baseline or ())
         self._seen: dict[str, str] = {}  # device id -> family, for devices that later vanish
         self._not_offered: set[str] = set()
         self._resource: dict[str, str] = {}  # family -> its resource name
+        self._partitions: dict[str, list[str]] = {}  # partitioned device -> its partitions' ids
         self._cordons: dict[str, dict[str, Any]] = {}  # device -> {"family", "message", "group", "units", ...}
         self._publisher = SeriesPublisher()
-        from rayaccel.outputs.exporters.upkeep import KeptFiles
-
-        self._kept = KeptFiles.from_env(self.interval)  # RAYACCEL_NFD_FILE / RAYACCEL_DRA_FILE, if named
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {}}
         self._stop = threading.Event()
-        # The first poll runs in the loop too: creating the monitor does not wait for its plugin workers.
+        # Loading the plugins and the first poll run in the loop: creating the monitor (what `rayaccel start`
+        # waits for) waits neither for the plugins' import nor for their workers.
         self._thread = threading.Thread(target=self._loop, name="rayaccel-health-monitor", daemon=True)
         self._thread.start()
 
+    def _setup(self) -> None:
+        """The plugins, the host and the export files a poll needs."""
+        from rayaccel.inventory.builder import InventoryBuilder
+        from rayaccel.isolation.pool import WorkerPool
+        from rayaccel.outputs.exporters.upkeep import KeptFiles
+        from rayaccel.plugins.manager import PluginManager
+        from rayaccel.simulation.host_factory import host_from_env
+
+        manager = PluginManager()
+        self._host = host_from_env(manager)
+        plugin_list = self._plugins
+        offered = offered_units()
+        if offered is not None:  # poll only the plugins whose devices the node offers: no idle workers
+            plugin_list = [p for p in (plugin_list or manager.plugin_names()) if p in offered]
+        self._pool = WorkerPool(manager, plugin_list) if self._isolated else None
+        self._builder = InventoryBuilder(manager, plugin_list)
+        self._offered = offered or {}
+        self._kept = KeptFiles.from_env(self.interval)  # RAYACCEL_NFD_FILE / RAYACCEL_DRA_FILE, if named
+
     def _loop(self) -> None:
         try:
+            self._setup()
             while True:
                 try:
                     self.poll()
@@ -174,6 +194,7 @@ class HealthMonitor:
                     self._status["loop"] = "stopped"
 
     def poll(self) -> dict[str, Any]:
+        assert self._host is not None and self._builder is not None, "poll() before _setup()"
         if self._pool is not None:
             inventory = self._pool.build(self._host, with_metrics=True)
         else:
@@ -192,7 +213,10 @@ class HealthMonitor:
             self._resource[name] = family.family.resource_name
             offered = self._offered.get(family.plugin)
             for dev in family.devices:
-                if offered is not None and not set(dev.unit_ids) & offered:
+                if dev.partitions:  # a fault of the device drains every one of its partitions
+                    self._partitions[dev.id] = [p.id for p in dev.partitions]
+                own = set(dev.unit_ids) | set(self._partitions.get(dev.id, ()))
+                if offered is not None and not own & offered:
                     self._not_offered.add(dev.id)  # not offered (the operator's visible-devices setting)
                     ignored.add(dev.id)
             for report in family.health:
@@ -220,6 +244,8 @@ class HealthMonitor:
         for found in findings.values():
             for finding in found:
                 failing.setdefault(finding.device, []).append(finding)
+                for partition in self._partitions.get(finding.device, ()):
+                    failing.setdefault(partition, []).append(finding)
         if first:
             try:
                 self._adopt(set(failing))
@@ -242,9 +268,7 @@ class HealthMonitor:
 
         from rayaccel.ray.claims import CORDON_TAG_TASK, node_claims_table
 
-        resource = self._resource.get(family, "")
-        placement = node_placement().get(resource)
-        units = list(placement.device_units.get(device, ())) if placement is not None else []
+        resource, units = cordon_units(node_placement(), self._resource.get(family, ""), device)
         group = tag = None
         if units:  # else the node does not offer the device: nothing of it to hold
             try:
@@ -298,15 +322,21 @@ class HealthMonitor:
         from rayaccel.ray.claims import node_claims_table
 
         table = node_claims_table()
-        for family, resource in self._resource.items():
-            placement = node_placement().get(resource)
-            for device in table.cordons(resource):
-                if device not in failing:
-                    table.uncordon(resource, device)
-            for device in placement.device_units if placement is not None else ():
-                group = _existing_group(cordon_name(self.node_id, family, device))
-                if group is not None and device not in failing:
-                    remove_placement_group(group)
+        placements = node_placement()
+        for family, family_resource in self._resource.items():
+            # The family's resource and its partition profiles' (their cordons are per partition).
+            prefix = family_resource + "_"
+            for resource, placement in placements.items():
+                if resource != family_resource and not (resource.startswith(prefix) and placement.units
+                                                        and set(placement.device_units) == set(placement.units)):
+                    continue
+                for device in table.cordons(resource):
+                    if device not in failing:
+                        table.uncordon(resource, device)
+                for device in placement.device_units:
+                    group = _existing_group(cordon_name(self.node_id, family, device))
+                    if group is not None and device not in failing:
+                        remove_placement_group(group)
 
     def status(self) -> dict[str, Any]:
         """Polls, per-device health, cordoned families (units held so far), recoveries, errors, the loop."""
@@ -378,6 +408,19 @@ def _cordoned_by_family(cordons: dict[str, dict[str, Any]]) -> dict[str, dict[st
         entry["held"] += held
         entry["devices"][device] = {"units": list(cordon["units"]), "held": held, "message": cordon["message"]}
     return families
+
+
+def cordon_units(placements: Mapping[str, Any], family_resource: str, device: str) -> tuple[str, list[str]]:
+    """The resource and units a cordon of ``device`` holds: the device's units of its family's resource, or,
+    for a partition (a MIG instance), that one partition of its profile's resource. A partitioned device
+    holds none itself: its partitions are cordoned one by one."""
+    placement = placements.get(family_resource)
+    if placement is not None and device in placement.device_units:
+        return family_resource, list(placement.device_units[device])
+    for resource, entry in placements.items():
+        if resource.startswith(family_resource + "_") and device in entry.units:
+            return resource, [device]
+    return family_resource, []
 
 
 def node_placement() -> dict[str, Any]:

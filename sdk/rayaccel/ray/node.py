@@ -52,6 +52,7 @@ from rayaccel.ray.registry import (
     dump_specs,
     family_spec,
     is_day_zero,
+    partition_specs,
 )
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
@@ -168,7 +169,14 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
     everyone: list[FamilyInventory | IdleFamily] = [*inventory.families, *inventory.idle]
     specs = [spec for family in everyone
              if (plugins is None or family.plugin in plugins) and (spec := family_spec(family)) is not None]
+    specs += [spec for family in inventory.families if plugins is None or family.plugin in plugins
+              for spec in partition_specs(family)]
     resources = {**inventory.resources, **domain_resources(inventory)}
+    for family in inventory.families:
+        if family.partition_units and not family.schedulable_units:
+            # Every device is partitioned: none is offered whole, even where Ray would count it itself
+            # (Ray's NVIDIA manager counts a MIG-mode GPU as one GPU).
+            resources.setdefault(family.family.resource_name, 0.0)
     labels = {**inventory.labels, MANAGED_LABEL: "true"}
     env: dict[str, str] = {
         OVERRIDE_RESOURCES_ENV: _merged_json(OVERRIDE_RESOURCES_ENV, resources),
@@ -177,7 +185,9 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
                                      sorted({s.resource_name for s in specs})),
         PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
         FAMILIES_ENV: dump_specs(specs),
-        NODE_UNITS_ENV: json.dumps({f.plugin: f.schedulable_units for f in inventory.families}, sort_keys=True),
+        NODE_UNITS_ENV: json.dumps({f.plugin: [*f.schedulable_units, *(p for ids in f.partition_units.values()
+                                                                       for p in ids)]
+                                    for f in inventory.families}, sort_keys=True),
         NODE_BASELINE_ENV: json.dumps(unhealthy_devices(inventory)),
         PLACEMENT_ENV: json.dumps(placement_table(inventory), sort_keys=True, separators=(",", ":")),
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,6 +49,9 @@ class FamilySpec:
     #: The plugin implements rayaccel_parse_visible / rayaccel_visible_env: load it to call them.
     custom_parse: bool = False
     custom_env: bool = False
+    #: A partition profile's resource (``GPU_MIG_1g.10gb``): its ids are partition ids, which the claims
+    #: table gives each task; the node's value of the env var (whole devices' ids) is not its list.
+    partition: bool = False
 
     @property
     def rule(self) -> QuantityRule:
@@ -85,6 +89,17 @@ def _spec(plugin: str, declaration: FamilyDeclaration, *, custom_parse: bool, cu
                       env_var=declaration.visible_devices_env_var,
                       quantity_rule=declaration.quantity_rule.model_dump(mode="json"),
                       custom_parse=custom_parse, custom_env=custom_env)
+
+
+def partition_specs(family: FamilyInventory) -> list[FamilySpec]:
+    """One spec per partition profile the family offers: its resource sets the family's visible-devices
+    variable to the partition ids a task claimed (``CUDA_VISIBLE_DEVICES=MIG-<uuid>``), whether or not Ray
+    knows the family itself. Partition ids are what the runtime accepts, so no plugin hook formats them."""
+    declaration = family.family
+    return [FamilySpec(plugin=family.plugin, name=f"{declaration.name}-{name}", resource_name=name,
+                       env_var=declaration.visible_devices_env_var,
+                       quantity_rule=declaration.quantity_rule.model_dump(mode="json"), partition=True)
+            for name in sorted(family.partition_units)]
 
 
 def dump_specs(specs: Iterable[FamilySpec]) -> str:
@@ -149,7 +164,7 @@ def manager_class(spec: FamilySpec) -> type:
 
     def get_current_process_visible_accelerator_ids() -> list[str] | None:
         value = os.environ.get(spec.env_var)
-        if value is None:
+        if value is None or spec.partition:  # a partition resource's instance ids are claims-table tokens
             return None
         return parse_visible(spec, value)
 
@@ -165,7 +180,8 @@ def manager_class(spec: FamilySpec) -> type:
     namespace: dict[str, Any] = {fn.__name__: staticmethod(fn) for fn in methods}
     namespace["__doc__"] = f"rayaccel: the {spec.name} family ({spec.plugin} plugin) in Ray's registry."
     namespace["rayaccel_spec"] = spec
-    class_name = "Rayaccel" + "".join(p.capitalize() for p in spec.name.split("-")) + "AcceleratorManager"
+    words = re.split(r"[^A-Za-z0-9]+", spec.name)
+    class_name = "Rayaccel" + "".join(p[:1].upper() + p[1:] for p in words) + "AcceleratorManager"
     return type(class_name, (AcceleratorManager,), namespace)
 
 
