@@ -43,7 +43,8 @@ def slurmd_reads(node: SlurmNode, inventory_root: Path, gres_conf: str | None = 
     for line in node.lines:
         for file in line.files:
             Path(file).parent.mkdir(parents=True, exist_ok=True)
-            Path(file).symlink_to("/dev/null")
+            if not Path(file).is_symlink():  # MIG instances of one GPU share its /dev/nvidia<N>
+                Path(file).symlink_to("/dev/null")
     cores = [c for line in node.lines if line.cores for c in parse_cpu_list(line.cores)]
     per_socket = max(1, math.ceil((max(cores, default=1) + 1) / 2))
     (conf / "gres.conf").write_text(node.gres_conf() if gres_conf is None else gres_conf)

@@ -9,6 +9,16 @@ attributes) and its memory as capacity. An unhealthy device stays in the pool wi
 (``rayaccel.io/unhealthy``: ``NoExecute`` for a fatal reason, else ``NoSchedule``) so claims stop landing on
 it; device taints are alpha in Kubernetes 1.34 (the ``DRADeviceTaints`` feature gate).
 
+A partitioned device (MIG instances, AMD compute partitions) is published as DRA's partitionable devices
+(the ``DRAPartitionableDevices`` feature gate): the physical device is a counter set
+(``sharedCounters``: its ``memory``, and its ``compute-slices`` and ``memory-slices`` when the plugin reports
+its partition capacity) and each partition a device of its own that consumes its share of that set
+(``consumesCounters``), with the partition's id as ``unitId``, its ``profile`` and ``partitionKind``, and
+the parent's uuid. The physical device itself is no device: rayaccel offers a partitioned device only as its
+partitions (reconfiguring it is out of scope, docs/partitions.md). Counter sets go in ResourceSlices of their
+own, at most :data:`MAX_COUNTER_SETS` each (Kubernetes 1.35 and later refuse a slice with both devices and
+counter sets), and a slice holding devices that consume counters holds at most 64 of them.
+
 The API's limits are kept by splitting, never by dropping silently: at most :data:`MAX_DEVICES` devices per
 slice (:data:`MAX_DEVICES_WITH_TAINTS` in a slice where a device has taints), so a pool may take several
 slices (``pool.resourceSliceCount`` says how many); at most :data:`MAX_ATTRIBUTES` attributes and
@@ -44,6 +54,8 @@ MAX_DEVICES_WITH_TAINTS = 64
 MAX_ATTRIBUTES = 32
 #: Device.taints: "The maximum number of taints is 4."
 MAX_TAINTS = 4
+#: ResourceSliceSpec.sharedCounters: "The maximum number of counter sets is 8" (and 32 counters in all sets).
+MAX_COUNTER_SETS = 8
 #: DeviceAttribute string and version values: at most 64 characters.
 MAX_VALUE_LENGTH = 64
 #: A qualified name's identifier part: a C identifier of at most 32 characters.
@@ -62,15 +74,18 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
     for family in families_with_devices(inventory, "dra"):
         driver = scheduler_name(family, "dra_driver", "dra")
         devices = list(_devices(family, warnings))
-        chunks = list(split(devices))
-        for number, chunk in enumerate(chunks):
+        counter_sets = [counter_set(family, d) for d in family.devices if d.partitions]
+        chunks: list[tuple[str, list[dict[str, Any]]]] = [("devices", chunk) for chunk in split(devices)]
+        chunks += [("sharedCounters", counter_sets[i:i + MAX_COUNTER_SETS])
+                   for i in range(0, len(counter_sets), MAX_COUNTER_SETS)]
+        for number, (field, chunk) in enumerate(chunks):
             slices.append({
                 "apiVersion": API_VERSION, "kind": "ResourceSlice",
                 "metadata": {"name": f"{node}-{driver}-{number}"},
                 "spec": {"driver": driver, "nodeName": node,
                          "pool": {"name": node, "generation": options.generation,
                                   "resourceSliceCount": len(chunks)},
-                         "devices": chunk},
+                         field: chunk},
             })
     text = yaml.safe_dump_all(slices, sort_keys=False, default_flow_style=False)
     return Exported(text=text, data={"apiVersion": "v1", "kind": "List", "items": slices},
@@ -83,12 +98,13 @@ def split(devices: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
     chunk: list[dict[str, Any]] = []
     tainted = False
     for device in devices:
-        limit = MAX_DEVICES_WITH_TAINTS if tainted or "taints" in device else MAX_DEVICES
+        limited = "taints" in device or "consumesCounters" in device
+        limit = MAX_DEVICES_WITH_TAINTS if tainted or limited else MAX_DEVICES
         if len(chunk) + 1 > limit:
             yield chunk
             chunk, tainted = [], False
         chunk.append(device)
-        tainted = tainted or "taints" in device
+        tainted = tainted or limited
     if chunk:
         yield chunk
 
@@ -99,10 +115,75 @@ def device_name(kind: str, unit: str) -> str:
     return re.sub(r"-{2,}", "-", text)[:63].rstrip("-")
 
 
+def counter_set_name(family: FamilyInventory, device: Device) -> str:
+    """The counter set of a partitioned device: ``<unit kind>-<index>-counters``, a DNS label."""
+    return device_name(family.family.unit, f"{device.index}-counters")
+
+
+def _counters(memory_mib: int | None, compute: int | None, memory_slices: int | None) -> dict[str, Any]:
+    counters: dict[str, Any] = {}
+    if memory_mib is not None:
+        counters["memory"] = {"value": f"{memory_mib}Mi"}
+    if compute is not None:
+        counters["compute-slices"] = {"value": str(compute)}
+    if memory_slices is not None:
+        counters["memory-slices"] = {"value": str(memory_slices)}
+    return counters
+
+
+def counter_set(family: FamilyInventory, device: Device) -> dict[str, Any]:
+    """What a partitioned device has to share out among its partitions."""
+    capacity = device.partition_capacity
+    memory = device.memory_mib
+    if memory is None and all(p.memory_mib is not None for p in device.partitions):
+        memory = sum(p.memory_mib or 0 for p in device.partitions)
+    counters = _counters(memory, capacity.compute_slices if capacity else None,
+                         capacity.memory_slices if capacity else None)
+    return {"name": counter_set_name(family, device), "counters": counters or {"partitions": {
+        "value": str(len(device.partitions))}}}
+
+
+def _consumes(family: FamilyInventory, device: Device, position: int) -> dict[str, Any]:
+    """What one partition takes of its device's counter set (the same counters the set has)."""
+    partition = device.partitions[position]
+    offered = counter_set(family, device)["counters"]
+    wanted = _counters(partition.memory_mib, partition.compute_slices, partition.memory_slices)
+    counters = {k: v for k, v in wanted.items() if k in offered} or {"partitions": {"value": "1"}}
+    return {"counterSet": counter_set_name(family, device), "counters": counters}
+
+
+def _partition_devices(family: FamilyInventory, device: Device, health: dict[str, HealthReport],
+                       names: set[str], warnings: list[str]) -> Iterator[dict[str, Any]]:
+    for position, partition in enumerate(device.partitions):
+        name = device_name(family.family.unit, f"{device.index}-{partition.kind}-{position}")
+        if name in names:
+            raise ExportError(f"--format dra: family {family.family.name!r} has two devices named {name!r}; "
+                              "device indexes must be unique on the node")
+        names.add(name)
+        # The parent's fault drains every partition; a partition's own fault drains only it.
+        report = health.get(device.id)
+        own = health.get(partition.id)
+        if own is not None and (report is None or report.state != "unhealthy"):
+            report = own
+        attributes, capacity = _attributes(family, device, partition.id, report, warnings, name,
+                                           partition=position)
+        entry: dict[str, Any] = {"name": name, "attributes": attributes}
+        if capacity:
+            entry["capacity"] = capacity
+        entry["consumesCounters"] = [_consumes(family, device, position)]
+        taint = _taint(report)
+        if taint:
+            entry["taints"] = [taint][:MAX_TAINTS]
+        yield entry
+
+
 def _devices(family: FamilyInventory, warnings: list[str]) -> Iterator[dict[str, Any]]:
     health = {h.device: h for h in family.health}
     names: set[str] = set()
     for device in family.devices:
+        if device.partitions:
+            yield from _partition_devices(family, device, health, names, warnings)
+            continue
         units = device.unit_ids
         for position, unit in enumerate(units):
             name = device_name(family.family.unit, unit)
@@ -156,11 +237,15 @@ def pci_bus_id(value: str | None) -> str | None:
 
 
 def _attributes(family: FamilyInventory, device: Device, unit: str, report: HealthReport | None,
-                warnings: list[str], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The device's attributes and capacity, most useful first, within the API's limits."""
+                warnings: list[str], name: str, partition: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The device's (or its partition's) attributes and capacity, most useful first, within the API's limits."""
     wanted: list[tuple[str, dict[str, Any]]] = [("unitId", {"string": unit}), ("index", {"int": device.index}),
                                                 ("uuid", {"string": device.id}),
                                                 ("productName", {"string": device.product_name})]
+    if partition is not None:
+        part = device.partitions[partition]
+        wanted[2] = ("parentUuid", {"string": device.id})
+        wanted += [("partitionKind", {"string": part.kind}), ("profile", {"string": part.profile})]
     if device.sku:
         wanted.append(("sku", {"string": device.sku}))
     if family.accelerator_type:
@@ -188,7 +273,8 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
                    ("scaleUpDomainSize", {"int": domain.size})]
     wanted.append(("health", {"string": report.state if report else "unknown"}))
     taken = {key for key, _ in wanted}
-    for key, value in sorted(device.attributes.items()):
+    own = device.partitions[partition].attributes if partition is not None else {}
+    for key, value in sorted({**device.attributes, **own}.items()):
         if key == "pcie_root":
             continue
         if not C_IDENTIFIER_RE.match(key) or key in taken:

@@ -7,6 +7,14 @@ listed device, in gres.conf order (Slurm: -1 for the device itself, 0 for none).
 holds one file (Slurm's rule); devices of one type with the same cores and no links share one line with a
 ``File`` range. An unhealthy device is left out of the lines and the count, as the inventory leaves it out
 of the node's resources. Pure: built from the inventory alone.
+
+A partitioned device (MIG, AMD compute partitions) is never a GRES itself: each healthy partition is one,
+of type ``<device type>_<profile>`` (Slurm's own MIG naming, ``a100-sxm4-40gb_3g.20gb``), on a line of its
+own with ``MultipleFiles=`` (Slurm 21.08+: the files one GRES needs together, for MIG the GPU's
+``/dev/nvidia<N>`` and its GPU- and compute-instance access files under ``/dev/nvidia-caps``) taken from the
+partition's ``DEVICE_FILE`` attribute (a comma-separated list); a partition without one is counted
+(``Count=``) without files, as Slurm cannot constrain what it cannot name. A family with partitions gets no
+``Links``: Slurm indexes them by device file, which partitions of one device share.
 """
 
 from __future__ import annotations
@@ -41,10 +49,14 @@ class GresLine:
     count: int
     cores: str | None
     links: tuple[int, ...] | None
+    #: The files are one GRES's (a partition's ``MultipleFiles``), not one GRES each.
+    multiple_files: bool = False
 
     def render(self, node_name: str) -> str:
         parts = [f"NodeName={node_name}", f"Name={self.name}", f"Type={self.type}"]
-        if self.files:
+        if self.files and self.multiple_files:
+            parts.append(f"MultipleFiles={','.join(self.files)}")
+        elif self.files:
             parts.append(f"File={file_list(self.files)}")
         else:
             parts.append(f"Count={self.count}")
@@ -85,7 +97,8 @@ class SlurmNode:
         return {"node_name": self.node_name, "gres": self.gres, "gres_types": self.gres_types,
                 "gres_conf": self.gres_conf(),
                 "devices": [{"name": line.name, "type": line.type, "files": list(line.files), "count": line.count,
-                             "cores": line.cores, "links": list(line.links) if line.links is not None else None}
+                             "cores": line.cores, "links": list(line.links) if line.links is not None else None,
+                             "multiple_files": line.multiple_files}
                             for line in self.lines]}
 
 
@@ -115,19 +128,43 @@ def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | No
     devices = [d for d in family.devices if states.get(d.id, "unknown") != "unhealthy"]
     listed = [d.id for d in devices]
     cpus = {a.device: a.cpus for a in family.topology.affinities if a.cpus}
-    links = _link_counts(family, listed)
+    partitioned = any(d.partitions for d in family.devices)
+    links = None if partitioned else _link_counts(family, listed)
     patterns = family.family.schedulers.device_files
     single: list[GresLine] = []
     for device in devices:
+        cores = logical_cores(cpus[device.id]) if device.id in cpus else None
+        if device.partitions:
+            single.extend(_partition_lines(family, gres_name, device, states, cores, device_root))
+            continue
         # Slurm 22.05 counts one GRES per File: the first pattern is the device's own file (the others, such
         # as a driver's control device, are shared or secondary).
         file = _device_file(patterns[0] if patterns else None, device, device_root)
         files = (file,) if file is not None else ()
-        cores = logical_cores(cpus[device.id]) if device.id in cpus else None
         row = links[device.id] if links is not None else None
         single.append(GresLine(name=gres_name, type=gres_type(family, device), files=files, count=1,
                                cores=cores, links=row))
     return _merge_unlinked(single)
+
+
+def _partition_lines(family: FamilyInventory, gres_name: str, device: Device, states: dict[str, str],
+                     cores: str | None, device_root: str | None) -> list[GresLine]:
+    """One GRES per healthy partition of ``device``: its own files together (``MultipleFiles``), or counted."""
+    lines = []
+    for partition in device.partitions:
+        if states.get(partition.id, "unknown") == "unhealthy":
+            continue
+        listed = partition.attributes.get(DEVICE_FILE)
+        files = tuple(_rooted(f.strip(), device_root) for f in str(listed).split(",")
+                      if f.strip().startswith("/dev/")) if listed is not None else ()
+        kind = _NOT_IN_TYPE.sub("-", f"{gres_type(family, device)}_{partition.profile.lower()}").strip("-.")
+        lines.append(GresLine(name=gres_name, type=kind, files=files, count=1, cores=cores, links=None,
+                              multiple_files=bool(files)))
+    return lines
+
+
+def _rooted(path: str, device_root: str | None) -> str:
+    return path if device_root is None else device_root.rstrip("/") + path.removeprefix("/dev")
 
 
 def _device_file(pattern: str | None, device: Device, device_root: str | None) -> str | None:
@@ -138,9 +175,7 @@ def _device_file(pattern: str | None, device: Device, device_root: str | None) -
         path = expand_device_file(pattern, device.index)
     else:
         return None
-    if device_root is not None:
-        path = device_root.rstrip("/") + path.removeprefix("/dev")
-    return path
+    return _rooted(path, device_root)
 
 
 def _link_counts(family: FamilyInventory, listed: Sequence[str]) -> dict[str, tuple[int, ...]] | None:
@@ -161,7 +196,8 @@ def _merge_unlinked(lines: list[GresLine]) -> list[GresLine]:
     for line in lines:
         last = merged[-1] if merged else None
         if (last is not None and line.links is None and last.links is None and last.type == line.type
-                and last.cores == line.cores and bool(last.files) == bool(line.files)):
+                and last.cores == line.cores and bool(last.files) == bool(line.files)
+                and not last.multiple_files and not line.multiple_files):
             merged[-1] = GresLine(name=last.name, type=last.type, files=last.files + line.files,
                                   count=last.count + 1, cores=last.cores, links=None)
         else:

@@ -1,0 +1,212 @@
+"""Partitions in the exporters (issue 25), read back by the real tools: DRA partitionable devices checked by
+kubernetes-validate, Slurm's ``MultipleFiles`` read by ``slurmd -G``, NFD's profile labels.
+
+The inventories are the shipped MIG fixture's, built as ``rayaccel export`` builds them; a mixed node (one GPU
+partitioned, one whole), a partition's own fault and device files are the same inventory changed where the
+test says, so each case names what it adds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_export_k8s import check_k8s_object
+from test_export_slurm import needs_slurmd, slurmd_reads
+
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.outputs.exporters import ExportOptions, export
+from rayaccel.outputs.exporters.dra import TAINT_KEY
+from rayaccel.outputs.exporters.nfd import label_problem
+from rayaccel.outputs.exporters.slurm import slurm_node
+from rayaccel.plugins.manager import default_manager
+from rayaccel.records import DEVICE_FILE, Device, HealthReason, HealthReport, NodeInventory
+from rayaccel.simulation.host_factory import make_host
+
+MIG = "nvidia/a100-mig"
+
+
+def inventory(ref: str = MIG, *faults: str) -> NodeInventory:
+    manager = default_manager()
+    return collect_inventory(manager, make_host(ref, list(faults), manager=manager))
+
+
+def with_devices(inv: NodeInventory, devices: list[Device], health: list[HealthReport] | None = None) -> NodeInventory:
+    (family,) = inv.families
+    changed = family.model_copy(update={"devices": devices, "health": health if health is not None else family.health})
+    return inv.model_copy(update={"families": [changed]})
+
+
+def mixed(inv: NodeInventory) -> NodeInventory:
+    """The MIG node with a second A100, not partitioned (a mixed node)."""
+    (family,) = inv.families
+    gpu = family.devices[0]
+    whole = gpu.model_copy(update={"index": 1, "id": "GPU-0b1e4c6a-2f0d-4e8b-9a51-7c3d2e1f0a99", "partitions": [],
+                                   "partition_capacity": None, "attributes": {"mig_mode": "disabled"},
+                                   "pci_bus_id": "00000000:0F:00.0"})
+    health = [*family.health, HealthReport(device=whole.id, state="healthy")]
+    return with_devices(inv, [gpu, whole], health)
+
+
+def unhealthy(device: str, fatal: bool = True) -> HealthReport:
+    return HealthReport(device=device, state="unhealthy",
+                        reasons=[HealthReason(code="xid-94", message="contained ECC error", fatal=fatal)])
+
+
+def dra(inv: NodeInventory) -> list[dict[str, Any]]:
+    return export("dra", inv, ExportOptions()).data["items"]  # type: ignore[no-any-return]
+
+
+# -- DRA: partitionable devices ----------------------------------------------------------------------------
+
+def test_dra_publishes_each_partition_consuming_its_gpus_counters_valid_for_kubernetes() -> None:
+    inv = inventory()
+    gpu = inv.families[0].devices[0]
+    assert gpu.partitions, "the MIG fixture reports its instances"
+    slices = dra(inv)
+    for item in slices:
+        check_k8s_object(item)
+        # Kubernetes 1.35+: a slice holds devices or counter sets, never both; one pool counts them all.
+        assert ("devices" in item["spec"]) != ("sharedCounters" in item["spec"])
+        assert item["spec"]["pool"]["resourceSliceCount"] == len(slices)
+    devices = [d for s in slices for d in s["spec"].get("devices", [])]
+    (counter_set,) = [c for s in slices for c in s["spec"].get("sharedCounters", [])]
+    # Only the instances are devices: the MIG-mode GPU itself is not offered whole.
+    assert [d["attributes"]["unitId"]["string"] for d in devices] == [p.id for p in gpu.partitions]
+    assert {d["attributes"]["parentUuid"]["string"] for d in devices} == {gpu.id}
+    assert [d["attributes"]["profile"]["string"] for d in devices] == [p.profile for p in gpu.partitions]
+    assert all("uuid" not in d["attributes"] for d in devices)
+    # Each consumes from its GPU's set, and together they fit in it.
+    assert counter_set["counters"]["memory"] == {"value": f"{gpu.memory_mib}Mi"}
+    used: dict[str, int] = {}
+    for device in devices:
+        (consumed,) = device["consumesCounters"]
+        assert consumed["counterSet"] == counter_set["name"]
+        assert set(consumed["counters"]) <= set(counter_set["counters"])
+        for name, counter in consumed["counters"].items():
+            used[name] = used.get(name, 0) + int(counter["value"].removesuffix("Mi"))
+    for name, total in used.items():
+        assert total <= int(counter_set["counters"][name]["value"].removesuffix("Mi")), name
+    if gpu.partition_capacity is not None:
+        assert counter_set["counters"]["compute-slices"] == {"value": str(gpu.partition_capacity.compute_slices)}
+
+
+def test_dra_on_a_mixed_node_offers_the_whole_gpu_and_the_other_gpus_instances() -> None:
+    inv = mixed(inventory())
+    slices = dra(inv)
+    for item in slices:
+        check_k8s_object(item)
+    devices = {d["attributes"]["unitId"]["string"]: d for s in slices for d in s["spec"].get("devices", [])}
+    gpu, whole = inv.families[0].devices
+    assert set(devices) == {p.id for p in gpu.partitions} | set(whole.unit_ids)
+    assert "consumesCounters" not in devices[whole.unit_ids[0]]
+    assert devices[whole.unit_ids[0]]["attributes"]["uuid"] == {"string": whole.id}
+    assert len([c for s in slices for c in s["spec"].get("sharedCounters", [])]) == 1
+
+
+def test_dra_taints_only_the_faulty_instance_and_every_instance_of_a_faulty_gpu() -> None:
+    inv = inventory()
+    gpu = inv.families[0].devices[0]
+    first, second = gpu.partitions[0].id, gpu.partitions[1].id
+    one = with_devices(inv, [gpu], [HealthReport(device=gpu.id, state="healthy"), unhealthy(second)])
+    tainted = {d["attributes"]["unitId"]["string"] for s in dra(one) for d in s["spec"].get("devices", [])
+               if any(t["key"] == TAINT_KEY for t in d.get("taints", []))}
+    assert tainted == {second}
+    whole = with_devices(inv, [gpu], [unhealthy(gpu.id)])
+    devices = [d for s in dra(whole) for d in s["spec"].get("devices", [])]
+    assert all(d["taints"][0]["effect"] == "NoExecute" for d in devices) and len(devices) == len(gpu.partitions)
+    assert first in {d["attributes"]["unitId"]["string"] for d in devices}
+
+
+# -- Slurm: MIG instances as GRES with MultipleFiles -------------------------------------------------------
+
+def with_cap_files(inv: NodeInventory) -> NodeInventory:
+    """Each instance with the files its GRES needs, as NVIDIA documents them: the GPU's /dev/nvidia0 and the
+    GPU- and compute-instance access files from /proc/driver/nvidia-caps/mig-minors."""
+    gpu = inv.families[0].devices[0]
+    partitions = []
+    for partition in gpu.partitions:
+        gi, ci = int(partition.attributes.get("gpu_instance_id", 1)), int(partition.attributes.get(
+            "compute_instance_id", 0))
+        gi_minor = 3 + gpu.index * 135 + gi * 9  # mig-minors: gpu0/gi1/access is 12, gpu0/gi1/ci0/access 13
+        caps = f"/dev/nvidia-caps/nvidia-cap{gi_minor},/dev/nvidia-caps/nvidia-cap{gi_minor + 1 + ci}"
+        files = f"/dev/nvidia{gpu.index},{caps}"
+        partitions.append(partition.model_copy(update={"attributes": {**partition.attributes, DEVICE_FILE: files}}))
+    return with_devices(inv, [gpu.model_copy(update={"partitions": partitions})])
+
+
+def test_slurm_types_each_instance_by_profile_and_never_offers_the_gpu_whole() -> None:
+    inv = inventory()
+    gpu = inv.families[0].devices[0]
+    node = slurm_node(inv)
+    profiles = sorted({p.profile for p in gpu.partitions})
+    assert node.gres == ",".join(f"gpu:{gpu.sku}_{profile}:{sum(p.profile == profile for p in gpu.partitions)}"
+                                 for profile in sorted(profiles, key=lambda p: [q.profile for q in
+                                                                                gpu.partitions].index(p)))
+    assert all("_" in line.type and line.links is None for line in node.lines)
+
+
+@needs_slurmd
+def test_slurmd_reads_each_mig_instance_as_one_gres_of_its_files(tmp_path: Path) -> None:
+    inv = with_cap_files(inventory())
+    gpu = inv.families[0].devices[0]
+    root = tmp_path / "dev"
+    node = slurm_node(inv, device_root=str(root))
+    assert "MultipleFiles=" in node.gres_conf() and " File=" not in node.gres_conf()
+    understood = slurmd_reads(node, tmp_path)
+    assert len(understood) == len(gpu.partitions)
+    for row, partition in zip(understood, gpu.partitions, strict=True):
+        assert row["type"] == f"{gpu.sku}_{partition.profile}" and row["count"] == "1"
+        wanted = [str(root) + f.removeprefix("/dev") for f in str(partition.attributes[DEVICE_FILE]).split(",")]
+        assert row["file"].split(",") == wanted
+
+
+@needs_slurmd
+def test_slurmd_on_a_mixed_node_reads_the_whole_gpu_and_the_instances(tmp_path: Path) -> None:
+    inv = mixed(with_cap_files(inventory()))
+    gpu, whole = inv.families[0].devices
+    root = tmp_path / "dev"
+    understood = slurmd_reads(slurm_node(inv, device_root=str(root)), tmp_path)
+    assert len(understood) == len(gpu.partitions) + 1
+    assert [r for r in understood if r["type"] == whole.sku] == [
+        r for r in understood if r["file"] == f"{root}/nvidia1"]
+
+
+@needs_slurmd
+def test_an_unhealthy_instance_is_absent_from_slurm_and_the_others_stay(tmp_path: Path) -> None:
+    inv = with_cap_files(inventory())
+    gpu = inv.families[0].devices[0]
+    bad = gpu.partitions[1].id
+    inv = with_devices(inv, [gpu], [HealthReport(device=gpu.id, state="healthy"), unhealthy(bad)])
+    root = tmp_path / "dev"
+    understood = slurmd_reads(slurm_node(inv, device_root=str(root)), tmp_path)
+    assert len(understood) == len(gpu.partitions) - 1
+    files = {f for row in understood for f in row["file"].split(",")}
+    gone = str(gpu.partitions[1].attributes[DEVICE_FILE]).split(",")[1:]  # its own cap files; nvidia0 is shared
+    assert not {str(root) + f.removeprefix("/dev") for f in gone} & files
+
+
+def test_slurm_drops_every_instance_of_an_unhealthy_gpu() -> None:
+    inv = inventory()
+    gpu = inv.families[0].devices[0]
+    assert slurm_node(with_devices(inv, [gpu], [unhealthy(gpu.id)])).lines == ()
+
+
+# -- NFD: the profiles as node labels ---------------------------------------------------------------------
+
+def test_nfd_labels_count_each_profile_and_nfd_takes_them() -> None:
+    inv = inventory()
+    gpu = inv.families[0].devices[0]
+    labels = export("nfd", inv, ExportOptions()).data["labels"]
+    for profile in {p.profile for p in gpu.partitions}:
+        key = f"rayaccel.io/partition-mig-{profile}"
+        assert labels[key] == str(sum(p.profile == profile for p in gpu.partitions))
+    assert all(label_problem(k, v) is None for k, v in labels.items())
+
+
+@pytest.mark.parametrize("fmt", ["dra", "slurm", "nfd"])
+def test_the_cli_exports_the_mig_node(fmt: str) -> None:
+    from rayaccel.cli import main
+
+    assert main(["export", "--simulate", MIG, "--format", fmt]) == 0
