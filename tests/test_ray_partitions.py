@@ -106,6 +106,23 @@ def test_a_label_selector_targets_nodes_with_the_profile(node):
     assert env in MIGS[1:]
 
 
+def test_a_placement_group_of_instances_gives_each_bundle_its_own_instance(node):
+    from ray.util import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    group = placement_group([{TWO_G: 1}, {TWO_G: 1}], strategy="STRICT_PACK")
+    assert group.wait(timeout_seconds=60)
+    try:
+        meet = rendezvous()
+        task = ray.remote(resources={TWO_G: 1}, num_cpus=0)(seen)
+        got = ray.get([task.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle))
+                       .remote(meet, 2) for bundle in (0, 1)], timeout=90)
+        assert sorted(env for env, _ in got) == sorted(MIGS[1:])
+    finally:
+        remove_placement_group(group)
+    wait_for(ray.available_resources, lambda r: r.get(TWO_G) == 2, timeout=60, what=f"2 {TWO_G} free again")
+
+
 def test_a_fault_in_one_instance_drains_that_instance_and_a_parent_fault_all_of_them(node):
     # Last in the module: it cordons instances of GPU 0.
     monitor = get_monitor(node)

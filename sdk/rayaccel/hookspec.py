@@ -168,6 +168,17 @@ def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     (``rayaccel.records.ID_FALLBACK``) saying why; the SDK reports each as a ``fallback-device-id``
     warning.
 
+    **Partitions** (MIG instances, AMD compute partitions, Neuron logical cores): a device split into
+    isolated slices lists them in ``partitions``, one :class:`~rayaccel.records.Partition` each, with ``id``
+    the id the vendor runtime accepts in the family's visible-devices variable (``MIG-<uuid>``), ``kind``
+    (``mig``), ``profile`` (``1g.10gb``), its ``compute_slices``/``memory_slices`` and, on the device,
+    ``partition_capacity`` (an A100's 7 and 8), so sizes can be checked against the device. A device with
+    partitions is offered to Ray only as them, each profile its own resource
+    (:func:`rayaccel.records.partition_resource_name`: ``<resource>_<KIND>_<profile>``, ``GPU_MIG_1g.10gb``);
+    a task asking for one gets that partition's id in the variable. Partition ids are unique on the host.
+    Reconfiguring partitions at run time is out of scope: the operator drains the node, reconfigures it
+    and restarts it, and discovery then reports the new partitions.
+
     :param host: the machine to probe (real or simulated).
     :returns: one :class:`~rayaccel.records.Device` per device, in the vendor's index order. For
         families whose unit is smaller than a device (NeuronCores), set ``units`` to the unit ids.
@@ -309,8 +320,12 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
     that device on the node (no new work on it; the family's other devices keep working) until no fatal
     reason remains.
 
-    :returns: one :class:`~rayaccel.records.HealthReport` per device; a device without a report is
-        ``unknown`` (still scheduled).
+    A partition may have its own report (``device`` = the partition's id): an unhealthy partition leaves
+    its profile's resource count and a fatal reason cordons that partition alone; an unhealthy device takes
+    all its partitions with it.
+
+    :returns: one :class:`~rayaccel.records.HealthReport` per device (and per partition with a fault of
+        its own); a device without a report is ``unknown`` (still scheduled).
 
     .. versionadded:: 1.0
     """
