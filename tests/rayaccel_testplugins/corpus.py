@@ -1025,6 +1025,50 @@ class VisibleEnvSetsCuda(Healthy):
 
 
 #: name -> plugin object, in the order graded; the control first.
+# Partitions (issue 25): cards in a two-partition mode, each mutant with one defect in how it reports them ----
+
+
+def _split(device: Device, ids: Sequence[str], memory_mib: int | None) -> Device:
+    """``device`` in a two-partition mode: a compute partition per id, each of ``memory_mib``."""
+    return Device.model_validate({
+        **device.model_dump(), "partition_capacity": {"compute_slices": 2, "memory_slices": 2},
+        "partitions": [{"id": i, "kind": "compute-partition", "profile": "half", "compute_slices": 1,
+                        "memory_slices": 1, "memory_mib": memory_mib} for i in ids]})
+
+
+class PartitionIdsPerCard(Healthy):
+    DEFECT = "partition ids are each card's own partition index (0, 1), so every card's partitions share ids"
+    KILLED_BY = ("RAC113", "partition id")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return _split(card, ["0", "1"], (card.memory_mib or 0) // 2)
+
+
+class PartitionedCardAlsoWhole(Healthy):
+    DEFECT = ("card 0, in a two-partition mode, is listed with its partitions and again whole (the base "
+              "enumeration under its PCI address)")
+    KILLED_BY = ("RAC113", "is offered whole as well")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        cards = super().rayaccel_discover(host)
+        if not cards:
+            return cards
+        first = cards[0]
+        parted = _split(first, [f"{first.id}-p0", f"{first.id}-p1"], (first.memory_mib or 0) // 2)
+        whole = first.model_copy(update={"id": f"pci-{first.pci_bus_id}"})
+        return [parted, whole, *cards[1:]]
+
+
+class PartitionMemoryIsTheCards(Healthy):
+    DEFECT = "each partition reports its card's whole memory (the device query, not the partition's share)"
+    KILLED_BY = ("RAC113", "more than the device's")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return _split(card, [f"{card.id}-p0", f"{card.id}-p1"], card.memory_mib)
+
+
 PLUGINS: dict[str, Healthy] = {}
 
 

@@ -11,18 +11,28 @@ from rayaccel import hookspec
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import MISSING
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
-from rayaccel.records import QuantityRule
+from rayaccel.records import FamilyInventory, QuantityRule
 from rayaccel.simulation.expectations import compare_expected
 from rayaccel.simulation.fixtures import Fixture, HostState
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.ownership import resource_name_problem
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CheckFailed, Evidence, check
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
 #: Problem codes the manager records when it refuses a plugin, by the check that owns the defect.
 _LOAD_CODES = ("hook-raised", "unknown-hook", "invalid-plugin", "missing-hook", "duplicate-name")
 _SPEC_CODES = ("spec-version",)
 _FAMILY_CODES = ("reserved-name", "collision", "invalid-record")
+
+
+def offered_units(family: FamilyInventory | None) -> list[str]:
+    """What the family offers tasks: its whole devices' schedulable units, then the partitions (MIG instances,
+    ...) of its partitioned devices that are not unhealthy, which the visible-devices variable selects too."""
+    if family is None:
+        return []
+    down = {h.device for h in family.health if h.state == "unhealthy"}
+    return [*family.schedulable_units, *(p.id for d in family.devices if d.id not in down
+                                         for p in d.partitions if p.id not in down)]
 
 
 def _problems(subject: Subject, codes: tuple[str, ...]) -> list[str]:
@@ -251,8 +261,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     family = subject.family()
     var = family.visible_devices_env_var
     built = subject.inventory(fixture)
-    units = built.family(family.name)
-    ids = units.schedulable_units if units else []
+    ids = offered_units(built.family(family.name))
     if not ids:
         raise CheckFailed(subject.consequence(built, f"{fixture}: no schedulable units to round-trip"))
     others = foreign_visibility_vars(subject)
@@ -440,8 +449,7 @@ def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evid
 
     def facts(inventory: Any) -> tuple[list[str], list[str], dict[str, float]]:
         fam = inventory.family(family.name)
-        return ([d.id for d in fam.devices] if fam else [], list(fam.schedulable_units) if fam else [],
-                dict(fam.resources) if fam else {})
+        return ([d.id for d in fam.devices] if fam else [], offered_units(fam), dict(fam.resources) if fam else {})
 
     try:
         os.environ.pop(var, None)
@@ -519,3 +527,78 @@ def fresh_process_hygiene(subject: Subject) -> Evidence:
     where = f", inventory of {first.rsplit('/', 1)[-1]} built" if first else ""
     return (f"fresh process: import {found.import_s * 1000:.0f} ms{note}{where}; no process-wide change, no thread "
             "or child left")
+
+
+@check("RAC113", scope="fixture")
+def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
+    """Partitions are isolated like whole devices: unique ids that round-trip, sizes within their device, and
+    a partitioned device never offered whole as well.
+
+    For a fixture on which discovery reports partitions (MIG instances, AMD compute partitions; see
+    docs/partitions.md): every partition id is unique on the node (not another partition's, device's or
+    unit's: two tasks handed one id share one instance); each partition id alone, and sets of them not
+    starting at the first, round-trip through the family's visible-devices variable
+    (``rayaccel_visible_env`` then ``rayaccel_parse_visible``); the partitions of a device take no more
+    memory than it has, nor more compute or memory slices than its ``partition_capacity``; and a
+    partitioned device lists no ``units`` of its own, is not reported a second time whole (another device
+    on the same PCI address), and none of its ids is a schedulable unit of the family's whole-device
+    resource. Fix: give each partition the id its runtime accepts (``MIG-<uuid>``, a HIP device id), read
+    each partition's own size, and report a partitioned device once, with its partitions only.
+    """
+    from rayaccel.plugins.manager import MISSING
+    from rayaccel.records import Problem
+
+    family = subject.family()
+    inventory = subject.inventory(fixture)
+    fam = inventory.family(family.name)
+    refused = [p.render() for p in subject.plugin_problems(inventory, ("rayaccel_discover",))
+               if p.code == "duplicate-partition" or "partitions:" in p.message]
+    partitioned = [d for d in (fam.devices if fam else []) if d.partitions]
+    if not partitioned and not refused:
+        raise NotApplicable(f"{fixture}: discovery reports no partitions")
+    wrong = list(refused)
+    ids = [p.id for d in partitioned for p in d.partitions]
+    whole = [d for d in (fam.devices if fam else []) if not d.partitions]
+    taken = {u for d in whole for u in d.unit_ids} | {d.id for d in fam.devices} if fam else set()
+    repeated = sorted({i for i in ids if ids.count(i) > 1} | (set(ids) & taken))
+    if repeated:
+        wrong.append(f"partition id {', '.join(repeated[:4])} is given to more than one partition, device or unit "
+                     "on the node: two tasks handed that id would share one instance")
+    for device in partitioned:
+        memory = [p.memory_mib for p in device.partitions if p.memory_mib is not None]
+        if device.memory_mib is not None and sum(memory) > device.memory_mib:
+            wrong.append(f"device {device.id}: its {len(memory)} partitions take {sum(memory)} MiB, more than the "
+                         f"device's {device.memory_mib} MiB")
+        capacity = device.partition_capacity
+        for field in ("compute_slices", "memory_slices"):
+            used = sum(getattr(p, field) or 0 for p in device.partitions)
+            if capacity is not None and used > getattr(capacity, field):
+                wrong.append(f"device {device.id}: its partitions take {used} {field}, more than its "
+                             f"{getattr(capacity, field)}")
+        if device.units:
+            wrong.append(f"device {device.id} has partitions and lists units {device.units} as well: it asks to be "
+                         "offered whole too")
+        twins = [d.id for d in whole if device.pci_bus_id and d.pci_bus_id == device.pci_bus_id]
+        if twins:
+            wrong.append(f"device {device.id} has partitions and is offered whole as well, as device "
+                         f"{', '.join(twins)} on the same PCI address {device.pci_bus_id}")
+        offered = set(fam.schedulable_units if fam else []) & ({device.id, *device.units})
+        if offered:
+            wrong.append(f"device {device.id} has partitions and its unit {', '.join(sorted(offered))} is "
+                         f"schedulable as a whole {family.resource_name}")
+    tried = 0
+    for chosen in unit_sets(sorted(set(ids), key=ids.index))[:-1]:  # every set but the empty one
+        problems: list[Problem] = []
+        raw = subject.manager.call(subject.name, "rayaccel_visible_env", problems, unit_ids=list(chosen))
+        if raw is None:
+            wrong += [f"rayaccel_visible_env for partitions {chosen}: {p.render()}" for p in problems]
+            continue
+        value = ",".join(chosen) if raw is MISSING else raw.get(family.visible_devices_env_var)
+        back = subject.manager.parse_visible(subject.name, value) if value is not None else None
+        if back != list(chosen):
+            wrong.append(f"partitions {chosen}: {family.visible_devices_env_var}={value!r} parses back as {back}")
+        tried += 1
+    if wrong:
+        raise CheckFailed(wrong[:6] + ([f"... and {len(wrong) - 6} more"] if len(wrong) > 6 else []))
+    return (f"{fixture}: {len(ids)} partitions on {len(partitioned)} devices: ids unique, {tried} sets round-trip "
+            f"through {family.visible_devices_env_var}, sizes within their device, none offered whole")
