@@ -146,7 +146,10 @@ def test_ranges_are_expanded_where_ray_keeps_them_as_one_id(manager: PluginManag
 @pytest.mark.parametrize("ids", [["0"], ["2", "3"], ["0", "1", "2", "3"]])
 def test_visible_env_is_what_ray_sets(manager: PluginManager, monkeypatch: pytest.MonkeyPatch,
                                       ids: list[str]) -> None:
-    monkeypatch.delenv("NEURON_RT_VISIBLE_CORES", raising=False)
+    # Set first, so the undo also removes what Ray's manager writes into os.environ: a leaked value made a later
+    # Ray node in the same test process offer only that core (the trn1 node of test_ray_cluster: 1, not 32).
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "")
+    monkeypatch.delenv("NEURON_RT_VISIBLE_CORES")
     monkeypatch.delenv("RAY_EXPERIMENTAL_NOSET_NEURON_RT_VISIBLE_CORES", raising=False)
     Ray.set_current_process_visible_accelerator_ids(ids)
     assert manager.visible_env("neuron", ids) == {"NEURON_RT_VISIBLE_CORES": os.environ["NEURON_RT_VISIBLE_CORES"]}

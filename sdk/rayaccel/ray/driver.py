@@ -4,6 +4,7 @@ attaching to such a cluster (``connect``)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 import threading
@@ -30,6 +31,8 @@ from rayaccel.simulation.simulated_host import SimulatedHost
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
+
+logger = logging.getLogger("rayaccel.ray.driver")
 
 DEFAULT_MONITOR_INTERVAL = 5.0
 
@@ -92,6 +95,15 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
     return config
 
 
+def log_problems(config: NodeConfig) -> None:
+    """Log what the node's inventory found wrong or held back, as ``rayaccel start`` prints it: a node that
+    offers fewer units than it has (an inherited ``NEURON_RT_VISIBLE_CORES=0``, a plugin that missed its
+    deadline) must not do so silently."""
+    for problem in config.inventory.problems:
+        if problem.severity != "info":
+            logger.warning("rayaccel: %s", problem.render())
+
+
 def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:
     """Add the installed plugins' day-zero families to this driver's Ray registry: quantities are then
     validated at ``@ray.remote``/``.options()`` time with the plugin's message."""
@@ -118,6 +130,7 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
                             "rayaccel.ray.connect(address)")
     manager = manager or default_manager()
     config = configure_node(simulate, plugins, faults, fault_file, manager)
+    log_problems(config)
     with config.applied():
         context = ray.init(**ray_init_kwargs)
     install_driver(plugins, manager)
@@ -165,6 +178,7 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
         raise RayaccelError("the first node of a Cluster is its head, and only the first: "
                             + ("this cluster has a head already" if head else "add the head node first"))
     config = configure_node(simulate, plugins, faults, fault_file, manager)
+    log_problems(config)
     with config.applied():
         node = cluster.add_node(**node_kwargs)
     node_id = str(node.node_id)
