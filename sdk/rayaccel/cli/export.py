@@ -1,7 +1,8 @@
 """``rayaccel export``: the node's inventory in a cluster manager's vocabulary (docs/exporters.md).
 
-The inventory comes from :func:`rayaccel.cli.inventory.node_inventory`, the one ``rayaccel inspect``
-shows; each format is a pure function of it (:mod:`rayaccel.outputs.exporters`). Everything that can be
+The inventory is the one ``rayaccel inspect`` shows, built with every plugin in a worker process of its own;
+the autoscaler's cloud hints are asked of the same workers (hooks with arguments, one call at a time). Each
+format is a pure function of the inventory (:mod:`rayaccel.outputs.exporters`). Everything that can be
 wrong with the request (the format, the output path, a family without the names a format needs) is
 refused before anything is written, and ``-o`` writes by rename: a reader (NFD, kubectl, slurmd) sees the
 old file or the new one, never half of one.
@@ -15,10 +16,10 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, check_output_path, err_console, output_path, print_json, strict_json
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, node_inventory
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
-from rayaccel.plugins.manager import default_manager
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
 
 #: The most workers of one node type `--min-workers`/`--max-workers` take (beyond any real cluster).
@@ -67,21 +68,25 @@ def export_command(
     if min_workers > max_workers:
         raise typer.BadParameter(f"--min-workers {min_workers} is more than --max-workers {max_workers}",
                                  param_hint="--min-workers")
-    cloud = None
+    if simulate is None and fault:
+        raise typer.BadParameter("--fault needs --simulate")
     if row.needs_cloud_catalog:
-        # Hints are asked per instance type with arguments, which the plugin workers do not serve (yet): these
-        # hook calls run in this process, contained and bounded like every in-process call.
         from rayaccel.inventory.cloud import collect_cloud_catalog, parse_instance_type
 
-        cloud = collect_cloud_catalog(default_manager(), [parse_instance_type(t) for t in instance_type or []],
-                                      plugin)
-    # The node's inventory as a node builds it: every plugin in a worker process of its own.
-    inventory = node_inventory(None, simulate, fault, plugin)
-    node_env: dict[str, str] = {}
-    if row.needs_node_env:
-        from rayaccel.ray.node import node_config
+        asked = [parse_instance_type(t) for t in instance_type or []]
+    cloud = None
+    # As a node builds it: every plugin in a worker process of its own, which also answers the cloud hints.
+    with plugin_workers(plugin) as pool:
+        if row.needs_cloud_catalog:
+            cloud = collect_cloud_catalog(pool.manager, asked, plugin,
+                                          family_of=lambda name, host, problems: pool.family(name, host, problems,
+                                                                                             with_metrics=False))
+        inventory = pool.build(build_host(pool.manager, simulate, fault))
+        node_env: dict[str, str] = {}
+        if row.needs_node_env:
+            from rayaccel.ray.node import node_config
 
-        node_env = node_config(visible_only(inventory), simulate=simulate, plugins=plugin).env
+            node_env = node_config(visible_only(inventory, pool.manager), simulate=simulate, plugins=plugin).env
     options = ExportOptions(node_env=node_env, node_name=node_name, monitor_interval=monitor_interval, image=image,
                             plugins=tuple(plugin or ()), simulate=simulate, device_root=device_root, cloud=cloud,
                             min_workers=min_workers, max_workers=max_workers)
@@ -98,14 +103,13 @@ def export_command(
     typer.echo(f"rayaccel: wrote {row.name} export of {inventory.host} to {output}", err=True)
 
 
-def visible_only(inventory: NodeInventory) -> NodeInventory:
+def visible_only(inventory: NodeInventory, manager: PluginManager) -> NodeInventory:
     """The inventory limited to what an operator's visible-devices variables name, as ``rayaccel start`` offers
-    it. Only the plugin can parse its own variable, so a family whose variable is set here has that one hook
-    called in this process; with none set (the usual case) no plugin is imported here at all."""
+    it. Only the plugin can parse its own variable: ``manager``'s plugins answer from their workers."""
     import os
 
     if not any(f.family.visible_devices_env_var in os.environ for f in inventory.families):
         return inventory
     from rayaccel.inventory.visible_units import restrict_to_visible
 
-    return restrict_to_visible(inventory, default_manager())
+    return restrict_to_visible(inventory, manager)

@@ -1,4 +1,9 @@
-"""``rayaccel record`` (a machine into a fixture, or a fault state onto one) and ``rayaccel fixture expect``."""
+"""``rayaccel record`` (a machine into a fixture, or a fault state onto one) and ``rayaccel fixture expect``.
+
+Both run the plugins as ``rayaccel inspect`` does, each in a worker process of its own that this process never
+imports it into (:meth:`WorkerPool.load`): a recording is made by each plugin's worker of what that plugin read,
+and the recordings are merged here (:meth:`WorkerPool.record`); the replay runs in the same workers.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +17,12 @@ from typing import Annotated, Any
 import typer
 
 from rayaccel.cli import app, console, output_path
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host
+from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
 from rayaccel.files.atomic import write_atomically
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager, default_manager
+from rayaccel.isolation.pool import WorkerPool
+from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
 from rayaccel.simulation.anonymize import Anonymizer, anonymize_key, sensitive_names
 from rayaccel.simulation.call_log import RecordingError
@@ -40,7 +45,6 @@ from rayaccel.simulation.recorded_fixture import (
     source_line,
     validate_fixture_data,
 )
-from rayaccel.simulation.recording import RecordingHost
 
 FAULT_KINDS = ("device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other")
 
@@ -49,15 +53,13 @@ fixture_app = typer.Typer(name="fixture", help="Maintain a fixture: recompute it
 app.add_typer(fixture_app)
 
 
-def _record(manager: PluginManager, simulate: str | None, simulate_faults: list[str] | None,
+def _record(pool: WorkerPool, simulate: str | None, simulate_faults: list[str] | None,
             plugins: list[str] | None, anonymize: bool, key_file: Path | None
             ) -> tuple[dict[str, Any], NodeInventory, Anonymizer | None]:
-    """Run the full inventory through a recording host; the host state (anonymised if asked)."""
+    """Run the full inventory, each plugin recording what it reads; the host state (anonymised if asked)."""
     for name in plugins or []:
-        manager.plugin(name)  # a clear error for an unknown name
-    recorder = RecordingHost(build_host(manager, simulate, simulate_faults))
-    inventory = collect_inventory(manager, recorder, plugins=plugins or None)
-    state = recorder.host_state()
+        pool.manager.plugin(name)  # a clear error for an unknown name
+    inventory, state = pool.record(build_host(pool.manager, simulate, simulate_faults), plugins or None)
     anonymizer = None
     if anonymize:
         anonymizer = Anonymizer(anonymize_key(key_file), sensitive_names(inventory, state))
@@ -65,13 +67,13 @@ def _record(manager: PluginManager, simulate: str | None, simulate_faults: list[
     return state, inventory, anonymizer
 
 
-def _replayed(manager: PluginManager, data: dict[str, Any], recorded: NodeInventory, plugins: list[str] | None,
+def _replayed(pool: WorkerPool, data: dict[str, Any], recorded: NodeInventory, plugins: list[str] | None,
               anonymized: bool, faults: list[str] | None = None) -> NodeInventory:
     """The inventory of the fixture as written; it must be the one recorded (for an anonymised recording: the
     same structure), or the recording is refused, naming the first difference."""
     validate_fixture_data(data, str(data.get("name")))
     fixture = parse_fixture(json.loads(json.dumps(data)), str(data.get("name")))
-    replay = collect_inventory(manager, simulated_host(fixture, faults=faults or []), plugins=plugins or None)
+    replay = pool.build(simulated_host(fixture, faults=faults or []), plugins=plugins or None)
     view = shape_view if anonymized else inventory_view
     difference = first_difference(view(recorded), view(replay))
     if difference:
@@ -126,23 +128,25 @@ def record(
         help="With --simulate: record the fixture with this fault active (repeatable)")] = None,
 ) -> None:
     """Record this machine's answers into a fixture (or, with --fault, a fault state onto one)."""
-    manager = default_manager()
     if kind not in FAULT_KINDS:
         raise FixtureError(f"--kind {kind[:40]!r} is not a fault kind; use one of {', '.join(FAULT_KINDS)}")
     if description is not None and (not description.strip() or len(description) > 200 or "\n" in description):
         raise FixtureError("--description is one line of at most 200 characters")
-    if into is not None:
-        into_path = _fixture_file(into, manager)
-        parse_fixture(reading.load(into_path, "fixture", FixtureError), str(into_path))
-    if fault is not None or into is not None:
-        if fault is None or into is None:
-            raise FixtureError("--fault NAME and --into FIXTURE go together")
-        _record_fault(manager, fault, into, kind, description, plugin, anonymize, None, simulate,
-                      simulate_fault)
-        return
-    if output is not None:
+    if (fault is None) != (into is None):
+        raise FixtureError("--fault NAME and --into FIXTURE go together")
+    if output is not None and fault is None:
         _check_output(output)
-    state, inventory, anonymizer = _record(manager, simulate, simulate_fault, plugin, anonymize, None)
+    with plugin_workers() as pool:  # every plugin in a worker of its own, for the recording and its replay
+        if fault is not None and into is not None:
+            _record_fault(pool, fault, into, kind, description, plugin, anonymize, None, simulate, simulate_fault)
+            return
+        _record_fixture(pool, output, description, plugin, anonymize, simulate, simulate_fault)
+
+
+def _record_fixture(pool: WorkerPool, output: Path | None, description: str | None, plugin: list[str] | None,
+                    anonymize: bool, simulate: str | None, simulate_fault: list[str] | None) -> None:
+    manager = pool.manager
+    state, inventory, anonymizer = _record(pool, simulate, simulate_fault, plugin, anonymize, None)
     fixture_plugin = _fixture_plugin(inventory, plugin)
     family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
     devices = family.devices if family else []
@@ -158,7 +162,7 @@ def record(
         "faults": [],
     }
     # `expected` is what the fixture as written gives, which is what this run gave (checked)
-    replay = _replayed(manager, data, inventory, plugin, anonymizer is not None)
+    replay = _replayed(pool, data, inventory, plugin, anonymizer is not None)
     data["expected"] = expected_from_inventory(replay, fixture_plugin)
     validate_fixture_data(data, str(output or name))
     if output is None:
@@ -180,19 +184,19 @@ def _fixture_file(ref_or_path: str, manager: PluginManager) -> Path:
                        "(run 'rayaccel fixtures' to list them)")
 
 
-def _record_fault(manager: PluginManager, name: str, into: str, kind: str, description: str | None,
+def _record_fault(pool: WorkerPool, name: str, into: str, kind: str, description: str | None,
                   plugins: list[str] | None, anonymize: bool, key_file: Path | None, simulate: str | None,
                   simulate_faults: list[str] | None) -> None:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
         raise FixtureError(f"--fault {name[:40]!r}: a fault name is lower-case letters, digits and '-' "
                            "(e.g. gpu3-lost)")
-    path = _fixture_file(into, manager)
+    path = _fixture_file(into, pool.manager)
     data = reading.load(path, "fixture", FixtureError)
     fixture = parse_fixture(data, str(path))
     if any(f.name == name for f in fixture.faults):
         raise FixtureError(f"{path}: declares a fault {name!r} already; choose another name")
     plugins = plugins or [fixture.plugin]
-    state, inventory, anonymizer = _record(manager, simulate, simulate_faults, plugins, anonymize, key_file)
+    state, inventory, anonymizer = _record(pool, simulate, simulate_faults, plugins, anonymize, key_file)
     patch = merge_diff(data["host"], state)
     if not patch:
         raise FixtureError(f"the machine answers exactly as {path} records: nothing to record as fault {name!r} "
@@ -200,7 +204,7 @@ def _record_fault(manager: PluginManager, name: str, into: str, kind: str, descr
     fault = {"name": name, "description": description or f"recorded by rayaccel record from {state.get('hostname')}",
              "kind": kind, "patch": patch, "expected": {}}
     data["faults"] = [*data.get("faults", []), fault]
-    replay = _replayed(manager, data, inventory, plugins, anonymizer is not None, faults=[name])
+    replay = _replayed(pool, data, inventory, plugins, anonymizer is not None, faults=[name])
     fault["expected"] = fault_expectation(replay, fixture.plugin)
     validate_fixture_data(data, str(path))
     write_atomically(path, fixture_text(data, path.suffix))
@@ -213,14 +217,14 @@ def fixture_expect(
     write: Annotated[bool, typer.Option(help="Write the new expectation into the file (atomically)")] = False,
 ) -> None:
     """Recompute a fixture's `expected` from the current plugins and show the difference."""
-    manager = default_manager()
-    path = _fixture_file(fixture_ref, manager)
-    data = reading.load(path, "fixture", FixtureError)
-    fixture = parse_fixture(data, str(path))
-    if fixture.plugin not in manager.plugin_names():
-        raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "
-                           "the expectation")
-    inventory = collect_inventory(manager, simulated_host(fixture), plugins=[fixture.plugin])
+    with plugin_workers() as pool:  # the fixture's plugin in a worker of its own, as a node runs it
+        path = _fixture_file(fixture_ref, pool.manager)
+        data = reading.load(path, "fixture", FixtureError)
+        fixture = parse_fixture(data, str(path))
+        if fixture.plugin not in pool.manager.plugin_names():
+            raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "
+                               "the expectation")
+        inventory = pool.build(simulated_host(fixture), plugins=[fixture.plugin])
     new = expected_from_inventory(inventory, fixture.plugin)
     old = data.get("expected", {})
     if set(old) - {"devices"}:  # keep to what the fixture states; a full recording states everything

@@ -1,7 +1,9 @@
 """``rayaccel sku add`` and ``rayaccel sku check``: day-zero SKUs as data (see rayaccel.onboarding.new_sku).
 
 The options of ``sku add`` are the ones :func:`rayaccel.catalog.sku_add_command` prints in the
-inventory's unknown-SKU warning, so that command can be run as printed.
+inventory's unknown-SKU warning, so that command can be run as printed. Both run the plugins in worker
+processes of their own, as ``rayaccel inspect`` does (:meth:`WorkerPool.load`): the catalog, the fixture
+rewrite and the new fixture's inventories are the plugin's answers from its worker.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, console, err_console
-from rayaccel.cli.inventory import PluginsOption
+from rayaccel.cli.inventory import PluginsOption, plugin_workers
 from rayaccel.onboarding.catalog_file import build_sku_record, check_catalogs, parse_match_fields
 from rayaccel.onboarding.new_sku import add_sku
-from rayaccel.plugins.manager import default_manager
 
 sku_app = typer.Typer(name="sku", help="Day-zero SKU onboarding: add a SKU to a plugin's catalog, check catalogs.",
                       no_args_is_help=True)
@@ -57,8 +58,9 @@ def add(
                               product_names=product_name or [], pci_device_ids=pci_device_id or [],
                               memory_mib=memory_mib, architecture=architecture, interconnect=interconnect,
                               fields=parse_match_fields(match_field or []))
-    done = add_sku(default_manager(), plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
-                   dry_run=dry_run)
+    with plugin_workers() as pool:  # every plugin (a fixture reference may name any) in a worker of its own
+        done = add_sku(pool.manager, plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
+                       dry_run=dry_run)
     if not done.written:
         _say(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
              f"{done.catalog_path} and fixture {done.fixture_ref} ({done.fixture_path}) written, derived "
@@ -80,7 +82,8 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Validate every installed plugin's SKU catalog; exit code 2 and one line per bad catalog."""
-    results = check_catalogs(default_manager(), plugin or None)
+    with plugin_workers(plugin) as pool:
+        results = check_catalogs(pool.manager, plugin or None)
     if as_json:
         console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error}
                                        for r in results]))

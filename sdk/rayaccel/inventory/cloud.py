@@ -6,12 +6,14 @@ installed plugins' fixtures are recordings of (an EC2 machine's DMI product name
 Where a fixture of the same family records that instance type, its inventory is what a real node of the
 type publishes: its labels become the node type's, and a hint whose count disagrees with what the fixture
 discovers is a problem, since the autoscaler would launch a node for work it cannot take (or leave
-capacity unused). Every hook call stays here; the autoscaler format only renders the catalog.
+capacity unused). The hooks are called through the manager it is given (``rayaccel export`` gives one whose
+plugins answer from their worker processes, and builds the fixtures' families there: ``family_of``); the
+autoscaler format only renders the catalog.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
@@ -69,12 +71,21 @@ def cloud_identity(host: Host) -> tuple[str, str] | None:
     return ("aws", product) if vendor == "Amazon EC2" and product else None
 
 
+#: How one plugin's family on a host is built: (plugin, host, problems) -> the family, or None (no devices).
+FamilyOf = Callable[[str, Host, list[Problem]], FamilyInventory | None]
+
+
 def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple[str, str]] = (),
-                          plugins: Sequence[str] | None = None) -> CloudCatalog:
+                          plugins: Sequence[str] | None = None, family_of: FamilyOf | None = None) -> CloudCatalog:
     """Ask every active plugin (or those named) about ``instance_types`` and about the instance types its
-    fixtures record; check each hint against the fixture of the same family and type."""
+    fixtures record; check each hint against the fixture of the same family and type. ``family_of``: how a
+    fixture's family is built (default: here, with the manager's hooks)."""
     names = list(plugins) if plugins else manager.plugin_names()
-    builder = InventoryBuilder(manager, names)
+    if family_of is None:
+        builder = InventoryBuilder(manager, names)
+
+        def family_of(plugin: str, host: Host, problems: list[Problem]) -> FamilyInventory | None:
+            return builder.family(plugin, host, problems, with_metrics=False)
     problems: list[Problem] = []
     recorded: dict[tuple[str, str, str], tuple[str, FamilyInventory]] = {}
     for ref, path in installed_fixtures(manager).items():
@@ -85,7 +96,7 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
         identity = cloud_identity(host)
         if identity is None:
             continue
-        found = builder.family(plugin, host, problems, with_metrics=False)
+        found = family_of(plugin, host, problems)
         if found is not None:
             recorded.setdefault((plugin, *identity), (ref, found))
     listed = {plugin: manager.answer(plugin, hookspec.CLOUD_INSTANCE_TYPES, problems) for plugin in names}

@@ -38,11 +38,16 @@ This module is the pool; :mod:`rayaccel.isolation.protocol` is what crosses the 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from pydantic_core import to_jsonable_python
+
+from rayaccel import hookspec
 from rayaccel.errors import PluginError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
@@ -63,7 +68,7 @@ from rayaccel.plugins.configuration import (
     inventory_timeout,
 )
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import FamilyInventory, NodeInventory, Problem, WorkerNeeds
+from rayaccel.records import FamilyInventory, NodeInventory, Problem, SkuCatalog, WorkerNeeds
 
 
 class WorkerPool:
@@ -80,7 +85,7 @@ class WorkerPool:
                  workers: int | None = None, *, targets: Sequence[PluginTarget] | None = None,
                  fork: bool = False) -> None:
         self.manager = manager
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a hook answered while building (an idle plugin's env) asks again
         self._timeout = float(manager.timeout or 0)
         if targets is None:
             self.builder = InventoryBuilder(manager, plugins)
@@ -122,8 +127,12 @@ class WorkerPool:
             if isinstance(answer, Reply) and answer.declaration is not None:
                 # The plugin's load problems come again with each of its build answers: not kept here.
                 given = {"rayaccel_fixture_dirs": answer.fixture_dirs, "rayaccel_transports": answer.transports}
+                given = {k: v for k, v in given.items() if v}
+                # Its other hooks (those with arguments too) are answered by its worker, one call at a time.
+                remote = [hook for hook in answer.hooks if hook not in given and hook != "rayaccel_family"]
                 self.manager.adopt(name, answer.declaration, distribution=target.distribution,
-                                   version=target.version, answers={k: v for k, v in given.items() if v})
+                                   version=target.version, answers=given,
+                                   remote=functools.partial(self.call, name), remote_hooks=remote)
             elif isinstance(answer, Reply):
                 self.manager.problems.extend(answer.problems)
             else:
@@ -148,20 +157,22 @@ class WorkerPool:
         sent = []
         until = time.monotonic() + self.budget if self.budget is not None else None
         for worker in self._workers:  # all requests first: the workers answer in parallel
-            if not any(t.name in wanted for t in worker.targets):
+            names = [t.name for t in worker.targets if t.name in wanted]
+            if not names:
                 continue
-            why = worker.request(request)
+            asked = request if len(names) == len(worker.targets) else request.model_copy(update={"plugins": names})
+            why = worker.request(asked)
             if why is None:
                 sent.append(worker)
             else:
-                answers.update({t.name: why for t in worker.targets})
+                answers.update({name: why for name in names})
                 worker.kill()
         for worker in sent:
-            got, rest = worker.answers(until)
+            got, rest = worker.answers(until, wanted)
             answers.update(got)
             while rest:  # the plugins after a failed one, in a fresh worker of their own
                 retry = WorkerProcess(rest, self._timeout, worker.fork)
-                why = retry.request(request)
+                why = retry.request(request.model_copy(update={"plugins": None}))
                 if why is not None:
                     answers.update({t.name: why for t in rest})
                     retry.kill()
@@ -171,29 +182,59 @@ class WorkerPool:
                 retry.kill()
         return answers
 
-    def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
+    def build(self, host: Host, with_metrics: bool = True, plugins: Sequence[str] | None = None) -> NodeInventory:
+        """The node's inventory on ``host``, of every plugin of the pool or of ``plugins`` (a subset)."""
+        return self._build(host, with_metrics, plugins, record=False)[0]
+
+    def record(self, host: Host, plugins: Sequence[str] | None = None) -> tuple[NodeInventory, dict[str, Any]]:
+        """The inventory, and what the plugins read of ``host`` while building it, as fixture ``host`` data
+        (``rayaccel record``): each plugin records in its own worker, the recordings are merged here. Raises
+        :class:`RecordingError` for an answer a fixture cannot express, or for a host a worker cannot rebuild."""
+        from rayaccel.simulation.call_log import RecordingError
+        from rayaccel.simulation.recording import merge_host_states
+
+        if host_spec(host) is None:
+            raise RecordingError(f"cannot record a {type(host).__name__} in plugin worker processes: record this "
+                                 "machine or a simulated fixture")
+        inventory, recordings = self._build(host, True, plugins, record=True)
+        errors = [why for why in recordings.values() if isinstance(why, str)]
+        if errors:
+            raise RecordingError(errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+        return inventory, merge_host_states(host.name, [r for r in recordings.values() if isinstance(r, dict)])
+
+    def family(self, plugin: str, host: Host, problems: list[Problem], with_metrics: bool = True,
+               ) -> FamilyInventory | None:
+        """One plugin's family on ``host`` (None: no devices, or its build failed), built in its worker; the
+        problems of that build go to ``problems``."""
+        inventory = self.build(host, with_metrics, [plugin])
+        problems.extend(p for p in inventory.problems if p not in self.manager.problems)
+        return inventory.family(plugin) if any(f.plugin == plugin for f in inventory.families) else None
+
+    def _build(self, host: Host, with_metrics: bool, plugins: Sequence[str] | None, record: bool,
+               ) -> tuple[NodeInventory, dict[str, dict[str, Any] | str]]:
+        names = [name for name in self.builder.plugins if plugins is None or name in plugins]
+        recordings: dict[str, dict[str, Any] | str] = {}
         with self._lock:
             spec = host_spec(host)
             problems: list[Problem] = list(self.manager.problems)
-            answers = (self._ask(Request(host=spec, with_metrics=with_metrics), set(self.builder.plugins))
+            answers = (self._ask(Request(host=spec, with_metrics=with_metrics, record=record), set(names))
                        if spec is not None else {})
             results: dict[str, FamilyInventory | None] = {}
             leaky: set[str] = set()
-            for name in self.builder.plugins:
+            for name in names:
                 answer = answers.get(name)
                 if answer is None:  # not isolable (an object plugin, a custom host): in process
                     results[name] = self.builder.family(name, host, problems, with_metrics)
                 elif isinstance(answer, Reply):
                     results[name] = answer.family
                     problems.extend(answer.problems)
+                    if record:
+                        recordings[name] = answer.recording_error or answer.recording or {}
                     if answer.idle_worker is not None:
                         self._idle_workers[name] = answer.idle_worker
                     if answer.leaked:
                         leaky.add(name)
-                        problems.append(self._problem(
-                            name, "worker-leak", f"left {answer.leaked} behind in its worker process; the "
-                            "worker was replaced", "join the threads and wait for the processes a hook starts",
-                            severity="warning"))
+                        problems.append(self._leak(name, answer.leaked))
                 else:
                     results[name] = None
                     self._replaced[name] = self._replaced.get(name, 0) + 1
@@ -204,8 +245,48 @@ class WorkerPool:
                     worker.kill()
                     for name in leaked:
                         self._replaced[name] = self._replaced.get(name, 0) + 1
-            return self.builder.node(host, {name: results[name] for name in self.builder.plugins}, problems,
-                                     idle_workers=self._idle_workers)
+            inventory = self.builder.node(host, {name: results[name] for name in names}, problems,
+                                          idle_workers=self._idle_workers)
+            return inventory, recordings
+
+    def call(self, plugin: str, hook: str, arguments: Mapping[str, Any], problems: list[Problem]) -> Any:
+        """``plugin``'s answer to ``hook`` with ``arguments``, from its worker (which bounds and contains the call
+        as a process calling it would): the answer as JSON, for the caller to validate, or None (a problem in
+        ``problems`` says why). A host argument travels as the spec the worker rebuilds it from."""
+        worker = next(w for w in self._workers if any(t.name == plugin for t in w.targets))
+        host = arguments.get("host")
+        spec = host_spec(host) if isinstance(host, Host) else None
+        if host is not None and spec is None:
+            problems.append(self._problem(
+                plugin, "call-refused", f"{hook} was not called: its host ({type(host).__name__}) cannot be rebuilt "
+                "in the plugin's worker process", "call it with this machine's host or a simulated fixture's"))
+            return None
+        request = Request(kind="call", plugins=[plugin], hook=hook, host=spec,
+                          arguments={k: to_jsonable_python(v) for k, v in arguments.items() if k != "host"})
+        with self._lock:
+            until = time.monotonic() + (self.budget if self.budget is not None else worker.deadline)
+            why = worker.request(request)
+            answer: Reply | str = why if why is not None else worker.answers(until, {plugin})[0][plugin]
+            if not isinstance(answer, Reply):
+                worker.kill()
+                self._replaced[plugin] = self._replaced.get(plugin, 0) + 1
+                problems.append(self._failed(plugin, answer))
+                return None
+            problems.extend(answer.problems)
+            if answer.leaked:
+                problems.append(self._leak(plugin, answer.leaked))
+                worker.kill()
+                self._replaced[plugin] = self._replaced.get(plugin, 0) + 1
+            if answer.answer_source is not None and hook == hookspec.SKU_CATALOG.name:
+                catalog = SkuCatalog.model_validate(answer.answer)
+                catalog._source_path = answer.answer_source  # where `rayaccel sku add` appends
+                return catalog
+            return answer.answer
+
+    def _leak(self, plugin: str, leaked: str) -> Problem:
+        return self._problem(plugin, "worker-leak", f"left {leaked} behind in its worker process; the worker was "
+                             "replaced", "join the threads and wait for the processes a hook starts",
+                             severity="warning")
 
     def _failed(self, plugin: str, why: str) -> Problem:
         return self._problem(plugin, "worker-failed", f"its worker process {why}; the plugin's devices are left "

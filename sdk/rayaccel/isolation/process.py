@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import IO
 
 from pydantic import ValidationError
@@ -241,12 +241,15 @@ class WorkerProcess:
             return f"could not be sent the request ({type(e).__name__}: {e})"
         return None
 
-    def answers(self, until: float | None = None) -> tuple[dict[str, Reply | str], list[PluginTarget]]:
-        """Each plugin's answer, or why there is none; on a failure the worker is killed, and the plugins
-        after the failed one are returned unanswered (to be asked again in a fresh worker). ``until``: a
-        :func:`time.monotonic` time no answer is waited for past (a command's whole budget)."""
+    def answers(self, until: float | None = None, names: Collection[str] | None = None,
+                ) -> tuple[dict[str, Reply | str], list[PluginTarget]]:
+        """Each plugin's answer (of the plugins ``names``, the request's, default all), or why there is none;
+        on a failure the worker is killed, and the plugins after the failed one are returned unanswered (to be
+        asked again in a fresh worker). ``until``: a :func:`time.monotonic` time no answer is waited for past
+        (a command's whole budget)."""
         answers: dict[str, Reply | str] = {}
-        for i, target in enumerate(self.targets):
+        targets = [t for t in self.targets if names is None or t.name in names]
+        for i, target in enumerate(targets):
             due = time.monotonic() + self.deadline
             answer = self.receive(due if until is None else min(due, until))
             if isinstance(answer, Reply) and answer.plugin != target.name:
@@ -254,7 +257,7 @@ class WorkerProcess:
             answers[target.name] = answer
             if not isinstance(answer, Reply):
                 self.kill()
-                return answers, self.targets[i + 1:]
+                return answers, targets[i + 1:]
         return answers, []
 
     def receive(self, until: float) -> Reply | str:

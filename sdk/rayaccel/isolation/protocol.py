@@ -2,8 +2,10 @@
 
 The parent sends a :class:`Setup` (which plugins to import, the hook timeout), then one :class:`Request` per
 question: ``describe`` (import the plugins and say what each declares: a parent that imports no plugin code
-learns the plugins this way) or ``build`` (each plugin's family on the host the request describes); the
-worker answers one :class:`Reply` per plugin, in order. Records cross the boundary as pydantic JSON, never
+learns the plugins this way), ``build`` (each plugin's family on the host the request describes, and with
+``record`` what each plugin read of it, as fixture ``host`` data) or ``call`` (one hook of one plugin, its
+arguments as JSON: the host as a :class:`HostSpec`, records as their JSON); the worker answers one
+:class:`Reply` per plugin, in order (for ``call``: one). Records cross the boundary as pydantic JSON, never
 as pickled plugin objects.
 """
 
@@ -57,10 +59,17 @@ class Setup(_Message):
 
 
 class Request(_Message):
-    #: describe: import the plugins and say what they declare; build: each plugin's family on ``host``.
-    kind: Literal["describe", "build"] = "build"
+    #: describe: import the plugins and say what they declare; build: each plugin's family on ``host``;
+    #: call: ``plugin``'s ``hook`` with ``arguments`` (and ``host``, for a hook that takes one).
+    kind: Literal["describe", "build", "call"] = "build"
     host: HostSpec | None = None
     with_metrics: bool = True
+    #: build: also record what each plugin read of the host (``rayaccel record``).
+    record: bool = False
+    #: build: only these plugins of the worker (None: all of them); call: exactly one.
+    plugins: list[str] | None = None
+    hook: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class Reply(_Message):
@@ -79,6 +88,15 @@ class Reply(_Message):
     transports: list[TransportSpec] = Field(default_factory=list)
     #: Answering ``build`` for a plugin without devices: what its workers would need (its own env syntax).
     idle_worker: WorkerNeeds | None = None
+    #: Answering ``describe``: the hooks the plugin answers (implemented, or by its file layout).
+    hooks: list[str] = Field(default_factory=list)
+    #: Answering ``call``: the plugin's validated answer as JSON (None: it had none; ``problems`` say why).
+    answer: Any = None
+    #: Answering ``call`` with a record loaded from a file (a SKU catalog): that file, which its JSON does not carry.
+    answer_source: str | None = None
+    #: Answering a recording ``build``: what the plugin read (fixture ``host`` data), or why it cannot be recorded.
+    recording: dict[str, Any] | None = None
+    recording_error: str | None = None
 
 
 def host_spec(host: Host) -> HostSpec | None:

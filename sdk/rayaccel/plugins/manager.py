@@ -119,6 +119,10 @@ class HookCallWatcher(Protocol):
 MAX_DEVICES = 4096
 
 
+#: How an adopted plugin's worker answers one hook: (hook, arguments, problems) -> its answer as JSON, or None.
+RemoteCall = Callable[[str, Mapping[str, Any], list[rec.Problem]], Any]
+
+
 @dataclass
 class LoadedPlugin:
     name: str
@@ -161,6 +165,8 @@ class PluginManager:
         self._plugins: dict[str, LoadedPlugin] = {}
         #: Per plugin, the hooks its file layout answers (:mod:`rayaccel.plugins.conventions`), for those it lacks.
         self._conventions: dict[str, dict[str, Callable[[], Any]]] = {}
+        #: Per adopted plugin, how its worker answers a hook, and which hooks it answers (:meth:`adopt`).
+        self._remote: dict[str, tuple[RemoteCall, frozenset[str]]] = {}
         self._deadline: float | None = None  # of the innermost deadline(); None outside
         self._hung: set[str] = set()  # plugins with a hook that did not return, inside deadline()
         self._watchers: list[HookCallWatcher] = []
@@ -253,12 +259,14 @@ class PluginManager:
         return name in self._plugins
 
     def adopt(self, name: str, family: rec.FamilyDeclaration, *, distribution: str | None = None,
-              version: str | None = None, answers: Mapping[str, Any] | None = None) -> bool:
+              version: str | None = None, answers: Mapping[str, Any] | None = None,
+              remote: RemoteCall | None = None, remote_hooks: Sequence[str] = ()) -> bool:
         """Know a plugin loaded and checked in another process (a worker of :mod:`rayaccel.isolation.pool`) by
-        its declaration, without importing its code here. Its only hooks here are ``answers`` (hook name ->
-        what the plugin answered there, for hooks that take no arguments, such as ``rayaccel_fixture_dirs``);
-        its inventory comes from its worker. Collisions with the plugins known here are refused as in
-        :meth:`register`. Returns False (and records why) when it is refused."""
+        its declaration, without importing its code here. ``answers``: hook name -> what the plugin answered
+        there, for hooks that take no arguments (``rayaccel_fixture_dirs``); ``remote_hooks``: the hooks it
+        answers there one call at a time, through ``remote(hook, arguments, problems)`` (its answer as JSON,
+        validated here as any answer is; None when it had none). Collisions with the plugins known here are
+        refused as in :meth:`register`. Returns False (and records why) when it is refused."""
         if self._pm.is_blocked(name):
             self._disabled(name, distribution)
             return False
@@ -267,6 +275,8 @@ class PluginManager:
         self._plugins[name] = LoadedPlugin(name, distribution, version, None, family)
         self._conventions[name] = {hook: functools.partial(lambda answer: answer, answer)
                                    for hook, answer in (answers or {}).items()}
+        if remote is not None:
+            self._remote[name] = (remote, frozenset(remote_hooks))
         self._check_collisions(name)
         return name in self._plugins
 
@@ -279,6 +289,7 @@ class PluginManager:
             self._pm.unregister(name=name)
         self._plugins.pop(name, None)
         self._conventions.pop(name, None)
+        self._remote.pop(name, None)
 
     def _compatible(self, name: str, dist: str | None, family: rec.FamilyDeclaration) -> bool:
         want = hookspec.SPEC_VERSION.split(".")[0]
@@ -397,13 +408,18 @@ class PluginManager:
 
     def _call(self, plugin: str, dist: str | None, hook: str, kwargs: Mapping[str, Any],
               problems: list[rec.Problem] | None = None) -> Any:
+        remote, remote_hooks = self._remote.get(plugin, (None, frozenset()))
         if self._impls(plugin, hook):
-            fn = self._caller(plugin, hook)
+            ok, result = self._bounded(self._caller(plugin, hook), kwargs, plugin, dist, hook, problems)
         elif (conventional := self._conventions.get(plugin, {}).get(hook)) is not None:
-            fn = conventional  # takes no arguments: the conventional hooks have none
+            # takes no arguments: the conventional hooks have none
+            ok, result = self._bounded(conventional, kwargs, plugin, dist, hook, problems)
+        elif remote is not None and hook in remote_hooks:
+            # the plugin's worker bounds and contains the call; its process's deadline bounds the wait here
+            result = remote(hook, kwargs, self.problems if problems is None else problems)
+            ok = result is not None
         else:
             return MISSING
-        ok, result = self._bounded(fn, kwargs, plugin, dist, hook, problems)
         if not ok:
             return None
         if hook == "rayaccel_discover" and isinstance(result, list | tuple) and len(result) > MAX_DEVICES:
@@ -570,8 +586,9 @@ class PluginManager:
 
     def implements(self, plugin: str, hook: str) -> bool:
         """The plugin answers the hook: it implements it, or its file layout does
-        (:mod:`rayaccel.plugins.conventions`)."""
-        return bool(self._impls(plugin, hook)) or hook in self._conventions.get(plugin, {})
+        (:mod:`rayaccel.plugins.conventions`), or (adopted) its worker said it does."""
+        return (bool(self._impls(plugin, hook)) or hook in self._conventions.get(plugin, {})
+                or hook in self._remote.get(plugin, (None, frozenset()))[1])
 
     # Typed hook calls: the answer, or the spec's default ------------------------------------------
 

@@ -31,7 +31,7 @@ from rayaccel.host import (
     OutputTooLarge,
     check_adapter,
 )
-from rayaccel.simulation.call_log import REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary
+from rayaccel.simulation.call_log import CALLS_KEY, REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary
 from rayaccel.simulation.fixtures import HostState
 from rayaccel.simulation.simulated_host import LIBRARY_FAULT_KEY
 
@@ -253,6 +253,31 @@ class RecordingHost:
                     state[key] = value
         HostState.model_validate(state)
         return state
+
+
+def merge_host_states(hostname: str, states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One fixture ``host`` from the recordings of several plugins of one machine (each recorded in its own
+    worker process): every key any of them read. A file one plugin read wins over the same path another only
+    listed (recorded empty); a library's call logs are joined; otherwise the first recording's answer is kept,
+    as a single recording keeps the first answer."""
+    merged: dict[str, Any] = {"hostname": hostname}
+    for state in states:
+        for key, value in state.items():
+            if key == "hostname" or not isinstance(value, Mapping):
+                continue
+            into = merged.setdefault(key, {})
+            for name, answer in value.items():
+                if key == "files" and into.get(name) == "" and answer:
+                    into[name] = answer
+                elif key == "libraries" and name in into and CALLS_KEY in answer and CALLS_KEY in into[name]:
+                    into[name] = {**into[name], CALLS_KEY: {**answer[CALLS_KEY], **into[name][CALLS_KEY]}}
+                else:
+                    into.setdefault(name, answer)
+    for key in ("env", "files", "commands", "http", "libraries"):
+        if key in merged:
+            merged[key] = dict(sorted(merged[key].items()))
+    HostState.model_validate(merged)
+    return merged
 
 
 def _norm(path: str) -> str:
