@@ -4,16 +4,70 @@ A vendor C library called in-process (NVML, a driver ioctl) cannot be interrupte
 the calling thread forever. So the call runs in a daemon thread that is abandoned, never waited on, once
 its time is up. The SDK bounds every hook call this way; a plugin bounds its own in-process vendor calls
 with the same :func:`run_bounded` (subprocesses need none: ``host.run(..., timeout=...)`` kills them).
+
+A long-lived process that makes such calls all the time (a plugin worker serving the health monitor's polls:
+a dozen bounded calls a second) turns on :func:`reuse_threads`: a thread whose call returned waits for the
+next one instead of ending, since starting a thread costs as much as a small hook. A call that times out
+still keeps its thread (busy, abandoned) until it returns, so a hang still shows as one more thread.
 """
 
 from __future__ import annotations
 
 import contextvars
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+#: Idle threads kept at most when threads are reused (nested bounded calls need one each).
+MAX_IDLE_THREADS = 8
+
+_reuse = False
+_idle: list[_Runner] = []
+_idle_lock = threading.Lock()
+
+
+class _Runner:
+    """A daemon thread that runs the calls handed to it one at a time, and waits among the idle ones between."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, call: Callable[[], None], name: str) -> None:
+        self.thread.name = name
+        self._calls.put(call)
+
+    def _serve(self) -> None:
+        while True:
+            self._calls.get()()
+
+    def park(self) -> bool:
+        """Back among the idle threads (called by its own call, before it says it is done); False: too many idle,
+        the thread ends."""
+        with _idle_lock:
+            if len(_idle) >= MAX_IDLE_THREADS:
+                return False
+            _idle.append(self)
+            return True
+
+
+def reuse_threads() -> None:
+    """From now on, run bounded calls in threads kept between calls (this process's earlier ones, if it was
+    forked, are gone: none is inherited)."""
+    global _reuse
+    with _idle_lock:
+        _idle.clear()
+        _reuse = True
+
+
+def idle_threads() -> int:
+    """How many threads wait for a bounded call (0 unless :func:`reuse_threads`): not leaks of any call."""
+    with _idle_lock:
+        return len(_idle)
 
 
 class BoundedTimeout(TimeoutError):
@@ -43,11 +97,35 @@ def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bo
         except BaseException as e:  # a SystemExit in the call must not end the thread's caller unseen
             outcome["error"] = e
 
-    thread = threading.Thread(target=target, name=name, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise BoundedTimeout(timeout, thread)
+    if _reuse:
+        _run_reused(target, timeout, name)
+    else:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise BoundedTimeout(timeout, thread)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
+
+
+def _run_reused(target: Callable[[], None], timeout: float, name: str) -> None:
+    """``target()`` in an idle kept thread (or a new one); raises :class:`BoundedTimeout` as :func:`run_bounded`."""
+    with _idle_lock:
+        runner = _idle.pop() if _idle else None
+    runner = runner or _Runner(name)
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            target()
+        finally:
+            parked = runner.park()  # before done: the caller's next call finds this thread idle
+            done.set()
+            if not parked:
+                raise SystemExit  # ends this thread quietly (too many idle ones)
+
+    runner.run(call, name)
+    if not done.wait(timeout):
+        raise BoundedTimeout(timeout, runner.thread)

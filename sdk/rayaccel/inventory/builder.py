@@ -6,7 +6,9 @@ the health monitor, exporters, conformance) consumes the NodeInventory and never
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from rayaccel import hookspec
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
@@ -34,6 +36,23 @@ from rayaccel.records import (
 from rayaccel.simulation.host_factory import host_from_env
 
 
+@dataclass(frozen=True)
+class _Refreshed:
+    """The last family :meth:`InventoryBuilder.refresh` built whole, with what it was built from."""
+
+    family: FamilyInventory
+    discovered: list[Device]
+    problems: list[Problem]  # of the hooks a refresh does not ask again
+    at: float
+
+
+#: Seconds a family :meth:`InventoryBuilder.refresh` keeps is trusted at most: then it is built whole again (a
+#: link that went down without any device's health changing shows in the topology within this bound).
+REFRESH_FULL_S = 30.0
+#: The hooks :meth:`InventoryBuilder.refresh` asks on every poll; the problems of the others are kept.
+_POLLED_HOOKS = (hookspec.DISCOVER.name, hookspec.HEALTH.name, hookspec.METRICS.name)
+
+
 class InventoryBuilder:
     """Runs the hooks of every active plugin against one host."""
 
@@ -41,6 +60,7 @@ class InventoryBuilder:
         self.manager = manager
         self.plugins = list(plugins) if plugins is not None else manager.plugin_names()
         self._catalogs: dict[str, SkuCatalog | None] = {}
+        self._refreshed: dict[str, _Refreshed] = {}
 
     def catalog(self, plugin: str, problems: list[Problem]) -> SkuCatalog | None:
         if plugin not in self._catalogs:
@@ -68,10 +88,42 @@ class InventoryBuilder:
 
     # One family ---------------------------------------------------------------------------------
 
+    def refresh(self, plugin: str, host: Host, problems: list[Problem],
+                with_metrics: bool = True) -> tuple[FamilyInventory | None, bool]:
+        """The family again, for a poll that repeats the previous one (the health monitor's): discovery and
+        health are asked, and when both answer exactly what they answered when this built the family last,
+        the rest of that family (SKUs, topology, resources, labels: what follows from the devices and their
+        health) is kept and only the metrics are sampled again. Anything else, and a kept family older than
+        :data:`REFRESH_FULL_S`, builds the whole family as :meth:`family` does. Returns the family and whether it
+        was kept (only its metrics new)."""
+        last = self._refreshed.get(plugin)
+        asked: list[Problem] = []
+        devices = self._devices(plugin, host, asked)
+        if last is not None and time.monotonic() - last.at < REFRESH_FULL_S and devices == last.discovered:
+            health = self._health(plugin, host, list(last.family.devices), asked)
+            if health == last.family.health:
+                metrics = (self.manager.answer(plugin, hookspec.METRICS, asked, host=host,
+                                               devices=list(last.family.devices)) if with_metrics else [])
+                problems.extend([*last.problems, *asked])
+                return last.family.model_copy(update={"metrics": metrics}), True
+        start = len(problems)
+        family = self.family(plugin, host, problems, with_metrics, discovered=devices, discover_problems=asked)
+        self._refreshed.pop(plugin, None)
+        if family is not None:
+            kept = [p for p in problems[start:] if p.hook not in _POLLED_HOOKS]
+            self._refreshed[plugin] = _Refreshed(family, devices, kept, time.monotonic())
+        return family, False
+
     def family(self, plugin: str, host: Host, problems: list[Problem],
-               with_metrics: bool = True) -> FamilyInventory | None:
+               with_metrics: bool = True, *, discovered: list[Device] | None = None,
+               discover_problems: Sequence[Problem] = ()) -> FamilyInventory | None:
+        """``discovered``: the plugin's devices as :meth:`refresh` just asked them (with the problems of that call)."""
         declaration = self.manager.family(plugin)
-        devices = self._devices(plugin, host, problems)
+        if discovered is None:
+            devices = self._devices(plugin, host, problems)
+        else:
+            devices = discovered
+            problems.extend(discover_problems)
         if not devices:
             return None
         catalog = self.catalog(plugin, problems)

@@ -53,6 +53,7 @@ from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.isolation.protocol import (
+    HostSpec,
     PluginTarget,
     Reply,
     Request,
@@ -98,6 +99,12 @@ class WorkerPool:
         self._replaced: dict[str, int] = {}
         #: Seconds one request may take in all (None: each answer its worker's own deadline).
         self.budget: float | None = None
+        #: Each build repeats the last one (a monitor's polls): a worker whose plugin's devices and health
+        #: answer as before keeps the rest of its family and sends only the new metrics
+        #: (:meth:`rayaccel.inventory.builder.InventoryBuilder.refresh`).
+        self.refresh = False
+        self._last: dict[str, FamilyInventory] = {}  # plugin -> the family its worker sent last (refresh builds)
+        self._spec: tuple[Host, HostSpec | None] | None = None
         #: What idle plugins' workers need, as their worker processes said (their hooks are not here).
         self._idle_workers: dict[str, WorkerNeeds] = {}
 
@@ -215,9 +222,10 @@ class WorkerPool:
         names = [name for name in self.builder.plugins if plugins is None or name in plugins]
         recordings: dict[str, dict[str, Any] | str] = {}
         with self._lock:
-            spec = host_spec(host)
+            spec = self._host_spec(host)
             problems: list[Problem] = list(self.manager.problems)
-            answers = (self._ask(Request(host=spec, with_metrics=with_metrics, record=record), set(names))
+            request = Request(host=spec, with_metrics=with_metrics, record=record, refresh=self.refresh and not record)
+            answers = (self._ask(request, set(names))
                        if spec is not None else {})
             results: dict[str, FamilyInventory | None] = {}
             leaky: set[str] = set()
@@ -226,7 +234,7 @@ class WorkerPool:
                 if answer is None:  # not isolable (an object plugin, a custom host): in process
                     results[name] = self.builder.family(name, host, problems, with_metrics)
                 elif isinstance(answer, Reply):
-                    results[name] = answer.family
+                    results[name] = self._family(name, answer)
                     problems.extend(answer.problems)
                     if record:
                         recordings[name] = answer.recording_error or answer.recording or {}
@@ -287,6 +295,26 @@ class WorkerPool:
         return self._problem(plugin, "worker-leak", f"left {leaked} behind in its worker process; the worker was "
                              "replaced", "join the threads and wait for the processes a hook starts",
                              severity="warning")
+
+    def _family(self, plugin: str, answer: Reply) -> FamilyInventory | None:
+        """The family an answer gives: its own, or for a kept one the family the plugin's worker sent last, with
+        the answer's new metrics."""
+        if answer.kept:
+            last = self._last.get(plugin)
+            return last.model_copy(update={"metrics": answer.metrics}) if last is not None else None
+        if self.refresh:  # what the worker compares its next refresh with
+            if answer.family is None:
+                self._last.pop(plugin, None)
+            else:
+                self._last[plugin] = answer.family
+        return answer.family
+
+    def _host_spec(self, host: Host) -> HostSpec | None:
+        """:func:`host_spec` of ``host``, made once per host: a poll does not dump a simulated host's fixture
+        again (hosts do not change: a simulated one switches faults through its fault file)."""
+        if self._spec is None or self._spec[0] is not host:
+            self._spec = (host, host_spec(host))
+        return self._spec[1]
 
     def _failed(self, plugin: str, why: str) -> Problem:
         return self._problem(plugin, "worker-failed", f"its worker process {why}; the plugin's devices are left "

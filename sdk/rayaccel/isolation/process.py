@@ -26,7 +26,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from rayaccel.errors import PluginError
-from rayaccel.isolation.protocol import PluginTarget, Reply, Request, Setup
+from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
 from rayaccel.plugins.configuration import (
     DISABLE_ENV,
     PLUGINS_ENV,
@@ -209,6 +209,7 @@ class WorkerProcess:
         self._log: IO[bytes] | None = None
         self._buffer = b""
         self.started = 0  # how many processes this worker has had (replacements + 1)
+        self._host_sent: HostSpec | None = None  # the host this process has (a request without one keeps it)
 
     @property
     def deadline(self) -> float:
@@ -222,6 +223,7 @@ class WorkerProcess:
         started: tuple[Proc, IO[bytes]] | None = _fork(_worker_env()) if self.fork and can_fork() else None
         self.proc, self._log = started or _spare() or _spawn()
         self._buffer = b""
+        self._host_sent = None
         self.started += 1
         self._send(Setup(plugins=self.targets, timeout=self.timeout).model_dump_json())
 
@@ -236,7 +238,11 @@ class WorkerProcess:
             if self.proc is None or self.proc.poll() is not None:
                 self.kill()
                 self.start()
+            host = request.host
+            if host is not None and host is self._host_sent:  # sent once per process: a fixture is ~35 KB of JSON
+                request = request.model_copy(update={"host": None})
             self._send(request.model_dump_json())
+            self._host_sent = host or self._host_sent
         except OSError as e:
             return f"could not be sent the request ({type(e).__name__}: {e})"
         return None

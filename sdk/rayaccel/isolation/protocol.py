@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import PluginError
 from rayaccel.host import Host, RealHost
-from rayaccel.records import FamilyDeclaration, FamilyInventory, Problem, TransportSpec, WorkerNeeds
+from rayaccel.records import FamilyDeclaration, FamilyInventory, MetricSample, Problem, TransportSpec, WorkerNeeds
 
 if TYPE_CHECKING:
     from rayaccel.plugins.manager import PluginManager
@@ -62,8 +62,11 @@ class Request(_Message):
     #: describe: import the plugins and say what they declare; build: each plugin's family on ``host``;
     #: call: ``plugin``'s ``hook`` with ``arguments`` (and ``host``, for a hook that takes one).
     kind: Literal["describe", "build", "call"] = "build"
+    #: None: the host of the worker's previous request (the parent sends each worker process a host once).
     host: HostSpec | None = None
     with_metrics: bool = True
+    #: build, for a poll that repeats the last one (the health monitor): see :meth:`InventoryBuilder.refresh`.
+    refresh: bool = False
     #: build: also record what each plugin read of the host (``rayaccel record``).
     record: bool = False
     #: build: only these plugins of the worker (None: all of them); call: exactly one.
@@ -88,6 +91,10 @@ class Reply(_Message):
     transports: list[TransportSpec] = Field(default_factory=list)
     #: Answering ``build`` for a plugin without devices: what its workers would need (its own env syntax).
     idle_worker: WorkerNeeds | None = None
+    #: Answering a ``refresh`` build: the plugin's family is the one this worker last sent, with ``metrics``
+    #: new (its devices and their health answered as before), so only the metrics cross the pipe.
+    kept: bool = False
+    metrics: list[MetricSample] = Field(default_factory=list)
     #: Answering ``describe``: the hooks the plugin answers (implemented, or by its file layout).
     hooks: list[str] = Field(default_factory=list)
     #: Answering ``call``: the plugin's validated answer as JSON (None: it had none; ``problems`` say why).

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from rayaccel import hookspec
+from rayaccel import bounded, hookspec
 from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.protocol import (
@@ -60,7 +60,8 @@ def _descendants() -> int:
 
 
 def _footprint() -> tuple[int, int]:
-    return threading.active_count(), _descendants()
+    # The threads waiting for the next hook call (kept between calls) are the worker's own, not a plugin's.
+    return threading.active_count() - bounded.idle_threads(), _descendants()
 
 
 def _leaks(before: tuple[int, int], after: tuple[int, int]) -> str | None:
@@ -130,6 +131,7 @@ def worker_main(preload: Sequence[str] = ()) -> int:
 
         resource.setrlimit(resource.RLIMIT_AS, (limit * 2**20, limit * 2**20))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), name="rayaccel-parent-watch", daemon=True).start()
+    bounded.reuse_threads()  # a hook call per thread started costs as much as a small hook, a dozen times a poll
     for module in preload:  # prestarted: import the likely plugins while the parent gets ready
         with contextlib.suppress(BaseException):  # a failure is reported when the plugin is loaded for real
             importlib.import_module(module)
@@ -167,7 +169,8 @@ def worker_main(preload: Sequence[str] = ()) -> int:
             elif request.kind == "call":
                 reply = _call(manager, target, request, host, problems)
             else:
-                reply = _build(builder, target, host, problems, request.with_metrics, request.record)
+                reply = _build(builder, target, host, problems, request.with_metrics, request.record,
+                               request.refresh)
             if dict(os.environ) != environ:  # one another's environment changes
                 os.environ.clear()
                 os.environ.update(environ)
@@ -185,7 +188,7 @@ def worker_main(preload: Sequence[str] = ()) -> int:
 
 
 def _build(builder: InventoryBuilder, target: PluginTarget, host: Host | None, problems: list[Problem],
-           with_metrics: bool, record: bool = False) -> Reply:
+           with_metrics: bool, record: bool = False, refresh: bool = False) -> Reply:
     """One plugin's answer to ``build``: its family, or what its idle workers need when it has no devices;
     with ``record``, what the plugin read of the host too (its own recording: plugins never share one)."""
     if host is None:
@@ -196,12 +199,15 @@ def _build(builder: InventoryBuilder, target: PluginTarget, host: Host | None, p
 
         recorder = RecordingHost(host)
     try:
-        family = builder.family(target.name, recorder or host, problems, with_metrics)
+        family, kept = (builder.refresh(target.name, host, problems, with_metrics) if refresh
+                        else (builder.family(target.name, recorder or host, problems, with_metrics), False))
     except Exception as e:  # an SDK-side failure on this plugin's data: say so, keep the worker
         problems.append(Problem(plugin=target.name, distribution=target.distribution, hook=None,
                                 code="inventory-failed", message=f"{type(e).__name__}: {e}",
                                 fix="report this to the plugin's maintainers with the inventory input"))
-        family = None
+        family, kept = None, False
+    if kept and family is not None:  # the parent has the rest of it: this worker's answer to the last full build
+        return Reply(plugin=target.name, problems=problems, kept=True, metrics=family.metrics)
     idle = builder.worker_needs(target.name, []) if family is None else None
     recording, why = None, None
     if recorder is not None:

@@ -165,6 +165,8 @@ class HealthMonitor:
         if offered is not None:  # poll only the plugins whose devices the node offers: no idle workers
             plugin_list = [p for p in (plugin_list or manager.plugin_names()) if p in offered]
         self._pool = WorkerPool(manager, plugin_list) if self._isolated else None
+        if self._pool is not None:  # each poll repeats the last: workers send what changed (health, metrics)
+            self._pool.refresh = True
         self._builder = InventoryBuilder(manager, plugin_list)
         self._offered = offered or {}
         self._kept = KeptFiles.from_env(self.interval)  # RAYACCEL_NFD_FILE / RAYACCEL_DRA_FILE, if named
