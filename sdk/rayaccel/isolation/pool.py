@@ -107,6 +107,8 @@ class WorkerPool:
         self._spec: tuple[Host, HostSpec | None] | None = None
         #: What idle plugins' workers need, as their worker processes said (their hooks are not here).
         self._idle_workers: dict[str, WorkerNeeds] = {}
+        #: Plugins whose worker failed answering a call (:meth:`call`): not called again by this pool.
+        self._failed_calls: set[str] = set()
 
     @classmethod
     def load(cls, plugins: Sequence[str] | None = None, fork: bool = True) -> WorkerPool:
@@ -269,6 +271,8 @@ class WorkerPool:
                 plugin, "call-refused", f"{hook} was not called: its host ({type(host).__name__}) cannot be rebuilt "
                 "in the plugin's worker process", "call it with this machine's host or a simulated fixture's"))
             return None
+        if plugin in self._failed_calls:  # said once: a one-shot command would restart it for every call
+            return None
         request = Request(kind="call", plugins=[plugin], hook=hook, host=spec,
                           arguments={k: to_jsonable_python(v) for k, v in arguments.items() if k != "host"})
         with self._lock:
@@ -278,7 +282,11 @@ class WorkerPool:
             if not isinstance(answer, Reply):
                 worker.kill()
                 self._replaced[plugin] = self._replaced.get(plugin, 0) + 1
-                problems.append(self._failed(plugin, answer))
+                self._failed_calls.add(plugin)
+                problems.append(self._problem(
+                    plugin, "worker-failed", f"its worker process {answer} when {hook} was called; the plugin's "
+                    "hooks are not called again for this command (its inventory is built in a fresh worker)",
+                    "catch vendor errors inside the plugin and bound every vendor call with a timeout"))
                 return None
             problems.extend(answer.problems)
             if answer.leaked:
