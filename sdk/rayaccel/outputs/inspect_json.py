@@ -35,6 +35,10 @@ class InspectFamily(FamilyDeclaration):
     sku_known: bool
     resources: dict[str, float]
     schedulable_units: list[str] = Field(description="Unit ids of healthy devices, best-connected first")
+    partition_units: dict[str, list[str]] = Field(
+        default_factory=dict, description="The Ray resource of each partition profile (e.g. 'GPU_MIG_1g.10gb') "
+        "-> the ids of its partitions that take work; the partitions themselves are in their device's "
+        "'partitions'")
 
 
 class InspectDevice(Device):
@@ -91,7 +95,8 @@ class InspectOutput(Record):
             families=[InspectFamily.model_validate({
                 **dict(f.family), "plugin": f.plugin, "device_count": len(f.devices),
                 "accelerator_type": f.accelerator_type, "sku_known": f.sku_known, "resources": f.resources,
-                "schedulable_units": f.schedulable_units}) for f in families],
+                "schedulable_units": f.schedulable_units, "partition_units": f.partition_units})
+                      for f in families],
             devices=[tagged(InspectDevice, f.family.name, d) for f in families for d in f.devices],
             topology=InspectTopology(
                 links=[tagged(InspectLink, f.family.name, ln) for f in families for ln in f.topology.links],
