@@ -175,3 +175,26 @@ def test_a_node_whose_only_gpu_is_in_mig_mode_offers_no_whole_gpu(manager: Plugi
     resources = json.loads(config.env[OVERRIDE_RESOURCES_ENV])
     assert resources["GPU"] == 0.0  # else Ray's NVIDIA manager would count the MIG-mode GPU itself
     assert (resources["GPU_MIG_3g.20gb"], resources["GPU_MIG_2g.10gb"]) == (1.0, 2.0)
+
+
+# An operator's visible-devices setting ---------------------------------------------------------------
+
+def test_an_operators_visible_devices_setting_can_name_mig_instances(manager: PluginManager) -> None:
+    from rayaccel.inventory.visible_units import restrict_to_visible
+
+    result = inventory(manager, "a100-80gb-mig-mixed")
+    family = result.family("nvidia")
+    assert family is not None
+    migs = [p.id for p in family.devices[0].partitions]
+    # One 2g.20gb instance only: the whole GPU and the other instances leave the node's resources.
+    only = restrict_to_visible(result, manager, {"CUDA_VISIBLE_DEVICES": migs[2]})
+    assert only.resources == {"accelerator_type:A100": 1.0, "GPU_MIG_2g.20gb": 1.0}
+    assert only.labels["rayaccel.io/partition-mig-2g.20gb"] == "1"
+    assert "rayaccel.io/partition-mig-3g.40gb" not in only.labels
+    kept = only.family("nvidia")
+    assert kept is not None and kept.partition_units == {"GPU_MIG_2g.20gb": [migs[2]]}
+    (problem,) = [p for p in only.problems if p.code == "visible-devices"]
+    assert migs[0] in problem.message and migs[1] in problem.message  # left out
+    # The MIG-mode GPU's index keeps all its instances; the whole GPU 1 leaves.
+    parent = restrict_to_visible(result, manager, {"CUDA_VISIBLE_DEVICES": "0"})
+    assert parent.resources == {"accelerator_type:A100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 2.0}

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from rayaccel.errors import RayaccelError
-from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.inventory.builder import InventoryBuilder, partition_label
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory, Problem
 
@@ -24,7 +24,8 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
     For each family whose ``visible_devices_env_var`` is set in ``environ`` (default: this process's
     env), only the schedulable units it names (parsed by the plugin's ``rayaccel_parse_visible``) stay;
     the family's resource count, the node's and ``rayaccel.io/count`` follow, and a warning problem says
-    what was left out. Raises :class:`RayaccelError` when the variable names units the node lacks.
+    what was left out. A partition stays when the variable names it (``MIG-<uuid>``) or its device's unit.
+    Raises :class:`RayaccelError` when the variable names units the node lacks.
     """
     environ = os.environ if environ is None else environ
     families = []
@@ -40,6 +41,7 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
         name = family.family.name
         allowed = manager.parse_visible(family.plugin, value)
         known = [unit for device in family.devices for unit in device.unit_ids]
+        known += [p.id for device in family.devices for p in device.partitions]
         unknown = [unit for unit in allowed if unit not in known]
         if unknown:
             raise RayaccelError(
@@ -47,32 +49,62 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
                 f"do not have (units: {', '.join(known[:16]) or 'none'}): name units of this node, or unset "
                 f"{env_var} to offer all of them")
         units = [unit for unit in family.schedulable_units if unit in set(allowed)]
-        if units == family.schedulable_units:
+        parent = {p.id: set(d.unit_ids) for d in family.devices for p in d.partitions}
+        partitions = {profile: kept for profile, ids in family.partition_units.items()
+                      if (kept := [p for p in ids if p in allowed or parent[p] & set(allowed)])}
+        if units == family.schedulable_units and partitions == family.partition_units:
             families.append(family)
             continue
         resource = family.family.resource_name
         family_resources = dict(family.resources)
-        if units:
-            if resources.get(resource) == family_resources.get(resource):
-                resources[resource] = float(len(units))
-            family_resources[resource] = float(len(units))
+        counts = {resource: units, **{profile: partitions.get(profile, []) for profile in family.partition_units}}
+        if units or partitions:
+            for counted, offered in counts.items():
+                if counted not in family_resources:
+                    continue
+                if not offered:
+                    if resources.get(counted) == family_resources[counted]:
+                        resources.pop(counted)
+                    family_resources.pop(counted)
+                    continue
+                if resources.get(counted) == family_resources[counted]:
+                    resources[counted] = float(len(offered))
+                family_resources[counted] = float(len(offered))
         else:
             for key, amount in family.resources.items():
                 if resources.get(key) == amount:
                     resources.pop(key)
             family_resources = {}
-        family_labels = {**family.labels, "rayaccel.io/count": str(len(units))}
+        kept_ids = {p for ids in partitions.values() for p in ids}
+        count = len(units) + sum(any(p.id in kept_ids for p in d.partitions) for d in family.devices)
+        family_labels = {**family.labels, "rayaccel.io/count": str(count)}
+        for profile, ids in family.partition_units.items():  # the partition labels count what is left
+            first = next(q for d in family.devices for q in d.partitions if q.id == ids[0])
+            key = partition_label(first.kind, first.profile)
+            if profile in partitions:
+                family_labels[key] = str(len(partitions[profile]))
+            else:
+                family_labels.pop(key, None)
+            if labels.get("rayaccel.io/family") == name:
+                if profile in partitions:
+                    labels[key] = family_labels[key]
+                else:
+                    labels.pop(key, None)
         if labels.get("rayaccel.io/family") == name:
-            labels["rayaccel.io/count"] = str(len(units))
+            labels["rayaccel.io/count"] = str(count)
         worker = InventoryBuilder(manager, []).worker_needs(family.plugin, units)  # the env for these units
         families.append(family.model_copy(update={"schedulable_units": units, "resources": family_resources,
-                                                  "labels": family_labels, "worker": worker}))
+                                                  "labels": family_labels, "worker": worker,
+                                                  "partition_units": partitions}))
         left_out = [unit for unit in family.schedulable_units if unit not in units]
+        left_out += [p for ids in family.partition_units.values() for p in ids if p not in kept_ids]
         problems.append(Problem(
             plugin=family.plugin, distribution=manager.plugin(family.plugin).distribution, hook=None,
             code="visible-devices", severity="warning",
             message=f"{env_var}={value!r} is set: the node offers {len(units)} of its {len(family.schedulable_units)} "
-                    f"healthy {name} units ({', '.join(units) or 'none'}); left out: {', '.join(left_out)}",
+                    f"healthy {name} units ({', '.join(units) or 'none'})"
+                    + (f" and {len(kept_ids)} partitions ({', '.join(sorted(kept_ids))})" if kept_ids else "")
+                    + f"; left out: {', '.join(left_out)}",
             fix=f"unset {env_var} before starting the node to offer every healthy device"))
     return inventory.model_copy(update={"families": families, "resources": resources, "labels": labels,
                                         "problems": problems})
