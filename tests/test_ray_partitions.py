@@ -85,6 +85,13 @@ def test_two_tasks_each_asking_for_a_2g_instance_run_at_once_on_distinct_instanc
         assert ids == {TWO_G: [env]}  # Ray's accelerator ids agree, and no GPU is given with it
 
 
+def test_two_half_requests_share_one_instance_as_half_gpus_share_a_gpu(node):
+    meet = rendezvous()
+    task = ray.remote(resources={THREE_G: 0.5}, num_cpus=0)(seen)
+    got = ray.get([task.remote(meet, 2) for _ in range(2)], timeout=90)
+    assert [env for env, _ in got] == [MIGS[0], MIGS[0]]
+
+
 def test_a_3g_task_gets_the_3g_instance(node):
     env, ids = ray.get(ray.remote(resources={THREE_G: 1}, num_cpus=0)(seen).remote(), timeout=60)
     assert env == MIGS[0] and ids == {THREE_G: [MIGS[0]]}
