@@ -38,6 +38,8 @@ class FaultExpectation(Record):
     devices: int | None = Field(None, ge=0)
     fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
     problem_codes: list[str] = Field(default_factory=list)
+    reasons: dict[str, list[str]] = Field(
+        default_factory=dict, description="Device id -> health reason codes it must report (among others)")
 
 
 def expectation_differences(inventory: NodeInventory, plugin: str,
@@ -55,8 +57,14 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
     if expected.devices is not None and len(devices) != expected.devices:
         diffs.append(f"devices: expected {expected.devices}, discovered {len(devices)}")
     if isinstance(expected, Expected):
-        if expected.device_ids and [d.id for d in devices] != expected.device_ids:
-            diffs.append(f"device ids: expected {expected.device_ids}, discovered {[d.id for d in devices]}")
+        ids = [d.id for d in devices]
+        if expected.device_ids and sorted(ids) == sorted(expected.device_ids) and ids != expected.device_ids:
+            at = next(k for k, (got, want) in enumerate(zip(ids, expected.device_ids, strict=True)) if got != want)
+            diffs.append(f"device ids: the same devices in another order: index {devices[at].index} is {ids[at]} "
+                         f"here, {expected.device_ids[at]} in the fixture (a listing sorted as text puts 10 before "
+                         "2: number each device by its own index, sort numerically)")
+        elif expected.device_ids and ids != expected.device_ids:
+            diffs.append(f"device ids: expected {expected.device_ids}, discovered {ids}")
         got_type = family.accelerator_type if family else None
         if expected.accelerator_type is not None and got_type != expected.accelerator_type:
             diffs.append(f"accelerator type: expected {expected.accelerator_type!r}, got {got_type!r}")
@@ -100,6 +108,15 @@ def _fault_only_differences(inventory: NodeInventory, plugin: str, expected: Fau
         fatal = any(r.fatal for h in (family.health if family else []) for r in h.reasons)
         if fatal != expected.fatal:
             diffs.append(f"fatal: expected {expected.fatal}, got {fatal}")
+    # The reason code is what a health monitor and an operator act on: "some fault" with the wrong code is wrong.
+    reported = {h.device: [r.code for r in h.reasons] for h in (family.health if family else [])}
+    for device_id, want in expected.reasons.items():
+        if device_id not in reported and expected.devices is not None:
+            continue  # lost: its reasons are what a monitor polling the devices it knew sees (conformance RAC210)
+        lacking = [c for c in want if c not in reported.get(device_id, [])]
+        if lacking:
+            diffs.append(f"health reasons of {device_id}: expected {lacking}, "
+                         f"got {reported.get(device_id) or ('none' if device_id in reported else 'no report')}")
     codes = {p.code for p in inventory.problems if p.plugin == plugin}
     missing = [c for c in expected.problem_codes if c not in codes]
     if missing:
