@@ -15,6 +15,7 @@ from rayaccel.polling import wait_for
 from rayaccel.records import TransportSpec
 from rayaccel.shm_transport import segment_paths
 from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.checks.ownership import RAY_TRANSPORT_CLASSES
 from rayaccel_conformance.harness.raycluster import shutdown_shared_cluster
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed, CheckSkipped
@@ -75,3 +76,40 @@ def test_rac301_fails_a_transport_that_corrupts_bytes() -> None:
                          manager_class="rayaccel_testplugins.corrupt_transport:CorruptingTransport")
     with pytest.raises(CheckFailed, match="ACME_CORRUPT: RuntimeError: transfer 1: tensors \\[0\\] arrived with other"):
         CHECKS["RAC301"].run(subject_for(_Acme(spec)), None)
+
+
+def test_rac305_knows_ray_own_transports_as_ray_registers_them() -> None:
+    from ray.experimental.rdt import util as rdt_util
+
+    rdt_util._ensure_default_transports_registered()  # type: ignore[no-untyped-call]
+    for name, (manager_class, devices) in RAY_TRANSPORT_CLASSES.items():
+        info = rdt_util.transport_manager_info[name]
+        cls = info.transport_manager_class
+        assert f"{cls.__module__}:{cls.__name__}" == manager_class, name
+        assert tuple(info.devices) == devices, name
+
+
+def test_rac305_accepts_ray_transports_declared_as_ray_registers_them_and_refuses_them_taken_over() -> None:
+    nccl = TransportSpec(name="NCCL", devices=["cuda"], builtin_in_ray=True, link_kinds=["pcie"],
+                         manager_class=RAY_TRANSPORT_CLASSES["NCCL"][0])
+    assert CHECKS["RAC305"].run(subject_for(_Acme(nccl)), None) == [
+        "NCCL: Ray (ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport; cuda)"]
+    own_gloo = TransportSpec(name="GLOO", devices=["cpu", "acme"], builtin_in_ray=True,
+                             manager_class=f"{__name__}:_Acme")
+    with pytest.raises(CheckFailed, match=r"transport GLOO is Ray's own, whose class is .*GLOOTensor") as e:
+        CHECKS["RAC305"].run(subject_for(_Acme(own_gloo)), None)
+    assert "moves cpu tensors only, not acme" in str(e.value.args)
+    with pytest.raises(CheckSkipped, match="not applicable: the plugin declares no tensor transports"):
+        CHECKS["RAC305"].run(subject_for(_Acme()), None)
+
+
+def test_rac305_refuses_another_vendor_s_transport_and_a_class_from_another_package() -> None:
+    rccl = TransportSpec(name="RCCL", devices=["cuda"], manager_class="rayaccel_amd.transport:RCCLTensorTransport")
+    with pytest.raises(CheckFailed, match="transport RCCL is AMD's, not ACME Corp's") as e:
+        CHECKS["RAC305"].run(subject_for(_Acme(rccl)), None)
+    assert "lives in rayaccel_amd, not in the plugin's own package" in str(e.value.args)
+    fabric = TransportSpec(name="NVLINK_P2P", devices=["acme"], manager_class=f"{__name__}:_Acme")
+    with pytest.raises(CheckFailed, match="transport NVLINK_P2P is NVIDIA's"):
+        CHECKS["RAC305"].run(subject_for(_Acme(fabric)), None)
+    own = TransportSpec(name="ACME_SHM", devices=["cpu"], one_sided=True, manager_class=f"{__name__}:_Acme")
+    assert CHECKS["RAC305"].run(subject_for(_Acme(own)), None) == [f"ACME_SHM: own ({__name__}:_Acme; cpu)"]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import importlib
 import re
+import types
 
 from rayaccel import hookspec
 from rayaccel.host import RealHost
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.ownership import label_owner_problem
+from rayaccel_conformance.checks.ownership import label_owner_problem, transport_owner_problems
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, check
+from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
 
 # SPDX license expressions: ids joined by AND/OR/WITH, optionally parenthesised.
 _SPDX = re.compile(r"^[()A-Za-z0-9.+-]+( (AND|OR|WITH) [()A-Za-z0-9.+-]+)*$")
@@ -187,3 +188,37 @@ def scheduler_names(subject: Subject) -> Evidence:
             f"({', '.join(names.device_files)})",
             f"device files match the device nodes of {checked} fixture(s) that record them" if checked
             else "no fixture records device nodes: device files not compared"]
+
+
+@check("RAC305")
+def transport_ownership(subject: Subject) -> Evidence:
+    """Every declared tensor transport is the family's own: Ray's built-in transports only as Ray's, never
+    another vendor's or another family's.
+
+    ``rayaccel_transports`` names what Ray Direct Transport may move the family's tensors with, and path
+    selection trusts it. A name Ray registers itself (``NCCL``, ``GLOO``, ``NIXL``, ``CUDA_IPC``) must be
+    declared ``builtin_in_ray`` with Ray's own manager class and only device types Ray moves with it (a
+    plugin class under the name ``NCCL`` takes Ray's transport over for every family). A transport of the
+    plugin's own must not carry another vendor's collective library or fabric name (``RCCL`` is AMD's,
+    ``HCCL`` Intel Gaudi's, an ``NVLINK_*`` transport NVIDIA's), another installed plugin's transport name,
+    or a manager class outside the plugin's own package (a transport copied from another plugin moves that
+    plugin's devices). Checked from the declarations alone, without Ray; RAC301 then runs each one. Fix: name
+    your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``), keep its class in your
+    package, and declare Ray's transports exactly as Ray registers them.
+    """
+    subject.family()
+    problems: list[Problem] = []
+    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
+    wrong = [p.render() for p in problems]
+    if not specs and not wrong:
+        raise NotApplicable("the plugin declares no tensor transports")
+    loaded = subject.manager.plugin(subject.name).module
+    own = (loaded.__name__ if isinstance(loaded, types.ModuleType) else type(loaded).__module__).split(".")[0]
+    others = {spec.name: other for other in subject.manager.plugin_names() if other != subject.name
+              for spec in subject.manager.answer(other, hookspec.TRANSPORTS, []) if not spec.builtin_in_ray}
+    for spec in specs:
+        wrong += transport_owner_problems(spec, subject.family(), own, others)
+    if wrong:
+        raise CheckFailed(wrong)
+    return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"
+            for s in specs]

@@ -118,3 +118,58 @@ def accelerator_type_owner_problem(accelerator_type: str, family: Any, known: di
         return None
     return (f"accelerator type {accelerator_type!r} is {prefix.rstrip('_')}'s product name in Ray "
             f"(ray.util.accelerators), not one of {family.vendor}'s: name the family's own product")
+
+
+#: Ray's own tensor transports (``ray.experimental.rdt.util``): name -> (its manager class, the torch device
+#: types Ray registers it for). A plugin declares them with ``builtin_in_ray`` for path selection only.
+#: tests/test_conformance_transports.py holds this table to what Ray 2.60 registers.
+RAY_TRANSPORT_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "NIXL": ("ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport", ("cuda", "cpu")),
+    "GLOO": ("ray.experimental.rdt.collective_tensor_transport:GLOOTensorTransport", ("cpu",)),
+    "NCCL": ("ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport", ("cuda",)),
+    "CUDA_IPC": ("ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport", ("cuda",)),
+}
+
+#: Vendors' collective libraries, as transport names -> words naming the vendors that ship them.
+VENDOR_TRANSPORTS: dict[str, tuple[str, ...]] = {
+    "RCCL": ("amd",), "HCCL": ("intel", "habana", "gaudi", "huawei", "ascend"), "NVSHMEM": ("nvidia",),
+    "NCCOM": ("aws", "amazon", "neuron"), "ONECCL": ("intel",),
+}
+
+
+def transport_owner_problems(spec: Any, family: Any, own_package: str, others: dict[str, str]) -> list[str]:
+    """Why the family may not declare transport ``spec`` (Ray's taken over, another vendor's or family's);
+    ``own_package`` is the top-level package of the plugin's hooks, ``others`` another plugin's transport
+    names -> that plugin."""
+    name, cls = spec.name, spec.manager_class
+    package = cls.split(":", 1)[0].split(".", 1)[0]
+    ray_own = RAY_TRANSPORT_CLASSES.get(name)
+    if ray_own is not None:
+        wrong = []
+        if not spec.builtin_in_ray:
+            wrong.append(f"transport {name} is Ray's own transport: declared with class {cls}, it takes Ray's name "
+                         "over; declare it with builtin_in_ray=True (for path selection) or give yours another name")
+        elif cls != ray_own[0]:
+            wrong.append(f"transport {name} is Ray's own, whose class is {ray_own[0]}, not {cls}: a builtin_in_ray "
+                         "declaration names Ray's class")
+        beyond = sorted(set(spec.devices) - set(ray_own[1]))
+        if beyond:
+            wrong.append(f"transport {name} is Ray's, which moves {', '.join(ray_own[1])} tensors only, not "
+                         f"{', '.join(beyond)}: declare your devices on a transport of your own")
+        return wrong
+    if spec.builtin_in_ray:
+        return [f"transport {name} says builtin_in_ray, but Ray's own transports are "
+                f"{', '.join(RAY_TRANSPORT_CLASSES)}"]
+    wrong = []
+    words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+    vendors = VENDOR_TRANSPORTS.get(name) or next(
+        (owners for fabric, owners in VENDOR_FABRICS.items() if fabric in words), None)
+    if vendors is not None and not own_words(family) & set(vendors):
+        wrong.append(f"transport {name} is {vendors[0].upper()}'s, not {family.vendor}'s: name the family's own "
+                     "transport after the family")
+    if name in others:
+        wrong.append(f"transport {name} is declared by plugin {others[name]} too: another family's transport")
+    if package != own_package:
+        wrong.append(f"transport {name}'s class {cls} lives in {package}, not in the plugin's own package "
+                     f"{own_package}: a transport copied from another plugin moves that plugin's devices")
+    return wrong

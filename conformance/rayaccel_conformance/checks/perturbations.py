@@ -199,3 +199,26 @@ def reorder_differences(healthy: FamilyInventory, reordered: FamilyInventory | N
     if links[0] != links[1]:
         wrong.append(f"the links change ({len(links[0])} -> {len(links[1])})")
     return wrong[:4]
+
+
+def others_changed(base: DownstreamAnswers, rest: DownstreamAnswers, gone: str) -> list[str]:
+    """What the per-device hooks stopped saying about the devices still given when ``gone`` was left out: the
+    links between them and their health must stay as they were (a loop that stops at the first link to a device
+    it was not given drops the rest)."""
+    def links(answers: DownstreamAnswers) -> set[tuple[str, str, str]]:
+        return {(min(ln.a, ln.b), max(ln.a, ln.b), ln.kind) for ln in answers.topology.links
+                if gone not in (ln.a, ln.b)}
+
+    wrong = []
+    dropped = sorted(links(base) - links(rest))
+    if dropped:
+        a, b, kind = dropped[0]
+        wrong.append(f"rayaccel_topology drops {len(dropped)} links between the other devices, such as {a}<->{b} "
+                     f"({kind}): leaving one device out may only take its own links")
+    before = {r.device: r.state for r in base.health if r.device != gone}
+    after = {r.device: r.state for r in rest.health}
+    changed = [dev for dev in sorted(before) if after.get(dev) != before[dev]]
+    if changed:
+        wrong.append(f"rayaccel_health changes {changed[0]} from {before[changed[0]]} to "
+                     f"{after.get(changed[0], 'absent')} ({len(changed)} devices): only the device left out may change")
+    return wrong

@@ -32,6 +32,7 @@ from rayaccel_conformance.checks.perturbations import (
     inventory_traces,
     one_device_fault_leaks,
     order_differences,
+    others_changed,
     removal_choices,
     reorder_differences,
     reorderings,
@@ -434,9 +435,11 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
 
     Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a
     live node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device,
-    devices, resources, fatal, problem codes); then the fault is switched off on the same host and the
-    inventory must equal the fixture's healthy expectation again. Fix: derive health from the vendor's
-    signals on every call; never cache a device's state across calls.
+    devices, resources, fatal, problem codes, and the health reason codes each device must report: the code
+    is what a monitor and an operator act on, so "some fault" with another code fails); then the fault is
+    switched off on the same host and the inventory must equal the fixture's healthy expectation again. Fix:
+    derive health from the vendor's signals on every call, with the reason code of the signal that fired;
+    never cache a device's state across calls.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -603,14 +606,16 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
 
     The suite derives the losses itself: topology, health and metrics are asked again with the discovered
     devices less one (the last, the first, and one whose position in the list is not its index), on the same
-    host, and must not name the device left out; a plugin that reads links or health for every device the
-    vendor lists, rather than for the ``devices`` it is given, keeps a lost card in the topology. Then each
+    host, and must not name the device left out, nor drop the links between the others or change their
+    health; a plugin that reads links or health for every device the vendor lists, rather than for the
+    ``devices`` it is given, keeps a lost card in the topology. Then each
     ``device-lost`` fault of the fixture is switched on, and the inventory built on it must name the lost
     devices nowhere (links, domains, health, metrics, units, labels), while health polled with the devices
     discovered before the loss (as a health monitor polls) reports each lost one unhealthy with a fatal
-    reason; so must each ``lose`` perturbation the
-    fixture declares (docs/fixtures.md), which must also leave the other devices as they were. Fix: build
-    every per-device answer from the ``devices`` argument, never from what the vendor interface lists.
+    reason, with the reason codes the fault's ``expected.reasons`` names for it; so must each ``lose``
+    perturbation the fixture declares (docs/fixtures.md), which must also leave the other devices as they
+    were. Fix: build every per-device answer from the ``devices`` argument, never from what the vendor
+    interface lists, and give a lost device the reason code of a loss.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -619,11 +624,12 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     if not devices:
         raise CheckFailed(subject.consequence(inventory, f"{fx.ref}: no devices to lose"))
     wrong, tried = [], []
+    everything = DownstreamAnswers(subject, simulated_host(fx), devices)
     for position, gone in removal_choices(devices):
         rest = [d for d in devices if d.id != gone.id]
         answers = DownstreamAnswers(subject, simulated_host(fx), rest)
         wrong += [f"{gone.id} (position {position}, index {gone.index}) left out of devices: {trace}"
-                  for trace in answers.traces_of(gone.id)]
+                  for trace in [*answers.traces_of(gone.id), *others_changed(everything, answers, gone.id)]]
         tried.append(f"{gone.id} (position {position}, index {gone.index})")
     healthy_ids = {d.id for d in devices}
     for fault in (f for f in fx.faults if f.kind == "device-lost"):
@@ -645,6 +651,11 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
                 wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before {dev} "
                              f"was lost (as a health monitor does), reports it {state}: a lost device is unhealthy, "
                              "fatally")
+                continue
+            codes = [r.code for r in report.reasons]
+            if lacking := [c for c in fault.expected.reasons.get(dev, []) if c not in codes]:
+                wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before {dev} "
+                             f"was lost, gives reason codes {codes}; the fixture expects {lacking}")
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
     healthy = inventory.family(family.name)
     for variant in (v for v in fx.perturbations if v.kind == "lose"):
