@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -216,7 +217,7 @@ def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> N
 
 
 #: Each probe kind's own file, and a line only that kind's probe has.
-PROBE_VARIANTS = {"sysfs": 'SYSFS = f"/sys/class/{CLASS}"', "command-json": 'LIST = [TOOL, "list", "--json"]',
+PROBE_VARIANTS = {"sysfs": 'SYSFS = f"/sys/class/{CLASS}"', "command-json": '"devices": Query((TOOL, "list", "--json")),',
                   "command-csv": "DEVICE_COLUMNS = (", "python-library": "ADAPTER = LibraryAdapter(LIBRARY"}
 
 
@@ -242,6 +243,51 @@ def test_each_probe_variant_bakes_alone_into_python_that_ruff_finds_clean(kind: 
     assert "src/rayaccel_acme/probe.py" in python and "src/rayaccel_acme/readings.py" in python
     ruff = run([str(BIN / "ruff"), "check", "--no-cache", *python], cwd=project)  # the project's own ruff config
     assert ruff.returncode == 0, ruff.stdout[-3000:]
+
+
+ONE_COMMAND_QUERIES = """QUERIES: dict[str, Query] = {
+    "devices": Query((TOOL, "--json")), "health": Query((TOOL, "--json"), ("health",)),
+    "stats": Query((TOOL, "--json"), ("stats",)),
+}
+"""
+
+
+def test_a_tool_with_one_json_command_changes_only_the_queries_table(tmp_path: Path) -> None:
+    # A vendor whose tool prints everything from one command (`acme-smi --json`) edits QUERIES, nothing else.
+    done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={"probe_kind": "command-json",
+                                                                   "vendor_name": "ACME Corp"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    project = tmp_path / "out" / "rayaccel-acme"
+    probe_file = project / "src" / "rayaccel_acme" / "probe.py"
+    probe = probe_file.read_text(encoding="utf-8")
+    table = re.search(r"^QUERIES: dict\[str, Query\] = \{\n.*?^\}\n", probe, re.MULTILINE | re.DOTALL)
+    assert table is not None
+    probe_file.write_text(probe.replace(table.group(0), ONE_COMMAND_QUERIES), encoding="utf-8")
+    # The same machine as the tool with one command answers it: the three answers in one document.
+    fixture = yaml.safe_load((project / "src" / "rayaccel_acme" / "fixtures" / "acme-4.yaml").read_text())
+    commands = fixture["host"]["commands"]
+
+    def one_document(health: str) -> dict[str, str]:
+        doc = {**json.loads(commands["acme-smi list --json"]["stdout"]), "health": json.loads(health),
+               "stats": json.loads(commands["acme-smi stats --json"]["stdout"])}
+        return {"stdout": json.dumps(doc)}
+
+    fault = fixture["faults"][0]
+    fault["patch"]["commands"] = {"acme-smi --json": one_document(fault["patch"]["commands"]["acme-smi health --json"]
+                                                                  ["stdout"])}
+    fixture["host"]["commands"] = {"acme-smi --json": one_document(commands["acme-smi health --json"]["stdout"])}
+    fixture["name"] = "acme-one-command"
+    (tmp_path / "acme-one-command.yaml").write_text(yaml.safe_dump(fixture, sort_keys=False), encoding="utf-8")
+    env = {**with_path(project / "src"), "RAYACCEL_NO_AUTOLOAD": "1", "RAYACCEL_PLUGINS": "acme=rayaccel_acme.plugin"}
+    for faults, unhealthy in (([], []), (["--fault", fault["name"]], ["ACME-5e1f4c2a-0002"])):
+        shown = run([sys.executable, "-m", "rayaccel", "inspect", "--simulate", str(tmp_path / "acme-one-command.yaml"),
+                     *faults, "--json"], env=env)
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        inventory = json.loads(shown.stdout)
+        assert [p["message"] for p in inventory["problems"]] == []
+        assert len(inventory["devices"]) == 4 and len(inventory["topology"]["links"]) == 6
+        assert sorted(h["device"] for h in inventory["health"] if h["state"] == "unhealthy") == unhealthy
+        assert len({m["device"] for m in inventory["metrics"]}) == 4  # the stats part of the one answer
 
 
 @pytest.mark.parametrize(("answer", "message"), [

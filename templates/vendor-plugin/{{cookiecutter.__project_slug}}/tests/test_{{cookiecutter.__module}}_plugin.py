@@ -76,7 +76,7 @@ def test_unreadable_answers_are_a_problem_for_the_plugin_not_a_crash(manager: Pl
 {% if kind == "sysfs" %}
     data["host"]["files"][f"{probe.SYSFS}/{probe.CLASS}1/memory_mib"] = "lots\n"
 {% elif kind == "command-json" %}
-    data["host"]["commands"][" ".join(probe.LIST)]["stdout"] = "{not json"
+    data["host"]["commands"][" ".join(probe.QUERIES["devices"].argv)]["stdout"] = "{not json"
 {% elif kind == "command-csv" %}
     data["host"]["commands"][" ".join(probe.query("device", probe.DEVICE_COLUMNS))]["stdout"] = "0, only-two\n"
 {% else %}

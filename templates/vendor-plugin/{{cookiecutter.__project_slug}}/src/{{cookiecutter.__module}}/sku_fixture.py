@@ -53,11 +53,12 @@ def fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
         raise ValueError(f"the fixture has no devices under {probe.SYSFS} to rewrite")
 {% elif kind == "command-json" %}
     commands = host.get("commands") or {}
-    line = shlex.join(probe.LIST)
+    asked = probe.QUERIES["devices"]
+    line = shlex.join(asked.argv)
     if line not in commands:
         raise ValueError(f"the fixture has no answer for {line!r} to rewrite")
     doc = json.loads(commands[line]["stdout"])
-    for device in doc.get("devices", []):
+    for device in probe.select(doc, asked).get("devices", []):
         device["product"] = name
         if pci:
             device["pci_device_id"] = pci

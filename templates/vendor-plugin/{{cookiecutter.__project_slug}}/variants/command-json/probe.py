@@ -1,11 +1,24 @@
 """Reads the devices from the vendor's command-line tool, which prints JSON. The one module that touches
 the vendor interface: every other module works on the records in :mod:`readings`.
 
-Commands run (always without a shell and with a timeout)::
+The plugin asks three questions, and :data:`QUERIES` is the one place that says how the tool answers each:
+the command line (run without a shell and with a timeout) and where the answer sits in the JSON it prints.
+As generated, each question is a command of its own::
 
     {{ cookiecutter.__tool }} list --json     {"driver_version": ..., "devices": [...], "links": [...]}
     {{ cookiecutter.__tool }} health --json   {"devices": [{"uuid", "fatal_errors", "corrected_errors"}]}
     {{ cookiecutter.__tool }} stats --json    {"devices": [{"uuid", "utilization", "temperature", "power", "memory_used_mib"}]}
+
+A tool with ONE JSON command printing everything changes only :data:`QUERIES`, giving each question the same
+command and the key its part sits under, e.g. for ``{{ cookiecutter.__tool }} --json`` printing
+``{"driver_version": ..., "devices": [...], "links": [...], "health": {"devices": [...]}, "stats": {...}}``::
+
+    EVERYTHING = (TOOL, "--json")
+    QUERIES = {"devices": Query(EVERYTHING), "health": Query(EVERYTHING, ("health",)),
+               "stats": Query(EVERYTHING, ("stats",))}
+
+The parsers below then read the same records as before. Only where the records themselves differ (other
+field names) does a parser change.
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rayaccel import CommandNotFound, Device, Host, HostError, report_problem
@@ -35,11 +49,22 @@ from {{ cookiecutter.__module }}.readings import (
     whole_number,
 )
 
-# VENDOR: your tool's name and the arguments that make it print JSON.
+
+@dataclass(frozen=True)
+class Query:
+    """How the tool answers one question: the command line, and the keys leading to the answer in its JSON."""
+
+    argv: tuple[str, ...]
+    path: tuple[str, ...] = ()
+
+
+# VENDOR: your tool's name, and for each question the command that answers it and where (see the docstring).
 TOOL = "{{ cookiecutter.__tool }}"
-LIST = [TOOL, "list", "--json"]
-HEALTH = [TOOL, "health", "--json"]
-STATS = [TOOL, "stats", "--json"]
+QUERIES: dict[str, Query] = {
+    "devices": Query((TOOL, "list", "--json")),  # {"driver_version", "devices": [...], "links": [...]}
+    "health": Query((TOOL, "health", "--json")),  # {"devices": [{"uuid", "fatal_errors", "corrected_errors"}]}
+    "stats": Query((TOOL, "stats", "--json")),  # {"devices": [{"uuid", "utilization", ...}]}
+}
 #: A wedged driver makes management tools hang; never wait longer than this.
 TIMEOUT = 5.0
 
@@ -52,9 +77,26 @@ def _checked(argv: list[str], text: str) -> str:
     return text
 
 
+def query(host: Host, question: str) -> Any | None:
+    """The part of the tool's JSON answer that answers ``question`` (a key of :data:`QUERIES`); None when the
+    tool is not installed (no driver: no devices)."""
+    asked = QUERIES[question]
+    answer = run_json(host, list(asked.argv))
+    return None if answer is None else select(answer, asked)
+
+
+def select(answer: Any, asked: Query) -> Any:
+    """The part of a parsed answer ``asked.path`` leads to."""
+    for key in asked.path:
+        if not isinstance(answer, dict) or key not in answer:
+            raise ProbeError(f"{shlex.join(asked.argv)} printed no {key!r} object")
+        answer = answer[key]
+    return answer
+
+
 def run_json(host: Host, argv: list[str]) -> Any | None:
     """The tool's parsed answer; None when the tool is not installed (no driver: no devices)."""
-    if host.which(TOOL) is None:
+    if host.which(argv[0]) is None:
         return None
     try:
         result = host.run(argv, timeout=TIMEOUT)
@@ -90,7 +132,8 @@ def _device(row: dict[str, Any]) -> DeviceInfo:
 
 
 def parse_devices(doc: Any) -> list[DeviceInfo]:
-    return sorted(each_record(_rows(doc, "devices"), _device, shlex.join(LIST)), key=lambda d: d.index)
+    return sorted(each_record(_rows(doc, "devices"), _device, shlex.join(QUERIES["devices"].argv)),
+                  key=lambda d: d.index)
 
 
 def parse_links(doc: Any) -> list[PeerLink]:
@@ -110,7 +153,7 @@ def _health(row: dict[str, Any]) -> DeviceHealth:
 
 
 def parse_health(doc: Any) -> dict[str, DeviceHealth]:
-    return {h.uuid: h for h in each_record(_rows(doc, "devices"), _health, shlex.join(HEALTH))}
+    return {h.uuid: h for h in each_record(_rows(doc, "devices"), _health, shlex.join(QUERIES["health"].argv))}
 
 
 def parse_stats(doc: Any) -> dict[str, DeviceStats]:
@@ -121,29 +164,29 @@ def parse_stats(doc: Any) -> dict[str, DeviceStats]:
         return DeviceStats(uuid, reading(r["utilization"], "utilization"), reading(r["temperature"], "temperature"),
                            reading(r["power"], "power"), whole_number(r["memory_used_mib"], "memory_used_mib"))
 
-    return {s.uuid: s for s in each_record(_rows(doc, "devices"), build, shlex.join(STATS))}
+    return {s.uuid: s for s in each_record(_rows(doc, "devices"), build, shlex.join(QUERIES["stats"].argv))}
 
 
 def driver_version(host: Host) -> str | None:
-    doc = run_json(host, LIST)
+    doc = query(host, "devices")
     return version_text(doc.get("driver_version")) if isinstance(doc, dict) else None
 
 
 def read_devices(host: Host) -> list[DeviceInfo]:
-    doc = run_json(host, LIST)
+    doc = query(host, "devices")
     return [] if doc is None else parse_devices(doc)
 
 
 def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
-    doc = run_json(host, LIST)
-    return [] if doc is None or "links" not in doc else parse_links(doc)
+    doc = query(host, "devices")
+    return [] if not isinstance(doc, dict) or "links" not in doc else parse_links(doc)
 
 
 def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
-    doc = run_json(host, HEALTH)
+    doc = query(host, "health")
     return {} if doc is None else parse_health(doc)
 
 
 def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
-    doc = run_json(host, STATS)
+    doc = query(host, "stats")
     return {} if doc is None else parse_stats(doc)
