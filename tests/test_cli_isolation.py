@@ -132,6 +132,7 @@ def test_export_asks_cloud_hints_of_the_workers() -> None:
     types = exported["available_node_types"]
     assert types["aws-p5.48xlarge-nvidia"]["resources"] == {"GPU": 8.0, "accelerator_type:H100": 1.0}
     assert not any(name.endswith("-hostile-calls") for name in types)
-    failed = [p["message"] for p in exported["problems"] if (p["plugin"], p["code"]) == ("hostile-calls", "worker-failed")]
+    failed = [p["message"] for p in exported["problems"]
+              if (p["plugin"], p["code"]) == ("hostile-calls", "worker-failed")]
     assert len(failed) == 1, failed  # said once: its hooks are not called again for this command
     assert "exited with code 7 when rayaccel_cloud_hints was called" in failed[0]

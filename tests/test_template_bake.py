@@ -217,7 +217,8 @@ def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> N
 
 
 #: Each probe kind's own file, and a line only that kind's probe has.
-PROBE_VARIANTS = {"sysfs": 'SYSFS = f"/sys/class/{CLASS}"', "command-json": '"devices": Query((TOOL, "list", "--json")),',
+PROBE_VARIANTS = {"sysfs": 'SYSFS = f"/sys/class/{CLASS}"',
+                  "command-json": '"devices": Query((TOOL, "list", "--json")),',
                   "command-csv": "DEVICE_COLUMNS = (", "python-library": "ADAPTER = LibraryAdapter(LIBRARY"}
 
 
