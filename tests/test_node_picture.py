@@ -86,11 +86,33 @@ def test_partitions_sit_inside_their_device():
     assert len(partitions) == len(inventory.families[0].devices[0].partitions) == 3
 
 
-def test_devices_that_are_partitions_of_one_package_are_drawn_inside_it():
-    svg = node_svg(inventory_of("amd/mi300x-cpx-nps4"))
-    packages = elements(svg, "package")
-    assert len(packages) == 8  # 8 MI300X, each in CPX mode: 8 partitions apiece
-    assert all("8 partitions" in "".join(p.itertext()) for p in packages)
+def test_amd_compute_partitions_are_drawn_inside_their_gpu_with_their_profile():
+    inventory = inventory_of("amd/mi300x-cpx-nps4")
+    svg = node_svg(inventory)
+    gpus = elements(svg, "device")
+    assert len(gpus) == 8  # 8 MI300X, each in CPX mode: 8 partitions apiece, inside it
+    for gpu in gpus:
+        parts = [e for e in gpu.iter() if "partition" in (e.get("class") or "").split()]
+        assert len(parts) == 8
+        assert all([t.text for t in p.iter(f"{SVG}text")] == ["cpx"] for p in parts)  # the profile, shown
+    assert_readable(svg)
+
+
+def test_a_partitions_own_fault_is_drawn_on_it_alone_and_its_id_is_text():
+    from rayaccel.records import HealthReason, HealthReport
+
+    inventory = inventory_of("nvidia/a100-mig")
+    (family,) = inventory.families
+    gpu = family.devices[0]
+    hostile = gpu.partitions[1].model_copy(update={"id": SCRIPT})
+    gpu = gpu.model_copy(update={"partitions": [gpu.partitions[0], hostile, *gpu.partitions[2:]]})
+    fault = HealthReport(device=SCRIPT, state="unhealthy", reasons=[HealthReason(code="xid-94", message="ecc")])
+    changed = inventory.model_copy(update={"families": [family.model_copy(
+        update={"devices": [gpu], "health": [*family.health, fault]})]})
+    svg = node_svg(changed)
+    parts = elements(svg, "partition")
+    assert ["health-unhealthy" in (p.get("class") or "") for p in parts] == [False, True, False]
+    assert "<script" not in svg and "&lt;script&gt;" in svg
 
 
 def test_the_scale_up_domain_and_a_tpu_slices_hosts_are_shown():

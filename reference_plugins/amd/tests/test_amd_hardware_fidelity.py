@@ -50,12 +50,14 @@ def test_partitions_sharing_a_uuid_are_all_offered(manager, fixtures, monkeypatc
     family = result.family("amd")
     assert family is not None
     assert "duplicate-device" not in {p.code for p in result.problems}
-    assert result.resources["GPU"] == 64.0 == ray_count(monkeypatch, host)
+    # Ray counts 64 GPUs; here they are 64 compute partitions of 8 GPUs (a deliberate difference, README).
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    assert "GPU" not in result.resources and len(family.devices) == 8
     ids = [d.id for d in family.devices]
-    assert len(set(ids)) == 64
+    assert len({p.attributes["uuid"] for d in family.devices for p in d.partitions}) == 64
     assert all(ID_FALLBACK in d.attributes for d in family.devices)
     (warning,) = [p for p in result.problems if p.code == "fallback-device-id"]
-    assert warning.severity == "warning" and "and 63 more devices" in warning.message
+    assert warning.severity == "warning" and "and 7 more devices" in warning.message
     assert "ROCm before 7.12" in warning.message and "stays on the upgrade" in warning.message
     # Ids are stable from one probe to the next (health and the Ray bridge rely on it).
     again = collect_inventory(manager, host).family("amd")
@@ -69,11 +71,10 @@ def test_partitions_with_their_own_uuids_carry_their_partition_id(manager, fixtu
     assert family is not None
     assert [p for p in result.problems if p.severity == "error"] == []
     assert "fallback-device-id" not in {p.code for p in result.problems}
-    assert result.resources["GPU"] == 64.0 == ray_count(monkeypatch, host)
-    assert [d.attributes["partition_id"] for d in family.devices[:8]] == list(range(8))
-    # Partition queries answer N/A on partitions other than 0: absent there, not an error.
-    assert family.devices[0].attributes["compute_partition"] == "CPX"
-    assert "compute_partition" not in family.devices[1].attributes
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    assert [p.attributes["partition_id"] for p in family.devices[0].partitions] == list(range(8))
+    # Partition queries answer N/A on partitions other than 0: the primary's answer is the GPU's.
+    assert {d.attributes["compute_partition"] for d in family.devices} == {"CPX"}
     assert {h.state for h in family.health} == {"healthy"}
 
 
@@ -82,9 +83,12 @@ def test_a_gpu_known_only_by_its_pci_id_is_offered_with_a_warning(manager, fixtu
     result = collect_inventory(manager, host)
     family = result.family("amd")
     assert family is not None
-    assert result.resources["GPU"] == 64.0 == ray_count(monkeypatch, host)
-    gpu = family.devices[9]
-    assert gpu.id == "amdsmi-gpu-9" and gpu.pci_device_id == "0x74a1" and gpu.sku == "mi300x"
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    # Its HIP uuid (the package's) still places it: partition 1 of GPU 1, not a GPU of its own.
+    gpu = family.devices[1]
+    assert len(family.devices) == 8 and gpu.partitions[1].id == "9"
+    assert gpu.partitions[1].attributes["uuid"] == "amdsmi-gpu-9" and gpu.pci_device_id == "0x74a1"
+    assert gpu.sku == "mi300x"
     assert [(p.code, p.severity) for p in result.problems] == [("fallback-device-id", "warning")]
 
 

@@ -84,9 +84,13 @@ def test_rocm_7_12_partition_ids_are_the_uuids_amdsmi_reports(manager: PluginMan
     result = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
     family = result.family("amd")
     assert family is not None and "fallback-device-id" not in {p.code for p in result.problems}
-    for device in family.devices[:16]:
-        assert int(device.id[2:4], 16) == device.attributes["partition_id"]
-        assert device.pci_bus_id is not None and device.pci_bus_id.endswith(f".{device.attributes['partition_id']}")
+    for device in family.devices[:2]:
+        # The GPU is the "no partition" uuid; each partition keeps the uuid amdsmi reports for it.
+        assert device.id[2:4] == "ff" and device.pci_bus_id is not None and device.pci_bus_id.endswith(".0")
+        for partition in device.partitions:
+            number = partition.attributes["partition_id"]
+            assert int(str(partition.attributes["uuid"])[2:4], 16) == number
+            assert str(partition.attributes["pci_bus_id"]).endswith(f".{number}")
 
 
 def test_shared_uuids_become_the_ids_rocm_7_12_reports(manager: PluginManager, fixtures: Fixtures) -> None:
@@ -124,8 +128,10 @@ def test_without_any_partition_source_ids_are_a_fallback_that_says_it_changes(ma
 
     result = collect_inventory(manager, _shared_uuid_host(fixtures, hide_partition))
     family = result.family("amd")
-    assert family is not None and len({d.id for d in family.devices}) == 64
-    assert family.devices[1].id == "1aff74a1-0000-1000-804f-6a2f95e3d5c0-1"
+    # No PCI address: the HIP uuid (the package's) still groups the partitions into their GPU.
+    assert family is not None and len(family.devices) == 8
+    assert family.devices[0].id == "1aff74a1-0000-1000-804f-6a2f95e3d5c0"
+    assert family.devices[0].partitions[1].attributes["uuid"] == "1aff74a1-0000-1000-804f-6a2f95e3d5c0-1"
     (warning,) = [p for p in result.problems if p.code == "fallback-device-id"]
     assert "changes when the node moves to ROCm 7.12+" in warning.message
 
@@ -149,8 +155,9 @@ def test_both_amd_smi_layouts_give_partition_mode_and_id(manager: PluginManager,
     result = collect_inventory(manager, SimulatedHost(fixtures[name]))
     family = result.family("amd")
     assert family is not None and [p for p in result.problems if p.severity == "error"] == []
-    assert [d.attributes["partition_id"] for d in family.devices] == [0, 1] * 8
-    assert [d.attributes.get("compute_partition") for d in family.devices[:2]] == ["DPX", None]
+    assert [p.attributes["partition_id"] for d in family.devices for p in d.partitions] == [0, 1] * 8
+    assert {d.attributes.get("compute_partition") for d in family.devices} == {"DPX"}
+    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx"}
     assert family.devices[0].attributes["memory_partition"] == "NPS1"
     assert family.labels["amd.com/gpu.compute-partition"] == "DPX"
     # Partitions share their GPU's uuid on ROCm 6.4/7.0: the ids are the ones ROCm 7.12 reports.
@@ -165,6 +172,8 @@ def test_partition_command_failing_keeps_the_gpus_and_their_ids(manager: PluginM
     assert family is not None
     assert [d.id for d in family.devices] == fixtures[DPX_26].expected.device_ids  # list's partition_id
     assert "compute_partition" not in family.devices[0].attributes
+    # The mode is unknown, the count is not: 2 of an MI300X's 8 XCDs' worth each is DPX.
+    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx"}
     (failed,) = [p for p in result.problems if p.code == "amd-smi-failed"]
     assert "amd-smi partition --current --json" in failed.message
 

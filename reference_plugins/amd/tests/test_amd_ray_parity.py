@@ -81,7 +81,16 @@ def test_ray_and_plugin_agree_on_the_same_machine(ray_amd, manager, fixtures, na
     inventory = collect_inventory(manager, host)
     family = inventory.family("amd")
 
-    assert ray_manager.get_current_node_num_accelerators() == len(family.devices) == inventory.resources["GPU"]
+    offered = [p.id for d in family.devices for p in d.partitions] or [u for d in family.devices for u in d.unit_ids]
+    assert ray_manager.get_current_node_num_accelerators() == len(offered)
+    if any(d.partitions for d in family.devices):
+        # Deliberate difference (README, "Partitions"): Ray counts each compute partition as a GPU; here they
+        # are GPU_COMPUTE_PARTITION_<mode>, the same ids (HIP's) in HIP_VISIBLE_DEVICES, and no GPU is whole.
+        (name,) = [k for k in inventory.resources if k.startswith("GPU_COMPUTE_PARTITION_")]
+        assert inventory.resources[name] == len(offered) and "GPU" not in inventory.resources
+        assert offered == [str(i) for i in range(len(offered))]  # Ray's ids are the positions: the same here
+    else:
+        assert len(family.devices) == inventory.resources["GPU"]
     assert ray_manager.get_current_node_accelerator_type() == family.accelerator_type
     assert ray_manager.get_resource_name() == family.family.resource_name
     assert ray_manager.get_visible_accelerator_ids_env_var() == family.family.visible_devices_env_var

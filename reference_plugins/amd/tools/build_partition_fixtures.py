@@ -135,8 +135,9 @@ def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) 
 
 
 def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: str, memory_mode: str,
-                    hive: str | None) -> dict[str, str]:
-    """The node labels, worked out from the fixture's facts (the hive: joined by xGMI links, when recorded)."""
+                    hive: str | None, partitions: int) -> dict[str, str]:
+    """The node labels, worked out from the fixture's facts (the hive: joined by xGMI links, when recorded):
+    ``count`` physical GPUs of ``memory_mib`` each, ``partitions`` compute partitions in all."""
     labels = {"rayaccel.io/family": "amd", "rayaccel.io/vendor": "AMD", "rayaccel.io/sku-known": "true",
               "rayaccel.io/count": str(count), "rayaccel.io/interconnect": "xgmi" if hive else "none",
               "rayaccel.io/health": "healthy", "ray.io/accelerator-type": "AMD-Instinct-MI300X-OAM",
@@ -146,14 +147,23 @@ def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: s
     if hive:
         labels.update({"rayaccel.io/scale-up-domain": hive, "rayaccel.io/scale-up-domain-kind": "xgmi-hive",
                        "rayaccel.io/scale-up-domain-size": str(count)})
+    labels.update({"rayaccel.io/partition-kind": "compute-partition",
+                   f"rayaccel.io/partition-compute-partition-{mode.lower()}": str(partitions)})
     labels.update({"amd.com/gpu.compute-partition": mode, "amd.com/gpu.memory-partition": memory_mode,
                    "amd.com/gpu.gfx-target": "gfx942"})
     return labels
 
 
-def expected_ids(partitions: int) -> list[str]:
-    """Both ROCm behaviours end in the ids ROCm 7.12 reports (see the module docstring)."""
-    return [uuid_of(g, p, per_partition=True) for g in range(PHYSICAL) for p in range(partitions)]
+def expected_ids() -> list[str]:
+    """Each physical GPU is one device, its partitions inside it (the plugin's README, "Partitions"): its id is
+    amdsmi's uuid with the "no partition" second byte, what every ROCm before 7.12 reports for each partition."""
+    return [uuid_of(g, 0, per_partition=False) for g in range(PHYSICAL)]
+
+
+def expected_resources(mode: str, partitions: int) -> dict[str, float]:
+    """Not Ray's GPU count: every compute partition is a GPU_COMPUTE_PARTITION_<mode> (docs/partitions.md)."""
+    return {f"GPU_COMPUTE_PARTITION_{mode.lower()}": float(partitions),
+            "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
 
 
 def library_fixture(per_partition: bool) -> dict[str, Any]:
@@ -161,26 +171,27 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
     rocm = "7.12.0" if per_partition else "7.0.2"
     gpus = {str(g * partitions + p): library_gpu(g, p, partitions, per_partition)
             for g in range(PHYSICAL) for p in range(partitions)}
-    ids = expected_ids(partitions)
+    ids = expected_ids()
     expected = {
-        "devices": 64, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
-        # Ray counts every amdsmi processor handle: 64.
-        "resources": {"GPU": 64.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0},
+        "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
+        # Ray counts every amdsmi processor handle as a GPU (64); here they are 64 partitions of 8 GPUs.
+        "resources": expected_resources("CPX", 64),
         # amdsmi_topo_get_link_type is not recorded here: no links, so no hive domain.
         "links": 0, "skus": {i: "mi300x" for i in ids},
-        "labels": expected_labels(64, VRAM_MB // partitions, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
-                                  "NPS4", hive=None),
+        "labels": expected_labels(8, VRAM_MB, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
+                                  "NPS4", hive=None, partitions=64),
     }
     faults: list[dict[str, Any]] = []
     if per_partition:
         faults.append({
             "name": "gpu9-pci-id-only", "kind": "other",
             "description": "logical GPU 9 answers only its PCI device id: amdsmi_get_gpu_device_uuid and "
-                           "amdsmi_get_gpu_device_bdf fail (AMDSMI_STATUS_NOT_SUPPORTED); Ray still counts it",
+                           "amdsmi_get_gpu_device_bdf fail (AMDSMI_STATUS_NOT_SUPPORTED); Ray still counts it, and "
+                           "its HIP uuid still places it in GPU 1",
             "patch": {"libraries": {"amdsmi": {"gpus": {"9": {"errors": {"amdsmi_get_gpu_device_uuid": 2,
                                                                           "amdsmi_get_gpu_device_bdf": 2}}}}}},
             # The fallback id is a warning (fallback-device-id), not an error.
-            "expected": {"devices": 64, "health": {}, "resources": expected["resources"], "fatal": False,
+            "expected": {"devices": 8, "health": {}, "resources": expected["resources"], "fatal": False,
                          "problem_codes": []}})
     name = "mi300x-cpx-nps4" if per_partition else "mi300x-cpx-nps4-shared-uuid"
     description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (one PCI "
@@ -297,13 +308,13 @@ def cli_fixture(layout: int) -> dict[str, Any]:
     if layout == 26:
         commands["amd-smi partition --current --json"] = {"stdout": dumps({"current_partition":
                                                                            partition_rows(partitions)})}
-    ids = [uuid_of(g, p, per_partition=True) for g, p, _ in logical]
-    resources = {"GPU": 16.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
-    expected = {"devices": 16, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
-                # 16 logical GPUs, every pair joined by xGMI: 120 links, one hive (amd-smi does not name it).
-                "resources": resources, "links": 120, "skus": {i: "mi300x" for i in ids},
-                "labels": expected_labels(16, VRAM_MB // partitions, "6.12.12" if layout == 25 else "6.14.14", rocm,
-                                          "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0")}
+    ids = expected_ids()
+    resources = expected_resources("DPX", 16)
+    expected = {"devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
+                # 8 GPUs, every pair joined by xGMI: 28 links, one hive (amd-smi does not name it).
+                "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
+                "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
+                                          "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16)}
     faults: list[dict[str, Any]] = []
     if layout == 26:
         faults.append({
@@ -313,7 +324,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
             "patch": {"commands": {"amd-smi partition --current --json": {
                 "stdout": "", "stderr": "AMD-SMI: partition: failed to read accelerator partition profile\n",
                 "returncode": 1}}},
-            "expected": {"devices": 16, "health": {}, "resources": resources, "fatal": False, "problem_codes": []}})
+            "expected": {"devices": 8, "health": {}, "resources": resources, "fatal": False, "problem_codes": []}})
     name = f"mi300x-dpx-amd-smi-{layout}"
     where = ("`static --json` has the partition section (accelerator_partition, memory_partition, partition_id)"
              if layout == 25 else "partition data is only in `amd-smi partition --current --json`, not `static`")

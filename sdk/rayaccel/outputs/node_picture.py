@@ -1,9 +1,10 @@
 """The node as a picture: one self-contained SVG (or an HTML page holding it) drawn from the inventory.
 
 What it shows, family by family: each device with its index, product, SKU, memory and a health colour;
-partitions inside their device (MIG instances, NeuronCores) and devices that are partitions of one
-physical package (AMD CPX/DPX) inside that package; devices grouped by NUMA node with the node's CPUs and
-NICs; links drawn by kind (colour) and bandwidth (width, label or legend); the scale-up domain around its
+partitions inside their device (MIG instances, AMD compute partitions: ``Device.partitions``, each with its
+profile and drawn red when its own health is unhealthy) or, without partitions, its schedulable units
+(NeuronCores); devices grouped by NUMA node with the node's CPUs and NICs; links drawn by kind (colour)
+and bandwidth (width, label or legend); the scale-up domain around its
 members, with its size beyond this host (a TPU slice's hosts as a row of cells, this one marked); the
 node's problems beside. Drawn with drawsvg; nothing is fetched from the network. Every vendor string is
 text content (escaped by drawsvg) or an attribute escaped here, so a product name that is markup or
@@ -23,7 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel.records import Device, Domain, FamilyInventory, Link, NodeInventory, Problem
+from rayaccel.records import (
+    Device,
+    Domain,
+    FamilyInventory,
+    HealthReport,
+    Link,
+    NodeInventory,
+    Problem,
+    partition_resource_name,
+)
 
 #: Health state -> (fill, stroke): light fill to read text on, a strong edge and stripe.
 HEALTH_COLOURS: dict[str, tuple[str, str]] = {
@@ -81,14 +91,6 @@ def clip(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: max(chars - 1, 1)] + "…"
 
 
-def physical_key(device: Device) -> str | None:
-    """Devices that are partitions of one physical package (AMD CPX/DPX exposes each as a device) share the
-    PCI address up to the function; None for a device that stands alone."""
-    if "partition_id" not in device.attributes or not device.pci_bus_id:
-        return None
-    return device.pci_bus_id.rsplit(".", 1)[0]
-
-
 @dataclass
 class Placed:
     """A device's box once laid out."""
@@ -105,7 +107,7 @@ class Placed:
 
 @dataclass
 class Box:
-    """A rectangle a group occupies (NUMA node, package, domain)."""
+    """A rectangle a group occupies (NUMA node, domain)."""
 
     x: float
     y: float
@@ -120,7 +122,6 @@ class FamilyLayout:
     height: float = 0.0
     devices: dict[str, Placed] = field(default_factory=dict)
     numa: list[tuple[str, str, Box]] = field(default_factory=list)  # (title, detail, box)
-    packages: list[tuple[str, Box]] = field(default_factory=list)
 
 
 def _numa_groups(family: FamilyInventory) -> list[tuple[int | None, list[Device]]]:
@@ -147,24 +148,8 @@ def _numa_detail(family: FamilyInventory, devices: Sequence[Device]) -> str:
     return " · ".join(parts)
 
 
-def _packages(devices: Sequence[Device]) -> list[tuple[str | None, list[Device]]]:
-    packages: list[tuple[str | None, list[Device]]] = []
-    for device in devices:
-        key = physical_key(device)
-        if key is not None and packages and packages[-1][0] == key:
-            packages[-1][1].append(device)
-        else:
-            packages.append((key, [device]))
-    return packages
-
-
-def _package_width(devices: int, key: str | None, size: CellSize) -> float:
-    cols = min(devices, 4)
-    return cols * size.width + (cols - 1) * GAP + (16 if key is not None else 0)
-
-
 def layout_family(family: FamilyInventory, top: float) -> FamilyLayout:
-    """Place the family's devices: NUMA groups stacked, packages flowing in rows within each."""
+    """Place the family's devices: NUMA groups stacked, devices flowing in rows within each."""
     size = COMPACT if len(family.devices) > 16 else NORMAL
     placed = FamilyLayout(family, top)
     y = top
@@ -172,33 +157,19 @@ def layout_family(family: FamilyInventory, top: float) -> FamilyLayout:
     for numa, devices in _numa_groups(family):
         header = 26
         x0, y0 = MARGIN, y
-        x, row_y, row_height = float(x0 + inner), float(y0 + header), 0.0
+        x, row_y = float(x0 + inner), float(y0 + header)
         right = x
-        packages = _packages(devices)
-        widest = max(_package_width(len(members), key, size) for key, members in packages)
-        fits = max(int((MAX_WIDTH - 2 * inner + GAP) // (widest + GAP)), 1)
+        fits = max(int((MAX_WIDTH - 2 * inner + GAP) // (size.width + GAP)), 1)
         # Wider than tall for the family as a whole (8 GPUs: 4 a row), never one long row.
         fits = min(fits, max(2, math.ceil(math.sqrt(2 * len(family.devices)))))
-        per_row = math.ceil(len(packages) / math.ceil(len(packages) / fits))  # rows balanced: 4 + 4, not 7 + 1
-        for n, (key, members) in enumerate(packages):
-            cols = min(len(members), 4)
-            rows = math.ceil(len(members) / cols)
-            pad = 8 if key is not None else 0
-            width = _package_width(len(members), key, size)
-            height = rows * size.height + (rows - 1) * GAP + 2 * pad + (16 if key is not None else 0)
+        per_row = math.ceil(len(devices) / math.ceil(len(devices) / fits))  # rows balanced: 4 + 4, not 7 + 1
+        for n, device in enumerate(devices):
             if n and n % per_row == 0:
-                x, row_y, row_height = x0 + inner, row_y + row_height + GAP, 0.0
-            if key is not None:
-                placed.packages.append((f"{members[0].product_name} · {key} · {len(members)} partitions",
-                                        Box(x, row_y, width, height)))
-            for i, device in enumerate(members):
-                dx = x + pad + (i % cols) * (size.width + GAP)
-                dy = row_y + pad + (16 if key is not None else 0) + (i // cols) * (size.height + GAP)
-                placed.devices[device.id] = Placed(device, dx, dy, size)
-            x += width + GAP
+                x, row_y = x0 + inner, row_y + size.height + GAP
+            placed.devices[device.id] = Placed(device, x, row_y, size)
+            x += size.width + GAP
             right = max(right, x - GAP)
-            row_height = max(row_height, height)
-        bottom = row_y + row_height + inner
+        bottom = row_y + size.height + inner
         title = f"NUMA node {numa}" if numa is not None else "NUMA node not reported"
         placed.numa.append((title, _numa_detail(family, devices), Box(x0, y0, max(right + inner - x0, 320),
                                                                            bottom - y0)))
@@ -255,8 +226,16 @@ class NodePicture:
 
     def _family(self, family: FamilyInventory) -> None:
         name = family.family.name
-        title = (f"{family.family.vendor} {name}: {len(family.devices)} devices, {len(family.schedulable_units)} "
-                 f"schedulable {family.family.resource_name} units, type {family.accelerator_type or 'unknown'}")
+        resource = family.family.resource_name
+        profiles: dict[str, int] = {}
+        for partition in (p for d in family.devices for p in d.partitions):
+            key = partition_resource_name(resource, partition.kind, partition.profile)
+            profiles[key] = profiles.get(key, 0) + 1
+        offered = [f"{count} partitions as {key}" for key, count in profiles.items()]
+        if family.schedulable_units or not offered:
+            offered.insert(0, f"{len(family.schedulable_units)} schedulable {resource} units")
+        title = (f"{family.family.vendor} {name}: {len(family.devices)} devices, {', '.join(offered)}, type "
+                 f"{family.accelerator_type or 'unknown'}")
         self.elements.append(self.text(title, MARGIN, self.y + 18, 16, font_weight="bold", class_="family"))
         self.y += 30
         domain_band = self._domains_band(family, self.y)
@@ -271,16 +250,10 @@ class NodePicture:
             group.append(self.text(title_, box.x + 12, box.y + 18, 13, font_weight="bold"))
             group.append(self.text(detail, box.x + 22 + 9 * len(title_), box.y + 18, 12, fill="#5f6368"))
             self.elements.append(group)
-        for key, box in layout.packages:
-            group = self.dw.Group(class_="package")
-            group.append(self.dw.Rectangle(box.x, box.y, box.width, box.height, rx=6, fill="#ffffff",
-                                           stroke="#9aa0a6", stroke_width=1.2, stroke_dasharray="4 3"))
-            group.append(self.text(clip(key, int(box.width / 6.2)), box.x + 8, box.y + 14, 11, fill="#5f6368"))
-            self.elements.append(group)
         labels = self._links(family, layout)  # under the devices; their bandwidth labels above them
         health = {h.device: h for h in family.health}
         for placed in layout.devices.values():
-            self._device(name, placed, health.get(placed.device.id))
+            self._device(name, placed, health)
         self.elements.extend(labels)
         self.y = layout.top + layout.height + 4
         self._link_legend(family)
@@ -364,8 +337,9 @@ class NodePicture:
                                         class_="link-label"))
         return labels
 
-    def _device(self, family: str, placed: Placed, report: Any) -> None:
+    def _device(self, family: str, placed: Placed, health: dict[str, HealthReport]) -> None:
         d, size = placed.device, placed.size
+        report = health.get(d.id)
         state = report.state if report is not None else "unknown"
         fill, stroke = HEALTH_COLOURS.get(state, HEALTH_COLOURS["unknown"])
         group = self.dw.Group(id=f"device-{family}-{d.index}", class_=f"device health-{state}",
@@ -391,31 +365,37 @@ class NodePicture:
         if state != "healthy":
             codes = ", ".join(r.code for r in report.reasons) if report is not None and report.reasons else state
             group.append(self.text(clip(codes, chars), x, y + size.height - 12, 11, fill=stroke, font_weight="bold"))
-        self._inner_parts(group, placed)
+        self._inner_parts(group, placed, health)
         self.elements.append(group)
 
-    def _inner_parts(self, group: Any, placed: Placed) -> None:
-        """Partitions (MIG) inside their device, else the schedulable units (cores) when there are several."""
+    def _inner_parts(self, group: Any, placed: Placed, health: dict[str, HealthReport]) -> None:
+        """Partitions (MIG instances, AMD compute partitions) inside their device, each with its profile, up to
+        four a row; else the schedulable units (cores) when there are several."""
         d, size = placed.device, placed.size
-        parts: list[tuple[str, str]] = [(p.profile or p.kind, f"{p.kind} {p.profile or ''} {p.id}")
-                                        for p in d.partitions]
+        parts: list[tuple[str, str, str]] = [(p.profile, f"{p.kind} {p.profile} {p.id}", p.id) for p in d.partitions]
         if not parts and len(d.units) > 1:
-            parts = [(u, f"unit {u}") for u in d.units]
+            parts = [(u, f"unit {u}", u) for u in d.units]
         if not parts:
             return
-        top = placed.y + (52 if size.compact else 68)
+        per_row = min(len(parts), 4) if d.partitions else len(parts)
+        rows = math.ceil(len(parts) / per_row)
+        top = min(placed.y + (52 if size.compact else 68), placed.y + size.height - rows * 16 - 4)
         available = size.width - 16
-        cell_w = max(min(available / len(parts) - 3, 56), 10)
-        for i, (label, title) in enumerate(parts):
-            x = placed.x + 8 + i * (cell_w + 3)
+        cell_w = max(min(available / per_row - 3, 56), 10)
+        for i, (label, title, part_id) in enumerate(parts):
+            x = placed.x + 8 + (i % per_row) * (cell_w + 3)
+            y = top + (i // per_row) * 16
             if x + cell_w > placed.x + size.width - 4:
-                break
-            part = self.dw.Group(class_="partition")
-            box = self.dw.Rectangle(x, top, cell_w, 16, rx=2, fill="#ffffff", stroke="#5f6368", stroke_width=1)
+                continue  # more units than fit on the row: the rest are not drawn
+            own = health.get(part_id) if d.partitions else None
+            bad = own is not None and own.state == "unhealthy"
+            part = self.dw.Group(class_="partition" + (" health-unhealthy" if bad else ""))
+            box = self.dw.Rectangle(x, y, cell_w, 14, rx=2, fill="#fce8e6" if bad else "#ffffff",
+                                    stroke="#c5221f" if bad else "#5f6368", stroke_width=1)
             box.append_title(title)
             part.append(box)
             if cell_w >= 24:
-                part.append(self.text(clip(label, int(cell_w // 6)), x + cell_w / 2, top + 12, 9,
+                part.append(self.text(clip(label, int(cell_w // 6)), x + cell_w / 2, y + 11, 9,
                                       text_anchor="middle", font_family=MONO))
             group.append(part)
 

@@ -7,6 +7,10 @@
   healthy, reported as a reason;
 - ``amd-smi metric`` failing -> unknown (still scheduled): nothing says the GPU is bad, nothing says it is good;
 - a GPU that fell off the bus is no longer enumerated, so discovery no longer lists it.
+
+A partitioned GPU's state is its primary partition's (ECC, RAS and a lost GPU are the package's, and amdsmi
+answers device queries on the primary partition only): unhealthy, it drains every partition. A secondary
+partition that stops answering on its own is reported under its id, so only it is drained.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 
 from rayaccel import Device, HealthReason, HealthReport
 from rayaccel_amd.cli import METRIC_UNAVAILABLE
+from rayaccel_amd.discovery import members
 from rayaccel_amd.readings import GpuRecord, Snapshot
 
 #: amdsmi statuses that mean the device itself stopped answering (not "unsupported" or "no permission").
@@ -54,11 +59,27 @@ def report_for(gpu: GpuRecord) -> HealthReport:
     return HealthReport(device=gpu.uuid, state=state, reasons=reasons)
 
 
+def _lost(device: str, what: str) -> HealthReport:
+    # A GPU discovery saw that is no longer enumerated fell off the bus (or its driver unbound it).
+    return HealthReport(device=device, state="unhealthy", reasons=[HealthReason(
+        code="gpu-lost", fatal=True, message=f"{what} is no longer enumerated: it fell off the bus or its driver "
+        "unbound it")])
+
+
 def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[HealthReport]:
     if snapshot is None:
         return []
-    by_uuid = snapshot.by_uuid()
-    # A GPU discovery saw that is no longer enumerated fell off the bus (or its driver unbound it).
-    return [report_for(by_uuid[d.id]) if d.id in by_uuid else HealthReport(device=d.id, state="unhealthy", reasons=[
-        HealthReason(code="gpu-lost", fatal=True, message=f"GPU {d.index} ({d.pci_bus_id or d.id}) is no longer "
-                     "enumerated: it fell off the bus or its driver unbound it")]) for d in devices]
+    reports = []
+    for device in devices:
+        gpus = members(device, snapshot)
+        primary = gpus[0]
+        if primary is None:
+            reports.append(_lost(device.id, f"GPU {device.index} ({device.pci_bus_id or device.id})"))
+            continue
+        reports.append(report_for(primary).model_copy(update={"device": device.id}))
+        for partition, gpu in list(zip(device.partitions, gpus, strict=False))[1:]:  # none on a whole GPU
+            own = report_for(gpu) if gpu is not None else _lost(partition.id, f"partition {partition.id} of GPU "
+                                                                             f"{device.index}")
+            if own.state != "healthy":
+                reports.append(own.model_copy(update={"device": partition.id}))
+    return reports

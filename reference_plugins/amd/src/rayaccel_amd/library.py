@@ -117,6 +117,8 @@ def read_library(lib: Any) -> Snapshot:
         enumeration = optional(getattr(lib, "amdsmi_get_gpu_enumeration_info", _absent), handle) or {}
         hip_id = enumeration.get("hip_id")
         record.hip_id = hip_id if isinstance(hip_id, int) and not isinstance(hip_id, bool) and hip_id >= 0 else None
+        hip_uuid = enumeration.get("hip_uuid")
+        record.hip_uuid = hip_uuid if isinstance(hip_uuid, str) and hip_uuid.startswith("GPU-") else None
         vram = optional(lib.amdsmi_get_gpu_vram_info, handle) or {}
         size = _number(vram.get("vram_size", vram.get("vram_size_mb")))
         record.vram_mib = int(size) if size else None

@@ -38,6 +38,8 @@ class GpuRecord:
     bdf: str | None = None
     #: The HIP device id (what HIP_VISIBLE_DEVICES counts), when amdsmi reports it; None: the amdsmi index.
     hip_id: int | None = None
+    #: HIP's uuid of the physical GPU (``GPU-<serial>``), the same on each of its partitions (ROCm 6.4+).
+    hip_uuid: str | None = None
     vram_mib: int | None = None
     numa_node: int | None = None
     driver_version: str | None = None

@@ -10,6 +10,8 @@ Identity is rewritten as a whole, so no field of the base SKU is left to win SKU
 
 - PCI device id: the SKU's first; when it has none, ``0xffff`` (what PCI reads for "no device": never a
   catalogued id), so the device resolves by its product name.
+- Memory: the SKU's, shared evenly among the compute partitions of one GPU (its logical GPUs on one PCI
+  device each report their share), so a partitioned GPU still adds up to the SKU's memory.
 - Architecture: when the SKU names one, the gfx target (``target_graphics_version``) becomes one of that
   architecture's; for an architecture the plugin has no gfx target for yet, the gfx target is left out,
   so the device reports none and the catalog's architecture holds.
@@ -59,19 +61,37 @@ def _rewrite_gfx_target(asic: dict[str, Any], sku: SkuRecord) -> None:
         asic.pop("target_graphics_version", None)
 
 
+def _device_of(bdf: Any) -> str | None:
+    """The PCI device a logical GPU is a function of (``0000:05:00`` of ``0000:05:00.3``)."""
+    return bdf.rsplit(".", 1)[0].lower() if isinstance(bdf, str) and "." in bdf else None
+
+
+def _shares(bdfs: list[Any]) -> list[int]:
+    """How many logical GPUs share each one's PCI device (1 for one whose address is unknown)."""
+    devices = [_device_of(b) for b in bdfs]
+    return [devices.count(d) if d is not None else 1 for d in devices]
+
+
 def _rewrite_state(state: dict[str, Any], sku: SkuRecord) -> None:
-    gpus = ((state.get("libraries") or {}).get("amdsmi") or {}).get("gpus") or {}
-    for gpu in gpus.values():
-        if isinstance(gpu, dict):
-            _rewrite_library_gpu(gpu, sku)
+    gpus = [g for g in (((state.get("libraries") or {}).get("amdsmi") or {}).get("gpus") or {}).values()
+            if isinstance(g, dict)]
+    for gpu, share in zip(gpus, _shares([g.get("bdf") for g in gpus]), strict=True):
+        _rewrite_library_gpu(gpu, sku, share)
     commands = state.get("commands") or {}
+    static = commands.get(STATIC)
+    by_index: dict[Any, int] = {}
+    if isinstance(static, dict) and isinstance(static.get("stdout"), str):
+        entries = _entries(static["stdout"])
+        shares = _shares([(e.get("bus") or {}).get("bdf") if isinstance(e.get("bus"), dict) else None
+                          for e in entries])
+        by_index = {e.get("gpu"): share for e, share in zip(entries, shares, strict=True)}
     for line, rewrite in ((STATIC, _rewrite_static_entry), (METRIC, _rewrite_metric_entry)):
         answer = commands.get(line)
         if isinstance(answer, dict) and isinstance(answer.get("stdout"), str):
-            answer["stdout"] = _rewrite_json(answer["stdout"], sku, rewrite)
+            answer["stdout"] = _rewrite_json(answer["stdout"], sku, rewrite, by_index)
 
 
-def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord) -> None:
+def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord, share: int) -> None:
     device_id = _device_id(sku)
     if isinstance(gpu.get("asic_info"), dict):
         gpu["asic_info"]["market_name"] = _product_name(sku)
@@ -81,12 +101,12 @@ def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord) -> None:
         gpu["gpu_id"] = device_id
     if sku.memory_mib is not None:
         if isinstance(gpu.get("vram_info"), dict):
-            gpu["vram_info"]["vram_size"] = sku.memory_mib
+            gpu["vram_info"]["vram_size"] = sku.memory_mib // share
         if isinstance(gpu.get("memory_total"), dict):
-            gpu["memory_total"]["vram"] = sku.memory_mib * 2**20
+            gpu["memory_total"]["vram"] = sku.memory_mib // share * 2**20
 
 
-def _rewrite_static_entry(entry: dict[str, Any], sku: SkuRecord) -> None:
+def _rewrite_static_entry(entry: dict[str, Any], sku: SkuRecord, share: int) -> None:
     asic = entry.get("asic")
     if isinstance(asic, dict):
         asic["market_name"] = _product_name(sku)
@@ -94,16 +114,25 @@ def _rewrite_static_entry(entry: dict[str, Any], sku: SkuRecord) -> None:
         _rewrite_gfx_target(asic, sku)
     vram = entry.get("vram")
     if sku.memory_mib is not None and isinstance(vram, dict):
-        vram["size"] = {"value": sku.memory_mib, "unit": "MB"}
+        vram["size"] = {"value": sku.memory_mib // share, "unit": "MB"}
 
 
-def _rewrite_metric_entry(entry: dict[str, Any], sku: SkuRecord) -> None:
+def _rewrite_metric_entry(entry: dict[str, Any], sku: SkuRecord, share: int) -> None:
     memory = entry.get("mem_usage")
     if sku.memory_mib is not None and isinstance(memory, dict) and "total_vram" in memory:
-        memory["total_vram"] = {"value": sku.memory_mib, "unit": "MB"}
+        memory["total_vram"] = {"value": sku.memory_mib // share, "unit": "MB"}
 
 
-def _rewrite_json(text: str, sku: SkuRecord, rewrite: Any) -> str:
+def _entries(text: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    entries = data.get("gpu_data") if isinstance(data, dict) else data
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _rewrite_json(text: str, sku: SkuRecord, rewrite: Any, shares: dict[Any, int]) -> str:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -111,5 +140,5 @@ def _rewrite_json(text: str, sku: SkuRecord, rewrite: Any) -> str:
     entries = data.get("gpu_data") if isinstance(data, dict) else data
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict):
-            rewrite(entry, sku)
+            rewrite(entry, sku, shares.get(entry.get("gpu"), 1))
     return json.dumps(data, indent=2) + "\n"
