@@ -20,7 +20,7 @@ partition's ``DEVICE_FILE`` attribute (a comma-separated list); a partition with
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,7 +147,7 @@ def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | No
     return _merge_unlinked(single)
 
 
-def _partition_lines(family: FamilyInventory, gres_name: str, device: Device, states: dict[str, str],
+def _partition_lines(family: FamilyInventory, gres_name: str, device: Device, states: Mapping[str, str],
                      cores: str | None, device_root: str | None) -> list[GresLine]:
     """One GRES per healthy partition of ``device``: its own files together (``MultipleFiles``), or counted."""
     lines = []
