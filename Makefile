@@ -38,6 +38,10 @@ system-deps: $(SYSDEPS_STAMP)
 demo: install
 	$(BIN)/python -m demo
 
+# The suite starts hundreds of Python processes (CLI commands, Ray workers, plugin workers, pytest in baked
+# projects): each reads the project's modules compiled, and pytest its assertion-rewritten test modules, even
+# where the environment turns writing them off (PYTHONDONTWRITEBYTECODE=1 in many container images).
+test: export PYTHONDONTWRITEBYTECODE =
 test: install system-deps
 	# Two workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
 	# suite's time is Ray starting and waiting, so two run in about the time of one on a 2-core machine.
@@ -53,8 +57,9 @@ bench: install
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)  # BENCH_ARGS=--no-ray: without the figures that start Ray
 
 # The conformance suite measured by cosmic-ray (kill rate, survivors): slow, so never part of `make test`;
-# bounded by MUTATION_TIMEOUT seconds in all. MUTATION_ARGS=rayaccel_tpu.topology --plugin tpu: another module.
-MUTATION_TIMEOUT ?= 1800
+# bounded by MUTATION_TIMEOUT seconds in all (each mutant by --timeout). By default a fresh template bake's hook
+# modules and two reference modules; MUTATION_ARGS=bake:health or "rayaccel_tpu.topology --plugin tpu": one module.
+MUTATION_TIMEOUT ?= 3600
 mutation: install
 	$(BIN)/python -c "import cosmic_ray" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[mutation]'
 	timeout $(MUTATION_TIMEOUT) $(BIN)/python scripts/mutation.py $(MUTATION_ARGS)
