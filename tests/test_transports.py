@@ -200,6 +200,35 @@ def test_receive_into_target_buffers_and_abort():
         t.recv_multiple_tensors("ab12", meta, comm)
 
 
+def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch):
+    """The sender copies behind the metadata, holding the segment exclusively and naming the transfer in its
+    header last: a receiver waits for that (bounded, abortable) and refuses a segment whose copy never ended."""
+    import fcntl
+
+    from rayaccel import shm_transport
+    from rayaccel.shm_transport import SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata, TransportError
+
+    t = SharedMemoryTransport()
+    src = [torch.arange(4096, dtype=torch.int64)]
+    meta = t.extract_tensor_transport_metadata("cc01", src)
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    assert torch.equal(t.recv_multiple_tensors("cc01", meta, comm)[0], src[0])  # after the copy, whenever it ends
+    with open(os.path.join(SHM_DIR, meta.segment), "r+b") as sender_still_copying:
+        fcntl.flock(sender_still_copying, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no receiver's lock is left behind
+        monkeypatch.setattr(shm_transport, "FILL_TIMEOUT_S", 0.2)
+        with pytest.raises(TransportError, match=r"step 'recv: wait for the sender's copy'.*did not finish copying "
+                           r"32768 bytes"):
+            t.recv_multiple_tensors("cc01", meta, comm)
+        t.abort_transport("cc01", comm)
+        with pytest.raises(TransportError, match=r"step 'recv: wait for the sender's copy'.*aborted"):
+            t.recv_multiple_tensors("cc01", meta, comm, target_buffers=[torch.empty(4096, dtype=torch.int64)])
+        os.pwrite(sender_still_copying.fileno(), bytes(128), 0)  # the copy failed before the header was written
+    with pytest.raises(TransportError, match=r"step 'recv: open segment'.*the sender failed while copying"):
+        t.recv_multiple_tensors("cc01", meta, comm)
+    t.garbage_collect("cc01", meta, src)
+    assert not [p for p in segment_paths() if meta.segment in p]
+
+
 def _pooled_segments() -> int:
     """Pool segments this process holds (each is a memfd, open once for the sender and once by its mapping)."""
     held = set()

@@ -7,13 +7,20 @@ copies (the template's ``transport.py`` starts from it):
   once into a shared-memory segment taken from the sender's :class:`SegmentPool` (memory already allocated
   and mapped by an earlier transfer, so the copy runs at memcpy speed instead of paying for fresh pages),
   and the segment is named ``/dev/shm/rayaccel-rdt-<sender pid>-<object>`` for as long as the ref lives;
-  the metadata carries the shapes, dtypes, offsets, the segment's name and the sender's node, actor and pid;
+  the metadata carries the shapes, dtypes, offsets, the segment's name and the sender's node, actor and pid.
+  The metadata is returned as soon as the segment is named and the copy runs behind it (a "fill" thread),
+  so the copy overlaps Ray's delivery of the metadata and the receiver's mapping of the pages; the sender
+  holds an exclusive ``flock`` on the segment until the copy is done and writes the header (the transfer's
+  name) last, so a receiver never reads a half-written segment. As with Ray's own transports, a tensor
+  changed in place after it was returned may be sent changed;
 - **communicator metadata** (driver, :meth:`get_communicator_metadata`): the two actors' ids, so a
   failure names them;
 - **receive** (destination actor): one-sided, the sender takes no part. With target buffers the bytes
   are read into them; else the segment is mapped copy-on-write and the tensors are views of it (no copy;
-  writes stay private to the receiver). A receiver holds a shared ``flock`` on the segment while it reads
-  or maps it, so the sender never reuses memory a receiver's tensors still show;
+  writes stay private to the receiver), its pages mapped up front while the sender may still be copying
+  (a reader pays for one page table entry per 4 KiB page: about half a memcpy where shared memory has no
+  huge pages). The receiver then waits (bounded) for a shared ``flock`` on the segment and holds it while
+  it reads or maps it, so the sender never reuses memory a receiver's tensors still show;
 - **garbage collection** (source actor, when Ray frees the ref): the name is unlinked and the segment goes
   back to the pool. Pooled segments are ``memfd`` files that only the sender's descriptors keep alive, so
   an idle pool is never in ``/dev/shm`` and dies with its process, however it dies. Names of a sender that
@@ -39,6 +46,7 @@ import re
 import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +68,11 @@ SHM_DIR = os.environ.get("RAYACCEL_SHM_DIR", "/dev/shm")
 _ALIGN = 64
 _HEADER = 2 * _ALIGN  # a segment starts with the name of the transfer it holds (a late reader sees a reuse)
 _CHUNK = 64 << 20  # bytes read between abort checks
+#: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
+FILL_TIMEOUT_S = 120.0
+_FILL_POLL_S = 0.001
+#: Linux's madvise(MADV_POPULATE_READ) (5.14+): map a range's pages now, as reads would, without copying.
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 #: A sender keeps at most this many idle segments, and at most this many bytes of them (oldest go first).
 POOL_SEGMENTS = 4
 POOL_BYTES = 4 << 30
@@ -179,6 +192,12 @@ def _advise_huge(mapping: mmap.mmap) -> None:
             mapping.madvise(mmap.MADV_HUGEPAGE)
 
 
+def _map_pages_now(mapping: mmap.mmap) -> None:
+    """Map every page of ``mapping`` for reading now (one call instead of a fault per page touched later)."""
+    with contextlib.suppress(OSError, ValueError):  # an older kernel: the reader's faults map them instead
+        mapping.madvise(_MADV_POPULATE_READ)
+
+
 @dataclass(eq=False)
 class Segment:
     """One pooled shared-memory segment: a ``memfd`` and the sender's mapping of it."""
@@ -278,8 +297,10 @@ class SharedMemoryTransport(TensorTransportManager):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._owned: dict[str, tuple[str, Segment]] = {}  # obj_id -> (its name, its segment) (sender side)
+        # obj_id -> (its name, its segment, its fill) (sender side)
+        self._owned: dict[str, tuple[str, Segment, Future[None]]] = {}
         self._pool = SegmentPool()
+        self._filler: ThreadPoolExecutor | None = None  # made by the first transfer (a receiver needs none)
         self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
         self._name = self.tensor_transport_backend()  # a subclass's own name in errors and metrics
         sweep_orphans()
@@ -289,6 +310,8 @@ class SharedMemoryTransport(TensorTransportManager):
         for obj_id in list(self._owned):
             self._drop(obj_id)
         self._pool.close()
+        if self._filler is not None:
+            self._filler.shutdown(wait=False)
 
     def tensor_transport_backend(self) -> str:
         return NAME
@@ -340,23 +363,46 @@ class SharedMemoryTransport(TensorTransportManager):
             segment = self._pool.take(pos)
         except OSError as e:
             raise self._fail("extract", None, None, f"allocating {pos} bytes of shared memory: {e}") from e
+        copies: list[tuple[Any, Any]] = []  # (place in the segment, tensor)
         try:
-            segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
+            segment.mapping[:_HEADER] = bytes(_HEADER)  # not this transfer's until the fill writes its name
             for t, off, n in zip(rdt_object, offsets, sizes, strict=True):
                 if n:  # a view of the segment in the tensor's own dtype and shape: one copy, any strides
                     place = torch.frombuffer(segment.mapping, dtype=torch.uint8, count=n, offset=off)
-                    place.view(t.dtype).view(t.shape).copy_(t.detach())
-                    del place  # the mapping cannot close while a tensor shows it
+                    copies.append((place.view(t.dtype).view(t.shape), t.detach()))
             # Receivers open the name; it leads to the sender's descriptor of the segment.
             os.symlink(f"/proc/{os.getpid()}/fd/{segment.fd}", path)
+            fill = self._fill_later(segment, name, copies)
         except BaseException as e:
+            copies.clear()  # the mapping cannot close while a tensor shows it
             self._pool.give_back(segment)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             raise self._fail("extract", None, None, f"writing {path}: {e}") from e
         with self._lock:
-            self._owned[obj_id] = (path, segment)
-        fcntl.flock(segment.fd, fcntl.LOCK_UN)  # published: receivers may lock it shared now
+            self._owned[obj_id] = (path, segment, fill)
         return ShmTransportMetadata(tensor_meta=tensor_meta, tensor_device="cpu", segment=name, offsets=offsets,
                                     nbytes=sizes, node_id=node_id, src_actor=actor_id, src_pid=os.getpid())
+
+    def _fill_later(self, segment: Segment, name: str, copies: list[tuple[Any, Any]]) -> Future[None]:
+        """Copy the tensors into the segment behind the returned metadata; the header, then the unlock, last."""
+
+        def fill() -> None:
+            try:
+                for place, tensor in copies:
+                    place.copy_(tensor)
+                segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
+            except BaseException:
+                logger.exception("%s: copying the tensors into %s failed; its receivers fail", self._name, name)
+                raise
+            finally:
+                copies.clear()  # the mapping cannot close while a tensor shows it
+                fcntl.flock(segment.fd, fcntl.LOCK_UN)  # written (or failed): receivers may lock it shared now
+
+        with self._lock:
+            if self._filler is None:
+                self._filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rayaccel-shm-fill")
+            return self._filler.submit(fill)
 
     def get_communicator_metadata(self, src_actor: ray.actor.ActorHandle[Any], dst_actor: ray.actor.ActorHandle[Any],
                                   backend: str | None = None) -> ShmCommunicatorMetadata:
@@ -394,15 +440,23 @@ class SharedMemoryTransport(TensorTransportManager):
         except FileNotFoundError:
             raise self._fail("recv: open segment", meta, comm, "the segment is gone (the ref was freed)") from None
         out: list[Any] = []
+        mapped: mmap.mmap | None = None
         try:
-            try:  # held while this receiver reads or maps the segment: the sender does not reuse it meanwhile
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise self._fail("recv: open segment", meta, comm, "the segment is gone (the ref was freed and "
-                                 "the sender is reusing its memory)") from None
-            if os.pread(fd, _HEADER, 0).rstrip(b"\0") != meta.segment.encode():
-                raise self._fail("recv: open segment", meta, comm, "the segment is gone (the ref was freed and "
-                                 "its memory holds another transfer)")
+            if target_buffers is None:  # map the pages while the sender may still be copying into them
+                size = os.fstat(fd).st_size
+                need = max((o + n for o, n in zip(meta.offsets, meta.nbytes, strict=True)), default=0)
+                if size < need:
+                    raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
+                mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY)  # its own descriptor keeps the lock
+                _advise_huge(mapped)
+                _map_pages_now(mapped)
+            # Held while this receiver reads or maps the segment: the sender does not reuse it meanwhile.
+            self._wait_for_fill(fd, obj_id, meta, comm)
+            header = os.pread(fd, _HEADER, 0).rstrip(b"\0")
+            if header != meta.segment.encode():
+                why = ("the sender failed while copying into it (its log says why)" if not header else
+                       "the ref was freed and its memory holds another transfer")
+                raise self._fail("recv: open segment", meta, comm, f"the segment is gone ({why})")
             if target_buffers is not None:
                 for i, (buf, (shape, dtype), off, n) in enumerate(
                         zip(target_buffers, meta.tensor_meta, meta.offsets, meta.nbytes, strict=True)):
@@ -422,12 +476,7 @@ class SharedMemoryTransport(TensorTransportManager):
                         done += got
                     out.append(buf)
             else:
-                size = os.fstat(fd).st_size
-                need = max((o + n for o, n in zip(meta.offsets, meta.nbytes, strict=True)), default=0)
-                if size < need:
-                    raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
-                mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY)  # its own descriptor keeps the lock
-                _advise_huge(mapped)
+                assert mapped is not None
                 tensor_meta: list[Any] = list(meta.tensor_meta)  # (torch.Size, torch.dtype) pairs
                 for (shape, dtype), off, n in zip(tensor_meta, meta.offsets, meta.nbytes, strict=True):
                     if obj_id in self._aborted:
@@ -447,6 +496,27 @@ class SharedMemoryTransport(TensorTransportManager):
         METRICS.ok(self._name, sum(meta.nbytes), time.monotonic() - start)
         return out
 
+    def _wait_for_fill(self, fd: int, obj_id: str, meta: ShmTransportMetadata,
+                       comm: ShmCommunicatorMetadata | None) -> None:
+        """Take a shared ``flock`` on the segment once the sender's copy is done (it holds it exclusively till
+        then); fail if the transfer is aborted, the sender dies, or :data:`FILL_TIMEOUT_S` passes."""
+        deadline = time.monotonic() + FILL_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            if obj_id in self._aborted:
+                raise self._fail("recv: wait for the sender's copy", meta, comm, "aborted")
+            if meta.src_pid and not _pid_alive(meta.src_pid):
+                raise self._fail("recv: wait for the sender's copy", meta, comm, "the sender process died while "
+                                 "copying (its tensors went with it)")
+            if time.monotonic() > deadline:
+                raise self._fail("recv: wait for the sender's copy", meta, comm, f"the sender did not finish "
+                                 f"copying {sum(meta.nbytes)} bytes in {FILL_TIMEOUT_S:.0f} s (an overloaded node?)")
+            time.sleep(_FILL_POLL_S)
+
     def send_multiple_tensors(self, tensors: list[Any], tensor_transport_metadata: TensorTransportMetadata,
                               communicator_metadata: CommunicatorMetadata) -> None:
         raise NotImplementedError(f"{self._name} is one-sided: the receiver reads the segment, nothing is sent")
@@ -455,9 +525,17 @@ class SharedMemoryTransport(TensorTransportManager):
         with self._lock:
             owned = self._owned.pop(obj_id, None)
         if owned:
-            path, segment = owned
+            path, segment, fill = owned
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+            try:  # the copy must end before the segment can be reused
+                fill.result(timeout=FILL_TIMEOUT_S)
+            except FutureTimeout:
+                logger.error("%s: the copy into %s did not end in %.0f s; its memory is not reused", self._name,
+                             path, FILL_TIMEOUT_S)
+                return
+            except Exception:
+                pass  # the fill logged it; the segment is still good memory
             self._pool.give_back(segment)
 
     def garbage_collect(self, obj_id: str, tensor_transport_meta: TensorTransportMetadata,

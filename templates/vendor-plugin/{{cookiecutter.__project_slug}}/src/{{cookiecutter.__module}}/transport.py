@@ -5,7 +5,9 @@ shared memory for CPU tensors between actors on one node (tensor metadata on the
 receive or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, metrics
 through ``ray.util.metrics``, errors naming the step and the actors). Its ``SegmentPool`` shows the pattern
 that keeps a transfer near copy speed: reuse memory that is already allocated and mapped (a bounded pool,
-returned when Ray frees the ref), and reuse it only when no receiver still maps it. As shipped, this class
+returned when Ray frees the ref), and reuse it only when no receiver still maps it; and its metadata step
+returns before the copy ends (the copy overlaps Ray's delivery of the metadata and the receiver's mapping of
+the pages; the receiver waits, bounded, for the copy's lock). As shipped, this class
 is that transport under your family's name. To move your device's memory, override the steps with your
 runtime's calls (register the memory in ``extract_tensor_transport_metadata``, ideally from a pool of
 registered buffers, read it in ``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in
