@@ -107,7 +107,8 @@ def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str
     row("import rayaccel", f"{imp['ms']['import rayaccel']:.0f} ms", f"bare python {imp['ms']['bare']:.0f} ms",
         f"+{imp['extra_ms']['import rayaccel']:.0f} ms", "< +100 ms", imp["extra_ms"]["import rayaccel"] < 100)
     row("a plugin's import (Device, FamilyDeclaration, hookimpl)", f"{imp['ms']['plugin import']:.0f} ms",
-        f"bare python {imp['ms']['bare']:.0f} ms", f"+{imp['extra_ms']['plugin import']:.0f} ms", "< +100 ms",
+        f"bare python {imp['ms']['bare']:.0f} ms", f"+{imp['extra_ms']['plugin import']:.0f} ms (median of "
+        f"{imp['rounds']} alternating, load {imp['load_average'][0]:.1f})", "< +100 ms",
         imp["extra_ms"]["plugin import"] < 100)
     growth = results["scale"] = scale.bench_growth()
     for key, what in (("inventory_ms", "inventory + labels"), ("selection_ms", "best-connected n/2 of n")):
@@ -179,7 +180,8 @@ def transport_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         rows.append((f"reference SHM transport, actor to actor, {label}",
                      f"{r['RAYACCEL_SHM_ms']:.0f} ms = {r['RAYACCEL_SHM_gbps']:.2f} GB/s",
                      f"memcpy into a warm buffer {r['memcpy_ms']:.0f} ms = {r['memcpy_gbps']:.2f} GB/s",
-                     f"x{ratio:.2f}", "<= x2", "PASS" if ratio <= 2 else "MISS"))
+                     f"x{ratio:.2f} (median of {r['repeats']:.0f} alternating, load {r['load_average']:.1f})", "<= x2",
+                     "PASS" if ratio <= 2 else "MISS"))
     return rows
 
 
