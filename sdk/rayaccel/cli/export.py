@@ -76,7 +76,7 @@ def export_command(
         asked = [parse_instance_type(t) for t in instance_type or []]
     cloud = None
     # As a node builds it: every plugin in a worker process of its own, which also answers the cloud hints.
-    with plugin_workers(plugin) as pool:
+    with plugin_workers(plugin, simulate) as pool:
         if row.needs_cloud_catalog:
             cloud = collect_cloud_catalog(pool.manager, asked, plugin,
                                           family_of=lambda name, host, problems: pool.family(name, host, problems,

@@ -47,11 +47,18 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
 
 
 @contextmanager
-def plugin_workers(plugins: list[str] | None = None) -> Iterator[WorkerPool]:
+def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None) -> Iterator[WorkerPool]:
     """The configured plugins (or the named ones), each imported and described in a worker process of its
-    own, which stays up for the command (closed, with every process it started, at the end)."""
-    with WorkerPool.load(plugins or None) as pool:
+    own, which stays up for the command (closed, with every process it started, at the end). ``simulate``:
+    the fixture the command will read, whose parsing modules are imported while the workers import their
+    plugins (the file itself is found through the plugins' fixture directories, known once they answer)."""
+    with WorkerPool.load(plugins or None, meanwhile=_fixture_readers if simulate else None) as pool:
         yield pool
+
+
+def _fixture_readers() -> None:
+    import jsonschema  # noqa: F401 (checks every fixture read: ~0.1 s of imports, overlapping the workers')
+    import yaml  # noqa: F401
 
 
 def node_inventory(manager: PluginManager | None, simulate: str | None, faults: list[str] | None,
@@ -63,7 +70,7 @@ def node_inventory(manager: PluginManager | None, simulate: str | None, faults: 
     if simulate is None and faults:
         raise typer.BadParameter("--fault needs --simulate")
     if manager is None:
-        with plugin_workers(plugins) as pool:
+        with plugin_workers(plugins, simulate) as pool:
             return pool.build(build_host(pool.manager, simulate, faults))
     for name in plugins or []:
         manager.plugin(name)  # a clear error for an unknown name

@@ -42,7 +42,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -111,26 +111,28 @@ class WorkerPool:
         self._failed_calls: set[str] = set()
 
     @classmethod
-    def load(cls, plugins: Sequence[str] | None = None, fork: bool = True) -> WorkerPool:
+    def load(cls, plugins: Sequence[str] | None = None, fork: bool = True,
+             meanwhile: Callable[[], object] | None = None) -> WorkerPool:
         """A pool whose plugins are never imported in this process: found in the configuration, each
         imported and described by its own worker (started side by side, forked when ``fork`` and this
         process allows it), known here by its description. ``plugins``: only these (a clear error for a
-        name not configured). The same workers then answer :meth:`build`. Close it (a context manager)."""
+        name not configured). ``meanwhile``: what this process does while the workers import their plugins
+        (after they are forked). The same workers then answer :meth:`build`. Close it (a context manager)."""
         manager = PluginManager(load=False)
         targets = configured_targets(manager, plugins)
         pool = cls(manager, targets=targets, fork=fork)
         pool.budget = inventory_timeout()  # describing, then building, each within a command's budget
         try:
-            pool._describe()
+            pool._describe(meanwhile)
             pool.builder = InventoryBuilder(manager, [t.name for t in targets if t.name in manager.plugin_names()])
         except BaseException:
             pool.close()
             raise
         return pool
 
-    def _describe(self) -> None:
+    def _describe(self, meanwhile: Callable[[], object] | None = None) -> None:
         """Ask every worker to import its plugins and describe them; adopt the accepted ones."""
-        answers = self._ask(Request(kind="describe"), set(self._targets))
+        answers = self._ask(Request(kind="describe"), set(self._targets), meanwhile)
         for name, target in self._targets.items():
             answer = answers.get(name)
             if isinstance(answer, Reply) and answer.declaration is not None:
@@ -160,8 +162,10 @@ class WorkerPool:
         """Plugin name -> how many times a worker was replaced because of it."""
         return {name: self._replaced.get(name, 0) for name in self._isolated}
 
-    def _ask(self, request: Request, wanted: set[str]) -> dict[str, Reply | str]:
-        """Each plugin's answer to ``request``, from the workers serving any of the ``wanted`` plugins."""
+    def _ask(self, request: Request, wanted: set[str], meanwhile: Callable[[], object] | None = None,
+             ) -> dict[str, Reply | str]:
+        """Each plugin's answer to ``request``, from the workers serving any of the ``wanted`` plugins;
+        ``meanwhile`` is called once every request is sent, before the answers are read."""
         answers: dict[str, Reply | str] = {}
         sent = []
         until = time.monotonic() + self.budget if self.budget is not None else None
@@ -176,6 +180,8 @@ class WorkerPool:
             else:
                 answers.update({name: why for name in names})
                 worker.kill()
+        if meanwhile is not None:
+            meanwhile()
         for worker in sent:
             got, rest = worker.answers(until, wanted)
             answers.update(got)
@@ -337,8 +343,10 @@ class WorkerPool:
 
     def close(self) -> None:
         with self._lock:
+            for worker in self._workers:  # all killed first, then reaped: they end side by side
+                worker.kill(wait=False)
             for worker in self._workers:
-                worker.kill()
+                worker.reap()
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -114,9 +114,7 @@ def can_fork() -> bool:
 
 def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
     """A worker forked from this process (see the module's docstring); ``env`` becomes its environment."""
-    import psutil  # noqa: F401 (imported once here, not in every worker: kill() and leak checks use it)
-
-    from rayaccel.isolation import worker  # noqa: F401 (likewise)
+    from rayaccel.isolation import worker  # noqa: F401 (imported once here, not in every worker)
 
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
     request_read, request_write = os.pipe()
@@ -209,6 +207,7 @@ class WorkerProcess:
         self._log: IO[bytes] | None = None
         self._buffer = b""
         self.started = 0  # how many processes this worker has had (replacements + 1)
+        self._dying: list[tuple[Proc | None, IO[bytes] | None]] = []  # killed, not yet reaped (kill(wait=False))
         self._host_sent: HostSpec | None = None  # the host this process has (a request without one keeps it)
 
     @property
@@ -311,27 +310,35 @@ class WorkerProcess:
             return ""
         return lines[-1][:300] if lines else ""
 
-    def kill(self) -> None:
-        """Kill the worker, its process group and every process it started; reap it."""
+    def kill(self, wait: bool = True) -> None:
+        """Kill the worker, its process group and every process it started; reap it. ``wait=False`` leaves
+        the reaping to :meth:`reap`: a pool closing kills all its workers before it waits for any."""
         proc, self.proc = self.proc, None
+        log, self._log = self._log, None
         if proc is not None:
-            descendants = []
-            with contextlib.suppress(Exception):
-                import psutil
+            from rayaccel.isolation.worker import descendant_pids
 
-                descendants = psutil.Process(proc.pid).children(recursive=True)
+            descendants = descendant_pids(proc.pid)  # found before the kill: orphans are nobody's
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             for child in descendants:  # those that left the group (setsid) too
-                with contextlib.suppress(Exception):
-                    child.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            for stream in (proc.stdin, proc.stdout):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child, signal.SIGKILL)
+        self._dying.append((proc, log))
+        if wait:
+            self.reap()
+
+    def reap(self) -> None:
+        """Wait for the worker processes killed, and close what they used."""
+        dying, self._dying = self._dying, []
+        for proc, log in dying:
+            if proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
+                for stream in (proc.stdin, proc.stdout):
+                    with contextlib.suppress(OSError):
+                        if stream is not None:
+                            stream.close()
+            if log is not None:
                 with contextlib.suppress(OSError):
-                    if stream is not None:
-                        stream.close()
-        if self._log is not None:
-            with contextlib.suppress(OSError):
-                self._log.close()
-            self._log = None
+                    log.close()

@@ -41,22 +41,30 @@ def _watch_parent(parent: int) -> None:
             os._exit(3)
 
 
-def _descendants() -> int:
-    """How many processes this one has started that still run (or wait to be reaped), at any depth."""
+def descendant_pids(root: int) -> list[int]:
+    """The processes ``root`` has started that still run (or wait to be reaped), at any depth."""
     try:  # Linux: each thread's direct children, without scanning every process on the machine as psutil does
-        count, pending = 0, [os.getpid()]
+        found, pending = [], [root]
         while pending:
             pid = pending.pop()
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
                     children = [int(child) for child in f.read().split()]
-                count += len(children)
+                found.extend(children)
                 pending.extend(children)
-        return count
+        return found
     except (OSError, ValueError):  # no such files (another OS, or a kernel without them), or a process just gone
         import psutil
 
-        return len(psutil.Process().children(recursive=True))
+        try:
+            return [child.pid for child in psutil.Process(root).children(recursive=True)]
+        except psutil.Error:
+            return []
+
+
+def _descendants() -> int:
+    """How many processes this one has started that still run (or wait to be reaped), at any depth."""
+    return len(descendant_pids(os.getpid()))
 
 
 def _footprint() -> tuple[int, int]:
