@@ -42,11 +42,13 @@ demo: install
 # projects): each reads the project's modules compiled, and pytest its assertion-rewritten test modules, even
 # where the environment turns writing them off (PYTHONDONTWRITEBYTECODE=1 in many container images).
 test: export PYTHONDONTWRITEBYTECODE =
+ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests reference_plugins)
 test: install system-deps
 	# Two workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
 	# suite's time is Ray starting and waiting, so two run in about the time of one on a 2-core machine.
 	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m "not alone"
-	$(BIN)/python -m pytest -q -m alone
+	# Then the tests marked alone, collected from the files that use the marker (not the whole suite again).
+	$(BIN)/python -m pytest -q -m alone $(ALONE_FILES)
 
 lint: install
 	$(BIN)/ruff check sdk conformance tests reference_plugins benchmarks scripts demo
