@@ -243,7 +243,7 @@ def bench_conformance(plugin: str, ray_init_s: float) -> dict[str, Any]:
 NVL72_TRAY = "nvidia/gb200-nvl72-tray"
 
 
-def bench_monitor_cpu(window_s: float = 10.0, fixture: str = FIXTURE) -> dict[str, Any]:
+def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[str, Any]:
     """CPU used by the node's health monitor (actor + its plugin workers) polling ``fixture``'s devices at 1 Hz,
     and, over the same window, by an idle Ray actor (what any actor costs Ray's own threads: part of the figure)."""
     import psutil

@@ -177,15 +177,11 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
-    from rayaccel.isolation.pool import default_workers
-    from rayaccel.isolation.process import plugin_modules, prestart
     from rayaccel.ray.monitor import interval_error
 
     why = interval_error(monitor_interval)
     if why is not None:
         raise typer.BadParameter(why, param_hint="--monitor-interval")
-    modules = plugin_modules(plugin)
-    prestart(default_workers(len(modules)), modules)  # the hooks' workers start while this process loads Ray
     args = [str(a) for a in ctx.args]
     if _option(args, "--node-manager-port") is None:
         # A known raylet port is how the monitor finds this node among others on the same IP.
@@ -234,15 +230,26 @@ def start(
 
 def _prepare(simulate: str | None, plugins: list[str] | None, faults: list[str], fault_file: str | None,
              head: bool) -> tuple[NodeConfig, str, str]:
-    """The node's config (its inventory's problems printed) and its auth mode with the reason."""
+    """The node's config (its inventory's problems printed) and its auth mode with the reason. The plugins are
+    imported only in their worker processes, forked from this one; this process loads Ray meanwhile."""
+    from rayaccel.isolation.pool import WorkerPool
     from rayaccel.ray.driver import configure_node
 
-    config = configure_node(simulate, plugins, faults, fault_file, isolated=True)
+    with WorkerPool.load(plugins or None, meanwhile=_load_ray) as pool:
+        config = configure_node(simulate, plugins, faults, fault_file, manager=pool.manager, pool=pool)
     for problem in config.inventory.problems:
         if problem.severity != "info":
             err_console.print(problem.render(), markup=False, highlight=False)
     auth_mode, why = _decide_auth(head)
     return config, auth_mode, why
+
+
+def _load_ray() -> None:
+    # What this process needs of Ray once the node is up (the driver, `ray status`), and the fixture readers:
+    # imported while the plugins' workers import their plugins, not after the inventory.
+    import jsonschema  # noqa: F401
+    import ray.scripts.scripts  # noqa: F401
+    import yaml  # noqa: F401
 
 
 def ray_error_line(stderr: str) -> str:

@@ -32,6 +32,8 @@ from rayaccel.simulation.simulated_host import SimulatedHost
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
 
+    from rayaccel.isolation.pool import WorkerPool
+
 logger = logging.getLogger("rayaccel.ray.driver")
 
 DEFAULT_MONITOR_INTERVAL = 5.0
@@ -68,18 +70,21 @@ def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults:
 
 def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
                    fault_file: str | None = None, manager: PluginManager | None = None,
-                   isolated: bool = False) -> NodeConfig:
+                   isolated: bool = False, pool: WorkerPool | None = None) -> NodeConfig:
     """Build the inventory of the node to start and its :class:`NodeConfig`.
 
-    ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation.pool`), as
-    ``rayaccel start`` does; else in this process, each hook in a thread with a timeout.
+    ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation.pool`); else in this
+    process, each hook in a thread with a timeout. ``pool``: in these workers, whose plugins ``manager`` knows
+    by their description (:meth:`WorkerPool.load`: ``rayaccel start``, which never imports a plugin itself).
     """
     manager = manager or default_manager()
     plugin_list = list(plugins) if plugins is not None else None
     for name in plugin_list or []:
         manager.plugin(name)  # a clear error for an unknown plugin
     host, fault_file = prepare_host(manager, simulate, faults, fault_file)
-    if isolated:
+    if pool is not None:
+        inventory = pool.build(host)
+    elif isolated:
         from rayaccel.isolation.pool import isolated_inventory
 
         inventory = isolated_inventory(manager, host, plugins=plugin_list)
