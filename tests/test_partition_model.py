@@ -198,3 +198,20 @@ def test_an_operators_visible_devices_setting_can_name_mig_instances(manager: Pl
     # The MIG-mode GPU's index keeps all its instances; the whole GPU 1 leaves.
     parent = restrict_to_visible(result, manager, {"CUDA_VISIBLE_DEVICES": "0"})
     assert parent.resources == {"accelerator_type:A100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 2.0}
+
+
+def test_a_request_for_several_partitions_fills_one_device_first() -> None:
+    from rayaccel_amd import plugin as amd_plugin
+
+    pm = PluginManager(autoload=False)
+    assert pm.register(amd_plugin, "amd"), pm.problems
+    fixture = load_fixture(Path(amd_plugin.__file__).parent / "fixtures" / "mi300x-cpx-nps4.yaml")
+    result = collect_inventory(pm, SimulatedHost(fixture))
+    family = result.family("amd")
+    assert family is not None
+    placement = load_placement(node_config(result).env[PLACEMENT_ENV])["GPU_COMPUTE_PARTITION_cpx"]
+    first, second = family.devices[:2]
+    assert placement.device_units[first.id] == tuple(p.id for p in first.partitions)
+    # The last partition of GPU 0 and two of GPU 1 free: a 2-partition task gets GPU 1's pair.
+    free = [first.partitions[-1].id, second.partitions[0].id, second.partitions[1].id]
+    assert placement.choose(free, 2) == [second.partitions[0].id, second.partitions[1].id]

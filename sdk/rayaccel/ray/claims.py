@@ -95,11 +95,21 @@ def family_placement(family: FamilyInventory) -> dict[str, Any]:
             "device_ids": [d.id for d in devices], "links": links, "domains": domains}
 
 
-def partition_placement(ids: Sequence[str]) -> dict[str, Any]:
-    """A partition profile's entry of the placement table: its partitions, each its own "device" (a cordon
-    takes one partition; partitions share no links worth choosing by)."""
-    return {"units": list(ids), "devices": [[i] for i in range(len(ids))], "device_ids": list(ids), "links": [],
-            "domains": {}}
+def partition_placement(family: FamilyInventory, ids: Sequence[str]) -> dict[str, Any]:
+    """A partition profile's entry of the placement table: its partitions as the units, grouped by the device
+    they are part of and linked as their devices are, so a request for several fills the fewest devices (the
+    8 CPX partitions of one MI300X before any of the next) and then the best-connected ones."""
+    from rayaccel.inventory.topology import adjacency
+
+    position = {unit: i for i, unit in enumerate(ids)}
+    parents = [d for d in family.devices if any(p.id in position for p in d.partitions)]
+    graph = adjacency(parents, family.topology.links)
+    index = {d.id: i for i, d in enumerate(parents)}
+    links = sorted([index[a], index[b], weight] for a, peers in graph.items() for b, weight in peers.items()
+                   if a in index and b in index and index[a] < index[b] and weight > 0)
+    return {"units": list(ids), "devices": [[position[p.id] for p in d.partitions if p.id in position]
+                                            for d in parents],
+            "device_ids": [d.id for d in parents], "links": links, "domains": {}}
 
 
 def placement_table(inventory: NodeInventory) -> dict[str, dict[str, Any]]:
@@ -107,7 +117,7 @@ def placement_table(inventory: NodeInventory) -> dict[str, dict[str, Any]]:
     :func:`partition_placement` for every partition profile's resource (``GPU_MIG_1g.10gb``)."""
     table = {f.family.resource_name: family_placement(f) for f in inventory.families if f.schedulable_units}
     for family in inventory.families:
-        table.update({name: partition_placement(ids) for name, ids in family.partition_units.items() if ids})
+        table.update({name: partition_placement(family, ids) for name, ids in family.partition_units.items() if ids})
     return table
 
 

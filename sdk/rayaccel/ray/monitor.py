@@ -326,16 +326,14 @@ class HealthMonitor:
         table = node_claims_table()
         placements = node_placement()
         for family, family_resource in self._resource.items():
-            # The family's resource and its partition profiles' (their cordons are per partition).
-            prefix = family_resource + "_"
+            # The family's resource (cordons per device) and its partition profiles' (cordons per partition).
             for resource, placement in placements.items():
-                if resource != family_resource and not (resource.startswith(prefix) and placement.units
-                                                        and set(placement.device_units) == set(placement.units)):
+                if resource != family_resource and not resource.startswith(family_resource + "_"):
                     continue
                 for device in table.cordons(resource):
                     if device not in failing:
                         table.uncordon(resource, device)
-                for device in placement.device_units:
+                for device in placement.device_units if resource == family_resource else placement.units:
                     group = _existing_group(cordon_name(self.node_id, family, device))
                     if group is not None and device not in failing:
                         remove_placement_group(group)
