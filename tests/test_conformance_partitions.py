@@ -8,6 +8,9 @@ The same mutants are graded with the whole corpus in tests/test_conformance_corp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from rayaccel.plugins.manager import PluginManager, default_manager
@@ -84,3 +87,35 @@ def test_the_reference_mig_fixtures_pass_rac113_rac107_and_rac110(fixture: str) 
     (rac113,) = [o for o in subject.outcomes if o.check_id == "RAC113"]
     assert "none offered whole" in rac113.evidence[0]
     assert "round-trip through CUDA_VISIBLE_DEVICES" in rac113.evidence[0]
+
+
+# -- RAC108 on a real Ray node: a task on a partition other than the first sees only its own ---------------
+
+@pytest.fixture(scope="module")
+def ray_graded() -> Iterator[dict[str, Any]]:
+    from rayaccel_conformance.harness.raycluster import shared_cluster, shutdown_shared_cluster
+
+    found: dict[str, Any] = {}
+    try:
+        for plugin, fixture in (("nvidia", "nvidia/a100-mig"), ("amd", "amd/mi300x-dpx-amd-smi-26")):
+            subject = Subject(plugin, default_manager())
+            found[fixture] = subject.run(CHECKS["RAC108"], fixture)
+            if shared_cluster().cluster is not None:
+                shared_cluster().release(subject)
+    finally:
+        shutdown_shared_cluster()
+    return found
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize(("fixture", "resource", "var"), [
+    ("nvidia/a100-mig", "GPU_MIG_2g.10gb", "CUDA_VISIBLE_DEVICES"),
+    ("amd/mi300x-dpx-amd-smi-26", "GPU_COMPUTE_PARTITION_dpx", "HIP_VISIBLE_DEVICES")])
+def test_rac108_runs_a_task_on_a_second_partition_seeing_only_its_own(ray_graded: dict[str, Any], fixture: str,
+                                                                       resource: str, var: str) -> None:
+    outcome = ray_graded[fixture]
+    assert outcome.outcome == "passed", outcome.evidence
+    assert any(f"a task asking for 1 {resource} saw {var}=" in line for line in outcome.evidence), outcome.evidence
+    # An actor held one partition of the profile and a task beside it got another, each seeing only its own.
+    assert any("a task got unit" in line for line in outcome.evidence), outcome.evidence

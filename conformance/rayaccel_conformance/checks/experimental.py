@@ -340,15 +340,18 @@ def ray_single_node(subject: Subject, fixture: str | None) -> Evidence:
     pinned to it with ``resources={<resource>: 1}`` must see one unit id in the env var, equal to the id Ray
     assigned (``get_accelerator_ids()``) and one of the node's schedulable units. Then, on a node with two
     units or more, an actor holds one unit and a task asks for another: each must see exactly its own unit,
-    and they must differ, so a unit other than the first is exercised through the worker's env var. Fix:
-    check the family's env var and unit ids (``Device.units``) with ``rayaccel inspect --simulate <fixture>``.
+    and they must differ, so a unit other than the first is exercised through the worker's env var. The same
+    for each partition profile's resource on a node with partitions (``GPU_MIG_1g.10gb``: a task sees one
+    instance's id, and a partition other than the first is exercised beside a held one). Fix: check the
+    family's env var, unit ids (``Device.units``) and partition ids with ``rayaccel inspect --simulate
+    <fixture>``.
     """
     from rayaccel_conformance.harness.raycluster import shared_cluster
 
     family = subject.family()
     inventory = subject.inventory(fixture)
     fam = inventory.family(family.name)
-    if fam is None or not fam.schedulable_units:
+    if not offered_units(fam):
         raise CheckFailed(subject.consequence(inventory, f"{fixture}: no schedulable units"))
     assert fixture is not None
     return shared_cluster().single_node_check(subject, fixture, inventory)

@@ -163,8 +163,6 @@ class SharedCluster:
         return {"num_cpus": 0.1, "resources": {resource: 1}}
 
     def single_node_check(self, subject: Subject, fixture: str, inventory: NodeInventory) -> list[str]:
-        import ray
-
         family = subject.family()
         fam = inventory.family(family.name)
         assert fam is not None
@@ -174,25 +172,36 @@ class SharedCluster:
                  for name, value in inventory.resources.items() if node["Resources"].get(name) != value]
         if wrong:
             raise CheckFailed(wrong)
-        resource, env_var = family.resource_name, family.visible_devices_env_var
+        # The whole devices' resource, then each partition profile's (MIG instances, ...): the same isolation.
+        offered = [(family.resource_name, fam.schedulable_units)] if fam.schedulable_units else []
+        evidence = [f"{fixture}: node shows {inventory.resources}"]
+        for resource, units in [*offered, *fam.partition_units.items()]:
+            evidence += self._units_check(subject, fixture, node_id, resource, units)
+        return evidence
+
+    def _units_check(self, subject: Subject, fixture: str, node_id: str, resource: str,
+                     units: list[str]) -> list[str]:
+        """A task asking for one unit of ``resource`` sees exactly one of ``units``; with two or more, an actor
+        holding one and a task beside it see two different ones."""
+        import ray
+
+        env_var = subject.family().visible_devices_env_var
         task = ray.remote(_probe).options(**self._unit_options(resource), label_selector={RAY_NODE_ID_LABEL: node_id})
         try:
             ran_on, env, assigned = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
         except Exception as e:  # GetTimeoutError, a worker crash, a refused request: all are findings
             raise CheckFailed(f"a task asking for 1 {resource} on {fixture}'s node did not run: "
                               f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-        self._expect_one_unit(subject, fam.schedulable_units, "a task", ran_on, node_id, env, assigned)
-        evidence = [f"{fixture}: node shows {inventory.resources}",
-                    f"a task asking for 1 {resource} saw {env_var}={env} (Ray assigned {assigned})"]
-        if len(fam.schedulable_units) >= 2:
-            evidence.append(self._second_unit(subject, fam.schedulable_units, node_id, resource, env_var))
+        self._expect_one_unit(subject, units, "a task", ran_on, node_id, env, assigned, resource)
+        evidence = [f"a task asking for 1 {resource} saw {env_var}={env} (Ray assigned {assigned})"]
+        if len(units) >= 2:
+            evidence.append(self._second_unit(subject, units, node_id, resource, env_var))
         return evidence
 
     def _expect_one_unit(self, subject: Subject, units: list[str], who: str, ran_on: str, node_id: str,
-                         env: str | None, assigned: list[str]) -> list[str]:
+                         env: str | None, assigned: list[str], resource: str) -> list[str]:
         seen: list[str]
-        family = subject.family()
-        resource, env_var = family.resource_name, family.visible_devices_env_var
+        env_var = subject.family().visible_devices_env_var
         if env is None:
             raise CheckFailed(f"{who}'s {env_var} is unset")
         seen = subject.manager.parse_visible(subject.name, env)
@@ -215,9 +224,9 @@ class SharedCluster:
             except Exception as e:  # GetTimeoutError, a worker crash: findings
                 raise CheckFailed(f"an actor holding 1 {resource} and a task asking for another did not run: "
                                   f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-            first = self._expect_one_unit(subject, units, "an actor", held[0], node_id, held[1], held[2])
+            first = self._expect_one_unit(subject, units, "an actor", held[0], node_id, held[1], held[2], resource)
             second = self._expect_one_unit(subject, units, "a task beside it", other[0], node_id, other[1],
-                                           other[2])
+                                           other[2], resource)
         finally:
             ray.kill(holder)
         if first == second:
