@@ -245,8 +245,8 @@ def _sharing_evidence(subject: Subject) -> tuple[list[str], list[str]]:
 def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     """The visible-devices env var round-trips: the env set for any units, in any order, parses back to them.
 
-    For every single unit, pairs that do not start at the first unit, units in reverse order, all units and
-    none, the plugin's own ``rayaccel_visible_env`` result (as returned, before the SDK's fallback) must
+    For every single unit (on a node with partitions, the partition ids are units too), pairs that do not
+    start at the first unit, units in reverse order, all units and none, the plugin's own ``rayaccel_visible_env`` result (as returned, before the SDK's fallback) must
     contain the family's env var, and parsing its value (``rayaccel_parse_visible``, default comma split)
     must give back exactly those unit ids in that order; a comma-separated value must also parse the same
     with spaces around entries and with empty entries (``"2, 3,"``), as people write it. A plugin that
