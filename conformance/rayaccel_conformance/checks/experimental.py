@@ -246,9 +246,10 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     """The visible-devices env var round-trips: the env set for any units, in any order, parses back to them.
 
     For every single unit (on a node with partitions, the partition ids are units too), pairs that do not
-    start at the first unit, units in reverse order, all units and none, the plugin's own ``rayaccel_visible_env`` result (as returned, before the SDK's fallback) must
-    contain the family's env var, and parsing its value (``rayaccel_parse_visible``, default comma split)
-    must give back exactly those unit ids in that order; a comma-separated value must also parse the same
+    start at the first unit, units in reverse order, all units and none, the plugin's own
+    ``rayaccel_visible_env`` result (as returned, before the SDK's fallback) must contain the family's env
+    var, and parsing its value (``rayaccel_parse_visible``, default comma split) must give back exactly
+    those unit ids in that order; a comma-separated value must also parse the same
     with spaces around entries and with empty entries (``"2, 3,"``), as people write it. A plugin that
     renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. The env may never set another
     family's visible-devices variable (one of Ray's built-in families', or another installed plugin's): a
