@@ -200,6 +200,24 @@ def test_receive_into_target_buffers_and_abort():
         t.recv_multiple_tensors("ab12", meta, comm)
 
 
+def test_large_tensors_contiguous_or_strided_arrive_identical():
+    """A large contiguous tensor is copied in slices by several threads, a strided one in one piece: both arrive
+    byte for byte, zero-copy and into target buffers."""
+    from rayaccel.shm_transport import SharedMemoryTransport, ShmCommunicatorMetadata
+
+    t = SharedMemoryTransport()
+    g = torch.Generator().manual_seed(5)
+    src = [torch.randint(-2**31, 2**31 - 1, (10 * MB + 3,), dtype=torch.int32, generator=g),
+           torch.rand(4 * MB, 4, generator=g)[:, ::2], torch.zeros(0)]
+    meta = t.extract_tensor_transport_metadata("dd01", src)
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    assert all(torch.equal(a, b) for a, b in zip(t.recv_multiple_tensors("dd01", meta, comm), src, strict=True))
+    into = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in src]
+    assert all(torch.equal(a, b) for a, b in zip(t.recv_multiple_tensors("dd01", meta, comm, target_buffers=into),
+                                                   src, strict=True))
+    t.garbage_collect("dd01", meta, src)
+
+
 def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch):
     """The sender copies behind the metadata, holding the segment exclusively and naming the transfer in its
     header last: a receiver waits for that (bounded, abortable) and refuses a segment whose copy never ended."""

@@ -71,6 +71,10 @@ _CHUNK = 64 << 20  # bytes read between abort checks
 #: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
 FILL_TIMEOUT_S = 120.0
 _FILL_POLL_S = 0.001
+#: Threads one copy into a segment uses from this size up (a memcpy's bandwidth grows with cores, up to a few;
+#: Ray gives an actor's torch one thread, while the in-process memcpy anchor uses all of them).
+COPY_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
+_PARALLEL_COPY_BYTES = 32 << 20
 #: Linux's madvise(MADV_POPULATE_READ) (5.14+): map a range's pages now, as reads would, without copying.
 _MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 #: A sender keeps at most this many idle segments, and at most this many bytes of them (oldest go first).
@@ -300,7 +304,9 @@ class SharedMemoryTransport(TensorTransportManager):
         # obj_id -> (its name, its segment, its fill) (sender side)
         self._owned: dict[str, tuple[str, Segment, Future[None]]] = {}
         self._pool = SegmentPool()
-        self._filler: ThreadPoolExecutor | None = None  # made by the first transfer (a receiver needs none)
+        # Made by the first transfer (a receiver needs none): the fill thread, and helpers for a large copy.
+        self._filler: ThreadPoolExecutor | None = None
+        self._copiers: ThreadPoolExecutor | None = None
         self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
         self._name = self.tensor_transport_backend()  # a subclass's own name in errors and metrics
         sweep_orphans()
@@ -310,8 +316,9 @@ class SharedMemoryTransport(TensorTransportManager):
         for obj_id in list(self._owned):
             self._drop(obj_id)
         self._pool.close()
-        if self._filler is not None:
-            self._filler.shutdown(wait=False)
+        for pool in (self._filler, self._copiers):
+            if pool is not None:
+                pool.shutdown(wait=False)
 
     def tensor_transport_backend(self) -> str:
         return NAME
@@ -390,7 +397,7 @@ class SharedMemoryTransport(TensorTransportManager):
         def fill() -> None:
             try:
                 for place, tensor in copies:
-                    place.copy_(tensor)
+                    self._copy(place, tensor)
                 segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
             except BaseException:
                 logger.exception("%s: copying the tensors into %s failed; its receivers fail", self._name, name)
@@ -402,7 +409,25 @@ class SharedMemoryTransport(TensorTransportManager):
         with self._lock:
             if self._filler is None:
                 self._filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rayaccel-shm-fill")
+                if COPY_THREADS > 1:
+                    self._copiers = ThreadPoolExecutor(max_workers=COPY_THREADS - 1,
+                                                       thread_name_prefix="rayaccel-shm-copy")
             return self._filler.submit(fill)
+
+    def _copy(self, place: Any, tensor: Any) -> None:
+        """``place.copy_(tensor)``; a large contiguous tensor in :data:`COPY_THREADS` slices at once (torch
+        releases the GIL while it copies)."""
+        if self._copiers is None or not tensor.is_contiguous() or place.nbytes < _PARALLEL_COPY_BYTES:
+            place.copy_(tensor)
+            return
+        import torch
+
+        slices = list(zip(torch.tensor_split(place.view(-1), COPY_THREADS),
+                          torch.tensor_split(tensor.view(-1), COPY_THREADS), strict=True))
+        helped = [self._copiers.submit(to.copy_, frm) for to, frm in slices[1:]]
+        slices[0][0].copy_(slices[0][1])
+        for done in helped:
+            done.result(timeout=FILL_TIMEOUT_S)
 
     def get_communicator_metadata(self, src_actor: ray.actor.ActorHandle[Any], dst_actor: ray.actor.ActorHandle[Any],
                                   backend: str | None = None) -> ShmCommunicatorMetadata:
