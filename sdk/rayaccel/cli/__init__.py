@@ -19,12 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from rayaccel.errors import RayaccelError
 from rayaccel.plugins import containment
@@ -44,19 +43,38 @@ def _commands() -> None:
 DEBUG_ENV = "RAYACCEL_DEBUG"
 
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console for output that carries data: no markup, emoji codes or highlighting is read from the
     strings printed (``[/]``, ``[link=...]`` and ``0000:ab:00.0`` print as they are); style with
     :class:`rich.text.Text` instead. Piped output (CI logs, ``| less``) is not squeezed into 80 columns, and a
     printed line is never broken (a fix command such as ``rayaccel sku add ...`` must stay one line to copy);
     tables still fit the width."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else 160, markup=False, emoji=False,
                    highlight=False, soft_wrap=True)
 
 
-console = make_console()
-err_console = make_console(stderr=True)
+class _ConsoleAtFirstUse:
+    """:func:`make_console`'s console, made when first used: a command that prints JSON never imports Rich."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            self._console = make_console(self._stderr)
+        return getattr(self._console, name)
+
+
+console = cast("Console", _ConsoleAtFirstUse(stderr=False))
+err_console = cast("Console", _ConsoleAtFirstUse(stderr=True))
 
 
 def strict_json(data: Any, indent: int | None = None) -> str:

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
 from rayaccel.files.atomic import write_atomically
@@ -113,6 +111,8 @@ def inspect(
 
 def write_pictures(inventory: NodeInventory, html: Path | None, svg: Path | None) -> None:
     """The node's picture as an HTML page and/or an SVG file, each written whole or not at all."""
+    from rich.text import Text
+
     from rayaccel.outputs.node_picture import NodePicture
 
     picture = NodePicture(inventory)
@@ -123,6 +123,9 @@ def write_pictures(inventory: NodeInventory, html: Path | None, svg: Path | None
 
 
 def render_inventory(inventory: NodeInventory) -> None:
+    from rich.table import Table  # Rich only for the tables: --json never imports it
+    from rich.text import Text
+
     kind = "simulated" if inventory.simulated else "real"
     # Every string from a plugin or a vendor tool is printed as data (the console reads no markup).
     console.print(Text.assemble((inventory.host, "bold"), f" ({kind} host)"))
@@ -162,6 +165,8 @@ def fixtures(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List the simulated-host fixtures that installed plugins ship."""
+    from rich.table import Table
+
     rows: list[dict[str, Any]] = []
     with plugin_workers() as pool:  # each plugin says where its fixtures are from its own worker
         found = installed_fixtures(pool.manager)
@@ -183,6 +188,8 @@ def plugins(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """List installed plugins with their versions, families, spec versions and problems."""
+    from rich.table import Table
+
     with plugin_workers() as pool:  # each plugin imported and checked in a worker of its own
         manager = pool.manager
     rows = []
