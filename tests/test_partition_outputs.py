@@ -210,3 +210,37 @@ def test_the_cli_exports_the_mig_node(fmt: str) -> None:
     from rayaccel.cli import main
 
     assert main(["export", "--simulate", MIG, "--format", fmt]) == 0
+
+
+# -- AMD compute partitions: the same outputs from another vendor ------------------------------------------
+
+CPX = "amd/mi300x-cpx-nps4"
+
+
+def test_dra_publishes_an_mi300x_cpx_node_as_8_counter_sets_and_64_partitions() -> None:
+    inv = inventory(CPX)
+    slices = dra(inv)
+    for item in slices:
+        check_k8s_object(item)
+        assert len(item["spec"].get("devices", [])) <= 64  # devices that consume counters: at most 64 a slice
+    sets = {c["name"]: c for s in slices for c in s["spec"].get("sharedCounters", [])}
+    devices = [d for s in slices for d in s["spec"].get("devices", [])]
+    assert len(sets) == 8 and len(devices) == 64
+    gpu = inv.families[0].devices[0]
+    assert sets["device-0-counters"]["counters"] == {"memory": {"value": f"{gpu.memory_mib}Mi"},
+                                                     "compute-slices": {"value": "8"},
+                                                     "memory-slices": {"value": "4"}}
+    first = [d for d in devices if d["consumesCounters"][0]["counterSet"] == "device-0-counters"]
+    assert [d["attributes"]["unitId"]["string"] for d in first] == [str(i) for i in range(8)]  # HIP ids
+    assert {d["attributes"]["profile"]["string"] for d in devices} == {"cpx"}
+
+
+@needs_slurmd
+def test_slurmd_reads_each_cpx_partition_as_a_gres_of_its_render_node(tmp_path: Path) -> None:
+    inv = inventory(CPX)
+    root = tmp_path / "dev"
+    node = slurm_node(inv, device_root=str(root))
+    assert node.gres == "gpu:mi300x_cpx:64"
+    # One render node per partition: plain File= lines (slurmd refuses MultipleFiles of one file), one range.
+    assert [(row["type"], row["file"], row["count"]) for row in slurmd_reads(node, tmp_path)] == [
+        ("mi300x_cpx", f"{root}/dri/renderD[128-191]", "64")]

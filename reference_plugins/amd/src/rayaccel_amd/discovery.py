@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from rayaccel import Device, Host, HostError, report_problem
-from rayaccel.records import ID_FALLBACK
+from rayaccel.records import DEVICE_FILE, ID_FALLBACK
 from rayaccel.reporting import record_or_report
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import GpuRecord, Snapshot
@@ -133,6 +133,8 @@ def _partitioned(members: list[GpuRecord], source: str) -> Device:
             attributes["partition_id"] = gpu.partition_id
         if gpu.bdf:
             attributes["pci_bus_id"] = gpu.bdf
+        if gpu.drm_render is not None:  # what a job on this partition is given (Slurm's MultipleFiles)
+            attributes[DEVICE_FILE] = f"/dev/dri/renderD{gpu.drm_render}"
         if gpu.inferred:
             attributes["product_inferred"] = True
         partitions.append({"id": str(gpu.hip_id if gpu.hip_id is not None else gpu.index), "kind": PARTITION_KIND,

@@ -117,6 +117,8 @@ def read_library(lib: Any) -> Snapshot:
         enumeration = optional(getattr(lib, "amdsmi_get_gpu_enumeration_info", _absent), handle) or {}
         hip_id = enumeration.get("hip_id")
         record.hip_id = hip_id if isinstance(hip_id, int) and not isinstance(hip_id, bool) and hip_id >= 0 else None
+        render = enumeration.get("drm_render")
+        record.drm_render = render if isinstance(render, int) and not isinstance(render, bool) and render >= 0 else None
         hip_uuid = enumeration.get("hip_uuid")
         record.hip_uuid = hip_uuid if isinstance(hip_uuid, str) and hip_uuid.startswith("GPU-") else None
         vram = optional(lib.amdsmi_get_gpu_vram_info, handle) or {}

@@ -40,6 +40,8 @@ class GpuRecord:
     hip_id: int | None = None
     #: HIP's uuid of the physical GPU (``GPU-<serial>``), the same on each of its partitions (ROCm 6.4+).
     hip_uuid: str | None = None
+    #: Its DRM render node's minor (``/dev/dri/renderD<N>``), when amdsmi reports it (ROCm 6.4+).
+    drm_render: int | None = None
     vram_mib: int | None = None
     numa_node: int | None = None
     driver_version: str | None = None

@@ -12,7 +12,8 @@ A partitioned device (MIG, AMD compute partitions) is never a GRES itself: each 
 of type ``<device type>_<profile>`` (Slurm's own MIG naming, ``a100-sxm4-40gb_3g.20gb``), on a line of its
 own with ``MultipleFiles=`` (Slurm 21.08+: the files one GRES needs together, for MIG the GPU's
 ``/dev/nvidia<N>`` and its GPU- and compute-instance access files under ``/dev/nvidia-caps``) taken from the
-partition's ``DEVICE_FILE`` attribute (a comma-separated list); a partition without one is counted
+partition's ``DEVICE_FILE`` attribute (a comma-separated list; one file, an AMD partition's render node, is
+a plain ``File=``, which slurmd demands, and such lines share a range); a partition without one is counted
 (``Count=``) without files, as Slurm cannot constrain what it cannot name. A family with partitions gets no
 ``Links``: Slurm indexes them by device file, which partitions of one device share.
 """
@@ -159,7 +160,7 @@ def _partition_lines(family: FamilyInventory, gres_name: str, device: Device, st
                       if f.strip().startswith("/dev/")) if listed is not None else ()
         kind = _NOT_IN_TYPE.sub("-", f"{gres_type(family, device)}_{partition.profile.lower()}").strip("-.")
         lines.append(GresLine(name=gres_name, type=kind, files=files, count=1, cores=cores, links=None,
-                              multiple_files=bool(files)))
+                              multiple_files=len(files) > 1))  # slurmd refuses MultipleFiles of one file
     return lines
 
 
