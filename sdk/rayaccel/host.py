@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import http.client
 import math
 import os
 import selectors
@@ -309,6 +308,8 @@ def http_get_bounded(url: str, headers: Mapping[str, str], timeout: float,
     down (which ends a blocked read) and returns. A name lookup cannot be interrupted: its thread ends
     when the resolver gives up, the caller does not wait for it.
     """
+    import http.client  # here: ~30 ms of imports (ssl, email) a command that reads no URL never pays
+
     timeout = _check_timeout(timeout)
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
