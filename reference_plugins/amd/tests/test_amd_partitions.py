@@ -212,3 +212,39 @@ def test_every_fixture_source_names_its_tool_version_and_documentation(fixtures:
     source = fixtures[name].source
     assert TOOL_VERSION.search(source), source
     assert any("rocm.docs.amd.com/projects/amdsmi" in url for url in URL.findall(source)), source
+
+
+# -- Issue 25: a partitioned GPU is one device; its partitions' health ---------------------------------------
+
+def _without(fixtures: Fixtures, *logical: str) -> SimulatedHost:
+    data = fixtures[CPX].model_dump(mode="json", by_alias=True)
+    for key in logical:
+        del data["host"]["libraries"]["amdsmi"]["gpus"][key]
+    return SimulatedHost(parse_fixture(data, "cpx with logical GPUs gone"))
+
+
+def test_a_secondary_partition_gone_drains_only_itself_and_a_primary_gone_drains_its_gpu(
+        fixtures: Fixtures) -> None:
+    devices = plugin.rayaccel_discover(SimulatedHost(fixtures[CPX]))
+    assert len(devices) == 8 and [len(d.partitions) for d in devices] == [8] * 8
+    # Logical GPU 9 (partition 1 of GPU 1) falls off: only partition "9" is unhealthy; GPU 1 stays healthy.
+    reports = {r.device: r for r in plugin.rayaccel_health(_without(fixtures, "9"), devices)}
+    assert reports["9"].state == "unhealthy" and reports["9"].reasons[0].code == "gpu-lost"
+    assert reports[devices[1].id].state == "healthy"
+    assert {d for d, r in reports.items() if r.state != "healthy"} == {"9"}
+    # Logical GPU 8 is GPU 1's primary partition: the package is gone, every partition of it with it.
+    reports = {r.device: r for r in plugin.rayaccel_health(_without(fixtures, "8"), devices)}
+    assert reports[devices[1].id].state == "unhealthy" and reports[devices[1].id].reasons[0].fatal
+
+
+def test_a_partitioned_gpu_is_offered_only_as_its_partitions(manager: PluginManager, fixtures: Fixtures) -> None:
+    result = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    family = result.family("amd")
+    assert family is not None and family.schedulable_units == []
+    assert result.resources == {"GPU_COMPUTE_PARTITION_cpx": 64.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
+    gpu = family.devices[0]
+    assert gpu.memory_mib == sum(p.memory_mib or 0 for p in gpu.partitions) == 196592
+    assert gpu.partition_capacity is not None and (gpu.partition_capacity.compute_slices,
+                                                   gpu.partition_capacity.memory_slices) == (8, 4)
+    assert {(p.kind, p.profile, p.compute_slices) for p in gpu.partitions} == {("compute-partition", "cpx", 1)}
+    assert [p.attributes["device_file"] for p in gpu.partitions] == [f"/dev/dri/renderD{128 + n}" for n in range(8)]
