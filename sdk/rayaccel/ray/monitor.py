@@ -224,6 +224,9 @@ class HealthMonitor:
             for report in family.health:
                 self._seen.setdefault(report.device, name)
                 health[report.device] = report.state
+            for dev in family.devices:  # a partition without a report of its own is as its device
+                for partition in dev.partitions:
+                    health.setdefault(partition.id, health.get(dev.id, "unknown"))
         self._publisher.publish(node_series(inventory, self.node_id))
         for device, family_name in self._seen.items():
             if device not in health:
@@ -235,7 +238,9 @@ class HealthMonitor:
             # Started without the node's start-up inventory: what is bad now was bad at start.
             self._baseline = {d for d, state in health.items() if state == "unhealthy"}
             ignored |= self._baseline
-        present = {h.device for f in inventory.families for h in f.health}
+        # A partition still discovered is present, reported on its own or not (its fault may have cleared).
+        present = {h.device for f in inventory.families for h in f.health} | {
+            p.id for f in inventory.families for d in f.devices for p in d.partitions}
         findings = by_family(fatal_findings(inventory, ignored) + vanished_findings(self._seen, present, ignored))
         with self._lock:
             self._status["polls"] += 1
