@@ -8,11 +8,12 @@ copies (the template's ``transport.py`` starts from it):
   and mapped by an earlier transfer, so the copy runs at memcpy speed instead of paying for fresh pages),
   and the segment is named ``/dev/shm/rayaccel-rdt-<sender pid>-<object>`` for as long as the ref lives;
   the metadata carries the shapes, dtypes, offsets, the segment's name and the sender's node, actor and pid.
-  The metadata is returned as soon as the segment is named and the copy runs behind it (a "fill" thread),
-  so the copy overlaps Ray's delivery of the metadata and the receiver's mapping of the pages; the sender
-  holds an exclusive ``flock`` on the segment until the copy is done and writes the header (the transfer's
-  name) last, so a receiver never reads a half-written segment. As with Ray's own transports, a tensor
-  changed in place after it was returned may be sent changed;
+  The metadata is returned as soon as the segment is named and the copy runs behind it (a "fill" thread,
+  helped by others for a large tensor), so the copy overlaps Ray's delivery of the metadata and the
+  receiver's mapping of the pages; the sender holds an exclusive ``flock`` on the segment until the copy
+  is done and writes the header (the transfer's name) last, so a receiver never reads a half-written
+  segment. As with Ray's own transports, a tensor changed in place after it was returned may be sent
+  changed;
 - **communicator metadata** (driver, :meth:`get_communicator_metadata`): the two actors' ids, so a
   failure names them;
 - **receive** (destination actor): one-sided, the sender takes no part. With target buffers the bytes
