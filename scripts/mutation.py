@@ -172,7 +172,7 @@ def report(session: Path, target: Target, source: str) -> int:
           + (f"; {len(equivalent)} more survive in annotations that are never evaluated (equivalent)"
              if equivalent else ""))
     name = target.module.split(":")[-1].split(".")[-1] + ".py"
-    for operator, row, _, _ in sorted(set(survived) - set(equivalent), key=lambda r: (r[1], r[0])):
+    for operator, row, _, _ in sorted((r for r in survived if r not in equivalent), key=lambda r: (r[1], r[0])):
         print(f"  survived: {name}:{row} {operator.split('/')[-1]}: {lines[row - 1].strip()[:90]}")
     sys.stdout.flush()
     return 0
