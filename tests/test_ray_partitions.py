@@ -1,6 +1,7 @@
 """MIG instances Ray can schedule (issue 25), on a real Ray node of the mixed A100 80GB fixture: GPU 0 in MIG
-mode (3g.40gb + 2x 2g.20gb), GPU 1 whole. Started by ``rayaccel.ray.init`` with its health monitor (what
-``rayaccel start --simulate nvidia/a100-80gb-mig-mixed`` starts too); one node for the module.
+mode (3g.40gb + 2x 2g.20gb), GPU 1 whole. Started as a user starts it, ``rayaccel start --head --simulate
+nvidia/a100-80gb-mig-mixed`` (a subprocess, with its health monitor), joined with ``rayaccel.ray.connect``,
+stopped with ``rayaccel stop --address``; one node for the module.
 
 Each profile is its own resource (``GPU_MIG_2g.20gb``); a task asking for one gets exactly one instance's
 ``MIG-<uuid>`` in CUDA_VISIBLE_DEVICES, the MIG-mode GPU is never offered as ``GPU``, and a fault of one
@@ -10,10 +11,13 @@ instance takes only that instance out of scheduling.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import ray
+from ports import free_ports
 from rendezvous import rendezvous
 
 import rayaccel.ray
@@ -41,20 +45,48 @@ def _fixture_ids() -> tuple[list[str], list[str]]:
 GPUS, MIGS = _fixture_ids()
 
 
+#: Deterministic whatever ~/.ray holds: whether Ray turns token auth on depends on a token there.
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rayaccel", *args], capture_output=True, text=True, timeout=240,
+                          env=ENV)
+
+
 @pytest.fixture(scope="module")
 def node():
+    from ray.util import get_node_ip_address
+
+    port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
+    address = f"{get_node_ip_address()}:{port}"
+    started = cli("start", "--head", "--simulate", f"nvidia/{FIXTURE}", "--monitor-interval", "1",
+                       f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
+                       f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+                       f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=8",
+                       "--include-dashboard=false")
+    saved = os.environ.get("RAY_AUTH_MODE")
     try:
-        rayaccel.ray.init(simulate=f"nvidia/{FIXTURE}", plugins=["nvidia"], num_cpus=8, include_dashboard=False,
-                          log_to_driver=False, monitor=True, monitor_interval=1)
-        wait_for(ray.available_resources, lambda r: r.get(TWO_G) == 2, timeout=60, what=f"2 {TWO_G} free")
-        (node_id,) = rayaccel.ray.node_configs()
+        assert started.returncode == 0, started.stderr[-3000:]
+        assert ("node started with GPU=1, GPU_MIG_2g.20gb=2, GPU_MIG_3g.40gb=1, accelerator_type:A100=1"
+                in started.stdout)
+        fault_file = started.stdout.split("switch a fault on with: echo <fault> >> ", 1)[1].split()[0]
+        node_id = started.stdout.split("rayaccel: node ", 2)[-1].split()[0]
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+        rayaccel.ray.connect(address, log_to_driver=False)
         # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
         wait_for(lambda: ray.get(get_monitor(node_id).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
-                 timeout=60, what="the health monitor's first poll")
-        yield node_id
+                 timeout=60, retry_on=(ValueError,), what="the health monitor's first poll")
+        yield node_id, fault_file
     finally:
         rayaccel.ray.shutdown()
         uninstall()
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+        stopped = cli("stop", f"--address={address}", "--grace", "3")
+        assert stopped.returncode == 0, stopped.stderr
 
 
 def seen(meet=None, n=0):
@@ -66,6 +98,7 @@ def seen(meet=None, n=0):
 
 
 def test_each_profile_is_a_resource_and_the_mig_gpu_is_not_offered_whole(node):
+    node, _ = node
     total = ray.cluster_resources()
     assert (total.get("GPU"), total.get(TWO_G), total.get(THREE_G)) == (1.0, 2.0, 1.0)
     assert total.get("accelerator_type:A100") == 1.0
@@ -132,8 +165,8 @@ def test_a_placement_group_of_instances_gives_each_bundle_its_own_instance(node)
 
 def test_a_fault_in_one_instance_drains_that_instance_and_a_parent_fault_all_of_them(node):
     # Last in the module: it cordons instances of GPU 0.
+    node, fault_file = node
     monitor = get_monitor(node)
-    fault_file = rayaccel.ray.node_configs()[node].fault_file
 
     def status():
         return ray.get(monitor.status.remote(), timeout=30)
