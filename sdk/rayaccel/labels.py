@@ -14,12 +14,16 @@ from types import MappingProxyType
 from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 
 VOCABULARY_PREFIX = "rayaccel.io/"
+#: ``rayaccel.io/partition-<kind>-<profile>``: a partition kind (lower-case words joined by '-') and a profile.
+_PARTITION_PROFILE_RE = re.compile(
+    rf"^{re.escape(VOCABULARY_PREFIX)}partition-[a-z][a-z0-9-]*-[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 #: Vocabulary key -> what it holds. docs/labels.md documents each; a test keeps the two in step. Read-only:
 #: validation reads it, so no plugin may widen the vocabulary (RAC112 watches it too).
 class LabelVocabulary(Mapping[str, str]):
     """The vocabulary, read-only. A key with ``<n>`` stands for the keys with a whole number >= 1 there:
-    ``rayaccel.io/scale-up-domain-2`` is in it through ``rayaccel.io/scale-up-domain-<n>``."""
+    ``rayaccel.io/scale-up-domain-2`` is in it through ``rayaccel.io/scale-up-domain-<n>``; a partition
+    profile's count, ``rayaccel.io/partition-mig-1g.10gb``, through ``rayaccel.io/partition-<kind>-<profile>``."""
 
     def __init__(self, keys: Mapping[str, str]) -> None:
         self._keys = MappingProxyType(dict(keys))
@@ -27,6 +31,8 @@ class LabelVocabulary(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         if key in self._keys:
             return self._keys[key]
+        if _PARTITION_PROFILE_RE.match(key):
+            return self._keys[f"{VOCABULARY_PREFIX}partition-<kind>-<profile>"]
         return self._keys[re.sub(r"(?<=-)[1-9][0-9]*(?=-|$)", "<n>", key)]
 
     def __iter__(self) -> Iterator[str]:
@@ -54,6 +60,9 @@ VOCABULARY: Mapping[str, str] = LabelVocabulary({
     "rayaccel.io/driver-version": "kernel driver version",
     "rayaccel.io/runtime-version": "user-space runtime version (CUDA, ROCm, Neuron, ...)",
     "rayaccel.io/health": "healthy, degraded (some devices unhealthy) or unhealthy (none usable)",
+    "rayaccel.io/partition-kind": "the partitions' kind on a node with partitioned devices (mig, ...; mixed)",
+    "rayaccel.io/partition-<kind>-<profile>": "partitions of that profile that take work, e.g. "
+                                              "rayaccel.io/partition-mig-2g.20gb=2",
 })
 
 # Ray 2.60 `_private/label_utils.py`: a name is <= 63 of [A-Za-z0-9_.-], alphanumeric at both ends.
