@@ -612,7 +612,8 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     ``device-lost`` fault of the fixture is switched on, and the inventory built on it must name the lost
     devices nowhere (links, domains, health, metrics, units, labels), while health polled with the devices
     discovered before the loss (as a health monitor polls) reports each lost one unhealthy with a fatal
-    reason, with the reason codes the fault's ``expected.reasons`` names for it; so must each ``lose``
+    reason, and every device the fault's ``expected.reasons`` names (lost, or broken but still found: a
+    chiplet gone) with those reason codes, as a fresh inventory gives them; so must each ``lose``
     perturbation the fixture declares (docs/fixtures.md), which must also leave the other devices as they
     were. Fix: build every per-device answer from the ``devices`` argument, never from what the vendor
     interface lists, and give a lost device the reason code of a loss.
@@ -651,11 +652,18 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
                 wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before {dev} "
                              f"was lost (as a health monitor does), reports it {state}: a lost device is unhealthy, "
                              "fatally")
-                continue
+        # A device the fault breaks without losing it (a chiplet gone) gets the same reason codes from the
+        # monitor, which knew it whole, as from a fresh inventory (RAC203): so do the ones it loses.
+        for dev in sorted(set(fault.expected.reasons) & healthy_ids):
+            report = by_id.get(dev)
+            if report is None or (dev in lost and (report.state != "unhealthy"
+                                                   or not any(r.fatal for r in report.reasons))):
+                continue  # said above
             codes = [r.code for r in report.reasons]
-            if lacking := [c for c in fault.expected.reasons.get(dev, []) if c not in codes]:
-                wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before {dev} "
-                             f"was lost, gives reason codes {codes}; the fixture expects {lacking}")
+            if lacking := [c for c in fault.expected.reasons[dev] if c not in codes]:
+                wrong.append(f"fault {fault.name}: rayaccel_health, polled with the devices discovered before the "
+                             f"fault (as a health monitor does), gives {dev} reason codes {codes}; the fixture "
+                             f"expects {lacking}")
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
     healthy = inventory.family(family.name)
     for variant in (v for v in fx.perturbations if v.kind == "lose"):
