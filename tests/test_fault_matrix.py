@@ -632,6 +632,44 @@ def test_a_negative_vram_size_from_amdsmi_costs_that_gpu_only(manager: PluginMan
     assert "(got -1)" in problem.message and "\n" not in problem.message
 
 
+def _one_value_patch(fixture: Fixture, plugin: str) -> dict[str, Any]:
+    """A patch giving one device of ``fixture`` one malformed value in its vendor's own format."""
+    if plugin == "nvidia":
+        return {"libraries": {"nvml": {"devices": {"3": {"memory": {"total": "abc"}}}}}}
+    if plugin == "amd":
+        return {"libraries": {"amdsmi": {"gpus": {"0": {"vram_info": {"vram_size": -1}}}}}}
+    if plugin == "neuron":
+        line = _command(fixture, "neuron-ls")
+        doc = json.loads(fixture.host.commands[line].stdout or "")
+        doc[3]["memory_size"] = "abc"
+        return {"commands": {line: {"stdout": json.dumps(doc)}}}
+    if plugin == "gaudi":
+        line = _command(fixture, "hl-smi -Q")
+        rows = (fixture.host.commands[line].stdout or "").splitlines()
+        rows[2] = rows[2].replace("131072 MiB", "abc MiB", 1)
+        return {"commands": {line: {"stdout": "\n".join(rows) + "\n"}}}
+    return {"files": {"/sys/kernel/iommu_groups/3/devices/0000:00:07.0/device": "0xzz\n"}}  # tpu
+
+
+@pytest.mark.parametrize(("ref", "kept", "field", "value"), [
+    ("nvidia/dgx-h100", 8, "memory.total", "'abc'"),
+    ("amd/mi355x-8", 7, "memory_mib", "-1"),  # a record refuses it: that GPU alone is left out
+    ("neuron/trn1.32xlarge", 16, "memory_size", "'abc'"),
+    ("gaudi/hls-gaudi3", 8, "memory.total", "'abc MiB'"),
+    ("tpu/v5e-8", 8, "PCI device id", "'0xzz'"),
+])
+def test_each_reference_plugin_keeps_the_other_devices_beside_one_malformed_value(
+        manager: PluginManager, ref: str, kept: int, field: str, value: str) -> None:
+    """Issue 28's show: in each reference plugin, one device's malformed vendor value costs at most that device,
+    with one problem naming the field and the value."""
+    plugin = ref.split("/")[0]
+    inventory = _faulted(manager, ref, _one_value_patch(fixture_of(manager, ref), plugin))
+    family = inventory.family(plugin)
+    assert family is not None and len(family.devices) == kept
+    (problem,) = [p for p in inventory.problems if p.hook == "rayaccel_discover"]
+    assert field in problem.message and value in problem.message and "\n" not in problem.message
+
+
 #: The driver's own witnesses of 8 GPUs: NVIDIA's device nodes; AMD's render nodes of vendor 0x1002 (and the
 #: BMC's ASPEED GPU, which is none of AMD's).
 NVIDIA_NODES = {f"/dev/nvidia{i}": "" for i in range(8)} | {"/dev/nvidiactl": "", "/dev/nvidia-uvm": ""}

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from rayaccel import Host
-from rayaccel.reporting import plain_int
+from rayaccel.reporting import plain_int, report_problem
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
 PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e", "0x0076": "v7x"}
@@ -71,9 +71,12 @@ def pci_device_id_from_uevent(fields: dict[str, str]) -> str | None:
     return "0x" + device.lower()
 
 
-def _hex_id(raw: str | None) -> str | None:
+def _hex_id(raw: str | None, where: str) -> str | None:
     if raw and re.fullmatch(r"0x[0-9a-fA-F]{4}", raw):
         return raw.lower()
+    if raw:  # garbage is said, never taken for an unknown chip in silence
+        report_problem("malformed-value", f"{where}: the PCI device id is {raw[:40]!r}, expected 0x and four hex "
+                       "digits; it is ignored (the generation comes from the pod type)")
     return None
 
 
@@ -102,7 +105,7 @@ def _vfio_tpu_functions(host: Host, group: str) -> list[tuple[str, str | None]]:
     for bdf in functions:
         vendor = _read(host, f"{root}/{bdf}/vendor")
         if vendor and vendor.lower() == GOOGLE_PCI_VENDOR:
-            found.append((bdf, _hex_id(_read(host, f"{root}/{bdf}/device"))))
+            found.append((bdf, _hex_id(_read(host, f"{root}/{bdf}/device"), f"chip function {bdf}")))
     return found
 
 
