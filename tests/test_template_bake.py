@@ -161,6 +161,41 @@ def test_a_fresh_bake_passes_its_own_lint_and_type_checks(baked: dict[str, tuple
         assert "rayaccel" not in mypy.stdout.replace(project.name, "")  # found, not "missing imports"
 
 
+DECLARED_TRANSPORT = """
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    return [TransportSpec(name=transport.NAME, devices=["cpu"], link_kinds=["pcie"], one_sided=True,
+                          manager_class="rayaccel_acme.transport:Transport")]
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_bake_declaring_its_transport_as_the_example_says_stays_supported(tmp_path: Path) -> None:
+    """transport.py's docstring tells a vendor to import it into plugin.py and declare it: doing so as written
+    keeps the plugin at the supported tier (importing it imports Ray, whose own environment writes are not the
+    plugin's: RAC109)."""
+    done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={"vendor_name": "ACME Corp"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    src = tmp_path / "out" / "rayaccel-acme" / "src"
+    plugin = src / "rayaccel_acme" / "plugin.py"
+    hooks = "from rayaccel_acme import discovery, health, metrics, probe, sku_fixture, topology\n"
+    text = plugin.read_text(encoding="utf-8")
+    assert hooks in text
+    plugin.write_text(text.replace(hooks, "from rayaccel import TransportSpec\n" + hooks.replace("\n", ", transport\n"))
+                      + DECLARED_TRANSPORT, encoding="utf-8")
+    report = tmp_path / "conformance.json"
+    env = {**with_path(src), "RAYACCEL_NO_AUTOLOAD": "1", "RAYACCEL_PLUGINS": "acme=rayaccel_acme.plugin"}
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    checked = run([sys.executable, "-m", "pytest", "-q", "--conformance", "--conformance-plugin", "acme",
+                   "--conformance-tier", "supported", "--conformance-report", str(report)], cwd=run_dir, env=env,
+                  timeout=600)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert [(p["name"], p["tier"]) for p in json.loads(report.read_text())["plugins"]] == [("acme", "supported")]
+
+
 def test_rayaccel_new_commits_the_bake_so_upgrade_can_merge(baked: dict[str, tuple[Path, Path]]) -> None:
     project, _ = baked["hostile"]
     tracked = run(["git", "-C", str(project), "ls-files"]).stdout.split()
