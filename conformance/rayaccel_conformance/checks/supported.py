@@ -225,12 +225,12 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
 
     The plugin must implement ``rayaccel_metrics``; every sample's name must be standard (``utilization`` in
     percent, ``memory_used`` in bytes, ...) or prefixed ``vendor.``, in its one unit, and name a discovered
-    device (a fixture whose vendor interface offers no metric may give none). One malformed sample drops
-    all of them. Values must agree with the device facts discovery gave: ``memory_total`` equals the
-    device's memory (``memory_mib`` x 2^20 bytes, within 1%), ``memory_used`` is at most that,
-    ``utilization`` is 0-100, ``temperature`` -40..150 C, ``power`` 0..5000 W, counters and rates are
-    non-negative, all finite. Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert
-    MiB to bytes, mW to watts.
+    device (a fixture whose vendor interface offers no metric may give none; the metrics its ``expected.
+    metrics`` names, every device must give). One malformed sample drops all of them. Values must agree with
+    the device facts discovery gave: ``memory_total`` equals the device's memory (``memory_mib`` x 2^20
+    bytes, within 1%), ``memory_used`` is at most that, ``utilization`` is 0-100, ``temperature`` -40..150
+    C, ``power`` 0..5000 W, counters and rates are non-negative, all finite. Fix: use
+    ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -242,6 +242,11 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
     wrong += metric_contradictions(samples, devices)
+    for device in devices:  # what the fixture says the vendor interface offers for every device
+        lacking = sorted(set(fx.expected.metrics) - {s.name for s in samples if s.device == device.id})
+        if lacking:
+            wrong.append(f"{device.id} has no {', '.join(lacking)} sample, which the fixture's vendor interface "
+                         "offers (expected.metrics)")
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
         names = ", ".join(sorted(STANDARD_METRICS))
         wrong.append(f"the plugin implements no rayaccel_metrics hook (standard metrics: {names})")

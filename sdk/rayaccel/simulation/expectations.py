@@ -30,6 +30,8 @@ class Expected(Record):
                                            description="Device id -> state; unlisted devices are healthy")
     skus: dict[str, str] = Field(default_factory=dict, description="Device id -> SKU id")
     links: int | None = Field(None, ge=0, description="Number of links in the topology")
+    metrics: list[str] = Field(default_factory=list,
+                               description="Metric names every device reports (the vendor interface offers them)")
 
 
 class FaultExpectation(Record):
