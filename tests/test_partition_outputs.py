@@ -1,9 +1,10 @@
 """Partitions in the exporters (issue 25), read back by the real tools: DRA partitionable devices checked by
 kubernetes-validate, Slurm's ``MultipleFiles`` read by ``slurmd -G``, NFD's profile labels.
 
-The inventories are the shipped MIG fixture's, built as ``rayaccel export`` builds them; a mixed node (one GPU
-partitioned, one whole), a partition's own fault and device files are the same inventory changed where the
-test says, so each case names what it adds.
+The inventories are the shipped MIG fixture's, built as ``rayaccel export`` builds them (the NVIDIA plugin
+names each MIG instance's device files from the fixture's /proc/driver/nvidia-caps/mig-minors); a mixed node
+(one GPU partitioned, one whole) and a partition's own fault are the same inventory changed where the test
+says, so each case names what it adds.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from rayaccel.outputs.exporters.nfd import label_problem
 from rayaccel.outputs.exporters.slurm import slurm_node
 from rayaccel.plugins.manager import default_manager
 from rayaccel.records import DEVICE_FILE, Device, HealthReason, HealthReport, NodeInventory
+from rayaccel.simulation.fixtures import Fixture, resolve_fixture
 from rayaccel.simulation.host_factory import make_host
 
 MIG = "nvidia/a100-mig"
 
 
-def inventory(ref: str = MIG, *faults: str) -> NodeInventory:
+def inventory(ref: str | Fixture = MIG, *faults: str) -> NodeInventory:
     manager = default_manager()
     return collect_inventory(manager, make_host(ref, list(faults), manager=manager))
 
@@ -119,21 +121,86 @@ def test_dra_taints_only_the_faulty_instance_and_every_instance_of_a_faulty_gpu(
     assert first in {d["attributes"]["unitId"]["string"] for d in devices}
 
 
-# -- Slurm: MIG instances as GRES with MultipleFiles -------------------------------------------------------
+# -- NVIDIA: each MIG instance's device files, from the driver's mig-minors -------------------------------
 
-def with_cap_files(inv: NodeInventory) -> NodeInventory:
-    """Each instance with the files its GRES needs, as NVIDIA documents them: the GPU's /dev/nvidia0 and the
-    GPU- and compute-instance access files from /proc/driver/nvidia-caps/mig-minors."""
+MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
+
+
+def cap_files(gpu_minor: int, gpu_instance: int, compute_instance: int) -> str:
+    """The files NVIDIA's MIG user guide gives an instance: /dev/nvidia<minor> and the access files of its GPU
+    and compute instance, whose minors the driver fixes in advance (config 1, monitor 2, then 135 per GPU: 9
+    per GPU instance, its own access file first; gpu0/gi2/access is 21, gpu0/gi2/ci0/access 22)."""
+    gi_minor = 3 + gpu_minor * 135 + gpu_instance * 9
+    return (f"/dev/nvidia{gpu_minor},/dev/nvidia-caps/nvidia-cap{gi_minor},"
+            f"/dev/nvidia-caps/nvidia-cap{gi_minor + 1 + compute_instance}")
+
+
+def changed_fixture(ref: str, files: dict[str, str] | None = None, **gpu0: Any) -> Fixture:
+    """The shipped fixture with its files replaced (when given) and GPU 0's NVML answers updated."""
+    fixture = resolve_fixture(ref, default_manager())
+    nvml = dict(fixture.host.libraries["nvml"])
+    devices = dict(nvml["devices"])
+    devices["0"] = {k: v for k, v in {**devices["0"], **gpu0}.items() if v is not None}
+    nvml["devices"] = devices
+    host = fixture.host.model_copy(update={"libraries": {**fixture.host.libraries, "nvml": nvml},
+                                           "files": fixture.host.files if files is None else files})
+    return fixture.model_copy(update={"host": host})
+
+
+@pytest.mark.parametrize("ref", [MIG, "nvidia/h100-mig", "nvidia/a100-80gb-mig-mixed"])
+def test_the_nvidia_plugin_names_each_mig_instances_gpu_and_cap_files(ref: str) -> None:
+    inv = inventory(ref)
+    instances = [(d, p) for d in inv.families[0].devices for p in d.partitions]
+    assert instances and not [p for p in inv.problems if p.code == "mig-caps-unlisted"]
+    for device, partition in instances:
+        gi, ci = partition.attributes["gpu_instance_id"], partition.attributes["compute_instance_id"]
+        assert partition.attributes[DEVICE_FILE] == cap_files(device.index, int(gi), int(ci))
+    # A whole GPU is not given an instance's files.
+    assert all(DEVICE_FILE not in d.attributes for d in inv.families[0].devices)
+
+
+def test_the_files_follow_the_gpus_device_minor_not_its_nvml_index() -> None:
+    # A pod given a DGX A100's fourth GPU: NVML index 0 in the pod, /dev/nvidia3 on the node, and the driver's
+    # mig-minors names that GPU gpu3.
+    text = resolve_fixture(MIG, default_manager()).host.files[MIG_MINORS]
+    gpu3 = "".join(line if not line.startswith("gpu0/") else
+                   f"gpu3/{line.split(' ')[0].removeprefix('gpu0/')} {int(line.split(' ')[1]) + 3 * 135}\n"
+                   for line in text.splitlines(keepends=True))
+    inv = inventory(changed_fixture(MIG, {MIG_MINORS: gpu3}, minor_number=3))
     gpu = inv.families[0].devices[0]
-    partitions = []
-    for partition in gpu.partitions:
-        gi, ci = int(partition.attributes.get("gpu_instance_id", 1)), int(partition.attributes.get(
-            "compute_instance_id", 0))
-        gi_minor = 3 + gpu.index * 135 + gi * 9  # mig-minors: gpu0/gi1/access is 12, gpu0/gi1/ci0/access 13
-        caps = f"/dev/nvidia-caps/nvidia-cap{gi_minor},/dev/nvidia-caps/nvidia-cap{gi_minor + 1 + ci}"
-        files = f"/dev/nvidia{gpu.index},{caps}"
-        partitions.append(partition.model_copy(update={"attributes": {**partition.attributes, DEVICE_FILE: files}}))
-    return with_devices(inv, [gpu.model_copy(update={"partitions": partitions})])
+    assert gpu.index == 0
+    assert [p.attributes[DEVICE_FILE] for p in gpu.partitions] == [
+        cap_files(3, int(p.attributes["gpu_instance_id"]), int(p.attributes["compute_instance_id"]))
+        for p in gpu.partitions]
+    assert str(gpu.partitions[0].attributes[DEVICE_FILE]).startswith("/dev/nvidia3,/dev/nvidia-caps/nvidia-cap426,")
+
+
+@pytest.mark.parametrize("case", ["no mig-minors", "no device minor", "instance not listed"])
+def test_without_the_files_an_instance_is_counted_in_slurm_and_nothing_breaks(case: str) -> None:
+    text = resolve_fixture(MIG, default_manager()).host.files[MIG_MINORS]
+    fixture = {"no mig-minors": changed_fixture(MIG, {}),
+               "no device minor": changed_fixture(MIG, minor_number=None),
+               "instance not listed": changed_fixture(MIG, {MIG_MINORS: "\n".join(
+                   line for line in text.splitlines() if not line.startswith("gpu0/gi3/"))})}[case]
+    inv = inventory(fixture)
+    gpu = inv.families[0].devices[0]
+    unlisted = [p for p in gpu.partitions if DEVICE_FILE not in p.attributes]
+    warned = [p for p in inv.problems if p.code == "mig-caps-unlisted"]
+    if case == "instance not listed":
+        # Only the instance of GPU instance 3 lacks its files; a warning names it.
+        assert [p.attributes["gpu_instance_id"] for p in unlisted] == [3]
+        assert len(warned) == 1 and unlisted[0].id in warned[0].message
+    else:
+        assert unlisted == gpu.partitions and not warned
+    lines = slurm_node(inv).lines
+    assert sum(line.count for line in lines) == len(gpu.partitions)  # every instance is still a GRES
+    counted = [line for line in lines if not line.files]
+    assert sum(line.count for line in counted) == len(unlisted)
+    assert all(f" Count={line.count} " in line.render("n") for line in counted)
+    assert len([line for line in lines if line.multiple_files]) == len(gpu.partitions) - len(unlisted)
+
+
+# -- Slurm: MIG instances as GRES with MultipleFiles -------------------------------------------------------
 
 
 def test_slurm_types_each_instance_by_profile_and_never_offers_the_gpu_whole() -> None:
@@ -149,7 +216,7 @@ def test_slurm_types_each_instance_by_profile_and_never_offers_the_gpu_whole() -
 
 @needs_slurmd
 def test_slurmd_reads_each_mig_instance_as_one_gres_of_its_files(tmp_path: Path) -> None:
-    inv = with_cap_files(inventory())
+    inv = inventory()
     gpu = inv.families[0].devices[0]
     root = tmp_path / "dev"
     node = slurm_node(inv, device_root=str(root))
@@ -164,7 +231,7 @@ def test_slurmd_reads_each_mig_instance_as_one_gres_of_its_files(tmp_path: Path)
 
 @needs_slurmd
 def test_slurmd_on_a_mixed_node_reads_the_whole_gpu_and_the_instances(tmp_path: Path) -> None:
-    inv = mixed(with_cap_files(inventory()))
+    inv = mixed(inventory())
     gpu, whole = inv.families[0].devices
     root = tmp_path / "dev"
     understood = slurmd_reads(slurm_node(inv, device_root=str(root)), tmp_path)
@@ -175,7 +242,7 @@ def test_slurmd_on_a_mixed_node_reads_the_whole_gpu_and_the_instances(tmp_path: 
 
 @needs_slurmd
 def test_an_unhealthy_instance_is_absent_from_slurm_and_the_others_stay(tmp_path: Path) -> None:
-    inv = with_cap_files(inventory())
+    inv = inventory()
     gpu = inv.families[0].devices[0]
     bad = gpu.partitions[1].id
     inv = with_devices(inv, [gpu], [HealthReport(device=gpu.id, state="healthy"), unhealthy(bad)])

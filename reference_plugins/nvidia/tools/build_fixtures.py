@@ -43,6 +43,31 @@ Dumper.add_representer(Hex, lambda d, v: d.represent_scalar("tag:yaml.org,2002:i
 Dumper.add_representer(Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
 
 
+class Block(str):
+    """A file's text, written as a YAML literal block (one line of the file a line of the fixture)."""
+
+
+Dumper.add_representer(Block, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|"))
+
+#: Where the driver lists the minors of the MIG capability device files (/dev/nvidia-caps/nvidia-cap<M>).
+MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
+
+
+def mig_minors(gpu_minors: list[int]) -> Block:
+    """/proc/driver/nvidia-caps/mig-minors as the driver writes it (NVIDIA's MIG user guide, 'Device Nodes and
+    Capabilities'): ``config 1``, ``monitor 2``, then for each GPU minor 0-31 its 15 GPU instances' access
+    files, each followed by its 8 compute instances' (``gpu0/gi0/access 3`` ... ``gpu31/gi14/ci7/access
+    4322``), every minor fixed in advance. Only the lines of the node's GPUs are kept (the fixture stays
+    small); their minors are the driver's."""
+    lines = ["config 1", "monitor 2"]
+    for gpu in gpu_minors:
+        for gi in range(15):
+            first = 3 + gpu * 135 + gi * 9
+            lines.append(f"gpu{gpu}/gi{gi}/access {first}")
+            lines += [f"gpu{gpu}/gi{gi}/ci{ci}/access {first + 1 + ci}" for ci in range(8)]
+    return Block("\n".join(lines) + "\n")
+
+
 def gpu_uuid(system: str, index: int, prefix: str = "GPU") -> str:
     return f"{prefix}-{uuid.uuid5(NS, f'{system}/{index}')}"
 
@@ -109,12 +134,16 @@ NVML_DOCS = ("https://docs.nvidia.com/deploy/nvml-api/index.html (NVML API Refer
 
 
 def fixture(name: str, description: str, source: str, hostname: str, nvml: dict[str, Any],
-            expected: dict[str, Any], faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+            expected: dict[str, Any], faults: list[dict[str, Any]] | None = None,
+            files: dict[str, str] | None = None) -> dict[str, Any]:
     source = (f"NVML of NVIDIA driver {nvml['driver_version']} (libnvidia-ml.so) as nvidia-ml-py 13.x (pynvml) returns "
               f"it, documented at {NVML_DOCS}; {source}")
+    host: dict[str, Any] = {"hostname": hostname}
+    if files:
+        host["files"] = files
+    host["libraries"] = {"nvml": nvml}
     return {"schema": "rayaccel-fixture/1", "plugin": "nvidia", "name": name, "description": description,
-            "source": source, "host": {"hostname": hostname, "libraries": {"nvml": nvml}},
-            "expected": expected, "faults": faults or []}
+            "source": source, "host": host, "expected": expected, "faults": faults or []}
 
 
 def labels(*, sku: str, count: int, interconnect: str, accel: str, memory: int, arch: str, driver: str, cuda: str,
@@ -304,6 +333,7 @@ def h100_mig() -> dict[str, Any]:
                  nvlink=None)
     # 3g.40gb + 2g.20gb + 1g.10gb = 6 of 7 compute slices; slots 0, 1 and 3 hold MIG devices.
     profiles = {0: ("3g.40gb", 40320, 2), 1: ("2g.20gb", 20096, 3), 3: ("1g.10gb", 9984, 9)}
+    gpu["minor_number"] = 0
     gpu["max_mig_devices"] = 7
     gpu["mig_empty_slot_error"] = "NVML_ERROR_INVALID_ARGUMENT"
     gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
@@ -325,8 +355,9 @@ def h100_mig() -> dict[str, Any]:
     return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
                    "pod sees it", "H100 MIG profile names from NVIDIA's MIG "
                    "user guide (memory sizes approximate); an empty slot answers NVML_ERROR_INVALID_ARGUMENT as "
-                   "NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it like NOT_FOUND)",
-                   "h100-pod-5", nvml, expected)
+                   "NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it like NOT_FOUND); "
+                   f"{MIG_MINORS} as the driver writes it (its GPU's lines)",
+                   "h100-pod-5", nvml, expected, files={MIG_MINORS: mig_minors([0])})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,6 +434,7 @@ def a100_mig() -> dict[str, Any]:
                                      [2, 2, 2, 2, 2, 2]))
     # 3g.20gb + 2g.10gb + 2g.10gb = 7 of 7 compute slices; one compute instance per GPU instance.
     profiles = [("3g.20gb", 19968, 2), ("2g.10gb", 9856, 3), ("2g.10gb", 9856, 4)]
+    gpu["minor_number"] = 0  # the DGX A100's first GPU (bus 07): /dev/nvidia0
     gpu["max_mig_devices"] = 7
     gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
                                       "name": f"NVIDIA A100-SXM4-40GB MIG {profile}",
@@ -429,8 +461,8 @@ def a100_mig() -> dict[str, Any]:
     ]
     return fixture("a100-mig", "One MIG-enabled A100 SXM4 40GB (3g.20gb + 2x 2g.10gb) as a pod sees it",
                    "MIG device handles, profiles in the MIG device name; "
-                   "NVLink version NVML_NVLINK_VERSION_3_0",
-                   "dgxa100-pod-3", nvml, expected, faults)
+                   f"NVLink version NVML_NVLINK_VERSION_3_0; {MIG_MINORS} as the driver writes it (its GPU's lines)",
+                   "dgxa100-pod-3", nvml, expected, faults, files={MIG_MINORS: mig_minors([0])})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -451,6 +483,8 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
     # slices, 8 of 8 memory slices; NVML's MIG device slots 0-2, GPU instances 2, 3 and 4, one compute
     # instance (0) each; memory as nvidia-smi lists the profiles (39.25 and 19.50 GiB).
     profiles = [("3g.40gb", 40192, 2), ("2g.20gb", 19968, 3), ("2g.20gb", 19968, 4)]
+    for i in range(2):
+        devices[str(i)]["minor_number"] = i  # /dev/nvidia0 and /dev/nvidia1, in PCI order
     gpu = devices["0"]
     gpu["max_mig_devices"] = 7
     gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
@@ -487,8 +521,9 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
     ]
     return fixture(system, "Two A100 80GB PCIe, one per socket: GPU 0 in MIG mode (3g.40gb + 2x 2g.20gb), GPU 1 "
                    "whole", "MIG device handles, profiles in the MIG device name, XID events carry the GPU "
-                   "instance id; A100 80GB MIG profiles (3g.40gb, 2g.20gb) from NVIDIA's MIG user guide",
-                   "a100-mig-mixed-01", nvml, expected, faults)
+                   "instance id; A100 80GB MIG profiles (3g.40gb, 2g.20gb) from NVIDIA's MIG user guide; "
+                   f"{MIG_MINORS} as the driver writes it (its GPUs' lines)",
+                   "a100-mig-mixed-01", nvml, expected, faults, files={MIG_MINORS: mig_minors([0, 1])})
 
 
 def main() -> int:

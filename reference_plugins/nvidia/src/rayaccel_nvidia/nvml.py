@@ -22,6 +22,7 @@ Simulated data (every key optional; dicts keyed by index so a merge-patch fault 
         name, uuid, serial, pci: {busId, domain, bus, device, pciDeviceId, pciSubSystemId},
         memory: {total, free, used}      # bytes
         numa_node, cpu_affinity: [64-bit words], compute_capability: [9, 0], architecture: 9,
+        minor_number: 0                  # nvmlDeviceGetMinorNumber: N of /dev/nvidia<N> (absent: NOT_SUPPORTED)
         mig_mode: [current, pending], mig_devices: {"0": {uuid, name, memory, gpu_instance_id,
         compute_instance_id}}, max_mig_devices: 7,
         mig_empty_slot_error: NVML_ERROR_INVALID_ARGUMENT   # what an empty MIG slot answers (default NOT_FOUND)
@@ -377,6 +378,9 @@ class SimulatedNvml:
 
     def nvmlDeviceGetArchitecture(self, device: SimHandle) -> int:
         return int(self._field(device, "nvmlDeviceGetArchitecture", "architecture"))
+
+    def nvmlDeviceGetMinorNumber(self, handle: SimHandle) -> int:
+        return int(self._field(handle, "nvmlDeviceGetMinorNumber", "minor_number"))
 
     # MIG ----------------------------------------------------------------------------------------
 

@@ -23,7 +23,18 @@ from rayaccel import (
     TransportSpec,
     hookimpl,
 )
-from rayaccel_nvidia import cloud, discovery, health, metrics, naming, sku_fixture, topology, transport, visibility
+from rayaccel_nvidia import (
+    cloud,
+    discovery,
+    health,
+    metrics,
+    mig_files,
+    naming,
+    sku_fixture,
+    topology,
+    transport,
+    visibility,
+)
 from rayaccel_nvidia.probe import NvmlTimeout, bounded, open_nvml
 
 
@@ -45,7 +56,7 @@ def rayaccel_family() -> FamilyDeclaration:
 def rayaccel_discover(host: Host) -> list[Device]:
     def probe() -> list[Device]:
         nvml = open_nvml(host)
-        devices = [] if nvml is None else discovery.discover(nvml)
+        devices = [] if nvml is None else mig_files.with_device_files(host, nvml, discovery.discover(nvml))
         if not devices:
             discovery.unseen_gpus_problem(host, nvml_answered=nvml is not None)
         return devices

@@ -43,7 +43,7 @@ from rayaccel.outputs.exporters import (
     node_name,
     scheduler_name,
 )
-from rayaccel.records import Device, FamilyInventory, HealthReport, NodeInventory
+from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, HealthReport, NodeInventory
 
 API_VERSION = "resource.k8s.io/v1"
 #: ResourceSliceSpec.devices: "Must not have more than 128 entries. If any device uses taints or consumes
@@ -275,8 +275,8 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
     taken = {key for key, _ in wanted}
     own = device.partitions[partition].attributes if partition is not None else {}
     for key, value in sorted({**device.attributes, **own}.items()):
-        if key == "pcie_root":
-            continue
+        if key == "pcie_root" or (key == DEVICE_FILE and "," in str(value)):
+            continue  # pcie_root is published as the standard attribute; a file list is Slurm's, not a DRA value
         if not C_IDENTIFIER_RE.match(key) or key in taken:
             warnings.append(f"dra: device {name}: attribute {key!r} is not a DRA attribute name (a C identifier of "
                             "at most 32 characters, not one rayaccel sets); left out")
