@@ -304,8 +304,8 @@ class HealthMonitor:
 
         from rayaccel.ray.claims import node_claims_table
 
-        with self._lock:
-            cordon = self._cordons.pop(device)
+        with self._lock:  # listed as cordoned until released; then, at once, as recovered
+            cordon = self._cordons[device]
         family = cordon["family"]
         try:  # the claim first: the group's tokens, once free, are then ordinary tokens
             node_claims_table().uncordon(cordon["resource"], device)
@@ -316,6 +316,7 @@ class HealthMonitor:
         except Exception as e:
             logger.warning("rayaccel: could not remove the cordon of %s device %s: %s", family, device, e)
         with self._lock:
+            self._cordons.pop(device, None)
             recovered = {"family": family, "device": device, "at": time.time(),
                          "message": f"{family}: device {device} has no fatal reason left; its units on this node "
                                     f"take work again (was: {cordon['message']})"}
