@@ -251,8 +251,8 @@ class HealthMonitor:
         for found in findings.values():
             for finding in found:
                 failing.setdefault(finding.device, []).append(finding)
-                for partition in self._partitions.get(finding.device, ()):
-                    failing.setdefault(partition, []).append(finding)
+                for partition_id in self._partitions.get(finding.device, ()):
+                    failing.setdefault(partition_id, []).append(finding)
         if first:
             try:
                 self._adopt(set(failing))
