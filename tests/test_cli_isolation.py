@@ -19,7 +19,10 @@ import psutil
 import pytest
 import yaml
 
+from rayaccel import hookspec
+from rayaccel.isolation.pool import WorkerPool
 from rayaccel.plugins.configuration import INVENTORY_TIMEOUT_ENV, NO_AUTOLOAD_ENV, PLUGINS_ENV
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_testplugins import acme, acme_onboard
 
 #: The whole inventory's budget in these runs (RAYACCEL_INVENTORY_TIMEOUT).
@@ -136,3 +139,22 @@ def test_export_asks_cloud_hints_of_the_workers() -> None:
               if (p["plugin"], p["code"]) == ("hostile-calls", "worker-failed")]
     assert len(failed) == 1, failed  # said once: its hooks are not called again for this command
     assert "exited with code 7 when rayaccel_cloud_hints was called" in failed[0]
+
+
+def test_hooks_with_arguments_are_answered_by_the_workers_never_imported_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the commands above rely on: the adopted manager routes any hook to the plugin's worker.
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(PLUGINS_ENV, ACME)
+    sys.modules.pop("rayaccel_testplugins.acme", None)
+    with WorkerPool.load() as pool:
+        manager = pool.manager
+        catalog = manager.answer("acme", hookspec.SKU_CATALOG)
+        assert catalog is not None and catalog.source_path == str((acme.HERE / "acme-skus.yaml").resolve())
+        host = simulated_host("acme/acme-4", manager=manager)
+        devices = manager.answer("acme", hookspec.DISCOVER, host=host)  # a host crosses as its spec
+        assert devices is not None and [d.index for d in devices] == [0, 1, 2, 3]
+        topology = manager.answer("acme", hookspec.TOPOLOGY, host=host, devices=devices)  # records cross as JSON
+        assert len(topology.links) == 6
+        inventory, recorded = pool.record(host)
+        assert inventory.resources["ACME"] == 4 and recorded["files"]
+    assert "rayaccel_testplugins.acme" not in sys.modules
