@@ -256,6 +256,23 @@ SlurmGresName = Annotated[str, _matching(SLURM_GRES_RE, "must be a Slurm GRES na
 DeviceFilePattern = Annotated[str, _matching(DEVICE_FILE_RE, "must be an absolute /dev path with one {index} or "
                                                              "{index+N} placeholder, like /dev/nvidia{index}")]
 
+#: A placeholder of a partition resource pattern: ``{profile}``, or ``{<attribute>}`` of the partition or its device.
+PARTITION_PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def _partition_resource_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot name partition profiles' Kubernetes resources (None when it can)."""
+    if "{profile}" not in pattern:
+        return (f"{pattern!r} has no {{profile}} placeholder: each profile needs a resource of its own, like "
+                "nvidia.com/mig-{profile}")
+    filled = PARTITION_PLACEHOLDER_RE.sub("x", pattern)
+    if "{" in filled or "}" in filled:
+        return f"{pattern!r}: a placeholder is {{profile}} or {{<attribute name>}} (lower-case letters, digits, '_')"
+    return _extended_resource_problem(filled)
+
+
+KubernetesPartitionResource = Annotated[str, _checked(_partition_resource_pattern_problem)]
+
 
 class SchedulerNames(Record):
     """What cluster schedulers call a family's devices, which discovery cannot find out.
@@ -264,7 +281,8 @@ class SchedulerNames(Record):
     format that needs it (``kuberay`` and ``dra`` need ``kubernetes_resource`` and ``dra_driver``, ``slurm``
     needs ``slurm_gres``) refuses the family with one line naming the field. ``device_files`` are the
     character devices of one discovered device: ``{index}`` is its ``Device.index`` and ``{index+N}`` that
-    index plus N, e.g. ``/dev/dri/renderD{index+128}``."""
+    index plus N, e.g. ``/dev/dri/renderD{index+128}``. ``kubernetes_partition_resource`` names what a
+    ``kuberay`` pod asks for to get one partition of a profile."""
 
     kubernetes_resource: ExtendedResourceName | None = Field(
         None, description="Kubernetes extended resource name the family's device plugin advertises, e.g. "
@@ -274,6 +292,12 @@ class SchedulerNames(Record):
     slurm_gres: SlurmGresName | None = Field(None, description="Slurm GRES name, e.g. 'gpu'")
     device_files: list[DeviceFilePattern] = Field(
         default_factory=list, description="Device-file patterns of one device, e.g. ['/dev/nvidia{index}']")
+    kubernetes_partition_resource: KubernetesPartitionResource | None = Field(
+        None, description="The Kubernetes extended resource of one partition profile, as the family's device plugin "
+        "names it: '{profile}' is the profile, '{<name>}' the partition's (else its device's) attribute of that "
+        "name, lower-cased; e.g. 'nvidia.com/mig-{profile}' (NVIDIA's mixed MIG strategy) or "
+        "'amd.com/{profile}_{memory_partition}' (AMD's mixed naming, amd.com/cpx_nps4). None: "
+        "'<kubernetes_resource>-{profile}'")
 
 
 class FamilyDeclaration(Record):

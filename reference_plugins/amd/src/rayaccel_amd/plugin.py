@@ -39,7 +39,9 @@ def rayaccel_family() -> FamilyDeclaration:
                             tested_ray_versions=["2.60.0"]),
         # AMD's device plugin and DRA driver; Slurm (AutoDetect=rsmi) gives render nodes, renderD128 = GPU 0
         schedulers=SchedulerNames(kubernetes_resource="amd.com/gpu", dra_driver="gpu.amd.com",
-                                  slurm_gres="gpu", device_files=["/dev/dri/renderD{index+128}"]),
+                                  slurm_gres="gpu", device_files=["/dev/dri/renderD{index+128}"],
+                                  # AMD's k8s-device-plugin, resource_naming_strategy=mixed: amd.com/cpx_nps4
+                                  kubernetes_partition_resource="amd.com/{profile}_{memory_partition}"),
     )
 
 

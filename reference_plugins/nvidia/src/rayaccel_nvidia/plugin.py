@@ -48,7 +48,9 @@ def rayaccel_family() -> FamilyDeclaration:
                             tested_ray_versions=["2.60.0"]),
         # NVIDIA's device plugin, DRA driver and Slurm's gres.conf (AutoDetect=nvml) names
         schedulers=SchedulerNames(kubernetes_resource="nvidia.com/gpu", dra_driver="gpu.nvidia.com",
-                                  slurm_gres="gpu", device_files=["/dev/nvidia{index}"]),
+                                  slurm_gres="gpu", device_files=["/dev/nvidia{index}"],
+                                  # NVIDIA's k8s-device-plugin, mig-strategy=mixed: nvidia.com/mig-1g.10gb
+                                  kubernetes_partition_resource="nvidia.com/mig-{profile}"),
     )
 
 

@@ -10,7 +10,9 @@ entry:
 - ``labels``: the Ray node labels ``ray start --labels`` accepts (KubeRay >= 1.5's group field; KubeRay
   refuses ``labels`` inside ``rayStartParams`` when the field is set);
 - the pod template: one container whose resource limits ask the family's Kubernetes extended resource
-  (``nvidia.com/gpu: 8``) for every schedulable unit, and whose command runs the generated ``ray start``
+  (``nvidia.com/gpu: 8``) for every schedulable whole device, and each partition profile's resource for its
+  partitions (:func:`partition_resource`: ``nvidia.com/mig-1g.10gb: 2``, as NVIDIA's device plugin names MIG
+  devices under its mixed strategy), never a limit of 0; its command runs the generated ``ray start``
   arguments through ``rayaccel start`` (so the node gets the inventory's resources, labels, env and health
   monitor), then keeps the container alive while Ray runs.
 
@@ -25,17 +27,26 @@ import shlex
 from typing import Any
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
 from rayaccel.labels import node_own_label
 from rayaccel.outputs.exporters import (
     Exported,
+    ExportError,
     ExportOptions,
     families_with_devices,
     ray_labels,
     resource_quantity,
     scheduler_name,
 )
-from rayaccel.records import NodeInventory
+from rayaccel.records import (
+    PARTITION_PLACEHOLDER_RE,
+    Device,
+    ExtendedResourceName,
+    FamilyInventory,
+    NodeInventory,
+    Partition,
+)
 
 OVERWRITE_ANNOTATION = "ray.io/overwrite-container-cmd"
 CONTAINER_NAME = "ray-worker"
@@ -56,6 +67,51 @@ def group_name(inventory: NodeInventory) -> str:
     return re.sub(r"-{2,}", "-", name)[:63].rstrip("-") or "accelerators"
 
 
+_EXTENDED_RESOURCE: TypeAdapter[str] = TypeAdapter(ExtendedResourceName)
+
+
+def partition_resource(family: FamilyInventory, device: Device, partition: Partition) -> str:
+    """The Kubernetes extended resource a pod asks for to get ``partition``: the family's
+    ``schedulers.kubernetes_partition_resource`` with ``{profile}`` the partition's profile and ``{<name>}`` the
+    partition's (else its device's) attribute of that name, lower-cased; a family that declares none gets
+    ``<kubernetes_resource>-<profile>``. An ExportError says what is missing or why the name is not one."""
+    names = family.family.schedulers
+    pattern = (names.kubernetes_partition_resource
+               or scheduler_name(family, "kubernetes_resource", "kuberay") + "-{profile}")
+
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1)
+        found = partition.profile if key == "profile" else partition.attributes.get(key, device.attributes.get(key))
+        if found is None:
+            raise ExportError(f"family {family.family.name!r}: partition {partition.id} ({partition.profile}) has no "
+                              f"attribute {key!r}, which its schedulers.kubernetes_partition_resource {pattern!r} "
+                              "names; the plugin should report it, or the pattern should not use it")
+        return str(found).lower()
+
+    name = PARTITION_PLACEHOLDER_RE.sub(value, pattern)
+    try:
+        return _EXTENDED_RESOURCE.validate_python(name)
+    except ValidationError as e:
+        raise ExportError(f"family {family.family.name!r}: partition profile {partition.profile!r} gives "
+                          f"{name!r}, which is not a Kubernetes extended resource name ({e.errors()[0]['msg']}); "
+                          "set schedulers.kubernetes_partition_resource to the family's device plugin naming") from None
+
+
+def container_limits(family: FamilyInventory) -> dict[str, int]:
+    """What a pod of this family asks for: its extended resource per schedulable whole device, and each
+    partition resource per partition that takes work (a partitioned device is never asked for whole)."""
+    limits: dict[str, int] = {}
+    if family.schedulable_units:
+        limits[scheduler_name(family, "kubernetes_resource", "kuberay")] = len(family.schedulable_units)
+    owners = {p.id: (d, p) for d in family.devices for p in d.partitions}
+    for ids in family.partition_units.values():
+        for unit in ids:
+            device, partition = owners[unit]
+            name = partition_resource(family, device, partition)
+            limits[name] = limits.get(name, 0) + 1
+    return limits
+
+
 def container_command(options: ExportOptions) -> tuple[list[str], list[str]]:
     """``command`` and ``args``: KubeRay's generated arguments through ``rayaccel start``, then wait while Ray
     runs. The generated line is parsed by the shell (``eval``: its values carry their own quotes, such as
@@ -71,12 +127,21 @@ def container_command(options: ExportOptions) -> tuple[list[str], list[str]]:
 
 def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
     families = families_with_devices(inventory, "kuberay")
-    limits = {scheduler_name(f, "kubernetes_resource", "kuberay"): str(len(f.schedulable_units))
-              for f in families}
+    counts: dict[str, int] = {}
+    for family in families:
+        for name, count in container_limits(family).items():
+            counts[name] = counts.get(name, 0) + count
+    if not counts:
+        raise ExportError(f"host {inventory.host!r} has no device or partition that takes work (all unhealthy?), "
+                          "so a worker group for nodes like it would ask Kubernetes for nothing: export from a "
+                          "healthy node")
+    limits = {name: str(count) for name, count in counts.items()}
     resources = {k: resource_quantity(v) for k, v in sorted(inventory.resources.items())}
     params: dict[str, str] = {}
     if "GPU" in resources:
         params["num-gpus"] = str(resources.pop("GPU"))
+    elif any(f.family.resource_name == "GPU" and f.partition_units for f in families):
+        params["num-gpus"] = "0"  # only partitions: Ray must not count the partitioned GPUs the pod sees as GPUs
     if resources:
         # KubeRay passes the value to `ray start --resources=` as written: a quoted JSON string.
         params["resources"] = json.dumps(json.dumps(resources, separators=(",", ":")))
