@@ -243,3 +243,13 @@ def test_a_hinted_accelerator_type_ray_cannot_take_as_a_label_is_left_out_and_re
     assert "ray.io/accelerator-type" not in node_type.labels and node_type.labels["rayaccel.io/family"] == "gaudi"
     assert [p.code for p in catalog.problems] == ["invalid-label"]
     assert "aws:dl1.24xlarge: label ray.io/accelerator-type='Intel GAUDI/1'" in catalog.problems[0].message
+
+
+def test_a_type_recorded_in_two_configurations_agrees_with_the_default_one() -> None:
+    # trn2.48xlarge is recorded at logical-core config 2 (its default: 64 cores) and at 1 (128): the hint
+    # (64) is the type as launched; it agrees with one recording, whose labels the node type carries.
+    catalog = collect_cloud_catalog(default_manager(), plugins=["neuron"])
+
+    assert [p.code for p in catalog.problems] == []
+    (trn2,) = [t for t in catalog.node_types if t.instance_type == "trn2.48xlarge"]
+    assert trn2.resources["neuron_cores"] == 64.0 and trn2.fixture == "neuron/trn2.48xlarge"

@@ -87,7 +87,9 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
         def family_of(plugin: str, host: Host, problems: list[Problem]) -> FamilyInventory | None:
             return builder.family(plugin, host, problems, with_metrics=False)
     problems: list[Problem] = []
-    recorded: dict[tuple[str, str, str], tuple[str, FamilyInventory]] = {}
+    # Every fixture of an instance type: one type may be recorded in several runtime configurations (a
+    # Trainium2 at logical-core config 2, its default, and at 1), each a machine that type can be.
+    recorded: dict[tuple[str, str, str], list[tuple[str, FamilyInventory]]] = {}
     for ref, path in installed_fixtures(manager).items():
         plugin = ref.split("/", 1)[0]
         if plugin not in names:
@@ -98,7 +100,7 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
             continue
         found = family_of(plugin, host, problems)
         if found is not None:
-            recorded.setdefault((plugin, *identity), (ref, found))
+            recorded.setdefault((plugin, *identity), []).append((ref, found))
     listed = {plugin: manager.answer(plugin, hookspec.CLOUD_INSTANCE_TYPES, problems) for plugin in names}
     asked = list(dict.fromkeys([*instance_types, *((h.provider, h.instance_type) for hints in listed.values()
                                                    for h in hints), *((p, t) for (_, p, t) in recorded)]))
@@ -118,13 +120,13 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
                     fix="build both hooks' answers from the same instance-type table"))
             if hint is None:
                 continue
-            node_types.append(_node_type(manager, plugin, hint, recorded.get((plugin, provider, instance_type)),
+            node_types.append(_node_type(manager, plugin, hint, recorded.get((plugin, provider, instance_type), []),
                                          problems))
     return CloudCatalog(node_types=node_types, problems=problems)
 
 
 def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
-               recorded: tuple[str, FamilyInventory] | None, problems: list[Problem]) -> CloudNodeType:
+               recorded: list[tuple[str, FamilyInventory]], problems: list[Problem]) -> CloudNodeType:
     declaration = manager.family(plugin)
     resources = {declaration.resource_name: float(hint.count)}
     if hint.accelerator_type:
@@ -132,11 +134,13 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
     resources.update(hint.extra_resources)
     labels = family_identity_labels(declaration, hint.accelerator_type)
     ref = None
-    if recorded is not None:
-        ref, family = recorded
+    if recorded:
+        # The hint describes the type as launched (its default configuration): it must agree with one of the
+        # type's recordings, whose labels the node type then carries.
+        ref, family = next(((r, f) for r, f in recorded if _agrees(hint, declaration.resource_name, f)), recorded[0])
         labels = {k: v for k, v in family.labels.items() if not node_own_label(k)}
         discovered = family.resources.get(declaration.resource_name, 0.0)
-        if discovered != hint.count or (hint.accelerator_type and hint.accelerator_type != family.accelerator_type):
+        if not _agrees(hint, declaration.resource_name, family):
             problems.append(Problem(
                 plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
                 code="cloud-hint-disagrees",
@@ -153,3 +157,9 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
     labels = {k: v for k, v in labels.items() if not label_errors({k: v})}
     return CloudNodeType(provider=hint.provider, instance_type=hint.instance_type, plugin=plugin,
                          family=declaration.name, resources=resources, labels=labels, fixture=ref)
+
+
+def _agrees(hint: CloudHint, resource_name: str, family: FamilyInventory) -> bool:
+    """Whether a recording of the hinted instance type offers what the hint says: the count and the type."""
+    same_type = not hint.accelerator_type or hint.accelerator_type == family.accelerator_type
+    return family.resources.get(resource_name, 0.0) == hint.count and same_type
