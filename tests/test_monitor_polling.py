@@ -6,6 +6,7 @@ tests/test_ray_lifecycle.py shows the monitor itself cordoning and releasing on 
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from pathlib import Path
@@ -19,7 +20,7 @@ from rayaccel.isolation.process import WorkerProcess
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.driver import prepare_host
 from rayaccel.records import FamilyInventory, Problem
-from rayaccel_testplugins import acme, broken_topology
+from rayaccel_testplugins import broken_topology
 
 
 def _without_metrics(family: FamilyInventory | None) -> dict[str, object]:
@@ -30,7 +31,8 @@ def _without_metrics(family: FamilyInventory | None) -> dict[str, object]:
 @pytest.fixture
 def acme_node(tmp_path: Path):  # type: ignore[no-untyped-def]
     manager = PluginManager(autoload=False)
-    manager.register(acme, "acme")
+    # The module as it is now (another test may have imported it again): the pool's workers import it by name.
+    manager.register(importlib.import_module("rayaccel_testplugins.acme"), "acme")
     fault_file = tmp_path / "faults.txt"
     fault_file.write_text("")
     host, _ = prepare_host(manager, "acme/acme-4", fault_file=str(fault_file))

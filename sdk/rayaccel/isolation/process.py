@@ -1,11 +1,11 @@
-"""One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started (or taken from the
-spares started ahead), sent requests, read with a deadline, and killed with its whole process group.
+"""One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started, sent requests, read
+with a deadline, and killed with its whole process group.
 
 A worker starts one of two ways. Spawned (``python -m rayaccel.isolation.worker``), it pays for an interpreter
 and for importing the SDK (~0.3 s of CPU). Forked from the caller, it starts with the SDK already imported
-and pays only for its own plugin: a one-shot command (``rayaccel inspect``) forks its workers. Forking is
-only safe from a process with one thread, so it is used only when asked for and when the caller has no other
-thread (a process running Ray has many: it spawns).
+and pays only for its own plugin: a one-shot command (``rayaccel inspect``, ``rayaccel start``) forks its
+workers. Forking is only safe from a process with one thread, so it is used only when asked for and when the
+caller has no other thread (a process running Ray has many: it spawns).
 """
 
 from __future__ import annotations
@@ -25,16 +25,8 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from rayaccel.errors import PluginError
 from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
-from rayaccel.plugins.configuration import (
-    DISABLE_ENV,
-    PLUGINS_ENV,
-    autoload_enabled,
-    disabled_plugins,
-    entry_points,
-    env_plugins,
-)
+from rayaccel.plugins.configuration import DISABLE_ENV, PLUGINS_ENV
 from rayaccel.schemas import describe_validation_error
 
 #: Hooks one family request may call (discover, SKU catalog, topology, health, resources, labels,
@@ -46,12 +38,6 @@ _MAX_REPLY = 64 * 2**20
 WORKER_MODULE = "rayaccel.isolation.worker"
 
 
-# Spares remember the environment they were started with: one started before a setting changed (a memory
-# limit, a path) is never handed out for a request made under the new one.
-_spares: list[tuple[subprocess.Popen[bytes], IO[bytes], dict[str, str]]] = []
-_spares_lock = threading.Lock()
-
-
 def _worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (PLUGINS_ENV, DISABLE_ENV)}
     # The plugin's module was importable here: make it importable there (tests extend sys.path).
@@ -59,12 +45,12 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _spawn(preload: Sequence[str] = (), env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
-    """A new worker process, importing ``preload`` (module names) while it waits for its set-up line."""
-    env = env if env is not None else _worker_env()
+def _spawn() -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """A new worker process (an interpreter importing the SDK), waiting for its set-up line."""
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
-    proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, *preload], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log, env=_worker_env(), start_new_session=True,
+                            close_fds=True)
     return proc, log
 
 
@@ -157,44 +143,6 @@ def _close_fds_from(low: int) -> None:
                 os.close(fd)
 
 
-def _spare() -> tuple[subprocess.Popen[bytes], IO[bytes]] | None:
-    wanted = _worker_env()
-    with _spares_lock:
-        while _spares:
-            proc, log, env = _spares.pop()
-            if proc.poll() is None and env == wanted:
-                return proc, log
-            proc.kill()
-            proc.wait()
-            log.close()
-    return None
-
-
-def plugin_modules(names: Sequence[str] | None = None) -> list[str]:
-    """The modules of the plugins a manager would load (entry points unless disabled or autoload is off,
-    and ``RAYACCEL_PLUGINS``), or of the plugins ``names``, found without importing any of them."""
-    found: dict[str, str] = {}
-    if autoload_enabled():
-        for ep in entry_points():
-            found.setdefault(ep.name, ep.module)
-    with contextlib.suppress(PluginError):  # a malformed RAYACCEL_PLUGINS is reported when the manager loads
-        for name, module, _ in env_plugins():
-            found.setdefault(name, module)
-    blocked = disabled_plugins()
-    return sorted({module for name, module in found.items()
-                   if name not in blocked and (names is None or name in names)})
-
-
-def prestart(count: int, preload: Sequence[str] = ()) -> None:
-    """Start ``count`` workers now, before the plugins are known, importing ``preload`` (the plugins'
-    modules, :func:`plugin_modules`): their start-up then overlaps with the caller's own (``rayaccel
-    start`` calls this first). Unused ones exit with their parent."""
-    env = _worker_env()
-    spawned = [(*_spawn(preload, env), env) for _ in range(max(0, count))]
-    with _spares_lock:
-        _spares.extend(spawned)
-
-
 class WorkerProcess:
     """The worker process of one or more plugins, started on demand and killed (with its process group)
     on misbehaviour. Its plugins are served in order; a plugin's answer must come within its deadline."""
@@ -220,7 +168,7 @@ class WorkerProcess:
 
     def start(self) -> None:
         started: tuple[Proc, IO[bytes]] | None = _fork(_worker_env()) if self.fork and can_fork() else None
-        self.proc, self._log = started or _spare() or _spawn()
+        self.proc, self._log = started or _spawn()
         self._buffer = b""
         self._host_sent = None
         self.started += 1
