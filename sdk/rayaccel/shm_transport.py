@@ -71,7 +71,7 @@ _HEADER = 2 * _ALIGN  # a segment starts with the name of the transfer it holds 
 _CHUNK = 64 << 20  # bytes read between abort checks
 #: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
 FILL_TIMEOUT_S = 120.0
-_FILL_POLL_S = 0.001
+_FILL_POLL_S = 0.0002  # the wait is on the transfer's critical path: a hand-off within ~0.1 ms
 #: Threads one copy into a segment uses from this size up (a memcpy's bandwidth grows with cores, up to a few;
 #: Ray gives an actor's torch one thread, while the in-process memcpy anchor uses all of them).
 COPY_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
