@@ -53,7 +53,9 @@ def env_for(root: Path) -> dict[str, str]:
 
 
 def digest(root: Path) -> str:
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())).hexdigest()
+    # Python's bytecode cache is the interpreter's, not the command's: a refusal changes nothing else.
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(root.rglob("*"))
+                                   if p.is_file() and "__pycache__" not in p.parts)).hexdigest()
 
 
 def unknown_sku_fixture(root: Path) -> Path:
