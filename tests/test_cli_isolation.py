@@ -15,6 +15,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import marked_processes
 import psutil
 import pytest
 import yaml
@@ -39,15 +40,7 @@ ACME = "acme=rayaccel_testplugins.acme"
 
 
 def leftovers(mark: str) -> list[psutil.Process]:
-    """Live processes (not zombies) whose environment carries this run's mark."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-    return found
+    return marked_processes.leftovers(MARK, mark)
 
 
 def rayaccel(*args: str, plugins: str, budget: int = BUDGET, cwd: Path | None = None,

@@ -13,6 +13,7 @@ import sys
 import uuid
 from typing import Any
 
+import marked_processes
 import psutil
 import pytest
 
@@ -29,15 +30,7 @@ MARK = "RAYACCEL_TEST_INSPECT_RUN"
 
 
 def leftovers(mark: str) -> list[psutil.Process]:
-    """Live processes (not zombies) whose environment carries this run's mark."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-    return found
+    return marked_processes.leftovers(MARK, mark)
 
 
 def inspect_json(hostile: str, budget: int = BUDGET) -> tuple[dict[str, Any], str, list[psutil.Process]]:
