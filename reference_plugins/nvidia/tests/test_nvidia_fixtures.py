@@ -44,7 +44,8 @@ def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] 
 
 def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
     assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "gb200-nvl72-tray-08",
-                                          "h100-mig", "l4-single", "a100-pcie-pair", "a100-mig", "a100-80gb-mig-mixed"}
+                                          "h100-mig", "h200-vm", "l4-single", "a100-pcie-pair", "a100-mig",
+                                          "a100-80gb-mig-mixed"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)

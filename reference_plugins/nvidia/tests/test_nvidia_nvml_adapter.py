@@ -58,7 +58,16 @@ def test_answers_have_pynvml_shapes_and_units() -> None:
     assert nvml.nvmlDeviceGetCudaComputeCapability(handle) == (9, 0)
     assert nvml.nvmlDeviceGetMigMode(handle) == [0, 0]
     assert nvml.nvmlSystemGetCudaDriverVersion() == 12040
-    assert len(nvml.nvmlDeviceGetCpuAffinity(handle, 4)) == 4
+    affinity = nvml.nvmlDeviceGetCpuAffinity(handle, 4)  # pynvml: a ctypes array of c_ulonglong, not a list
+    assert isinstance(affinity, ctypes.Array) and affinity._type_ is ctypes.c_ulonglong
+    assert list(affinity) == [0xFF, 0, 0, 0]
+    # As a real H200 answered (tests/real/h200-vm.yaml): nvmlMemory_t without a version, v2 with one.
+    assert set(vars(memory)) == {f[0] for f in pynvml.c_nvmlMemory_t._fields_}
+    assert set(vars(nvml.nvmlDeviceGetMemoryInfo(handle, pynvml.nvmlMemory_v2))) == {
+        f[0] for f in pynvml.c_nvmlMemory_v2_t._fields_}
+    (value,) = nvml.nvmlDeviceGetFieldValues(handle, [(pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, 0)])
+    assert set(vars(value)) == {f[0] for f in pynvml.c_nvmlFieldValue_t._fields_}
+    assert isinstance(value.value, pynvml.c_nvmlValue_t) and value.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
     assert nvml.nvmlDeviceGetTotalEccErrors(handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
                                             nvml.NVML_VOLATILE_ECC) == 1
 
@@ -149,6 +158,8 @@ def test_without_pynvml_the_simulated_adapter_still_raises_nvml_shaped_errors(mo
     info = nvml.c_nvmlGpuFabricInfoV_t()
     nvml.nvmlDeviceGetGpuFabricInfoV(nvml.nvmlDeviceGetHandleByIndex(0), ctypes.byref(info))
     assert info.cliqueId == 7
+    (value,) = nvml.nvmlDeviceGetFieldValues(nvml.nvmlDeviceGetHandleByIndex(0), [138])
+    assert [f[0] for f in type(value.value)._fields_] == [f[0] for f in pynvml.c_nvmlValue_t._fields_]
     with pytest.raises(LibraryUnavailable, match="pynvml"):
         adapter.open_real()
 

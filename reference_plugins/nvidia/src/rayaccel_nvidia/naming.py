@@ -52,14 +52,18 @@ def pci_device_id(pci_device_id_register: int) -> str:
 
 
 def mig_profile(mig_name: str) -> str | None:
-    """'NVIDIA A100-SXM4-40GB MIG 1g.5gb' -> '1g.5gb'."""
+    """'NVIDIA A100-SXM4-40GB MIG 1g.5gb' -> '1g.5gb'; 'NVIDIA H200 MIG 1g.18gb+me' -> '1g.18gb.me'.
+
+    NVIDIA joins a profile's options with '+' ('+me': media extensions), which is no valid Ray label value
+    nor Kubernetes resource name; the profile names a Ray resource and label, so '+' becomes '.'."""
     match = re.search(r"MIG\s+(\S+)$", mig_name)
-    return match.group(1) if match else None
+    return match.group(1).replace("+", ".") if match else None
 
 
-#: A MIG profile name: ``<compute slices>g.<memory>gb`` for a GPU instance ('3g.40gb', '1g.10gb+me'), or
-#: ``<c>c.<g>g.<memory>gb`` for one of several compute instances sharing it (NVIDIA's MIG user guide).
-MIG_PROFILE = re.compile(r"^(?:(?P<ci>\d+)c\.)?(?P<gi>\d+)g\.(?P<gb>\d+)gb(?:\+\w+)?$")
+#: A MIG profile name: ``<compute slices>g.<memory>gb`` for a GPU instance ('3g.40gb', '1g.18gb.me' for
+#: NVIDIA's '1g.18gb+me'), or ``<c>c.<g>g.<memory>gb`` for one of several compute instances sharing it
+#: (NVIDIA's MIG user guide).
+MIG_PROFILE = re.compile(r"^(?:(?P<ci>\d+)c\.)?(?P<gi>\d+)g\.(?P<gb>\d+)gb(?:[.+][a-z]+)*$")
 
 
 def mig_slices(profile: str, instance_mib: int | None, gpu_mib: int | None,

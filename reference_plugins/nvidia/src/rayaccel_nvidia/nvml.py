@@ -143,6 +143,13 @@ class _FallbackNVMLError(Exception):
         return _ERROR_NAMES.get(self.value, f"NVML error {self.value}")
 
 
+class _FallbackValue(ctypes.Union):
+    # nvmlValue_t's layout (pynvml's c_nvmlValue_t), for hosts without pynvml.
+    _fields_ = [("dVal", ctypes.c_double), ("uiVal", ctypes.c_uint), ("ulVal", ctypes.c_ulong),
+                ("ullVal", ctypes.c_ulonglong), ("sllVal", ctypes.c_longlong), ("siVal", ctypes.c_int),
+                ("usVal", ctypes.c_ushort)]
+
+
 class _FallbackFabricInfo(ctypes.Structure):
     # nvmlGpuFabricInfo_v2_t's layout, so byref() works as with pynvml's own structure.
     _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_uint),
@@ -249,6 +256,7 @@ class SimulatedNvml:
         self.c_nvmlGpuFabricInfoV_t = (module.c_nvmlGpuFabricInfoV_t if module is not None
                                        else _FallbackFabricInfo)
         self.c_nvmlGpuFabricInfo_t = self.c_nvmlGpuFabricInfoV_t
+        self._value_union = module.c_nvmlValue_t if module is not None else _FallbackValue
         self._pending_events = [dict(e) for _, e in sorted(dict(data.get("events") or {}).items(),
                                                             key=lambda kv: int(kv[0]))]
         self._hang()
@@ -362,15 +370,19 @@ class SimulatedNvml:
         memory = self._field(handle, "nvmlDeviceGetMemoryInfo", "memory")
         total = int(memory.get("total", 0))
         used = int(memory.get("used", 0))
-        return SimpleNamespace(total=total, used=used, free=int(memory.get("free", total - used)),
-                               reserved=int(memory.get("reserved", 0)), version=version or 0)
+        free = int(memory.get("free", total - used))
+        if not version:  # nvmlMemory_t, as pynvml returns it without a version: no reserved, no version
+            return SimpleNamespace(total=total, free=free, used=used)
+        return SimpleNamespace(version=version, total=total, reserved=int(memory.get("reserved", 0)), free=free,
+                               used=used)
 
     def nvmlDeviceGetNumaNodeId(self, handle: SimHandle) -> int:
         return int(self._field(handle, "nvmlDeviceGetNumaNodeId", "numa_node"))
 
-    def nvmlDeviceGetCpuAffinity(self, handle: SimHandle, cpuSetSize: int) -> list[int]:
+    def nvmlDeviceGetCpuAffinity(self, handle: SimHandle, cpuSetSize: int) -> Any:
         words = [int(w) for w in self._field(handle, "nvmlDeviceGetCpuAffinity", "cpu_affinity")]
-        return (words + [0] * cpuSetSize)[:cpuSetSize]
+        # pynvml returns a ctypes array of cpuSetSize 64-bit words, not a list (no list methods, no `+`).
+        return (ctypes.c_ulonglong * cpuSetSize)(*(words + [0] * cpuSetSize)[:cpuSetSize])
 
     def nvmlDeviceGetCudaComputeCapability(self, handle: SimHandle) -> tuple[int, int]:
         major, minor = self._field(handle, "nvmlDeviceGetCudaComputeCapability", "compute_capability")
@@ -536,10 +548,11 @@ class SimulatedNvml:
                 if raw is None:
                     code = CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"]
             # Like NVML: the call succeeds and each value carries its own return code.
+            value = self._value_union()  # nvmlValue_t: every view of the same bytes, as the real union has
+            value.ullVal = int(raw or 0)
             values.append(SimpleNamespace(
                 fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
-                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"], nvmlReturn=code,
-                value=SimpleNamespace(ullVal=int(raw or 0))))
+                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"], nvmlReturn=code, value=value))
         return values
 
 
