@@ -29,6 +29,8 @@ Simulated data (every key optional; dicts keyed by index so a merge-patch fault 
         nvlink: {"0": {state: 1, version: 6, remote_type: 2, remote_pci: {busId, pciDeviceId}}},
                                          # version: the nvmlNvlinkVersion_t enum (6 = NVML_NVLINK_VERSION_4_0)
         fabric: {clusterUuid: "<uuid>", cliqueId: 1, state: 3, status: 0},
+                                         # absent: NOT_SUPPORTED (pre-Hopper); a Hopper GPU outside a fabric
+                                         # answers success with state 0 (NOT_SUPPORTED): a real H200 VM did
         ecc: {volatile: {corrected, uncorrected}, aggregate: {corrected, uncorrected}},
         remapped_rows: [corrected, uncorrected, pending, failure],
         utilization: {gpu, memory}, power_usage: <mW>, temperature: <C>,
