@@ -28,7 +28,7 @@ from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import ACCELERATOR_TYPE_RE, NodeInventory, Partition, partition_resource_name
 from rayaccel.simulation.call_log import CALLS_KEY, RecordingLibrary
-from rayaccel.simulation.fixtures import Fixture, load_fixture
+from rayaccel.simulation.fixtures import Fixture, load_fixture, parse_fixture
 from rayaccel.simulation.recorded_fixture import inventory_view
 from rayaccel.simulation.recording import RecordingHost
 from rayaccel.simulation.simulated_host import SimulatedHost
@@ -259,3 +259,23 @@ def test_the_real_h200_mig_profiles_name_valid_partitions_with_nvidias_slices() 
                               memory_slices=found[profile][1])
         assert partition_resource_name("GPU", partition.kind, partition.profile) == f"GPU_MIG_{profile}"
     assert found == H200_MIG_SLICES
+
+
+def test_a_media_extension_instance_becomes_a_ray_resource_and_label(manager: PluginManager) -> None:
+    """The H200 with MIG on and one '1g.18gb+me' instance (the memory nvidia-smi mig -lgip lists for it)."""
+    data = native().model_dump(by_alias=True)
+    device = data["host"]["libraries"]["nvml"]["devices"]["0"]
+    device["mig_mode"] = [1, 1]
+    device["mig_devices"] = {"0": {"uuid": "MIG-5d1c3a52-8e0f-5b7c-9a41-2f6e0d3b7c18",
+                                   "name": "NVIDIA H200 MIG 1g.18gb+me",
+                                   "memory": {"total": 16 * 2**30, "used": 0, "free": 16 * 2**30},
+                                   "gpu_instance_id": 13, "compute_instance_id": 0}}
+    data["expected"] = {"devices": 1}
+    result = inventory(manager, parse_fixture(data, "h200-vm with a 1g.18gb+me instance"))
+    assert result.problems == []
+    assert result.resources == {"GPU_MIG_1g.18gb.me": 1.0, "accelerator_type:H200": 1.0}
+    assert result.labels["rayaccel.io/partition-mig-1g.18gb.me"] == "1"
+    family = result.family("nvidia")
+    assert family is not None
+    (partition,) = family.devices[0].partitions
+    assert (partition.profile, partition.compute_slices, partition.memory_slices) == ("1g.18gb.me", 1, 1)
