@@ -25,6 +25,7 @@ from rayaccel import (
     SupportInfo,
     Topology,
     hookimpl,
+    report_problem,
 )
 from rayaccel.catalog import load_catalog
 from rayaccel.labels import to_label_value
@@ -54,6 +55,15 @@ def _read(host: Host, path: str) -> str:
     return host.read_text(path).strip()
 
 
+def _number(host: Host, path: str) -> int | None:
+    """An integer attribute; None (reported) when the driver left it missing or unreadable."""
+    try:
+        return int(_read(host, path))
+    except (FileNotFoundError, IsADirectoryError, ValueError):
+        report_problem("unreadable-attribute", f"{path} is missing or not a number; read as unknown")
+        return None
+
+
 @hookimpl
 def rayaccel_discover(host: Host) -> list[Device]:
     if not host.is_dir(SYSFS):
@@ -62,13 +72,16 @@ def rayaccel_discover(host: Host) -> list[Device]:
     devices = []
     for path in host.glob(f"{SYSFS}/acme*"):
         index = int(path.rsplit("acme", 1)[1])
-        if _read(host, f"{path}/state") == "lost":
-            continue  # a lost device disappears from the bus, as it would on real hardware
-        devices.append(Device(
-            index=index, id=_read(host, f"{path}/uuid"), product_name=_read(host, f"{path}/product"),
-            memory_mib=int(_read(host, f"{path}/memory_mib")), pci_bus_id=_read(host, f"{path}/pci_bus_id"),
-            numa_node=int(_read(host, f"{path}/numa_node")), driver_version=driver,
-        ))
+        try:
+            if host.exists(f"{path}/state") and _read(host, f"{path}/state") == "lost":
+                continue  # a lost device disappears from the bus, as it would on real hardware
+            devices.append(Device(
+                index=index, id=_read(host, f"{path}/uuid"), product_name=_read(host, f"{path}/product"),
+                memory_mib=_number(host, f"{path}/memory_mib"), pci_bus_id=_read(host, f"{path}/pci_bus_id") or None,
+                numa_node=_number(host, f"{path}/numa_node"), driver_version=driver,
+            ))
+        except (FileNotFoundError, IsADirectoryError, ValueError) as e:  # ValueError: pydantic's, an empty id
+            report_problem("unreadable-device", f"{path} cannot be read ({type(e).__name__}); it is left out")
     return sorted(devices, key=lambda d: d.index)
 
 
@@ -79,9 +92,9 @@ def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
     for device in devices:
         base = f"{SYSFS}/acme{device.index}/links"
         for peer in host.list_dir(base) if host.is_dir(base) else []:
-            if peer in by_uuid and device.id < peer:
-                links.append(Link(a=device.id, b=peer, kind="other",
-                                  bandwidth_gbps=float(_read(host, f"{base}/{peer}"))))
+            bandwidth = _number(host, f"{base}/{peer}") if peer in by_uuid and device.id < peer else None
+            if bandwidth is not None:
+                links.append(Link(a=device.id, b=peer, kind="other", bandwidth_gbps=float(bandwidth)))
     return Topology(links=links)
 
 
@@ -90,10 +103,13 @@ def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
     reports = []
     for device in devices:
         path = f"{SYSFS}/acme{device.index}"
-        fatal = int(_read(host, f"{path}/fatal_errors"))
-        if _read(host, f"{path}/state") == "lost":  # lost since discovery (a monitor polls with its devices)
+        fatal = _number(host, f"{path}/fatal_errors")
+        if host.exists(f"{path}/state") and _read(host, f"{path}/state") == "lost":  # lost since discovery
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
                 HealthReason(code="acme-lost", message="the card fell off the bus", fatal=True)]))
+        elif fatal is None:
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[
+                HealthReason(code="acme-counters-unreadable", message="the fatal-error counter cannot be read")]))
         elif fatal:
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
                 HealthReason(code="acme-fatal", message=f"{fatal} fatal errors", fatal=True)]))

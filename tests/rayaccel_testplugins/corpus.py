@@ -51,6 +51,7 @@ from rayaccel import (
     SupportInfo,
     Topology,
     TransportSpec,
+    report_problem,
 )
 from rayaccel.catalog import load_catalog, parse_catalog
 from rayaccel.files.atomic import write_atomically
@@ -109,6 +110,9 @@ def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     data["expected"]["labels"]["rayaccel.io/family"] = family.name
     data["expected"]["labels"][f"{LABEL_PREFIX}/mesh"] = "full"
     data["expected"]["labels"][f"{LABEL_PREFIX}/driver"] = "3.1.4"
+    data["expected"]["metric_values"] = {  # what the extra files above read, in the standard units
+        files[f"{SYSFS}/acme{i}/uuid"].strip(): {"memory_used": 1024 * (i + 1) * 2**20, "utilization": 10 * i,
+                                                 "temperature": 41 + i, "power": 250 + i} for i in range(4)}
     for fault in data["faults"]:
         if fault["expected"].get("resources"):
             fault["expected"]["resources"] = rename(fault["expected"]["resources"])
@@ -243,9 +247,19 @@ class Healthy:
     def device(self, host: Host, path: str, driver: str | None) -> Device:
         return Device(index=int(path.rsplit("acme", 1)[1]), id=_read(host, f"{path}/uuid"),
                       product_name=_read(host, f"{path}/product"),
-                      memory_mib=int(_read(host, f"{path}/memory_mib")),
-                      pci_bus_id=_read(host, f"{path}/pci_bus_id"), numa_node=int(_read(host, f"{path}/numa_node")),
-                      driver_version=driver)
+                      memory_mib=acme._number(host, f"{path}/memory_mib"),
+                      pci_bus_id=_read(host, f"{path}/pci_bus_id") or None,
+                      numa_node=acme._number(host, f"{path}/numa_node"), driver_version=driver)
+
+    def readable_device(self, host: Host, path: str, driver: str | None) -> Device | None:
+        """The device of a sysfs entry; None (reported) when its identity cannot be read."""
+        try:
+            if host.exists(f"{path}/state") and _read(host, f"{path}/state") == "lost":
+                return None
+            return self.device(host, path, driver)
+        except (FileNotFoundError, IsADirectoryError, ValueError) as e:  # ValueError: pydantic's, an empty id
+            report_problem("unreadable-device", f"{path} cannot be read ({type(e).__name__}); it is left out")
+            return None
 
     def rayaccel_discover(self, host: Host) -> list[Device]:
         if not host.is_dir(SYSFS):
@@ -253,8 +267,7 @@ class Healthy:
         driver = self.tool_version(host)
         if driver is None and host.exists("/sys/module/acme/version"):
             driver = _read(host, "/sys/module/acme/version")
-        devices = [self.device(host, path, driver) for path in host.glob(f"{SYSFS}/acme*")
-                   if _read(host, f"{path}/state") != "lost"]
+        devices = [d for d in (self.readable_device(host, path, driver) for path in host.glob(f"{SYSFS}/acme*")) if d]
         return sorted(devices, key=lambda d: d.index)
 
     def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
@@ -265,17 +278,16 @@ class Healthy:
 
     def samples(self, host: Host, device: Device) -> list[MetricSample]:
         path = f"{SYSFS}/acme{device.index}"
-        return [
-            MetricSample(device=device.id, name="memory_total", unit="bytes", value=(device.memory_mib or 0) * 2**20),
-            MetricSample(device=device.id, name="memory_used", unit="bytes",
-                         value=int(_read(host, f"{path}/mem_used_mib")) * 2**20),
-            MetricSample(device=device.id, name="utilization", unit="percent",
-                         value=float(_read(host, f"{path}/busy_percent"))),
-            MetricSample(device=device.id, name="temperature", unit="celsius",
-                         value=int(_read(host, f"{path}/temp_mc")) / 1000),
-            MetricSample(device=device.id, name="power", unit="watts",
-                         value=int(_read(host, f"{path}/power_mw")) / 1000),
-        ]
+        # (name, unit, file, factor to the unit): a reading the driver left unreadable gives no sample (reported)
+        readings = (("memory_used", "bytes", "mem_used_mib", 2**20), ("utilization", "percent", "busy_percent", 1),
+                    ("temperature", "celsius", "temp_mc", 1e-3), ("power", "watts", "power_mw", 1e-3))
+        samples = [MetricSample(device=device.id, name="memory_total", unit="bytes", value=device.memory_mib * 2**20)
+                   ] if device.memory_mib is not None else []
+        for name, unit, file, factor in readings:
+            value = acme._number(host, f"{path}/{file}")
+            if value is not None:
+                samples.append(MetricSample(device=device.id, name=name, unit=unit, value=value * factor))
+        return samples
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
         return [s for d in devices for s in self.samples(host, d)]
@@ -1049,6 +1061,51 @@ class MetricsByPosition(Healthy):
         return [s for position, d in enumerate(devices)
                 for s in self.samples(host, d.model_copy(update={"index": position}))]
 
+
+
+class HealthWarnsEveryPoll(Healthy):
+    DEFECT = ("health warns 'no-health-data' on every poll of a healthy machine (the check for devices without "
+              "counters inverted)")
+    KILLED_BY = ("RAC105", "problem no-health-data (warning in rayaccel_health")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        have = [d.index for d in devices if host.exists(f"{SYSFS}/acme{d.index}/uuid")]
+        if have:  # inverted: the devices that *have* counters are called missing
+            report_problem("no-health-data", f"no error counters for devices {have}; their health is unknown")
+        return super().rayaccel_health(host, devices)
+
+
+class MetricsMemoryUsedInMib(Healthy):
+    DEFECT = "memory_used sampled in MiB where the standard unit is bytes (the sysfs value passed through)"
+    KILLED_BY = ("RAC206", "memory_used")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        path = f"{SYSFS}/acme{device.index}"
+        in_mib = int(_read(host, f"{path}/mem_used_mib"))
+        return [s if s.name != "memory_used" else s.model_copy(update={"value": in_mib})
+                for s in super().samples(host, device)]
+
+
+class MemoryUnreadableAsZero(Healthy):
+    DEFECT = "a card's memory size the driver leaves unreadable is reported as 0 MiB (a default taken as a value)"
+    KILLED_BY = ("RAC211", "is kept, silently wrong: its memory_mib went from 65536 to 0")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        try:
+            memory = int(_read(host, f"{path}/memory_mib"))
+        except (FileNotFoundError, ValueError):
+            memory = 0
+        return super().device(host, path, driver).model_copy(update={"memory_mib": memory})
+
+
+class MetricsUnguardedReadings(Healthy):
+    DEFECT = "metrics parse every sysfs reading unguarded: one missing or garbled file raises out of the hook"
+    KILLED_BY = ("RAC211", "rayaccel_metrics raised instead of reporting it")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        path = f"{SYSFS}/acme{device.index}"
+        return [MetricSample(device=device.id, name="temperature", unit="celsius",
+                             value=int(_read(host, f"{path}/temp_mc")) / 1000), *super().samples(host, device)[1:]]
 
 class DiscoverFailsLater(Healthy):
     DEFECT = "discovery keeps the acme-smi session of its first call and raises on every later call"

@@ -10,6 +10,7 @@ answers and says what is wrong with them, one sentence each, quoting the offendi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -221,4 +222,76 @@ def others_changed(base: DownstreamAnswers, rest: DownstreamAnswers, gone: str) 
     if changed:
         wrong.append(f"rayaccel_health changes {changed[0]} from {before[changed[0]]} to "
                      f"{after.get(changed[0], 'absent')} ({len(changed)} devices): only the device left out may change")
+    return wrong
+
+
+#: What a per-device vendor file may read as when the driver misbehaves: gone, empty, or not a value.
+FILE_DAMAGE: tuple[tuple[str, str | None], ...] = (("missing", None), ("empty", ""), ("garbage", "\u00bf#?\n"))
+#: At most this many of a device's files are damaged per fixture (each damage is a fresh build).
+MAX_DAMAGED_FILES = 24
+#: A path segment that numbers a device entry: ``card3``, ``accel0``, ``example1``.
+_NUMBERED = re.compile(r"([A-Za-z][A-Za-z_-]*?)(\d+)")
+
+
+def device_files(read: Iterable[str], device: Device) -> list[str]:
+    """The files read (on a simulated host) that are this device's own: a path naming its PCI address, or with
+    a segment that numbers it (``.../example1/uuid`` for index 1). Shared files (a driver version) are not."""
+    mine = []
+    for path in sorted(read):
+        segments = path.strip("/").split("/")[:-1]
+        numbered = [m for m in (_NUMBERED.fullmatch(s) for s in segments) if m]
+        if (device.pci_bus_id and device.pci_bus_id.lower() in path.lower()) or \
+                (numbered and int(numbered[0].group(2)) == device.index):
+            mine.append(path)
+    return mine
+
+
+def device_view(family: FamilyInventory | None, device_id: str) -> dict[str, Any] | None:
+    """One device's facts in a built inventory (its record, health state, links); None when it is not there."""
+    if family is None:
+        return None
+    device = next((d for d in family.devices if d.id == device_id), None)
+    if device is None:
+        return None
+    return {"device": device.model_dump(mode="json", exclude={"sku"}),
+            "health": next((r.state for r in family.health if r.device == device_id), None),
+            "links": sorted((min(ln.a, ln.b), max(ln.a, ln.b), ln.kind, ln.bandwidth_gbps)
+                            for ln in family.topology.links if device_id in (ln.a, ln.b))}
+
+
+def damaged_file_findings(healthy: FamilyInventory, damaged: FamilyInventory | None, problems: Sequence[Problem],
+                          device: Device, where: str, damage: str = "garbage") -> list[str]:
+    """What is wrong with a build whose one device file was damaged: a hook that raised, another device's
+    facts changed, or the device kept with a fact that is another value now (unknown, None, a link fewer or a
+    health report other than healthy say so honestly; left out, it names nothing wrong)."""
+    garbage = damage == "garbage"
+    wrong = [f"{where}: {p.hook or 'a hook'} raised instead of reporting it: {p.message}"
+             for p in problems if p.code == "hook-raised"]
+    if damaged is not None:
+        wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, damaged, {device.id})]
+    before, after = device_view(healthy, device.id), device_view(damaged, device.id)
+    if before is None:
+        return wrong
+    if after is None and garbage and damaged is not None:  # garbage in its id file: the same entry, renamed
+        known = {d.id for d in healthy.devices}
+        renamed = next((d.id for d in damaged.devices if d.index == device.index and d.id not in known), None)
+        after = device_view(damaged, renamed) if renamed else None
+        before = {**before, "device": {**before["device"], "id": renamed},
+                  "links": [(*sorted(renamed or "" if x == device.id else x for x in ln[:2]), *ln[2:])
+                            for ln in before["links"]]}
+    if after is None:
+        # Left out is not failed: an unreadable file may be what makes the entry a device at all (a PCI
+        # function's vendor id, TPU), and a device left out names nothing wrong; the node just has one fewer.
+        return wrong
+    if after["health"] not in (None, "healthy"):
+        return wrong  # its health report says something is wrong with it
+    # Garbage text in a text fact (a product name) is the vendor's text, passed through as data: only a value
+    # that is not text (a number, a size, a node) can be told wrong from the file alone.
+    changed = [f"its {k} went from {_short(v)} to {_short(after['device'].get(k))}"
+               for k, v in before["device"].items() if after["device"].get(k) not in (v, None)
+               and not (garbage and isinstance(after["device"].get(k), str))]
+    if not set(map(tuple, after["links"])) <= set(map(tuple, before["links"])):
+        changed.append(f"its links went from {_short(before['links'])} to {_short(after['links'])}")
+    wrong += [f"{where}: {device.id} is kept, silently wrong: {what} (report the value unknown, or a problem)"
+              for what in changed[:1]]
     return wrong

@@ -7,16 +7,22 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import PurePosixPath
 from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.catalog import matching_skus
 from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
-from rayaccel.records import LINK_KINDS, STANDARD_METRICS, NodeInventory, Problem
-from rayaccel.simulation.expectations import compare_expected, expectation_differences
+from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
+from rayaccel.simulation.expectations import (
+    compare_expected,
+    expectation_differences,
+    reported_problem_codes,
+)
 from rayaccel.simulation.fixtures import Fixture, HostState, merge_patch
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.simulation.recording import RecordingHost
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
     fabric_owner_problem,
@@ -25,8 +31,12 @@ from rayaccel_conformance.checks.ownership import (
     well_known_accelerator_types,
 )
 from rayaccel_conformance.checks.perturbations import (
+    FILE_DAMAGE,
+    MAX_DAMAGED_FILES,
     DownstreamAnswers,
     counter_decreases,
+    damaged_file_findings,
+    device_files,
     fact_differences,
     family_facts,
     inventory_traces,
@@ -68,7 +78,8 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     else:
         exp = fx.expected.model_copy(update={"devices": len(subject.devices(inventory)), "device_ids": [],
                                              "accelerator_type": None, "resources": {}, "health": {}, "skus": {},
-                                             "links": None})
+                                             "links": None,  # problems are RAC105's:
+                                             "problems": reported_problem_codes(inventory, subject.name)})
         wrong += compare_expected(inventory, fx, exp)
     if wrong:
         raise CheckFailed(wrong)
@@ -229,8 +240,9 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     metrics`` names, every device must give). One malformed sample drops all of them. Values must agree with
     the device facts discovery gave: ``memory_total`` equals the device's memory (``memory_mib`` x 2^20
     bytes, within 1%), ``memory_used`` is at most that, ``utilization`` is 0-100, ``temperature`` -40..150
-    C, ``power`` 0..5000 W, counters and rates are non-negative, all finite. Fix: use
-    ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts.
+    C, ``power`` 0..5000 W, counters and rates are non-negative, all finite; and the values the fixture's
+    ``expected.metric_values`` states (what the recorded machine reads, in the standard unit) within 1%.
+    Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -247,6 +259,7 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
         if lacking:
             wrong.append(f"{device.id} has no {', '.join(lacking)} sample, which the fixture's vendor interface "
                          "offers (expected.metrics)")
+    wrong += metric_value_differences(samples, fx.expected.metric_values)
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
         names = ", ".join(sorted(STANDARD_METRICS))
         wrong.append(f"the plugin implements no rayaccel_metrics hook (standard metrics: {names})")
@@ -256,6 +269,33 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     if not samples:
         return f"{fx.ref}: no samples (the recorded vendor interface offers none here)"
     return f"{fx.ref}: {len(samples)} samples; standard metrics {', '.join(standard) or 'none'}"
+
+
+#: Vendor units a value is often left in where the standard unit is due: (factor to the standard unit, name).
+UNIT_SLIPS = ((2**20, "MiB where bytes are due"), (2**30, "GiB where bytes are due"),
+              (1e-3, "milliwatts or millidegrees where watts or degrees are due"), (1e-6, "microwatts"),
+              (100.0, "a 0-1 fraction where percent is due"))
+
+
+def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, float]]) -> list[str]:
+    """Samples that differ from the values a fixture states for a device (within 1%), naming a unit slip
+    where the value is off by one of :data:`UNIT_SLIPS`."""
+    got = {(s.device, s.name): s for s in samples}
+    wrong = []
+    for device, values in expected.items():
+        for name, want in values.items():
+            sample = got.get((device, name))
+            if sample is None:
+                wrong.append(f"{device} has no {name} sample; the fixture's machine reads {want:g} "
+                             "(expected.metric_values)")
+                continue
+            if abs(sample.value - want) <= 0.01 * abs(want):
+                continue
+            slip = next((why for factor, why in UNIT_SLIPS
+                         if want and abs(sample.value * factor - want) <= 0.01 * abs(want)), None)
+            wrong.append(f"sample {name} of {device} is {sample.value:g} {sample.unit}; the fixture's machine "
+                         f"reads {want:g} (expected.metric_values)" + (f": {slip}?" if slip else ""))
+    return wrong
 
 
 #: Plausible ranges of standard metrics (inclusive), in their standard units.
@@ -735,11 +775,35 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         elif variant.kind == "change" and fam is not None:
             wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
         tried.append(f"perturbation {variant.name}")
+    if healthy is not None:
+        found, damaged = damaged_device_files(subject, fx, healthy, devices)
+        wrong += found
+        tried += damaged
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     if not tried:
         raise NotApplicable(f"{fx.ref}: one device and no single-device fault: no order or device to vary")
     return f"{fx.ref}: the same answers per device {', '.join(tried)}"
+
+
+def damaged_device_files(subject: Subject, fx: Fixture, healthy: FamilyInventory,
+                         devices: list[Device]) -> tuple[list[str], list[str]]:
+    """One device's own vendor files, as the plugin read them on the fixture, each missing, empty or garbage in
+    turn: (what went wrong, what was tried). A plugin that reads no per-device file has nothing to damage."""
+    device = devices[1] if len(devices) > 1 else devices[0]  # not the first: its position differs from the last
+    recorder = RecordingHost(simulated_host(fx))
+    subject.build(recorder)
+    keys = {str(PurePosixPath("/" + k.lstrip("/"))): k for k in fx.host.files if not k.endswith("/")}
+    read = [path for path, content in recorder.files.items() if content and path in keys]
+    files = device_files(read, device)[:MAX_DAMAGED_FILES]
+    wrong = []
+    for path in files:
+        for damage, value in FILE_DAMAGE:
+            built = subject.build(simulated_host(perturbed(fx, {"files": {keys[path]: value}})))
+            wrong += damaged_file_findings(healthy, built.family(healthy.family.name),
+                                           subject.plugin_problems(built, severities=("error", "warning")), device,
+                                           f"{path} {damage}", damage)
+    return wrong, ([f"{len(files)} files of {device.id} missing, empty and garbage"] if files else [])
 
 
 @check("RAC212", scope="fixture")

@@ -32,6 +32,12 @@ class Expected(Record):
     links: int | None = Field(None, ge=0, description="Number of links in the topology")
     metrics: list[str] = Field(default_factory=list,
                                description="Metric names every device reports (the vendor interface offers them)")
+    metric_values: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="Device id -> standard metric name -> the value the machine reads, in "
+                                          "the metric's standard unit (bytes, watts, ...; compared within 1%)")
+    problems: list[str] = Field(
+        default_factory=list, description="Problem codes (warnings, errors) a healthy build of this machine "
+                                          "legitimately reports (a fallback it must take); any other is a defect")
 
 
 class FaultExpectation(Record):
@@ -84,6 +90,7 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
             diffs.append(f"health of {device_id}: expected {want}, got {got or 'absent'}")
     if isinstance(expected, Expected):
         diffs += _topology_differences(inventory, plugin, expected)
+        diffs += healthy_problem_differences(inventory, plugin, expected.problems)
     else:
         diffs += _fault_only_differences(inventory, plugin, expected)
     return diffs
@@ -100,6 +107,24 @@ def _topology_differences(inventory: NodeInventory, plugin: str, expected: Expec
             diffs.append(f"SKU of {device_id}: expected {sku}, got {skus.get(device_id)}")
     if expected.links is not None and len(family.topology.links) != expected.links:
         diffs.append(f"links: expected {expected.links}, got {len(family.topology.links)}")
+    return diffs
+
+
+def reported_problem_codes(inventory: NodeInventory, plugin: str) -> list[str]:
+    """The codes of ``plugin``'s warnings and errors in an inventory (info is not a problem to expect)."""
+    return sorted({p.code for p in inventory.problems if p.plugin == plugin and p.severity != "info"})
+
+
+def healthy_problem_differences(inventory: NodeInventory, plugin: str, expected: list[str]) -> list[str]:
+    """A healthy machine's build reports exactly the problems its fixture expects: a warning on every poll
+    (health data called missing where the machine has it) is a defect, a fallback the machine forces is not."""
+    problems = [p for p in inventory.problems if p.plugin == plugin and p.severity != "info"]
+    diffs = [f"problem {p.code} ({p.severity}{' in ' + p.hook if p.hook else ''}: {p.message}) on a healthy "
+             "build, which the fixture does not expect (expected.problems)"
+             for p in problems if p.code not in expected]
+    reported = {p.code for p in problems}
+    diffs += [f"problem {code}: expected on a healthy build (expected.problems), not reported"
+              for code in expected if code not in reported]
     return diffs
 
 

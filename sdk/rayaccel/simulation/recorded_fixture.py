@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rayaccel.records import NodeInventory
-from rayaccel.simulation.expectations import Expected, FaultExpectation
+from rayaccel.simulation.expectations import Expected, FaultExpectation, reported_problem_codes
 from rayaccel.simulation.fixtures import parse_fixture
 
 
@@ -27,6 +27,8 @@ def expected_from_inventory(inventory: NodeInventory, plugin: str) -> dict[str, 
     expected["skus"] = {d.id: d.sku for d in devices if d.sku}
     if family:
         expected["links"] = len(family.topology.links)
+    if problems := reported_problem_codes(inventory, plugin):
+        expected["problems"] = problems
     Expected.model_validate(expected)
     return expected
 
