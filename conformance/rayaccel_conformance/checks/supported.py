@@ -741,8 +741,13 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     say how its vendor lists devices in another order (``reorder``: the same ids, and per id the same SKU,
     health and number of units; the same units on the node and the same links) and how one device's values
     change (``change``: only that device's facts
-    change). Fix: key every answer by ``device.id``; read a device's signals from its own vendor entry (its
-    index or bus id), never from its place in a list; sort ids numerically, not as text.
+    change). Last, each file of one device's own vendor entry that the plugin read on the fixture (a path
+    naming its PCI address or numbering it: ``.../example1/...``) is made missing, empty and garbage in turn:
+    no hook may raise, every other device keeps its health and facts, and the device is left out, reported
+    unhealthy or unknown, or kept with the facts it cannot read as unknown; never kept with another value
+    (``memory_mib`` 0 for a size not read). Fix: key every answer by ``device.id``; read a device's signals
+    from its own vendor entry (its index or bus id), never from its place in a list; sort ids numerically,
+    not as text; a vendor value that cannot be read is unknown (``None``) and reported, never a default.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
