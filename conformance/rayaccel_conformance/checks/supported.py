@@ -495,7 +495,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     os.close(fd)
     try:
         host = simulated_host(fx, fault_file=fault_file)
-        healthy = fx.expected.model_copy(update={"labels": {}})
+        # Recovered, a build reports the problems a fresh one does (RAC105 holds those to the fixture).
+        healthy = fx.expected.model_copy(update={"labels": {}, "problems": reported_problem_codes(
+            subject.inventory(fixture), subject.name)})
         for fault in fx.faults:
             _write(fault_file, fault.name)
             waited = host.skipped_wait_s
