@@ -139,9 +139,10 @@ def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence
     """On every fixture, discovery equals the fixture's expected devices, resources and accelerator type.
 
     The fixture records what the vendor interface answers on a real machine and what the node must get
-    (``expected``: device count and ids, health, SKUs, Ray resources, accelerator type, and the problems a
-    healthy build of that machine reports: exactly ``expected.problems``, none by default, so a warning on
-    every poll of a healthy machine fails). Labels and links are checked by RAC201 and RAC202. Fix: the
+    (``expected``: device count and ids, health, SKUs, Ray resources, accelerator type, and the problems
+    discovery, resources and health report on a healthy build of that machine: exactly ``expected.
+    problems``, none by default, so a warning on every poll of a healthy machine fails). Labels and
+    links are checked by RAC201 and RAC202 (and their hooks' problems by RAC201-RAC206). Fix: the
     differences quoted are what the plugin found instead; run ``rayaccel inspect --simulate <fixture>`` to
     see the whole inventory.
     """
