@@ -98,3 +98,20 @@ def test_one_error_format_whether_the_schema_or_the_model_catches_it(tmp_path: P
         load({"low": -1, "high": 2})
     with pytest.raises(_Problem, match=r"^p\.yaml: invalid pair at \(top level\): 'high' is a required property$"):
         load({"low": 1})
+
+
+def test_a_refused_integer_too_long_to_print_is_named_by_its_size() -> None:
+    # A metric computed as memory ** MIB: Python refuses to print an int over 4300 digits (ValueError), which
+    # used to escape the formatter from inside the handler of the hook's own error.
+    from pydantic import ValidationError
+
+    from rayaccel.records import MetricSample
+    from rayaccel.reporting import shown
+    from rayaccel.schemas import describe_validation_error
+
+    huge = 10**5000
+    with pytest.raises(ValidationError) as refused:
+        MetricSample(name="memory_used_bytes", value=huge, unit="bytes", device="GPU-0")
+    assert describe_validation_error(refused.value, with_input=True) == (
+        "at value: Input should be a valid number (got an integer of 16610 bits)")
+    assert shown(huge) == "an integer of 16610 bits"

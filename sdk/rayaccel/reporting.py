@@ -98,8 +98,12 @@ def collect_problems(sink: ReportSink | None = None) -> Iterator[ReportSink]:
 
 
 def shown(value: Any) -> str:
-    """A vendor value quoted for a message: repr, cut to :data:`MAX_SHOWN` characters."""
-    text = repr(value)
+    """A vendor value quoted for a message: repr, cut to :data:`MAX_SHOWN` characters (an integer Python
+    refuses to print, over 4300 digits, by its size)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "...'"
 
 

@@ -30,13 +30,22 @@ def where(path: Iterable[str | int]) -> str:
     return "/".join(str(p) for p in path) or "(top level)"
 
 
+def shown_value(value: Any, width: int = 60) -> str:
+    """A refused value as a message shows it: its repr cut to ``width``; an integer too long for Python to
+    print (over 4300 digits) by its size, since printing it raises."""
+    try:
+        return repr(value)[:width]
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
+
+
 def describe_validation_error(e: ValidationError, limit: int = 3, with_input: bool = False) -> str:
     """The first ``limit`` errors of a model, as 'at <path>: <message>', '; '-joined (the one pydantic formatter).
     ``with_input``: each names the value it refused too (cut to 60 characters), for a vendor's answer."""
     def shown_input(err: Any) -> str:
         if not with_input or isinstance(err.get("input"), dict | list):
             return ""
-        return f" (got {repr(err.get('input'))[:60]})"
+        return f" (got {shown_value(err.get('input'))})"
 
     parts = [f"at {where(err['loc'])}: {err['msg']}{shown_input(err)}" for err in e.errors()[:limit]]
     more = f" (and {e.error_count() - limit} more)" if e.error_count() > limit else ""
