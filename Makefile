@@ -45,7 +45,7 @@ test: export PYTHONDONTWRITEBYTECODE =
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests reference_plugins)
 test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
-	# suite's time is Ray starting and waiting, so three fit a 2-core machine (two: 14 min, over the 12 budget).
+	# suite's time is Ray starting and waiting: three took 13.4 min on a 2-core machine, two 14.2 (budget: 12).
 	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile -m "not alone"
 	# Then the tests marked alone, collected from the files that use the marker (not the whole suite again).
 	$(BIN)/python -m pytest -q -m alone $(ALONE_FILES)
