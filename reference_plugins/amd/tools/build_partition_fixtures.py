@@ -42,6 +42,8 @@ from typing import Any
 
 import yaml
 
+from rayaccel.files.atomic import write_atomically
+
 OUT = Path(__file__).resolve().parents[1] / "src" / "rayaccel_amd" / "fixtures"
 PHYSICAL = 8
 DEVICE_ID = 0x74A1
@@ -347,9 +349,7 @@ def main() -> int:
     for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
                  cli_fixture(26)):
         path = OUT / f"{data['name']}.yaml"
-        tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120), encoding="utf-8")
-        tmp.replace(path)
+        write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120))
         print(path)
     return 0
 

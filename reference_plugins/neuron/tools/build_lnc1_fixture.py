@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from rayaccel.files.atomic import write_atomically
+
 HERE = Path(__file__).resolve().parents[1] / "src" / "rayaccel_neuron" / "fixtures"
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls --json-output"
 PHYSICAL_CORES = 8  # NeuronCore-v3 per Trainium2 (the driver's V3_NC_PER_DEVICE)
@@ -66,9 +68,7 @@ def main() -> int:
         fault["description"] = fault["description"].replace("(64 logical cores)", "(128 logical cores at LNC=1)")
         fault["expected"]["resources"] = dict(resources)
     out = HERE / f"{data['name']}.yaml"
-    tmp = out.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, width=120), encoding="utf-8")
-    tmp.replace(out)
+    write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
     print(out)
     return 0
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from rayaccel.files.atomic import write_atomically
+
 HERE = Path(__file__).resolve().parents[1] / "src" / "rayaccel_neuron" / "fixtures"
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls"
 OLD_ROOT, NEW_ROOT = "/sys/devices/virtual/neuron_device", "/sys/class/neuron_device"
@@ -107,9 +109,7 @@ def main() -> int:
                       "resources": expected["resources"]}},
     ]
     out = HERE / f"{data['name']}.yaml"
-    tmp = out.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, width=120), encoding="utf-8")
-    tmp.replace(out)
+    write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
     print(out)
     return 0
 

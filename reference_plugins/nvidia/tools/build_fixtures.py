@@ -16,6 +16,8 @@ from typing import Any
 import pynvml
 import yaml
 
+from rayaccel.files.atomic import write_atomically
+
 OUT = Path(__file__).resolve().parents[1] / "src" / "rayaccel_nvidia" / "fixtures"
 NS = uuid.UUID("6f1d3c1e-5b0a-4c47-9a7e-2f4c8d0b1a22")
 MIB = 2**20
@@ -532,10 +534,8 @@ def main() -> int:
                   a100_80gb_mig_mixed):
         data = build()
         path = OUT / f"{data['name']}.yaml"
-        tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False, width=120,
-                                 default_flow_style=None), encoding="utf-8")
-        tmp.replace(path)
+        write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False, width=120,
+                                         default_flow_style=None))
         print(path)
     return 0
 
