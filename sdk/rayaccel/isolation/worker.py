@@ -11,7 +11,6 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -124,10 +123,9 @@ def _patch_problem(target: PluginTarget, names: list[str]) -> Problem:
                    fix="never assign to rayaccel's modules or classes; wrap what you need in the plugin's own code")
 
 
-def worker_main(preload: Sequence[str] = ()) -> int:
-    """A worker's life (``python -m rayaccel.isolation.worker [MODULE ...]``, or a process forked by
-    :mod:`rayaccel.isolation.process`): requests on fd 0, answers on fd 1. ``preload``: modules to import while
-    the parent gets ready (the likely plugins). See :mod:`rayaccel.isolation.pool`."""
+def worker_main() -> int:
+    """A worker's life (``python -m rayaccel.isolation.worker``, or a process forked by
+    :mod:`rayaccel.isolation.process`): requests on fd 0, answers on fd 1. See :mod:`rayaccel.isolation.pool`."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -140,12 +138,9 @@ def worker_main(preload: Sequence[str] = ()) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit * 2**20, limit * 2**20))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), name="rayaccel-parent-watch", daemon=True).start()
     bounded.reuse_threads()  # a hook call per thread started costs as much as a small hook, a dozen times a poll
-    for module in preload:  # prestarted: import the likely plugins while the parent gets ready
-        with contextlib.suppress(BaseException):  # a failure is reported when the plugin is loaded for real
-            importlib.import_module(module)
     first = requests.readline()
     if not first.strip():
-        return 0  # a spare worker whose parent never needed it
+        return 0  # the parent went away before it sent the set-up
     setup = Setup.model_validate_json(first)
     manager = PluginManager(autoload=False, timeout=setup.timeout)
     host: Host | None = None
@@ -267,4 +262,4 @@ def _load(manager: PluginManager, target: PluginTarget) -> list[Problem]:
 
 
 if __name__ == "__main__":
-    sys.exit(worker_main(sys.argv[1:]))
+    sys.exit(worker_main())
