@@ -175,6 +175,8 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
             for g in range(PHYSICAL) for p in range(partitions)}
     ids = expected_ids()
     expected = {
+        # Before ROCm 7.12 the partitions share their card's uuid, so the plugin derives ids (a warning).
+        **({} if per_partition else {"problems": ["fallback-device-id"]}),
         "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
         # Ray counts every amdsmi processor handle as a GPU (64); here they are 64 partitions of 8 GPUs.
         "resources": expected_resources("CPX", 64),
@@ -312,7 +314,9 @@ def cli_fixture(layout: int) -> dict[str, Any]:
                                                                            partition_rows(partitions)})}
     ids = expected_ids()
     resources = expected_resources("DPX", 16)
-    expected = {"devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
+    # The partitions share their card's uuid (amd-smi before ROCm 7.12): the plugin derives ids (a warning).
+    expected = {"problems": ["fallback-device-id"],
+                "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
                 # 8 GPUs, every pair joined by xGMI: 28 links, one hive (amd-smi does not name it).
                 "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
                 "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
@@ -345,14 +349,15 @@ def cli_fixture(layout: int) -> dict[str, Any]:
             "expected": expected, "faults": faults}
 
 
-def main() -> int:
+def main(out: Path = OUT) -> int:
     for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
                  cli_fixture(26)):
-        path = OUT / f"{data['name']}.yaml"
+        path = out / f"{data['name']}.yaml"
         write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120))
         print(path)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # An optional directory to write into (tests/test_fixture_builders.py compares it with the committed files).
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT))

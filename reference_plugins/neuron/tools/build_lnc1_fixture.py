@@ -41,7 +41,7 @@ def lnc1_listing(old_stdout: str) -> str:
     return json.dumps(devices, indent=4) + "\n"
 
 
-def main() -> int:
+def main(out_dir: Path = HERE) -> int:
     base = yaml.safe_load((HERE / "trn2.48xlarge.yaml").read_text(encoding="utf-8"))
     data = copy.deepcopy(base)
     host = data["host"]
@@ -67,11 +67,12 @@ def main() -> int:
                                                             "so 8 logical cores each and ids 0-127")
         fault["description"] = fault["description"].replace("(64 logical cores)", "(128 logical cores at LNC=1)")
         fault["expected"]["resources"] = dict(resources)
-    out = HERE / f"{data['name']}.yaml"
+    out = out_dir / f"{data['name']}.yaml"
     write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
     print(out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # An optional directory to write into (tests/test_fixture_builders.py compares it with the committed files).
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))

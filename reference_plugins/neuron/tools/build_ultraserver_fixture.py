@@ -56,7 +56,7 @@ def new_json(old_stdout: str) -> str:
     return json.dumps({**shared, "neuron_devices": entries}, indent=4) + "\n"
 
 
-def main() -> int:
+def main(out_dir: Path = HERE) -> int:
     base = yaml.safe_load((HERE / "trn2.48xlarge.yaml").read_text(encoding="utf-8"))
     data = copy.deepcopy(base)
     host = data["host"]
@@ -105,14 +105,16 @@ def main() -> int:
          "description": "the driver publishes no hardware ECC counters for device 3: its ECC state is unknown, not "
                         "zero (the device stays schedulable, health says it cannot see ECC errors)",
          "patch": {"files": {f"{NEW_ROOT}/neuron3/stats/hardware/{c}/total": None for c in COUNTERS}},
-         "expected": {"devices": 16, "health": {expected["device_ids"][3]: "unknown"},
+         "expected": {"reasons": {expected["device_ids"][3]: ["neuron-ecc-unreadable"]},
+                      "devices": 16, "health": {expected["device_ids"][3]: "unknown"},
                       "resources": expected["resources"]}},
     ]
-    out = HERE / f"{data['name']}.yaml"
+    out = out_dir / f"{data['name']}.yaml"
     write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
     print(out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # An optional directory to write into (tests/test_fixture_builders.py compares it with the committed files).
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))

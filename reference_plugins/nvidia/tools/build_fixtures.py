@@ -201,23 +201,29 @@ def dgx_h100() -> dict[str, Any]:
         {"name": "xid-79", "kind": "fatal-error",
          "description": "GPU 3 falls off the bus: the driver posts XID 79 (the event set delivers it)",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 3, "xid": 79}}}}},
-         "expected": {"health": {ids[3]: "unhealthy"}, "resources": seven, "fatal": True}},
+         "expected": {"reasons": {ids[3]: ["xid-79"]}, "health": {ids[3]: "unhealthy"}, "resources": seven,
+                      "fatal": True}},
         {"name": "gpu-lost", "kind": "device-lost",
          "description": "GPU 5 is lost: NVML answers NVML_ERROR_GPU_IS_LOST for its handle and every query",
          "patch": {"libraries": {"nvml": {"devices": {"5": {"lost": True}}}}},
-         "expected": {"devices": 8, "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True}},
+         # The lost GPU keeps its NVML-index id; its uuid (known at start) is reported lost too.
+         "expected": {"reasons": {"nvml-index-5": ["gpu-lost"], ids[5]: ["gpu-lost"]}, "devices": 8,
+                      "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True}},
         {"name": "ecc-uncorrectable", "kind": "ecc",
          "description": "GPU 2 counts 2 uncorrectable (volatile) ECC errors since the driver loaded",
          "patch": {"libraries": {"nvml": {"devices": {"2": {"ecc": {"volatile": {"uncorrected": 2}}}}}}},
-         "expected": {"health": {ids[2]: "unhealthy"}, "resources": seven, "fatal": False}},
+         "expected": {"reasons": {ids[2]: ["ecc-uncorrectable"]}, "health": {ids[2]: "unhealthy"}, "resources": seven,
+                      "fatal": False}},
         {"name": "row-remap-failure", "kind": "ecc",
          "description": "GPU 6 ran out of spare rows: nvmlDeviceGetRemappedRows reports a remapping failure",
          "patch": {"libraries": {"nvml": {"devices": {"6": {"remapped_rows": [0, 3, 0, 1]}}}}},
-         "expected": {"health": {ids[6]: "unhealthy"}, "resources": seven, "fatal": False}},
+         "expected": {"reasons": {ids[6]: ["row-remap-failure"]}, "health": {ids[6]: "unhealthy"}, "resources": seven,
+                      "fatal": False}},
         {"name": "row-remap-pending", "kind": "degraded",
          "description": "GPU 1 has a row remapping pending (applied at the next GPU reset): degraded, still used",
          "patch": {"libraries": {"nvml": {"devices": {"1": {"remapped_rows": [0, 1, 1, 0]}}}}},
-         "expected": {"health": {ids[1]: "degraded"}, "resources": full, "fatal": False}},
+         "expected": {"reasons": {ids[1]: ["row-remap-pending"]}, "health": {ids[1]: "degraded"}, "resources": full,
+                      "fatal": False}},
         {"name": "xid-13", "kind": "other",
          "description": "an application faults on GPU 1 (XID 13, graphics engine exception): not a device fault",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 1, "xid": 13}}}}},
@@ -231,7 +237,8 @@ def dgx_h100() -> dict[str, Any]:
          "description": "NVML returns garbage for GPU 4: a name and UUID full of replacement characters",
          "patch": {"libraries": {"nvml": {"devices": {"4": {"name": "\ufffd\ufffd\ufffd\x07",
                                                             "uuid": "GPU-\ufffd\ufffd\ufffd\ufffd"}}}}},
-         "expected": {"devices": 8, "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False}},
+         "expected": {"reasons": {"nvml-index-4": ["nvml-garbage"]}, "devices": 8,
+                      "health": {"nvml-index-4": "unhealthy"}, "resources": seven, "fatal": False}},
         {"name": "nvlink-version-5-0-on-hopper", "kind": "other",
          "description": "the driver answers NVML_NVLINK_VERSION_5_0 (7) for every NVLink of these Hopper GPUs (seen "
                         "on some H100 drivers): per-link bandwidth stays Hopper's 25 GB/s, not NVLink 5's 50, and the "
@@ -512,13 +519,13 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
                         "and no longer offered, the other instances and GPU 1 still are",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 0, "xid": 95, "gpu_instance_id": 3,
                                                            "compute_instance_id": 0}}}}},
-         "expected": {"devices": 2, "health": {mig_ids[1]: "unhealthy"}, "fatal": True,
-                      "resources": {**full, "GPU_MIG_2g.20gb": 1.0}}},
+         "expected": {"reasons": {mig_ids[1]: ["xid-95"]}, "devices": 2, "health": {mig_ids[1]: "unhealthy"},
+                      "fatal": True, "resources": {**full, "GPU_MIG_2g.20gb": 1.0}}},
         {"name": "mig-parent-xid-79", "kind": "fatal-error",
          "description": "the MIG-mode GPU 0 falls off the bus: XID 79 for the whole GPU (gpuInstanceId "
                         "0xFFFFFFFF): all three of its instances leave, GPU 1 is still offered",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 0, "xid": 79}}}}},
-         "expected": {"devices": 2, "health": {ids[0]: "unhealthy"}, "fatal": True,
+         "expected": {"reasons": {ids[0]: ["xid-79"]}, "devices": 2, "health": {ids[0]: "unhealthy"}, "fatal": True,
                       "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}}},
     ]
     return fixture(system, "Two A100 80GB PCIe, one per socket: GPU 0 in MIG mode (3g.40gb + 2x 2g.20gb), GPU 1 "
@@ -528,12 +535,12 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
                    "a100-mig-mixed-01", nvml, expected, faults, files={MIG_MINORS: mig_minors([0, 1])})
 
 
-def main() -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
+def main(out: Path = OUT) -> int:
+    out.mkdir(parents=True, exist_ok=True)
     for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair, a100_mig,
                   a100_80gb_mig_mixed):
         data = build()
-        path = OUT / f"{data['name']}.yaml"
+        path = out / f"{data['name']}.yaml"
         write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False, width=120,
                                          default_flow_style=None))
         print(path)
@@ -541,4 +548,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # An optional directory to write into (tests/test_fixture_builders.py compares it with the committed files).
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT))
