@@ -391,3 +391,26 @@ def test_transports_cli_prints_the_matrix_and_refuses_bad_input():
     bad = rayaccel_cli("transports", "--simulate", "nvidia/no-such-node")
     assert bad.returncode == 2 and "unknown fixture 'nvidia/no-such-node'" in bad.stderr
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_zombie_senders_segment_is_swept_and_a_live_senders_kept():
+    from rayaccel.polling import wait_for
+    from rayaccel.shm_transport import sweep_orphans
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # left unreaped: a zombie once it exits
+    wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, timeout=30,
+             what="the child to exit")
+    dead = f"/dev/shm/{SEGMENT_PREFIX}{child.pid}-{os.urandom(4).hex()}"
+    live = f"/dev/shm/{SEGMENT_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        for path in (dead, live):
+            with open(path, "wb") as f:
+                f.write(b"x")
+        removed = sweep_orphans()
+        assert dead in removed and not os.path.exists(dead)
+        assert live not in removed and os.path.exists(live)
+    finally:
+        child.wait()
+        for path in (dead, live):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)

@@ -114,9 +114,10 @@ def segment_paths() -> list[str]:
 
 
 def _pid_alive(pid: int) -> bool:
-    import psutil
+    # A sender that died unreaped (a zombie) sends nothing more: its segments are orphans.
+    from rayaccel.liveness import alive
 
-    return bool(psutil.pid_exists(pid))
+    return alive(pid)
 
 
 def sweep_orphans() -> list[str]:
