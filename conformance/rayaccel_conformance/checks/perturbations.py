@@ -16,7 +16,7 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.host import Host
-from rayaccel.records import Device, FamilyInventory, HealthReport, MetricSample, Problem, Topology
+from rayaccel.records import ID_FALLBACK, Device, FamilyInventory, HealthReport, MetricSample, Problem, Topology
 
 #: Standard metrics that count events since the device started: polled twice, they never go down.
 COUNTER_METRICS = ("ecc_errors_corrected", "ecc_errors_uncorrected")
@@ -285,6 +285,10 @@ def damaged_file_findings(healthy: FamilyInventory, damaged: FamilyInventory | N
         return wrong
     if after["health"] not in (None, "healthy"):
         return wrong  # its health report says something is wrong with it
+    attributes = after["device"].get("attributes") or {}
+    if ID_FALLBACK in attributes:  # the entry says its id is a fallback: the honest answer to an unreadable id
+        after = {**after, "device": {**after["device"],
+                                     "attributes": {k: v for k, v in attributes.items() if k != ID_FALLBACK}}}
     # Garbage text in a text fact (a product name) is the vendor's text, passed through as data: only a value
     # that is not text (a number, a size, a node) can be told wrong from the file alone.
     changed = [f"its {k} went from {_short(v)} to {_short(after['device'].get(k))}"

@@ -282,3 +282,22 @@ def test_lnc1_and_lnc2_are_the_same_devices(manager) -> None:  # type: ignore[no
     assert lnc1 is not None and lnc2 is not None
     assert [d.id for d in lnc1.devices] == [d.id for d in lnc2.devices]
     assert [d.memory_mib for d in lnc1.devices] == [d.memory_mib for d in lnc2.devices]
+
+
+@pytest.mark.parametrize(("content", "codes"), [("", {"fallback-device-id"}),
+                                                ("<garbage/>\n", {"malformed-value", "fallback-device-id"})])
+def test_a_device_without_a_readable_serial_is_kept_under_a_fallback_id_said_aloud(  # type: ignore[no-untyped-def]
+        manager, content: str, codes: set[str]) -> None:
+    fixture = fixture_named("trn1.32xlarge")
+    serial_file = "/sys/devices/virtual/neuron_device/neuron1/info/serial_number"
+    data = merge_patch(fixture.model_dump(mode="json", by_alias=True), {"host": {"files": {serial_file: content}}})
+    inventory = build(manager, SimulatedHost(parse_fixture(data, "trn1-serial")))
+    family = inventory.family("neuron")
+    assert family is not None and len(family.devices) == 16
+    device = next(d for d in family.devices if d.index == 1)
+    assert device.id.startswith("neuron1-") and device.attributes["id_fallback"]
+    assert [d.id for d in family.devices if d.index != 1] == [
+        d.id for d in build(manager, SimulatedHost(fixture)).family("neuron").devices if d.index != 1]  # type: ignore[union-attr]
+    found = {p.code for p in inventory.problems if serial_file in p.message or "device 1" in p.message.lower()
+             or p.code == "fallback-device-id"}
+    assert codes <= found, [p.message for p in inventory.problems]

@@ -11,12 +11,17 @@ from functools import partial
 from typing import Any
 
 from rayaccel import Device, Host
+from rayaccel.records import ID_FALLBACK
 from rayaccel.reporting import malformed, record_or_report
 from rayaccel_neuron import instance, neuronls, sysfs
 
 #: Device names by instance family, for hosts whose driver does not publish info/architecture.
 PRODUCT_BY_FAMILY = {"trn1": "Trainium1", "trn1n": "Trainium1", "trn2": "Trainium2", "trn2u": "Trainium2",
                      "inf1": "Inferentia", "inf2": "Inferentia2"}
+
+
+#: A serial the driver publishes (16 hex digits on Trainium and Inferentia2); anything else is not an id.
+_SERIAL = re.compile(r"[0-9A-Za-z]{1,64}")
 
 
 def _product_name(host: Host, index: int, instance_type: str | None) -> str:
@@ -46,11 +51,19 @@ def devices_of(host: Host, infos: Sequence[neuronls.NeuronDeviceInfo]) -> list[D
     driver = sysfs.read(host, sysfs.DRIVER_VERSION)
     devices = []
     for info in infos:
-        serial = sysfs.read(host, f"{sysfs.device_dir(info.index, host)}/info/serial_number")
+        serial_file = f"{sysfs.device_dir(info.index, host)}/info/serial_number"
+        serial = sysfs.read(host, serial_file)
+        if serial and not _SERIAL.fullmatch(serial):
+            malformed(serial_file, serial, "the device's serial number (hex digits, e.g. 1c3e7a5b000005d9)",
+                      where=f"Neuron device {info.index}")
+            serial = None
         attributes: dict[str, str | int | float | bool] = {
             "nc_count": info.nc_count, "logical_nc_config": info.logical_nc_config,
             "physical_cores": info.nc_count * info.logical_nc_config, "processes": info.processes,
         }
+        if not serial:  # named by index and PCI address: an id that can change when devices move
+            attributes[ID_FALLBACK] = (f"{serial_file} is missing or holds no serial number: the device is named "
+                                       "by its index and PCI address")
         if info.cpu_affinity:
             attributes["cpu_affinity"] = info.cpu_affinity
         if info.connected_to:
