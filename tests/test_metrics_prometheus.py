@@ -89,6 +89,19 @@ def test_a_dgx_h100_publishes_its_nvlinks_and_each_gpus_memory_in_bytes():
     assert len(capacity) == DGX_DEVICES and all(v >= 80 * 10**9 for v in capacity)
 
 
+def test_each_partition_profile_publishes_its_schedulable_partitions_and_a_fault_takes_one_off():
+    def partitions(faults: list[str]) -> dict[str, float]:
+        manager = PluginManager()
+        inventory = collect_inventory(manager, make_host("nvidia/a100-80gb-mig-mixed", faults, manager=manager))
+        return {s.labels["resource"]: s.value for s in node_series(inventory, "n1")
+                if s.metric.name == "rayaccel_schedulable_partitions"}
+
+    assert partitions([]) == {"GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 2.0}
+    assert partitions(["mig-instance-xid-95"]) == {"GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0}
+    # A faulted parent offers none of its partitions (the profile is gone, or at zero).
+    assert not any(partitions(["mig-parent-xid-79"]).values())
+
+
 def test_vendor_metrics_get_a_snake_case_name_in_base_units():
     metric, factor = vendor_metric("vendor.duty_cycle", "percent")
     assert (metric.name, factor) == ("rayaccel_device_vendor_duty_cycle_ratio", 0.01)

@@ -57,6 +57,10 @@ INFO = MetricFamily("rayaccel_device_info", "gauge", "Accelerator device identit
                     "", (*DEVICE_LABELS, "sku", "product"))
 SCHEDULABLE_UNITS = MetricFamily("rayaccel_schedulable_units", "gauge",
                                  "Healthy schedulable units of a family on the node", "", ("node", "family"))
+SCHEDULABLE_PARTITIONS = MetricFamily(
+    "rayaccel_schedulable_partitions", "gauge",
+    "Healthy schedulable partitions of one profile on the node, by its Ray resource (GPU_MIG_1g.10gb)", "",
+    ("node", "family", "resource"))
 LINK_BANDWIDTH = MetricFamily("rayaccel_link_bandwidth_bytes_per_second", "gauge",
                               "Unidirectional bandwidth of a device-to-device link (all lanes), by link kind",
                               "bytes_per_second", LINK_LABELS)
@@ -120,6 +124,9 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
     for fam in inventory.families:
         name = fam.family.name
         series.append(Series(SCHEDULABLE_UNITS, {"node": node, "family": name}, float(len(fam.schedulable_units))))
+        for resource, partition_ids in sorted(fam.partition_units.items()):
+            series.append(Series(SCHEDULABLE_PARTITIONS, {"node": node, "family": name, "resource": resource},
+                                 float(len(partition_ids))))
         for dev in fam.devices:
             series.append(Series(INFO, {"node": node, "family": name, "device": dev.id, "sku": dev.sku or "",
                                         "product": dev.product_name}, 1.0))
@@ -148,4 +155,4 @@ def counter_increment(previous: float | None, current: float) -> float:
 
 def all_metric_families() -> list[MetricFamily]:
     """The fixed metrics (vendor-specific ones come from the plugins), in the order docs list them."""
-    return [HEALTH, INFO, SCHEDULABLE_UNITS, LINK_BANDWIDTH, *(m for m, _ in STANDARD.values())]
+    return [HEALTH, INFO, SCHEDULABLE_UNITS, SCHEDULABLE_PARTITIONS, LINK_BANDWIDTH, *(m for m, _ in STANDARD.values())]
