@@ -346,7 +346,7 @@ def test_each_typed_hook_reference_names_a_hook_and_its_answer_type() -> None:
     hook's validated result, or that or None where the hook's default is no answer."""
     import typing
 
-    hints = typing.get_type_hints(hookspec)
+    hints = typing.get_type_hints(hookspec, localns=hookspec.annotation_names())
     references = {name: value for name, value in vars(hookspec).items() if isinstance(value, hookspec.Hook)}
     assert len(references) == 10
     for constant, reference in references.items():

@@ -71,5 +71,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload, a plugin or a
-# CLI command imports only the modules it uses. The block above is the one list of public names.
-__getattr__, __dir__ = lazy_exports(globals(), submodules=True)
+# CLI command imports only the modules it uses. The block above is the one list of public names. A record class
+# asked for before rayaccel.records is imported is a stand-in that imports it (and pydantic) at its first use, so a
+# plugin's `from rayaccel import Device, hookimpl` loads no pydantic (rayaccel.lazy.DeferredClass).
+__getattr__, __dir__ = lazy_exports(globals(), submodules=True, deferred=("rayaccel.records",))

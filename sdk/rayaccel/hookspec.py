@@ -13,28 +13,30 @@ Hooks are grouped by capability, in the order the inventory calls them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pluggy
 
-from rayaccel.records import (
-    CloudHint,
-    Device,
-    FamilyDeclaration,
-    FamilyInventory,
-    HealthReport,
-    MetricSample,
-    ResourceContribution,
-    SkuCatalog,
-    SkuRecord,
-    Topology,
-    TransportSpec,
-)
-
+# The records are annotations here, and the result types are written as text: a plugin's `hookimpl` imports this
+# module, and the records (pydantic) load only when a hook's answer is validated (HookInfo.result, annotation_names).
 if TYPE_CHECKING:
     from rayaccel.host import Host
+    from rayaccel.records import (
+        CloudHint,
+        Device,
+        FamilyDeclaration,
+        FamilyInventory,
+        HealthReport,
+        MetricSample,
+        ResourceContribution,
+        SkuCatalog,
+        SkuRecord,
+        Topology,
+        TransportSpec,
+    )
 
 PROJECT_NAME = "rayaccel"
 
@@ -52,8 +54,9 @@ class HookInfo:
     validates every answer from this, and docs/hooks.md is generated from it."""
 
     name: str
-    #: The type the answer is validated into (a record, a list of records, a dict, ... or None).
-    result: Any
+    #: The type the answer is validated into (a record, a list of records, a dict, ... or None), written as an
+    #: annotation of the records' names (``"list[Device]"``); :attr:`result` is that type.
+    result_annotation: str
     #: The answer the SDK uses when the plugin does not implement the hook or its call failed: a function
     #: of the call's arguments and ``family`` (the plugin's declaration).
     default: Callable[..., Any]
@@ -61,6 +64,19 @@ class HookInfo:
     fix: str
     #: Every plugin must implement it.
     required: bool = False
+
+    @functools.cached_property
+    def result(self) -> Any:
+        """The type the answer is validated into (importing the records at the first call)."""
+        return eval(self.result_annotation, {"Any": Any}, annotation_names())  # our own constant annotation
+
+
+def annotation_names() -> dict[str, Any]:
+    """The names the spec's annotations use (the records and ``Host``), for evaluating them:
+    ``typing.get_type_hints(hookspec.rayaccel_discover, localns=hookspec.annotation_names())``."""
+    from rayaccel import host, records
+
+    return {**vars(records), "Host": host.Host}
 
 
 #: Every hook's metadata, by hook name, in the order of the spec.
@@ -72,8 +88,14 @@ def _no_answer(**_: Any) -> None:
     return None
 
 
-def _empty(factory: Callable[[], Any], shown: str) -> Callable[..., Any]:
+def _empty(factory: Callable[[], Any] | str, shown: str) -> Callable[..., Any]:
+    """A default answer: ``factory()``, or a new record of the class named ``factory``."""
+
     def default(**_: Any) -> Any:
+        if isinstance(factory, str):
+            from rayaccel import records
+
+            return getattr(records, factory)()
         return factory()
 
     default.__doc__ = f"`{shown}`"
@@ -90,14 +112,14 @@ def _visible_devices_env_var_only(unit_ids: Sequence[str], family: FamilyDeclara
     return {family.visible_devices_env_var: ",".join(unit_ids)}
 
 
-def spec(result: Any, *, fix: str, default: Callable[..., Any] = _no_answer,
+def spec(result: str, *, fix: str, default: Callable[..., Any] = _no_answer,
          required: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a hook: its pluggy spec (one answer per call: the SDK calls each plugin on its own) and its
-    :class:`HookInfo`."""
+    :class:`HookInfo` (``result``: the answer's type as an annotation, e.g. ``"list[Device]"``)."""
 
     def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
         name = fn.__name__
-        HOOKS[name] = HookInfo(name=name, result=result, default=default, required=required,
+        HOOKS[name] = HookInfo(name=name, result_annotation=result, default=default, required=required,
                                fix=fix)
         return hookspec(firstresult=True)(fn)
 
@@ -108,7 +130,7 @@ def spec(result: Any, *, fix: str, default: Callable[..., Any] = _no_answer,
 # Family declaration
 
 
-@spec(FamilyDeclaration, fix="return rayaccel.FamilyDeclaration(...)", required=True)
+@spec("FamilyDeclaration", fix="return rayaccel.FamilyDeclaration(...)", required=True)
 def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     """Declare the accelerator family this plugin supports. **Required.**
 
@@ -133,7 +155,7 @@ def rayaccel_family() -> FamilyDeclaration | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(list[str], default=_empty(list, "[]"), fix="return a list of directory paths (str)")
+@spec("list[str]", default=_empty(list, "[]"), fix="return a list of directory paths (str)")
 def rayaccel_fixture_dirs() -> Sequence[str]:
     """Directories holding the plugin's simulated-host fixtures (``*.yaml`` / ``*.json``).
 
@@ -154,7 +176,7 @@ def rayaccel_fixture_dirs() -> Sequence[str]:
 # Discovery and topology
 
 
-@spec(list[Device], fix="return a list of rayaccel.Device records", required=True)
+@spec("list[Device]", fix="return a list of rayaccel.Device records", required=True)
 def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     """List the family's devices on this host. **Required.**
 
@@ -188,7 +210,7 @@ def rayaccel_discover(host: Host) -> Sequence[Device | dict[str, Any]]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(Topology, default=_empty(Topology, "Topology()"),
+@spec("Topology", default=_empty("Topology", "Topology()"),
       fix="return rayaccel.Topology(links=[...], affinities=[...], domains=[...])")
 def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[str, Any]:
     """Describe how the discovered devices connect.
@@ -208,7 +230,7 @@ def rayaccel_topology(host: Host, devices: Sequence[Device]) -> Topology | dict[
 # Labeling and resource accounting
 
 
-@spec(dict[str, str], default=_empty(dict, "{}"), fix="return a dict of label key -> value, both str")
+@spec("dict[str, str]", default=_empty(dict, "{}"), fix="return a dict of label key -> value, both str")
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     """Extra node labels for this family, beyond the vocabulary the SDK writes itself.
 
@@ -224,7 +246,7 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(ResourceContribution, default=_empty(ResourceContribution, "ResourceContribution()"),
+@spec("ResourceContribution", default=_empty("ResourceContribution", "ResourceContribution()"),
       fix="return rayaccel.ResourceContribution(accelerator_type=..., extra={...})")
 def rayaccel_resources(host: Host, devices: Sequence[Device],
                        topology: Topology) -> ResourceContribution | dict[str, Any]:
@@ -252,7 +274,7 @@ def rayaccel_resources(host: Host, devices: Sequence[Device],
 # Visibility
 
 
-@spec(list[str] | None, default=_comma_split, fix="return a list of unit ids (str), in order")
+@spec("list[str] | None", default=_comma_split, fix="return a list of unit ids (str), in order")
 def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     """Parse the value of the family's visible-devices env var into unit ids.
 
@@ -267,7 +289,7 @@ def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(dict[str, str], default=_visible_devices_env_var_only,
+@spec("dict[str, str]", default=_visible_devices_env_var_only,
       fix="return a dict of env var -> value (str) that includes the visible-devices env var")
 def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
     """The environment to set so a process sees exactly ``unit_ids``.
@@ -287,7 +309,7 @@ def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
 # Transports
 
 
-@spec(list[TransportSpec], default=_empty(list, "[]"), fix="return a list of rayaccel.TransportSpec records")
+@spec("list[TransportSpec]", default=_empty(list, "[]"), fix="return a list of rayaccel.TransportSpec records")
 def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     """Tensor transports the family offers to Ray Direct Transport.
 
@@ -311,7 +333,7 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
 # Health and metrics
 
 
-@spec(list[HealthReport], fix="return a list of rayaccel.HealthReport records")
+@spec("list[HealthReport]", fix="return a list of rayaccel.HealthReport records")
 def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthReport | dict[str, Any]]:
     """Check the health of each device from the vendor's own signals (XID, ECC, RAS, error counters).
 
@@ -332,7 +354,7 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(list[MetricSample], default=_empty(list, "[]"),
+@spec("list[MetricSample]", default=_empty(list, "[]"),
       fix="return a list of rayaccel.MetricSample records with standard names and units")
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSample | dict[str, Any]]:
     """Sample per-device metrics with standard names and units.
@@ -350,7 +372,7 @@ def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> Sequence[MetricSa
 # Catalog and cloud
 
 
-@spec(SkuCatalog, fix="return rayaccel.catalog.load_catalog(<path of your catalog file>)")
+@spec("SkuCatalog", fix="return rayaccel.catalog.load_catalog(<path of your catalog file>)")
 def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     """The SKUs the plugin knows, as data (usually loaded with :func:`rayaccel.catalog.load_catalog`).
 
@@ -366,7 +388,7 @@ def rayaccel_sku_catalog() -> SkuCatalog | dict[str, Any]:
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(dict[str, Any], fix="return the fixture data (a dict) with its host answers rewritten")
+@spec("dict[str, Any]", fix="return the fixture data (a dict) with its host answers rewritten")
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     """Rewrite one of the plugin's fixtures so its devices are of a new SKU (day-zero onboarding).
 
@@ -383,7 +405,7 @@ def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[st
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(CloudHint | None, fix="return rayaccel.CloudHint(...), or None for an instance type without the family")
+@spec("CloudHint | None", fix="return rayaccel.CloudHint(...), or None for an instance type without the family")
 def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[str, Any] | None:
     """The family's accelerators on a cloud instance type, without probing (for scale-from-zero).
 
@@ -396,7 +418,7 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[
     raise NotImplementedError  # pragma: no cover
 
 
-@spec(list[CloudHint], default=_empty(list, "[]"),
+@spec("list[CloudHint]", default=_empty(list, "[]"),
       fix="return a list of rayaccel.CloudHint, one per instance type rayaccel_cloud_hints answers for")
 def rayaccel_cloud_instance_types() -> list[CloudHint] | list[dict[str, Any]]:
     """Every cloud instance type the plugin has a hint for, as those hints (for scale-from-zero).

@@ -6,13 +6,20 @@ pydantic, Ray or the inventory for names the worker never touches.
 A package declares its public API once, as the ``from module import Name as Name`` lines of its
 ``if TYPE_CHECKING:`` block (what type checkers and editors read); :func:`lazy_exports` reads the same lines
 from the package's source to know where each name lives, and sets ``__all__`` from them.
+
+A class whose module is costly to import (the records: pydantic alone is ~110 ms) can be handed out as a
+:class:`DeferredClass` stand-in, so ``from rayaccel import Device`` in a plugin's module imports nothing: the
+first use (``Device(...)``, ``Device.model_validate``, subclassing) imports the module, and the stand-in then
+forwards everything to the real class. Its instances are the real class's; nothing is validated by the stand-in.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Callable, MutableMapping
+import sys
+import types
+from collections.abc import Callable, Collection, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +37,75 @@ def declared_exports(source: str) -> dict[str, str]:
     return where
 
 
-def lazy_exports(namespace: MutableMapping[str, Any], *,
-                 submodules: bool = False) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+class DeferredClass(type):
+    """The type of a stand-in for a class not imported yet: calling the stand-in, reading an attribute it does
+    not have itself (``model_validate``, ``model_fields``, ``__signature__``) or subclassing it imports the real
+    class and hands on to it; ``isinstance`` and ``issubclass`` answer for the real class (False while its
+    module is not imported: no instance can exist yet)."""
+
+    _real_module: str
+
+    @classmethod
+    def standing_in_for(mcs, module: str, name: str, package: str) -> DeferredClass:
+        """The stand-in for ``module.name``, exported by ``package`` (where pickle finds it by name)."""
+        stand_in = type.__new__(mcs, name, (), {"__module__": package, "__qualname__": name,
+                                                "__doc__": f"Stand-in for {module}.{name}, imported at first use."})
+        stand_in._real_module = module
+        return stand_in
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        # `class MyDevice(Device)` with Device a stand-in: the subclass is made of the real classes instead.
+        real_bases = tuple(base.real_class if isinstance(base, DeferredClass) else base for base in bases)
+        return types.new_class(name, real_bases, kwargs, lambda body: body.update(namespace))
+
+    @property
+    def real_class(cls) -> type:
+        """The class this stands in for, imported at the first call."""
+        real: type = getattr(importlib.import_module(cls._real_module), cls.__name__)
+        if cls.__doc__ != real.__doc__:
+            cls.__doc__ = real.__doc__  # help() and editors show the real class's documentation from now on
+        return real
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.real_class(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and name not in _FORWARDED_DUNDERS:
+            raise AttributeError(name)  # protocols probed on any class (copy, pickle, typing) stay the stand-in's
+        return getattr(cls.real_class, name)
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return cls._real_module in sys.modules and isinstance(instance, cls.real_class)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return subclass is cls or (cls._real_module in sys.modules and issubclass(subclass, cls.real_class))
+
+    def __dir__(cls) -> list[str]:
+        return dir(cls.real_class)
+
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        # A stand-in in a pydantic annotation (a plugin's own model with a `Device` field, TypeAdapter(list[Device]))
+        # validates as the real class.
+        return handler.generate_schema(cls.real_class)
+
+    def __repr__(cls) -> str:
+        return f"<class {cls.__module__}.{cls.__qualname__} (stand-in for {cls._real_module}.{cls.__qualname__})>"
+
+
+#: Dunder attributes a stand-in hands on to its real class: pydantic's class attributes and the signature
+#: (``inspect.signature(Device)`` shows the record's fields).
+_FORWARDED_DUNDERS = frozenset({"__signature__", "__pydantic_complete__", "__pydantic_fields__",
+                                "__pydantic_validator__", "__pydantic_serializer__"})
+
+
+def lazy_exports(namespace: MutableMapping[str, Any], *, submodules: bool = False,
+                 deferred: Collection[str] = ()) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The package's ``__getattr__`` and ``__dir__``, given its globals; sets its ``__all__``.
 
     A name is imported from its module once, then kept in ``namespace``. With ``submodules``,
-    ``package.<submodule>`` imports it too (as an eager ``__init__`` used to allow).
+    ``package.<submodule>`` imports it too (as an eager ``__init__`` used to allow). A name from a module in
+    ``deferred`` (each a class) is a :class:`DeferredClass` stand-in when first asked for before that module is
+    imported, and the real class when asked for after; either way the package keeps handing out the same object.
     """
     package: str = namespace["__name__"]
     where = declared_exports(Path(namespace["__file__"]).read_text(encoding="utf-8"))
@@ -51,7 +121,10 @@ def lazy_exports(namespace: MutableMapping[str, Any], *,
                     if e.name != f"{package}.{name}":
                         raise
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        if module in deferred and module not in sys.modules:
+            value: Any = DeferredClass.standing_in_for(module, name, package)
+        else:
+            value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
 

@@ -4,61 +4,32 @@ Every hook result is validated into one of these models on return, so a malforme
 the plugin boundary with a message naming the plugin, hook and field. Models are frozen: once a record
 has passed validation nothing downstream can change it behind the plugin's back.
 
-Read top to bottom: the base record and the vocabularies (link and domain kinds, health states, metric
-names and units), the naming rules validators apply (resource, family and env var names, visible-devices
-variables), the SKU catalog, then the records hooks return and the inventory made of them.
+Read top to bottom: the naming rules validators apply (resource, family and env var names, visible-devices
+variables), the base record, the SKU catalog, then the records hooks return and the inventory made of them.
+The vocabularies they use (link and domain kinds, health states, metric names and units) are
+:mod:`rayaccel.vocabulary`'s, kept apart from pydantic so a plugin's module can use them when it is imported.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
-
-#: Link kinds a topology may use. ``other`` exists so a new interconnect can be reported before the
-#: vocabulary grows, rather than mislabelled as one of the others.
-LinkKind = Literal[
-    "nvlink", "nvswitch", "xgmi", "ici", "neuronlink", "pcie", "roce", "infiniband", "efa",
-    "ethernet", "gaudi-roce", "other",
-]
-LINK_KINDS: tuple[str, ...] = LinkKind.__args__  # type: ignore[attr-defined]
-
-#: Scale-up domain kinds: a set of devices, possibly across hosts, joined by the fast fabric.
-DomainKind = Literal["nvlink-clique", "nvswitch", "xgmi-hive", "tpu-slice", "ultraserver", "neuronlink",
-                     "gaudi-scaleup", "other"]
-
-HealthState = Literal["healthy", "degraded", "unhealthy", "unknown"]
-HEALTH_ORDER: dict[str, int] = {"healthy": 0, "unknown": 1, "degraded": 2, "unhealthy": 3}
-
-#: Device attribute a plugin sets when the vendor interface gave no stable id (no UUID, only a PCI id) and
-#: the device is offered under a fallback id; its value says why. The SDK reports it as a warning problem.
-ID_FALLBACK = "id_fallback"
-
-#: Device attribute naming the device's own device file where discovery found it (a TPU chip's
-#: ``/dev/vfio/<group>`` or ``/dev/accel<N>``): exporters that list device files (Slurm's ``File=``) take it
-#: before the family's ``schedulers.device_files`` pattern, which can only guess from the index.
-DEVICE_FILE = "device_file"
-
-Severity = Literal["error", "warning", "info"]
-
-#: Standard metric names and the one unit each must be reported in.
-#: Read-only: validation reads it, so no plugin may change what a valid sample is (RAC112 watches it too).
-STANDARD_METRICS: Mapping[str, str] = MappingProxyType({
-    "utilization": "percent",
-    "memory_used": "bytes",
-    "memory_total": "bytes",
-    "power": "watts",
-    "temperature": "celsius",
-    "interconnect_tx": "bytes_per_second",
-    "interconnect_rx": "bytes_per_second",
-    "ecc_errors_corrected": "count",
-    "ecc_errors_uncorrected": "count",
-})
+from rayaccel.vocabulary import (  # named here too, beside the records that use them
+    DEVICE_FILE as DEVICE_FILE,
+    HEALTH_ORDER as HEALTH_ORDER,
+    ID_FALLBACK as ID_FALLBACK,
+    LINK_KINDS as LINK_KINDS,
+    STANDARD_METRICS as STANDARD_METRICS,
+    DomainKind as DomainKind,
+    HealthState as HealthState,
+    LinkKind as LinkKind,
+    Severity as Severity,
+)
 
 RESOURCE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 ENV_VAR_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,127}$")

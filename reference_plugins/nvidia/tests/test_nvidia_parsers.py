@@ -102,7 +102,7 @@ def test_transports_name_real_ray_classes_that_subclass_the_transport_manager() 
     from ray.experimental import TensorTransportManager
     from ray.experimental.rdt.util import DEFAULT_TRANSPORTS
 
-    for spec in transport.TRANSPORTS:
+    for spec in transport.transports():
         module, _, name = spec.manager_class.partition(":")
         cls = getattr(importlib.import_module(module), name)
         assert issubclass(cls, TensorTransportManager)

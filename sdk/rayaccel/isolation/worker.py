@@ -231,7 +231,7 @@ def _call(manager: PluginManager, target: PluginTarget, request: Request, host: 
     hook = request.hook or ""
     try:
         spec = getattr(hookspec, hook)
-        hints = typing.get_type_hints(spec, localns={"Host": Any})
+        hints = typing.get_type_hints(spec, localns={**hookspec.annotation_names(), "Host": Any})
         arguments = {name: TypeAdapter(hints[name]).validate_python(value)
                      for name, value in request.arguments.items()}
         if "host" in hints:

@@ -11,8 +11,8 @@ from functools import partial
 from typing import Any
 
 from rayaccel import Device, Host
-from rayaccel.records import ID_FALLBACK
 from rayaccel.reporting import malformed, record_or_report
+from rayaccel.vocabulary import ID_FALLBACK
 from rayaccel_neuron import instance, neuronls, sysfs
 
 #: Device names by instance family, for hosts whose driver does not publish info/architecture.

@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from rayaccel import Device, Host, Partition, PartitionCapacity, report_problem
-from rayaccel.records import ID_FALLBACK
 from rayaccel.reporting import collect_problems, shown, vendor_int
+from rayaccel.vocabulary import ID_FALLBACK
 from rayaccel_nvidia.naming import (
     architecture,
     cpu_list,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rayaccel import Device, HealthReason, HealthReport, Partition, report_problem
-from rayaccel.records import HEALTH_ORDER
 from rayaccel.reporting import shown
+from rayaccel.vocabulary import HEALTH_ORDER
 from rayaccel_nvidia.discovery import UNREADABLE
 
 #: ``nvmlEventData_t.gpuInstanceId`` of an event that concerns the whole GPU, not one MIG instance.

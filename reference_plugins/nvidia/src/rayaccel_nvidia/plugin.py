@@ -137,7 +137,7 @@ def rayaccel_parse_visible(value: str) -> list[str]:
 
 @hookimpl
 def rayaccel_transports() -> list[TransportSpec]:
-    return list(transport.TRANSPORTS)
+    return transport.transports()
 
 
 @hookimpl

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from rayaccel import TransportSpec
 
-TRANSPORTS: tuple[TransportSpec, ...] = (
-    TransportSpec(name="NCCL", devices=["cuda"], link_kinds=["nvlink", "pcie", "infiniband", "roce"],
-                  one_sided=False, builtin_in_ray=True,
-                  manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport"),
-    TransportSpec(name="NIXL", devices=["cuda", "cpu"], link_kinds=["nvlink", "pcie", "infiniband", "roce", "efa"],
-                  one_sided=True, builtin_in_ray=True,
-                  manager_class="ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport"),
-    TransportSpec(name="CUDA_IPC", devices=["cuda"], link_kinds=["nvlink", "pcie"], one_sided=True,
-                  builtin_in_ray=True, manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport"),
-)
+
+def transports() -> list[TransportSpec]:
+    """Made when asked for, not when the plugin is imported (a record built at import would load pydantic)."""
+    return [
+        TransportSpec(name="NCCL", devices=["cuda"], link_kinds=["nvlink", "pcie", "infiniband", "roce"],
+                      one_sided=False, builtin_in_ray=True,
+                      manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport"),
+        TransportSpec(name="NIXL", devices=["cuda", "cpu"], link_kinds=["nvlink", "pcie", "infiniband", "roce", "efa"],
+                      one_sided=True, builtin_in_ray=True,
+                      manager_class="ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport"),
+        TransportSpec(name="CUDA_IPC", devices=["cuda"], link_kinds=["nvlink", "pcie"], one_sided=True,
+                      builtin_in_ray=True, manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport"),
+    ]

@@ -7,8 +7,8 @@ from functools import partial
 from typing import Any
 
 from rayaccel import Device, Host
-from rayaccel.records import DEVICE_FILE
 from rayaccel.reporting import record_or_report
+from rayaccel.vocabulary import DEVICE_FILE
 from rayaccel_tpu import podtype, probe, slice_info, visibility
 
 

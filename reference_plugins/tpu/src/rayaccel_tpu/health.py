@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rayaccel import Device, HealthReason, HealthReport, Host
-from rayaccel.records import DEVICE_FILE
+from rayaccel.vocabulary import DEVICE_FILE
 
 
 def health_of(host: Host, devices: list[Device]) -> list[HealthReport]:
