@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel.errors import CatalogError
-from rayaccel.files import reading
+from rayaccel.files.checked import load_checked
 from rayaccel.records import Device, SkuCatalog, SkuRecord
 from rayaccel.schemas import validate_document
 
 
-def parse_catalog(data: Any, origin: str) -> SkuCatalog:
+def parse_catalog(data: Any, origin: str, schema_checked: bool = False) -> SkuCatalog:
     catalog = validate_document(data, SkuCatalog, schema="sku-catalog", what="SKU catalog", origin=origin,
-                                error=CatalogError)
+                                error=CatalogError, schema_checked=schema_checked)
     duplicate = _first_duplicate([s.id for s in catalog.skus])
     if duplicate:
         raise CatalogError(f"{origin}: SKU id {duplicate!r} appears twice; SKU ids must be unique")
@@ -40,8 +40,8 @@ def parse_catalog(data: Any, origin: str) -> SkuCatalog:
 
 def load_catalog(path: str | Path) -> SkuCatalog:
     path = Path(path)
-    data = reading.load(path, "SKU catalog", CatalogError)
-    catalog = parse_catalog(data, str(path))
+    data = load_checked(path, "SKU catalog", "sku-catalog", CatalogError)  # parsed and schema-checked once per content
+    catalog = parse_catalog(data, str(path), schema_checked=True)
     catalog._source_path = str(path.resolve())
     return catalog
 

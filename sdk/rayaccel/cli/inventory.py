@@ -23,7 +23,7 @@ from rayaccel.isolation.pool import WorkerPool
 from rayaccel.outputs.inspect_json import InspectOutput
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import NodeInventory
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
+from rayaccel.simulation.fixtures import Fixture, installed_fixtures, load_fixture
 from rayaccel.simulation.host_factory import make_host
 
 SimulateOption = Annotated[str | None, typer.Option(
@@ -48,15 +48,14 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
 def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None) -> Iterator[WorkerPool]:
     """The configured plugins (or the named ones), each imported and described in a worker process of its
     own, which stays up for the command (closed, with every process it started, at the end). ``simulate``:
-    the fixture the command will read, whose parsing modules are imported while the workers import their
-    plugins (the file itself is found through the plugins' fixture directories, known once they answer)."""
-    with WorkerPool.load(plugins or None, meanwhile=_fixture_readers if simulate else None) as pool:
+    the fixture the command will read, whose model is built while the workers import their plugins (the file
+    itself is found through the plugins' fixture directories, known once they answer)."""
+    with WorkerPool.load(plugins or None, meanwhile=_fixture_model if simulate else None) as pool:
         yield pool
 
 
-def _fixture_readers() -> None:
-    import jsonschema  # noqa: F401 (checks every fixture read: ~0.1 s of imports, overlapping the workers')
-    import yaml  # noqa: F401
+def _fixture_model() -> None:
+    Fixture.model_rebuild()  # its validator, built at first use (~40 ms): overlapping the workers' imports
 
 
 def node_inventory(manager: PluginManager | None, simulate: str | None, faults: list[str] | None,

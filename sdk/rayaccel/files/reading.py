@@ -21,8 +21,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rayaccel.errors import RayaccelError
 
 #: Largest input file read, in bytes. The biggest shipped fixture is a few hundred KiB.
@@ -36,23 +34,29 @@ MAX_NODES = 1_000_000
 def read_text(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError,
               max_bytes: int = MAX_BYTES) -> str:
     """The UTF-8 text of a regular file, or ``error`` with one line naming the file and the fix."""
-    shown = _shown(path)
+    return decode(read_bytes(path, what, error, max_bytes), shown(path), what, error)
+
+
+def read_bytes(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError,
+               max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file (at most ``max_bytes``), or ``error`` with one line naming the file and the fix."""
+    name = shown(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         if e.errno == errno.ENOENT:
-            raise error(f"{what} file {shown} does not exist") from None
-        raise error(f"cannot read {what} {shown}: {e.strerror or e}") from None
+            raise error(f"{what} file {name} does not exist") from None
+        raise error(f"cannot read {what} {name}: {e.strerror or e}") from None
     except ValueError:  # a NUL byte in the name
-        raise error(f"{what} path {shown!r} contains a NUL byte") from None
+        raise error(f"{what} path {name!r} contains a NUL byte") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise error(f"{what} {shown} is a directory; give the path of a file")
+            raise error(f"{what} {name} is a directory; give the path of a file")
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"{what} {shown} is not a regular file (a FIFO, device or socket); give the path of a file")
+            raise error(f"{what} {name} is not a regular file (a FIFO, device or socket); give the path of a file")
         if info.st_size > max_bytes:
-            raise error(f"{what} {shown} is {info.st_size} bytes, more than the {max_bytes} allowed")
+            raise error(f"{what} {name} is {info.st_size} bytes, more than the {max_bytes} allowed")
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:  # a file can grow after the fstat: the limit holds for what is read
@@ -62,12 +66,16 @@ def read_text(path: str | Path, what: str, error: type[RayaccelError] = Rayaccel
             chunks.append(chunk)
             size += len(chunk)
         if size > max_bytes:
-            raise error(f"{what} {shown} is more than the {max_bytes} bytes allowed")
+            raise error(f"{what} {name} is more than the {max_bytes} bytes allowed")
     except OSError as e:
-        raise error(f"cannot read {what} {shown}: {e.strerror or e}") from None
+        raise error(f"cannot read {what} {name}: {e.strerror or e}") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def decode(data: bytes, shown: str, what: str, error: type[RayaccelError] = RayaccelError) -> str:
+    """A file's bytes as UTF-8 text without NUL bytes (``shown``: the file as a message names it)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -87,6 +95,8 @@ def _safe_load_yaml(text: str) -> Any:
     """``yaml.safe_load``, ~15x faster with libyaml where the document cannot nest deeply enough to matter
     (block nesting needs indentation: ~5,000 levels fit in MAX_BYTES). Errors come from the pure-Python
     parser, so messages do not depend on whether libyaml is installed."""
+    import yaml  # only YAML documents need it (~20 ms of imports)
+
     loader = getattr(yaml, "CSafeLoader", None)
     if loader is not None and text.count("[") + text.count("{") <= C_PARSER_MAX_BRACKETS:
         try:
@@ -96,6 +106,12 @@ def _safe_load_yaml(text: str) -> Any:
     return yaml.safe_load(text)
 
 
+def _yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
+
+
 def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError] = RayaccelError) -> Any:
     """Parse JSON (``fmt="json"``) or YAML text, within the depth and size limits."""
     kind = "JSON" if fmt == "json" else "YAML"
@@ -103,7 +119,9 @@ def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError
         data = json.loads(text) if fmt == "json" else _safe_load_yaml(text)
     except RecursionError:
         raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels") from None
-    except (yaml.YAMLError, ValueError) as e:
+    except Exception as e:  # json's ValueError, or yaml's YAMLError (yaml imported only for YAML)
+        if not isinstance(e, ValueError) and not (fmt != "json" and isinstance(e, _yaml_error())):
+            raise
         lines = str(e).strip().splitlines()
         raise error(f"{origin}: not valid {kind}: {lines[0] if lines else type(e).__name__}") from None
     check_shape(data, origin, what, error)
@@ -113,7 +131,7 @@ def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError
 def load(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError) -> Any:
     """A JSON (``.json``) or YAML (anything else) file, read and parsed within every limit."""
     fmt = "json" if str(path).endswith(".json") else "yaml"
-    return parse(read_text(path, what, error), _shown(path), what, fmt, error)
+    return parse(read_text(path, what, error), shown(path), what, fmt, error)
 
 
 def check_shape(data: Any, origin: str, what: str, error: type[RayaccelError] = RayaccelError) -> None:
@@ -132,6 +150,7 @@ def check_shape(data: Any, origin: str, what: str, error: type[RayaccelError] = 
             stack.extend((child, depth + 1) for child in children)
 
 
-def _shown(path: str | Path) -> str:
+def shown(path: str | Path) -> str:
+    """A path as a message names it: cut in the middle when it is long."""
     text = str(path)
     return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text)} characters)"

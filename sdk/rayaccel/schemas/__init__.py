@@ -69,14 +69,15 @@ def schema_errors(name: str, data: Any, directory: Path = SCHEMA_DIR) -> list[st
 
 
 def validate_document(data: Any, model: type[ModelT], *, schema: str, what: str, origin: str,
-                      error: type[Exception], directory: Path = SCHEMA_DIR) -> ModelT:
+                      error: type[Exception], directory: Path = SCHEMA_DIR, schema_checked: bool = False) -> ModelT:
     """data (already parsed) checked against the shipped schema, then built as the model.
 
     Raises ``error`` with one line, ``<origin>: invalid <what> at <path>: <message>``, naming the first
     problem: the schema speaks first (its messages name the document's own keys), the model's own checks
-    (cross-field rules) second.
+    (cross-field rules) second. ``schema_checked``: the data has passed the schema already (a document read
+    by :func:`rayaccel.files.checked.load_checked`): only the model checks it.
     """
-    errors = schema_errors(schema, data, directory)
+    errors = [] if schema_checked else schema_errors(schema, data, directory)
     if errors:
         raise error(f"{origin}: invalid {what} {errors[0]}")
     try:

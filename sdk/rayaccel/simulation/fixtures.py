@@ -15,16 +15,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from rayaccel.errors import FixtureError
-from rayaccel.files import reading
+from rayaccel.files.checked import load_checked
 from rayaccel.records import Record
 from rayaccel.schemas import describe_validation_error, validate_document
 from rayaccel.simulation.expectations import Expected, FaultExpectation
 
 if TYPE_CHECKING:
+    import yaml
+
     from rayaccel.plugins.manager import PluginManager
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
@@ -165,15 +166,16 @@ def apply_faults(fixture: Fixture, fault_names: Iterable[str]) -> HostState:
                            f"{describe_validation_error(e, limit=1)}") from None
 
 
-def parse_fixture(data: Any, origin: str) -> Fixture:
-    """Validate fixture data (already parsed) against the JSON Schema, then the model."""
-    return validate_document(data, Fixture, schema="fixture", what="fixture", origin=origin, error=FixtureError)
+def parse_fixture(data: Any, origin: str, schema_checked: bool = False) -> Fixture:
+    """Validate fixture data (already parsed) against the JSON Schema (unless ``schema_checked``), then the model."""
+    return validate_document(data, Fixture, schema="fixture", what="fixture", origin=origin, error=FixtureError,
+                             schema_checked=schema_checked)
 
 
 def load_fixture(path: str | Path) -> Fixture:
     path = Path(path)
-    data = reading.load(path, "fixture", FixtureError)
-    fixture = parse_fixture(data, str(path))
+    data = load_checked(path, "fixture", "fixture", FixtureError)  # parsed and schema-checked once per content
+    fixture = parse_fixture(data, str(path), schema_checked=True)
     if path.stem != fixture.name:
         raise FixtureError(f"{path}: the file is named {path.stem!r} but declares name {fixture.name!r}; "
                            "rename one so they match")
@@ -211,19 +213,18 @@ def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
                        f"(run 'rayaccel fixtures' to list them; installed: {hint or 'none'})")
 
 
-class _FixtureDumper(yaml.SafeDumper):
-    """Multi-line strings (recorded command output) as literal blocks, as people write fixtures."""
-
-
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value.rstrip("\n") else None)
-
-
-_FixtureDumper.add_representer(str, _represent_str)
 
 
 def fixture_text(data: dict[str, Any], suffix: str) -> str:
     """Fixture data as the text of a file with ``suffix``: JSON, else YAML with recorded output as literal blocks."""
     if suffix == ".json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return yaml.dump(data, Dumper=_FixtureDumper, sort_keys=False, allow_unicode=True, width=120)
+    import yaml  # only writing YAML needs it: reading a fixture does not (rayaccel.files.checked)
+
+    class FixtureDumper(yaml.SafeDumper):
+        """Multi-line strings (recorded command output) as literal blocks, as people write fixtures."""
+
+    FixtureDumper.add_representer(str, _represent_str)
+    return yaml.dump(data, Dumper=FixtureDumper, sort_keys=False, allow_unicode=True, width=120)
