@@ -187,16 +187,36 @@ _RAY_INIT = ("import ray; ray.init(address='local', num_cpus=1, include_dashboar
              "ray.shutdown()")
 
 
-def bench_inspect_and_init(rounds: int = 3) -> dict[str, Any]:
+def bench_inspect_and_init(rounds: int = 5) -> dict[str, Any]:
     """`rayaccel inspect --simulate nvidia/dgx-h100 --json` as a process (each plugin in a worker process, the
-    default) vs a bare ray.init()+shutdown(); and the same with ``--in-process``, what isolation costs."""
-    inspect, in_process, init = [], [], []
-    for _ in range(rounds):
-        inspect.append(timed_run([*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json"]))
-        in_process.append(timed_run([*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json", "--in-process"]))
-        init.append(timed_run([sys.executable, "-c", _RAY_INIT]))
+    default) vs a bare ray.init()+shutdown(), alternating; and the same with ``--in-process``, what isolation
+    costs. Also the CPU seconds of each inspect (the command and its plugin workers: load inflates them little).
+
+    As on a node where rayaccel is installed and has run once: the processes read bytecode (a private
+    PYTHONPYCACHEPREFIX, as :func:`bench_import`), and one warm-up run of each has read the fixture and its
+    SKU catalog (their schema checks remembered: :mod:`rayaccel.files.checked`)."""
+    import resource
+
+    def cpu_s() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    inspect, in_process, init, cpu = [], [], [], []
+    load = os.getloadavg()[0]
+    argv = [*RAYACCEL, "inspect", "--simulate", FIXTURE, "--json"]
+    with tempfile.TemporaryDirectory(prefix="rayaccel-bench-pyc-") as cache:
+        env = {k: v for k, v in ENV.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": cache}
+        timed_run(argv, env=env)
+        timed_run([*argv, "--in-process"], env=env)
+        for _ in range(rounds):
+            before = cpu_s()
+            inspect.append(timed_run(argv, env=env))
+            cpu.append(cpu_s() - before)
+            in_process.append(timed_run([*argv, "--in-process"], env=env))
+            init.append(timed_run([sys.executable, "-c", _RAY_INIT]))
     return {"inspect_s": statistics.median(inspect), "inspect_in_process_s": statistics.median(in_process),
-            "ray_init_s": statistics.median(init), "ratio": statistics.median(inspect) / statistics.median(init)}
+            "ray_init_s": statistics.median(init), "ratio": statistics.median(inspect) / statistics.median(init),
+            "inspect_cpu_s": statistics.median(cpu), "rounds": rounds, "load_average": [load, os.getloadavg()[0]]}
 
 
 def bench_import(rounds: int = 15) -> dict[str, Any]:
