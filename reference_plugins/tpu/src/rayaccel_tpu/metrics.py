@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from rayaccel import Device, Host, HttpUnavailable, MetricSample, report_problem
 
 ENV_ADDR = "TPU_DEVICE_PLUGIN_ADDR"
@@ -25,6 +23,9 @@ SLICE_INDEXED = {"memory_used": ("memory_used", "bytes"), "memory_total": ("memo
 
 def parse_device_plugin_metrics(text: str) -> dict[int, dict[str, tuple[str, float]]]:
     """Host chip index -> metric name -> (unit, value). Raises ValueError on text that is not Prometheus."""
+    # Only a GKE node has the endpoint: prometheus_client (~30 ms of imports) is loaded when there is text to parse.
+    from prometheus_client.parser import text_string_to_metric_families
+
     host: dict[int, dict[str, tuple[str, float]]] = {}
     other: dict[int, dict[str, tuple[str, float]]] = {}
     for family in text_string_to_metric_families(text):
