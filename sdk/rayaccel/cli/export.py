@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, check_output_path, err_console, output_path, print_json, strict_json
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
+from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
 from rayaccel.plugins.manager import PluginManager
@@ -55,6 +55,7 @@ def export_command(
                                              help="Workers of each node type kept running (autoscaler)")] = 0,
     max_workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS,
                                              help="Most workers of each node type (autoscaler)")] = 2,
+    in_process: InProcessOption = False,
 ) -> None:
     """Write this node's inventory for a cluster manager: Ray, KubeRay, Kubernetes DRA, NFD, Slurm, ..."""
     row = export_format(format_name)
@@ -76,7 +77,7 @@ def export_command(
         asked = [parse_instance_type(t) for t in instance_type or []]
     cloud = None
     # As a node builds it: every plugin in a worker process of its own, which also answers the cloud hints.
-    with plugin_workers(plugin, simulate) as pool:
+    with plugin_workers(plugin, simulate, in_process=in_process) as pool:
         if row.needs_cloud_catalog:
             cloud = collect_cloud_catalog(pool.manager, asked, plugin,
                                           family_of=lambda name, host, problems: pool.family(name, host, problems,

@@ -2,7 +2,8 @@
 
 They run every plugin as a node does: in worker processes of their own (:meth:`WorkerPool.load`), never
 imported into this process, so a plugin that exits, hangs, spawns, prints or monkeypatches the SDK costs only
-its own entry. ``inspect --in-process`` calls the hooks here instead, for debugging a plugin.
+its own entry. ``--in-process`` (this module's commands, and every other command that runs plugins, through
+:func:`plugin_workers`) calls the hooks here instead, for debugging a plugin.
 """
 
 from __future__ import annotations
@@ -45,11 +46,20 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
 
 
 @contextmanager
-def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None) -> Iterator[WorkerPool]:
+def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None,
+                   in_process: bool = False) -> Iterator[WorkerPool]:
     """The configured plugins (or the named ones), each imported and described in a worker process of its
     own, which stays up for the command (closed, with every process it started, at the end). ``simulate``:
     the fixture the command will read, whose model is built while the workers import their plugins (the file
-    itself is found through the plugins' fixture directories, known once they answer)."""
+    itself is found through the plugins' fixture directories, known once they answer). ``in_process``: the
+    plugins loaded in this process instead, their hooks called here (``--in-process``: says what it gives up)."""
+    if in_process:
+        manager = in_process_manager()
+        for name in plugins or []:
+            manager.plugin(name)  # a clear error for an unknown name
+        with WorkerPool.in_process(manager, plugins or None) as pool:
+            yield pool
+        return
     with WorkerPool.load(plugins or None, meanwhile=_fixture_model if simulate else None) as pool:
         yield pool
 
@@ -162,12 +172,13 @@ def render_inventory(inventory: NodeInventory) -> None:
 @app.command()
 def fixtures(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    in_process: InProcessOption = False,
 ) -> None:
     """List the simulated-host fixtures that installed plugins ship."""
     from rich.table import Table
 
     rows: list[dict[str, Any]] = []
-    with plugin_workers() as pool:  # each plugin says where its fixtures are from its own worker
+    with plugin_workers(in_process=in_process) as pool:  # each plugin says where its fixtures are, from its worker
         found = installed_fixtures(pool.manager)
     for ref, path in found.items():
         fixture = load_fixture(path)
@@ -185,11 +196,12 @@ def fixtures(
 @app.command()
 def plugins(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    in_process: InProcessOption = False,
 ) -> None:
     """List installed plugins with their versions, families, spec versions and problems."""
     from rich.table import Table
 
-    with plugin_workers() as pool:  # each plugin imported and checked in a worker of its own
+    with plugin_workers(in_process=in_process) as pool:  # each plugin imported and checked in a worker of its own
         manager = pool.manager
     rows = []
     for name in manager.plugin_names():

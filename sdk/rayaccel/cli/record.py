@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from rayaccel.cli import app, console, output_path
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
+from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
 from rayaccel.files.atomic import write_atomically
@@ -126,6 +126,7 @@ def record(
     simulate: SimulateOption = None,
     simulate_fault: Annotated[list[str] | None, typer.Option(
         help="With --simulate: record the fixture with this fault active (repeatable)")] = None,
+    in_process: InProcessOption = False,
 ) -> None:
     """Record this machine's answers into a fixture (or, with --fault, a fault state onto one)."""
     if kind not in FAULT_KINDS:
@@ -136,7 +137,7 @@ def record(
         raise FixtureError("--fault NAME and --into FIXTURE go together")
     if output is not None and fault is None:
         _check_output(output)
-    with plugin_workers() as pool:  # every plugin in a worker of its own, for the recording and its replay
+    with plugin_workers(in_process=in_process) as pool:  # every plugin in a worker of its own (recording, replay)
         if fault is not None and into is not None:
             _record_fault(pool, fault, into, kind, description, plugin, anonymize, None, simulate, simulate_fault)
             return
@@ -215,9 +216,10 @@ def _record_fault(pool: WorkerPool, name: str, into: str, kind: str, description
 def fixture_expect(
     fixture_ref: Annotated[str, typer.Argument(metavar="FIXTURE", help="Fixture file or plugin/name")],
     write: Annotated[bool, typer.Option(help="Write the new expectation into the file (atomically)")] = False,
+    in_process: InProcessOption = False,
 ) -> None:
     """Recompute a fixture's `expected` from the current plugins and show the difference."""
-    with plugin_workers() as pool:  # the fixture's plugin in a worker of its own, as a node runs it
+    with plugin_workers(in_process=in_process) as pool:  # the fixture's plugin in a worker of its own, as a node
         path = _fixture_file(fixture_ref, pool.manager)
         data = reading.load(path, "fixture", FixtureError)
         fixture = parse_fixture(data, str(path))

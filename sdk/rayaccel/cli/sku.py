@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from rayaccel.cli import app, console, err_console
-from rayaccel.cli.inventory import PluginsOption, plugin_workers
+from rayaccel.cli.inventory import InProcessOption, PluginsOption, plugin_workers
 from rayaccel.onboarding.catalog_file import build_sku_record, check_catalogs, parse_match_fields
 from rayaccel.onboarding.new_sku import add_sku
 
@@ -52,13 +52,14 @@ def add(
         "--fixture-name", help="Name of the new fixture; default: the SKU id")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Check everything (the new fixture's inventory, faults included), write nothing")] = False,
+    in_process: InProcessOption = False,
 ) -> None:
     """Append a SKU to a plugin's catalog and write a simulated fixture of it (checked before anything is written)."""
     record = build_sku_record(sku_id=sku_id, marketing_name=marketing_name, accelerator_type=accelerator_type,
                               product_names=product_name or [], pci_device_ids=pci_device_id or [],
                               memory_mib=memory_mib, architecture=architecture, interconnect=interconnect,
                               fields=parse_match_fields(match_field or []))
-    with plugin_workers() as pool:  # every plugin (a fixture reference may name any) in a worker of its own
+    with plugin_workers(in_process=in_process) as pool:  # every plugin (a fixture may name any), each in its worker
         done = add_sku(pool.manager, plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
                        dry_run=dry_run)
     if not done.written:
@@ -80,9 +81,10 @@ def add(
 def check(
     plugin: PluginsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    in_process: InProcessOption = False,
 ) -> None:
     """Validate every installed plugin's SKU catalog; exit code 2 and one line per bad catalog."""
-    with plugin_workers(plugin) as pool:
+    with plugin_workers(plugin, in_process=in_process) as pool:
         results = check_catalogs(pool.manager, plugin or None)
     if as_json:
         console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error}

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from rayaccel.cli import app, console, print_json
-from rayaccel.cli.inventory import PluginsOption, SimulateOption, build_host, plugin_workers
+from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.inventory.transport_paths import Endpoint, transport_matrix
 from rayaccel.ray.transports import declared_transports
 
@@ -20,9 +20,10 @@ def transports(
         "--across-nodes", help="Also pair each device with the same device on a second node like this one")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     plugin: PluginsOption = None,
+    in_process: InProcessOption = False,
 ) -> None:
     """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
-    with plugin_workers(plugin) as pool:  # each plugin in a worker of its own, as in rayaccel inspect
+    with plugin_workers(plugin, in_process=in_process) as pool:  # each plugin in a worker of its own, as inspect
         inventory = pool.build(build_host(pool.manager, simulate))
     declared = declared_transports(pool.manager, [f.plugin for f in inventory.families])
     peer = inventory.model_copy(update={"host": inventory.host + " (peer)"}) if across_nodes else None

@@ -130,6 +130,15 @@ class WorkerPool:
             raise
         return pool
 
+    @classmethod
+    def in_process(cls, manager: PluginManager, plugins: Sequence[str] | None = None) -> WorkerPool:
+        """A pool without worker processes: every hook of ``manager``'s (loaded) plugins is called in this process,
+        as :meth:`build` does for a plugin it cannot isolate (a command's ``--in-process``, for debugging a
+        plugin: what that gives up is in docs/architecture.md)."""
+        pool = cls(manager, targets=[])
+        pool.builder = InventoryBuilder(manager, plugins)
+        return pool
+
     def _describe(self, meanwhile: Callable[[], object] | None = None) -> None:
         """Ask every worker to import its plugins and describe them; adopt the accepted ones."""
         answers = self._ask(Request(kind="describe"), set(self._targets), meanwhile)
@@ -208,7 +217,7 @@ class WorkerPool:
         from rayaccel.simulation.call_log import RecordingError
         from rayaccel.simulation.recording import merge_host_states
 
-        if host_spec(host) is None:
+        if self._isolated and host_spec(host) is None:
             raise RecordingError(f"cannot record a {type(host).__name__} in plugin worker processes: record this "
                                  "machine or a simulated fixture")
         inventory, recordings = self._build(host, True, plugins, record=True)
@@ -240,7 +249,7 @@ class WorkerPool:
             for name in names:
                 answer = answers.get(name)
                 if answer is None:  # not isolable (an object plugin, a custom host): in process
-                    results[name] = self.builder.family(name, host, problems, with_metrics)
+                    results[name] = self._in_process(name, host, problems, with_metrics, recordings if record else None)
                 elif isinstance(answer, Reply):
                     results[name] = self._family(name, answer)
                     problems.extend(answer.problems)
@@ -264,6 +273,23 @@ class WorkerPool:
             inventory = self.builder.node(host, {name: results[name] for name in names}, problems,
                                           idle_workers=self._idle_workers)
             return inventory, recordings
+
+    def _in_process(self, plugin: str, host: Host, problems: list[Problem], with_metrics: bool,
+                    recordings: dict[str, dict[str, Any] | str] | None) -> FamilyInventory | None:
+        """One plugin's family built in this process; with ``recordings``, what it read of ``host`` goes there (its
+        own recording host, as a worker makes one)."""
+        if recordings is None:
+            return self.builder.family(plugin, host, problems, with_metrics)
+        from rayaccel.simulation.call_log import RecordingError
+        from rayaccel.simulation.recording import RecordingHost
+
+        recorder = RecordingHost(host)
+        family = self.builder.family(plugin, recorder, problems, with_metrics)
+        try:
+            recordings[plugin] = recorder.host_state()
+        except RecordingError as e:
+            recordings[plugin] = str(e)
+        return family
 
     def call(self, plugin: str, hook: str, arguments: Mapping[str, Any], problems: list[Problem]) -> Any:
         """``plugin``'s answer to ``hook`` with ``arguments``, from its worker (which bounds and contains the call
