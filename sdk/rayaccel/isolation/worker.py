@@ -47,7 +47,7 @@ def descendant_pids(root: int) -> list[int]:
         while pending:
             pid = pending.pop()
             for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:  # bytes: no codec to import in a fork
                     children = [int(child) for child in f.read().split()]
                 found.extend(children)
                 pending.extend(children)
