@@ -119,11 +119,12 @@ def bench_start(rounds: int = 3) -> dict[str, Any]:
 
 # Worker start with the preload vs without -----------------------------------------------------------
 
+#: A day-zero family (one Ray does not know), which each worker's preload installs in its accelerator registry.
 _ACME_SPEC = [{"plugin": "acme", "name": "acme", "resource_name": "ACME", "env_var": "ACME_VISIBLE_DEVICES",
                "quantity_rule": {"kind": "whole", "choices": []}, "custom_parse": False, "custom_env": False}]
 
 _PRELOAD_PROBE = """
-import os, sys, time
+import time
 import ray._private.worker  # a worker has Ray loaded before its preload modules
 started = time.perf_counter()
 import rayaccel.ray.worker
@@ -131,10 +132,11 @@ print(time.perf_counter() - started)
 """
 
 
-def _preload_import_s() -> float:
-    env = {**ENV, "RAYACCEL_RAY_FAMILIES": json.dumps(_ACME_SPEC)}
-    done = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE], capture_output=True, text=True, env=env,
-                          timeout=120, check=True)
+def _preload_import_s(node_env: dict[str, str]) -> float:
+    """The preload's own import (and what it runs at import: installing the families, the claims) in a
+    process with the node's env, as a worker of that node has it."""
+    done = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE], capture_output=True, text=True,
+                          env={**ENV, **node_env}, timeout=120, check=True)
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -142,43 +144,81 @@ class _Probe:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu_s(self) -> float:
+        """CPU seconds this worker process has used (all its threads, Ray's own included)."""
+        return time.process_time()
 
-def _actor_starts(preload: bool, count: int) -> list[float]:
-    """Seconds from creating an actor to its first answer, each in a fresh worker process."""
+
+def bench_worker_start(max_pairs: int = 24, budget_s: float = 150.0) -> dict[str, Any]:
+    """A Ray worker's start (actor creation to its first answer) on a node rayaccel configured vs on a plain Ray
+    node, both nodes of one cluster on this machine.
+
+    The rayaccel node has the env ``rayaccel start --simulate nvidia/dgx-h100`` gives a node
+    (``rayaccel.ray.worker`` preloaded, the placement table its workers claim units by, ...) and one day-zero
+    family besides, which each worker installs; the plain node has none of it. Starts alternate in pairs, each
+    pair in turn starting on the other node first, so load from other jobs hits both alike; the figure is the
+    median of the pairs' differences over the median plain start (up to ``max_pairs`` pairs, stopping after
+    ``budget_s``), with the load average. Beside it, what load inflates little: the CPU time each worker process
+    used up to its first answer (Ray's own threads included), paired the same way."""
     import ray
+    from ray.cluster_utils import Cluster
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    updates: dict[str, str | None] = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
-                                      "RAY_preload_python_modules": "rayaccel.ray.worker" if preload else None,
-                                      "RAYACCEL_RAY_FAMILIES": json.dumps(_ACME_SPEC) if preload else None}
-    with environ(updates):
-        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level=logging.ERROR)
-    try:
-        actor_class: Any = ray.remote(num_cpus=0)(_Probe)
-        ray.get(actor_class.remote().pid.remote(), timeout=120)  # warm: the node's first worker
-        times = []
-        for i in range(count):
-            started = time.perf_counter()
-            # A runtime env of its own: Ray starts a new worker instead of reusing an idle one.
-            actor: Any = actor_class.options(runtime_env={"env_vars": {"RAYACCEL_BENCH": f"{preload}-{i}"}}).remote()
-            ray.get(actor.pid.remote(), timeout=120)
-            times.append(time.perf_counter() - started)
-            ray.kill(actor)
-        return times
-    finally:
-        ray.shutdown()
+    import rayaccel.ray
+    from rayaccel.ray.node import UNIT_INSTANCE_ENV
+    from rayaccel.ray.registry import FAMILIES_ENV
 
+    load = os.getloadavg()[0]
+    samples: dict[str, list[float]] = {"with": [], "without": []}
+    cpu: dict[str, list[float]] = {"with": [], "without": []}  # the worker's own CPU to its first answer
+    with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        try:
+            node_env = rayaccel.ray.configure_node(simulate=FIXTURE).env
+            node_env |= {FAMILIES_ENV: json.dumps([*json.loads(node_env[FAMILIES_ENV]), *_ACME_SPEC]),
+                         UNIT_INSTANCE_ENV: f"{node_env[UNIT_INSTANCE_ENV]},ACME"}
+            with environ(node_env):
+                node = cluster.add_node(num_cpus=1)
+            ray.init(address=cluster.address, logging_level=logging.ERROR)
+            nodes = {"with": str(node.node_id), "without": str(cluster.head_node.node_id)}
+            actor_class: Any = ray.remote(num_cpus=0)(_Probe)
 
-def bench_worker_start(count: int = 5) -> dict[str, Any]:
-    """A Ray worker's start (actor creation to first answer) with `rayaccel.ray.worker` preloaded vs not."""
-    without = _actor_starts(False, count)
-    with_preload = _actor_starts(True, count)
-    without += _actor_starts(False, count)  # before and after: drift in load shows in the spread
-    preload_import = median_of(_preload_import_s, 5)
-    base = statistics.median(without)
-    return {"with_s": statistics.median(with_preload), "without_s": base,
-            "ratio": statistics.median(with_preload) / base, "preload_import_ms": preload_import * 1e3,
-            "preload_import_share": preload_import / base,
-            "samples": {"with": with_preload, "without": without}}
+            def start(kind: str, tag: str) -> tuple[float, float]:
+                started = time.perf_counter()
+                # A runtime env of its own: Ray starts a new worker instead of reusing an idle one.
+                actor: Any = actor_class.options(
+                    runtime_env={"env_vars": {"RAYACCEL_BENCH": tag}},
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[kind], soft=False)).remote()
+                cpu_s = ray.get(actor.cpu_s.remote(), timeout=120)
+                seconds = time.perf_counter() - started
+                ray.kill(actor)
+                return seconds, cpu_s
+
+            for kind in samples:  # warm: each node's first worker, and Ray's runtime-env path
+                start(kind, f"warm-{kind}")
+            deadline = time.monotonic() + budget_s
+            for pair in range(max_pairs):
+                if pair >= 6 and time.monotonic() > deadline:
+                    break
+                for kind in (("with", "without") if pair % 2 == 0 else ("without", "with")):
+                    seconds, cpu_s = start(kind, f"{kind}-{pair}")
+                    samples[kind].append(seconds)
+                    cpu[kind].append(cpu_s)
+        finally:
+            rayaccel.ray.shutdown()
+            cluster.shutdown()
+    preload_import = median_of(lambda: _preload_import_s(node_env), 5)
+    base = statistics.median(samples["without"])
+    def paired(values: dict[str, list[float]]) -> float:
+        return statistics.median(w - wo for w, wo in zip(values["with"], values["without"], strict=True))
+
+    difference = paired(samples)
+    return {"with_s": statistics.median(samples["with"]), "without_s": base, "ratio": 1 + difference / base,
+            "paired_difference_s": difference, "pairs": len(samples["with"]),
+            "worker_cpu_ms": {k: statistics.median(v) * 1e3 for k, v in cpu.items()},
+            "worker_cpu_paired_difference_ms": paired(cpu) * 1e3,
+            "preload_import_ms": preload_import * 1e3, "preload_import_share": preload_import / base,
+            "load_average": [load, os.getloadavg()[0]], "samples": samples, "cpu_samples": cpu}
 
 
 # inspect, import, conformance -------------------------------------------------------------------------
