@@ -11,7 +11,7 @@ import contextlib
 import json
 import logging
 import os
-import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,42 +77,63 @@ def stop_cluster(address: str) -> None:
 # rayaccel start vs ray start ------------------------------------------------------------------------
 
 
-def _listed(address: str) -> bool:
-    from rayaccel.cli.node import ray_status
+def _wait_listed(address: str) -> None:
+    """Until `ray status` lists the node, looked for as `rayaccel start` looks (the same reads of Ray's
+    autoscaler report, every `LISTING_POLL_S`, confirmed by `ray status`), so both sides wait alike."""
+    from rayaccel.polling import wait_for
+    from rayaccel.ray.node_start import LISTING_POLL_S, NODE_VISIBLE_TIMEOUT_S, Listing, gcs_client
 
-    try:
-        return re.search(r"Active:\s*\n\s*1 node_", ray_status(address)) is not None
-    except Exception:
-        return False
+    gcs = gcs_client(address)
+    (node_id,) = [node.hex() for node in gcs.get_all_node_info(timeout=10)]  # `ray start` returns once registered
+    listing = Listing(address, node_id, gcs)
+    wait_for(listing, timeout=NODE_VISIBLE_TIMEOUT_S, interval=LISTING_POLL_S, retry_on=(Exception,),
+             what=listing.what())
 
 
-def _start(kind: str) -> float:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def start_command(kind: str, flags: list[str]) -> list[str]:
+    if kind in ("ray", "ray+listed"):  # the same resources, given as Ray's own flags
+        return [RAY, "start", *flags, "--num-gpus=8", '--resources={"accelerator_type:H100": 1}']
+    extra = ["--no-monitor"] if kind == "rayaccel-no-monitor" else []
+    return [*RAYACCEL, "start", "--simulate", FIXTURE, *extra, *flags]
+
+
+def _start(kind: str, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Seconds of one start of ``kind`` on a fresh head node, and the CPU seconds of the command's own
+    processes (those it waits for: `ray start`'s, or rayaccel's CLI, its `ray start` process and plugin workers;
+    not Ray's daemons); for ``ray+listed`` also this process's CPU while it waits for the listing."""
     address, flags = node_flags()
     try:
-        if kind == "ray":  # the same resources, given as Ray's own flags
-            return timed_run([RAY, "start", *flags, "--num-gpus=8", '--resources={"accelerator_type:H100": 1}'])
+        cpu, own = _children_cpu_s(), time.process_time()
+        started = time.perf_counter()
+        timed_run(start_command(kind, flags), env=env)
         if kind == "ray+listed":  # ... and until `ray status` lists the node, as rayaccel start waits
-            started = time.perf_counter()
-            timed_run([RAY, "start", *flags, "--num-gpus=8", '--resources={"accelerator_type:H100": 1}'])
-            from rayaccel.polling import wait_for
-
-            wait_for(lambda: _listed(address), timeout=90, interval=0.25, what="ray status to list the node")
-            return time.perf_counter() - started
-        extra = ["--no-monitor"] if kind == "rayaccel-no-monitor" else []
-        return timed_run([*RAYACCEL, "start", "--simulate", FIXTURE, *extra, *flags])
+            _wait_listed(address)
+        return time.perf_counter() - started, _children_cpu_s() - cpu + (time.process_time() - own)
     finally:
         stop_cluster(address)
 
 
 def bench_start(rounds: int = 3) -> dict[str, Any]:
-    """`rayaccel start --simulate nvidia/dgx-h100` vs `ray start` with the same flags and resources."""
+    """`rayaccel start --simulate nvidia/dgx-h100` vs `ray start` with the same flags and resources, and vs
+    `ray start` + until `ray status` lists the node; with the CPU seconds of each (load inflates wall time)."""
     kinds = ["ray", "rayaccel", "ray+listed", "rayaccel-no-monitor"]
     samples: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
+    load = os.getloadavg()[0]
     for _ in range(rounds):  # alternated, so load from other jobs hits every kind alike
         for kind in kinds:
-            samples[kind].append(_start(kind))
+            wall, seconds = _start(kind)
+            samples[kind].append(wall)
+            cpu[kind].append(seconds)
     medians = {k: statistics.median(v) for k, v in samples.items()}
-    return {"s": medians, "samples": samples, "ratio": medians["rayaccel"] / medians["ray"],
+    return {"s": medians, "samples": samples, "cpu_s": {k: statistics.median(v) for k, v in cpu.items()},
+            "cpu_samples": cpu, "load_average": [load, os.getloadavg()[0]],
+            "ratio": medians["rayaccel"] / medians["ray"],
             "ratio_to_listed": medians["rayaccel"] / medians["ray+listed"],
             "ratio_no_monitor_to_listed": medians["rayaccel-no-monitor"] / medians["ray+listed"]}
 

@@ -48,6 +48,33 @@ def _holds(pid: int, directory: str) -> bool:
     return alive(pid) and _uses_dir(pid, directory)
 
 
+def _node_start_processes(port: int) -> list[int]:
+    """Pids of `rayaccel start`'s own `ray start` processes (rayaccel.ray.node_start) for the node on ``port``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info.get("cmdline") or []
+        if any("rayaccel.ray.node_start" in arg for arg in argv) and f"--port={port}" in argv:
+            found.append(proc.pid)
+    return found
+
+
+def test_start_never_imports_ray_in_the_command():
+    """The command builds the inventory and reads what its `ray start` process reports; only that process
+    imports Ray (about a second of CPU, once): the command's inventory path and the reporting module import
+    none of it, and the installed Ray is checked where it is loaded."""
+    probe = ("import sys\n"
+             "from rayaccel.cli.node import _prepare\n"
+             "import rayaccel.ray.node_start\n"
+             "config = _prepare('acme/acme-4', None, [], None)\n"
+             "assert config.resources['ACME'] == 4, config.resources\n"
+             "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n")
+    done = run(sys.executable, "-c", probe)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"
+
+
 @pytest.mark.ray
 def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
     """With a Ray token in HOME and RAY_AUTH_MODE unset, Ray's own rule turns token auth on: rayaccel
@@ -76,6 +103,8 @@ def test_start_dgx_h100_shows_in_ray_status_and_stop_stops_it(tmp_path):
         assert "export RAY_AUTH_MODE=token" in started.stdout
         node_id = started.stdout.split("rayaccel: node ", 2)[-1].split()[0]
         assert f"node {node_id} is up" in started.stdout
+        # The process that ran `ray start` and joined the node has ended with the command (Ray's daemons run on).
+        assert not _node_start_processes(port)
         # Right away, once: start returned only when `ray status` listed the node.
         status = run(RAY, "status", "--address=localhost:" + str(port), env={**home, "RAY_AUTH_MODE": "token"})
         assert status.returncode == 0, status.stderr[-3000:]

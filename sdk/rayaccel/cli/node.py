@@ -4,9 +4,10 @@
 ``ray start`` with every option it does not know passed through, in the env of
 :func:`rayaccel.ray.node_config` and with ``RAY_AUTH_MODE`` decided explicitly
 (:mod:`rayaccel.ray.auth`), then starts the node's health monitor, and returns once ``ray status``
-lists the node (bounded), so the user's next command works right away. ``ray start``'s process is started
-first and loads Ray while the inventory is built (:class:`RayStart`); the node itself starts only once the
-inventory's env is there.
+lists the node (bounded), so the user's next command works right away. This command never imports Ray:
+the process that runs Ray's ``ray start`` (:class:`rayaccel.ray.node_start.NodeStart`) is started first,
+loads Ray while the inventory is built, starts the node once the inventory's env is there, and joins it
+(monitor, listing); this command prints what it reports.
 
 ``rayaccel stop`` IS ``ray stop`` (every Ray node on this machine) unless ``--address`` names one
 cluster: then only the processes of that cluster on this machine are stopped.
@@ -16,23 +17,29 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rayaccel.cli import app, err_console
 from rayaccel.cli.inventory import PluginsOption
 from rayaccel.errors import RayaccelError
-from rayaccel.polling import WaitTimeout, wait_for
+from rayaccel.polling import WaitTimeout
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
+from rayaccel.ray.node_start import (
+    NODE_VISIBLE_TIMEOUT_S,
+    RAY_START_TIMEOUT_S,
+    Join,
+    NodeStart,
+    canonical_address,
+    option,
+    ray_command,
+)
 from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
 
 if TYPE_CHECKING:
@@ -40,106 +47,13 @@ if TYPE_CHECKING:
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
-
-def _ray_command() -> list[str]:
-    # The `ray` script of the interpreter running us, so the node runs the Ray the bridge checked.
-    beside = os.path.join(os.path.dirname(sys.executable), "ray")
-    if os.path.exists(beside):
-        return [beside]
-    found = shutil.which("ray")
-    if found is None:
-        raise RayaccelError("the 'ray' command is not installed: pip install 'ray[default]'")
-    return [found]
-
-
-#: Ray's own ``ray`` command, in a process that loads Ray first and starts the node once its environment
-#: arrives on stdin (one JSON line; an empty line or EOF: the start was called off, nothing is started).
-_RAY_START = """\
-import json, os, sys
-from ray.scripts.scripts import main
-line = sys.stdin.readline()
-if not line.strip():
-    sys.exit(0)
-os.environ.clear()
-os.environ.update(json.loads(line))
-import ray._raylet
-ray._raylet.Config.initialize("")  # Ray read its RAY_* config at import: read the node's
-sys.argv = ["ray", "start", *sys.argv[1:]]
-sys.exit(main())
-"""
-
-
-class RayStart:
-    """``ray start ARGS``, begun before its environment is known: Ray's import (about a second) overlaps the
-    inventory, the only thing the node has to wait for. :meth:`run` hands over the env and waits for the
-    command's end; :meth:`call_off` ends it unstarted (a refusal or a failed inventory)."""
-
-    def __init__(self, args: list[str], capture: bool) -> None:
-        self.args = args
-        self.capture = capture
-        # Ray's stderr is kept (and passed on once start ends) so that a refusal is one line, not its
-        # traceback; with --block `ray start` never ends, so it writes where it likes.
-        self.proc = subprocess.Popen([sys.executable, "-c", _RAY_START, *args], stdin=subprocess.PIPE,
-                                     stderr=subprocess.PIPE if capture else None, text=True)
-
-    def run(self, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        with contextlib.suppress(BrokenPipeError):  # it died loading Ray: its stderr says why
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(env) + "\n")
-            self.proc.stdin.close()
-        stderr = self.proc.stderr.read() if self.proc.stderr is not None else ""
-        return subprocess.CompletedProcess(self.proc.args, self.proc.wait(), None, stderr)
-
-    def call_off(self) -> None:
-        self.proc.kill()  # it has started nothing yet: only Ray's import is lost
-        self.proc.wait(timeout=30)
-        for stream in (self.proc.stdin, self.proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
-def _option(args: list[str], name: str) -> str | None:
-    """The value of a ``--name=value`` or ``--name value`` option in ray start's arguments."""
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+__all__ = ["canonical_address", "ray_error_line", "start", "stop"]
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
         return int(s.getsockname()[1])
-
-
-def gcs_address(args: list[str]) -> str:
-    """The cluster address a ``ray start`` with these arguments joins or creates."""
-    address = _option(args, "--address")
-    if address:
-        return address
-    if "--head" not in args:
-        raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
-    import ray.util
-
-    ray_util: Any = ray.util
-    ip = _option(args, "--node-ip-address") or ray_util.get_node_ip_address()
-    return canonical_address(f"{ip}:{_option(args, '--port') or '6379'}")
-
-
-_LOCALHOST = ("localhost", "127.0.0.1", "::1", "[::1]")
-
-
-def canonical_address(address: str) -> str:
-    """HOST:PORT as Ray's processes name it: Ray replaces localhost (127.0.0.1, ::1) by the node's IP."""
-    host, _, port = address.rpartition(":")
-    if host in _LOCALHOST:
-        import ray.util
-
-        ray_util: Any = ray.util
-        return f"{ray_util.get_node_ip_address()}:{port}"
-    return address
 
 
 def _quantity_rule_lines(env: dict[str, str]) -> list[str]:
@@ -177,37 +91,83 @@ def start(
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
-    from rayaccel.ray.monitor import interval_error
-
-    why = interval_error(monitor_interval)
-    if why is not None:
-        raise typer.BadParameter(why, param_hint="--monitor-interval")
     args = [str(a) for a in ctx.args]
-    if _option(args, "--node-manager-port") is None:
-        # A known raylet port is how the monitor finds this node among others on the same IP.
-        args.append(f"--node-manager-port={_free_port()}")
-    node_manager_port = int(_option(args, "--node-manager-port") or 0)
-    if "--head" not in args and not _option(args, "--address"):
+    if "--head" not in args and not option(args, "--address"):
         raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
-    ray_start = RayStart(args, capture="--block" not in args)  # loads Ray while the inventory is built
+    if option(args, "--node-manager-port") is None:
+        # A known raylet port is how the node is found among others on the same IP.
+        args.append(f"--node-manager-port={_free_port()}")
+    node_start = NodeStart(args)  # loads Ray while the inventory is built
     try:
-        config, auth_mode, why = _prepare(simulate, plugin, fault or [], fault_file, "--head" in args)
+        from rayaccel.ray.monitor import interval_error
+        from rayaccel.ray.node import unhealthy_devices
+
+        why = interval_error(monitor_interval)
+        if why is not None:
+            raise typer.BadParameter(why, param_hint="--monitor-interval")
+        config = _prepare(simulate, plugin, fault or [], fault_file)
     except BaseException:
-        ray_start.call_off()
+        node_start.call_off()
         raise
-    done = ray_start.run({**os.environ, **config.env})
-    address = gcs_address(args)
-    if done.returncode != 0:
+    join = Join(node_manager_port=int(option(args, "--node-manager-port") or 0),
+                monitor_interval=monitor_interval if monitor else None, plugins=plugin,
+                baseline=unhealthy_devices(config.inventory))
+    node_start.begin({**os.environ, **config.env}, join)
+    try:
+        _report(node_start, config, fault_file, monitor_interval if monitor else None)
+    finally:
+        node_start.close()
+
+
+def _prepare(simulate: str | None, plugins: list[str] | None, faults: list[str], fault_file: str | None,
+             ) -> NodeConfig:
+    """The node's config (its inventory's problems printed). The plugins are imported only in their worker
+    processes, forked from this one; this process imports the fixture readers meanwhile, and never Ray (the
+    installed Ray is checked where it is loaded, in the process that runs `ray start`)."""
+    from rayaccel.isolation.pool import WorkerPool
+    from rayaccel.ray.driver import configure_node
+
+    with WorkerPool.load(plugins or None, meanwhile=_load_fixture_readers) as pool:
+        config = configure_node(simulate, plugins, faults, fault_file, manager=pool.manager, pool=pool,
+                                check_installed_ray=False)
+    for problem in config.inventory.problems:
+        if problem.severity != "info":
+            err_console.print(problem.render(), markup=False, highlight=False)
+    return config
+
+
+def _load_fixture_readers() -> None:
+    # Imported while the plugins' workers import their plugins, not after them.
+    import jsonschema  # noqa: F401
+    import yaml  # noqa: F401
+
+
+def _report(node_start: NodeStart, config: NodeConfig, fault_file: str | None, monitor_interval: float | None,
+            ) -> None:
+    """Print what the process running `ray start` reports, until the node is up (or a step failed)."""
+    args = node_start.args
+    started = node_start.event(None if node_start.block else RAY_START_TIMEOUT_S, f"`ray start {' '.join(args)}`")
+    if started["event"] == "refused":  # before anything was started
+        error = RayaccelError(started["message"])
+        error.exit_code = int(started.get("exit_code") or 2)
+        raise error
+    if started["event"] == "ended" or started["returncode"] != 0:
         if config.fault_file and config.fault_file != fault_file:  # the one this command created
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(config.fault_file)
-        if not ray_start.capture:
-            raise typer.Exit(done.returncode)
-        raise RayaccelError(f"`ray start {' '.join(args)}` failed: {ray_error_line(done.stderr)}")
-    if done.stderr:
-        sys.stderr.write(done.stderr)
+        returncode = started["returncode"]
+        if node_start.block:
+            raise typer.Exit(returncode)
+        if started["event"] == "ended":
+            raise RayaccelError(f"`ray start {' '.join(args)}` failed: its process ended (exit code {returncode}) "
+                                "before it reported; run it yourself to see why")
+        raise RayaccelError(f"`ray start {' '.join(args)}` failed: {ray_error_line(started['stderr'])}")
+    if started["stderr"]:
+        sys.stderr.write(started["stderr"])
+    address = started["address"]
     resources = ", ".join(f"{k}={v:g}" for k, v in sorted(config.resources.items()))
     typer.echo(f"rayaccel: node started with {resources or 'no accelerator resources'}")
+    auth_mode, why = started["auth"]
     if auth_mode == "token":
         typer.echo(f"rayaccel: Ray token authentication is ON ({why}); before `ray status` or a driver, "
                    f"in every shell: {EXPORT_TOKEN_LINE}")
@@ -217,39 +177,34 @@ def start(
         typer.echo(f"rayaccel: simulated node; switch a fault on with: echo <fault> >> {config.fault_file}")
     for line in _quantity_rule_lines(config.env):
         typer.echo(line)
+    if node_start.block:
+        return
     stop_hint = f"(stop the node with: rayaccel stop --address={address})"
-    try:
-        node_id = _join(address, node_manager_port, monitor_interval if monitor else None, plugin, config)
-    except _NotListed as e:
-        raise RayaccelError(f"the node started, but {e} {stop_hint}") from None
-    except Exception as e:  # the node runs: say so, and how to stop it
-        step = "its health monitor did not" if monitor else "it did not register"
-        raise RayaccelError(f"the node started, but {step}: {type(e).__name__}: {e} {stop_hint}") from None
-    typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
-
-
-def _prepare(simulate: str | None, plugins: list[str] | None, faults: list[str], fault_file: str | None,
-             head: bool) -> tuple[NodeConfig, str, str]:
-    """The node's config (its inventory's problems printed) and its auth mode with the reason. The plugins are
-    imported only in their worker processes, forked from this one; this process loads Ray meanwhile."""
-    from rayaccel.isolation.pool import WorkerPool
-    from rayaccel.ray.driver import configure_node
-
-    with WorkerPool.load(plugins or None, meanwhile=_load_ray) as pool:
-        config = configure_node(simulate, plugins, faults, fault_file, manager=pool.manager, pool=pool)
-    for problem in config.inventory.problems:
-        if problem.severity != "info":
-            err_console.print(problem.render(), markup=False, highlight=False)
-    auth_mode, why = _decide_auth(head)
-    return config, auth_mode, why
-
-
-def _load_ray() -> None:
-    # What this process needs of Ray once the node is up (the driver, `ray status`), and the fixture readers:
-    # imported while the plugins' workers import their plugins, not after the inventory.
-    import jsonschema  # noqa: F401
-    import ray.scripts.scripts  # noqa: F401
-    import yaml  # noqa: F401
+    # The process's own waits are bounded (register, then the monitor and the listing); this bounds them all.
+    bound = 2 * NODE_VISIBLE_TIMEOUT_S + 60
+    while True:
+        try:
+            event = node_start.event(bound, "the new node to be up")
+        except WaitTimeout as e:
+            raise RayaccelError(f"the node started, but {e} {stop_hint}") from None
+        if event["event"] == "dashboard":
+            typer.echo(f"rayaccel: Grafana dashboard of the accelerators written beside Ray's: {event['path']}")
+        elif event["event"] == "up":
+            node_id = event["node_id"]
+            if event["monitor"]:
+                typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node "
+                           f"{node_id}; a fatal device fault cordons that device alone on this node until it "
+                           "recovers (Ray 2.60 cannot undo a drain, so the node is never drained)")
+            typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
+            return
+        elif event["event"] == "failed":
+            if event["step"] == "listed":
+                raise RayaccelError(f"the node started, but {event['message']} {stop_hint}")
+            step = "its health monitor did not" if event["step"] == "monitor" else "it did not register"
+            raise RayaccelError(f"the node started, but {step}: {event['message']} {stop_hint}")
+        else:  # ended without a word more
+            raise RayaccelError(f"the node started, but the process joining it ended (exit code "
+                                f"{event.get('returncode')}) before the node was up {stop_hint}")
 
 
 def ray_error_line(stderr: str) -> str:
@@ -261,101 +216,6 @@ def ray_error_line(stderr: str) -> str:
             advice = lines[-1] if i < len(lines) - 1 and lines[-1].startswith(("If ", "Please ", "Try ")) else ""
             return f"{lines[i][:400]}{' ' + advice[:200] if advice else ''}"
     return lines[-1][:400] if lines else "it printed nothing; run it yourself to see why"
-
-
-#: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
-NODE_VISIBLE_TIMEOUT_S = 90.0
-
-
-def _decide_auth(head: bool) -> tuple[str, str]:
-    """The node's token-authentication mode, set for `ray start`, the monitor's driver and `ray status`.
-
-    Ray's own rule for `ray start` (a token exists and RAY_AUTH_MODE is unset: token), made explicit,
-    because `ray status` and drivers given an address follow RAY_AUTH_MODE alone.
-    """
-    from rayaccel.ray.auth import decide_auth_mode, set_auth_mode, token_available
-
-    mode, why = decide_auth_mode()
-    if mode == "token" and not token_available():
-        if not head:
-            raise RayaccelError(f"Ray token authentication is on ({why}) but this machine has no Ray token: copy "
-                                "the head node's ~/.ray/auth_token here (or set RAY_AUTH_TOKEN), or set "
-                                "RAY_AUTH_MODE=disabled to join a cluster that runs without authentication")
-        made = subprocess.run([*_ray_command(), "get-auth-token", "--generate"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, timeout=120, check=False)
-        if made.returncode != 0 or not token_available():
-            raise RayaccelError(f"Ray token authentication is on ({why}) but `ray get-auth-token --generate` "
-                                f"made no token: {made.stderr.strip()[-300:]}")
-        why += "; no token existed, so one was generated in ~/.ray/auth_token"
-    set_auth_mode(mode)
-    return mode, why
-
-
-class _NotListed(Exception):
-    """`ray status` did not list the new node in time."""
-
-
-def _join(address: str, node_manager_port: int, monitor_interval: float | None, plugins: list[str] | None,
-          config: object) -> str:
-    """Connect a short-lived driver, find the new node (by its raylet port), start its health monitor
-    when ``monitor_interval`` is given, and wait until `ray status` lists the node (while the monitor's
-    worker starts); returns the node id."""
-    import ray
-
-    from rayaccel.ray.grafana import install_dashboard, session_dir
-    from rayaccel.ray.monitor import start_monitor
-    from rayaccel.ray.node import NodeConfig, unhealthy_devices
-
-    assert isinstance(config, NodeConfig)
-    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-    list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
-    try:
-        node_id: str = wait_for(
-            lambda: next((n["NodeID"] for n in list_nodes()
-                          if n.get("Alive") and n.get("NodeManagerPort") == node_manager_port), ""),
-            timeout=NODE_VISIBLE_TIMEOUT_S, interval=0.2,
-            what=f"the new node (raylet port {node_manager_port}) to register with {address}")
-        dashboard = install_dashboard(session_dir())  # on the head, beside Ray's own Grafana dashboards
-        if dashboard is not None:
-            typer.echo(f"rayaccel: Grafana dashboard of the accelerators written beside Ray's: {dashboard}")
-        handle = None
-        if monitor_interval is not None:
-            handle = start_monitor(node_id, monitor_interval, plugins, unhealthy_devices(config.inventory))
-        try:
-            _wait_listed_by_ray_status(address, node_id)
-        except WaitTimeout as e:
-            raise _NotListed(str(e)) from None
-        if handle is not None:
-            ray.get(handle.status.remote(), timeout=60)  # the monitor is up; its first poll runs meanwhile
-            typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node {node_id}; a fatal "
-                       "device fault cordons that device alone on this node until it recovers (Ray 2.60 "
-                       "cannot undo a drain, so the node is never drained)")
-        return node_id
-    finally:
-        ray.shutdown()
-
-
-def ray_status(address: str) -> str:
-    """What `ray status --address=ADDRESS` prints, from Ray's own command run in this process (the same
-    code and the same GCS query as the subprocess, without a ~1 s Python and Ray start per look)."""
-    import io
-
-    from ray.scripts.scripts import status
-
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            status.main(["--address", address], standalone_mode=False)
-    except SystemExit as e:  # a command may exit; here that is one more "not yet", not the end of start
-        raise RuntimeError(f"`ray status` exited with {e.code}: {out.getvalue()[-300:]}") from None
-    return out.getvalue()
-
-
-def _wait_listed_by_ray_status(address: str, node_id: str) -> None:
-    # `ray status` prints what Ray's autoscaler monitor last wrote (every few seconds): "No cluster
-    # status" at first, then a list without the new node. Return only once the user's next command works.
-    wait_for(lambda: ray_status(address), lambda out: node_id in out, timeout=NODE_VISIBLE_TIMEOUT_S,
-             interval=0.25, retry_on=(Exception,), what=f"`ray status --address={address}` to list node {node_id}")
 
 
 @app.command(context_settings=_PASSTHROUGH)
@@ -374,7 +234,7 @@ def stop(
         raise typer.BadParameter("--grace is for --address; `ray stop` has its own --grace-period",
                                  param_hint="--grace")
     if address is None:
-        done = subprocess.run([*_ray_command(), "stop", *ctx.args], check=False)
+        done = subprocess.run([*ray_command(), "stop", *ctx.args], check=False)
         raise typer.Exit(done.returncode)
     if ctx.args:
         raise typer.BadParameter(f"with --address, no ray stop options are used: {' '.join(ctx.args)}")

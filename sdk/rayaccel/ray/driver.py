@@ -70,12 +70,15 @@ def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults:
 
 def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
                    fault_file: str | None = None, manager: PluginManager | None = None,
-                   isolated: bool = False, pool: WorkerPool | None = None) -> NodeConfig:
+                   isolated: bool = False, pool: WorkerPool | None = None,
+                   check_installed_ray: bool = True) -> NodeConfig:
     """Build the inventory of the node to start and its :class:`NodeConfig`.
 
     ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation.pool`); else in this
     process, each hook in a thread with a timeout. ``pool``: in these workers, whose plugins ``manager`` knows
     by their description (:meth:`WorkerPool.load`: ``rayaccel start``, which never imports a plugin itself).
+    ``check_installed_ray``: as :func:`rayaccel.ray.node.node_config` (``rayaccel start`` checks Ray where it
+    runs `ray start`).
     """
     manager = manager or default_manager()
     plugin_list = list(plugins) if plugins is not None else None
@@ -91,7 +94,8 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
     else:
         inventory = collect_inventory(manager, host, plugins=plugin_list)
     inventory = restrict_to_visible(inventory, manager)  # the operator's CUDA_VISIBLE_DEVICES and the like
-    config = node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list)
+    config = node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list,
+                         check_installed_ray=check_installed_ray)
     if isinstance(host, SimulatedHost):
         # What every process of the simulated machine has in its env (a GKE pod's TPU_* variables) reaches the
         # node's processes, as on the real machine: Ray's own code in the workers reads it. The node's own wins.

@@ -155,16 +155,19 @@ def _appended(env_name: str, default: Sequence[str], extra: Sequence[str]) -> st
 
 
 def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_file: str | None = None,
-                plugins: Sequence[str] | None = None) -> NodeConfig:
+                plugins: Sequence[str] | None = None, check_installed_ray: bool = True) -> NodeConfig:
     """The resources, labels and env of a node with this inventory (a pure function of it: apply an
     operator's visible-devices setting first, :func:`rayaccel.inventory.visible_units.restrict_to_visible`).
 
     ``simulate``/``fault_file`` default to this process's ``RAYACCEL_SIMULATE``/``..._FAULT_FILE``;
     ``plugins`` (names) restricts the families, as ``rayaccel inspect --plugin`` does.
+    ``check_installed_ray=False``: the caller checks the installed Ray itself, where Ray is loaded (``rayaccel
+    start`` does, in the process that runs ``ray start``, so that the command never imports Ray).
     """
-    from rayaccel.ray.internals import check_ray
+    if check_installed_ray:
+        from rayaccel.ray.internals import check_ray
 
-    check_ray()  # a node must never start with hooks Ray does not have
+        check_ray()  # a node must never start with hooks Ray does not have
     # Every active plugin's family, with devices here or not (idle): each worker validates their quantities.
     everyone: list[FamilyInventory | IdleFamily] = [*inventory.families, *inventory.idle]
     specs = [spec for family in everyone
