@@ -37,6 +37,17 @@ A hook may accept any subset of its parameters. A hook that cannot do its job (a
 garbage) raises `rayaccel.HookError(message, fix=..., code=...)`: the problem then carries the plugin's own
 words and fix instead of a generic "raised". Records are in `rayaccel.records` (exported by `rayaccel`).
 
+**Importing costs nothing.** A plugin's module imports `from rayaccel import Device, FamilyDeclaration, hookimpl`
+without loading pydantic (~110 ms): until `rayaccel.records` is imported, each record name `rayaccel` hands out
+is a stand-in (`rayaccel.lazy.DeferredClass`) that imports the record at its first use and hands every call on
+to it: `Device(...)` returns a `rayaccel.records.Device`, validated as always (a bad value raises pydantic's
+`ValidationError`), `Device.model_validate` and the other class attributes are the record's, `isinstance(x,
+Device)` and subclassing (`class MyDevice(Device)`) work, and a stand-in in a pydantic annotation validates as
+the record. Compare classes with `isinstance`, not `type(x) is Device`. The vocabularies (`ID_FALLBACK`,
+`DEVICE_FILE`, `HEALTH_ORDER`, `LINK_KINDS`, `STANDARD_METRICS`) come from `rayaccel.vocabulary`, which loads
+no pydantic either; build records in hooks, not at module level (a module-level record loads pydantic at the
+plugin's import).
+
 **Partial results.** A hook that read most of what it needed returns that, and reports the rest with
 `rayaccel.report_problem(code, message, fix=..., severity="warning")`: one malformed field of one device
 (`memory.total: 'abc'`), a cut or garbled line, a count that disagrees with sysfs. Each report becomes a
