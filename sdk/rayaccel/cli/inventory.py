@@ -8,13 +8,15 @@ its own entry. ``--in-process`` (this module's commands, and every other command
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 
 from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
 from rayaccel.files.atomic import write_atomically
@@ -23,7 +25,7 @@ from rayaccel.inventory.builder import collect_inventory
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.outputs.inspect_json import InspectOutput
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.records import NodeInventory
+from rayaccel.records import IdleFamily, NodeInventory
 from rayaccel.simulation.fixtures import Fixture, installed_fixtures, load_fixture
 from rayaccel.simulation.host_factory import make_host
 
@@ -46,13 +48,16 @@ def build_host(manager: PluginManager, simulate: str | None, faults: list[str] |
 
 
 @contextmanager
-def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None,
-                   in_process: bool = False) -> Iterator[WorkerPool]:
+def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None, in_process: bool = False,
+                   models: Sequence[type[BaseModel]] = ()) -> Iterator[WorkerPool]:
     """The configured plugins (or the named ones), each imported and described in a worker process of its
     own, which stays up for the command (closed, with every process it started, at the end). ``simulate``:
-    the fixture the command will read, whose model is built while the workers import their plugins (the file
-    itself is found through the plugins' fixture directories, known once they answer). ``in_process``: the
-    plugins loaded in this process instead, their hooks called here (``--in-process``: says what it gives up)."""
+    the fixture the command will read (the file itself is found through the plugins' fixture directories,
+    known once they answer). While the workers import their plugins, this process builds the validators of
+    the records it will make once they answer: the fixture's (with ``simulate``), the node inventory's and
+    ``models`` (pydantic builds each at first use: ~20-40 ms, otherwise spent after the answers).
+    ``in_process``: the plugins loaded in this process instead, their hooks called here (``--in-process``:
+    says what it gives up)."""
     if in_process:
         manager = in_process_manager()
         for name in plugins or []:
@@ -60,24 +65,27 @@ def plugin_workers(plugins: list[str] | None = None, simulate: str | None = None
         with WorkerPool.in_process(manager, plugins or None) as pool:
             yield pool
         return
-    with WorkerPool.load(plugins or None, meanwhile=_fixture_model if simulate else None) as pool:
+    built: list[type[BaseModel]] = [*([Fixture] if simulate else []), NodeInventory, IdleFamily, *models]
+    with WorkerPool.load(plugins or None, meanwhile=functools.partial(_build_validators, built)) as pool:
         yield pool
 
 
-def _fixture_model() -> None:
-    Fixture.model_rebuild()  # its validator, built at first use (~40 ms): overlapping the workers' imports
+def _build_validators(models: Sequence[type[BaseModel]]) -> None:
+    for model in models:
+        model.model_rebuild()  # builds a deferred model's validator; nothing for one built already
 
 
 def node_inventory(manager: PluginManager | None, simulate: str | None, faults: list[str] | None,
-                   plugins: list[str] | None) -> NodeInventory:
+                   plugins: list[str] | None, models: Sequence[type[BaseModel]] = ()) -> NodeInventory:
     """The inventory a command shows: of this machine or a fixture, of every plugin or the named ones.
 
     ``manager``: None runs each plugin in a worker process (what a node does); a manager runs its plugins'
-    hooks in this process (``--in-process``, or a caller that already holds loaded plugins)."""
+    hooks in this process (``--in-process``, or a caller that already holds loaded plugins). ``models``: what
+    the command will make of the inventory (:func:`plugin_workers`)."""
     if simulate is None and faults:
         raise typer.BadParameter("--fault needs --simulate")
     if manager is None:
-        with plugin_workers(plugins, simulate) as pool:
+        with plugin_workers(plugins, simulate, models=models) as pool:
             return pool.build(build_host(pool.manager, simulate, faults))
     for name in plugins or []:
         manager.plugin(name)  # a clear error for an unknown name
@@ -107,7 +115,8 @@ def inspect(
     for option, path in (("--html", html), ("--svg", svg)):
         if path is not None:
             check_output_path(path, option, f"node.{option[2:]}")
-    inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin)
+    models = InspectOutput.models() if as_json else ()
+    inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin, models)
     if html is not None or svg is not None:
         write_pictures(inventory, html, svg)
         if not as_json:

@@ -81,6 +81,12 @@ class InspectOutput(Record):
     labels: dict[str, str]
     problems: list[Problem]
 
+    @staticmethod
+    def models() -> tuple[type[Record], ...]:
+        """The records :meth:`of` makes (a caller may build their validators ahead: each is built at first use)."""
+        return (InspectFamily, InspectDevice, InspectLink, InspectDomain, InspectHealth, InspectMetric, InspectTopology,
+                InspectOutput)
+
     @classmethod
     def of(cls, inventory: NodeInventory) -> InspectOutput:
         """The output for one node's inventory: each device, link, domain, report and metric names its family."""
