@@ -332,18 +332,19 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
 
     import rayaccel.ray
     from rayaccel.polling import wait_for
-    from rayaccel.ray.monitor import get_monitor
+    from rayaccel.ray.monitor import monitor_status
 
     with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
         rayaccel.ray.init(simulate=fixture, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,
                           logging_level=logging.ERROR)
     try:
         node_id = ray.get_runtime_context().get_node_id()
-        handle = get_monitor(node_id)
-        wait_for(lambda: ray.get(handle.status.remote(), timeout=30), lambda s: s["polls"] >= 3, timeout=120,
-                 interval=0.5, what="the monitor's third poll")
-        actor = next(p for p in psutil.process_iter(["cmdline"])
-                     if any("HealthMonitor" in part for part in (p.info["cmdline"] or [])))
+
+        def status() -> dict[str, Any]:
+            return monitor_status(node_id) or {"polls": 0}
+
+        actor = psutil.Process(wait_for(status, lambda s: s["polls"] >= 3, timeout=120, interval=0.5,
+                                        what="the monitor's third poll")["pid"])
         idle_class: Any = ray.remote(num_cpus=0)(_Probe)
         idle_actor = idle_class.remote()  # kept: Ray ends an actor whose handle is gone
         idle = psutil.Process(ray.get(idle_actor.pid.remote(), timeout=120))
@@ -356,15 +357,15 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
                     total += times.user + times.system
             return total
 
-        polls_before = ray.get(handle.status.remote(), timeout=30)["polls"]
+        polls_before = status()["polls"]
         monitor = [actor, *actor.children(recursive=True)]
         cpu_before, idle_before, started = cpu(monitor), cpu([idle]), time.monotonic()
         time.sleep(window_s)  # the measurement window itself, not a wait for a condition
         cpu_used, elapsed = cpu(monitor) - cpu_before, time.monotonic() - started
         idle_used = cpu([idle]) - idle_before
-        status = ray.get(handle.status.remote(), timeout=30)
-        polls = status["polls"] - polls_before
-        devices = len(status["health"])
+        after = status()
+        polls = after["polls"] - polls_before
+        devices = len(after["health"])
     finally:
         rayaccel.ray.shutdown()
     return {"fixture": fixture, "devices": devices, "core_percent": 100 * cpu_used / elapsed, "polls": polls,

@@ -99,10 +99,48 @@ def test_env_is_restored_after_a_task():
 
 
 def test_init_with_monitor_polls_the_nodes_health():
-    from rayaccel.ray.monitor import get_monitor
+    from rayaccel.ray.monitor import monitor_status
 
-    monitor = get_monitor(ray.get_runtime_context().get_node_id())
-    status = wait_for(lambda: ray.get(monitor.status.remote(), timeout=60), lambda s: s["polls"] >= 1,
+    node_id = ray.get_runtime_context().get_node_id()
+    status = wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
                       timeout=60, what="the monitor's first poll")
     assert status["cordoned"] == {} and status["error"] is None
     assert sorted(status["health"].values()) == ["healthy"] * 4
+
+
+def _wakeups(pid: int) -> int:
+    """How many times the process's main thread has been switched out (each wait it woke from counts)."""
+    with open(f"/proc/{pid}/task/{pid}/status", encoding="ascii") as f:
+        fields = dict(line.split(":", 1) for line in f)
+    return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+
+
+def test_the_monitor_loop_keeps_its_main_thread_and_resumes_after_a_restart():
+    """The loop is the actor's own task on its main thread, so Ray's 10 ms signal check never runs there (an
+    idle actor's main thread wakes ~100 times a second); killed, the actor is restarted by Ray, its loop
+    resumes by itself and publishes again, and the killed one's plugin workers end."""
+    import signal
+
+    import psutil
+
+    from rayaccel.ray.monitor import monitor_status
+
+    node_id = ray.get_runtime_context().get_node_id()
+    first = wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
+                     timeout=60, what="the monitor's first poll")
+    idle = ray.remote(num_cpus=0)(type("Idle", (), {"pid": lambda self: os.getpid()})).remote()
+    idle_pid = ray.get(idle.pid.remote(), timeout=60)
+    before = _wakeups(first["pid"]), _wakeups(idle_pid)
+    wait_for(lambda: monitor_status(node_id), lambda s: s["polls"] >= first["polls"] + 2, timeout=60,
+             what="two more polls")
+    monitor_woke, idle_woke = _wakeups(first["pid"]) - before[0], _wakeups(idle_pid) - before[1]
+    ray.kill(idle)
+    assert idle_woke > 100 and monitor_woke * 10 < idle_woke, (monitor_woke, idle_woke)
+
+    os.kill(first["pid"], signal.SIGKILL)
+    again = wait_for(lambda: monitor_status(node_id), lambda s: s["pid"] != first["pid"] and s["polls"] >= 1,
+                     timeout=120, what="the restarted monitor's first poll")
+    assert again["loop"] == "running" and again["error"] is None and again["cordoned"] == {}
+    assert sorted(again["health"].values()) == ["healthy"] * 4
+    wait_for(lambda: [p for p in first["workers"].values() if psutil.pid_exists(p)], lambda alive: not alive,
+             timeout=30, what="the killed monitor's plugin workers to end")

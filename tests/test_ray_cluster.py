@@ -20,7 +20,7 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.polling import wait_for
-from rayaccel.ray.monitor import get_monitor
+from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
 
 # Runs beside other files in make test's parallel part. A fresh-clone run once saw the trn1 node offer 1 neuron
@@ -211,14 +211,14 @@ def test_fault_cordons_the_failed_device_alone_and_the_node_keeps_its_other_unit
         return os.environ["ACME_VISIBLE_DEVICES"]
 
     # The monitor's first poll is its baseline (a device bad then is not cordoned): wait for it.
-    wait_for(lambda: ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
+    wait_for(lambda: monitor_status(cluster["acme"]), lambda s: s is not None and s["polls"] >= 1,
              timeout=60, what="the acme node's monitor to poll")
     running = node_after.options(**on_acme).remote(meet)
     assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran on the acme node"
     with open(fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-2\n")
     # The failed device's unit is held within a few of the monitor's 1 s polls (room left for a loaded machine).
-    status = wait_for(lambda: ray.get(get_monitor(cluster["acme"]).status.remote(), timeout=30),
+    status = wait_for(lambda: monitor_status(cluster["acme"]),
                       lambda s: s["cordoned"].get("acme", {}).get("held") == 1, timeout=MONITOR_INTERVAL + 60,
                       what="the monitor to hold the failed ACME device's unit")
     assert list(status["cordoned"]["acme"]["devices"]) == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"]

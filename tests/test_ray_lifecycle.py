@@ -24,7 +24,7 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.polling import wait_for
-from rayaccel.ray.monitor import get_monitor
+from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.processes import cluster_processes
 from rayaccel.ray.registry import uninstall
 
@@ -102,13 +102,12 @@ def test_visible_devices_are_honoured_and_plugin_output_stays_off_the_cli(node):
 
 
 def test_monitor_polls_through_warm_workers(node):
-    monitor = get_monitor(node["node_id"])
-    # The first poll runs in the monitor's loop, after the actor is created: wait for it, never the first answer.
-    first = wait_for(lambda: ray.get(monitor.status.remote(), timeout=30), lambda s: s["polls"] >= 1, timeout=60,
-                     what="the monitor's first poll")
+    # The first poll runs in the monitor's loop, after the actor is created: wait for it, never the first status.
+    first = wait_for(lambda: monitor_status(node["node_id"]), lambda s: s is not None and s["polls"] >= 1,
+                     timeout=60, what="the monitor's first poll")
     assert first["error"] is None and first["loop"] == "running" and first["cordoned"] == {}
     assert set(first["workers"]) >= {"acme", "hostile-noisy"}
-    later = wait_for(lambda: ray.get(monitor.status.remote(), timeout=30),
+    later = wait_for(lambda: monitor_status(node["node_id"]),
                      lambda s: s["polls"] >= first["polls"] + 3, timeout=30, what="three more polls")
     assert later["workers"] == first["workers"]  # the same processes: kept warm between polls
 
@@ -121,10 +120,8 @@ def acme_unit(meet=None, n=0) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_fault_cordons_the_failed_device_alone_and_recovery_offers_it_again(node):
-    monitor = get_monitor(node["node_id"])
-
     def status():  # type: ignore[no-untyped-def]
-        return ray.get(monitor.status.remote(), timeout=30)
+        return monitor_status(node["node_id"])
 
     def free_acme() -> float:
         return float(ray.available_resources().get("ACME", 0))
@@ -259,6 +256,7 @@ def test_a_dying_monitor_loop_says_so_in_its_status(monkeypatch):
     monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
     monkeypatch.setenv("RAYACCEL_SIMULATE", "acme/acme-4")
     monitor = Monitor("node-1", 1.0, ["acme"], isolated=False)
-    status = wait_for(monitor.status, lambda s: s["loop"] != "running", timeout=30, what="the loop to stop")
+    monitor.run()  # outside Ray the caller runs the loop (an actor runs it as its own task): it returns as it stops
+    status = monitor.status()
     assert status["loop"].startswith("stopped: OverflowError") and "monitor loop stopped" in status["error"]
     assert status["polls"] == 1 and status["health"]  # the first poll ran; the status still answers

@@ -22,7 +22,7 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.polling import wait_for
-from rayaccel.ray.monitor import get_monitor
+from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
 from rayaccel.simulation.fixtures import load_fixture
 
@@ -75,8 +75,8 @@ def node():
         os.environ["RAY_AUTH_MODE"] = "disabled"
         rayaccel.ray.connect(address, log_to_driver=False)
         # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
-        wait_for(lambda: ray.get(get_monitor(node_id).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
-                 timeout=60, retry_on=(ValueError,), what="the health monitor's first poll")
+        wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
+                 timeout=60, what="the health monitor's first poll")
         yield node_id, fault_file
     finally:
         rayaccel.ray.shutdown()
@@ -166,10 +166,8 @@ def test_a_placement_group_of_instances_gives_each_bundle_its_own_instance(node)
 def test_a_fault_in_one_instance_drains_that_instance_and_a_parent_fault_all_of_them(node):
     # Last in the module: it cordons instances of GPU 0.
     node, fault_file = node
-    monitor = get_monitor(node)
-
     def status():
-        return ray.get(monitor.status.remote(), timeout=30)
+        return monitor_status(node)
 
     with open(fault_file, "a", encoding="utf-8") as f:
         f.write("mig-instance-xid-95\n")

@@ -19,7 +19,7 @@ import rayaccel.ray
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import wait_for
 from rayaccel.ray.claims import ClaimsTable, claims_path
-from rayaccel.ray.monitor import get_monitor
+from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
 
 pytestmark = pytest.mark.ray
@@ -39,7 +39,7 @@ def node():
         wait_for(ray.available_resources, lambda r: r.get("QTS") == 6, timeout=60, what="6 QTS units free")
         (node_id,) = rayaccel.ray.node_configs()
         # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
-        wait_for(lambda: ray.get(get_monitor(node_id).status.remote(), timeout=30), lambda s: s["polls"] >= 1,
+        wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
                  timeout=60, what="the health monitor's first poll")
         yield node_id
     finally:
@@ -164,10 +164,8 @@ def test_best_connected_options_place_a_task_on_one_island(node):
 
 def test_a_fault_on_device_4_cordons_it_alone_and_clearing_it_offers_six_again(node):
     # Last in the module: it cordons device 4.
-    monitor = get_monitor(node)
-
     def status():
-        return ray.get(monitor.status.remote(), timeout=30)
+        return monitor_status(node)
 
     with open(rayaccel.ray.node_configs()[node].fault_file, "a", encoding="utf-8") as f:
         f.write("fatal-4\n")

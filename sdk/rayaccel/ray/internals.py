@@ -38,6 +38,8 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._raylet", "GcsClient", "drain_node for the health monitor"),
     ("ray._raylet", "AuthenticationTokenLoader", "whether a Ray token exists (the node's auth mode)"),
     ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it"),
+    ("ray.experimental.internal_kv", "_internal_kv_put", "the health monitor publishes its status"),
+    ("ray.experimental.internal_kv", "_internal_kv_get", "readers get the health monitor's status"),
 )
 
 

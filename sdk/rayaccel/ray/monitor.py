@@ -23,10 +23,17 @@ families) on a live node; a drained node would stay drained until restarted. The
 task already running on the failed device keeps it until it ends.
 
 The plugins' hooks run in worker processes kept warm between polls (:mod:`rayaccel.isolation.pool`).
+
+The polling loop is a task the actor gives itself when it is created (and again when Ray restarts it),
+running on the actor's main thread for the actor's whole life: a Ray worker whose main thread waits in
+Ray's task loop wakes every 10 ms to check for signals, one whose main thread runs a task does not. So the
+actor answers no calls; it publishes its status (:meth:`HealthMonitor.status`) in the GCS's internal
+key-value store after every poll, and every reader gets it with :func:`monitor_status`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -50,6 +57,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger("rayaccel.ray.monitor")
 
 NAMESPACE = "rayaccel"
+
+#: While a new cordon's placement group does not hold its units yet, the status is looked at this often
+#: between polls (seconds), so a reader waiting for ``held`` sees it within this bound of Ray's doing.
+HELD_RECHECK_S = 0.25
+#: A published status older than twice the interval and this many seconds more is reported ``silent``: its
+#: actor (or its node) is gone, or a poll hangs far past every hook's timeout.
+SILENT_AFTER_S = 120.0
 
 
 #: Bounds of the polling interval (seconds): below the minimum the monitor would busy-poll the vendor
@@ -79,6 +93,12 @@ def check_interval(interval: float) -> float:
 
 def monitor_name(node_id: str) -> str:
     return f"rayaccel-health-{node_id}"
+
+
+def status_key(node_id: str) -> str:
+    """Where the node's monitor publishes its status in the GCS's internal key-value store (namespace
+    :data:`NAMESPACE`)."""
+    return f"health-status/{node_id}"
 
 
 def cordon_name(node_id: str, family: str, device: str) -> str:
@@ -143,12 +163,18 @@ class HealthMonitor:
         self._publisher = SeriesPublisher()
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
-                                        "health": {}, "error": None, "loop": "running", "workers": {}}
+                                        "health": {}, "error": None, "loop": "running", "workers": {},
+                                        "interval": self.interval, "pid": os.getpid()}
         self._stop = threading.Event()
-        # Loading the plugins and the first poll run in the loop: creating the monitor (what `rayaccel start`
-        # waits for) waits neither for the plugins' import nor for their workers.
-        self._thread = threading.Thread(target=self._loop, name="rayaccel-health-monitor", daemon=True)
-        self._thread.start()
+        self._published = ""  # the status as last published (JSON)
+        # In a Ray actor: the status readers see before the first poll, then the loop as the actor's own task
+        # (its main thread, for the actor's life). Loading the plugins and the first poll run in the loop:
+        # creating the monitor waits neither for the plugins' import nor for their workers.
+        actor = _this_actor()
+        self._in_ray = actor is not None
+        self._publish()
+        # Retried: a restarted actor's call to itself can reach it while Ray still calls it restarting.
+        self._running = actor.run.options(max_task_retries=-1).remote() if actor is not None else None
 
     def _setup(self) -> None:
         """The plugins, the host and the export files a poll needs."""
@@ -171,7 +197,9 @@ class HealthMonitor:
         self._offered = offered or {}
         self._kept = KeptFiles.from_env(self.interval)  # RAYACCEL_NFD_FILE / RAYACCEL_DRA_FILE, if named
 
-    def _loop(self) -> None:
+    def run(self) -> None:
+        """The polling loop, until :meth:`stop`: the actor's own task on its main thread (given at creation),
+        or, outside Ray, the caller's. Each poll's status is published (:func:`monitor_status` reads it)."""
         try:
             self._setup()
             while True:
@@ -181,7 +209,8 @@ class HealthMonitor:
                     logger.exception("rayaccel health poll failed")
                     with self._lock:
                         self._status["error"] = f"{type(e).__name__}: {e}"
-                if self._stop.wait(self.interval):
+                self._publish()
+                if self._wait_next_poll():
                     break
         except BaseException as e:  # never silently: the status says the loop is gone, and why
             logger.exception("rayaccel health monitor loop stopped")
@@ -194,6 +223,39 @@ class HealthMonitor:
             with self._lock:
                 if self._status["loop"] == "running":
                     self._status["loop"] = "stopped"
+            self._publish()
+
+    def _wait_next_poll(self) -> bool:
+        """Wait one interval (True: stopped meanwhile). While a cordon's placement group does not hold its
+        units yet, the status is published again as soon as it does, not only at the next poll."""
+        until = time.monotonic() + self.interval
+        while True:
+            left = until - time.monotonic()
+            with self._lock:
+                pending = any(c["group"] is not None and not c["held"] for c in self._cordons.values())
+            if not pending or left <= 0:
+                return self._stop.wait(max(left, 0.0))
+            if self._stop.wait(min(left, HELD_RECHECK_S)):
+                return True
+            self._publish()
+
+    def _publish(self) -> None:
+        """Write the status where readers get it (:func:`monitor_status`), when it changed; nothing outside
+        Ray. A failed write is logged; the next poll writes again."""
+        if not self._in_ray:
+            return
+        from ray.experimental.internal_kv import _internal_kv_put
+
+        text = json.dumps(self.status(), sort_keys=True, default=str)
+        if text == self._published:
+            return
+        try:
+            _internal_kv_put(status_key(self.node_id), json.dumps({**json.loads(text), "updated": time.time()}),
+                             namespace=NAMESPACE)
+        except Exception as e:  # the GCS is briefly away (a restart): the next poll publishes again
+            logger.warning("rayaccel: could not publish the health monitor's status: %s", e)
+            return
+        self._published = text
 
     def poll(self) -> dict[str, Any]:
         assert self._host is not None and self._builder is not None, "poll() before _setup()"
@@ -294,7 +356,7 @@ class HealthMonitor:
                 logger.warning("rayaccel: could not cordon %s device %s: %s", family, device, e)
         with self._lock:
             self._cordons[device] = {"family": family, "resource": resource, "message": message, "at": time.time(),
-                                     "group": group, "tag": tag, "units": units}
+                                     "group": group, "tag": tag, "units": units, "held": False}
         logger.warning("%s (cordoning %s unit(s) %s of device %s on node %s)", message, resource, ",".join(units),
                        device, self.node_id)
 
@@ -345,17 +407,21 @@ class HealthMonitor:
                         remove_placement_group(group)
 
     def status(self) -> dict[str, Any]:
-        """Polls, per-device health, cordoned families (units held so far), recoveries, errors, the loop."""
+        """Polls, per-device health, cordoned families (units held so far), recoveries, errors, the loop (as
+        :func:`monitor_status` gives it)."""
         with self._lock:
+            waiting = [c["group"] for c in self._cordons.values() if c["group"] is not None and not c["held"]]
+        held = {id(group) for group in waiting if _held([group])}  # a group once created holds until removed
+        with self._lock:
+            for cordon in self._cordons.values():
+                cordon["held"] = cordon["held"] or id(cordon["group"]) in held
             cordons = {family: dict(c) for family, c in self._cordons.items()}
             status = {**self._status, "health": dict(self._status["health"])}
         status["cordoned"] = _cordoned_by_family(cordons)
-        thread = getattr(self, "_thread", None)
-        if thread is not None and not thread.is_alive() and status["loop"] == "running":
-            status["loop"] = "stopped"
         return status
 
     def stop(self) -> None:
+        """End :meth:`run` after the poll under way (in process; a Ray actor's loop ends with the actor)."""
         self._stop.set()
 
 
@@ -406,7 +472,7 @@ def _cordoned_by_family(cordons: dict[str, dict[str, Any]]) -> dict[str, dict[st
     so it offers that many fewer), and per device the same."""
     families: dict[str, dict[str, Any]] = {}
     for device, cordon in sorted(cordons.items(), key=lambda item: item[1]["at"]):
-        held = len(cordon["units"]) if cordon["group"] is not None and _held([cordon["group"]]) else 0
+        held = len(cordon["units"]) if cordon["held"] else 0
         entry = families.setdefault(cordon["family"], {"message": "", "at": cordon["at"], "units": 0, "held": 0,
                                                        "devices": {}})
         entry["message"] = "; ".join(filter(None, [entry["message"], cordon["message"]]))
@@ -466,7 +532,9 @@ def _held(groups: Sequence[Any]) -> int:
 
 def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None = None,
                   baseline: Sequence[str] | None = None, isolated: bool = True) -> Any:
-    """Create (or find) the node's monitor actor; returns its handle. Needs a connected driver.
+    """Create (or find) the node's monitor actor; returns its handle. Needs a connected driver. The actor
+    answers no calls (its main thread runs the polling loop): read its status with :func:`monitor_status`,
+    wait for it to be up with :func:`wait_for_monitor`.
 
     ``interval``: seconds between polls, between :data:`MIN_INTERVAL` and :data:`MAX_INTERVAL`;
     ``isolated``: the hooks run in worker processes (default) rather than in the actor's threads.
@@ -479,15 +547,53 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
     actor_class = ray.remote(HealthMonitor)
     return actor_class.options(
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-        num_cpus=0, max_restarts=3, max_concurrency=2,
+        num_cpus=0, max_restarts=3,  # one task at a time: the loop, on the main thread (restarted: again)
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
     ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline or ()), isolated)
 
 
 def get_monitor(node_id: str) -> Any:
+    """The node's monitor actor (to kill it; it answers no calls)."""
     import ray
 
     return ray.get_actor(monitor_name(node_id), namespace=NAMESPACE)
+
+
+def monitor_status(node_id: str) -> dict[str, Any] | None:
+    """The node's monitor status as its actor last published it (None: none published yet). Needs a connected
+    driver. The keys are :meth:`HealthMonitor.status`'s, plus ``updated`` (when it was published, seconds
+    since the epoch); a status older than twice the interval and :data:`SILENT_AFTER_S` more says ``loop``
+    ``silent: ...``."""
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    data = _internal_kv_get(status_key(node_id), namespace=NAMESPACE)
+    if data is None:
+        return None
+    status: dict[str, Any] = json.loads(data)
+    age = time.time() - float(status.get("updated", 0))
+    if status.get("loop") == "running" and age > 2 * float(status.get("interval", 0)) + SILENT_AFTER_S:
+        status["loop"] = f"silent: no status for {age:.0f}s (the monitor's actor or its node may be gone)"
+    return status
+
+
+def wait_for_monitor(node_id: str, timeout: float) -> dict[str, Any]:
+    """The node's monitor status once its actor is up (it publishes at creation, before its first poll)."""
+    from rayaccel.polling import wait_for
+
+    status = wait_for(lambda: monitor_status(node_id), lambda s: s is not None, timeout=timeout, interval=0.1,
+                      what=f"the health monitor of node {node_id} to start")
+    assert status is not None
+    return status
+
+
+def _this_actor() -> Any:
+    """This process's own actor handle when it runs as a Ray actor; None elsewhere (the class used directly)."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    return context.current_actor if context.get_actor_id() is not None else None
 
 
 def draining_node_ids() -> set[str]:
