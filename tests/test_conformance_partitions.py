@@ -98,7 +98,8 @@ def ray_graded() -> Iterator[dict[str, Any]]:
     found: dict[str, Any] = {}
     try:
         for plugin, fixture in (("nvidia", "nvidia/a100-mig"), ("amd", "amd/mi300x-dpx-amd-smi-26")):
-            subject = Subject(plugin, default_manager())
+            # Only this fixture: a plugin's first Ray check starts a node for each fixture the subject grades.
+            subject = Subject(plugin, default_manager(), only_fixtures=[fixture])
             found[fixture] = subject.run(CHECKS["RAC108"], fixture)
             if shared_cluster().cluster is not None:
                 shared_cluster().release(subject)

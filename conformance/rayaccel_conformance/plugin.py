@@ -172,9 +172,12 @@ class ConformanceRun:
         fixtures: list[str] = self.config.getoption("conformance_fixture")
         limit = tier_index(self.tier_limit) if self.tier_limit else len(CHOICES_TIER) - 1
         checks = [c for c in all_checks() if tier_index(c.tier) <= limit]
-        # Per plugin: experimental, its Ray check, supported, its Ray check, certified: a Ray check runs
-        # once every cheaper check of its tier and below has spoken, and the plugin's nodes go after its last.
-        ordered = sorted(checks, key=lambda c: (tier_index(c.tier), c.uses_ray, c.id))
+        # Per plugin: the cheaper checks of experimental and supported, their Ray checks, then certified's. A Ray
+        # check runs once every cheaper check of its tier and below has spoken (it is skipped when one failed;
+        # a higher tier's never changes that), and meanwhile the plugin's nodes start (prestart). The plugin's
+        # nodes go after its last Ray check.
+        certified = tier_index("certified")
+        ordered = sorted(checks, key=lambda c: (tier_index(c.tier) >= certified, c.uses_ray, tier_index(c.tier), c.id))
         suite = ConformanceSuite.from_parent(session, name="conformance", nodeid="conformance")
         items: list[pytest.Item] = []
         for name in dict.fromkeys(names):
@@ -227,6 +230,18 @@ class ConformanceRun:
 
     # Running ---------------------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first check: the Ray nodes of the first plugin with a Ray check start in the cluster's own
+        process (seconds each), while the cheaper checks run here. Nothing to wait for unless a Ray check runs."""
+        if session.config.option.collectonly or session.testsfailed:
+            return
+        from rayaccel_conformance.harness.raycluster import shared_cluster
+
+        first = next((i for i in session.items if isinstance(i, ConformanceItem) and i.check.uses_ray), None)
+        if first is not None:
+            shared_cluster().prestart(first.subject)
+
     def run_item(self, item: ConformanceItem) -> None:
         from rayaccel_conformance.registry import CheckFailed
 
@@ -245,7 +260,7 @@ class ConformanceRun:
     def _release(self, subject: Any) -> None:
         from rayaccel_conformance.harness import raycluster
 
-        if raycluster._shared is not None and raycluster._shared.cluster is not None:
+        if raycluster._shared is not None:
             raycluster._shared.release(subject)
 
     # Reporting -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
@@ -98,11 +99,29 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         return
     seam_mark.busy = True
     try:
+        if event in _FILE_EVENTS and _in_sdk_cache():
+            return
         _classify(watch, event, args)
     except Exception:
         pass
     finally:
         seam_mark.busy = False
+
+
+_FILE_EVENTS = frozenset(("open", *_WRITE_EVENTS, *_LIST_EVENTS))
+
+
+def _in_sdk_cache() -> bool:
+    """The event comes from the SDK's cache of checked documents (:mod:`rayaccel.files.checked`, which a
+    catalog or fixture read goes through): the SDK's own files, whichever hook called it."""
+    module = sys.modules.get("rayaccel.files.checked")
+    source = getattr(module, "__file__", None)
+    frame: FrameType | None = sys._getframe(2)
+    while source and frame is not None:
+        if frame.f_code.co_filename == source:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _path(value: Any) -> str | None:

@@ -12,7 +12,8 @@ result and nothing else. While a hook runs under conformance, this module watche
   the seam" mark) do not.
 - Changes to the process: the environment (``os.environ`` before/after, and ``os.putenv``), output on
   ``sys.stdout``/``sys.stderr`` (captured while the hook runs), threads and child processes still running
-  after it returned (``threading`` and ``psutil`` snapshots).
+  after it returned (``threading`` and ``psutil`` snapshots; the process holding the run's Ray cluster, and
+  everything under it, is the suite's own: :func:`exclude_process_tree`).
 - Changes to its inputs: the hook gets deep copies of its arguments (the Host excepted), which are compared
   with the originals afterwards, so a hook sorting its input in place is reported as exactly that, and the
   SDK downstream never sees the change (no misleading symptom in another check).
@@ -125,12 +126,37 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+#: A child process of the suite's own whose whole tree is never a hook's (the process holding the run's Ray
+#: cluster, whose nodes start while hooks run): :func:`exclude_process_tree`.
+_excluded_root: int | None = None
+
+
+def exclude_process_tree(pid: int | None) -> None:
+    """Never count this child process, or any process under it, as left behind by a hook (None: no longer)."""
+    global _excluded_root
+    _excluded_root = pid
+
+
+def _excluded() -> set[int]:
+    if _excluded_root is None:
+        return set()
+    try:
+        root = psutil.Process(_excluded_root)
+        return {_excluded_root, *(p.pid for p in root.children(recursive=True))}
+    except psutil.Error:
+        return {_excluded_root}
+
+
 def _children(since: float) -> dict[int, str]:
     """Child processes of this process started at or after ``since`` (epoch seconds) and still running."""
     found = {}
     try:
-        for child in psutil.Process().children(recursive=True):
+        children = psutil.Process().children(recursive=True)
+        excluded = _excluded()  # after the listing: every process listed is in its tree by now
+        for child in children:
             try:
+                if child.pid in excluded:
+                    continue
                 if child.create_time() >= since - 1 and child.status() != psutil.STATUS_ZOMBIE:
                     found[child.pid] = " ".join(child.cmdline()[:3]) or child.name()
             except psutil.Error:

@@ -1,15 +1,24 @@
 """One Ray cluster per conformance run, shared by every Ray check of every plugin.
 
 A ``ray.cluster_utils.Cluster`` with a head node that has no accelerator, and one node per fixture, started
-through the SDK (``rayaccel.ray.add_node``) the first time a check needs it. All fixtures of a plugin start
-together (their start-up overlaps) and are removed after the plugin's last Ray check, so a run over many
-plugins never holds more than one plugin's nodes.
+through the SDK (``rayaccel.ray.add_node``). The cluster lives in a process of its own
+(:mod:`rayaccel_conformance.harness.cluster_host`), so its nodes can start while the cheaper checks run in this
+one (:meth:`SharedCluster.prestart`): starting them here would put Ray's threads and processes beside the hooks
+the suite watches. This process connects to it as the driver. All fixtures of a plugin start together and are
+removed after the plugin's last Ray check, so a run over many plugins never holds more than one plugin's nodes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-from typing import TYPE_CHECKING, Any
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from typing import IO, TYPE_CHECKING, Any
 
 from rayaccel.polling import WaitTimeout, wait_for
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
@@ -24,6 +33,16 @@ TASK_TIMEOUT_S = 60.0
 NODE_ALIVE_TIMEOUT_S = 30.0
 #: Tasks sent one after another by label selector in RAC208.
 SELECTOR_TASKS = 3
+#: Seconds the cluster's process may take to start the head node, each fixture's node, and to shut down.
+HEAD_START_TIMEOUT_S = 120.0
+NODE_START_TIMEOUT_S = 60.0
+SHUTDOWN_TIMEOUT_S = 60.0
+#: How much of the cluster process's log a failure quotes.
+LOG_TAIL_CHARS = 2000
+
+
+class ClusterProcessError(RuntimeError):
+    """The process holding the cluster failed a request, ended, or did not answer in time."""
 
 
 def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
@@ -47,10 +66,88 @@ def _ray_nodes() -> list[dict[str, Any]]:
     return list(ray.nodes())  # type: ignore[no-untyped-call,unused-ignore]
 
 
+class ClusterProcess:
+    """The running :mod:`~rayaccel_conformance.harness.cluster_host`: requests are sent at once and answered in
+    order, so a request made early (the nodes) is waited for only where its answer is needed."""
+
+    def __init__(self) -> None:
+        # Ray's logs, quoted when a request fails; closed with the process (close()).
+        self._log: IO[bytes] = tempfile.TemporaryFile(prefix="rayaccel-conformance-cluster-")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rayaccel_conformance.harness.cluster_host"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._log, env=dict(os.environ), bufsize=0)
+        self._sent = 0
+        self._answers: list[dict[str, Any]] = []
+        self._pending = b""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def send(self, **request: Any) -> int:
+        """Send a request; returns its ticket for :meth:`answer`."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode())  # unbuffered: sent now
+        except (OSError, ValueError):  # a broken pipe, or one closed already
+            raise ClusterProcessError(self._failure("ended before it was asked to " + str(request["op"]))) from None
+        self._sent += 1
+        return self._sent - 1
+
+    def answer(self, ticket: int, timeout: float) -> dict[str, Any]:
+        """The answer to a request, read within ``timeout`` seconds; raises ClusterProcessError."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while len(self._answers) <= ticket:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise ClusterProcessError(self._failure(f"did not answer within {timeout:g}s"))
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    raise ClusterProcessError(self._failure("ended"))
+                *lines, self._pending = (self._pending + chunk).split(b"\n")
+                self._answers += [json.loads(line) for line in lines if line.strip()]
+        reply = self._answers[ticket]
+        if "error" in reply:
+            raise ClusterProcessError(self._failure(f"failed: {reply['error']}"))
+        return reply
+
+    def close(self) -> None:
+        """Shut the cluster down (bounded), then end the process."""
+        try:
+            self.answer(self.send(op="shutdown"), SHUTDOWN_TIMEOUT_S)
+        except ClusterProcessError:
+            pass  # killed below
+        finally:
+            for stream in (self.process.stdin, self.process.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):  # a pipe the process closed first
+                        stream.close()
+            try:
+                self.process.wait(timeout=SHUTDOWN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=SHUTDOWN_TIMEOUT_S)
+            self._log.close()
+
+    def _failure(self, what: str) -> str:
+        self._log.seek(0, os.SEEK_END)
+        size = self._log.tell()
+        self._log.seek(max(0, size - LOG_TAIL_CHARS))
+        tail = self._log.read().decode(errors="replace").strip()
+        return f"the conformance run's Ray cluster process {what}" + (f"; its log ends: {tail}" if tail else "")
+
+
 class SharedCluster:
     def __init__(self) -> None:
-        self.cluster: Any = None
-        self.nodes: dict[str, Any] = {}  # fixture ref -> ray._private.node.Node
+        self.cluster: ClusterProcess | None = None
+        self.address: str | None = None
+        self.connected = False
+        self._head_ticket: int | None = None
+        self._node_tickets: dict[str, tuple[int, list[str]]] = {}  # plugin -> (ticket, its fixtures)
+        self.nodes: dict[str, str | Exception] = {}  # fixture ref -> node id, or why it has none
         self.node_ids: dict[str, str] = {}
         self.installed: set[str] = set()
         self.cpu_selected: set[str] = set()
@@ -59,30 +156,56 @@ class SharedCluster:
 
     # Life cycle ------------------------------------------------------------------------------
 
+    def _launch(self) -> ClusterProcess:
+        if self.cluster is None:
+            from rayaccel.ray.auth import AUTH_MODE_ENV, set_auth_mode
+
+            # The suite's cluster is private to this run, on localhost: token authentication protects nothing
+            # there, and Ray 2.60's cluster_utils nodes under RAY_AUTH_MODE=token never run an actor (plain Ray
+            # reproduces it). A ~/.ray/auth_token left by any earlier ray.init() would otherwise fail every Ray
+            # check. Set here, it reaches the cluster's process and this one's driver.
+            self._auth_mode_before = os.environ.get(AUTH_MODE_ENV)
+            set_auth_mode("disabled")
+            try:
+                self.cluster = ClusterProcess()
+            except BaseException:
+                self._restore_auth_mode()
+                raise
+            from rayaccel_conformance.harness.guard import exclude_process_tree
+
+            exclude_process_tree(self.cluster.pid)  # its nodes start while hooks are watched: never theirs
+            self._head_ticket = self.cluster.send(op="head")
+        return self.cluster
+
+    def prestart(self, subject: Subject) -> None:
+        """Start the head and the plugin's nodes now, in the cluster's process, without waiting for them."""
+        if subject.loaded and subject.fixture_paths():
+            self._request_nodes(subject)
+
+    def _request_nodes(self, subject: Subject) -> None:
+        cluster = self._launch()
+        wanted = [ref for ref in subject.fixture_paths() if ref not in self.nodes]
+        if subject.name not in self._node_tickets and wanted:
+            self._node_tickets[subject.name] = (cluster.send(op="nodes", plugin=subject.name, fixtures=wanted), wanted)
+
     def start(self) -> None:
-        if self.cluster is not None:
+        """The head node up and this process connected to the cluster as its driver."""
+        if self.connected:
             return
         import ray
-        from ray.cluster_utils import Cluster
 
         import rayaccel.ray
-        from rayaccel.ray.auth import AUTH_MODE_ENV, set_auth_mode
 
+        cluster = self._launch()
+        assert self._head_ticket is not None
         self.ray_version = ray.__version__
-        # The suite's cluster is private to this process, on localhost: token authentication protects nothing
-        # there, and Ray 2.60's cluster_utils nodes under RAY_AUTH_MODE=token never run an actor (plain Ray
-        # reproduces it). A ~/.ray/auth_token left by any earlier ray.init() would otherwise fail every Ray check.
-        self._auth_mode_before = os.environ.get(AUTH_MODE_ENV)
-        set_auth_mode("disabled")
-        cluster: Any = Cluster(initialize_head=False)
         try:
-            rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False)
-            rayaccel.ray.connect(cluster.address, plugins=[], log_to_driver=False)
+            self.address = str(cluster.answer(self._head_ticket, HEAD_START_TIMEOUT_S)["address"])
+            rayaccel.ray.connect(self.address, plugins=[], log_to_driver=False)
         except BaseException:
-            cluster.shutdown()
-            self._restore_auth_mode()
+            self.shutdown()
             raise
-        self.cluster = cluster
+        self.connected = True
 
     def _restore_auth_mode(self) -> None:
         from rayaccel.ray.auth import set_auth_mode
@@ -94,40 +217,47 @@ class SharedCluster:
             return
         import rayaccel.ray
         from rayaccel.ray.registry import uninstall
+        from rayaccel_conformance.harness.guard import exclude_process_tree
 
         try:
-            rayaccel.ray.shutdown()  # type: ignore[no-untyped-call,unused-ignore]
+            if self.connected:
+                rayaccel.ray.shutdown()  # type: ignore[no-untyped-call,unused-ignore]
         finally:
-            self.cluster.shutdown()
+            self.cluster.close()
+            exclude_process_tree(None)
             uninstall()
             self.cluster = None
+            self.connected = False
+            self._head_ticket = None
+            self._node_tickets.clear()
             self.nodes.clear()
             self.node_ids.clear()
             self.installed.clear()
             self._restore_auth_mode()
 
     def nodes_for(self, subject: Subject) -> None:
-        """Start a node for every fixture of the plugin that has none yet, all at once."""
+        """A node for every fixture of the plugin (started now unless :meth:`prestart` asked already)."""
         import rayaccel.ray
 
         self.start()
         if subject.name not in self.installed:
             rayaccel.ray.install_driver([subject.name], subject.manager)
             self.installed.add(subject.name)
-        started = []
-        for ref in subject.fixture_paths():
-            if ref not in self.nodes:
-                try:
-                    node = rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[subject.name], num_cpus=1,
-                                                 wait=False)
-                except Exception as e:  # a node that cannot start is the finding for that fixture
-                    self.nodes[ref] = e
-                    continue
-                self.nodes[ref] = node
-                self.node_ids[ref] = str(node.node_id)
-                started.append(ref)
-        if started:
-            self.cluster.wait_for_nodes()
+        self._request_nodes(subject)
+        if subject.name not in self._node_tickets:
+            return
+        assert self.cluster is not None
+        ticket, fixtures = self._node_tickets.pop(subject.name)
+        try:
+            reply = self.cluster.answer(ticket, NODE_START_TIMEOUT_S * len(fixtures))
+        except ClusterProcessError as e:
+            for ref in fixtures:
+                self.nodes[ref] = e
+            return
+        for ref, why in reply["errors"].items():
+            self.nodes[ref] = RuntimeError(why)
+        for ref, node_id in reply["nodes"].items():
+            self.nodes[ref] = self.node_ids[ref] = str(node_id)
 
     def node_id(self, subject: Subject, fixture: str) -> str:
         self.nodes_for(subject)
@@ -137,12 +267,21 @@ class SharedCluster:
         return self.node_ids[fixture]
 
     def release(self, subject: Subject) -> None:
-        """Remove the plugin's nodes: its Ray checks are done."""
-        for ref in list(subject.fixture_paths()):
-            node = self.nodes.pop(ref, None)
+        """Remove the plugin's nodes: its Ray checks are done (waiting first for nodes still starting)."""
+        if self.cluster is None:
+            return
+        ticket = self._node_tickets.pop(subject.name, None)
+        if ticket is not None:
+            with contextlib.suppress(ClusterProcessError):  # removed below all the same, or gone with the process
+                self.cluster.answer(ticket[0], NODE_START_TIMEOUT_S * len(ticket[1]))
+        refs = list(subject.fixture_paths())
+        for ref in refs:
+            self.nodes.pop(ref, None)
             self.node_ids.pop(ref, None)
-            if node is not None and not isinstance(node, Exception) and self.cluster is not None:
-                self.cluster.remove_node(node, allow_graceful=True)
+        try:
+            self.cluster.answer(self.cluster.send(op="remove", fixtures=refs), NODE_START_TIMEOUT_S)
+        except ClusterProcessError:
+            self.shutdown()  # a cluster that cannot remove nodes is not trusted with the next plugin's
 
     # Checks ----------------------------------------------------------------------------------
 
