@@ -151,6 +151,7 @@ class SharedCluster:
         self.node_ids: dict[str, str] = {}
         self.installed: set[str] = set()
         self.cpu_selected: set[str] = set()
+        self._starting: list[Any] = []  # the probes that start the nodes' workers (kept: never waited for)
         self.ray_version: str | None = None
         self._auth_mode_before: str | None = None
 
@@ -230,6 +231,7 @@ class SharedCluster:
             self.connected = False
             self._head_ticket = None
             self._node_tickets.clear()
+            self._starting.clear()
             self.nodes.clear()
             self.node_ids.clear()
             self.installed.clear()
@@ -258,6 +260,25 @@ class SharedCluster:
             self.nodes[ref] = RuntimeError(why)
         for ref, node_id in reply["nodes"].items():
             self.nodes[ref] = self.node_ids[ref] = str(node_id)
+        self._start_workers(subject, list(reply["nodes"]))
+
+    def _start_workers(self, subject: Subject, fixtures: list[str]) -> None:
+        """Each new node starts a worker for every unit shape RAC108 asks for, all nodes together, instead of one
+        node after another as each check asks (Ray gives an idle worker of the same shape to the next task).
+        The tasks sent are RAC108's own probe; nothing waits for them, and RAC108 runs its own."""
+        import ray
+
+        family = subject.family()
+        for ref in fixtures:
+            try:
+                fam = subject.inventory(ref).family(family.name)
+            except CheckFailed:
+                continue  # RAC105 says why
+            offered = [family.resource_name] if fam is not None and fam.schedulable_units else []
+            for resource in [*offered, *(fam.partition_units if fam is not None else {})]:
+                task = ray.remote(_probe).options(**self._unit_options(resource),
+                                                  label_selector={RAY_NODE_ID_LABEL: self.node_ids[ref]})
+                self._starting.append(task.remote(family.visible_devices_env_var, resource))
 
     def node_id(self, subject: Subject, fixture: str) -> str:
         self.nodes_for(subject)
