@@ -138,3 +138,9 @@ def test_at_most_max_entries_are_kept(cache: Path, monkeypatch: pytest.MonkeyPat
     assert len(kept) == 3 and "key4" in kept
     assert checked._recall("key4") == {"n": 4}
     assert json.loads((cache / "key4.json").read_bytes().partition(b"\n")[2]) == {"data": {"n": 4}}
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert checked.cache_dir() == tmp_path / ".cache" / "rayaccel" / "checked"

@@ -36,7 +36,9 @@ MAX_ENTRIES = 256
 
 def cache_dir() -> Path:
     """Where passed checks are remembered (XDG's cache directory, as other tools use it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: ignored, as the XDG specification says
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "rayaccel" / "checked"
 
 
