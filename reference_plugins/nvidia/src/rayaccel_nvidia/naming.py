@@ -7,6 +7,7 @@ The differential test checks this function against Ray's own on every fixture an
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Ray 2.60 nvidia_gpu.py: the run of leading all-caps tokens up to the first token holding a digit.
@@ -91,6 +92,12 @@ def mig_capacity(product_name: str) -> tuple[int, int]:
 
 def cpu_list(words: list[int]) -> str:
     """nvmlDeviceGetCpuAffinity's 64-bit mask words -> '0-47,96-143'."""
+    return _cpu_ranges(tuple(words))
+
+
+@functools.lru_cache(maxsize=64)
+def _cpu_ranges(words: tuple[int, ...]) -> str:
+    # Cached: discovery asks for every GPU's mask at each health poll, and a node's masks do not change.
     cpus: list[int] = []
     for w, word in enumerate(words):  # only the set bits: a 32-word mask is mostly zeros (once per GPU per poll)
         word = int(word)

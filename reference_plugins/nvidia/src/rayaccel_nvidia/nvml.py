@@ -293,7 +293,8 @@ class SimulatedNvml:
     def _devices(self) -> Mapping[str, Any]:
         return self._data.get("devices") or {}  # read only: no copy per call (hundreds per inventory)
 
-    def _device(self, handle: SimHandle, call: str) -> dict[str, Any]:
+    def _device(self, handle: SimHandle, call: str) -> Mapping[str, Any]:
+        # The fixture's own mapping, read only (no copy: a health poll makes ~150 of these calls).
         self._hang()
         if not isinstance(handle, SimHandle):
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
@@ -309,8 +310,8 @@ class SimulatedNvml:
             mig = (device.get("mig_devices") or {}).get(str(handle.mig))
             if mig is None:
                 raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
-            return dict(mig)
-        return dict(device)
+            return mig  # type: ignore[no-any-return]
+        return device  # type: ignore[no-any-return]
 
     def _field(self, handle: SimHandle, call: str, key: str) -> Any:
         device = self._device(handle, call)
@@ -538,23 +539,24 @@ class SimulatedNvml:
     def nvmlDeviceGetFieldValues(self, handle: SimHandle, fieldIds: list[int | tuple[int, int]]) -> list[Any]:
         recorded = self._device(handle, "nvmlDeviceGetFieldValues").get("field_values") or {}
         now_us = time.time_ns() // 1000
+        success, unsupported = CONSTANTS["NVML_SUCCESS"], CONSTANTS["NVML_ERROR_NOT_SUPPORTED"]
+        invalid, value_type = CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"], CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"]
+        union = self._value_union
         values = []
-        for requested in fieldIds:
-            field_id, scope = requested if isinstance(requested, tuple) else (requested, 0)
+        for requested in fieldIds:  # a GPU's 36 NVLink counters at each poll: kept lean
+            field_id, scope = requested if type(requested) is tuple else (requested, 0)
             raw = recorded.get(str(field_id))
-            code = CONSTANTS["NVML_SUCCESS"] if raw is not None else CONSTANTS["NVML_ERROR_NOT_SUPPORTED"]
-            if isinstance(raw, Mapping):
+            code = success if raw is not None else unsupported
+            if type(raw) is not int and isinstance(raw, Mapping):
                 # A scoped field (the NVLink throughput counters: scopeId is the link): another link's
                 # value is not this one's; a link the GPU lacks is an invalid argument.
                 raw = raw.get(str(scope))
                 if raw is None:
-                    code = CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"]
-            # Like NVML: the call succeeds and each value carries its own return code.
-            value = self._value_union()  # nvmlValue_t: every view of the same bytes, as the real union has
-            value.ullVal = int(raw or 0)
-            values.append(SimpleNamespace(
-                fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
-                valueType=CONSTANTS["NVML_VALUE_TYPE_UNSIGNED_LONG_LONG"], nvmlReturn=code, value=value))
+                    code = invalid
+            # Like NVML: the call succeeds and each value carries its own return code; nvmlValue_t is a
+            # union (every view of the same bytes, as the real one has).
+            values.append(SimpleNamespace(fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
+                                          valueType=value_type, nvmlReturn=code, value=union(ullVal=int(raw or 0))))
         return values
 
 
