@@ -10,6 +10,7 @@ a kill by any check is a kill, so the order changes cost, not verdicts.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import tempfile
@@ -61,6 +62,17 @@ def failures(subject: Subject) -> dict[str, list[str]]:
     return found
 
 
+@contextlib.contextmanager
+def _ray_node_env(names: list[str]) -> Iterator[None]:
+    """The env Ray nodes load these corpus plugins by (import paths); nothing else installed may join them."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAYACCEL_PLUGINS", corpus.plugins_env(names))
+        mp.setenv("RAYACCEL_NO_AUTOLOAD", "1")
+        for var in ("RAYACCEL_DISABLE", "RAYACCEL_SIMULATE", "RAYACCEL_SIMULATE_FAULT_FILE", "RAY_ADDRESS"):
+            mp.delenv(var, raising=False)
+        yield
+
+
 @pytest.fixture(scope="module")
 def graded() -> Iterator[dict[str, Any]]:
     from rayaccel_conformance.harness.raycluster import shared_cluster, shutdown_shared_cluster
@@ -70,24 +82,29 @@ def graded() -> Iterator[dict[str, Any]]:
     for name, plugin in corpus.PLUGINS.items():
         manager.register(plugin, name)
     subjects = {name: Subject(name, manager) for name in corpus.PLUGINS}
-    cheap = [c for c in all_checks() if not c.uses_ray]
-    for subject in subjects.values():
-        killer = (corpus.PLUGINS[subject.name].KILLED_BY or ("",))[0]
-        for check in cheap:
-            if check.id == FRESH_PROCESS_CHECK and subject.name != CONTROL and killer != check.id:
-                continue
-            for ref in (list(subject.fixture_paths()) or [None]) if check.scope == "fixture" else [None]:
-                subject.run(check, ref)
-            if check.id == killer and killer in failures(subject) and subject.name not in FULLY_GRADED:
-                break
+    # The control survives every cheaper check: its nodes start (in the cluster's own process, with the env
+    # they load it by) while the corpus is graded in this one.
+    with _ray_node_env([CONTROL]):
+        shared_cluster().prestart(subjects[CONTROL])
+    try:
+        cheap = [c for c in all_checks() if not c.uses_ray]
+        for subject in subjects.values():
+            killer = (corpus.PLUGINS[subject.name].KILLED_BY or ("",))[0]
+            for check in cheap:
+                if check.id == FRESH_PROCESS_CHECK and subject.name != CONTROL and killer != check.id:
+                    continue
+                for ref in (list(subject.fixture_paths()) or [None]) if check.scope == "fixture" else [None]:
+                    subject.run(check, ref)
+                if check.id == killer and killer in failures(subject) and subject.name not in FULLY_GRADED:
+                    break
+    except BaseException:
+        shutdown_shared_cluster()
+        raise
     in_process_s = time.monotonic() - started
     survivors = [s for s in subjects.values() if not failures(s)]
-    with pytest.MonkeyPatch.context() as mp:
-        # The Ray nodes load the survivors by import path; nothing else installed may join them.
-        mp.setenv("RAYACCEL_PLUGINS", corpus.plugins_env([s.name for s in survivors]))
-        mp.setenv("RAYACCEL_NO_AUTOLOAD", "1")
-        for var in ("RAYACCEL_DISABLE", "RAYACCEL_SIMULATE", "RAYACCEL_SIMULATE_FAULT_FILE", "RAY_ADDRESS"):
-            mp.delenv(var, raising=False)
+    if [s.name for s in survivors] != [CONTROL]:
+        shutdown_shared_cluster()  # a mutant survived too: nodes that load it need a cluster started for it
+    with _ray_node_env([s.name for s in survivors]):
         try:
             for subject in survivors:
                 for check in (c for c in all_checks() if c.uses_ray):
