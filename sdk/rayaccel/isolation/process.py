@@ -100,7 +100,9 @@ def can_fork() -> bool:
 
 def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
     """A worker forked from this process (see the module's docstring); ``env`` becomes its environment."""
-    from rayaccel.isolation import worker  # noqa: F401 (imported once here, not in every worker)
+    from rayaccel.isolation import worker  # imported once here, not in every worker
+
+    worker.build_validators()  # once here too (the first fork), not in every worker
 
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
     request_read, request_write = os.pipe()
