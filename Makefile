@@ -46,7 +46,8 @@ ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests referen
 test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
 	# suite's time is Ray starting and waiting: three took 13.4 min on a 2-core machine, two 14.2 (budget: 12).
-	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile -m "not alone"
+	# Files go out in collection order, the longest first (tests/conftest.py LONGEST_FILES), not by test count.
+	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile --no-loadscope-reorder -m "not alone"
 	# Then the tests marked alone, collected from the files that use the marker (not the whole suite again).
 	$(BIN)/python -m pytest -q -m alone $(ALONE_FILES)
 
