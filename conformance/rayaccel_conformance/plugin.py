@@ -243,8 +243,11 @@ class ConformanceRun:
             shared_cluster().prestart(first.subject)
 
     def run_item(self, item: ConformanceItem) -> None:
+        from rayaccel_conformance.harness import raycluster
         from rayaccel_conformance.registry import CheckFailed
 
+        if raycluster._shared is not None:
+            raycluster._shared.connect_if_ready()  # the driver joins the prestarted cluster once its head is up
         try:
             result = item.subject.run(item.check, item.fixture)
         finally:

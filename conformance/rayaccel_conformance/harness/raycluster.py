@@ -94,25 +94,36 @@ class ClusterProcess:
         self._sent += 1
         return self._sent - 1
 
+    def answered(self, ticket: int) -> bool:
+        """Whether the request's answer is in (or the process ended), without waiting."""
+        try:
+            self._read(ticket, time.monotonic())
+        except ClusterProcessError as e:
+            return "did not answer" not in str(e)
+        return True
+
     def answer(self, ticket: int, timeout: float) -> dict[str, Any]:
         """The answer to a request, read within ``timeout`` seconds; raises ClusterProcessError."""
+        self._read(ticket, time.monotonic() + timeout)
+        reply = self._answers[ticket]
+        if "error" in reply:
+            raise ClusterProcessError(self._failure(f"failed: {reply['error']}"))
+        return reply
+
+    def _read(self, ticket: int, deadline: float) -> None:
         assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
+        timeout = max(0.0, deadline - time.monotonic())
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
             while len(self._answers) <= ticket:
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
+                if not selector.select(max(0.0, left)):
                     raise ClusterProcessError(self._failure(f"did not answer within {timeout:g}s"))
                 chunk = os.read(self.process.stdout.fileno(), 65536)
                 if not chunk:
                     raise ClusterProcessError(self._failure("ended"))
                 *lines, self._pending = (self._pending + chunk).split(b"\n")
                 self._answers += [json.loads(line) for line in lines if line.strip()]
-        reply = self._answers[ticket]
-        if "error" in reply:
-            raise ClusterProcessError(self._failure(f"failed: {reply['error']}"))
-        return reply
 
     def close(self) -> None:
         """Shut the cluster down (bounded), then end the process."""
@@ -188,6 +199,14 @@ class SharedCluster:
         wanted = [ref for ref in subject.fixture_paths() if ref not in self.nodes]
         if subject.name not in self._node_tickets and wanted:
             self._node_tickets[subject.name] = (cluster.send(op="nodes", plugin=subject.name, fixtures=wanted), wanted)
+
+    def connect_if_ready(self) -> None:
+        """Connect now if :meth:`prestart` asked for the head and it is up (between two checks, never while a hook
+        runs): the driver's start then overlaps the nodes', instead of waiting for the first Ray check."""
+        if self.cluster is not None and not self.connected and self._head_ticket is not None \
+                and self.cluster.answered(self._head_ticket):
+            with contextlib.suppress(Exception):  # the first Ray check starts it again, and reports what failed
+                self.start()
 
     def start(self) -> None:
         """The head node up and this process connected to the cluster as its driver."""
