@@ -130,8 +130,9 @@ def build_validators() -> None:
     from rayaccel import records
     from rayaccel.simulation.fixtures import Fixture, HostState  # a simulated host's spec is read as these
 
-    for model in [*(v for v in vars(records).values() if isinstance(v, type) and issubclass(v, records.Record)),
-                  Fixture, HostState]:
+    models: list[type[records.Record]] = [v for v in vars(records).values()
+                                          if isinstance(v, type) and issubclass(v, records.Record)]
+    for model in [*models, Fixture, HostState]:
         model.model_rebuild()
 
 
