@@ -125,3 +125,37 @@ def test_reused_threads_serve_call_after_call_and_a_hang_still_keeps_its_thread(
     with pytest.raises(ZeroDivisionError):
         run_bounded(lambda: 1 / 0, 5)  # the call's exception reaches the caller; the thread serves on
     assert run_bounded(lambda: "next", 5) == "next"
+
+
+def test_a_monitor_asks_health_every_poll_and_metrics_twice_per_ray_metrics_report(tmp_path: Path, monkeypatch):
+    """Ray exports only a gauge's last value of each metrics report, so the monitor samples the plugins' metrics
+    every max(interval, report / 2) seconds; health is asked at every poll, and a fault is acted on at the
+    next poll whether it samples or not. (Cordoning itself needs Ray: tests/test_ray_lifecycle.py.)"""
+    from rayaccel.ray.monitor import HealthMonitor, metrics_report_interval
+
+    cordoned: list[str] = []
+
+    class Monitor(HealthMonitor):  # the real monitor outside Ray: what it would cordon is recorded
+        def _adopt(self, failing: set[str]) -> None:
+            pass
+
+        def _cordon(self, family: str, device: str, message: str) -> None:
+            cordoned.append(device)
+
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("")
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    monkeypatch.setenv("RAYACCEL_SIMULATE", "acme/acme-4")
+    monkeypatch.setenv("RAYACCEL_SIMULATE_FAULT_FILE", str(fault_file))
+    monitor = Monitor("node-1", 0.1, ["acme"], isolated=False)  # the first poll is its baseline: all healthy
+    assert monitor.status()["metrics_every"] == max(0.1, metrics_report_interval() / 2) >= 0.1
+    monitor._setup()
+    for _ in range(4):  # well within half a report (5 s unless RAY_metrics_report_interval_ms says otherwise)
+        status = monitor.poll()
+    # The first two polls sampled the metrics (a rate needs two samples: the first report has it too).
+    assert status["polls"] == 4 and status["samples"] == 2
+    assert set(status["health"].values()) == {"healthy"} and not cordoned
+    fault_file.write_text("fatal-2\n")
+    status = monitor.poll()
+    assert status["samples"] == 2 and status["health"]["ACME-0002-5e1f-4c2a-9d3b-000000000002"] == "unhealthy"
+    assert cordoned == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"]

@@ -37,7 +37,7 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._private.worker", "global_worker", "holds original_visible_accelerator_ids"),
     ("ray._raylet", "GcsClient", "drain_node for the health monitor"),
     ("ray._raylet", "AuthenticationTokenLoader", "whether a Ray token exists (the node's auth mode)"),
-    ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it"),
+    ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it; the metrics report interval"),
     ("ray.experimental.internal_kv", "_internal_kv_put", "the health monitor publishes its status"),
     ("ray.experimental.internal_kv", "_internal_kv_get", "readers get the health monitor's status"),
 )

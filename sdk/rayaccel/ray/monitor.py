@@ -113,8 +113,12 @@ class SeriesPublisher:
     def __init__(self) -> None:
         self._metrics: dict[str, Any] = {}
         self._counts: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._gauges: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # the value each was last set to
 
-    def publish(self, series: Sequence[Series]) -> None:
+    def publish(self, series: Sequence[Series], changed_only: bool = False) -> None:
+        """Set each gauge and grow each counter. ``changed_only``: leave a gauge alone when it already holds
+        the value. Ray exports the values a gauge was set to since its last report and then forgets them
+        (``metrics_report_interval_ms``), so every series needs a full publish within each report interval."""
         from ray.util.metrics import Counter, Gauge
 
         for one in series:
@@ -130,7 +134,20 @@ class SeriesPublisher:
                 if grown > 0:
                     metric.inc(grown, tags=one.labels)
             else:
+                key = (one.metric.name, tuple(one.labels.items()))
+                if changed_only and self._gauges.get(key) == one.value:
+                    continue
+                self._gauges[key] = one.value
                 metric.set(one.value, tags=one.labels)
+
+
+def metrics_report_interval() -> float:
+    """Seconds between a Ray process's metric reports to its node's agent (Ray's ``metrics_report_interval_ms``,
+    10 s unless the cluster sets it)."""
+    import importlib
+
+    raylet: Any = importlib.import_module("ray._raylet")  # compiled: no type information
+    return float(raylet.Config.metrics_report_interval_ms()) / 1000
 
 
 class HealthMonitor:
@@ -161,10 +178,21 @@ class HealthMonitor:
         self._partitions: dict[str, list[str]] = {}  # partitioned device -> its partitions' ids
         self._cordons: dict[str, dict[str, Any]] = {}  # device -> {"family", "message", "group", "units", ...}
         self._publisher = SeriesPublisher()
+        # The plugins' metrics are sampled twice per Ray metrics report (or every poll, when polls are that
+        # rare): Ray exports only a gauge's last value of each report, so sampling more often is work lost.
+        # Health is polled every interval.
+        report = metrics_report_interval()
+        self._sample_every = max(self.interval, report / 2)
+        self._sampled_at = -math.inf
+        # Polls rarer than that: the last sample's series are set again between polls, twice per report.
+        self._resend_every = report / 2 if self.interval > report / 2 else math.inf
+        self._series: list[Series] = []  # the last sample's series
+        self._sent_at = -math.inf  # when they were last set
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {},
-                                        "interval": self.interval, "pid": os.getpid()}
+                                        "interval": self.interval, "pid": os.getpid(),
+                                        "metrics_every": self._sample_every, "samples": 0}
         self._stop = threading.Event()
         self._published = ""  # the status as last published (JSON)
         # In a Ray actor: the status readers see before the first poll, then the loop as the actor's own task
@@ -226,18 +254,26 @@ class HealthMonitor:
             self._publish()
 
     def _wait_next_poll(self) -> bool:
-        """Wait one interval (True: stopped meanwhile). While a cordon's placement group does not hold its
-        units yet, the status is published again as soon as it does, not only at the next poll."""
+        """Wait one interval (True: stopped meanwhile). Meanwhile the last sample's series are set again
+        within each Ray metrics report (polls rarer than half a report), and while a cordon's placement group
+        does not hold its units yet, the status is published again as soon as it does."""
         until = time.monotonic() + self.interval
         while True:
-            left = until - time.monotonic()
+            now = time.monotonic()
             with self._lock:
                 pending = any(c["group"] is not None and not c["held"] for c in self._cordons.values())
-            if not pending or left <= 0:
-                return self._stop.wait(max(left, 0.0))
-            if self._stop.wait(min(left, HELD_RECHECK_S)):
+            resend = self._sent_at + self._resend_every
+            wake = min(until, resend, now + HELD_RECHECK_S if pending else math.inf)
+            if self._stop.wait(max(wake - now, 0.0)):
                 return True
-            self._publish()
+            now = time.monotonic()
+            if now >= until:
+                return False
+            if now >= resend:
+                self._publisher.publish(self._series)
+                self._sent_at = now
+            if pending:
+                self._publish()
 
     def _publish(self) -> None:
         """Write the status where readers get it (:func:`monitor_status`), when it changed; nothing outside
@@ -259,10 +295,16 @@ class HealthMonitor:
 
     def poll(self) -> dict[str, Any]:
         assert self._host is not None and self._builder is not None, "poll() before _setup()"
+        now = time.monotonic()
+        # Half a poll early rather than late; the first two polls both sample, so rates (two samples) are in
+        # the first report too.
+        sample = now - self._sampled_at >= self._sample_every - self.interval / 2 or self._status["samples"] < 2
+        if sample:
+            self._sampled_at = now
         if self._pool is not None:
-            inventory = self._pool.build(self._host, with_metrics=True)
+            inventory = self._pool.build(self._host, with_metrics=sample)
         else:
-            inventory = self._builder.build(self._host, with_metrics=True)
+            inventory = self._builder.build(self._host, with_metrics=sample)
         if self._kept:
             try:
                 self._kept.write(inventory)
@@ -289,12 +331,16 @@ class HealthMonitor:
             for dev in family.devices:  # a partition without a report of its own is as its device
                 for partition in dev.partitions:
                     health.setdefault(partition.id, health.get(dev.id, "unknown"))
-        self._publisher.publish(node_series(inventory, self.node_id))
+        series = node_series(inventory, self.node_id)
         for device, family_name in self._seen.items():
             if device not in health:
                 health[device] = "unhealthy"
-                self._publisher.publish([Series(HEALTH, {"node": self.node_id, "family": family_name,
-                                                         "device": device}, float(HEALTH_ORDER["unhealthy"]))])
+                series.append(Series(HEALTH, {"node": self.node_id, "family": family_name, "device": device},
+                                     float(HEALTH_ORDER["unhealthy"])))
+        # Between samples only what changed (a health state, the schedulable units): the next sample sets all.
+        self._publisher.publish(series, changed_only=not sample)
+        if sample:
+            self._series, self._sent_at = series, time.monotonic()
         first = not self._status["polls"]
         if first and not self._baseline:
             # Started without the node's start-up inventory: what is bad now was bad at start.
@@ -306,6 +352,7 @@ class HealthMonitor:
         findings = by_family(fatal_findings(inventory, ignored) + vanished_findings(self._seen, present, ignored))
         with self._lock:
             self._status["polls"] += 1
+            self._status["samples"] += sample
             self._status["health"] = health
             self._status["error"] = None
             self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
