@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from rayaccel import bounded, hookspec
@@ -130,9 +130,10 @@ def build_validators() -> None:
     from rayaccel import records
     from rayaccel.simulation.fixtures import Fixture, HostState  # a simulated host's spec is read as these
 
-    models: list[type[records.Record]] = [v for v in vars(records).values()
-                                          if isinstance(v, type) and issubclass(v, records.Record)]
-    for model in [*models, Fixture, HostState]:
+    models: list[type[BaseModel]] = [v for v in vars(records).values()
+                                     if isinstance(v, type) and issubclass(v, records.Record)]
+    models += [Fixture, HostState]
+    for model in models:
         model.model_rebuild()
 
 
