@@ -31,6 +31,7 @@ from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
 from rayaccel.ray.node_start import (
+    MONITOR_UP_TIMEOUT_S,
     NODE_VISIBLE_TIMEOUT_S,
     RAY_START_TIMEOUT_S,
     Join,
@@ -163,6 +164,8 @@ def _report(node_start: NodeStart, config: NodeConfig, fault_file: str | None, m
             raise RayaccelError(f"`ray start {' '.join(args)}` failed: its process ended (exit code {returncode}) "
                                 "before it reported; run it yourself to see why")
         raise RayaccelError(f"`ray start {' '.join(args)}` failed: {ray_error_line(started['stderr'])}")
+    if node_start.block:  # `ray start --block` has ended: the node ran, and is gone
+        raise typer.Exit(started["returncode"])
     if started["stderr"]:
         sys.stderr.write(started["stderr"])
     address = started["address"]
@@ -178,11 +181,9 @@ def _report(node_start: NodeStart, config: NodeConfig, fault_file: str | None, m
         typer.echo(f"rayaccel: simulated node; switch a fault on with: echo <fault> >> {config.fault_file}")
     for line in _quantity_rule_lines(config.env):
         typer.echo(line)
-    if node_start.block:
-        return
     stop_hint = f"(stop the node with: rayaccel stop --address={address})"
     # The process's own waits are bounded (register, then the monitor and the listing); this bounds them all.
-    bound = 2 * NODE_VISIBLE_TIMEOUT_S + 60
+    bound = NODE_VISIBLE_TIMEOUT_S + max(NODE_VISIBLE_TIMEOUT_S, MONITOR_UP_TIMEOUT_S) + 60
     while True:
         try:
             event = node_start.event(bound, "the new node to be up")

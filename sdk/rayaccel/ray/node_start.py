@@ -37,9 +37,11 @@ from typing import Any
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout, wait_for
 
-#: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status` (and its
-#: monitor to start).
+#: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
 NODE_VISIBLE_TIMEOUT_S = 90.0
+#: Seconds it waits for the node's monitor to publish its status once created (a new Ray worker process
+#: on a loaded machine can take a while).
+MONITOR_UP_TIMEOUT_S = 150.0
 #: Seconds `ray start` itself may take before `rayaccel start` gives up on it (it has its own, shorter, waits).
 RAY_START_TIMEOUT_S = 600.0
 #: Seconds between two reads of Ray's autoscaler report while waiting for the listing (one GCS key read).
@@ -254,8 +256,11 @@ class NodeStart:
         self.close()
 
     def close(self) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        try:
             self.proc.wait(timeout=30)  # it ends right after its last report
+        except subprocess.TimeoutExpired:  # a step that outlived the command's bound: never left behind
+            self.proc.kill()
+            self.proc.wait(timeout=30)
         if self.proc.stdin is not None:
             with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
@@ -360,31 +365,37 @@ def _join(report: Callable[[dict[str, Any]], None], address: str, join: Join) ->
                 ray.shutdown()
             raise _Failed("monitor", f"{type(e).__name__}: {e}") from None
     seen = {"listed": False}
+    began = time.monotonic()
 
     def pending() -> list[str]:
-        """What is still awaited; the driver disconnects as soon as the monitor is up (while the listing may
-        still be awaited: Ray's driver shutdown takes ~0.3 s)."""
+        """What is still awaited, each under its own bound; the driver disconnects as soon as the monitor is
+        up (while the listing may still be awaited: Ray's driver shutdown takes ~0.3 s)."""
         nonlocal connected
-        if connected and monitor_status(node_id) is not None:
-            connected = False
-            ray.shutdown()
+        if connected:
+            try:
+                up = monitor_status(node_id) is not None
+            except Exception as e:  # reading the monitor's status failed
+                raise _Failed("monitor", f"{type(e).__name__}: {e}") from None
+            if up:
+                connected = False
+                ray.shutdown()
+            elif time.monotonic() - began > MONITOR_UP_TIMEOUT_S:
+                raise _Failed("monitor", f"WaitTimeout: gave up after {MONITOR_UP_TIMEOUT_S:g} s waiting for the "
+                                         f"health monitor of node {node_id} to start")
         if not seen["listed"]:
             try:
                 seen["listed"] = listed()
             except Exception:  # Ray's services still starting: one more "not yet"
                 seen["listed"] = False
+            if not seen["listed"] and time.monotonic() - began > NODE_VISIBLE_TIMEOUT_S:
+                raise _Failed("listed", listed.timed_out(NODE_VISIBLE_TIMEOUT_S))
         return [name for name, waiting in (("monitor", connected), ("listed", not seen["listed"])) if waiting]
 
-    try:
-        wait_for(pending, lambda left: not left, timeout=NODE_VISIBLE_TIMEOUT_S, interval=LISTING_POLL_S,
-                 what=f"the health monitor of node {node_id} to start and {listed.what()}")
-    except WaitTimeout:
-        if connected:
-            raise _Failed("monitor", f"WaitTimeout: gave up after {NODE_VISIBLE_TIMEOUT_S:g} s waiting for the "
-                                     f"health monitor of node {node_id} to start") from None
-        raise _Failed("listed", listed.timed_out(NODE_VISIBLE_TIMEOUT_S)) from None
-    except Exception as e:  # reading the monitor's status failed
-        raise _Failed("monitor", f"{type(e).__name__}: {e}") from None
+    try:  # (each step raises when its own bound has passed; this bound is only the outer one)
+        wait_for(pending, lambda left: not left, timeout=max(NODE_VISIBLE_TIMEOUT_S, MONITOR_UP_TIMEOUT_S) + 30,
+                 interval=LISTING_POLL_S, what=f"the health monitor of node {node_id} to start and {listed.what()}")
+    except WaitTimeout as e:
+        raise _Failed("monitor" if connected else "listed", f"WaitTimeout: {e}") from None
     finally:
         if connected:
             ray.shutdown()
