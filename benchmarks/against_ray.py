@@ -325,8 +325,10 @@ NVL72_TRAY = "nvidia/gb200-nvl72-tray"
 
 
 def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[str, Any]:
-    """CPU used by the node's health monitor (actor + its plugin workers) polling ``fixture``'s devices at 1 Hz,
-    and, over the same window, by an idle Ray actor (what any actor costs Ray's own threads: part of the figure)."""
+    """CPU used by the node's health monitor (actor + its plugin workers) polling ``fixture``'s devices at 1 Hz
+    (health every poll, the plugins' metrics twice per Ray metrics report: ``samples`` of the ``polls``), and, over
+    the same window, by an idle Ray actor (Ray's 10 ms signal check on its idle main thread; the monitor's main
+    thread runs its loop, so the monitor does not pay it)."""
     import psutil
     import ray
 
@@ -357,17 +359,18 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
                     total += times.user + times.system
             return total
 
-        polls_before = status()["polls"]
+        before = status()
         monitor = [actor, *actor.children(recursive=True)]
         cpu_before, idle_before, started = cpu(monitor), cpu([idle]), time.monotonic()
         time.sleep(window_s)  # the measurement window itself, not a wait for a condition
         cpu_used, elapsed = cpu(monitor) - cpu_before, time.monotonic() - started
         idle_used = cpu([idle]) - idle_before
         after = status()
-        polls = after["polls"] - polls_before
+        polls, samples = after["polls"] - before["polls"], after["samples"] - before["samples"]
         devices = len(after["health"])
     finally:
         rayaccel.ray.shutdown()
     return {"fixture": fixture, "devices": devices, "core_percent": 100 * cpu_used / elapsed, "polls": polls,
+            "samples": samples, "metrics_every_s": after["metrics_every"],
             "window_s": elapsed, "ms_cpu_per_poll": 1e3 * cpu_used / max(polls, 1),
             "idle_actor_core_percent": 100 * idle_used / elapsed}
