@@ -5,6 +5,7 @@ outlives the suite's (its stdin closing ends it). The cluster itself is graded b
 
 from __future__ import annotations
 
+import psutil
 import pytest
 
 from rayaccel.polling import wait_for
@@ -47,3 +48,18 @@ def test_a_process_that_died_is_reported_with_the_end_of_its_log() -> None:
             cluster.answer(cluster.send(op="head"), WAIT_S)
     finally:
         cluster.close()
+
+
+def test_closed_while_it_starts_ray_it_stops_at_once_leaving_no_ray_process() -> None:
+    # A run interrupted while the head starts: the process is told to stop now, shuts down what it started, and
+    # whatever it had half started (Ray's processes fate-share with it) ends too.
+    cluster = ClusterProcess()
+    try:
+        cluster.send(op="head")
+        under = wait_for(lambda: psutil.Process(cluster.pid).children(recursive=True), bool, timeout=WAIT_S,
+                         interval=0.05, what="Ray's first process under the cluster process")
+    finally:
+        cluster.close()
+    assert cluster.process.returncode is not None
+    wait_for(lambda: [p for p in under if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], lambda left: not left,
+             timeout=WAIT_S, interval=0.1, what="every Ray process it started to end")

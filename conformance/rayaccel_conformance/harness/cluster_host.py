@@ -11,7 +11,8 @@ on its stdout, one JSON line per request read from its stdin, in order:
   why}}``: one node per fixture, started one after another and waited for together.
 - ``{"op": "remove", "fixtures": [REF, ...]}`` -> ``{"removed": [...]}``.
 - ``{"op": "shutdown"}`` -> ``{"shutdown": true}``, and the process ends; so it does when its stdin closes
-  (the suite's process ended), so a run that dies never leaves a cluster behind.
+  (the suite's process ended), so a run that dies never leaves a cluster behind, and on SIGTERM (the suite
+  closing it while a request is still being answered).
 
 A request that fails answers ``{"error": "..."}``. Everything else the process writes (Ray's logs) goes to its
 stderr: the protocol has a file descriptor of its own that no child inherits.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from typing import Any, TextIO
 
@@ -89,7 +91,14 @@ class _Host:
                 self.cluster = None
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise SystemExit(0)  # unwinds whatever it is doing into main's clean-up
+
+
 def main() -> int:
+    # SIGTERM (the suite's process closing it while it starts nodes, e.g. a run interrupted) ends it as stdin's
+    # end does: what it started is shut down first; a node half started dies with it (Ray's nodes fate-share).
+    signal.signal(signal.SIGTERM, _stop)
     # The protocol's own descriptor, not inherited by Ray's processes; fd 1 then points at stderr, so nothing
     # printed here or by a child can corrupt an answer.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")

@@ -126,9 +126,13 @@ class ClusterProcess:
                 self._answers += [json.loads(line) for line in lines if line.strip()]
 
     def close(self) -> None:
-        """Shut the cluster down (bounded), then end the process."""
+        """Shut the cluster down (bounded), then end the process. Still answering a request (nodes starting when
+        a run is interrupted or stops early), it is told to stop now (SIGTERM) rather than after that request."""
         try:
-            self.answer(self.send(op="shutdown"), SHUTDOWN_TIMEOUT_S)
+            if self._sent and not self.answered(self._sent - 1):
+                self.process.terminate()
+            else:
+                self.answer(self.send(op="shutdown"), SHUTDOWN_TIMEOUT_S)
         except ClusterProcessError:
             pass  # killed below
         finally:
