@@ -90,8 +90,10 @@ def test_a_refreshing_pool_sends_its_worker_the_host_once_and_answers_as_a_whole
     with WorkerPool(manager, ["acme"]) as pool, WorkerPool(manager, ["acme"]) as whole:
         pool.refresh = True
         polls = [pool.build(host) for _ in range(3)]
+        assert pool.kept == {"acme"}  # the last two polls kept the family: the monitor has no series to set
         fault_file.write_text("fatal-2\n")
         faulted = pool.build(host)
+        assert pool.kept == set()  # health changed: the whole family again
         expected = whole.build(host)
         worker = pool.worker_pids()["acme"]
     requests = [line for line in sent if '"refresh":true' in line]

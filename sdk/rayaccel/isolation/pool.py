@@ -104,6 +104,8 @@ class WorkerPool:
         #: (:meth:`rayaccel.inventory.builder.InventoryBuilder.refresh`).
         self.refresh = False
         self._last: dict[str, FamilyInventory] = {}  # plugin -> the family its worker sent last (refresh builds)
+        #: The plugins whose family the last build kept (a refresh whose devices and health answered as before).
+        self.kept: set[str] = set()
         self._spec: tuple[Host, HostSpec | None] | None = None
         #: What idle plugins' workers need, as their worker processes said (their hooks are not here).
         self._idle_workers: dict[str, WorkerNeeds] = {}
@@ -246,12 +248,15 @@ class WorkerPool:
                        if spec is not None else {})
             results: dict[str, FamilyInventory | None] = {}
             leaky: set[str] = set()
+            self.kept = set()
             for name in names:
                 answer = answers.get(name)
                 if answer is None:  # not isolable (an object plugin, a custom host): in process
                     results[name] = self._in_process(name, host, problems, with_metrics, recordings if record else None)
                 elif isinstance(answer, Reply):
                     results[name] = self._family(name, answer)
+                    if answer.kept and results[name] is not None:
+                        self.kept.add(name)
                     problems.extend(answer.problems)
                     if record:
                         recordings[name] = answer.recording_error or answer.recording or {}

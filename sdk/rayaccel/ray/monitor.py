@@ -331,16 +331,18 @@ class HealthMonitor:
             for dev in family.devices:  # a partition without a report of its own is as its device
                 for partition in dev.partitions:
                     health.setdefault(partition.id, health.get(dev.id, "unknown"))
-        series = node_series(inventory, self.node_id)
-        for device, family_name in self._seen.items():
-            if device not in health:
-                health[device] = "unhealthy"
-                series.append(Series(HEALTH, {"node": self.node_id, "family": family_name, "device": device},
-                                     float(HEALTH_ORDER["unhealthy"])))
-        # Between samples only what changed (a health state, the schedulable units): the next sample sets all.
-        self._publisher.publish(series, changed_only=not sample)
-        if sample:
-            self._series, self._sent_at = series, time.monotonic()
+        vanished = [(device, family_name) for device, family_name in self._seen.items() if device not in health]
+        for device, _ in vanished:
+            health[device] = "unhealthy"
+        # Between samples only what changed (a health state, the schedulable units): the next sample sets all. A
+        # poll that kept every family (devices and health answered as before) changed none.
+        if sample or self._pool is None or self._pool.kept != set(self._pool.plugins):
+            series = node_series(inventory, self.node_id)
+            series.extend(Series(HEALTH, {"node": self.node_id, "family": family_name, "device": device},
+                                 float(HEALTH_ORDER["unhealthy"])) for device, family_name in vanished)
+            self._publisher.publish(series, changed_only=not sample)
+            if sample:
+                self._series, self._sent_at = series, time.monotonic()
         first = not self._status["polls"]
         if first and not self._baseline:
             # Started without the node's start-up inventory: what is bad now was bad at start.
