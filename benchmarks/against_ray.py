@@ -118,9 +118,11 @@ def _start(kind: str, env: dict[str, str] | None = None) -> tuple[float, float]:
         stop_cluster(address)
 
 
-def bench_start(rounds: int = 3) -> dict[str, Any]:
+def bench_start(rounds: int = 5) -> dict[str, Any]:
     """`rayaccel start --simulate nvidia/dgx-h100` vs `ray start` with the same flags and resources, and vs
-    `ray start` + until `ray status` lists the node; with the CPU seconds of each (load inflates wall time)."""
+    `ray start` + until `ray status` lists the node; with the CPU seconds of each (load inflates wall time).
+    Five rounds: a start whose listing misses one of Ray's autoscaler reports (every 5 s) is 5 s late, on
+    either side, and the median of five keeps one such sample of a kind out of the ratio."""
     kinds = ["ray", "rayaccel", "ray+listed", "rayaccel-no-monitor"]
     samples: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
