@@ -163,7 +163,7 @@ class HealthMonitor:
             plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
         self.node_id = node_id
         self.interval = check_interval(interval)
-        # Set by _setup, in the loop's thread (plugins are loaded there, not in the actor's creation).
+        # Set by _setup, in the loop (plugins are loaded there, not in the actor's creation).
         self._plugins = list(plugins) if plugins is not None else None
         self._isolated = isolated
         self._host: Host | None = None
@@ -282,11 +282,12 @@ class HealthMonitor:
             return
         from ray.experimental.internal_kv import _internal_kv_put
 
-        text = json.dumps(self.status(), sort_keys=True, default=str)
+        status = self.status()
+        text = json.dumps(status, sort_keys=True, default=str)
         if text == self._published:
             return
         try:
-            _internal_kv_put(status_key(self.node_id), json.dumps({**json.loads(text), "updated": time.time()}),
+            _internal_kv_put(status_key(self.node_id), json.dumps({**status, "updated": time.time()}, default=str),
                              namespace=NAMESPACE)
         except Exception as e:  # the GCS is briefly away (a restart): the next poll publishes again
             logger.warning("rayaccel: could not publish the health monitor's status: %s", e)
