@@ -15,6 +15,7 @@ from rayaccel.outputs.metric_series import (
     HEALTH,
     INFO,
     LINK_BANDWIDTH,
+    SCHEDULABLE_PARTITIONS,
     SCHEDULABLE_UNITS,
     STANDARD,
     MetricFamily,
@@ -49,6 +50,8 @@ def panels() -> list[tuple[str, list[tuple[str, str, str, str]]]]:
              f"{HEALTH.exported}{SELECT}", DEVICE_LEGEND),
             ("Schedulable units per family", "short", f"sum by (family) ({SCHEDULABLE_UNITS.exported}{SELECT})",
              "{{family}}"),
+            ("Schedulable partitions per profile", "short",
+             f"sum by (family, resource) ({SCHEDULABLE_PARTITIONS.exported}{SELECT})", "{{resource}}"),
             ("Devices per SKU", "short", f"count by (family, sku) ({INFO.exported}{SELECT})", "{{family}} {{sku}}"),
         ]),
         ("Utilisation and memory", [
