@@ -141,7 +141,9 @@ def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str
     start = results["start"] = ar.bench_start()
     med = start["s"]
     row("rayaccel start --simulate nvidia/dgx-h100", f"{med['rayaccel']:.2f} s", f"ray start {med['ray']:.2f} s",
-        f"x{start['ratio']:.2f}", "< x1.10", start["ratio"] < 1.10)
+        # Context, not a target: rayaccel start returns once `ray status` lists the node (issue 9), which a bare
+        # `ray start` does not wait for; the target is on the next row, against `ray start` + that wait.
+        f"x{start['ratio']:.2f}", "report (no target; see the next row)", True)
     cpu = start["cpu_s"]
     row("  the same, vs ray start + until `ray status` lists the node", f"{med['rayaccel']:.2f} s",
         f"{med['ray+listed']:.2f} s", f"x{start['ratio_to_listed']:.2f} (median of {len(start['samples']['ray'])} "
