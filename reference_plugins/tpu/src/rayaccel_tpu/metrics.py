@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# Imported with the plugin, not in the hook: importing prometheus_client registers its process collector, which
+# reads /proc/self/stat and /proc/stat; inside rayaccel_metrics that is I/O around the Host seam (RAC109).
+from prometheus_client.parser import text_string_to_metric_families
+
 from rayaccel import Device, Host, HttpUnavailable, MetricSample, report_problem
 
 ENV_ADDR = "TPU_DEVICE_PLUGIN_ADDR"
@@ -23,9 +27,6 @@ SLICE_INDEXED = {"memory_used": ("memory_used", "bytes"), "memory_total": ("memo
 
 def parse_device_plugin_metrics(text: str) -> dict[int, dict[str, tuple[str, float]]]:
     """Host chip index -> metric name -> (unit, value). Raises ValueError on text that is not Prometheus."""
-    # Only a GKE node has the endpoint: prometheus_client (~30 ms of imports) is loaded when there is text to parse.
-    from prometheus_client.parser import text_string_to_metric_families
-
     host: dict[int, dict[str, tuple[str, float]]] = {}
     other: dict[int, dict[str, tuple[str, float]]] = {}
     for family in text_string_to_metric_families(text):
