@@ -44,6 +44,7 @@ class DeferredClass(type):
     module is not imported: no instance can exist yet)."""
 
     _real_module: str
+    _real: type
 
     @classmethod
     def standing_in_for(mcs, module: str, name: str, package: str) -> DeferredClass:
@@ -60,9 +61,11 @@ class DeferredClass(type):
 
     @property
     def real_class(cls) -> type:
-        """The class this stands in for, imported at the first call."""
-        real: type = getattr(importlib.import_module(cls._real_module), cls.__name__)
-        if cls.__doc__ != real.__doc__:
+        """The class this stands in for, imported at the first call and kept (every ``Device(...)`` asks)."""
+        real: type | None = cls.__dict__.get("_real")
+        if real is None:
+            real = getattr(importlib.import_module(cls._real_module), cls.__name__)
+            cls._real = real
             cls.__doc__ = real.__doc__  # help() and editors show the real class's documentation from now on
         return real
 
