@@ -20,6 +20,7 @@ BASE_URI = "https://rayaccel.io/schemas/"
 def sources() -> dict[Path, type[BaseModel]]:
     """Each shipped schema file and the model it is generated from."""
     import rayaccel_conformance.report.document as report
+    from rayaccel.inventory.health_policy import HealthPolicy
     from rayaccel.outputs.inspect_json import InspectOutput
     from rayaccel.records import SkuCatalog
     from rayaccel.schemas import SCHEMA_DIR
@@ -28,6 +29,7 @@ def sources() -> dict[Path, type[BaseModel]]:
     return {SCHEMA_DIR / "fixture.schema.json": Fixture,
             SCHEMA_DIR / "sku-catalog.schema.json": SkuCatalog,
             SCHEMA_DIR / "inventory.schema.json": InspectOutput,
+            SCHEMA_DIR / "health-policy.schema.json": HealthPolicy,
             report.SCHEMA_DIR / "conformance-report.schema.json": report.ConformanceReport}
 
 

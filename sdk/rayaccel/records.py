@@ -538,6 +538,24 @@ class WorkerNeeds(Record):
     visible_env: dict[str, str] = Field(default_factory=dict)
 
 
+#: What an operator's health policy (rayaccel.inventory.health_policy) did with one reason a device reported:
+#: ``drain`` (out of scheduling), ``degrade`` (kept scheduling, labelled and counted), ``ignore``, or ``count``
+#: (a ``drain-after`` rule still counting occurrences: scheduling kept meanwhile).
+PolicyAction = Literal["drain", "degrade", "ignore", "count"]
+
+
+class HealthDecision(Record):
+    """One reason of one device, as the node's health policy acted on it (computed by the SDK, not a plugin)."""
+
+    device: str
+    code: str = Field(description="The reason's code, as the plugin reported it")
+    rule: str = Field(description="The policy's rule for it ('drain', 'drain-after', 'degrade', 'ignore'), or "
+                                  "'plugin': no rule, the plugin's own classification")
+    action: PolicyAction
+    occurrences: int = Field(1, ge=0, description="Occurrences within the rule's window (1 without a window)")
+    message: str = ""
+
+
 class FamilyInventory(Record):
     """One family's part of a node's inventory."""
 
@@ -557,6 +575,9 @@ class FamilyInventory(Record):
         default_factory=dict, description="The Ray resource of each partition profile (partition_resource_name, "
         "e.g. 'GPU_MIG_1g.10gb') -> the ids of its partitions that take work, for the family's visible-devices "
         "variable")
+    decisions: list[HealthDecision] = Field(
+        default_factory=list, description="What the node's health policy did with each reason its devices report "
+        "(empty without a policy)")
 
 
 class IdleFamily(Record):

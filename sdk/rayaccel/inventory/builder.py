@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rayaccel import hookspec
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
 from rayaccel.host import Host
+from rayaccel.inventory.health_decisions import HealthDecisions, decisions_from_env
 from rayaccel.inventory.topology import best_link_kind, order_units, topology_errors
 from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
 from rayaccel.plugins.manager import PluginManager, default_manager
@@ -23,6 +24,7 @@ from rayaccel.records import (
     Device,
     FamilyDeclaration,
     FamilyInventory,
+    HealthDecision,
     HealthReport,
     IdleFamily,
     NodeInventory,
@@ -61,6 +63,9 @@ class InventoryBuilder:
         self.plugins = list(plugins) if plugins is not None else manager.plugin_names()
         self._catalogs: dict[str, SkuCatalog | None] = {}
         self._refreshed: dict[str, _Refreshed] = {}
+        #: The operator's health policy (RAYACCEL_HEALTH_POLICY), applied to every family's health reports.
+        self.health_decisions: HealthDecisions | None = decisions_from_env()
+        self._decisions: dict[str, list[HealthDecision]] = {}  # plugin -> what the policy did, last _health
 
     def catalog(self, plugin: str, problems: list[Problem]) -> SkuCatalog | None:
         if plugin not in self._catalogs:
@@ -105,7 +110,8 @@ class InventoryBuilder:
                 metrics = (self.manager.answer(plugin, hookspec.METRICS, asked, host=host,
                                                devices=list(last.family.devices)) if with_metrics else [])
                 problems.extend([*last.problems, *asked])
-                return last.family.model_copy(update={"metrics": metrics}), True
+                decisions = self._decisions.pop(plugin, [])
+                return last.family.model_copy(update={"metrics": metrics, "decisions": decisions}), True
         start = len(problems)
         family = self.family(plugin, host, problems, with_metrics, discovered=devices, discover_problems=asked)
         self._refreshed.pop(plugin, None)
@@ -131,6 +137,7 @@ class InventoryBuilder:
         devices, skus = self._resolve_skus(plugin, catalog, devices)
         topology = self._topology(plugin, host, devices, problems)
         health = self._health(plugin, host, devices, problems)
+        decisions = self._decisions.pop(plugin, [])
         states = {h.device: h.state for h in health}
         healthy = [d for d in devices if states.get(d.id, "unknown") != "unhealthy"]
         contribution = self.manager.answer(plugin, hookspec.RESOURCES, problems, host=host,
@@ -155,7 +162,8 @@ class InventoryBuilder:
         partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
                                   health=health, accelerator_type=accelerator_type, sku_known=sku_known,
                                   resources=resources, schedulable_units=units, labels={},
-                                  worker=self.worker_needs(plugin, units), partition_units=partition_units)
+                                  worker=self.worker_needs(plugin, units), partition_units=partition_units,
+                                  decisions=decisions)
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
         labels.update(self._plugin_labels(plugin, host, partial, problems))
         metrics = (self.manager.answer(plugin, hookspec.METRICS, problems, host=host, devices=list(devices))
@@ -253,7 +261,7 @@ class InventoryBuilder:
         reports = self.manager.answer(plugin, hookspec.HEALTH, problems, host=host, devices=list(devices))
         if reports is None:
             # No health hook, or it failed: nothing is known, and unknown devices stay schedulable.
-            return [HealthReport(device=d.id, state="unknown") for d in devices]
+            return self._apply_policy(plugin, [HealthReport(device=d.id, state="unknown") for d in devices])
         by_device = {r.device: r for r in reports}
         partitions = [p.id for d in devices for p in d.partitions]
         stray = sorted(set(by_device) - {d.id for d in devices} - set(partitions))
@@ -263,8 +271,16 @@ class InventoryBuilder:
                                           "report health only for the devices (and partitions) discovery "
                                           "returned"))
         # A partition's own report (a fault in one MIG instance) follows its device's; none: as its device.
-        return ([by_device.get(d.id, HealthReport(device=d.id, state="unknown")) for d in devices]
-                + [by_device[p] for p in partitions if p in by_device])
+        return self._apply_policy(plugin, [by_device.get(d.id, HealthReport(device=d.id, state="unknown"))
+                                           for d in devices] + [by_device[p] for p in partitions if p in by_device])
+
+    def _apply_policy(self, plugin: str, reports: list[HealthReport]) -> list[HealthReport]:
+        """The reports as the operator's health policy makes them (everything else follows from these)."""
+        if self.health_decisions is None:
+            return reports
+        applied, self._decisions[plugin] = self.health_decisions.apply(self.manager.family(plugin).name, reports,
+                                                                       time.monotonic())
+        return applied
 
     def _accelerator_type(self, plugin: str, devices: list[Device], skus: list[SkuRecord | None],
                           from_plugin: str | None, problems: list[Problem], none: bool = False) -> str | None:

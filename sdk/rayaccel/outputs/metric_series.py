@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rayaccel.records import HEALTH_ORDER, MetricSample, NodeInventory
+from rayaccel.records import HEALTH_ORDER, FamilyInventory, MetricSample, NodeInventory
 
 #: What Ray's metrics agent puts before every application metric's name.
 EXPORT_PREFIX = "ray_"
@@ -53,6 +53,15 @@ class Series:
 
 HEALTH = MetricFamily("rayaccel_device_health", "gauge",
                       "Accelerator device health: 0 healthy, 1 unknown, 2 degraded, 3 unhealthy", "")
+HEALTH_REASON = MetricFamily(
+    "rayaccel_device_health_reason", "gauge",
+    "A reason a device reports now, by the action taken on it (drain, degrade, ignore, or count: a drain-after rule "
+    "still counting; rule 'plugin': no policy rule, the plugin's classification); value: its occurrences within "
+    "the rule's window (1 without one)", "", (*DEVICE_LABELS, "reason", "rule", "action"))
+FAMILY_DRAINED = MetricFamily(
+    "rayaccel_family_drained", "gauge",
+    "1 when no device of the family on the node takes work any more (every one drained or unhealthy: replace the "
+    "node), else 0", "", ("node", "family"))
 INFO = MetricFamily("rayaccel_device_info", "gauge", "Accelerator device identity (value 1): SKU and product name",
                     "", (*DEVICE_LABELS, "sku", "product"))
 SCHEDULABLE_UNITS = MetricFamily("rayaccel_schedulable_units", "gauge",
@@ -124,6 +133,8 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
     for fam in inventory.families:
         name = fam.family.name
         series.append(Series(SCHEDULABLE_UNITS, {"node": node, "family": name}, float(len(fam.schedulable_units))))
+        series.append(Series(FAMILY_DRAINED, {"node": node, "family": name},
+                             float(bool(fam.devices) and not fam.schedulable_units and not fam.partition_units)))
         for resource, partition_ids in sorted(fam.partition_units.items()):
             series.append(Series(SCHEDULABLE_PARTITIONS, {"node": node, "family": name, "resource": resource},
                                  float(len(partition_ids))))
@@ -133,6 +144,7 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
         for report in fam.health:
             series.append(Series(HEALTH, {"node": node, "family": name, "device": report.device},
                                  float(HEALTH_ORDER[report.state])))
+        series.extend(reason_series(node, fam))
         for link in fam.topology.links:
             if link.bandwidth_gbps is not None:
                 series.append(Series(LINK_BANDWIDTH, {"node": node, "family": name, "device": link.a,
@@ -140,6 +152,19 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
                                      link.bandwidth_gbps * 1e9))
         series.extend(sample_series(node, name, sample) for sample in fam.metrics)
     return series
+
+
+def reason_series(node: str, family: FamilyInventory) -> list[Series]:
+    """One series per reason a device reports: the health policy's decisions, or without a policy the plugin's
+    classification (fatal: drain, else degrade) of every device not healthy."""
+    name = family.family.name
+    if family.decisions:
+        return [Series(HEALTH_REASON, {"node": node, "family": name, "device": d.device, "reason": d.code,
+                                       "rule": d.rule, "action": d.action}, float(d.occurrences))
+                for d in family.decisions]
+    return [Series(HEALTH_REASON, {"node": node, "family": name, "device": report.device, "reason": reason.code,
+                                   "rule": "plugin", "action": "drain" if reason.fatal else "degrade"}, 1.0)
+            for report in family.health if report.state in ("degraded", "unhealthy") for reason in report.reasons]
 
 
 def counter_increment(previous: float | None, current: float) -> float:
@@ -155,4 +180,5 @@ def counter_increment(previous: float | None, current: float) -> float:
 
 def all_metric_families() -> list[MetricFamily]:
     """The fixed metrics (vendor-specific ones come from the plugins), in the order docs list them."""
-    return [HEALTH, INFO, SCHEDULABLE_UNITS, SCHEDULABLE_PARTITIONS, LINK_BANDWIDTH, *(m for m, _ in STANDARD.values())]
+    return [HEALTH, HEALTH_REASON, FAMILY_DRAINED, INFO, SCHEDULABLE_UNITS, SCHEDULABLE_PARTITIONS, LINK_BANDWIDTH,
+            *(m for m, _ in STANDARD.values())]
