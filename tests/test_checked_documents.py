@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -135,12 +137,140 @@ def test_at_most_max_entries_are_kept(cache: Path, monkeypatch: pytest.MonkeyPat
     for i in range(5):
         checked._remember(f"key{i}", {"n": i})
     kept = sorted(p.stem for p in cache.glob("*.json"))
-    assert len(kept) == 3 and "key4" in kept
+    assert len(kept) == 3 and "checked-key4" in kept
     assert checked._recall("key4") == {"n": 4}
-    assert json.loads((cache / "key4.json").read_bytes().partition(b"\n")[2]) == {"data": {"n": 4}}
+    assert json.loads((cache / "checked-key4.json").read_bytes().partition(b"\n")[2]) == {"data": {"n": 4}}
 
 
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
     assert checked.cache_dir() == tmp_path / ".cache" / "rayaccel" / "checked"
+
+
+# -- the cache can only save time, never change a result (issue 39) ----------------------------------------
+
+def _key_of(path: Path, schema: str = "fixture") -> str:
+    fmt = "json" if str(path).endswith(".json") else "yaml"
+    return checked._key(path.read_bytes(), fmt, schema, schemas.SCHEMA_DIR)
+
+
+def _plain_digest_entry(data: Any) -> bytes:
+    """An entry anyone can compute: the payload's plain SHA-256 (what the cache once trusted)."""
+    payload = json.dumps({"data": data}, separators=(",", ":")).encode()
+    return hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def test_a_forged_entry_does_not_make_a_garbage_fixture_pass(cache: Path, fixture_copy: Path,
+                                                             tmp_path: Path) -> None:
+    dgx = load_fixture(fixture_copy)  # a real entry exists, so the folder and its secret do too
+    garbage = tmp_path / "garbage.yaml"
+    garbage.write_text("not: a fixture\n", encoding="utf-8")
+    for name in (f"checked-{_key_of(garbage)}.json", f"{_key_of(garbage)}.json"):
+        (cache / name).write_bytes(_plain_digest_entry(json.loads(json.dumps(dgx.model_dump(mode="json")))))
+    with pytest.raises(FixtureError, match="invalid fixture"):
+        load_fixture(garbage)
+
+
+def test_an_entry_copied_from_another_key_does_not_change_a_fixture(cache: Path, fixture_copy: Path,
+                                                                    tmp_path: Path) -> None:
+    dgx = load_fixture(fixture_copy)
+    [dgx_entry] = cache.glob("checked-*.json")
+    other = installed_fixtures(PluginManager())["nvidia/l4-single"]
+    l4 = tmp_path / other.name
+    shutil.copy(other, l4)
+    l4_fixture = load_fixture(l4)
+    (cache / f"checked-{_key_of(l4)}.json").write_bytes(dgx_entry.read_bytes())  # the 8-GPU answer, for the L4
+    assert load_fixture(l4) == l4_fixture != dgx
+
+
+def test_a_non_catalog_file_does_not_pass_sku_check_through_a_forged_entry(cache: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real.yaml"
+    shutil.copy(CATALOG, real)
+    catalog = load_catalog(real)
+    fake = tmp_path / "skus.yaml"
+    fake.write_text("hello: world\n", encoding="utf-8")
+    entry = _plain_digest_entry(json.loads(json.dumps(catalog.model_dump(mode="json"))))
+    (cache / f"checked-{_key_of(fake, 'sku-catalog')}.json").write_bytes(entry)
+    with pytest.raises(CatalogError, match="invalid SKU catalog"):
+        load_catalog(fake)
+
+
+def test_a_cache_folder_that_is_a_symlink_is_neither_pruned_nor_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checks: list[str], fixture_copy: Path) -> None:
+    unrelated = tmp_path / "someone-elses"
+    unrelated.mkdir()
+    for i in range(300):
+        (unrelated / f"{i:03d}.json").write_text("{}", encoding="utf-8")
+        (unrelated / f"checked-{i:03d}.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "cache" / "rayaccel").mkdir(parents=True)
+    (tmp_path / "cache" / "rayaccel" / "checked").symlink_to(unrelated)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(checked, "MAX_ENTRIES", 10)
+    assert load_fixture(fixture_copy) == load_fixture(fixture_copy)
+    assert checks == ["fixture", "fixture"]  # no cache at all
+    assert sorted(p.name for p in unrelated.iterdir()) == sorted(
+        [f"{i:03d}.json" for i in range(300)] + [f"checked-{i:03d}.json" for i in range(300)])
+
+
+def test_pruning_removes_only_entries_this_cache_wrote(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checked, "MAX_ENTRIES", 3)
+    checked._remember("key0", {"n": 0})
+    mine = {cache / f"checked-other{i}.json" for i in range(5)}
+    for path in mine:
+        path.write_text("{}", encoding="utf-8")  # named like entries, but no tag of this cache
+    for i in range(1, 5):
+        checked._remember(f"key{i}", {"n": i})
+    assert all(path.exists() for path in mine)
+    assert checked._recall("key4") == {"n": 4}
+
+
+@pytest.mark.parametrize("folder_mode", [0o777, 0o722])
+def test_a_folder_others_may_write_is_not_used(cache: Path, checks: list[str], fixture_copy: Path,
+                                               folder_mode: int) -> None:
+    load_fixture(fixture_copy)
+    cache.chmod(folder_mode)
+    load_fixture(fixture_copy)
+    assert checks == ["fixture", "fixture"]
+
+
+def test_a_secret_others_may_read_is_not_trusted(cache: Path, checks: list[str], fixture_copy: Path) -> None:
+    load_fixture(fixture_copy)
+    secret = cache / checked.SECRET_NAME
+    assert secret.stat().st_mode & 0o777 == 0o600
+    secret.chmod(0o644)
+    load_fixture(fixture_copy)
+    assert checks == ["fixture", "fixture"]
+
+
+def _replace_entry(cache: Path, make: Any) -> None:
+    [entry] = cache.glob("checked-*.json")
+    entry.unlink()
+    make(entry)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge", "directory", "symlink-to-real-entry"])
+def test_an_entry_that_is_not_a_small_regular_file_is_ignored_quickly(
+        cache: Path, checks: list[str], fixture_copy: Path, kind: str, tmp_path: Path) -> None:
+    first = load_fixture(fixture_copy)
+    [entry] = cache.glob("checked-*.json")
+    saved = tmp_path / "saved-entry"
+    saved.write_bytes(entry.read_bytes())
+    entry.unlink()
+    if kind == "fifo":
+        os.mkfifo(entry)
+    elif kind == "dev-zero":
+        entry.symlink_to("/dev/zero")
+    elif kind == "huge":
+        with open(entry, "wb") as f:
+            f.truncate(300 * 1024 * 1024)  # sparse: 300 MB that would be read whole
+    elif kind == "directory":
+        entry.mkdir()
+    else:
+        entry.symlink_to(saved)  # a valid entry, but not a file of the cache folder's
+    done: list[Any] = []
+    reader = threading.Thread(target=lambda: done.append(load_fixture(fixture_copy)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert not reader.is_alive(), f"reading the cache blocked on a {kind}"
+    assert done == [first] and checks == ["fixture", "fixture"]
