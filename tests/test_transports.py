@@ -74,7 +74,7 @@ class Receiver:
         return os.getpid()
 
     def transport_metrics(self) -> bool:
-        from rayaccel.shm_transport import METRICS
+        from rayaccel.transport_metrics import METRICS
 
         return all(m is not None for m in (METRICS.bytes, METRICS.transfers, METRICS.failures, METRICS.latency))
 

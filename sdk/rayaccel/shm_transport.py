@@ -32,7 +32,8 @@ copies (the template's ``transport.py`` starts from it):
 - **abort** (destination actor): an in-progress read stops at its next chunk and the receive fails with
   the transport, the actors and the step named.
 
-Metrics (bytes, transfers, failures, latency per transport) go through ``ray.util.metrics``.
+Metrics (transfers, bytes, latency, failures by step) are not this class's: the bridge registers it, as every
+plugin's transport, measured (:mod:`rayaccel.transport_metrics`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ from ray.experimental.rdt.tensor_transport_manager import (
     TensorTransportManager,
     TensorTransportMetadata,
 )
+
+from rayaccel.transport_metrics import TransportError as TransportError
 
 if TYPE_CHECKING:
     import ray
@@ -83,10 +86,6 @@ POOL_SEGMENTS = 4
 POOL_BYTES = 4 << 30
 _HUGE_PAGE = 2 << 20
 _SEGMENT_RE = re.compile(rf"^{re.escape(SEGMENT_PREFIX)}(\d+)-[0-9a-f]+$")
-
-
-class TransportError(RuntimeError):
-    """A transfer failed: the message names the transport, the actors and the step."""
 
 
 @dataclass
@@ -130,53 +129,6 @@ def sweep_orphans() -> list[str]:
                 os.unlink(path)
                 removed.append(path)
     return removed
-
-
-class _Metrics:
-    """Per-transport counters and latency, created on first use in a Ray worker (no-op elsewhere)."""
-
-    def __init__(self) -> None:
-        self._made = False
-        self._lock = threading.Lock()
-        self.bytes: Any = None
-        self.transfers: Any = None
-        self.failures: Any = None
-        self.latency: Any = None
-
-    def _make(self) -> bool:
-        with self._lock:
-            if not self._made:
-                self._made = True
-                try:
-                    from ray.util.metrics import Counter, Histogram
-
-                    keys = ("transport",)
-                    self.bytes = Counter("rayaccel_transport_bytes_total", "Bytes moved by a tensor transport",
-                                         tag_keys=keys)
-                    self.transfers = Counter("rayaccel_transport_transfers_total", "Tensor transfers completed",
-                                             tag_keys=keys)
-                    self.failures = Counter("rayaccel_transport_failures_total", "Tensor transfers that failed",
-                                            tag_keys=(*keys, "step"))
-                    self.latency = Histogram("rayaccel_transport_latency_seconds", "Seconds per tensor transfer",
-                                             boundaries=[0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
-                                             tag_keys=keys)
-                except Exception:  # not in a Ray process: metrics are best effort
-                    logger.debug("transport metrics unavailable", exc_info=True)
-        return self.bytes is not None
-
-    def ok(self, transport: str, nbytes: int, seconds: float) -> None:
-        if self._make():
-            tags = {"transport": transport}
-            self.bytes.inc(nbytes, tags=tags)
-            self.transfers.inc(1, tags=tags)
-            self.latency.observe(seconds, tags=tags)
-
-    def failed(self, transport: str, step: str) -> None:
-        if self._make():
-            self.failures.inc(1, tags={"transport": transport, "step": step})
-
-
-METRICS = _Metrics()
 
 
 def _huge_pages_offered() -> bool:
@@ -340,14 +292,14 @@ class SharedMemoryTransport(TensorTransportManager):
 
     def _fail(self, step: str, meta: ShmTransportMetadata | None, comm: ShmCommunicatorMetadata | None,
               why: str) -> TransportError:
-        METRICS.failed(self._name, step)
         here = _runtime()[1] or "?"
         if step == "extract":
-            return TransportError(f"{self._name} transfer failed at step 'extract' (sender actor {here}): {why}")
+            return TransportError(f"{self._name} transfer failed at step 'extract' (sender actor {here}): {why}",
+                                  step)
         src = (comm.src_actor if comm else "") or (meta.src_actor if meta else "") or "?"
         dst = (comm.dst_actor if comm else "") or here
         return TransportError(f"{self._name} transfer failed at step '{step}' (sender actor {src}, receiver actor "
-                              f"{dst}, segment {meta.segment if meta else '?'}): {why}")
+                              f"{dst}, segment {meta.segment if meta else '?'}): {why}", step)
 
     def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> ShmTransportMetadata:
         import torch
@@ -448,7 +400,6 @@ class SharedMemoryTransport(TensorTransportManager):
         comm = communicator_metadata if isinstance(communicator_metadata, ShmCommunicatorMetadata) else None
         if not isinstance(meta, ShmTransportMetadata):
             raise self._fail("recv", None, comm, f"metadata is {type(meta).__name__}, not ShmTransportMetadata")
-        start = time.monotonic()
         node_id, _ = _runtime()
         if meta.node_id and node_id and node_id != meta.node_id:
             raise self._fail("recv: same node", meta, comm, f"the sender is on node {meta.node_id}, this actor "
@@ -520,7 +471,6 @@ class SharedMemoryTransport(TensorTransportManager):
         finally:
             os.close(fd)
             self._aborted.discard(obj_id)
-        METRICS.ok(self._name, sum(meta.nbytes), time.monotonic() - start)
         return out
 
     def _wait_for_fill(self, fd: int, obj_id: str, meta: ShmTransportMetadata,
@@ -573,5 +523,4 @@ class SharedMemoryTransport(TensorTransportManager):
                 os.unlink(os.path.join(SHM_DIR, tensor_transport_meta.segment))
 
     def abort_transport(self, obj_id: str, communicator_metadata: CommunicatorMetadata) -> None:
-        METRICS.failed(self._name, "abort")
         self._aborted.add(obj_id)

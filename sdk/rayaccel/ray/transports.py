@@ -3,7 +3,9 @@
 ``rayaccel.ray.init`` and ``rayaccel.ray.connect`` call :func:`register_transports` on the driver before
 any actor exists; users who start Ray themselves call it once after ``ray.init``. Ray's own transports
 (NCCL, GLOO, CUDA_IPC, NIXL) are declared by plugins for path selection only and never registered again.
-The SDK's reference shared-memory transport (``RAYACCEL_SHM``) is always registered.
+The SDK's reference shared-memory transport (``RAYACCEL_SHM``) is always registered. Every class is registered
+measured (:func:`rayaccel.transport_metrics.measured`): its transfers, bytes, latency and failures reach the node's
+metrics endpoint, and whatever it raises reaches the caller as one error naming the transport and the step.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import node_configs
 from rayaccel.records import NodeInventory, TransportSpec
+from rayaccel.transport_metrics import class_path, measured, measured_class
 
 
 class TransportRegistrationError(RayaccelError):
@@ -91,13 +94,12 @@ def register_transports(manager: PluginManager | None = None, plugins: Sequence[
     for name, (plugin, spec, cls) in wanted.items():
         known = rdt_util.transport_manager_info.get(name)
         if known is not None:
-            if known.transport_manager_class is not cls:
+            if measured_class(known.transport_manager_class) is not cls:
                 raise TransportRegistrationError(
                     f"plugin {plugin}: transport name {name} is already registered in this process with "
-                    f"{known.transport_manager_class.__module__}.{known.transport_manager_class.__name__}; "
-                    "rename the transport")
+                    f"{class_path(measured_class(known.transport_manager_class))}; rename the transport")
         else:
-            rdt_util.register_tensor_transport(name, list(spec.devices), cls, torch.Tensor)
+            rdt_util.register_tensor_transport(name, list(spec.devices), measured(cls, name), torch.Tensor)
         names.append(name)
     return names
 
