@@ -19,6 +19,7 @@ import typer
 from pydantic import BaseModel
 
 from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
+from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy
 from rayaccel.files.atomic import write_atomically
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
@@ -110,8 +111,10 @@ def inspect(
         help="Write the node as a picture: one self-contained HTML page (docs/observability.md)")] = None,
     svg: Annotated[Path | None, typer.Option(
         "--svg", metavar="OUT.svg", parser=output_path, help="Write the node as a picture: one SVG file")] = None,
+    health_policy: HealthPolicyOption = None,
 ) -> None:
     """Show this node's accelerator inventory: devices, topology, health, Ray resources and labels."""
+    policy = use_health_policy(health_policy)
     for option, path in (("--html", html), ("--svg", svg)):
         if path is not None:
             check_output_path(path, option, f"node.{option[2:]}")
@@ -122,9 +125,11 @@ def inspect(
         if not as_json:
             return
     if as_json:
-        print_json(InspectOutput.of(inventory).to_json())
+        print_json(InspectOutput.of(inventory, policy.source if policy else None).to_json())
         return
     render_inventory(inventory)
+    if policy is not None:
+        render_policy(inventory, policy.source or "")
 
 
 def write_pictures(inventory: NodeInventory, html: Path | None, svg: Path | None) -> None:
@@ -176,6 +181,18 @@ def render_inventory(inventory: NodeInventory) -> None:
         console.print(f"  label {key}={value}")
     for problem in inventory.problems:
         console.print(problem.render(), style="red" if problem.severity == "error" else "yellow")
+
+
+def render_policy(inventory: NodeInventory, source: str) -> None:
+    """The health policy and what it did to each reason a device reports."""
+    from rich.text import Text
+
+    decisions = [(f.family.name, d) for f in inventory.families for d in f.decisions]
+    console.print(Text(f"health policy {source}: " + ("no device reports a reason" if not decisions else
+                                                      f"{len(decisions)} reason(s) acted on")))
+    for family, d in decisions:
+        counted = f", {d.occurrences} occurrence(s) in its window" if d.rule == "drain-after" else ""
+        console.print(Text(f"  {family} device {d.device}: {d.code} -> {d.action} (rule {d.rule}{counted})"))
 
 
 @app.command()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rayaccel.cli import app, err_console
+from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
@@ -91,9 +92,12 @@ def start(
     plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
     monitor: Annotated[bool, typer.Option(help="Start the node's health monitor")] = True,
     monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
+    health_policy: HealthPolicyOption = None,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
     args = [str(a) for a in ctx.args]
+    # Checked before anything starts; then in the env of the plugins' workers, `ray start` and the monitor.
+    use_health_policy(health_policy)
     if "--head" not in args and not option(args, "--address"):
         raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
     if option(args, "--node-manager-port") is None:

@@ -17,6 +17,7 @@ from rayaccel.records import (
     Device,
     Domain,
     FamilyDeclaration,
+    HealthDecision,
     HealthReport,
     Link,
     MetricSample,
@@ -61,6 +62,17 @@ class InspectMetric(MetricSample):
     family: str
 
 
+class InspectDecision(HealthDecision):
+    family: str
+
+
+class InspectPolicy(Record):
+    """The operator's health policy and what it did on this node."""
+
+    file: str
+    decisions: list[InspectDecision]
+
+
 class InspectTopology(Record):
     links: list[InspectLink]
     affinities: list[Affinity]
@@ -80,16 +92,20 @@ class InspectOutput(Record):
     resources: dict[str, float]
     labels: dict[str, str]
     problems: list[Problem]
+    health_policy: InspectPolicy | None = Field(
+        None, description="The operator's health policy (RAYACCEL_HEALTH_POLICY) and what it did to each reason "
+        "reported; null without one")
 
     @staticmethod
     def models() -> tuple[type[Record], ...]:
         """The records :meth:`of` makes (a caller may build their validators ahead: each is built at first use)."""
         return (InspectFamily, InspectDevice, InspectLink, InspectDomain, InspectHealth, InspectMetric, InspectTopology,
-                InspectOutput)
+                InspectDecision, InspectPolicy, InspectOutput)
 
     @classmethod
-    def of(cls, inventory: NodeInventory) -> InspectOutput:
-        """The output for one node's inventory: each device, link, domain, report and metric names its family."""
+    def of(cls, inventory: NodeInventory, policy_file: str | None = None) -> InspectOutput:
+        """The output for one node's inventory: each device, link, domain, report and metric names its family.
+        ``policy_file``: the health policy the inventory was built with."""
         families = inventory.families
 
         def tagged(kind: type[Record], family: str, record: Record) -> Any:
@@ -113,6 +129,8 @@ class InspectOutput(Record):
             resources=inventory.resources,
             labels=inventory.labels,
             problems=inventory.problems,
+            health_policy=None if policy_file is None else InspectPolicy(file=policy_file, decisions=[
+                tagged(InspectDecision, f.family.name, d) for f in families for d in f.decisions]),
         )
 
     def to_json(self) -> dict[str, Any]:

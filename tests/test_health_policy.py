@@ -1,0 +1,230 @@
+"""The operator's health policy: the file (schema, limits, one line for a bad one), its evaluation over polls
+with explicit clock values, and what it does to a simulated DGX H100's inventory, ``inspect`` and metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.inventory.health_decisions import HealthDecisions
+from rayaccel.inventory.health_policy import (
+    POLICY_ENV,
+    HealthPolicy,
+    HealthPolicyError,
+    load_policy,
+    unknown_reasons,
+)
+from rayaccel.outputs.metric_series import HEALTH, HEALTH_REASON, node_series
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import HealthReason, HealthReport
+from rayaccel.simulation.host_factory import make_host
+
+RAYACCEL = [sys.executable, "-m", "rayaccel"]
+
+
+def policy(families: dict[str, object]) -> HealthPolicy:
+    return HealthPolicy.model_validate({"schema": "rayaccel-health-policy/1", "families": families})
+
+
+def xid(code: str = "xid-94", fatal: bool = False) -> HealthReason:
+    return HealthReason(code=code, message="XID 94: contained ECC error", fatal=fatal)
+
+
+def report(*reasons: HealthReason, state: str = "degraded") -> HealthReport:
+    return HealthReport(device="GPU-4", state=state if reasons else "healthy", reasons=list(reasons))  # type: ignore[arg-type]
+
+
+# The evaluator, with explicit clock values ------------------------------------------------------------------
+
+def test_drain_after_three_in_sixty_seconds_drains_on_the_third_occurrence_within_the_window_only() -> None:
+    decisions = HealthDecisions(policy({"nvidia": {"reasons": {
+        "xid-94": {"action": "drain-after", "occurrences": 3, "window_s": 60}}}}))
+
+    def poll(now: float, reported: bool) -> HealthReport:
+        return decisions.apply("nvidia", [report(xid()) if reported else report()], now)[0][0]
+
+    # Three occurrences 50 s apart: never three within one 60 s window.
+    for now in (0, 50, 100):
+        assert poll(now, True).state == "degraded"
+        assert poll(now + 1, False).state == "healthy"
+    # A reason that stays reported is one occurrence, however many polls report it.
+    for now in range(200, 260, 5):
+        assert poll(now, True).state == "degraded"
+    assert poll(260, False).state == "healthy"
+    # Three within 60 s (at 300, 320, 340): the first two count, the third drains.
+    first = decisions.apply("nvidia", [report(xid())], 300)
+    assert first[1][0].action == "count" and first[1][0].occurrences == 1
+    poll(301, False)
+    second = decisions.apply("nvidia", [report(xid())], 320)
+    assert second[0][0].state == "degraded" and second[1][0].occurrences == 2
+    poll(321, False)
+    third = decisions.apply("nvidia", [report(xid())], 340)
+    assert third[0][0].state == "unhealthy" and third[0][0].reasons[0].fatal
+    assert third[1][0].action == "drain" and third[1][0].occurrences == 3
+    # Drained while it stays reported, even once the window has passed; recovered when it clears.
+    assert poll(500, True).state == "unhealthy"
+    assert poll(501, False).state == "healthy"
+    # A second evaluation of the same poll counts nothing twice.
+    decisions.apply("nvidia", [report(xid())], 600)
+    again = decisions.apply("nvidia", [report(xid())], 600)
+    assert again[1][0].occurrences == 1
+
+
+def test_ignore_degrade_and_drain_rewrite_the_report_and_unnamed_reasons_keep_the_plugins_classification() -> None:
+    decisions = HealthDecisions(policy({"nvidia": {"reasons": {
+        "xid-94": {"action": "ignore"}, "xid-92": {"action": "degrade"}, "row-remap-pending": {"action": "drain"}}}}))
+    ignored, made = decisions.apply("nvidia", [report(xid())], 0)
+    assert ignored[0].state == "healthy" and ignored[0].reasons == []
+    assert [(d.code, d.rule, d.action) for d in made] == [("xid-94", "ignore", "ignore")]
+    degraded = decisions.apply("nvidia", [report(xid("xid-92", fatal=True), state="unhealthy")], 1)[0][0]
+    assert degraded.state == "degraded" and not degraded.reasons[0].fatal
+    drained = decisions.apply("nvidia", [report(xid("row-remap-pending"))], 2)[0][0]
+    assert drained.state == "unhealthy" and drained.reasons[0].fatal
+    plugin = report(xid("xid-79", fatal=True), state="unhealthy")
+    kept, made = decisions.apply("nvidia", [plugin], 3)
+    assert kept[0] == plugin and [(d.rule, d.action) for d in made] == [("plugin", "drain")]
+    other = report(xid("xid-94"))
+    assert decisions.apply("amd", [other], 4)[0][0] == other  # another family's rules are not this one's
+
+
+def test_quiet_recovery_keeps_a_drained_device_out_until_the_quiet_period_passes() -> None:
+    decisions = HealthDecisions(policy({"nvidia": {"recovery": {"confirm": "quiet", "quiet_s": 300}}}))
+    fatal = report(xid("xid-79", fatal=True), state="unhealthy")
+    assert decisions.apply("nvidia", [fatal], 0)[0][0].state == "unhealthy"
+    held, made = decisions.apply("nvidia", [report()], 10)
+    assert held[0].state == "unhealthy" and held[0].reasons[0].code == "xid-79"
+    assert "290s left" in held[0].reasons[0].message and made[0].rule == "recovery"
+    assert decisions.apply("nvidia", [report()], 299)[0][0].state == "unhealthy"
+    assert decisions.apply("nvidia", [report()], 300)[0][0].state == "healthy"
+    immediate = HealthDecisions(policy({}))
+    immediate.apply("nvidia", [fatal], 0)
+    assert immediate.apply("nvidia", [report()], 1)[0][0].state == "healthy"
+
+
+# The file ---------------------------------------------------------------------------------------------------
+
+def write(tmp_path: Path, text: str, name: str = "policy.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+GOOD = """schema: rayaccel-health-policy/1
+families:
+  nvidia:
+    reasons:
+      xid-94: {action: ignore}
+      xid-92: {action: drain-after, occurrences: 3, window_s: 60}
+    recovery: {confirm: quiet, quiet_s: 120}
+"""
+
+
+def test_a_good_policy_loads_and_names_its_source(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    loaded = load_policy(path)
+    assert loaded.source == str(path)
+    rule = loaded.rule("nvidia", "xid-92")
+    assert rule is not None and (rule.action, rule.occurrences, rule.window_s) == ("drain-after", 3, 60)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (GOOD.replace("action: ignore", "action: reboot"),
+     "at families/nvidia/reasons/xid-94/action: 'reboot' is not one of"),
+    (GOOD.replace("window_s: 60", "window_s: -60"), "at families/nvidia/reasons/xid-92/window_s"),
+    (GOOD.replace("occurrences: 3, ", ""), "drain-after needs occurrences and window_s"),
+    (GOOD.replace("{action: ignore}", "!!python/object:os.system {action: ignore}"),
+     "line 5: YAML tags are not allowed"),
+    (GOOD.replace("{action: ignore}", "{action: !!str ignore}"), "YAML tags are not allowed"),
+    ("schema: rayaccel-health-policy/1\nfamilies: [", "not valid YAML"),
+    ("", "the health policy is empty"),
+])
+def test_a_bad_policy_is_one_line_naming_the_file_and_the_problem(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(HealthPolicyError) as raised:
+        load_policy(path)
+    message = str(raised.value)
+    assert expected in message and str(path) in message and "\n" not in message
+
+
+def test_a_ten_megabyte_policy_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "#" * (10 * 1024 * 1024))
+    with pytest.raises(HealthPolicyError, match="more than the 65536 allowed"):
+        load_policy(path)
+
+
+def test_reasons_no_installed_plugin_reports_are_warnings(tmp_path: Path) -> None:
+    loaded = load_policy(write(tmp_path, GOOD.replace("xid-92", "xid-nine") + "  acme:\n    reasons: {}\n"))
+    warnings = unknown_reasons(loaded, {"nvidia": ["xid-*", "gpu-lost"]})
+    assert len(warnings) == 1 and "family 'acme' is no installed plugin's" in warnings[0]
+    warnings = unknown_reasons(loaded, {"nvidia": ["gpu-lost", "xid-94"], "acme": []})
+    assert len(warnings) == 1 and "reason 'xid-nine'" in warnings[0]
+
+
+# On a simulated DGX H100 with XID 94 injected on GPU 4 ------------------------------------------------------
+
+def dgx_inventory(policy_file: Path | None, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    if policy_file is None:
+        monkeypatch.delenv(POLICY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(POLICY_ENV, str(policy_file))
+    manager = PluginManager(["nvidia"])
+    builder = InventoryBuilder(manager)
+    return builder.build(make_host("nvidia/dgx-h100", ["xid-94"], manager=manager))
+
+
+def gpu4(inventory) -> HealthReport:  # type: ignore[no-untyped-def]
+    family = inventory.families[0]
+    device = next(d for d in family.devices if d.index == 4)
+    return next(h for h in family.health if h.device == device.id)
+
+
+def test_xid_94_by_default_as_nvidia_classifies_it_and_by_the_operators_policy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    default = dgx_inventory(None, monkeypatch)
+    assert gpu4(default).state == "degraded" and [r.code for r in gpu4(default).reasons] == ["xid-94"]
+    assert default.resources["GPU"] == 8  # NVIDIA's classification: contained, keep scheduling
+    drain = dgx_inventory(write(tmp_path, GOOD.replace("action: ignore", "action: drain"), "drain.yaml"), monkeypatch)
+    assert gpu4(drain).state == "unhealthy" and drain.resources["GPU"] == 7
+    assert drain.families[0].labels["rayaccel.io/count"] == "7"
+    ignore = dgx_inventory(write(tmp_path, GOOD), monkeypatch)
+    assert gpu4(ignore).state == "healthy" and ignore.resources["GPU"] == 8
+    assert [(d.code, d.action) for d in ignore.families[0].decisions] == [("xid-94", "ignore")]
+    series = node_series(ignore, "n1")
+    device = gpu4(ignore).device
+    assert [s.value for s in series if s.metric == HEALTH and s.labels["device"] == device] == [0.0]
+    assert [(s.labels["reason"], s.labels["action"]) for s in series
+            if s.metric == HEALTH_REASON and s.labels["device"] == device] == [("xid-94", "ignore")]
+
+
+def test_inspect_shows_the_policy_and_what_it_did(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    env = {**os.environ, POLICY_ENV: ""}
+    shown = subprocess.run([*RAYACCEL, "inspect", "--simulate", "nvidia/dgx-h100", "--fault", "xid-94",
+                            "--health-policy", str(path), "--json"], capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["health_policy"]["file"] == str(path)
+    assert [(d["code"], d["action"]) for d in data["health_policy"]["decisions"]] == [("xid-94", "ignore")]
+    text = subprocess.run([*RAYACCEL, "inspect", "--simulate", "nvidia/dgx-h100", "--fault", "xid-94"],
+                          capture_output=True, text=True, env={**env, POLICY_ENV: str(path)}, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert f"health policy {path}" in " ".join(text.stdout.split()) and "xid-94" in text.stdout
+
+
+@pytest.mark.parametrize("command", [["inspect", "--simulate", "nvidia/dgx-h100"],
+                                     ["start", "--head", "--simulate", "nvidia/dgx-h100"]])
+def test_a_bad_policy_stops_inspect_and_start_with_one_line_and_nothing_started(
+        tmp_path: Path, command: list[str]) -> None:
+    path = write(tmp_path, GOOD.replace("action: ignore", "action: reboot"))
+    ran = subprocess.run([*RAYACCEL, *command, "--health-policy", str(path)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, POLICY_ENV: ""})
+    assert ran.returncode == 2 and ran.stdout == ""
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'reboot' is not one of" in lines[0] and "Traceback" not in ran.stderr
