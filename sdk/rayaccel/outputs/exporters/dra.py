@@ -6,8 +6,11 @@ Each device has typed attributes (product, SKU, accelerator type, architecture, 
 versions, UUID, index, the standard ``resource.kubernetes.io/pciBusID`` and, where the plugin reports
 one, ``resource.kubernetes.io/pcieRoot``, NUMA node, scale-up domain, health, then the plugin's own device
 attributes) and its memory as capacity. An unhealthy device stays in the pool with a taint
-(``rayaccel.io/unhealthy``: ``NoExecute`` for a fatal reason, else ``NoSchedule``) so claims stop landing on
-it; device taints are alpha in Kubernetes 1.34 (the ``DRADeviceTaints`` feature gate).
+(``rayaccel.io/unhealthy``, effect ``NoSchedule``, the reason as its value) so claims stop landing on it;
+eviction of running pods is left to an admin's ``DeviceTaintRule`` (as NVIDIA's DRA driver does). A device the
+operator's health policy degrades (``degrade``, or a ``drain-after`` still counting) keeps scheduling with a
+taint of effect ``None`` (Kubernetes 1.35 and later) saying why. Device taints are alpha in Kubernetes 1.34 (the
+``DRADeviceTaints`` feature gate).
 
 A partitioned device (MIG instances, AMD compute partitions) is published as DRA's partitionable devices
 (the ``DRAPartitionableDevices`` feature gate): the physical device is a counter set
@@ -171,7 +174,7 @@ def _partition_devices(family: FamilyInventory, device: Device, health: dict[str
         if capacity:
             entry["capacity"] = capacity
         entry["consumesCounters"] = [_consumes(family, device, position)]
-        taint = _taint(report)
+        taint = _taint(report, bool({partition.id, device.id} & _degraded_by_policy(family)))
         if taint:
             entry["taints"] = [taint][:MAX_TAINTS]
         yield entry
@@ -198,18 +201,31 @@ def _devices(family: FamilyInventory, warnings: list[str]) -> Iterator[dict[str,
             entry["attributes"] = attributes
             if capacity:
                 entry["capacity"] = capacity
-            taint = _taint(health.get(device.id))
+            taint = _taint(health.get(device.id), device.id in _degraded_by_policy(family))
             if taint:
                 entry["taints"] = [taint][:MAX_TAINTS]
             yield entry
 
 
-def _taint(report: HealthReport | None) -> dict[str, str] | None:
-    if report is None or report.state != "unhealthy":
+def _degraded_by_policy(family: FamilyInventory) -> set[str]:
+    """Devices (and partitions) the operator's health policy keeps scheduling although a reason degrades them."""
+    return {d.device for d in family.decisions if d.action in ("degrade", "count")}
+
+
+def _taint(report: HealthReport | None, degraded_by_policy: bool = False) -> dict[str, str] | None:
+    """An unhealthy device's taint, ``NoSchedule`` (eviction is the admin's: a DeviceTaintRule with NoExecute),
+    its first fatal reason as the value; a device the health policy degrades, effect ``None`` (Kubernetes 1.35
+    and later): claims still land on it, and the taint says why it is degraded."""
+    if report is None or report.state == "healthy":
         return None
-    reason = next((r.code for r in report.reasons), "unhealthy")
-    effect = "NoExecute" if any(r.fatal for r in report.reasons) else "NoSchedule"
-    return {"key": TAINT_KEY, "value": to_label_value(reason) or "unhealthy", "effect": effect}
+    if report.state == "unhealthy":
+        reason = next((r.code for r in report.reasons if r.fatal), None) or next(
+            (r.code for r in report.reasons), "unhealthy")
+        return {"key": TAINT_KEY, "value": to_label_value(reason) or "unhealthy", "effect": "NoSchedule"}
+    if degraded_by_policy and report.state == "degraded":
+        reason = next((r.code for r in report.reasons), "degraded")
+        return {"key": TAINT_KEY, "value": to_label_value(reason) or "degraded", "effect": "None"}
+    return None
 
 
 def _typed(value: object) -> dict[str, Any]:
