@@ -73,7 +73,7 @@ def _by_pci_id(sku: SkuRecord, device: Device) -> bool:
 
 
 def _by_product_name(sku: SkuRecord, device: Device) -> bool:
-    return device.product_name in sku.match.product_names
+    return device.product_name is not None and device.product_name in sku.match.product_names
 
 
 def _by_fields(sku: SkuRecord, device: Device) -> bool:
@@ -87,9 +87,15 @@ MATCH_RULES: tuple[tuple[str, Callable[[SkuRecord, Device], bool]], ...] = (
     ("PCI device id", _by_pci_id),
     ("exact product name", _by_product_name),
     ("device fields", _by_fields),
-    ("product pattern", lambda sku, device: any(re.search(p, device.product_name)
-                                                for p in sku.match.product_patterns)),
+    ("product pattern", lambda sku, device: device.product_name is not None and any(
+        re.search(p, device.product_name) for p in sku.match.product_patterns)),
 )
+
+
+def every_match(catalog: SkuCatalog, device: Device) -> list[tuple[str, SkuRecord]]:
+    """Every SKU that matches the device, with the rule it matches by, most specific rule first: the first
+    decides (:func:`resolve_sku`); a later one of another SKU is shadowed by it."""
+    return [(how, sku) for how, matches in MATCH_RULES for sku in catalog.skus if matches(sku, device)]
 
 
 def matching_skus(catalog: SkuCatalog, device: Device) -> tuple[str, list[SkuRecord]] | None:
@@ -127,23 +133,72 @@ def sku_disagreement(catalog: SkuCatalog | None, device: Device) -> str | None:
             f"{device.product_name!r}, catalogued as SKU {by_name.id!r}; it is resolved as {by_pci.id!r}")
 
 
-def derive_accelerator_type(product_name: str) -> str:
+def derive_accelerator_type(product_name: str | None, fallback: str = "unknown") -> str:
     """A type from a product name when nothing better is known: 'ACME Widget 9000' -> 'ACME-Widget-9000'."""
     from rayaccel.labels import to_label_value
 
-    return to_label_value(product_name) or "unknown"
+    return to_label_value(product_name or "") or fallback
 
 
-def suggest_sku_id(product_name: str) -> str:
-    slug = re.sub(r"[^a-z0-9.]+", "-", product_name.lower()).strip("-.")
+def suggest_sku_id(product_name: str | None) -> str:
+    slug = re.sub(r"[^a-z0-9.]+", "-", (product_name or "").lower()).strip("-.")
     return slug or "new-sku"
 
 
-def sku_add_command(plugin: str, device: Device, accelerator_type: str) -> str:
-    """The exact command that onboards an unknown device's SKU."""
-    argv = ["rayaccel", "sku", "add", "--plugin", plugin, "--id", suggest_sku_id(device.product_name),
-            "--marketing-name", device.product_name, "--accelerator-type", accelerator_type,
-            "--product-name", device.product_name]
+#: Device facts that tell SKUs of one product apart when a catalog has no ``fields`` rule to follow and the
+#: device has no product name (a tool that prints none): what a vendor tool prints about the card itself.
+IDENTITY_FIELDS = ("model", "memory_mib", "architecture")
+
+
+def distinguishing_fields(catalog: SkuCatalog | None, device: Device) -> dict[str, str]:
+    """The ``fields`` rule that matches exactly this device's SKU: the fields the catalog already tells its
+    SKUs apart by (all of them, with this device's values), else :data:`IDENTITY_FIELDS`. Empty when the
+    device has none of them."""
+    keys = sorted({k for sku in (catalog.skus if catalog else []) for k in sku.match.fields}) or IDENTITY_FIELDS
+    values = {k: device_value(device, k) for k in keys}
+    return {k: v for k, v in values.items() if v is not None and v != ""}
+
+
+def _fields_suffix(fields: dict[str, str]) -> str:
+    """'128G' for memory_mib=131072, the value otherwise: what the fields say, for a name."""
+    parts = []
+    for key, value in fields.items():
+        if key == "memory_mib" and value.isdigit():
+            parts.append(f"{int(value) / 1024:g}G")
+        elif key != "architecture":
+            parts.append(value)
+    return " ".join(parts) or " ".join(fields.values())
+
+
+def sku_add_command(plugin: str, device: Device, accelerator_type: str, catalog: SkuCatalog | None = None) -> str:
+    """The exact command that onboards an unknown device's SKU, matching it by what tells it apart.
+
+    A PCI device id is the most specific; without one, a product name, unless the catalog tells its SKUs apart
+    by device fields (a tool that prints one name for every card) or the device has no product name: then the
+    device's values of those fields, since a product-name rule outranks field rules and would take every card
+    of the catalog's field-matched SKUs. ``rayaccel sku add`` refuses a SKU that takes devices another SKU
+    matched before; this command is made so that it passes that check."""
+    taken_ids = {s.id for s in catalog.skus} if catalog else set()
+    by_fields = not device.pci_device_id and (
+        device.product_name is None or any(s.match.fields for s in (catalog.skus if catalog else [])))
+    fields = distinguishing_fields(catalog, device) if by_fields else {}
+    name = device.product_name or plugin.upper()
+    if fields:
+        name = f"{name} {_fields_suffix(fields)}"
+        from rayaccel.labels import to_label_value
+
+        accelerator_type = to_label_value(f"{accelerator_type}-{_fields_suffix(fields)}") or accelerator_type
+    sku_id = suggest_sku_id(name)
+    for n in range(2, 100):
+        if sku_id not in taken_ids:
+            break
+        sku_id = f"{suggest_sku_id(name)}-{n}"
+    argv = ["rayaccel", "sku", "add", "--plugin", plugin, "--id", sku_id, "--marketing-name", name,
+            "--accelerator-type", accelerator_type]
+    if fields:
+        argv += [x for key, value in fields.items() for x in ("--match-field", f"{key}={value}")]
+    elif device.product_name:
+        argv += ["--product-name", device.product_name]
     if device.pci_device_id:
         argv += ["--pci-device-id", device.pci_device_id]
     if device.memory_mib:

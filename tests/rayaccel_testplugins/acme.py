@@ -76,7 +76,9 @@ def rayaccel_discover(host: Host) -> list[Device]:
             if host.exists(f"{path}/state") and _read(host, f"{path}/state") == "lost":
                 continue  # a lost device disappears from the bus, as it would on real hardware
             devices.append(Device(
-                index=index, id=_read(host, f"{path}/uuid"), product_name=_read(host, f"{path}/product"),
+                index=index, id=_read(host, f"{path}/uuid"),
+                # Some drivers print no product name: the catalog then tells SKUs apart by match.fields.
+                product_name=_read(host, f"{path}/product") if host.exists(f"{path}/product") else None,
                 memory_mib=_number(host, f"{path}/memory_mib"), pci_bus_id=_read(host, f"{path}/pci_bus_id") or None,
                 numa_node=_number(host, f"{path}/numa_node"), driver_version=driver,
             ))
@@ -127,8 +129,8 @@ def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
 @hookimpl
 def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
     # The model is the product name's last word; as a label value, whatever the driver prints ("R1 (rev B)").
-    return ResourceContribution(accelerator_type=to_label_value(devices[0].product_name.split()[-1]) or None
-                                if devices else None)
+    name = devices[0].product_name if devices else None
+    return ResourceContribution(accelerator_type=to_label_value(name.split()[-1]) or None if name else None)
 
 
 @hookimpl

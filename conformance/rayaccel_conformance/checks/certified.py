@@ -132,7 +132,7 @@ def real_hardware(subject: Subject) -> Evidence:
     if fam is None or not fam.devices:
         problems = [p.render() for p in subject.plugin_problems(inventory, severities=("error", "warning"))]
         raise CheckFailed([f"no {family.name} device found on {inventory.host}", *problems])
-    products = sorted({d.product_name for d in fam.devices})
+    products = sorted({d.product_name or "no product name" for d in fam.devices})
     return (f"{len(fam.devices)} devices on {inventory.host} ({', '.join(products)}), accelerator type "
             f"{fam.accelerator_type}, resources {fam.resources}")
 

@@ -165,7 +165,8 @@ def render_inventory(inventory: NodeInventory) -> None:
             health: str = report.state if report else "unknown"
             if report and report.reasons:
                 health += " (" + ", ".join(r.code for r in report.reasons) + ")"
-            table.add_row(str(d.index), d.id, d.product_name, d.sku or Text("unknown", style="yellow"),
+            product = d.product_name or Text("none printed", style="dim")
+            table.add_row(str(d.index), d.id, product, d.sku or Text("unknown", style="yellow"),
                           str(d.memory_mib or ""), d.pci_bus_id or "", "" if d.numa_node is None else str(d.numa_node),
                           health)
         console.print(table)

@@ -152,7 +152,7 @@ def _record_fixture(pool: WorkerPool, output: Path | None, description: str | No
     family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
     devices = family.devices if family else []
     name = output.stem if output is not None else f"{fixture_plugin}-recorded"
-    summary = (f"{len(devices)}x {devices[0].product_name}" if devices else "no accelerators")
+    summary = (f"{len(devices)}x {devices[0].product_name or devices[0].sku or 'devices'}" if devices else "no accelerators")
     used = [f.plugin for f in inventory.families] or (plugin or manager.plugin_names())
     source = source_line(inventory, _plugin_versions(manager, list(used)), state.get("hostname") or "",
                          inventory.simulated)

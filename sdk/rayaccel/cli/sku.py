@@ -9,6 +9,7 @@ rewrite and the new fixture's inventories are the plugin's answers from its work
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -50,6 +51,13 @@ def add(
              "else its first")] = None,
     fixture_name: Annotated[str | None, typer.Option(
         "--fixture-name", help="Name of the new fixture; default: the SKU id")] = None,
+    check_fixture: Annotated[list[Path] | None, typer.Option(
+        "--check-fixture", metavar="FILE",
+        help="A recorded fixture of the fleet (repeatable): like every fixture the plugin ships, its devices must "
+             "keep the SKU they resolve to")] = None,
+    allow_retype: Annotated[bool, typer.Option(
+        "--allow-retype", help="Let the new SKU take devices another SKU matched before (refused otherwise, "
+                               "naming them)")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Check everything (the new fixture's inventory, faults included), write nothing")] = False,
     in_process: InProcessOption = False,
@@ -61,7 +69,7 @@ def add(
                               fields=parse_match_fields(match_field or []))
     with plugin_workers(in_process=in_process) as pool:  # every plugin (a fixture may name any), each in its worker
         done = add_sku(pool.manager, plugin, record, from_fixture=from_fixture, fixture_name=fixture_name,
-                       dry_run=dry_run)
+                       dry_run=dry_run, check_fixtures=check_fixture or [], allow_retype=allow_retype)
     if not done.written:
         _say(f"dry run: SKU {done.sku.id} ({done.sku.accelerator_type}) would be added to "
              f"{done.catalog_path} and fixture {done.fixture_ref} ({done.fixture_path}) written, derived "
@@ -87,12 +95,15 @@ def check(
     with plugin_workers(plugin, in_process=in_process) as pool:
         results = check_catalogs(pool.manager, plugin or None)
     if as_json:
-        console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error}
+        console.print_json(json.dumps([{"plugin": r.plugin, "path": r.path, "skus": r.skus, "error": r.error,
+                                        "notes": list(r.notes)}
                                        for r in results]))
     else:
         for r in results:
             if r.ok:
                 _say(f"ok: {r.plugin}: {r.skus} SKU{'' if r.skus == 1 else 's'} ({r.path})")
+                for note in r.notes:
+                    _say(f"  note: {note}")
             else:
                 err_console.print(f"error: plugin {r.plugin}: {r.error}", markup=False, highlight=False, soft_wrap=True)
     if any(not r.ok for r in results):

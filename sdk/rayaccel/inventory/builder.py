@@ -147,7 +147,7 @@ class InventoryBuilder:
         known = [s for s in skus if s is not None]
         sku_known = len(known) == len(devices)
         accelerator_type = self._accelerator_type(plugin, devices, skus, contribution.accelerator_type, problems,
-                                                  contribution.no_accelerator_type)
+                                                  contribution.no_accelerator_type, catalog)
         # A partitioned device is offered only as its partitions (each profile its own resource), never whole.
         units = order_units([d for d in healthy if not d.partitioned], topology)
         resources: dict[str, float] = {}
@@ -283,7 +283,8 @@ class InventoryBuilder:
         return applied
 
     def _accelerator_type(self, plugin: str, devices: list[Device], skus: list[SkuRecord | None],
-                          from_plugin: str | None, problems: list[Problem], none: bool = False) -> str | None:
+                          from_plugin: str | None, problems: list[Problem], none: bool = False,
+                          catalog: SkuCatalog | None = None) -> str | None:
         catalog_types = {s.accelerator_type for s in skus if s is not None}
         if len(catalog_types) > 1:
             problems.append(self._problem(plugin, "rayaccel_sku_catalog", "mixed-skus",
@@ -297,12 +298,13 @@ class InventoryBuilder:
         elif none:
             accelerator_type = None  # the plugin says the node has no Ray accelerator type (as Ray reports)
         else:
-            accelerator_type = from_plugin or derive_accelerator_type(devices[0].product_name)
+            accelerator_type = from_plugin or derive_accelerator_type(devices[0].product_name, plugin.upper())
         for device, sku in zip(devices, skus, strict=True):
             if sku is None:
                 scheduled = (f"scheduled as accelerator type {accelerator_type!r}" if accelerator_type is not None
                              else "scheduled with no accelerator type")
-                suggested = accelerator_type or derive_accelerator_type(device.product_name)
+                suggested = accelerator_type or derive_accelerator_type(device.product_name, plugin.upper())
+                named = repr(device.product_name) if device.product_name else "no product name"
                 problems.append(self._problem(
                     plugin, "rayaccel_sku_catalog", "unknown-sku",
                     f"device {device.id} ({device.product_name!r}) is not in the plugin's SKU catalog; it is "

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from rayaccel import hookspec
 from rayaccel.catalog import resolve_sku
-from rayaccel.errors import CatalogError
+from rayaccel.errors import CatalogError, FixtureError
+from rayaccel.onboarding.fleet import fleet_devices, resolution_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
 
@@ -33,6 +34,8 @@ class CatalogCheck:
     path: str | None
     skus: int
     error: str | None
+    #: Shadowed matches on the plugin's fixtures: a SKU's rule a device satisfies while another SKU wins.
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -175,7 +178,9 @@ def _append_yaml_item(text: str, record: dict[str, Any]) -> str | None:
 
 
 def check_catalogs(manager: PluginManager, plugins: Sequence[str] | None = None) -> list[CatalogCheck]:
-    """Every plugin's catalog: readable, valid, of the plugin's family, no PCI id claimed by two SKUs."""
+    """Every plugin's catalog: readable, valid, of the plugin's family, no PCI id claimed by two SKUs, and
+    on the plugin's fixtures no device matched by two SKUs alike or resolving otherwise than stated (shadowed
+    matches are notes)."""
     results = []
     for plugin in plugins or manager.plugin_names():
         manager.plugin(plugin)
@@ -204,7 +209,15 @@ def check_catalogs(manager: PluginManager, plugins: Sequence[str] | None = None)
                 if bad is not None:
                     error = f"SKU {sku.id!r}: PCI device id {bad!r} is not 0x followed by 4 hex digits"
                     break
+        notes: list[str] = []
+        if error is None:  # how the plugin's own fixtures resolve: ambiguous and shadowed matches
+            try:
+                errors, notes = resolution_findings(catalog, fleet_devices(manager, plugin))
+            except FixtureError as e:
+                errors = [f"its fixtures cannot be read: {e}"]
+            if errors:
+                error = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
         if error is not None and catalog.source_path:
             error = f"{catalog.source_path}: {error}"
-        results.append(CatalogCheck(plugin, catalog.source_path, len(catalog.skus), error))
+        results.append(CatalogCheck(plugin, catalog.source_path, len(catalog.skus), error, tuple(notes)))
     return results

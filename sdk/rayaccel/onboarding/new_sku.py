@@ -30,6 +30,7 @@ from rayaccel.onboarding.catalog_file import (
     conflicts,
     record_data,
 )
+from rayaccel.onboarding.fleet import fleet_devices, retyped_devices
 from rayaccel.onboarding.sku_fixture import (
     choose_base_fixture,
     derived_expectation,
@@ -86,9 +87,12 @@ def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str
 
 
 def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: str | None = None,
-            fixture_name: str | None = None, dry_run: bool = False) -> SkuAddition:
+            fixture_name: str | None = None, dry_run: bool = False, check_fixtures: Sequence[Path] = (),
+            allow_retype: bool = False) -> SkuAddition:
     """Append ``sku`` to ``plugin``'s catalog and write a fixture of it; both or neither.
 
+    Refused when the new SKU would take a device another SKU matched before, on any fixture the plugin ships
+    or in ``check_fixtures`` (recorded ones), unless ``allow_retype``.
     ``dry_run``: every check is made (the new fixture is built and its inventory compared, faults included),
     nothing is written."""
     manager.plugin(plugin)  # a clear error for an unknown plugin name
@@ -104,6 +108,14 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     new_text, rewritten = appended_catalog_text(catalog_path, old_text, old_data, record_data(sku))
     new_data = json.loads(new_text) if catalog_path.suffix == ".json" else yaml.safe_load(new_text)
     new_catalog = parse_catalog(new_data, str(catalog_path))
+    retyped = retyped_devices(fleet_devices(manager, plugin, check_fixtures), catalog, new_catalog, sku)
+    if retyped and not allow_retype:
+        more = f" (and {len(retyped) - 3} more)" if len(retyped) > 3 else ""
+        raise CatalogError(
+            f"plugin {plugin!r}: SKU {sku.id} would take {len(retyped)} device{'s' if len(retyped) > 1 else ''} "
+            f"another SKU matched before: {'; '.join(retyped[:3])}{more}. Match it by what tells its devices "
+            "apart (--match-field FIELD=VALUE, --pci-device-id; a --product-name rule outranks every field rule), "
+            "or pass --allow-retype if those devices really are this SKU; nothing was written")
 
     base = choose_base_fixture(manager, plugin, catalog, sku, from_fixture)
     base_path = plugin_fixtures(manager, plugin).get(base.ref)

@@ -140,7 +140,7 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
                                  float(len(partition_ids))))
         for dev in fam.devices:
             series.append(Series(INFO, {"node": node, "family": name, "device": dev.id, "sku": dev.sku or "",
-                                        "product": dev.product_name}, 1.0))
+                                        "product": dev.product_name or ""}, 1.0))
         for report in fam.health:
             series.append(Series(HEALTH, {"node": node, "family": name, "device": report.device},
                                  float(HEALTH_ORDER[report.state])))

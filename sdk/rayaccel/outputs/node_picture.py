@@ -347,7 +347,7 @@ class NodePicture:
         rect = self.dw.Rectangle(placed.x, placed.y, size.width, size.height, rx=6, fill=fill, stroke=stroke,
                                  stroke_width=2)
         reasons = "; ".join(f"{r.code}: {r.message}" for r in (report.reasons if report is not None else []))
-        rect.append_title(f"{d.index} {d.product_name} ({d.id}) sku {d.sku or 'unknown'}, "
+        rect.append_title(f"{d.index} {d.product_name or 'no product name'} ({d.id}) sku {d.sku or 'unknown'}, "
                           f"{memory_text(d.memory_mib)}, {state}" + (f": {reasons}" if reasons else ""))
         group.append(rect)
         group.append(self.dw.Rectangle(placed.x, placed.y + size.height - 6, size.width, 6, fill=stroke))
@@ -356,7 +356,7 @@ class NodePicture:
         group.append(self.text(f"#{d.index}", x, y + 17, 13, font_weight="bold"))
         group.append(self.text(memory_text(d.memory_mib), placed.x + size.width - 8, y + 17, 12,
                                text_anchor="end", font_weight="bold", fill="#3c4043"))
-        group.append(self.text(clip(d.product_name, chars), x, y + 33, 11, class_="product"))
+        group.append(self.text(clip(d.product_name or "no product name", chars), x, y + 33, 11, class_="product"))
         group.append(self.text(clip(d.sku or "SKU unknown", chars - 3), x, y + 48, 10.5, font_family=MONO,
                                fill="#3c4043" if d.sku else "#c5221f"))
         if not size.compact:

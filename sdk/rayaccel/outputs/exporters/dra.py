@@ -47,6 +47,7 @@ from rayaccel.outputs.exporters import (
     scheduler_name,
 )
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, HealthReport, NodeInventory
+from rayaccel.safe_text import control_characters, device_path_problem, excerpt
 
 API_VERSION = "resource.k8s.io/v1"
 #: ResourceSliceSpec.devices: "Must not have more than 128 entries. If any device uses taints or consumes
@@ -238,7 +239,7 @@ def _typed(value: object) -> dict[str, Any]:
 
 def _version(value: str) -> dict[str, Any]:
     """A semantic version as DRA's version type (comparable in CEL), anything else as a string."""
-    return {"version": value} if _SEMVER_RE.match(value) else {"string": value}
+    return {"version": value} if _SEMVER_RE.fullmatch(value) else {"string": value}
 
 
 def pci_bus_id(value: str | None) -> str | None:
@@ -256,8 +257,9 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
                 warnings: list[str], name: str, partition: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The device's (or its partition's) attributes and capacity, most useful first, within the API's limits."""
     wanted: list[tuple[str, dict[str, Any]]] = [("unitId", {"string": unit}), ("index", {"int": device.index}),
-                                                ("uuid", {"string": device.id}),
-                                                ("productName", {"string": device.product_name})]
+                                                ("uuid", {"string": device.id})]
+    if device.product_name:  # a tool may print none
+        wanted.append(("productName", {"string": device.product_name}))
     if partition is not None:
         part = device.partitions[partition]
         wanted[2] = ("parentUuid", {"string": device.id})
@@ -293,7 +295,10 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
     for key, value in sorted({**device.attributes, **own}.items()):
         if key == "pcie_root" or (key == DEVICE_FILE and "," in str(value)):
             continue  # pcie_root is published as the standard attribute; a file list is Slurm's, not a DRA value
-        if not C_IDENTIFIER_RE.match(key) or key in taken:
+        if key == DEVICE_FILE and (why := device_path_problem(str(value))):
+            raise ExportError(f"--format dra: plugin {family.plugin}, device {excerpt(unit)}: attributes.{key} "
+                              f"{excerpt(value)} {why}; the plugin must report the device's file under /dev")
+        if not C_IDENTIFIER_RE.fullmatch(key) or key in taken:
             warnings.append(f"dra: device {name}: attribute {key!r} is not a DRA attribute name (a C identifier of "
                             "at most 32 characters, not one rayaccel sets); left out")
             continue
@@ -306,6 +311,9 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
     kept: dict[str, Any] = {}
     for key, typed in wanted:
         text = next(iter(typed.values()))
+        if isinstance(text, str) and control_characters(text):
+            raise ExportError(f"--format dra: plugin {family.plugin}, device {excerpt(unit)}: {key} {excerpt(text)} "
+                              "holds control characters, which no DRA attribute value may; fix the plugin's value")
         if isinstance(text, str) and len(text) > MAX_VALUE_LENGTH:
             warnings.append(f"dra: device {name}: attribute {key} is longer than {MAX_VALUE_LENGTH} characters; "
                             "left out")

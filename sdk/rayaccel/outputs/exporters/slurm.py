@@ -28,6 +28,7 @@ from typing import Any
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices, scheduler_name
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory, expand_device_file
+from rayaccel.safe_text import device_path_problem, device_root_problem, excerpt
 
 #: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
 #: and the scale-out networks are not device-to-device links to Slurm (its NVML autodetection gives 0).
@@ -118,6 +119,9 @@ def slurm_node(inventory: NodeInventory, device_root: str | None = None, node_na
     if not _NODE_NAME.fullmatch(node_name):
         raise ExportError(f"node name {node_name!r} is not a Slurm node name (letters, digits, '-' and '_'): give "
                           "the node's name as slurm.conf has it with --node-name")
+    if device_root is not None and (why := device_root_problem(device_root)):
+        raise ExportError(f"--device-root {excerpt(device_root)} {why}: give the directory standing for /dev as a "
+                          "plain absolute path, e.g. /host/dev")
     lines: list[GresLine] = []
     for family in families_with_devices(inventory, "slurm"):
         lines.extend(_family_lines(family, scheduler_name(family, "slurm_gres", "slurm"), device_root))
@@ -140,7 +144,7 @@ def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | No
             continue
         # Slurm 22.05 counts one GRES per File: the first pattern is the device's own file (the others, such
         # as a driver's control device, are shared or secondary).
-        file = _device_file(patterns[0] if patterns else None, device, device_root)
+        file = _device_file(family, patterns[0] if patterns else None, device, device_root)
         files = (file,) if file is not None else ()
         row = links[device.id] if links is not None else None
         single.append(GresLine(name=gres_name, type=gres_type(family, device), files=files, count=1,
@@ -156,22 +160,33 @@ def _partition_lines(family: FamilyInventory, gres_name: str, device: Device, st
         if states.get(partition.id, "unknown") == "unhealthy":
             continue
         listed = partition.attributes.get(DEVICE_FILE)
-        files = tuple(_rooted(f.strip(), device_root) for f in str(listed).split(",")
-                      if f.strip().startswith("/dev/")) if listed is not None else ()
+        files = tuple(_rooted(_checked_file(family, partition.id, f.strip()), device_root)
+                      for f in str(listed).split(",")) if listed is not None else ()
         kind = _NOT_IN_TYPE.sub("-", f"{gres_type(family, device)}_{partition.profile.lower()}").strip("-.")
         lines.append(GresLine(name=gres_name, type=kind, files=files, count=1, cores=cores, links=None,
                               multiple_files=len(files) > 1))  # slurmd refuses MultipleFiles of one file
     return lines
 
 
+def _checked_file(family: FamilyInventory, unit: str, path: str) -> str:
+    """``path`` when it is a plain device file under /dev; else the export is refused naming who said it:
+    a newline, space or '..' in a file would write another gres.conf line, field or file for slurmd."""
+    why = device_path_problem(path)
+    if why is not None:
+        raise ExportError(f"--format slurm: plugin {family.plugin}, device {excerpt(unit)}: attributes.{DEVICE_FILE} "
+                          f"{excerpt(path)} {why}; the plugin must report the device's file under /dev, like "
+                          "/dev/nvidia0")
+    return path
+
+
 def _rooted(path: str, device_root: str | None) -> str:
     return path if device_root is None else device_root.rstrip("/") + path.removeprefix("/dev")
 
 
-def _device_file(pattern: str | None, device: Device, device_root: str | None) -> str | None:
+def _device_file(family: FamilyInventory, pattern: str | None, device: Device, device_root: str | None) -> str | None:
     found = device.attributes.get(DEVICE_FILE)  # the file discovery saw beats the pattern's guess from the index
-    if isinstance(found, str) and found.startswith("/dev/"):
-        path = found
+    if found is not None:
+        path = _checked_file(family, device.id, str(found))
     elif pattern is not None:
         path = expand_device_file(pattern, device.index)
     else:
@@ -209,7 +224,7 @@ def _merge_unlinked(lines: list[GresLine]) -> list[GresLine]:
 def gres_type(family: FamilyInventory, device: Device) -> str:
     """A Slurm GRES type for the device: its SKU id, else the family's accelerator type, else its product,
     in lower case with Slurm's separators replaced (``TPU-V5P`` -> ``tpu-v5p``)."""
-    text = device.sku or family.accelerator_type or device.product_name
+    text = device.sku or family.accelerator_type or device.product_name or ""
     return _NOT_IN_TYPE.sub("-", text.lower()).strip("-.") or "unknown"
 
 
