@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
+from rayaccel.safe_text import control_characters
 from rayaccel.vocabulary import (  # named here too, beside the records that use them
     DEVICE_FILE as DEVICE_FILE,
     HEALTH_ORDER as HEALTH_ORDER,
@@ -44,7 +45,7 @@ def _matching(regex: re.Pattern[str], why: str) -> AfterValidator:
     """A string field's check: ``regex`` must match it, else the error says ``why``."""
 
     def check(value: str) -> str:
-        if not regex.match(value):
+        if not regex.fullmatch(value):  # `$` would take a trailing newline
             raise ValueError(why)
         return value
 
@@ -190,7 +191,7 @@ DEVICE_FILE_RE = re.compile(r"^/dev/(?!.*\.\.)[A-Za-z0-9_./-]*\{index(\+\d{1,6})
 def _extended_resource_problem(name: str) -> str | None:
     """Why ``name`` is not a Kubernetes extended resource name (None when it is)."""
     domain, slash, part = name.partition("/")
-    if not slash or not DNS_SUBDOMAIN_RE.match(domain) or not QUALIFIED_NAME_PART_RE.match(part):
+    if not slash or not DNS_SUBDOMAIN_RE.fullmatch(domain) or not QUALIFIED_NAME_PART_RE.fullmatch(part):
         return (f"{name!r} is not a Kubernetes extended resource name: it needs a domain prefix and a name, "
                 "like nvidia.com/gpu (lower-case DNS domain, '/', at most 63 letters, digits, '-', '_', '.')")
     if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
@@ -215,6 +216,21 @@ def _checked(check: Callable[[str], str | None]) -> AfterValidator:
         return value
 
     return AfterValidator(run)
+
+
+def _device_file_attribute(attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """A ``device_file`` attribute no device can have: control characters or a '..' segment in a path that
+    gres.conf, a CDI spec or a container runtime takes with authority. Anything else an exporter checks
+    against its own format's rules."""
+    listed = attributes.get(DEVICE_FILE)
+    if isinstance(listed, str):
+        if control_characters(listed):
+            raise ValueError(f"{DEVICE_FILE} holds control characters ({', '.join(control_characters(listed))}); "
+                             "report the device's file as a plain path, like /dev/nvidia0")
+        if any(".." in part.split("/") for part in listed.split(",")):
+            raise ValueError(f"{DEVICE_FILE} {listed[:60]!r} has a '..' segment; report the device's file as a "
+                             "plain path under /dev")
+    return attributes
 
 
 ExtendedResourceName = Annotated[str, _checked(_extended_resource_problem)]
@@ -341,8 +357,8 @@ class Partition(Record):
     memory_slices: int | None = Field(None, ge=1, description="Memory slices it takes, e.g. 1 for '1g.10gb' on "
                                       "an A100 80GB")
     memory_mib: int | None = Field(None, ge=0)
-    attributes: dict[str, AttributeValue] = Field(default_factory=dict, description="Vendor extras, e.g. MIG's "
-                                                  "gpu_instance_id")
+    attributes: Annotated[dict[str, AttributeValue], AfterValidator(_device_file_attribute)] = Field(
+        default_factory=dict, description="Vendor extras, e.g. MIG's gpu_instance_id")
 
 
 class Device(Record):
@@ -368,7 +384,8 @@ class Device(Record):
         "as them, each profile as its own Ray resource; without any it is offered whole")
     partition_capacity: PartitionCapacity | None = Field(
         None, description="Its slices in all, when it can be partitioned: the partitions' slices add up to no more")
-    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    attributes: Annotated[dict[str, AttributeValue], AfterValidator(_device_file_attribute)] = Field(
+        default_factory=dict)
 
     @field_validator("pci_device_id")
     @classmethod

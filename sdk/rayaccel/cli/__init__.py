@@ -205,7 +205,9 @@ _ABORTS: tuple[type[BaseException], ...] = (click.exceptions.Abort, typer.Abort)
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    from rayaccel.safe_text import terminal_text  # a message may quote a plugin's or a file's value
+
+    return terminal_text(str(text))
 
 
 def _error(message: str) -> None:

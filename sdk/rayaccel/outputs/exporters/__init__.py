@@ -19,7 +19,9 @@ from typing import Any, cast
 
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.cloud import CloudCatalog
+from rayaccel.labels import label_errors
 from rayaccel.records import FamilyInventory, NodeInventory
+from rayaccel.safe_text import control_characters, excerpt, terminal_text
 
 #: Seconds between the health monitor's polls when nothing else is said (``rayaccel start``'s default).
 DEFAULT_MONITOR_INTERVAL = 5.0
@@ -89,8 +91,37 @@ class ExportFormat:
     needs_cloud_catalog: bool = False
 
     def exporter(self) -> Exporter:
+        """The format's ``export``, with the last check every format's text passes (:func:`checked_text`)."""
         module = importlib.import_module(f"{__name__}.{self.module}")
-        return cast(Exporter, module.export)
+        made = cast(Exporter, module.export)
+
+        def export_checked(inventory: NodeInventory, options: ExportOptions) -> Exported:
+            exported = made(inventory, options)
+            checked_text(self.name, exported.text)
+            return exported
+
+        return export_checked
+
+
+def checked_text(format_name: str, text: str) -> None:
+    """Refuse an export whose text holds a control character other than its line ends: every value a
+    format writes is checked where it is written (naming the plugin, device and field); this catches one
+    a format has not learnt to check, before a parser reads a second line or field out of it."""
+    stray = control_characters(text.replace("\n", ""))
+    if stray:
+        line = next(line for line in text.split("\n") if control_characters(line))
+        raise ExportError(f"--format {format_name}: a value from a plugin, fixture or option holds control "
+                          f"characters ({', '.join(stray)}) in the line {excerpt(line)}; fix the value (rayaccel "
+                          "inspect --json shows the plugin's records)")
+
+
+def check_labels(format_name: str, labels: Mapping[str, str]) -> None:
+    """Refuse labels a format would write that are not Ray/Kubernetes labels (``key=value`` lists split on
+    ',' and '=', YAML keys name nodes)."""
+    errors = label_errors(labels)
+    if errors:
+        raise ExportError(f"--format {format_name}: {terminal_text(errors[0])}; the plugin that sets it must give a "
+                          "valid label")
 
 
 #: ``--format`` name -> its row, in the order ``rayaccel export --help`` lists them.
@@ -136,7 +167,7 @@ def scheduler_name(family: FamilyInventory, which: str, format_name: str) -> str
 def node_name(inventory: NodeInventory, options: ExportOptions) -> str:
     """The Kubernetes node name: ``options.node_name``, else the host name lower-cased (a DNS subdomain)."""
     name = options.node_name if options.node_name is not None else inventory.host.lower()
-    if not DNS_SUBDOMAIN_RE.match(name):
+    if not DNS_SUBDOMAIN_RE.fullmatch(name):
         raise ExportError(f"node name {name!r} is not a Kubernetes node name (lower-case DNS subdomain, <= 253); "
                           "give the node's name with --node-name")
     return name

@@ -17,8 +17,13 @@ from typing import Any
 import yaml
 
 from rayaccel.inventory.cloud import CloudCatalog, CloudNodeType
-from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions
+from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, check_labels
 from rayaccel.records import NodeInventory
+from rayaccel.safe_text import excerpt, terminal_text
+
+#: A Ray resource name as the autoscaler's YAML names it: Ray's own (``GPU``, ``neuron_cores``) and the
+#: ``accelerator_type:<type>`` ones; never a separator a node's ``--resources`` JSON or a CLI would split.
+_RESOURCE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,127}$")
 
 
 def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
@@ -32,7 +37,7 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
                           "--instance-type PROVIDER:TYPE (e.g. aws:p5.48xlarge)")
     return Exported(text=autoscaler_yaml(options.cloud, options.min_workers, options.max_workers),
                     data=autoscaler_document(options.cloud, options.min_workers, options.max_workers),
-                    warnings=tuple(" ".join(problem.render().split()) for problem in options.cloud.problems))
+                    warnings=tuple(terminal_text(problem.render()) for problem in options.cloud.problems))
 
 
 def node_type_name(node_type: CloudNodeType) -> str:
@@ -50,6 +55,13 @@ def available_node_types(catalog: CloudCatalog, min_workers: int = 0, max_worker
                             "0 <= min-workers <= max-workers")
     types: dict[str, Any] = {}
     for node_type in catalog.node_types:
+        for resource in node_type.resources:
+            if not _RESOURCE_NAME_RE.fullmatch(resource):
+                raise ExportError(f"--format autoscaler: plugin {node_type.plugin}, instance type "
+                                  f"{excerpt(node_type.instance_type)}: resource name {excerpt(resource)} is not a "
+                                  "Ray resource name (a letter, then letters, digits, '_', '.', ':', '-'; <= 128); "
+                                  "the plugin's rayaccel_cloud_hints must name it so")
+        check_labels("autoscaler", node_type.labels)
         types[node_type_name(node_type)] = {
             "resources": dict(node_type.resources),
             "labels": dict(node_type.labels),
@@ -72,7 +84,7 @@ def autoscaler_yaml(catalog: CloudCatalog, min_workers: int = 0, max_workers: in
     a comment above it (YAML has no other place for them)."""
     head = ["# available_node_types for the Ray cluster launcher / KubeRay autoscaler (rayaccel export "
             "--format autoscaler)", "# add CPU, memory and node_config for your provider to each type"]
-    head += [f"# problem: {' '.join(problem.render().split())}" for problem in catalog.problems]
+    head += [f"# problem: {terminal_text(problem.render())}" for problem in catalog.problems]
     body = yaml.safe_dump({"available_node_types": available_node_types(catalog, min_workers, max_workers)},
                           sort_keys=False, default_flow_style=False)
     return "\n".join(head) + "\n" + body

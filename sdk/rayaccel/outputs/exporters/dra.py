@@ -281,7 +281,7 @@ def _attributes(family: FamilyInventory, device: Device, unit: str, report: Heal
         warnings.append(f"dra: device {name}: PCI bus id {device.pci_bus_id!r} is not in extended BDF form; "
                         "resource.kubernetes.io/pciBusID left out")
     root = device.attributes.get("pcie_root")
-    if isinstance(root, str) and _PCIE_ROOT_RE.match(root):
+    if isinstance(root, str) and _PCIE_ROOT_RE.fullmatch(root):
         wanted.append((STANDARD_PREFIX + "pcieRoot", {"string": root}))
     if device.numa_node is not None:
         wanted.append(("numaNode", {"int": device.numa_node}))

@@ -34,6 +34,7 @@ from rayaccel.outputs.exporters import (
     Exported,
     ExportError,
     ExportOptions,
+    check_labels,
     families_with_devices,
     ray_labels,
     resource_quantity,
@@ -47,6 +48,7 @@ from rayaccel.records import (
     NodeInventory,
     Partition,
 )
+from rayaccel.safe_text import excerpt
 
 OVERWRITE_ANNOTATION = "ray.io/overwrite-container-cmd"
 CONTAINER_NAME = "ray-worker"
@@ -65,6 +67,22 @@ def group_name(inventory: NodeInventory) -> str:
     parts = [f"{f.family.name}-{f.accelerator_type or 'unknown'}" for f in inventory.families if f.devices]
     name = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
     return re.sub(r"-{2,}", "-", name)[:63].rstrip("-") or "accelerators"
+
+
+#: A container image reference (distribution/reference's grammar: ``[registry[:port]/]path[:tag][@digest]``).
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REGISTRY = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?"
+IMAGE_RE = re.compile(rf"^{_REGISTRY}{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+                      r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
+
+
+def image_problem(image: str) -> str | None:
+    """Why ``image`` is not a container image reference Kubernetes can pull (None when it is)."""
+    if not image:
+        return "is empty"
+    if len(image) > 512 or not IMAGE_RE.fullmatch(image):
+        return "is not an image reference like rayproject/ray:2.60.0 or registry.example.com:5000/team/ray@sha256:..."
+    return None
 
 
 _EXTENDED_RESOURCE: TypeAdapter[str] = TypeAdapter(ExtendedResourceName)
@@ -126,6 +144,10 @@ def container_command(options: ExportOptions) -> tuple[list[str], list[str]]:
 
 
 def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
+    why = image_problem(options.image)
+    if why is not None:
+        raise ExportError(f"--image {excerpt(options.image)} {why}: give the image the worker pods run (with "
+                          "rayaccel and the plugins installed)")
     families = families_with_devices(inventory, "kuberay")
     counts: dict[str, int] = {}
     for family in families:
@@ -145,6 +167,7 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
     if resources:
         # KubeRay passes the value to `ray start --resources=` as written: a quoted JSON string.
         params["resources"] = json.dumps(json.dumps(resources, separators=(",", ":")))
+    check_labels("kuberay", group_labels(inventory))
     command, args = container_command(options)
     container: dict[str, Any] = {"name": CONTAINER_NAME, "image": options.image, "command": command, "args": args,
                                  "resources": {"limits": limits, "requests": dict(limits)}}

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from rayaccel.labels import label_key_error, label_value_error
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices
 from rayaccel.records import NodeInventory
+from rayaccel.safe_text import terminal_text
 
 #: The monitor intervals after which the file's labels expire.
 EXPIRY_INTERVALS = 3
@@ -52,7 +53,7 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
         if why:
             raise ExportError(f"--format nfd: {why}")
     stamp = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
-    host = " ".join(inventory.host.split())  # a comment is one line, whatever the host name holds
+    host = terminal_text(inventory.host)  # a comment is one line, whatever the host name holds
     lines = [f"# rayaccel accelerator labels of node {host}, written {now:%Y-%m-%dT%H:%M:%SZ}; they "
              f"expire after {EXPIRY_INTERVALS} monitor intervals of {options.monitor_interval:g}s",
              f"{EXPIRY_DIRECTIVE}{stamp}",
