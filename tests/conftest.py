@@ -49,7 +49,8 @@ def _fresh_default_manager() -> Iterator[None]:
 #: to its workers in collection order (``--dist loadfile --no-loadscope-reorder``): started last, a long file
 #: would run alone at the end, so they are collected first (longest processing time first), the short ones after.
 LONGEST_FILES = ("test_template_bake.py", "test_conformance_corpus.py", "test_conformance_broken.py",
-                 "test_readme.py", "test_conformance_attestation.py", "test_reference_plugins_conformance.py")
+                 "test_readme.py", "test_conformance_attestation.py", "test_reference_plugins_conformance.py",
+                 "test_ray_activation.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -133,6 +133,7 @@ COMMAND_MODULES: dict[str, str] = {
     "inspect": "inventory", "fixtures": "inventory", "plugins": "inventory", "start": "node", "stop": "node",
     "new": "template", "upgrade": "template", "sku": "sku", "record": "record", "fixture": "record",
     "transports": "transports", "export": "export", "cluster": "cluster",
+    "enable": "activation", "disable": "activation",
 }
 #: Entry point group through which other packages add command groups (the conformance suite adds `certify`):
 #: ``[project.entry-points."rayaccel.cli"] NAME = "module:typer_app"`` becomes ``rayaccel NAME ...``.

@@ -238,8 +238,12 @@ def plugins(
                      "resource": loaded.family.resource_name, "env_var": loaded.family.visible_devices_env_var,
                      "spec_version": loaded.family.spec_version})
     problems = [p.model_dump(mode="json") for p in manager.problems]
+    from rayaccel.ray.activation import state as activation_state
+
+    activation = activation_state()
     if as_json:
-        print_json({"plugins": rows, "problems": problems})
+        print_json({"plugins": rows, "problems": problems,
+                    "ray_activation": {"on": activation.on, "path": str(activation.path)}})
         return
     table = Table("plugin", "distribution", "version", "family", "resource", "env var", "spec")
     for row in rows:
@@ -248,3 +252,4 @@ def plugins(
     console.print(table)
     for problem in manager.problems:
         console.print(problem.render())
+    console.print(f"Ray activation: {activation.describe()}", markup=False, highlight=False)
