@@ -163,6 +163,30 @@ def test_the_view_is_built_from_labels_alone_and_escapes_them():
     assert view.groups()[0].healthy_nodes == 0  # cordoned: not fully healthy
 
 
+def test_health_and_device_counts_are_the_monitors_live_ones_not_the_start_time_labels():
+    """A node that started with 4 healthy devices and whose monitor now says 3 of 4 take work (one cordoned) is
+    degraded, live; where the monitor's status is silent, the labels (marked as such) are all there is."""
+    labels = {"rayaccel.io/family": "nvidia", "rayaccel.io/count": "4", "rayaccel.io/health": "healthy"}
+    nodes = [{"NodeID": node, "NodeManagerAddress": "10.0.0.1", "Alive": True, "Resources": {"GPU": 4.0},
+              "Labels": labels} for node in ("a" * 56, "b" * 56)]
+    live = {"loop": "running", "families": {"nvidia": {"devices": 4, "healthy": 3, "health": "degraded",
+                                                       "drained": False, "decisions": []}}}
+    silent = {**live, "loop": "silent: no status for 400s"}
+    view = build_view("10.0.0.1:6379", nodes, {}, ["rayaccel-cordon-" + "a" * 56 + "-nvidia-GPU-1"],
+                      {"a" * 56: live, "b" * 56: silent})
+    fresh, stale = view.nodes
+    assert (fresh.health, fresh.devices, fresh.total_devices, fresh.health_source) == ("degraded", 3, 4, "monitor")
+    assert (stale.health, stale.devices, stale.health_source, stale.monitor) == ("healthy", 4, "labels", silent["loop"])
+    svg = cluster_svg(view)
+    assert "3 of 4 devices take work" in svg and "4 healthy devices" not in svg
+    assert view.to_json()["nodes"][0]["health_source"] == "monitor"
+    drained = {"loop": "running", "families": {"nvidia": {"devices": 4, "healthy": 0, "health": "unhealthy",
+                                                          "drained": True, "decisions": []}}}
+    (gone, _) = build_view("10.0.0.1:6379", nodes, {}, [], {"a" * 56: drained}).nodes
+    assert gone.drained and gone.devices == 0 and "badge-drained" in cluster_svg(
+        build_view("x", nodes[:1], {}, [], {"a" * 56: drained}))
+
+
 def test_the_command_and_its_options_are_documented():
     text = (Path(__file__).resolve().parents[1] / "docs" / "observability.md").read_text(encoding="utf-8")
     assert "rayaccel cluster --address" in text and "--json" in text and "--html cluster.html" in text

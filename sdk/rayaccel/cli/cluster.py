@@ -47,7 +47,8 @@ def cluster(
         help="Write the cluster as a picture: one self-contained HTML page")] = None,
 ) -> None:
     """Show the cluster's accelerators per family and SKU, draining and cordoned nodes, and the scale-up
-    domains that span nodes, from what the nodes published to Ray (no SSH, no plugin calls)."""
+    domains that span nodes, from what the nodes published to Ray (no SSH, no plugin calls): health and device
+    counts live from each node's health monitor, else as the node started."""
     from rayaccel.ray.cluster_view import read_cluster
 
     if html is not None:
@@ -65,7 +66,7 @@ def cluster(
         return
     # Labels come from plugins through the nodes: printed as data, never read as markup.
     groups = Table(title=f"cluster {view.address}: accelerators by family and SKU", title_justify="left")
-    for column in ("family", "SKU", "type", "nodes", "healthy devices", "fully healthy nodes", "draining"):
+    for column in ("family", "SKU", "type", "nodes", "devices taking work", "fully healthy nodes", "draining"):
         groups.add_column(column)
     for g in view.groups():
         groups.add_row(g.family, g.sku or "unknown", g.accelerator_type or "", str(g.nodes), str(g.devices),
@@ -75,8 +76,12 @@ def cluster(
     for column in ("node", "address", "state", "family", "SKU", "devices", "health", "cordoned", "domain"):
         nodes.add_column(column)
     for n in view.nodes:
-        nodes.add_row(n.node_id[:12], n.address, n.state, n.family or "", n.sku or "", str(n.devices),
-                      n.health or "", str(len(n.cordoned)) if n.cordoned else "", n.domain or "")
+        devices = f"{n.devices}/{n.total_devices}" if n.total_devices is not None else str(n.devices)
+        health = f"{n.health or '?'} ({'live' if n.health_source == 'monitor' else 'at start'})" if n.family else ""
+        if n.drained:
+            health += ", drained"
+        nodes.add_row(n.node_id[:12], n.address, n.state, n.family or "", n.sku or "", devices, health,
+                      str(len(n.cordoned)) if n.cordoned else "", n.domain or "")
     console.print(nodes)
     for d in view.domains:
         console.print(Text(f"scale-up domain {d.id} ({d.kind}): {d.size} devices on {len(d.nodes)} nodes"

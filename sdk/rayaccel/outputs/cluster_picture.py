@@ -30,12 +30,16 @@ class ClusterNode:
     vendor: str | None = None
     sku: str | None = None
     accelerator_type: str | None = None
-    devices: int = 0  # healthy devices of the family (rayaccel.io/count)
-    health: str | None = None  # rayaccel.io/health as published when the node started
+    devices: int = 0  # devices of the family that take work: the monitor's live count, else rayaccel.io/count
+    health: str | None = None  # the monitor's live rayaccel.io/health, else the label the node started with
     domain: str | None = None
     resources: dict[str, float] = field(default_factory=dict)  # accelerator resources only
     cordoned: tuple[str, ...] = ()  # the health monitor's cordon placement groups on the node
     drain_reason: str | None = None
+    health_source: Literal["monitor", "labels"] = "labels"  # where devices and health come from
+    total_devices: int | None = None  # the family's devices on the node (known from the monitor only)
+    drained: bool = False  # no device of the family takes work any more (the monitor says so)
+    monitor: str | None = None  # its health monitor's loop: running, stopped, silent (None: no status)
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,9 @@ def _node_card(dw: Any, node: ClusterNode, x: float, y: float) -> Any:
         text.append((clip(f"{node.vendor or ''} {node.sku or node.accelerator_type or node.family}".strip(), 32),
                      12, "normal", FONT))
         units = ", ".join(f"{name} {amount:g}" for name, amount in sorted(node.resources.items()))
-        text.append((clip(f"{node.devices} healthy devices · {units}", 34), 11, "normal", FONT))
+        counted = (f"{node.devices} of {node.total_devices} devices take work" if node.total_devices is not None
+                   else f"{node.devices} devices at start (no live status)")
+        text.append((clip(f"{counted} · {units}", 34), 11, "normal", FONT))
     else:
         text.append(("no accelerators", 12, "normal", FONT))
     for i, (line, size, weight, family) in enumerate(text):
@@ -120,6 +126,8 @@ def _node_card(dw: Any, node: ClusterNode, x: float, y: float) -> Any:
         badges.append((node.health, HEALTH_COLOURS.get(node.health, HEALTH_COLOURS["unknown"])[1]))
     if node.cordoned:
         badges.append((f"cordoned ×{len(node.cordoned)}", "#e37400"))
+    if node.drained:
+        badges.append(("drained", "#c5221f"))
     bx = x + 10
     for label, colour in badges:
         width = 8 + 6.6 * len(label)
@@ -152,7 +160,7 @@ def cluster_svg(view: ClusterView) -> str:
     y += 60
     for group in view.groups():
         words = (f"{group.family} · {group.sku or 'SKU unknown'} ({group.accelerator_type or '?'}): {group.nodes} "
-                 f"nodes, {group.devices} healthy devices, {group.healthy_nodes} fully healthy, "
+                 f"nodes, {group.devices} devices taking work, {group.healthy_nodes} fully healthy, "
                  f"{group.draining_nodes} draining")
         row = dw.Group(class_="group")
         row.append(dw.Rectangle(MARGIN, y, 6, 16, fill="#1a73e8"))

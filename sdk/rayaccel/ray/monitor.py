@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.inventory.health_policy import POLICY_ENV
 from rayaccel.outputs.health_findings import by_family, fatal_findings, vanished_findings
 from rayaccel.outputs.metric_series import HEALTH, Series, counter_increment, node_series
 from rayaccel.raycompat import RAY_NODE_ID_LABEL
@@ -53,10 +54,13 @@ if TYPE_CHECKING:
     from rayaccel.inventory.builder import InventoryBuilder
     from rayaccel.isolation.pool import WorkerPool
     from rayaccel.outputs.exporters.upkeep import KeptFiles
+    from rayaccel.records import FamilyInventory
 
 logger = logging.getLogger("rayaccel.ray.monitor")
 
 NAMESPACE = "rayaccel"
+COUNT_LABEL = "rayaccel.io/count"
+HEALTH_LABEL = "rayaccel.io/health"
 
 #: While a new cordon's placement group does not hold its units yet, the status is looked at this often
 #: between polls (seconds), so a reader waiting for ``held`` sees it within this bound of Ray's doing.
@@ -191,7 +195,8 @@ class HealthMonitor:
         self._lock = threading.Lock()
         self._status: dict[str, Any] = {"node_id": node_id, "polls": 0, "cordoned": {}, "recovered": [],
                                         "health": {}, "error": None, "loop": "running", "workers": {},
-                                        "interval": self.interval, "pid": os.getpid(),
+                                        "interval": self.interval, "pid": os.getpid(), "families": {},
+                                        "policy": os.environ.get(POLICY_ENV) or None,
                                         "metrics_every": self._sample_every, "samples": 0}
         self._stop = threading.Event()
         self._published = ""  # the status as last published (JSON)
@@ -357,6 +362,7 @@ class HealthMonitor:
             self._status["polls"] += 1
             self._status["samples"] += sample
             self._status["health"] = health
+            self._status["families"] = {f.family.name: family_status(f) for f in inventory.families}
             self._status["error"] = None
             self._status["workers"] = self._pool.worker_pids() if self._pool is not None else {}
         failing: dict[str, list[Any]] = {}  # device -> its findings: a cordon is per device
@@ -473,6 +479,16 @@ class HealthMonitor:
     def stop(self) -> None:
         """End :meth:`run` after the poll under way (in process; a Ray actor's loop ends with the actor)."""
         self._stop.set()
+
+
+def family_status(family: FamilyInventory) -> dict[str, Any]:
+    """What readers of the status (``rayaccel cluster``) show of a family live: its devices, how many take work
+    (``rayaccel.io/count``), its health label, whether nothing is left to schedule (``drained``), and what the
+    operator's health policy did to each reason reported."""
+    return {"devices": len(family.devices), "healthy": int(family.labels.get(COUNT_LABEL, 0)),
+            "health": family.labels.get(HEALTH_LABEL, "unknown"),
+            "drained": bool(family.devices) and not family.schedulable_units and not family.partition_units,
+            "decisions": [d.model_dump() for d in family.decisions]}
 
 
 def offered_units() -> dict[str, set[str]] | None:
