@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from rayaccel.records import (
         Affinity as Affinity,
         CloudHint as CloudHint,
+        CollectiveBackend as CollectiveBackend,
         Device as Device,
         Domain as Domain,
         FamilyDeclaration as FamilyDeclaration,

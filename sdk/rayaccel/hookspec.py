@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rayaccel.host import Host
     from rayaccel.records import (
         CloudHint,
+        CollectiveBackend,
         Device,
         FamilyDeclaration,
         FamilyInventory,
@@ -42,7 +43,7 @@ PROJECT_NAME = "rayaccel"
 
 #: Version of this spec. A plugin declares the version it was written for in its family declaration;
 #: the manager refuses a plugin whose MAJOR differs, and accepts any MINOR (minor versions only add hooks).
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
@@ -329,6 +330,39 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     raise NotImplementedError  # pragma: no cover
 
 
+@spec("list[CollectiveBackend]", default=_empty(list, "[]"),
+      fix="return a list of rayaccel.CollectiveBackend records")
+def rayaccel_collective_backends() -> Sequence[CollectiveBackend | dict[str, Any]]:
+    """Collective backends the family offers to ``ray.util.collective`` (its collective library: HCCL, RCCL, ...).
+
+    The bridge registers each one with Ray's ``register_collective_backend`` in every driver the SDK connects
+    (``rayaccel.ray.init``/``connect``/``install_driver``) and in every worker of a rayaccel node, before its
+    first task (the worker reads the declarations from the node's env: no discovery, and the class is imported
+    only when the worker imports ``ray.util.collective``). Users then call
+    ``ray.util.collective.create_collective_group(actors, world_size, ranks, backend="ACME_CCL")`` with no
+    registration of their own. A name Ray registers itself (``NCCL``, ``GLOO``) or another plugin's, or a
+    class that does not import, is no ``BaseGroup`` subclass or leaves its abstract methods unimplemented,
+    stops the driver with an error naming the plugin; RAC306 checks the same, and that the class is the
+    plugin's own.
+
+    :returns: :class:`~rayaccel.records.CollectiveBackend` records; ``group_class`` names a subclass of
+        ``ray.util.collective.collective_group.base_collective_group.BaseGroup`` as ``module:Class``. Ray
+        constructs it as ``group_class(world_size, rank, group_name)`` in each actor of the group and calls its
+        ``allreduce(tensors, AllReduceOptions)``, ``broadcast(tensors, BroadcastOptions)``, ... with a list of
+        tensors (one per device of the process).
+
+    Example::
+
+        @hookimpl
+        def rayaccel_collective_backends():
+            return [CollectiveBackend(name="ACME_CCL", group_class="rayaccel_acme.collective:AcmeCclGroup",
+                                      devices=["acme"])]
+
+    .. versionadded:: 1.1
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
 # --------------------------------------------------------------------------------------------------
 # Health and metrics
 
@@ -467,5 +501,6 @@ RESOURCES: Hook[ResourceContribution] = Hook("rayaccel_resources")
 LABELS: Hook[dict[str, str]] = Hook("rayaccel_labels")
 SKU_CATALOG: Hook[SkuCatalog | None] = Hook("rayaccel_sku_catalog")
 TRANSPORTS: Hook[list[TransportSpec]] = Hook("rayaccel_transports")
+COLLECTIVE_BACKENDS: Hook[list[CollectiveBackend]] = Hook("rayaccel_collective_backends")
 CLOUD_HINTS: Hook[CloudHint | None] = Hook("rayaccel_cloud_hints")
 CLOUD_INSTANCE_TYPES: Hook[list[CloudHint]] = Hook("rayaccel_cloud_instance_types")

@@ -517,6 +517,16 @@ class TransportSpec(Record):
     builtin_in_ray: bool = Field(False, description="Ray already registers it (NCCL, NIXL, GLOO, CUDA_IPC)")
 
 
+class CollectiveBackend(Record):
+    """A collective backend the family offers to ``ray.util.collective`` (``create_collective_group(...,
+    backend=name)``), registered by the bridge in every driver and worker of a rayaccel node."""
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="The backend= name, e.g. 'ACME_CCL'")
+    group_class: str = Field(pattern=r"^[\w.]+:[\w.]+$",
+                             description="'module:Class' of a ray.util.collective BaseGroup subclass")
+    devices: list[str] = Field(min_length=1, description="Torch device types of the tensors it reduces, e.g. ['cpu']")
+
+
 class CloudHint(Record):
     """Accelerators a cloud instance type carries, for autoscalers that scale from zero."""
 
@@ -555,6 +565,8 @@ class WorkerNeeds(Record):
     custom_env: bool = False
     #: The env that makes a process see exactly the family's schedulable units (rayaccel_visible_env).
     visible_env: dict[str, str] = Field(default_factory=dict)
+    #: The collective backends the plugin declares (rayaccel_collective_backends): every worker registers them.
+    collective_backends: list[CollectiveBackend] = Field(default_factory=list)
 
 
 #: What an operator's health policy (rayaccel.inventory.health_policy) did with one reason a device reported:

@@ -181,7 +181,8 @@ class InventoryBuilder:
         else:
             visible = {env_var: ",".join(units)}
         return WorkerNeeds(custom_parse=self.manager.implements(plugin, "rayaccel_parse_visible"),
-                           custom_env=custom_env, visible_env=visible)
+                           custom_env=custom_env, visible_env=visible,
+                           collective_backends=self.manager.answer(plugin, hookspec.COLLECTIVE_BACKENDS))
 
     def _devices(self, plugin: str, host: Host, problems: list[Problem]) -> list[Device]:
         devices = self.manager.answer(plugin, hookspec.DISCOVER, problems, host=host) or []

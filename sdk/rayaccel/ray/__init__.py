@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING
 from rayaccel.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from rayaccel.ray.collectives import (
+        CollectiveRegistrationError as CollectiveRegistrationError,
+        register_collective_backends as register_collective_backends,
+    )
     from rayaccel.ray.driver import (
         DEFAULT_MONITOR_INTERVAL as DEFAULT_MONITOR_INTERVAL,
         add_node as add_node,

@@ -115,9 +115,14 @@ def log_problems(config: NodeConfig) -> None:
 
 def install_driver(plugins: Sequence[str] | None = None, manager: PluginManager | None = None) -> None:
     """Add the installed plugins' day-zero families to this driver's Ray registry: quantities are then
-    validated at ``@ray.remote``/``.options()`` time with the plugin's message."""
+    validated at ``@ray.remote``/``.options()`` time with the plugin's message. Register their collective
+    backends with ``ray.util.collective`` (:mod:`rayaccel.ray.collectives`; a bad declaration raises
+    ``CollectiveRegistrationError`` naming the plugin)."""
+    from rayaccel.ray.collectives import register_collective_backends
+
     manager = manager or default_manager()
     install(family_specs(manager, plugins))
+    register_collective_backends(manager, plugins)
 
 
 def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),

@@ -9,7 +9,8 @@ Everything reaches Ray through environment variables read when a node starts (``
 - ``RAY_custom_unit_instance_resources``: Ray's default list plus every day-zero resource, so Ray hands
   out per-unit instance ids for them (and refuses fractions above 1).
 - ``RAY_preload_python_modules``: ``rayaccel.ray.worker``, which installs the day-zero families in each
-  worker (read from ``RAYACCEL_RAY_FAMILIES``).
+  worker (read from ``RAYACCEL_RAY_FAMILIES``) and registers the plugins' collective backends (read from
+  ``RAYACCEL_RAY_COLLECTIVES``, JSON: plugin, name, ``module:Class``; :mod:`rayaccel.ray.collectives`).
 - the family's visible-devices env var, set to the schedulable units (healthy, best-connected first):
   Ray maps its instance index i to the i-th id of that variable, as it does for
   ``CUDA_VISIBLE_DEVICES=2,3 ray start``. Always for day-zero families; for families Ray knows only when
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 
 from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.ray.claims import PLACEMENT_ENV, domain_resources, placement_table
+from rayaccel.ray.collectives import COLLECTIVES_ENV, dump, node_declarations
 from rayaccel.ray.registry import (
     FAMILIES_ENV,
     GPU_MANAGER_ENV,
@@ -188,6 +190,7 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
                                      sorted({s.resource_name for s in specs})),
         PRELOAD_ENV: _appended(PRELOAD_ENV, (), [WORKER_MODULE]),
         FAMILIES_ENV: dump_specs(specs),
+        COLLECTIVES_ENV: dump(node_declarations(f for f in everyone if plugins is None or f.plugin in plugins)),
         NODE_UNITS_ENV: json.dumps({f.plugin: [*f.schedulable_units, *(p for ids in f.partition_units.values()
                                                                        for p in ids)]
                                     for f in inventory.families}, sort_keys=True),

@@ -5,6 +5,9 @@ node's day-zero families (from ``RAYACCEL_RAY_FAMILIES``; no discovery, no plugi
 parses its own env var) to the worker's accelerator registry, then re-reads the ids the node was started
 with, which Ray recorded when ``ray._private.worker`` was imported, before the registry knew the family.
 
+It registers the node's plugins' collective backends with ``ray.util.collective``
+(:func:`rayaccel.ray.collectives.register_in_worker`: when the worker first imports it).
+
 Then it makes the ids Ray assigns tokens of the node's claims table (:mod:`rayaccel.ray.claims`): the
 family's visible-devices variable and ``get_accelerator_ids()`` name the best-connected free units, and a
 normal task's claim is released when it ends.
@@ -143,6 +146,12 @@ try:
     setup_worker()
 except Exception as e:  # a worker must still run: say why the families are missing, loudly, in its log
     _say(f"rayaccel: day-zero accelerator families NOT installed in this worker: {e}")
+try:
+    from rayaccel.ray.collectives import register_in_worker
+
+    register_in_worker()
+except Exception as e:
+    _say(f"rayaccel: the node's collective backends are NOT registered in this worker: {e}")
 try:
     install_claims()
 except Exception as e:
