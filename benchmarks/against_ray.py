@@ -376,3 +376,57 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
             "samples": samples, "metrics_every_s": after["metrics_every"],
             "window_s": elapsed, "ms_cpu_per_poll": 1e3 * cpu_used / max(polls, 1),
             "idle_actor_core_percent": 100 * idle_used / elapsed}
+
+
+def bench_activation_start(rounds: int = 61) -> dict[str, Any]:
+    """Interpreter start (``python -c pass``: a process that never imports Ray) with the Ray activation on vs off
+    (issue 40): two scratch virtual environments over this one, identical but for the file `rayaccel enable`
+    writes into one of them, started alternately. The figure is the median of the paired differences."""
+    import shutil
+    import sysconfig
+
+    root = Path(tempfile.mkdtemp(prefix="rayaccel-bench-activation-"))
+    try:
+        pythons = {}
+        for name in ("off", "on"):
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / name)], check=True, timeout=120)
+            python = str(root / name / "bin" / "python")
+            site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+            Path(site, "_project_venv.pth").write_text(
+                f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+            pythons[name] = python
+        subprocess.run([pythons["on"], "-m", "rayaccel", "enable"], check=True, capture_output=True, timeout=120)
+        load = os.getloadavg()[0]
+        samples: dict[str, list[float]] = {"off": [], "on": []}
+        for python in pythons.values():  # warm: the page cache, both venvs' files read once
+            timed_run([python, "-c", "pass"])
+        for i in range(rounds):
+            order = ("off", "on") if i % 2 == 0 else ("on", "off")
+            for name in order:
+                samples[name].append(timed_run([pythons[name], "-c", "pass"]))
+        differences = [on - off for on, off in zip(samples["on"], samples["off"], strict=True)]
+        return {"off_ms": statistics.median(samples["off"]) * 1e3, "on_ms": statistics.median(samples["on"]) * 1e3,
+                "extra_ms": statistics.median(differences) * 1e3, "rounds": rounds,
+                "load_average": [load, os.getloadavg()[0]], **_activation_line_cost()}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _activation_line_cost(number: int = 200) -> dict[str, float]:
+    """The same cost without process noise, in this process: running the .pth line once (what ``site`` does), and
+    one lookup of the finder it installs for a module that is not Ray's (what every later import pays)."""
+    from rayaccel.ray.activation import pth_line
+
+    line = pth_line()
+    before = list(sys.meta_path)
+    started = time.perf_counter()
+    for _ in range(number):
+        exec(line, {})  # the line rayaccel itself writes, as site runs it
+        finder = sys.meta_path[0]
+        sys.meta_path[:] = before
+    line_us = (time.perf_counter() - started) / number * 1e6
+    started = time.perf_counter()
+    for _ in range(number * 50):
+        finder.find_spec("json.decoder", None)
+    return {"line_us": line_us, "find_spec_ns": (time.perf_counter() - started) / (number * 50) * 1e9}

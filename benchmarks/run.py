@@ -110,6 +110,11 @@ def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str
         f"bare python {imp['ms']['bare']:.0f} ms", f"+{imp['extra_ms']['plugin import']:.0f} ms (median of "
         f"{imp['rounds']} alternating, load {imp['load_average'][0]:.1f})", "< +100 ms",
         imp["extra_ms"]["plugin import"] < 100)
+    act = results["activation_start"] = ar.bench_activation_start()
+    row("interpreter start with the Ray activation on (rayaccel enable; never imports Ray)",
+        f"{act['on_ms']:.1f} ms", f"off {act['off_ms']:.1f} ms", f"{act['extra_ms']:+.2f} ms (median of "
+        f"{act['rounds']} alternating pairs, load {act['load_average'][0]:.1f}; in one process: the .pth line "
+        f"{act['line_us']:.0f} us, each later import {act['find_spec_ns']:.0f} ns)", "< +2 ms", act["extra_ms"] < 2)
     growth = results["scale"] = scale.bench_growth()
     for key, what in (("inventory_ms", "inventory + labels"), ("selection_ms", "best-connected n/2 of n")):
         sizes = growth["sizes"]

@@ -49,48 +49,25 @@ NO_ACTIVATION_ENV = "RAYACCEL_NO_ACTIVATION"
 WATCHED_MODULE = "ray._private.node"
 
 #: The finder the .pth line installs. Self-contained (nothing of rayaccel is importable before ``site`` has
-#: processed every .pth) and cheap: one string comparison per import until Ray's node module loads.
-HOOK_SOURCE = f'''\
+#: processed every .pth) and small (``site`` compiles it at every interpreter start): one string comparison per
+#: import until Ray's node module is imported, and then :func:`find_ray_node` does the rest.
+HOOK_SOURCE = f"""\
 class RayaccelRayActivation:
-    """rayaccel enable: calls rayaccel.ray.activation.activate once Ray's node module is loaded."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != {WATCHED_MODULE!r}:
-            return None
-        import sys
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        from importlib.machinery import PathFinder
-        spec = PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            try:
-                from rayaccel.ray.activation import activate
-            except Exception as e:
-                sys.stderr.write("rayaccel: WARNING: the Ray activation is on but rayaccel cannot be imported "
-                                 f"({{type(e).__name__}}: {{e}}); Ray starts without the plugins; "
-                                 "run `rayaccel disable` or reinstall rayaccel\\n")
-                return
-            activate(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-import sys
-# site may process a venv's site-packages twice (its prefix is listed twice): one finder is enough.
-if not any(type(f).__name__ == "RayaccelRayActivation" for f in sys.meta_path):
-    sys.meta_path.insert(0, RayaccelRayActivation())
-'''
+ def find_spec(self, name, path=None, target=None):
+  if name != {WATCHED_MODULE!r}: return None
+  sys.meta_path.remove(self)
+  try: from rayaccel.ray.activation import find_ray_node
+  except Exception as e: return sys.stderr.write(f"rayaccel: WARNING: Ray starts without the plugins: the Ray \\
+activation is on but rayaccel cannot be imported ({{e!r}}): reinstall rayaccel or delete {PTH_NAME}\\n") and None
+  return find_ray_node(name, path, target)
+if not any(type(f).__name__ == 'RayaccelRayActivation' for f in sys.meta_path):
+ sys.meta_path.insert(0, RayaccelRayActivation())
+"""
 
 
 def pth_line() -> str:
     """The .pth file's text: one ``import`` line (``site`` executes such lines), running :data:`HOOK_SOURCE`."""
-    return f"import sys; exec({HOOK_SOURCE!r}, {{}})\n"
+    return f"import sys; exec({HOOK_SOURCE!r}, {{'sys': sys}})\n"
 
 
 def site_packages() -> Path:
@@ -160,6 +137,25 @@ def disable(directory: Path | None = None) -> tuple[ActivationState, bool]:
 
 def _warn(message: str) -> None:
     print(f"rayaccel: WARNING: {message}", file=sys.stderr, flush=True)
+
+
+def find_ray_node(name: str, path: Any, target: Any) -> Any:
+    """The spec of Ray's node module, its loader made to call :func:`activate` once the module is executed (the
+    finder of the .pth line calls this, once per process, after taking itself off the meta path)."""
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec(name, path, target)
+    loader = getattr(spec, "loader", None)
+    if spec is None or loader is None or not hasattr(loader, "exec_module"):
+        return spec
+    run = loader.exec_module
+
+    def exec_module(module: Any) -> None:
+        run(module)
+        activate(module)
+
+    loader.exec_module = exec_module
+    return spec
 
 
 def activate(node_module: Any) -> None:
