@@ -16,16 +16,25 @@ import pytest
 import yaml
 from ports import free_ports
 
-from rayaccel.inventory.cloud import collect_cloud_catalog
+from rayaccel.inventory.cloud import CloudCatalog, collect_cloud_catalog
 from rayaccel.outputs.exporters import ExportError, ExportOptions, export
 from rayaccel.plugins.manager import default_manager
 from rayaccel.polling import wait_for
 from rayaccel.ray.processes import cluster_processes
+from rayaccel.simulation.host_factory import fixture_hosts
 
 pytest.importorskip("rayaccel_nvidia", reason="the NVIDIA reference plugin hints at aws:p5.48xlarge")
 pytest.importorskip("rayaccel_neuron", reason="the Neuron reference plugin records trn1.32xlarge")
 
 ray = pytest.importorskip("ray")
+
+
+def cloud_catalog(instance_types: list[tuple[str, str]] | None = None,
+                  plugins: list[str] | None = None) -> CloudCatalog:
+    """The installed plugins' cloud catalog, checked against their fixtures as ``rayaccel export`` does."""
+    manager = default_manager()
+    return collect_cloud_catalog(manager, instance_types or [], plugins, recordings=fixture_hosts(manager))
+
 
 # A real autoscaler launches and removes nodes on its own cadence: under the parallel part's load (two test
 # files, each starting Ray) one launch took over 240 s, so make test runs this file on its own, afterwards.
@@ -175,7 +184,7 @@ def test_no_hinted_instance_type_is_one_line(monkeypatch: pytest.MonkeyPatch) ->
     from rayaccel_nvidia import cloud
 
     monkeypatch.setattr(cloud, "instance_types", list)  # a plugin that lists none
-    catalog = collect_cloud_catalog(default_manager(), [("aws", "m5.large")], plugins=["nvidia"])
+    catalog = cloud_catalog([("aws", "m5.large")], plugins=["nvidia"])
     with pytest.raises(ExportError, match="--instance-type PROVIDER:TYPE") as refused:
         export("autoscaler", None, ExportOptions(cloud=catalog))  # type: ignore[arg-type]
     assert "\n" not in str(refused.value)
@@ -185,7 +194,7 @@ def test_a_hint_that_disagrees_with_its_instance_types_fixture_is_reported(monke
     from rayaccel_neuron import cloud
 
     monkeypatch.setitem(cloud.EC2_NEURON_CORES, "trn1.32xlarge", 16)  # the table says 16, the fixture finds 32
-    catalog = collect_cloud_catalog(default_manager(), plugins=["neuron"])
+    catalog = cloud_catalog(plugins=["neuron"])
 
     (problem,) = catalog.problems
     assert (problem.plugin, problem.hook, problem.code) == ("neuron", "rayaccel_cloud_hints", "cloud-hint-disagrees")
@@ -211,7 +220,7 @@ def test_every_instance_type_a_plugin_lists_is_a_node_type_without_being_named()
     from rayaccel_nvidia import cloud as nvidia_cloud
     from rayaccel_tpu import cloud as tpu_cloud
 
-    names = {(t.provider, t.instance_type, t.family) for t in collect_cloud_catalog(default_manager()).node_types}
+    names = {(t.provider, t.instance_type, t.family) for t in cloud_catalog().node_types}
 
     assert {("aws", name, "nvidia") for name in nvidia_cloud.EC2} <= names
     assert {("gcp", name, "tpu") for name in tpu_cloud.GCE_MACHINE_TYPES} <= names
@@ -223,7 +232,7 @@ def test_a_listed_hint_that_differs_from_the_hint_for_its_type_is_reported(monke
 
     listed = cloud.instance_types()
     monkeypatch.setattr(cloud, "instance_types", lambda: [h.model_copy(update={"count": 4}) for h in listed])
-    catalog = collect_cloud_catalog(default_manager(), plugins=["gaudi"])
+    catalog = cloud_catalog(plugins=["gaudi"])
 
     (problem,) = catalog.problems
     assert (problem.hook, problem.code) == ("rayaccel_cloud_instance_types", "cloud-hints-differ")
@@ -237,7 +246,7 @@ def test_a_hinted_accelerator_type_ray_cannot_take_as_a_label_is_left_out_and_re
     from rayaccel_gaudi import cloud
 
     monkeypatch.setitem(cloud.INSTANCE_TYPES, ("aws", "dl1.24xlarge"), (8, "Intel GAUDI/1"))
-    catalog = collect_cloud_catalog(default_manager(), plugins=["gaudi"])
+    catalog = cloud_catalog(plugins=["gaudi"])
 
     (node_type,) = catalog.node_types
     assert "ray.io/accelerator-type" not in node_type.labels and node_type.labels["rayaccel.io/family"] == "gaudi"
@@ -248,7 +257,7 @@ def test_a_hinted_accelerator_type_ray_cannot_take_as_a_label_is_left_out_and_re
 def test_a_type_recorded_in_two_configurations_agrees_with_the_default_one() -> None:
     # trn2.48xlarge is recorded at logical-core config 2 (its default: 64 cores) and at 1 (128): the hint
     # (64) is the type as launched; it agrees with one recording, whose labels the node type carries.
-    catalog = collect_cloud_catalog(default_manager(), plugins=["neuron"])
+    catalog = cloud_catalog(plugins=["neuron"])
 
     assert [p.code for p in catalog.problems] == []
     (trn2,) = [t for t in catalog.node_types if t.instance_type == "trn2.48xlarge"]

@@ -27,6 +27,22 @@ def test_the_sdk_never_names_the_suite() -> None:
     assert named == []
 
 
+def test_the_inventory_names_no_simulation_module_even_for_type_checking() -> None:
+    """lint-imports leaves TYPE_CHECKING imports out (pyproject.toml); the inventory-takes-a-host contract holds
+    for them too: the host is chosen at the edge, so no module of the inventory may name the simulation at all,
+    and no import cycle between the two can form, even one only a type checker follows."""
+    import ast
+
+    naming = []
+    for path in sorted((ROOT / "sdk" / "rayaccel" / "inventory").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            naming += [f"{path.name}:{node.lineno} {name}" for name in names
+                       if name == "rayaccel.simulation" or name.startswith("rayaccel.simulation.")]
+    assert naming == []
+
+
 def _layered_modules(contract: str) -> set[str]:
     import tomllib
 

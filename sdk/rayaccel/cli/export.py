@@ -79,9 +79,12 @@ def export_command(
     # As a node builds it: every plugin in a worker process of its own, which also answers the cloud hints.
     with plugin_workers(plugin, simulate, in_process=in_process) as pool:
         if row.needs_cloud_catalog:
+            from rayaccel.simulation.host_factory import fixture_hosts
+
             cloud = collect_cloud_catalog(pool.manager, asked, plugin,
                                           family_of=lambda name, host, problems: pool.family(name, host, problems,
-                                                                                             with_metrics=False))
+                                                                                             with_metrics=False),
+                                          recordings=fixture_hosts(pool.manager, plugin or None))
         inventory = pool.build(build_host(pool.manager, simulate, fault))
         node_env: dict[str, str] = {}
         if row.needs_node_env:

@@ -35,7 +35,6 @@ from rayaccel.records import (
     WorkerNeeds,
     partition_resource_name,
 )
-from rayaccel.simulation.host_factory import host_from_env
 
 
 @dataclass(frozen=True)
@@ -454,9 +453,9 @@ def family_identity_labels(declaration: FamilyDeclaration, accelerator_type: str
     return labels
 
 
-def collect_inventory(manager: PluginManager | None = None, host: Host | None = None,
+def collect_inventory(manager: PluginManager | None, host: Host,
                       plugins: Sequence[str] | None = None, with_metrics: bool = True) -> NodeInventory:
-    """The inventory of a host (by default the real one, or RAYACCEL_SIMULATE's fixture)."""
+    """The inventory of ``host``, which whoever starts the work chose (the CLI, the driver, the monitor, the
+    testing kit: this layer knows no simulated machine); ``manager`` None: the process's plugins."""
     manager = manager or default_manager()
-    host = host or host_from_env(manager)
     return InventoryBuilder(manager, plugins).build(host, with_metrics=with_metrics)

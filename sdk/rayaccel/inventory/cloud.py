@@ -2,7 +2,8 @@
 
 ``rayaccel_cloud_hints`` answers for one instance type at a time, so the catalog asks it about the instance
 types an operator names, those each plugin lists (``rayaccel_cloud_instance_types``) and those the
-installed plugins' fixtures are recordings of (an EC2 machine's DMI product name is its instance type).
+recordings it is given are of (an EC2 machine's DMI product name is its instance type): whoever calls it chooses
+them (``rayaccel export`` passes the installed plugins' fixtures as simulated hosts; this layer knows no fixture).
 Where a fixture of the same family records that instance type, its inventory is what a real node of the
 type publishes: its labels become the node type's, and a hint whose count disagrees with what the fixture
 discovers is a problem, since the autoscaler would launch a node for work it cannot take (or leave
@@ -13,7 +14,7 @@ autoscaler format only renders the catalog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import Field
 
@@ -24,8 +25,6 @@ from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
 from rayaccel.labels import label_errors, node_own_label
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import CloudHint, FamilyInventory, Problem, Record
-from rayaccel.simulation.fixtures import installed_fixtures
-from rayaccel.simulation.host_factory import simulated_host
 
 PROVIDERS = ("aws", "gcp", "azure", "oci", "other")
 
@@ -76,10 +75,12 @@ FamilyOf = Callable[[str, Host, list[Problem]], FamilyInventory | None]
 
 
 def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple[str, str]] = (),
-                          plugins: Sequence[str] | None = None, family_of: FamilyOf | None = None) -> CloudCatalog:
+                          plugins: Sequence[str] | None = None, family_of: FamilyOf | None = None, *,
+                          recordings: Iterable[tuple[str, Host]]) -> CloudCatalog:
     """Ask every active plugin (or those named) about ``instance_types`` and about the instance types its
-    fixtures record; check each hint against the fixture of the same family and type. ``family_of``: how a
-    fixture's family is built (default: here, with the manager's hooks)."""
+    ``recordings`` (fixture ref ``plugin/name`` -> the host it records) are of; check each hint against the
+    recording of the same family and type. ``family_of``: how a recording's family is built (default: here,
+    with the manager's hooks)."""
     names = list(plugins) if plugins else manager.plugin_names()
     if family_of is None:
         builder = InventoryBuilder(manager, names)
@@ -90,11 +91,10 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
     # Every fixture of an instance type: one type may be recorded in several runtime configurations (a
     # Trainium2 at logical-core config 2, its default, and at 1), each a machine that type can be.
     recorded: dict[tuple[str, str, str], list[tuple[str, FamilyInventory]]] = {}
-    for ref, path in installed_fixtures(manager).items():
+    for ref, host in recordings:
         plugin = ref.split("/", 1)[0]
         if plugin not in names:
             continue
-        host = simulated_host(str(path), manager=manager)
         identity = cloud_identity(host)
         if identity is None:
             continue

@@ -7,12 +7,12 @@ The CLI, the Ray bridge, onboarding, the conformance suite and every process on 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 from rayaccel.errors import FixtureError
 from rayaccel.host import Host, RealHost
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.simulation.fixtures import Fixture, resolve_fixture
+from rayaccel.simulation.fixtures import Fixture, installed_fixtures, resolve_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
 
 #: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
@@ -67,3 +67,11 @@ def host_from_env(manager: PluginManager) -> Host:
     if not ref:
         return RealHost()  # a fault file without a fixture means nothing
     return simulated_host(ref, fault_file=os.environ.get(SIMULATE_FAULTS_ENV) or None, manager=manager)
+
+
+def fixture_hosts(manager: PluginManager, plugins: Sequence[str] | None = None) -> Iterator[tuple[str, SimulatedHost]]:
+    """Each installed fixture of ``manager``'s plugins (or those named) as ``(plugin/name, its simulated host)``,
+    loaded one at a time as the caller asks: the recordings of machines the cloud catalog checks hints against."""
+    for ref, path in installed_fixtures(manager).items():
+        if plugins is None or ref.split("/", 1)[0] in plugins:
+            yield ref, simulated_host(str(path), manager=manager)
