@@ -35,6 +35,7 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._private.utils", "reset_visible_accelerator_env_vars",
      "wrapped in workers: a normal task's unit claim is released where Ray restores the env"),
     ("ray._private.worker", "global_worker", "holds original_visible_accelerator_ids"),
+    ("ray._private.node", "Node", "its __init__ is wrapped where `rayaccel enable` is on (plain `ray start`)"),
     ("ray._raylet", "GcsClient", "drain_node for the health monitor"),
     ("ray._raylet", "AuthenticationTokenLoader", "whether a Ray token exists (the node's auth mode)"),
     ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it; the metrics report interval"),
