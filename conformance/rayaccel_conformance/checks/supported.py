@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -242,7 +243,10 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     bytes, within 1%), ``memory_used`` is at most that, ``utilization`` is 0-100, ``temperature`` -40..150
     C, ``power`` 0..5000 W, counters and rates are non-negative, all finite; and the values the fixture's
     ``expected.metric_values`` states (what the recorded machine reads, in the standard unit) within 1%.
-    Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts.
+    Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts. Each
+    failure names where the wrong value came from: the plugin's conversion, the device memory the SDK filled
+    from the catalog's SKU (fix the catalog), or a stale ``expected.metric_values`` (a fixture ``rayaccel sku
+    add`` derived from another card: ``rayaccel fixture expect <fixture> --write`` recomputes it).
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -253,13 +257,16 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     wrong = [p.render() for p in problems]
     ids = {d.id for d in devices}
     wrong += [f"sample {s.name} names unknown device {s.device!r}" for s in samples if s.device not in ids]
-    wrong += metric_contradictions(samples, devices)
+    raw = subject.manager.answer(subject.name, hookspec.DISCOVER, [], host=simulated_host(fx)) or []
+    reported = {d.id: d.memory_mib for d in raw}
+    from_catalog = {d.id: str(d.sku) for d in devices if d.memory_mib is not None and reported.get(d.id) is None}
+    wrong += metric_contradictions(samples, devices, from_catalog)
     for device in devices:  # what the fixture says the vendor interface offers for every device
         lacking = sorted(set(fx.expected.metrics) - {s.name for s in samples if s.device == device.id})
         if lacking:
             wrong.append(f"{device.id} has no {', '.join(lacking)} sample, which the fixture's vendor interface "
                          "offers (expected.metrics)")
-    wrong += metric_value_differences(samples, fx.expected.metric_values)
+    wrong += metric_value_differences(samples, fx.expected.metric_values, devices, fx)
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
         names = ", ".join(sorted(STANDARD_METRICS))
         wrong.append(f"the plugin implements no rayaccel_metrics hook (standard metrics: {names})")
@@ -277,10 +284,16 @@ UNIT_SLIPS = ((2**20, "MiB where bytes are due"), (2**30, "GiB where bytes are d
               (100.0, "a 0-1 fraction where percent is due"))
 
 
-def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, float]]) -> list[str]:
+def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, float]],
+                             devices: Sequence[Any] = (), fixture: Any = None) -> list[str]:
     """Samples that differ from the values a fixture states for a device (within 1%), naming a unit slip
-    where the value is off by one of :data:`UNIT_SLIPS`."""
+    where the value is off by one of :data:`UNIT_SLIPS`, or the fixture's value as the stale one where the
+    sample agrees with the device's own memory (a fixture derived from another card)."""
     got = {(s.device, s.name): s for s in samples}
+    memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
+    derived = fixture is not None and "by rayaccel sku add" in (fixture.source or "")
+    recompute = (f"rayaccel fixture expect {fixture.ref} --write" if fixture is not None
+                 else "rayaccel fixture expect <fixture> --write")
     wrong = []
     for device, values in expected.items():
         for name, want in values.items():
@@ -293,8 +306,17 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
                 continue
             slip = next((why for factor, why in UNIT_SLIPS
                          if want and abs(sample.value * factor - want) <= 0.01 * abs(want)), None)
+            if (name == "memory_total" and device in memory
+                    and abs(sample.value - memory[device]) <= 0.01 * memory[device]):
+                why = (f"the sample agrees with the device's {memory[device] // 2**20} MiB, so the fixture's value is "
+                       "stale" + (" (derived by rayaccel sku add from another card)" if derived else "")
+                       + f": recompute it with {recompute}")
+            elif slip:
+                why = f"the plugin's conversion: {slip}?"
+            else:
+                why = ""
             wrong.append(f"sample {name} of {device} is {sample.value:g} {sample.unit}; the fixture's machine "
-                         f"reads {want:g} (expected.metric_values)" + (f": {slip}?" if slip else ""))
+                         f"reads {want:g} (expected.metric_values)" + (f": {why}" if why else ""))
     return wrong
 
 
@@ -307,8 +329,11 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def metric_contradictions(samples: list[Any], devices: list[Any]) -> list[str]:
-    """Samples whose values contradict each other, their unit's range, or the device's own memory size."""
+def metric_contradictions(samples: list[Any], devices: list[Any],
+                          from_catalog: dict[str, str] | None = None) -> list[str]:
+    """Samples whose values contradict each other, their unit's range, or the device's own memory size.
+    ``from_catalog``: device id -> SKU, for devices whose memory the SDK filled from the catalog (the plugin's
+    discovery reported none), so a disagreement names the catalog entry rather than the plugin's conversion."""
     import math
 
     memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
@@ -322,8 +347,12 @@ def metric_contradictions(samples: list[Any], devices: list[Any]) -> list[str]:
             wrong.append(f"sample {s.name} of {s.device} is {s.value:g} {s.unit}, outside {low:g}..{high:g}")
         elif (s.name == "memory_total" and s.device in memory
               and abs(s.value - memory[s.device]) > 0.01 * memory[s.device]):
+            sku = (from_catalog or {}).get(s.device)
+            source = (f"SDK-filled from SKU {sku}'s memory_mib in the catalog, as discovery reported none: is the "
+                      "catalog entry right?" if sku else "as the plugin's discovery reports it: a unit mix-up in "
+                      "the plugin's conversion? convert MiB to bytes")
             wrong.append(f"sample memory_total of {s.device} is {s.value:g} bytes, but the device has "
-                         f"{memory[s.device] // 2**20} MiB = {memory[s.device]} bytes (a unit mix-up?)")
+                         f"{memory[s.device] // 2**20} MiB = {memory[s.device]} bytes ({source})")
         elif s.name == "memory_used" and s.value > totals.get(s.device, memory.get(s.device, math.inf)) * 1.01:
             wrong.append(f"sample memory_used of {s.device} is {s.value:g} bytes, more than the device's memory "
                          f"({totals.get(s.device, memory.get(s.device))} bytes)")

@@ -21,6 +21,7 @@ from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOptio
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
 from rayaccel.files.atomic import write_atomically
+from rayaccel.files.yaml_edit import with_key
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
@@ -43,6 +44,7 @@ from rayaccel.simulation.recorded_fixture import (
     merge_diff,
     shape_view,
     source_line,
+    updated_expectation,
     validate_fixture_data,
 )
 
@@ -152,7 +154,8 @@ def _record_fixture(pool: WorkerPool, output: Path | None, description: str | No
     family = inventory.family(fixture_plugin) if fixture_plugin != "none" else None
     devices = family.devices if family else []
     name = output.stem if output is not None else f"{fixture_plugin}-recorded"
-    summary = (f"{len(devices)}x {devices[0].product_name or devices[0].sku or 'devices'}" if devices else "no accelerators")
+    product = (devices[0].product_name or devices[0].sku or "devices") if devices else None
+    summary = f"{len(devices)}x {product}" if devices else "no accelerators"
     used = [f.plugin for f in inventory.families] or (plugin or manager.plugin_names())
     source = source_line(inventory, _plugin_versions(manager, list(used)), state.get("hostname") or "",
                          inventory.simulated)
@@ -227,10 +230,8 @@ def fixture_expect(
             raise FixtureError(f"{path}: plugin {fixture.plugin!r} is not installed; install it to recompute "
                                "the expectation")
         inventory = pool.build(simulated_host(fixture), plugins=[fixture.plugin])
-    new = expected_from_inventory(inventory, fixture.plugin)
     old = data.get("expected", {})
-    if set(old) - {"devices"}:  # keep to what the fixture states; a full recording states everything
-        new = {k: v for k, v in new.items() if k in old or k == "devices"}
+    new = updated_expectation(old, inventory, fixture.plugin)
     before = json.dumps(old, indent=2, sort_keys=True).splitlines()
     after = json.dumps(new, indent=2, sort_keys=True).splitlines()
     diff = list(difflib.unified_diff(before, after, f"{path} expected", "current plugins", lineterm=""))
@@ -244,5 +245,7 @@ def fixture_expect(
         return
     data["expected"] = new
     validate_fixture_data(data, str(path))
-    write_atomically(path, fixture_text(data, path.suffix))
+    text = path.read_text(encoding="utf-8")
+    write_atomically(path, fixture_text(data, path.suffix) if path.suffix == ".json"
+                     else with_key(text, "expected", new))
     console.print(f"wrote {path}")

@@ -38,6 +38,7 @@ from rayaccel.onboarding.sku_fixture import (
     is_plugin_label,
     observed_label_keys,
     plugin_fixtures,
+    recorded_metric_values,
     with_plugin_resources,
 )
 from rayaccel.plugins.manager import MISSING, PluginManager
@@ -79,8 +80,9 @@ class _CatalogOverride(InventoryBuilder):
         return self._new_catalog if plugin == self._plugin else super().catalog(plugin, problems)
 
 
-def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str] = ()) -> NodeInventory:
-    return builder.build(simulated_host(fixture, faults=faults), with_metrics=False)
+def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str] = (),
+               with_metrics: bool = False) -> NodeInventory:
+    return builder.build(simulated_host(fixture, faults=faults), with_metrics=with_metrics)
 
 
 # Adding a SKU -------------------------------------------------------------------------------------
@@ -169,6 +171,14 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         data["expected"]["labels"] = {**sdk_labels, **recorded}
         fixture = parse_fixture(data, f"the fixture for {sku.id}")
     diffs = compare_expected(inventory, fixture)
+    if data["expected"].get("metric_values"):  # what the machine reads, recomputed for the SKU (RAC206 grades it)
+        family = next((f for f in _inventory(builder, fixture, with_metrics=True).families if f.plugin == plugin),
+                      None)
+        samples = {(m.device, m.name): m.value for m in (family.metrics if family else [])}
+        data["expected"]["metric_values"], wrong = recorded_metric_values(data["expected"]["metric_values"],
+                                                                          samples, sku)
+        diffs += wrong
+        fixture = parse_fixture(data, f"the fixture for {sku.id}")
     for fault in fixture.faults:
         # Built without metrics (no metric hook runs here), so problems a fault expects of them cannot show.
         expected = fault.expected.model_copy(update={"problem_codes": []})

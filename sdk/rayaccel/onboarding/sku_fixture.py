@@ -73,7 +73,34 @@ def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
             labels[f"{VOCABULARY_PREFIX}memory-mib"] = str(sku.memory_mib)
         if sku.architecture is not None:
             labels[f"{VOCABULARY_PREFIX}architecture"] = sku.architecture
+    if sku.memory_mib is not None:  # what the machine reads follows from the SKU's memory, not the base card's
+        exp["metric_values"] = {device: {name: (float(sku.memory_mib * 2**20) if name == "memory_total" else value)
+                                         for name, value in values.items()}
+                                for device, values in exp["metric_values"].items()}
     return exp
+
+
+def recorded_metric_values(stated: dict[str, dict[str, float]], samples: dict[tuple[str, str], float],
+                           sku: SkuRecord) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """The new fixture's ``metric_values``: what the SKU decides (``memory_total``, from its ``memory_mib``)
+    checked against the plugin's samples on the new fixture, every other stated value as the plugin samples
+    it there (the rewrite changed the machine). Returns the values and the differences."""
+    values: dict[str, dict[str, float]] = {}
+    wrong = []
+    for device, metrics in stated.items():
+        values[device] = {}
+        for name, want in metrics.items():
+            got = samples.get((device, name))
+            decided = name == "memory_total" and sku.memory_mib is not None
+            if got is None:
+                wrong.append(f"metric {name} of {device}: the plugin gives no sample on the new fixture, which "
+                             "the base fixture states (expected.metric_values)")
+            elif decided and abs(got - want) > 0.01 * want:
+                wrong.append(f"metric memory_total of {device}: SKU {sku.id} has {sku.memory_mib} MiB = {want:g} "
+                             f"bytes, the plugin samples {got:g} on the new fixture (does its rewrite change the "
+                             "memory the vendor interface reports, and convert MiB to bytes?)")
+            values[device][name] = want if decided else got if got is not None else want
+    return values, wrong
 
 
 def derived_faults(base: Fixture, rewritten: Any, sku: SkuRecord) -> list[dict[str, Any]]:

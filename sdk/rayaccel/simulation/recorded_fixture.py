@@ -33,6 +33,37 @@ def expected_from_inventory(inventory: NodeInventory, plugin: str) -> dict[str, 
     return expected
 
 
+#: What a stated key proposes when the current plugins give nothing for it: the key stays, empty.
+_EMPTY: dict[str, Any] = {"problems": [], "health": {}, "skus": {}, "labels": {}, "resources": {}, "links": 0,
+                          "device_ids": [], "metrics": [], "metric_values": {}}
+
+
+def updated_expectation(stated: Mapping[str, Any], inventory: NodeInventory, plugin: str) -> dict[str, Any]:
+    """A fixture's ``expected`` recomputed from ``inventory`` (built with metrics), key by key: every key the
+    fixture states gets its current value and none is removed (``rayaccel fixture expect``: dropping
+    ``metrics`` would silently weaken RAC206). A fixture stating only ``devices`` gets everything.
+
+    ``metrics``: the standard metrics every device reports; ``metric_values``: each stated (device, metric)
+    as sampled now, a value the plugin no longer samples kept as stated."""
+    from rayaccel.records import STANDARD_METRICS
+
+    current = expected_from_inventory(inventory, plugin)
+    family = next((f for f in inventory.families if f.plugin == plugin), None)
+    samples = {(m.device, m.name): m.value for m in (family.metrics if family else [])}
+    ids = [d.id for d in family.devices] if family else []
+    reported = [{name for (device, name) in samples if device == d} for d in ids]
+    current["metrics"] = sorted(set.intersection(*reported) & set(STANDARD_METRICS)) if reported else []
+    current["metric_values"] = {device: {name: samples.get((device, name), value) for name, value in values.items()}
+                                for device, values in stated.get("metric_values", {}).items()}
+    if not set(stated) - {"devices"}:  # a full recording states everything
+        current.pop("metric_values")
+        return current
+    updated = {key: current.get(key, _EMPTY.get(key, value)) for key, value in stated.items()}
+    updated.setdefault("devices", current["devices"])
+    Expected.model_validate(updated)
+    return updated
+
+
 def fault_expectation(inventory: NodeInventory, plugin: str) -> dict[str, Any]:
     family = next((f for f in inventory.families if f.plugin == plugin), None)
     health = {h.device: h.state for h in (family.health if family else []) if h.state != "healthy"}
