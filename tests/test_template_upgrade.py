@@ -209,6 +209,37 @@ def test_a_conflict_is_reported_without_success_and_deleted_files_are_named(temp
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_after_a_conflict_the_record_names_the_moved_template_and_what_merged(template_repo: Path,
+                                                                            tmp_path: Path) -> None:
+    project = bake(template_repo, tmp_path / "out")
+    # The baked project ignores signing keys: the certified steps write vendor.key into the project folder.
+    (project / "vendor.key").write_text("secret")
+    (project / "vendor.key.pub").write_text("public")
+    assert run(["git", "status", "--porcelain"], cwd=project).stdout == "?? vendor.key.pub\n"
+    (project / "vendor.key.pub").unlink()
+    readme = project / "README.md"
+    readme.write_text("# our own title\n" + "".join(readme.read_text().splitlines(keepends=True)[1:]))
+    commit_all(project, "our title")
+    first_keys = keys_of(json.loads((project / ".cruft.json").read_text()))
+    moved = tmp_path / "moved-template"
+    assert run(["git", "clone", "-q", str(template_repo), str(moved)]).returncode == 0
+    shutil.rmtree(template_repo)
+    inner = moved / "templates" / "vendor-plugin" / "{{cookiecutter.__project_slug}}"
+    text = (inner / "README.md").read_text().splitlines(keepends=True)
+    (inner / "README.md").write_text("# the template's new title\n" + "".join(text[1:]))
+    (inner / "CHANGELOG.md").write_text((inner / "CHANGELOG.md").read_text() + "\n- template v2\n")
+    v2 = commit_all(moved, "template v2")
+
+    done = run([sys.executable, "-m", "rayaccel", "upgrade", str(project), "--template", str(moved)])
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "conflicts with your edits in README.md" in line and "merged cleanly: CHANGELOG.md" in line, line
+    record = json.loads((project / ".cruft.json").read_text())
+    assert (record["template"], record["commit"]) == (str(moved), v2)  # the next upgrade starts where v2 is
+    assert record["context"]["cookiecutter"]["_template"] == str(moved)
+    assert keys_of(record) == first_keys
+
+
 def test_a_template_change_to_a_deleted_file_is_reported(template_repo: Path, tmp_path: Path) -> None:
     project = bake(template_repo, tmp_path / "out")
     (project / "CHANGELOG.md").unlink()

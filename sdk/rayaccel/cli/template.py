@@ -22,6 +22,7 @@ import rayaccel
 from rayaccel.cli import app, console, err_console, output_path
 from rayaccel.errors import RayaccelError
 from rayaccel.extras import require
+from rayaccel.files.atomic import write_atomically
 
 #: The template beside the SDK in a source checkout (editable installs, the repo's own tests).
 TEMPLATE_DIR = Path(rayaccel.__file__).resolve().parents[2] / "templates" / "vendor-plugin"
@@ -365,10 +366,8 @@ def upgrade(
     if not ok:
         raise RayaccelError(f"{project} was not upgraded: commit your changes first (the merge needs a clean git "
                             "working tree)")
-    rejected = sorted(str(p.relative_to(project)) for p in project.rglob("*.rej")) + _unmerged(project)
-    if rejected:
-        raise RayaccelError(f"the upgrade conflicts with your edits in {', '.join(rejected)}: merge those by hand "
-                            "(conflict markers, or .rej files beside them), then commit")
+    # The record first, conflict or not: cruft wrote the new commit, so it must name where that commit is (the
+    # next upgrade starts there) and keep the project's key order (a reordered record is a diff of its own).
     new_record = json.loads(record_path.read_text(encoding="utf-8"))
     after = new_record.get("commit")
     if source is not None:
@@ -377,9 +376,17 @@ def upgrade(
     new_record = _ordered_like(new_record, record)
     new_text = json.dumps(new_record, indent=2, ensure_ascii=False) + "\n"
     if new_text != record_path.read_text(encoding="utf-8"):
-        record_path.write_text(new_text, encoding="utf-8")
-    changed = [line[3:] for line in _git_lines(project, "status", "--porcelain", "--untracked-files=all")
-               if line[3:] != CRUFT_FILE]
+        write_atomically(record_path, new_text)
+    rejected = sorted(str(p.relative_to(project)) for p in project.rglob("*.rej")) + _unmerged(project)
+    changed = [path for path in (line[3:] for line in _git_lines(project, "status", "--porcelain",
+                                                                  "--untracked-files=all"))
+               if path != CRUFT_FILE and path not in rejected and not path.endswith(".rej")]
+    if rejected:
+        merged = f"; merged cleanly: {', '.join(changed)}" if changed else ""
+        raise RayaccelError(f"the upgrade to template commit {str(after)[:12]} conflicts with your edits in "
+                            f"{', '.join(rejected)}: merge those by hand (conflict markers, or .rej files beside "
+                            f"them), then commit{merged} ({CRUFT_FILE} records the new commit"
+                            + (f" and {source}" if source else "") + ")")
     if after == before:
         _say(f"{project} is already at the template's latest commit ({before[:12]})")
     else:
