@@ -153,14 +153,15 @@ def _report(node_start: NodeStart, config: NodeConfig, fault_file: str | None, m
     """Print what the process running `ray start` reports, until the node is up (or a step failed)."""
     args = node_start.args
     started = node_start.event(None if node_start.block else RAY_START_TIMEOUT_S, f"`ray start {' '.join(args)}`")
+    failed = started["event"] in ("refused", "ended") or started["returncode"] != 0
+    if failed and config.fault_file and config.fault_file != fault_file:  # the one this command created
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(config.fault_file)
     if started["event"] == "refused":  # before anything was started
         error = RayaccelError(started["message"])
         error.exit_code = int(started.get("exit_code") or 2)
         raise error
     if started["event"] == "ended" or started["returncode"] != 0:
-        if config.fault_file and config.fault_file != fault_file:  # the one this command created
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(config.fault_file)
         returncode = started["returncode"]
         if node_start.block:
             raise typer.Exit(returncode)

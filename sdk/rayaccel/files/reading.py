@@ -32,18 +32,22 @@ MAX_NODES = 1_000_000
 
 
 def read_text(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError,
-              max_bytes: int = MAX_BYTES) -> str:
+              max_bytes: int = MAX_BYTES, follow_symlinks: bool = True) -> str:
     """The UTF-8 text of a regular file, or ``error`` with one line naming the file and the fix."""
-    return decode(read_bytes(path, what, error, max_bytes), shown(path), what, error)
+    return decode(read_bytes(path, what, error, max_bytes, follow_symlinks), shown(path), what, error)
 
 
 def read_bytes(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError,
-               max_bytes: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file (at most ``max_bytes``), or ``error`` with one line naming the file and the fix."""
+               max_bytes: int = MAX_BYTES, follow_symlinks: bool = True) -> bytes:
+    """The bytes of a regular file (at most ``max_bytes``), or ``error`` with one line naming the file and the fix.
+    ``follow_symlinks=False``: a symlink is refused too (a file rayaccel made and others may replace)."""
     name = shown(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, flags if follow_symlinks else flags | os.O_NOFOLLOW)
     except OSError as e:
+        if e.errno == errno.ELOOP and not follow_symlinks:
+            raise error(f"{what} {name} is a symlink; give the path of the file itself") from None
         if e.errno == errno.ENOENT:
             raise error(f"{what} file {name} does not exist") from None
         raise error(f"cannot read {what} {name}: {e.strerror or e}") from None
@@ -123,7 +127,9 @@ def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError
         if not isinstance(e, ValueError) and not (fmt != "json" and isinstance(e, _yaml_error())):
             raise
         lines = str(e).strip().splitlines()
-        raise error(f"{origin}: not valid {kind}: {lines[0] if lines else type(e).__name__}") from None
+        first = lines[0] if lines else type(e).__name__  # a parser may quote the text: an excerpt at most
+        first = (first if first.isprintable() else ascii(first)[1:-1])[:160]
+        raise error(f"{origin}: not valid {kind}: {first}") from None
     check_shape(data, origin, what, error)
     return data
 
@@ -151,6 +157,8 @@ def check_shape(data: Any, origin: str, what: str, error: type[RayaccelError] = 
 
 
 def shown(path: str | Path) -> str:
-    """A path as a message names it: cut in the middle when it is long."""
+    """A path as a message names it: cut in the middle when it is long, control characters escaped."""
     text = str(path)
+    if any(not c.isprintable() for c in text):
+        text = ascii(text)[1:-1]
     return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text)} characters)"

@@ -7,7 +7,8 @@ the health monitor, exporters, conformance) consumes the NodeInventory and never
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rayaccel import hookspec
@@ -54,6 +55,20 @@ REFRESH_FULL_S = 30.0
 _POLLED_HOOKS = (hookspec.DISCOVER.name, hookspec.HEALTH.name, hookspec.METRICS.name)
 
 
+def _nothing_offered(plugin: str, resource_name: str, devices: Sequence[Device],
+                     health: Sequence[HealthReport]) -> Problem:
+    """Why a family that found devices offers none of them: a node that says ``TPU: 0`` says why."""
+    reasons = Counter(next((r.code for r in h.reasons), "no reason given") for h in health if h.state == "unhealthy")
+    if reasons:
+        why = "unhealthy: " + ", ".join(f"{code} on {n}" for code, n in sorted(reasons.items()))
+    else:
+        why = "every device is partitioned and no partition takes work"
+    return Problem(plugin=plugin, code="nothing-offered", severity="error",
+                   message=f"found {len(devices)} device(s) but offers no {resource_name} ({why})",
+                   fix="rayaccel inspect shows each device's health and reasons; fix the devices, or the plugin if "
+                       "the reason is wrong for this machine")
+
+
 class InventoryBuilder:
     """Runs the hooks of every active plugin against one host."""
 
@@ -86,6 +101,9 @@ class InventoryBuilder:
         idle = [IdleFamily(plugin=plugin, family=self.manager.family(plugin),
                            worker=idle_workers.get(plugin) or self.worker_needs(plugin, []))
                 for plugin, family in found.items() if family is None]
+        # A simulated host's own trouble (an unreadable fault file) is the node's, said once, not each plugin's.
+        host_problems: Callable[[], list[Problem]] | None = getattr(host, "fault_file_problems", None)
+        problems = [*problems, *(host_problems() if host_problems is not None else [])]
         return NodeInventory(host=host.name, simulated=host.simulated, families=families,
                              resources=self._node_resources(families, problems),
                              labels=self._node_labels(families, problems), problems=problems, idle=idle)
@@ -153,6 +171,8 @@ class InventoryBuilder:
         if units:
             resources[declaration.resource_name] = float(len(units))
         resources.update({name: float(len(ids)) for name, ids in partition_units.items()})
+        if not resources:
+            problems.append(_nothing_offered(plugin, declaration.resource_name, devices, health))
         if resources:
             if accelerator_type is not None:
                 resources[f"accelerator_type:{accelerator_type}"] = 1.0

@@ -84,7 +84,19 @@ def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = 
     plugin_list = list(plugins) if plugins is not None else None
     for name in plugin_list or []:
         manager.plugin(name)  # a clear error for an unknown plugin
+    given = fault_file
     host, fault_file = prepare_host(manager, simulate, faults, fault_file)
+    try:
+        return _configure(manager, host, fault_file, simulate, plugin_list, isolated, pool, check_installed_ray)
+    except BaseException:
+        if fault_file is not None and fault_file != given:  # made for a node that will not start
+            remove_created_fault_file(fault_file)
+        raise
+
+
+def _configure(manager: PluginManager, host: Host, fault_file: str | None, simulate: str | None,
+               plugin_list: list[str] | None, isolated: bool, pool: WorkerPool | None,
+               check_installed_ray: bool) -> NodeConfig:
     if pool is not None:
         inventory = pool.build(host)
     elif isolated:
@@ -168,10 +180,19 @@ def shutdown() -> None:
     forget_started_nodes()
     with _lock:
         _pending_monitors.clear()
-        for path in _created_files:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        _created_files.clear()
+        created = list(_created_files)
+    for path in created:
+        remove_created_fault_file(path)
+
+
+def remove_created_fault_file(path: str) -> None:
+    """Remove a fault file :func:`prepare_host` made (a node that was refused or has stopped)."""
+    with _lock:
+        if path not in _created_files:
+            return
+        _created_files.remove(path)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[str] | None = None,

@@ -65,7 +65,17 @@ def schema_errors(name: str, data: Any, directory: Path = SCHEMA_DIR) -> list[st
 
     validator = jsonschema.Draft202012Validator(load_schema(name, directory))
     errors = sorted(validator.iter_errors(data), key=lambda err: [str(p) for p in err.absolute_path])
-    return [f"at {where(err.absolute_path)}: {err.message}" for err in errors]
+    return [f"at {where(err.absolute_path)}: {_excerpt(err.message)}" for err in errors]
+
+
+#: Characters of a schema message kept: jsonschema quotes the whole offending value (a document, a line of
+#: whatever file was named), and a message is one line that shows only an excerpt of it.
+MAX_MESSAGE = 200
+
+
+def _excerpt(message: str) -> str:
+    text = message if message.isprintable() else ascii(message)[1:-1]
+    return text if len(text) <= MAX_MESSAGE else f"{text[:MAX_MESSAGE]}... ({len(text)} characters)"
 
 
 def validate_document(data: Any, model: type[ModelT], *, schema: str, what: str, origin: str,

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from rayaccel.errors import FixtureError
+from rayaccel.files import reading
 from rayaccel.host import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
@@ -29,6 +31,7 @@ from rayaccel.host import (
     OutputTooLarge,
     check_adapter,
 )
+from rayaccel.records import Problem
 from rayaccel.simulation.fixtures import Fixture, HostState, apply_faults
 
 #: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
@@ -36,6 +39,8 @@ from rayaccel.simulation.fixtures import Fixture, HostState, apply_faults
 #: that timeout is not forgotten: the host charges it to :attr:`SimulatedHost.skipped_wait_s`, so a plugin
 #: that asks for 120 s three times is seen to wait 360 s, as it would on a real machine.
 SIMULATED_HANG_SECONDS = 0.2
+#: The largest fault file read: fault names, one a line (a fixture declares tens).
+MAX_FAULT_FILE_BYTES = 64 * 1024
 
 
 def _norm(path: str) -> str:
@@ -49,6 +54,10 @@ class SimulatedHost:
         self.fixture = fixture
         self._faults = tuple(faults)
         self._fault_file = fault_file
+        #: What the fault file named when it was last read whole (kept while it cannot be read).
+        self._file_faults: tuple[str, ...] = ()
+        #: Why the fault file could not be read the last time (None: it was read).
+        self._fault_file_problem: Problem | None = None
         for name in self._faults:
             fixture.fault(name)  # fail now, with the list of valid names, not at first use
         self._cache_key: tuple[str, ...] | None = None
@@ -80,11 +89,46 @@ class SimulatedHost:
         return self._fault_file
 
     def active_faults(self) -> tuple[str, ...]:
-        names = list(self._faults)
-        if self._fault_file and os.path.exists(self._fault_file):
-            with open(self._fault_file, encoding="utf-8") as f:
-                names += [line.strip() for line in f if line.strip() and not line.startswith("#")]
-        return tuple(dict.fromkeys(names))
+        if self._fault_file:
+            self._file_faults = self._read_fault_file(self._fault_file)
+        return tuple(dict.fromkeys([*self._faults, *self._file_faults]))
+
+    def _read_fault_file(self, path: str) -> tuple[str, ...]:
+        """The faults ``path`` names; while it cannot be read (not a regular file, a symlink, too large, not
+        text, a name the fixture does not declare) the last ones read, and :meth:`fault_file_problems` says
+        why without quoting the file (it may be any file at all)."""
+        self._fault_file_problem = None
+        if path == os.devnull:  # "no fault file", as callers that need a path say it
+            return ()
+        try:
+            text = reading.read_text(path, "fault file", FixtureError, max_bytes=MAX_FAULT_FILE_BYTES,
+                                     follow_symlinks=False)
+        except FixtureError as e:
+            if not os.path.lexists(path):
+                return ()  # no file yet: no faults switched on
+            return self._keep_faults(str(e))
+        names = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        declared = {fault.name for fault in self.fixture.faults}
+        unknown = next((number for number, name in enumerate(names, 1) if name not in declared), None)
+        if unknown is not None:
+            return self._keep_faults(f"fault file {reading.shown(path)}: line {unknown} of the fault names is not "
+                                     f"a fault fixture {self.fixture.ref} declares")
+        return tuple(names)
+
+    def _keep_faults(self, why: str) -> tuple[str, ...]:
+        faults = ", ".join(self._file_faults) or "none"
+        self._fault_file_problem = Problem(
+            plugin="rayaccel", code="bad-fault-file",
+            message=f"{why}; the faults it named before ({faults}) stay on",
+            fix=f"write fault names of fixture {self.fixture.ref}, one a line, into a regular file: "
+                f"{', '.join(f.name for f in self.fixture.faults) or 'it declares none'}")
+        return self._file_faults
+
+    def fault_file_problems(self) -> list[Problem]:
+        """Why the fault file cannot be read now, once for the node however many processes and hooks read it
+        (the inventory adds it: :meth:`rayaccel.inventory.builder.InventoryBuilder.node`)."""
+        self.active_faults()
+        return [self._fault_file_problem] if self._fault_file_problem is not None else []
 
     def state(self) -> HostState:
         key = self.active_faults()

@@ -1,0 +1,130 @@
+"""A simulated node's fault file is read like every other file rayaccel reads: a regular file only, bounded,
+never quoted. A fault file that cannot be read (garbage, binary, a 10 MB line, a directory, a FIFO, a symlink)
+is one problem naming the file, and the devices keep the health they had; a refused ``rayaccel start`` leaves
+no fault file behind (issue 39)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.plugins.manager import default_manager
+from rayaccel.records import NodeInventory
+from rayaccel.simulation.host_factory import make_host
+from rayaccel.simulation.simulated_host import SimulatedHost
+
+FIXTURE = "nvidia/dgx-h100"
+SECRET_LINE = "root:$6$saltsalt$VerySecretHashValue0123456789abcdefghijklmnopqrstuv:19000:0:99999:7:::"
+
+
+def _garbage(path: Path, secret: Path) -> None:
+    path.write_text("this is not\na list of fault names {]\n", encoding="utf-8")
+
+
+def _binary(path: Path, secret: Path) -> None:
+    path.write_bytes(b"\x00\xff\xfe" * 1000)
+
+
+def _long_line(path: Path, secret: Path) -> None:
+    path.write_bytes(b"x" * (10 * 1024 * 1024))
+
+
+def _directory(path: Path, secret: Path) -> None:
+    path.mkdir()
+
+
+def _fifo(path: Path, secret: Path) -> None:
+    os.mkfifo(path)
+
+
+def _symlink_to_a_secret(path: Path, secret: Path) -> None:
+    path.symlink_to(secret)
+
+
+def _secret_itself(path: Path, secret: Path) -> None:
+    path.write_text(SECRET_LINE + "\n", encoding="utf-8")  # a file of another format named as the fault file
+
+
+REPLACEMENTS: dict[str, Callable[[Path, Path], None]] = {
+    "garbage": _garbage, "binary": _binary, "10-MB-line": _long_line, "directory": _directory, "fifo": _fifo,
+    "symlink-to-secret": _symlink_to_a_secret, "another-file": _secret_itself,
+}
+
+
+def build(host: SimulatedHost) -> NodeInventory:
+    return collect_inventory(default_manager(), host)
+
+
+def states(inventory: NodeInventory) -> dict[str, str]:
+    return {report.device: report.state for family in inventory.families for report in family.health}
+
+
+def in_thread(call: Callable[[], NodeInventory], timeout: float = 60) -> NodeInventory:
+    """``call()``'s result, failing (not hanging) when it blocks: a FIFO opened for reading waits for a writer."""
+    done: list[NodeInventory] = []
+    worker = threading.Thread(target=lambda: done.append(call()), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), "reading the fault file blocked"
+    return done[0]
+
+
+@pytest.mark.parametrize("replacement", list(REPLACEMENTS))
+def test_an_unreadable_fault_file_is_one_problem_and_devices_keep_their_health(
+        tmp_path: Path, replacement: str) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text(SECRET_LINE + "\n", encoding="utf-8")
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("xid-79\n", encoding="utf-8")
+    host = make_host(FIXTURE, [], str(fault_file))
+    assert isinstance(host, SimulatedHost)
+    before = build(host)
+    assert sorted(states(before).values()).count("unhealthy") == 1  # XID 79 on one GPU
+
+    fault_file.unlink()
+    REPLACEMENTS[replacement](fault_file, secret)
+    after = in_thread(lambda: build(host))
+
+    assert states(after) == states(before)  # neither all cordoned nor the fault forgotten
+    about_file = [p for p in after.problems if p.code == "bad-fault-file"]
+    assert about_file, after.problems
+    assert len(about_file) == 1  # one problem, however many plugins and hooks read the file
+    rendered = " ".join(p.render() for p in after.problems)
+    assert str(fault_file) in about_file[0].message and "xid-79" in about_file[0].message
+    assert "VerySecretHashValue" not in rendered and "saltsalt" not in rendered and "\x00" not in rendered
+    assert len(about_file[0].message) < 400
+
+
+def test_a_fault_file_that_is_fixed_again_is_read_again(tmp_path: Path) -> None:
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("", encoding="utf-8")
+    host = make_host(FIXTURE, [], str(fault_file))
+    assert isinstance(host, SimulatedHost)
+    fault_file.write_text("nonsense\n", encoding="utf-8")
+    assert host.active_faults() == ()
+    assert [p.code for p in host.fault_file_problems()] == ["bad-fault-file"]
+    fault_file.write_text("gpu-lost\n", encoding="utf-8")
+    assert host.active_faults() == ("gpu-lost",)
+    assert host.fault_file_problems() == []
+
+
+def test_a_refused_start_leaves_no_fault_file_in_tmpdir(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "HOME": str(home), "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_AUTH_TOKEN", None)
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    # Joining with token authentication on and no token: refused before `ray start` runs.
+    done = subprocess.run([sys.executable, "-m", "rayaccel", "start", "--simulate", "nvidia/l4-single",
+                           "--address=127.0.0.1:1"], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode != 0 and "token" in done.stderr, done.stderr
+    assert list(tmpdir.iterdir()) == []
