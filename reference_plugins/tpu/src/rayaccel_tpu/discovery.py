@@ -32,7 +32,7 @@ def devices_of(host: Host) -> list[Device]:
     for chip in found:
         generation = probe.chip_generation(chip) or fallback
         attributes: dict[str, str | int | float | bool] = {DEVICE_FILE: chip.node}
-        chiplets = max(probe.expected_chiplets(generation), widest)
+        chiplets = max(probe.expected_nodes(chip, generation), widest)
         if chiplets > 1:
             # Health checks every chiplet's VFIO group, and flags a chip found with fewer than a whole one has.
             attributes |= {"chiplet_nodes": ",".join(chip.nodes), "chiplets": chiplets}

@@ -40,6 +40,9 @@ class Chip:
     pci_device_id: str | None = None
     #: Every device node of the chip, one per chiplet (two VFIO groups on TPU7x); default ``(node,)``.
     chiplet_nodes: tuple[str, ...] = ()
+    #: The host shows each chiplet (PCI function) as a node of its own: VFIO groups do; ``/dev/accel<N>`` is
+    #: one node per chip whatever the chip holds, so a TPU7x chip there is whole with one.
+    node_per_chiplet: bool = False
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -145,7 +148,7 @@ def _vfio_chips(host: Host) -> list[Chip]:
         nodes = tuple(f"/dev/vfio/{f.group}" for f in functions)
         # TPU_VISIBLE_CHIPS counts chips 0..n-1, not IOMMU group numbers nor PCI functions.
         chips.append(Chip(index=len(chips), node=nodes[0], pci_bus_id=first.bdf, pci_device_id=first.pci_device_id,
-                          chiplet_nodes=nodes if len(nodes) > 1 else ()))
+                          chiplet_nodes=nodes if len(nodes) > 1 else (), node_per_chiplet=True))
     return chips
 
 
@@ -161,6 +164,12 @@ def chip_generation(chip: Chip) -> str | None:
 def expected_chiplets(generation: str | None) -> int:
     """How many PCI functions a whole chip of this generation shows (1 when unknown)."""
     return CHIPLETS_PER_CHIP.get(generation or "", 1)
+
+
+def expected_nodes(chip: Chip, generation: str | None) -> int:
+    """How many device nodes the host shows for a whole chip of this generation: one per chiplet where each
+    chiplet is a node of its own (VFIO), else one."""
+    return expected_chiplets(generation) if chip.node_per_chiplet else 1
 
 
 def chip_id(chip: Chip) -> str:
