@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 import types
+from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.host import RealHost
@@ -222,3 +223,67 @@ def transport_ownership(subject: Subject) -> Evidence:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"
             for s in specs]
+
+
+@check("RAC306")
+def collective_backends(subject: Subject) -> Evidence:
+    """Every declared collective backend imports, registers with ray.util.collective and is the plugin's own.
+
+    Each ``rayaccel_collective_backends`` record names ``module:Class``; the class must import in this
+    environment, subclass Ray's ``BaseGroup`` with every abstract method implemented, live in the plugin's own
+    package (a class of Ray's or another plugin's under a new name is not the family's library), and take a
+    name that is neither Ray's own (``NCCL``, ``GLOO``) nor another installed plugin's. Then
+    ``rayaccel.ray.collectives`` registers it in this process, as the bridge does in every driver and worker,
+    and Ray's registry must hand back that class under the name. Not applicable to a plugin that declares
+    none. Fix: point ``group_class`` at your ``BaseGroup`` subclass, keep it in your package, name the
+    backend after the family (``<FAMILY>_CCL``), and see the template's ``collective.py``.
+    """
+    from rayaccel.ray.collectives import (
+        Declared,
+        declaration_problems,
+        declared_backends,
+        group_class,
+        register,
+    )
+
+    subject.family()
+    problems: list[Problem] = []
+    specs = subject.manager.answer(subject.name, hookspec.COLLECTIVE_BACKENDS, problems)
+    wrong = [p.render() for p in problems]
+    if not specs and not wrong:
+        raise NotApplicable("the plugin declares no collective backends")
+    loaded = subject.manager.plugin(subject.name).module
+    own = (loaded.__name__ if isinstance(loaded, types.ModuleType) else type(loaded).__module__).split(".")[0]
+    others = [d for d in declared_backends(subject.manager) if d.plugin != subject.name]
+    mine = [Declared(subject.name, s.name, s.group_class) for s in specs]
+    wrong += [w for w in declaration_problems([*mine, *others]) if w.startswith(f"plugin {subject.name}:")]
+    wrong += [f"plugin {subject.name}: collective backend {d.name} is also declared by plugin {o.plugin}; name "
+              "yours after the family" for d in mine for o in others if o.name == d.name]
+    classes: dict[str, Any] = {}
+    for d in mine:
+        if d.group_class.split(":")[0].split(".")[0] != own:
+            wrong.append(f"collective backend {d.name}: {d.group_class} lives in "
+                         f"{d.group_class.split('.')[0].split(':')[0]}, not in the plugin's own package {own}")
+            continue
+        try:
+            classes[d.name] = group_class(d)
+        except Exception as e:  # the registration error names the plugin and the fix
+            wrong.append(str(e))
+    if wrong:
+        raise CheckFailed(wrong)
+    from ray.util.collective.backend_registry import _global_registry
+
+    try:
+        register(mine)
+    except Exception as e:
+        raise CheckFailed(f"registering with ray.util.collective: {e}") from None
+    evidence = []
+    for d in mine:
+        if _global_registry.get(d.name) is not classes[d.name]:
+            raise CheckFailed(f"collective backend {d.name}: Ray's registry holds another class under the name")
+        try:
+            available = "available here" if classes[d.name].check_backend_availability() else "not available here"
+        except Exception as e:  # a library missing on the grading machine is not the finding
+            available = f"availability unknown ({type(e).__name__})"
+        evidence.append(f"{d.name}: own ({d.group_class}), registered with ray.util.collective, {available}")
+    return evidence

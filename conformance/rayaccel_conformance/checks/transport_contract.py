@@ -1,4 +1,5 @@
-"""RAC301's contract run: a declared tensor transport moves a list of tensors between two real Ray actors.
+"""RAC301's contract run: a declared tensor transport moves a list of tensors between two real Ray actors, and
+recovers when its peer dies mid-transfer.
 
 Runs in the run's shared Ray cluster (:mod:`rayaccel_conformance.harness.raycluster`), both actors pinned to the
 head node (a one-sided shared-memory transport moves tensors within one node). A transport that cannot run
@@ -69,6 +70,11 @@ class _Sender:
     def tensors_ref(self) -> list[Any]:
         return self.tensors
 
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
 
 class _Receiver:
     def digest(self, tensors: list[Any]) -> list[str]:
@@ -82,6 +88,13 @@ class _Receiver:
             return "cannot abort (Ray kills the actors on a failed transfer)"
         manager.abort_transport("0" * 40, comm)
         return "aborted"
+
+    def held(self) -> tuple[int, int]:
+        """What this process holds: open descriptors and threads."""
+        import os
+        import threading
+
+        return len(os.listdir("/proc/self/fd")), threading.active_count()
 
 
 def contract_run(spec: TransportSpec) -> str:
@@ -97,25 +110,81 @@ def contract_run(spec: TransportSpec) -> str:
         return actor.options(num_cpus=0, scheduling_strategy=here).remote()
 
     sender, receiver = start(_Sender), start(_Receiver)
+    actors = [sender, receiver]
     steps = []
+
+    def transfer(seed: int) -> None:
+        want = ray.get(sender.make.remote(seed), timeout=TRANSFER_TIMEOUT_S)
+        ref = sender.tensors_ref.options(tensor_transport=spec.name).remote()
+        got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
+        if got != want:
+            bad = [i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
+            raise RuntimeError(f"transfer {seed}: tensors {bad or 'count'} arrived with other bytes")
+        del ref  # freed: the transport's garbage_collect runs on the sender
+        steps.append(f"transfer {seed}: {len(want)} tensors, bytes identical, ref freed")
+
     try:
         for seed in (1, 2):
-            want = ray.get(sender.make.remote(seed), timeout=TRANSFER_TIMEOUT_S)
-            ref = sender.tensors_ref.options(tensor_transport=spec.name).remote()
-            got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
-            if got != want:
-                bad = [i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
-                raise RuntimeError(f"transfer {seed}: tensors {bad or 'count'} arrived with other bytes")
-            del ref  # freed: the transport's garbage_collect runs on the sender
-            steps.append(f"transfer {seed}: {len(want)} tensors, bytes identical, ref freed")
+            transfer(seed)
             if seed == 1:
                 comm = get_tensor_transport_manager(spec.name).get_communicator_metadata(sender, receiver, spec.name)
                 steps.append(ray.get(receiver.abort.remote(spec.name, comm), timeout=TRANSFER_TIMEOUT_S))
+        steps.append(_peer_dies(spec, start, receiver))
+        sender = start(_Sender)
+        actors.append(sender)
+        try:
+            ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+        except ray.exceptions.RayActorError:  # a transport that cannot abort: Ray killed the receiver
+            receiver = start(_Receiver)
+            actors.append(receiver)
+        transfer(3)
     finally:
         # Exit after the queued work (the free included), so a transport's own clean-up runs; kill if stuck.
-        ends = [actor.__ray_terminate__.remote() for actor in (sender, receiver)]
+        ends = [actor.__ray_terminate__.remote() for actor in actors]
         _, stuck = ray.wait(ends, num_returns=len(ends), timeout=TRANSFER_TIMEOUT_S)
-        for actor in (sender, receiver):
+        for actor in actors:
             if stuck:
                 ray.kill(actor)
     return f"{spec.name}: " + "; ".join(steps)
+
+
+def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
+    """A sender's tensors are extracted, then it is killed before the receiver reads them: the receive must fail
+    with one error naming the transport (or, where the bytes outlive the sender, arrive identical), and the
+    receiver must hold no more descriptors or threads than before, within the bound."""
+    import psutil
+    import ray
+
+    from rayaccel.polling import wait_for
+
+    before = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+    doomed = start(_Sender)
+    want = ray.get(doomed.make.remote(3), timeout=TRANSFER_TIMEOUT_S)
+    pid = ray.get(doomed.pid.remote(), timeout=TRANSFER_TIMEOUT_S)
+    ref = doomed.tensors_ref.options(tensor_transport=spec.name).remote()
+    ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part (the metadata) is done
+    ray.kill(doomed)
+    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+             timeout=TRANSFER_TIMEOUT_S, what=f"the killed sender (pid {pid}) gone")
+    try:
+        got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        raise RuntimeError(f"the receive from a killed sender did not end in {TRANSFER_TIMEOUT_S:.0f} s") from None
+    except ray.exceptions.RayActorError:
+        return "killed sender: Ray killed the receiver (the transport cannot abort)"
+    except ray.exceptions.RayError as e:
+        first = next((line for line in str(e).splitlines() if spec.name in line), None)
+        if first is None:
+            raise RuntimeError(f"the receive from a killed sender failed with an error that does not name the "
+                               f"transport: {str(e).splitlines()[-1] if str(e) else type(e).__name__}") from None
+        outcome = "failed naming the transport"
+    else:
+        if got != want:
+            raise RuntimeError("the receive from a killed sender returned other bytes instead of failing") from None
+        outcome = "arrived identical (the bytes outlive the sender)"
+    del ref
+    wait_for(lambda: ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S),
+                    lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=30, interval=0.5,
+                    what="the receiver holding no more descriptors and threads than before the failed transfer",
+                    retry_on=())
+    return f"killed sender: the receive {outcome}, the receiver holds no more descriptors or threads than before"

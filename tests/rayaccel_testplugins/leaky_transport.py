@@ -1,0 +1,25 @@
+"""A tensor transport that keeps a descriptor open for every receive that fails: RAC301's killed-peer step must
+fail it (a receiver that leaks on each dead peer runs out of descriptors)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rayaccel_testplugins.acme_wired import AcmeFileTransport
+
+
+class LeakyTransport(AcmeFileTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list[int] = []
+
+    def tensor_transport_backend(self) -> str:
+        return "ACME_LEAKY"
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        fd = os.open("/dev/null", os.O_RDONLY)  # what a receive holds while it runs
+        out = super().recv_multiple_tensors(obj_id, tensor_transport_metadata, communicator_metadata, target_buffers)
+        os.close(fd)  # the defect: closed on success only
+        return out

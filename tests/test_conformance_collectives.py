@@ -1,0 +1,124 @@
+"""RAC306: a declared collective backend imports, registers with ray.util.collective and is the plugin's own; and
+RAC301's killed-peer step on a plugin's own transport (no Ray cluster for RAC306; RAC301 uses the run's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rayaccel import CollectiveBackend, TransportSpec, hookimpl
+from rayaccel.plugins.manager import PluginManager
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.harness.raycluster import shutdown_shared_cluster
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed, CheckSkipped
+from rayaccel_testplugins import acme, acme_wired
+
+pytest.importorskip("torch", reason="collectives and transports need torch: pip install 'rayaccel[rdt]'")
+all_checks()  # registers the checks
+
+
+class _Acme:
+    """The acme test plugin, declaring the given collective backends and transports."""
+
+    def __init__(self, backends: list[CollectiveBackend] | None = None,
+                 transports: list[TransportSpec] | None = None) -> None:
+        self.backends = backends or []
+        self.transports = transports or []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(acme, name)
+
+    @hookimpl
+    def rayaccel_collective_backends(self) -> list[CollectiveBackend]:
+        return self.backends
+
+    @hookimpl
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return self.transports
+
+
+def subject_for(plugin: object) -> Subject:
+    manager = PluginManager(autoload=False)
+    if not isinstance(plugin, type(acme)):
+        for hook in ("rayaccel_family", "rayaccel_discover", "rayaccel_fixture_dirs"):
+            setattr(plugin, hook, getattr(acme, hook))
+    assert manager.register(plugin, "acme")
+    return Subject("acme", manager)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster() -> Iterator[None]:
+    yield
+    shutdown_shared_cluster()
+
+
+def test_rac306_passes_the_plugins_own_backend_and_ray_hands_its_class_back() -> None:
+    from ray.util.collective.backend_registry import _global_registry
+
+    from rayaccel_testplugins.acme_collective import AcmeGlooGroup
+
+    assert CHECKS["RAC306"].run(subject_for(acme_wired), None) == [
+        "ACME_GLOO: own (rayaccel_testplugins.acme_collective:AcmeGlooGroup), registered with ray.util.collective, "
+        "available here"]
+    assert _global_registry.get("ACME_GLOO") is AcmeGlooGroup
+
+
+class Abstract:  # stands in for a group class that is no BaseGroup
+    pass
+
+
+def __getattr__(name: str) -> type:
+    """``HalfDone``: a BaseGroup subclass that implements none of its collectives (made when asked for: Ray's
+    collective package imports torch)."""
+    if name != "HalfDone":
+        raise AttributeError(name)
+    from ray.util.collective.collective_group.base_collective_group import BaseGroup
+
+    class HalfDone(BaseGroup):  # type: ignore[misc]
+        @classmethod
+        def check_backend_availability(cls) -> bool:
+            return True
+
+    return HalfDone
+
+
+def test_rac306_refuses_rays_class_rays_name_a_missing_class_and_an_unfinished_one() -> None:
+    gloo = "ray.util.collective.collective_group.torch_gloo_collective_group:TorchGLOOGroup"
+    with pytest.raises(CheckFailed, match="lives in ray, not in the plugin's own package tests"):
+        CHECKS["RAC306"].run(subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=gloo,
+                                                                  devices=["cpu"])])), None)
+    with pytest.raises(CheckFailed, match="plugin acme: collective backend name GLOO is Ray's own backend"):
+        CHECKS["RAC306"].run(subject_for(_Acme([CollectiveBackend(name="GLOO", group_class=f"{__name__}:Abstract",
+                                                                  devices=["cpu"])])), None)
+    with pytest.raises(CheckFailed, match=r"plugin acme: collective backend ACME_CCL: group class "
+                       rf"{__name__}:Missing does not import \(AttributeError"):
+        CHECKS["RAC306"].run(subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=f"{__name__}:Missing",
+                                                                  devices=["cpu"])])), None)
+    with pytest.raises(CheckFailed, match=r"Abstract is not a subclass of .*BaseGroup"):
+        CHECKS["RAC306"].run(subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=f"{__name__}:Abstract",
+                                                                  devices=["cpu"])])), None)
+    with pytest.raises(CheckFailed, match=r"HalfDone leaves BaseGroup's allgather, allreduce, barrier, broadcast, "
+                       r"recv, reduce, reducescatter, send unimplemented"):
+        CHECKS["RAC306"].run(subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=f"{__name__}:HalfDone",
+                                                                  devices=["cpu"])])), None)
+    with pytest.raises(CheckSkipped, match="not applicable: the plugin declares no collective backends"):
+        CHECKS["RAC306"].run(subject_for(_Acme()), None)
+
+
+def test_rac301_runs_the_plugins_own_transport_through_a_killed_peer() -> None:
+    evidence = CHECKS["RAC301"].run(subject_for(acme_wired), None)
+    assert evidence == ["ACME_FILE: transfer 1: 4 tensors, bytes identical, ref freed; aborted; transfer 2: 4 tensors, "
+                        "bytes identical, ref freed; killed sender: the receive failed naming the transport, the "
+                        "receiver holds no more descriptors or threads than before; transfer 3: 4 tensors, bytes "
+                        "identical, ref freed"]
+
+
+def test_rac301_fails_a_transport_that_leaks_what_a_failed_receive_held() -> None:
+    spec = TransportSpec(name="ACME_LEAKY", devices=["cpu"], one_sided=True,
+                         manager_class="rayaccel_testplugins.leaky_transport:LeakyTransport")
+    with pytest.raises(CheckFailed, match="ACME_LEAKY: WaitTimeout: gave up after 30 s waiting for the receiver "
+                       "holding no more descriptors and threads than before the failed transfer"):
+        CHECKS["RAC301"].run(subject_for(_Acme(transports=[spec])), None)
