@@ -22,7 +22,7 @@ from rayaccel.inventory.health_policy import (
 )
 from rayaccel.outputs.metric_series import HEALTH, HEALTH_REASON, node_series
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import HealthReason, HealthReport
+from rayaccel.records import HealthReason, HealthReport, NodeInventory
 from rayaccel.simulation.host_factory import make_host
 
 RAYACCEL = [sys.executable, "-m", "rayaccel"]
@@ -37,7 +37,7 @@ def xid(code: str = "xid-94", fatal: bool = False) -> HealthReason:
 
 
 def report(*reasons: HealthReason, state: str = "degraded") -> HealthReport:
-    return HealthReport(device="GPU-4", state=state if reasons else "healthy", reasons=list(reasons))  # type: ignore[arg-type]
+    return HealthReport(device="GPU-4", state=state if reasons else "healthy", reasons=list(reasons))
 
 
 # The evaluator, with explicit clock values ------------------------------------------------------------------
@@ -168,17 +168,17 @@ def test_reasons_no_installed_plugin_reports_are_warnings(tmp_path: Path) -> Non
 
 # On a simulated DGX H100 with XID 94 injected on GPU 4 ------------------------------------------------------
 
-def dgx_inventory(policy_file: Path | None, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def dgx_inventory(policy_file: Path | None, monkeypatch: pytest.MonkeyPatch) -> NodeInventory:
     if policy_file is None:
         monkeypatch.delenv(POLICY_ENV, raising=False)
     else:
         monkeypatch.setenv(POLICY_ENV, str(policy_file))
-    manager = PluginManager(["nvidia"])
-    builder = InventoryBuilder(manager)
+    manager = PluginManager()
+    builder = InventoryBuilder(manager, ["nvidia"])
     return builder.build(make_host("nvidia/dgx-h100", ["xid-94"], manager=manager))
 
 
-def gpu4(inventory) -> HealthReport:  # type: ignore[no-untyped-def]
+def gpu4(inventory: NodeInventory) -> HealthReport:
     family = inventory.families[0]
     device = next(d for d in family.devices if d.index == 4)
     return next(h for h in family.health if h.device == device.id)

@@ -181,10 +181,10 @@ def served(dgx_node: dict[str, Any]) -> str:
 
 def test_promtool_accepts_what_the_node_serves(served: str, tmp_path: Path):
     exposition = rayaccel_exposition(served)
-    # Every fixed family but the ECC counters (served once they count) and the partition gauge (a DGX H100
-    # here has no MIG instances).
+    # Every fixed family but the ECC counters (served once they count), the partition gauge (a DGX H100
+    # here has no MIG instances) and the health reasons (served while a device reports one).
     absent = {"rayaccel_device_ecc_errors_corrected_total", "rayaccel_device_ecc_errors_uncorrected_total",
-              "rayaccel_schedulable_partitions"}
+              "rayaccel_schedulable_partitions", "rayaccel_device_health_reason"}
     typed = set(re.findall(r"^# TYPE (\S+) ", exposition, re.MULTILINE))
     missing = {EXPORT_PREFIX + m.name for m in all_metric_families() if m.name not in absent} - typed
     assert not missing, missing
@@ -289,9 +289,10 @@ def test_every_dashboard_query_is_valid_promql_and_the_device_panels_show_every_
     for row, row_panels in panels():
         for title, _, expr, _ in row_panels:
             query = expr.replace("$node", ".*").replace("$family", ".*")
-            # Counters that have not counted yet, and the partition gauge (this DGX H100 runs no MIG instances):
-            # valid, maybe empty.
-            if row in ("Errors", "Tensor transports") or "rayaccel_schedulable_partitions" in expr:
+            # Counters that have not counted yet, the partition gauge (this DGX H100 runs no MIG instances) and the
+            # health reasons (its GPUs report none): valid, maybe empty.
+            if row in ("Errors", "Tensor transports") or "rayaccel_schedulable_partitions" in expr or (
+                    "rayaccel_device_health_reason" in expr):
                 promql(prometheus, query)
                 continue
             found = wait_for(lambda q=query: promql(prometheus, q), timeout=60, interval=1, retry_on=(OSError,),

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel.outputs.metric_series import (
+    FAMILY_DRAINED,
     HEALTH,
+    HEALTH_REASON,
     INFO,
     LINK_BANDWIDTH,
     SCHEDULABLE_PARTITIONS,
@@ -53,6 +55,13 @@ def panels() -> list[tuple[str, list[tuple[str, str, str, str]]]]:
             ("Schedulable partitions per profile", "short",
              f"sum by (family, resource) ({SCHEDULABLE_PARTITIONS.exported}{SELECT})", "{{resource}}"),
             ("Devices per SKU", "short", f"count by (family, sku) ({INFO.exported}{SELECT})", "{{family}} {{sku}}"),
+        ]),
+        ("Health policy", [
+            ("Reasons reported, by the action taken (drain, degrade, ignore, count)", "short",
+             f"count by (family, reason, action) ({HEALTH_REASON.exported}{SELECT})",
+             "{{family}} {{reason}}: {{action}}"),
+            ("Nodes with nothing left of a family (every device drained: replace them)", "short",
+             f"sum by (family) ({FAMILY_DRAINED.exported}{SELECT})", "{{family}}"),
         ]),
         ("Utilisation and memory", [
             ("Utilisation", "percentunit", f"{util.exported}{SELECT}", DEVICE_LEGEND),
