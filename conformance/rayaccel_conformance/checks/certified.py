@@ -29,7 +29,10 @@ def transports(subject: Subject) -> Evidence:
     and subclass ``ray.experimental.TensorTransportManager``, and ``rayaccel.ray.register_transports`` must
     accept it. Then each transport that can run on this machine sends a list of tensors (several dtypes,
     an empty one) from one Ray actor to another, twice: the bytes must arrive identical, the freed ref is
-    collected, and an abort between the two leaves the transport working. A transport that cannot run
+    collected, and an abort between the two leaves the transport working. Then a sender is killed after its
+    part of a transfer and before the receive: the receive must fail with one error naming the transport (or,
+    where the bytes outlive the sender, arrive identical), the receiver must hold no more descriptors or
+    threads than before it (within 30 s), and a third transfer must work. A transport that cannot run
     here (no such device, a missing library) is skipped with the reason, never passed; so is a plugin
     that declares none. Fix: point ``manager_class`` at the subclass, make its module importable without
     the device present, and see ``rayaccel.shm_transport`` for a transport that implements the contract.
