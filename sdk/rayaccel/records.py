@@ -127,7 +127,11 @@ class SkuRecord(Record):
     accelerator_type: AcceleratorType = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
     architecture: str | None = None
     memory_mib: int | None = Field(None, ge=0, le=MAX_DEVICE_MEMORY_MIB)
-    interconnect: str | None = None
+    interconnect: str | None = Field(None, description="The SKU's device-to-device fabric, e.g. 'nvlink4-nvswitch'; "
+                                     "the node's rayaccel.io/interconnect label where its links are of kind 'other'")
+    link_bandwidth_gbytes_per_s: float | None = Field(
+        None, gt=0, description="The fastest device-to-device link of this SKU: unidirectional GB/s (gigabytes, not "
+        "gigabits), all lanes (H100 SXM5: 450). Conformance RAC215 holds the topology's links to it")
     match: SkuMatch
 
 
@@ -429,7 +433,10 @@ class Link(Record):
     a: str = Field(description="Device id of one end")
     b: str = Field(description="Device id of the other end")
     kind: LinkKind
-    bandwidth_gbps: float | None = Field(None, ge=0, description="Unidirectional GB/s across all lanes")
+    bandwidth_gbps: float | None = Field(
+        None, ge=0, description="Unidirectional bandwidth in GB/s: gigabytes (not gigabits) per second, all lanes "
+        "together (H100 SXM5: 18 NVLink 4 links x 25 GB/s = 450). A tool printing Gbit/s is divided by 8; "
+        "conformance RAC215 compares it with the catalog's link_bandwidth_gbytes_per_s")
     lanes: int = Field(1, ge=1, description="Number of parallel links of this kind")
 
 

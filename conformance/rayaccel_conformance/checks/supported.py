@@ -958,3 +958,56 @@ def device_facts_over_their_value_space(subject: Subject, fixture: str | None) -
     if found:
         raise CheckFailed(found)
     return f"{fx.ref}: {ran} variants of the devices' facts and count; labels, resources and metrics valid"
+
+
+#: How close a link must be to 8x (or 1/8 of) the declared bandwidth to be named as bits taken for bytes.
+BIT_BYTE_TOLERANCE = 0.05
+
+
+@check("RAC215", scope="fixture")
+def link_bandwidth_units(subject: Subject, fixture: str | None) -> Evidence:
+    """Link bandwidths are GB/s, never bits taken for bytes, against the catalog's declared link bandwidth.
+
+    ``Link.bandwidth_gbps`` is unidirectional gigabytes per second, all lanes together (H100 SXM5: 18 NVLink 4
+    links x 25 GB/s = 450). A vendor tool printing Gbit/s (400G fabrics, ``gbps`` keys) passed on unchanged
+    is 8 times too fast, and placement then prefers the wrong devices. Where the plugin's catalog declares a
+    SKU's fastest link (``link_bandwidth_gbytes_per_s``), every link of the fixture's topology with a device
+    of that SKU at one end must be at most that (within 1%); one at 8 times it is named as the bit/byte slip.
+    A link at an eighth of it is named too when every link of the fixture is (the catalog's value written in
+    Gbit/s, or a plugin dividing by 8 twice). A catalog that declares no link bandwidth, or links without
+    one, leave nothing to compare (not applicable). Fix: report GB/s (divide a tool's Gbit/s by 8); or
+    correct the catalog's ``link_bandwidth_gbytes_per_s`` (GB/s, not Gbit/s).
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    inventory = subject.inventory(fixture)
+    fam = inventory.family(family.name)
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
+    declared = {s.id: s.link_bandwidth_gbytes_per_s for s in (catalog.skus if catalog else [])
+                if s.link_bandwidth_gbytes_per_s is not None}
+    if fam is None or not declared:
+        raise NotApplicable(f"{fx.ref}: the catalog declares no link_bandwidth_gbytes_per_s to compare with")
+    sku_of = {d.id: d.sku for d in fam.devices}
+    wrong, eighths, compared = [], [], 0
+    for link in fam.topology.links:
+        limits = sorted((declared[s], s) for s in {sku_of.get(link.a), sku_of.get(link.b)} if s in declared)
+        if link.bandwidth_gbps is None or not limits:
+            continue
+        compared += 1
+        limit, sku = limits[0]
+        got = link.bandwidth_gbps
+        where = f"link {link.a}-{link.b} ({link.kind}) is {got:g} GB/s"
+        if abs(got - 8 * limit) <= BIT_BYTE_TOLERANCE * 8 * limit:
+            wrong.append(f"{where}, 8x the {limit:g} GB/s SKU {sku} declares: Gbit/s taken for GB/s? divide by 8")
+        elif got > limit * 1.01:
+            wrong.append(f"{where}, faster than the {limit:g} GB/s SKU {sku} declares (link_bandwidth_gbytes_per_s)")
+        elif abs(8 * got - limit) <= BIT_BYTE_TOLERANCE * limit:
+            eighths.append(f"{where}, an eighth of the {limit:g} GB/s SKU {sku} declares: is the catalog's "
+                           "link_bandwidth_gbytes_per_s in Gbit/s?")
+    if eighths and len(eighths) == compared:
+        wrong += eighths
+    if wrong:
+        raise CheckFailed(wrong[:4] + ([f"(and {len(wrong) - 4} more links)"] if len(wrong) > 4 else []))
+    if not compared:
+        raise NotApplicable(f"{fx.ref}: no link of a SKU with a declared bandwidth reports one")
+    return f"{fx.ref}: {compared} links within the catalog's declared GB/s"

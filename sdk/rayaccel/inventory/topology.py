@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # records (pydantic) load on first use: a Ray worker choosing
 #: Exhaustive search up to this many candidate subsets, greedy beyond.
 EXHAUSTIVE_LIMIT = 20_000
 
-# Without a bandwidth, rank kinds so a fabric link always beats PCIe.
+# Without a bandwidth, rank kinds so a fabric link always beats PCIe (GB/s, as Link.bandwidth_gbps).
 _DEFAULT_GBPS = {"pcie": 32.0, "ethernet": 12.5, "roce": 25.0, "efa": 25.0, "infiniband": 50.0, "other": 10.0}
 
 
@@ -30,13 +30,13 @@ def link_weight(link: Link) -> float:
 
 
 #: device id -> neighbour id -> weight of the best link between them (undirected: both directions), in whole
-#: Mbit/s: sums of integers are exact, so two equally connected choices tie (and the lower index wins) whatever
+#: MB/s (megabytes: a link's bandwidth_gbps is GB/s): sums of integers are exact, so two equally connected choices tie (and the lower index wins) whatever
 #: order the bandwidths are added in (0.1 + 25 + 0.1 is not 0.2 + 25 in floating point).
 Adjacency = dict[str, dict[str, int]]
 
 
 def exact_weight(link: Link) -> int:
-    """:func:`link_weight` in whole Mbit/s."""
+    """:func:`link_weight` in whole MB/s."""
     return round(link_weight(link) * 1000)
 
 

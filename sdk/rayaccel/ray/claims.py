@@ -55,7 +55,7 @@ LOCK_TIMEOUT = 30.0
 #: A worker chooses by exhaustive search up to this many candidate sets (a few ms), by greedy choice
 #: improved by swaps beyond (optimal on the shipped topologies): it chooses while a task starts.
 WORKER_EXHAUSTIVE_LIMIT = 2_000
-#: Weight between two units of one device: more than any sum of link weights (whole Mbit/s), so a request
+#: Weight between two units of one device: more than any sum of link weights (whole MB/s), so a request
 #: for several units of multi-unit devices fills the fewest devices.
 SAME_DEVICE_WEIGHT = 10**15
 #: The name of the health monitor's task that tags a cordon with its placement group's tokens: it claims

@@ -48,7 +48,8 @@ class DeviceStats:
 class PeerLink:
     a: str
     b: str
-    gbps: float
+    #: Unidirectional GB/s (gigabytes, not gigabits: a tool printing Gbit/s is divided by 8), all lanes.
+    gbytes_per_s: float
 
 
 def whole_number(value: Any, what: str) -> int:

@@ -20,6 +20,6 @@ def to_topology(devices: Sequence[Device], links: list[PeerLink]) -> Topology:
             continue  # a peer that was not discovered (lost, or another node's) is not a link here
         pair = (min(link.a, link.b), max(link.a, link.b))
         # The driver lists each link from both ends: keep one, undirected.
-        seen.setdefault(pair, Link(a=pair[0], b=pair[1], kind=LINK_KIND, bandwidth_gbps=link.gbps))
+        seen.setdefault(pair, Link(a=pair[0], b=pair[1], kind=LINK_KIND, bandwidth_gbps=link.gbytes_per_s))
     affinities = [Affinity(device=d.id, numa_node=d.numa_node) for d in devices if d.numa_node is not None]
     return Topology(links=list(seen.values()), affinities=affinities)

@@ -38,7 +38,7 @@ from {{ cookiecutter.__module }}.readings import (
 TOOL = "{{ cookiecutter.__tool }}"
 DEVICE_COLUMNS = ("index", "uuid", "product", "pci_device_id", "memory_mib", "pci_bus_id", "numa_node")
 HEALTH_COLUMNS = ("uuid", "fatal_errors", "corrected_errors")
-LINK_COLUMNS = ("a", "b", "gbps")
+LINK_COLUMNS = ("a", "b", "gbytes_per_s")
 STATS_COLUMNS = ("uuid", "utilization", "temperature", "power", "memory_used_mib")
 #: A wedged driver makes management tools hang; never wait longer than this.
 TIMEOUT = 5.0
@@ -107,8 +107,9 @@ def parse_devices(text: str) -> list[DeviceInfo]:
 
 
 def parse_links(text: str) -> list[PeerLink]:
-    return each_record(parse_rows(text, LINK_COLUMNS), lambda r: PeerLink(r["a"], r["b"], reading(r["gbps"], "gbps")),
-                 "link table")
+    return each_record(parse_rows(text, LINK_COLUMNS),
+                       lambda r: PeerLink(r["a"], r["b"], reading(r["gbytes_per_s"], "gbytes_per_s")),
+                       "link table")
 
 
 def _health(r: dict[str, str]) -> DeviceHealth:

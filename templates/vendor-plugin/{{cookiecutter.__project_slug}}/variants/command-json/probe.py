@@ -138,7 +138,8 @@ def parse_devices(doc: Any) -> list[DeviceInfo]:
 
 def parse_links(doc: Any) -> list[PeerLink]:
     def build(r: dict[str, Any]) -> PeerLink:
-        return PeerLink(str(text_value(r["a"], "a")), str(text_value(r["b"], "b")), reading(r["gbps"], "gbps"))
+        return PeerLink(str(text_value(r["a"], "a")), str(text_value(r["b"], "b")),
+                        reading(r["gbytes_per_s"], "gbytes_per_s"))
 
     return each_record(_rows(doc, "links"), build, "links")
 

@@ -116,7 +116,7 @@ def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
     if lib is None:
         return []
     pairs = [(d.id, peer, gbps) for d in devices for peer, gbps in sorted(lib.device_links(d.index).items())]
-    return each_record(pairs, lambda p: PeerLink(p[0], str(p[1]), reading(p[2], "gbps")), f"{LIBRARY} links")
+    return each_record(pairs, lambda p: PeerLink(p[0], str(p[1]), reading(p[2], "gbytes_per_s")), f"{LIBRARY} links")
 
 
 def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth]:
