@@ -72,7 +72,7 @@ def test_every_package_of_the_sdk_is_a_folder_of_modules() -> None:
     assert loose == []
 
 
-@pytest.mark.parametrize("package", ["rayaccel", "rayaccel.ray"])
+@pytest.mark.parametrize("package", ["rayaccel", "rayaccel.ray", "rayaccel.testing"])
 def test_the_public_api_is_declared_once_and_every_name_imports(package: str) -> None:
     """`__all__` is what the TYPE_CHECKING block declares, and each name loads from the module it names, in a
     fresh interpreter (so a name that only works after something else was imported fails here); a record class

@@ -6,69 +6,36 @@ import pkgutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.catalog import load_catalog
-from rayaccel.host import LibraryUnavailable
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel import LibraryUnavailable, RealHost, SkuMatch, SkuRecord
+from rayaccel.testing import SimulatedHost, build_inventory, load_catalog, parse_fixture, plugin_suite
 from rayaccel_amd import amdsmi as amdsmi_adapter, plugin
 
 PLUGIN_DIR = Path(plugin.__file__).parent
 
-FIXTURE_NAMES = sorted(p.stem for p in (PLUGIN_DIR / "fixtures").glob("*.yaml"))
-FAULTS = [(name, fault) for name in FIXTURE_NAMES
-          for fault in yaml.safe_load((PLUGIN_DIR / "fixtures" / f"{name}.yaml").read_text())["faults"]]
 
 
-@pytest.mark.parametrize("name", FIXTURE_NAMES)
-def test_fixture_gives_its_expected_inventory(manager, fixtures, name):
-    inventory = collect_inventory(manager, SimulatedHost(fixtures[name]))
-    assert compare_expected(inventory, fixtures[name]) == []
-    assert [p for p in inventory.problems if p.severity == "error"] == []
-
-
-@pytest.mark.parametrize(("name", "fault"), FAULTS, ids=[f"{n}:{f['name']}" for n, f in FAULTS])
-def test_fault_gives_its_expected_state_and_recovers(manager, fixtures, name, fault):
-    fixture = fixtures[name]
-    expected = fixture.fault(fault["name"]).expected
-    inventory = collect_inventory(manager, SimulatedHost(fixture, faults=[fault["name"]]))
-    family = inventory.family("amd")
-    devices = family.devices if family else []
-    if expected.devices is not None:
-        assert len(devices) == expected.devices
-    if expected.resources is not None:
-        assert inventory.resources == expected.resources
-    states = {h.device: h.state for h in family.health} if family else {}
-    for device, state in expected.health.items():
-        assert states[device] == state
-    assert all(s == "healthy" for d, s in states.items() if d not in expected.health)
-    if expected.fatal is not None:
-        assert any(r.fatal for h in family.health for r in h.reasons) is expected.fatal
-    assert sorted({p.code for p in inventory.problems if p.severity == "error"}) == sorted(expected.problem_codes)
-    # Recovery: the same host without the fault is the fixture's normal state again.
-    assert compare_expected(collect_inventory(manager, SimulatedHost(fixture)), fixture) == []
+# Every fixture gives its expected inventory, every fault its expected state and recovers, and the rest of
+# what every plugin is held to (rayaccel.testing.plugin_suite).
+TestAmdPlugin = plugin_suite(plugin)
 
 
 def test_hang_and_garbage_problems_say_what_happened(manager, fixtures):
-    hang = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-hang"]))
+    hang = build_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-hang"]))
     assert "did not finish within" in hang.problems[0].message and "dmesg" in hang.problems[0].message
-    garbage = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-garbage"]))
+    garbage = build_inventory(manager, SimulatedHost(fixtures["mi300x-8"], faults=["amd-smi-garbage"]))
     assert "`amd-smi static --json` printed output that is not JSON" in garbage.problems[0].message
 
 
 def test_ecc_reason_is_fatal_and_named(manager, fixtures):
-    inventory = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu2-io-error"]))
+    inventory = build_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu2-io-error"]))
     report = next(h for h in inventory.family("amd").health if h.state == "unhealthy")
     assert [r.code for r in report.reasons] == ["amdsmi-io"] and report.reasons[0].fatal
     assert "AMDSMI_STATUS_IO" in report.reasons[0].message
 
 
 def test_xgmi_full_mesh_and_hive_domain(manager, fixtures):
-    family = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"])).family("amd")
+    family = build_inventory(manager, SimulatedHost(fixtures["mi355x-8"])).family("amd")
     pairs = {frozenset((ln.a, ln.b)) for ln in family.topology.links}
     ids = [d.id for d in family.devices]
     assert all(ln.kind == "xgmi" for ln in family.topology.links)
@@ -80,20 +47,20 @@ def test_xgmi_full_mesh_and_hive_domain(manager, fixtures):
 
 
 def test_mi210_pair_is_pcie_only_without_partitions(manager, fixtures):
-    family = collect_inventory(manager, SimulatedHost(fixtures["mi210-pair"])).family("amd")
+    family = build_inventory(manager, SimulatedHost(fixtures["mi210-pair"])).family("amd")
     assert [ln.kind for ln in family.topology.links] == ["pcie"] and family.topology.domains == []
     assert "compute_partition" not in family.devices[0].attributes
 
 
 def test_metrics_use_standard_units(manager, fixtures):
-    metrics = collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").metrics
+    metrics = build_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").metrics
     first = {m.name: m.value for m in metrics if m.device == fixtures["mi300x-8"].expected.device_ids[0]}
     assert first["power"] == 131 and first["temperature"] == 38 and first["memory_total"] == 196592 * 2**20
     assert first["ecc_errors_uncorrected"] == 0
 
 
 def test_zero_hardware_real_host_reports_nothing_and_no_problem(manager):
-    inventory = collect_inventory(manager, RealHost(env={"PATH": "/nonexistent"}))
+    inventory = build_inventory(manager, RealHost(env={"PATH": "/nonexistent"}))
     assert inventory.family("amd") is None
     assert [p for p in inventory.problems if p.plugin == "amd"] == []
 
@@ -106,12 +73,12 @@ def test_real_adapter_without_amdsmi_is_library_unavailable():
 def test_rocr_visible_devices_alone_is_refused_with_the_fix(manager, fixtures):
     data = fixtures["mi355x-8"].model_dump(mode="json", by_alias=True)
     data["host"]["env"] = {"ROCR_VISIBLE_DEVICES": "0,1"}
-    inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "test")))
+    inventory = build_inventory(manager, SimulatedHost(parse_fixture(data, "test")))
     (problem,) = [p for p in inventory.problems if p.plugin == "amd"]
     assert "ROCR_VISIBLE_DEVICES='0,1' is set but HIP_VISIBLE_DEVICES is not" in problem.message
     assert "set HIP_VISIBLE_DEVICES='0,1'" in problem.message
     data["host"]["env"]["HIP_VISIBLE_DEVICES"] = "0,1"  # both set: HIP wins, as in Ray
-    assert collect_inventory(manager, SimulatedHost(parse_fixture(data, "test"))).family("amd") is not None
+    assert build_inventory(manager, SimulatedHost(parse_fixture(data, "test"))).family("amd") is not None
 
 
 def test_simulated_amdsmi_answers_like_the_library(fixtures):
@@ -144,7 +111,7 @@ def test_fixture_for_sku_rewrites_library_and_cli_answers(manager, fixtures):
                     memory_mib=442368, match=SkuMatch(pci_device_ids=["0x75b0"], product_names=["AMD Instinct MI400X"]))
     for name in ("mi300x-8", "mi355x-8"):
         data = plugin.rayaccel_fixture_for_sku(fixtures[name].model_dump(mode="json", by_alias=True), sku)
-        family = collect_inventory(manager, SimulatedHost(parse_fixture(data, name))).family("amd")
+        family = build_inventory(manager, SimulatedHost(parse_fixture(data, name))).family("amd")
         assert {(d.product_name, d.pci_device_id, d.memory_mib) for d in family.devices} == {
             ("AMD Instinct MI400X", "0x75b0", 442368)}
         assert family.accelerator_type == "AMD-Instinct-MI400X"  # derived from the product name: not yet catalogued
@@ -162,7 +129,7 @@ def test_rccl_transport_is_a_real_ray_transport_manager():
     from ray.experimental.rdt.collective_tensor_transport import NCCLTensorTransport
     from ray.experimental.rdt.util import register_tensor_transport, transport_manager_info
 
-    from rayaccel.transport_metrics import measured_class
+    from rayaccel.ray.transports import measured_class  # the wrapped class (rayaccel.ray.transports measures)
 
     specs = {s.name: s for s in plugin.rayaccel_transports()}
     rccl = pkgutil.resolve_name(specs["RCCL"].manager_class)
@@ -202,7 +169,7 @@ def test_each_hook_runs_only_the_amd_smi_commands_it_needs(fixtures):
 
 
 def test_unresponsive_gpu_keeps_an_id_and_the_nodes_model(manager, fixtures):
-    family = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])).family("amd")
+    family = build_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])).family("amd")
     gpu4 = family.devices[4]
     assert (gpu4.id, gpu4.product_name, gpu4.sku) == ("pci-0000:85:00.0", "AMD Instinct MI355X", "mi355x")
     assert gpu4.attributes["product_inferred"] is True and family.sku_known
@@ -211,7 +178,7 @@ def test_unresponsive_gpu_keeps_an_id_and_the_nodes_model(manager, fixtures):
 def test_umc_ras_disabled_is_reported_but_keeps_the_gpu(manager, fixtures):
     data = fixtures["mi210-pair"].model_dump(mode="json", by_alias=True)
     data["host"]["libraries"]["amdsmi"]["gpus"]["0"]["ras_block_features"][0]["status"] = "DISABLED"
-    family = collect_inventory(manager, SimulatedHost(parse_fixture(data, "no-ras"))).family("amd")
+    family = build_inventory(manager, SimulatedHost(parse_fixture(data, "no-ras"))).family("amd")
     report = family.health[0]
     assert report.state == "healthy" and [r.code for r in report.reasons] == ["ras-umc-disabled"]
 
@@ -220,9 +187,9 @@ def test_units_are_hip_device_ids_when_amdsmi_reports_them(manager, fixtures):
     data = fixtures["mi355x-8"].model_dump(mode="json", by_alias=True)
     for key, gpu in data["host"]["libraries"]["amdsmi"]["gpus"].items():
         gpu["enumeration_info"]["hip_id"] = 7 - int(key)  # HIP enumerates in the opposite order
-    family = collect_inventory(manager, SimulatedHost(parse_fixture(data, "reordered"))).family("amd")
+    family = build_inventory(manager, SimulatedHost(parse_fixture(data, "reordered"))).family("amd")
     assert [d.units for d in family.devices] == [[str(7 - i)] for i in range(8)]
-    lost = collect_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu6-lost"])).family("amd")
+    lost = build_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu6-lost"])).family("amd")
     assert lost.schedulable_units == [str(i) for i in range(7)]
 
 
@@ -230,7 +197,7 @@ def test_failing_metric_command_makes_health_unknown_not_healthy(manager, fixtur
     data = fixtures["mi300x-8"].model_dump(mode="json", by_alias=True)
     data["host"]["commands"]["amd-smi metric --json"] = {"stdout": "", "stderr": "ERROR: amdgpu not ready\n",
                                                          "returncode": 1}
-    inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "no-metric")))
+    inventory = build_inventory(manager, SimulatedHost(parse_fixture(data, "no-metric")))
     family = inventory.family("amd")
     assert {h.state for h in family.health} == {"unknown"}
     assert inventory.resources["GPU"] == 8  # unknown is still scheduled

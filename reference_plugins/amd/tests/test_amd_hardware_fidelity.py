@@ -17,10 +17,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.records import ID_FALLBACK
-from rayaccel.simulation.fixtures import parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import ID_FALLBACK, SimulatedHost, build_inventory, parse_fixture
 from rayaccel_amd import amdsmi as amdsmi_adapter, library
 
 
@@ -46,7 +43,7 @@ def ray_count(monkeypatch: pytest.MonkeyPatch, host: SimulatedHost) -> int:
 
 def test_partitions_sharing_a_uuid_are_all_offered(manager, fixtures, monkeypatch) -> None:
     host = SimulatedHost(fixtures["mi300x-cpx-nps4-shared-uuid"])
-    result = collect_inventory(manager, host)
+    result = build_inventory(manager, host)
     family = result.family("amd")
     assert family is not None
     assert "duplicate-device" not in {p.code for p in result.problems}
@@ -60,13 +57,13 @@ def test_partitions_sharing_a_uuid_are_all_offered(manager, fixtures, monkeypatc
     assert warning.severity == "warning" and "and 7 more devices" in warning.message
     assert "ROCm before 7.12" in warning.message and "stays on the upgrade" in warning.message
     # Ids are stable from one probe to the next (health and the Ray bridge rely on it).
-    again = collect_inventory(manager, host).family("amd")
+    again = build_inventory(manager, host).family("amd")
     assert again is not None and [d.id for d in again.devices] == ids
 
 
 def test_partitions_with_their_own_uuids_carry_their_partition_id(manager, fixtures, monkeypatch) -> None:
     host = SimulatedHost(fixtures["mi300x-cpx-nps4"])
-    result = collect_inventory(manager, host)
+    result = build_inventory(manager, host)
     family = result.family("amd")
     assert family is not None
     assert [p for p in result.problems if p.severity == "error"] == []
@@ -80,7 +77,7 @@ def test_partitions_with_their_own_uuids_carry_their_partition_id(manager, fixtu
 
 def test_a_gpu_known_only_by_its_pci_id_is_offered_with_a_warning(manager, fixtures, monkeypatch) -> None:
     host = SimulatedHost(fixtures["mi300x-cpx-nps4"], faults=["gpu9-pci-id-only"])
-    result = collect_inventory(manager, host)
+    result = build_inventory(manager, host)
     family = result.family("amd")
     assert family is not None
     assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
@@ -106,7 +103,7 @@ def test_link_kinds_come_from_the_librarys_own_enum(manager, fixtures) -> None:
     # A release whose amdsmi_link_type_t has no INTERNAL: PCIE 0, XGMI 1 (1 was "pcie" in the hard-coded map).
     layout = {"AMDSMI_LINK_TYPE_PCIE": 0, "AMDSMI_LINK_TYPE_XGMI": 1, "AMDSMI_LINK_TYPE_NOT_APPLICABLE": 2,
               "AMDSMI_LINK_TYPE_UNKNOWN": 3}
-    family = collect_inventory(manager, _with_link_layout(fixtures, layout, xgmi=1)).family("amd")
+    family = build_inventory(manager, _with_link_layout(fixtures, layout, xgmi=1)).family("amd")
     assert family is not None
     assert {ln.kind for ln in family.topology.links} == {"xgmi"} and len(family.topology.links) == 28
     assert family.labels["rayaccel.io/interconnect"] == "xgmi"

@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rayaccel.reporting import collect_problems
+from rayaccel.testing import collect_problems
 from rayaccel_amd import cli, products
 from rayaccel_amd.cli import AmdSmiParseError
 

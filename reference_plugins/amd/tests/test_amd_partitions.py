@@ -20,11 +20,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.reporting import collect_problems
-from rayaccel.simulation.fixtures import Fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import Fixture, PluginManager, SimulatedHost, build_inventory, collect_problems, parse_fixture
 from rayaccel_amd import cli, plugin
 from rayaccel_amd.readings import partition_uuid
 
@@ -81,7 +77,7 @@ def test_partition_uuid_puts_the_partition_in_the_second_byte() -> None:
 
 
 def test_rocm_7_12_partition_ids_are_the_uuids_amdsmi_reports(manager: PluginManager, fixtures: Fixtures) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    result = build_inventory(manager, SimulatedHost(fixtures[CPX]))
     family = result.family("amd")
     assert family is not None and "fallback-device-id" not in {p.code for p in result.problems}
     for device in family.devices[:2]:
@@ -95,8 +91,8 @@ def test_rocm_7_12_partition_ids_are_the_uuids_amdsmi_reports(manager: PluginMan
 
 def test_shared_uuids_become_the_ids_rocm_7_12_reports(manager: PluginManager, fixtures: Fixtures) -> None:
     # The same machine before (ROCm 7.0.2) and after (ROCm 7.12.0) the upgrade: the device ids do not change.
-    before = collect_inventory(manager, SimulatedHost(fixtures[SHARED]))
-    after = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    before = build_inventory(manager, SimulatedHost(fixtures[SHARED]))
+    after = build_inventory(manager, SimulatedHost(fixtures[CPX]))
     assert before.family("amd") is not None and after.family("amd") is not None
     assert [d.id for d in before.family("amd").devices] == [d.id for d in after.family("amd").devices]
     (warning,) = [p for p in before.problems if p.code == "fallback-device-id"]
@@ -115,7 +111,7 @@ def _shared_uuid_host(fixtures: Fixtures, change: Callable[[dict[str, Any]], Any
 def test_without_kfd_info_the_pci_function_gives_the_partition(manager: PluginManager, fixtures: Fixtures) -> None:
     # ROCm 6.1/6.2 have no amdsmi_get_gpu_kfd_info: the partition is still visible as the PCI function.
     host = _shared_uuid_host(fixtures, lambda gpu: gpu.pop("kfd_info"))
-    family = collect_inventory(manager, host).family("amd")
+    family = build_inventory(manager, host).family("amd")
     assert family is not None
     assert [d.id for d in family.devices] == fixtures[SHARED].expected.device_ids
 
@@ -126,7 +122,7 @@ def test_without_any_partition_source_ids_are_a_fallback_that_says_it_changes(ma
         gpu.pop("kfd_info")
         gpu["errors"] = {"amdsmi_get_gpu_device_bdf": 2}
 
-    result = collect_inventory(manager, _shared_uuid_host(fixtures, hide_partition))
+    result = build_inventory(manager, _shared_uuid_host(fixtures, hide_partition))
     family = result.family("amd")
     # No PCI address: the HIP uuid (the package's) still groups the partitions into their GPU.
     assert family is not None and len(family.devices) == 8
@@ -152,7 +148,7 @@ def _ran(fixture: Fixture) -> list[str]:
                                                 (DPX_26, ["list", "static", "partition --current", "version"])])
 def test_both_amd_smi_layouts_give_partition_mode_and_id(manager: PluginManager, fixtures: Fixtures, name: str,
                                                          commands: list[str]) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixtures[name]))
+    result = build_inventory(manager, SimulatedHost(fixtures[name]))
     family = result.family("amd")
     assert family is not None and [p for p in result.problems if p.severity == "error"] == []
     assert [p.attributes["partition_id"] for d in family.devices for p in d.partitions] == [0, 1] * 8
@@ -167,7 +163,7 @@ def test_both_amd_smi_layouts_give_partition_mode_and_id(manager: PluginManager,
 
 
 def test_partition_command_failing_keeps_the_gpus_and_their_ids(manager: PluginManager, fixtures: Fixtures) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixtures[DPX_26], faults=["amd-smi-partition-fails"]))
+    result = build_inventory(manager, SimulatedHost(fixtures[DPX_26], faults=["amd-smi-partition-fails"]))
     family = result.family("amd")
     assert family is not None
     assert [d.id for d in family.devices] == fixtures[DPX_26].expected.device_ids  # list's partition_id
@@ -238,7 +234,7 @@ def test_a_secondary_partition_gone_drains_only_itself_and_a_primary_gone_drains
 
 
 def test_a_partitioned_gpu_is_offered_only_as_its_partitions(manager: PluginManager, fixtures: Fixtures) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixtures[CPX]))
+    result = build_inventory(manager, SimulatedHost(fixtures[CPX]))
     family = result.family("amd")
     assert family is not None and family.schedulable_units == []
     assert result.resources == {"GPU_COMPUTE_PARTITION_cpx": 64.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}

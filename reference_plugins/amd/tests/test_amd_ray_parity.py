@@ -22,10 +22,7 @@ from typing import Any
 
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.inventory.quantity import check_quantity
-from rayaccel.simulation.fixtures import parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import SimulatedHost, build_inventory, check_quantity, parse_fixture
 from rayaccel_amd import amdsmi as amdsmi_adapter, cli, plugin
 
 # Every fixture, old and new (the partitioned MI300X ones included): Ray and the plugin must agree on each.
@@ -78,7 +75,7 @@ def ray_amd(monkeypatch):
 def test_ray_and_plugin_agree_on_the_same_machine(ray_amd, manager, fixtures, name, monkeypatch):
     host = SimulatedHost(fixtures[name])
     ray_manager = ray_amd(library_data(host))
-    inventory = collect_inventory(manager, host)
+    inventory = build_inventory(manager, host)
     family = inventory.family("amd")
 
     offered = [p.id for d in family.devices for p in d.partitions] or [u for d in family.devices for u in d.unit_ids]
@@ -110,7 +107,7 @@ def test_ray_and_plugin_agree_on_the_same_machine(ray_amd, manager, fixtures, na
 def test_fault_changes_both_the_same_way(ray_amd, manager, fixtures):
     host = SimulatedHost(fixtures["mi355x-8"], faults=["gpu6-lost"])
     ray_manager = ray_amd(library_data(host))
-    ours = collect_inventory(manager, host).family("amd").devices
+    ours = build_inventory(manager, host).family("amd").devices
     assert ray_manager.get_current_node_num_accelerators() == len(ours) == 7
 
 
@@ -134,20 +131,20 @@ def test_ray_defect_upper_case_product_keys_never_match(ray_amd, manager, fixtur
     ray_manager = ray_amd(library_data(host))
     assert ray_manager.get_current_node_num_accelerators() == 2
     assert ray_manager.get_current_node_accelerator_type() is None  # Ray looks up "0x679a"; its key is "0x679A"
-    assert collect_inventory(manager, host).family("amd").accelerator_type == "AMD-Radeon-HD-7900"
+    assert build_inventory(manager, host).family("amd").accelerator_type == "AMD-Radeon-HD-7900"
 
 
 def test_without_the_amdsmi_package_ray_counts_zero_and_the_plugin_reads_the_cli(ray_amd, manager, fixtures):
     ray_manager = ray_amd(None)
     assert ray_manager.get_current_node_num_accelerators() == 0
     assert ray_manager.get_current_node_accelerator_type() is None
-    assert len(collect_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").devices) == 8
+    assert len(build_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").devices) == 8
 
 
 def test_unresponsive_gpu_is_counted_by_both_but_scheduled_only_by_ray(ray_amd, manager, fixtures):
     host = SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])
     ray_manager = ray_amd(library_data(host))
-    inventory = collect_inventory(manager, host)
+    inventory = build_inventory(manager, host)
     family = inventory.family("amd")
     assert ray_manager.get_current_node_num_accelerators() == len(family.devices) == 8
     assert ray_manager.get_current_node_accelerator_type() == family.accelerator_type == "AMD-Instinct-MI355X-OAM"

@@ -1,25 +1,18 @@
-"""Shared set-up for the Gaudi plugin's tests: one plugin manager holding just this plugin, and its fixtures."""
+"""Shared set-up for the Gaudi plugin's tests: the testing kit's plugin manager holding just this plugin, and
+its fixtures (rayaccel.testing: the plugin under test is the one this project's pyproject.toml installs)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import Fixture, load_fixture
-from rayaccel_gaudi import plugin
-
-FIXTURES = Path(plugin.__file__).parent / "fixtures"
+from rayaccel.testing import Fixture, PluginKit, PluginManager
 
 
-@pytest.fixture(scope="session")
-def gaudi_manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "gaudi", distribution="rayaccel-gaudi"), pm.problems
-    return pm
+@pytest.fixture(scope="module")
+def gaudi_manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager
 
 
-@pytest.fixture(scope="session")
-def gaudi_fixtures() -> dict[str, Fixture]:
-    return {p.stem: load_fixture(p) for p in sorted(FIXTURES.glob("*.yaml"))}
+@pytest.fixture(scope="module")
+def gaudi_fixtures(rayaccel_kit: PluginKit) -> dict[str, Fixture]:
+    return rayaccel_kit.fixtures

@@ -2,54 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-import yaml
-
 from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import SimulatedHost, build_inventory, parse_fixture, plugin_suite
 from rayaccel_gaudi import plugin
 
-PLUGIN_DIR = Path(plugin.__file__).parent
-
-FIXTURE_DIR = PLUGIN_DIR / "fixtures"
-NAMES = sorted(p.stem for p in FIXTURE_DIR.glob("*.yaml"))
-FAULTS = [(n, f["name"]) for n in NAMES for f in yaml.safe_load((FIXTURE_DIR / f"{n}.yaml").read_text())["faults"]]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_fixture_gives_its_expected_inventory(gaudi_manager, gaudi_fixtures, name):
-    inventory = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures[name]))
-    assert compare_expected(inventory, gaudi_fixtures[name]) == []
-    assert inventory.problems == []
-
-
-@pytest.mark.parametrize(("name", "fault"), FAULTS, ids=[f"{n}:{f}" for n, f in FAULTS])
-def test_fault_gives_its_expected_state_and_recovers(gaudi_manager, gaudi_fixtures, name, fault):
-    fixture = gaudi_fixtures[name]
-    expected = fixture.fault(fault).expected
-    inventory = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=[fault]))
-    family = inventory.family("gaudi")
-    if expected.devices is not None:
-        assert len(family.devices if family else []) == expected.devices
-    if expected.resources is not None:
-        assert inventory.resources == expected.resources
-    states = {h.device: h.state for h in family.health} if family else {}
-    for device, state in expected.health.items():
-        assert states[device] == state
-    assert all(s == "healthy" for d, s in states.items() if d not in expected.health)
-    if expected.fatal is not None:
-        assert any(r.fatal for h in family.health for r in h.reasons) is expected.fatal
-    assert sorted({p.code for p in inventory.problems}) == sorted(expected.problem_codes)
-    assert compare_expected(collect_inventory(gaudi_manager, SimulatedHost(fixture)), fixture) == []
+# Every fixture gives its expected inventory, every fault its expected state and recovers, and the rest of
+# what every plugin is held to (rayaccel.testing.plugin_suite).
+TestGaudiPlugin = plugin_suite(plugin)
 
 
 def test_units_are_module_ids_not_indices(gaudi_manager, gaudi_fixtures):
-    family = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"])).family("gaudi")
+    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"])).family("gaudi")
     assert [d.index for d in family.devices] == list(range(8))
     assert [d.units for d in family.devices] == [[str(d.attributes["module_id"])] for d in family.devices]
     assert sorted(family.schedulable_units, key=int) == [str(m) for m in range(8)]
@@ -57,13 +20,13 @@ def test_units_are_module_ids_not_indices(gaudi_manager, gaudi_fixtures):
 
 
 def test_lost_module_leaves_its_module_id_out(gaudi_manager, gaudi_fixtures):
-    family = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-lost"])
+    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-lost"])
                                ).family("gaudi")
     assert sorted(family.schedulable_units, key=int) == ["0", "1", "2", "3", "4", "6", "7"]
 
 
 def test_all_to_all_scale_up(gaudi_manager, gaudi_fixtures):
-    family = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
+    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
     assert {(ln.kind, ln.lanes) for ln in family.topology.links} == {("gaudi-roce", 3)}
     (domain,) = family.topology.domains
     assert (domain.kind, domain.size) == ("gaudi-scaleup", 8)
@@ -75,30 +38,30 @@ def test_fault_reasons_are_named(gaudi_manager, gaudi_fixtures):
     for fault, code in [("module-needs-reset", "driver-needs-reset"),
                         ("module-not-responding", "device-not-responding"),
                         ("module-ecc", "ecc-uncorrectable"), ("scale-up-port-down", "scale-up-port-down")]:
-        family = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=[fault])).family("gaudi")
+        family = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=[fault])).family("gaudi")
         reasons = [r.code for h in family.health for r in h.reasons]
         assert code in reasons, (fault, reasons)
 
 
 def test_hang_and_garbage_problems_say_what_happened(gaudi_manager, gaudi_fixtures):
     fixture = gaudi_fixtures["hls-gaudi3"]
-    (hang,) = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-hang"])).problems
+    (hang,) = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-hang"])).problems
     assert "did not finish within" in hang.message and "habanalabs" in hang.message
-    garbage, count = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
+    garbage, count = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
     assert "line 2 has 3 fields" in garbage.message and "not reported" in garbage.message
     assert "reported 1 devices but the habanalabs driver's sysfs (/sys/class/accel) shows 8" in count.message
 
 
 def test_metrics_use_standard_units(gaudi_manager, gaudi_fixtures):
     fixture = gaudi_fixtures["hls-gaudi2"]
-    metrics = collect_inventory(gaudi_manager, SimulatedHost(fixture)).family("gaudi").metrics
+    metrics = build_inventory(gaudi_manager, SimulatedHost(fixture)).family("gaudi").metrics
     first = {m.name: m.value for m in metrics if m.device == fixture.expected.device_ids[0]}
     assert first == {"utilization": 0, "power": 96, "temperature": 25, "memory_used": 672 * 2**20,
                      "memory_total": 98304 * 2**20, "ecc_errors_uncorrected": 0, "ecc_errors_corrected": 0}
 
 
 def test_zero_hardware_real_host_reports_nothing_and_no_problem(gaudi_manager):
-    inventory = collect_inventory(gaudi_manager, RealHost(env={"PATH": "/nonexistent"}))
+    inventory = build_inventory(gaudi_manager, RealHost(env={"PATH": "/nonexistent"}))
     assert inventory.family("gaudi") is None and inventory.problems == []
 
 
@@ -112,7 +75,7 @@ def test_fixture_for_sku_rewrites_the_query_output(gaudi_manager, gaudi_fixtures
     sku = SkuRecord(id="gaudi4", marketing_name="Intel Gaudi 4", accelerator_type="Intel-GAUDI4", memory_mib=196608,
                     match=SkuMatch(product_names=["HL-425"]))
     data = plugin.rayaccel_fixture_for_sku(gaudi_fixtures["hls-gaudi3"].model_dump(mode="json", by_alias=True), sku)
-    family = collect_inventory(gaudi_manager, SimulatedHost(parse_fixture(data, "g4"))).family("gaudi")
+    family = build_inventory(gaudi_manager, SimulatedHost(parse_fixture(data, "g4"))).family("gaudi")
     assert {(d.product_name, d.memory_mib) for d in family.devices} == {("HL-425", 196608)}
     assert family.accelerator_type == "Intel-HL-425"  # not catalogued yet: "Intel-" + hl-smi's name
 

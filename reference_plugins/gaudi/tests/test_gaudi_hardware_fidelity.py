@@ -7,8 +7,7 @@ forever: only the volatile counter makes a device unhealthy.
 
 from __future__ import annotations
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import SimulatedHost, build_inventory
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, parse_query
 
 
@@ -35,7 +34,7 @@ def test_without_volatile_counters_the_lifetime_ones_stand_in() -> None:
 
 def test_an_old_uncorrectable_error_does_not_drain_the_card(gaudi_manager, gaudi_fixtures) -> None:
     fixture = gaudi_fixtures["hls-gaudi3"]
-    result = collect_inventory(gaudi_manager, SimulatedHost(fixture, faults=["lifetime-ecc-only"]))
+    result = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["lifetime-ecc-only"]))
     family = result.family("gaudi")
     assert family is not None
     assert result.resources == {"HPU": 8.0, "accelerator_type:Intel-GAUDI3": 1.0}
@@ -48,7 +47,7 @@ def test_an_old_uncorrectable_error_does_not_drain_the_card(gaudi_manager, gaudi
 
 
 def test_a_fresh_uncorrectable_error_still_drains_it(gaudi_manager, gaudi_fixtures) -> None:
-    result = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-ecc"]))
+    result = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-ecc"]))
     family = result.family("gaudi")
     assert family is not None
     report = next(h for h in family.health if h.device == "01P0-HL3090A0-18-U4V1S3-24-02-08")

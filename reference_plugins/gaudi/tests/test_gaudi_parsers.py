@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rayaccel.reporting import collect_problems
+from rayaccel.testing import collect_problems
 from rayaccel_gaudi.hlsmi import QUERY_FIELDS, HlSmiParseError, parse_ports, parse_query
 
 ROW = ("0, 2, HL-225, 01P0-HL2080A0-15-TNB0Y2-22-01-01, AN21100450, 0000:33:00.0, 98304 MiB, 672 MiB, "

@@ -20,9 +20,7 @@ import types
 
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.inventory.quantity import check_quantity
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import SimulatedHost, build_inventory, check_quantity
 from rayaccel_gaudi.hlsmi import QUERY_ARGV
 
 #: What the HPU runtime calls each part (habana_frameworks.torch.hpu.get_device_name()).
@@ -74,7 +72,7 @@ def ray_hpu(monkeypatch):
 def test_ray_and_plugin_agree_on_the_same_machine(ray_hpu, gaudi_manager, gaudi_fixtures, name, monkeypatch):
     host = SimulatedHost(gaudi_fixtures[name])
     ray_manager = ray_hpu(host, initialized=True)
-    inventory = collect_inventory(gaudi_manager, host)
+    inventory = build_inventory(gaudi_manager, host)
     family = inventory.family("gaudi")
 
     assert ray_manager.get_current_node_num_accelerators() == len(family.devices) == inventory.resources["HPU"]
@@ -95,14 +93,14 @@ def test_ray_defect_type_unknown_until_the_runtime_is_initialised(ray_hpu, gaudi
     ray_manager = ray_hpu(host, initialized=False)
     assert ray_manager.get_current_node_num_accelerators() == 8
     assert ray_manager.get_current_node_accelerator_type() is None
-    assert collect_inventory(gaudi_manager, host).family("gaudi").accelerator_type == "Intel-GAUDI3"
+    assert build_inventory(gaudi_manager, host).family("gaudi").accelerator_type == "Intel-GAUDI3"
 
 
 def test_ray_defect_positions_are_not_module_ids_after_a_loss(ray_hpu, gaudi_manager, gaudi_fixtures):
     host = SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-lost"])
     ray_manager = ray_hpu(host, initialized=True)
     count = ray_manager.get_current_node_num_accelerators()
-    units = collect_inventory(gaudi_manager, host).family("gaudi").schedulable_units
+    units = build_inventory(gaudi_manager, host).family("gaudi").schedulable_units
     assert count == len(units) == 7
     ray_ids = {str(i) for i in range(count)}  # what Ray would put in HABANA_VISIBLE_MODULES
     assert "5" in ray_ids and "5" not in units  # module 5 is the lost one
@@ -119,5 +117,5 @@ def test_without_the_runtime_ray_counts_zero(monkeypatch, gaudi_manager, gaudi_f
     finally:
         monkeypatch.undo()
         importlib.reload(ray_hpu_module)
-    family = collect_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
+    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
     assert len(family.devices) == 8

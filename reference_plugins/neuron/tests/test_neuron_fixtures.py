@@ -7,28 +7,28 @@ from pathlib import Path
 import pytest
 
 from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import load_fixture, merge_patch, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import (
+    PluginManager,
+    SimulatedHost,
+    build_inventory,
+    load_fixture,
+    merge_patch,
+    parse_fixture,
+    plugin_suite,
+)
 from rayaccel_neuron import plugin
 
 FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
-FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
 CMD = "/opt/aws/neuron/bin/neuron-ls --json-output"
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    # Registered under its entry-point name, as the installed distribution is: fixtures say plugin "neuron".
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "neuron")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 def build(manager, host):  # type: ignore[no-untyped-def]
-    return InventoryBuilder(manager, ["neuron"]).build(host)
+    return build_inventory(manager, host, plugins=["neuron"])
 
 
 def fixture_named(stem: str):  # type: ignore[no-untyped-def]
@@ -39,31 +39,9 @@ def test_the_issue_fixtures_are_shipped() -> None:
     assert {p.stem for p in FIXTURES} >= {"trn1.32xlarge", "trn2.48xlarge", "inf2.48xlarge"}
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_fixture_gives_its_expected_inventory(manager, path: Path) -> None:  # type: ignore[no-untyped-def]
-    fixture = load_fixture(path)
-    inventory = build(manager, SimulatedHost(fixture))
-    assert compare_expected(inventory, fixture) == []
-    assert inventory.problems == []
-
-
-@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: getattr(v, "stem", v))
-def test_fault_gives_its_expectation_and_recovers(manager, path: Path, fault: str) -> None:  # type: ignore[no-untyped-def]
-    fixture = load_fixture(path)
-    expected = fixture.fault(fault).expected
-    inventory = build(manager, SimulatedHost(fixture, faults=[fault]))
-    family = inventory.family("neuron")
-    if expected.devices is not None:
-        assert len(family.devices if family else []) == expected.devices
-    assert inventory.resources == expected.resources
-    assert {p.code for p in inventory.problems} == set(expected.problem_codes)
-    if family is not None:
-        states = {h.device: h.state for h in family.health}
-        for device in family.devices:
-            assert states[device.id] == expected.health.get(device.id, "healthy")
-        if expected.fatal is not None:
-            assert any(r.fatal for h in family.health for r in h.reasons) == expected.fatal
-    assert compare_expected(build(manager, SimulatedHost(fixture)), fixture) == []
+# Every fixture gives its expected inventory, every fault its expected state and recovers, and the rest of
+# what every plugin is held to (rayaccel.testing.plugin_suite).
+TestNeuronPlugin = plugin_suite(plugin)
 
 
 def test_bad_neuron_ls_output_is_one_clear_problem_not_a_crash(manager) -> None:  # type: ignore[no-untyped-def]
@@ -234,7 +212,7 @@ def test_missing_neuron_ls_with_the_driver_loaded_is_a_warning_not_silence(manag
 @pytest.mark.parametrize(("pci_id", "sku"), [("0x7364", "trainium2"), ("0x7564", "trainium3"), ("0x7565", "trainium3")])
 def test_trainium_pci_ids_resolve(pci_id: str, sku: str) -> None:
     from rayaccel import Device
-    from rayaccel.catalog import load_catalog, resolve_sku
+    from rayaccel.testing import load_catalog, resolve_sku
 
     catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")  # the catalog validator accepts it
     device = Device(index=0, id="neuron-x", product_name="AWS Neuron device", pci_device_id=pci_id)

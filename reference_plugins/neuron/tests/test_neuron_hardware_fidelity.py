@@ -13,10 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import Fixture, load_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import Fixture, PluginManager, SimulatedHost, build_inventory, load_fixture, parse_fixture
 from rayaccel_neuron import neuronls, plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"
@@ -24,10 +21,8 @@ ULTRA = "trn2u.48xlarge-ultraserver-x2"
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "neuron")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 def fixture(name: str) -> Fixture:
@@ -47,7 +42,7 @@ def test_the_2_34_json_object_is_read_with_its_top_level_instance_facts(manager:
     infos = neuronls.parse_neuron_ls(stdout)
     assert len(infos) == 16 and {i.logical_nc_config for i in infos} == {2}
     assert {i.instance_type for i in infos} == {"trn2u.48xlarge"}
-    result = collect_inventory(manager, host)
+    result = build_inventory(manager, host)
     assert result.problems == []
     assert result.resources == {"neuron_cores": 64.0, "accelerator_type:aws-neuron-core": 1.0}
     family = result.family("neuron")
@@ -57,11 +52,11 @@ def test_the_2_34_json_object_is_read_with_its_top_level_instance_facts(manager:
 def test_tools_before_2_34_refuse_the_new_flag_and_answer_the_old_one(manager: PluginManager) -> None:
     host = SimulatedHost(fixture("trn1.32xlarge"))
     assert host.run([neuronls.NEURON_LS, *neuronls.NEURON_LS_NEW_ARGS]).returncode != 0
-    assert collect_inventory(manager, host).resources["neuron_cores"] == 32.0
+    assert build_inventory(manager, host).resources["neuron_cores"] == 32.0
 
 
 def test_a_failing_neuron_ls_with_the_driver_loaded_falls_back_to_sysfs(manager: PluginManager) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["neuron-ls-fails"]))
+    result = build_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["neuron-ls-fails"]))
     family = result.family("neuron")
     assert family is not None and len(family.devices) == 16
     assert result.resources["neuron_cores"] == 64.0
@@ -73,7 +68,7 @@ def test_a_failing_neuron_ls_with_the_driver_loaded_falls_back_to_sysfs(manager:
 
 
 def test_missing_ecc_counters_are_unknown_not_zero(manager: PluginManager) -> None:
-    result = collect_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["ecc-counters-missing"]))
+    result = build_inventory(manager, SimulatedHost(fixture(ULTRA), faults=["ecc-counters-missing"]))
     family = result.family("neuron")
     assert family is not None
     report = next(h for h in family.health if h.device == family.devices[3].id)
@@ -85,7 +80,7 @@ def test_missing_ecc_counters_are_unknown_not_zero(manager: PluginManager) -> No
 def test_ecc_counters_published_as_total_directories_are_read(manager: PluginManager) -> None:
     data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
     data["host"]["files"]["/sys/class/neuron_device/neuron5/stats/hardware/mem_ecc_uncorrected/total"] = "2\n"
-    result = collect_inventory(manager, SimulatedHost(parse_fixture(data, "ultra with HBM ECC errors")))
+    result = build_inventory(manager, SimulatedHost(parse_fixture(data, "ultra with HBM ECC errors")))
     family = result.family("neuron")
     assert family is not None
     report = next(h for h in family.health if h.device == family.devices[5].id)
@@ -100,7 +95,7 @@ def test_ultraserver_group_size_follows_the_configured_mode(manager: PluginManag
         data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
         data["host"]["env"].pop("NEURON_RT_ULTRASERVER_MODE")
         host = SimulatedHost(parse_fixture(data, "ultra without a mode"))  # AWS's init script defaults to 4
-    family = collect_inventory(manager, host).family("neuron")
+    family = build_inventory(manager, host).family("neuron")
     assert family is not None
     (domain,) = family.topology.domains
     assert (domain.kind, domain.hosts, domain.size) == ("ultraserver", hosts, 16 * hosts)

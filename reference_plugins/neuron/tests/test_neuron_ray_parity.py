@@ -17,11 +17,7 @@ from typing import Any
 import pytest
 
 from rayaccel import CommandTimeout
-from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.inventory.quantity import check_quantity
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import load_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import PluginManager, SimulatedHost, build_inventory, check_quantity, load_fixture
 from rayaccel_neuron import cloud, neuronls, plugin
 
 ray_neuron = pytest.importorskip("ray._private.accelerators.neuron")
@@ -53,10 +49,8 @@ class RayView:
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "neuron")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 @pytest.mark.parametrize(("path", "fault"), CASES, ids=lambda v: getattr(v, "stem", v) or "healthy")
@@ -64,7 +58,7 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
                                                   path: Path, fault: str | None) -> None:
     fixture = load_fixture(path)
     host = SimulatedHost(fixture, faults=[fault] if fault else [])
-    inventory = InventoryBuilder(manager, ["neuron"]).build(host)
+    inventory = build_inventory(manager, host, plugins=["neuron"])
     family = inventory.family("neuron")
     ray = RayView(host, monkeypatch)
     declaration = manager.family("neuron")

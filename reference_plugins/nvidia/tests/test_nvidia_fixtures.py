@@ -12,13 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.host import LibraryUnavailable, RealHost
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import NodeInventory
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import Fixture, load_fixture as read_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel import LibraryUnavailable, NodeInventory, RealHost
+from rayaccel.testing import (
+    Fixture,
+    PluginManager,
+    SimulatedHost,
+    build_inventory,
+    fixture_differences,
+    load_fixture as read_fixture,
+    parse_fixture,
+    plugin_manager,
+    plugin_suite,
+)
 from rayaccel_nvidia import plugin
 from rayaccel_nvidia.nvml import NVML
 
@@ -26,20 +31,17 @@ from rayaccel_nvidia.nvml import NVML
 load_fixture = cache(read_fixture)
 
 FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
-FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
 
 
 @pytest.fixture
 def manager(monkeypatch: pytest.MonkeyPatch) -> PluginManager:
     # A wedged driver must be given up on quickly in tests; the default is seconds.
     monkeypatch.setenv("RAYACCEL_NVIDIA_NVML_TIMEOUT", "0.3")
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "nvidia"), pm.problems
-    return pm
+    return plugin_manager(plugin, "nvidia")
 
 
 def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] = ()) -> NodeInventory:
-    return collect_inventory(manager, SimulatedHost(fixture, faults=faults))
+    return build_inventory(manager, SimulatedHost(fixture, faults=faults))
 
 
 def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
@@ -48,14 +50,9 @@ def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
                                           "a100-80gb-mig-mixed"}
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_fixture_inventory_is_as_expected_with_no_problem(manager: PluginManager, path: Path) -> None:
-    fixture = load_fixture(path)
-    result = inventory(manager, fixture)
-    assert compare_expected(result, fixture) == []
-    assert result.problems == []
-    family = result.family("nvidia")
-    assert family is not None and all(h.state == "healthy" for h in family.health)
+# Every fixture gives its expected inventory with no problem, every fault its expected state and recovers, and the
+# rest of what every plugin is held to (rayaccel.testing.plugin_suite; conftest.py makes NVML give up quickly).
+TestNvidiaPlugin = plugin_suite(plugin)
 
 
 def test_dgx_h100_every_pair_of_gpus_is_nvlinked_through_the_switches(manager: PluginManager) -> None:
@@ -109,50 +106,30 @@ def test_a100_pcie_pair_is_linked_by_pcie_only(manager: PluginManager) -> None:
     assert family.labels["rayaccel.io/interconnect"] == "pcie"
 
 
-@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: v.stem if isinstance(v, Path) else v)
-def test_fault_gives_its_expected_outcome(manager: PluginManager, path: Path, fault: str) -> None:
-    fixture = load_fixture(path)
-    expected = fixture.fault(fault).expected
-    result = inventory(manager, fixture, (fault,))
-    family = result.family("nvidia")
-    if expected.devices is not None:
-        assert len(family.devices if family else []) == expected.devices
-    if expected.resources is not None:
-        assert result.resources == expected.resources
-    states = {h.device: h.state for h in family.health} if family else {}
-    for device, state in states.items():
-        assert state == expected.health.get(device, "healthy"), device
-    assert set(expected.health) <= set(states)
-    if expected.fatal is not None:
-        fatal = any(r.fatal for h in (family.health if family else []) for r in h.reasons)
-        assert fatal is expected.fatal
-    assert sorted({p.code for p in result.problems}) == sorted(expected.problem_codes)
-
-
 def test_faults_switched_on_and_off_while_the_host_is_in_use_recover(manager: PluginManager, tmp_path: Path) -> None:
     fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
     fault_file = tmp_path / "faults"
     host = SimulatedHost(fixture, fault_file=str(fault_file))
-    assert collect_inventory(manager, host).resources["GPU"] == 8.0
+    assert build_inventory(manager, host).resources["GPU"] == 8.0
     for fault in ("xid-79", "ecc-uncorrectable", "gpu-lost"):
         fault_file.write_text(fault + "\n")
-        assert collect_inventory(manager, host).resources["GPU"] == 7.0, fault
+        assert build_inventory(manager, host).resources["GPU"] == 7.0, fault
         fault_file.write_text("")
-        healed = collect_inventory(manager, host)
-        assert compare_expected(healed, fixture) == [], fault
+        healed = build_inventory(manager, host)
+        assert fixture_differences(healed, fixture) == [], fault
 
 
 def test_an_xid_stays_until_nvml_is_reinitialised(manager: PluginManager) -> None:
     # The event is delivered once; the device must not look healthy on the next health check.
     fixture = load_fixture(next(p for p in FIXTURES if p.stem == "dgx-h100"))
     host = SimulatedHost(fixture, faults=("xid-79",))
-    first = collect_inventory(manager, host)
-    second = collect_inventory(manager, host)
+    first = build_inventory(manager, host)
+    second = build_inventory(manager, host)
     assert first.resources["GPU"] == second.resources["GPU"] == 7.0
 
 
 def test_on_this_machine_without_a_gpu_the_plugin_reports_nothing_and_no_problem(manager: PluginManager) -> None:
-    result = collect_inventory(manager, RealHost())
+    result = build_inventory(manager, RealHost())
     try:
         gpus = RealHost().library(NVML).nvmlDeviceGetCount()
     except LibraryUnavailable:

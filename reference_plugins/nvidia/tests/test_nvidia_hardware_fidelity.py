@@ -16,12 +16,16 @@ from typing import Any
 import pynvml
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
+from rayaccel import NodeInventory
 from rayaccel.ray.placement import find_scale_up_domain, scale_up_domains
-from rayaccel.records import ID_FALLBACK, NodeInventory
-from rayaccel.simulation.fixtures import load_fixture as read_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import (
+    ID_FALLBACK,
+    PluginManager,
+    SimulatedHost,
+    build_inventory,
+    load_fixture as read_fixture,
+    plugin_manager,
+)
 from rayaccel_nvidia import metrics, nvml as adapter, plugin, topology
 
 load_fixture = cache(read_fixture)
@@ -30,13 +34,11 @@ FIXTURES = Path(plugin.__file__).parent / "fixtures"
 
 @pytest.fixture
 def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "nvidia"), pm.problems
-    return pm
+    return plugin_manager(plugin, "nvidia")
 
 
 def inventory(manager: PluginManager, name: str, faults: tuple[str, ...] = ()) -> NodeInventory:
-    return collect_inventory(manager, SimulatedHost(load_fixture(FIXTURES / f"{name}.yaml"), faults=faults))
+    return build_inventory(manager, SimulatedHost(load_fixture(FIXTURES / f"{name}.yaml"), faults=faults))
 
 
 def nvml_data(name: str) -> dict[str, Any]:

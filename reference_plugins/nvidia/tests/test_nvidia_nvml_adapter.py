@@ -11,7 +11,7 @@ import uuid
 import pynvml
 import pytest
 
-from rayaccel.host import LibraryUnavailable, RealHost
+from rayaccel import LibraryUnavailable, RealHost
 from rayaccel_nvidia import nvml as adapter
 
 GPU = {

@@ -10,12 +10,15 @@ import pytest
 import yaml
 from hypothesis import given, strategies as st
 
-from rayaccel.catalog import load_catalog, resolve_sku
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import SkuMatch, SkuRecord
-from rayaccel.simulation.fixtures import parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel import SkuMatch, SkuRecord
+from rayaccel.testing import (
+    SimulatedHost,
+    build_inventory,
+    load_catalog,
+    parse_fixture,
+    plugin_manager,
+    resolve_sku,
+)
 from rayaccel_nvidia import cloud, health, naming, plugin, probe, transport
 
 FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"
@@ -121,9 +124,8 @@ def test_fixture_for_sku_rewrites_name_pci_id_and_memory(monkeypatch: pytest.Mon
     rewritten["expected"] = {"devices": 8}
     rewritten["faults"] = []
     fixture = parse_fixture(rewritten, "rewritten")
-    pm = PluginManager(autoload=False)
-    pm.register(plugin, "nvidia")
-    family = collect_inventory(pm, SimulatedHost(fixture)).family("nvidia")
+    pm = plugin_manager(plugin, "nvidia")
+    family = build_inventory(pm, SimulatedHost(fixture)).family("nvidia")
     assert family is not None
     assert {(d.product_name, d.pci_device_id, d.memory_mib) for d in family.devices} == {
         ("NVIDIA H300", "0x2399", 294912)}
@@ -175,7 +177,7 @@ def test_nvlink_throughput_is_the_counter_delta_per_second() -> None:
 ])
 def test_blackwell_ids_resolve_by_pci_id(pci_id: str, name: str, sku: str) -> None:
     from rayaccel import Device
-    from rayaccel.catalog import sku_disagreement
+    from rayaccel.testing import sku_disagreement
     from rayaccel_nvidia.naming import accelerator_type
 
     catalog = load_catalog(Path(plugin.__file__).parent / "skus.yaml")  # the catalog validator accepts it

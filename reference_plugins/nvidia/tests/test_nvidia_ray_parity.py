@@ -15,12 +15,16 @@ import ray._private.thirdparty.pynvml as ray_pynvml
 from hypothesis import given, strategies as st
 from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
 
-from rayaccel.catalog import load_catalog
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.inventory.quantity import check_quantity
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import load_fixture as read_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import (
+    PluginManager,
+    SimulatedHost,
+    build_inventory,
+    check_quantity,
+    load_catalog,
+    load_fixture as read_fixture,
+    parse_fixture,
+    plugin_manager,
+)
 from rayaccel_nvidia import naming, plugin, visibility
 from rayaccel_nvidia.nvml import NVML
 
@@ -34,9 +38,7 @@ CASES = [(p, None) for p in FIXTURES] + [(p, f.name) for p in FIXTURES for f in 
 
 @pytest.fixture
 def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "nvidia")
-    return pm
+    return plugin_manager(plugin, "nvidia")
 
 
 def feed_ray(monkeypatch: pytest.MonkeyPatch, host: SimulatedHost) -> None:
@@ -56,7 +58,7 @@ def test_plugin_agrees_with_rays_manager(monkeypatch: pytest.MonkeyPatch, manage
     fixture = load_fixture(path)
     host = SimulatedHost(fixture, faults=(fault,) if fault else ())
     feed_ray(monkeypatch, host)
-    family = collect_inventory(manager, host).family("nvidia")
+    family = build_inventory(manager, host).family("nvidia")
     assert family is not None
     declaration = manager.family("nvidia")
 
@@ -146,6 +148,6 @@ def test_ray_defect_fixed_a_lost_gpu_0_crashes_rays_type_probe_not_the_plugin(mo
     feed_ray(monkeypatch, host)
     with pytest.raises(Exception, match="GPU is lost"):
         NvidiaGPUAcceleratorManager.get_current_node_accelerator_type()  # uncaught NVMLError in Ray 2.60
-    family = collect_inventory(manager, host).family("nvidia")
+    family = build_inventory(manager, host).family("nvidia")
     assert family is not None
     assert (len(family.devices), family.resources["GPU"], family.accelerator_type) == (8, 7.0, "H100")

@@ -24,14 +24,21 @@ from typing import Any
 import pynvml
 import pytest
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import ACCELERATOR_TYPE_RE, NodeInventory, Partition, partition_resource_name
-from rayaccel.simulation.call_log import CALLS_KEY, RecordingLibrary
-from rayaccel.simulation.fixtures import Fixture, load_fixture, parse_fixture
-from rayaccel.simulation.recorded_fixture import inventory_view
-from rayaccel.simulation.recording import RecordingHost
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel import NodeInventory, Partition
+from rayaccel.testing import (
+    ACCELERATOR_TYPE_RE,
+    CALLS_KEY,
+    Fixture,
+    PluginManager,
+    RecordingHost,
+    RecordingLibrary,
+    SimulatedHost,
+    build_inventory,
+    inventory_view,
+    load_fixture,
+    parse_fixture,
+    partition_resource_name,
+)
 from rayaccel_nvidia import plugin
 from rayaccel_nvidia.naming import cpu_list, mig_capacity, mig_profile, mig_slices, pci_device_id
 from rayaccel_nvidia.nvml import open_simulated
@@ -160,14 +167,12 @@ def test_every_recorded_call_is_one_the_simulation_models() -> None:
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "nvidia"), pm.problems
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 def inventory(manager: PluginManager, fixture: Fixture) -> NodeInventory:
-    return collect_inventory(manager, SimulatedHost(fixture))
+    return build_inventory(manager, SimulatedHost(fixture))
 
 
 def test_the_recording_and_the_native_fixture_give_the_same_inventory(manager: PluginManager) -> None:

@@ -7,56 +7,37 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel import RealHost, SkuMatch, SkuRecord
-from rayaccel.errors import FixtureError
-from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.plugins.manager import PluginManager
+from rayaccel import FixtureError, RealHost, SkuMatch, SkuRecord
 from rayaccel.ray.driver import configure_node
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import load_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import (
+    PluginManager,
+    SimulatedHost,
+    build_inventory,
+    load_fixture,
+    parse_fixture,
+    plugin_suite,
+)
 from rayaccel_tpu import plugin, slice_info
 
 FIXTURES = sorted((Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
-FAULTS = [(path, fault.name) for path in FIXTURES for fault in load_fixture(path).faults]
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    # Registered under its entry-point name, as an installed distribution is: fixtures say plugin "tpu".
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "tpu")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 def build(manager, host):  # type: ignore[no-untyped-def]
-    return InventoryBuilder(manager, ["tpu"]).build(host)
+    return build_inventory(manager, host, plugins=["tpu"])
 
 
 def test_the_issue_fixtures_are_shipped() -> None:
     assert {p.stem for p in FIXTURES} >= {"v5e-8", "v5p-16-worker0", "v5p-16-worker1", "v6e-256-worker", "tpu7x-8"}
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_fixture_gives_its_expected_inventory(manager, path: Path) -> None:  # type: ignore[no-untyped-def]
-    fixture = load_fixture(path)
-    inventory = build(manager, SimulatedHost(fixture))
-    assert compare_expected(inventory, fixture) == []
-    assert inventory.problems == []
-
-
-@pytest.mark.parametrize(("path", "fault"), FAULTS, ids=lambda v: getattr(v, "stem", v))
-def test_fault_gives_its_expectation_and_recovers(manager, path: Path, fault: str) -> None:  # type: ignore[no-untyped-def]
-    fixture = load_fixture(path)
-    expected = fixture.fault(fault).expected
-    inventory = build(manager, SimulatedHost(fixture, faults=[fault]))
-    family = inventory.family("tpu")
-    assert family is not None
-    if expected.devices is not None:
-        assert len(family.devices) == expected.devices
-    assert inventory.resources == expected.resources
-    assert {p.code for p in inventory.problems} == set(expected.problem_codes)
-    assert compare_expected(build(manager, SimulatedHost(fixture)), fixture) == []
+# Every fixture gives its expected inventory, every fault its expected state and recovers, and the rest of
+# what every plugin is held to (rayaccel.testing.plugin_suite).
+TestTpuPlugin = plugin_suite(plugin)
 
 
 def test_a_hung_metadata_server_is_bounded_by_the_timeout(manager) -> None:  # type: ignore[no-untyped-def]

@@ -16,21 +16,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rayaccel.inventory.builder import collect_inventory
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import ResourceContribution
-from rayaccel.simulation.fixtures import load_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel import ResourceContribution
+from rayaccel.testing import PluginManager, SimulatedHost, build_inventory, load_fixture
 from rayaccel_tpu import plugin, probe
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "tpu")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 def host(name: str, *faults: str) -> SimulatedHost:
@@ -39,7 +34,7 @@ def host(name: str, *faults: str) -> SimulatedHost:
 
 def test_v7x_chips_are_named_by_their_pci_id_without_a_pod_type(manager: PluginManager) -> None:
     assert probe.PCI_DEVICE_GENERATIONS["0x0076"] == "v7x"
-    result = collect_inventory(manager, host("tpu7x-8", "metadata-unreachable"))
+    result = build_inventory(manager, host("tpu7x-8", "metadata-unreachable"))
     family = result.family("tpu")
     assert family is not None
     assert {d.pci_device_id for d in family.devices} == {"0x0076"}
@@ -55,7 +50,7 @@ def test_tpu7x_chiplets_are_grouped_into_chips(manager: PluginManager, monkeypat
     found = probe.find_chips(simulated)
     assert [c.nodes for c in found] == [(f"/dev/vfio/{2 * i}", f"/dev/vfio/{2 * i + 1}") for i in range(4)]
     assert [c.pci_bus_id for c in found] == [f"0000:00:0{4 + i}.0" for i in range(4)]
-    result = collect_inventory(manager, simulated)
+    result = build_inventory(manager, simulated)
     family = result.family("tpu")
     assert family is not None and len(family.devices) == 4 and result.resources["TPU"] == 4.0
     assert result.labels["rayaccel.io/scale-up-domain-size"] == "4"
@@ -68,7 +63,7 @@ def test_tpu7x_chiplets_are_grouped_into_chips(manager: PluginManager, monkeypat
 def test_tpu7x_one_unit_per_chiplet_with_ray_s_resource_per_chip(manager: PluginManager,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAY_TPU_RESOURCE_PER_CHIP", "2")
-    result = collect_inventory(manager, host("tpu7x-8"))
+    result = build_inventory(manager, host("tpu7x-8"))
     family = result.family("tpu")
     assert family is not None and len(family.devices) == 4 and result.resources["TPU"] == 8.0
     assert family.devices[1].unit_ids == ["2", "3"]
@@ -78,7 +73,7 @@ def test_tpu7x_one_unit_per_chiplet_with_ray_s_resource_per_chip(manager: Plugin
 
 
 def test_a_lost_tpu7x_chiplet_takes_its_chip_out(manager: PluginManager) -> None:
-    result = collect_inventory(manager, host("tpu7x-8", "chiplet-lost"))
+    result = build_inventory(manager, host("tpu7x-8", "chiplet-lost"))
     family = result.family("tpu")
     assert family is not None and len(family.devices) == 4 and result.resources["TPU"] == 3.0
     (report,) = [h for h in family.health if h.state == "unhealthy"]
@@ -104,19 +99,19 @@ def test_v5e_chips_are_vfio_groups(manager: PluginManager) -> None:
     found = probe.find_chips(simulated)
     assert [c.node for c in found] == [f"/dev/vfio/{g}" for g in range(8)]
     assert {c.pci_device_id for c in found} == {"0x0063"}
-    family = collect_inventory(manager, simulated).family("tpu")
+    family = build_inventory(manager, simulated).family("tpu")
     assert family is not None and {d.sku for d in family.devices} == {"tpu-v5e"}
 
 
 def test_a_lost_vfio_chip_leaves_seven(manager: PluginManager) -> None:
-    result = collect_inventory(manager, host("v5e-8", "chip-lost"))
+    result = build_inventory(manager, host("v5e-8", "chip-lost"))
     assert result.resources["TPU"] == 7.0
     family = result.family("tpu")
     assert family is not None and "tpu-0000:00:09.0" not in {d.id for d in family.devices}
 
 
 def test_no_pod_type_and_no_pci_id_gives_no_accelerator_type(manager: PluginManager) -> None:
-    result = collect_inventory(manager, host("tpu7x-8", "no-pod-type-no-pci-id"))
+    result = build_inventory(manager, host("tpu7x-8", "no-pod-type-no-pci-id"))
     family = result.family("tpu")
     assert family is not None and family.accelerator_type is None
     assert result.resources == {"TPU": 4.0}
@@ -134,5 +129,5 @@ def test_the_resources_hook_can_say_no_type_but_not_both() -> None:
 
 def test_a_known_sku_still_gives_its_type_when_the_plugin_says_none(manager: PluginManager) -> None:
     # Pod type unreadable but PCI ids present: the catalog (by PCI id) decides, as before.
-    result = collect_inventory(manager, host("v5e-8", "garbage-accelerator-type"))
+    result = build_inventory(manager, host("v5e-8", "garbage-accelerator-type"))
     assert result.resources["accelerator_type:TPU-V5LITEPOD"] == 1.0

@@ -18,11 +18,7 @@ from typing import Any
 import pytest
 
 from rayaccel import HttpUnavailable
-from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.inventory.quantity import check_quantity
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import load_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.testing import PluginManager, SimulatedHost, build_inventory, check_quantity, load_fixture
 from rayaccel_tpu import plugin, probe, slice_info
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")
@@ -77,10 +73,8 @@ class RayView:
 
 
 @pytest.fixture(scope="module")
-def manager() -> PluginManager:
-    pm = PluginManager(autoload=False)
-    assert pm.register(plugin, "tpu")
-    return pm
+def manager(rayaccel_manager: PluginManager) -> PluginManager:
+    return rayaccel_manager  # the testing kit's: just this plugin, under its entry-point name
 
 
 @pytest.fixture
@@ -96,7 +90,7 @@ def test_plugin_and_ray_agree_on_the_same_machine(manager: PluginManager, monkey
                                                   path: Path, fault: str | None) -> None:
     fixture = load_fixture(path)
     host = SimulatedHost(fixture, faults=[fault] if fault else [])
-    inventory = InventoryBuilder(manager, ["tpu"]).build(host)
+    inventory = build_inventory(manager, host, plugins=["tpu"])
     family = inventory.family("tpu")
     assert family is not None
     ray = RayView(host, monkeypatch)
@@ -188,7 +182,7 @@ def test_tpu7x_chiplets_are_one_chip_each_where_ray_counts_every_vfio_group(mana
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAY_TPU_RESOURCE_PER_CHIP", raising=False)
     host = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "tpu7x-8")))
-    inventory = InventoryBuilder(manager, ["tpu"]).build(host)
+    inventory = build_inventory(manager, host, plugins=["tpu"])
     RayView(host, monkeypatch)
     assert Ray.get_current_node_num_accelerators() == 8  # Ray: one unit per VFIO group, i.e. per chiplet
     assert inventory.resources["TPU"] == 4  # the plugin: one per chip, Ray's RAY_TPU_RESOURCE_PER_CHIP default
@@ -206,7 +200,7 @@ def test_resource_per_chip_gives_ray_s_units_and_visible_chips(manager: PluginMa
     host = SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "tpu7x-8")))
     RayView(host, monkeypatch)
     monkeypatch.setenv("RAY_TPU_RESOURCE_PER_CHIP", "2")  # the operator's opt-in, in the node's environment
-    inventory = InventoryBuilder(manager, ["tpu"]).build(host)
+    inventory = build_inventory(manager, host, plugins=["tpu"])
     family = inventory.family("tpu")
     assert family is not None and len(family.devices) == 4
     # Two units per chip, chip c holding 2c and 2c+1: as many as Ray's count of VFIO groups here.
@@ -228,7 +222,7 @@ def test_an_invalid_resource_per_chip_is_reported_and_counts_one_where_ray_raise
     monkeypatch.setenv("RAY_TPU_RESOURCE_PER_CHIP", value)
     with pytest.raises(ValueError, match="RAY_TPU_RESOURCE_PER_CHIP"):
         ray_tpu.get_tpu_resource_per_chip()
-    inventory = InventoryBuilder(manager, ["tpu"]).build(SimulatedHost(load_fixture(
+    inventory = build_inventory(manager, plugins=["tpu"], host=SimulatedHost(load_fixture(
         next(p for p in FIXTURES if p.stem == "tpu7x-8"))))
     assert inventory.resources["TPU"] == 4
     (problem,) = [p for p in inventory.problems if p.code == "malformed-value"]
