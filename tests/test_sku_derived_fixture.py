@@ -79,6 +79,14 @@ def test_a_derived_fixture_states_the_new_cards_readings_and_rac206_grades_it(pl
     assert "rayaccel fixture expect acme/acme-r1-96g --write" in line and "conversion" not in line
 
 
+def test_the_catalogs_interconnect_names_a_fabric_of_kind_other(plugin_root: Path) -> None:
+    """ACME's links are of kind 'other': a SKU whose catalog entry names its fabric labels the node with it."""
+    sku = build_sku_record(sku_id="acme-q1", marketing_name="ACME Q1", accelerator_type="Q1",
+                           product_names=["ACME Q1"], interconnect="qlink")
+    done = add_sku(manager_for(plugin_root), "acme", sku, dry_run=True)  # the new fixture's inventory agreed
+    assert done.fixture_data["expected"]["labels"]["rayaccel.io/interconnect"] == "qlink"
+
+
 def test_fixture_expect_write_keeps_every_stated_key_and_comment(plugin_root: Path) -> None:
     path = plugin_root / "acme_fixtures" / "acme-4.yaml"
     data = yaml.safe_load(path.read_text())

@@ -344,10 +344,18 @@ class InventoryBuilder:
         else:
             health = "healthy"
         labels = family_identity_labels(declaration, family.accelerator_type)
+    @staticmethod
+    def _interconnect(topology: Topology, known: list[SkuRecord]) -> str:
+        """The best link kind; a fabric the vocabulary has no kind for (links of kind ``other``) by the name the
+        SKU catalog gives it (``interconnect: qlink``), which says more than ``other``."""
+        best = best_link_kind(topology, LINK_PREFERENCE)
+        named = known[0].interconnect if known else None
+        return to_label_value(named) or best if best == "other" and named else best
+
         labels.update({
             "rayaccel.io/sku-known": "true" if family.sku_known else "false",
             "rayaccel.io/count": str(len(healthy)),
-            "rayaccel.io/interconnect": best_link_kind(family.topology, LINK_PREFERENCE),
+            "rayaccel.io/interconnect": self._interconnect(family.topology, known),
             "rayaccel.io/health": health,
         })
         if family.sku_known and known:

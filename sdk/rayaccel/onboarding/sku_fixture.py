@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel.errors import FixtureError
-from rayaccel.labels import VOCABULARY_PREFIX
+from rayaccel.labels import VOCABULARY_PREFIX, to_label_value
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
-from rayaccel.records import SkuCatalog, SkuRecord
+from rayaccel.records import LINK_KINDS, SkuCatalog, SkuRecord
 from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, installed_fixtures, load_fixture
 
 
@@ -73,6 +73,10 @@ def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
             labels[f"{VOCABULARY_PREFIX}memory-mib"] = str(sku.memory_mib)
         if sku.architecture is not None:
             labels[f"{VOCABULARY_PREFIX}architecture"] = sku.architecture
+        interconnect = labels.get(f"{VOCABULARY_PREFIX}interconnect")
+        if interconnect is not None and (interconnect == "other" or interconnect not in (*LINK_KINDS, "none")):
+            # Links of kind 'other' are labelled with the catalog's name of the fabric: the new SKU's.
+            labels[f"{VOCABULARY_PREFIX}interconnect"] = to_label_value(sku.interconnect or "") or "other"
     if sku.memory_mib is not None:  # what the machine reads follows from the SKU's memory, not the base card's
         exp["metric_values"] = {device: {name: (float(sku.memory_mib * 2**20) if name == "memory_total" else value)
                                          for name, value in values.items()}
