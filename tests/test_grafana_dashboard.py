@@ -33,6 +33,13 @@ def test_every_query_names_catalogued_metrics_and_every_metric_is_shown():
     assert {m.exported for m in all_metric_families()} <= named
 
 
+def test_every_transport_panel_shows_each_transport_and_direction():
+    (row,) = [row for title, row in panels() if title == "Tensor transports"]
+    assert len(row) == 4
+    for title, _, expr, legend in row:
+        assert "by (transport, direction" in expr and "{{transport}} {{direction}}" in legend, title
+
+
 def test_the_dashboard_is_documented():
     from pathlib import Path
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -28,6 +30,9 @@ from rayaccel_testplugins.acme_wired import files  # noqa: E402  (imports Ray's 
 pytestmark = pytest.mark.ray
 TRANSPORT = "ACME_FILE"
 EXPORTED = "ray_rayaccel_transport_"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+#: Labels Ray's metrics agent adds to every series (camelCase, Ray's choice): set aside before promtool.
+RAY_LABELS = re.compile(r'(Component|NodeAddress|SessionName|Version|WorkerId|otel_scope_\w+)="[^"]*",?')
 
 
 @pytest.fixture(scope="module")
@@ -116,10 +121,14 @@ class Receiver:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def scrape(target: str) -> str:
+    with urllib.request.urlopen(f"http://{target}/metrics", timeout=5) as response:
+        return str(response.read().decode())
+
+
 def served(target: str, metric: str, **labels: str) -> float:
     """The sum over the node's workers of one exported series."""
-    with urllib.request.urlopen(f"http://{target}/metrics", timeout=5) as response:
-        text = response.read().decode()
+    text = scrape(target)
     total = 0.0
     for line in text.splitlines():
         m = re.match(rf"^{EXPORTED}{metric}{{(.*)}} (\S+)$", line)
@@ -147,6 +156,12 @@ def test_the_plugins_own_transport_reports_exact_counts_and_bytes_and_a_killed_p
         wait_served(metrics_port, "bytes_total", 3 * nbytes, transport=TRANSPORT, direction=direction)
     wait_served(metrics_port, "latency_seconds_count", 3, transport=TRANSPORT, direction="recv")
     assert served(metrics_port, "failures_total", transport=TRANSPORT) == 0
+    families = "\n".join(RAY_LABELS.sub("", line).replace(",}", "}") for line in scrape(metrics_port).splitlines()
+                         if EXPORTED in line.split("{")[0]) + "\n"
+    assert f'transport="{TRANSPORT}"' in families and f"# TYPE {EXPORTED}latency_seconds histogram" in families
+    checked = subprocess.run([PROMTOOL, "check", "metrics"], input=families, capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 0 and not (checked.stdout + checked.stderr).strip(), checked.stdout + checked.stderr
 
     # The peer dies mid-transfer: the sender wrote its tensors and is killed before the receiver reads them.
     pid = ray.get(sender.pid.remote(), timeout=60)

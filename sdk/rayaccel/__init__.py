@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         PartitionCapacity as PartitionCapacity,
         Problem as Problem,
         QuantityRule as QuantityRule,
+        ReasonCode as ReasonCode,
         ResourceContribution as ResourceContribution,
         SchedulerNames as SchedulerNames,
         SkuCatalog as SkuCatalog,

@@ -291,6 +291,17 @@ class SchedulerNames(Record):
         "'<kubernetes_resource>-{profile}'")
 
 
+class ReasonCode(Record):
+    """One health reason code a plugin reports, as it classifies it: what operators' health policies name
+    (rayaccel.inventory.health_policy) and the plugin's docs list."""
+
+    code: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9][a-z0-9*-]*$",
+                      description="The code, e.g. 'xid-79'; '*' stands for a number or word (xid-*: any other XID)")
+    state: HealthState = Field(description="The device's health while the reason is reported")
+    fatal: bool = Field(False, description="True when it drains the device (HealthReason.fatal)")
+    meaning: str = Field(min_length=1, description="What it means for the device, in a sentence")
+
+
 class FamilyDeclaration(Record):
     """What a plugin is: one accelerator family and how Ray should see it."""
 
@@ -309,6 +320,9 @@ class FamilyDeclaration(Record):
     schedulers: SchedulerNames = Field(
         default_factory=SchedulerNames, description="Names Kubernetes, DRA and Slurm give the family's devices "
         "(rayaccel export)")
+    health_reasons: list[ReasonCode] = Field(
+        default_factory=list, description="Every reason code the plugin's health hook reports and how it classifies "
+        "it: the table operators write health policies from")
 
     @model_validator(mode="after")
     def _env_var_is_the_familys_own(self) -> FamilyDeclaration:

@@ -19,7 +19,7 @@ import typer
 from pydantic import BaseModel
 
 from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
-from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy
+from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy, warn_policy
 from rayaccel.files.atomic import write_atomically
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
@@ -120,6 +120,8 @@ def inspect(
             check_output_path(path, option, f"node.{option[2:]}")
     models = InspectOutput.models() if as_json else ()
     inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin, models)
+    if policy is not None:
+        warn_policy(policy, inventory)
     if html is not None or svg is not None:
         write_pictures(inventory, html, svg)
         if not as_json:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rayaccel.cli import app, err_console
-from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy
+from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy, warn_policy
 from rayaccel.errors import RayaccelError
 from rayaccel.polling import WaitTimeout
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
@@ -97,7 +97,7 @@ def start(
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
     args = [str(a) for a in ctx.args]
     # Checked before anything starts; then in the env of the plugins' workers, `ray start` and the monitor.
-    use_health_policy(health_policy)
+    policy = use_health_policy(health_policy)
     if "--head" not in args and not option(args, "--address"):
         raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
     if option(args, "--node-manager-port") is None:
@@ -112,6 +112,8 @@ def start(
         if why is not None:
             raise typer.BadParameter(why, param_hint="--monitor-interval")
         config = _prepare(simulate, plugin, fault or [], fault_file)
+        if policy is not None:
+            warn_policy(policy, config.inventory)
     except BaseException:
         node_start.call_off()
         raise

@@ -10,6 +10,7 @@ import typer
 
 if TYPE_CHECKING:
     from rayaccel.inventory.health_policy import HealthPolicy
+    from rayaccel.records import NodeInventory
 
 HealthPolicyOption = Annotated[Path | None, typer.Option(
     "--health-policy", metavar="POLICY.yaml",
@@ -28,3 +29,14 @@ def use_health_policy(path: Path | None) -> HealthPolicy | None:
     policy = load_policy(path)
     os.environ[POLICY_ENV] = os.path.abspath(path)
     return policy
+
+
+def warn_policy(policy: HealthPolicy, inventory: NodeInventory) -> None:
+    """A warning on stderr per family or reason the policy names that no plugin here reports."""
+    from rich.text import Text
+
+    from rayaccel.cli import err_console
+    from rayaccel.inventory.health_policy import policy_warnings
+
+    for warning in policy_warnings(policy, inventory):
+        err_console.print(Text(f"warning: {warning}"))

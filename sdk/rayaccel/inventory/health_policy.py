@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from rayaccel.errors import RayaccelError
 from rayaccel.files import reading
-from rayaccel.records import Record
+from rayaccel.records import NodeInventory, Record
 from rayaccel.schemas import validate_document
 
 POLICY_ENV = "RAYACCEL_HEALTH_POLICY"
@@ -165,3 +165,10 @@ def unknown_reasons(policy: HealthPolicy, declared: Mapping[str, list[str]]) -> 
                                 f"reason {code!r} (its reasons: {', '.join(codes) or 'none documented'}); the "
                                 "rule does nothing")
     return warnings
+
+
+def policy_warnings(policy: HealthPolicy, inventory: NodeInventory) -> list[str]:
+    """:func:`unknown_reasons` against the plugins the inventory was built with (those that found devices and
+    the idle ones), each family's reasons as its plugin declares them."""
+    declarations = [f.family for f in inventory.families] + [f.family for f in inventory.idle]
+    return unknown_reasons(policy, {d.name: [r.code for r in d.health_reasons] for d in declarations})

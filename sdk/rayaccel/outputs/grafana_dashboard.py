@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rayaccel import transport_metrics
 from rayaccel.outputs.metric_series import (
     FAMILY_DRAINED,
     HEALTH,
@@ -26,11 +27,11 @@ from rayaccel.outputs.metric_series import (
 UID = "rayaccel-accelerators"
 TITLE = "Accelerators (rayaccel)"
 FILE_NAME = "rayaccel_accelerators_grafana_dashboard.json"
-#: The transport metrics (rayaccel.shm_transport), as Ray exports them.
-TRANSPORT_BYTES = "ray_rayaccel_transport_bytes_total"
-TRANSPORT_TRANSFERS = "ray_rayaccel_transport_transfers_total"
-TRANSPORT_FAILURES = "ray_rayaccel_transport_failures_total"
-TRANSPORT_LATENCY = "ray_rayaccel_transport_latency_seconds"
+#: Every registered tensor transport's metrics (rayaccel.transport_metrics), as Ray exports them.
+TRANSPORT_BYTES = f"ray_{transport_metrics.BYTES}"
+TRANSPORT_TRANSFERS = f"ray_{transport_metrics.TRANSFERS}"
+TRANSPORT_FAILURES = f"ray_{transport_metrics.FAILURES}"
+TRANSPORT_LATENCY = f"ray_{transport_metrics.LATENCY}"
 
 SELECT = '{node=~"$node", family=~"$family"}'
 DEVICE_LEGEND = "{{family}} {{device}} ({{node}})"
@@ -85,14 +86,16 @@ def panels() -> list[tuple[str, list[tuple[str, str, str, str]]]]:
             ("Uncorrected ECC errors per second", "short", f"rate({ecc_u.exported}{SELECT}[5m])", DEVICE_LEGEND),
         ]),
         ("Tensor transports", [
-            ("Bytes moved per second", "Bps", f"sum by (transport) (rate({TRANSPORT_BYTES}[5m]))", "{{transport}}"),
-            ("Transfers per second", "short", f"sum by (transport) (rate({TRANSPORT_TRANSFERS}[5m]))",
-             "{{transport}}"),
-            ("Failed transfers per second", "short", f"sum by (transport, step) (rate({TRANSPORT_FAILURES}[5m]))",
-             "{{transport}} {{step}}"),
+            ("Bytes moved per second", "Bps", f"sum by (transport, direction) (rate({TRANSPORT_BYTES}[5m]))",
+             "{{transport}} {{direction}}"),
+            ("Transfers per second", "short", f"sum by (transport, direction) (rate({TRANSPORT_TRANSFERS}[5m]))",
+             "{{transport}} {{direction}}"),
+            ("Failed transfers per second", "short",
+             f"sum by (transport, direction, step) (rate({TRANSPORT_FAILURES}[5m]))",
+             "{{transport}} {{direction}} {{step}}"),
             ("Transfer latency, 99th percentile", "s",
-             f"histogram_quantile(0.99, sum by (transport, le) (rate({TRANSPORT_LATENCY}_bucket[5m])))",
-             "p99 {{transport}}"),
+             f"histogram_quantile(0.99, sum by (transport, direction, le) (rate({TRANSPORT_LATENCY}_bucket[5m])))",
+             "p99 {{transport}} {{direction}}"),
         ]),
     ]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport
+from rayaccel import Device, HealthReason, HealthReport, ReasonCode
 from rayaccel_amd.cli import METRIC_UNAVAILABLE
 from rayaccel_amd.discovery import members
 from rayaccel_amd.readings import GpuRecord, Snapshot
@@ -25,6 +25,25 @@ from rayaccel_amd.readings import GpuRecord, Snapshot
 #: amdsmi statuses that mean the device itself stopped answering (not "unsupported" or "no permission").
 LOST_STATUSES = {"AMDSMI_STATUS_IO", "AMDSMI_STATUS_DRM_ERROR", "AMDSMI_STATUS_NOT_FOUND",
                  "AMDSMI_STATUS_FILE_ERROR", "AMDSMI_STATUS_ADDRESS_FAULT", "AMDSMI_STATUS_API_FAILED"}
+
+
+#: Every reason code the plugin reports: (code, state, fatal, meaning).
+REASONS: tuple[tuple[str, str, bool, str], ...] = (
+    *((f"amdsmi-{status.removeprefix('AMDSMI_STATUS_').lower().replace('_', '-')}", "unhealthy", True,
+       f"a health query fails with {status}: the GPU stopped answering") for status in sorted(LOST_STATUSES)),
+    ("health-unavailable", "unknown", False, "`amd-smi metric --json` failed: ECC counters could not be read"),
+    ("ecc-uncorrectable", "unhealthy", True, "uncorrectable ECC errors: the HBM page is poisoned, a reset retires it"),
+    ("ecc-deferred", "degraded", False, "deferred ECC errors"),
+    ("ras-umc-disabled", "healthy", False, "RAS for the memory controller is off: HBM ECC errors go unseen"),
+    ("ecc-correctable", "healthy", False, "correctable ECC errors (counted, still healthy)"),
+    ("gpu-lost", "unhealthy", True, "the GPU is no longer enumerated: it fell off the bus or its driver unbound it"),
+)
+
+
+def reason_codes() -> list[ReasonCode]:
+    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
+    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
+            for code, state, fatal, meaning in REASONS]
 
 
 def report_for(gpu: GpuRecord) -> HealthReport:

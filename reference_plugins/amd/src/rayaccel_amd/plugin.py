@@ -23,7 +23,7 @@ from rayaccel import (
 )
 from rayaccel_amd import cloud, products, sku_fixture, visibility
 from rayaccel_amd.discovery import devices_of, unseen_gpus_problem
-from rayaccel_amd.health import health_of
+from rayaccel_amd.health import health_of, reason_codes
 from rayaccel_amd.metrics import metrics_of
 from rayaccel_amd.probe import probe
 from rayaccel_amd.topology import topology_of
@@ -42,6 +42,7 @@ def rayaccel_family() -> FamilyDeclaration:
                                   slurm_gres="gpu", device_files=["/dev/dri/renderD{index+128}"],
                                   # AMD's k8s-device-plugin, resource_naming_strategy=mixed: amd.com/cpx_nps4
                                   kubernetes_partition_resource="amd.com/{profile}_{memory_partition}"),
+        health_reasons=reason_codes(),
     )
 
 

@@ -14,11 +14,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport
+from rayaccel import Device, HealthReason, HealthReport, ReasonCode
 from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 
 FATAL_STATUSES = {"needs reset", "disabled", "malfunction"}
 LIVE_FIELDS = 4
+
+
+#: Every reason code the plugin reports: (code, state, fatal, meaning).
+REASONS: tuple[tuple[str, str, bool, str], ...] = (
+    *((f"driver-{status.replace(' ', '-')}", "unhealthy", True, f"the habanalabs driver reports the module {status!r}")
+      for status in sorted(FATAL_STATUSES)),
+    ("driver-not-operational", "degraded", False, "a transient driver status (in reset, in device creation, ...)"),
+    ("ecc-uncorrectable", "unhealthy", True, "uncorrectable ECC errors since the driver loaded"),
+    ("ecc-uncorrectable-history", "healthy", False, "uncorrectable ECC errors in the device's lifetime, none since "
+     "the driver loaded"),
+    ("device-not-responding", "unhealthy", True, "hl-smi reads N/A for every live field"),
+    ("scale-up-port-down", "degraded", False, "an internal (scale-up) RoCE port is down: collectives lose bandwidth"),
+    ("ecc-correctable", "healthy", False, "correctable ECC errors (counted, still healthy)"),
+    ("device-lost", "unhealthy", True, "hl-smi no longer lists the module: it fell off the bus"),
+)
+
+
+def reason_codes() -> list[ReasonCode]:
+    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
+    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
+            for code, state, fatal, meaning in REASONS]
 
 
 def report_for(device: GaudiDevice) -> HealthReport:

@@ -25,7 +25,7 @@ from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
 from rayaccel_gaudi import cloud, sku_fixture, visibility
 from rayaccel_gaudi.discovery import devices_of
-from rayaccel_gaudi.health import health_of
+from rayaccel_gaudi.health import health_of, reason_codes
 from rayaccel_gaudi.metrics import metrics_of
 from rayaccel_gaudi.probe import probe
 from rayaccel_gaudi.topology import topology_of
@@ -48,6 +48,7 @@ def rayaccel_family() -> FamilyDeclaration:
         # the Habana device plugin's resource; Slurm's gres.conf names Gaudi 'gpu' with /dev/accel/accel<N>
         schedulers=SchedulerNames(kubernetes_resource="habana.ai/gaudi", dra_driver="gaudi.habana.ai",
                                   slurm_gres="gpu", device_files=["/dev/accel/accel{index}"]),
+        health_reasons=reason_codes(),
     )
 
 

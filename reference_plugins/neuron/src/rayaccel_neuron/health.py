@@ -10,8 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, Host
+from rayaccel import Device, HealthReason, HealthReport, Host, ReasonCode
 from rayaccel_neuron import sysfs
+
+#: Every reason code the plugin reports: (code, state, fatal, meaning).
+REASONS: tuple[tuple[str, str, bool, str], ...] = (
+    ("neuron-device-lost", "unhealthy", True, "the device is gone from the driver's sysfs"),
+    ("neuron-ecc-unreadable", "unknown", False, "the driver publishes no uncorrected-ECC counters: errors go unseen"),
+    ("neuron-hbm-ecc-uncorrected", "unhealthy", True, "unrepairable uncorrected ECC events in device memory (HBM)"),
+    ("neuron-sram-ecc-uncorrected", "unhealthy", True, "uncorrected ECC events in on-chip SRAM"),
+    ("neuron-hbm-ecc-repairable", "degraded", False, "repairable uncorrected HBM ECC events (repaired at reset)"),
+)
+
+
+def reason_codes() -> list[ReasonCode]:
+    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
+    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
+            for code, state, fatal, meaning in REASONS]
 
 
 def health_of(host: Host, devices: Sequence[Device]) -> list[HealthReport]:

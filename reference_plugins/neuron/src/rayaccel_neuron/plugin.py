@@ -36,6 +36,7 @@ def rayaccel_family() -> FamilyDeclaration:
         # the Neuron device plugin's per-core resource (the unit is a NeuronCore); /dev/neuron<N> per device
         schedulers=SchedulerNames(kubernetes_resource="aws.amazon.com/neuroncore", dra_driver="neuron.aws.com",
                                   slurm_gres="neuron", device_files=["/dev/neuron{index}"]),
+        health_reasons=health.reason_codes(),
     )
 
 

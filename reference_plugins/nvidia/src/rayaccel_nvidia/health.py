@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import Device, HealthReason, HealthReport, Partition, report_problem
+from rayaccel import Device, HealthReason, HealthReport, Partition, ReasonCode, report_problem
 from rayaccel.reporting import shown
 from rayaccel.vocabulary import HEALTH_ORDER
 from rayaccel_nvidia.discovery import UNREADABLE
@@ -50,6 +50,28 @@ XIDS: dict[int, XidMeaning] = {
     119: XidMeaning("unhealthy", True, "GSP RPC timeout; the GPU needs a reset"),
     120: XidMeaning("unhealthy", True, "GSP error; the GPU needs a reset"),
 }
+
+
+#: Every reason code the plugin reports: (code, state, fatal, meaning). XIDs beyond XIDS are ``xid-*``.
+REASONS: tuple[tuple[str, str, bool, str], ...] = (
+    *((f"xid-{xid}", meaning.state, meaning.fatal, f"XID {xid}: {meaning.message}") for xid, meaning in XIDS.items()),
+    ("xid-*", "degraded", False, "another XID (not an application error): see NVIDIA's XID catalog"),
+    ("ecc-uncorrectable", "unhealthy", False, "uncorrectable (volatile) ECC errors since the driver loaded"),
+    ("row-remap-failure", "unhealthy", False, "row remapping failed: no spare memory rows left (RMA criterion)"),
+    ("row-remap-pending", "degraded", False, "a row remapping is pending; it takes effect after a GPU reset"),
+    ("gpu-lost", "unhealthy", True, "NVML says the GPU is lost (fell off the bus)"),
+    ("nvml-error", "unhealthy", False, "NVML cannot open the GPU's handle"),
+    ("nvml-garbage", "unhealthy", False, "NVML returned a malformed name or UUID for the GPU"),
+    ("nvml-malformed-answer", "unknown", False, "the GPU's health counters make no sense: its health is unknown"),
+    ("nvml-unavailable", "unknown", False, "NVML is no longer available: nothing is known"),
+    ("nvml-timeout", "unknown", False, "NVML hung (a wedged driver): nothing is known, the GPU stays scheduled"),
+)
+
+
+def reason_codes() -> list[ReasonCode]:
+    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
+    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
+            for code, state, fatal, meaning in REASONS]
 
 
 def xid_reason(xid: int) -> HealthReason | None:

@@ -51,6 +51,7 @@ def rayaccel_family() -> FamilyDeclaration:
                                   slurm_gres="gpu", device_files=["/dev/nvidia{index}"],
                                   # NVIDIA's k8s-device-plugin, mig-strategy=mixed: nvidia.com/mig-1g.10gb
                                   kubernetes_partition_resource="nvidia.com/mig-{profile}"),
+        health_reasons=health.reason_codes(),
     )
 
 

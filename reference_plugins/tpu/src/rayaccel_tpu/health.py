@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from rayaccel import Device, HealthReason, HealthReport, Host
+from rayaccel import Device, HealthReason, HealthReport, Host, ReasonCode
 from rayaccel.vocabulary import DEVICE_FILE
+
+#: Every reason code the plugin reports: (code, state, fatal, meaning).
+REASONS: tuple[tuple[str, str, bool, str], ...] = (
+    ("tpu-chip-lost", "unhealthy", True, "every device node of the chip is gone: it fell off the bus"),
+    ("tpu-chiplet-lost", "unhealthy", True, "one chiplet's device node is gone: half a chip is no chip"),
+)
+
+
+def reason_codes() -> list[ReasonCode]:
+    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
+    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
+            for code, state, fatal, meaning in REASONS]
 
 
 def health_of(host: Host, devices: list[Device]) -> list[HealthReport]:

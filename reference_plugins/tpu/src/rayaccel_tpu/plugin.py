@@ -50,6 +50,7 @@ def rayaccel_family() -> FamilyDeclaration:
         # GKE's TPU resource; the TPU VM's chips are /dev/accel<N>
         schedulers=SchedulerNames(kubernetes_resource="google.com/tpu", dra_driver="tpu.google.com",
                                   slurm_gres="tpu", device_files=["/dev/accel{index}"]),
+        health_reasons=health.reason_codes(),
     )
 
 
