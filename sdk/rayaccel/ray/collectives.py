@@ -131,14 +131,15 @@ def register(declared: Sequence[Declared]) -> list[str]:
     wrong = declaration_problems(declared)
     if wrong:
         raise CollectiveRegistrationError("; ".join(wrong))
-    from ray.util.collective.backend_registry import _global_registry, register_collective_backend
+    from ray.util.collective.backend_registry import BackendRegistry, register_collective_backend
 
+    registry = BackendRegistry()  # type: ignore[no-untyped-call]  # Ray's per-process singleton
     classes: dict[str, tuple[Declared, type]] = {}
     for d in declared:
         classes.setdefault(d.name, (d, group_class(d)))
     for name, (d, cls) in classes.items():
-        if _global_registry.is_registered(name):
-            known = _global_registry.get(name)
+        if registry.is_registered(name):
+            known = registry.get(name)
             if known is not cls:
                 raise CollectiveRegistrationError(
                     f"plugin {d.plugin}: collective backend name {name} is already registered in this process "
