@@ -7,11 +7,12 @@ it reaches a node, so a bad label fails at inventory time with a message, not at
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
-from rayaccel.raycompat import RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
+from rayaccel.raycompat import RAY_GPU_DOMAIN_LABEL, RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 
 VOCABULARY_PREFIX = "rayaccel.io/"
 #: ``rayaccel.io/partition-<kind>-<profile>``: a partition kind (lower-case words joined by '-') and a profile.
@@ -70,6 +71,11 @@ _NAME = r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
 _NAME_RE = re.compile(_NAME)
 _PREFIX_RE = re.compile(rf"^({_NAME}?(\.{_NAME}?)*)$")
 
+#: Scale-up domain kinds that are a GPU domain in Ray's sense: a node of one publishes ``ray.io/gpu-domain``
+#: (``placement_group(topology_strategy={"ray.io/gpu-domain": "STRICT_PACK"})``). TPU slices and Neuron
+#: UltraServers keep ``rayaccel.io/scale-up-domain`` alone (Ray has ``ray.io/tpu-slice-name`` for slices).
+GPU_DOMAIN_KINDS = frozenset({"nvlink-clique", "nvswitch", "xgmi-hive", "gaudi-scaleup"})
+
 #: Best first: used to pick ``rayaccel.io/interconnect``.
 LINK_PREFERENCE = ("nvswitch", "nvlink", "xgmi", "ici", "neuronlink", "gaudi-roce", "infiniband", "roce",
                    "efa", "ethernet", "other", "pcie")
@@ -104,14 +110,26 @@ def label_errors(labels: Mapping[str, str]) -> list[str]:
 
 
 #: A node's own state among its labels: the ids of its scale-up domains (their kind and size describe the node
-#: type), its health now, and Ray's TPU slice name and worker id. Every other label is the same on each node of a
-#: type, so outputs for node types (KubeRay worker groups, autoscaler node types) keep those and leave these out.
+#: type; ``ray.io/gpu-domain`` is one of them), its health now, and Ray's TPU slice name and worker id. Every
+#: other label is the same on each node of a type, so outputs for node types (KubeRay worker groups, autoscaler
+#: node types) keep those and leave these out.
 _NODE_OWN_RE = re.compile(rf"^{re.escape(VOCABULARY_PREFIX)}(scale-up-domain(-\d+)?|health)$")
 
 
 def node_own_label(key: str) -> bool:
     """True for a label that describes one node, not the node's type (see ``_NODE_OWN_RE``)."""
-    return bool(_NODE_OWN_RE.match(key)) or key in (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL)
+    return bool(_NODE_OWN_RE.match(key)) or key in (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL, RAY_GPU_DOMAIN_LABEL)
+
+
+def domain_label_value(domain_id: str) -> str:
+    """A scale-up domain's id as a label value and resource-name suffix, one to one: the id itself when it is a
+    valid label value, else its valid characters (at most 50) and 12 hex digits of its SHA-256, so two ids that
+    differ only past character 63 or in characters a label cannot hold never become one domain."""
+    if domain_id and label_value_error("", domain_id) is None:
+        return domain_id
+    stem = to_label_value(domain_id)[:50].strip("-_.")
+    digest = hashlib.sha256(domain_id.encode()).hexdigest()[:12]
+    return f"{stem}-{digest}" if stem else digest
 
 
 def to_label_value(text: str) -> str:

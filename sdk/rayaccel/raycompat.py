@@ -42,6 +42,11 @@ RAY_NODE_ID_LABEL = "ray.io/node-id"
 RAY_TPU_SLICE_LABEL = "ray.io/tpu-slice-name"
 RAY_TPU_WORKER_LABEL = "ray.io/tpu-worker-id"
 RAY_TPU_LABELS = (RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL, "ray.io/tpu-topology", "ray.io/tpu-pod-type")
+#: The GPU scale-up domain (NVLink clique, ...) ``placement_group(topology_strategy={...: "STRICT_PACK"})``
+#: packs a group into (ray-project/ray#61442). Ray never sets it; its docs ask the operator to.
+RAY_GPU_DOMAIN_LABEL = "ray.io/gpu-domain"
+#: ``topology_strategy``'s node-level key: the value is what ``strategy=`` would be.
+RAY_TOPOLOGY_NODE_KEY = RAY_NODE_ID_LABEL
 #: What ``import ray`` writes into ``os.environ`` (``ray/_private/client_mode_hook.py``): a plugin that imports
 #: Ray (a transport subclassing Ray's ``TensorTransportManager``) is not blamed for it, and it is not undone.
 RAY_IMPORT_ENVIRON: dict[str, str] = {"RAY_CLIENT_MODE": "0"}

@@ -16,9 +16,16 @@ from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_comma
 from rayaccel.host import Host
 from rayaccel.inventory.health_decisions import HealthDecisions, decisions_from_env
 from rayaccel.inventory.topology import best_link_kind, order_units, topology_errors
-from rayaccel.labels import LINK_PREFERENCE, VOCABULARY_PREFIX, label_errors, to_label_value
+from rayaccel.labels import (
+    GPU_DOMAIN_KINDS,
+    LINK_PREFERENCE,
+    VOCABULARY_PREFIX,
+    domain_label_value,
+    label_errors,
+    to_label_value,
+)
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
+from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_GPU_DOMAIN_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import (
     HEALTH_ORDER,
     ID_FALLBACK,
@@ -265,6 +272,10 @@ class InventoryBuilder:
 
     def _topology(self, plugin: str, host: Host, devices: list[Device], problems: list[Problem]) -> Topology:
         topology = self.manager.answer(plugin, hookspec.TOPOLOGY, problems, host=host, devices=list(devices))
+        if any(domain_label_value(d.id) != d.id for d in topology.domains):
+            # Domain ids name labels and resources: each as one valid value, still one per domain.
+            topology = topology.model_copy(update={"domains": [
+                d.model_copy(update={"id": domain_label_value(d.id)}) for d in topology.domains]})
         errors = topology_errors(devices, topology)
         if not errors:
             return topology
@@ -376,13 +387,15 @@ class InventoryBuilder:
         if family.topology.domains:
             # The largest first (the unnumbered keys, as on a node with one domain); every other one numbered.
             largest, *others = sorted(family.topology.domains, key=lambda d: -d.size)
-            labels["rayaccel.io/scale-up-domain"] = to_label_value(largest.id)
+            labels["rayaccel.io/scale-up-domain"] = largest.id
+            if largest.kind in GPU_DOMAIN_KINDS:
+                labels[RAY_GPU_DOMAIN_LABEL] = largest.id  # what Ray's topology_strategy packs a group into
             labels["rayaccel.io/scale-up-domain-kind"] = largest.kind
             labels["rayaccel.io/scale-up-domain-size"] = str(largest.size)
             if others:
                 labels["rayaccel.io/scale-up-domain-count"] = str(1 + len(others))
             for n, domain in enumerate(others, start=1):
-                labels[f"rayaccel.io/scale-up-domain-{n}"] = to_label_value(domain.id)
+                labels[f"rayaccel.io/scale-up-domain-{n}"] = domain.id
                 labels[f"rayaccel.io/scale-up-domain-{n}-size"] = str(domain.size)
         return {k: v for k, v in labels.items() if v != ""}
 

@@ -8,6 +8,7 @@ import logging
 import os
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import (
     CREATED_FAULT_FILE_PREFIX,
     NodeConfig,
+    environ,
     forget_started_nodes,
     node_config,
     remember_started_node,
@@ -27,7 +29,7 @@ from rayaccel.ray.node import (
 from rayaccel.ray.registry import family_specs, install
 from rayaccel.simulation.fixtures import Fixture
 from rayaccel.simulation.host_factory import make_host, simulated_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.simulation.simulated_host import SIMULATE_HOSTNAME_ENV, SimulatedHost
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
@@ -49,6 +51,8 @@ class _PendingMonitor:
 _lock = threading.Lock()
 _pending_monitors: list[_PendingMonitor] = []
 _created_files: list[str] = []
+#: Per Cluster, the host names of the simulated nodes add_node started in it (each node is its own machine).
+_simulated_hosts: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults: Iterable[str] = (),
@@ -198,10 +202,14 @@ def remove_created_fault_file(path: str) -> None:
 def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[str] | None = None,
              faults: Iterable[str] = (), fault_file: str | None = None, monitor: bool = False,
              monitor_interval: float = DEFAULT_MONITOR_INTERVAL, manager: PluginManager | None = None,
-             **node_kwargs: Any) -> Any:
+             hostname: str | None = None, **node_kwargs: Any) -> Any:
     """``cluster.add_node(**node_kwargs)`` for a ``ray.cluster_utils.Cluster``, with the inventory's
     resources and labels. The first node added is the head (``Cluster(initialize_head=False)``);
     ``head=True``/``False`` states which one is meant, and is checked.
+
+    ``hostname``: the simulated machine's host name (default its fixture's). A further node simulated from a
+    fixture already in this cluster gets one of its own unasked (``dgx-h100-01-2``), so host-local scale-up
+    domain ids (``dgx-h100-01-2-nvswitch``) name two machines' domains apart, as real host names do.
 
     With ``monitor=True`` the node's health monitor starts now if this process is connected to the
     cluster, else on :func:`connect`. Returns the ``ray._private.node.Node``.
@@ -212,7 +220,22 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
     if head is not None and bool(head) != (cluster.head_node is None):
         raise RayaccelError("the first node of a Cluster is its head, and only the first: "
                             + ("this cluster has a head already" if head else "add the head node first"))
-    config = configure_node(simulate, plugins, faults, fault_file, manager)
+    if hostname is not None and simulate is None:
+        raise RayaccelError("hostname= names a simulated machine: pass simulate=<fixture> as well")
+    with environ({SIMULATE_HOSTNAME_ENV: hostname} if hostname else {}):
+        config = configure_node(simulate, plugins, faults, fault_file, manager)
+    if simulate is not None:
+        with _lock:
+            taken = _simulated_hosts.setdefault(cluster, set())
+            unique = config.inventory.host
+            number = 2
+            while unique in taken and hostname is None:
+                unique, number = f"{config.inventory.host}-{number}", number + 1
+            taken.add(unique)
+        if unique != config.inventory.host:
+            remove_created_fault_file(config.fault_file or "")
+            with environ({SIMULATE_HOSTNAME_ENV: unique}):
+                config = configure_node(simulate, plugins, faults, fault_file, manager)
     log_problems(config)
     with config.applied():
         node = cluster.add_node(**node_kwargs)

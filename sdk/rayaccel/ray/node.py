@@ -59,6 +59,7 @@ from rayaccel.ray.registry import (
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
+from rayaccel.simulation.simulated_host import SIMULATE_HOSTNAME_ENV
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
@@ -220,6 +221,8 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
     fault_file = fault_file if fault_file is not None else os.environ.get(SIMULATE_FAULTS_ENV)
     if simulate:
         env[SIMULATE_ENV] = simulate
+        if os.environ.get(SIMULATE_HOSTNAME_ENV):  # every process of the node is the same simulated machine
+            env[SIMULATE_HOSTNAME_ENV] = os.environ[SIMULATE_HOSTNAME_ENV]
         if fault_file:
             env[SIMULATE_FAULTS_ENV] = fault_file
     if os.environ.get(PLUGINS_ENV):

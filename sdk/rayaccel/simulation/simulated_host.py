@@ -39,6 +39,9 @@ from rayaccel.simulation.fixtures import Fixture, HostState, apply_faults
 #: that timeout is not forgotten: the host charges it to :attr:`SimulatedHost.skipped_wait_s`, so a plugin
 #: that asks for 120 s three times is seen to wait 360 s, as it would on a real machine.
 SIMULATED_HANG_SECONDS = 0.2
+#: The simulated machine's host name, when not its fixture's: two nodes simulated from one fixture are two
+#: machines, and host-local scale-up domain ids (``<host>-nvswitch``) must tell them apart as real ones do.
+SIMULATE_HOSTNAME_ENV = "RAYACCEL_SIMULATE_HOSTNAME"
 #: The largest fault file read: fault names, one a line (a fixture declares tens).
 MAX_FAULT_FILE_BYTES = 64 * 1024
 
@@ -155,7 +158,8 @@ class SimulatedHost:
 
     @property
     def name(self) -> str:
-        return self.fixture.host.hostname or f"sim-{self.fixture.plugin}-{self.fixture.name}"
+        return (os.environ.get(SIMULATE_HOSTNAME_ENV) or self.fixture.host.hostname
+                or f"sim-{self.fixture.plugin}-{self.fixture.name}")
 
     @property
     def simulated(self) -> bool:

@@ -36,7 +36,9 @@ def topology_of(snapshot: Snapshot | None, devices: Sequence[Device], host_name:
 
 
 def _hives(hive_ids: dict[str, str | None], order: list[str], links: list[Link], host_name: str) -> list[Domain]:
-    """One xgmi-hive domain per set of GPUs joined by xGMI (the library names the hive; the CLI does not)."""
+    """One xgmi-hive domain per set of GPUs joined by xGMI, named by the host and the hive id the library
+    reports (the CLI reports none: the host and the hive's number). A hive never spans hosts, and the host
+    name keeps two machines' hives apart where their ids could meet (two nodes simulated from one fixture)."""
     import networkx as nx  # ~100 ms to import: only on a host with AMD GPUs, not in every plugin load
 
     graph = nx.Graph()
@@ -46,6 +48,7 @@ def _hives(hive_ids: dict[str, str | None], order: list[str], links: list[Link],
                         key=lambda c: order.index(c[0]))
     for number, component in enumerate(components):
         ids = {hive_ids.get(m) for m in component} - {None}
-        hive = ids.pop() if len(ids) == 1 else f"{host_name}-xgmi-{number}"
-        domains.append(Domain(kind="xgmi-hive", id=str(hive), size=len(component), members=component))
+        hive = ids.pop() if len(ids) == 1 else number
+        domains.append(Domain(kind="xgmi-hive", id=f"{host_name}-xgmi-{hive}", size=len(component),
+                              members=component))
     return domains
