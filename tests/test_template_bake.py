@@ -454,3 +454,25 @@ def test_every_question_has_help_and_is_documented() -> None:
     for question in questions:
         assert question in context["__prompts__"], question
         assert f"| `{question}` |" in docs, question
+
+
+def test_the_baked_health_policy_example_names_the_plugins_own_reason_codes(
+        baked: dict[str, tuple[Path, Path]]) -> None:
+    """The example policy loads, names only codes the plugin declares (no warning), and acts: the SAMPLE
+    fault's fatal reason still drains; the docs' reason-code table lists every declared code."""
+    project, site = baked["default"]
+    done = run([sys.executable, "-m", "rayaccel", "inspect", "--simulate", "example/example-4", "--fault", "fatal-2",
+                "--health-policy", str(project / "health-policy.example.yaml"), "--json"],
+               env={**with_path(site), "RAYACCEL_HEALTH_POLICY": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning: health policy" not in done.stderr, done.stderr
+    data = json.loads(done.stdout)
+    assert data["health_policy"]["file"] == str(project / "health-policy.example.yaml")
+    assert [(d["code"], d["rule"], d["action"]) for d in data["health_policy"]["decisions"]] == [
+        ("fatal-error", "plugin", "drain")]
+    code = ("import json; from rayaccel_example import plugin; "
+            "print(json.dumps([r.code for r in plugin.rayaccel_family().health_reasons]))")
+    declared = run([sys.executable, "-c", code], env=with_path(site))
+    assert declared.returncode == 0, declared.stderr
+    docs = (project / "docs" / "index.md").read_text(encoding="utf-8")
+    assert all(f"| `{reason}` |" in docs for reason in json.loads(declared.stdout))

@@ -19,6 +19,7 @@ from rayaccel.cli import app, check_output_path, err_console, output_path, print
 from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.files.atomic import write_atomically
 from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
+from rayaccel.outputs.exporters.kuberay import KUBERAY_STARTS
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
 
@@ -44,6 +45,11 @@ def export_command(
         help="Kubernetes node name (dra); default: the host name, lower-cased")] = None,
     image: Annotated[str, typer.Option(help="Container image of the KubeRay worker group (kuberay); it must "
                                             "have rayaccel and the plugins installed")] = DEFAULT_IMAGE,
+    kuberay_start: Annotated[str, typer.Option(
+        "--kuberay-start", metavar="|".join(KUBERAY_STARTS),
+        help="How a KubeRay pod starts its node (kuberay): 'rayaccel' replaces the container's command with "
+             "rayaccel start (health monitor included); 'activation' keeps KubeRay's generated ray start, in an "
+             "image where `rayaccel enable` was run (no health monitor)")] = "rayaccel",
     monitor_interval: Annotated[float, typer.Option(
         help="Seconds between rewrites of the file (nfd: it expires after three)")] = DEFAULT_MONITOR_INTERVAL,
     device_root: Annotated[str | None, typer.Option(
@@ -93,7 +99,7 @@ def export_command(
             node_env = node_config(visible_only(inventory, pool.manager), simulate=simulate, plugins=plugin).env
     options = ExportOptions(node_env=node_env, node_name=node_name, monitor_interval=monitor_interval, image=image,
                             plugins=tuple(plugin or ()), simulate=simulate, device_root=device_root, cloud=cloud,
-                            min_workers=min_workers, max_workers=max_workers)
+                            min_workers=min_workers, max_workers=max_workers, kuberay_start=kuberay_start)
     exported = row.exporter()(inventory, options)
     for warning in exported.warnings:
         err_console.print(f"warning: {warning}")

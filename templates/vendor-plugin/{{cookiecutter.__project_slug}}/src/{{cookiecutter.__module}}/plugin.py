@@ -57,6 +57,8 @@ def rayaccel_family() -> FamilyDeclaration:
                                   dra_driver={{ q(cookiecutter.dra_driver) }},
                                   slurm_gres={{ q(cookiecutter.slurm_gres) }},
                                   device_files=["/dev/{{ cookiecutter.__sysfs_class }}{index}"]),
+        # The reason codes health reports and how it classifies them (operators' health policies name them).
+        health_reasons=health.reason_codes(),
     )
 
 
