@@ -250,6 +250,31 @@ def test_the_kuberay_container_runs_kuberays_generated_arguments_through_rayacce
                     "--num-gpus=8", '--resources={"accelerator_type:H100":1}', "--metrics-export-port=8080"]
 
 
+@pytest.mark.parametrize("fixture", ["nvidia/dgx-h100", "tpu/v5p-16-worker0"])
+def test_with_the_activation_kuberays_generated_ray_start_runs_unchanged(fixture: str) -> None:
+    """--kuberay-start activation: no annotation, no command (KubeRay's own `ray start` runs, in an image where
+    `rayaccel enable` was run), the same resources, labels and limits; still a valid PodTemplateSpec; the header
+    says what each way loses."""
+    inventory = inventory_of(fixture)
+    replaced = export("kuberay", inventory, ExportOptions(simulate=fixture))
+    kept = export("kuberay", inventory, ExportOptions(simulate=fixture, kuberay_start="activation"))
+    assert "metadata" not in kept.data  # no ray.io/overwrite-container-cmd
+    (group,) = kept.data["spec"]["workerGroupSpecs"]
+    (container,) = group["template"]["spec"]["containers"]
+    assert "command" not in container and "args" not in container
+    assert container["env"] == [{"name": "RAYACCEL_SIMULATE", "value": fixture}]
+    (other,) = replaced.data["spec"]["workerGroupSpecs"]
+    (other_container,) = other["template"]["spec"]["containers"]
+    assert {k: v for k, v in group.items() if k != "template"} == {k: v for k, v in other.items() if k != "template"}
+    assert container["resources"] == other_container["resources"]
+    check_k8s_object({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "w"},
+                      "template": pod_template(kept.data)})
+    header = " ".join(line.lstrip("# ") for line in kept.text.splitlines() if line.startswith("#"))
+    assert "rayaccel enable" in header and "loses the health monitor" in header
+    assert "The alternative, --kuberay-start rayaccel" in header
+    assert yaml.safe_load(kept.text) == kept.data
+
+
 def test_a_worker_group_carries_the_node_types_labels_not_one_nodes_state() -> None:
     from rayaccel.labels import node_own_label
 
@@ -456,6 +481,10 @@ def test_a_family_without_kubernetes_names_is_one_line_and_nothing_written(
     (["--format", "nfd", "--simulate", "nvidia/dgx-h100", "-o", "{tmp}/missing/x"], "does not exist"),
     (["--format", "dra", "--simulate", "nvidia/dgx-h100", "--node-name", "Not_A_Node"], "not a Kubernetes node"),
     (["--format", "nfd", "--simulate", "nvidia/dgx-h100", "--monitor-interval", "-1"], "--monitor-interval"),
+    (["--format", "kuberay", "--simulate", "nvidia/dgx-h100", "--kuberay-start", "systemd"],
+     "--kuberay-start 'systemd' is not one of: rayaccel, activation"),
+    (["--format", "kuberay", "--simulate", "nvidia/dgx-h100", "--kuberay-start", "activation", "--plugin", "nvidia"],
+     "--plugin cannot choose"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

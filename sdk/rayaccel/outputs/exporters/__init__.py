@@ -53,6 +53,9 @@ class ExportOptions:
     plugins: tuple[str, ...] = ()
     #: The fixture a simulated node runs (KubeRay: the pod simulates it too, for demos and CI).
     simulate: str | None = None
+    #: How a KubeRay pod starts its node: ``rayaccel`` (the container's command becomes ``rayaccel start``) or
+    #: ``activation`` (KubeRay's generated ``ray start`` unchanged, in an image where ``rayaccel enable`` was run).
+    kuberay_start: str = "rayaccel"
     #: The DRA pool's generation: a writer that changes the slices raises it.
     generation: int = 1
     #: A directory standing for ``/dev`` in Slurm's ``File=`` paths (``--device-root``; default: /dev itself).

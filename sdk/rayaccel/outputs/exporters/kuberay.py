@@ -16,6 +16,10 @@ entry:
   arguments through ``rayaccel start`` (so the node gets the inventory's resources, labels, env and health
   monitor), then keeps the container alive while Ray runs.
 
+``--kuberay-start activation`` (:data:`KUBERAY_STARTS`) leaves the annotation and the command out: KubeRay's
+generated ``ray start`` runs unchanged in an image where ``rayaccel enable`` was run (no health monitor). The
+header says what each way loses.
+
 The pod template is a valid Kubernetes ``PodTemplateSpec`` (tests validate it with ``kubernetes-validate``).
 """
 
@@ -143,7 +147,29 @@ def container_command(options: ExportOptions) -> tuple[list[str], list[str]]:
     return ["/bin/bash", "-lc", "--"], [script]
 
 
+#: How a pod starts its node (``--kuberay-start``), and what the fragment's header says of each.
+KUBERAY_STARTS = {
+    "rayaccel": ("the container's command is replaced (annotation ray.io/overwrite-container-cmd) by `rayaccel "
+                 "start` with KubeRay's generated arguments: the node gets the inventory's resources, labels and "
+                 "env, its health monitor (a failed device leaves scheduling), the Grafana dashboard on the head; "
+                 "it loses KubeRay's own "
+                 "command (`ray start --block`: the container waits with `sleep infinity`, so a Ray that dies "
+                 "leaves the pod running)"),
+    "activation": ("KubeRay's generated `ray start` runs unchanged, in an image where the Ray activation is on "
+                   "(Dockerfile: RUN pip install rayaccel <plugins> && rayaccel enable): the node gets the same "
+                   "resources, labels, per-task device variable and claims table; it loses the health monitor (a "
+                   "failed device stays schedulable until the pod restarts), the Grafana dashboard and `--plugin` "
+                   "(every plugin installed in the image loads)"),
+}
+
+
 def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
+    if options.kuberay_start not in KUBERAY_STARTS:
+        raise ExportError(f"--kuberay-start {excerpt(options.kuberay_start)} is not one of: "
+                          f"{', '.join(KUBERAY_STARTS)}")
+    if options.kuberay_start == "activation" and options.plugins:
+        raise ExportError("--kuberay-start activation loads every plugin installed in the image, so --plugin cannot "
+                          "choose: install only those plugins in the image, or use --kuberay-start rayaccel")
     why = image_problem(options.image)
     if why is not None:
         raise ExportError(f"--image {excerpt(options.image)} {why}: give the image the worker pods run (with "
@@ -168,9 +194,11 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
         # KubeRay passes the value to `ray start --resources=` as written: a quoted JSON string.
         params["resources"] = json.dumps(json.dumps(resources, separators=(",", ":")))
     check_labels("kuberay", group_labels(inventory))
-    command, args = container_command(options)
-    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": options.image, "command": command, "args": args,
-                                 "resources": {"limits": limits, "requests": dict(limits)}}
+    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": options.image}
+    activation = options.kuberay_start == "activation"
+    if not activation:
+        container["command"], container["args"] = container_command(options)
+    container["resources"] = {"limits": limits, "requests": dict(limits)}
     if options.simulate:
         container["env"] = [{"name": SIMULATE_ENV, "value": options.simulate}]
     group: dict[str, Any] = {
@@ -180,12 +208,25 @@ def export(inventory: NodeInventory, options: ExportOptions) -> Exported:
         "template": {"metadata": {"labels": {"rayaccel.io/node-type": group_name(inventory)}},
                      "spec": {"containers": [container]}},
     }
-    fragment = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
-                "metadata": {"annotations": {OVERWRITE_ANNOTATION: "true"}},
-                "spec": {"workerGroupSpecs": [group]}}
+    fragment: dict[str, Any] = {"apiVersion": "ray.io/v1", "kind": "RayCluster"}
+    if not activation:
+        fragment["metadata"] = {"annotations": {OVERWRITE_ANNOTATION: "true"}}
+    fragment["spec"] = {"workerGroupSpecs": [group]}
+    other = "activation" if not activation else "rayaccel"
     header = (f"# KubeRay worker group for nodes like {' '.join(inventory.host.split())} (rayaccel export "
-              "--format kuberay):\n# merge the annotation and the workerGroupSpecs entry into your RayCluster.\n")
+              f"--format kuberay --kuberay-start {options.kuberay_start}):\n"
+              f"# merge {'' if activation else 'the annotation and '}the workerGroupSpecs entry into your RayCluster.\n"
+              + "".join(f"# {line}\n" for line in _wrapped(f"{options.kuberay_start}: "
+                                                              f"{KUBERAY_STARTS[options.kuberay_start]}."))
+              + "".join(f"# {line}\n" for line in _wrapped(f"The alternative, --kuberay-start {other}: "
+                                                              f"{KUBERAY_STARTS[other]}.")))
     return Exported(text=header + yaml.safe_dump(fragment, sort_keys=False), data=fragment)
+
+
+def _wrapped(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=110)
 
 
 def pod_template(fragment: dict[str, Any]) -> dict[str, Any]:
