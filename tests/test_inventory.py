@@ -9,7 +9,7 @@ import pytest
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.inventory.topology import best_connected_subset, greedy_order, topology_errors
-from rayaccel.labels import VOCABULARY, label_errors, to_label_value
+from rayaccel.labels import VOCABULARY, domain_label_value, label_errors, to_label_value
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.raycompat import RAY_TPU_LABELS
 from rayaccel.records import Device, FamilyDeclaration, FamilyInventory, Link, QuantityRule, Topology
@@ -116,6 +116,19 @@ def test_label_values_are_made_valid():
     assert to_label_value("ACME Corp") == "ACME-Corp"
     assert to_label_value(" 550.54.15 ") == "550.54.15"
     assert label_errors({"rayaccel.io/x": to_label_value("Ünïcode ünicode!")}) == []
+
+
+def test_a_domain_id_becomes_one_valid_label_value_per_domain():
+    clique = "5f2c1a9e-7d3b-4e8a-9c61-0b7d2e4f8a13.32766"
+    assert domain_label_value(clique) == clique  # a valid id is kept as it is
+    # Two long ids that share their first 63 characters, and two that differ only in a character a label
+    # cannot hold, stay two domains; each value is valid and the same on every node (deterministic).
+    long_a, long_b = "rack-" + "x" * 60 + "-a", "rack-" + "x" * 60 + "-b"
+    odd_a, odd_b = "hive#1", "hive@1"
+    values = [domain_label_value(v) for v in (long_a, long_b, odd_a, odd_b)]
+    assert len(set(values)) == 4
+    assert all(label_errors({"ray.io/gpu-domain": v}) == [] for v in values)
+    assert values == [domain_label_value(v) for v in (long_a, long_b, odd_a, odd_b)]
 
 
 def _devices(n: int) -> list[Device]:

@@ -41,6 +41,7 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray._raylet", "Config", "re-reads RAY_AUTH_MODE once rayaccel has decided it; the metrics report interval"),
     ("ray.experimental.internal_kv", "_internal_kv_put", "the health monitor publishes its status"),
     ("ray.experimental.internal_kv", "_internal_kv_get", "readers get the health monitor's status"),
+    ("ray._private.state", "state", "a placement group's topology_strategy and assigned domain (GCS table data)"),
 )
 
 

@@ -1,13 +1,17 @@
-"""Hardware-aware placement on top of Ray's label scheduling.
+"""Hardware-aware placement on top of Ray's label scheduling and topology-aware placement groups.
 
 A scale-up domain (an NVLink clique, a TPU slice, a Trn2 UltraServer) is published on every node of it
 as ``rayaccel.io/scale-up-domain=<id>`` (with ``-kind`` and ``-size``; a node with several domains numbers
-the others, ``rayaccel.io/scale-up-domain-1``, ...); TPU slices also carry Ray's own
-``ray.io/tpu-slice-name`` and ``ray.io/tpu-worker-id``. Each node also offers one count resource per domain
-and family, ``<resource>_domain_<id>`` (:func:`rayaccel.ray.claims.domain_resource`). A placement group built
-here puts every bundle inside one domain with ``bundle_label_selector`` and asks for that domain's resource
-beside the family's, so a group no domain can hold stays pending instead of spanning two; for a TPU slice
-bundle 0 goes on worker 0, where JAX's coordinator runs.
+the others, ``rayaccel.io/scale-up-domain-1``, ...); a GPU domain also as Ray's ``ray.io/gpu-domain``, and TPU
+slices carry Ray's own ``ray.io/tpu-slice-name`` and ``ray.io/tpu-worker-id``. Each node also offers one count
+resource per domain and family, ``<resource>_domain_<id>`` (:func:`rayaccel.ray.claims.domain_resource`).
+
+A group built here without a named domain is Ray's own topology-aware placement group where Ray has it
+(2.60: ``topology_strategy={<domain label>: "STRICT_PACK"}``): the GCS chooses the domain when it places the
+group, atomically, so two drivers never fill one domain twice, and a group no domain can hold stays pending.
+Where Ray cannot (an older Ray; a node with several domains, of which a label names one; ``min_size``), the
+driver chooses the domain and pins every bundle to it with ``bundle_label_selector``, asking for that
+domain's resource beside the family's. For a TPU slice bundle 0 goes on worker 0, where JAX's coordinator runs.
 """
 
 from __future__ import annotations
@@ -20,8 +24,17 @@ from typing import Any
 
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.topology import best_connected_subset
+from rayaccel.labels import GPU_DOMAIN_KINDS
 from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, domain_resource
-from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, RAY_NODE_ID_LABEL, RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
+from rayaccel.ray.group_topology import group_table
+from rayaccel.raycompat import (
+    RAY_ACCELERATOR_RESOURCES,
+    RAY_GPU_DOMAIN_LABEL,
+    RAY_NODE_ID_LABEL,
+    RAY_TOPOLOGY_NODE_KEY,
+    RAY_TPU_SLICE_LABEL,
+    RAY_TPU_WORKER_LABEL,
+)
 from rayaccel.records import NodeInventory
 from rayaccel.reporting import plain_int
 
@@ -165,6 +178,40 @@ def find_scale_up_domain(bundles: Sequence[Mapping[str, float]], kind: str | Non
                         f"domains in the cluster: {known}")
 
 
+def ray_has_topology_strategy() -> bool:
+    """True when this Ray's ``placement_group`` packs groups into label domains (``topology_strategy``, 2.60)."""
+    import inspect
+
+    from ray.util import placement_group
+
+    return "topology_strategy" in inspect.signature(placement_group).parameters
+
+
+def _fitting_domains(bundles: Sequence[Mapping[str, float]], kind: str | None,
+                     nodes: Sequence[Mapping[str, Any]]) -> list[ScaleUpDomain]:
+    """The domains (of ``kind``) that offer every resource the bundles ask for, whether free or not."""
+    names = {name for bundle in bundles for name, amount in bundle.items() if amount > 0}
+    return [d for d in scale_up_domains(nodes).values()
+            if (kind is None or d.kind == kind) and names <= set(d.capacity)]
+
+
+def domain_topology_key(bundles: Sequence[Mapping[str, float]], kind: str | None = None,
+                        nodes: Sequence[Mapping[str, Any]] | None = None) -> str | None:
+    """The node label Ray's ``topology_strategy`` can pack these bundles' domain by (pure given ``nodes``), or
+    None where the driver must choose: no domain of ``kind`` offers every resource the bundles ask for, or
+    a node among them has several domains (a label names only one of them, so Ray would see one domain where
+    there are two). GPU domains: ``ray.io/gpu-domain``; the others: ``rayaccel.io/scale-up-domain``."""
+    nodes = _live_nodes() if nodes is None else nodes
+    candidates = _fitting_domains(bundles, kind, nodes)
+    members = {n for d in candidates for n in d.nodes}
+    if not candidates or any(_int_label(node.get("Labels") or {}, DOMAIN_COUNT_LABEL) > 1 for node in nodes
+                             if str(node.get("NodeID", "")) in members):
+        return None
+    if all(d.kind in GPU_DOMAIN_KINDS for d in candidates):
+        return RAY_GPU_DOMAIN_LABEL
+    return DOMAIN_LABEL
+
+
 def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], domain: str | None = None, *,
                                     tpu_slice: str | None = None, kind: str | None = None,
                                     min_size: int | None = None,
@@ -172,12 +219,27 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
     """``ray.util.placement_group`` whose bundles all land in one scale-up domain.
 
     Give ``domain`` (a ``rayaccel.io/scale-up-domain`` value) or ``tpu_slice`` (a
-    ``ray.io/tpu-slice-name``; bundle 0 then goes to worker 0); with neither, the first domain of the
-    running cluster (of ``kind`` and at least ``min_size`` devices cluster-wide, if given) that can hold
-    all bundles is chosen.
+    ``ray.io/tpu-slice-name``; bundle 0 then goes to worker 0) to name it. With neither, Ray's GCS chooses a
+    domain (of ``kind``, if given) that can hold all bundles when it places the group
+    (``topology_strategy={"ray.io/gpu-domain": "STRICT_PACK"}``, or ``rayaccel.io/scale-up-domain`` for TPU
+    slices and UltraServers), and the group stays pending while none can; ``strategy`` packs the bundles over
+    the domain's nodes. Where Ray cannot choose (:func:`domain_topology_key` is None, an older Ray, or
+    ``min_size``: at least that many devices cluster-wide), the first domain of the running cluster that
+    holds them now is chosen here.
     """
     from ray.util import placement_group
 
+    if domain is None and tpu_slice is None and min_size is None and ray_has_topology_strategy():
+        nodes = _live_nodes()
+        key = domain_topology_key(bundles, kind, nodes)
+        if key is not None:
+            if all(d.kind == "tpu-slice" for d in _fitting_domains(bundles, kind, nodes)):
+                # JAX's coordinator runs on worker 0 of the slice: bundle 0 goes there.
+                placement_group_kwargs.setdefault("bundle_label_selector", [
+                    {RAY_TPU_WORKER_LABEL: "0"}] + [{} for _ in bundles[1:]])
+            return placement_group([dict(b) for b in bundles],
+                                   topology_strategy={key: "STRICT_PACK", RAY_TOPOLOGY_NODE_KEY: strategy},
+                                   **placement_group_kwargs)
     if domain is None and tpu_slice is None:
         try:
             domain, tpu_slice = find_scale_up_domain(bundles, kind, min_size=min_size)
@@ -232,19 +294,49 @@ def pending_reason(group: Any, nodes: Sequence[Mapping[str, Any]] | None = None)
         for name, amount in bundle.items():
             need[name] = need.get(name, 0.0) + float(amount)
     nodes = _live_nodes() if nodes is None else nodes
+    state = str(table.get("state", "PENDING")).lower()
+    gcs_group = group_table(group)
+    domain_key = next((key for key in gcs_group.strategy if key != RAY_TOPOLOGY_NODE_KEY), None)
+    if domain_key is not None:
+        selected = [n for n in nodes if gcs_group.selects(n.get("Labels") or {})]
+        return _topology_pending_reason(table, state, domain_key, need, selected)
     have: dict[str, float] = {}
     for node in nodes:
         for name, amount in (node.get("Resources") or {}).items():
             have[name] = have.get(name, 0.0) + float(amount)
     short = [f"{amount:g} {name} (the cluster has {have.get(name, 0.0):g})"
              for name, amount in sorted(need.items()) if have.get(name, 0.0) < amount]
-    state = str(table.get("state", "PENDING")).lower()
     if short:
         return (f"placement group {table.get('name') or table.get('placement_group_id')} is {state}: its "
                 f"{len(table.get('bundles') or {})} bundles ask for " + ", ".join(short) +
                 "; no scale-up domain holds that many: ask for fewer, or add a node whose domain does")
     return (f"placement group {table.get('name') or table.get('placement_group_id')} is {state}: the cluster "
             "holds what its bundles ask for, but not free now (in use, or a node is starting)")
+
+
+def _topology_pending_reason(table: Mapping[str, Any], state: str, key: str, need: Mapping[str, float],
+                             nodes: Sequence[Mapping[str, Any]]) -> str:
+    """Why a group Ray packs by ``key`` (``topology_strategy``) waits: no domain holds it, or those that do are
+    in use."""
+    totals: dict[str, dict[str, float]] = {}
+    for node in nodes:
+        value = (node.get("Labels") or {}).get(key)
+        if value:
+            held = totals.setdefault(str(value), {})
+            for name, amount in (node.get("Resources") or {}).items():
+                held[name] = held.get(name, 0.0) + float(amount)
+    wanted = ", ".join(f"{amount:g} {name}" for name, amount in sorted(need.items()))
+    group = f"placement group {table.get('name') or table.get('placement_group_id')} is {state}"
+    holding = sorted(v for v, held in totals.items() if all(held.get(n, 0.0) >= a for n, a in need.items()))
+    if holding:
+        return (f"{group}: its {len(table.get('bundles') or {})} bundles ask for {wanted} in one {key} domain; "
+                f"the domains that hold that many ({', '.join(holding)}) are in use by other tasks, actors or "
+                "placement groups, and Ray places it when one is free")
+    named = [n for n in sorted(need) if n in RAY_ACCELERATOR_RESOURCES or DOMAIN_RESOURCE_INFIX in n] or sorted(need)
+    largest = ", ".join(f"{value} has {', '.join(f'{held.get(n, 0.0):g} {n}' for n in named)}"
+                        for value, held in sorted(totals.items())) or f"no node has a {key} label"
+    return (f"{group}: its {len(table.get('bundles') or {})} bundles ask for {wanted} in one {key} domain, and "
+            f"no scale-up domain holds that many ({largest}): ask for fewer, or add nodes to a domain")
 
 
 def family_resource(family: str, nodes: Sequence[Mapping[str, Any]]) -> str:
@@ -297,13 +389,22 @@ def best_connected(k: int, family: str, *, nodes: Sequence[Mapping[str, Any]] | 
 
 def best_connected_bundles(k: int, family: str, n_bundles: int = 1, *,
                            nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """``ray.util.placement_group(**...)`` arguments for ``n_bundles`` bundles of k best-connected devices each
-    (``bundles`` and ``bundle_label_selector``); a task in a bundle gets the best-connected free units of its
-    node, as a task with :func:`best_connected` options does."""
+    """``ray.util.placement_group(**...)`` arguments for ``n_bundles`` bundles of k best-connected devices each;
+    a task in a bundle gets the best-connected free units of its node, as a task with :func:`best_connected`
+    options does.
+
+    Where Ray packs by domain (:func:`domain_topology_key`): ``bundles`` and ``topology_strategy``, so the GCS
+    puts every bundle in one scale-up domain it chooses when it places the group (pending while none holds
+    them all). Else ``bundles`` and ``bundle_label_selector``: each bundle on a node where k fit in one domain.
+    """
+    nodes = _live_nodes() if nodes is None else nodes
+    resource = family_resource(family, nodes)
+    bundles = [{resource: float(k)} for _ in range(n_bundles)]
+    key = domain_topology_key(bundles, nodes=nodes) if ray_has_topology_strategy() else None
+    if key is not None:
+        return {"bundles": bundles, "topology_strategy": {key: "STRICT_PACK"}}
     options = best_connected(k, family, nodes=nodes)
-    resource = family_resource(family, _live_nodes() if nodes is None else nodes)
-    return {"bundles": [{resource: float(k)} for _ in range(n_bundles)],
-            "bundle_label_selector": [dict(options["label_selector"]) for _ in range(n_bundles)]}
+    return {"bundles": bundles, "bundle_label_selector": [dict(options["label_selector"]) for _ in range(n_bundles)]}
 
 
 def best_connected_units(inventory: NodeInventory, family: str, k: int) -> list[str]:

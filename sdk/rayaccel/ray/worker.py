@@ -52,6 +52,7 @@ def install_claims() -> list[str]:
     returns the resources that now go through it."""
     from rayaccel.ray.claims import (
         CORDON_TAG_TASK,
+        DOMAIN_RESOURCE_INFIX,
         PLACEMENT_ENV,
         load_placement,
         node_claims_table,
@@ -88,11 +89,13 @@ def install_claims() -> list[str]:
             return None
         key = group.hex()
         if key not in group_domains:  # one GCS call per group and worker
-            from ray.util import placement_group_table
-            from ray.util.placement_group import PlacementGroup
+            from rayaccel.ray.group_topology import group_table
 
-            bundles = (placement_group_table(PlacementGroup(group)).get("bundles") or {}).values()
-            group_domains[key] = next((d for b in bundles for d in domains if d in b), None)
+            gcs_group = group_table(group)
+            # Its bundles ask for a domain's resource, or Ray packed it into a domain (topology_strategy).
+            group_domains[key] = next((d for b in gcs_group.bundles for d in domains if d in b), None) or next(
+                (d for value in gcs_group.assignments.values() for d in domains
+                 if d == f"{resource}{DOMAIN_RESOURCE_INFIX}{value}"), None)
         return group_domains[key]
 
     def fractional(resource: str) -> bool:
