@@ -22,12 +22,14 @@ def sources() -> dict[Path, type[BaseModel]]:
     import rayaccel_conformance.report.document as report
     from rayaccel.inventory.health_policy import HealthPolicy
     from rayaccel.outputs.inspect_json import InspectOutput
+    from rayaccel.plugins.instance_types import InstanceTypeTable
     from rayaccel.records import SkuCatalog
     from rayaccel.schemas import SCHEMA_DIR
     from rayaccel.simulation.fixtures import Fixture
 
     return {SCHEMA_DIR / "fixture.schema.json": Fixture,
             SCHEMA_DIR / "sku-catalog.schema.json": SkuCatalog,
+            SCHEMA_DIR / "instance-types.schema.json": InstanceTypeTable,
             SCHEMA_DIR / "inventory.schema.json": InspectOutput,
             SCHEMA_DIR / "health-policy.schema.json": HealthPolicy,
             report.SCHEMA_DIR / "conformance-report.schema.json": report.ConformanceReport}

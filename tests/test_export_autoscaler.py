@@ -18,6 +18,7 @@ from ports import free_ports
 
 from rayaccel.inventory.cloud import CloudCatalog, collect_cloud_catalog
 from rayaccel.outputs.exporters import ExportError, ExportOptions, export
+from rayaccel.plugins import instance_types
 from rayaccel.plugins.manager import default_manager
 from rayaccel.polling import wait_for
 from rayaccel.ray.processes import cluster_processes
@@ -34,6 +35,25 @@ def cloud_catalog(instance_types: list[tuple[str, str]] | None = None,
     """The installed plugins' cloud catalog, checked against their fixtures as ``rayaccel export`` does."""
     manager = default_manager()
     return collect_cloud_catalog(manager, instance_types or [], plugins, recordings=fixture_hosts(manager))
+
+
+def table_of(path: Path) -> str:
+    """The plugin whose instance-types.yaml ``path`` is (rayaccel_<plugin>/instance-types.yaml)."""
+    return path.parent.name.removeprefix("rayaccel_")
+
+
+def changed_table(monkeypatch: pytest.MonkeyPatch, plugin: str, instance_type: str, **change: Any) -> None:
+    """The plugin's instance-types.yaml as if one of its entries said ``change``."""
+    load = instance_types.load_instance_types
+
+    def changed(path: Path) -> instance_types.InstanceTypeTable:
+        table = load(path)
+        if table_of(path) != plugin:
+            return table
+        return table.model_copy(update={"instance_types": {
+            provider: {name: entry.model_copy(update=change) if name == instance_type else entry
+                       for name, entry in types.items()} for provider, types in table.instance_types.items()}})
+    monkeypatch.setattr(instance_types, "load_instance_types", changed)
 
 
 # A real autoscaler launches and removes nodes on its own cadence: under the parallel part's load (two test
@@ -181,9 +201,9 @@ def test_a_task_selecting_the_labels_scales_its_type_up_from_zero_and_down(
 
 
 def test_no_hinted_instance_type_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rayaccel_nvidia import cloud
-
-    monkeypatch.setattr(cloud, "instance_types", list)  # a plugin that lists none
+    listing = instance_types.instance_type_hints
+    monkeypatch.setattr(instance_types, "instance_type_hints",  # a plugin that lists none
+                        lambda path: [] if table_of(path) == "nvidia" else listing(path))
     catalog = cloud_catalog([("aws", "m5.large")], plugins=["nvidia"])
     with pytest.raises(ExportError, match="--instance-type PROVIDER:TYPE") as refused:
         export("autoscaler", None, ExportOptions(cloud=catalog))  # type: ignore[arg-type]
@@ -191,9 +211,7 @@ def test_no_hinted_instance_type_is_one_line(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_hint_that_disagrees_with_its_instance_types_fixture_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rayaccel_neuron import cloud
-
-    monkeypatch.setitem(cloud.EC2_NEURON_CORES, "trn1.32xlarge", 16)  # the table says 16, the fixture finds 32
+    changed_table(monkeypatch, "neuron", "trn1.32xlarge", count=16)  # the table says 16, the fixture finds 32
     catalog = cloud_catalog(plugins=["neuron"])
 
     (problem,) = catalog.problems
@@ -217,21 +235,24 @@ def test_bad_autoscaler_input_is_one_line_and_exit_2(argv: list[str], message: s
 
 
 def test_every_instance_type_a_plugin_lists_is_a_node_type_without_being_named() -> None:
-    from rayaccel_nvidia import cloud as nvidia_cloud
-    from rayaccel_tpu import cloud as tpu_cloud
+    import rayaccel_nvidia
+    import rayaccel_tpu
 
     names = {(t.provider, t.instance_type, t.family) for t in cloud_catalog().node_types}
 
-    assert {("aws", name, "nvidia") for name in nvidia_cloud.EC2} <= names
-    assert {("gcp", name, "tpu") for name in tpu_cloud.GCE_MACHINE_TYPES} <= names
+    nvidia, tpu = (instance_types.load_instance_types(Path(p.__file__).parent / "instance-types.yaml")
+                   for p in (rayaccel_nvidia, rayaccel_tpu))
+    assert len(nvidia.instance_types["aws"]) > 30 and len(tpu.instance_types["gcp"]) > 5
+    assert {("aws", name, "nvidia") for name in nvidia.instance_types["aws"]} <= names
+    assert {("gcp", name, "tpu") for name in tpu.instance_types["gcp"]} <= names
     assert {"amd", "gaudi", "neuron"} <= {family for _, _, family in names}
 
 
 def test_a_listed_hint_that_differs_from_the_hint_for_its_type_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rayaccel_gaudi import cloud
-
-    listed = cloud.instance_types()
-    monkeypatch.setattr(cloud, "instance_types", lambda: [h.model_copy(update={"count": 4}) for h in listed])
+    listing = instance_types.instance_type_hints
+    monkeypatch.setattr(instance_types, "instance_type_hints",
+                        lambda path: [h.model_copy(update={"count": 4}) if table_of(path) == "gaudi" else h
+                                      for h in listing(path)])
     catalog = cloud_catalog(plugins=["gaudi"])
 
     (problem,) = catalog.problems
@@ -243,9 +264,7 @@ def test_a_listed_hint_that_differs_from_the_hint_for_its_type_is_reported(monke
 
 def test_a_hinted_accelerator_type_ray_cannot_take_as_a_label_is_left_out_and_reported(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from rayaccel_gaudi import cloud
-
-    monkeypatch.setitem(cloud.INSTANCE_TYPES, ("aws", "dl1.24xlarge"), (8, "Intel GAUDI/1"))
+    changed_table(monkeypatch, "gaudi", "dl1.24xlarge", accelerator_type="Intel GAUDI/1")
     catalog = cloud_catalog(plugins=["gaudi"])
 
     (node_type,) = catalog.node_types

@@ -4,7 +4,8 @@ vendor who reads one has read them all (issue 21).
 The template (``templates/vendor-plugin/.../src/<module>/``) names a module for each concept: ``plugin.py``
 (the hooks, thin), ``probe.py`` (one probe of the host), ``readings.py`` (what a probe read, as records),
 ``discovery.py``, ``topology.py``, ``health.py``, ``metrics.py``, ``transport.py``, ``sku_fixture.py``; the
-reference plugins add ``visibility.py`` (the visible-devices variable) and ``cloud.py``. Modules for a vendor's
+reference plugins add ``visibility.py`` (the visible-devices variable), and their cloud instance types are data
+(``instance-types.yaml``, answered by the SDK: no module). Modules for a vendor's
 own interface keep the vendor's names (``nvml.py``, ``amdsmi.py``, ``hlsmi.py``, ``neuronls.py``, ...).
 
 Each plugin is checked where it is installed (``importlib.util.find_spec``), not by a path in this checkout:
@@ -13,8 +14,8 @@ Each plugin is checked where it is installed (``importlib.util.find_spec``), not
 - ``topology.py`` exists, or the plugin says why not: its README or ``plugin.py`` docstring holds
   "No `topology.py`" followed by the reason;
 - ``visibility.py`` exists where the plugin has its own visible-devices syntax (it implements
-  ``rayaccel_parse_visible`` or ``rayaccel_visible_env``); ``cloud.py`` where it implements
-  ``rayaccel_cloud_hints``; ``sku_fixture.py`` where it implements ``rayaccel_fixture_for_sku``;
+  ``rayaccel_parse_visible`` or ``rayaccel_visible_env``); ``sku_fixture.py`` where it implements
+  ``rayaccel_fixture_for_sku``;
 - ``plugin.py`` imports each concept module the plugin has (its hooks hand off to them);
 - no module (or subpackage) is named with a synonym of a shared concept (``visible.py``, ``session.py``, ...);
 - the ``rayaccel`` entry point named for the plugin points at ``rayaccel_<plugin>.plugin``.
@@ -42,12 +43,11 @@ ALWAYS = ("plugin.py", "discovery.py", "health.py", "metrics.py")
 #: Required where the plugin implements one of these hooks.
 BY_HOOK = {
     "visibility.py": ("rayaccel_parse_visible", "rayaccel_visible_env"),
-    "cloud.py": ("rayaccel_cloud_hints",),
     "sku_fixture.py": ("rayaccel_fixture_for_sku",),
 }
 
 #: Concept modules plugin.py must import where they exist (transport.py is named by a class path instead).
-HANDED_OFF = ("discovery", "topology", "health", "metrics", "visibility", "cloud", "sku_fixture")
+HANDED_OFF = ("discovery", "topology", "health", "metrics", "visibility", "sku_fixture")
 
 #: The shared name -> names that mean the same and must not be used instead (file stems; subpackages too).
 SYNONYMS = {

@@ -117,11 +117,11 @@ def test_fixture_for_sku_rewrites_library_and_cli_answers(manager, fixtures):
         assert family.accelerator_type == "AMD-Instinct-MI400X"  # derived from the product name: not yet catalogued
 
 
-def test_cloud_hints():
-    hint = plugin.rayaccel_cloud_hints("azure", "Standard_ND96isr_MI300X_v5")
+def test_cloud_hints(rayaccel_kit):
+    hint = rayaccel_kit.cloud_hint("azure", "Standard_ND96isr_MI300X_v5")
     assert (hint.count, hint.accelerator_type) == (8, "AMD-Instinct-MI300X-OAM")
-    assert plugin.rayaccel_cloud_hints("oci", "BM.GPU.MI300X.8").count == 8
-    assert plugin.rayaccel_cloud_hints("aws", "p5.48xlarge") is None
+    assert rayaccel_kit.cloud_hint("oci", "BM.GPU.MI300X.8").count == 8
+    assert rayaccel_kit.cloud_hint("aws", "p5.48xlarge") is None
 
 
 def test_rccl_transport_is_a_real_ray_transport_manager():

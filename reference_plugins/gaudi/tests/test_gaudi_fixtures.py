@@ -80,10 +80,10 @@ def test_fixture_for_sku_rewrites_the_query_output(gaudi_manager, gaudi_fixtures
     assert family.accelerator_type == "Intel-HL-425"  # not catalogued yet: "Intel-" + hl-smi's name
 
 
-def test_cloud_hints_and_no_transport():
-    hint = plugin.rayaccel_cloud_hints("aws", "dl1.24xlarge")
+def test_cloud_hints_and_no_transport(rayaccel_kit):
+    hint = rayaccel_kit.cloud_hint("aws", "dl1.24xlarge")
     assert (hint.count, hint.accelerator_type) == (8, "Intel-GAUDI")
-    assert plugin.rayaccel_cloud_hints("aws", "dl2q.24xlarge") is None  # Qualcomm AI 100, not Gaudi
+    assert rayaccel_kit.cloud_hint("aws", "dl2q.24xlarge") is None  # Qualcomm AI 100, not Gaudi
     assert plugin.rayaccel_transports() == []
 
 

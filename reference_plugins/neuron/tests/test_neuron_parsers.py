@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from rayaccel import Device
-from rayaccel_neuron import cloud, neuronls, topology, visibility
+from rayaccel.testing import PluginKit
+from rayaccel_neuron import neuronls, topology, visibility
 
 ray_neuron = pytest.importorskip("ray._private.accelerators.neuron")
 
@@ -107,10 +108,10 @@ def test_links_are_undirected_and_skip_absent_peers() -> None:
     assert all(ln.kind == "neuronlink" for ln in links)
 
 
-def test_cloud_hints_cover_ray_s_table_and_trn2() -> None:
+def test_cloud_hints_cover_ray_s_table_and_trn2(rayaccel_kit: PluginKit) -> None:
     for instance_type, cores in ray_neuron.AWS_NEURON_INSTANCE_MAP.items():
-        hint = cloud.cloud_hint("aws", instance_type)
+        hint = rayaccel_kit.cloud_hint("aws", instance_type)
         assert hint is not None and hint.count == cores and hint.accelerator_type == "aws-neuron-core"
-    assert cloud.cloud_hint("aws", "trn2.48xlarge").count == 64  # type: ignore[union-attr]
-    assert cloud.cloud_hint("aws", "p5.48xlarge") is None
-    assert cloud.cloud_hint("gcp", "trn1.32xlarge") is None
+    assert rayaccel_kit.cloud_hint("aws", "trn2.48xlarge").count == 64  # type: ignore[union-attr]
+    assert rayaccel_kit.cloud_hint("aws", "p5.48xlarge") is None
+    assert rayaccel_kit.cloud_hint("gcp", "trn1.32xlarge") is None

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from rayaccel import CommandTimeout
-from rayaccel.testing import PluginManager, SimulatedHost, build_inventory, check_quantity, load_fixture
-from rayaccel_neuron import cloud, neuronls, plugin
+from rayaccel.testing import PluginKit, PluginManager, SimulatedHost, build_inventory, check_quantity, load_fixture
+from rayaccel_neuron import neuronls, plugin
 
 ray_neuron = pytest.importorskip("ray._private.accelerators.neuron")
 Ray = ray_neuron.NeuronAcceleratorManager
@@ -149,10 +149,10 @@ def test_visible_env_is_what_ray_sets(manager: PluginManager, monkeypatch: pytes
     assert manager.visible_env("neuron", ids) == {"NEURON_RT_VISIBLE_CORES": os.environ["NEURON_RT_VISIBLE_CORES"]}
 
 
-def test_ec2_hints_match_ray_and_add_trainium2() -> None:
+def test_ec2_hints_match_ray_and_add_trainium2(rayaccel_kit: PluginKit) -> None:
     for instance_type in (*ray_neuron.AWS_NEURON_INSTANCE_MAP, "trn2.48xlarge", "trn2u.48xlarge", "inf1.6xlarge"):
         ray_count = Ray.get_ec2_instance_num_accelerators(instance_type, {})
-        hint = cloud.cloud_hint("aws", instance_type)
+        hint = rayaccel_kit.cloud_hint("aws", instance_type)
         assert hint is not None and hint.accelerator_type == Ray.get_ec2_instance_accelerator_type(instance_type, {})
         if ray_count is None:
             assert instance_type not in ray_neuron.AWS_NEURON_INSTANCE_MAP  # Ray has no entry; the plugin does

@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 
 from rayaccel import SkuMatch, SkuRecord
 from rayaccel.testing import (
+    PluginKit,
     SimulatedHost,
     build_inventory,
     load_catalog,
@@ -19,7 +20,7 @@ from rayaccel.testing import (
     plugin_manager,
     resolve_sku,
 )
-from rayaccel_nvidia import cloud, health, naming, plugin, probe, transport
+from rayaccel_nvidia import health, naming, plugin, probe, transport
 
 FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"
 
@@ -88,17 +89,18 @@ def test_catalog_resolves_by_pci_id_before_name() -> None:
     ("p5e.48xlarge", 8, "H200"), ("p5en.48xlarge", 8, "H200"), ("p6-b200.48xlarge", 8, "B200"),
     ("g5.xlarge", 1, "A10G"), ("g5.48xlarge", 8, "A10G"), ("g6.12xlarge", 4, "L4"), ("g6e.2xlarge", 1, "L40S"),
 ])
-def test_ec2_hints(instance: str, count: int, accel: str) -> None:
-    hint = plugin.rayaccel_cloud_hints("aws", instance)
+def test_ec2_hints(rayaccel_kit: PluginKit, instance: str, count: int, accel: str) -> None:
+    hint = rayaccel_kit.cloud_hint("aws", instance)
     assert hint is not None and (hint.count, hint.accelerator_type, hint.family) == (count, accel, "nvidia")
 
 
-def test_no_hint_for_other_clouds_or_cpu_instances() -> None:
-    assert plugin.rayaccel_cloud_hints("aws", "m7i.8xlarge") is None
-    assert plugin.rayaccel_cloud_hints("gcp", "a3-highgpu-8g") is None
+def test_no_hint_for_other_clouds_or_cpu_instances(rayaccel_kit: PluginKit) -> None:
+    assert rayaccel_kit.cloud_hint("aws", "m7i.8xlarge") is None
+    assert rayaccel_kit.cloud_hint("gcp", "a3-highgpu-8g") is None
     # every hinted type is one the catalog (and so a running node) would report
     catalog_types = {s.accelerator_type for s in load_catalog(Path(plugin.__file__).parent / "skus.yaml").skus}
-    assert {t for _, t in cloud.EC2.values()} <= catalog_types
+    hinted = {h.accelerator_type for h in rayaccel_kit.cloud_instance_types()}
+    assert len(hinted) > 5 and hinted <= catalog_types
 
 
 def test_transports_name_real_ray_classes_that_subclass_the_transport_manager() -> None:

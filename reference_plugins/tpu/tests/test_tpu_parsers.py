@@ -7,7 +7,8 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from rayaccel_tpu import cloud, metrics, podtype, probe, slice_info, topology, visibility
+from rayaccel.testing import PluginKit
+from rayaccel_tpu import metrics, podtype, probe, slice_info, topology, visibility
 
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")
 
@@ -103,9 +104,9 @@ def test_garbage_metrics_text_raises_value_error() -> None:
         metrics.parse_device_plugin_metrics("{{{ not prometheus")
 
 
-def test_cloud_hints_know_the_gce_tpu_machine_types() -> None:
-    hint = cloud.cloud_hint("gcp", "ct5lp-hightpu-8t")
+def test_cloud_hints_know_the_gce_tpu_machine_types(rayaccel_kit: PluginKit) -> None:
+    hint = rayaccel_kit.cloud_hint("gcp", "ct5lp-hightpu-8t")
     assert hint is not None and hint.count == 8 and hint.accelerator_type == "TPU-V5LITEPOD"
-    assert cloud.cloud_hint("gcp", "ct5p-hightpu-4t").count == 4  # type: ignore[union-attr]
-    assert cloud.cloud_hint("gcp", "n2-standard-8") is None
-    assert cloud.cloud_hint("aws", "ct6e-standard-4t") is None
+    assert rayaccel_kit.cloud_hint("gcp", "ct5p-hightpu-4t").count == 4  # type: ignore[union-attr]
+    assert rayaccel_kit.cloud_hint("gcp", "n2-standard-8") is None
+    assert rayaccel_kit.cloud_hint("aws", "ct6e-standard-4t") is None

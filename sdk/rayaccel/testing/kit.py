@@ -15,11 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from rayaccel import hookspec
 from rayaccel.errors import PluginError
 from rayaccel.host import Host
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import NodeInventory
+from rayaccel.records import CloudHint, NodeInventory
 from rayaccel.simulation.expectations import expectation_differences, reported_problem_codes
 from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture, parse_fixture
 from rayaccel.simulation.simulated_host import SimulatedHost
@@ -190,6 +191,15 @@ class PluginKit:
         (:func:`build_inventory`)."""
         host = on if isinstance(on, Host) else self.host(on, faults)
         return build_inventory(self.manager, host, plugins=[self.name], with_metrics=with_metrics, isolated=isolated)
+
+    def cloud_hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        """What the plugin answers ``rayaccel_cloud_hints`` for one instance type (through the SDK: from its
+        ``instance-types.yaml`` when it ships one and implements no such hook)."""
+        return self.manager.answer(self.name, hookspec.CLOUD_HINTS, provider=provider, instance_type=instance_type)
+
+    def cloud_instance_types(self) -> list[CloudHint]:
+        """What the plugin answers ``rayaccel_cloud_instance_types``: every instance type it has a hint for."""
+        return self.manager.answer(self.name, hookspec.CLOUD_INSTANCE_TYPES)
 
     def data(self, name: str) -> dict[str, Any]:
         """A fixture's document (JSON data) to vary: parse the result with :func:`~rayaccel.testing.parse_fixture`."""

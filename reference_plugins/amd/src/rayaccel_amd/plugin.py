@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import (
-    CloudHint,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -21,7 +20,7 @@ from rayaccel import (
     TransportSpec,
     hookimpl,
 )
-from rayaccel_amd import cloud, products, sku_fixture, visibility
+from rayaccel_amd import products, sku_fixture, visibility
 from rayaccel_amd.discovery import devices_of, unseen_gpus_problem
 from rayaccel_amd.health import health_of, reason_codes
 from rayaccel_amd.metrics import metrics_of
@@ -110,13 +109,3 @@ def rayaccel_transports() -> list[TransportSpec]:
 @hookimpl
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     return sku_fixture.rewrite_fixture(fixture, sku)
-
-
-@hookimpl
-def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
-    return cloud.cloud_hint(provider, instance_type)
-
-
-@hookimpl
-def rayaccel_cloud_instance_types() -> list[CloudHint]:
-    return cloud.instance_types()

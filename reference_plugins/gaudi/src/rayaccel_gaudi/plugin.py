@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import (
-    CloudHint,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -23,7 +22,7 @@ from rayaccel import (
 )
 from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
-from rayaccel_gaudi import cloud, sku_fixture, visibility
+from rayaccel_gaudi import sku_fixture, visibility
 from rayaccel_gaudi.discovery import devices_of
 from rayaccel_gaudi.health import health_of, reason_codes
 from rayaccel_gaudi.metrics import metrics_of
@@ -107,13 +106,3 @@ def rayaccel_transports() -> list[TransportSpec]:
 @hookimpl
 def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     return sku_fixture.rewrite_fixture(fixture, sku)
-
-
-@hookimpl
-def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
-    return cloud.cloud_hint(provider, instance_type)
-
-
-@hookimpl
-def rayaccel_cloud_instance_types() -> list[CloudHint]:
-    return cloud.instance_types()

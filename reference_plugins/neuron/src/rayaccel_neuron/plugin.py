@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import (
-    CloudHint,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -21,7 +20,7 @@ from rayaccel import (
     TransportSpec,
     hookimpl,
 )
-from rayaccel_neuron import cloud, discovery, health, instance, metrics, probe, sku_fixture, topology, visibility
+from rayaccel_neuron import discovery, health, instance, metrics, probe, sku_fixture, topology, visibility
 
 
 @hookimpl
@@ -62,7 +61,7 @@ def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
 
 @hookimpl
 def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
-    return ResourceContribution(accelerator_type=cloud.ACCELERATOR_TYPE)
+    return ResourceContribution(accelerator_type="aws-neuron-core")  # Ray's, and instance-types.yaml's
 
 
 @hookimpl
@@ -88,16 +87,6 @@ def rayaccel_transports() -> list[TransportSpec]:
     return [TransportSpec(name="NIXL", devices=["cpu"], link_kinds=["efa"], one_sided=True,
                           manager_class="ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport",
                           builtin_in_ray=True)]
-
-
-@hookimpl
-def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
-    return cloud.cloud_hint(provider, instance_type)
-
-
-@hookimpl
-def rayaccel_cloud_instance_types() -> list[CloudHint]:
-    return cloud.instance_types()
 
 
 @hookimpl

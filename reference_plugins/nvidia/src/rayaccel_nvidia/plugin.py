@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel import (
-    CloudHint,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -24,7 +23,6 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel_nvidia import (
-    cloud,
     discovery,
     health,
     metrics,
@@ -139,16 +137,6 @@ def rayaccel_parse_visible(value: str) -> list[str]:
 @hookimpl
 def rayaccel_transports() -> list[TransportSpec]:
     return transport.transports()
-
-
-@hookimpl
-def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
-    return cloud.cloud_hint(provider, instance_type)
-
-
-@hookimpl
-def rayaccel_cloud_instance_types() -> list[CloudHint]:
-    return cloud.instance_types()
 
 
 @hookimpl

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import (
-    CloudHint,
     Device,
     FamilyDeclaration,
     FamilyInventory,
@@ -22,7 +21,6 @@ from rayaccel import (
     hookimpl,
 )
 from rayaccel_tpu import (
-    cloud,
     discovery,
     health,
     metrics,
@@ -119,16 +117,6 @@ def rayaccel_transports() -> list[TransportSpec]:
     # ICI carries XLA collectives inside a JAX/PyTorch-XLA program. Ray 2.60 has no tensor transport for
     # TPU memory and no TensorTransportManager moves XLA buffers between actors, so none is declared.
     return []
-
-
-@hookimpl
-def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | None:
-    return cloud.cloud_hint(provider, instance_type)
-
-
-@hookimpl
-def rayaccel_cloud_instance_types() -> list[CloudHint]:
-    return cloud.instance_types()
 
 
 @hookimpl
