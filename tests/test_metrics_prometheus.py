@@ -343,3 +343,8 @@ def test_the_transports_metrics_pass_promtool_after_a_transfer(dgx_node: dict[st
     with path.open("rb") as stdin:
         done = subprocess.run([PROMTOOL, "check", "metrics"], stdin=stdin, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), done.stdout + done.stderr
+
+
+def test_rayaccel_start_says_where_the_accelerator_metrics_are_served(dgx_node: dict[str, Any]) -> None:
+    (line,) = [ln for ln in dgx_node["stdout"].splitlines() if "accelerator metrics" in ln]
+    assert f"http://{dgx_node['metrics']}/metrics" in line, line

@@ -306,3 +306,29 @@ def test_the_picture_options_are_documented():
     for shot in ("node-nvidia-dgx-h100.png", "node-tpu-v5p-16-worker0.png"):
         assert (ROOT / "docs" / "img" / shot).is_file() and f"img/{shot}" in text
         assert f"docs/img/{shot}" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_link_labels_never_overlap_and_the_fastest_links_are_drawn_boldest(monkeypatch):
+    """28 NVLinks get labels (none overlapping each other, a device or a NUMA title); on the QTS node the 200 GB/s
+    fabric lies on top of the 32 GB/s PCIe links, bolder, and each scale-up domain has its own line."""
+    from rayaccel.outputs.node_picture import label_box, overlaps
+
+    svg = node_svg(inventory_of("nvidia/dgx-h100"))
+    labels = elements(svg, "link-label")
+    assert labels, "a full mesh of 8 gets bandwidth labels"
+    boxes = [label_box(e.text or "", float(e.get("x", 0)), float(e.get("y", 0))) for e in labels]
+    for i, box in enumerate(boxes):
+        assert not any(overlaps(box, other) for other in boxes[i + 1:]), "two link labels overlap"
+        assert not any(overlaps(box, device) for device in device_boxes(svg)), "a link label covers a device"
+
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "qts=rayaccel_testplugins.qts")
+    svg = node_svg(inventory_of("qts/qts-6"))
+    links = elements(svg, "link")  # in drawing order: later is on top
+    fabric = [n for n, e in enumerate(links) if e.get("data-kind") == "other"]
+    pcie = [n for n, e in enumerate(links) if e.get("data-kind") == "pcie"]
+    assert fabric and pcie and min(fabric) > max(pcie)
+    opacity = {e.get("data-kind"): float(e.get("stroke-opacity", 1)) for e in links}
+    width = {e.get("data-kind"): float(e.get("stroke-width", 1)) for e in links}
+    assert opacity["other"] > opacity["pcie"] and width["other"] > width["pcie"]
+    domain_lines = [float(t.get("y", 0)) for g in elements(svg, "domain") for t in g if t.tag == f"{SVG}text"]
+    assert len(domain_lines) == 2 and len(set(domain_lines)) == 2

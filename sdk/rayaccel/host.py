@@ -37,7 +37,9 @@ EXIT_GRACE_SECONDS = 0.5
 
 
 class HostError(Exception):
-    """Base of what a host raises; plugins catch these and report zero devices or a health reason."""
+    """Base of what a host raises. A plugin may let one propagate (or raise its own): the hook is reported
+    failed, with a fix that points at the node (a hung tool, a missing driver); or catch it where zero
+    devices or a health reason is the true answer."""
 
 
 class CommandNotFound(HostError):

@@ -103,6 +103,10 @@ def export_command(
     exported = row.exporter()(inventory, options)
     for warning in exported.warnings:
         err_console.print(f"warning: {warning}")
+    if row.name == "kuberay" and image == DEFAULT_IMAGE:  # said where it is used, not only in --help
+        err_console.print(f"warning: the worker group runs {DEFAULT_IMAGE}, Ray's image without rayaccel or any "
+                          "plugin: build one with them installed (pip install rayaccel <plugins>) and pass it with "
+                          "--image", markup=False, highlight=False, soft_wrap=True)
     if output is None:
         if as_json:
             print_json(exported.data)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -122,6 +123,8 @@ def inspect(
     inventory = node_inventory(in_process_manager() if in_process else None, simulate, fault, plugin, models)
     if policy is not None:
         warn_policy(policy, inventory)
+    for line in ignored_visible_devices(inventory, os.environ):
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
     if html is not None or svg is not None:
         write_pictures(inventory, html, svg)
         if not as_json:
@@ -132,6 +135,19 @@ def inspect(
     render_inventory(inventory)
     if policy is not None:
         render_policy(inventory, policy.source or "")
+
+
+def ignored_visible_devices(inventory: NodeInventory, environ: Mapping[str, str]) -> list[str]:
+    """A note per family whose visible-devices variable is set here: inspect shows the whole node (what the
+    hardware has), while ``rayaccel start`` and ``rayaccel export`` offer only the units the variable names."""
+    notes = []
+    for family in inventory.families:
+        env_var = family.family.visible_devices_env_var
+        if env_var in environ:
+            notes.append(f"note: {env_var}={environ[env_var]!r} is set; inspect shows every {family.family.name} "
+                         f"device of the node, ignoring it (`rayaccel start` and `rayaccel export` offer only the "
+                         "units it names)")
+    return notes
 
 
 def write_pictures(inventory: NodeInventory, html: Path | None, svg: Path | None) -> None:

@@ -204,6 +204,9 @@ def _report(node_start: NodeStart, config: NodeConfig, fault_file: str | None, m
                 typer.echo(f"rayaccel: health monitor polling every {monitor_interval:g}s on node "
                            f"{node_id}; a fatal device fault cordons that device alone on this node until it "
                            "recovers (Ray 2.60 cannot undo a drain, so the node is never drained)")
+            if event.get("metrics"):
+                typer.echo(f"rayaccel: accelerator metrics (ray_rayaccel_*) served beside Ray's at "
+                           f"http://{event['metrics']}/metrics (the node's metrics export port)")
             typer.echo(f"rayaccel: node {node_id} is up: `ray status --address={address}` lists it")
             return
         elif event["event"] == "failed":

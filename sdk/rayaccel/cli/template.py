@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -187,10 +187,29 @@ def _first_commit(project: Path) -> str | None:
     return "committed it as the project's first commit (rayaccel upgrade merges into committed work)"
 
 
+def read_choice(key: str, options: list[str], prompts: dict[str, Any], prefix: str = "",
+                stream: TextIO | None = None) -> str:
+    """One of ``options``, chosen at the prompt by its number or by its name (``command-json``: the name the
+    docs and ``--no-input`` use; cookiecutter's own prompt takes numbers only)."""
+    from rich.markup import escape
+    from rich.prompt import Prompt
+
+    found = prompts.get(key)
+    labels: dict[str, Any] = found if isinstance(found, dict) else {}
+    question = str(labels.get("__prompt__", f"Select {key}"))
+    lines = [f"    [bold magenta]{n}[/] - [bold]{escape(option)}[/]"
+             + (f": {escape(str(labels[option]))}" if option in labels else "")
+             for n, option in enumerate(options, start=1)]
+    by_number = {str(n): option for n, option in enumerate(options, start=1)}
+    answer = Prompt.ask("\n".join([f"{prefix}{escape(question)}", *lines, "    Choose a number or a name"]),
+                        choices=[*by_number, *options], default="1", show_choices=False, stream=stream)
+    return by_number.get(answer, answer)
+
+
 def _ask(checks: Any, template: Path, questions: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
     """Ask every question not answered on the command line, as cookiecutter would, but check each answer
     at its prompt (asking again) instead of after all of them."""
-    from cookiecutter.prompt import read_user_choice, read_user_variable
+    from cookiecutter.prompt import read_user_variable
 
     prompts = json.loads((template / "cookiecutter.json").read_text(encoding="utf-8")).get("__prompts__", {})
     answers = dict(given)
@@ -202,7 +221,7 @@ def _ask(checks: Any, template: Path, questions: dict[str, Any], given: dict[str
         while True:
             default = checks.derived(answers, template)[key]
             if isinstance(questions[key], list):
-                value = read_user_choice(key, [str(c) for c in questions[key]], prompts, prefix)
+                value = read_choice(key, [str(c) for c in questions[key]], prompts, prefix)
             else:
                 value = read_user_variable(key, default, prompts, prefix)
             value = str(value)

@@ -42,9 +42,9 @@ HEALTH_COLOURS: dict[str, tuple[str, str]] = {
 }
 LINK_COLOURS: dict[str, str] = {
     "nvlink": "#76b900", "nvswitch": "#4e7a00", "xgmi": "#ed1c24", "ici": "#4285f4", "neuronlink": "#ff9900",
-    "pcie": "#7f8c8d", "roce": "#8e44ad", "infiniband": "#16a085", "efa": "#d35400", "ethernet": "#2c3e50",
-    "gaudi-roce": "#0071c5", "other": "#95a5a6",
-}
+    "pcie": "#b0b8bc", "roce": "#8e44ad", "infiniband": "#16a085", "efa": "#d35400", "ethernet": "#2c3e50",
+    "gaudi-roce": "#0071c5", "other": "#455a64",
+}  # PCIe the palest: a vendor fabric (even one of kind "other") is the faster link and must not look fainter
 SEVERITY_COLOURS = {"error": "#c5221f", "warning": "#e37400", "info": "#1a73e8"}
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
@@ -53,6 +53,7 @@ MAX_WIDTH = 1480  # the drawing's content width: rows of devices wrap here
 MARGIN = 24
 GAP = 14
 NUMA_GAP = 40  # room for the links that run between NUMA nodes
+NUMA_HEADER = 26  # a NUMA group's title line, above its devices
 #: Up to this many links each carry a bandwidth label; more are summarised in the legend (and every link's
 #: tooltip) so a full NVLink mesh stays readable.
 LABELLED_LINKS = 12
@@ -85,6 +86,20 @@ def bandwidth_text(link: Link) -> str:
     if link.bandwidth_gbps is None:
         return f"{link.lanes} lane{'s' if link.lanes != 1 else ''}" if link.lanes > 1 else "bandwidth ?"
     return f"{link.bandwidth_gbps:g} GB/s"
+
+
+#: Width of one character of an 11-pixel link label (DejaVu Sans averages about 0.6 em), for placing labels.
+LABEL_CHAR_WIDTH = 6.6
+
+
+def label_box(words: str, x: float, baseline: float) -> tuple[float, float, float, float]:
+    """The box (x, y, width, height) an 11-pixel label centred on ``x`` covers, with a margin."""
+    width = LABEL_CHAR_WIDTH * len(words) + 6
+    return (x - width / 2, baseline - 12, width, 16)
+
+
+def overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
 def clip(text: str, chars: int) -> str:
@@ -155,7 +170,7 @@ def layout_family(family: FamilyInventory, top: float) -> FamilyLayout:
     y = top
     inner = 12
     for numa, devices in _numa_groups(family):
-        header = 26
+        header = NUMA_HEADER
         x0, y0 = MARGIN, y
         x, row_y = float(x0 + inner), float(y0 + header)
         right = x
@@ -272,7 +287,7 @@ class NodePicture:
                 position = f"this host is #{domain.host_index} of {domain.hosts} hosts" \
                     if domain.host_index is not None else f"{domain.hosts} hosts"
                 words += f" · {position}"
-            group.append(self.text(words, MARGIN, y + 14, 13, fill="#3c4043"))
+            group.append(self.text(words, MARGIN, y + used + 14, 13, fill="#3c4043"))  # one line per domain
             used += 22
             if domain.hosts and domain.hosts > 1:
                 used += self._host_cells(group, domain, y + used)
@@ -312,7 +327,13 @@ class NodePicture:
         links = family.topology.links
         widest = max((link.bandwidth_gbps or 0) for link in links) if links else 0
         labels: list[Any] = []
-        for n, link in enumerate(links):
+        # Boxes a label must not cover: the devices, then each label placed (the fastest links are labelled first).
+        taken: list[tuple[float, float, float, float]] = [(p.x, p.y, p.size.width, p.size.height)
+                                                          for p in layout.devices.values()]
+        taken += [(box.x, box.y, box.width, NUMA_HEADER) for _, _, box in layout.numa]  # "NUMA node 1 ..." lines
+        candidates: list[tuple[float, str, float, float]] = []
+        # The slowest drawn first, so the fastest lie on top; each drawn bolder the faster it is.
+        for n, link in sorted(enumerate(links), key=lambda item: item[1].bandwidth_gbps or 0):
             a, b = layout.devices.get(link.a), layout.devices.get(link.b)
             if a is None or b is None:
                 continue  # a link to a device this picture does not hold (not on the node)
@@ -321,20 +342,26 @@ class NodePicture:
             # Bow longer links more, so a full mesh fans out instead of stacking on the straight lines.
             bow = 0 if dist < a.size.width + GAP + 1 else min(0.18 * dist, 90)
             mx, my = (ax + bx) / 2 - (by - ay) / dist * bow, (ay + by) / 2 + (bx - ax) / dist * bow
-            width = 1.5 + 3.0 * link.bandwidth_gbps / widest if widest and link.bandwidth_gbps else 2.5
+            share = link.bandwidth_gbps / widest if widest and link.bandwidth_gbps else 0.5
+            width = 1.5 + 3.0 * share
             path = self.dw.Path(stroke=LINK_COLOURS.get(link.kind, "#95a5a6"), stroke_width=round(width, 2),
-                                stroke_opacity=0.7, fill="none", id=f"link-{family.family.name}-{n}",
+                                stroke_opacity=round(0.35 + 0.6 * share, 2), fill="none",
+                                id=f"link-{family.family.name}-{n}",
                                 class_=f"link link-{link.kind}", data_kind=attr(link.kind))
             path.M(ax, ay).Q(mx, my, bx, by)
             path.append_title(f"{a.device.index} ↔ {b.device.index}: {link.kind}, {link.lanes} lane(s), "
                               f"{bandwidth_text(link)}")
             self.elements.append(path)
             side_by_side = abs(by - ay) < 1 and not bow  # a 14-pixel gap: no room for a label
-            if len(links) <= LABELLED_LINKS and link.bandwidth_gbps is not None and not side_by_side:
-                lx, ly = (ax + 2 * mx + bx) / 4, (ay + 2 * my + by) / 4
-                labels.append(self.text(bandwidth_text(link), lx, ly - 4, 11, text_anchor="middle",
-                                        fill="#202124", stroke="#ffffff", stroke_width=3, paint_order="stroke",
-                                        class_="link-label"))
+            if link.bandwidth_gbps is not None and not side_by_side:
+                candidates.append((link.bandwidth_gbps, bandwidth_text(link), (ax + 2 * mx + bx) / 4,
+                                   (ay + 2 * my + by) / 4))
+        for _, words, lx, ly in sorted(candidates, key=lambda c: -c[0]):
+            box = label_box(words, lx, ly - 4)
+            if len(labels) < LABELLED_LINKS and not any(overlaps(box, other) for other in taken):
+                taken.append(box)
+                labels.append(self.text(words, lx, ly - 4, 11, text_anchor="middle", fill="#202124",
+                                        stroke="#ffffff", stroke_width=3, paint_order="stroke", class_="link-label"))
         return labels
 
     def _device(self, family: str, placed: Placed, health: dict[str, HealthReport]) -> None:

@@ -72,6 +72,24 @@ _ITEM_ADAPTERS = {name: TypeAdapter(typing.get_args(info.result)[0]) for name, i
                   and issubclass(typing.get_args(info.result)[0], rec.Record)}
 
 
+def raised_fix(error: BaseException) -> str:
+    """The fix of a hook that raised. A vendor interface that failed (a tool that hung past its timeout, a
+    driver error) may raise on purpose, as the template's probes do: the hook is reported failed and its
+    devices left out, which says more than zero devices would; the fix is then on the node, not in the code."""
+    from rayaccel.host import CommandTimeout, HostError
+
+    text = str(error)
+    if isinstance(error, CommandTimeout) or "did not finish within" in text:
+        return ("the vendor tool did not answer within its timeout: check the tool and the driver on this node "
+                "(run the command by hand). Raising is right here: the hook is reported failed and its devices "
+                "left out, never silently reported as none")
+    if isinstance(error, HostError):
+        return ("the vendor interface failed: check the tool, library or driver on this node; raising reports the "
+                "hook failed (catch the error in the plugin only where no devices is the true answer)")
+    return ("a bug or an unexpected vendor answer: fix the plugin, or catch the vendor error inside it and report "
+            "it (rayaccel.report_problem) with zero devices or a health reason")
+
+
 def _item_name(index: int, item: Any) -> str:
     """How a problem names a list answer's item: its position, and its id or device when it has one."""
     fields = item if isinstance(item, dict) else getattr(item, "__dict__", {})
@@ -515,8 +533,7 @@ class PluginManager:
         raised = (f"ValidationError building a record, {describe_validation_error(value, with_input=True)}"
                   if isinstance(value, ValidationError) else f"{type(value).__name__}: {value}")  # one line, not a dump
         self._problem(plugin, dist, where, "hook-raised",
-                      f"{'failed to import' if hook == 'import' else 'raised'} {raised}",
-                      "catch vendor errors inside the plugin and report zero devices or a health reason",
+                      f"{'failed to import' if hook == 'import' else 'raised'} {raised}", raised_fix(value),
                       sink=problems)
         return False, None
 

@@ -323,12 +323,15 @@ def _run_ray_start(ray_main: Callable[[], Any], args: list[str], capture: bool) 
     raise AssertionError("unreachable")  # (mypy: ExitStack may swallow exceptions)
 
 
-def _registered(gcs: Any, node_manager_port: int) -> tuple[str, str] | None:
-    """The id and session directory of the live node with this raylet port (how the node is told apart from
-    others on the same IP), once it has registered with the GCS."""
+def _registered(gcs: Any, node_manager_port: int) -> tuple[str, str, str | None] | None:
+    """The id, session directory and metrics address (``IP:metrics export port``, where the node's metrics
+    agent serves the accelerators' metrics beside Ray's) of the live node with this raylet port (how the node
+    is told apart from others on the same IP), once it has registered with the GCS."""
     for node_id, info in gcs.get_all_node_info(timeout=10).items():
         if info.node_manager_port == node_manager_port and info.state == 0:  # GcsNodeInfo.ALIVE
-            return str(node_id.hex()), str(info.session_dir)
+            port = getattr(info, "metrics_export_port", 0)
+            metrics = f"{info.node_manager_address}:{port}" if port else None
+            return str(node_id.hex()), str(info.session_dir), metrics
     return None
 
 
@@ -339,14 +342,14 @@ def _join(report: Callable[[dict[str, Any]], None], address: str, join: Join) ->
 
     gcs = gcs_client(address)
     try:
-        registered: tuple[str, str] | None = wait_for(
+        registered: tuple[str, str, str | None] | None = wait_for(
             lambda: _registered(gcs, join.node_manager_port), timeout=NODE_VISIBLE_TIMEOUT_S,
             interval=LISTING_POLL_S, retry_on=(Exception,),
             what=f"the new node (raylet port {join.node_manager_port}) to register with {address}")
     except WaitTimeout as e:
         raise _Failed("register", f"WaitTimeout: {e}") from None
     assert registered is not None
-    node_id, session = registered
+    node_id, session, metrics = registered
     dashboard = install_dashboard(session)  # on the head, beside Ray's own Grafana dashboards
     if dashboard is not None:
         report({"event": "dashboard", "path": str(dashboard)})
@@ -399,7 +402,7 @@ def _join(report: Callable[[dict[str, Any]], None], address: str, join: Join) ->
     finally:
         if connected:
             ray.shutdown()
-    report({"event": "up", "node_id": node_id, "monitor": monitor})
+    report({"event": "up", "node_id": node_id, "monitor": monitor, "metrics": metrics})
 
 
 def child_main() -> None:
