@@ -22,7 +22,7 @@ from rayaccel import (
 )
 from rayaccel.labels import to_label_value
 from rayaccel.reporting import collect_problems
-from rayaccel_gaudi import sku_fixture, visibility
+from rayaccel_gaudi import sku_fixture
 from rayaccel_gaudi.discovery import devices_of
 from rayaccel_gaudi.health import health_of, reason_codes
 from rayaccel_gaudi.metrics import metrics_of
@@ -39,7 +39,7 @@ def quiet_probe(host: Host, **kwargs: Any) -> Any:
 @hookimpl
 def rayaccel_family() -> FamilyDeclaration:
     return FamilyDeclaration(
-        name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var=visibility.HABANA_VISIBLE_MODULES,
+        name="gaudi", vendor="Intel", resource_name="HPU", visible_devices_env_var="HABANA_VISIBLE_MODULES",
         quantity_rule=QuantityRule(kind="whole"), spec_version="1.0", unit="device",
         support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel Gaudi plugin team"],
                             contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
@@ -89,11 +89,6 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     if isinstance(up, int):
         labels["habana.ai/scale-out-ports-up"] = str(up)
     return labels
-
-
-@hookimpl
-def rayaccel_parse_visible(value: str) -> list[str]:
-    return visibility.parse_visible(value)
 
 
 @hookimpl
