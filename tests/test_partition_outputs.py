@@ -117,7 +117,7 @@ def test_dra_taints_only_the_faulty_instance_and_every_instance_of_a_faulty_gpu(
     assert tainted == {second}
     whole = with_devices(inv, [gpu], [unhealthy(gpu.id)])
     devices = [d for s in dra(whole) for d in s["spec"].get("devices", [])]
-    assert all(d["taints"][0]["effect"] == "NoExecute" for d in devices) and len(devices) == len(gpu.partitions)
+    assert all(d["taints"][0]["effect"] == "NoSchedule" for d in devices) and len(devices) == len(gpu.partitions)
     assert first in {d["attributes"]["unitId"]["string"] for d in devices}
 
 
