@@ -42,6 +42,8 @@ demo: install
 # projects): each reads the project's modules compiled, and pytest its assertion-rewritten test modules, even
 # where the environment turns writing them off (PYTHONDONTWRITEBYTECODE=1 in many container images).
 test: export PYTHONDONTWRITEBYTECODE =
+# The parallel run ends, naming what each worker runs, after this many seconds (tests/suite_watchdog.py).
+test: export RAYACCEL_SUITE_BUDGET_S = 1800
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests reference_plugins)
 test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the

@@ -17,6 +17,9 @@ import pytest
 
 from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
 
+#: A parallel run ends, naming the worker and its test, when a worker dies unseen by pytest-xdist (tests/).
+pytest_plugins = ["suite_watchdog"]
+
 #: Ray's families' variables, and every variable named like one (the test plugins' ACME_VISIBLE_DEVICES, ...).
 _RAYS_VARIABLES = frozenset(var for _, var in RAY_BUILTIN_FAMILIES.values() if var)
 _VISIBLE_SUFFIXES = ("_VISIBLE_DEVICES", "_VISIBLE_CORES", "_VISIBLE_CHIPS", "_VISIBLE_MODULES")
