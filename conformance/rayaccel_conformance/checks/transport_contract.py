@@ -15,6 +15,8 @@ from typing import Any
 from rayaccel.records import TransportSpec
 
 TRANSFER_TIMEOUT_S = 120.0
+#: How long a receiver may take to let go of what a failed transfer held (descriptors, threads).
+RELEASE_TIMEOUT_S = 30.0
 #: Shapes and dtypes sent: several tensors, an empty one, odd sizes, a 2-D one, 4 MiB in all.
 PAYLOAD = (((1 << 20,), "float32"), ((0,), "int64"), ((3, 5), "int16"), ((4099,), "uint8"))
 
@@ -184,7 +186,7 @@ def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
         outcome = "arrived identical (the bytes outlive the sender)"
     del ref
     wait_for(lambda: ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S),
-                    lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=30, interval=0.5,
+                    lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=RELEASE_TIMEOUT_S, interval=0.5,
                     what="the receiver holding no more descriptors and threads than before the failed transfer",
                     retry_on=())
     return f"killed sender: the receive {outcome}, the receiver holds no more descriptors or threads than before"
