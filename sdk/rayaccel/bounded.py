@@ -73,11 +73,13 @@ def idle_threads() -> int:
 class BoundedTimeout(TimeoutError):
     """The call did not return in time; its thread was abandoned (it may still be running)."""
 
-    def __init__(self, timeout: float, thread: threading.Thread) -> None:
+    def __init__(self, timeout: float, thread: threading.Thread, returned: threading.Event | None = None) -> None:
         super().__init__(f"did not return within {timeout:g}s")
         self.timeout = timeout
         #: The abandoned thread, still running the call.
         self.thread = thread
+        #: Set once the abandoned call returns (a caller need not call it again while it has not).
+        self.returned = returned if returned is not None else threading.Event()
 
 
 def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bounded") -> T:
@@ -90,27 +92,30 @@ def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bo
     """
     outcome: dict[str, Any] = {}
     context = contextvars.copy_context()
+    returned = threading.Event()
 
     def target() -> None:
         try:
             outcome["value"] = context.run(fn)
         except BaseException as e:  # a SystemExit in the call must not end the thread's caller unseen
             outcome["error"] = e
+        finally:
+            returned.set()
 
     if _reuse:
-        _run_reused(target, timeout, name)
+        _run_reused(target, timeout, name, returned)
     else:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         thread.join(timeout)
         if thread.is_alive():
-            raise BoundedTimeout(timeout, thread)
+            raise BoundedTimeout(timeout, thread, returned)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
 
 
-def _run_reused(target: Callable[[], None], timeout: float, name: str) -> None:
+def _run_reused(target: Callable[[], None], timeout: float, name: str, returned: threading.Event) -> None:
     """``target()`` in an idle kept thread (or a new one); raises :class:`BoundedTimeout` as :func:`run_bounded`."""
     with _idle_lock:
         runner = _idle.pop() if _idle else None
@@ -128,4 +133,4 @@ def _run_reused(target: Callable[[], None], timeout: float, name: str) -> None:
 
     runner.run(call, name)
     if not done.wait(timeout):
-        raise BoundedTimeout(timeout, runner.thread)
+        raise BoundedTimeout(timeout, runner.thread, returned)

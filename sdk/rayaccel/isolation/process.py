@@ -224,9 +224,11 @@ class WorkerProcess:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = until - time.monotonic()
-                if left <= 0:
-                    return f"did not answer within {waited:.3g}s"
-                if not selector.select(left):
+                # Past the deadline, an answer already in the pipe is still taken: the time may have gone on
+                # another worker's hang while this one answered (read one worker after the other).
+                if not selector.select(max(0.0, left)):
+                    if left <= 0:
+                        return f"did not answer within {waited:.3g}s"
                     continue
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:

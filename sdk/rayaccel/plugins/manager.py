@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import threading
 import time
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -187,6 +188,9 @@ class PluginManager:
         self._remote: dict[str, tuple[RemoteCall, frozenset[str]]] = {}
         self._deadline: float | None = None  # of the innermost deadline(); None outside
         self._hung: set[str] = set()  # plugins with a hook that did not return, inside deadline()
+        #: Plugins with a call abandoned at its timeout that has still not returned (any deadline): the hook
+        #: and when. Not called again until it returns, so polling a hung plugin adds no thread (or child).
+        self._abandoned: dict[str, tuple[str, float, threading.Event]] = {}
         self._watchers: list[HookCallWatcher] = []
         if self.timeout is None:
             self.timeout = hook_timeout()
@@ -512,8 +516,9 @@ class PluginManager:
         try:
             with containment.routed_streams():
                 returned, value = run_bounded(contained, timeout, name=f"rayaccel-{plugin}-{hook}")
-        except BoundedTimeout:
+        except BoundedTimeout as e:
             self._contain(plugin, dist, hook, environ, output, problems)
+            self._abandoned[plugin] = (hook, time.monotonic(), e.returned)
             if self._deadline is not None:
                 self._hung.add(plugin)
             self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {timeout:g}s",
@@ -541,6 +546,15 @@ class PluginManager:
                       problems: list[rec.Problem] | None) -> float | None:
         """This call's timeout within the deadline, or None (and a problem) when it must not be made."""
         assert self.timeout is not None
+        abandoned = self._abandoned.get(plugin)
+        if abandoned is not None and not abandoned[2].is_set():
+            earlier, since, _ = abandoned
+            self._problem(plugin, dist, hook, "hook-skipped",
+                          f"not called: its {earlier} call, abandoned {time.monotonic() - since:.0f}s ago at its "
+                          "timeout, has not returned yet", "bound every vendor call with a timeout "
+                          "(host.run(..., timeout=...))", severity="warning", sink=problems)
+            return None
+        self._abandoned.pop(plugin, None)
         if self._deadline is None:
             return self.timeout
         if plugin in self._hung:
