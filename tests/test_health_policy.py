@@ -228,3 +228,16 @@ def test_a_bad_policy_stops_inspect_and_start_with_one_line_and_nothing_started(
     assert ran.returncode == 2 and ran.stdout == ""
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1 and "'reboot' is not one of" in lines[0] and "Traceback" not in ran.stderr
+
+
+def test_a_family_with_nothing_left_to_schedule_says_so_in_one_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel.outputs.metric_series import FAMILY_DRAINED
+    from rayaccel.ray.monitor import family_status
+
+    inventory = dgx_inventory(None, monkeypatch)
+    family = inventory.families[0]
+    emptied = family.model_copy(update={"schedulable_units": [], "partition_units": {}})
+    for fam, drained in ((family, 0.0), (emptied, 1.0)):
+        node = inventory.model_copy(update={"families": [fam]})
+        assert [s.value for s in node_series(node, "n1") if s.metric == FAMILY_DRAINED] == [drained]
+        assert family_status(fam)["drained"] is bool(drained)
