@@ -1,19 +1,19 @@
 """A tensor transport for Ray Direct Transport, started from rayaccel's reference transport.
 
 ``rayaccel.shm_transport.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
-shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write
-receive or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, errors
-naming the step and the actors). Metrics need no code of yours: the bridge registers your class measured
+shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write receive
+or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, errors naming the step
+and the actors). Metrics need no code of yours: the bridge registers your class measured
 (``rayaccel.transport_metrics``: transfers, bytes, latency per direction, failures by step, on the node's
-metrics endpoint), and whatever it raises reaches the caller as one error naming the transport and the step.
-Its ``SegmentPool`` shows the pattern that keeps a transfer near copy speed: reuse memory that is already allocated and mapped (a bounded pool,
-returned when Ray frees the ref), and reuse it only when no receiver still maps it; and its metadata step
-returns before the copy ends (the copy overlaps Ray's delivery of the metadata and the receiver's mapping of
-the pages; the receiver waits, bounded, for the copy's lock). As shipped, this class
-is that transport under your family's name. To move your device's memory, override the steps with your
-runtime's calls (register the memory in ``extract_tensor_transport_metadata``, ideally from a pool of
-registered buffers, read it in ``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in
-``abort_transport``), keep the rest, and declare it in ``plugin.py``::
+metrics endpoint), and whatever it raises reaches the caller as one error naming the transport and the step. Its
+``SegmentPool`` shows the pattern that keeps a transfer near copy speed: reuse memory that is already allocated
+and mapped (a bounded pool, returned when Ray frees the ref), and reuse it only when no receiver still maps it;
+and its metadata step returns before the copy ends (the copy overlaps Ray's delivery of the metadata and the
+receiver's mapping of the pages; the receiver waits, bounded, for the copy's lock). As shipped, this class is
+that transport under your family's name. To move your device's memory, override the steps with your runtime's
+calls (register the memory in ``extract_tensor_transport_metadata``, ideally from a pool of registered buffers,
+read it in ``recv_multiple_tensors``, release it in ``garbage_collect``, stop a read in ``abort_transport``),
+keep the rest, and declare it in ``plugin.py``::
 
     @hookimpl
     def rayaccel_transports() -> list[TransportSpec]:
