@@ -11,71 +11,71 @@ from rayaccel_gaudi import plugin
 TestGaudiPlugin = plugin_suite(plugin)
 
 
-def test_units_are_module_ids_not_indices(gaudi_manager, gaudi_fixtures):
-    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"])).family("gaudi")
+def test_units_are_module_ids_not_indices(rayaccel_manager, rayaccel_fixtures):
+    family = build_inventory(rayaccel_manager, SimulatedHost(rayaccel_fixtures["hls-gaudi3"])).family("gaudi")
     assert [d.index for d in family.devices] == list(range(8))
     assert [d.units for d in family.devices] == [[str(d.attributes["module_id"])] for d in family.devices]
     assert sorted(family.schedulable_units, key=int) == [str(m) for m in range(8)]
     assert family.schedulable_units != [str(i) for i in range(8)]  # the fixture's modules are not in PCI order
 
 
-def test_lost_module_leaves_its_module_id_out(gaudi_manager, gaudi_fixtures):
-    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-lost"])
+def test_lost_module_leaves_its_module_id_out(rayaccel_manager, rayaccel_fixtures):
+    family = build_inventory(rayaccel_manager, SimulatedHost(rayaccel_fixtures["hls-gaudi3"], faults=["module-lost"])
                                ).family("gaudi")
     assert sorted(family.schedulable_units, key=int) == ["0", "1", "2", "3", "4", "6", "7"]
 
 
-def test_all_to_all_scale_up(gaudi_manager, gaudi_fixtures):
-    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
+def test_all_to_all_scale_up(rayaccel_manager, rayaccel_fixtures):
+    family = build_inventory(rayaccel_manager, SimulatedHost(rayaccel_fixtures["hls-gaudi2"])).family("gaudi")
     assert {(ln.kind, ln.lanes) for ln in family.topology.links} == {("gaudi-roce", 3)}
     (domain,) = family.topology.domains
     assert (domain.kind, domain.size) == ("gaudi-scaleup", 8)
     assert {d.attributes["scale_out_ports"] for d in family.devices} == {3}
 
 
-def test_fault_reasons_are_named(gaudi_manager, gaudi_fixtures):
-    fixture = gaudi_fixtures["hls-gaudi3"]
+def test_fault_reasons_are_named(rayaccel_manager, rayaccel_fixtures):
+    fixture = rayaccel_fixtures["hls-gaudi3"]
     for fault, code in [("module-needs-reset", "driver-needs-reset"),
                         ("module-not-responding", "device-not-responding"),
                         ("module-ecc", "ecc-uncorrectable"), ("scale-up-port-down", "scale-up-port-down")]:
-        family = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=[fault])).family("gaudi")
+        family = build_inventory(rayaccel_manager, SimulatedHost(fixture, faults=[fault])).family("gaudi")
         reasons = [r.code for h in family.health for r in h.reasons]
         assert code in reasons, (fault, reasons)
 
 
-def test_hang_and_garbage_problems_say_what_happened(gaudi_manager, gaudi_fixtures):
-    fixture = gaudi_fixtures["hls-gaudi3"]
-    (hang,) = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-hang"])).problems
+def test_hang_and_garbage_problems_say_what_happened(rayaccel_manager, rayaccel_fixtures):
+    fixture = rayaccel_fixtures["hls-gaudi3"]
+    (hang,) = build_inventory(rayaccel_manager, SimulatedHost(fixture, faults=["hl-smi-hang"])).problems
     assert "did not finish within" in hang.message and "habanalabs" in hang.message
-    garbage, count = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
+    garbage, count = build_inventory(rayaccel_manager, SimulatedHost(fixture, faults=["hl-smi-garbage"])).problems
     assert "line 2 has 3 fields" in garbage.message and "not reported" in garbage.message
     assert "reported 1 devices but the habanalabs driver's sysfs (/sys/class/accel) shows 8" in count.message
 
 
-def test_metrics_use_standard_units(gaudi_manager, gaudi_fixtures):
-    fixture = gaudi_fixtures["hls-gaudi2"]
-    metrics = build_inventory(gaudi_manager, SimulatedHost(fixture)).family("gaudi").metrics
+def test_metrics_use_standard_units(rayaccel_manager, rayaccel_fixtures):
+    fixture = rayaccel_fixtures["hls-gaudi2"]
+    metrics = build_inventory(rayaccel_manager, SimulatedHost(fixture)).family("gaudi").metrics
     first = {m.name: m.value for m in metrics if m.device == fixture.expected.device_ids[0]}
     assert first == {"utilization": 0, "power": 96, "temperature": 25, "memory_used": 672 * 2**20,
                      "memory_total": 98304 * 2**20, "ecc_errors_uncorrected": 0, "ecc_errors_corrected": 0}
 
 
-def test_zero_hardware_real_host_reports_nothing_and_no_problem(gaudi_manager):
-    inventory = build_inventory(gaudi_manager, RealHost(env={"PATH": "/nonexistent"}))
+def test_zero_hardware_real_host_reports_nothing_and_no_problem(rayaccel_manager):
+    inventory = build_inventory(rayaccel_manager, RealHost(env={"PATH": "/nonexistent"}))
     assert inventory.family("gaudi") is None and inventory.problems == []
 
 
-def test_visible_modules_parse(gaudi_manager):
-    assert gaudi_manager.parse_visible("gaudi", "2, 6,3") == ["2", "6", "3"]
-    assert gaudi_manager.parse_visible("gaudi", "") == []
-    assert gaudi_manager.visible_env("gaudi", ["2", "6"]) == {"HABANA_VISIBLE_MODULES": "2,6"}
+def test_visible_modules_parse(rayaccel_manager):
+    assert rayaccel_manager.parse_visible("gaudi", "2, 6,3") == ["2", "6", "3"]
+    assert rayaccel_manager.parse_visible("gaudi", "") == []
+    assert rayaccel_manager.visible_env("gaudi", ["2", "6"]) == {"HABANA_VISIBLE_MODULES": "2,6"}
 
 
-def test_fixture_for_sku_rewrites_the_query_output(gaudi_manager, gaudi_fixtures):
+def test_fixture_for_sku_rewrites_the_query_output(rayaccel_manager, rayaccel_fixtures):
     sku = SkuRecord(id="gaudi4", marketing_name="Intel Gaudi 4", accelerator_type="Intel-GAUDI4", memory_mib=196608,
                     match=SkuMatch(product_names=["HL-425"]))
-    data = plugin.rayaccel_fixture_for_sku(gaudi_fixtures["hls-gaudi3"].model_dump(mode="json", by_alias=True), sku)
-    family = build_inventory(gaudi_manager, SimulatedHost(parse_fixture(data, "g4"))).family("gaudi")
+    data = plugin.rayaccel_fixture_for_sku(rayaccel_fixtures["hls-gaudi3"].model_dump(mode="json", by_alias=True), sku)
+    family = build_inventory(rayaccel_manager, SimulatedHost(parse_fixture(data, "g4"))).family("gaudi")
     assert {(d.product_name, d.memory_mib) for d in family.devices} == {("HL-425", 196608)}
     assert family.accelerator_type == "Intel-HL-425"  # not catalogued yet: "Intel-" + hl-smi's name
 
@@ -87,10 +87,10 @@ def test_cloud_hints_and_no_transport(rayaccel_kit):
     assert plugin.rayaccel_transports() == []
 
 
-def test_port_queries_share_a_time_budget(gaudi_fixtures, monkeypatch):
+def test_port_queries_share_a_time_budget(rayaccel_fixtures, monkeypatch):
     from rayaccel_gaudi import probe
 
-    data = gaudi_fixtures["hls-gaudi2"].model_dump(mode="json", by_alias=True)
+    data = rayaccel_fixtures["hls-gaudi2"].model_dump(mode="json", by_alias=True)
     for line, answer in data["host"]["commands"].items():
         if line.startswith("hl-smi -n "):
             answer["hang"] = True  # every port query hangs (0.2 s each when simulated)

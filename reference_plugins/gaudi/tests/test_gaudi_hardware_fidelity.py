@@ -32,9 +32,9 @@ def test_without_volatile_counters_the_lifetime_ones_stand_in() -> None:
     assert record.ecc_uncorrected == 2
 
 
-def test_an_old_uncorrectable_error_does_not_drain_the_card(gaudi_manager, gaudi_fixtures) -> None:
-    fixture = gaudi_fixtures["hls-gaudi3"]
-    result = build_inventory(gaudi_manager, SimulatedHost(fixture, faults=["lifetime-ecc-only"]))
+def test_an_old_uncorrectable_error_does_not_drain_the_card(rayaccel_manager, rayaccel_fixtures) -> None:
+    fixture = rayaccel_fixtures["hls-gaudi3"]
+    result = build_inventory(rayaccel_manager, SimulatedHost(fixture, faults=["lifetime-ecc-only"]))
     family = result.family("gaudi")
     assert family is not None
     assert result.resources == {"HPU": 8.0, "accelerator_type:Intel-GAUDI3": 1.0}
@@ -46,8 +46,8 @@ def test_an_old_uncorrectable_error_does_not_drain_the_card(gaudi_manager, gaudi
     assert metrics["ecc_errors_uncorrected"] == 0  # the standard metric is the volatile count
 
 
-def test_a_fresh_uncorrectable_error_still_drains_it(gaudi_manager, gaudi_fixtures) -> None:
-    result = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-ecc"]))
+def test_a_fresh_uncorrectable_error_still_drains_it(rayaccel_manager, rayaccel_fixtures) -> None:
+    result = build_inventory(rayaccel_manager, SimulatedHost(rayaccel_fixtures["hls-gaudi3"], faults=["module-ecc"]))
     family = result.family("gaudi")
     assert family is not None
     report = next(h for h in family.health if h.device == "01P0-HL3090A0-18-U4V1S3-24-02-08")

@@ -69,10 +69,10 @@ def ray_hpu(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["hls-gaudi2", "hls-gaudi3"])
-def test_ray_and_plugin_agree_on_the_same_machine(ray_hpu, gaudi_manager, gaudi_fixtures, name, monkeypatch):
-    host = SimulatedHost(gaudi_fixtures[name])
+def test_ray_and_plugin_agree_on_the_same_machine(ray_hpu, rayaccel_manager, rayaccel_fixtures, name, monkeypatch):
+    host = SimulatedHost(rayaccel_fixtures[name])
     ray_manager = ray_hpu(host, initialized=True)
-    inventory = build_inventory(gaudi_manager, host)
+    inventory = build_inventory(rayaccel_manager, host)
     family = inventory.family("gaudi")
 
     assert ray_manager.get_current_node_num_accelerators() == len(family.devices) == inventory.resources["HPU"]
@@ -85,29 +85,30 @@ def test_ray_and_plugin_agree_on_the_same_machine(ray_hpu, gaudi_manager, gaudi_
             family.family.quantity_rule, "HPU", quantity)[0], quantity
     for value in VISIBLE:
         monkeypatch.setenv("HABANA_VISIBLE_MODULES", value)
-        assert ray_manager.get_current_process_visible_accelerator_ids() == gaudi_manager.parse_visible("gaudi", value)
+        ours = rayaccel_manager.parse_visible("gaudi", value)
+        assert ray_manager.get_current_process_visible_accelerator_ids() == ours
 
 
-def test_ray_defect_type_unknown_until_the_runtime_is_initialised(ray_hpu, gaudi_manager, gaudi_fixtures):
-    host = SimulatedHost(gaudi_fixtures["hls-gaudi3"])
+def test_ray_defect_type_unknown_until_the_runtime_is_initialised(ray_hpu, rayaccel_manager, rayaccel_fixtures):
+    host = SimulatedHost(rayaccel_fixtures["hls-gaudi3"])
     ray_manager = ray_hpu(host, initialized=False)
     assert ray_manager.get_current_node_num_accelerators() == 8
     assert ray_manager.get_current_node_accelerator_type() is None
-    assert build_inventory(gaudi_manager, host).family("gaudi").accelerator_type == "Intel-GAUDI3"
+    assert build_inventory(rayaccel_manager, host).family("gaudi").accelerator_type == "Intel-GAUDI3"
 
 
-def test_ray_defect_positions_are_not_module_ids_after_a_loss(ray_hpu, gaudi_manager, gaudi_fixtures):
-    host = SimulatedHost(gaudi_fixtures["hls-gaudi3"], faults=["module-lost"])
+def test_ray_defect_positions_are_not_module_ids_after_a_loss(ray_hpu, rayaccel_manager, rayaccel_fixtures):
+    host = SimulatedHost(rayaccel_fixtures["hls-gaudi3"], faults=["module-lost"])
     ray_manager = ray_hpu(host, initialized=True)
     count = ray_manager.get_current_node_num_accelerators()
-    units = build_inventory(gaudi_manager, host).family("gaudi").schedulable_units
+    units = build_inventory(rayaccel_manager, host).family("gaudi").schedulable_units
     assert count == len(units) == 7
     ray_ids = {str(i) for i in range(count)}  # what Ray would put in HABANA_VISIBLE_MODULES
     assert "5" in ray_ids and "5" not in units  # module 5 is the lost one
     assert "7" in units and "7" not in ray_ids
 
 
-def test_without_the_runtime_ray_counts_zero(monkeypatch, gaudi_manager, gaudi_fixtures):
+def test_without_the_runtime_ray_counts_zero(monkeypatch, rayaccel_manager, rayaccel_fixtures):
     import ray._private.accelerators.hpu as ray_hpu_module
 
     monkeypatch.setitem(sys.modules, "habana_frameworks", None)
@@ -117,5 +118,5 @@ def test_without_the_runtime_ray_counts_zero(monkeypatch, gaudi_manager, gaudi_f
     finally:
         monkeypatch.undo()
         importlib.reload(ray_hpu_module)
-    family = build_inventory(gaudi_manager, SimulatedHost(gaudi_fixtures["hls-gaudi2"])).family("gaudi")
+    family = build_inventory(rayaccel_manager, SimulatedHost(rayaccel_fixtures["hls-gaudi2"])).family("gaudi")
     assert len(family.devices) == 8

@@ -1,6 +1,7 @@
 """The kit as a pytest plugin (entry point ``pytest11``: loaded wherever rayaccel is installed), as pytest's own
 ``pytester`` is: the fixtures ``rayaccel_kit`` (the :class:`~rayaccel.testing.PluginKit` of the plugin under
-test) and ``rayaccel_manager`` (a plugin manager holding just that plugin).
+test), ``rayaccel_manager`` (a plugin manager holding just that plugin) and ``rayaccel_fixtures`` (its fixtures by
+name).
 
 The plugin under test is the one the nearest ``pyproject.toml`` above the test file installs (its only
 ``[project.entry-points.rayaccel]`` entry); a ``conftest.py`` names another by overriding ``rayaccel_plugin``.
@@ -18,6 +19,7 @@ import pytest
 
 if TYPE_CHECKING:
     from rayaccel.plugins.manager import PluginManager
+    from rayaccel.simulation.fixtures import Fixture
     from rayaccel.testing.kit import PluginKit
 
 
@@ -61,3 +63,9 @@ def rayaccel_kit(request: pytest.FixtureRequest, rayaccel_plugin: ModuleType) ->
 def rayaccel_manager(rayaccel_kit: PluginKit) -> PluginManager:
     """A plugin manager holding just the plugin under test."""
     return rayaccel_kit.manager
+
+
+@pytest.fixture(scope="module")
+def rayaccel_fixtures(rayaccel_kit: PluginKit) -> dict[str, Fixture]:
+    """The fixtures of the plugin under test by name, each parsed once (vary one through ``model_dump``)."""
+    return rayaccel_kit.fixtures
