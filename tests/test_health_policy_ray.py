@@ -1,7 +1,8 @@
-"""A real Ray node started with an operator's health policy: its monitor applies the policy, and everywhere the
-device is scheduled agrees after each step: Ray's resources (the cordon's placement group holds the drained GPU),
-the NFD features file, the DRA ResourceSlices file (valid for Kubernetes at every step) and ``rayaccel cluster
---json`` (the monitor's live status, not the start-time labels).
+"""A real Ray node started with an operator's health policy (``rayaccel start --health-policy``): its monitor
+applies the policy, and everywhere the device is scheduled agrees after each step: Ray's resources (the
+cordon's placement group holds the drained GPU), the NFD features file, the DRA ResourceSlices file (valid for
+Kubernetes at every step), ``rayaccel cluster --json`` (the monitor's live status, not the start-time labels)
+and the node's metrics port (the reason and the action taken).
 
 Policy: XID 94 (contained ECC, which NVIDIA classifies non-fatal) drains; uncorrectable ECC (NVIDIA: unhealthy)
 only degrades. Steps on a simulated DGX H100: healthy; XID 94 on GPU 4 (drained); plus ECC on GPU 2 (degraded,
@@ -14,12 +15,14 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from ports import free_ports
 
 pytestmark = pytest.mark.ray
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate (dev extra)")
@@ -39,9 +42,13 @@ K8S_VERSIONS = ("1.35.0", "1.37.0")
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``rayaccel start --head --health-policy ...`` on a simulated DGX H100 (the export files named in its env),
+    and this process's driver connected to it."""
     import ray
+    from ray.util import get_node_ip_address
 
     import rayaccel.ray
+    from rayaccel.ray.processes import cluster_processes
     from rayaccel.ray.registry import uninstall
 
     tmp = tmp_path_factory.mktemp("policy-node")
@@ -49,19 +56,28 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
              "dra": tmp / "slices.yaml"}
     files["policy"].write_text(POLICY)
     files["faults"].write_text("")
-    with pytest.MonkeyPatch.context() as env:  # the node's env: its raylet, the monitor and its workers inherit it
-        env.setenv("RAYACCEL_HEALTH_POLICY", str(files["policy"]))
-        env.setenv("RAYACCEL_NFD_FILE", str(files["nfd"]))
-        env.setenv("RAYACCEL_DRA_FILE", str(files["dra"]))
-        env.setenv("RAY_AUTH_MODE", "disabled")
-        rayaccel.ray.init(simulate="nvidia/dgx-h100", fault_file=str(files["faults"]), monitor=True,
-                          monitor_interval=1.0, num_cpus=1, include_dashboard=False, log_to_driver=False)
-        try:
-            yield {**files, "node_id": ray.get_runtime_context().get_node_id(),
-                   "address": ray.get_runtime_context().gcs_address}
-        finally:
-            rayaccel.ray.shutdown()
-            uninstall()
+    port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
+    address = f"{get_node_ip_address()}:{port}"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAYACCEL_NFD_FILE": str(files["nfd"]),
+           "RAYACCEL_DRA_FILE": str(files["dra"]), "RAYACCEL_HEALTH_POLICY": ""}
+    started = subprocess.run(
+        [sys.executable, "-m", "rayaccel", "start", "--head", "--simulate", "nvidia/dgx-h100",
+         "--fault-file", str(files["faults"]), "--health-policy", str(files["policy"]), "--monitor-interval", "1",
+         f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
+         f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+         f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
+         "--include-dashboard=false"], capture_output=True, text=True, timeout=180, env=env)
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        rayaccel.ray.connect(address, log_to_driver=False)
+        (node_id,) = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+        yield {**files, "node_id": node_id, "address": address, "metrics": f"{get_node_ip_address()}:{metrics}"}
+    finally:
+        rayaccel.ray.shutdown()
+        uninstall()
+        if cluster_processes(address):
+            subprocess.run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"],
+                           capture_output=True, timeout=180, env=env)
 
 
 def nfd_count(path: Path) -> int | None:
@@ -99,6 +115,11 @@ def cluster_node(node: dict[str, Any]) -> dict[str, Any]:
     return dict(found)
 
 
+def scrape(target: str) -> str:
+    with urllib.request.urlopen(f"http://{target}/metrics", timeout=5) as response:
+        return str(response.read().decode())
+
+
 def step(node: dict[str, Any], faults: str, takes_work: int, health: str) -> dict[str, dict[str, Any]]:
     """Switch the faults on, wait (bounded) until NFD, DRA and Ray all say ``takes_work`` GPUs take work, then
     check the cluster view says so too, live; the DRA devices of that step."""
@@ -117,6 +138,7 @@ def step(node: dict[str, Any], faults: str, takes_work: int, health: str) -> dic
 @pytest.mark.timeout(420)
 def test_the_monitor_applies_the_operators_policy_everywhere_the_gpu_is_scheduled(node: dict[str, Any]) -> None:
     from rayaccel.outputs.exporters.dra import TAINT_KEY
+    from rayaccel.polling import wait_for
     from rayaccel.ray.monitor import monitor_status
 
     devices = step(node, "", 8, "healthy")
@@ -129,6 +151,10 @@ def test_the_monitor_applies_the_operators_policy_everywhere_the_gpu_is_schedule
     assert status is not None and GPU4 in status["cordoned"]["nvidia"]["devices"]
     assert [(d["device"], d["code"], d["rule"], d["action"]) for d in status["families"]["nvidia"]["decisions"]] == [
         (GPU4, "xid-94", "drain", "drain")]
+    served = wait_for(lambda: scrape(node["metrics"]), lambda text: 'reason="xid-94"' in text, timeout=60,
+                      interval=1, retry_on=(OSError,), what="the reason's series on the node's metrics port")
+    (line,) = [ln for ln in served.splitlines() if ln.startswith("ray_rayaccel_device_health_reason{")]
+    assert f'device="{GPU4}"' in line and 'rule="drain"' in line and 'action="drain"' in line
 
     devices = step(node, "xid-94\necc-uncorrectable\n", 7, "degraded")  # NVIDIA: unhealthy; this operator: degrade
     assert devices[GPU2]["taints"] == [{"key": TAINT_KEY, "value": "ecc-uncorrectable", "effect": "None"}]
