@@ -65,7 +65,8 @@ def build_view(address: str, nodes: Sequence[Mapping[str, Any]], draining: Mappi
             domain=labels.get(DOMAIN_LABEL), resources=_accelerator_resources(node.get("Resources") or {}),
             cordoned=tuple(sorted(g for g in cordon_groups if g.startswith(f"{CORDON_PREFIX}{node_id}-"))),
             drain_reason=reason or None, health_source="monitor" if current else "labels",
-            total_devices=int(current["devices"]) if current else None, drained=bool(current and current.get("drained")),
+            total_devices=int(current["devices"]) if current else None,
+            drained=bool(current and current.get("drained")),
             monitor=str(status.get("loop")) if status is not None else None))
     live = [n for n in nodes if n.get("Alive")]
     topology = {str((n.get("Labels") or {}).get(DOMAIN_LABEL)): str((n.get("Labels") or {}).get("ray.io/tpu-topology"))
