@@ -114,6 +114,13 @@ def _worker(declared: list[dict[str, str]], code: str = WORKER) -> subprocess.Co
 
 
 def test_a_worker_registers_when_it_imports_ray_util_collective_and_a_bad_class_is_said_loudly() -> None:
+    from pathlib import Path
+
+    import rayaccel.ray
+
+    # The preload reads the variable by name before importing the module (a node declaring none imports nothing).
+    preload = (Path(rayaccel.ray.__file__).parent / "worker.py").read_text(encoding="utf-8")
+    assert f'os.environ.get("{COLLECTIVES_ENV}", "[]")' in preload
     done = _worker([{"plugin": "acme", "name": "ACME_GLOO", "group_class": GROUP}])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ['["ACME_GLOO"]', "False", "True"]

@@ -150,9 +150,11 @@ try:
 except Exception as e:  # a worker must still run: say why the families are missing, loudly, in its log
     _say(f"rayaccel: day-zero accelerator families NOT installed in this worker: {e}")
 try:
-    from rayaccel.ray.collectives import register_in_worker
+    # rayaccel.ray.collectives.COLLECTIVES_ENV, read here so that a node declaring none imports nothing (~2 ms)
+    if os.environ.get("RAYACCEL_RAY_COLLECTIVES", "[]") != "[]":
+        from rayaccel.ray.collectives import register_in_worker
 
-    register_in_worker()
+        register_in_worker()
 except Exception as e:
     _say(f"rayaccel: the node's collective backends are NOT registered in this worker: {e}")
 try:
