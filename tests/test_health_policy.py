@@ -241,3 +241,12 @@ def test_a_family_with_nothing_left_to_schedule_says_so_in_one_metric(monkeypatc
         node = inventory.model_copy(update={"families": [fam]})
         assert [s.value for s in node_series(node, "n1") if s.metric == FAMILY_DRAINED] == [drained]
         assert family_status(fam)["drained"] is bool(drained)
+
+
+def test_a_bad_policy_named_by_the_environment_says_where_it_came_from(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    ran = subprocess.run([*RAYACCEL, "export", "--format", "nfd", "--simulate", "nvidia/dgx-h100"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, POLICY_ENV: str(missing)})
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert ran.stderr.strip().splitlines() == [
+        f"error: {POLICY_ENV}: health policy file {missing} does not exist (fix the file, or unset {POLICY_ENV})"]

@@ -146,7 +146,12 @@ def load_policy(path: str | Path) -> HealthPolicy:
 def policy_from_env(environ: Mapping[str, str] | None = None) -> HealthPolicy | None:
     """The policy ``RAYACCEL_HEALTH_POLICY`` names (None when unset or empty)."""
     path = (os.environ if environ is None else environ).get(POLICY_ENV, "")
-    return load_policy(path) if path else None
+    if not path:
+        return None
+    try:
+        return load_policy(path)
+    except HealthPolicyError as e:  # say where the path came from: the user may not know it is set
+        raise HealthPolicyError(f"{POLICY_ENV}: {e} (fix the file, or unset {POLICY_ENV})") from None
 
 
 def unknown_reasons(policy: HealthPolicy, declared: Mapping[str, list[str]]) -> list[str]:
