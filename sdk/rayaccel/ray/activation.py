@@ -60,14 +60,16 @@ class RayaccelRayActivation:
   except Exception as e: return sys.stderr.write(f"rayaccel: WARNING: Ray starts without the plugins: the Ray \\
 activation is on but rayaccel cannot be imported ({{e!r}}): reinstall rayaccel or delete {PTH_NAME}\\n") and None
   return find_ray_node(name, path, target)
-if not any(type(f).__name__ == 'RayaccelRayActivation' for f in sys.meta_path):
- sys.meta_path.insert(0, RayaccelRayActivation())
+sys.meta_path.insert(0, RayaccelRayActivation())
 """
 
 
 def pth_line() -> str:
     """The .pth file's text: one ``import`` line (``site`` executes such lines), running :data:`HOOK_SOURCE`."""
-    return f"import sys; exec({HOOK_SOURCE!r}, {{'sys': sys}})\n"
+    # site may process a venv's site-packages twice (its prefix is listed twice): the second time costs one look
+    # at the meta path, not a compile.
+    return ("import sys; any(type(f).__name__ == 'RayaccelRayActivation' for f in sys.meta_path) or "
+            f"exec({HOOK_SOURCE!r}, {{'sys': sys}})\n")
 
 
 def site_packages() -> Path:
