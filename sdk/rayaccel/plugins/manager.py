@@ -188,9 +188,10 @@ class PluginManager:
         self._remote: dict[str, tuple[RemoteCall, frozenset[str]]] = {}
         self._deadline: float | None = None  # of the innermost deadline(); None outside
         self._hung: set[str] = set()  # plugins with a hook that did not return, inside deadline()
-        #: Plugins with a call abandoned at its timeout that has still not returned (any deadline): the hook
-        #: and when. Not called again until it returns, so polling a hung plugin adds no thread (or child).
-        self._abandoned: dict[str, tuple[str, float, threading.Event]] = {}
+        #: (plugin, host) with a call abandoned at its timeout that has still not returned (any deadline): the
+        #: hook and when. Not called again on that host until it returns, so polling a hung plugin adds no
+        #: thread (or child). The abandoned call holds the host, so its id names no other host meanwhile.
+        self._abandoned: dict[tuple[str, int], tuple[str, float, threading.Event]] = {}
         self._watchers: list[HookCallWatcher] = []
         if self.timeout is None:
             self.timeout = hook_timeout()
@@ -498,7 +499,7 @@ class PluginManager:
     def _run_contained(self, call: HookCall) -> CallOutcome:
         fn, kwargs, plugin, dist, hook, problems = (call.fn, call.kwargs, call.plugin, call.distribution, call.hook,
                                                     call.problems)
-        timeout = self._call_timeout(plugin, dist, hook, problems)
+        timeout = self._call_timeout(plugin, dist, hook, problems, id(kwargs.get("host")))
         if timeout is None:
             return False, None
         reported = ReportSink()
@@ -518,7 +519,7 @@ class PluginManager:
                 returned, value = run_bounded(contained, timeout, name=f"rayaccel-{plugin}-{hook}")
         except BoundedTimeout as e:
             self._contain(plugin, dist, hook, environ, output, problems)
-            self._abandoned[plugin] = (hook, time.monotonic(), e.returned)
+            self._abandoned[(plugin, id(kwargs.get("host")))] = (hook, time.monotonic(), e.returned)
             if self._deadline is not None:
                 self._hung.add(plugin)
             self._problem(plugin, dist, hook, "hook-timeout", f"did not return within {timeout:g}s",
@@ -543,10 +544,10 @@ class PluginManager:
         return False, None
 
     def _call_timeout(self, plugin: str, dist: str | None, hook: str,
-                      problems: list[rec.Problem] | None) -> float | None:
+                      problems: list[rec.Problem] | None, host: int = 0) -> float | None:
         """This call's timeout within the deadline, or None (and a problem) when it must not be made."""
         assert self.timeout is not None
-        abandoned = self._abandoned.get(plugin)
+        abandoned = self._abandoned.get((plugin, host))
         if abandoned is not None and not abandoned[2].is_set():
             earlier, since, _ = abandoned
             self._problem(plugin, dist, hook, "hook-skipped",
@@ -554,7 +555,7 @@ class PluginManager:
                           "timeout, has not returned yet", "bound every vendor call with a timeout "
                           "(host.run(..., timeout=...))", severity="warning", sink=problems)
             return None
-        self._abandoned.pop(plugin, None)
+        self._abandoned.pop((plugin, host), None)
         if self._deadline is None:
             return self.timeout
         if plugin in self._hung:

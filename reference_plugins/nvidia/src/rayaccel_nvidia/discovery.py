@@ -89,17 +89,29 @@ def gpu_device_nodes(host: Host) -> list[str]:
                   key=lambda p: int(_GPU_NODE.match(p).group(1)))  # type: ignore[union-attr]
 
 
-def unseen_gpus_problem(host: Host, nvml_answered: bool) -> None:
-    """NVML finds no GPU (or is not there) while the driver's device nodes show some: say so, do not offer 0
-    quietly (a container given the devices but not libnvidia-ml, or a driver/library mismatch)."""
+#: Why NVML cannot be opened on a host without NVIDIA GPUs (no library, no driver): silent there, unless the
+#: driver's device nodes say there are GPUs. Any other reason (nvmlInit failing otherwise, unreadable data) is said.
+_NVML_ABSENT = ("not installed", "Library Not Found", "Driver Not Loaded", "cannot load libnvidia-ml")
+
+
+def unseen_gpus_problem(host: Host, unavailable: str | None) -> None:
+    """Discovery found no GPU: say why unless this is simply a host without NVIDIA GPUs. ``unavailable``: why
+    NVML could not be opened (None: it answered, and enumerates none). Never offer 0 quietly where NVML is
+    broken (a driver/library mismatch, garbage answers) or the device nodes show GPUs."""
     nodes = gpu_device_nodes(host)
-    if not nodes:
-        return
-    why = "NVML enumerates no GPU" if nvml_answered else "NVML (libnvidia-ml with nvidia-ml-py) is not available"
-    report_problem("gpus-not-enumerated", f"{why}, while the driver shows {len(nodes)} GPU device node"
-                   f"{'s' if len(nodes) > 1 else ''} ({', '.join(nodes[:4])}{', ...' if len(nodes) > 4 else ''}); "
-                   "no GPU is offered", fix="check 'nvidia-smi -L'; in a container, mount the driver's libraries "
-                   "(NVIDIA Container Toolkit) and install nvidia-ml-py", severity="warning")
+    witness = (f", while the driver shows {len(nodes)} GPU device node{'s' if len(nodes) > 1 else ''} "
+               f"({', '.join(nodes[:4])}{', ...' if len(nodes) > 4 else ''})") if nodes else ""
+    if unavailable is None:
+        why = "NVML enumerates no GPU (the NVIDIA driver answers)"
+    elif any(marker in unavailable for marker in _NVML_ABSENT):
+        if not nodes:
+            return  # no NVIDIA GPU here
+        why = "NVML (libnvidia-ml with nvidia-ml-py) is not available"
+    else:
+        why = f"NVML cannot be used ({shown(unavailable)})"
+    report_problem("gpus-not-enumerated", f"{why}{witness}; no GPU is offered",
+                   fix="check 'nvidia-smi -L' and 'dmesg' for NVRM errors; in a container, mount the driver's "
+                       "libraries (NVIDIA Container Toolkit) and install nvidia-ml-py", severity="warning")
 
 
 def discover(nvml: Any) -> list[Device]:

@@ -33,7 +33,7 @@ from rayaccel_nvidia import (
     transport,
     visibility,
 )
-from rayaccel_nvidia.probe import NvmlTimeout, bounded, open_nvml
+from rayaccel_nvidia.probe import NvmlTimeout, bounded, open_nvml, open_nvml_or_why
 
 
 @hookimpl
@@ -56,10 +56,10 @@ def rayaccel_family() -> FamilyDeclaration:
 @hookimpl
 def rayaccel_discover(host: Host) -> list[Device]:
     def probe() -> list[Device]:
-        nvml = open_nvml(host)
+        nvml, unavailable = open_nvml_or_why(host)
         devices = [] if nvml is None else mig_files.with_device_files(host, nvml, discovery.discover(nvml))
         if not devices:
-            discovery.unseen_gpus_problem(host, nvml_answered=nvml is not None)
+            discovery.unseen_gpus_problem(host, unavailable)
         return devices
 
     return bounded(probe, "discovering GPUs")

@@ -35,10 +35,16 @@ def nvml_timeout() -> float:
 
 def open_nvml(host: Host) -> Any | None:
     """The host's NVML adapter, or None when NVML is not there (no driver, no library): not a problem."""
+    return open_nvml_or_why(host)[0]
+
+
+def open_nvml_or_why(host: Host) -> tuple[Any | None, str | None]:
+    """The host's NVML adapter and None, or None and why it cannot be opened (discovery says so when it matters:
+    :func:`rayaccel_nvidia.discovery.unseen_gpus_problem`)."""
     try:
-        return host.library(NVML)
-    except LibraryUnavailable:
-        return None
+        return host.library(NVML), None
+    except LibraryUnavailable as e:
+        return None, str(e)
 
 
 def bounded(fn: Callable[[], T], what: str, timeout: float | None = None) -> T:
