@@ -50,6 +50,7 @@ COMMANDS = _commands()
 #: (command, parameter) pairs that name a file to read, a directory to read, or a path to write.
 FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify verify", "REPORT"),
                ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture"),
+               ("sku add", "--check-fixture"),
                ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE"),
                ("transports", "--simulate"), ("export", "--simulate")}
 DIR_INPUTS = {("upgrade", "PROJECT")}

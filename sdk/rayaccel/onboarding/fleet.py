@@ -43,7 +43,8 @@ def _fixtures(manager: PluginManager, plugin: str, recorded: Sequence[Path]) -> 
     fixtures = [load_fixture(path) for _, path in sorted(plugin_fixtures(manager, plugin).items())]
     for path in recorded:
         if not path.is_file():
-            raise FixtureError(f"--check-fixture {path}: no such file; give a fixture recorded with rayaccel record")
+            why = "is not a regular file" if path.exists() else "does not exist"
+            raise FixtureError(f"--check-fixture {path} {why}; give a fixture file recorded with rayaccel record")
         fixture = load_fixture(path)
         if fixture.plugin != plugin:
             raise FixtureError(f"--check-fixture {path}: that fixture is plugin {fixture.plugin!r}'s, not {plugin!r}'s")
