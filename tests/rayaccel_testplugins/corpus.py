@@ -1088,7 +1088,7 @@ class MetricsMemoryUsedInMib(Healthy):
 
 class MemoryUnreadableAsZero(Healthy):
     DEFECT = "a card's memory size the driver leaves unreadable is reported as 0 MiB (a default taken as a value)"
-    KILLED_BY = ("RAC211", "is kept, silently wrong: its memory_mib went from 65536 to 0")
+    KILLED_BY = ("RAC211", "is kept, wrong: its memory_mib went from 65536 to 0")
 
     def device(self, host: Host, path: str, driver: str | None) -> Device:
         try:

@@ -260,10 +260,12 @@ def device_view(family: FamilyInventory | None, device_id: str) -> dict[str, Any
 
 
 def damaged_file_findings(healthy: FamilyInventory, damaged: FamilyInventory | None, problems: Sequence[Problem],
-                          device: Device, where: str, damage: str = "garbage") -> list[str]:
-    """What is wrong with a build whose one device file was damaged: a hook that raised, another device's
-    facts changed, or the device kept with a fact that is another value now (unknown, None, a link fewer or a
-    health report other than healthy say so honestly; left out, it names nothing wrong)."""
+                          device: Device, where: str, damage: str = "garbage", path: str | None = None) -> list[str]:
+    """What is wrong with a build whose one device file (``path``) was damaged: a hook that raised, another
+    device's facts changed, or the device kept with a fact that is another value now, unreported. Unknown
+    (``None``) at any depth (a partition's ``memory_mib``), an optional nested entry dropped (an attribute), a
+    link fewer, a health report other than healthy, or a problem naming the device or the file say so honestly;
+    left out, it names nothing wrong."""
     garbage = damage == "garbage"
     wrong = [f"{where}: {p.hook or 'a hook'} raised instead of reporting it: {p.message}"
              for p in problems if p.code == "hook-raised"]
@@ -285,17 +287,58 @@ def damaged_file_findings(healthy: FamilyInventory, damaged: FamilyInventory | N
         return wrong
     if after["health"] not in (None, "healthy"):
         return wrong  # its health report says something is wrong with it
+    reported = any(p.code != "hook-raised" and _names_device(p.message, device, path) for p in problems)
     attributes = after["device"].get("attributes") or {}
     if ID_FALLBACK in attributes:  # the entry says its id is a fallback: the honest answer to an unreadable id
         after = {**after, "device": {**after["device"],
                                      "attributes": {k: v for k, v in attributes.items() if k != ID_FALLBACK}}}
-    # Garbage text in a text fact (a product name) is the vendor's text, passed through as data: only a value
-    # that is not text (a number, a size, a node) can be told wrong from the file alone.
-    changed = [f"its {k} went from {_short(v)} to {_short(after['device'].get(k))}"
-               for k, v in before["device"].items() if after["device"].get(k) not in (v, None)
-               and not (garbage and isinstance(after["device"].get(k), str))]
-    if not set(map(tuple, after["links"])) <= set(map(tuple, before["links"])):
+    # A reported problem naming the device or the file makes a stand-in text honest ('unknown' for a board
+    # revision); a number never: a size or count the plugin could not read is None, or a scheduler uses it.
+    changed = [f"its {field} went from {_short(old)} to {_short(new)}"
+               for field, old, new in silent_changes(before["device"], after["device"], garbage)
+               if not reported or _is_number(new)]
+    if not reported and not set(map(tuple, after["links"])) <= set(map(tuple, before["links"])):
         changed.append(f"its links went from {_short(before['links'])} to {_short(after['links'])}")
-    wrong += [f"{where}: {device.id} is kept, silently wrong: {what} (report the value unknown, or a problem)"
-              for what in changed[:1]]
+    if reported:
+        wrong += [f"{where}: {device.id} is kept, wrong: {what}; a problem names it, but a number that cannot be "
+                  "read is unknown (None), never a stand-in" for what in changed[:1]]
+    else:
+        wrong += [f"{where}: {device.id} is kept, silently wrong: {what} (report the value unknown, or a problem)"
+                  for what in changed[:1]]
     return wrong
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _names_device(message: str, device: Device, path: str | None) -> bool:
+    """Whether a problem's message names the device (its id or PCI address) or the damaged file (or its entry)."""
+    names = [device.id, device.pci_bus_id, path, path.rsplit("/", 1)[0] if path else None]
+    return any(name and name.lower() in message.lower() for name in names)
+
+
+def silent_changes(before: Any, after: Any, garbage: bool, field: str = "") -> list[tuple[str, Any, Any]]:
+    """(field path, before, after) for each known value that became another known value, at any depth.
+
+    Unknown is honest anywhere: a value now ``None``, an optional mapping entry dropped (an attribute), a list
+    entry with an ``id`` left out (a partition). Garbage text in a text fact (a product name) is the vendor's
+    text passed through as data: only a value that is not text (a number, a size, a node) can be told wrong
+    from the damaged file alone."""
+    if after is None or before == after:
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [change for key, value in before.items() if key in after
+                for change in silent_changes(value, after[key], garbage, f"{field}.{key}" if field else str(key))]
+    if isinstance(before, list) and isinstance(after, list):
+        keyed = all(isinstance(x, dict) and "id" in x for x in [*before, *after])
+        if keyed:
+            now = {x["id"]: x for x in after}
+            return [change for x in before if x["id"] in now
+                    for change in silent_changes(x, now[x["id"]], garbage, f"{field}[{x['id']}]")]
+        if len(before) == len(after):
+            return [change for i, (x, y) in enumerate(zip(before, after, strict=True))
+                    for change in silent_changes(x, y, garbage, f"{field}[{i}]")]
+    if garbage and isinstance(after, str):
+        return []
+    return [(field, before, after)]

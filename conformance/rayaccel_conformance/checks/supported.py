@@ -775,10 +775,12 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     change). Last, each file of one device's own vendor entry that the plugin read on the fixture (a path
     naming its PCI address or numbering it: ``.../example1/...``) is made missing, empty and garbage in turn:
     no hook may raise, every other device keeps its health and facts, and the device is left out, reported
-    unhealthy or unknown, or kept with the facts it cannot read as unknown; never kept with another value
-    (``memory_mib`` 0 for a size not read). Fix: key every answer by ``device.id``; read a device's signals
-    from its own vendor entry (its index or bus id), never from its place in a list; sort ids numerically,
-    not as text; a vendor value that cannot be read is unknown (``None``) and reported, never a default.
+    unhealthy or unknown, or kept with the facts it cannot read as unknown at any depth (a partition's
+    ``memory_mib``, an optional attribute dropped), or with a text stand-in and a problem naming the device
+    or the file; never kept with another number (``memory_mib`` 0 for a size not read), reported or not.
+    Fix: key every answer by ``device.id``; read a device's signals from its own vendor entry (its index
+    or bus id), never from its place in a list; sort ids numerically, not as text; a vendor value
+    that cannot be read is unknown (``None``) and reported, never a default.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -838,7 +840,7 @@ def damaged_device_files(subject: Subject, fx: Fixture, healthy: FamilyInventory
             built = subject.build(simulated_host(perturbed(fx, {"files": {keys[path]: value}})))
             wrong += damaged_file_findings(healthy, built.family(healthy.family.name),
                                            subject.plugin_problems(built, severities=("error", "warning")), device,
-                                           f"{path} {damage}", damage)
+                                           f"{path} {damage}", damage, path)
     return wrong, ([f"{len(files)} files of {device.id} missing, empty and garbage"] if files else [])
 
 
