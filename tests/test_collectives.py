@@ -83,6 +83,17 @@ def test_the_driver_registers_a_plugins_backend_once_and_refuses_bad_declaration
                                                 "TorchGLOOGroup")])
 
 
+def test_rayaccel_ray_init_refuses_a_bad_declaration_before_any_node_starts() -> None:
+    import ray
+
+    import rayaccel.ray
+
+    gloo = CollectiveBackend(name="GLOO", group_class=GROUP, devices=["cpu"])
+    with pytest.raises(CollectiveRegistrationError, match="plugin zeta: collective backend name GLOO is Ray's own"):
+        rayaccel.ray.init(manager=_manager(zeta=_Declares(gloo)), num_cpus=1, include_dashboard=False)
+    assert not ray.is_initialized()
+
+
 def test_a_node_tells_its_workers_every_plugins_backends_from_the_inventory() -> None:
     manager = _manager(acme=acme_wired)
     inventory = collect_inventory(manager, SimulatedHost(resolve_fixture("acme/acme-4", manager)))

@@ -159,6 +159,9 @@ def init(simulate: str | None = None, plugins: Sequence[str] | None = None, faul
         raise RayaccelError(f"rayaccel.ray.init starts a node; to join the cluster at {address} use "
                             "rayaccel.ray.connect(address)")
     manager = manager or default_manager()
+    from rayaccel.ray.collectives import register_collective_backends
+
+    register_collective_backends(manager, plugins)  # a bad declaration stops here, before any node starts
     config = configure_node(simulate, plugins, faults, fault_file, manager)
     log_problems(config)
     with config.applied():
@@ -262,7 +265,9 @@ def connect(address: str, plugins: Sequence[str] | None = None, **ray_init_kwarg
     import ray
 
     from rayaccel.ray.auth import agree_with_cluster
+    from rayaccel.ray.collectives import register_collective_backends
 
+    register_collective_backends(plugins=plugins)  # a bad declaration stops here, before connecting
     agree_with_cluster()
     context = ray.init(address=address, **ray_init_kwargs)
     install_driver(plugins)
