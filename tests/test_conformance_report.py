@@ -85,7 +85,9 @@ def report_content(tier: str | None = "supported", outcome: str = "skipped") -> 
             "versions": {"sdk": "0.1.0", "spec": "1.0", "ray": "2.60.0", "python": "3.11", "platform": "linux"},
             "hardware": "simulated", "tier_limit": None, "complete": True, "incomplete_reason": None, "checks": checks,
             "plugins": [{"name": "acme", "fixtures": ["acme/acme-4"], "tier": tier, "tier_reason": "r",
-                         "passed": len(checks) - 1, "failed": 0, "skipped": 1}]}
+                         "passed": sum(c["outcome"] == "passed" for c in checks),
+                         "failed": sum(c["outcome"] in ("failed", "error") for c in checks),
+                         "skipped": sum(c["outcome"] == "skipped" for c in checks)}]}
 
 
 def test_a_sealed_report_verifies(tmp_path: Path) -> None:

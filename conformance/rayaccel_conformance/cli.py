@@ -16,6 +16,7 @@ from rich.text import Text
 
 from rayaccel.cli import console, output_path
 from rayaccel.extras import require
+from rayaccel.safe_text import terminal_text
 
 app = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
                   no_args_is_help=True)
@@ -30,7 +31,8 @@ ReportArg = Annotated[Path, typer.Argument(metavar="REPORT", help="conformance-r
 
 
 def _say(text: str) -> None:
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    # A report's text is data: a key id or plugin name with terminal escapes prints escaped.
+    console.print(terminal_text(text), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -88,10 +90,11 @@ def summary(report: ReportArg) -> None:
     style = {"certified": "bold green", "supported": "green", "experimental": "yellow"}
     for p in loaded.plugins:
         tier = p.tier or "none"
-        table.add_row(p.name, p.family or "-", Text(tier, style=style.get(tier, "red")), str(p.passed),
-                      str(p.failed), str(p.skipped), p.tier_reason)
+        table.add_row(terminal_text(p.name), terminal_text(p.family or "-"), Text(tier, style=style.get(tier, "red")),
+                      str(p.passed), str(p.failed), str(p.skipped), terminal_text(p.tier_reason))
     console.print(table)
     failed = [c for c in loaded.checks if c.outcome in ("failed", "error")]
     for c in failed:
         where = c.plugin + (f" on {c.fixture}" if c.fixture else "")
-        console.print(Text.assemble((c.id, "red"), f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}"))
+        said = terminal_text(f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}")
+        console.print(Text.assemble((c.id, "red"), said))

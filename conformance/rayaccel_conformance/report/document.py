@@ -132,7 +132,7 @@ def standing(report: ConformanceReport) -> str:
     if report.attestation is None:
         signed = "self-assessed (unsigned)"
     else:
-        signed = "signed by key " + ", ".join(s.keyid for s in report.attestation.signatures)
+        signed = "signed by key " + ", ".join(shown_name(s.keyid) for s in report.attestation.signatures)
     return signed + ("" if report.complete else f"; INCOMPLETE run: {report.incomplete_reason}")
 
 
@@ -158,8 +158,49 @@ def load_report(path: str | Path) -> ConformanceReport:
     if report.digest != expected:
         raise ReportError(f"{path}: digest mismatch: the content was changed after the run (it hashes to "
                           f"{expected}, the report says {report.digest})")
+    _check_consistency(report, path)
     _check_tiers(report, path)
     return report
+
+
+def _check_consistency(report: ConformanceReport, path: Path) -> None:
+    """What a report says of itself must add up, signed or not: one record per plugin, each check once, every
+    check of a listed plugin, every plugin's counts its checks' (a self-assessed report is still checked)."""
+    from collections import Counter
+
+    names = Counter(p.name for p in report.plugins)
+    twice = sorted(name for name, n in names.items() if n > 1)
+    if twice:
+        raise ReportError(f"{path}: plugin {shown_name(twice[0])} has {names[twice[0]]} plugin records; a report "
+                          "holds one per plugin")
+    seen = Counter((c.id, c.plugin, c.fixture) for c in report.checks)
+    repeated = next((key for key, n in seen.items() if n > 1), None)
+    if repeated is not None:
+        check_id, owner, fixture = repeated
+        raise ReportError(f"{path}: check {check_id} of plugin {shown_name(owner)}"
+                          f"{f' on {shown_name(fixture)}' if fixture else ''} is recorded {seen[repeated]} times; "
+                          "a run records each check once")
+    orphan = next((c for c in report.checks if c.plugin not in names), None)
+    if orphan is not None:
+        raise ReportError(f"{path}: check {orphan.id} names plugin {shown_name(orphan.plugin)}, which has no plugin "
+                          "record in the report")
+    for plugin in report.plugins:
+        mine = [c.outcome for c in report.checks if c.plugin == plugin.name]
+        if report.complete and not mine:
+            raise ReportError(f"{path}: plugin {shown_name(plugin.name)} has a record but no check in a complete run")
+        counted = (mine.count("passed"), mine.count("failed") + mine.count("error"), mine.count("skipped"))
+        if counted != (plugin.passed, plugin.failed, plugin.skipped):
+            raise ReportError(f"{path}: plugin {shown_name(plugin.name)} counts passed/failed/skipped "
+                              f"{plugin.passed}/{plugin.failed}/{plugin.skipped}, but its checks give "
+                              f"{counted[0]}/{counted[1]}/{counted[2]}")
+
+
+def shown_name(text: str, limit: int = 80) -> str:
+    """A name from a report as a message shows it: control characters escaped, cut at ``limit``."""
+    from rayaccel.safe_text import terminal_text
+
+    flat = terminal_text(text)
+    return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
 def _check_tiers(report: ConformanceReport, path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from rayaccel_conformance.registry import TIERS
 from rayaccel_conformance.report.document import CheckRecord, ConformanceReport, standing
@@ -22,6 +23,18 @@ vertical-align:top}th{background:#f8f9fa}.passed{color:#1e8e3e}.failed,.error{co
 color:#5f6368}.ladder span.reached{background:#1e8e3e;color:#fff}.ladder span.missed{border:2px dashed #c5221f}
 .fail{border-left:5px solid #c5221f;padding:6px 12px;margin-bottom:1em;background:#fce8e6}
 .fail h3{margin:0 0 4px 0;font-size:1.05em}.incomplete{color:#c5221f;font-weight:bold}"""
+
+
+#: The link schemes a page follows from a report: the web, and paths relative to the page (no scheme).
+LINK_SCHEMES = frozenset({"", "http", "https"})
+
+
+def href(url: str) -> str:
+    """``url`` as a link target, quoted: a report's link with another scheme (``javascript:``, ``data:``,
+    ``file:``) or with control characters (which browsers strip, so ``java\tscript:`` would pass) goes nowhere."""
+    if any(not c.isprintable() for c in url) or urlsplit(url).scheme.lower() not in LINK_SCHEMES:
+        return "#"
+    return html.escape(url, quote=True)
 
 
 def _fix(check_id: str) -> str:
@@ -43,7 +56,7 @@ def _ladder(tier: str | None, why: str) -> str:
 
 def _picture_links(fixtures: list[str], pictures: Mapping[str, str]) -> str:
     e = html.escape
-    links = [f'<a class="node-picture" href="{e(pictures[f], quote=True)}">{e(f)}</a>' for f in fixtures
+    links = [f'<a class="node-picture" href="{href(pictures[f])}">{e(f)}</a>' for f in fixtures
              if f in pictures]
     return ", ".join(links) if links else "none"
 
@@ -51,10 +64,10 @@ def _picture_links(fixtures: list[str], pictures: Mapping[str, str]) -> str:
 def _failed(check: CheckRecord, pictures: Mapping[str, str]) -> str:
     e = html.escape
     where = e(check.plugin) + (f" on {e(check.fixture)}" if check.fixture else "")
-    picture = (f' &middot; <a class="node-picture" href="{e(pictures[check.fixture], quote=True)}">node picture of '
+    picture = (f' &middot; <a class="node-picture" href="{href(pictures[check.fixture])}">node picture of '
                f"{e(check.fixture)}</a>" if check.fixture and check.fixture in pictures else "")
     evidence = "".join(f"<li>{e(x)}</li>" for x in check.evidence) or "<li>(no evidence recorded)</li>"
-    return (f'<div class="fail check-{check.outcome}"><h3><a href="{e(check.docs, quote=True)}">{e(check.id)}</a> '
+    return (f'<div class="fail check-{check.outcome}"><h3><a href="{href(check.docs)}">{e(check.id)}</a> '
             f"{e(check.title)} &middot; {e(check.tier)} &middot; {where} &middot; {check.outcome}{picture}</h3>"
             f"<b>What was found</b><ul>{evidence}</ul><b>How to fix it</b><pre>{e(_fix(check.id))}</pre></div>")
 
@@ -72,7 +85,7 @@ def render_html(report: ConformanceReport, pictures: Mapping[str, str] | None = 
     failed = [c for c in report.checks if c.outcome in ("failed", "error")]
     failures = "".join(_failed(c, pictures) for c in failed) or "<p class=\"passed\">No check failed.</p>"
     checks = "".join(
-        f"<tr><td><a href=\"{e(c.docs, quote=True)}\">{e(c.id)}</a></td><td>{e(c.tier)}</td><td>{e(c.plugin)}</td>"
+        f"<tr><td><a href=\"{href(c.docs)}\">{e(c.id)}</a></td><td>{e(c.tier)}</td><td>{e(c.plugin)}</td>"
         f"<td>{e(c.fixture or '')}</td><td class=\"{e(c.outcome)}\">{e(c.outcome)}</td><td>{e(c.title)}</td>"
         f"<td>{'<br>'.join(e(x) for x in c.evidence)}</td><td>{c.duration_s:.2f}s</td></tr>"
         for c in report.checks)

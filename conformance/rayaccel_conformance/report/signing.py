@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import RayaccelError
 from rayaccel.files.atomic import write_atomically
+from rayaccel.safe_text import terminal_text
 
 #: The DSSE payload type of an in-toto Statement.
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -82,7 +83,7 @@ def open_envelope(envelope: Envelope, key: Ed25519PublicKey) -> bytes:
     wanted = key_id(key)
     mine = [s for s in envelope.signatures if s.keyid == wanted]
     if not mine:
-        others = ", ".join(s.keyid for s in envelope.signatures)
+        others = ", ".join(terminal_text(s.keyid)[:80] for s in envelope.signatures)  # the report's text: data
         raise SigningError(f"signed by key {others}, not by the key given ({wanted})")
     body = _b64(envelope.payload, "payload")
     message = pae(envelope.payloadType, body)

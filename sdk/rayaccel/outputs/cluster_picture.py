@@ -10,10 +10,12 @@ Vendor strings are text content or escaped attributes, as in :mod:`rayaccel.outp
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from rayaccel.outputs.node_picture import FONT, HEALTH_COLOURS, MONO, attr, clip
+from rayaccel.safe_text import terminal_text
 
 NodeState = Literal["alive", "draining", "dead"]
 STATE_COLOURS = {"alive": "#1e8e3e", "draining": "#c5221f", "dead": "#5f6368"}
@@ -100,15 +102,16 @@ def _node_card(dw: Any, node: ClusterNode, x: float, y: float) -> Any:
     fill, stroke = HEALTH_COLOURS[health]
     if node.state != "alive":
         fill = "#f1f3f4"
-    group = dw.Group(id=f"node-{node.node_id[:16]}", class_=f"node state-{node.state}",
+    # drawsvg writes attributes verbatim: the id keeps only what an XML id may hold (a node id is Ray's hex).
+    group = dw.Group(id=f"node-{re.sub(r'[^A-Za-z0-9_-]', '_', node.node_id[:16])}", class_=f"node state-{node.state}",
                      data_node=attr(node.node_id))
     rect = dw.Rectangle(x, y, CARD_W, CARD_H, rx=8, fill=fill, stroke=STATE_COLOURS[node.state] if node.state != "alive"
                         else stroke, stroke_width=3 if node.state != "alive" else 2,
                         stroke_dasharray="7 4" if node.state == "draining" else None)
-    rect.append_title(f"node {node.node_id} at {node.address}: {node.state}"
-                      + (f" ({node.drain_reason})" if node.drain_reason else ""))
+    rect.append_title(terminal_text(f"node {node.node_id} at {node.address}: {node.state}"
+                                    + (f" ({node.drain_reason})" if node.drain_reason else "")))
     group.append(rect)
-    text = [(f"{node.address}", 13, "bold", FONT), (f"node {node.node_id[:12]}…", 10.5, "normal", MONO)]
+    text = [(terminal_text(node.address), 13, "bold", FONT), (f"node {clip(node.node_id, 13)}", 10.5, "normal", MONO)]
     if node.family:
         text.append((clip(f"{node.vendor or ''} {node.sku or node.accelerator_type or node.family}".strip(), 32),
                      12, "normal", FONT))

@@ -34,6 +34,7 @@ from rayaccel.records import (
     Problem,
     partition_resource_name,
 )
+from rayaccel.safe_text import terminal_text
 
 #: Health state -> (fill, stroke): light fill to read text on, a strong edge and stripe.
 HEALTH_COLOURS: dict[str, tuple[str, str]] = {
@@ -71,8 +72,9 @@ COMPACT = CellSize(118, 78, True)
 
 
 def attr(value: object) -> str:
-    """An attribute value holding data: drawsvg writes attributes verbatim, so quote and escape it here."""
-    return html.escape(str(value), quote=True)
+    """An attribute value holding data: drawsvg writes attributes verbatim, so quote and escape it here (control
+    characters, which no XML document may hold, as visible escapes)."""
+    return html.escape(terminal_text(str(value)), quote=True)
 
 
 def memory_text(mib: int | None) -> str:
@@ -103,6 +105,8 @@ def overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 
 def clip(text: str, chars: int) -> str:
+    """Text content cut to ``chars``; control characters (invalid in XML) as visible escapes."""
+    text = terminal_text(text)
     return text if len(text) <= chars else text[: max(chars - 1, 1)] + "…"
 
 
