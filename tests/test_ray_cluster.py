@@ -20,6 +20,7 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.polling import wait_for
+from rayaccel.ray.group_topology import group_table
 from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
 
@@ -132,6 +133,8 @@ def test_ids_of_a_node_with_a_failed_device_map_to_its_healthy_units(cluster):
 def test_tpu_slice_placement_group_puts_the_head_bundle_on_worker_zero(cluster):
     pg = rayaccel.ray.scale_up_domain_placement_group([{"TPU": 4, "CPU": 0.5}, {"TPU": 4, "CPU": 0.5}])
     try:
+        # Ray's GCS chooses the slice (a TPU slice has no ray.io/gpu-domain: rayaccel's key).
+        assert group_table(pg).strategy == {"rayaccel.io/scale-up-domain": "STRICT_PACK"}
         assert pg.wait(30)
 
         @ray.remote(num_cpus=0.1, resources={"TPU": 4})
