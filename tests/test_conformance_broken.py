@@ -37,6 +37,7 @@ BROKEN: dict[str, tuple[str, str | None]] = {
     "broken-transport": ("RAC301", "supported"),
     "broken-metadata": ("RAC302", "supported"),
     "broken-schedulers": ("RAC304", "supported"),
+    "broken-unvalidated": ("RAC105", None),
 }
 
 
@@ -179,3 +180,16 @@ def test_an_unknown_fixture_is_a_usage_error_naming_the_shipped_ones(tmp_path: P
     assert proc.returncode == 4  # pytest's usage error
     assert "--conformance-fixture acme/nope: no such fixture" in proc.stderr and "acme/acme-4" in proc.stderr
     assert not (tmp_path / "conformance-report.json").exists()
+
+
+def test_a_record_built_without_validation_fails_rac105_and_every_report_is_still_written(
+        graded: dict[str, Any]) -> None:
+    # issue 46: a Device built with model_construct (memory_mib '65536', a str) crashed the node picture at
+    # session end: no HTML report, no terminal summary.
+    rac105 = next(c for c in graded["data"]["checks"] if (c["plugin"], c["id"]) == ("broken-unvalidated", "RAC105"))
+    assert any("rayaccel_discover returned a record built without validation" in line
+               and "memory_mib is '65536' (str)" in line for line in rac105["evidence"]), rac105["evidence"]
+    assert "broken-unvalidated" in (graded["dir"] / "conformance-report.html").read_text()
+    assert not (graded["dir"] / "conformance-report.nodes" / "broken-unvalidated-acme-4.html").exists()
+    out = graded["proc"].stdout
+    assert "rayaccel conformance" in out and "broken-unvalidated" in out.split("rayaccel conformance", 1)[1]

@@ -147,6 +147,7 @@ class ConformanceRun:
         self.planned = 0
         self.incomplete_reason: str | None = "the session ended before the report was built"
         self.sign_problem: str | None = None
+        self.picture_problems: list[str] = []  # fixtures whose node picture could not be drawn, and why
 
     # Collection ------------------------------------------------------------------------------
 
@@ -370,11 +371,15 @@ class ConformanceRun:
             for ref in subject.fixture_paths():
                 try:
                     inventory = subject.inventory(ref)
+                    picture = node_html(inventory)
                 except CheckFailed:
+                    continue
+                except Exception as e:  # a record no check refused must not cost the whole report
+                    self.picture_problems.append(f"{ref}: no node picture ({type(e).__name__}: {e})")
                     continue
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / (ref.replace("/", "-") + ".html")
-                write_atomically(path, node_html(inventory), REPORT_FILE_MODE)
+                write_atomically(path, picture, REPORT_FILE_MODE)
                 written[ref] = path
         return written
 
@@ -399,6 +404,8 @@ class ConformanceRun:
         for p in report.plugins:
             tr.write_line(f"{p.name:<{width}}  {(p.tier or 'none'):<12}  {p.tier_reason}")
         tr.write_line(f"hardware: {report.hardware}; report: {self.report_path} (+ .html, .xml)")
+        for problem in self.picture_problems:
+            tr.write_line(problem, red=True)
         from rayaccel_conformance.report.document import standing
 
         tr.write_line(self.sign_problem or standing(report), red=not report.complete or bool(self.sign_problem))

@@ -16,11 +16,68 @@ from rayaccel.host import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
+from rayaccel.schemas import describe_validation_error
 from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.registry import Check, CheckFailed, CheckSkipped
 
 Hardware = Literal["simulated", "real"]
+
+#: The hook that returns each part of a family's inventory, by its field name.
+_HOOK_OF_PART = {"devices": "rayaccel_discover", "topology": "rayaccel_topology", "health": "rayaccel_health",
+                 "metrics": "rayaccel_metrics", "labels": "rayaccel_labels", "resources": "rayaccel_resources"}
+
+
+def unvalidated_record(inventory: NodeInventory) -> str | None:
+    """The first record of ``inventory`` that its own model refuses, in a sentence naming the hook that returned it;
+    None when every record is valid. A record a plugin built without validation (``Device.model_construct``)
+    passes the SDK's checks of the hook's answer (pydantic does not revalidate an instance of the right class),
+    and then breaks whatever reads it (a report writer dividing a ``str`` memory size)."""
+    import warnings
+
+    from pydantic import ValidationError
+
+    with warnings.catch_warnings():  # dumping a wrongly typed field warns; validating it says what is wrong
+        warnings.simplefilter("ignore")
+        dumped = inventory.model_dump(by_alias=True)
+        try:
+            valid = NodeInventory.model_validate(dumped).model_dump(by_alias=True)
+        except ValidationError as e:
+            return _unvalidated(e.errors()[0]["loc"], describe_validation_error(e, with_input=True))
+    # Lax validation turns the str '65536' into the int 65536: a value its own model changes was never validated.
+    where = _first_difference(dumped, valid)
+    if where is None:
+        return None
+    return _unvalidated(where, f"{'.'.join(map(str, where))} is {_at(dumped, where)!r} "
+                               f"({type(_at(dumped, where)).__name__}), not {_at(valid, where)!r}")
+
+
+def _unvalidated(loc: tuple[int | str, ...], what: str) -> str:
+    hook = _HOOK_OF_PART.get(str(loc[2]), "a hook") if len(loc) > 2 and loc[0] == "families" else "a hook"
+    return (f"{hook} returned a record built without validation (model_construct?), which its own model refuses: "
+            f"{what}; build records with their constructors, which validate")
+
+
+def _first_difference(a: object, b: object, at: tuple[int | str, ...] = ()) -> tuple[int | str, ...] | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a:
+            found = _first_difference(a[key], b.get(key), (*at, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, (*at, i))
+            if found is not None:
+                return found
+        return None
+    return None if a == b and type(a) is type(b) else at
+
+
+def _at(data: object, loc: tuple[int | str, ...]) -> object:
+    for key in loc:
+        data = data[key]  # type: ignore[index]
+    return data
 
 
 @dataclass
@@ -109,15 +166,20 @@ class Subject:
     def build(self, host: Host, with_metrics: bool = True) -> NodeInventory:
         """This plugin's inventory of a host. An exception escaping the SDK is a defect: it fails the check."""
         try:
-            return InventoryBuilder(self.manager, [self.name]).build(host, with_metrics=with_metrics)
+            inventory = InventoryBuilder(self.manager, [self.name]).build(host, with_metrics=with_metrics)
         except Exception as e:  # the SDK contains plugin errors; anything that escapes is reported, not raised
             raise CheckFailed(f"building the inventory raised {type(e).__name__}: {e}") from None
+        return inventory
 
     def inventory(self, ref: str | None) -> NodeInventory:
         fixture = self.fixture(ref)
         assert ref is not None
         if ref not in self._inventories:
-            self._inventories[ref] = self.build(simulated_host(fixture))
+            inventory = self.build(simulated_host(fixture))
+            unvalidated = unvalidated_record(inventory)  # once per fixture: a plugin builds its records one way
+            if unvalidated:
+                raise CheckFailed(f"{ref}: {unvalidated}")
+            self._inventories[ref] = inventory
         return self._inventories[ref]
 
     def timed_build(self, host: Host, with_metrics: bool = True) -> tuple[NodeInventory, float]:

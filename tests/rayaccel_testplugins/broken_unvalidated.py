@@ -1,0 +1,28 @@
+"""broken-unvalidated: builds its device records with ``Device.model_construct`` (no validation), so a memory
+size read as text stays text (``'65536'``); fails RAC105, and the report is still written (issue 46)."""
+
+from __future__ import annotations
+
+from rayaccel import Device, Host, hookimpl
+from rayaccel_testplugins import acme
+from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+
+PLUGIN = "broken-unvalidated"
+FAMILY = declare(PLUGIN)
+inherit(globals(), keep=("rayaccel_discover",))
+
+
+@hookimpl
+def rayaccel_family():  # type: ignore[no-untyped-def]
+    return FAMILY
+
+
+@hookimpl
+def rayaccel_fixture_dirs() -> list[str]:
+    return fixture_dirs(PLUGIN)
+
+
+@hookimpl
+def rayaccel_discover(host: Host) -> list[Device]:
+    return [Device.model_construct(**{**dict(d), "memory_mib": str(d.memory_mib)})  # the defect
+            for d in acme.rayaccel_discover(host)]
