@@ -133,6 +133,12 @@ def test_the_printed_form_and_the_cli_options_stay_in_step() -> None:
     (["--accelerator-type", "R 2"], "--accelerator-type 'R 2': Value error, must be a valid Ray label value"),
     (["--match-field", "model"], "--match-field 'model': give FIELD=VALUE"),
     (["--match-field", "Model=X"], "--match-field 'Model': Value error, must be a Device field or attribute name"),
+    # Limits on every user-given string (issue 39: a 120,000-character marketing name went into the catalog).
+    (["--marketing-name", "R" * 120_000], "is 120000 characters long (at most 256)"),
+    (["--marketing-name", "R2\nfamily: evil"], "--marketing-name 'R2\\nfamily: evil' holds control characters"),
+    (["--marketing-name", "   "], "is blank; give the name as the vendor prints it"),
+    (["--product-name", "ACME \x1b[2J R2"], "--product-name 'ACME \\x1b[2J R2' holds control characters"),
+    (["--architecture", "a" * 300], "--architecture"),
 ])
 def test_refusals_are_one_line_exit_2_and_change_nothing(plugin_copy: Path, args: list[str], message: str) -> None:
     base = {"--plugin": "acme", "--id": "acme-r2", "--marketing-name": "ACME Roadrunner R2",

@@ -19,6 +19,7 @@ from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.onboarding.fleet import fleet_devices, resolution_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
+from rayaccel.safe_text import control_characters, excerpt
 
 #: SkuRecord field -> the ``rayaccel sku add`` option that sets it (for error messages).
 OPTION_FOR_FIELD = {
@@ -58,11 +59,34 @@ def parse_match_fields(items: Sequence[str]) -> dict[str, str]:
     return fields
 
 
+#: The longest name a catalog takes from an option (a product or marketing name is tens of characters).
+MAX_TEXT_OPTION = 256
+
+
+def free_text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a name written into a catalog (None when it can): too long, blank, or holding
+    control characters (a newline would be a second YAML line to whoever reads the catalog by eye or tool)."""
+    if len(text) > MAX_TEXT_OPTION:
+        return f"is {len(text)} characters long (at most {MAX_TEXT_OPTION})"
+    if not text.strip():
+        return "is blank"
+    if control_characters(text):
+        return f"holds control characters ({', '.join(control_characters(text))})"
+    return None
+
+
 def build_sku_record(*, sku_id: str, marketing_name: str, accelerator_type: str, product_names: Sequence[str],
                      pci_device_ids: Sequence[str] = (), memory_mib: int | None = None,
                      architecture: str | None = None, interconnect: str | None = None,
                      fields: dict[str, str] | None = None) -> SkuRecord:
     """A validated SKU record; a CatalogError naming the option otherwise."""
+    texts = [("--marketing-name", marketing_name), ("--architecture", architecture),
+             ("--interconnect", interconnect), *(("--product-name", name) for name in product_names),
+             *(("--match-field", value) for value in (fields or {}).values())]
+    for option, text in texts:
+        why = free_text_problem(text) if text is not None else None
+        if why is not None:
+            raise CatalogError(f"{option} {excerpt(text)} {why}; give the name as the vendor prints it")
     if not product_names and not pci_device_ids and not fields:
         raise CatalogError("a SKU needs something to match devices by: give --product-name (as the driver reports "
                            "it), --pci-device-id, or --match-field FIELD=VALUE for what the vendor tool prints")
