@@ -5,6 +5,7 @@ and a report's strings reach the terminal escaped."""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from test_conformance_report import report_content
 
-from rayaccel_conformance.report.document import seal, write_json
+from rayaccel_conformance.report.document import ReportError, load_report, seal, write_json
 
 RAYACCEL = str(Path(sys.executable).parent / "rayaccel")
 
@@ -55,16 +56,25 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(BROKEN))
-def test_a_self_assessed_report_that_does_not_add_up_does_not_verify(tmp_path: Path, case: str) -> None:
+def broken_report(tmp_path: Path, case: str) -> Path:
     content = report_content()
-    breaks, message = BROKEN[case]
-    breaks(content)
+    BROKEN[case][0](content)
     path = tmp_path / "r.json"
     write_json(seal(content), path)  # a fresh digest: integrity is not consistency
-    done = certify("verify", str(path))
+    return path
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_self_assessed_report_that_does_not_add_up_does_not_load(tmp_path: Path, case: str) -> None:
+    with pytest.raises(ReportError, match=re.escape(BROKEN[case][1])) as refused:
+        load_report(broken_report(tmp_path, case))
+    assert "\n" not in str(refused.value)
+
+
+def test_certify_verify_without_a_key_refuses_it_in_one_line(tmp_path: Path) -> None:
+    done = certify("verify", str(broken_report(tmp_path, "duplicated")))
     assert done.returncode == 2 and done.stdout == "", done.stdout
-    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "is recorded 2 times" in done.stderr, done.stderr
 
 
 def test_a_key_id_with_terminal_escapes_prints_escaped(tmp_path: Path) -> None:
