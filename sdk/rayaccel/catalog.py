@@ -73,7 +73,7 @@ def _by_pci_id(sku: SkuRecord, device: Device) -> bool:
 
 
 def _by_product_name(sku: SkuRecord, device: Device) -> bool:
-    return device.product_name is not None and device.product_name in sku.match.product_names
+    return bool(device.product_name) and device.product_name in sku.match.product_names
 
 
 def _by_fields(sku: SkuRecord, device: Device) -> bool:
@@ -87,7 +87,7 @@ MATCH_RULES: tuple[tuple[str, Callable[[SkuRecord, Device], bool]], ...] = (
     ("PCI device id", _by_pci_id),
     ("exact product name", _by_product_name),
     ("device fields", _by_fields),
-    ("product pattern", lambda sku, device: device.product_name is not None and any(
+    ("product pattern", lambda sku, device: bool(device.product_name) and any(
         re.search(p, device.product_name) for p in sku.match.product_patterns)),
 )
 
@@ -180,7 +180,7 @@ def sku_add_command(plugin: str, device: Device, accelerator_type: str, catalog:
     matched before; this command is made so that it passes that check."""
     taken_ids = {s.id for s in catalog.skus} if catalog else set()
     by_fields = not device.pci_device_id and (
-        device.product_name is None or any(s.match.fields for s in (catalog.skus if catalog else [])))
+        not device.product_name or any(s.match.fields for s in (catalog.skus if catalog else [])))
     fields = distinguishing_fields(catalog, device) if by_fields else {}
     name = device.product_name or plugin.upper()
     if fields:

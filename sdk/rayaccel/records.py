@@ -384,9 +384,10 @@ class Device(Record):
 
     index: int = Field(ge=0, description="Index in the vendor's own enumeration")
     id: str = Field(min_length=1, description="Stable id: UUID or serial, unique on the host")
-    product_name: str | None = Field(
-        None, min_length=1, description="Name as the vendor interface reports it; None where the tool prints "
-        "none (its SKU is then matched by the fields it does print: SkuMatch.fields)")
+    # Empty, not None, where the tool prints no name: every consumer reads a str (a plugin's mypy stays clean).
+    product_name: str = Field(
+        "", description="Name as the vendor interface reports it; empty where the tool prints none (its SKU is "
+        "then matched by the fields it does print: SkuMatch.fields)")
     pci_device_id: str | None = Field(None, description="PCI device id as 0x-prefixed lower-case hex")
     sku: str | None = Field(None, description="SKU id from the plugin's catalog; the SDK fills it when known")
     memory_mib: int | None = Field(None, ge=0)

@@ -78,7 +78,7 @@ def rayaccel_discover(host: Host) -> list[Device]:
             devices.append(Device(
                 index=index, id=_read(host, f"{path}/uuid"),
                 # Some drivers print no product name: the catalog then tells SKUs apart by match.fields.
-                product_name=_read(host, f"{path}/product") if host.exists(f"{path}/product") else None,
+                product_name=_read(host, f"{path}/product") if host.exists(f"{path}/product") else "",
                 memory_mib=_number(host, f"{path}/memory_mib"), pci_bus_id=_read(host, f"{path}/pci_bus_id") or None,
                 numa_node=_number(host, f"{path}/numa_node"), driver_version=driver,
             ))

@@ -41,9 +41,9 @@ def version_strings(seen: str | None) -> st.SearchStrategy[str | None]:
     )
 
 
-def product_names(seen: str | None) -> st.SearchStrategy[str | None]:
-    if seen is None:  # a tool that prints no product name: it may start printing one
-        return st.one_of(st.none(), st.just("Accelerator"))
+def product_names(seen: str) -> st.SearchStrategy[str]:
+    if not seen:  # a tool that prints no product name: it may start printing one
+        return st.one_of(st.just(""), st.just("Accelerator"))
     return st.one_of(st.just(seen), st.sampled_from([f"{seen} (rev B)", f"{seen}/SXM", seen + " " * 3 + "X",
                                                      (seen + " ") * 8]))
 
