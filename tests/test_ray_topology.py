@@ -42,7 +42,7 @@ def cluster():
         cluster.wait_for_nodes()
         rayaccel.ray.connect(cluster.address, log_to_driver=False)
         wait_for(ray.cluster_resources, lambda r: r.get("GPU") == 24, timeout=120, what="24 GPUs in the cluster")
-        yield cluster, {name: node.node_id for name, node in nodes.items()}
+        yield cluster, {name: node.node_id for name, node in nodes.items()}, nodes
     finally:
         rayaccel.ray.shutdown()
         cluster.shutdown()
@@ -58,7 +58,7 @@ def state(group: PlacementGroup) -> str:
 
 
 def test_every_node_publishes_a_gpu_domain_unique_to_its_physical_domain(cluster):
-    _, ids = cluster
+    _, ids, _ = cluster
     domain = {name: labels(node_id)["ray.io/gpu-domain"] for name, node_id in ids.items()}
     # The two trays are one NVL72 NVLink domain (the fabric's clique id); the two DGX nodes, simulated from one
     # fixture, are two machines with a baseboard each.
@@ -71,7 +71,7 @@ def test_every_node_publishes_a_gpu_domain_unique_to_its_physical_domain(cluster
 
 
 def test_rays_documented_call_packs_a_group_into_the_nvl72_trays(cluster):
-    _, ids = cluster
+    _, ids, _ = cluster
     group = placement_group([{"GPU": 4}] * 2, bundle_label_selector=[GB200] * 2, topology_strategy=GPU_DOMAIN)
     try:
         assert group.wait(60)
@@ -106,7 +106,7 @@ def test_a_group_no_domain_holds_stays_pending_and_says_why(cluster):
 
 
 def test_scale_up_domain_placement_group_lets_rays_gcs_choose_the_domain(cluster):
-    _, ids = cluster
+    _, ids, _ = cluster
     group = rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}] * 2, kind="nvlink-clique",
                                                          bundle_label_selector=[GB200] * 2)
     try:
@@ -137,7 +137,7 @@ sys.stdin.read()  # holds the group (it lives as long as its driver) until the t
 
 
 def test_two_drivers_at_once_never_overfill_one_domain(cluster):
-    cluster_obj, ids = cluster
+    cluster_obj, ids, _ = cluster
     drivers = [subprocess.Popen([sys.executable, "-c", DRIVER, cluster_obj.address, f"group-{n}"], text=True,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE) for n in range(2)]
     try:
@@ -164,3 +164,16 @@ def test_two_drivers_at_once_never_overfill_one_domain(cluster):
         for driver in drivers:
             if driver.poll() is None:
                 driver.communicate("", timeout=60)
+
+
+def test_a_removed_nodes_host_name_is_free_again(cluster):
+    # Last in the module: it replaces the second DGX node. Gone from the cluster, its machine's name (and so
+    # its domain id) is free: a node of the fixture started again takes it; one named by hand has its own.
+    cluster_obj, _, nodes = cluster
+    cluster_obj.remove_node(nodes["dgx_b"])
+    again = rayaccel.ray.add_node(cluster_obj, simulate="nvidia/dgx-h100", num_cpus=1)
+    named = rayaccel.ray.add_node(cluster_obj, simulate="nvidia/dgx-h100", num_cpus=1, hostname="dgx-c")
+    wait_for(lambda: {n["NodeID"] for n in ray.nodes() if n["Alive"]}, lambda alive: {again.node_id,
+             named.node_id} <= alive, timeout=120, what="both new nodes alive")
+    assert labels(again.node_id)["ray.io/gpu-domain"] == "dgx-h100-01-2-nvswitch"
+    assert labels(named.node_id)["ray.io/gpu-domain"] == "dgx-c-nvswitch"

@@ -51,8 +51,9 @@ class _PendingMonitor:
 _lock = threading.Lock()
 _pending_monitors: list[_PendingMonitor] = []
 _created_files: list[str] = []
-#: Per Cluster, the host names of the simulated nodes add_node started in it (each node is its own machine).
-_simulated_hosts: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+#: Per Cluster, the host names of the simulated nodes add_node started in it (each node is its own machine) and
+#: their nodes: a name is free again once its node has left the cluster (``cluster.remove_node``).
+_simulated_hosts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults: Iterable[str] = (),
@@ -227,21 +228,32 @@ def add_node(cluster: Cluster, simulate: str | None = None, plugins: Sequence[st
         raise RayaccelError("hostname= names a simulated machine: pass simulate=<fixture> as well")
     with environ({SIMULATE_HOSTNAME_ENV: hostname} if hostname else {}):
         config = configure_node(simulate, plugins, faults, fault_file, manager)
-    if simulate is not None:
-        with _lock:
-            taken = _simulated_hosts.setdefault(cluster, set())
-            unique = config.inventory.host
-            number = 2
-            while unique in taken and hostname is None:
-                unique, number = f"{config.inventory.host}-{number}", number + 1
-            taken.add(unique)
-        if unique != config.inventory.host:
-            remove_created_fault_file(config.fault_file or "")
-            with environ({SIMULATE_HOSTNAME_ENV: unique}):
-                config = configure_node(simulate, plugins, faults, fault_file, manager)
-    log_problems(config)
-    with config.applied():
-        node = cluster.add_node(**node_kwargs)
+    unique = config.inventory.host
+    node: Any = None
+    try:
+        if simulate is not None:
+            with _lock:
+                started = _simulated_hosts.setdefault(cluster, {})
+                taken = {name for name, other in started.items()
+                         if other is None or other is cluster.head_node or other in cluster.worker_nodes}
+                number = 2
+                while unique in taken and hostname is None:
+                    unique, number = f"{config.inventory.host}-{number}", number + 1
+                started[unique] = None  # held while the node starts
+            if unique != config.inventory.host:
+                remove_created_fault_file(config.fault_file or "")
+                with environ({SIMULATE_HOSTNAME_ENV: unique}):
+                    config = configure_node(simulate, plugins, faults, fault_file, manager)
+        log_problems(config)
+        with config.applied():
+            node = cluster.add_node(**node_kwargs)
+    finally:
+        if simulate is not None:
+            with _lock:
+                if node is None:
+                    _simulated_hosts.get(cluster, {}).pop(unique, None)  # it never started: the name is free
+                else:
+                    _simulated_hosts[cluster][unique] = node
     node_id = str(node.node_id)
     remember_started_node(node_id, config)
     if monitor:
