@@ -7,12 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from rayaccel.liveness import alive
 from rayaccel.polling import wait_for
-from rayaccel.ray.claims import ClaimsTable, FamilyUnits, load_placement, placement_table
+from rayaccel.ray.claims import ClaimsTable, CordonedUnitsError, FamilyUnits, load_placement, placement_table
 from rayaccel.simulation.host_factory import simulated_host
 
 # Six devices: 0-1-2 and 3-4-5 fully linked (weight 200), the islands joined by weaker links (32).
@@ -100,11 +101,48 @@ def test_placement_table_of_a_simulated_node_round_trips(tmp_path):
     assert all(family.graph[a][b] > 0 for a in family.units for b in family.units if a != b)  # NVSwitch: all linked
 
 
-def test_a_short_table_gives_a_cordoned_unit_rather_than_failing_the_task(table, caplog):
-    # Only while a cordon waits for its group's token and a claim is left over: never a task refused.
+def test_a_new_cordon_is_never_given_out_the_task_fails_clearly_when_no_healthy_unit_frees(table):
+    # A cordon waiting for its group's token, every healthy unit busy: the task holding the spare token
+    # gets no unit rather than the failed one (issue 39: 17 tasks ran on a cordoned GPU).
     table.cordon("QTS", "dev5", ["5"])
     table.claim(TWO_ISLANDS, ["0", "1", "2", "3", "4"], pid=os.getppid())
-    assert table.claim(TWO_ISLANDS, ["9"], pid=os.getpid()) == ["5"]
+    with pytest.raises(CordonedUnitsError, match=r"only 0 healthy unit\(s\) stayed free for 0.2 s: the health "
+                                                 r"monitor cordoned dev5"):
+        table.claim(TWO_ISLANDS, ["9"], pid=os.getpid(), wait=0.2)
+    assert [c["units"] for c in table.snapshot()["QTS"] if not c.get("cordon")] == [["0", "1", "2", "3", "4"]]
+
+
+def test_a_task_waiting_out_a_new_cordon_says_so_and_its_claim_replaces_that(table):
+    table.cordon("QTS", "dev5", ["5"])
+    table.claim(TWO_ISLANDS, ["0", "1", "2", "3", "4"], pid=os.getppid())
+    waiting = threading.Thread(target=table.claim, args=(TWO_ISLANDS, ["9"]), kwargs={"pid": 1, "wait": 20})
+    waiting.start()
+    wait_for(table.snapshot, lambda t: any(c.get("waiting") for c in t["QTS"]), timeout=20, interval=0.01,
+             what="the waiting claim")
+    table.release("QTS", pid=os.getppid())
+    waiting.join(timeout=30)
+    assert [(c["pid"], c["units"]) for c in table.snapshot()["QTS"] if not c.get("cordon")] == [(1, ["0"])]
+
+
+def test_a_new_cordon_sends_the_task_to_the_healthy_unit_a_running_task_releases(table):
+    table.cordon("QTS", "dev5", ["5"])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        table.claim(TWO_ISLANDS, ["0", "1", "2", "3", "4"], pid=holder.pid)
+        releaser = threading.Timer(0.3, table.release, ("QTS", holder.pid))
+        releaser.start()
+        assert table.claim(TWO_ISLANDS, ["9"], pid=os.getpid(), wait=20) == ["0"]
+        releaser.join()
+    finally:
+        holder.communicate(b"", timeout=30)
+
+
+def test_a_stale_short_table_shares_the_oldest_claim_never_a_cordoned_unit(table, caplog):
+    # A tagged cordon and a live claim the tokens do not account for (a table of another node's life).
+    table.cordon("QTS", "dev5", ["5"])
+    assert table.tag_cordon("QTS", "dev5", ["7"])
+    table.claim(TWO_ISLANDS, ["0", "1", "2", "3", "4"], pid=os.getppid())
+    assert table.claim(TWO_ISLANDS, ["9"], pid=os.getpid()) == ["0"]
     assert "only 0 QTS units unclaimed for a 1-unit task" in caplog.text
 
 

@@ -79,3 +79,47 @@ def test_two_halves_of_one_gpu_see_the_same_gpu(node):
     (tokens_a, gpus_a), (tokens_b, gpus_b) = ray.get([half.remote(meet), half.remote(meet)], timeout=90)
     assert len(gpus_a) == len(gpus_b) == 1
     assert (gpus_a == gpus_b) == (tokens_a == tokens_b)  # one instance, one GPU; two instances, two GPUs
+
+
+def test_a_new_cordon_is_never_given_to_a_task_that_starts_after_it(node):
+    # Issue 39: GPU 3 cordoned (as the health monitor does on XID 79) while its placement group holds no token
+    # yet, every other GPU busy: Ray still hands out 8 tokens, and the task that gets the eighth waits for a
+    # healthy GPU to be released instead of running on GPU 3 (17 tasks did, for 50 s, before).
+    from rendezvous import rendezvous
+
+    from rayaccel.ray.claims import ClaimsTable, claims_path
+
+    manager = PluginManager()
+    (family,) = InventoryBuilder(manager, ["nvidia"]).build(simulated_host("nvidia/dgx-h100", manager=manager)).families
+    failed = next(d.id for d in family.devices if d.index == 3)
+    node_id = ray.get_runtime_context().get_node_id()
+    table = ClaimsTable(claims_path(ray._private.worker.global_worker.node.get_session_dir_path(), node_id))
+
+    @ray.remote(num_gpus=1, num_cpus=0)
+    def hold(meet):
+        (gpu,) = gpus()
+        assert ray.get(meet.arrive.remote("holding", 7), timeout=90)
+        assert ray.get(meet.wait.remote(f"release {gpu}", 90), timeout=120)
+        return gpu
+
+    meet = rendezvous()
+    table.cordon("GPU", failed, ["3"])
+    holders = []
+    try:
+        holders = [hold.remote(meet) for _ in range(7)]
+        assert ray.get(meet.wait.remote("holding", 90), timeout=120)  # GPUs 0-2 and 4-7 busy, 3 cordoned
+        late = ray.remote(num_gpus=1, num_cpus=0)(gpus).remote()
+        def seen() -> tuple[list[object], list[dict[str, object]]]:
+            return ray.wait([late], timeout=0)[0], table.snapshot().get("GPU", [])
+
+        ended, claims = wait_for(seen, lambda s: s[0] or any(c.get("waiting") for c in s[1]), timeout=90,
+                                 interval=0.05, what="the eighth task waiting for a healthy GPU")
+        assert not ended, f"the eighth task ran on GPU {ray.get(late)} while GPU 3 was cordoned"
+        assert [c["units"] for c in claims if c.get("waiting")] == [[]]
+        meet.set.remote("release 5")
+        assert ray.get(late, timeout=90) == ["5"]
+    finally:
+        for gpu in ("0", "1", "2", "4", "5", "6", "7"):
+            meet.set.remote(f"release {gpu}")
+        ray.get(holders, timeout=120)
+        table.uncordon("GPU", failed)

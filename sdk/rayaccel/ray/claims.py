@@ -33,13 +33,13 @@ import functools
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.files.atomic import write_atomically
 from rayaccel.inventory.topology import Adjacency, best_connected_ids
 from rayaccel.liveness import alive
 
@@ -52,6 +52,12 @@ logger = logging.getLogger("rayaccel.ray.claims")
 PLACEMENT_ENV = "RAYACCEL_NODE_PLACEMENT"
 #: How long a worker waits for the claims table's lock before failing its task (seconds).
 LOCK_TIMEOUT = 30.0
+#: How long a task that holds a cordoned unit's token (a new cordon's window, every healthy unit busy) waits
+#: for a running task to release a healthy unit before it fails (seconds), and how often it looks.
+CORDON_WAIT_S = 30.0
+CORDON_POLL_S = 0.005
+#: A claim younger than this is taken as its process's without asking whether the process runs (seconds).
+LIVENESS_AFTER_S = 1.0
 #: A worker chooses by exhaustive search up to this many candidate sets (a few ms), by greedy choice
 #: improved by swaps beyond (optimal on the shipped topologies): it chooses while a task starts.
 WORKER_EXHAUSTIVE_LIMIT = 2_000
@@ -138,6 +144,9 @@ class FamilyUnits:
     domains: Mapping[str, frozenset[str]]
     #: Device id -> its units (the health monitor cordons a device by them).
     device_units: Mapping[str, tuple[str, ...]]
+    #: Every set of k units is as well connected as any other (one unit per device, every pair linked
+    #: alike, each domain all of them): which free units a task gets cannot change any later choice.
+    uniform: bool = False
 
     @classmethod
     def from_json(cls, resource: str, entry: Mapping[str, Any]) -> FamilyUnits:
@@ -156,7 +165,11 @@ class FamilyUnits:
         domains = {str(name): frozenset(units[i] for i in members)
                    for name, members in entry.get("domains", {}).items()}
         device_units = {str(d): tuple(group) for d, group in zip(entry.get("device_ids", []), devices, strict=False)}
-        return cls(resource=resource, units=units, graph=graph, domains=domains, device_units=device_units)
+        weights = {graph[a].get(b, 0) for a in units for b in units if a != b}
+        uniform = (all(len(group) == 1 for group in devices) and len(weights) <= 1
+                   and all(len(members) == len(units) for members in domains.values()))
+        return cls(resource=resource, units=units, graph=graph, domains=domains, device_units=device_units,
+                   uniform=uniform)
 
     def choose(self, candidates: Sequence[str], k: int) -> list[str]:
         """The best-connected k of ``candidates`` (ties: earlier in the node's order), in the node's order."""
@@ -186,50 +199,99 @@ def load_placement(text: str | None) -> dict[str, FamilyUnits]:
 
 # The claims table ------------------------------------------------------------------------------------
 
+#: Width of the decimal length that prefixes the claims table's text in its file.
+_LENGTH_WIDTH = 10
+#: Bytes read with the length (a node's table is a few KB): one read in the common case.
+_READ_AHEAD = 16 * 1024
+#: (path, pid) -> this process's open descriptor of a claims table.
+_OPEN: dict[tuple[str, int], int] = {}
+#: The threads of one process share its descriptors, and so its flock: they take turns here first.
+_THREADS = threading.Lock()
+
+
+def _parse(text: bytes, path: Path) -> dict[str, list[dict[str, Any]]]:
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        logger.warning("rayaccel: the claims table %s was unreadable; starting a new one", path)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class ClaimsTable:
-    """One node's claims, a JSON file beside its lock file. Each claim: ``pid``, ``tokens`` (Ray instance
-    ids), ``units`` (the physical units), ``cordon`` (the health monitor's, naming the device)."""
+    """One node's claims, a JSON file rewritten in place under ``fcntl.flock``. Each claim: ``pid``,
+    ``tokens`` (Ray instance ids), ``units`` (the physical units), ``cordon`` (the health monitor's, naming
+    the device).
+
+    Every task start and end of the node goes through it, so it costs a few syscalls: each process keeps
+    the file open (one descriptor per process and path), locks it, reads it and writes it back with one
+    ``pwrite`` of a length-prefixed text (a writer killed mid-way leaves the old length or the new text whole,
+    never half of one: no temporary file and rename, which cost milliseconds per task on ext4 under load).
+    """
 
     def __init__(self, path: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
+
+    def _fd(self) -> int:
+        # One open file description per process: flock locks belong to it, so a forked child opens its own.
+        key = (str(self.path), os.getpid())
+        fd = _OPEN.get(key)
+        if fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = _OPEN[key] = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        return fd
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, list[dict[str, Any]]]]:
-        """The table, under an exclusive lock; written back (atomically) when the block ends normally."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        """The table, under an exclusive lock; written back when the block ends normally and changed it."""
+        fd = self._fd()
+        deadline = time.monotonic() + self.lock_timeout
+        if not _THREADS.acquire(timeout=self.lock_timeout):  # flock does not exclude threads sharing the fd
+            raise TimeoutError(f"rayaccel: the claims table {self.path} stayed locked for {self.lock_timeout:g} s "
+                               "by another thread of this process")
         try:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as e:
-                    if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
-                        raise TimeoutError(f"rayaccel: the claims table {self.path} stayed locked for "
-                                           f"{self.lock_timeout:g} s; remove {self.lock_path} if no process "
-                                           "of this node holds it") from e
-                    time.sleep(0.001)
-            table = self._read()
-            before = json.dumps(table, sort_keys=True)
-            yield table
-            after = json.dumps(table, sort_keys=True)
-            if after != before:
-                write_atomically(self.path, after, durable=False)  # it lives as long as the node's processes
+            yield from self._flocked(fd, deadline)
         finally:
-            os.close(fd)  # releases the lock
+            _THREADS.release()
 
-    def _read(self) -> dict[str, list[dict[str, Any]]]:
+    def _flocked(self, fd: int, deadline: float) -> Iterator[dict[str, list[dict[str, Any]]]]:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                    raise TimeoutError(f"rayaccel: the claims table {self.path} stayed locked for "
+                                       f"{self.lock_timeout:g} s; a process of this node holds it (lsof "
+                                       f"{self.path} names it)") from e
+                time.sleep(0.0005)
         try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
+            text = self._read(fd)
+            table = _parse(text, self.path)
+            yield table
+            after = json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
+            if after != text:
+                record = f"{len(after):{_LENGTH_WIDTH}d}\n".encode() + after
+                os.pwrite(fd, record, 0)  # one write: the length and the text it counts
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    @staticmethod
+    def _read(fd: int) -> bytes:
+        head = os.pread(fd, _LENGTH_WIDTH + 1 + _READ_AHEAD, 0)
+        if len(head) <= _LENGTH_WIDTH:
+            return b""
+        try:
+            length = int(head[:_LENGTH_WIDTH])
         except ValueError:
-            logger.warning("rayaccel: the claims table %s was unreadable; starting a new one", self.path)
-            return {}
-        return data if isinstance(data, dict) else {}
+            return b"?"  # not a table this class wrote: _parse says so
+        body = head[_LENGTH_WIDTH + 1:]
+        if length > len(body):
+            body += os.pread(fd, length - len(body), _LENGTH_WIDTH + 1 + len(body))
+        return body[:length]
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """Resource -> its claims, as they are now (read under the lock)."""
@@ -237,59 +299,40 @@ class ClaimsTable:
             return json.loads(json.dumps(table))  # type: ignore[no-any-return]
 
     def claim(self, family: FamilyUnits, tokens: Sequence[str], within: str | None = None,
-              pid: int | None = None, shared: bool = False) -> list[str]:
+              pid: int | None = None, shared: bool = False, wait: float = CORDON_WAIT_S) -> list[str]:
         """Bind ``tokens`` (what Ray assigned this process) to as many physical units and return them.
 
         ``within``: a per-domain resource the task holds too; its units are preferred (all of them from
         that domain when enough are free there). ``shared``: the task holds a fraction of its token (e.g.
         ``num_gpus=0.5``), which Ray may give other running tasks too: a claim of exactly that token is
         then not over but shared, and its units are this task's as well.
+
+        A cordoned unit is never chosen. Only while a new cordon waits for its placement group's token can
+        a task find fewer healthy free units than it holds tokens (every other unit busy): it then waits up
+        to ``wait`` seconds for a running task to release one (its claim, ``waiting`` and holding no unit,
+        says so meanwhile), and fails with :class:`CordonedUnitsError` after that.
         """
         pid = os.getpid() if pid is None else pid
         wanted = sorted({str(t) for t in tokens})
         if not wanted:
             return []
-        with self._locked() as table:
-            claims = table.setdefault(family.resource, [])
-            mine = next((c for c in claims if c.get("pid") == pid and not c.get("cordon")
-                         and bool(c.get("shared")) == shared and sorted(c.get("tokens", [])) == wanted), None)
-            if mine is not None:  # the same task or actor asking again: the same units
-                return [u for u in family.units if u in set(mine["units"])]
-            token_set = set(wanted)
-            sharing = next((c for c in claims if shared and not c.get("cordon") and c.get("shared")
-                            and sorted(c.get("tokens", [])) == wanted and alive(int(c.get("pid", 0)))), None)
-            if sharing is not None:  # another fraction of the same instance: the same units
-                claims.append({"pid": pid, "tokens": wanted, "units": list(sharing["units"]), "shared": True,
-                               "at": time.time()})
-                return [u for u in family.units if u in set(sharing["units"])]
-            kept = [c for c in claims
-                    if not token_set & set(c.get("tokens", []))
-                    and (c.get("cordon") or (c.get("pid") != pid and alive(int(c.get("pid", 0)))))]
-            taken = {u for c in kept for u in c.get("units", [])}
-            free = [u for u in family.units if u not in taken]
-            k = len(wanted)
-            if len(free) < k:
-                free = self._short(family, kept, free, k)
-            candidates = free
-            if within is not None:
-                inside = [u for u in free if u in family.domains.get(within, frozenset())]
-                if len(inside) >= k:
-                    candidates = inside
-            chosen = family.choose(candidates, k)
-            kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": time.time(), "shared": shared})
-            table[family.resource] = kept
-            return chosen
-
-    @staticmethod
-    def _short(family: FamilyUnits, kept: list[dict[str, Any]], free: list[str], k: int) -> list[str]:
-        # Only possible while a cordon waits for its placement group's token (or with a table of another
-        # node's life): take a cordoned unit before failing the task, and say so.
-        extra = [u for c in kept if c.get("cordon") and not c.get("tokens") for u in c.get("units", [])]
-        extra += [u for c in sorted(kept, key=lambda c: c.get("at", 0.0)) for u in c.get("units", [])]
-        more = [u for u in dict.fromkeys(extra) if u not in free and u in family.units]
-        logger.warning("rayaccel: only %d %s units unclaimed for a %d-unit task; claimed ones are shared",
-                       len(free), family.resource, k)
-        return free + more[:k - len(free)]
+        deadline = time.monotonic() + wait
+        while True:
+            with self._locked() as table:
+                chosen = _claim(table, family, wanted, within, pid, shared)
+            if isinstance(chosen, list):
+                return chosen
+            if time.monotonic() > deadline:
+                with self._locked() as table:
+                    table[family.resource] = [c for c in table.get(family.resource, [])
+                                              if not (c.get("waiting") and c.get("pid") == pid)]
+                raise CordonedUnitsError(
+                    f"rayaccel: this task holds {len(wanted)} {family.resource} token(s) but only "
+                    f"{chosen[0]} healthy unit(s) stayed free for {wait:g} s: the health monitor cordoned "
+                    f"{', '.join(chosen[1])} (its placement group does not hold the token yet), and a cordoned "
+                    "device is never given to a task. Retry the task (e.g. max_retries with "
+                    "retry_exceptions=True); the node offers one unit fewer once the cordon holds its token")
+            time.sleep(CORDON_POLL_S)
 
     def release(self, resource: str, pid: int | None = None) -> None:
         """Drop the claims of ``pid`` (this process): its task ended."""
@@ -328,6 +371,76 @@ class ClaimsTable:
         """Cordoned device -> its tokens (empty until its placement group's task tagged it)."""
         return {str(c["cordon"]): list(c.get("tokens", [])) for c in self.snapshot().get(resource, [])
                 if c.get("cordon")}
+
+
+class CordonedUnitsError(RuntimeError):
+    """A task's tokens outnumber the node's free healthy units for longer than it may wait (a new cordon)."""
+
+
+def _claim(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wanted: list[str], within: str | None,
+           pid: int, shared: bool) -> list[str] | tuple[int, list[str]]:
+    """One try of :meth:`ClaimsTable.claim` on the locked table: the units, or (free healthy units, the
+    cordoned devices) when only cordoned units are left for it."""
+    claims = table.setdefault(family.resource, [])
+    mine = next((c for c in claims if c.get("pid") == pid and not c.get("cordon") and not c.get("waiting")
+                 and bool(c.get("shared")) == shared and c.get("tokens") == wanted), None)
+    if mine is not None:  # the same task or actor asking again: the same units
+        return [u for u in family.units if u in set(mine["units"])]
+    cordoned = {u for c in claims if c.get("cordon") for u in c.get("units", [])}
+    now = time.time()
+    if shared:
+        sharing = next((c for c in claims if not c.get("cordon") and c.get("shared") and c.get("tokens") == wanted
+                        and not cordoned & set(c.get("units", [])) and alive(int(c.get("pid", 0)))), None)
+        if sharing is not None:  # another fraction of the same instance: the same units
+            claims.append({"pid": pid, "tokens": wanted, "units": list(sharing["units"]), "shared": True, "at": now})
+            return [u for u in family.units if u in set(sharing["units"])]
+    token_set = set(wanted)
+    k = len(wanted)
+
+    def holding(check_young: bool) -> list[dict[str, Any]]:
+        # Claims that still hold their units: not over (no token of this task) and their process alive. On a
+        # uniform family (every set of k units as good as another) a claim younger than LIVENESS_AFTER_S is
+        # taken as alive unless units run short: a dead one (a killed worker) cannot make the choice worse
+        # there, and asking the kernel about every holder at every task start is most of a claim's cost.
+        return [c for c in claims
+                if not token_set & set(c.get("tokens", []))
+                and (c.get("cordon") or (c.get("pid") != pid and (
+                    (not check_young and now - float(c.get("at", 0.0)) < LIVENESS_AFTER_S)
+                    or alive(int(c.get("pid", 0))))))]
+
+    kept = holding(check_young=not family.uniform)
+    taken = {u for c in kept for u in c.get("units", [])}
+    free = [u for u in family.units if u not in taken]
+    if len(free) < k:
+        kept = holding(check_young=True)
+        taken = {u for c in kept for u in c.get("units", [])}
+        free = [u for u in family.units if u not in taken]
+    if len(free) < k:
+        untagged = [str(c["cordon"]) for c in kept if c.get("cordon") and not c.get("tokens")]
+        if untagged:  # a new cordon's window: wait for a healthy unit rather than take the failed one
+            if not any(c.get("waiting") and c.get("pid") == pid for c in claims):  # says so, holding nothing
+                claims.append({"pid": pid, "tokens": wanted, "units": [], "waiting": True, "at": now})
+            return len(free), untagged
+        free = _short(family, kept, free, k)
+    candidates = free
+    if within is not None:
+        inside = [u for u in free if u in family.domains.get(within, frozenset())]
+        if len(inside) >= k:
+            candidates = inside
+    chosen = family.choose(candidates, k)
+    kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": now, "shared": shared})
+    table[family.resource] = kept
+    return chosen
+
+
+def _short(family: FamilyUnits, kept: list[dict[str, Any]], free: list[str], k: int) -> list[str]:
+    # Only possible with a table of another node's life (a live process that kept stale claims): share the
+    # oldest claims' units (never a cordoned one) rather than fail the task, and say so.
+    oldest = sorted((c for c in kept if not c.get("cordon")), key=lambda c: float(c.get("at", 0.0)))
+    more = [u for u in dict.fromkeys(u for c in oldest for u in c.get("units", [])) if u not in free]
+    logger.warning("rayaccel: only %d %s units unclaimed for a %d-unit task; claimed ones are shared",
+                   len(free), family.resource, k)
+    return free + more[:k - len(free)]
 
 
 def claims_path(session_dir: str | Path, node_id: str) -> Path:
