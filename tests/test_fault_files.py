@@ -128,3 +128,33 @@ def test_a_refused_start_leaves_no_fault_file_in_tmpdir(tmp_path: Path) -> None:
                            "--address=127.0.0.1:1"], capture_output=True, text=True, timeout=180, env=env)
     assert done.returncode != 0 and "token" in done.stderr, done.stderr
     assert list(tmpdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
+def test_faults_given_at_start_are_never_written_through_a_symlink_or_into_a_fifo(tmp_path: Path, kind: str) -> None:
+    from rayaccel.errors import FixtureError
+
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n", encoding="utf-8")
+    fault_file = tmp_path / "faults.txt"
+    if kind == "symlink":
+        fault_file.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(fault_file)
+    else:
+        fault_file.mkdir()
+    raised: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            make_host(FIXTURE, ["xid-79"], str(fault_file))
+        except BaseException as e:
+            raised.append(e)
+
+    worker = threading.Thread(target=start, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "writing the faults blocked"
+    [error] = raised
+    assert isinstance(error, FixtureError) and "fault file" in str(error) and "\n" not in str(error)
+    assert victim.read_text(encoding="utf-8") == "export PATH=/usr/bin\n"

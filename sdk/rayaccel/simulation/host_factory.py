@@ -7,6 +7,7 @@ The CLI, the Ray bridge, onboarding, the conformance suite and every process on 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 
 from rayaccel.errors import FixtureError
@@ -45,9 +46,25 @@ def simulated_host(simulate: str | Fixture, faults: Iterable[str] = (), fault_fi
     if fault_file is None:
         return SimulatedHost(fixture, faults=faults)
     if faults:
-        with open(fault_file, "a", encoding="utf-8") as f:
-            f.writelines(f"{name}\n" for name in faults)
+        _append_faults(fault_file, faults)
     return SimulatedHost(fixture, fault_file=fault_file)
+
+
+def _append_faults(fault_file: str, faults: list[str]) -> None:
+    """Append fault names to a regular file: never through a symlink (into whatever it names), never blocking
+    on a FIFO; anything else is one line naming the file."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(fault_file, flags, 0o644)
+    except OSError as e:
+        raise FixtureError(f"fault file {fault_file!r} cannot be written ({e.strerror or e}): give a regular file, "
+                           "not a symlink or a FIFO") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FixtureError(f"fault file {fault_file!r} is not a regular file: give the path of one")
+        os.write(fd, "".join(f"{name}\n" for name in faults).encode())
+    finally:
+        os.close(fd)
 
 
 def make_host(simulate: str | Fixture | None, faults: Iterable[str] = (), fault_file: str | None = None,
