@@ -259,7 +259,14 @@ class PluginManager:
             return False
         try:
             self._pm.register(plugin, name=name)
-        except (ValueError, pluggy.PluginValidationError) as e:
+        except ValueError:  # pluggy's own words name the object's repr: say what it means instead
+            other = self._pm.get_name(plugin)
+            self._problem(name, distribution, None, "duplicate-plugin",
+                          f"is the same module as plugin {other!r}, already registered" if other is not None
+                          else f"its name {name!r} is taken by another plugin",
+                          "list each plugin once, under one name (RAYACCEL_PLUGINS, entry points)")
+            return False
+        except pluggy.PluginValidationError as e:
             self._problem(name, distribution, None, "invalid-plugin", str(e).splitlines()[0],
                           "fix the hook implementation's signature to match docs/hooks.md")
             return False
