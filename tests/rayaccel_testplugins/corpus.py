@@ -1296,6 +1296,125 @@ class PartitionMemoryIsTheCards(Healthy):
         return _split(card, [f"{card.id}-p0", f"{card.id}-p1"], card.memory_mib)
 
 
+# Cross-record invariants (issue 46): two shapes of defect per family of invariants, RAC216-RAC220 ---------------
+
+
+class SplitCardUnitsBesideWhole(Healthy):
+    DEFECT = ("card 0, in a split compute mode, offers its two halves as units of the family's resource beside the "
+              "whole cards: one resource name for 32 GiB and 64 GiB units")
+    KILLED_BY = ("RAC216", "invariant one-resource-one-size")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        if card.index != 0:
+            return card
+        return Device.model_validate({**card.model_dump(), "units": ["0.0", "0.1"]})
+
+
+class PartitionProfileByKind(Healthy):
+    DEFECT = ("a card's partitions of 1 and 3 slices share one profile name ('part'), so one partition resource "
+              "stands for 16 GiB and 48 GiB partitions")
+    KILLED_BY = ("RAC216", "invariant one-resource-one-size")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        quarter = (card.memory_mib or 0) // 4
+        return Device.model_validate({
+            **card.model_dump(), "partition_capacity": {"compute_slices": 4, "memory_slices": 4},
+            "partitions": [{"id": f"{card.id}-p{i}", "kind": "compute-partition", "profile": "part",
+                            "compute_slices": size, "memory_slices": size, "memory_mib": quarter * size}
+                           for i, size in enumerate((1, 3))]})
+
+
+class LinksBothDirections(Healthy):
+    DEFECT = ("each link's bandwidth is the sum of both directions' sysfs entries (200 GB/s), twice the one-way "
+              "100 GB/s the catalog declares")
+    KILLED_BY = ("RAC217", "invariant link-unidirectional")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        data["skus"][0]["link_bandwidth_gbytes_per_s"] = 100  # the catalog is right
+        return data
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        links = super().rayaccel_topology(host, devices).links
+        return Topology(links=[ln.model_copy(update={"bandwidth_gbps": 2 * (ln.bandwidth_gbps or 0)})
+                               for ln in links])
+
+
+class LinksPcieInMegabytes(Healthy):
+    DEFECT = "PCIe link bandwidth converted the wrong way (GB/s x 1000, an MB/s figure reported as GB/s)"
+    KILLED_BY = ("RAC217", "invariant link-within-kind-maximum")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        links = super().rayaccel_topology(host, devices).links
+        return Topology(links=[ln.model_copy(update={"kind": "pcie", "bandwidth_gbps": 1000 * (ln.bandwidth_gbps or 0)})
+                               for ln in links])
+
+
+class UtilizationPercentTimes100(Healthy):
+    DEFECT = "utilization multiplied by 100 although busy_percent is already a percentage (0-3000 %)"
+    KILLED_BY = ("RAC218", "invariant metric-in-unit-range")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s if s.name != "utilization" else MetricSample(device=s.device, name=s.name, unit=s.unit,
+                                                                value=s.value * 100)
+                for s in super().samples(host, device)]
+
+
+class MemoryUsedMibAsGib(Healthy):
+    DEFECT = "memory_used scaled from MiB with 2^30 instead of 2^20: more memory in use than the card has"
+    KILLED_BY = ("RAC218", "invariant memory-used-within-capacity")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s if s.name != "memory_used" else MetricSample(device=s.device, name=s.name, unit=s.unit,
+                                                                value=s.value * 1024)
+                for s in super().samples(host, device)]
+
+
+class PciBusFromFirstCard(Healthy):
+    DEFECT = "every card's PCI address read from acme0's entry (a path left from a one-card prototype)"
+    KILLED_BY = ("RAC219", "invariant owned-by-one-device")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return card.model_copy(update={"pci_bus_id": _read(host, f"{SYSFS}/acme0/pci_bus_id") or None})
+
+
+class DeviceFileFromDrmList(Healthy):
+    DEFECT = ("each card's device file taken by position from the machine's DRM cards, assumed all ACME's: a "
+              "display card of another vendor becomes card 0's")
+    KILLED_BY = ("RAC219", "invariant unrelated-device-changes-nothing")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        drm = sorted(host.glob("/dev/dri/card*"))
+        own = drm[card.index] if card.index < len(drm) else f"/dev/acme{card.index}"
+        return Device.model_validate({**card.model_dump(), "attributes": {**card.attributes, "device_file": own}})
+
+
+class HintsBySizeSuffix(Healthy):
+    DEFECT = "a cloud hint for every '*.48xlarge' instance type (matched by size), NVIDIA and Trainium ones too"
+    KILLED_BY = ("RAC220", "invariant hints-only-for-own-devices")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        if instance_type.endswith(".48xlarge"):
+            return CloudHint(provider=provider, instance_type=instance_type, family=self.name, count=4,
+                             accelerator_type="R1")
+        return super().hint(provider, instance_type)
+
+
+class HintsWholeProvider(Healthy):
+    DEFECT = "a cloud hint for every GCP instance type asked (a provider-wide default), TPU and A3 VMs included"
+    KILLED_BY = ("RAC220", "invariant hints-only-for-own-devices")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        if provider == "gcp":
+            return CloudHint(provider=provider, instance_type=instance_type, family=self.name, count=4,
+                             accelerator_type="R1")
+        return super().hint(provider, instance_type)
+
+
 PLUGINS: dict[str, Healthy] = {}
 
 

@@ -1,5 +1,6 @@
 """The checks, one module per tier: :mod:`.experimental` (RAC1xx), :mod:`.supported` (RAC2xx),
-:mod:`.certified` (RAC3xx). Each registers its checks with :func:`rayaccel_conformance.registry.check` when
+:mod:`.certified` (RAC3xx); the cross-record invariants of the supported tier in :mod:`.invariants`
+(RAC216-RAC220). Each registers its checks with :func:`rayaccel_conformance.registry.check` when
 imported; :func:`all_checks` imports them all."""
 
 from __future__ import annotations
@@ -9,6 +10,6 @@ from rayaccel_conformance.registry import CHECKS, TIERS, Check
 
 def all_checks() -> list[Check]:
     """Every check, in tier then ID order (importing the tier modules registers them)."""
-    from rayaccel_conformance.checks import certified, experimental, supported  # noqa: F401
+    from rayaccel_conformance.checks import certified, experimental, invariants, supported  # noqa: F401
 
     return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))

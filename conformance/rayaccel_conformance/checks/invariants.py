@@ -1,0 +1,401 @@
+"""Cross-record invariants (RAC216-RAC220, supported tier): what holds between records for every correct plugin.
+
+A fixture recorded from the plugin itself agrees with the plugin's output by construction; these invariants do
+not depend on it. Each is checked on the fixture, on every perturbation the fixture declares, and on a variant
+the suite derives at the host seam (an unrelated device of another kind added: a PCI network function and a
+virtio display card with its DRM node), and each failure names the invariant, the fixture, the variant and the
+values; where the SDK filled a value itself (a memory size from the catalog), the failure says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rayaccel import hookspec
+from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory
+from rayaccel.simulation.fixtures import Fixture
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.ownership import own_words
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+MIB = 2**20
+#: The fastest one-way bandwidth (GB/s, all lanes of one link record together) any product of a link kind
+#: has: NVLink 6 (1800: 3.6 TB/s both ways per GPU), Infinity Fabric on MI355X (7 x 153.6 ~ 1075), TPU ICI,
+#: NeuronLink (Trn2: 1 TB/s per chip), Gaudi 3's 24 x 200 GbE (600), PCIe 7 x16 (242), 1.6 Tbit/s NICs (200),
+#: an EFA instance's 3200 Gbit/s (400). Faster is a unit slip (Gbit/s, both directions, MB/s), not a product.
+KIND_MAX_GBYTES_PER_S: dict[str, float] = {
+    "nvlink": 1800.0, "nvswitch": 1800.0, "xgmi": 1100.0, "ici": 1200.0, "neuronlink": 1100.0,
+    "gaudi-roce": 600.0, "pcie": 256.0, "roce": 200.0, "infiniband": 200.0, "ethernet": 200.0, "efa": 400.0,
+}
+#: How close to twice a SKU's declared bandwidth a link must be to be named as both directions summed.
+BOTH_DIRECTIONS_TOLERANCE = 0.05
+#: Plausible ranges of the standard metrics, in their declared units (name -> (lowest, highest)).
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "utilization": (0.0, 100.0), "temperature": (-40.0, 150.0), "power": (0.0, 5000.0),
+    "memory_used": (0.0, float("inf")), "memory_total": (0.0, float("inf")),
+    "interconnect_tx": (0.0, float("inf")), "interconnect_rx": (0.0, float("inf")),
+    "ecc_errors_corrected": (0.0, float("inf")), "ecc_errors_uncorrected": (0.0, float("inf")),
+}
+#: memory_total may differ from the device's memory size by this share (a driver's reserved memory).
+MEMORY_TOTAL_TOLERANCE = 0.1
+
+#: Well-known accelerator instance types -> words naming the vendor whose devices they carry.
+INSTANCE_TYPE_VENDORS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g5.48xlarge", "g6.xlarge", "a2-highgpu-8g",
+                     "a3-highgpu-8g", "a3-megagpu-8g", "g2-standard-4", "standard_nd96amsr_a100_v4",
+                     "standard_nd96isr_h100_v5", "bm.gpu.h100.8"), ("nvidia",)),
+    **dict.fromkeys(("trn1.32xlarge", "trn2.48xlarge", "inf2.48xlarge"), ("aws", "amazon", "neuron")),
+    **dict.fromkeys(("ct5lp-hightpu-4t", "ct5p-hightpu-4t", "ct6e-standard-4t"), ("google", "tpu")),
+    **dict.fromkeys(("standard_nd96isr_mi300x_v5", "bm.gpu.mi300x.8"), ("amd",)),
+    "dl1.24xlarge": ("intel", "habana", "gaudi"),
+}
+
+
+# Variants: the fixture, its declared perturbations, and the derived host-seam ones -----------------------------
+
+
+@dataclass
+class Variant:
+    name: str
+    kind: str  # "recorded", a declared perturbation's kind, or "derived"
+    inventory: NodeInventory
+    family: FamilyInventory | None
+
+
+def unrelated_device_patch(fx: Fixture) -> tuple[dict[str, Any], str]:
+    """A merge patch adding a device of another kind to the fixture's host (a virtio NIC and a virtio display
+    card with a DRM node, at a PCI address and card number the fixture does not use), and its description."""
+    files = fx.host.files
+    bus = next(f"0000:{n:02x}:00.0" for n in range(0xEE, 0, -1)
+               if not any(f"0000:{n:02x}:00.0" in path for path in files))
+    card = next(n for n in range(9, 1000) if not any(f"card{n}" in path for path in files))
+    sysfs = f"/sys/bus/pci/devices/{bus}"
+    patch = {"files": {f"{sysfs}/vendor": "0x1af4\n", f"{sysfs}/device": "0x1050\n", f"{sysfs}/class": "0x030000\n",
+                       f"{sysfs}/numa_node": "0\n", f"/sys/class/drm/card{card}/device/vendor": "0x1af4\n",
+                       f"/sys/class/drm/card{card}/device/device": "0x1050\n",
+                       f"/sys/class/drm/card{card}/device/uevent": f"DRIVER=virtio-pci\nPCI_SLOT_NAME={bus}\n",
+                       f"/dev/dri/card{card}": ""}}
+    return patch, f"an unrelated virtio display device added (PCI {bus}, /dev/dri/card{card})"
+
+
+_VARIANTS: dict[tuple[int, str], tuple[Subject, list[Variant]]] = {}
+
+
+def variants(subject: Subject, ref: str) -> list[Variant]:
+    """The fixture's inventory, then one per declared perturbation, then the unrelated-device one (cached)."""
+    key = (id(subject), ref)
+    if key in _VARIANTS and _VARIANTS[key][0] is subject:
+        return _VARIANTS[key][1]
+    from rayaccel_conformance.checks.supported import perturbed
+
+    family = subject.family().name
+    fx = subject.fixture(ref)
+    base = subject.inventory(ref)
+    found = [Variant(f"{ref} as recorded", "recorded", base, base.family(family))]
+    for variant in fx.perturbations:
+        built = subject.build(simulated_host(perturbed(fx, variant.patch)))
+        found.append(Variant(f"{ref} perturbation {variant.name} ({variant.kind})", variant.kind, built,
+                             built.family(family)))
+    patch, what = unrelated_device_patch(fx)
+    built = subject.build(simulated_host(perturbed(fx, patch)))
+    found.append(Variant(f"{ref} with {what}", "derived", built, built.family(family)))
+    _VARIANTS[key] = (subject, found)
+    return found
+
+
+def raw_memory(subject: Subject, ref: str) -> dict[str, int | None]:
+    """Each device's memory size as the plugin's discovery gave it, before the SDK filled any from the catalog."""
+    devices = subject.manager.answer(subject.name, hookspec.DISCOVER, [],
+                                     host=simulated_host(subject.fixture(ref))) or []
+    return {d.id: d.memory_mib for d in devices}
+
+
+def memory_source(device: Device, raw: dict[str, int | None]) -> str:
+    if device.id in raw and raw[device.id] is None and device.memory_mib is not None:
+        return f" (filled by the SDK from SKU {device.sku}'s catalog memory_mib; the plugin's discovery gave none)"
+    return ""
+
+
+def _fail(wrong: list[str], limit: int = 8) -> None:
+    if wrong:
+        unique = sorted(set(wrong), key=wrong.index)
+        raise CheckFailed(unique[:limit] + ([f"... and {len(unique) - limit} more"] if len(unique) > limit else []))
+
+
+def _families(subject: Subject, ref: str) -> Iterator[tuple[Variant, FamilyInventory]]:
+    for variant in variants(subject, ref):
+        if variant.family is not None:
+            yield variant, variant.family
+
+
+# RAC216 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC216", scope="fixture")
+def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidence:
+    """One resource name stands for one size on a node: every unit of the family's resource, and every
+    partition of one partition resource, has the same memory and compute slices.
+
+    Ray counts units, not sizes: a task asking for one unit of a resource whose units differ (a 40 GB and an
+    80 GB card, a 1g.10gb and a 2g.20gb partition under one name) gets either, and one of them runs out of
+    memory. On the fixture, its ``reorder`` and ``lose`` perturbations and the unrelated-device variant (a
+    ``change`` perturbation may resize one card on purpose), the memory per unit
+    (a device's known ``memory_mib`` over its units) must be the same for every device offered whole, and
+    every partition listed under one ``partition_units`` resource must have the same ``memory_mib``,
+    ``compute_slices`` and ``memory_slices``. A size the SDK filled from the catalog is named as such.
+    Fix: give differently sized devices or partitions different resource names (a partition resource per
+    profile), or read each device's memory from the device itself, never from another card or a default.
+    """
+    family = subject.family()
+    assert fixture is not None
+    raw = raw_memory(subject, fixture)
+    wrong, compared = [], 0
+    for variant, fam in _families(subject, fixture):
+        if variant.kind == "change":
+            continue  # a perturbation that resizes one card makes a mixed machine on purpose
+        offered = set(fam.schedulable_units)
+        whole = [d for d in fam.devices if not d.partitions and d.memory_mib is not None and d.unit_ids
+                 and set(d.unit_ids) & offered]
+        sizes: dict[float, list[Device]] = {}
+        for d in whole:
+            sizes.setdefault(d.memory_mib / len(d.unit_ids), []).append(d)  # type: ignore[operator]
+        compared += len(whole)
+        if len(sizes) > 1:
+            (small, a), (large, b) = min(sizes.items()), max(sizes.items())
+            wrong.append(f"invariant one-resource-one-size, {variant.name}: {family.resource_name} stands for "
+                         f"{small:g} MiB per unit on {a[0].id}{memory_source(a[0], raw)} and {large:g} MiB on "
+                         f"{b[0].id}{memory_source(b[0], raw)}")
+        partitions = {p.id: p for d in fam.devices for p in d.partitions}
+        for resource, ids in fam.partition_units.items():
+            shapes: dict[tuple[Any, ...], str] = {}
+            for pid in ids:
+                p = partitions.get(pid)
+                if p is not None:
+                    shapes.setdefault((p.memory_mib, p.compute_slices, p.memory_slices), pid)
+            compared += len(ids)
+            if len(shapes) > 1:
+                (s1, p1), (s2, p2) = list(shapes.items())[:2]
+                wrong.append(f"invariant one-resource-one-size, {variant.name}: partition resource {resource} "
+                             f"stands for partitions of (memory_mib, compute_slices, memory_slices) {s1} ({p1}) "
+                             f"and {s2} ({p2})")
+    _fail(wrong)
+    if not compared:
+        raise NotApplicable(f"{fixture}: no device or partition of known size is offered")
+    return f"{fixture}: every unit of {family.resource_name} and of each partition resource has one size"
+
+
+# RAC217 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC217", scope="fixture")
+def link_bandwidth_within_maxima(subject: Subject, fixture: str | None) -> Evidence:
+    """A link's bandwidth is one direction's, within its kind's fastest product and its SKU's declared maximum.
+
+    ``Link.bandwidth_gbps`` is GB/s one way, all lanes together. On the fixture, each of its perturbations
+    and the unrelated-device variant, every link with a bandwidth must be at most the fastest one-way
+    bandwidth any product of its kind has (``KIND_MAX_GBYTES_PER_S``: NVLink 1800, PCIe 256, ...), and at
+    most the declared ``link_bandwidth_gbytes_per_s`` of the SKU at either end; one at twice the SKU's
+    declared value is named as both directions summed. Fix: report one direction (halve a tool's
+    bidirectional figure), in GB/s (divide Gbit/s by 8, MB/s by 1000).
+    """
+    family = subject.family()
+    assert fixture is not None
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
+    declared = {s.id: s.link_bandwidth_gbytes_per_s for s in (catalog.skus if catalog else [])
+                if s.link_bandwidth_gbytes_per_s is not None}
+    wrong, compared = [], 0
+    for variant, fam in _families(subject, fixture):
+        sku_of = {d.id: d.sku for d in fam.devices}
+        for link in fam.topology.links:
+            if link.bandwidth_gbps is None:
+                continue
+            compared += 1
+            got, where = link.bandwidth_gbps, f"{variant.name}: link {link.a}-{link.b} ({link.kind})"
+            ceiling = KIND_MAX_GBYTES_PER_S.get(str(link.kind))
+            if ceiling is not None and got > ceiling:
+                wrong.append(f"invariant link-within-kind-maximum, {where} is {got:g} GB/s, faster than any "
+                             f"{link.kind} product ({ceiling:g} GB/s one way): Gbit/s, MB/s or both directions?")
+            limits = sorted((declared[s], s) for s in {sku_of.get(link.a), sku_of.get(link.b)} if s in declared)
+            if limits:
+                limit, sku = limits[0]
+                if abs(got - 2 * limit) <= BOTH_DIRECTIONS_TOLERANCE * 2 * limit:
+                    wrong.append(f"invariant link-unidirectional, {where} is {got:g} GB/s, twice the {limit:g} "
+                                 f"GB/s SKU {sku} declares: both directions summed? report one direction")
+                elif got > limit * 1.01:
+                    wrong.append(f"invariant link-within-sku-maximum, {where} is {got:g} GB/s, faster than the "
+                                 f"{limit:g} GB/s SKU {sku} declares (link_bandwidth_gbytes_per_s)")
+    _fail(wrong)
+    if not compared:
+        raise NotApplicable(f"{fixture}: no link reports a bandwidth")
+    return f"{fixture}: {compared} link bandwidths one way, within their kind's and SKU's maxima ({family.name})"
+
+
+# RAC218 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC218", scope="fixture")
+def metrics_within_their_units(subject: Subject, fixture: str | None) -> Evidence:
+    """Every metric is within its declared unit's range and consistent with the record it describes.
+
+    On the fixture, each of its perturbations and the unrelated-device variant: ``utilization`` (percent)
+    in [0, 100], ``temperature`` (celsius) in [-40, 150], ``power`` (watts) in [0, 5000], counters and sizes
+    never negative; a device's ``memory_used`` at most its ``memory_total`` and at most its ``memory_mib``
+    (bytes = MiB x 2^20); ``memory_total`` within 10% of ``memory_mib``; ``interconnect_tx``/``_rx`` at most
+    the device's links' bandwidth together. A ratio for a percentage is caught where the fixture's load is
+    known (RAC206); a scale off by 1024, or a MiB value for bytes, is caught here against the device's size.
+    Fix: convert every reading to the metric's declared unit (docs/hooks.md#rayaccel_metrics), and sample
+    memory against the same device's size.
+    """
+    assert fixture is not None
+    raw = raw_memory(subject, fixture)
+    wrong, compared = [], 0
+    for variant, fam in _families(subject, fixture):
+        devices = {d.id: d for d in fam.devices}
+        by_device: dict[str, dict[str, float]] = {}
+        for s in fam.metrics:
+            by_device.setdefault(s.device, {})[s.name] = s.value
+            compared += 1
+            low, high = METRIC_RANGES.get(s.name, (float("-inf"), float("inf")))
+            if not low <= s.value <= high:
+                wrong.append(f"invariant metric-in-unit-range, {variant.name}: {s.name} of {s.device} is "
+                             f"{s.value:g} {s.unit}, outside [{low:g}, {high:g}]")
+        for dev, values in by_device.items():
+            device = devices.get(dev)
+            used, total = values.get("memory_used"), values.get("memory_total")
+            where = f"{variant.name}: {dev}"
+            if used is not None and total is not None and used > total:
+                wrong.append(f"invariant memory-used-within-capacity, {where}: memory_used {used:g} bytes is more "
+                             f"than memory_total {total:g} bytes")
+            if device is None or device.memory_mib is None:
+                continue
+            size = device.memory_mib * MIB
+            source = memory_source(device, raw)
+            if used is not None and used > size:
+                wrong.append(f"invariant memory-used-within-capacity, {where}: memory_used {used:g} bytes is more "
+                             f"than the device's memory_mib {device.memory_mib} ({size:g} bytes){source}")
+            if total is not None and abs(total - size) > MEMORY_TOTAL_TOLERANCE * size:
+                wrong.append(f"invariant memory-total-is-the-device's, {where}: memory_total {total:g} bytes, but "
+                             f"memory_mib {device.memory_mib} is {size:g} bytes{source}")
+            fastest = sum(ln.bandwidth_gbps or 0.0 for ln in fam.topology.links if dev in (ln.a, ln.b)) * 1e9
+            for name in ("interconnect_tx", "interconnect_rx"):
+                if fastest and values.get(name, 0.0) > fastest * 1.05:
+                    wrong.append(f"invariant interconnect-within-links, {where}: {name} {values[name]:g} bytes/s "
+                                 f"is more than its links carry together ({fastest:g} bytes/s)")
+    _fail(wrong)
+    if not compared:
+        raise NotApplicable(f"{fixture}: no metric samples")
+    return f"{fixture}: {compared} samples within their units and consistent with their devices"
+
+
+# RAC219 ---------------------------------------------------------------------------------------------------------
+
+
+def _owned(fam: FamilyInventory) -> dict[str, list[tuple[str, str]]]:
+    """What each device claims as its own: PCI functions, device files, units -> [(device, value)]."""
+    owned: dict[str, list[tuple[str, str]]] = {"PCI function": [], "device file": [], "unit": []}
+    for d in fam.devices:
+        if d.pci_bus_id:
+            owned["PCI function"].append((d.id, d.pci_bus_id.lower().removeprefix("0000:")))
+        listed = d.attributes.get(DEVICE_FILE)
+        if isinstance(listed, str):
+            owned["device file"] += [(d.id, f.strip()) for f in listed.split(",") if f.strip()]
+        owned["unit"] += [(d.id, u) for u in d.unit_ids]
+    return owned
+
+
+@check("RAC219", scope="fixture")
+def device_files_and_functions_owned_once(subject: Subject, fixture: str | None) -> Evidence:
+    """A device file or PCI function belongs to exactly one device, and to the right one when the machine
+    has a device of another kind too.
+
+    On the fixture and each of its perturbations, no two devices (of this family, or of any family on the
+    node) name the same PCI function (``pci_bus_id``), device file (the ``device_file`` attribute) or unit.
+    Then the suite adds an unrelated device of another kind at the host seam (a virtio display function
+    with its PCI entry and DRM node, at an address and number the fixture does not use): the family's
+    devices, their PCI functions, device files and units must stay exactly as on the fixture. A plugin that
+    counts every PCI function or DRM card, or pairs files with devices by position, takes the newcomer's.
+    Fix: select the vendor's own functions (PCI vendor id, driver) and key each file by the device's own
+    address or index, never by position in a listing of everything.
+    """
+    assert fixture is not None
+    found = variants(subject, fixture)
+    wrong = []
+    for variant in found:
+        claims: dict[tuple[str, str], set[str]] = {}
+        for fam in variant.inventory.families:
+            for what, pairs in _owned(fam).items():
+                for device, value in pairs:
+                    claims.setdefault((what, value), set()).add(f"{fam.family.name}:{device}")
+        for (what, value), owners in claims.items():
+            if len(owners) > 1:
+                wrong.append(f"invariant owned-by-one-device, {variant.name}: {what} {value} is claimed by "
+                             f"{', '.join(sorted(owners))}")
+    base, extra = found[0], found[-1]
+    if base.family is not None:
+        before = _owned(base.family) | {"device": [(d.id, d.id) for d in base.family.devices]}
+        after = _owned(extra.family) if extra.family is not None else {}
+        after = after | {"device": [(d.id, d.id) for d in (extra.family.devices if extra.family else [])]}
+        for what in before:
+            if sorted(before[what]) != sorted(after.get(what, [])):
+                gained = sorted(set(after.get(what, [])) - set(before[what]))
+                lost = sorted(set(before[what]) - set(after.get(what, [])))
+                wrong.append(f"invariant unrelated-device-changes-nothing, {extra.name}: the family's {what}s "
+                             f"change: gains {gained[:2]}, loses {lost[:2]}")
+    _fail(wrong)
+    return (f"{fixture}: every PCI function, device file and unit owned by one device; unchanged with an unrelated "
+            "device added")
+
+
+# RAC220 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC220")
+def hints_only_for_what_the_plugin_owns(subject: Subject) -> Evidence:
+    """Cloud hints only for instance types whose devices are the family's: never one another installed plugin
+    or a known cloud catalogue assigns elsewhere.
+
+    Each accelerator instance type RAC209 asks about, and each that another vendor's installed plugin lists
+    (``rayaccel_cloud_instance_types``), is asked of the plugin; a hint for one that another vendor's
+    installed plugin also hints, or that the known catalogue (``INSTANCE_TYPE_VENDORS``: ``p5.48xlarge`` carries
+    NVIDIA GPUs, ``trn2.48xlarge`` AWS Trainium) assigns to another vendor, is a conflict naming both.
+    An autoscaler adding a node for the hint's resource starts a machine without the family's devices.
+    Fix: hint only the instance types that carry your family's devices (the plugin's instance-types.yaml).
+    """
+    from rayaccel_conformance.checks.supported import CLOUD_INSTANCE_TYPES
+
+    family = subject.family()
+    if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):
+        raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
+    asked = {(provider, t) for provider, names in CLOUD_INSTANCE_TYPES.items() for t in names}
+    # Another vendor's plugin hinting the same type is a conflict; two plugins of one vendor may share a machine.
+    others = [p for p in subject.manager.plugin_names() if p != subject.name
+              and not own_words(subject.manager.family(p)) & own_words(family)]
+    for other in others:
+        if subject.manager.implements(other, "rayaccel_cloud_instance_types"):
+            listed = subject.manager.answer(other, hookspec.CLOUD_INSTANCE_TYPES, []) or []
+            asked |= {(h.provider, h.instance_type) for h in listed}
+    own = own_words(family)
+    wrong, hinted = [], 0
+    for provider, instance_type in sorted(asked):
+        hint = subject.manager.answer(subject.name, hookspec.CLOUD_HINTS, [], provider=provider,
+                                      instance_type=instance_type)
+        if hint is None:
+            continue
+        hinted += 1
+        vendor = INSTANCE_TYPE_VENDORS.get(instance_type.lower())
+        if vendor is not None and not own & set(vendor):
+            wrong.append(f"invariant hints-only-for-own-devices: {provider} {instance_type} carries "
+                         f"{vendor[0].upper()} devices (known cloud catalogue), yet {subject.name} hints "
+                         f"{hint.count:g} {family.resource_name} of {family.vendor}")
+        for other in others:
+            if subject.manager.implements(other, "rayaccel_cloud_hints") and subject.manager.answer(
+                    other, hookspec.CLOUD_HINTS, [], provider=provider, instance_type=instance_type) is not None:
+                wrong.append(f"invariant hints-only-for-own-devices: {provider} {instance_type} is hinted by "
+                             f"installed plugin {other} too: one of the two claims another family's machine")
+    _fail(wrong)
+    if not hinted:
+        raise NotApplicable(f"the plugin hints none of the {len(asked)} instance types asked")
+    return f"{hinted} hints, each for an instance type no other plugin or known catalogue assigns elsewhere"
