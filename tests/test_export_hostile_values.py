@@ -229,3 +229,16 @@ def test_a_device_file_that_can_never_be_valid_is_refused_in_the_record(value: s
 def test_a_record_name_with_a_trailing_newline_is_refused(name: str) -> None:
     with pytest.raises(ValidationError):
         TypeAdapter(ResourceName).validate_python(name)
+
+
+def test_a_node_env_string_over_the_kernels_limit_is_refused_before_anything_starts(
+        dgx: NodeInventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel.errors import RayaccelError
+    from rayaccel.plugins.configuration import PLUGINS_ENV
+    from rayaccel.ray.node import node_config
+
+    # Any env value the node would carry (here the plugins' list; with 10,000 partitions the resources' JSON).
+    monkeypatch.setenv(PLUGINS_ENV, ",".join(f"plugin{i:06d}=vendor_module_{i:06d}" for i in range(5000)))
+    with pytest.raises(RayaccelError) as refused:
+        node_config(dgx, check_installed_ray=False)
+    assert_one_clean_line(str(refused.value), PLUGINS_ENV, "MAX_ARG_STRLEN")

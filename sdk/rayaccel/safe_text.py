@@ -20,6 +20,9 @@ _UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 MAX_EXCERPT = 60
 #: The longest device file path taken (Linux's PATH_MAX).
 MAX_PATH = 4096
+#: Linux's MAX_ARG_STRLEN: execve refuses an argument or ``NAME=value`` env string of this many bytes or more
+#: (with its NUL), whatever ``ulimit -s`` allows in all: a node env or a command line must stay under it.
+MAX_ARG_BYTES = 32 * 4096
 #: One path segment of a device file: what /dev names use, and never a shell, gres.conf or list separator
 #: (space, ',', '=', ':', '[', quotes).
 _DEVICE_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.+@-]+$")

@@ -44,6 +44,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rayaccel.errors import RayaccelError
 from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.ray.claims import PLACEMENT_ENV, domain_resources, placement_table
 from rayaccel.ray.collectives import COLLECTIVES_ENV, dump, node_declarations
@@ -58,6 +59,7 @@ from rayaccel.ray.registry import (
 )
 from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
+from rayaccel.safe_text import MAX_ARG_BYTES
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
 from rayaccel.simulation.simulated_host import SIMULATE_HOSTNAME_ENV
 
@@ -227,6 +229,12 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
             env[SIMULATE_FAULTS_ENV] = fault_file
     if os.environ.get(PLUGINS_ENV):
         env[PLUGINS_ENV] = os.environ[PLUGINS_ENV]
+    for name, value in env.items():  # Ray starts its processes with this env: one string over the limit, and none runs
+        size = len(f"{name}={value}".encode()) + 1
+        if size >= MAX_ARG_BYTES:
+            raise RayaccelError(f"the node's {name} would be {size} bytes; the kernel starts no process with an env "
+                                f"string of {MAX_ARG_BYTES} bytes or more (MAX_ARG_STRLEN): offer fewer partitions or "
+                                "families on this node (--plugin)")
     return NodeConfig(inventory=inventory, resources=resources, labels=labels, env=env, families=specs,
                       fault_file=fault_file if simulate else None)
 

@@ -25,16 +25,13 @@ from rayaccel.outputs.exporters import (
     resource_quantity,
 )
 from rayaccel.records import NodeInventory
-from rayaccel.safe_text import excerpt
+from rayaccel.safe_text import MAX_ARG_BYTES, excerpt
 
 #: The node env's JSON of the node's resources and labels (rayaccel.ray.node; Ray reads them at start).
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
 #: Resources ``ray start`` takes as their own options, not inside ``--resources`` (Ray refuses them there).
 _OWN_OPTIONS = {"GPU": "--num-gpus", "CPU": "--num-cpus"}
-#: Linux's MAX_ARG_STRLEN: execve refuses an argument or ``NAME=value`` env string of this many bytes or more
-#: (with its NUL), whatever ``ulimit -s`` allows in all.
-MAX_ARG_BYTES = 32 * 4096
 #: A name the shell takes before a command as an assignment (``NAME=value ray start``).
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 
