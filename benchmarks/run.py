@@ -176,11 +176,36 @@ def against_ray(results: dict[str, Any], with_ray: bool, conformance_plugin: str
         f"{tray['polls']} polls in {tray['window_s']:.0f} s; an idle Ray actor {tray['idle_actor_core_percent']:.2f}%",
         f"{tray['ms_cpu_per_poll']:.1f} ms CPU per poll (metrics at {tray['samples']}); "
         f"{18 * tray['ms_cpu_per_poll']:.0f} ms for all 72 GPUs", "< 1% per node", tray["core_percent"] < 1.0)
+    rows += task_path_rows(results, row)
     conf = results["conformance"] = ar.bench_conformance(conformance_plugin, insp["ray_init_s"])
     row(f"conformance run of {conformance_plugin} ({conf['summary'] or 'exit ' + str(conf['exit'])})",
         f"{conf['s']:.1f} s", f"ray.init()+shutdown() {insp['ray_init_s']:.2f} s", f"x{conf['ratio']:.1f}", "< x10",
         conf["ratio"] < 10)
     return rows
+
+
+def task_path_rows(results: dict[str, Any], row: Callable[..., None]) -> list[tuple[str, ...]]:
+    """Issue 42's task path: tasks/s against a plain Ray node, and a domain-packed group against STRICT_PACK
+    (``row`` appends to the caller's table and prints; nothing is returned here)."""
+    from benchmarks import task_path
+
+    print("measuring the task path (a few minutes)...", flush=True)
+    tasks = results["task_path"] = task_path.bench_task_path()
+    for label, value in tasks["rows"].items():
+        per_s, cpu_ms = value["tasks_per_s"], value["cpu_ms_per_task"]
+        row(f"tasks/s on a rayaccel node, {label} ({value['fixture']}; {tasks['tasks']} empty tasks after "
+            f"{tasks['warmup']}, --num-cpus={tasks['num_cpus']})", f"{per_s['rayaccel']:.0f} tasks/s",
+            f"a plain Ray node, the same resources {per_s['ray']:.0f} tasks/s",
+            f"x{value['ratio']:.2f} (median of {tasks['rounds']} alternating, load {tasks['load_average'][0]:.1f}; "
+            f"CPU per task {cpu_ms['rayaccel']:.2f} vs {cpu_ms['ray']:.2f} ms; workers "
+            f"{max(value['workers']['rayaccel'])} vs {max(value['workers']['ray'])})", ">= x0.9",
+            value["ratio"] >= 0.9)
+    group = results["domain_group"] = task_path.bench_domain_group()
+    row(f"domain-packed placement group of {group['bundles']} GPUs, creation to READY (nvidia/dgx-h100)",
+        f"{group['ms']['domain']:.1f} ms", f"a STRICT_PACK group {group['ms']['strict_pack']:.1f} ms",
+        f"x{group['ratio']:.2f} (median of {group['rounds']} alternating, load {group['load_average'][0]:.1f})",
+        "<= x1.1", group["ratio"] <= 1.1)
+    return []
 
 
 def transport_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:

@@ -147,3 +147,42 @@ if __name__ == "__main__":  # python -m benchmarks.task_path [row label ...]: th
     result = bench_task_path(rows=sys.argv[1:] or None)
     print(json.dumps(result, indent=2))
     print(f"{time.perf_counter() - started:.0f} s")
+
+
+def bench_domain_group(rounds: int = 10, bundles: int = 4) -> dict[str, Any]:
+    """A domain-packed placement group (:func:`rayaccel.ray.scale_up_domain_placement_group`, whatever it builds
+    the group with) vs a plain ``STRICT_PACK`` group of the same bundles, creation to READY and removed, on one
+    simulated ``nvidia/dgx-h100`` node, alternating; medians of ``rounds``."""
+    import ray
+    from ray.util import placement_group, remove_placement_group
+
+    import rayaccel.ray
+    from rayaccel.ray.node import environ
+
+    shape = [{"GPU": 1.0} for _ in range(bundles)]
+    load = os.getloadavg()[0]
+    samples: dict[str, list[float]] = {"domain": [], "strict_pack": []}
+
+    def make(kind: str) -> Any:
+        if kind == "domain":
+            return rayaccel.ray.scale_up_domain_placement_group(shape)
+        return placement_group(shape, strategy="STRICT_PACK")
+
+    with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
+        rayaccel.ray.init(simulate="nvidia/dgx-h100", monitor=False, num_cpus=2, include_dashboard=False,
+                          logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        for index in range(rounds + 1):  # the first round warms both paths up and is not kept
+            for kind in (("domain", "strict_pack") if index % 2 == 0 else ("strict_pack", "domain")):
+                started = time.perf_counter()
+                group = make(kind)
+                ray.get(group.ready(), timeout=120)
+                took = time.perf_counter() - started
+                remove_placement_group(group)
+                if index:
+                    samples[kind].append(took)
+    finally:
+        rayaccel.ray.shutdown()
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    return {"ms": {k: v * 1e3 for k, v in medians.items()}, "ratio": medians["domain"] / medians["strict_pack"],
+            "samples": samples, "rounds": rounds, "bundles": bundles, "load_average": [load, os.getloadavg()[0]]}

@@ -330,8 +330,8 @@ class ClaimsTable:
                     f"rayaccel: this task holds {len(wanted)} {family.resource} token(s) but only "
                     f"{chosen[0]} healthy unit(s) stayed free for {wait:g} s: the health monitor cordoned "
                     f"{', '.join(chosen[1])} (its placement group does not hold the token yet), and a cordoned "
-                    "device is never given to a task. Retry the task (e.g. max_retries with "
-                    "retry_exceptions=True); the node offers one unit fewer once the cordon holds its token")
+                    "device is never given to a task: the task does not start here (Ray retries it while its "
+                    "max_retries last); the node offers one unit fewer once the cordon holds its token")
             time.sleep(CORDON_POLL_S)
 
     def release(self, resource: str, pid: int | None = None) -> None:
