@@ -782,6 +782,29 @@ class DiscoverListsDev(Healthy):
         return found[: len(nodes)] if nodes else found
 
 
+class DiscoverProbesOsPath(Healthy):
+    DEFECT = ("discovery asks os.path.isdir whether the ACME class exists on the real machine (no file is opened, "
+              "so no open() is seen), and finds nothing on any other host")
+    KILLED_BY = ("RAC109", "probed /sys/class/acme outside the Host seam")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if not os.path.isdir(SYSFS) and not host.is_dir(SYSFS):
+            return []
+        return super().rayaccel_discover(host)
+
+
+class HealthExtendsSysPath(Healthy):
+    DEFECT = "health puts the vendor's Python bindings directory on sys.path (and leaves it there) to import them"
+    KILLED_BY = ("RAC109", "changed sys.path (added /opt/acme/python")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        if "/opt/acme/python" not in sys.path:
+            sys.path.append("/opt/acme/python")
+        with contextlib.suppress(ImportError):
+            import acme_bindings  # type: ignore[import-not-found]  # noqa: F401
+        return super().rayaccel_health(host, devices)
+
+
 class MetricsUrllib(Healthy):
     DEFECT = "metrics scraped from the local exporter with urllib, around the Host seam"
     KILLED_BY = ("RAC109", "used the network outside the Host seam")

@@ -4,9 +4,13 @@ processes, network, files written, read or listed outside the allowed roots, nat
 
 from __future__ import annotations
 
+import contextlib
+import genericpath
 import os
+import pathlib
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -165,6 +169,67 @@ def _classify(watch: Watch, event: str, args: tuple[Any, ...]) -> None:
         if name and not (isinstance(name, str) and os.path.isabs(name) and watch.readable(name)):
             watch.note(f"loaded native library {name} outside the Host seam: hand a rayaccel.LibraryAdapter to "
                        "host.library(adapter)")
+
+
+#: ``os`` functions that probe a path without an audit event (``os.path.exists``, ``isdir``, ``isfile``,
+#: ``getsize``, ``pathlib.Path.exists`` all end in one): wrapped while a hook is watched.
+_PROBES = ("stat", "lstat", "access")
+
+
+def _probe(name: str, real: Any) -> Any:
+    def probe(path: Any, *args: Any, **kwargs: Any) -> Any:
+        watch = _active
+        if (watch is not None and not isinstance(path, int) and not getattr(seam_mark, "seam", 0)
+                and not getattr(seam_mark, "busy", False) and watch.owns_current_thread()):
+            seam_mark.busy = True
+            try:
+                where = _path(path)
+                if where is not None and not watch.readable(where) and not _ancestor_of_root(watch, where) \
+                        and not _called_by_sdk():
+                    watch.note(f"probed {where} outside the Host seam (os.{name}, as os.path.exists, isdir and "
+                               "pathlib do): use host.exists / host.is_dir")
+            except Exception:
+                pass
+            finally:
+                seam_mark.busy = False
+        return real(path, *args, **kwargs)
+
+    probe.__wrapped__ = real  # type: ignore[attr-defined]
+    return probe
+
+
+def _ancestor_of_root(watch: Watch, path: str) -> bool:
+    """``os.path.realpath`` of a readable file probes each directory above it (``/work``, ``/work/main``)."""
+    prefix = path.rstrip("/") + "/"
+    return any(root.startswith(prefix) for root in watch.roots)
+
+
+_PATH_MODULES = frozenset(os.path.realpath(m.__file__ or "") for m in (os, os.path, genericpath, pathlib))
+
+
+def _called_by_sdk() -> bool:
+    """The probe comes from the SDK (a catalog or fixture loaded for the hook), not from the plugin's own code:
+    the first caller outside the path modules and this one is in the rayaccel package."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        source = os.path.realpath(frame.f_code.co_filename)
+        if source not in _PATH_MODULES and source != os.path.realpath(__file__):
+            return any(source.startswith(d + os.sep) for d in sdk_dirs())
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def probes_watched() -> Iterator[None]:
+    """While a hook runs: path probes that raise no audit event are seen too (put back afterwards)."""
+    originals = {name: getattr(os, name) for name in _PROBES}
+    for name, real in originals.items():
+        setattr(os, name, _probe(name, real))
+    try:
+        yield
+    finally:
+        for name, real in originals.items():
+            setattr(os, name, real)
 
 
 def short(value: Any) -> str:

@@ -7,11 +7,12 @@ result and nothing else. While a hook runs under conformance, this module watche
   (``socket``, ``urllib``), files opened or listed outside the Python installation and the plugin's own
   package, native libraries loaded directly, and any file written, removed or renamed. These come from a
   ``sys.addaudithook`` hook (:mod:`rayaccel_conformance.harness.audit`), installed once per process (audit hooks
-  cannot be removed) and gated on the hook being watched: events of the hook's thread, or of threads it
-  started, count; calls made by the Host the hook was given (its methods run with a thread-local "inside
-  the seam" mark) do not.
-- Changes to the process: the environment (``os.environ`` before/after, and ``os.putenv``), output on
-  ``sys.stdout``/``sys.stderr`` (captured while the hook runs), threads and child processes still running
+  cannot be removed), and path probes that raise no audit event (``os.stat``/``lstat``/``access``, under
+  ``os.path.exists`` and ``pathlib``), wrapped while the hook runs; both gated on the hook being watched:
+  events of the hook's thread, or of threads it started, count; calls made by the Host the hook was given
+  (its methods run with a thread-local "inside the seam" mark) do not.
+- Changes to the process: the environment (``os.environ`` before/after, and ``os.putenv``), ``sys.path``,
+  output on ``sys.stdout``/``sys.stderr`` (captured while the hook runs), threads and child processes still running
   after it returned (``threading`` and ``psutil`` snapshots; the process holding the run's Ray cluster, and
   everything under it, is the suite's own: :func:`exclude_process_tree`).
 - Changes to its inputs: the hook gets deep copies of its arguments (the Host excepted), which are compared
@@ -47,6 +48,7 @@ from rayaccel_conformance.harness.audit import (
     Watch,
     active,
     install_audit_hook,
+    probes_watched,
     python_roots,
     sdk_dirs,
     seam_mark,
@@ -248,10 +250,12 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
     reported = len(sink)
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(out, watch, "stdout"), _Tee(err, watch, "stderr")
+    import_path = list(sys.path)
     set_active(watch)
     started = time.perf_counter()
     try:
-        result = proceed(dataclasses.replace(call, fn=watched, kwargs=call_kwargs))
+        with probes_watched():
+            result = proceed(dataclasses.replace(call, fn=watched, kwargs=call_kwargs))
     finally:
         elapsed = time.perf_counter() - started
         set_active(None)
@@ -272,6 +276,14 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
                 os.environ.pop(key, None)
         found.append(f"{plugin}: {hook} changed the process environment ({', '.join(changed[:4])}): a hook must "
                      "not write os.environ; return the env in rayaccel_visible_env instead")
+    # The import path: a hook that adds a directory makes later imports (anyone's) read outside the seam.
+    if sys.path != import_path:
+        added = [p for p in sys.path if p not in import_path]
+        removed = [p for p in import_path if p not in sys.path]
+        sys.path[:] = import_path
+        found.append(f"{plugin}: {hook} changed sys.path (added {short(added) or 'nothing'}, removed "
+                     f"{short(removed) or 'nothing'}): a hook must not change the import path; ship the vendor's "
+                     "module as a dependency, or read its files through the host")
     # What the SDK itself contained (it restores os.environ and keeps prints out of the output): the same defects.
     for problem in sink[reported:]:
         if problem.plugin == plugin and problem.code == "environ-changed":
