@@ -353,3 +353,13 @@ def test_loading_plugins_has_one_deadline(tmp_path: Path, monkeypatch: pytest.Mo
     assert time.monotonic() - started < 3  # not 2 x 10 s
     assert [(p.plugin, p.code) for p in manager.problems] == [("stuck_a", "hook-timeout"),
                                                               ("stuck_b", "inventory-deadline")]
+
+
+def test_vendor_terminal_escapes_are_printed_escaped(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(PLUGINS_ENV, "weird-escapes=rayaccel_testplugins.weird_escapes")
+    assert main(["inspect"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\\x1b" in out and "Weird Escaper" in out

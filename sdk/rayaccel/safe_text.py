@@ -44,10 +44,19 @@ def excerpt(value: object, limit: int = MAX_EXCERPT) -> str:
 def terminal_text(text: str) -> str:
     """``text`` safe to print on one terminal line: whitespace runs as one space, every other control or
     format character escaped (``\\x1b``), so a value cannot move the cursor, recolour or hide what follows."""
-    flat = " ".join(text.split())
-    if not control_characters(flat):
-        return flat
-    return "".join(ascii(c)[1:-1] if unicodedata.category(c) in _UNPRINTABLE else c for c in flat)
+    return _escaped(" ".join(text.split()))
+
+
+def terminal_lines(text: str) -> str:
+    """``text`` safe to print on a terminal as it is laid out: its line ends kept, every other control or format
+    character escaped (``\\x1b``)."""
+    return "\n".join(_escaped(line) for line in text.split("\n"))
+
+
+def _escaped(line: str) -> str:
+    if not control_characters(line):
+        return line
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c) in _UNPRINTABLE else c for c in line)
 
 
 def device_path_problem(path: str, root: str = "/dev") -> str | None:

@@ -167,9 +167,12 @@ def render_inventory(inventory: NodeInventory) -> None:
     from rich.table import Table  # Rich only for the tables: --json never imports it
     from rich.text import Text
 
+    from rayaccel.safe_text import terminal_lines as shown
+
     kind = "simulated" if inventory.simulated else "real"
-    # Every string from a plugin or a vendor tool is printed as data (the console reads no markup).
-    console.print(Text.assemble((inventory.host, "bold"), f" ({kind} host)"))
+    # Every string from a plugin or a vendor tool is printed as data: the console reads no markup, and a control
+    # character (a terminal escape in a product name) prints escaped.
+    console.print(Text.assemble((shown(inventory.host), "bold"), f" ({kind} host)"))
     if not inventory.families:
         console.print("no accelerators found")
     for family in inventory.families:
@@ -183,10 +186,10 @@ def render_inventory(inventory: NodeInventory) -> None:
             health: str = report.state if report else "unknown"
             if report and report.reasons:
                 health += " (" + ", ".join(r.code for r in report.reasons) + ")"
-            product = d.product_name or Text("none printed", style="dim")
-            table.add_row(str(d.index), d.id, product, d.sku or Text("unknown", style="yellow"),
-                          str(d.memory_mib or ""), d.pci_bus_id or "", "" if d.numa_node is None else str(d.numa_node),
-                          health)
+            product = shown(d.product_name) if d.product_name else Text("none printed", style="dim")
+            table.add_row(str(d.index), shown(d.id), product, d.sku or Text("unknown", style="yellow"),
+                          str(d.memory_mib or ""), shown(d.pci_bus_id or ""),
+                          "" if d.numa_node is None else str(d.numa_node), shown(health))
         console.print(table)
         if family.topology.links:
             kinds: dict[str, int] = {}
@@ -194,12 +197,12 @@ def render_inventory(inventory: NodeInventory) -> None:
                 kinds[link.kind] = kinds.get(link.kind, 0) + 1
             console.print("links: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
         for domain in family.topology.domains:
-            console.print(f"scale-up domain: {domain.kind} {domain.id} (size {domain.size})")
+            console.print(shown(f"scale-up domain: {domain.kind} {domain.id} (size {domain.size})"))
     console.print("resources: " + json.dumps(inventory.resources))
     for key, value in sorted(inventory.labels.items()):
-        console.print(f"  label {key}={value}")
+        console.print(shown(f"  label {key}={value}"))
     for problem in inventory.problems:
-        console.print(problem.render(), style="red" if problem.severity == "error" else "yellow")
+        console.print(shown(problem.render()), style="red" if problem.severity == "error" else "yellow")
 
 
 def render_policy(inventory: NodeInventory, source: str) -> None:
