@@ -1416,6 +1416,23 @@ class DeviceFileFromDrmList(Healthy):
         return Device.model_validate({**card.model_dump(), "attributes": {**card.attributes, "device_file": own}})
 
 
+class ParseOneCharIds(Healthy):
+    DEFECT = ("the visible-devices parser takes each character as an id (right for the fixture's units 0-3, wrong "
+              "from unit 10 on)")
+    KILLED_BY = ("RAC114", "property visible-round-trip")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [c for c in value if c.isalnum()]
+
+
+class ParseKeepsEight(Healthy):
+    DEFECT = "the visible-devices parser keeps the first eight ids ('a node has at most 8 cards')"
+    KILLED_BY = ("RAC114", "property visible-round-trip")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return super().rayaccel_parse_visible(value)[:8]
+
+
 class HintsBySizeSuffix(Healthy):
     DEFECT = "a cloud hint for every '*.48xlarge' instance type (matched by size), NVIDIA and Trainium ones too"
     KILLED_BY = ("RAC220", "invariant hints-only-for-own-devices")

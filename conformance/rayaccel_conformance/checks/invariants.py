@@ -1,4 +1,5 @@
-"""Cross-record invariants (RAC216-RAC220, supported tier): what holds between records for every correct plugin.
+"""Cross-record invariants (RAC216-RAC220, supported tier), and the visible-devices properties over generated
+unit ids (RAC114, experimental): what holds between records, and for any input, for every correct plugin.
 
 A fixture recorded from the plugin itself agrees with the plugin's output by construction; these invariants do
 not depend on it. Each is checked on the fixture, on every perturbation the fixture declares, and on a variant
@@ -129,6 +130,37 @@ def _families(subject: Subject, ref: str) -> Iterator[tuple[Variant, FamilyInven
     for variant in variants(subject, ref):
         if variant.family is not None:
             yield variant, variant.family
+
+
+# RAC114 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC114", scope="fixture")
+def visible_devices_over_generated_units(subject: Subject, fixture: str | None) -> Evidence:
+    """The visible-devices variable round-trips for any unit ids in the node's range, in any order, and its
+    parser refuses or normalises anything else.
+
+    Hypothesis draws the unit ids (``rayaccel_conformance.checks.properties``): numeric ids of any width and
+    any count up to 64 when the fixture's units are numbers, else every subset of the fixture's own units in
+    every order. Each list set with ``rayaccel_visible_env`` must parse back (``rayaccel_parse_visible``) to
+    exactly that list; the value Ray and the vendor runtimes write (``0,1,2``), and the same with spaces and a
+    trailing comma, must parse to it too; and any other text (garbage of digits, letters and separators) must
+    parse to ids that are non-empty, unpadded and hold no comma, or be refused. A failure quotes the
+    smallest counterexample hypothesis shrank it to. Derandomized, 25 examples per property. Fix: split on
+    commas, strip each entry, drop empty ones, and never assume an id's width or the number of ids.
+    """
+    from rayaccel_conformance.checks.experimental import offered_units
+    from rayaccel_conformance.checks.properties import visible_failures
+
+    assert fixture is not None
+    fam = subject.inventory(fixture).family(subject.family().name)
+    ids = offered_units(fam)
+    if not ids:
+        raise CheckFailed(subject.consequence(subject.inventory(fixture), f"{fixture}: no units to draw from"))
+    _fail(visible_failures(subject, ids))
+    numeric = all(i.isdigit() for i in ids)
+    return (f"{fixture}: round trip, canonical and garbage properties hold over "
+            f"{'numeric ids 0-511, up to 64' if numeric else f'every order of the {len(ids)} units'}")
 
 
 # RAC216 ---------------------------------------------------------------------------------------------------------
@@ -361,7 +393,9 @@ def hints_only_for_what_the_plugin_owns(subject: Subject) -> Evidence:
     (``rayaccel_cloud_instance_types``), is asked of the plugin; a hint for one that another vendor's
     installed plugin also hints, or that the known catalogue (``INSTANCE_TYPE_VENDORS``: ``p5.48xlarge`` carries
     NVIDIA GPUs, ``trn2.48xlarge`` AWS Trainium) assigns to another vendor, is a conflict naming both.
-    An autoscaler adding a node for the hint's resource starts a machine without the family's devices.
+    Hypothesis also draws instance type names no catalogue has (``zz...``, every provider): none may get a
+    hint (the shrunk name is quoted). An autoscaler adding a node for the hint's resource starts a machine
+    without the family's devices.
     Fix: hint only the instance types that carry your family's devices (the plugin's instance-types.yaml).
     """
     from rayaccel_conformance.checks.supported import CLOUD_INSTANCE_TYPES
@@ -395,6 +429,10 @@ def hints_only_for_what_the_plugin_owns(subject: Subject) -> Evidence:
                     other, hookspec.CLOUD_HINTS, [], provider=provider, instance_type=instance_type) is not None:
                 wrong.append(f"invariant hints-only-for-own-devices: {provider} {instance_type} is hinted by "
                              f"installed plugin {other} too: one of the two claims another family's machine")
+    from rayaccel_conformance.checks.properties import unknown_hint_failure
+
+    unknown = unknown_hint_failure(subject)
+    wrong += [unknown] if unknown else []
     _fail(wrong)
     if not hinted:
         raise NotApplicable(f"the plugin hints none of the {len(asked)} instance types asked")
