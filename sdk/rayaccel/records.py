@@ -126,7 +126,8 @@ class SkuRecord(Record):
     marketing_name: str
     accelerator_type: AcceleratorType = Field(description="Ray accelerator type for this SKU, e.g. 'H100'")
     architecture: str | None = None
-    memory_mib: int | None = Field(None, ge=0, le=MAX_DEVICE_MEMORY_MIB)
+    memory_mib: int | None = Field(None, ge=0, le=MAX_DEVICE_MEMORY_MIB,
+                                   description="Memory of one device in MiB (2^20 bytes), e.g. 81559 for an H100 SXM5")
     interconnect: str | None = Field(None, description="The SKU's device-to-device fabric, e.g. 'nvlink4-nvswitch'; "
                                      "the node's rayaccel.io/interconnect label where its links are of kind 'other'")
     link_bandwidth_gbytes_per_s: float | None = Field(
@@ -374,7 +375,7 @@ class Partition(Record):
     compute_slices: int | None = Field(None, ge=1, description="Compute slices it takes, e.g. 1 for '1g.10gb'")
     memory_slices: int | None = Field(None, ge=1, description="Memory slices it takes, e.g. 1 for '1g.10gb' on "
                                       "an A100 80GB")
-    memory_mib: int | None = Field(None, ge=0)
+    memory_mib: int | None = Field(None, ge=0, description="The partition's memory in MiB (2^20 bytes)")
     attributes: Annotated[dict[str, AttributeValue], AfterValidator(_device_file_attribute)] = Field(
         default_factory=dict, description="Vendor extras, e.g. MIG's gpu_instance_id")
 
@@ -390,7 +391,8 @@ class Device(Record):
         "then matched by the fields it does print: SkuMatch.fields)")
     pci_device_id: str | None = Field(None, description="PCI device id as 0x-prefixed lower-case hex")
     sku: str | None = Field(None, description="SKU id from the plugin's catalog; the SDK fills it when known")
-    memory_mib: int | None = Field(None, ge=0)
+    memory_mib: int | None = Field(None, ge=0, description="Device memory in MiB (2^20 bytes); the SDK fills it "
+                                   "from the catalog's SKU when discovery reports none")
     pci_bus_id: str | None = None
     numa_node: int | None = None
     architecture: str | None = None
