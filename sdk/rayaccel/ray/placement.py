@@ -333,10 +333,10 @@ def _topology_pending_reason(table: Mapping[str, Any], state: str, key: str, nee
                 f"the domains that hold that many ({', '.join(holding)}) are in use by other tasks, actors or "
                 "placement groups, and Ray places it when one is free")
     named = [n for n in sorted(need) if n in RAY_ACCELERATOR_RESOURCES or DOMAIN_RESOURCE_INFIX in n] or sorted(need)
-    largest = ", ".join(f"{value} has {', '.join(f'{held.get(n, 0.0):g} {n}' for n in named)}"
-                        for value, held in sorted(totals.items())) or f"no node has a {key} label"
+    shares = ", ".join(f"{value} has {', '.join(f'{held.get(n, 0.0):g} {n}' for n in named)}"
+                       for value, held in sorted(totals.items())) or f"no node has a {key} label"
     return (f"{group}: its {len(table.get('bundles') or {})} bundles ask for {wanted} in one {key} domain, and "
-            f"no scale-up domain holds that many ({largest}): ask for fewer, or add nodes to a domain")
+            f"no scale-up domain holds that many ({shares}): ask for fewer, or add nodes to a domain")
 
 
 def family_resource(family: str, nodes: Sequence[Mapping[str, Any]]) -> str:
