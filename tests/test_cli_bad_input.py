@@ -52,11 +52,12 @@ FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify ver
                ("certify verify", "--key"), ("certify summary", "REPORT"), ("sku add", "--from-fixture"),
                ("sku add", "--check-fixture"),
                ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE"),
-               ("transports", "--simulate"), ("export", "--simulate")}
-DIR_INPUTS = {("upgrade", "PROJECT")}
+               ("transports", "--simulate"), ("export", "--simulate"), ("certify diff", "A"), ("certify diff", "B"),
+               ("certify registry", "--key")}
+DIR_INPUTS = {("upgrade", "PROJECT"), ("certify registry", "FOLDER")}
 OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output"),
            ("export", "--output"), ("inspect", "--html"), ("inspect", "--svg"),
-           ("cluster", "--html")}
+           ("cluster", "--html"), ("certify registry", "--output")}
 #: Parameters whose names look path-like but are not paths on this machine.
 NOT_PATHS = {("new", "[KEY=VALUE]..."), ("new", "--directory"), ("sku add", "--fixture-name"),
              ("record", "--simulate-fault")}

@@ -18,7 +18,8 @@ from rayaccel.cli import console, output_path
 from rayaccel.extras import require
 from rayaccel.safe_text import terminal_text
 
-app = typer.Typer(help="Make signing keys; verify and summarise `pytest --conformance` reports.",
+app = typer.Typer(help="Make signing keys; verify, summarise and compare `pytest --conformance` reports; build the "
+                       "tier registry.",
                   no_args_is_help=True)
 
 
@@ -93,8 +94,55 @@ def summary(report: ReportArg) -> None:
         table.add_row(terminal_text(p.name), terminal_text(p.family or "-"), Text(tier, style=style.get(tier, "red")),
                       str(p.passed), str(p.failed), str(p.skipped), terminal_text(p.tier_reason))
     console.print(table)
+    from rayaccel_conformance.report.environment import lines as environment_lines
+
+    for line in environment_lines(loaded.environment):
+        _say(line)
+    for f in loaded.figures:
+        held = (f" (baseline {f.baseline:.4g}{', REGRESSED' if f.regressed else ''})" if f.baseline is not None
+                else "")
+        _say(f"figure {f.plugin} {f.name}: {f.value:.4g} {f.unit}{held} [{f.check}]")
     failed = [c for c in loaded.checks if c.outcome in ("failed", "error")]
     for c in failed:
         where = c.plugin + (f" on {c.fixture}" if c.fixture else "")
         said = terminal_text(f" {where}: {c.title}: {'; '.join(c.evidence)[:300]}")
         console.print(Text.assemble((c.id, "red"), said))
+
+
+@app.command()
+def diff(before: Annotated[Path, typer.Argument(metavar="A", help="the earlier conformance-report.json")],
+         after: Annotated[Path, typer.Argument(metavar="B", help="the later conformance-report.json")],
+         tolerance: Annotated[float, typer.Option("--tolerance", metavar="PERCENT", min=0, max=1000,
+                                                  help="a figure worse by more than this is a regression")] = 50,
+         ) -> None:
+    """Name every change from report A to report B, one line each: versions and the environment, tiers, each
+    check's outcome and each performance figure; then a count. Both reports are verified first."""
+    from rayaccel_conformance.report.diff import count, differences
+    from rayaccel_conformance.report.document import load_report
+
+    a, b = load_report(before), load_report(after)
+    lines = differences(a, b, tolerance / 100)
+    for line in lines:
+        _say(line)
+    _say(f"{before} -> {after}: {count(lines)}" if lines else f"{before} -> {after}: no change")
+
+
+@app.command()
+def registry(folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="folder of signed reports (*.json)")],
+             site: Annotated[Path, typer.Option("-o", "--output", metavar="SITE",
+                                                help="folder to write index.html and registry.json into")],
+             keys: Annotated[list[Path], typer.Option("--key", metavar="PUB", help="a trusted vendor public key "
+                                                      "(repeatable); a report signed by no such key is rejected")],
+             ) -> None:
+    """Build the tier registry: a static site (index.html and registry.json; any static host serves it) of
+    every plugin's releases, tiers and the level it holds, from a folder of signed reports."""
+    from rayaccel_conformance.report.signing import load_public_key
+    from rayaccel_conformance.report.tier_registry import write_site
+
+    trusted = [load_public_key(k) for k in keys]
+    data = write_site(folder, trusted, site)
+    releases = sum(len(p["releases"]) for p in data["plugins"])
+    _say(f"registry: {site / 'index.html'}: {len(data['plugins'])} plugins, {releases} releases, "
+         f"{len(data['rejected'])} reports rejected")
+    for plugin in data["plugins"]:
+        _say(f"  {plugin['plugin']} ({plugin['family'] or 'no family'}): holds {plugin['held'] or 'no level'}")

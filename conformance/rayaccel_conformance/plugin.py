@@ -43,6 +43,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-wheel", action="append", default=[], metavar="WHEEL",
                     help="the wheel a graded plugin was installed from: the attestation's subject is then the "
                          "wheel (its files must be the installed ones); repeatable")
+    group.addoption("--conformance-baseline", default=None, metavar="REPORT",
+                    help="a previous conformance report: a performance figure worse than its value by more than "
+                         "the tolerance fails RAC310, naming the figure")
+    group.addoption("--conformance-tolerance", default=None, type=float, metavar="PERCENT",
+                    help="how much worse than the baseline a figure may be (default: 50)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -65,10 +70,36 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[SIGN_KEY] = load_private_key(sign_key)
         except SigningError as e:
             raise pytest.UsageError(f"--conformance-sign-key: {e}") from None
+    _hold_to_baseline(config)
     # JUnit XML through pytest's own junitxml plugin, whose pytest_configure runs after this one.
     if not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(report.with_suffix(".xml"))
     config.pluginmanager.register(ConformanceRun(config, report), "rayaccel-conformance-run")
+
+
+def _hold_to_baseline(config: pytest.Config) -> None:
+    """Load --conformance-baseline before the run: a report that does not verify is a usage error, not a check."""
+    from rayaccel_conformance.harness import figures
+
+    tolerance = config.getoption("conformance_tolerance")
+    if tolerance is not None and not 0 <= tolerance <= 1000:
+        raise pytest.UsageError(f"--conformance-tolerance {tolerance}: give a percentage between 0 and 1000")
+    figures.BASELINE = figures.Baseline(tolerance=figures.DEFAULT_TOLERANCE if tolerance is None else tolerance / 100)
+    figures.MEASURED.clear()
+    path = config.getoption("conformance_baseline")
+    if not path:
+        return
+    from rayaccel_conformance.report.document import ReportError, load_report
+
+    try:
+        previous = load_report(path, check_tiers=False)  # read for its figures: tiers are the suite's of then
+    except ReportError as e:
+        raise pytest.UsageError(f"--conformance-baseline: {e}") from None
+    if not previous.figures:
+        raise pytest.UsageError(f"--conformance-baseline {path}: the report records no performance figures (made "
+                                "before RAC310, or RAC310 did not run): give a report that does")
+    figures.BASELINE = figures.Baseline(figures.baseline_from_report(previous.figures), figures.BASELINE.tolerance,
+                                        str(path))
 
 
 def _report_path(raw: str) -> Path:
@@ -299,7 +330,9 @@ class ConformanceRun:
         import rayaccel
         from rayaccel.hookspec import SPEC_VERSION
         from rayaccel_conformance.checks import all_checks
+        from rayaccel_conformance.harness.figures import MEASURED
         from rayaccel_conformance.registry import CHECKS
+        from rayaccel_conformance.report import environment
         from rayaccel_conformance.report.document import REPORT_SCHEMA_ID, seal
         from rayaccel_conformance.report.tiers import Result, reached_tier
 
@@ -338,6 +371,8 @@ class ConformanceRun:
             "versions": {"sdk": rayaccel.__version__, "spec": SPEC_VERSION, "ray": ray_version,
                          "python": platform.python_version(), "platform": f"{sys.platform} {platform.machine()}"},
             "hardware": self.hardware, "tier_limit": self.tier_limit, "plugins": plugins, "checks": checks,
+            "environment": environment.collect(self.subjects, self.hardware),
+            "figures": [f for subject in self.subjects for f in MEASURED.get(subject.name, [])],
         }
         return seal(content)
 

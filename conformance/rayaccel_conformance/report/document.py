@@ -73,6 +73,52 @@ class PluginRecord(_Model):
     skipped: int = Field(ge=0)
 
 
+class FamilyVersions(_Model):
+    """What the family's devices report of their software, as the inventory records it (every value seen)."""
+
+    family: str
+    driver: list[str] = Field(default_factory=list)
+    runtime: list[str] = Field(default_factory=list)
+    firmware: list[str] = Field(default_factory=list)
+
+
+class PluginEnvironment(_Model):
+    plugin: str
+    release: str | None = Field(None, description="The plugin's version: its distribution's, or the module's "
+                                                  "__version__; null when it declares none")
+    dependencies: dict[str, str] = Field(default_factory=dict, description="Each requirement of the plugin's "
+                                         "distribution -> the version installed ('not installed' when absent)")
+    families: list[FamilyVersions] = Field(default_factory=list)
+
+
+class Environment(_Model):
+    """Where the run ran: every version that can change a plugin's behaviour, and the hardware's fingerprint."""
+
+    kernel: str
+    os: str
+    python: str
+    ray: str
+    torch: str | None
+    rayaccel: str
+    hardware_fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$", description="sha256 over the graded "
+                                      "devices (family, product, PCI id, hashed id); the fixtures' on simulated runs")
+    devices: int = Field(ge=0)
+    plugins: list[PluginEnvironment]
+
+
+class Figure(_Model):
+    """One measured performance figure, and how it compares with the baseline it was held to."""
+
+    plugin: str
+    name: str = Field(description="What was measured, e.g. 'transport RAYACCEL_SHM bandwidth'")
+    value: float
+    unit: str
+    better: Literal["higher", "lower"]
+    check: str = Field(pattern=r"^RAC[123]\d\d$", description="The check that measured it, and fails on its regression")
+    baseline: float | None = Field(None, description="The baseline's value; null when there was none")
+    regressed: bool = False
+
+
 class ConformanceReport(_Model):
     """A ``pytest --conformance`` run, as ``rayaccel certify`` verifies it."""
 
@@ -86,6 +132,9 @@ class ConformanceReport(_Model):
     incomplete_reason: str | None = Field(None, description="Why the run is incomplete; null when complete")
     plugins: list[PluginRecord]
     checks: list[CheckRecord]
+    environment: Environment | None = Field(None, description="The environment manifest; null in reports made "
+                                                              "before it was recorded")
+    figures: list[Figure] = Field(default_factory=list, description="Performance figures measured by the run")
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     attestation: Envelope | None = Field(None, description="DSSE envelope of the signed in-toto Statement about "
                                                            "this report; null when self-assessed (unsigned)")
@@ -140,10 +189,12 @@ class ReportError(RayaccelError):
     """A conformance report that does not verify: unreadable, off-schema, or changed after the run."""
 
 
-def load_report(path: str | Path) -> ConformanceReport:
+def load_report(path: str | Path, check_tiers: bool = True) -> ConformanceReport:
     """Read and verify a report: JSON Schema, model, digest, and tiers recomputed from the checks.
 
-    Raises :class:`ReportError` with one sentence naming what is wrong.
+    ``check_tiers=False`` leaves the recomputation out, for a report read for its figures alone (a baseline
+    made by a suite with other checks than this one's). Raises :class:`ReportError` with one sentence naming
+    what is wrong.
     """
     from rayaccel.files.reading import parse, read_text
     from rayaccel.schemas import validate_document
@@ -159,7 +210,8 @@ def load_report(path: str | Path) -> ConformanceReport:
         raise ReportError(f"{path}: digest mismatch: the content was changed after the run (it hashes to "
                           f"{expected}, the report says {report.digest})")
     _check_consistency(report, path)
-    _check_tiers(report, path)
+    if check_tiers:
+        _check_tiers(report, path)
     return report
 
 

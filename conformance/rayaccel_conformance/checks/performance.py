@@ -1,0 +1,156 @@
+"""RAC310: performance figures measured by the run, recorded in the report and held to a baseline.
+
+Kept cheap (the conformance run is measured against ``ray.init()`` in ``make bench``): a handful of inventory
+builds and a few transfers per transport in the run's shared Ray cluster, which RAC301 has started already.
+Recovery is RAC301's (a sender killed mid-transfer: the receive fails naming the transport, the next one
+works) and the fault checks' (RAC203, RAC210: a fault injected and reported as the monitor polls); this
+module does not run them twice.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rayaccel import hookspec
+from rayaccel.host import Host, RealHost
+from rayaccel.records import Problem, TransportSpec
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.harness import figures as held
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, check
+
+#: Builds timed for the inventory and monitor figures (the median is kept).
+BUILDS = 5
+#: Transfers timed per transport: small ones for the latency, large ones for the bandwidth (best kept).
+LATENCY_TRANSFERS = 5
+BANDWIDTH_TRANSFERS = 3
+BANDWIDTH_BYTES = 16 << 20
+TRANSFER_TIMEOUT_S = 120.0
+
+
+def _median_ms(run: Callable[[], Any], times: int) -> float:
+    spent = []
+    for _ in range(times):
+        start = time.perf_counter()
+        run()
+        spent.append((time.perf_counter() - start) * 1000)
+    return statistics.median(spent)
+
+
+class _Source:
+    def make(self, nbytes: int) -> int:
+        import torch
+
+        self.tensor = torch.ones(nbytes, dtype=torch.uint8)
+        return nbytes
+
+    def tensors(self) -> list[Any]:
+        return [self.tensor]
+
+
+class _Sink:
+    def size(self, tensors: list[Any]) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def transfer_figures(spec: TransportSpec) -> tuple[float, float]:
+    """(latency in ms of a 1-byte transfer, bandwidth in MB/s of a 16 MiB one) between two actors on this node."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+    def start(cls: type) -> Any:
+        actor: Any = ray.remote(enable_tensor_transport=True)(cls)  # type: ignore[call-overload,unused-ignore]
+        return actor.options(num_cpus=0, scheduling_strategy=here).remote()
+
+    source, sink = start(_Source), start(_Sink)
+    try:
+        def one(nbytes: int) -> float:
+            ref = source.tensors.options(tensor_transport=spec.name).remote()
+            ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part done: time the move itself
+            began = time.perf_counter()
+            got = ray.get(sink.size.remote(ref), timeout=TRANSFER_TIMEOUT_S)
+            spent = time.perf_counter() - began
+            if got != nbytes:
+                raise CheckFailed(f"transport {spec.name}: {got} bytes arrived of {nbytes}")
+            return spent
+
+        ray.get(source.make.remote(1), timeout=TRANSFER_TIMEOUT_S)
+        one(1)  # the first transfer sets the path up: not a figure
+        latency = statistics.median(one(1) for _ in range(LATENCY_TRANSFERS)) * 1000
+        ray.get(source.make.remote(BANDWIDTH_BYTES), timeout=TRANSFER_TIMEOUT_S)
+        best = min(one(BANDWIDTH_BYTES) for _ in range(BANDWIDTH_TRANSFERS))
+        return latency, BANDWIDTH_BYTES / best / 1e6
+    finally:
+        for actor in (source, sink):
+            ray.kill(actor)
+
+
+def _host(subject: Subject) -> tuple[Host, str]:
+    if subject.hardware == "real":
+        return RealHost(), "this machine"
+    refs = sorted(subject.fixture_paths())
+    if not refs:
+        raise CheckFailed(f"plugin {subject.name} ships no fixtures to measure on")
+    return simulated_host(subject.fixture(refs[0])), f"fixture {refs[0]}"
+
+
+# Not a Ray check for the ordering: a figure is measured whatever tier the plugin reaches (a regression is news
+# most of all when another check fails too); it starts the run's shared cluster itself when it has a transport.
+@check("RAC310")
+def performance(subject: Subject) -> Evidence:
+    """Performance figures are measured and recorded, and none regresses beyond the tolerance from the baseline.
+
+    Measured on the real machine with ``--conformance-hardware real``, else on the plugin's first fixture:
+    the inventory build (median of 5, no metrics: what ``rayaccel start`` and every ``inspect`` pay), a
+    monitor poll (an inventory build with metrics, as the health monitor polls), and for the reference
+    ``RAYACCEL_SHM`` transport and each of the plugin's one-sided CPU transports, the latency of a 1-byte
+    transfer and the bandwidth of a 16 MiB one between two Ray actors. Each figure goes into the report's
+    ``figures``. Given a previous report (``--conformance-baseline REPORT``), a figure worse than the
+    baseline's by more than the tolerance (``--conformance-tolerance``, default 50 %; a time also by more
+    than 2 ms) fails this check, naming the figure. Fix: find what made the named path slower (the
+    plugin's transport, a vendor tool called per poll), or, if the change is intended, grade against a new
+    baseline report.
+    """
+    from rayaccel.inventory.transport_paths import REFERENCE
+    from rayaccel.ray.transports import register_transports
+    from rayaccel_conformance.checks.transport_contract import cannot_run_here
+    from rayaccel_conformance.harness.raycluster import shared_cluster
+
+    subject.family()
+    host, where = _host(subject)
+    figures: list[dict[str, Any]] = []
+
+    def add(name: str, value: float, unit: str, better: str) -> None:
+        figures.append({"plugin": subject.name, "name": name, "value": round(value, 4), "unit": unit,
+                        "better": better, "check": "RAC310", "baseline": None, "regressed": False})
+
+    add("inventory build", _median_ms(lambda: subject.build(host, with_metrics=False), BUILDS), "ms", "lower")
+    add("monitor poll", _median_ms(lambda: subject.build(host, with_metrics=True), BUILDS), "ms", "lower")
+    problems: list[Problem] = []
+    specs = [REFERENCE, *subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)]
+    runnable = [s for s in specs if cannot_run_here(s) is None]
+    not_run = [f"transport {s.name} not measured here: {cannot_run_here(s)}" for s in specs if s not in runnable]
+    if runnable:
+        shared_cluster().start()
+        try:
+            register_transports(subject.manager, [subject.name])
+        except Exception as e:  # RAC301 names the registration failure; here it only stops the figures
+            raise CheckFailed(f"transports do not register: {e}") from None
+        for spec in runnable:
+            latency, bandwidth = transfer_figures(spec)
+            add(f"transport {spec.name} latency", latency, "ms", "lower")
+            add(f"transport {spec.name} bandwidth", bandwidth, "MB/s", "higher")
+    held.MEASURED[subject.name] = figures
+    baseline = held.BASELINE  # set per run by --conformance-baseline
+    worse = held.held_to(subject.name, figures, baseline)
+    if worse:
+        raise CheckFailed(worse)
+    against = (f"held to {baseline.source} (tolerance {baseline.tolerance:.0%})" if baseline.source
+               else "no baseline given (--conformance-baseline): recorded only")
+    shown = "; ".join(f"{f['name']} {f['value']:.4g} {f['unit']}" for f in figures)
+    return [f"on {where}: {shown}", against, *not_run]

@@ -1,0 +1,50 @@
+"""ACME release 1.1, a regression of release 1.0 (``acme_release_1``) in two ways the registry must show: its
+``ACME_FILE`` transport waits a quarter of a second in every receive (RAC310 names the figures), and its family
+declaration lost a maintainer (RAC302 fails). Everything else is release 1.0's."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rayaccel import FamilyDeclaration, TransportSpec, hookimpl
+from rayaccel_testplugins import acme, acme_wired
+from rayaccel_testplugins.acme import (  # noqa: F401  (the hooks this module registers)
+    rayaccel_discover,
+    rayaccel_fixture_dirs,
+    rayaccel_health,
+    rayaccel_metrics,
+    rayaccel_resources,
+    rayaccel_sku_catalog,
+    rayaccel_topology,
+)
+from rayaccel_testplugins.acme_wired import (  # noqa: F401  (the hooks this module registers)
+    AcmeFileTransport,
+    rayaccel_collective_backends,
+)
+
+__version__ = "1.1"
+#: What every receive of release 1.1 costs more than release 1.0's.
+RECEIVE_DELAY_S = 0.25
+
+
+class SlowFileTransport(AcmeFileTransport):
+    """Release 1.0's transport, slowed on the receiving side (a vendor's regression, not a test's wait)."""
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        time.sleep(RECEIVE_DELAY_S)
+        return super().recv_multiple_tensors(obj_id, tensor_transport_metadata, communicator_metadata,
+                                             target_buffers)
+
+
+@hookimpl
+def rayaccel_family() -> FamilyDeclaration:
+    family = acme.rayaccel_family()
+    return family.model_copy(update={"support": family.support.model_copy(update={"maintainers": ["Road Runner"]})})
+
+
+@hookimpl
+def rayaccel_transports() -> list[TransportSpec]:
+    return [spec.model_copy(update={"manager_class": "rayaccel_testplugins.acme_release_2:SlowFileTransport"})
+            for spec in acme_wired.rayaccel_transports()]
