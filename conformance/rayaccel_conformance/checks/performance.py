@@ -56,8 +56,9 @@ class _Sink:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def transfer_figures(spec: TransportSpec) -> tuple[float, float]:
-    """(latency in ms of a 1-byte transfer, bandwidth in MB/s of a 16 MiB one) between two actors on this node."""
+def transfer_figures(specs: list[TransportSpec]) -> dict[str, tuple[float, float]]:
+    """Per transport: (latency in ms of a 1-byte transfer, bandwidth in MB/s of a 16 MiB one) between two actors
+    on this node (one pair for every transport: starting actors costs more than the transfers)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -69,22 +70,25 @@ def transfer_figures(spec: TransportSpec) -> tuple[float, float]:
 
     source, sink = start(_Source), start(_Sink)
     try:
-        def one(nbytes: int) -> float:
-            ref = source.tensors.options(tensor_transport=spec.name).remote()
+        def one(name: str, nbytes: int) -> float:
+            ref = source.tensors.options(tensor_transport=name).remote()
             ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part done: time the move itself
             began = time.perf_counter()
             got = ray.get(sink.size.remote(ref), timeout=TRANSFER_TIMEOUT_S)
             spent = time.perf_counter() - began
             if got != nbytes:
-                raise CheckFailed(f"transport {spec.name}: {got} bytes arrived of {nbytes}")
+                raise CheckFailed(f"transport {name}: {got} bytes arrived of {nbytes}")
             return spent
 
-        ray.get(source.make.remote(1), timeout=TRANSFER_TIMEOUT_S)
-        one(1)  # the first transfer sets the path up: not a figure
-        latency = statistics.median(one(1) for _ in range(LATENCY_TRANSFERS)) * 1000
-        ray.get(source.make.remote(BANDWIDTH_BYTES), timeout=TRANSFER_TIMEOUT_S)
-        best = min(one(BANDWIDTH_BYTES) for _ in range(BANDWIDTH_TRANSFERS))
-        return latency, BANDWIDTH_BYTES / best / 1e6
+        figures = {}
+        for spec in specs:
+            ray.get(source.make.remote(1), timeout=TRANSFER_TIMEOUT_S)
+            one(spec.name, 1)  # the first transfer sets the path up: not a figure
+            latency = statistics.median(one(spec.name, 1) for _ in range(LATENCY_TRANSFERS)) * 1000
+            ray.get(source.make.remote(BANDWIDTH_BYTES), timeout=TRANSFER_TIMEOUT_S)
+            best = min(one(spec.name, BANDWIDTH_BYTES) for _ in range(BANDWIDTH_TRANSFERS))
+            figures[spec.name] = (latency, BANDWIDTH_BYTES / best / 1e6)
+        return figures
     finally:
         for actor in (source, sink):
             ray.kill(actor)
@@ -99,9 +103,9 @@ def _host(subject: Subject) -> tuple[Host, str]:
     return simulated_host(subject.fixture(refs[0])), f"fixture {refs[0]}"
 
 
-# Not a Ray check for the ordering: a figure is measured whatever tier the plugin reaches (a regression is news
-# most of all when another check fails too); it starts the run's shared cluster itself when it has a transport.
-@check("RAC310")
+# A Ray check: it runs with RAC301 in the run's shared cluster, after the cheap checks, and only while the tier
+# can still be reached (a plugin that fails a cheaper check pays no cluster for its figures).
+@check("RAC310", uses_ray=True)
 def performance(subject: Subject) -> Evidence:
     """Performance figures are measured and recorded, and none regresses beyond the tolerance from the baseline.
 
@@ -141,10 +145,9 @@ def performance(subject: Subject) -> Evidence:
             register_transports(subject.manager, [subject.name])
         except Exception as e:  # RAC301 names the registration failure; here it only stops the figures
             raise CheckFailed(f"transports do not register: {e}") from None
-        for spec in runnable:
-            latency, bandwidth = transfer_figures(spec)
-            add(f"transport {spec.name} latency", latency, "ms", "lower")
-            add(f"transport {spec.name} bandwidth", bandwidth, "MB/s", "higher")
+        for name, (latency, bandwidth) in transfer_figures(runnable).items():
+            add(f"transport {name} latency", latency, "ms", "lower")
+            add(f"transport {name} bandwidth", bandwidth, "MB/s", "higher")
     held.MEASURED[subject.name] = figures
     baseline = held.BASELINE  # set per run by --conformance-baseline
     worse = held.held_to(subject.name, figures, baseline)
