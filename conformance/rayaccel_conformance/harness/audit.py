@@ -205,16 +205,20 @@ def _ancestor_of_root(watch: Watch, path: str) -> bool:
 
 
 _PATH_MODULES = frozenset(os.path.realpath(m.__file__ or "") for m in (os, os.path, genericpath, pathlib))
+_STDLIB = os.path.realpath(os.path.dirname(os.__file__))
 
 
 def _called_by_sdk() -> bool:
-    """The probe comes from the SDK (a catalog or fixture loaded for the hook), not from the plugin's own code:
-    the first caller outside the path modules and this one is in the rayaccel package."""
+    """The probe comes from the SDK (a catalog or fixture loaded for the hook, its cache of checked documents),
+    not from the plugin's own code: the first caller outside the standard library and this module is in the
+    rayaccel package."""
     frame: FrameType | None = sys._getframe(2)
+    sdk = sdk_dirs()
     while frame is not None:
         source = os.path.realpath(frame.f_code.co_filename)
-        if source not in _PATH_MODULES and source != os.path.realpath(__file__):
-            return any(source.startswith(d + os.sep) for d in sdk_dirs())
+        in_stdlib = source in _PATH_MODULES or (source.startswith(_STDLIB + os.sep) and "site-packages" not in source)
+        if not in_stdlib and source != os.path.realpath(__file__):
+            return any(source.startswith(d + os.sep) for d in sdk)
         frame = frame.f_back
     return False
 
