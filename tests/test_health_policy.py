@@ -32,11 +32,12 @@ def policy(families: dict[str, object]) -> HealthPolicy:
     return HealthPolicy.model_validate({"schema": "rayaccel-health-policy/1", "families": families})
 
 
-def xid(code: str = "xid-94", fatal: bool = False) -> HealthReason:
+def xid(code: str = "xid-94", fatal: bool = True) -> HealthReason:
+    """XID 94 as NVIDIA's plugin reports it: fatal (NVIDIA's device plugin marks the GPU unhealthy)."""
     return HealthReason(code=code, message="XID 94: contained ECC error", fatal=fatal)
 
 
-def report(*reasons: HealthReason, state: str = "degraded") -> HealthReport:
+def report(*reasons: HealthReason, state: str = "unhealthy") -> HealthReport:
     return HealthReport(device="GPU-4", state=state if reasons else "healthy", reasons=list(reasons))
 
 
@@ -49,7 +50,8 @@ def test_drain_after_three_in_sixty_seconds_drains_on_the_third_occurrence_withi
     def poll(now: float, reported: bool) -> HealthReport:
         return decisions.apply("nvidia", [report(xid()) if reported else report()], now)[0][0]
 
-    # Three occurrences 50 s apart: never three within one 60 s window.
+    # The plugin drains XID 94 at once; this rule counts it instead. Three occurrences 50 s apart: never three
+    # within one 60 s window, so never drained.
     for now in (0, 50, 100):
         assert poll(now, True).state == "degraded"
         assert poll(now + 1, False).state == "healthy"
@@ -82,11 +84,11 @@ def test_ignore_degrade_and_drain_rewrite_the_report_and_unnamed_reasons_keep_th
     ignored, made = decisions.apply("nvidia", [report(xid())], 0)
     assert ignored[0].state == "healthy" and ignored[0].reasons == []
     assert [(d.code, d.rule, d.action) for d in made] == [("xid-94", "ignore", "ignore")]
-    degraded = decisions.apply("nvidia", [report(xid("xid-92", fatal=True), state="unhealthy")], 1)[0][0]
+    degraded = decisions.apply("nvidia", [report(xid("xid-92"))], 1)[0][0]
     assert degraded.state == "degraded" and not degraded.reasons[0].fatal
-    drained = decisions.apply("nvidia", [report(xid("row-remap-pending"))], 2)[0][0]
+    drained = decisions.apply("nvidia", [report(xid("row-remap-pending", fatal=False), state="degraded")], 2)[0][0]
     assert drained.state == "unhealthy" and drained.reasons[0].fatal
-    plugin = report(xid("xid-79", fatal=True), state="unhealthy")
+    plugin = report(xid("xid-79"))
     kept, made = decisions.apply("nvidia", [plugin], 3)
     assert kept[0] == plugin and [(d.rule, d.action) for d in made] == [("plugin", "drain")]
     other = report(xid("xid-94"))
@@ -95,7 +97,7 @@ def test_ignore_degrade_and_drain_rewrite_the_report_and_unnamed_reasons_keep_th
 
 def test_quiet_recovery_keeps_a_drained_device_out_until_the_quiet_period_passes() -> None:
     decisions = HealthDecisions(policy({"nvidia": {"recovery": {"confirm": "quiet", "quiet_s": 300}}}))
-    fatal = report(xid("xid-79", fatal=True), state="unhealthy")
+    fatal = report(xid("xid-79"))
     assert decisions.apply("nvidia", [fatal], 0)[0][0].state == "unhealthy"
     held, made = decisions.apply("nvidia", [report()], 10)
     assert held[0].state == "unhealthy" and held[0].reasons[0].code == "xid-79"
@@ -168,6 +170,9 @@ def test_reasons_no_installed_plugin_reports_are_warnings(tmp_path: Path) -> Non
 
 # On a simulated DGX H100 with XID 94 injected on GPU 4 ------------------------------------------------------
 
+GPU4 = "GPU-a62c2f11-60a6-56b5-96cc-2b7ce4439f2e"
+
+
 def dgx_inventory(policy_file: Path | None, monkeypatch: pytest.MonkeyPatch) -> NodeInventory:
     if policy_file is None:
         monkeypatch.delenv(POLICY_ENV, raising=False)
@@ -184,22 +189,32 @@ def gpu4(inventory: NodeInventory) -> HealthReport:
     return next(h for h in family.health if h.device == device.id)
 
 
+def metrics_of_gpu4(inventory: NodeInventory) -> tuple[list[float], list[tuple[str, str, str]]]:
+    """GPU 4's health gauge values and its reason series' (reason, rule, action)."""
+    device = gpu4(inventory).device
+    series = [s for s in node_series(inventory, "n1") if s.labels.get("device") == device]
+    return ([s.value for s in series if s.metric == HEALTH],
+            [(s.labels["reason"], s.labels["rule"], s.labels["action"]) for s in series if s.metric == HEALTH_REASON])
+
+
 def test_xid_94_by_default_as_nvidia_classifies_it_and_by_the_operators_policy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     default = dgx_inventory(None, monkeypatch)
-    assert gpu4(default).state == "degraded" and [r.code for r in gpu4(default).reasons] == ["xid-94"]
-    assert default.resources["GPU"] == 8  # NVIDIA's classification: contained, keep scheduling
-    drain = dgx_inventory(write(tmp_path, GOOD.replace("action: ignore", "action: drain"), "drain.yaml"), monkeypatch)
-    assert gpu4(drain).state == "unhealthy" and drain.resources["GPU"] == 7
-    assert drain.families[0].labels["rayaccel.io/count"] == "7"
+    assert gpu4(default).state == "unhealthy" and [(r.code, r.fatal) for r in gpu4(default).reasons] == [
+        ("xid-94", True)]
+    assert default.resources["GPU"] == 7  # NVIDIA's device plugin marks the GPU unhealthy: drained
+    assert default.families[0].labels["rayaccel.io/count"] == "7"
+    assert metrics_of_gpu4(default) == ([3.0], [("xid-94", "plugin", "drain")])
+    degrade = dgx_inventory(write(tmp_path, GOOD.replace("action: ignore", "action: degrade"), "degrade.yaml"),
+                            monkeypatch)
+    assert gpu4(degrade).state == "degraded" and degrade.resources["GPU"] == 8
+    assert degrade.families[0].labels["rayaccel.io/count"] == "8"
+    assert metrics_of_gpu4(degrade) == ([2.0], [("xid-94", "degrade", "degrade")])
     ignore = dgx_inventory(write(tmp_path, GOOD), monkeypatch)
     assert gpu4(ignore).state == "healthy" and ignore.resources["GPU"] == 8
+    assert ignore.families[0].labels["rayaccel.io/count"] == "8"
     assert [(d.code, d.action) for d in ignore.families[0].decisions] == [("xid-94", "ignore")]
-    series = node_series(ignore, "n1")
-    device = gpu4(ignore).device
-    assert [s.value for s in series if s.metric == HEALTH and s.labels["device"] == device] == [0.0]
-    assert [(s.labels["reason"], s.labels["action"]) for s in series
-            if s.metric == HEALTH_REASON and s.labels["device"] == device] == [("xid-94", "ignore")]
+    assert metrics_of_gpu4(ignore) == ([0.0], [("xid-94", "ignore", "ignore")])
 
 
 def test_inspect_shows_the_policy_and_what_it_did(tmp_path: Path) -> None:
@@ -212,6 +227,9 @@ def test_inspect_shows_the_policy_and_what_it_did(tmp_path: Path) -> None:
     data = json.loads(shown.stdout)
     assert data["health_policy"]["file"] == str(path)
     assert [(d["code"], d["action"]) for d in data["health_policy"]["decisions"]] == [("xid-94", "ignore")]
+    # Kept schedulable: NVIDIA's classification would drain it (7 GPUs, test above).
+    assert data["resources"]["GPU"] == 8 and data["labels"]["rayaccel.io/count"] == "8"
+    assert [h["state"] for h in data["health"] if h["device"] == GPU4] == ["healthy"]
     text = subprocess.run([*RAYACCEL, "inspect", "--simulate", "nvidia/dgx-h100", "--fault", "xid-94"],
                           capture_output=True, text=True, env={**env, POLICY_ENV: str(path)}, timeout=120)
     assert text.returncode == 0, text.stderr

@@ -4,9 +4,10 @@ cordon's placement group holds the drained GPU), the NFD features file, the DRA 
 Kubernetes at every step), ``rayaccel cluster --json`` (the monitor's live status, not the start-time labels)
 and the node's metrics port (the reason and the action taken).
 
-Policy: XID 94 (contained ECC, which NVIDIA classifies non-fatal) drains; uncorrectable ECC (NVIDIA: unhealthy)
-only degrades. Steps on a simulated DGX H100: healthy; XID 94 on GPU 4 (drained); plus ECC on GPU 2 (degraded,
-still scheduled, DRA taint effect None); both cleared (all 8 back).
+Policy, each rule the opposite of NVIDIA's classification: XID 94 (contained ECC, which NVIDIA's device plugin
+drains) only degrades; uncorrectable ECC (NVIDIA: unhealthy, not fatal, so never cordoned live) drains. Steps on
+a simulated DGX H100: healthy; XID 94 on GPU 4 (degraded, still scheduled, DRA taint effect None); plus ECC on
+GPU 2 (drained: cordoned, NoSchedule); both cleared (all 8 back, GPU 2's cordon removed).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ POLICY = """schema: rayaccel-health-policy/1
 families:
   nvidia:
     reasons:
-      xid-94: {action: drain}
-      ecc-uncorrectable: {action: degrade}
+      xid-94: {action: degrade}
+      ecc-uncorrectable: {action: drain}
 """
 #: DRA's taint effect None is Kubernetes 1.35's; the newest version kubernetes-validate ships too.
 K8S_VERSIONS = ("1.35.0", "1.37.0")
@@ -145,22 +146,29 @@ def test_the_monitor_applies_the_operators_policy_everywhere_the_gpu_is_schedule
     assert not any("taints" in d for d in devices.values())
     assert monitor_status(node["node_id"])["policy"] == str(node["policy"])  # type: ignore[index]
 
-    devices = step(node, "xid-94\n", 7, "degraded")  # NVIDIA: keep scheduling; this operator: drain
-    assert devices[GPU4]["taints"] == [{"key": TAINT_KEY, "value": "xid-94", "effect": "NoSchedule"}]
+    devices = step(node, "xid-94\n", 8, "degraded")  # NVIDIA: drain; this operator: keep scheduling
+    assert devices[GPU4]["taints"] == [{"key": TAINT_KEY, "value": "xid-94", "effect": "None"}]
     status = monitor_status(node["node_id"])
-    assert status is not None and GPU4 in status["cordoned"]["nvidia"]["devices"]
+    assert status is not None and not status["cordoned"]
     assert [(d["device"], d["code"], d["rule"], d["action"]) for d in status["families"]["nvidia"]["decisions"]] == [
-        (GPU4, "xid-94", "drain", "drain")]
+        (GPU4, "xid-94", "degrade", "degrade")]
     served = wait_for(lambda: scrape(node["metrics"]), lambda text: 'reason="xid-94"' in text, timeout=60,
                       interval=1, retry_on=(OSError,), what="the reason's series on the node's metrics port")
     (line,) = [ln for ln in served.splitlines() if ln.startswith("ray_rayaccel_device_health_reason{")]
-    assert f'device="{GPU4}"' in line and 'rule="drain"' in line and 'action="drain"' in line
+    assert f'device="{GPU4}"' in line and 'rule="degrade"' in line and 'action="degrade"' in line
 
-    devices = step(node, "xid-94\necc-uncorrectable\n", 7, "degraded")  # NVIDIA: unhealthy; this operator: degrade
-    assert devices[GPU2]["taints"] == [{"key": TAINT_KEY, "value": "ecc-uncorrectable", "effect": "None"}]
-    assert devices[GPU4]["taints"][0]["effect"] == "NoSchedule"
+    devices = step(node, "xid-94\necc-uncorrectable\n", 7, "degraded")  # NVIDIA: not fatal; this operator: drain
+    assert devices[GPU2]["taints"] == [{"key": TAINT_KEY, "value": "ecc-uncorrectable", "effect": "NoSchedule"}]
+    assert devices[GPU4]["taints"][0]["effect"] == "None"
+    status = monitor_status(node["node_id"])
+    assert status is not None and list(status["cordoned"]["nvidia"]["devices"]) == [GPU2]
+    served = wait_for(lambda: scrape(node["metrics"]), lambda text: 'reason="ecc-uncorrectable"' in text,
+                      timeout=60, interval=1, retry_on=(OSError,), what="the ECC reason's series on the metrics port")
+    (line,) = [ln for ln in served.splitlines()
+               if ln.startswith("ray_rayaccel_device_health_reason{") and 'reason="ecc-uncorrectable"' in ln]
+    assert f'device="{GPU2}"' in line and 'rule="drain"' in line and 'action="drain"' in line
 
     devices = step(node, "", 8, "healthy")
     assert not any("taints" in d for d in devices.values())
     status = monitor_status(node["node_id"])
-    assert status is not None and not status["cordoned"] and status["recovered"][-1]["device"] == GPU4
+    assert status is not None and not status["cordoned"] and status["recovered"][-1]["device"] == GPU2

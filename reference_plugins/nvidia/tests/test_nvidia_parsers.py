@@ -55,7 +55,7 @@ def test_nvml_values_decode() -> None:
 
 @pytest.mark.parametrize(("xid", "state", "fatal"), [
     (79, "unhealthy", True), (95, "unhealthy", True), (74, "unhealthy", True), (48, "unhealthy", False),
-    (64, "unhealthy", False), (63, "degraded", False), (94, "degraded", False), (92, "degraded", False),
+    (64, "unhealthy", False), (63, "degraded", False), (94, "unhealthy", True), (92, "degraded", False),
     (999, "degraded", False),
 ])
 def test_xid_meanings(xid: int, state: str, fatal: bool) -> None:

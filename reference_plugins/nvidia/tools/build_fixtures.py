@@ -165,7 +165,8 @@ def labels(*, sku: str, count: int, interconnect: str, accel: str, memory: int, 
     if mig_capable:
         out["nvidia.com/mig.capable"] = "true"
     if domain is not None:
-        out["rayaccel.io/scale-up-domain"], out["rayaccel.io/scale-up-domain-kind"] = domain[0], domain[1]
+        out["rayaccel.io/scale-up-domain"] = out["ray.io/gpu-domain"] = domain[0]  # Ray's own label, same id
+        out["rayaccel.io/scale-up-domain-kind"] = domain[1]
         out["rayaccel.io/scale-up-domain-size"] = str(domain[2])
     if clique is not None:
         out["nvidia.com/gpu.clique"] = clique
@@ -228,6 +229,13 @@ def dgx_h100() -> dict[str, Any]:
          "description": "an application faults on GPU 1 (XID 13, graphics engine exception): not a device fault",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 1, "xid": 13}}}}},
          "expected": {"health": {}, "resources": full, "fatal": False}},
+        {"name": "xid-94", "kind": "ecc",
+         "description": "GPU 4 reports a contained ECC error (XID 94: the affected application was stopped): "
+                        "NVIDIA's device plugin marks the GPU unhealthy, so it is drained unless a health policy "
+                        "ignores or degrades xid-94",
+         "patch": {"libraries": {"nvml": {"events": {"0": {"device": 4, "xid": 94}}}}},
+         "expected": {"reasons": {ids[4]: ["xid-94"]}, "health": {ids[4]: "unhealthy"}, "resources": seven,
+                      "fatal": True}},
         {"name": "nvml-hang", "kind": "tool-hang",
          "description": "the driver is wedged: nvmlInit and every NVML call block (the plugin gives up after "
                         "RAYACCEL_NVIDIA_NVML_TIMEOUT seconds)",

@@ -8,7 +8,8 @@ waiting on every health check, and XIDs seen are remembered for the session: a G
 
 XID meanings follow NVIDIA's XID catalog and GPU memory error management guide. Application errors
 (13, 31, 43, 45, 68, 109: the list NVIDIA's Kubernetes device plugin also skips) say nothing about the
-device and are ignored.
+device and are ignored. Every other XID makes that plugin mark the GPU unhealthy; an operator who knows better
+for their fleet says so in a health policy (``ignore`` or ``degrade`` a reason code), not by forking this table.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class XidMeaning:
     message: str
 
 
-#: XID -> what it means for the device. ``fatal``: the GPU needs a reset or the node a reboot, so drain.
+#: XID -> what it means for the device. ``fatal``: drain it (it needs a reset, or NVIDIA's device plugin takes
+#: it out of service); an operator's health policy may say otherwise.
 XIDS: dict[int, XidMeaning] = {
     48: XidMeaning("unhealthy", False, "double-bit (uncorrectable) ECC error"),
     63: XidMeaning("degraded", False, "ECC page retirement or row remapping recorded; takes effect after a GPU reset"),
@@ -45,7 +47,9 @@ XIDS: dict[int, XidMeaning] = {
     74: XidMeaning("unhealthy", True, "NVLink error; the GPU needs a reset"),
     79: XidMeaning("unhealthy", True, "GPU has fallen off the bus"),
     92: XidMeaning("degraded", False, "high single-bit ECC error rate"),
-    94: XidMeaning("degraded", False, "contained ECC error: only the affected application was stopped"),
+    94: XidMeaning("unhealthy", True, "contained ECC error: the affected application was stopped; NVIDIA's "
+                   "device plugin marks the GPU unhealthy (a health policy can ignore or degrade xid-94 where "
+                   "such errors are known to stay contained)"),
     95: XidMeaning("unhealthy", True, "uncontained ECC error; the GPU needs a reset"),
     119: XidMeaning("unhealthy", True, "GSP RPC timeout; the GPU needs a reset"),
     120: XidMeaning("unhealthy", True, "GSP error; the GPU needs a reset"),
