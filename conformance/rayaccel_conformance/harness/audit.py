@@ -215,8 +215,10 @@ def _called_by_sdk() -> bool:
     frame: FrameType | None = sys._getframe(2)
     sdk = sdk_dirs()
     while frame is not None:
-        source = os.path.realpath(frame.f_code.co_filename)
-        in_stdlib = source in _PATH_MODULES or (source.startswith(_STDLIB + os.sep) and "site-packages" not in source)
+        name = frame.f_code.co_filename
+        source = name if name.startswith("<frozen ") else os.path.realpath(name)  # <frozen posixpath>: stdlib
+        in_stdlib = source.startswith("<frozen ") or source in _PATH_MODULES or (
+            source.startswith(_STDLIB + os.sep) and "site-packages" not in source)
         if not in_stdlib and source != os.path.realpath(__file__):
             return any(source.startswith(d + os.sep) for d in sdk)
         frame = frame.f_back
