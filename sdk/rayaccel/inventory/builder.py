@@ -338,11 +338,19 @@ class InventoryBuilder:
                 named = repr(device.product_name) if device.product_name else "no product name"
                 problems.append(self._problem(
                     plugin, "rayaccel_sku_catalog", "unknown-sku",
-                    f"device {device.id} ({device.product_name!r}) is not in the plugin's SKU catalog; it is "
+                    f"device {device.id} ({named}) is not in the plugin's SKU catalog; it is "
                     f"{scheduled} and labelled rayaccel.io/sku-known=false",
-                    f"onboard the SKU: {sku_add_command(plugin, device, suggested)}", severity="warning"))
+                    f"onboard the SKU: {sku_add_command(plugin, device, suggested, catalog)}", severity="warning"))
                 break  # one warning per node is enough: the command is the same for every such device
         return accelerator_type
+
+    @staticmethod
+    def _interconnect(topology: Topology, known: list[SkuRecord]) -> str:
+        """The best link kind; a fabric the vocabulary has no kind for (links of kind ``other``) by the name the
+        SKU catalog gives it (``interconnect: qlink``), which says more than ``other``."""
+        best = best_link_kind(topology, LINK_PREFERENCE)
+        named = known[0].interconnect if known else None
+        return to_label_value(named) or best if best == "other" and named else best
 
     def _vocabulary_labels(self, declaration: FamilyDeclaration, family: FamilyInventory,
                            known: list[SkuRecord], healthy: list[Device]) -> dict[str, str]:
@@ -355,14 +363,6 @@ class InventoryBuilder:
         else:
             health = "healthy"
         labels = family_identity_labels(declaration, family.accelerator_type)
-    @staticmethod
-    def _interconnect(topology: Topology, known: list[SkuRecord]) -> str:
-        """The best link kind; a fabric the vocabulary has no kind for (links of kind ``other``) by the name the
-        SKU catalog gives it (``interconnect: qlink``), which says more than ``other``."""
-        best = best_link_kind(topology, LINK_PREFERENCE)
-        named = known[0].interconnect if known else None
-        return to_label_value(named) or best if best == "other" and named else best
-
         labels.update({
             "rayaccel.io/sku-known": "true" if family.sku_known else "false",
             "rayaccel.io/count": str(len(healthy)),
