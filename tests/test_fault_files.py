@@ -158,3 +158,24 @@ def test_faults_given_at_start_are_never_written_through_a_symlink_or_into_a_fif
     [error] = raised
     assert isinstance(error, FixtureError) and "fault file" in str(error) and "\n" not in str(error)
     assert victim.read_text(encoding="utf-8") == "export PATH=/usr/bin\n"
+
+
+def test_through_the_monitors_worker_pool_an_unreadable_fault_file_keeps_health_poll_after_poll(
+        tmp_path: Path) -> None:
+    from rayaccel.isolation.pool import WorkerPool
+    from rayaccel.plugins.manager import default_manager
+
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("xid-79\n", encoding="utf-8")
+    manager = default_manager()
+    host = make_host(FIXTURE, [], str(fault_file), manager=manager)
+    with WorkerPool(manager, ["nvidia"]) as pool:
+        pool.refresh = True  # as the health monitor polls: each plugin in its worker, the host kept there
+        before = pool.build(host)
+        fault_file.unlink()
+        os.mkfifo(fault_file)
+        polls = [pool.build(host) for _ in range(2)]
+    assert sorted(states(before).values()).count("unhealthy") == 1
+    for inventory in polls:
+        assert states(inventory) == states(before)
+        assert [p.code for p in inventory.problems if p.code == "bad-fault-file"] == ["bad-fault-file"]
