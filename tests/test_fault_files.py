@@ -179,3 +179,17 @@ def test_through_the_monitors_worker_pool_an_unreadable_fault_file_keeps_health_
     for inventory in polls:
         assert states(inventory) == states(before)
         assert [p.code for p in inventory.problems if p.code == "bad-fault-file"] == ["bad-fault-file"]
+
+
+@pytest.mark.parametrize("content", [SECRET_LINE + "\nbin:*:19000:0:99999:7:::\n", SECRET_LINE.replace(":", "") + "\n",
+                                     f"- {SECRET_LINE}\n", "{'" + SECRET_LINE + "': 1}\n"])
+def test_a_fixture_named_by_mistake_is_never_quoted_beyond_its_shape(tmp_path: Path, content: str) -> None:
+    from rayaccel.errors import FixtureError
+    from rayaccel.simulation.fixtures import load_fixture
+
+    secret = tmp_path / "shadow"
+    secret.write_text(content, encoding="utf-8")
+    (tmp_path / "fixture.yaml").symlink_to(secret)
+    with pytest.raises(FixtureError) as refused:
+        load_fixture(tmp_path / "fixture.yaml")
+    assert "VerySecretHashValue" not in str(refused.value) and "saltsalt" not in str(refused.value), refused.value

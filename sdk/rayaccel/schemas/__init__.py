@@ -12,6 +12,7 @@ Every document error reads the same way: ``<origin>: invalid <what> at <path>: <
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -65,7 +66,32 @@ def schema_errors(name: str, data: Any, directory: Path = SCHEMA_DIR) -> list[st
 
     validator = jsonschema.Draft202012Validator(load_schema(name, directory))
     errors = sorted(validator.iter_errors(data), key=lambda err: [str(p) for p in err.absolute_path])
-    return [f"at {where(err.absolute_path)}: {_excerpt(err.message)}" for err in errors]
+    return [f"at {where(err.absolute_path)}: {_message(err)}" for err in errors]
+
+
+_NAME_LIKE = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+
+
+def _message(err: Any) -> str:
+    """jsonschema's message, which quotes the refused value (its first words, or the unexpected keys): a file
+    of another kind named by mistake (even /etc/shadow) is said by the value's type and the keys' sizes, never
+    quoted; a short value and a name-like key are quoted, escaped."""
+    message, instance, top_level = err.message, err.instance, not err.absolute_path
+    if err.validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        extra = [k for k in instance if k not in allowed]
+        if extra and not all(isinstance(k, str) and _NAME_LIKE.fullmatch(k) for k in extra):
+            named = [repr(k) if isinstance(k, str) and _NAME_LIKE.fullmatch(k) else f"a key of {len(str(k))} characters"
+                     for k in extra[:5]]
+            return f"{len(extra)} unexpected keys: {', '.join(named)}"
+        return _excerpt(message)
+    try:
+        quoted = repr(instance)
+    except ValueError:  # an integer too long to print
+        quoted = ""
+    if quoted and message.startswith(quoted) and (top_level or len(quoted) > 40):
+        return f"a {type(instance).__name__} value{_excerpt(message[len(quoted):])}"
+    return _excerpt(message)
 
 
 #: Characters of a schema message kept: jsonschema quotes the whole offending value (a document, a line of
