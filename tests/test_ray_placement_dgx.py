@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 
 import pytest
 import ray
@@ -123,3 +124,31 @@ def test_a_new_cordon_is_never_given_to_a_task_that_starts_after_it(node):
             meet.set.remote(f"release {gpu}")
         ray.get(holders, timeout=120)
         table.uncordon("GPU", failed)
+
+
+@ray.remote(num_cpus=0, max_calls=0)
+def _use_gpus(hold_s):
+    tokens = ray._private.worker.global_worker.rayaccel_assigned_ids("GPU", "^GPU_group_[0-9A-Za-z]+$")
+    started = time.monotonic()
+    units = gpus()
+    deadline = started + hold_s
+    while time.monotonic() < deadline:  # busy, not asleep: the task holds its GPUs for this long
+        pass
+    return started, time.monotonic(), sorted(str(t) for t in tokens), units
+
+
+def test_no_two_running_tasks_ever_share_a_gpu_over_hundreds_of_short_mixed_tasks(node):
+    # The overlap checker of issue 42: 1-, 2-GPU and half-GPU tasks interleaved; while two run at once their
+    # GPUs are disjoint, unless both are halves of the same token (Ray packed them on one instance).
+    requests = [1, 2, 0.5, 1, 0.5, 2, 1, 0.5] * 30
+    runs = ray.get([_use_gpus.options(num_gpus=g).remote(0.01) for g in requests], timeout=600)
+    assert len(runs) == 240
+    overlapping = 0
+    for (a, (start_a, end_a, tokens_a, units_a)), (b, (start_b, end_b, tokens_b, units_b)) in itertools.combinations(
+            enumerate(runs), 2):
+        if start_a < end_b and start_b < end_a:
+            overlapping += 1
+            shared_token = requests[a] < 1 and requests[b] < 1 and tokens_a == tokens_b
+            assert shared_token or not set(units_a) & set(units_b), (requests[a], runs[a], requests[b], runs[b])
+    assert all(len(units) == max(1, int(g)) for g, (_, _, _, units) in zip(requests, runs, strict=True))
+    assert overlapping > 50  # the tasks did run at once: the check above had pairs to check
