@@ -258,6 +258,9 @@ class ClaimsTable:
             _THREADS.release()
 
     def _flocked(self, fd: int, deadline: float) -> Iterator[dict[str, list[dict[str, Any]]]]:
+        # A holder keeps the lock for a few syscalls: look again soon, then less often (a holder the
+        # scheduler set aside on a loaded node), so that waiters neither add latency nor burn a core.
+        pause = 0.00005
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -267,7 +270,8 @@ class ClaimsTable:
                     raise TimeoutError(f"rayaccel: the claims table {self.path} stayed locked for "
                                        f"{self.lock_timeout:g} s; a process of this node holds it (lsof "
                                        f"{self.path} names it)") from e
-                time.sleep(0.0005)
+                time.sleep(pause)
+                pause = min(2 * pause, 0.002)
         try:
             text = self._read(fd)
             table = _parse(text, self.path)
