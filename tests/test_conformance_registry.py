@@ -9,6 +9,7 @@ TWO real ``pytest --conformance --conformance-sign-key`` runs (module fixture): 
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 from test_conformance_attestation import conformance, env_for, rayaccel
 
 from rayaccel_conformance.report.document import digest_of
+from rayaccel_conformance.report.signing import load_private_key, sign
 from rayaccel_conformance.report.tier_registry import RULE, held_levels
 
 TESTS_DIR = Path(__file__).parent
@@ -93,6 +95,8 @@ def test_a_slower_transport_fails_rac310_naming_the_figure(releases: dict[str, A
     assert latency["regressed"] and latency["value"] > 250  # every receive waits 0.25 s
     assert latency["baseline"] == figure(releases["data"]["1.0"], "transport ACME_FILE latency")["value"]
     assert [c["id"] for c in second["checks"] if c["outcome"] == "failed"] == ["RAC310"]
+    page = releases["reports"]["1.1"].with_suffix(".html").read_text()  # the run's own HTML view shows it too
+    assert '<tr class="regressed"><td>acme</td><td>transport ACME_FILE latency</td>' in page
 
 
 def test_certify_diff_names_every_changed_version_check_and_figure(releases: dict[str, Any]) -> None:
@@ -183,6 +187,43 @@ def test_the_registry_shows_the_level_held_the_regression_and_a_forged_report_re
     assert len(highlighted) == 1 and highlighted[0].startswith("1.1")
     assert "transport ACME_FILE latency" in highlighted[0] and "RAC310" in highlighted[0]
     assert [cls for cls, _ in dom.rows].count("rejected") == 1
+
+
+def older_suite_release(data: dict[str, Any], key: Path) -> dict[str, Any]:
+    """Release 1.0's report as an older suite (without RAC306) would have made it for release 0.9, signed by the
+    vendor's key the way a run signs (the in-toto statement of the report, in a DSSE envelope)."""
+    old: dict[str, Any] = json.loads(json.dumps(data))
+    old["checks"] = [c for c in old["checks"] if c["id"] != "RAC306"]
+    old["plugins"][0]["passed"] -= 1
+    old["environment"]["plugins"][0]["release"] = "0.9"
+    old["created"] = "2026-01-01T00:00:00+00:00"
+    old["attestation"] = None
+    old["digest"] = digest_of(old)
+    stmt = json.loads(base64.b64decode(data["attestation"]["payload"]))
+    stmt["predicate"]["report"] = {k: v for k, v in old.items() if k not in ("digest", "attestation")}
+    body = json.dumps(stmt, sort_keys=True, separators=(",", ":")).encode()
+    old["attestation"] = sign(body, load_private_key(key)).model_dump(mode="json")
+    return old
+
+
+def test_a_release_graded_by_an_older_suite_counts_toward_the_level(releases: dict[str, Any],
+                                                                     tmp_path: Path) -> None:
+    """Three releases: 0.9 (an older suite, one check fewer), 1.0, 1.1: the level is held from 1.0 on."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for release in ("1.0", "1.1"):
+        shutil.copy(releases["reports"][release], folder / f"{release}.json")
+    (folder / "0.9.json").write_text(json.dumps(older_suite_release(releases["data"]["1.0"],
+                                                                    releases["work"] / "vendor.key")))
+    done = rayaccel("certify", "registry", str(folder), "-o", str(tmp_path / "site"), "--key", str(releases["pub"]))
+    assert done.returncode == 0, done.stderr
+    index = json.loads((tmp_path / "site" / "registry.json").read_text())
+    assert index["rejected"] == []
+    [acme] = index["plugins"]
+    tier = releases["data"]["1.0"]["plugins"][0]["tier"]
+    assert [(r["release"], r["tier"], r["held"]) for r in acme["releases"]] == [
+        ("0.9", tier, None), ("1.0", tier, tier), ("1.1", tier, tier)]
+    assert f"acme (acme): holds {tier}" in done.stdout
 
 
 def test_registry_bad_input_is_one_line_and_exit_2(releases: dict[str, Any], tmp_path: Path) -> None:

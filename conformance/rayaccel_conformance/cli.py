@@ -16,7 +16,7 @@ from rich.text import Text
 
 from rayaccel.cli import console, output_path
 from rayaccel.extras import require
-from rayaccel.safe_text import terminal_text
+from rayaccel.safe_text import terminal_lines, terminal_text
 
 app = typer.Typer(help="Make signing keys; verify, summarise and compare `pytest --conformance` reports; build the "
                        "tier registry.",
@@ -32,8 +32,9 @@ ReportArg = Annotated[Path, typer.Argument(metavar="REPORT", help="conformance-r
 
 
 def _say(text: str) -> None:
-    # A report's text is data: a key id or plugin name with terminal escapes prints escaped.
-    console.print(terminal_text(text), markup=False, highlight=False, soft_wrap=True)
+    # A report's text is data: a key id or plugin name with terminal escapes prints escaped, on one line (its
+    # line breaks as spaces); the spaces that align our own lines are kept.
+    console.print(terminal_lines(" ".join(text.splitlines())), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

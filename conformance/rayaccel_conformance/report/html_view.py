@@ -89,6 +89,16 @@ def render_html(report: ConformanceReport, pictures: Mapping[str, str] | None = 
         f"<td>{e(c.fixture or '')}</td><td class=\"{e(c.outcome)}\">{e(c.outcome)}</td><td>{e(c.title)}</td>"
         f"<td>{'<br>'.join(e(x) for x in c.evidence)}</td><td>{c.duration_s:.2f}s</td></tr>"
         for c in report.checks)
+    from rayaccel_conformance.report.environment import lines as environment_lines
+
+    environment = "<br>".join(e(line) for line in environment_lines(report.environment))
+    figures = "".join(
+        f"<tr class=\"{'regressed' if f.regressed else 'figure'}\"><td>{e(f.plugin)}</td><td>{e(f.name)}</td>"
+        f"<td>{f.value:.4g} {e(f.unit)}</td><td>{'-' if f.baseline is None else f'{f.baseline:.4g} {e(f.unit)}'}</td>"
+        f"<td>{e(f.better)} is better</td><td>{e(f.check)}{' REGRESSED' if f.regressed else ''}</td></tr>"
+        for f in report.figures)
+    measured = (f"<h2>Performance figures</h2><table><tr><th>plugin</th><th>figure</th><th>value</th><th>baseline</th>"
+                f"<th></th><th>check</th></tr>{figures}</table>" if report.figures else "")
     incomplete = (f'<p class="incomplete">Incomplete run: {e(report.incomplete_reason or "")}</p>'
                   if not report.complete else "")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rayaccel conformance</title>"
@@ -98,6 +108,7 @@ def render_html(report: ConformanceReport, pictures: Mapping[str, str] | None = 
             f"{' &middot; tiers up to ' + e(report.tier_limit) if report.tier_limit else ''}</p>{incomplete}"
             f"<h2>Tiers</h2><table><tr><th>plugin</th><th>family</th><th>tier</th><th>why not higher</th>"
             f"<th>passed</th><th>failed</th><th>skipped</th><th>node pictures</th></tr>{rows}</table>"
+            f"<h2>Environment</h2><p class=\"environment\">{environment}</p>{measured}"
             f"<h2>Failed checks ({len(failed)})</h2>{failures}"
             f"<h2>Every check</h2><table><tr><th>id</th><th>tier</th><th>plugin</th><th>fixture</th><th>outcome</th>"
             f"<th>check</th><th>evidence</th><th>time</th></tr>{checks}</table>"

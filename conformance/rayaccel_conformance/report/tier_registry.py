@@ -88,7 +88,10 @@ def _verify(path: Path, keys: Sequence[Ed25519PublicKey]) -> tuple[ConformanceRe
     from rayaccel_conformance.report.document import load_report
     from rayaccel_conformance.report.signing import key_id
 
-    report = load_report(path)
+    # Tiers are checked against the report's own checks, not this suite's: a release graded by an older suite
+    # (fewer checks) stays listed; a tier its own checks do not give is still refused.
+    report = load_report(path, check_tiers=False)
+    _tiers_follow_from_own_checks(report, path)
     if report.attestation is None:
         raise ReportError(f"{path.name}: not signed (self-assessed): the registry lists signed reports only")
     why = ""
@@ -99,6 +102,21 @@ def _verify(path: Path, keys: Sequence[Ed25519PublicKey]) -> tuple[ConformanceRe
         except ReportError as e:
             why = str(e)
     raise ReportError(why or f"{path.name}: no trusted key")
+
+
+def _tiers_follow_from_own_checks(report: ConformanceReport, path: Path) -> None:
+    from rayaccel_conformance.report.tiers import Result, reached_tier
+
+    required: dict[str, set[str]] = {}
+    for c in report.checks:
+        required.setdefault(c.tier, set()).add(c.id)
+    for plugin in report.plugins:
+        results = [Result(c.id, c.tier, c.outcome, c.fixture, c.evidence) for c in report.checks
+                   if c.plugin == plugin.name]
+        tier, why = reached_tier(results, required, report.tier_limit)
+        if tier != plugin.tier:
+            raise ReportError(f"{path.name}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
+                              f"{tier or 'none'} ({why})")
 
 
 def _release_of(report: ConformanceReport, plugin: PluginRecord) -> str:
