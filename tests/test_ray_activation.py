@@ -30,8 +30,9 @@ from rayaccel.ray.activation import PTH_NAME, site_packages
 PLUGINS = "acme=rayaccel_testplugins.acme,broken-import=rayaccel_testplugins.broken_import"
 SIMULATED = {"RAYACCEL_PLUGINS": PLUGINS, "RAYACCEL_SIMULATE": "acme/acme-4"}
 
-#: What a driver sees of the cluster: resources, each node's labels, the id each of 4 one-ACME actors sees in
-#: ACME_VISIBLE_DEVICES (and in get_accelerator_ids), and whether this driver refuses half an ACME.
+#: What a driver sees of the cluster: resources, each node's labels, the id each of 4 one-ACME tasks running at
+#: once (then 4 actors) sees in ACME_VISIBLE_DEVICES and in get_accelerator_ids, and whether this driver refuses
+#: half an ACME.
 PROBE = r"""
 import json, os, sys
 import ray
@@ -51,7 +52,19 @@ options = {}
 if node:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
     options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
+@ray.remote(num_cpus=0, resources={"ACME": 1})
+def task_ids(meet, n):
+    met = ray.get(meet.arrive.remote("tasks", n, 120))  # all n hold their unit at once
+    return met, os.environ.get("ACME_VISIBLE_DEVICES"), ray.get_runtime_context().get_accelerator_ids().get("ACME")
+
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+tasks = []
+if count:
+    from rendezvous import rendezvous
+    meet = rendezvous()
+    tasks = ray.get([task_ids.options(**options).remote(meet, count) for _ in range(count)], timeout=180)
+    assert all(met for met, _, _ in tasks), tasks
+    tasks = [[env, ids] for _, env, ids in tasks]
 holders = [Holder.options(**options).remote() for _ in range(count)]
 seen = ray.get([h.ids.remote() for h in holders], timeout=120)
 try:
@@ -59,7 +72,7 @@ try:
     refused = None
 except ValueError as e:
     refused = str(e)
-print(json.dumps({"resources": ray.cluster_resources(),
+print(json.dumps({"resources": ray.cluster_resources(), "tasks": tasks,
                   "labels": {n["NodeID"]: n["Labels"] for n in ray.nodes() if n["Alive"]},
                   "seen": seen, "refused": refused}))
 """
@@ -236,9 +249,10 @@ def test_plain_ray_start_offers_the_family_and_a_broken_plugin_costs_one_warning
     # Each task (here: actor) asking for one ACME sees its own unit in the family's variable; a plain driver
     # connecting to the cluster is not changed (quantity rules hold in the node's workers and in drivers that
     # start a node; docs/ray-bridge.md).
-    seen = probe(enabled, cluster.address)["seen"]
-    assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
-    assert all([env] == ids for env, ids in seen)
+    found = probe(enabled, cluster.address)
+    for seen in (found["tasks"], found["seen"]):
+        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
+        assert all([env] == ids for env, ids in seen)
 
 
 @pytest.mark.ray
@@ -256,8 +270,9 @@ def test_a_second_node_started_with_plain_ray_start_offers_its_family(cluster: C
     assert found["resources"]["ACME"] == acme_before + 4
     assert found["labels"][second_node]["rayaccel.io/family"] == "acme"
     # Its workers set each actor's variable: 4 actors pinned to the second node, one unit each.
-    seen = probe(enabled, cluster.address, second_node)["seen"]
-    assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
+    found = probe(enabled, cluster.address, second_node)
+    for seen in (found["tasks"], found["seen"]):
+        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
 
 
 @pytest.mark.ray
@@ -285,5 +300,6 @@ def test_plain_ray_init_starting_a_local_node_offers_the_family_and_validates_qu
     assert seen["resources"]["ACME"] == 4.0 and seen["resources"]["accelerator_type:R1"] == 1.0
     (labels,) = seen["labels"].values()
     assert labels["rayaccel.io/family"] == "acme" and labels["rayaccel.io/count"] == "4"
-    assert sorted(env for env, _ in seen["seen"]) == ["0", "1", "2", "3"]
+    for ran in (seen["tasks"], seen["seen"]):
+        assert sorted(env for env, _ in ran) == ["0", "1", "2", "3"]
     assert seen["refused"] and "ACME" in seen["refused"]  # the plugin's whole-units rule, in this driver

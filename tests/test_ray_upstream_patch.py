@@ -137,8 +137,9 @@ def test_plain_ray_start_on_the_patched_ray_finds_the_family_through_the_entry_p
         # Ray's own label from the manager's type, and the vocabulary the manager publishes for its node.
         assert labels["ray.io/accelerator-type"] == "R1" and labels["rayaccel.io/family"] == "acme"
         assert "rayaccel.io/managed" not in labels  # no rayaccel node config was applied
-        assert sorted(env_value for env_value, _ in found["seen"]) == ["0", "1", "2", "3"]
-        assert all([env_value] == ids for env_value, ids in found["seen"])
+        for seen in (found["tasks"], found["seen"]):  # 4 tasks at once, then 4 actors: one unit each
+            assert sorted(env_value for env_value, _ in seen) == ["0", "1", "2", "3"]
+            assert all([env_value] == ids for env_value, ids in seen)
         # A plain driver on the patched Ray validates the plugin's quantity rule (whole ACMEs only).
         assert found["refused"] and "ACME" in found["refused"]
     finally:
