@@ -53,7 +53,7 @@ FILE_INPUTS = {("inspect", "--simulate"), ("start", "--simulate"), ("certify ver
                ("sku add", "--check-fixture"),
                ("record", "--simulate"), ("record", "--into"), ("fixture expect", "FIXTURE"),
                ("transports", "--simulate"), ("export", "--simulate"), ("certify diff", "A"), ("certify diff", "B"),
-               ("certify registry", "--key")}
+               ("certify registry", "--key"), ("inspect", "--health-policy"), ("start", "--health-policy")}
 DIR_INPUTS = {("upgrade", "PROJECT"), ("certify registry", "FOLDER")}
 OUTPUTS = {("new", "--output-dir"), ("certify keygen", "KEY"), ("start", "--fault-file"), ("record", "--output"),
            ("export", "--output"), ("inspect", "--html"), ("inspect", "--svg"),
