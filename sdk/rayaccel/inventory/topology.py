@@ -30,8 +30,9 @@ def link_weight(link: Link) -> float:
 
 
 #: device id -> neighbour id -> weight of the best link between them (undirected: both directions), in whole
-#: MB/s (megabytes: a link's bandwidth_gbps is GB/s): sums of integers are exact, so two equally connected choices tie (and the lower index wins) whatever
-#: order the bandwidths are added in (0.1 + 25 + 0.1 is not 0.2 + 25 in floating point).
+#: MB/s (megabytes: a link's bandwidth_gbps is GB/s): sums of integers are exact, so two equally connected
+#: choices tie (and the lower index wins) whatever order the bandwidths are added in (0.1 + 25 + 0.1 is not
+#: 0.2 + 25 in floating point).
 Adjacency = dict[str, dict[str, int]]
 
 
