@@ -23,7 +23,8 @@ def test_a_test_that_leaves_a_visible_devices_variable_set_fails_naming_it(tmp_p
         "def test_after_it():\n"
         "    assert 'NEURON_RT_VISIBLE_CORES' not in os.environ\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "NEURON_RT_VISIBLE_CORES"}
-    env["PYTHONPATH"] = str(ROOT)  # the repository's conftest.py, loaded as a plugin by name
+    # The repository's conftest.py, loaded as a plugin by name, and the suite watchdog it loads from tests/.
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
                            "test_leaky.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
