@@ -90,8 +90,13 @@ def transfer_figures(specs: list[TransportSpec]) -> dict[str, tuple[float, float
             figures[spec.name] = (latency, BANDWIDTH_BYTES / best / 1e6)
         return figures
     finally:
-        for actor in (source, sink):
-            ray.kill(actor)
+        # Exit after the queued work (as RAC301's actors do): a kill while Ray's transfer monitor still tracks a
+        # transfer makes it abort at the driver's exit (a minute's wait for the GCS); kill only what is stuck.
+        ends = [actor.__ray_terminate__.remote() for actor in (source, sink)]
+        _, stuck = ray.wait(ends, num_returns=len(ends), timeout=TRANSFER_TIMEOUT_S)
+        if stuck:
+            for actor in (source, sink):
+                ray.kill(actor)
 
 
 def _host(subject: Subject) -> tuple[Host, str]:
