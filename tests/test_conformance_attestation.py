@@ -208,8 +208,9 @@ EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
-def forge(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """The edit, made by a forger who knows the rules: tiers re-derived from the checks, digest recomputed."""
+def forge(data: dict[str, Any], edit: Callable[[dict[str, Any]], None], recount: bool = True) -> dict[str, Any]:
+    """The edit, made by a forger who knows the rules: tiers re-derived from the checks, each plugin's counts
+    recounted from them (unless ``recount`` is off: the counts edit itself), digest recomputed."""
     forged = copy.deepcopy(data)
     edit(forged)
     for plugin in forged["plugins"]:
@@ -217,6 +218,10 @@ def forge(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[
                    for c in forged["checks"] if c["plugin"] == plugin["name"]]
         tier, reason = reached_tier(results, REQUIRED, forged["tier_limit"])
         plugin["tier"], plugin["tier_reason"] = tier, reason
+        if recount:
+            outcomes = [r.outcome for r in results]
+            plugin.update(passed=outcomes.count("passed"), failed=outcomes.count("failed") + outcomes.count("error"),
+                          skipped=outcomes.count("skipped"))
     forged["digest"] = digest_of(forged)
     return forged
 
@@ -224,16 +229,19 @@ def forge(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_every_edit_with_the_digest_recomputed_fails_verify_with_the_key(signed: dict[str, Any], tmp_path: Path,
                                                                         edit: str) -> None:
-    forged = forge(signed["data"], EDITS[edit])
+    forged = forge(signed["data"], EDITS[edit], recount=edit != "counts")
     assert forged != signed["data"]
     path = tmp_path / "forged.json"
     path.write_text(json.dumps(forged))
     env = env_for(signed["build_a"])
-    # The plain digest cannot tell: read as self-assessed, the forgery passes (this is why reports are signed) ...
     fooled = verify(path, None, env)
-    assert fooled.returncode == 0 and "self-assessed" in fooled.stdout, fooled.stderr
-    # ... the signature can.
-    one_error_line(verify(path, signed["keys"]["vendor"], env), "the report differs from what was signed, at ")
+    if edit == "counts":  # counts that disagree with the checks fail even without a key (internal consistency)
+        one_error_line(fooled, "counts passed/failed/skipped")
+    else:  # a consistent forgery passes the plain digest, read as self-assessed (this is why reports are signed) ...
+        assert fooled.returncode == 0 and "self-assessed" in fooled.stdout, fooled.stderr
+    # ... the signature can (the counts edit is refused by the consistency check before the signature is read).
+    refused = "counts passed/failed/skipped" if edit == "counts" else "the report differs from what was signed, at "
+    one_error_line(verify(path, signed["keys"]["vendor"], env), refused)
     if edit == "tier":
         assert "=certified" in fooled.stdout  # the forgery claims certified; only the key-checked verify refuses it
 
