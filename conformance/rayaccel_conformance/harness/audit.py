@@ -103,7 +103,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         return
     seam_mark.busy = True
     try:
-        if event in _FILE_EVENTS and _in_sdk_cache():
+        if event in _FILE_EVENTS and (_in_sdk_cache() or _writing_bytecode(args)):
             return
         _classify(watch, event, args)
     except Exception:
@@ -123,6 +123,26 @@ def _in_sdk_cache() -> bool:
     frame: FrameType | None = sys._getframe(2)
     while source and frame is not None:
         if frame.f_code.co_filename == source:
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: Who caches a module's bytecode: Python's import system, and pytest's assertion rewriter (which rewrites every
+#: module of a distribution that has a ``pytest11`` entry point, as rayaccel has for ``rayaccel.testing``).
+_BYTECODE_WRITERS = ("<frozen importlib._bootstrap_external>",
+                     os.path.join("_pytest", "assertion", "rewrite.py"))
+
+
+def _writing_bytecode(args: tuple[Any, ...]) -> bool:
+    """The event is a module's bytecode being cached (``__pycache__``, where a fresh checkout has none yet): the
+    interpreter's (or pytest's) file, not the hook's side effect, whichever module the hook imported first."""
+    path = _path(args[0]) if args else None
+    if path is None or "__pycache__" not in path.split(os.sep):
+        return False
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(_BYTECODE_WRITERS):
             return True
         frame = frame.f_back
     return False
