@@ -73,6 +73,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _sweep_dead_senders() -> None:
+    """Remove the files of senders that died before anyone read them (killed actors, a node shut down), as the
+    reference transport sweeps its dead senders' segments: they would otherwise stay in /dev/shm for good."""
+    for path in files():
+        pid = os.path.basename(path).removeprefix(FILE_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
 class AcmeFileTransport(TensorTransportManager):
     """One-sided: the sender's ``extract`` writes a file; the receiver reads it; ``garbage_collect`` deletes it."""
 
@@ -96,6 +106,7 @@ class AcmeFileTransport(TensorTransportManager):
     def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> AcmeFileMetadata:
         import torch
 
+        _sweep_dead_senders()
         path = os.path.join(SHM_DIR, f"{FILE_PREFIX}{os.getpid()}-{obj_id}")
         sizes = []
         with open(path, "wb") as f:
