@@ -45,3 +45,29 @@ def test_a_host_without_nvidia_gpus_says_nothing() -> None:
     inventory = inventory_with_nvml(None)
     assert inventory.families == [] and not [p for p in inventory.problems if p.plugin == "nvidia"]
 
+
+
+def _garbled(field: str) -> Any:
+    """DGX H100's NVML data with one field of GPU 3 answered as text where numbers belong."""
+    import copy
+
+    data = copy.deepcopy(load_fixture(DGX).host.libraries["nvml"])
+    value = data["devices"]["3"][field]
+    data["devices"]["3"][field] = {key: "abc" for key in value} if isinstance(value, dict) else {"x": "abc"}
+    return data
+
+
+@pytest.mark.parametrize("field", ["pci", "memory", "numa_node", "cpu_affinity", "compute_capability",
+                                   "architecture", "ecc", "remapped_rows", "utilization", "power_usage",
+                                   "temperature", "mig_mode", "field_values"])
+def test_a_malformed_nvml_answer_is_said_for_an_operator_not_in_pythons_words(field: str) -> None:
+    """Issue 39: internal exception texts ("invalid literal for int() with base 10", "'str' object has no
+    attribute 'get'") became problem messages; each names the NVML call and what it answered instead."""
+    inventory = inventory_with_nvml(_garbled(field))
+    problems = [p for p in inventory.problems if p.code == "nvml-malformed-answer"]
+    assert problems, field
+    for problem in problems:
+        assert "nvmlDevice" in problem.message and "NVML answered" in problem.message, problem.message
+        for python_words in ("invalid literal", "object has no attribute", "argument must be", "failed with",
+                             "ValueError:", "TypeError:", "AttributeError:"):
+            assert python_words not in problem.message, problem.message

@@ -51,6 +51,25 @@ FIELDS = {"nvmlDeviceGetMemoryInfo": "memory.total", "nvmlDeviceGetPciInfo_v3": 
           "architecture", "nvmlDeviceGetCpuAffinity": "cpu_affinity", "nvmlDeviceGetMigMode": "mig_mode"}
 
 
+#: How Python words a value that is no number (int(), float()): the value follows the colon.
+_NOT_A_NUMBER = re.compile(r"^(?:invalid literal for \w+\(\)(?: with base \d+)?|could not convert string to "
+                           r"float): (.+)$", re.S)
+
+
+def unusable_answer(error: Exception) -> str:
+    """What was wrong with an answer the binding choked on, said for an operator (the value, when one can be
+    named), never the binding's or Python's own wording of the exception."""
+    number = _NOT_A_NUMBER.match(str(error))
+    if number is not None:
+        value = number.group(1)  # Python's repr of the value: quoted, control characters escaped
+        return f"answered {value if len(value) <= 80 else value[:80] + '...'}, which is not a number"
+    if isinstance(error, UnicodeError):
+        return "answered bytes that are not text"
+    if isinstance(error, (TypeError, AttributeError)):
+        return "answered a value of a type it never answers"
+    return f"answered something unusable ({type(error).__name__})"
+
+
 def optional(nvml: Any, fn: str, *args: Any) -> Any:
     """The answer of an NVML query, or None when this GPU, driver or pynvml version does not support it."""
     try:
@@ -65,8 +84,8 @@ def optional(nvml: Any, fn: str, *args: Any) -> Any:
         return None
     except Exception as e:  # the binding choked on what the driver answered: that value is unknown, not fatal
         what = f"{fn} ({FIELDS[fn]})" if fn in FIELDS else fn
-        report_problem("nvml-malformed-answer", f"{what} failed with {type(e).__name__}: {shown(str(e))}; the "
-                       "value is left unknown", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+        report_problem("nvml-malformed-answer", f"{what}: NVML {unusable_answer(e)}; the value is left unknown",
+                       fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
         return None
 
 
@@ -134,9 +153,8 @@ def discover(nvml: Any) -> list[Device]:
             why = "gpu-lost" if e.value == nvml.NVML_ERROR_GPU_IS_LOST else "nvml-error"
             devices.append(_unreadable(index, why, str(e)))
         except Exception as e:  # a malformed answer for this GPU: report it, keep the others
-            message = f"{type(e).__name__}: {shown(str(e))}"
-            report_problem("nvml-malformed-answer", f"GPU {index}: NVML answered something unusable ({message}); "
-                           "it is reported unreadable (unhealthy)",
+            message = f"NVML {unusable_answer(e)}"
+            report_problem("nvml-malformed-answer", f"GPU {index}: {message}; it is reported unreadable (unhealthy)",
                            fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
             devices.append(_unreadable(index, "nvml-garbage", message))
     return infer_unreadable_models(devices)

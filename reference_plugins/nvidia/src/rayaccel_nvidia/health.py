@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rayaccel import Device, HealthReason, HealthReport, Partition, ReasonCode, report_problem
-from rayaccel.reporting import shown
 from rayaccel.vocabulary import HEALTH_ORDER
-from rayaccel_nvidia.discovery import UNREADABLE
+from rayaccel_nvidia.discovery import UNREADABLE, unusable_answer
 
 #: ``nvmlEventData_t.gpuInstanceId`` of an event that concerns the whole GPU, not one MIG instance.
 NO_INSTANCE = 0xFFFFFFFF
@@ -148,8 +147,8 @@ def _counter(nvml: Any, fn: str, *args: Any) -> Any:
             raise
         return None
     except Exception as e:  # a malformed answer: this counter is unknown, the others still count
-        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the "
-                       "counter is ignored", fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
+        report_problem("nvml-malformed-answer", f"{fn}: NVML {unusable_answer(e)}; the counter is ignored",
+                       fix="update the NVIDIA driver and nvidia-ml-py to matching versions")
         return None
 
 
@@ -215,9 +214,9 @@ def health(nvml: Any, devices: Sequence[Device]) -> list[HealthReport]:
             reasons = [HealthReason(code="gpu-lost", message=f"NVML: {e}", fatal=True)]
         except Exception as e:  # counters NVML answered but that make no sense: nothing is known
             report_problem("nvml-malformed-answer", f"GPU {device.index}: its health counters are unusable "
-                           f"({type(e).__name__}: {shown(str(e))}); its health is unknown")
+                           f"(NVML {unusable_answer(e)}); its health is unknown")
             reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
-                code="nvml-malformed-answer", message=f"{type(e).__name__}: {shown(str(e))}")]))
+                code="nvml-malformed-answer", message=f"NVML {unusable_answer(e)}")]))
             continue
         reports.append(report(device, reasons, xids.seen.get(device.index, [])))
         for partition in device.partitions:  # a MIG instance's own XIDs (its GPU's are the GPU's report)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel import Device, MetricSample, report_problem
-from rayaccel.reporting import shown, vendor_float
-from rayaccel_nvidia.discovery import UNREADABLE
+from rayaccel.reporting import vendor_float
+from rayaccel_nvidia.discovery import UNREADABLE, unusable_answer
 
 
 def _query(nvml: Any, fn: str, *args: Any) -> Any:
@@ -21,8 +21,7 @@ def _query(nvml: Any, fn: str, *args: Any) -> Any:
     except nvml.NVMLError:
         return None  # not supported on this GPU, or the GPU is gone: health reports that
     except Exception as e:  # a malformed answer: this reading is unknown, the others are still sampled
-        report_problem("nvml-malformed-answer", f"{fn} failed with {type(e).__name__}: {shown(str(e))}; the "
-                       "reading is skipped")
+        report_problem("nvml-malformed-answer", f"{fn}: NVML {unusable_answer(e)}; the reading is skipped")
         return None
 
 
