@@ -4,8 +4,9 @@ Everything runs in scratch virtual environments layered over the project's (``ve
 adding the project's site-packages): ``rayaccel enable`` writes its file there, never into the shared .venv, and
 the scratch directory is removed at the end whatever happens. Ray is real: a head started with Ray's own ``ray
 start`` on the simulated ACME node (the test plugins load through ``RAYACCEL_PLUGINS``, as installed entry points
-would), a second node joining it, a local node started by a fresh driver's ``ray.init()``; each stopped by its
-address (or by the driver that started it).
+would), a second node joining it, a local node started by a fresh driver's ``ray.init()``; and the template's bake
+installed with pip into a venv of its own, found by its entry point alone; each stopped by its address (or by
+the driver that started it).
 """
 
 from __future__ import annotations
@@ -303,3 +304,81 @@ def test_plain_ray_init_starting_a_local_node_offers_the_family_and_validates_qu
     for ran in (seen["tasks"], seen["seen"]):
         assert sorted(env for env, _ in ran) == ["0", "1", "2", "3"]
     assert seen["refused"] and "ACME" in seen["refused"]  # the plugin's whole-units rule, in this driver
+
+
+#: A task per unit of the baked family, all running at once: each sees its own id in the family's variable.
+BAKED_PROBE = r"""
+import json, os, sys
+import ray
+from rendezvous import rendezvous
+ray.init(address=sys.argv[1], log_to_driver=False)
+@ray.remote(num_cpus=0, resources={"EXAMPLE": 1})
+def seen(meet):
+    met = ray.get(meet.arrive.remote("tasks", 4, 120))
+    return met, os.environ.get("EXAMPLE_VISIBLE_DEVICES")
+meet = rendezvous()
+print(json.dumps([ray.cluster_resources().get("EXAMPLE", 0),
+                  ray.get([seen.remote(meet) for _ in range(4)], timeout=180)]))
+"""
+
+
+@pytest.fixture(scope="module")
+def baked_with_pip(scratch_root: Path) -> Scratch:
+    """The template's default bake (plain `cookiecutter`), installed with pip into a scratch venv of its own: a
+    day-zero family known to this environment by its entry point alone (no RAYACCEL_PLUGINS)."""
+    root = scratch_root / "baked"
+    repo = Path(__file__).resolve().parents[1]
+    template = repo / "templates" / "vendor-plugin"
+    done = subprocess.run([sys.executable, "-m", "cookiecutter", "--no-input", str(template), "-o", str(root / "bake")],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    buildtools = root / "buildtools"  # a setuptools new enough for the baked pyproject, beside the environments
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(buildtools), "setuptools>=77"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scratch = make_scratch(root / "env")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--target", str(scratch.site), str(root / "bake" / "rayaccel-example")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(buildtools),
+                                                                            os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return scratch
+
+
+@pytest.mark.ray
+def test_a_pip_installed_template_bake_is_offered_by_plain_ray_start_only_while_the_activation_is_on(
+        baked_with_pip: Scratch) -> None:
+    """Issue 40's show: a template-baked family installed with pip, nothing else; `ray start` (no rayaccel) on its
+    simulated node offers it with the activation on, and not with it off."""
+    from ray.util import get_node_ip_address
+
+    scratch = baked_with_pip
+    plugins = scratch.rayaccel("plugins", "--json")
+    assert plugins.returncode == 0 and "example" in plugins.stdout, plugins.stderr  # found by its entry point
+    env = {"RAYACCEL_PLUGINS": "", "RAYACCEL_SIMULATE": "example/example-4"}
+    for on in (True, False):
+        assert scratch.rayaccel("enable" if on else "disable").returncode == 0
+        port, dashboard = free_ports(2)
+        address = f"{get_node_ip_address()}:{port}"
+        try:
+            head, _ = ray_start(scratch.python, "--head", f"--port={port}", f"--dashboard-port={dashboard}",
+                                "--include-dashboard=false", env=env)
+            assert head.returncode == 0, head.stderr[-3000:]
+            if on:
+                wait_for(lambda a=address: ray_cli("status", f"--address={a}"),  # type: ignore[misc]
+                         lambda done: "0.0/4.0 EXAMPLE" in done.stdout, timeout=90, interval=0.5,
+                         what="`ray status` to show 0.0/4.0 EXAMPLE")
+                done = scratch.run("-c", BAKED_PROBE, address, env=env)
+                assert done.returncode == 0, done.stderr[-3000:]
+                count, seen = json.loads(done.stdout.strip().splitlines()[-1])
+                assert count == 4 and all(met for met, _ in seen), seen
+                assert sorted(ids for _, ids in seen) == ["0", "1", "2", "3"]  # each task its own unit
+            else:
+                listed = wait_for(lambda a=address: ray_cli("status", f"--address={a}"),  # type: ignore[misc]
+                                  lambda done: done.returncode == 0 and "CPU" in done.stdout, timeout=90,
+                                  interval=0.5, what="`ray status` to list the node")
+                assert "EXAMPLE" not in listed.stdout
+        finally:
+            subprocess.run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"],
+                           capture_output=True, text=True, timeout=120)
