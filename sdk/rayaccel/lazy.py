@@ -135,3 +135,14 @@ def lazy_exports(namespace: MutableMapping[str, Any], *, submodules: bool = Fals
         return sorted(set(namespace) | set(where))
 
     return getattr_, dir_
+
+
+def import_object(path: str) -> Any:
+    """The object a ``module:attr.sub`` path names (a plugin's ``TransportSpec.manager_class``,
+    ``CollectiveBackend.group_class``), imported now. Whatever the import raises propagates: callers word it
+    for the plugin that declared the path."""
+    module_name, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -23,11 +23,12 @@ class.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
 from typing import Any, NoReturn
+
+from rayaccel.lazy import import_object
 
 logger = logging.getLogger(__name__)
 
@@ -220,8 +221,4 @@ def __getattr__(name: str) -> type:
         transport, _, path = bytes.fromhex(name[len(_PREFIX):]).decode().partition("=")
     except ValueError:
         raise AttributeError(name) from None
-    module_name, _, attr = path.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return measured(obj, transport)
+    return measured(import_object(path), transport)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import types
 from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.host import RealHost
+from rayaccel.lazy import import_object
 from rayaccel.raycompat import TESTED_RAY_VERSIONS
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
@@ -48,11 +48,8 @@ def transports(subject: Subject) -> Evidence:
     runnable = []
     skipped = []
     for spec in specs:
-        module_name, _, attr = spec.manager_class.partition(":")
         try:
-            cls: object = importlib.import_module(module_name)
-            for part in attr.split("."):
-                cls = getattr(cls, part)
+            cls: object = import_object(spec.manager_class)
         except Exception as e:  # an import error is the finding, whatever its type
             wrong.append(f"{spec.name}: {spec.manager_class} does not import: {type(e).__name__}: {e}")
             continue

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
+from rayaccel.lazy import import_object
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.plugins.manager import PluginManager
@@ -104,11 +105,8 @@ def group_class(d: Declared) -> type:
     ``ray.util.collective``)."""
     from ray.util.collective.collective_group.base_collective_group import BaseGroup
 
-    module_name, _, attr = d.group_class.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_object(d.group_class)
     except Exception as e:  # whatever the plugin's module raises is the finding
         raise CollectiveRegistrationError(
             f"plugin {d.plugin}: collective backend {d.name}: group class {d.group_class} does not import "

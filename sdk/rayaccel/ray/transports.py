@@ -10,13 +10,12 @@ metrics endpoint, and whatever it raises reaches the caller as one error naming 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
-from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
+from rayaccel.lazy import import_object
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import node_configs
 from rayaccel.records import NodeInventory, TransportSpec
@@ -38,11 +37,8 @@ def declared_transports(manager: PluginManager | None = None,
 def _import_class(plugin: str, spec: TransportSpec) -> type:
     from ray.experimental.rdt.tensor_transport_manager import TensorTransportManager
 
-    module_name, _, attr = spec.manager_class.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_object(spec.manager_class)
     except Exception as e:  # whatever the plugin's module raises is the finding
         raise TransportRegistrationError(
             f"plugin {plugin}: transport {spec.name}: manager class {spec.manager_class} does not import "
