@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES
 
 #: A parallel run ends, naming the worker and its test, when a worker dies unseen by pytest-xdist (tests/).
 pytest_plugins = ["suite_watchdog"]

@@ -80,8 +80,8 @@ def stop_cluster(address: str) -> None:
 def _wait_listed(address: str) -> None:
     """Until `ray status` lists the node, looked for as `rayaccel start` looks (the same reads of Ray's
     autoscaler report, every `LISTING_POLL_S`, confirmed by `ray status`), so both sides wait alike."""
-    from rayaccel.polling import wait_for
     from rayaccel.ray.node_start import LISTING_POLL_S, NODE_VISIBLE_TIMEOUT_S, Listing, gcs_client
+    from rayaccel.support.polling import wait_for
 
     gcs = gcs_client(address)
     (node_id,) = [node.hex() for node in gcs.get_all_node_info(timeout=10)]  # `ray start` returns once registered
@@ -150,7 +150,7 @@ _PRELOAD_PROBE = """
 import time
 import ray._private.worker  # a worker has Ray loaded before its preload modules
 started = time.perf_counter()
-import rayaccel.ray.worker
+import rayaccel.ray.worker_preload
 print(time.perf_counter() - started)
 """
 
@@ -177,7 +177,7 @@ def bench_worker_start(max_pairs: int = 24, budget_s: float = 150.0) -> dict[str
     node, both nodes of one cluster on this machine.
 
     The rayaccel node has the env ``rayaccel start --simulate nvidia/dgx-h100`` gives a node
-    (``rayaccel.ray.worker`` preloaded, the placement table its workers claim units by, ...) and one day-zero
+    (``rayaccel.ray.worker_preload`` preloaded, the placement table its workers claim units by, ...) and one day-zero
     family besides, which each worker installs; the plain node has none of it. Starts alternate in pairs, each
     pair in turn starting on the other node first, so load from other jobs hits both alike; the figure is the
     median of the pairs' differences over the median plain start (up to ``max_pairs`` pairs, stopping after
@@ -335,8 +335,8 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
     import ray
 
     import rayaccel.ray
-    from rayaccel.polling import wait_for
     from rayaccel.ray.monitor import monitor_status
+    from rayaccel.support.polling import wait_for
 
     with environ({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}):
         rayaccel.ray.init(simulate=fixture, monitor=True, monitor_interval=1.0, num_cpus=1, include_dashboard=False,

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel import Device, FamilyDeclaration, hookimpl, hookspec
+from rayaccel.hosts.fixtures import installed_fixtures, resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.inventory.topology import best_connected_subset, greedy_order
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Link
-from rayaccel.simulation.fixtures import installed_fixtures, resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 RESULTS = Path(__file__).parent / "results.json"
 

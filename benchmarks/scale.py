@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rayaccel import Device, Domain, FamilyDeclaration, Link, Topology, hookimpl
+from rayaccel.hosts.fixtures import installed_fixtures, resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.inventory.topology import EXHAUSTIVE_LIMIT, adjacency, best_connected_subset, greedy_order
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures, resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 SIZES = (8, 16, 64, 256, 1024)
 

@@ -53,7 +53,7 @@ def bench_transports() -> dict[str, dict[str, float]]:
     from ray.experimental.collective import create_collective_group
 
     import rayaccel.ray
-    from rayaccel.shm_transport import NAME
+    from rayaccel.transports.shared_memory import NAME
 
     rayaccel.ray.init(plugins=[], num_cpus=2, include_dashboard=False, log_to_driver=False,
                       object_store_memory=4 * 1024 * MB)

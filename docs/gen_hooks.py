@@ -39,7 +39,7 @@ words and fix instead of a generic "raised". Records are in `rayaccel.records` (
 
 **Importing costs nothing.** A plugin's module imports `from rayaccel import Device, FamilyDeclaration, hookimpl`
 without loading pydantic (~110 ms): until `rayaccel.records` is imported, each record name `rayaccel` hands out
-is a stand-in (`rayaccel.lazy.DeferredClass`) that imports the record at its first use and hands every call on
+is a stand-in (`rayaccel.support.lazy.DeferredClass`) that imports the record at its first use and hands every call on
 to it: `Device(...)` returns a `rayaccel.records.Device`, validated as always (a bad value raises pydantic's
 `ValidationError`), `Device.model_validate` and the other class attributes are the record's, `isinstance(x,
 Device)` and subclassing (`class MyDevice(Device)`) work, and a stand-in in a pydantic annotation validates as

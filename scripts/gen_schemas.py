@@ -20,12 +20,12 @@ BASE_URI = "https://rayaccel.io/schemas/"
 def sources() -> dict[Path, type[BaseModel]]:
     """Each shipped schema file and the model it is generated from."""
     import rayaccel_conformance.report.document as report
+    from rayaccel.hosts.fixtures import Fixture
     from rayaccel.inventory.health_policy import HealthPolicy
     from rayaccel.outputs.inspect_json import InspectOutput
     from rayaccel.plugins.instance_types import InstanceTypeTable
     from rayaccel.records import SkuCatalog
     from rayaccel.schemas import SCHEMA_DIR
-    from rayaccel.simulation.fixtures import Fixture
 
     return {SCHEMA_DIR / "fixture.schema.json": Fixture,
             SCHEMA_DIR / "sku-catalog.schema.json": SkuCatalog,

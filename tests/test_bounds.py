@@ -23,7 +23,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from rayaccel import Device, FamilyDeclaration
 from rayaccel.cli import main, strict_json
-from rayaccel.host import CommandTimeout, HttpUnavailable, OutputTooLarge, RealHost
+from rayaccel.hosts.seam import CommandTimeout, HttpUnavailable, OutputTooLarge, RealHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.topology import greedy_order, link_graph
 from rayaccel.plugins.configuration import NO_AUTOLOAD_ENV, PLUGINS_ENV

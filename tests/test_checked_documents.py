@@ -18,8 +18,8 @@ from rayaccel import schemas
 from rayaccel.catalog import load_catalog
 from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.files import checked
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "reference_plugins" / "nvidia" / "src" / "rayaccel_nvidia" / "skus.yaml"

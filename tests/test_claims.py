@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from rayaccel.liveness import alive
-from rayaccel.polling import wait_for
 from rayaccel.ray.claims import ClaimsTable, CordonedUnitsError, FamilyUnits, load_placement, placement_table
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.support.liveness import alive
+from rayaccel.support.polling import wait_for
 
 # Six devices: 0-1-2 and 3-4-5 fully linked (weight 200), the islands joined by weaker links (32).
 TWO_ISLANDS = FamilyUnits.from_json("QTS", {

@@ -23,9 +23,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import rayaccel.ray
 from rayaccel.outputs.cluster_picture import cluster_svg
-from rayaccel.polling import wait_for
 from rayaccel.ray.cluster_view import build_view
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

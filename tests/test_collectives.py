@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from rayaccel import CollectiveBackend, hookimpl
+from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.collectives import (
@@ -22,8 +24,6 @@ from rayaccel.ray.collectives import (
     register_collective_backends,
 )
 from rayaccel.ray.node import node_config
-from rayaccel.simulation.fixtures import resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_testplugins import acme, acme_wired
 from rayaccel_testplugins.broken_base import declare
 

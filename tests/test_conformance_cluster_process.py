@@ -8,7 +8,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from rayaccel.polling import wait_for
+from rayaccel.support.polling import wait_for
 from rayaccel_conformance.harness.raycluster import ClusterProcess, ClusterProcessError
 
 WAIT_S = 30.0

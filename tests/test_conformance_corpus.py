@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from summary import SUMMARY_PROPERTY
 
+from rayaccel.hosts.simulated import SIMULATED_HANG_SECONDS, SimulatedHost
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.simulated_host import SIMULATED_HANG_SECONDS, SimulatedHost
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
@@ -195,8 +195,8 @@ def test_links_reported_twice_are_named_duplicates_and_the_count_blamed_on_them(
 
 
 def test_a_simulated_hang_charges_the_whole_timeout_asked() -> None:
-    from rayaccel.host import CommandTimeout
-    from rayaccel.simulation.fixtures import load_fixture
+    from rayaccel.hosts.fixtures import load_fixture
+    from rayaccel.hosts.seam import CommandTimeout
 
     fixture = load_fixture(next(iter(corpus.FIXTURE_ROOT.glob(f"{CONTROL}/*.yaml"))))
     host = SimulatedHost(fixture, faults=["smi-hang"])

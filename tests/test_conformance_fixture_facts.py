@@ -3,13 +3,13 @@ device's vendor files (RAC211), on real builds of shipped fixtures and on the he
 
 from __future__ import annotations
 
+from rayaccel.hosts.expectations import compare_expected
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
+from rayaccel.hosts.recorded_fixture import expected_from_inventory
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, MetricSample
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel.simulation.recorded_fixture import expected_from_inventory
 from rayaccel_conformance.checks.perturbations import device_files
 from rayaccel_conformance.checks.supported import metric_value_differences
 

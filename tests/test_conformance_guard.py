@@ -16,7 +16,7 @@ import pytest
 
 import rayaccel_nvidia
 from rayaccel import LibraryAdapter, LibraryUnavailable
-from rayaccel.polling import wait_for
+from rayaccel.support.polling import wait_for
 from rayaccel_conformance.harness.audit import Watch, install_audit_hook, python_roots, set_active
 from rayaccel_conformance.harness.guard import _children, _in_vendor_call, exclude_process_tree
 

@@ -364,8 +364,8 @@ def test_a_bad_sign_key_stops_the_run_before_any_check(tmp_path: Path, key_files
 
 
 def test_the_device_fingerprint_of_a_real_run_hashes_every_device_id() -> None:
-    from rayaccel.simulation.fixtures import installed_fixtures
-    from rayaccel.simulation.simulated_host import SimulatedHost
+    from rayaccel.hosts.fixtures import installed_fixtures
+    from rayaccel.hosts.simulated import SimulatedHost
     from rayaccel_conformance.report.attestation import device_fingerprint
 
     subject = subject_for(acme)

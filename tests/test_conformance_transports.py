@@ -11,9 +11,9 @@ import pytest
 from rayaccel import hookimpl
 from rayaccel.inventory.transport_paths import REFERENCE
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.polling import wait_for
 from rayaccel.records import TransportSpec
-from rayaccel.shm_transport import segment_paths
+from rayaccel.support.polling import wait_for
+from rayaccel.transports.shared_memory import segment_paths
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.ownership import RAY_TRANSPORT_CLASSES
 from rayaccel_conformance.harness.raycluster import shutdown_shared_cluster

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from rayaccel import hookspec
+from rayaccel.hosts.fixtures import installed_fixtures
 from rayaccel.onboarding.catalog_file import check_catalogs
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures
 from rayaccel_testplugins import acme
 
 PLUGIN = '''

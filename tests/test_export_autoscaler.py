@@ -20,9 +20,9 @@ from rayaccel.inventory.cloud import CloudCatalog, collect_cloud_catalog
 from rayaccel.outputs.exporters import ExportError, ExportOptions, export
 from rayaccel.plugins import instance_types
 from rayaccel.plugins.manager import default_manager
-from rayaccel.polling import wait_for
 from rayaccel.ray.processes import cluster_processes
 from rayaccel.simulation.host_factory import fixture_hosts
+from rayaccel.support.polling import wait_for
 
 pytest.importorskip("rayaccel_nvidia", reason="the NVIDIA reference plugin hints at aws:p5.48xlarge")
 pytest.importorskip("rayaccel_neuron", reason="the Neuron reference plugin records trn1.32xlarge")

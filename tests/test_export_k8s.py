@@ -559,7 +559,7 @@ def test_kept_files_follow_a_device_that_fails_and_recovers(tmp_path: Path) -> N
 @pytest.mark.timeout(300)
 def test_the_health_monitor_keeps_the_nfd_file_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import rayaccel.ray
-    from rayaccel.polling import wait_for
+    from rayaccel.support.polling import wait_for
 
     nfd = tmp_path / "features.d" / "rayaccel"
     nfd.parent.mkdir()

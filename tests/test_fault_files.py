@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import default_manager
 from rayaccel.records import NodeInventory
 from rayaccel.simulation.host_factory import make_host
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 FIXTURE = "nvidia/dgx-h100"
 SECRET_LINE = "root:$6$saltsalt$VerySecretHashValue0123456789abcdefghijklmnopqrstuv:19000:0:99999:7:::"
@@ -185,7 +185,7 @@ def test_through_the_monitors_worker_pool_an_unreadable_fault_file_keeps_health_
                                      f"- {SECRET_LINE}\n", "{'" + SECRET_LINE + "': 1}\n"])
 def test_a_fixture_named_by_mistake_is_never_quoted_beyond_its_shape(tmp_path: Path, content: str) -> None:
     from rayaccel.errors import FixtureError
-    from rayaccel.simulation.fixtures import load_fixture
+    from rayaccel.hosts.fixtures import load_fixture
 
     secret = tmp_path / "shadow"
     secret.write_text(content, encoding="utf-8")

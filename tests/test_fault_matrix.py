@@ -40,14 +40,14 @@ from typing import Any
 import pytest
 from hypothesis import given, strategies as st
 
-from rayaccel.host import MAX_OUTPUT_BYTES, Host
+from rayaccel.hosts.expectations import FaultExpectation
+from rayaccel.hosts.fixtures import Fault, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
+from rayaccel.hosts.seam import MAX_OUTPUT_BYTES, Host
+from rayaccel.hosts.simulated import LIBRARY_FAULT_KEY, SimulatedHost
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.reporting import collect_problems, vendor_float, vendor_int
-from rayaccel.simulation.expectations import FaultExpectation
-from rayaccel.simulation.fixtures import Fault, Fixture, HostState, installed_fixtures, load_fixture, merge_patch
-from rayaccel.simulation.simulated_host import LIBRARY_FAULT_KEY, SimulatedHost
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "vendor-plugin"

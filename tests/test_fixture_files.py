@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from rayaccel.errors import FixtureError
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture, resolve_fixture
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture, resolve_fixture
 from rayaccel_testplugins import acme
 
 

@@ -124,7 +124,7 @@ def scrape(target: str) -> str:
 def step(node: dict[str, Any], faults: str, takes_work: int, health: str) -> dict[str, dict[str, Any]]:
     """Switch the faults on, wait (bounded) until NFD, DRA and Ray all say ``takes_work`` GPUs take work, then
     check the cluster view says so too, live; the DRA devices of that step."""
-    from rayaccel.polling import wait_for
+    from rayaccel.support.polling import wait_for
 
     node["faults"].write_text(faults)
     expected = (takes_work, takes_work, float(takes_work))
@@ -139,8 +139,8 @@ def step(node: dict[str, Any], faults: str, takes_work: int, health: str) -> dic
 @pytest.mark.timeout(420)
 def test_the_monitor_applies_the_operators_policy_everywhere_the_gpu_is_scheduled(node: dict[str, Any]) -> None:
     from rayaccel.outputs.exporters.dra import TAINT_KEY
-    from rayaccel.polling import wait_for
     from rayaccel.ray.monitor import monitor_status
+    from rayaccel.support.polling import wait_for
 
     devices = step(node, "", 8, "healthy")
     assert not any("taints" in d for d in devices.values())

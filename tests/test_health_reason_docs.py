@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 

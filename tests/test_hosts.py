@@ -1,18 +1,18 @@
 """The one host factory (rayaccel.simulation.host_factory) and the one expectations differ
-(rayaccel.simulation.expectations)."""
+(rayaccel.hosts.expectations)."""
 
 from __future__ import annotations
 
 import pytest
 
 from rayaccel.errors import FixtureError
-from rayaccel.host import RealHost
+from rayaccel.hosts.expectations import FaultExpectation, expectation_differences
+from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.seam import RealHost
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.expectations import FaultExpectation, expectation_differences
-from rayaccel.simulation.fixtures import resolve_fixture
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env, make_host, simulated_host
-from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_testplugins import acme
 
 LOST = "ACME-0003-5e1f-4c2a-9d3b-000000000003"

@@ -76,16 +76,16 @@ def test_every_package_of_the_sdk_is_a_folder_of_modules() -> None:
 def test_the_public_api_is_declared_once_and_every_name_imports(package: str) -> None:
     """`__all__` is what the TYPE_CHECKING block declares, and each name loads from the module it names, in a
     fresh interpreter (so a name that only works after something else was imported fails here); a record class
-    asked for first is its stand-in (rayaccel.lazy.DeferredClass), which must stand in for that very class."""
+    asked for first is its stand-in (rayaccel.support.lazy.DeferredClass), which must stand in for that very class."""
     import importlib
 
-    from rayaccel.lazy import declared_exports
+    from rayaccel.support.lazy import declared_exports
 
     module = importlib.import_module(package)
     declared = declared_exports(Path(module.__file__ or "").read_text(encoding="utf-8"))
     assert sorted(set(module.__all__) - {"__version__"}) == sorted(declared)
     probe = ("import importlib, sys\n"
-             "from rayaccel.lazy import DeferredClass\n"
+             "from rayaccel.support.lazy import DeferredClass\n"
              f"m = importlib.import_module({package!r})\n"
              "bad = [n for n in m.__all__ if getattr(m, n, None) is None]\n"
              "def real(value): return value.real_class if isinstance(value, DeferredClass) else value\n"

@@ -6,16 +6,16 @@ import types
 
 import pytest
 
+from rayaccel.hosts.expectations import compare_expected
+from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.inventory.topology import best_connected_subset, greedy_order, topology_errors
 from rayaccel.labels import VOCABULARY, domain_label_value, label_errors, to_label_value
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.raycompat import RAY_TPU_LABELS
 from rayaccel.records import Device, FamilyDeclaration, FamilyInventory, Link, QuantityRule, Topology
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.support.raycompat import RAY_TPU_LABELS
 from rayaccel_testplugins import acme
 
 
@@ -64,7 +64,7 @@ def test_unknown_sku_is_still_schedulable_with_a_derived_type_and_the_onboarding
     for key in list(data["host"]["files"]):
         if key.endswith("/product"):
             data["host"]["files"][key] = "ACME Roadrunner R2 Turbo\n"
-    from rayaccel.simulation.fixtures import parse_fixture
+    from rayaccel.hosts.fixtures import parse_fixture
 
     inventory = collect_inventory(manager, SimulatedHost(parse_fixture(data, "test")))
     assert inventory.resources["ACME"] == 4

@@ -1,7 +1,7 @@
 """A plugin's import loads no pydantic: the record classes it binds (``from rayaccel import Device``) are stand-ins
-that import ``rayaccel.records`` at first use (``rayaccel.lazy.DeferredClass``), and each record builds its validator
-at its first use (pydantic's ``defer_build``); the checks are the same through the stand-in and once built. Each
-probe runs in a fresh Python: in this test process other tests have long since imported and built every record."""
+that import ``rayaccel.records`` at first use (``rayaccel.support.lazy.DeferredClass``), and each record builds its
+validator at its first use (pydantic's ``defer_build``); the checks are the same through the stand-in and once
+built. Each probe runs in a fresh Python: in this test process other tests have long since imported and built every record."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ _EVERY_PUBLIC_RECORD = """
 import json, pickle
 from pathlib import Path
 import rayaccel
-from rayaccel.lazy import DeferredClass, declared_exports
+from rayaccel.support.lazy import DeferredClass, declared_exports
 
 names = sorted(n for n, module in declared_exports(Path(rayaccel.__file__).read_text()).items()
                if module == "rayaccel.records")

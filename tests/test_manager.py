@@ -10,9 +10,9 @@ import pytest
 
 from rayaccel import Device, FamilyDeclaration, RealHost, hookimpl, hookspec
 from rayaccel.errors import PluginError
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import MISSING, PluginManager
-from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_testplugins import acme
 
 
@@ -34,7 +34,7 @@ def make_plugin(name: str, resource: str | None = None, env_var: str | None = No
 
 @pytest.fixture
 def acme_host(manager_with_acme: PluginManager) -> SimulatedHost:
-    from rayaccel.simulation.fixtures import resolve_fixture
+    from rayaccel.hosts.fixtures import resolve_fixture
 
     return SimulatedHost(resolve_fixture("acme/acme-4", manager_with_acme))
 
@@ -319,7 +319,7 @@ def test_a_plugin_importing_ray_is_not_blamed_for_what_importing_ray_sets(tmp_pa
     import sys
 
     (tmp_path / "uses_ray.py").write_text(
-        "import ray  # noqa: F401\nimport os\nimport rayaccel.shm_transport  # noqa: F401\n"
+        "import ray  # noqa: F401\nimport os\nimport rayaccel.transports.shared_memory  # noqa: F401\n"
         "from rayaccel import FamilyDeclaration, QuantityRule, hookimpl\n"
         "if os.environ.get('ALSO_WRITE'):\n    os.environ['ACME_SOMETHING'] = '1'\n"
         "@hookimpl\ndef rayaccel_family():\n"

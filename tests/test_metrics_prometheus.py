@@ -31,9 +31,9 @@ from rayaccel.outputs.metric_series import (
     vendor_metric,
 )
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.polling import wait_for
 from rayaccel.records import STANDARD_METRICS, NodeInventory
 from rayaccel.simulation.host_factory import make_host
+from rayaccel.support.polling import wait_for
 
 FIXTURES = ["nvidia/dgx-h100", "amd/mi300x-cpx-nps4", "tpu/v5p-16-worker0", "neuron/trn2.48xlarge",
             "gaudi/hls-gaudi3"]
@@ -311,7 +311,7 @@ def test_the_transports_metrics_pass_promtool_after_a_transfer(dgx_node: dict[st
     import ray
 
     import rayaccel.ray
-    from rayaccel.shm_transport import NAME
+    from rayaccel.transports.shared_memory import NAME
 
     @ray.remote(num_cpus=0, enable_tensor_transport=True)
     class Sender:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from rayaccel.bounded import BoundedTimeout, idle_threads, reuse_threads, run_bounded
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.driver import prepare_host
 from rayaccel.records import FamilyInventory, Problem
+from rayaccel.support.bounded import BoundedTimeout, idle_threads, reuse_threads, run_bounded
 from rayaccel_testplugins import broken_topology
 
 
@@ -107,7 +107,7 @@ def test_a_refreshing_pool_sends_its_worker_the_host_once_and_answers_as_a_whole
 
 
 def test_reused_threads_serve_call_after_call_and_a_hang_still_keeps_its_thread(monkeypatch):
-    import rayaccel.bounded as bounded
+    import rayaccel.support.bounded as bounded
 
     monkeypatch.setattr(bounded, "_reuse", False)
     monkeypatch.setattr(bounded, "_idle", [])

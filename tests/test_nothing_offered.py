@@ -3,10 +3,10 @@ offered ``TPU: 0`` with no problem at all)."""
 
 from __future__ import annotations
 
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import default_manager
 from rayaccel.simulation.host_factory import simulated_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 
 def test_a_family_whose_every_device_is_unhealthy_is_one_problem_naming_the_reasons() -> None:

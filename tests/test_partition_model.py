@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rayaccel.hosts.fixtures import load_fixture, parse_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray import node_config
@@ -19,8 +21,6 @@ from rayaccel.ray.monitor import cordon_units
 from rayaccel.ray.node import NODE_UNITS_ENV, OVERRIDE_RESOURCES_ENV, UNIT_INSTANCE_ENV
 from rayaccel.ray.registry import FAMILIES_ENV, load_specs, manager_class
 from rayaccel.records import Device, NodeInventory, Partition, PartitionCapacity, partition_resource_name
-from rayaccel.simulation.fixtures import load_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 from rayaccel_nvidia import plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"

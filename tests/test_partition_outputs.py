@@ -16,6 +16,7 @@ import pytest
 from test_export_k8s import check_k8s_object
 from test_export_slurm import needs_slurmd, slurmd_reads
 
+from rayaccel.hosts.fixtures import Fixture, resolve_fixture
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.outputs.exporters import ExportOptions, export
 from rayaccel.outputs.exporters.dra import TAINT_KEY
@@ -23,7 +24,6 @@ from rayaccel.outputs.exporters.nfd import label_problem
 from rayaccel.outputs.exporters.slurm import slurm_node
 from rayaccel.plugins.manager import default_manager
 from rayaccel.records import DEVICE_FILE, Device, HealthReason, HealthReport, NodeInventory
-from rayaccel.simulation.fixtures import Fixture, resolve_fixture
 from rayaccel.simulation.host_factory import make_host
 
 MIG = "nvidia/a100-mig"

@@ -1,4 +1,4 @@
-"""``rayaccel.polling.wait_for``: the one way the SDK, the conformance plugin and the tests wait."""
+"""``rayaccel.support.polling.wait_for``: the one way the SDK, the conformance plugin and the tests wait."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rayaccel.errors import RayaccelError
-from rayaccel.polling import WaitTimeout, wait_for
+from rayaccel.support.polling import WaitTimeout, wait_for
 
 
 def test_returns_the_first_value_that_meets_the_condition() -> None:

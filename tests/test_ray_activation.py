@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from ports import free_ports
 
-from rayaccel.polling import wait_for
 from rayaccel.ray.activation import PTH_NAME, site_packages
+from rayaccel.support.polling import wait_for
 
 PLUGINS = "acme=rayaccel_testplugins.acme,broken-import=rayaccel_testplugins.broken_import"
 SIMULATED = {"RAYACCEL_PLUGINS": PLUGINS, "RAYACCEL_SIMULATE": "acme/acme-4"}

@@ -22,8 +22,8 @@ from ray.cluster_utils import Cluster
 from summary import SUMMARY_PROPERTY
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

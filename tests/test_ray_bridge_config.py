@@ -11,6 +11,8 @@ import ray
 import ray._private.accelerators as ray_accelerators
 from ray._common.ray_option_utils import _validate_resource_quantity
 
+from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
 from rayaccel.outputs.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
@@ -26,7 +28,6 @@ from rayaccel.ray import (
 )
 from rayaccel.ray.internals import REQUIRED_ATTRIBUTES
 from rayaccel.ray.registry import FAMILIES_ENV, family_specs, install, load_specs, uninstall
-from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
 from rayaccel.records import (
     Device,
     FamilyDeclaration,
@@ -37,8 +38,7 @@ from rayaccel.records import (
     NodeInventory,
     Topology,
 )
-from rayaccel.simulation.fixtures import resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.support.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES
 
 ACME_PLUGINS = "acme=rayaccel_testplugins.acme"
 
@@ -53,7 +53,7 @@ def manager(monkeypatch: pytest.MonkeyPatch) -> PluginManager:
 
 
 def acme_inventory(manager: PluginManager, *faults: str) -> NodeInventory:
-    from rayaccel.simulation.fixtures import resolve_fixture
+    from rayaccel.hosts.fixtures import resolve_fixture
 
     host = SimulatedHost(resolve_fixture("acme/acme-4", manager), faults=faults)
     return collect_inventory(manager, host, plugins=["acme"])
@@ -77,7 +77,7 @@ def test_node_config_carries_the_inventory_to_ray(manager):
     units = env["RAY_custom_unit_instance_resources"].split(",")
     assert units[:len(RAY_DEFAULT_UNIT_INSTANCE_RESOURCES)] == list(RAY_DEFAULT_UNIT_INSTANCE_RESOURCES)
     assert "ACME" in units
-    assert env["RAY_preload_python_modules"] == "rayaccel.ray.worker"
+    assert env["RAY_preload_python_modules"] == "rayaccel.ray.worker_preload"
     assert [s.resource_name for s in load_specs(env[FAMILIES_ENV])] == ["ACME"]
     assert env["RAYACCEL_SIMULATE"] == "acme/acme-4" and env["RAYACCEL_SIMULATE_FAULT_FILE"] == "/tmp/faults"
     assert env["RAYACCEL_PLUGINS"] == ACME_PLUGINS
@@ -123,7 +123,7 @@ def test_ray_known_family_env_var_is_left_to_ray_unless_ids_need_a_map(monkeypat
     manager = PluginManager()
     if "tpu" not in manager.plugin_names():
         pytest.skip("the TPU reference plugin is not installed")
-    from rayaccel.simulation.fixtures import resolve_fixture
+    from rayaccel.hosts.fixtures import resolve_fixture
 
     def env(*faults):
         host = SimulatedHost(resolve_fixture("tpu/v5p-16-worker0", manager), faults=faults)
@@ -142,7 +142,7 @@ def test_existing_ray_settings_are_extended_not_replaced(manager, monkeypatch):
     monkeypatch.setenv("RAY_custom_unit_instance_resources", "neuron_cores,FOO")
     monkeypatch.setenv("RAY_OVERRIDE_RESOURCES", json.dumps({"spot": 1}))
     env = node_config(acme_inventory(manager)).env
-    assert env["RAY_preload_python_modules"] == "mycompany.tracing,rayaccel.ray.worker"
+    assert env["RAY_preload_python_modules"] == "mycompany.tracing,rayaccel.ray.worker_preload"
     assert env["RAY_custom_unit_instance_resources"] == "neuron_cores,FOO,ACME"
     assert json.loads(env["RAY_OVERRIDE_RESOURCES"])["spot"] == 1
 
@@ -292,7 +292,7 @@ def test_workers_import_the_preload_module_without_the_inventory_stack():
     import subprocess
     import sys
 
-    code = ("import sys, rayaccel.ray.worker; "
+    code = ("import sys, rayaccel.ray.worker_preload; "
             "print(sorted(m for m in ('networkx', 'rayaccel.inventory.builder', 'rayaccel.plugins.manager') "
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

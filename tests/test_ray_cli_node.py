@@ -13,9 +13,9 @@ import sys
 import pytest
 from ports import free_ports
 
-from rayaccel.liveness import alive
-from rayaccel.polling import wait_for
 from rayaccel.ray.processes import cluster_processes, cluster_session_dirs
+from rayaccel.support.liveness import alive
+from rayaccel.support.polling import wait_for
 
 ENV = {"RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
        # Deterministic across machines: whether Ray turns token auth on depends on ~/.ray/auth_token.

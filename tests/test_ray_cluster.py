@@ -19,10 +19,10 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from rendezvous import rendezvous
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.group_topology import group_table
 from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 # Runs beside other files in make test's parallel part. A fresh-clone run once saw the trn1 node offer 1 neuron
 # core, not 32: an earlier test in the same xdist worker had left NEURON_RT_VISIBLE_CORES=0 in the process, which

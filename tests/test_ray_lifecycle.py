@@ -23,10 +23,10 @@ from ports import free_ports
 from rendezvous import rendezvous
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.processes import cluster_processes
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 PLUGINS = "acme=rayaccel_testplugins.acme,hostile-noisy=rayaccel_testplugins.hostile_noisy"
 ENV = {"RAYACCEL_PLUGINS": PLUGINS, "RAY_AUTH_MODE": "disabled", "ACME_VISIBLE_DEVICES": "0,1,2"}
@@ -188,8 +188,8 @@ def test_stop_by_address_spares_a_connected_driver_and_its_caller(node):
 
 
 def _one_fixture_per_plugin():  # type: ignore[no-untyped-def]
+    from rayaccel.hosts.fixtures import installed_fixtures, resolve_fixture
     from rayaccel.plugins.manager import PluginManager
-    from rayaccel.simulation.fixtures import installed_fixtures, resolve_fixture
 
     manager = PluginManager()
     chosen: dict[str, str] = {}

@@ -21,10 +21,10 @@ from ports import free_ports
 from rendezvous import rendezvous
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
+from rayaccel.hosts.fixtures import load_fixture
 from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
-from rayaccel.simulation.fixtures import load_fixture
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

@@ -14,8 +14,8 @@ import ray
 from rendezvous import rendezvous
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

@@ -17,10 +17,10 @@ from rendezvous import rendezvous
 
 import rayaccel.ray
 from rayaccel.errors import RayaccelError
-from rayaccel.polling import wait_for
 from rayaccel.ray.claims import ClaimsTable, claims_path
 from rayaccel.ray.monitor import monitor_status
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

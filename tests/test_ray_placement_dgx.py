@@ -14,9 +14,9 @@ import ray
 import rayaccel.ray
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

@@ -20,8 +20,8 @@ import ray
 from ports import free_ports
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 torch = pytest.importorskip("torch", reason="collectives and transports need torch: pip install 'rayaccel[rdt]'")
 

@@ -18,9 +18,9 @@ from ray.util import placement_group, placement_group_table, remove_placement_gr
 from ray.util.placement_group import PlacementGroup
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.group_topology import group_table
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

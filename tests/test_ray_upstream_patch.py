@@ -27,8 +27,8 @@ import pytest
 from ports import free_ports
 from test_ray_activation import PROBE, ray_cli, warnings
 
-from rayaccel.polling import wait_for
 from rayaccel.ray.activation import PTH_NAME, site_packages
+from rayaccel.support.polling import wait_for
 
 ROOT = Path(__file__).parents[1]
 PATCH = ROOT / "upstream" / "ray-accelerator-entry-points.patch"

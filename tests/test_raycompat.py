@@ -6,7 +6,7 @@ import ray
 import ray._private.accelerators as ray_accelerators
 from ray._private import ray_constants
 
-from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, RAY_LABEL_PREFIX, TESTED_RAY_VERSIONS
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_LABEL_PREFIX, TESTED_RAY_VERSIONS
 
 
 def test_installed_ray_is_a_tested_version():
@@ -30,7 +30,7 @@ def test_what_importing_ray_sets_in_the_environment_is_known() -> None:
     import subprocess
     import sys
 
-    from rayaccel.raycompat import RAY_IMPORT_ENVIRON
+    from rayaccel.support.raycompat import RAY_IMPORT_ENVIRON
 
     probe = ("import json, os\nbefore = dict(os.environ)\nimport ray\n"
              "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))")

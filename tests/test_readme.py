@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from rayaccel.cli.node import canonical_address
-from rayaccel.polling import wait_for
 from rayaccel.ray.processes import cluster_processes
+from rayaccel.support.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

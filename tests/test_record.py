@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
+from rayaccel.hosts.call_log import RecordingError, RecordingLibrary, ReplayLibrary
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture, parse_fixture
+from rayaccel.hosts.recorded_fixture import expected_from_inventory, inventory_view, merge_diff, shape_view
+from rayaccel.hosts.recording import RecordingHost
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.call_log import RecordingError, RecordingLibrary, ReplayLibrary
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture, parse_fixture
-from rayaccel.simulation.recorded_fixture import expected_from_inventory, inventory_view, merge_diff, shape_view
-from rayaccel.simulation.recording import RecordingHost
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 ROOT = Path(__file__).parents[1]
 TEMPLATE = ROOT / "templates" / "vendor-plugin"
@@ -264,7 +264,7 @@ def test_replayed_library_answers_in_sequence_and_raises_the_library_errors() ->
 
 
 def test_merge_diff_is_the_patch_from_one_state_to_the_other() -> None:
-    from rayaccel.simulation.fixtures import merge_patch
+    from rayaccel.hosts.fixtures import merge_patch
 
     base = {"files": {"/a": "1", "/b": "2"}, "env": {"X": "1"}}
     new = copy.deepcopy(base)
@@ -288,7 +288,7 @@ def test_record_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_anonymizer_is_consistent_keeps_shapes_and_versions() -> None:
-    from rayaccel.simulation.anonymize import Anonymizer
+    from rayaccel.hosts.anonymize import Anonymizer
 
     state = {"hostname": "lab-node-7",
              "files": {"/sys/class/net/eth0/address": "0c:42:a1:3b:9e:01\n",

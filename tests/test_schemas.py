@@ -16,9 +16,9 @@ from pydantic import Field
 
 from rayaccel.cli import main
 from rayaccel.errors import RayaccelError
+from rayaccel.hosts.fixtures import installed_fixtures
 from rayaccel.records import Record
 from rayaccel.schemas import schema_errors, validate_document
-from rayaccel.simulation.fixtures import installed_fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from rayaccel.errors import FixtureError
-from rayaccel.host import (
+from rayaccel.hosts.fixtures import Fixture, merge_patch, parse_fixture
+from rayaccel.hosts.seam import (
     CommandNotFound,
     CommandTimeout,
     HttpUnavailable,
@@ -16,8 +17,7 @@ from rayaccel.host import (
     LibraryUnavailable,
     RealHost,
 )
-from rayaccel.simulation.fixtures import Fixture, merge_patch, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.hosts.simulated import SimulatedHost
 
 
 def fixture(**host: object) -> Fixture:

@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from rayaccel.catalog import load_catalog, sku_disagreement
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture, parse_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.onboarding.catalog_file import build_sku_record
 from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import installed_fixtures, load_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 REFERENCE = ("nvidia", "amd", "tpu", "neuron", "gaudi")
 MANAGER = PluginManager()

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from ports import free_ports
 
-from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "vendor-plugin"
@@ -380,8 +380,9 @@ def test_the_hooks_copies_of_the_sdks_tables_are_equal_to_them() -> None:
     """The template's hook runs where rayaccel may not be installed, so it keeps copies; they must not drift."""
     import importlib.util
 
-    from rayaccel import raycompat, records
+    from rayaccel import records
     from rayaccel.plugins.manager import PluginManager
+    from rayaccel.support import raycompat
 
     spec = importlib.util.spec_from_file_location("template_hook_tables", TEMPLATE / "rayaccel_vendor_template.py")
     assert spec is not None and spec.loader is not None
@@ -436,7 +437,7 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
         assert "EXAMPLE=4" in started.stdout
         # The plugin takes whole devices: start says which drivers enforce that.
         assert "EXAMPLE requests must be whole numbers" in started.stdout and "plain ray.init()" in started.stdout
-        from rayaccel.polling import wait_for
+        from rayaccel.support.polling import wait_for
 
         # `ray status` shows what Ray's autoscaler monitor last wrote: poll it, never the first answer.
         wait_for(lambda: run([str(BIN / "ray"), "status", f"--address={address}"], env=env),

@@ -25,8 +25,8 @@ from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 import rayaccel.ray
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
+from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 

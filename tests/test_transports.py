@@ -16,20 +16,20 @@ import ray
 import rayaccel.ray
 from rayaccel import hookimpl
 from rayaccel.errors import RayaccelError
+from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.transport_paths import Endpoint, choose_transport, device_endpoints
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.polling import wait_for
 from rayaccel.ray.registry import uninstall
 from rayaccel.ray.transports import TransportRegistrationError, declared_transports
 from rayaccel.records import Affinity, FamilyDeclaration, NodeInventory, TransportSpec
-from rayaccel.simulation.fixtures import resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
+from rayaccel.support.polling import wait_for
 from rayaccel_testplugins import acme
 
 torch = pytest.importorskip("torch", reason="the transports need torch: pip install 'rayaccel[rdt]'")
 
-from rayaccel.shm_transport import NAME, SEGMENT_PREFIX, segment_paths  # noqa: E402
+from rayaccel.transports.shared_memory import NAME, SEGMENT_PREFIX, segment_paths  # noqa: E402
 
 MB = 1 << 20
 
@@ -74,7 +74,7 @@ class Receiver:
         return os.getpid()
 
     def transport_metrics(self) -> bool:
-        from rayaccel.transport_metrics import METRICS
+        from rayaccel.transports.metrics import METRICS
 
         return all(m is not None for m in (METRICS.bytes, METRICS.transfers, METRICS.failures, METRICS.latency))
 
@@ -176,7 +176,7 @@ def test_a_failed_receive_is_a_clear_error_at_the_caller_and_both_actors_live_on
 
 
 def test_receive_into_target_buffers_and_abort():
-    from rayaccel.shm_transport import SharedMemoryTransport, ShmCommunicatorMetadata, TransportError
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata, TransportError
 
     t = SharedMemoryTransport()
     src = [torch.arange(1000, dtype=torch.float32), torch.ones(3, 4, dtype=torch.int16)]
@@ -203,7 +203,7 @@ def test_receive_into_target_buffers_and_abort():
 def test_large_tensors_contiguous_or_strided_arrive_identical():
     """A large contiguous tensor is copied in slices by several threads, a strided one in one piece: both arrive
     byte for byte, zero-copy and into target buffers."""
-    from rayaccel.shm_transport import SharedMemoryTransport, ShmCommunicatorMetadata
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
 
     t = SharedMemoryTransport()
     g = torch.Generator().manual_seed(5)
@@ -223,8 +223,13 @@ def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch)
     header last: a receiver waits for that (bounded, abortable) and refuses a segment whose copy never ended."""
     import fcntl
 
-    from rayaccel import shm_transport
-    from rayaccel.shm_transport import SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata, TransportError
+    from rayaccel.transports import shared_memory as shm_transport
+    from rayaccel.transports.shared_memory import (
+        SHM_DIR,
+        SharedMemoryTransport,
+        ShmCommunicatorMetadata,
+        TransportError,
+    )
 
     t = SharedMemoryTransport()
     src = [torch.arange(4096, dtype=torch.int64)]
@@ -258,7 +263,7 @@ def _pooled_segments() -> int:
 
 
 def test_a_freed_segment_is_reused_only_once_no_receiver_maps_it_and_the_pool_is_bounded():
-    from rayaccel.shm_transport import POOL_SEGMENTS, SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata
+    from rayaccel.transports.shared_memory import POOL_SEGMENTS, SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata
 
     before = _pooled_segments()  # other transports of this process keep theirs
     t = SharedMemoryTransport()
@@ -329,14 +334,16 @@ def test_a_wrong_manager_class_is_refused_naming_the_plugin():
 
 
 def test_name_collisions_and_missing_classes_are_refused_naming_the_plugin():
-    ours = TransportSpec(name="GLOO", devices=["cpu"], manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+    ours = TransportSpec(name="GLOO", devices=["cpu"],
+                         manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
     with pytest.raises(TransportRegistrationError, match="plugin vendor-a: transport name GLOO is Ray's own"):
         rayaccel.ray.register_transports(_manager(_Declares("vendor-a", ours)))
     missing = TransportSpec(name="FASTLINK", devices=["cpu"], manager_class="vendor_b.nowhere:Transport")
     with pytest.raises(TransportRegistrationError, match=r"plugin vendor-b: transport FASTLINK: manager class "
                        r"vendor_b.nowhere:Transport does not import \(ModuleNotFoundError"):
         rayaccel.ray.register_transports(_manager(_Declares("vendor-b", missing)))
-    a = TransportSpec(name="FASTLINK", devices=["cpu"], manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+    a = TransportSpec(name="FASTLINK", devices=["cpu"],
+                         manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
     b = TransportSpec(name="FASTLINK", devices=["cpu"],
                       manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport")
     with pytest.raises(TransportRegistrationError, match="plugin vendor-d: transport name FASTLINK is already "
@@ -394,8 +401,8 @@ def test_transports_cli_prints_the_matrix_and_refuses_bad_input():
 
 
 def test_a_zombie_senders_segment_is_swept_and_a_live_senders_kept():
-    from rayaccel.polling import wait_for
-    from rayaccel.shm_transport import sweep_orphans
+    from rayaccel.support.polling import wait_for
+    from rayaccel.transports.shared_memory import sweep_orphans
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])  # left unreaped: a zombie once it exits
     wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, timeout=30,

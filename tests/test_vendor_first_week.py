@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rayaccel.cli.template import read_choice
-from rayaccel.host import CommandTimeout
+from rayaccel.hosts.seam import CommandTimeout
 from rayaccel.plugins.manager import raised_fix
 
 ROOT = Path(__file__).resolve().parents[1]

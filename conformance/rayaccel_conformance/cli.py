@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rayaccel.cli import console, output_path
-from rayaccel.extras import require
-from rayaccel.safe_text import terminal_lines, terminal_text
+from rayaccel.support.extras import require
+from rayaccel.support.safe_text import terminal_lines, terminal_text
 
 app = typer.Typer(help="Make signing keys; verify, summarise and compare `pytest --conformance` reports; build the "
                        "tier registry.",

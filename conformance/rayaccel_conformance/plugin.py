@@ -54,7 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("conformance"):
         return
-    from rayaccel.extras import MissingExtra, require
+    from rayaccel.support.extras import MissingExtra, require
 
     try:  # reports are signed with cryptography, which only the conformance extra brings
         require("conformance", "pytest --conformance")
@@ -191,8 +191,8 @@ class ConformanceRun:
         items[:] = self.make_items(session)
 
     def make_items(self, session: pytest.Session) -> list[pytest.Item]:
+        from rayaccel.hosts.fixtures import installed_fixtures
         from rayaccel.plugins.manager import PluginManager
-        from rayaccel.simulation.fixtures import installed_fixtures
         from rayaccel_conformance.checks import all_checks
         from rayaccel_conformance.harness.subject import Subject
         from rayaccel_conformance.registry import tier_index

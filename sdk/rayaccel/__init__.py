@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rayaccel.lazy import lazy_exports
+from rayaccel.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rayaccel.bounded import (
-        BoundedTimeout as BoundedTimeout,
-        run_bounded as run_bounded,
-    )
     from rayaccel.errors import (
         CatalogError as CatalogError,
         FixtureError as FixtureError,
@@ -27,7 +23,7 @@ if TYPE_CHECKING:
         SPEC_VERSION as SPEC_VERSION,
         hookimpl as hookimpl,
     )
-    from rayaccel.host import (
+    from rayaccel.hosts.seam import (
         CommandNotFound as CommandNotFound,
         CommandResult as CommandResult,
         CommandTimeout as CommandTimeout,
@@ -69,11 +65,15 @@ if TYPE_CHECKING:
     from rayaccel.reporting import (
         report_problem as report_problem,
     )
+    from rayaccel.support.bounded import (
+        BoundedTimeout as BoundedTimeout,
+        run_bounded as run_bounded,
+    )
 
 __version__ = "0.1.0"
 
 # Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload, a plugin or a
 # CLI command imports only the modules it uses. The block above is the one list of public names. A record class
 # asked for before rayaccel.records is imported is a stand-in that imports it (and pydantic) at its first use, so a
-# plugin's `from rayaccel import Device, hookimpl` loads no pydantic (rayaccel.lazy.DeferredClass).
+# plugin's `from rayaccel import Device, hookimpl` loads no pydantic (rayaccel.support.lazy.DeferredClass).
 __getattr__, __dir__ = lazy_exports(globals(), submodules=True, deferred=("rayaccel.records",))

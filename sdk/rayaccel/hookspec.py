@@ -5,7 +5,7 @@ accelerator family with :func:`rayaccel_family` and implements whichever other h
 supports. The SDK calls each hook **once per plugin** (never as a broadcast whose results get mixed) and
 validates the result into the record named in the spec, so a plugin only ever answers for its own family.
 
-Every hook that reads the machine receives a :class:`rayaccel.host.Host` and must read through it alone:
+Every hook that reads the machine receives a :class:`rayaccel.hosts.seam.Host` and must read through it alone:
 that is what lets the same plugin run on real hardware and on a simulated host recorded from it.
 
 Hooks are grouped by capability, in the order the inventory calls them.
@@ -23,7 +23,7 @@ import pluggy
 # The records are annotations here, and the result types are written as text: a plugin's `hookimpl` imports this
 # module, and the records (pydantic) load only when a hook's answer is validated (HookInfo.result, annotation_names).
 if TYPE_CHECKING:
-    from rayaccel.host import Host
+    from rayaccel.hosts.seam import Host
     from rayaccel.records import (
         CloudHint,
         CollectiveBackend,
@@ -75,9 +75,10 @@ class HookInfo:
 def annotation_names() -> dict[str, Any]:
     """The names the spec's annotations use (the records and ``Host``), for evaluating them:
     ``typing.get_type_hints(hookspec.rayaccel_discover, localns=hookspec.annotation_names())``."""
-    from rayaccel import host, records
+    from rayaccel import records
+    from rayaccel.hosts import seam
 
-    return {**vars(records), "Host": host.Host}
+    return {**vars(records), "Host": seam.Host}
 
 
 #: Every hook's metadata, by hook name, in the order of the spec.
@@ -319,7 +320,7 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     transports or another plugin, or a manager class that does not import or subclass, stops there with
     an error naming the plugin. Declare Ray's own transports (NCCL, GLOO, CUDA_IPC, NIXL) that serve your
     hardware with ``builtin_in_ray=True``: they are not registered again, but ``link_kinds`` tells path
-    selection (``rayaccel transports``) which links they carry. ``rayaccel.shm_transport`` is a complete
+    selection (``rayaccel transports``) which links they carry. ``rayaccel.transports.shared_memory`` is a complete
     example; RAC301 sends tensors through each declared transport that can run on the grading machine.
 
     :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
-from rayaccel.raycompat import RAY_GPU_DOMAIN_LABEL, RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
+from rayaccel.support.raycompat import RAY_GPU_DOMAIN_LABEL, RAY_TPU_SLICE_LABEL, RAY_TPU_WORKER_LABEL
 
 VOCABULARY_PREFIX = "rayaccel.io/"
 #: ``rayaccel.io/partition-<kind>-<profile>``: a partition kind (lower-case words joined by '-') and a profile.

@@ -18,8 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
-from rayaccel.safe_text import control_characters
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
+from rayaccel.support.safe_text import control_characters
 from rayaccel.vocabulary import (  # named here too, beside the records that use them
     DEVICE_FILE as DEVICE_FILE,
     HEALTH_ORDER as HEALTH_ORDER,

@@ -40,7 +40,7 @@ DELIMITER_KEYS = ("block_start_string", "block_end_string", "variable_start_stri
                   "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix")
 
 #: Ray 2.60's built-in accelerator families: (resource name, visible-devices env var). The SDK's
-#: rayaccel.raycompat holds the same table; when it is importable its entries are used too.
+#: rayaccel.support.raycompat holds the same table; when it is importable its entries are used too.
 RAY_FAMILIES = {
     "NVIDIA GPUs": ("GPU", "CUDA_VISIBLE_DEVICES"),
     "AMD GPUs": ("GPU", "HIP_VISIBLE_DEVICES"),
@@ -145,7 +145,7 @@ def answer_problem(key: str, value: object, env_vars: Mapping[str, Any] | None =
 
 def _sdk_families() -> dict[str, tuple[str, str]]:
     try:
-        from rayaccel.raycompat import RAY_BUILTIN_FAMILIES
+        from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES
     except ImportError:
         return {}
     return {name: (res, env) for name, (res, env) in RAY_BUILTIN_FAMILIES.items() if env}

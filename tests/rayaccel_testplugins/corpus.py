@@ -762,7 +762,7 @@ class DiscoverOwnRealHost(Healthy):
     KILLED_BY = ("RAC109", "read /sys/module/acme/version outside the Host seam")
 
     def tool_version(self, host: Host) -> str | None:
-        from rayaccel.host import RealHost
+        from rayaccel.hosts.seam import RealHost
 
         real = RealHost()
         if real.exists("/sys/module/acme/version"):
@@ -1262,7 +1262,7 @@ class TransportTakesOverNccl(Healthy):
 
     def rayaccel_transports(self) -> list[TransportSpec]:
         return [TransportSpec(name="NCCL", devices=["cpu"], link_kinds=["other"], one_sided=True,
-                              manager_class="rayaccel.shm_transport:SharedMemoryTransport")]
+                              manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")]
 
 
 class TransportCopiedFromRocm(Healthy):

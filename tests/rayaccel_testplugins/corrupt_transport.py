@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayaccel.shm_transport import SharedMemoryTransport
+from rayaccel.transports.shared_memory import SharedMemoryTransport
 
 
 class CorruptingTransport(SharedMemoryTransport):

@@ -7,11 +7,11 @@ import types
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.host import RealHost
-from rayaccel.lazy import import_object
-from rayaccel.raycompat import TESTED_RAY_VERSIONS
+from rayaccel.hosts.seam import RealHost
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.support.lazy import import_object
+from rayaccel.support.raycompat import TESTED_RAY_VERSIONS
 from rayaccel_conformance.checks.ownership import label_owner_problem, transport_owner_problems
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
@@ -35,7 +35,7 @@ def transports(subject: Subject) -> Evidence:
     threads than before it (within 30 s), and a third transfer must work. A transport that cannot run
     here (no such device, a missing library) is skipped with the reason, never passed; so is a plugin
     that declares none. Fix: point ``manager_class`` at the subclass, make its module importable without
-    the device present, and see ``rayaccel.shm_transport`` for a transport that implements the contract.
+    the device present, and see ``rayaccel.transports.shared_memory`` for a transport that implements the contract.
     """
     from ray.experimental import TensorTransportManager
 

@@ -8,13 +8,13 @@ import os
 from typing import Any
 
 from rayaccel import hookspec
+from rayaccel.hosts.expectations import compare_expected
+from rayaccel.hosts.fixtures import Fixture, HostState
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import MISSING
-from rayaccel.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel.records import FamilyInventory, QuantityRule
-from rayaccel.simulation.expectations import compare_expected
-from rayaccel.simulation.fixtures import Fixture, HostState
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel_conformance.checks.ownership import resource_name_problem
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check

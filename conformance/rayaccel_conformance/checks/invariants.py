@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rayaccel import hookspec
+from rayaccel.hosts.fixtures import Fixture
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory
-from rayaccel.simulation.fixtures import Fixture
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.ownership import own_words
 from rayaccel_conformance.harness.subject import Subject

@@ -7,13 +7,13 @@ import re
 from typing import Any
 
 from rayaccel.labels import VOCABULARY_PREFIX
-from rayaccel.raycompat import (
+from rayaccel.records import FamilyDeclaration
+from rayaccel.support.raycompat import (
     RAY_ACCELERATOR_RESOURCES,
     RAY_LABEL_PREFIX,
     RAY_RESERVED_RESOURCE_PREFIXES,
     RAY_RESERVED_RESOURCES,
 )
-from rayaccel.records import FamilyDeclaration
 
 #: Vendors' label domains whose names do not spell the vendor (domain -> vendor and family words).
 KNOWN_VENDOR_DOMAINS: dict[str, tuple[str, ...]] = {

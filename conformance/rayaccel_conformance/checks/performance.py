@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.host import Host, RealHost
+from rayaccel.hosts.seam import Host, RealHost
 from rayaccel.records import Problem, TransportSpec
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.harness import figures as held

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.host import Host
+from rayaccel.hosts.seam import Host
 from rayaccel.records import ID_FALLBACK, Device, FamilyInventory, HealthReport, MetricSample, Problem, Topology
 
 #: Standard metrics that count events since the device started: polled twice, they never go down.

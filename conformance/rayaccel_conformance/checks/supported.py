@@ -13,17 +13,17 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.catalog import matching_skus
-from rayaccel.inventory.topology import topology_errors
-from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
-from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
-from rayaccel.simulation.expectations import (
+from rayaccel.hosts.expectations import (
     compare_expected,
     expectation_differences,
     reported_problem_codes,
 )
-from rayaccel.simulation.fixtures import Fixture, HostState, merge_patch
+from rayaccel.hosts.fixtures import Fixture, HostState, merge_patch
+from rayaccel.hosts.recording import RecordingHost
+from rayaccel.inventory.topology import topology_errors
+from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
+from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel.simulation.recording import RecordingHost
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
     fabric_owner_problem,

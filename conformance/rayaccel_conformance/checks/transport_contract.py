@@ -157,7 +157,7 @@ def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
     import psutil
     import ray
 
-    from rayaccel.polling import wait_for
+    from rayaccel.support.polling import wait_for
 
     before = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
     doomed = start(_Sender)

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel.host import HostError, run_bounded
+from rayaccel.hosts.seam import HostError, run_bounded
 
 #: How long the fresh process may take in all (import, one inventory, snapshots).
 PROBE_TIMEOUT_S = 60.0
@@ -29,11 +29,11 @@ RAY_SUBTRACTED_NOTE = " (measured with Ray loaded first: Ray's own import is not
 PROBE = r'''
 import importlib, json, logging, os, signal, socket, sys, threading, time, warnings
 from collections.abc import Mapping
-import rayaccel, rayaccel.records, rayaccel.labels, rayaccel.raycompat
+import rayaccel, rayaccel.records, rayaccel.labels, rayaccel.support.raycompat
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.containment import environ_changes
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.simulation.fixtures import load_fixture
+from rayaccel.hosts.fixtures import load_fixture
 from rayaccel.simulation.host_factory import simulated_host
 
 module_name, attr, plugin_name, fixture_path, preload = sys.argv[1:6]
@@ -41,7 +41,8 @@ for name in filter(None, preload.split(",")):
     importlib.import_module(name)
 
 def tables():
-    from rayaccel import labels, raycompat, records
+    from rayaccel import labels, records
+    from rayaccel.support import raycompat
     found = {}
     for module in (records, labels, raycompat):
         for key, value in sorted(vars(module).items()):

@@ -1,6 +1,6 @@
 """Hooks have no side effects: what the suite watches while a plugin's hook runs.
 
-A hook may read the machine only through the :class:`~rayaccel.host.Host` it is given and must return a
+A hook may read the machine only through the :class:`~rayaccel.hosts.seam.Host` it is given and must return a
 result and nothing else. While a hook runs under conformance, this module watches for:
 
 - I/O around the Host seam: processes (``subprocess``, ``os.system``, ``exec``, ``fork``), network
@@ -41,7 +41,7 @@ from typing import Any
 
 import psutil
 
-from rayaccel.host import LibraryAdapter
+from rayaccel.hosts.seam import LibraryAdapter
 from rayaccel.plugins.containment import environ_changes
 from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
 from rayaccel_conformance.harness.audit import (

@@ -20,9 +20,9 @@ import tempfile
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from rayaccel.polling import WaitTimeout, wait_for
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
 from rayaccel.records import NodeInventory
+from rayaccel.support.polling import WaitTimeout, wait_for
+from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
 from rayaccel_conformance.registry import CheckFailed
 
 if TYPE_CHECKING:

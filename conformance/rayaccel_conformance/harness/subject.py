@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 from rayaccel.errors import RayaccelError
-from rayaccel.host import Host
+from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
 from rayaccel.schemas import describe_validation_error
-from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.registry import Check, CheckFailed, CheckSkipped
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from rayaccel.host import Host
+from rayaccel.hosts.seam import Host
 from rayaccel_conformance.report import builds
 from rayaccel_conformance.report.builds import Build, BuildError
 from rayaccel_conformance.report.document import ConformanceReport, ReportError, report_content
@@ -79,9 +79,9 @@ def graded_build(subject: Any, wheels: Sequence[Path] = ()) -> dict[str, Any] | 
 def device_fingerprint(subjects: Sequence[Any], host: Host | None = None) -> dict[str, Any]:
     """This machine's devices of the graded families, each id hashed: which hardware a real run saw.
 
-    ``host`` is this machine (:class:`~rayaccel.host.RealHost`) unless given (tests pass a simulated one).
+    ``host`` is this machine (:class:`~rayaccel.hosts.seam.RealHost`) unless given (tests pass a simulated one).
     """
-    from rayaccel.host import RealHost
+    from rayaccel.hosts.seam import RealHost
     from rayaccel_conformance.registry import CheckFailed
 
     machine = host if host is not None else RealHost()

@@ -249,7 +249,7 @@ def _check_consistency(report: ConformanceReport, path: Path) -> None:
 
 def shown_name(text: str, limit: int = 80) -> str:
     """A name from a report as a message shows it: control characters escaped, cut at ``limit``."""
-    from rayaccel.safe_text import terminal_text
+    from rayaccel.support.safe_text import terminal_text
 
     flat = terminal_text(text)
     return flat if len(flat) <= limit else flat[:limit] + "..."

@@ -71,7 +71,7 @@ def release_of(subject: Any) -> str | None:
 
 
 def _inventories(subject: Any, hardware: str) -> list[Any]:
-    from rayaccel.host import RealHost
+    from rayaccel.hosts.seam import RealHost
     from rayaccel_conformance.registry import CheckFailed
 
     if not subject.loaded:

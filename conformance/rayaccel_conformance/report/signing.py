@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import RayaccelError
 from rayaccel.files.atomic import write_atomically
-from rayaccel.safe_text import terminal_text
+from rayaccel.support.safe_text import terminal_text
 
 #: The DSSE payload type of an in-toto Statement.
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"

@@ -206,7 +206,7 @@ _ABORTS: tuple[type[BaseException], ...] = (click.exceptions.Abort, typer.Abort)
 
 
 def _one_line(text: str) -> str:
-    from rayaccel.safe_text import terminal_text  # a message may quote a plugin's or a file's value
+    from rayaccel.support.safe_text import terminal_text  # a message may quote a plugin's or a file's value
 
     return terminal_text(str(text))
 

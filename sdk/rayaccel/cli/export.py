@@ -18,10 +18,11 @@ import typer
 from rayaccel.cli import app, check_output_path, err_console, output_path, print_json, strict_json
 from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.files.atomic import write_atomically
-from rayaccel.outputs.exporters import DEFAULT_IMAGE, DEFAULT_MONITOR_INTERVAL, FORMATS, ExportOptions, export_format
+from rayaccel.outputs.exporters import DEFAULT_IMAGE, FORMATS, ExportOptions, export_format
 from rayaccel.outputs.exporters.kuberay import KUBERAY_STARTS
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import NodeInventory
+from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL, interval_error
 
 #: The most workers of one node type `--min-workers`/`--max-workers` take (beyond any real cluster).
 MAX_WORKERS = 100_000
@@ -67,7 +68,6 @@ def export_command(
     row = export_format(format_name)
     if output is not None:
         check_output_path(output)
-    from rayaccel.ray.monitor import interval_error  # the monitor's own bounds: the file is its to rewrite
 
     why = interval_error(monitor_interval)
     if why is not None:

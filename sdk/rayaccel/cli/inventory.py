@@ -22,13 +22,13 @@ from pydantic import BaseModel
 from rayaccel.cli import app, check_output_path, console, err_console, output_path, print_json
 from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy, warn_policy
 from rayaccel.files.atomic import write_atomically
-from rayaccel.host import Host
+from rayaccel.hosts.fixtures import Fixture, installed_fixtures, load_fixture
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.outputs.inspect_json import InspectOutput
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.records import IdleFamily, NodeInventory
-from rayaccel.simulation.fixtures import Fixture, installed_fixtures, load_fixture
 from rayaccel.simulation.host_factory import make_host
 
 SimulateOption = Annotated[str | None, typer.Option(
@@ -167,7 +167,7 @@ def render_inventory(inventory: NodeInventory) -> None:
     from rich.table import Table  # Rich only for the tables: --json never imports it
     from rich.text import Text
 
-    from rayaccel.safe_text import terminal_lines as shown
+    from rayaccel.support.safe_text import terminal_lines as shown
 
     kind = "simulated" if inventory.simulated else "real"
     # Every string from a plugin or a vendor tool is printed as data: the console reads no markup, and a control

@@ -29,7 +29,6 @@ import typer
 from rayaccel.cli import app, err_console
 from rayaccel.cli.policy_option import HealthPolicyOption, use_health_policy, warn_policy
 from rayaccel.errors import RayaccelError
-from rayaccel.polling import WaitTimeout
 from rayaccel.ray.auth import EXPORT_TOKEN_LINE
 from rayaccel.ray.node_start import (
     MONITOR_UP_TIMEOUT_S,
@@ -42,6 +41,7 @@ from rayaccel.ray.node_start import (
     ray_command,
 )
 from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
+from rayaccel.support.polling import WaitTimeout
 
 if TYPE_CHECKING:
     from rayaccel.ray.node import NodeConfig
@@ -105,8 +105,8 @@ def start(
         args.append(f"--node-manager-port={_free_port()}")
     node_start = NodeStart(args)  # loads Ray while the inventory is built
     try:
-        from rayaccel.ray.monitor import interval_error
         from rayaccel.ray.node import unhealthy_devices
+        from rayaccel.support.monitor_interval import interval_error
 
         why = interval_error(monitor_interval)
         if why is not None:

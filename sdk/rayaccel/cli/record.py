@@ -22,12 +22,9 @@ from rayaccel.errors import FixtureError
 from rayaccel.files import reading
 from rayaccel.files.atomic import write_atomically
 from rayaccel.files.yaml_edit import with_key
-from rayaccel.isolation.pool import WorkerPool
-from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import NodeInventory
-from rayaccel.simulation.anonymize import Anonymizer, anonymize_key, sensitive_names
-from rayaccel.simulation.call_log import RecordingError
-from rayaccel.simulation.fixtures import (
+from rayaccel.hosts.anonymize import Anonymizer, anonymize_key, sensitive_names
+from rayaccel.hosts.call_log import RecordingError
+from rayaccel.hosts.fixtures import (
     FIXTURE_SCHEMA_ID,
     FIXTURE_SUFFIXES,
     fixture_name_problem,
@@ -35,8 +32,7 @@ from rayaccel.simulation.fixtures import (
     installed_fixtures,
     parse_fixture,
 )
-from rayaccel.simulation.host_factory import simulated_host
-from rayaccel.simulation.recorded_fixture import (
+from rayaccel.hosts.recorded_fixture import (
     expected_from_inventory,
     fault_expectation,
     first_difference,
@@ -47,6 +43,10 @@ from rayaccel.simulation.recorded_fixture import (
     updated_expectation,
     validate_fixture_data,
 )
+from rayaccel.isolation.pool import WorkerPool
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import NodeInventory
+from rayaccel.simulation.host_factory import simulated_host
 
 FAULT_KINDS = ("device-lost", "fatal-error", "ecc", "tool-hang", "tool-garbage", "degraded", "other")
 

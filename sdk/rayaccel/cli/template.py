@@ -21,8 +21,8 @@ import typer
 import rayaccel
 from rayaccel.cli import app, console, err_console, output_path
 from rayaccel.errors import RayaccelError
-from rayaccel.extras import require
 from rayaccel.files.atomic import write_atomically
+from rayaccel.support.extras import require
 
 #: The template beside the SDK in a source checkout (editable installs, the repo's own tests).
 TEMPLATE_DIR = Path(rayaccel.__file__).resolve().parents[2] / "templates" / "vendor-plugin"

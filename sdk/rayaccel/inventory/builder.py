@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rayaccel import hookspec
 from rayaccel.catalog import derive_accelerator_type, resolve_sku, sku_add_command, sku_disagreement
-from rayaccel.host import Host
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.health_decisions import HealthDecisions, decisions_from_env
 from rayaccel.inventory.topology import best_link_kind, order_units, topology_errors
 from rayaccel.labels import (
@@ -25,7 +25,6 @@ from rayaccel.labels import (
     to_label_value,
 )
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_GPU_DOMAIN_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import (
     HEALTH_ORDER,
     ID_FALLBACK,
@@ -43,6 +42,7 @@ from rayaccel.records import (
     WorkerNeeds,
     partition_resource_name,
 )
+from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_GPU_DOMAIN_LABEL, RAY_LABEL_PREFIX
 
 
 @dataclass(frozen=True)

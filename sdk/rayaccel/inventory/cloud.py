@@ -20,7 +20,7 @@ from pydantic import Field
 
 from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
-from rayaccel.host import Host
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder, family_identity_labels
 from rayaccel.labels import label_errors, node_own_label
 from rayaccel.plugins.manager import PluginManager

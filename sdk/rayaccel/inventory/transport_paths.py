@@ -16,9 +16,9 @@ from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
 
 #: Ray's own transports: declared by plugins for path selection, never registered again.
 RAY_TRANSPORTS = ("NCCL", "GLOO", "CUDA_IPC", "NIXL")
-#: The SDK's reference transport (:mod:`rayaccel.shm_transport`).
+#: The SDK's reference transport (:mod:`rayaccel.transports.shared_memory`).
 REFERENCE = TransportSpec(name="RAYACCEL_SHM", devices=["cpu"], link_kinds=[], one_sided=True,
-                          manager_class="rayaccel.shm_transport:SharedMemoryTransport")
+                          manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
 GLOO = TransportSpec(name="GLOO", devices=["cpu"], link_kinds=["ethernet", "roce", "infiniband", "efa"],
                      builtin_in_ray=True,
                      manager_class="ray.experimental.rdt.collective_tensor_transport:GLOOTensorTransport")

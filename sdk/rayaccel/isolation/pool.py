@@ -20,7 +20,7 @@ monitor -- the hooks of each plugin run in a worker process of their own:
   through one pool, one worker per plugin, for its whole life).
 
 A plugin registered as an object rather than an importable module, or a host the worker cannot rebuild
-(anything but :class:`~rayaccel.host.RealHost` and :class:`~rayaccel.simulation.simulated_host.SimulatedHost`), runs in
+(anything but :class:`~rayaccel.hosts.seam.RealHost` and :class:`~rayaccel.hosts.simulated.SimulatedHost`), runs in
 process, as before.
 
 :meth:`WorkerPool.load` goes one step further, for the CLI's commands: this process never imports a plugin.
@@ -33,7 +33,7 @@ so each pays only for its own plugin.
 
 This module is the pool; :mod:`rayaccel.isolation.protocol` is what crosses the pipe,
 :mod:`rayaccel.isolation.process` one worker process from the parent's side, and
-:mod:`rayaccel.isolation.worker` the worker's own side.
+:mod:`rayaccel.isolation.plugin_worker` the worker's own side.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pydantic_core import to_jsonable_python
 
 from rayaccel import hookspec
 from rayaccel.errors import PluginError
-from rayaccel.host import Host
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.isolation.protocol import (
@@ -217,8 +217,8 @@ class WorkerPool:
         """The inventory, and what the plugins read of ``host`` while building it, as fixture ``host`` data
         (``rayaccel record``): each plugin records in its own worker, the recordings are merged here. Raises
         :class:`RecordingError` for an answer a fixture cannot express, or for a host a worker cannot rebuild."""
-        from rayaccel.simulation.call_log import RecordingError
-        from rayaccel.simulation.recording import merge_host_states
+        from rayaccel.hosts.call_log import RecordingError
+        from rayaccel.hosts.recording import merge_host_states
 
         if self._isolated and host_spec(host) is None:
             raise RecordingError(f"cannot record a {type(host).__name__} in plugin worker processes: record this "
@@ -286,8 +286,8 @@ class WorkerPool:
         own recording host, as a worker makes one)."""
         if recordings is None:
             return self.builder.family(plugin, host, problems, with_metrics)
-        from rayaccel.simulation.call_log import RecordingError
-        from rayaccel.simulation.recording import RecordingHost
+        from rayaccel.hosts.call_log import RecordingError
+        from rayaccel.hosts.recording import RecordingHost
 
         recorder = RecordingHost(host)
         family = self.builder.family(plugin, recorder, problems, with_metrics)

@@ -1,7 +1,7 @@
 """One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started, sent requests, read
 with a deadline, and killed with its whole process group.
 
-A worker starts one of two ways. Spawned (``python -m rayaccel.isolation.worker``), it pays for an interpreter
+A worker starts one of two ways. Spawned (``python -m rayaccel.isolation.plugin_worker``), it pays for an interpreter
 and for importing the SDK (~0.3 s of CPU). Forked from the caller, it starts with the SDK already imported
 and pays only for its own plugin: a one-shot command (``rayaccel inspect``, ``rayaccel start``) forks its
 workers. Forking is only safe from a process with one thread, so it is used only when asked for and when the
@@ -35,7 +35,7 @@ _CALLS_PER_REQUEST = 9
 _STARTUP_SLACK = 20.0  # seconds: a Python process importing pydantic on a loaded machine
 _MAX_REPLY = 64 * 2**20
 #: What a worker process runs.
-WORKER_MODULE = "rayaccel.isolation.worker"
+WORKER_MODULE = "rayaccel.isolation.plugin_worker"
 
 
 def _worker_env() -> dict[str, str]:
@@ -100,9 +100,9 @@ def can_fork() -> bool:
 
 def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
     """A worker forked from this process (see the module's docstring); ``env`` becomes its environment."""
-    from rayaccel.isolation import worker  # imported once here, not in every worker
+    from rayaccel.isolation import plugin_worker  # imported once here, not in every worker
 
-    worker.build_validators()  # once here too (the first fork), not in every worker
+    plugin_worker.build_validators()  # once here too (the first fork), not in every worker
 
     log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by WorkerProcess.kill)
     request_read, request_write = os.pipe()
@@ -124,7 +124,7 @@ def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
             _close_fds_from(3)  # the caller's other pipes and files are not the plugin's
             os.environ.clear()
             os.environ.update(env)
-            from rayaccel.isolation.worker import worker_main
+            from rayaccel.isolation.plugin_worker import worker_main
 
             code = worker_main()
         finally:
@@ -268,7 +268,7 @@ class WorkerProcess:
         proc, self.proc = self.proc, None
         log, self._log = self._log, None
         if proc is not None:
-            from rayaccel.isolation.worker import descendant_pids
+            from rayaccel.isolation.plugin_worker import descendant_pids
 
             descendants = descendant_pids(proc.pid)  # found before the kill: orphans are nobody's
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rayaccel.errors import PluginError
-from rayaccel.host import Host, RealHost
+from rayaccel.hosts.seam import Host, RealHost
 from rayaccel.records import FamilyDeclaration, FamilyInventory, MetricSample, Problem, TransportSpec, WorkerNeeds
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class Reply(_Message):
 
 def host_spec(host: Host) -> HostSpec | None:
     """The spec a worker rebuilds ``host`` from, or None when it cannot be rebuilt in another process."""
-    from rayaccel.simulation.simulated_host import SimulatedHost
+    from rayaccel.hosts.simulated import SimulatedHost
 
     if type(host) is RealHost:
         return HostSpec(kind="real", root=host.root,
@@ -145,7 +145,7 @@ def make_host(spec: HostSpec) -> Host:
     """The host a spec describes (in the worker)."""
     if spec.kind == "real":
         return RealHost(spec.root, spec.env)
-    from rayaccel.simulation.fixtures import Fixture
-    from rayaccel.simulation.simulated_host import SimulatedHost
+    from rayaccel.hosts.fixtures import Fixture
+    from rayaccel.hosts.simulated import SimulatedHost
 
     return SimulatedHost(Fixture.model_validate(spec.fixture), faults=spec.faults, fault_file=spec.fault_file)

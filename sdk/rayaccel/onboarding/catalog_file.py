@@ -19,7 +19,7 @@ from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.onboarding.fleet import fleet_devices, resolution_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
-from rayaccel.safe_text import control_characters, excerpt
+from rayaccel.support.safe_text import control_characters, excerpt
 
 #: SkuRecord field -> the ``rayaccel sku add`` option that sets it (for error messages).
 OPTION_FOR_FIELD = {

@@ -16,10 +16,10 @@ from pathlib import Path
 from rayaccel import hookspec
 from rayaccel.catalog import every_match, matching_skus, resolve_sku
 from rayaccel.errors import FixtureError
+from rayaccel.hosts.fixtures import Fixture, load_fixture
 from rayaccel.onboarding.sku_fixture import plugin_fixtures
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuRecord
-from rayaccel.simulation.fixtures import Fixture, load_fixture
 from rayaccel.simulation.host_factory import simulated_host
 
 

@@ -22,6 +22,8 @@ from rayaccel.catalog import parse_catalog
 from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.files import reading
 from rayaccel.files.atomic import write_atomically
+from rayaccel.hosts.expectations import compare_expected, expectation_differences
+from rayaccel.hosts.fixtures import Fixture, fixture_name_problem, fixture_text, parse_fixture
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.onboarding.catalog_file import (
     appended_catalog_text,
@@ -43,8 +45,6 @@ from rayaccel.onboarding.sku_fixture import (
 )
 from rayaccel.plugins.manager import MISSING, PluginManager
 from rayaccel.records import NodeInventory, Problem, SkuCatalog, SkuRecord
-from rayaccel.simulation.expectations import compare_expected, expectation_differences
-from rayaccel.simulation.fixtures import Fixture, fixture_name_problem, fixture_text, parse_fixture
 from rayaccel.simulation.host_factory import simulated_host
 
 

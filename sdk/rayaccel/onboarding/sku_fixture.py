@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel.errors import FixtureError
+from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, installed_fixtures, load_fixture
 from rayaccel.labels import VOCABULARY_PREFIX, to_label_value
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 from rayaccel.records import LINK_KINDS, SkuCatalog, SkuRecord
-from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, installed_fixtures, load_fixture
+from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 
 
 def plugin_fixtures(manager: PluginManager, plugin: str) -> dict[str, Path]:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from rayaccel.outputs.node_picture import FONT, HEALTH_COLOURS, MONO, attr, clip
-from rayaccel.safe_text import terminal_text
+from rayaccel.support.safe_text import terminal_text
 
 NodeState = Literal["alive", "draining", "dead"]
 STATE_COLOURS = {"alive": "#1e8e3e", "draining": "#c5221f", "dead": "#5f6368"}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayaccel import transport_metrics
 from rayaccel.outputs.metric_series import (
     FAMILY_DRAINED,
     HEALTH,
@@ -23,11 +22,12 @@ from rayaccel.outputs.metric_series import (
     STANDARD,
     MetricFamily,
 )
+from rayaccel.transports import metrics as transport_metrics
 
 UID = "rayaccel-accelerators"
 TITLE = "Accelerators (rayaccel)"
 FILE_NAME = "rayaccel_accelerators_grafana_dashboard.json"
-#: Every registered tensor transport's metrics (rayaccel.transport_metrics), as Ray exports them.
+#: Every registered tensor transport's metrics (rayaccel.transports.metrics), as Ray exports them.
 TRANSPORT_BYTES = f"ray_{transport_metrics.BYTES}"
 TRANSPORT_TRANSFERS = f"ray_{transport_metrics.TRANSFERS}"
 TRANSPORT_FAILURES = f"ray_{transport_metrics.FAILURES}"

@@ -34,7 +34,7 @@ from rayaccel.records import (
     Problem,
     partition_resource_name,
 )
-from rayaccel.safe_text import terminal_text
+from rayaccel.support.safe_text import terminal_text
 
 #: Health state -> (fill, stroke): light fill to read text on, a strong edge and stripe.
 HEALTH_COLOURS: dict[str, tuple[str, str]] = {

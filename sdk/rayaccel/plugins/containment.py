@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from rayaccel.raycompat import RAY_IMPORT_ENVIRON
+from rayaccel.support.raycompat import RAY_IMPORT_ENVIRON
 
 #: Characters of a hook's stray output kept for its problem record; the rest is counted only.
 KEPT_OUTPUT_CHARS = 2000
@@ -121,7 +121,7 @@ def environ_snapshot() -> dict[Any, Any]:
 
 
 def _rays_own(key: Any, value: Any) -> bool:
-    """A change ``import ray`` makes itself (:data:`rayaccel.raycompat.RAY_IMPORT_ENVIRON`)."""
+    """A change ``import ray`` makes itself (:data:`rayaccel.support.raycompat.RAY_IMPORT_ENVIRON`)."""
     return RAY_IMPORT_ENVIRON.get(os.fsdecode(key)) == os.fsdecode(value)
 
 

@@ -41,7 +41,6 @@ from rayaccel import (
     hookspec,
     records as rec,  # the hooks' result types, as in rayaccel.hookspec
 )
-from rayaccel.bounded import BoundedTimeout, run_bounded
 from rayaccel.errors import HookError, PluginError
 from rayaccel.plugins import containment
 from rayaccel.plugins.configuration import (
@@ -58,9 +57,10 @@ from rayaccel.plugins.configuration import (
     inventory_timeout,
 )
 from rayaccel.plugins.conventions import conventional_hooks
-from rayaccel.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 from rayaccel.reporting import ReportSink, collect_problems, shown
 from rayaccel.schemas import describe_validation_error
+from rayaccel.support.bounded import BoundedTimeout, run_bounded
+from rayaccel.support.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 
 AnswerT = TypeVar("AnswerT")
 
@@ -77,7 +77,7 @@ def raised_fix(error: BaseException) -> str:
     """The fix of a hook that raised. A vendor interface that failed (a tool that hung past its timeout, a
     driver error) may raise on purpose, as the template's probes do: the hook is reported failed and its
     devices left out, which says more than zero devices would; the fix is then on the node, not in the code."""
-    from rayaccel.host import CommandTimeout, HostError
+    from rayaccel.hosts.seam import CommandTimeout, HostError
 
     text = str(error)
     if isinstance(error, CommandTimeout) or "did not finish within" in text:

@@ -1,7 +1,7 @@
 """The Ray bridge: a node's inventory becomes Ray resources, labels, per-unit ids and health.
 
 How it hooks into Ray, and which Ray internals it relies on, is in ``docs/ray-bridge.md``. Importing this
-package imports neither Ray nor the inventory: every Ray worker of a node imports ``rayaccel.ray.worker``,
+package imports neither Ray nor the inventory: every Ray worker of a node imports ``rayaccel.ray.worker_preload``,
 so names load on first use (PEP 562).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rayaccel.lazy import lazy_exports
+from rayaccel.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rayaccel.ray.collectives import (
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
         register_collective_backends as register_collective_backends,
     )
     from rayaccel.ray.driver import (
-        DEFAULT_MONITOR_INTERVAL as DEFAULT_MONITOR_INTERVAL,
         add_node as add_node,
         configure_node as configure_node,
         connect as connect,
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
         register_transports as register_transports,
         transport_between as transport_between,
     )
+    from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL as DEFAULT_MONITOR_INTERVAL
 
 # Names load on first use (PEP 562): `import rayaccel` costs a few ms, and a Ray worker's preload, a plugin or a
 # CLI command imports only the modules it uses. The block above is the one list of public names.

@@ -14,7 +14,7 @@ starting a local node), before Ray resolves the node's resources:
    start, on this machine or on ``RAYACCEL_SIMULATE``'s fixture;
 2. its :func:`rayaccel.ray.node.node_config` is set in ``os.environ``, exactly what ``rayaccel start`` sets:
    ``RAY_OVERRIDE_RESOURCES`` / ``RAY_OVERRIDE_LABELS`` (resources and counts, ``accelerator_type``, the
-   vocabulary labels), per-unit instance ids, the worker preload (``rayaccel.ray.worker``: the families in each
+   vocabulary labels), per-unit instance ids, the worker preload (``rayaccel.ray.worker_preload``: the families in each
    worker's registry, each task's visible-devices variable, quantity validation, the claims table) and the
    families' visible-devices variables. Ray's daemons inherit it; a driver gets its own environment back
    once the node has started, and its registry gains the day-zero families;

@@ -2,7 +2,7 @@
 
 Ray 2.60 hands out the instances of a unit-instance resource (GPU, a day-zero family) lowest free index
 first, and a task cannot name instances. What Ray does guarantee: the instance ids held by running tasks
-and actors are pairwise disjoint. So in each worker (:mod:`rayaccel.ray.worker`) the ids Ray assigned are
+and actors are pairwise disjoint. So in each worker (:mod:`rayaccel.ray.worker_preload`) the ids Ray assigned are
 taken as *tokens*: the worker claims as many physical units in this node's claims table and gives the
 family's visible-devices variable (and ``get_accelerator_ids()``) the claimed units.
 
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.inventory.topology import Adjacency, best_connected_ids
-from rayaccel.liveness import alive
+from rayaccel.support.liveness import alive
 
 if TYPE_CHECKING:
     from rayaccel.records import FamilyInventory, NodeInventory

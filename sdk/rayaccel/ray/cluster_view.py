@@ -18,8 +18,8 @@ from typing import Any
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.cluster_picture import ClusterDomain, ClusterNode, ClusterView, NodeState
 from rayaccel.ray.placement import COUNT_LABEL, DOMAIN_LABEL, scale_up_domains
-from rayaccel.raycompat import RAY_ACCELERATOR_TYPE_LABEL
 from rayaccel.reporting import plain_int
+from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL
 
 #: Resources every Ray node has; what is left is what its accelerators contributed.
 NOT_ACCELERATORS = ("CPU", "memory", "object_store_memory")

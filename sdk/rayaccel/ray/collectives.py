@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.lazy import import_object
+from rayaccel.support.lazy import import_object
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.plugins.manager import PluginManager

@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.host import Host
+from rayaccel.hosts.fixtures import Fixture
+from rayaccel.hosts.seam import Host
+from rayaccel.hosts.simulated import SIMULATE_HOSTNAME_ENV, SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
 from rayaccel.plugins.manager import PluginManager, default_manager
@@ -27,9 +29,8 @@ from rayaccel.ray.node import (
     remember_started_node,
 )
 from rayaccel.ray.registry import family_specs, install
-from rayaccel.simulation.fixtures import Fixture
 from rayaccel.simulation.host_factory import make_host, simulated_fixture
-from rayaccel.simulation.simulated_host import SIMULATE_HOSTNAME_ENV, SimulatedHost
+from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from rayaccel.isolation.pool import WorkerPool
 
 logger = logging.getLogger("rayaccel.ray.driver")
-
-DEFAULT_MONITOR_INTERVAL = 5.0
 
 
 @dataclass

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.raycompat import TESTED_RAY_VERSIONS
+from rayaccel.support.raycompat import TESTED_RAY_VERSIONS
 
 ALLOW_UNTESTED_ENV = "RAYACCEL_ALLOW_UNTESTED_RAY"
 

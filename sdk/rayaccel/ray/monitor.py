@@ -42,15 +42,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.errors import RayaccelError
 from rayaccel.inventory.health_policy import POLICY_ENV
 from rayaccel.outputs.health_findings import by_family, fatal_findings, vanished_findings
 from rayaccel.outputs.metric_series import HEALTH, Series, counter_increment, node_series
-from rayaccel.raycompat import RAY_NODE_ID_LABEL
 from rayaccel.records import HEALTH_ORDER
+from rayaccel.support.monitor_interval import check_interval
+from rayaccel.support.raycompat import RAY_NODE_ID_LABEL
 
 if TYPE_CHECKING:
-    from rayaccel.host import Host
+    from rayaccel.hosts.seam import Host
     from rayaccel.inventory.builder import InventoryBuilder
     from rayaccel.isolation.pool import WorkerPool
     from rayaccel.outputs.exporters.upkeep import KeptFiles
@@ -68,31 +68,6 @@ HELD_RECHECK_S = 0.25
 #: A published status older than twice the interval and this many seconds more is reported ``silent``: its
 #: actor (or its node) is gone, or a poll hangs far past every hook's timeout.
 SILENT_AFTER_S = 120.0
-
-
-#: Bounds of the polling interval (seconds): below the minimum the monitor would busy-poll the vendor
-#: tools; above the maximum a fault would go unnoticed for hours.
-MIN_INTERVAL = 0.1
-MAX_INTERVAL = 3600.0
-
-
-def interval_error(interval: object) -> str | None:
-    """Why ``interval`` is not a usable polling interval (None when it is)."""
-    try:
-        value = float(interval)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return f"{interval!r} is not a number of seconds"
-    if not math.isfinite(value) or not MIN_INTERVAL <= value <= MAX_INTERVAL:
-        return f"{interval!r} is out of range: give seconds between {MIN_INTERVAL:g} and {MAX_INTERVAL:g}"
-    return None
-
-
-def check_interval(interval: float) -> float:
-    why = interval_error(interval)
-    if why is not None:
-        raise RayaccelError(f"monitor interval {why}")
-    return float(interval)
-
 
 
 def monitor_name(node_id: str) -> str:
@@ -571,7 +546,7 @@ def node_placement() -> dict[str, Any]:
 def _tag_cordon(resource: str, device: str) -> list[str]:
     """Runs inside a cordon's placement group: gives the cordon the tokens the group holds."""
     from rayaccel.ray.claims import node_claims_table
-    from rayaccel.ray.worker import assigned_tokens
+    from rayaccel.ray.worker_preload import assigned_tokens
 
     tokens = assigned_tokens(resource)
     node_claims_table().tag_cordon(resource, device, tokens)
@@ -602,7 +577,7 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
     answers no calls (its main thread runs the polling loop): read its status with :func:`monitor_status`,
     wait for it to be up with :func:`wait_for_monitor`.
 
-    ``interval``: seconds between polls, between :data:`MIN_INTERVAL` and :data:`MAX_INTERVAL`;
+    ``interval``: seconds between polls, within :mod:`rayaccel.support.monitor_interval`'s bounds;
     ``isolated``: the hooks run in worker processes (default) rather than in the actor's threads.
     """
     import ray
@@ -644,7 +619,7 @@ def monitor_status(node_id: str) -> dict[str, Any] | None:
 
 def wait_for_monitor(node_id: str, timeout: float) -> dict[str, Any]:
     """The node's monitor status once its actor is up (it publishes at creation, before its first poll)."""
-    from rayaccel.polling import wait_for
+    from rayaccel.support.polling import wait_for
 
     status = wait_for(lambda: monitor_status(node_id), lambda s: s is not None, timeout=timeout, interval=0.1,
                       what=f"the health monitor of node {node_id} to start")

@@ -8,7 +8,7 @@ Everything reaches Ray through environment variables read when a node starts (``
   ``ray.io/accelerator-type`` reaches Ray for families Ray does not know.
 - ``RAY_custom_unit_instance_resources``: Ray's default list plus every day-zero resource, so Ray hands
   out per-unit instance ids for them (and refuses fractions above 1).
-- ``RAY_preload_python_modules``: ``rayaccel.ray.worker``, which installs the day-zero families in each
+- ``RAY_preload_python_modules``: ``rayaccel.ray.worker_preload``, which installs the day-zero families in each
   worker (read from ``RAYACCEL_RAY_FAMILIES``) and registers the plugins' collective backends (read from
   ``RAYACCEL_RAY_COLLECTIVES``, JSON: plugin, name, ``module:Class``; :mod:`rayaccel.ray.collectives`).
 - the family's visible-devices env var, set to the schedulable units (healthy, best-connected first):
@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rayaccel.errors import RayaccelError
+from rayaccel.hosts.simulated import SIMULATE_HOSTNAME_ENV
 from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.ray.claims import PLACEMENT_ENV, domain_resources, placement_table
 from rayaccel.ray.collectives import COLLECTIVES_ENV, dump, node_declarations
@@ -57,17 +58,16 @@ from rayaccel.ray.registry import (
     is_day_zero,
     partition_specs,
 )
-from rayaccel.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
 from rayaccel.records import FamilyInventory, IdleFamily, NodeInventory
-from rayaccel.safe_text import MAX_ARG_BYTES
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV
-from rayaccel.simulation.simulated_host import SIMULATE_HOSTNAME_ENV
+from rayaccel.support.raycompat import RAY_DEFAULT_UNIT_INSTANCE_RESOURCES, ray_family_for
+from rayaccel.support.safe_text import MAX_ARG_BYTES
 
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"
 OVERRIDE_LABELS_ENV = "RAY_OVERRIDE_LABELS"
 UNIT_INSTANCE_ENV = "RAY_custom_unit_instance_resources"
 PRELOAD_ENV = "RAY_preload_python_modules"
-WORKER_MODULE = "rayaccel.ray.worker"
+WORKER_MODULE = "rayaccel.ray.worker_preload"
 #: Names of the plugins a node was started with (comma-separated; unset = all): the monitor uses them.
 NODE_PLUGINS_ENV = "RAYACCEL_NODE_PLUGINS"
 #: JSON {plugin: [unit ids]}: the units the node offers (after the operator's visible-devices setting).

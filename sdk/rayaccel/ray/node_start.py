@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.polling import WaitTimeout, wait_for
+from rayaccel.support.polling import WaitTimeout, wait_for
 
 #: Seconds `rayaccel start` waits for the new node to register, and then to show in `ray status`.
 NODE_VISIBLE_TIMEOUT_S = 90.0

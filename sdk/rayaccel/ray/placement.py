@@ -27,7 +27,9 @@ from rayaccel.inventory.topology import best_connected_subset
 from rayaccel.labels import GPU_DOMAIN_KINDS
 from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, domain_resource
 from rayaccel.ray.group_topology import group_table
-from rayaccel.raycompat import (
+from rayaccel.records import NodeInventory
+from rayaccel.reporting import plain_int
+from rayaccel.support.raycompat import (
     RAY_ACCELERATOR_RESOURCES,
     RAY_GPU_DOMAIN_LABEL,
     RAY_NODE_ID_LABEL,
@@ -35,8 +37,6 @@ from rayaccel.raycompat import (
     RAY_TPU_SLICE_LABEL,
     RAY_TPU_WORKER_LABEL,
 )
-from rayaccel.records import NodeInventory
-from rayaccel.reporting import plain_int
 
 logger = logging.getLogger("rayaccel.ray.placement")
 

@@ -12,7 +12,7 @@ import signal
 import tempfile
 import time
 
-from rayaccel.liveness import alive
+from rayaccel.support.liveness import alive
 
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
 

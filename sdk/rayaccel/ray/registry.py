@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.raycompat import ray_family_for
+from rayaccel.support.raycompat import ray_family_for
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.plugins.manager import PluginManager

@@ -4,7 +4,7 @@
 any actor exists; users who start Ray themselves call it once after ``ray.init``. Ray's own transports
 (NCCL, GLOO, CUDA_IPC, NIXL) are declared by plugins for path selection only and never registered again.
 The SDK's reference shared-memory transport (``RAYACCEL_SHM``) is always registered. Every class is registered
-measured (:func:`rayaccel.transport_metrics.measured`): its transfers, bytes, latency and failures reach the node's
+measured (:func:`rayaccel.transports.metrics.measured`): its transfers, bytes, latency and failures reach the node's
 metrics endpoint, and whatever it raises reaches the caller as one error naming the transport and the step.
 """
 
@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from rayaccel import hookspec
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
-from rayaccel.lazy import import_object
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import node_configs
 from rayaccel.records import NodeInventory, TransportSpec
-from rayaccel.transport_metrics import class_path, measured, measured_class
+from rayaccel.support.lazy import import_object
+from rayaccel.transports.metrics import class_path, measured, measured_class
 
 
 class TransportRegistrationError(RayaccelError):

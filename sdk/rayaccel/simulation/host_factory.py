@@ -11,10 +11,10 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 
 from rayaccel.errors import FixtureError
-from rayaccel.host import Host, RealHost
+from rayaccel.hosts.fixtures import Fixture, installed_fixtures, resolve_fixture
+from rayaccel.hosts.seam import Host, RealHost
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.plugins.manager import PluginManager, default_manager
-from rayaccel.simulation.fixtures import Fixture, installed_fixtures, resolve_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 #: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
 SIMULATE_ENV = "RAYACCEL_SIMULATE"

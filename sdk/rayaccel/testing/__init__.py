@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rayaccel.lazy import lazy_exports
+from rayaccel.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rayaccel.catalog import (
@@ -23,6 +23,20 @@ if TYPE_CHECKING:
         resolve_sku as resolve_sku,
         sku_disagreement as sku_disagreement,
     )
+    from rayaccel.hosts.call_log import (
+        CALLS_KEY as CALLS_KEY,
+        RecordingLibrary as RecordingLibrary,
+    )
+    from rayaccel.hosts.expectations import expectation_differences as expectation_differences
+    from rayaccel.hosts.fixtures import (
+        Fixture as Fixture,
+        load_fixture as load_fixture,
+        merge_patch as merge_patch,
+        parse_fixture as parse_fixture,
+    )
+    from rayaccel.hosts.recorded_fixture import inventory_view as inventory_view
+    from rayaccel.hosts.recording import RecordingHost as RecordingHost
+    from rayaccel.hosts.simulated import SimulatedHost as SimulatedHost
     from rayaccel.inventory.quantity import check_quantity as check_quantity
     from rayaccel.plugins.manager import PluginManager as PluginManager
     from rayaccel.records import (
@@ -31,20 +45,6 @@ if TYPE_CHECKING:
         partition_resource_name as partition_resource_name,
     )
     from rayaccel.reporting import collect_problems as collect_problems
-    from rayaccel.simulation.call_log import (
-        CALLS_KEY as CALLS_KEY,
-        RecordingLibrary as RecordingLibrary,
-    )
-    from rayaccel.simulation.expectations import expectation_differences as expectation_differences
-    from rayaccel.simulation.fixtures import (
-        Fixture as Fixture,
-        load_fixture as load_fixture,
-        merge_patch as merge_patch,
-        parse_fixture as parse_fixture,
-    )
-    from rayaccel.simulation.recorded_fixture import inventory_view as inventory_view
-    from rayaccel.simulation.recording import RecordingHost as RecordingHost
-    from rayaccel.simulation.simulated_host import SimulatedHost as SimulatedHost
     from rayaccel.testing.kit import (
         PluginKit as PluginKit,
         build_inventory as build_inventory,

@@ -17,13 +17,13 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.errors import PluginError
-from rayaccel.host import Host
+from rayaccel.hosts.expectations import expectation_differences, reported_problem_codes
+from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture, parse_fixture
+from rayaccel.hosts.seam import Host
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import CloudHint, NodeInventory
-from rayaccel.simulation.expectations import expectation_differences, reported_problem_codes
-from rayaccel.simulation.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture, parse_fixture
-from rayaccel.simulation.simulated_host import SimulatedHost
 
 #: The entry-point group a plugin registers in (its pyproject's ``[project.entry-points.rayaccel]``).
 ENTRY_POINT_GROUP = "rayaccel"

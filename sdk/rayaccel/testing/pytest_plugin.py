@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from rayaccel.hosts.fixtures import Fixture
     from rayaccel.plugins.manager import PluginManager
-    from rayaccel.simulation.fixtures import Fixture
     from rayaccel.testing.kit import PluginKit
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
-from rayaccel.host import OutputTooLarge
+from rayaccel.hosts.seam import OutputTooLarge
 from rayaccel.reporting import malformed
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot

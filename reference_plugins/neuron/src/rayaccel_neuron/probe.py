@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import CommandNotFound, CommandTimeout, Host
-from rayaccel.host import OutputTooLarge
+from rayaccel.hosts.seam import OutputTooLarge
 from rayaccel.reporting import report_problem
 from rayaccel_neuron import instance, neuronls, sysfs
 

@@ -21,10 +21,9 @@ from rayaccel.errors import RayaccelError
 from rayaccel.inventory.cloud import CloudCatalog
 from rayaccel.labels import label_errors
 from rayaccel.records import FamilyInventory, NodeInventory
-from rayaccel.safe_text import control_characters, excerpt, terminal_text
+from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
+from rayaccel.support.safe_text import control_characters, excerpt, terminal_text
 
-#: Seconds between the health monitor's polls when nothing else is said (``rayaccel start``'s default).
-DEFAULT_MONITOR_INTERVAL = 5.0
 #: The image a KubeRay worker group runs when ``--image`` is not given: Ray's, with rayaccel to be added.
 DEFAULT_IMAGE = "rayproject/ray:2.60.0"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"

@@ -19,7 +19,7 @@ import yaml
 from rayaccel.inventory.cloud import CloudCatalog, CloudNodeType
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, check_labels
 from rayaccel.records import NodeInventory
-from rayaccel.safe_text import excerpt, terminal_text
+from rayaccel.support.safe_text import excerpt, terminal_text
 
 #: A Ray resource name as the autoscaler's YAML names it: Ray's own (``GPU``, ``neuron_cores``) and the
 #: ``accelerator_type:<type>`` ones; never a separator a node's ``--resources`` JSON or a CLI would split.

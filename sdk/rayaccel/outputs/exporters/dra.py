@@ -47,7 +47,7 @@ from rayaccel.outputs.exporters import (
     scheduler_name,
 )
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, HealthReport, NodeInventory
-from rayaccel.safe_text import control_characters, device_path_problem, excerpt
+from rayaccel.support.safe_text import control_characters, device_path_problem, excerpt
 
 API_VERSION = "resource.k8s.io/v1"
 #: ResourceSliceSpec.devices: "Must not have more than 128 entries. If any device uses taints or consumes

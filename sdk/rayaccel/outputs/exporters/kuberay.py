@@ -52,7 +52,7 @@ from rayaccel.records import (
     NodeInventory,
     Partition,
 )
-from rayaccel.safe_text import excerpt
+from rayaccel.support.safe_text import excerpt
 
 OVERWRITE_ANNOTATION = "ray.io/overwrite-container-cmd"
 CONTAINER_NAME = "ray-worker"

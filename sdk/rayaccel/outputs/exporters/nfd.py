@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from rayaccel.labels import label_key_error, label_value_error
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices
 from rayaccel.records import NodeInventory
-from rayaccel.safe_text import terminal_text
+from rayaccel.support.safe_text import terminal_text
 
 #: The monitor intervals after which the file's labels expire.
 EXPIRY_INTERVALS = 3

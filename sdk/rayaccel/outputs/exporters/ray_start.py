@@ -25,7 +25,7 @@ from rayaccel.outputs.exporters import (
     resource_quantity,
 )
 from rayaccel.records import NodeInventory
-from rayaccel.safe_text import MAX_ARG_BYTES, excerpt
+from rayaccel.support.safe_text import MAX_ARG_BYTES, excerpt
 
 #: The node env's JSON of the node's resources and labels (rayaccel.ray.node; Ray reads them at start).
 OVERRIDE_RESOURCES_ENV = "RAY_OVERRIDE_RESOURCES"

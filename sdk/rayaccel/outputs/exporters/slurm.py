@@ -28,7 +28,7 @@ from typing import Any
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices, scheduler_name
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory, expand_device_file
-from rayaccel.safe_text import device_path_problem, device_root_problem, excerpt
+from rayaccel.support.safe_text import device_path_problem, device_root_problem, excerpt
 
 #: Link kinds that join devices directly (NVLink, xGMI, ICI, ...): what Slurm's ``Links`` counts. PCIe
 #: and the scale-out networks are not device-to-device links to Slurm (its NVML autodetection gives 0).

@@ -1,10 +1,10 @@
 """A tensor transport for Ray Direct Transport, started from rayaccel's reference transport.
 
-``rayaccel.shm_transport.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
+``rayaccel.transports.shared_memory.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
 shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write receive
 or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, errors naming the step
 and the actors). Metrics need no code of yours: the bridge registers your class measured
-(``rayaccel.transport_metrics``: transfers, bytes, latency per direction, failures by step, on the node's
+(``rayaccel.transports.metrics``: transfers, bytes, latency per direction, failures by step, on the node's
 metrics endpoint), and whatever it raises reaches the caller as one error naming the transport and the step. Its
 ``SegmentPool`` shows the pattern that keeps a transfer near copy speed: reuse memory that is already allocated
 and mapped (a bounded pool, returned when Ray frees the ref), and reuse it only when no receiver still maps it;
@@ -27,7 +27,7 @@ RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
 
 from __future__ import annotations
 
-from rayaccel.shm_transport import SharedMemoryTransport
+from rayaccel.transports.shared_memory import SharedMemoryTransport
 
 NAME = "{{ cookiecutter.__family | upper | replace('-', '_') }}_SHM"
 

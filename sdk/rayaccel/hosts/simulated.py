@@ -17,7 +17,8 @@ from typing import Any
 
 from rayaccel.errors import FixtureError
 from rayaccel.files import reading
-from rayaccel.host import (
+from rayaccel.hosts.fixtures import Fixture, HostState, apply_faults
+from rayaccel.hosts.seam import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
     MAX_OUTPUT_BYTES,
@@ -32,7 +33,6 @@ from rayaccel.host import (
     check_adapter,
 )
 from rayaccel.records import Problem
-from rayaccel.simulation.fixtures import Fixture, HostState, apply_faults
 
 #: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
 #: short enough that suites exercising hangs stay fast. The caller's timeout still bounds it, and the rest of
@@ -51,7 +51,7 @@ def _norm(path: str) -> str:
 
 
 class SimulatedHost:
-    """A :class:`rayaccel.host.Host` built from a fixture."""
+    """A :class:`rayaccel.hosts.seam.Host` built from a fixture."""
 
     def __init__(self, fixture: Fixture, faults: Iterable[str] = (), fault_file: str | None = None) -> None:
         self.fixture = fixture
@@ -262,7 +262,7 @@ class SimulatedHost:
             if isinstance(fault, dict):
                 data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
             if isinstance(data, dict) and RECORDED_CALLS_KEY in data:  # recorded by `rayaccel record`
-                from rayaccel.simulation.call_log import ReplayLibrary
+                from rayaccel.hosts.call_log import ReplayLibrary
 
                 calls = data[RECORDED_CALLS_KEY]
                 opened = ReplayLibrary(name, adapter.open_simulated({}), calls if isinstance(calls, dict) else {})
@@ -277,7 +277,7 @@ class SimulatedHost:
 #: (every call blocks, as a wedged driver does; the caller's own bound must end the wait).
 LIBRARY_FAULT_KEY = "rayaccel_fault"
 #: Reserved key in a library's fixture data: a call log recorded by ``rayaccel record``
-#: (:mod:`rayaccel.simulation.recording`).
+#: (:mod:`rayaccel.hosts.recording`).
 RECORDED_CALLS_KEY = "rayaccel_calls"
 
 

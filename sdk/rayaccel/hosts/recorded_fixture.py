@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from rayaccel.hosts.expectations import Expected, FaultExpectation, reported_problem_codes
+from rayaccel.hosts.fixtures import parse_fixture
 from rayaccel.records import NodeInventory
-from rayaccel.simulation.expectations import Expected, FaultExpectation, reported_problem_codes
-from rayaccel.simulation.fixtures import parse_fixture
 
 
 def expected_from_inventory(inventory: NodeInventory, plugin: str) -> dict[str, Any]:

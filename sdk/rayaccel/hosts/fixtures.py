@@ -19,9 +19,9 @@ from pydantic import Field, ValidationError, model_validator
 
 from rayaccel.errors import FixtureError
 from rayaccel.files.checked import load_checked
+from rayaccel.hosts.expectations import Expected, FaultExpectation
 from rayaccel.records import Record
 from rayaccel.schemas import describe_validation_error, validate_document
-from rayaccel.simulation.expectations import Expected, FaultExpectation
 
 if TYPE_CHECKING:
     import yaml

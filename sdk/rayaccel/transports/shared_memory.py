@@ -33,7 +33,7 @@ copies (the template's ``transport.py`` starts from it):
   the transport, the actors and the step named.
 
 Metrics (transfers, bytes, latency, failures by step) are not this class's: the bridge registers it, as every
-plugin's transport, measured (:mod:`rayaccel.transport_metrics`).
+plugin's transport, measured (:mod:`rayaccel.transports.metrics`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from ray.experimental.rdt.tensor_transport_manager import (
     TensorTransportMetadata,
 )
 
-from rayaccel.transport_metrics import TransportError as TransportError
+from rayaccel.transports.metrics import TransportError as TransportError
 
 if TYPE_CHECKING:
     import ray
@@ -114,7 +114,7 @@ def segment_paths() -> list[str]:
 
 def _pid_alive(pid: int) -> bool:
     # A sender that died unreaped (a zombie) sends nothing more: its segments are orphans.
-    from rayaccel.liveness import alive
+    from rayaccel.support.liveness import alive
 
     return alive(pid)
 

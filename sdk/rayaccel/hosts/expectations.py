@@ -15,7 +15,7 @@ from pydantic import Field
 from rayaccel.records import HealthState, NodeInventory, Record
 
 if TYPE_CHECKING:
-    from rayaccel.simulation.fixtures import Fixture
+    from rayaccel.hosts.fixtures import Fixture
 
 
 class Expected(Record):

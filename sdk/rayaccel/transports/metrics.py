@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from rayaccel.lazy import import_object
+from rayaccel.support.lazy import import_object
 
 logger = logging.getLogger(__name__)
 

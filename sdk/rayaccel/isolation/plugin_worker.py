@@ -1,5 +1,5 @@
-"""The worker process of :mod:`rayaccel.isolation.pool` (``python -m rayaccel.isolation.worker``): imports only its
-plugins and answers each request with their families, as JSON lines on its own copy of stdout."""
+"""The worker process of :mod:`rayaccel.isolation.pool` (``python -m rayaccel.isolation.plugin_worker``): imports
+only its plugins and answers each request with their families, as JSON lines on its own copy of stdout."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from rayaccel import bounded, hookspec
-from rayaccel.host import Host
+from rayaccel import hookspec
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.protocol import (
     HostSpec,
@@ -30,6 +30,7 @@ from rayaccel.isolation.protocol import (
 )
 from rayaccel.plugins.manager import MISSING, PluginManager
 from rayaccel.records import Problem
+from rayaccel.support import bounded
 
 
 def _watch_parent(parent: int) -> None:
@@ -128,7 +129,7 @@ def build_validators() -> None:
     for a worker of a plugin without devices, ~25 ms with them): called in the process that forks the workers,
     so they share one set instead of each building its own; nothing once built."""
     from rayaccel import records
-    from rayaccel.simulation.fixtures import Fixture, HostState  # a simulated host's spec is read as these
+    from rayaccel.hosts.fixtures import Fixture, HostState  # a simulated host's spec is read as these
 
     models: list[type[BaseModel]] = [v for v in vars(records).values()
                                      if isinstance(v, type) and issubclass(v, records.Record)]
@@ -138,7 +139,7 @@ def build_validators() -> None:
 
 
 def worker_main() -> int:
-    """A worker's life (``python -m rayaccel.isolation.worker``, or a process forked by
+    """A worker's life (``python -m rayaccel.isolation.plugin_worker``, or a process forked by
     :mod:`rayaccel.isolation.process`): requests on fd 0, answers on fd 1. See :mod:`rayaccel.isolation.pool`."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
@@ -212,7 +213,7 @@ def _build(builder: InventoryBuilder, target: PluginTarget, host: Host | None, p
         raise ValueError("a build request before any host was given")  # the parent's bug: the worker dies
     recorder = None
     if record:
-        from rayaccel.simulation.recording import RecordingHost
+        from rayaccel.hosts.recording import RecordingHost
 
         recorder = RecordingHost(host)
     try:
@@ -228,7 +229,7 @@ def _build(builder: InventoryBuilder, target: PluginTarget, host: Host | None, p
     idle = builder.worker_needs(target.name, []) if family is None else None
     recording, why = None, None
     if recorder is not None:
-        from rayaccel.simulation.call_log import RecordingError
+        from rayaccel.hosts.call_log import RecordingError
 
         try:
             recording = recorder.host_state()

@@ -2,7 +2,7 @@
 
 A :class:`Host` answers environment lookups, file reads under a root, commands (argv, no shell, always
 with a timeout), HTTP GETs (cloud metadata, always with a timeout) and vendor Python libraries behind
-small adapters. :class:`RealHost` reads this machine; :class:`rayaccel.simulation.simulated_host.SimulatedHost`
+small adapters. :class:`RealHost` reads this machine; :class:`rayaccel.hosts.simulated.SimulatedHost`
 answers from a fixture recorded in the vendor's own formats.
 """
 

@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Any
 
-logger = logging.getLogger("rayaccel.ray.worker")
+logger = logging.getLogger("rayaccel.ray.worker_preload")
 
 
 def setup_worker() -> list[str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rayaccel.errors import RayaccelError
 
 if TYPE_CHECKING:
-    from rayaccel.simulation.recording import RecordingHost
+    from rayaccel.hosts.recording import RecordingHost
 
 #: Reserved key of a library's fixture data holding a recorded call log (see :class:`ReplayLibrary`).
 CALLS_KEY = "rayaccel_calls"

@@ -1,10 +1,10 @@
 """Recording a machine into a fixture: ``rayaccel record`` and ``rayaccel fixture expect``.
 
-:class:`RecordingHost` wraps any :class:`rayaccel.host.Host` (the real machine, or a simulated one for
+:class:`RecordingHost` wraps any :class:`rayaccel.hosts.seam.Host` (the real machine, or a simulated one for
 round-trip tests), delegates every call and keeps every answer a plugin read, in the fixture format of
-:mod:`rayaccel.simulation.fixtures`: env keys asked for, files read or listed, commands, HTTP GETs and vendor
+:mod:`rayaccel.hosts.fixtures`: env keys asked for, files read or listed, commands, HTTP GETs and vendor
 library calls. Library calls are kept as a call log (``{"rayaccel_calls": {"call(args)": [answers]}}``),
-which :class:`ReplayLibrary` answers on a :class:`rayaccel.simulation.simulated_host.SimulatedHost`: exactly what was
+which :class:`ReplayLibrary` answers on a :class:`rayaccel.hosts.simulated.SimulatedHost`: exactly what was
 asked, in the library's own call names, with its own exception classes.
 
 Recording is strict: an answer the format cannot express (binary output, an unserialisable library
@@ -19,7 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from rayaccel.host import (
+from rayaccel.hosts.call_log import CALLS_KEY, REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary
+from rayaccel.hosts.fixtures import HostState
+from rayaccel.hosts.seam import (
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_HTTP_TIMEOUT,
     CommandResult,
@@ -31,9 +33,7 @@ from rayaccel.host import (
     OutputTooLarge,
     check_adapter,
 )
-from rayaccel.simulation.call_log import CALLS_KEY, REPLAY_HANG_SECONDS, RecordingError, RecordingLibrary
-from rayaccel.simulation.fixtures import HostState
-from rayaccel.simulation.simulated_host import LIBRARY_FAULT_KEY
+from rayaccel.hosts.simulated import LIBRARY_FAULT_KEY
 
 
 def _text(what: str, value: str, errors: list[str]) -> str:
