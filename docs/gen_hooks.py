@@ -1,6 +1,6 @@
 """Render docs/hooks.md from the hook spec's docstrings: `python docs/gen_hooks.py > docs/hooks.md`.
 
-tests/test_docs.py fails when docs/hooks.md differs from this output, so the reference cannot go stale.
+tests/docs/test_docs.py fails when docs/hooks.md differs from this output, so the reference cannot go stale.
 """
 
 from __future__ import annotations

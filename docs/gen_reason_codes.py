@@ -1,7 +1,7 @@
 """Write each reference plugin's health reason codes into its README, from the plugin's own declaration
 (``FamilyDeclaration.health_reasons``): ``python docs/gen_reason_codes.py``.
 
-tests/test_health_reason_docs.py fails when a README's table differs from what this renders, so the tables
+tests/plugins/test_health_reason_docs.py fails when a README's table differs from what this renders, so the tables
 operators write health policies from (docs/ray-bridge.md) cannot go stale.
 """
 

@@ -2,7 +2,7 @@
 
 A development script, not part of the library: the schemas ship as files (``rayaccel/schemas/`` for the
 SDK's documents, ``rayaccel_conformance/report/`` for the conformance report) and the loader only reads them.
-tests/test_schemas.py fails while a shipped schema differs from what this script generates.
+tests/docs/test_schemas.py fails while a shipped schema differs from what this script generates.
 """
 
 from __future__ import annotations

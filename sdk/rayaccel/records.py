@@ -92,7 +92,7 @@ class Record(BaseModel):
 
     Each model's validator is built at its first use (``defer_build``), not when a plugin imports
     ``rayaccel``: a plugin's import costs ~40 ms less, and the checks are the same once built
-    (``tests/test_lazy_records.py`` proves every lazily built record still refuses bad input)."""
+    (``tests/plugins/test_lazy_records.py`` proves every lazily built record still refuses bad input)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 

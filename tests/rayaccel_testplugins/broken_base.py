@@ -1,7 +1,7 @@
 """What the deliberately broken plugins share: ACME's probing, under a family of their own.
 
 Each ``broken_*.py`` module is an ACME plugin with exactly one defect, and must fail the conformance
-check that names it (tests/test_conformance_broken.py). ``declare`` gives each its own resource and env
+check that names it (tests/conformance/test_conformance_broken.py). ``declare`` gives each its own resource and env
 var so they can all be loaded at once without colliding; ``fixture_dirs`` points at its own fixture,
 a copy of ``acme-4`` whose expectations name that family (written by ``write_fixture``).
 """

@@ -4,7 +4,7 @@
 validated), with its own labels, metrics, visible-devices hooks, SKU catalog and cloud hints: it must reach
 ``supported``. Each mutant subclass changes one method the way a vendor ships a mistake, and declares the
 defect it carries (``DEFECT``) and the check and message fragment expected to kill it (``KILLED_BY``).
-tests/test_conformance_corpus.py grades all of them and prints the kill rate.
+tests/conformance/test_conformance_corpus.py grades all of them and prints the kill rate.
 
 Every plugin gets its own family (resource and env var) and its own fixture, a copy of ``acme-4`` with more
 sysfs files (temperature, memory in use, busy %, power) and the ``acme-smi`` tool; the fixtures are written
@@ -1470,7 +1470,7 @@ for _cls in [Healthy, *Healthy.__subclasses__()]:
     globals()[_plugin.name.replace("-", "_")] = _plugin  # importable as rayaccel_testplugins.corpus:<attr>
 
 #: Mutants whose defect is in their module's import: each lives in a module of its own (importing this one
-#: stays clean), which adds it to PLUGINS when imported (tests/test_conformance_corpus.py imports them).
+#: stays clean), which adds it to PLUGINS when imported (tests/conformance/test_conformance_corpus.py imports them).
 IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_testplugins.corpus_slow_import")
 
 

@@ -1,5 +1,5 @@
 """What the hostile plugins share: ACME's probing under a family of their own, plus one misbehaviour in
-discovery that in-process isolation cannot contain (tests/test_isolation.py, tests/test_ray_lifecycle.py).
+discovery that in-process isolation cannot contain (tests/isolation/test_isolation.py, tests/ray/test_ray_lifecycle.py).
 
 Each ``hostile_*.py`` module calls :func:`make` with its misbehaviour.
 """

@@ -1,6 +1,6 @@
 """hostile-calls: ACME devices, and the hooks a command calls beyond an inventory end the process that calls them
 (``os._exit(7)``): its SKU catalog and its cloud hints (a hook with arguments). What ``rayaccel sku`` and
-``rayaccel export --format autoscaler`` must contain as ``inspect`` does (tests/test_cli_isolation.py)."""
+``rayaccel export --format autoscaler`` must contain as ``inspect`` does (tests/cli/test_cli_isolation.py)."""
 
 from __future__ import annotations
 

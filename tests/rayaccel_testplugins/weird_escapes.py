@@ -1,5 +1,5 @@
 """weird-escapes: one device whose product name and id carry terminal escapes, to prove the CLI prints vendor
-strings escaped (tests/test_bounds.py); importable, so it runs in a plugin worker like any installed plugin."""
+strings escaped (tests/support/test_bounds.py); importable, so it runs in a plugin worker like any installed plugin."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """weird: one device whose product name is Rich markup, emoji codes and a link, to prove the CLI prints vendor
-strings as data (tests/test_bounds.py); importable, so it runs in a plugin worker like any installed plugin."""
+strings as data (tests/support/test_bounds.py); importable, so it runs in a plugin worker like any installed plugin."""
 
 from __future__ import annotations
 

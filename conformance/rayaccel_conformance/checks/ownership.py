@@ -122,7 +122,7 @@ def accelerator_type_owner_problem(accelerator_type: str, family: Any, known: di
 
 #: Ray's own tensor transports (``ray.experimental.rdt.util``): name -> (its manager class, the torch device
 #: types Ray registers it for). A plugin declares them with ``builtin_in_ray`` for path selection only.
-#: tests/test_conformance_transports.py holds this table to what Ray 2.60 registers.
+#: tests/conformance/test_conformance_transports.py holds this table to what Ray 2.60 registers.
 RAY_TRANSPORT_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
     "NIXL": ("ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport", ("cuda", "cpu")),
     "GLOO": ("ray.experimental.rdt.collective_tensor_transport:GLOOTensorTransport", ("cpu",)),

@@ -74,5 +74,5 @@ def main(out_dir: Path = HERE) -> int:
 
 
 if __name__ == "__main__":
-    # An optional directory to write into (tests/test_fixture_builders.py compares it with the committed files).
+    # An optional directory to write into (tests/hosts/test_fixture_builders.py compares it with the committed files).
     sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))

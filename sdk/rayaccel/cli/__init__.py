@@ -128,7 +128,7 @@ def print_json(data: Any) -> None:
 
 
 #: The module that adds each built-in command, in the order `rayaccel --help` lists them: running a command
-#: imports only its own module (tests/test_cli_entry_points.py keeps this table equal to what registers).
+#: imports only its own module (tests/cli/test_cli_entry_points.py keeps this table equal to what registers).
 COMMAND_MODULES: dict[str, str] = {
     "inspect": "inventory", "fixtures": "inventory", "plugins": "inventory", "start": "node", "stop": "node",
     "new": "template", "upgrade": "template", "sku": "sku", "record": "record", "fixture": "record",

@@ -1,6 +1,6 @@
 """What the Ray version we build against reserves, as data (so `import rayaccel` needs no `import ray`).
 
-``tests/test_raycompat.py`` checks these tables against the installed Ray's own registry, so a Ray upgrade
+``tests/support/test_raycompat.py`` checks these tables against the installed Ray's own registry, so a Ray upgrade
 that adds a family or changes an env var fails the suite instead of silently drifting.
 """
 

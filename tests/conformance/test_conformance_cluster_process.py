@@ -1,0 +1,65 @@
+"""The process that holds a conformance run's Ray cluster (rayaccel_conformance.harness.cluster_host), spoken to
+as the suite does: every answer is waited for with a bound, a failure says what failed, and the process never
+outlives the suite's (its stdin closing ends it). The cluster itself is graded by every conformance run
+(tests/conformance/test_conformance_broken.py, test_conformance_partitions.py, test_conformance_corpus.py)."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+from rayaccel.support.polling import wait_for
+from rayaccel_conformance.harness.raycluster import ClusterProcess, ClusterProcessError
+
+WAIT_S = 30.0
+
+
+def test_a_request_it_cannot_answer_fails_naming_why_and_the_next_is_still_answered() -> None:
+    cluster = ClusterProcess()
+    try:
+        bad, removed = cluster.send(op="reboot"), cluster.send(op="remove", fixtures=["acme/acme-4"])
+        # Answers come in order: the second is read (and kept) while waiting for the first, or after it.
+        with pytest.raises(ClusterProcessError, match="cluster process failed: unknown request 'reboot'"):
+            cluster.answer(bad, WAIT_S)
+        assert cluster.answer(removed, WAIT_S) == {"removed": []}  # no node of that fixture: nothing removed
+    finally:
+        cluster.close()
+    assert cluster.process.returncode == 0
+
+
+def test_it_ends_when_the_suites_process_stops_talking_to_it() -> None:
+    cluster = ClusterProcess()
+    try:
+        assert cluster.process.stdin is not None
+        cluster.process.stdin.close()  # as when the suite's process dies
+        code = wait_for(cluster.process.poll, lambda code: code is not None, timeout=WAIT_S, interval=0.05,
+                        what="the cluster process to end")
+        assert code == 0  # it shut down what it held (nothing yet) and ended normally
+    finally:
+        cluster.close()
+
+
+def test_a_process_that_died_is_reported_with_the_end_of_its_log() -> None:
+    cluster = ClusterProcess()
+    try:
+        cluster.process.kill()
+        cluster.process.wait(WAIT_S)
+        with pytest.raises(ClusterProcessError, match="ended"):
+            cluster.answer(cluster.send(op="head"), WAIT_S)
+    finally:
+        cluster.close()
+
+
+def test_closed_while_it_starts_ray_it_stops_at_once_leaving_no_ray_process() -> None:
+    # A run interrupted while the head starts: the process is told to stop now, shuts down what it started, and
+    # whatever it had half started (Ray's processes fate-share with it) ends too.
+    cluster = ClusterProcess()
+    try:
+        cluster.send(op="head")
+        under = wait_for(lambda: psutil.Process(cluster.pid).children(recursive=True), bool, timeout=WAIT_S,
+                         interval=0.05, what="Ray's first process under the cluster process")
+    finally:
+        cluster.close()
+    assert cluster.process.returncode is not None
+    wait_for(lambda: [p for p in under if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], lambda left: not left,
+             timeout=WAIT_S, interval=0.1, what="every Ray process it started to end")

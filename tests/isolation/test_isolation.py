@@ -1,0 +1,128 @@
+"""Plugin hooks out of process (rayaccel.isolation.pool): what in-process isolation cannot contain stays in a
+plugin's worker process, which is replaced; the other plugins' results are intact. No Ray here: the
+pool is what ``rayaccel start`` and the health monitor use; tests/ray/test_ray_lifecycle.py runs them on Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import psutil
+import pytest
+
+from rayaccel.inventory.builder import collect_inventory
+from rayaccel.isolation.pool import WorkerPool, isolated_inventory
+from rayaccel.isolation.protocol import WORKER_MEMORY_ENV
+from rayaccel.plugins.configuration import PLUGINS_ENV
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.ray.driver import prepare_host
+
+ACME_DEVICES = 4
+
+
+def manager_with(*hostile: str, timeout: float | None = None, autoload: bool = False) -> PluginManager:
+    plugins = ["acme=rayaccel_testplugins.acme"] + [f"hostile-{h}=rayaccel_testplugins.hostile_{h}" for h in hostile]
+    saved = os.environ.get(PLUGINS_ENV)
+    os.environ[PLUGINS_ENV] = ",".join(plugins)
+    try:
+        return PluginManager(autoload=autoload, timeout=timeout)
+    finally:
+        if saved is None:
+            os.environ.pop(PLUGINS_ENV)
+        else:
+            os.environ[PLUGINS_ENV] = saved
+
+
+def acme_host(manager: PluginManager):  # type: ignore[no-untyped-def]
+    host, _ = prepare_host(manager, "acme/acme-4", fault_file=os.devnull)
+    return host
+
+
+def families(inventory):  # type: ignore[no-untyped-def]
+    return {f.plugin: len(f.devices) for f in inventory.families}
+
+
+def codes(inventory, plugin):  # type: ignore[no-untyped-def]
+    return {p.code for p in inventory.problems if p.plugin == plugin}
+
+
+def problem(inventory, plugin):  # type: ignore[no-untyped-def]
+    found = [p for p in inventory.problems if p.plugin == plugin and p.severity != "info"]
+    assert found, f"no problem recorded for {plugin}: {inventory.problems}"
+    return found[0]
+
+
+@pytest.mark.parametrize("fixture", ["acme/acme-4", "nvidia/dgx-h100"])
+def test_out_of_process_inventory_equals_the_in_process_one(fixture):
+    if fixture.startswith("nvidia"):
+        pytest.importorskip("rayaccel_nvidia")
+    manager = manager_with(autoload=True)  # every installed plugin, each in its own worker
+    host, _ = prepare_host(manager, fixture, fault_file=os.devnull)
+    assert isolated_inventory(manager, host).model_dump() == collect_inventory(manager, host).model_dump()
+
+
+@pytest.mark.parametrize("workers", [1, 4], ids=["one-worker-for-all", "one-worker-per-plugin"])
+def test_exit_memory_print_and_environ_stay_in_the_plugins_worker(workers, capfd, monkeypatch):
+    monkeypatch.setenv(WORKER_MEMORY_ENV, "1024")
+    manager = manager_with("exit", "memory", "noisy")  # acme first, then the hostile ones in this order
+    environ_before = dict(os.environ)
+    inventory = isolated_inventory(manager, acme_host(manager), workers=workers)
+    out, err = capfd.readouterr()
+    # The other plugins' results are intact, also those served after the exit in the same worker (asked
+    # again in a fresh one); the noisy plugin's devices too (it only misbehaves).
+    assert families(inventory) == {"acme": ACME_DEVICES, "hostile-noisy": ACME_DEVICES}
+    assert inventory.resources["ACME"] == ACME_DEVICES
+    exited = problem(inventory, "hostile-exit")
+    assert exited.code == "worker-failed" and "exited with code 7" in exited.message
+    memory = problem(inventory, "hostile-memory")
+    assert memory.code == "hook-raised" and "MemoryError" in memory.message
+    # Nothing the noisy plugin printed or set reached this process.
+    assert "HOSTILE-" not in out and "HOSTILE-" not in err
+    assert dict(os.environ) == environ_before
+
+
+def test_a_plugin_that_exits_is_replaced_and_answers_again():
+    manager = manager_with("exit")
+    with WorkerPool(manager) as pool:
+        host = acme_host(manager)
+        first = pool.build(host)
+        second = pool.build(host)
+    assert families(first) == families(second) == {"acme": ACME_DEVICES}
+    assert problem(second, "hostile-exit").code == "worker-failed"
+    assert pool.restarts()["hostile-exit"] == 2  # replaced after each request; acme's worker stayed warm
+    assert pool.restarts()["acme"] == 0
+
+
+def test_polls_leave_no_threads_or_children_behind():
+    """The monitor's case: a plugin that hangs and one that spawns, polled 6 times through one pool."""
+    manager = manager_with("hang", "spawn", timeout=2)
+    me = psutil.Process()
+    threads_before = set(threading.enumerate())  # others' leftover threads may end meanwhile: that is fine
+    counts = []
+    with WorkerPool(manager) as pool:
+        host = acme_host(manager)
+        for _ in range(6):
+            inventory = pool.build(host)
+            assert families(inventory) == {"acme": ACME_DEVICES, "hostile-spawn": ACME_DEVICES}
+            assert "hook-timeout" in codes(inventory, "hostile-hang")
+            assert "worker-leak" in codes(inventory, "hostile-spawn")
+            counts.append((set(threading.enumerate()) - threads_before, len(me.children(recursive=True))))
+        warm_acme = pool.worker_pids()["acme"]
+        assert pool.restarts()["hostile-spawn"] >= 5 and pool.restarts()["hostile-hang"] >= 5
+    # After each poll: this process's threads unchanged, and only the warm workers alive (the acme one;
+    # the two replaced ones, with the children and threads they leaked, are gone).
+    assert all(not new for new, _ in counts), counts
+    assert all(children <= 1 for _, children in counts), counts
+    assert not psutil.pid_exists(warm_acme) or psutil.Process(warm_acme).status() == psutil.STATUS_ZOMBIE
+    assert me.children(recursive=True) == []
+
+
+def test_plugins_sharing_a_worker_never_see_one_anothers_environment(monkeypatch):
+    # hostile-noisy sets RAYACCEL_DISABLE=acme in discovery; acme is loaded after it in the same worker.
+    monkeypatch.setenv(PLUGINS_ENV, "hostile-noisy=rayaccel_testplugins.hostile_noisy,acme=rayaccel_testplugins.acme")
+    manager = PluginManager(autoload=False)
+    assert manager.plugin_names() == ["hostile-noisy", "acme"]
+    inventory = isolated_inventory(manager, acme_host(manager), workers=1)
+    assert families(inventory) == {"hostile-noisy": ACME_DEVICES, "acme": ACME_DEVICES}
+    assert not [p for p in inventory.problems if p.code == "disabled"]
