@@ -17,7 +17,7 @@ from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray import node_config
 from rayaccel.ray.claims import PLACEMENT_ENV, load_placement
-from rayaccel.ray.monitor import cordon_units
+from rayaccel.ray.cordons import cordon_units
 from rayaccel.ray.node import NODE_UNITS_ENV, OVERRIDE_RESOURCES_ENV, UNIT_INSTANCE_ENV
 from rayaccel.ray.registry import FAMILIES_ENV, load_specs, manager_class
 from rayaccel.records import Device, NodeInventory, Partition, PartitionCapacity, partition_resource_name

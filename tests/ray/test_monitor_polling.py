@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,8 @@ from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.ray.driver import prepare_host
 from rayaccel.records import FamilyInventory, Problem
+from rayaccel.simulation.host_factory import make_host
 from rayaccel.support.bounded import BoundedTimeout, idle_threads, reuse_threads, run_bounded
 from rayaccel_testplugins import broken_topology
 
@@ -35,7 +36,7 @@ def acme_node(tmp_path: Path):  # type: ignore[no-untyped-def]
     manager.register(importlib.import_module("rayaccel_testplugins.acme"), "acme")
     fault_file = tmp_path / "faults.txt"
     fault_file.write_text("")
-    host, _ = prepare_host(manager, "acme/acme-4", fault_file=str(fault_file))
+    host = make_host("acme/acme-4", fault_file=str(fault_file), manager=manager)
     return manager, host, fault_file
 
 
@@ -67,7 +68,7 @@ def test_a_refresh_keeps_the_family_only_while_devices_and_health_answer_as_befo
 def test_a_kept_family_keeps_the_problems_of_the_hooks_not_asked_again():
     manager = PluginManager(autoload=False)
     manager.register(broken_topology, "broken-topology")
-    host, _ = prepare_host(manager, "broken-topology/acme-4", fault_file=os.devnull)
+    host = make_host("broken-topology/acme-4", fault_file=os.devnull, manager=manager)
     builder = InventoryBuilder(manager, ["broken-topology"])
     whole: list[Problem] = []
     builder.refresh("broken-topology", host, whole)
@@ -133,16 +134,22 @@ def test_a_monitor_asks_health_every_poll_and_metrics_twice_per_ray_metrics_repo
     """Ray exports only a gauge's last value of each metrics report, so the monitor samples the plugins' metrics
     every max(interval, report / 2) seconds; health is asked at every poll, and a fault is acted on at the
     next poll whether it samples or not. (Cordoning itself needs Ray: tests/ray/test_ray_lifecycle.py.)"""
-    from rayaccel.ray.monitor import HealthMonitor, metrics_report_interval
+    from rayaccel.ray.cordons import Cordons
+    from rayaccel.ray.metric_publisher import metrics_report_interval
+    from rayaccel.ray.monitor import HealthMonitor
 
     cordoned: list[str] = []
 
-    class Monitor(HealthMonitor):  # the real monitor outside Ray: what it would cordon is recorded
-        def _adopt(self, failing: set[str]) -> None:
+    class RecordedCordons(Cordons):  # outside Ray: what the monitor would cordon is recorded
+        def adopt(self, failing: set[str], family_resources: Mapping[str, str]) -> None:
             pass
 
-        def _cordon(self, family: str, device: str, message: str) -> None:
+        def cordon(self, family: str, family_resource: str, device: str, message: str) -> str | None:
             cordoned.append(device)
+            return None
+
+    class Monitor(HealthMonitor):  # the real monitor outside Ray, its cordons recorded
+        cordons_class = RecordedCordons
 
     fault_file = tmp_path / "faults.txt"
     fault_file.write_text("")
