@@ -2,11 +2,21 @@
 
 Both heads run at once on this machine, each started by its own command (``rayaccel start --simulate ...`` and
 ``ray start`` with the same GPUs, custom resources and ``accelerator_type``), with ``--num-cpus`` CPUs so that
-the accelerator, not the CPU count, bounds how many tasks run at once. For each request a driver connects to
-one node, runs ``warmup`` empty tasks (the workers start), then times ``tasks`` empty tasks submitted at once;
-the nodes alternate, round after round, so load from other jobs hits both. Tasks are declared with
-``max_calls=0``: Ray's default for a ``num_gpus`` function is a new worker per task (``max_calls=1``), which
-would measure worker starts, a figure of its own (:func:`benchmarks.against_ray.bench_worker_start`).
+8 tasks run at once on either. Each node gets one driver process for the whole row, connected once; it warms
+up (batches of empty tasks until two in a row start no new Python worker: a worker start is ~1 s of CPU here and
+would be the figure otherwise) and then, on each round, times one batch of ``tasks`` empty tasks submitted at
+once. The two nodes take turns (which goes first alternates), and each round gives one ratio, rayaccel/plain;
+the row's figure is the median of those ratios. Load from other jobs moves both sides of a round alike, and
+moves the rounds apart: each side's spread (its interquartile range over its median) is printed, and a row
+whose spread is over :data:`SPREAD_LIMIT` grades nothing (``NO GRADE``) rather than PASS or MISS.
+
+Beside tasks/s each side gives the CPU milliseconds per task of its raylet, its task workers and its driver
+(what a task costs wherever it is spent; load inflates it less than wall time), and how many Python workers
+ran the tasks. Tasks are declared with ``max_calls=0``: Ray's default for a ``num_gpus`` function is a new
+worker per task (``max_calls=1``), which would measure worker starts, a figure of its own
+(:func:`benchmarks.against_ray.bench_worker_start`).
+
+``python -m benchmarks.task_path [row label ...]`` runs these rows alone.
 """
 
 from __future__ import annotations
@@ -18,15 +28,22 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from benchmarks.against_ray import ENV, RAY, RAYACCEL, node_flags, stop_cluster, timed_run
 
-#: The CPUs each node offers: more than its GPUs, so 8 whole-GPU tasks (or 32 quarter ones) can run at once.
+#: The CPUs each node offers: 8 tasks of one CPU run at once (8 whole GPUs, or 8 quarter ones).
 NUM_CPUS = 8
 #: Where the day-zero test plugin (acme: a family Ray does not know) is importable from.
 TEST_PLUGINS = str(Path(__file__).resolve().parent.parent / "tests")
+#: The target of every task row: a rayaccel node runs at least this share of a plain node's tasks/s.
+TARGET = 0.9
+#: A side whose tasks/s spread more than this over the rounds (interquartile range / median) grades nothing.
+SPREAD_LIMIT = 0.25
+#: Warm-up batches at most (each until a batch starts no new worker).
+WARMUP_BATCHES = 12
 #: Each row: (label, the rayaccel node, the plain node's resources, the task's request).
 ROWS: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
     ("num_gpus=1", "nvidia/dgx-h100", {"num_gpus": 8, "resources": {"accelerator_type:H100": 1}}, {"num_gpus": 1}),
@@ -36,34 +53,45 @@ ROWS: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
     ("day-zero family, ACME=1", "acme/acme-4", {"num_gpus": 0, "resources": {"ACME": 4, "accelerator_type:R1": 1}},
      {"resources": {"ACME": 1}}),
 ]
+KINDS = ("ray", "rayaccel")
 
+# One driver per node and row: reads a batch size per line, answers one JSON line per batch.
 _DRIVER = """
-import json, logging, sys, time
-import ray
-address, request, warmup, tasks = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+import json, logging, os, sys, time
+import psutil, ray
+address, request = sys.argv[1], json.loads(sys.argv[2])
 ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
 def pid():
     import os
     return os.getpid()
 task = ray.remote(max_calls=0)(pid).options(**request)
-import psutil
-pids = set(ray.get([task.remote() for _ in range(warmup)], timeout=600))
-raylet = psutil.Process(next(iter(pids))).parent()
-def cpu(pids):  # the node's raylet, its workers and this driver: the CPU a task costs wherever it is spent
+me, seen, processes = psutil.Process(), set(), {}
+def cpu():  # the node's raylet, its task workers and this driver: the CPU a task costs wherever it is spent
     total = 0.0
-    for process in [raylet, psutil.Process(), *(psutil.Process(p) for p in pids)]:
+    for process in [me, *processes.values()]:
         try:
             times = process.cpu_times()
             total += times.user + times.system
         except psutil.Error:
             pass
     return total
-before, started = cpu(pids), time.perf_counter()
-new = set(ray.get([task.remote() for _ in range(tasks)], timeout=600))
-seconds = time.perf_counter() - started
-used = cpu(pids | new) - before
-print(json.dumps({"tasks_per_s": tasks / seconds, "workers": len(pids | new), "cpu_ms_per_task": 1e3 * used / tasks}))
-ray.shutdown()
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    tasks = int(line)
+    before, started = cpu(), time.perf_counter()
+    pids = ray.get([task.remote() for _ in range(tasks)], timeout=600)
+    seconds = time.perf_counter() - started
+    used = cpu() - before
+    new = set(pids) - seen
+    seen |= new
+    for p in new:
+        try:
+            processes[p] = psutil.Process(p)
+            processes.setdefault("raylet", processes[p].parent())
+        except psutil.Error:
+            pass
+    print(json.dumps({"tasks_per_s": tasks / seconds, "cpu_ms_per_task": 1e3 * used / tasks,
+                      "new_workers": len(new), "workers": len(seen)}), flush=True)
 """
 
 
@@ -91,62 +119,135 @@ def _start(kind: str, fixture: str, plain: dict[str, Any]) -> str:
     return address
 
 
-def _tasks_per_s(address: str, request: dict[str, Any], fixture: str, warmup: int,
-                 tasks: int) -> tuple[float, int, float]:
-    """tasks/s of one driver's ``tasks`` after its ``warmup``, how many worker processes ran them, and the CPU
-    milliseconds per task of the node's raylet, its workers and the driver (load inflates wall time, not it)."""
-    done = subprocess.run([sys.executable, "-c", _DRIVER, address, json.dumps(request), str(warmup), str(tasks)],
-                          capture_output=True, text=True, env=_env(fixture), timeout=900, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"the task driver failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(measured["tasks_per_s"]), int(measured["workers"]), float(measured["cpu_ms_per_task"])
+class Driver:
+    """A driver process connected to one node for a whole row: one batch of empty tasks per :meth:`batch`."""
+
+    def __init__(self, address: str, request: dict[str, Any], fixture: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", _DRIVER, address, json.dumps(request)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=_env(fixture))
+        self._answer()
+
+    def _answer(self) -> dict[str, Any]:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        line = stdout.readline()  # bounded: every batch's ray.get has a timeout, and so has ray.init
+        if not line:
+            self.process.wait(timeout=30)
+            stderr = self.process.stderr.read() if self.process.stderr else ""
+            raise RuntimeError(f"the task driver failed ({self.process.returncode}): {stderr[-800:]}")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def batch(self, tasks: int) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{tasks}\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def warm_up(self, tasks: int) -> int:
+        """Batches until two in a row start no new worker (at most :data:`WARMUP_BATCHES`); returns how many ran."""
+        quiet = 0
+        for done in range(1, WARMUP_BATCHES + 1):
+            quiet = quiet + 1 if self.batch(tasks)["new_workers"] == 0 and done > 1 else 0
+            if quiet == 2:
+                return done
+        return WARMUP_BATCHES
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
 
 
-def bench_task_path(rounds: int = 3, warmup: int = 50, tasks: int = 400,
-                    rows: list[str] | None = None) -> dict[str, Any]:
-    """tasks/s per row and node kind (median of ``rounds`` alternating), the ratio rayaccel/plain, the load."""
-    load = os.getloadavg()[0]
-    out: dict[str, Any] = {"rows": {}, "rounds": rounds, "tasks": tasks, "warmup": warmup, "num_cpus": NUM_CPUS}
+def spread(samples: list[float]) -> float:
+    """Interquartile range over the median: 0.1 means the middle half of the rounds lie within 10%."""
+    q1, q2, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / q2
+
+
+@dataclass
+class Row:
+    """One row's rounds: per node kind its tasks/s, CPU per task and workers; the per-round ratios."""
+
+    label: str
+    fixture: str
+    request: dict[str, Any]
+    tasks_per_s: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    workers: dict[str, int] = field(default_factory=dict)
+    new_workers_timed: dict[str, int] = field(default_factory=lambda: {k: 0 for k in KINDS})
+    warmup_batches: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        ratios = [a / b for a, b in zip(self.tasks_per_s["rayaccel"], self.tasks_per_s["ray"], strict=True)]
+        cpu_ratios = [b / a for a, b in zip(self.cpu_ms["rayaccel"], self.cpu_ms["ray"], strict=True)]
+        spreads = {k: spread(v) for k, v in self.tasks_per_s.items()}
+        ratio = statistics.median(ratios)
+        widest = max(spreads.values())
+        verdict = ("NO GRADE" if widest > SPREAD_LIMIT else "PASS" if ratio >= TARGET else "MISS")
+        return {"fixture": self.fixture, "request": self.request, "rounds": len(ratios),
+                "tasks_per_s": {k: statistics.median(v) for k, v in self.tasks_per_s.items()},
+                "spread": spreads, "ratio": ratio, "ratio_spread": spread(ratios) if len(ratios) > 1 else 0.0,
+                "cpu_ms_per_task": {k: statistics.median(v) for k, v in self.cpu_ms.items()},
+                "cpu_ratio": statistics.median(cpu_ratios), "verdict": verdict, "workers": self.workers,
+                "new_workers_while_timed": self.new_workers_timed, "warmup_batches": self.warmup_batches,
+                "samples": self.tasks_per_s, "cpu_samples": self.cpu_ms, "ratios": ratios}
+
+
+def describe(label: str, value: dict[str, Any]) -> str:
+    per_s, cpu_ms, spreads = value["tasks_per_s"], value["cpu_ms_per_task"], value["spread"]
+    verdict = value["verdict"]
+    if verdict == "NO GRADE":
+        verdict += f" (a side spread {max(spreads.values()):.0%} > {SPREAD_LIMIT:.0%})"
+    return (f"{label}: {per_s['rayaccel']:.0f} vs {per_s['ray']:.0f} tasks/s, x{value['ratio']:.2f} (median of "
+            f"{value['rounds']} per-round ratios, their spread {value['ratio_spread']:.0%}; spread rayaccel "
+            f"{spreads['rayaccel']:.0%}, plain {spreads['ray']:.0%}); CPU per task {cpu_ms['rayaccel']:.2f} vs "
+            f"{cpu_ms['ray']:.2f} ms (x{value['cpu_ratio']:.2f}); workers {value['workers']['rayaccel']} vs "
+            f"{value['workers']['ray']} (started while timed: {value['new_workers_while_timed']['rayaccel']} vs "
+            f"{value['new_workers_while_timed']['ray']}): {verdict}")
+
+
+def bench_task_path(rounds: int = 15, tasks: int = 500, rows: list[str] | None = None) -> dict[str, Any]:
+    """Per row: tasks/s of each node kind (median of ``rounds`` alternating), the median per-round ratio
+    rayaccel/plain, each side's spread, the CPU per task, the verdict; the load average before and after."""
+    load = os.getloadavg()
+    out: dict[str, Any] = {"rows": {}, "rounds": rounds, "tasks": tasks, "num_cpus": NUM_CPUS,
+                           "target": TARGET, "spread_limit": SPREAD_LIMIT}
     for fixture in dict.fromkeys(f for label, f, _, _ in ROWS if rows is None or label in rows):
         selected = [r for r in ROWS if r[1] == fixture and (rows is None or r[0] in rows)]
         addresses: dict[str, str] = {}
         try:
-            for kind in ("ray", "rayaccel"):
+            for kind in KINDS:
                 addresses[kind] = _start(kind, fixture, selected[0][2])
             for label, _, _, request in selected:
-                samples: dict[str, list[float]] = {"ray": [], "rayaccel": []}
-                workers: dict[str, list[int]] = {"ray": [], "rayaccel": []}
-                cpu: dict[str, list[float]] = {"ray": [], "rayaccel": []}
-                for index in range(rounds):
-                    for kind in (("ray", "rayaccel") if index % 2 == 0 else ("rayaccel", "ray")):
-                        per_s, used, task_cpu_ms = _tasks_per_s(addresses[kind], request, fixture, warmup, tasks)
-                        samples[kind].append(per_s)
-                        workers[kind].append(used)
-                        cpu[kind].append(task_cpu_ms)
-                medians = {k: statistics.median(v) for k, v in samples.items()}
-                cpu_ms = {k: statistics.median(v) for k, v in cpu.items()}
-                out["rows"][label] = {"fixture": fixture, "request": request, "tasks_per_s": medians,
-                                      "samples": samples, "workers": workers, "cpu_ms_per_task": cpu_ms,
-                                      "cpu_samples": cpu, "ratio": medians["rayaccel"] / medians["ray"],
-                                      "cpu_ratio": cpu_ms["rayaccel"] / cpu_ms["ray"]}
-                print(f"    {label}: {medians['rayaccel']:.0f} vs {medians['ray']:.0f} tasks/s "
-                      f"(x{medians['rayaccel'] / medians['ray']:.2f}); CPU per task {cpu_ms['rayaccel']:.2f} vs "
-                      f"{cpu_ms['ray']:.2f} ms (x{cpu_ms['rayaccel'] / cpu_ms['ray']:.2f}); workers {workers}",
-                      flush=True)
+                row = Row(label, fixture, request)
+                drivers: dict[str, Driver] = {}
+                try:
+                    for kind in KINDS:
+                        drivers[kind] = Driver(addresses[kind], request, fixture)
+                        row.warmup_batches[kind] = drivers[kind].warm_up(tasks)
+                    for index in range(rounds):
+                        for kind in (KINDS if index % 2 == 0 else KINDS[::-1]):
+                            measured = drivers[kind].batch(tasks)
+                            row.tasks_per_s[kind].append(float(measured["tasks_per_s"]))
+                            row.cpu_ms[kind].append(float(measured["cpu_ms_per_task"]))
+                            row.new_workers_timed[kind] += int(measured["new_workers"])
+                            row.workers[kind] = int(measured["workers"])
+                finally:
+                    for driver in drivers.values():
+                        driver.close()
+                value = out["rows"][label] = row.summary()
+                print(f"    {describe(label, value)}; load {os.getloadavg()[0]:.1f}", flush=True)
         finally:
             for address in addresses.values():
                 stop_cluster(address)
-    out["load_average"] = [load, os.getloadavg()[0]]
+    out["load_average"] = [load[0], os.getloadavg()[0]]
     return out
 
-
-if __name__ == "__main__":  # python -m benchmarks.task_path [row label ...]: these rows alone
-    logging.basicConfig(level=logging.ERROR)
-    started = time.perf_counter()
-    result = bench_task_path(rows=sys.argv[1:] or None)
-    print(json.dumps(result, indent=2))
-    print(f"{time.perf_counter() - started:.0f} s")
 
 
 def bench_domain_group(rounds: int = 10, bundles: int = 4) -> dict[str, Any]:
@@ -186,3 +287,11 @@ def bench_domain_group(rounds: int = 10, bundles: int = 4) -> dict[str, Any]:
     medians = {k: statistics.median(v) for k, v in samples.items()}
     return {"ms": {k: v * 1e3 for k, v in medians.items()}, "ratio": medians["domain"] / medians["strict_pack"],
             "samples": samples, "rounds": rounds, "bundles": bundles, "load_average": [load, os.getloadavg()[0]]}
+
+
+if __name__ == "__main__":  # python -m benchmarks.task_path [row label ...]: these rows alone
+    logging.basicConfig(level=logging.ERROR)
+    started = time.perf_counter()
+    result = bench_task_path(rows=sys.argv[1:] or None)
+    print(json.dumps(result, indent=2))
+    print(f"{time.perf_counter() - started:.0f} s")
