@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         FamilyInventory,
         HealthReport,
         MetricSample,
+        PerformanceBaseline,
         ResourceContribution,
         SkuCatalog,
         SkuRecord,
@@ -43,7 +44,7 @@ PROJECT_NAME = "rayaccel"
 
 #: Version of this spec. A plugin declares the version it was written for in its family declaration;
 #: the manager refuses a plugin whose MAJOR differs, and accepts any MINOR (minor versions only add hooks).
-SPEC_VERSION = "1.1"
+SPEC_VERSION = "1.2"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
@@ -364,6 +365,34 @@ def rayaccel_collective_backends() -> Sequence[CollectiveBackend | dict[str, Any
     raise NotImplementedError  # pragma: no cover
 
 
+@spec("list[PerformanceBaseline]", default=_empty(list, "[]"),
+      fix="return a list of rayaccel.PerformanceBaseline records, at most one per hardware ('simulated', 'real')")
+def rayaccel_performance_baseline() -> Sequence[PerformanceBaseline | dict[str, Any]]:
+    """The plugin's own reference performance figures, which a conformance run is held to.
+
+    RAC310 measures figures on every run (the inventory build, a monitor poll, a node start, the latency and
+    bandwidth of each transport that can run on the grading machine; the report's ``figures`` name them) and,
+    when no previous report is given with ``--conformance-baseline``, holds them to the baseline declared here
+    for the run's hardware (``simulated``: the plugin's first fixture; ``real``: ``--conformance-hardware
+    real``): a figure worse than its declared value by more than ``tolerance_percent`` (a time also by more
+    than 2 ms) fails RAC310, naming the figure. Figures the baseline does not name are recorded only. Declare
+    values measured on the machines that grade the plugin, with room for their noise: ``rayaccel certify
+    summary`` of a passing report prints the figures to start from.
+
+    :returns: :class:`~rayaccel.records.PerformanceBaseline` records, at most one per hardware.
+
+    Example::
+
+        @hookimpl
+        def rayaccel_performance_baseline():
+            return [PerformanceBaseline(hardware="real", tolerance_percent=25,
+                                        figures={"transport ACME_SHM bandwidth": 9000.0, "node start": 4000.0})]
+
+    .. versionadded:: 1.2
+    """
+    raise NotImplementedError  # pragma: no cover
+
+
 # --------------------------------------------------------------------------------------------------
 # Health and metrics
 
@@ -503,5 +532,6 @@ LABELS: Hook[dict[str, str]] = Hook("rayaccel_labels")
 SKU_CATALOG: Hook[SkuCatalog | None] = Hook("rayaccel_sku_catalog")
 TRANSPORTS: Hook[list[TransportSpec]] = Hook("rayaccel_transports")
 COLLECTIVE_BACKENDS: Hook[list[CollectiveBackend]] = Hook("rayaccel_collective_backends")
+PERFORMANCE_BASELINE: Hook[list[PerformanceBaseline]] = Hook("rayaccel_performance_baseline")
 CLOUD_HINTS: Hook[CloudHint | None] = Hook("rayaccel_cloud_hints")
 CLOUD_INSTANCE_TYPES: Hook[list[CloudHint]] = Hook("rayaccel_cloud_instance_types")

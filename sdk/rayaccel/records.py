@@ -541,6 +541,25 @@ class TransportSpec(Record):
     builtin_in_ray: bool = Field(False, description="Ray already registers it (NCCL, NIXL, GLOO, CUDA_IPC)")
 
 
+#: A performance figure's value: finite and not negative (a time in ms, a bandwidth in MB/s).
+FigureValue = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class PerformanceBaseline(Record):
+    """The plugin's own reference performance figures (``rayaccel_performance_baseline``): the conformance suite
+    holds a run's figures to them when no previous report is given (RAC310)."""
+
+    hardware: Literal["simulated", "real"] = Field(
+        description="The run these figures are for: 'simulated' (the plugin's first fixture) or 'real' "
+                    "(--conformance-hardware real on the family's hardware)")
+    figures: dict[str, FigureValue] = Field(
+        min_length=1, description="Figure name, as the report names it ('inventory build', 'node start', "
+                                  "'transport ACME_SHM latency', ...) -> its value in the figure's unit (ms, MB/s)")
+    tolerance_percent: float = Field(50.0, ge=0, le=1000, allow_inf_nan=False,
+                                     description="How much worse than its value a figure may be before RAC310 "
+                                                 "fails (a time also by more than 2 ms)")
+
+
 class CollectiveBackend(Record):
     """A collective backend the family offers to ``ray.util.collective`` (``create_collective_group(...,
     backend=name)``), registered by the bridge in every driver and worker of a rayaccel node."""

@@ -348,7 +348,7 @@ def test_each_typed_hook_reference_names_a_hook_and_its_answer_type() -> None:
 
     hints = typing.get_type_hints(hookspec, localns=hookspec.annotation_names())
     references = {name: value for name, value in vars(hookspec).items() if isinstance(value, hookspec.Hook)}
-    assert len(references) == 11
+    assert len(references) == 12
     for constant, reference in references.items():
         info = hookspec.HOOKS[reference.name]
         (answer,) = typing.get_args(hints[constant])
