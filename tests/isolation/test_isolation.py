@@ -16,7 +16,7 @@ from rayaccel.isolation.pool import WorkerPool, isolated_inventory
 from rayaccel.isolation.protocol import WORKER_MEMORY_ENV
 from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.ray.driver import prepare_host
+from rayaccel.simulation.host_factory import make_host
 
 ACME_DEVICES = 4
 
@@ -35,7 +35,7 @@ def manager_with(*hostile: str, timeout: float | None = None, autoload: bool = F
 
 
 def acme_host(manager: PluginManager):  # type: ignore[no-untyped-def]
-    host, _ = prepare_host(manager, "acme/acme-4", fault_file=os.devnull)
+    host = make_host("acme/acme-4", fault_file=os.devnull, manager=manager)
     return host
 
 
@@ -58,7 +58,7 @@ def test_out_of_process_inventory_equals_the_in_process_one(fixture):
     if fixture.startswith("nvidia"):
         pytest.importorskip("rayaccel_nvidia")
     manager = manager_with(autoload=True)  # every installed plugin, each in its own worker
-    host, _ = prepare_host(manager, fixture, fault_file=os.devnull)
+    host = make_host(fixture, fault_file=os.devnull, manager=manager)
     assert isolated_inventory(manager, host).model_dump() == collect_inventory(manager, host).model_dump()
 
 

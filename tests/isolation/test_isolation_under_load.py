@@ -13,13 +13,13 @@ from rayaccel.inventory.builder import collect_inventory
 from rayaccel.isolation.pool import WorkerPool
 from rayaccel.plugins.configuration import HOOK_TIMEOUT_ENV, INVENTORY_TIMEOUT_ENV, PLUGINS_ENV
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.ray.driver import prepare_host
+from rayaccel.simulation.host_factory import make_host
 
 ACME_DEVICES = 4
 
 
 def acme_host(manager: PluginManager):  # type: ignore[no-untyped-def]
-    host, _ = prepare_host(manager, "acme/acme-4", fault_file=os.devnull)
+    host = make_host("acme/acme-4", fault_file=os.devnull, manager=manager)
     return host
 
 

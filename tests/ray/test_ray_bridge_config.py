@@ -14,8 +14,8 @@ from ray._common.ray_option_utils import _validate_resource_quantity
 from rayaccel.hosts.fixtures import resolve_fixture
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
+from rayaccel.inventory.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
 from rayaccel.inventory.visible_units import restrict_to_visible
-from rayaccel.outputs.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray import (
     ALLOW_UNTESTED_ENV,

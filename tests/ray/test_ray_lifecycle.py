@@ -206,11 +206,11 @@ def test_every_familys_visible_devices_variable_restricts_the_node(fixture, monk
     from rayaccel.inventory.builder import collect_inventory
     from rayaccel.inventory.visible_units import restrict_to_visible
     from rayaccel.plugins.manager import PluginManager
-    from rayaccel.ray.driver import prepare_host
     from rayaccel.ray.node import node_config
+    from rayaccel.simulation.host_factory import make_host
 
     manager = PluginManager()
-    host, _ = prepare_host(manager, fixture, fault_file=os.devnull)
+    host = make_host(fixture, fault_file=os.devnull, manager=manager)
     plugin = fixture.split("/", 1)[0]
     inventory = collect_inventory(manager, host, plugins=[plugin])
     families = [f for f in inventory.families if len(f.schedulable_units) > 1]

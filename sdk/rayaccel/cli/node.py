@@ -133,11 +133,20 @@ def _prepare(simulate: str | None, plugins: list[str] | None, faults: list[str],
     processes, forked from this one; this process imports the fixture readers meanwhile, and never Ray (the
     installed Ray is checked where it is loaded, in the process that runs `ray start`)."""
     from rayaccel.isolation.pool import WorkerPool
-    from rayaccel.ray.driver import configure_node
+    from rayaccel.ray.driver import node_config_on
+    from rayaccel.simulation.host_factory import node_host
 
     with WorkerPool.load(plugins or None, meanwhile=_load_fixture_readers) as pool:
-        config = configure_node(simulate, plugins, faults, fault_file, manager=pool.manager, pool=pool,
-                                check_installed_ray=False)
+        for name in plugins or []:
+            pool.manager.plugin(name)  # a clear error for an unknown plugin, before a fault file is made
+        # The host is chosen here, at the edge; the plugins read it, the inventory is built of what they read,
+        # and the node (its monitor too) is configured from that inventory.
+        node = node_host(simulate, faults, fault_file, pool.manager)
+        try:
+            config = node_config_on(node, pool.manager, plugins, pool=pool, check_installed_ray=False)
+        except BaseException:
+            node.discard()
+            raise
     for problem in config.inventory.problems:
         if problem.severity != "info":
             err_console.print(problem.render(), markup=False, highlight=False)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rayaccel.outputs.health_findings import HealthFinding
+from rayaccel.inventory.health_findings import HealthFinding
 from rayaccel.support.raycompat import RAY_NODE_ID_LABEL
 
 logger = logging.getLogger("rayaccel.ray.monitor")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -14,14 +13,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import RayaccelError
-from rayaccel.hosts.fixtures import Fixture
-from rayaccel.hosts.seam import Host
 from rayaccel.hosts.simulated import SIMULATE_HOSTNAME_ENV, SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.visible_units import restrict_to_visible
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import (
-    CREATED_FAULT_FILE_PREFIX,
     NodeConfig,
     environ,
     forget_started_nodes,
@@ -29,7 +25,7 @@ from rayaccel.ray.node import (
     remember_started_node,
 )
 from rayaccel.ray.registry import family_specs, install
-from rayaccel.simulation.host_factory import make_host, simulated_fixture
+from rayaccel.simulation.host_factory import NodeHost, node_host
 from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
 
 if TYPE_CHECKING:
@@ -55,52 +51,45 @@ _created_files: list[str] = []
 _simulated_hosts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def prepare_host(manager: PluginManager, simulate: str | Fixture | None, faults: Iterable[str] = (),
-                 fault_file: str | None = None) -> tuple[Host, str | None]:
-    """The host a node is started for, and its fault file (created for simulated nodes when not given).
-
-    Faults asked for at start are written into the fault file, so every process on the node (workers,
-    the health monitor) sees them too, and more can be switched on later by appending names.
-    """
-    faults = list(faults)
-    if simulate is not None and fault_file is None:
-        simulate = simulated_fixture(simulate, faults, manager)  # checked before a file is made for it
-        fd, fault_file = tempfile.mkstemp(prefix=CREATED_FAULT_FILE_PREFIX, suffix=".txt")
-        os.close(fd)
-        with _lock:
-            _created_files.append(fault_file)
-    return make_host(simulate, faults, fault_file, manager), fault_file
-
-
 def configure_node(simulate: str | None = None, plugins: Sequence[str] | None = None, faults: Iterable[str] = (),
                    fault_file: str | None = None, manager: PluginManager | None = None,
                    isolated: bool = False, pool: WorkerPool | None = None,
                    check_installed_ray: bool = True) -> NodeConfig:
-    """Build the inventory of the node to start and its :class:`NodeConfig`.
+    """Build the inventory of the node to start and its :class:`NodeConfig`: the host this driver chooses
+    (:func:`rayaccel.simulation.host_factory.node_host`: ``simulate``, ``faults``, ``fault_file``), then
+    :func:`node_config_on` it.
 
     ``isolated``: run the plugins' hooks in worker processes (:mod:`rayaccel.isolation.pool`); else in this
     process, each hook in a thread with a timeout. ``pool``: in these workers, whose plugins ``manager`` knows
-    by their description (:meth:`WorkerPool.load`: ``rayaccel start``, which never imports a plugin itself).
-    ``check_installed_ray``: as :func:`rayaccel.ray.node.node_config` (``rayaccel start`` checks Ray where it
-    runs `ray start`).
+    by their description (:meth:`WorkerPool.load`). ``check_installed_ray``: as
+    :func:`rayaccel.ray.node.node_config`.
     """
     manager = manager or default_manager()
-    plugin_list = list(plugins) if plugins is not None else None
-    for name in plugin_list or []:
-        manager.plugin(name)  # a clear error for an unknown plugin
-    given = fault_file
-    host, fault_file = prepare_host(manager, simulate, faults, fault_file)
+    for name in plugins or []:
+        manager.plugin(name)  # a clear error for an unknown plugin, before a fault file is made
+    node = node_host(simulate, faults, fault_file, manager)
+    if node.created and node.fault_file is not None:
+        with _lock:
+            _created_files.append(node.fault_file)
     try:
-        return _configure(manager, host, fault_file, simulate, plugin_list, isolated, pool, check_installed_ray)
+        return node_config_on(node, manager, plugins, isolated=isolated, pool=pool,
+                              check_installed_ray=check_installed_ray)
     except BaseException:
-        if fault_file is not None and fault_file != given:  # made for a node that will not start
-            remove_created_fault_file(fault_file)
+        if node.created and node.fault_file is not None:  # made for a node that will not start
+            remove_created_fault_file(node.fault_file)
         raise
 
 
-def _configure(manager: PluginManager, host: Host, fault_file: str | None, simulate: str | None,
-               plugin_list: list[str] | None, isolated: bool, pool: WorkerPool | None,
-               check_installed_ray: bool) -> NodeConfig:
+def node_config_on(node: NodeHost, manager: PluginManager, plugins: Sequence[str] | None = None, *,
+                   isolated: bool = False, pool: WorkerPool | None = None,
+                   check_installed_ray: bool = True) -> NodeConfig:
+    """The :class:`NodeConfig` of a node started on the host its starter chose (``rayaccel start`` chooses it
+    itself): the plugins' inventory on that host, the operator's visible-devices setting applied, the node's
+    Ray config made of it. Options as :func:`configure_node`'s."""
+    plugin_list = list(plugins) if plugins is not None else None
+    for name in plugin_list or []:
+        manager.plugin(name)  # a clear error for an unknown plugin
+    host = node.host
     if pool is not None:
         inventory = pool.build(host)
     elif isolated:
@@ -110,7 +99,7 @@ def _configure(manager: PluginManager, host: Host, fault_file: str | None, simul
     else:
         inventory = collect_inventory(manager, host, plugins=plugin_list)
     inventory = restrict_to_visible(inventory, manager)  # the operator's CUDA_VISIBLE_DEVICES and the like
-    config = node_config(inventory, simulate=simulate, fault_file=fault_file, plugins=plugin_list,
+    config = node_config(inventory, simulate=node.simulate, fault_file=node.fault_file, plugins=plugin_list,
                          check_installed_ray=check_installed_ray)
     if isinstance(host, SimulatedHost):
         # What every process of the simulated machine has in its env (a GKE pod's TPU_* variables) reaches the
@@ -193,7 +182,7 @@ def shutdown() -> None:
 
 
 def remove_created_fault_file(path: str) -> None:
-    """Remove a fault file :func:`prepare_host` made (a node that was refused or has stopped)."""
+    """Remove a fault file :func:`configure_node` made (a node that was refused or has stopped)."""
     with _lock:
         if path not in _created_files:
             return

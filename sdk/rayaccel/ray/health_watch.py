@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rayaccel.outputs.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
+from rayaccel.inventory.health_findings import HealthFinding, by_family, fatal_findings, vanished_findings
 from rayaccel.records import NodeInventory
 
 

@@ -96,10 +96,6 @@ class NodeConfig:
             yield
 
 
-#: The fault files rayaccel creates for simulated nodes (in the temporary directory) are named so, and are
-#: removed with their node: by :func:`rayaccel.ray.shutdown`, or by ``rayaccel stop --address``.
-CREATED_FAULT_FILE_PREFIX = "rayaccel-faults-"
-
 _started_lock = threading.Lock()
 _started: dict[str, NodeConfig] = {}
 

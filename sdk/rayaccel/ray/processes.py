@@ -98,8 +98,7 @@ def created_fault_files(pids: list[int]) -> list[str]:
     that stopping the node removes them too; a fault file the operator gave is never one of them."""
     import psutil
 
-    from rayaccel.ray.node import CREATED_FAULT_FILE_PREFIX
-    from rayaccel.simulation.host_factory import SIMULATE_FAULTS_ENV
+    from rayaccel.simulation.host_factory import CREATED_FAULT_FILE_PREFIX, SIMULATE_FAULTS_ENV
 
     found = set()
     for pid in pids:

@@ -6,9 +6,12 @@ The CLI, the Ray bridge, onboarding, the conformance suite and every process on 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from rayaccel.errors import FixtureError
 from rayaccel.hosts.fixtures import Fixture, installed_fixtures, resolve_fixture
@@ -19,6 +22,10 @@ from rayaccel.plugins.manager import PluginManager, default_manager
 #: Ray nodes started by the SDK carry these, so each process on the node sees the same simulated machine.
 SIMULATE_ENV = "RAYACCEL_SIMULATE"
 SIMULATE_FAULTS_ENV = "RAYACCEL_SIMULATE_FAULT_FILE"
+
+#: The fault files rayaccel creates for simulated nodes (in the temporary directory) are named so, and are
+#: removed with their node: by :func:`rayaccel.ray.shutdown`, or by ``rayaccel stop --address``.
+CREATED_FAULT_FILE_PREFIX = "rayaccel-faults-"
 
 #: What a caller asking for faults on the real machine is told (callers with options of their own say it their way).
 NO_FAULTS_ON_REAL = "faults need a simulated node: pass simulate=<fixture> as well"
@@ -76,6 +83,47 @@ def make_host(simulate: str | Fixture | None, faults: Iterable[str] = (), fault_
             raise FixtureError(NO_FAULTS_ON_REAL)
         return RealHost()
     return simulated_host(simulate, faults, fault_file, manager)
+
+
+@dataclass(frozen=True)
+class NodeHost:
+    """The host a node is started for, chosen at the edge (``rayaccel start``, a driver's ``init``/``add_node``):
+    ``simulate`` and ``fault_file`` are what the node's processes get in their env to see the same machine
+    (:func:`host_from_env`); ``created``: the fault file was made for this node (remove it if the node does not
+    start, or with it)."""
+
+    host: Host
+    simulate: str | None
+    fault_file: str | None
+    created: bool = False
+
+    def discard(self) -> None:
+        """Remove the fault file made for this node (one that will not start); a given one is never removed."""
+        if self.created and self.fault_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.fault_file)
+
+
+def node_host(simulate: str | Fixture | None, faults: Iterable[str] = (), fault_file: str | None = None,
+              manager: PluginManager | None = None) -> NodeHost:
+    """The host a node is started for, and its fault file: made for a simulated node when not given, so every
+    process on the node (workers, the health monitor) sees the faults asked for at start, and more can be
+    switched on later by appending names."""
+    faults = list(faults)
+    machine = simulate
+    created = False
+    if simulate is not None and fault_file is None:
+        machine = simulated_fixture(simulate, faults, manager)  # checked before a file is made for it
+        fd, fault_file = tempfile.mkstemp(prefix=CREATED_FAULT_FILE_PREFIX, suffix=".txt")
+        os.close(fd)
+        created = True
+    ref = simulate if isinstance(simulate, str) else None
+    try:
+        host = make_host(machine, faults, fault_file, manager)
+    except BaseException:
+        NodeHost(RealHost(), ref, fault_file, created).discard()
+        raise
+    return NodeHost(host, ref, fault_file, created)
 
 
 def host_from_env(manager: PluginManager) -> Host:
