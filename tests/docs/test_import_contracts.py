@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,27 +28,50 @@ def test_the_sdk_never_names_the_suite() -> None:
     assert named == []
 
 
-def test_the_inventory_names_no_simulation_module_even_for_type_checking() -> None:
+def _contracts() -> dict[str, Any]:
+    import tomllib
+
+    return dict(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"])
+
+
+def test_the_inventory_names_no_host_implementation_even_for_type_checking() -> None:
     """lint-imports leaves TYPE_CHECKING imports out (pyproject.toml); the inventory-takes-a-host contract holds
-    for them too: the host is chosen at the edge, so no module of the inventory may name the simulation at all,
-    and no import cycle between the two can form, even one only a type checker follows."""
+    for them too: the host is chosen at the edge, so no module of the inventory may name the simulation, the
+    simulated or recording hosts or the fixture model (the contract's list) at all, only the Host seam."""
     import ast
 
+    (forbidden,) = [c["forbidden_modules"] for c in _contracts()["contracts"] if c["id"] == "inventory-takes-a-host"]
+    assert {"rayaccel.simulation", "rayaccel.hosts.simulated", "rayaccel.hosts.recording",
+            "rayaccel.hosts.fixtures"} <= set(forbidden)
     naming = []
     for path in sorted((ROOT / "sdk" / "rayaccel" / "inventory").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             naming += [f"{path.name}:{node.lineno} {name}" for name in names
-                       if name == "rayaccel.simulation" or name.startswith("rayaccel.simulation.")]
+                       if any(name == f or name.startswith(f + ".") for f in forbidden)]
     assert naming == []
 
 
-def _layered_modules(contract: str) -> set[str]:
-    import tomllib
+def test_every_contract_holds_even_through_type_checking_imports(tmp_path: Path) -> None:
+    """The same contracts, with the imports only a type checker follows counted too: no layer names one above
+    it and no two siblings name each other, even in an annotation (so no cycle forms, even through
+    TYPE_CHECKING)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    config = text[text.index("[tool.importlinter]"):]
+    assert "exclude_type_checking_imports = true" in config
+    counted = tmp_path / "importlinter.toml"
+    counted.write_text(config.replace("exclude_type_checking_imports = true", "exclude_type_checking_imports = false"),
+                       encoding="utf-8")
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint_imports), "--no-cache", "--config", str(counted)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert f"{len(_contracts()['contracts'])} kept, 0 broken" in done.stdout
 
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    (layers,) = [c["layers"] for c in config["contracts"] if c["id"] == contract]
+
+def _layered_modules(contract: str) -> set[str]:
+    (layers,) = [c["layers"] for c in _contracts()["contracts"] if c["id"] == contract]
     return {name.strip() for layer in layers for name in layer.replace("|", ":").split(":")}
 
 

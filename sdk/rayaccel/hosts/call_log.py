@@ -13,12 +13,9 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rayaccel.errors import RayaccelError
-
-if TYPE_CHECKING:
-    from rayaccel.hosts.recording import RecordingHost
 
 #: Reserved key of a library's fixture data holding a recorded call log (see :class:`ReplayLibrary`).
 CALLS_KEY = "rayaccel_calls"
@@ -38,10 +35,10 @@ def _is_handle(value: Any) -> bool:
 class RecordingLibrary:
     """A vendor library adapter whose every call is delegated and recorded as ``call(args) -> answers``."""
 
-    def __init__(self, adapter: Any, name: str, host: RecordingHost) -> None:
+    def __init__(self, adapter: Any, name: str, lock: threading.RLock) -> None:
         self._adapter = adapter
         self._name = name
-        self._host = host
+        self._lock = lock  # the recording host's: its answers and every library's calls are kept under it
         self._calls: dict[str, list[Any]] = {}
         self._pending: dict[str, int] = {}
         self._handles: list[tuple[Any, str]] = []
@@ -58,7 +55,7 @@ class RecordingLibrary:
             except RecordingError as e:
                 self.errors.append(str(e))
                 return value(*args, **kwargs)
-            with self._host._lock:
+            with self._lock:
                 self._pending[key] = self._pending.get(key, 0) + 1
             try:
                 result = value(*args, **kwargs)
@@ -70,7 +67,7 @@ class RecordingLibrary:
                 outs = {str(i): self._encode(key, _out_struct(a), f"{key}#{i}") for i, a in enumerate(args)
                         if _out_struct(a) is not None}
             except RecordingError:  # kept in self.errors: the recording fails, the plugin's run does not
-                with self._host._lock:
+                with self._lock:
                     self._pending[key] -= 1
                 return result
             self._answer(key, {"$return": answer, "$out": outs} if outs else answer)
@@ -79,7 +76,7 @@ class RecordingLibrary:
         return recorded
 
     def _answer(self, key: str, answer: Any) -> None:
-        with self._host._lock:
+        with self._lock:
             self._pending[key] -= 1
             answers = self._calls.setdefault(key, [])
             if not answers or answers[-1] != answer:  # a repeated answer is kept once; a change is a new one
@@ -168,7 +165,7 @@ class RecordingLibrary:
                 "args": args}
 
     def data(self) -> dict[str, Any]:
-        with self._host._lock:
+        with self._lock:
             calls = {k: list(v) for k, v in self._calls.items()}
             for key, pending in self._pending.items():
                 if pending > 0:  # started, never answered: the call hung and its caller gave up

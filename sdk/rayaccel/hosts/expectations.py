@@ -8,14 +8,11 @@ way everywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field
 
 from rayaccel.records import HealthState, NodeInventory, Record
-
-if TYPE_CHECKING:
-    from rayaccel.hosts.fixtures import Fixture
 
 
 class Expected(Record):
@@ -151,7 +148,18 @@ def _fault_only_differences(inventory: NodeInventory, plugin: str, expected: Fau
     return diffs
 
 
-def compare_expected(inventory: NodeInventory, fixture: Fixture, expected: Expected | None = None) -> list[str]:
+class Expecting(Protocol):
+    """What the differ needs of a fixture (:class:`rayaccel.hosts.fixtures.Fixture`, which holds an
+    :class:`Expected`: the fixture model is built on this module, not the other way round)."""
+
+    @property
+    def plugin(self) -> str: ...
+
+    @property
+    def expected(self) -> Expected: ...
+
+
+def compare_expected(inventory: NodeInventory, fixture: Expecting, expected: Expected | None = None) -> list[str]:
     """Differences between an inventory and a fixture's (healthy) expectation, one sentence each."""
     return expectation_differences(inventory, fixture.plugin, expected or fixture.expected)
 

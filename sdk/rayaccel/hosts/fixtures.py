@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -25,8 +25,6 @@ from rayaccel.schemas import describe_validation_error, validate_document
 
 if TYPE_CHECKING:
     import yaml
-
-    from rayaccel.plugins.manager import PluginManager
 
 FIXTURE_SCHEMA_ID = "rayaccel-fixture/1"
 FIXTURE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -182,7 +180,16 @@ def load_fixture(path: str | Path) -> Fixture:
     return fixture
 
 
-def installed_fixtures(manager: PluginManager) -> dict[str, Path]:
+class FixtureDirectories(Protocol):
+    """Whoever knows the plugins and where each keeps its fixtures (the plugin manager: the hosts sit below the
+    plugins and name none of their machinery)."""
+
+    def plugin_names(self) -> list[str]: ...
+
+    def fixture_dirs(self, plugin: str) -> list[str]: ...
+
+
+def installed_fixtures(manager: FixtureDirectories) -> dict[str, Path]:
     """Fixture ref (``plugin/name``) -> file, for every active plugin's fixture directories."""
     found: dict[str, Path] = {}
     for plugin in manager.plugin_names():
@@ -193,7 +200,7 @@ def installed_fixtures(manager: PluginManager) -> dict[str, Path]:
     return found
 
 
-def resolve_fixture(ref_or_path: str, manager: PluginManager) -> Fixture:
+def resolve_fixture(ref_or_path: str, manager: FixtureDirectories) -> Fixture:
     """A fixture by ``plugin/name`` or by file path; a clear FixtureError otherwise."""
     path = Path(ref_or_path)
     if path.suffix in FIXTURE_SUFFIXES and os.path.lexists(path):  # False for a name too long

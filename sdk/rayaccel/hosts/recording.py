@@ -225,7 +225,7 @@ class RecordingHost:
             with self._lock:
                 self._opening[name] -= 1
         with self._lock:
-            return self._libraries.setdefault(name, RecordingLibrary(opened, name, self))
+            return self._libraries.setdefault(name, RecordingLibrary(opened, name, self._lock))
 
     # The recording -----------------------------------------------------------------------------
 
