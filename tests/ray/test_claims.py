@@ -174,3 +174,91 @@ def test_fractions_of_one_instance_share_its_unit_and_a_whole_task_ends_them(tab
     # Ray gives token 3 whole to a task only once no fraction of it runs: those claims are over.
     assert table.claim(TWO_ISLANDS, ["3"], pid=os.getpid()) == ["1"]
     assert [c["units"] for c in table.snapshot()["QTS"]] == [["0"], ["1"]]
+
+
+# A uniform family (one unit per device, every pair linked alike): Ray's ids are as good as any choice.
+UNIFORM_ENTRY = {"units": ["0", "1", "2", "3", "4", "5"], "devices": [[i] for i in range(6)],
+                 "device_ids": [f"dev{i}" for i in range(6)],
+                 "links": [[i, j, 100] for i in range(6) for j in range(i + 1, 6)], "domains": {}}
+UNIFORM = FamilyUnits.from_json("ACC", UNIFORM_ENTRY)
+
+_HOLDER = """
+import json, sys
+from rayaccel.ray.claims import ClaimsTable, FamilyUnits
+table = ClaimsTable(sys.argv[1], lock_timeout=5)
+units = table.claim(FamilyUnits.from_json("ACC", json.loads(sys.argv[2])), json.loads(sys.argv[3]), wait=5)
+print(json.dumps(units), flush=True)
+sys.stdin.read()  # holds its units until the test closes its stdin (or kills it)
+table.release("ACC")
+"""
+
+
+class Holder:
+    """Another process (a worker) holding the units its tokens got, until closed or killed."""
+
+    def __init__(self, table: ClaimsTable, tokens: list[str]) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(table.path), json.dumps(UNIFORM_ENTRY),
+                                         json.dumps(tokens)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+        assert self.process.stdout is not None
+        self.units = json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.communicate("", timeout=30)
+
+
+@pytest.fixture
+def holders():
+    started: list[Holder] = []
+    yield lambda table, tokens: started.append(Holder(table, tokens)) or started[-1]
+    for holder in started:
+        if holder.process.poll() is None:
+            holder.close()
+
+
+def test_a_uniform_family_keeps_rays_ids_and_never_touches_the_table(table, holders):
+    assert UNIFORM.uniform and not TWO_ISLANDS.uniform
+    assert table.claim(UNIFORM, ["5", "2"]) == ["2", "5"]
+    assert holders(table, ["0", "1"]).units == ["0", "1"]
+    table.release("ACC")
+    assert not table.path.exists() or table.path.stat().st_size == 0  # no claim read or written
+    assert table.snapshot() == {}
+
+
+def test_a_cordoned_unit_of_a_uniform_family_is_replaced_by_one_no_process_holds(table, holders):
+    holders(table, ["0"])
+    holders(table, ["1"])
+    table.cordon("ACC", "dev2", ["2"])
+    assert table.claim(UNIFORM, ["2"]) == ["3"]  # not 0 or 1 (other tasks run there), never 2
+    # The task Ray gives token 3 later cannot use unit 3 (this process's): it gets a free one instead.
+    assert holders(table, ["3"]).units == ["4"]
+    table.uncordon("ACC", "dev2")
+    assert not table.cordoned_path("ACC").exists()
+    assert holders(table, ["4"]).units == ["2"]  # unit 4 is still in use: 2 is healthy again and free
+    table.release("ACC")
+    assert table.claim(UNIFORM, ["3"]) == ["3"]
+
+
+def test_a_dead_processs_units_are_free_again_without_asking_whether_it_runs(table, holders):
+    holder = holders(table, ["0", "1", "2", "3", "4"])
+    table.cordon("ACC", "dev5", ["5"])
+    with pytest.raises(CordonedUnitsError, match=r"only 0 healthy unit\(s\) stayed free for 0.2 s: the health "
+                                                 r"monitor cordoned dev5"):
+        table.claim(UNIFORM, ["5"], wait=0.2)
+    holder.process.kill()
+    holder.process.wait(timeout=30)
+    assert table.claim(UNIFORM, ["5"], wait=5) == ["0"]
+    assert not any(c.get("waiting") for c in table.snapshot()["ACC"])
+
+
+def test_a_uniform_task_waiting_out_a_new_cordon_says_so_and_takes_the_unit_released(table, holders):
+    holder = holders(table, ["0", "1", "2", "3", "4"])
+    table.cordon("ACC", "dev5", ["5"])
+    got: list[list[str]] = []
+    waiting = threading.Thread(target=lambda: got.append(table.claim(UNIFORM, ["5"], wait=30)))
+    waiting.start()
+    wait_for(table.snapshot, lambda t: any(c.get("waiting") for c in t["ACC"]), timeout=20, interval=0.01,
+             what="the waiting claim")
+    holder.close()
+    waiting.join(timeout=40)
+    assert got == [["0"]]

@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +147,8 @@ class FamilyUnits:
     #: Every set of k units is as well connected as any other (one unit per device, every pair linked
     #: alike, each domain all of them): which free units a task gets cannot change any later choice.
     uniform: bool = False
+    #: Unit -> its position in ``units`` (its byte in a uniform family's unit locks).
+    position: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, resource: str, entry: Mapping[str, Any]) -> FamilyUnits:
@@ -169,7 +171,7 @@ class FamilyUnits:
         uniform = (all(len(group) == 1 for group in devices) and len(weights) <= 1
                    and all(len(members) == len(units) for members in domains.values()))
         return cls(resource=resource, units=units, graph=graph, domains=domains, device_units=device_units,
-                   uniform=uniform)
+                   uniform=uniform, position={u: i for i, u in enumerate(units)})
 
     def choose(self, candidates: Sequence[str], k: int) -> list[str]:
         """The best-connected k of ``candidates`` (ties: earlier in the node's order), in the node's order."""
@@ -203,10 +205,40 @@ def load_placement(text: str | None) -> dict[str, FamilyUnits]:
 _LENGTH_WIDTH = 10
 #: Bytes read with the length (a node's table is a few KB): one read in the common case.
 _READ_AHEAD = 16 * 1024
-#: (path, pid) -> this process's open descriptor of a claims table.
+#: (path, pid) -> this process's open descriptor of a claims table or of a family's unit locks.
 _OPEN: dict[tuple[str, int], int] = {}
+#: (unit-lock path, pid) -> the tokens this process holds of a uniform family and the units they gave it.
+_HELD: dict[tuple[str, int], tuple[list[str], list[str]]] = {}
 #: The threads of one process share its descriptors, and so its flock: they take turns here first.
 _THREADS = threading.Lock()
+
+
+def _open(path: Path) -> int:
+    # One open file description per process: flock and fcntl locks belong to it (fcntl ones to the process,
+    # dropped when any descriptor of the file closes: this is the only one, never closed), so a forked child
+    # opens its own.
+    key = (str(path), os.getpid())
+    fd = _OPEN.get(key)
+    if fd is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _OPEN[key] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    return fd
+
+
+def _lock_unit(fd: int, position: int, shared: bool) -> bool:
+    """Lock one unit's byte for this process, without waiting: False when another process holds it (shared:
+    beside other shared holders only)."""
+    try:
+        fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB, 1, position)
+        return True
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _unlock_units(fd: int) -> None:
+    fcntl.lockf(fd, fcntl.LOCK_UN, 0, 0)  # every byte this process locked in the file: one syscall
 
 
 def _parse(text: bytes, path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -225,10 +257,20 @@ class ClaimsTable:
     ``tokens`` (Ray instance ids), ``units`` (the physical units), ``cordon`` (the health monitor's, naming
     the device).
 
-    Every task start and end of the node goes through it, so it costs a few syscalls: each process keeps
-    the file open (one descriptor per process and path), locks it, reads it and writes it back with one
-    ``pwrite`` of a length-prefixed text (a writer killed mid-way leaves the old length or the new text whole,
-    never half of one: no temporary file and rename, which cost milliseconds per task on ext4 under load).
+    A task of a family with topology to exploit goes through it at its start and end, so it costs a few
+    syscalls: each process keeps the file open (one descriptor per process and path), locks it, reads it and
+    writes it back with one ``pwrite`` of a length-prefixed text (a writer killed mid-way leaves the old length
+    or the new text whole, never half of one: no temporary file and rename, which cost milliseconds per task
+    on ext4 under load).
+
+    A uniform family (:attr:`FamilyUnits.uniform`: no choice is better than another) keeps Ray's choice: a
+    task uses the units Ray's ids name, marking each with a shared ``fcntl`` lock on its byte of the family's
+    unit-lock file (:meth:`units_path`), and releases them with one unlock, never reading the table. Such a
+    task goes through the table only when its units are not simply its ids': while the family has a cordon
+    (:meth:`cordoned_path` exists) or when a unit its ids name is locked exclusively (another task was given
+    it in place of a cordoned one). Under the table's lock it then takes its ids' units where it can and any
+    other unit no process has locked for the rest, locking those exclusively. The kernel drops a dead
+    process's locks, so no liveness check is needed, and a unit in use is always locked before it is used.
     """
 
     def __init__(self, path: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> None:
@@ -236,13 +278,15 @@ class ClaimsTable:
         self.lock_timeout = lock_timeout
 
     def _fd(self) -> int:
-        # One open file description per process: flock locks belong to it, so a forked child opens its own.
-        key = (str(self.path), os.getpid())
-        fd = _OPEN.get(key)
-        if fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = _OPEN[key] = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        return fd
+        return _open(self.path)
+
+    def units_path(self, resource: str) -> Path:
+        """A uniform family's unit locks: byte i is locked (``fcntl``) by every process that uses unit i."""
+        return self.path.with_name(f"{self.path.name}.{resource}.units")
+
+    def cordoned_path(self, resource: str) -> Path:
+        """Exists while ``resource`` has a cordon: every task of a uniform family then chooses under the lock."""
+        return self.path.with_name(f"{self.path.name}.{resource}.cordoned")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, list[dict[str, Any]]]]:
@@ -316,30 +360,72 @@ class ClaimsTable:
         to ``wait`` seconds for a running task to release one (its claim, ``waiting`` and holding no unit,
         says so meanwhile), and fails with :class:`CordonedUnitsError` after that.
         """
+        own = pid is None or pid == os.getpid()
         pid = os.getpid() if pid is None else pid
         wanted = sorted({str(t) for t in tokens})
         if not wanted:
             return []
+        if family.uniform and own:  # the unit locks (class docstring); ``within`` and ``shared`` change nothing
+            return self._claim_uniform(family, wanted, wait)
+        return self._until_claimed(family, wanted, pid, wait,
+                                   lambda table: _claim(table, family, wanted, within, pid, shared))
+
+    def _until_claimed(self, family: FamilyUnits, wanted: list[str], pid: int, wait: float,
+                       attempt: Any) -> list[str]:
+        """``attempt`` the claim under the lock until it gives units, for up to ``wait`` seconds."""
         deadline = time.monotonic() + wait
         while True:
             with self._locked() as table:
-                chosen = _claim(table, family, wanted, within, pid, shared)
+                chosen = attempt(table)
             if isinstance(chosen, list):
                 return chosen
             if time.monotonic() > deadline:
                 with self._locked() as table:
                     table[family.resource] = [c for c in table.get(family.resource, [])
                                               if not (c.get("waiting") and c.get("pid") == pid)]
+                why = (f"the health monitor cordoned {', '.join(chosen[1])} (its placement group does not hold the "
+                       "token yet), and a cordoned device is never given to a task" if chosen[1] else
+                       "live processes hold the rest (a task that ended without Ray's env reset keeps its units "
+                       "until its process exits)")
                 raise CordonedUnitsError(
                     f"rayaccel: this task holds {len(wanted)} {family.resource} token(s) but only "
-                    f"{chosen[0]} healthy unit(s) stayed free for {wait:g} s: the health monitor cordoned "
-                    f"{', '.join(chosen[1])} (its placement group does not hold the token yet), and a cordoned "
-                    "device is never given to a task: the task does not start here (Ray retries it while its "
-                    "max_retries last); the node offers one unit fewer once the cordon holds its token")
+                    f"{chosen[0]} healthy unit(s) stayed free for {wait:g} s: {why}: the task does not start here "
+                    "(Ray retries it while its max_retries last); the node offers one unit fewer once the cordon "
+                    "holds its token")
             time.sleep(CORDON_POLL_S)
+
+    def _claim_uniform(self, family: FamilyUnits, wanted: list[str], wait: float) -> list[str]:
+        path = self.units_path(family.resource)
+        key = (str(path), os.getpid())
+        held = _HELD.get(key)
+        if held is not None and held[0] == wanted:  # the same task or actor asking again: the same units
+            return list(held[1])
+        fd = _open(path)
+        if held is not None:  # other tokens: the last task's release was missed; its units are not this one's
+            _unlock_units(fd)
+            del _HELD[key]
+        natural = [u for u in family.units if u in set(wanted)]
+        # Locked before the cordon marker is looked at: a task that finds no marker started before the cordon,
+        # and a substitute chosen under the table's lock never takes a unit locked here.
+        if (len(natural) == len(wanted) and all(_lock_unit(fd, family.position[u], shared=True) for u in natural)
+                and not self.cordoned_path(family.resource).exists()):
+            _HELD[key] = (wanted, natural)
+            return natural
+        _unlock_units(fd)
+        pid = os.getpid()
+        marker = self.cordoned_path(family.resource)
+        chosen = self._until_claimed(family, wanted, pid, wait,
+                                     lambda table: _claim_units(table, family, wanted, fd, pid, marker))
+        _HELD[key] = (wanted, chosen)
+        return chosen
 
     def release(self, resource: str, pid: int | None = None) -> None:
         """Drop the claims of ``pid`` (this process): its task ended."""
+        if pid is None or pid == os.getpid():
+            key = (str(self.units_path(resource)), os.getpid())
+            if _HELD.pop(key, None) is not None:  # a uniform family's units: unlocked, the table untouched
+                _unlock_units(_open(self.units_path(resource)))
+                return
         pid = os.getpid() if pid is None else pid
         with self._locked() as table:
             if resource in table:
@@ -348,6 +434,8 @@ class ClaimsTable:
     def cordon(self, resource: str, device: str, units: Sequence[str]) -> None:
         """Keep ``units`` (one failed device's) from every later claim, until :meth:`uncordon`."""
         with self._locked() as table:
+            # The marker first: a uniform family's task that does not find it started before this cordon.
+            self.cordoned_path(resource).touch()
             claims = table.setdefault(resource, [])
             if not any(c.get("cordon") == device for c in claims):
                 claims.append({"pid": os.getpid(), "tokens": [], "units": list(units), "cordon": device,
@@ -370,6 +458,8 @@ class ClaimsTable:
         with self._locked() as table:
             if resource in table:
                 table[resource] = [c for c in table[resource] if c.get("cordon") != device]
+            if not any(c.get("cordon") for c in table.get(resource, [])):
+                self.cordoned_path(resource).unlink(missing_ok=True)
 
     def cordons(self, resource: str) -> dict[str, list[str]]:
         """Cordoned device -> its tokens (empty until its placement group's task tagged it)."""
@@ -435,6 +525,38 @@ def _claim(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wanted: 
     kept.append({"pid": pid, "tokens": wanted, "units": chosen, "at": now, "shared": shared})
     table[family.resource] = kept
     return chosen
+
+
+def _claim_units(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wanted: list[str], fd: int,
+                 pid: int, marker: Path) -> list[str] | tuple[int, list[str]]:
+    """One try of a uniform family's claim under the table's lock (see :class:`ClaimsTable`): the units its
+    tokens name where not cordoned (locked shared, as other fractions of the same token may hold them), then
+    any other unit that is not cordoned and no process has locked (locked exclusively, so that the task Ray
+    gives that unit's token later goes through the table too); or (units found, untagged cordons)."""
+    claims = table.get(family.resource, [])
+    cordons = [c for c in claims if c.get("cordon")]
+    if not cordons:  # a marker left by a cordon that never got written (its process died between the two)
+        marker.unlink(missing_ok=True)
+    cordoned = {u for c in cordons for u in c.get("units", [])}
+    tokens = set(wanted)
+    chosen = [u for u in family.units
+              if u in tokens and u not in cordoned and _lock_unit(fd, family.position[u], shared=True)]
+    for unit in family.units:
+        if len(chosen) == len(wanted):
+            break
+        if unit not in cordoned and unit not in chosen and _lock_unit(fd, family.position[unit], shared=False):
+            chosen.append(unit)
+    waiting = [c for c in claims if c.get("waiting")]
+    if len(chosen) < len(wanted):
+        _unlock_units(fd)
+        if not any(c.get("pid") == pid for c in waiting):  # says so, holding nothing
+            table.setdefault(family.resource, []).append({"pid": pid, "tokens": wanted, "units": [],
+                                                          "waiting": True, "at": time.time()})
+        return len(chosen), [str(c["cordon"]) for c in cordons if not c.get("tokens")]
+    if waiting:  # its own wait is over; so is a dead process's
+        table[family.resource] = [c for c in claims if not c.get("waiting")
+                                  or (c.get("pid") != pid and alive(int(c.get("pid", 0))))]
+    return [u for u in family.units if u in set(chosen)]
 
 
 def _short(family: FamilyUnits, kept: list[dict[str, Any]], free: list[str], k: int) -> list[str]:

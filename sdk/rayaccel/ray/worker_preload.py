@@ -10,7 +10,8 @@ It registers the node's plugins' collective backends with ``ray.util.collective`
 
 Then it makes the ids Ray assigns tokens of the node's claims table (:mod:`rayaccel.ray.claims`): the
 family's visible-devices variable and ``get_accelerator_ids()`` name the best-connected free units, and a
-normal task's claim is released when it ends.
+normal task's claim is released when it ends. On a uniform family (no choice better than another) a task
+keeps the units Ray's ids name and only locks them, unless a cordon or a substitute is in the way.
 """
 
 from __future__ import annotations
@@ -108,8 +109,11 @@ def install_claims() -> list[str]:
         family = placement.get(resource_name)
         if family is None or not ids or worker.core_worker.get_current_task_name() == CORDON_TAG_TASK:
             return ids
-        units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name),
-                              shared=fractional(resource_name))
+        if family.uniform:  # Ray's ids are as good as any choice: no domain or fraction to look up
+            units = table().claim(family, [str(i) for i in ids])
+        else:
+            units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name),
+                                  shared=fractional(resource_name))
         claimed.add(resource_name)
         return units
 
