@@ -43,20 +43,21 @@ is a stand-in (`rayaccel.support.lazy.DeferredClass`) that imports the record at
 to it: `Device(...)` returns a `rayaccel.records.Device`, validated as always (a bad value raises pydantic's
 `ValidationError`), `Device.model_validate` and the other class attributes are the record's, `isinstance(x,
 Device)` and subclassing (`class MyDevice(Device)`) work, and a stand-in in a pydantic annotation validates as
-the record. Compare classes with `isinstance`, not `type(x) is Device`. The vocabularies (`ID_FALLBACK`,
-`DEVICE_FILE`, `HEALTH_ORDER`, `LINK_KINDS`, `STANDARD_METRICS`) come from `rayaccel.vocabulary`, which loads
-no pydantic either; build records in hooks, not at module level (a module-level record loads pydantic at the
-plugin's import).
+the record. Compare classes with `isinstance`, not `type(x) is Device`. The vocabulary `rayaccel` exports
+(`ID_FALLBACK`, `DEVICE_FILE`, `HEALTH_ORDER`, the `HealthState` type) loads no pydantic either; build records in
+hooks, not at module level (a module-level record loads pydantic at the plugin's import). A plugin imports
+`rayaccel` and nothing below it (the `plugins-use-the-public-api` import contract): every name it needs is
+exported there.
 
 **Partial results.** A hook that read most of what it needed returns that, and reports the rest with
 `rayaccel.report_problem(code, message, fix=..., severity="warning")`: one malformed field of one device
 (`memory.total: 'abc'`), a cut or garbled line, a count that disagrees with sysfs. Each report becomes a
 `Problem` naming the plugin and the hook, and the family's other devices are still reported; raising would
-lose them all. `rayaccel.reporting.vendor_int` / `vendor_float` read one vendor value defensively (wrong
+lose them all. `rayaccel.vendor_int` / `vendor_float` read one vendor value defensively (wrong
 type, not a number, not finite, outside the physically possible range: `None` and a `malformed-value`
 report quoting the field and the value). Reports are kept per hook call (at most 50, duplicates dropped); a
 thread of the plugin's own reports through `contextvars.copy_context().run(...)`; tests capture reports with
-`rayaccel.reporting.collect_problems()`.
+`rayaccel.collect_problems()`.
 
 **Vendor libraries.** A hook reads the machine only through its `host` (`rayaccel.Host`: env, files,
 commands, HTTP), and a vendor Python library (bindings to a management library, like NVML) the same way: the

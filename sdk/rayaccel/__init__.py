@@ -33,7 +33,11 @@ if TYPE_CHECKING:
         HttpUnavailable as HttpUnavailable,
         LibraryAdapter as LibraryAdapter,
         LibraryUnavailable as LibraryUnavailable,
+        OutputTooLarge as OutputTooLarge,
         RealHost as RealHost,
+    )
+    from rayaccel.labels import (
+        to_label_value as to_label_value,
     )
     from rayaccel.records import (
         Affinity as Affinity,
@@ -63,11 +67,27 @@ if TYPE_CHECKING:
         TransportSpec as TransportSpec,
     )
     from rayaccel.reporting import (
+        collect_problems as collect_problems,
+        malformed as malformed,
+        plain_int as plain_int,
+        record_or_report as record_or_report,
         report_problem as report_problem,
+        shown as shown,
+        vendor_float as vendor_float,
+        vendor_int as vendor_int,
     )
     from rayaccel.support.bounded import (
         BoundedTimeout as BoundedTimeout,
         run_bounded as run_bounded,
+    )
+    from rayaccel.transports.shared_memory import (
+        SharedMemoryTransport as SharedMemoryTransport,
+    )
+    from rayaccel.vocabulary import (
+        DEVICE_FILE as DEVICE_FILE,
+        HEALTH_ORDER as HEALTH_ORDER,
+        ID_FALLBACK as ID_FALLBACK,
+        HealthState as HealthState,
     )
 
 __version__ = "0.1.0"

@@ -88,6 +88,19 @@ def test_every_module_sits_in_a_layer(contract: str, package: Path, outside: set
     assert layered - top_level - outside == set(), "a layer names a module that is gone"
 
 
+def test_plugins_may_import_nothing_below_rayaccel() -> None:
+    """`plugins-use-the-public-api` forbids every module and package of the SDK but the package itself, so a new
+    one is an internal to plugins from its first day (a plugin uses what `rayaccel` exports)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (forbidden,) = [set(c["forbidden_modules"]) for c in config["contracts"] if c["id"] == "plugins-use-the-public-api"]
+    package = ROOT / "sdk" / "rayaccel"
+    below = {f"rayaccel.{p.stem}" for p in package.iterdir()
+             if (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py")) or (p / "__init__.py").is_file()}
+    assert below - forbidden == set()
+
+
 def test_every_package_of_the_sdk_is_a_folder_of_modules() -> None:
     """Folders are the layers: every directory holding Python under sdk/rayaccel is a package."""
     package = ROOT / "sdk" / "rayaccel"

@@ -11,6 +11,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -159,6 +160,46 @@ def test_a_fresh_bake_passes_its_own_lint_and_type_checks(baked: dict[str, tuple
         mypy = run([str(BIN / "mypy"), "--cache-dir", str(cache)], cwd=project, timeout=600)
         assert mypy.returncode == 0 and "Success" in mypy.stdout, mypy.stdout[-3000:]
         assert "rayaccel" not in mypy.stdout.replace(project.name, "")  # found, not "missing imports"
+
+
+def public_api_lint(project: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over a baked plugin's package with the repository's `plugins-use-the-public-api` contract
+    (the one the reference plugins keep): the package may import `rayaccel`, nothing below it."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["id"] == "plugins-use-the-public-api"]
+    (package,) = [p.name for p in (project / "src").iterdir() if (p / "plugin.py").is_file()]
+
+    def lines(names: list[str]) -> str:
+        return "".join(f"\n    {name}" for name in names)
+
+    settings = workdir / "public-api.ini"
+    settings.write_text(
+        f"[importlinter]\nroot_packages ={lines([package, 'rayaccel', 'rayaccel_conformance'])}\n"
+        "exclude_type_checking_imports = true\n\n"
+        f"[importlinter:contract:public-api]\nname = {contract['name']}\ntype = forbidden\n"
+        f"source_modules ={lines([package])}\nforbidden_modules ={lines(contract['forbidden_modules'])}\n"
+        "allow_indirect_imports = true\n", encoding="utf-8")
+    return run([str(BIN / "lint-imports"), "--no-cache", "--config", str(settings)], cwd=workdir,
+               env=with_path(project / "src"))
+
+
+def test_a_fresh_bake_imports_only_the_public_api_and_a_bake_importing_an_internal_fails(
+        baked: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
+    """The template's plugin source imports what it uses from `rayaccel` alone; the same contract breaks, naming
+    the import, once a module of the bake reaches below it (`rayaccel.reporting`, as the template once did)."""
+    project, _ = baked["default"]
+    clean = public_api_lint(project, tmp_path)
+    assert clean.returncode == 0 and "1 kept, 0 broken" in clean.stdout, clean.stdout[-3000:] + clean.stderr[-2000:]
+
+    copy = tmp_path / "internal"
+    shutil.copytree(project / "src", copy / "src")
+    readings = copy / "src" / "rayaccel_example" / "readings.py"
+    readings.write_text(readings.read_text(encoding="utf-8").replace(
+        "from rayaccel import ", "from rayaccel.reporting import malformed  # noqa: F811\nfrom rayaccel import ", 1),
+        encoding="utf-8")
+    broken = public_api_lint(copy, tmp_path)
+    assert broken.returncode != 0 and "0 kept, 1 broken" in broken.stdout, broken.stdout[-3000:]
+    assert "rayaccel_example.readings -> rayaccel.reporting" in broken.stdout
 
 
 DECLARED_TRANSPORT = """

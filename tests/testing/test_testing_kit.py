@@ -48,6 +48,18 @@ def test_plugin_tests_import_only_the_public_api_and_the_kit() -> None:
     assert internal == [], "a plugin's tests import an SDK internal: use rayaccel or rayaccel.testing"
 
 
+def test_the_templates_plugin_source_imports_only_rayaccel() -> None:
+    """What a bake ships (its package and every probe variant) imports the SDK as `rayaccel` alone: the modules
+    behind it are internals. tests/template/test_template_bake.py holds a fresh bake to the import contract."""
+    project = TEMPLATE_TESTS.parent
+    files = sorted([*(project / "src").glob("**/*.py"), *(project / "variants").glob("**/*.py")])
+    assert len(files) >= 10
+    internal = [f"{path.relative_to(ROOT)}: {name}" for path in files
+                for match in IMPORTS.finditer(path.read_text(encoding="utf-8"))
+                for name in [match.group(1) or match.group(2)] if name != "rayaccel"]
+    assert internal == [], "the template's plugin imports an SDK internal: export what it needs from rayaccel"
+
+
 def test_the_template_test_file_is_a_handful_of_lines() -> None:
     (suite,) = [p for p in TEMPLATE_TESTS.glob("*.py") if p.name.endswith("_plugin.py")]
     code = [line for line in suite.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -20,9 +20,7 @@ import shlex
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from rayaccel import CommandNotFound, CommandTimeout, Host, report_problem
-from rayaccel.hosts.seam import OutputTooLarge
-from rayaccel.reporting import malformed
+from rayaccel import CommandNotFound, CommandTimeout, Host, OutputTooLarge, malformed, report_problem
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
 

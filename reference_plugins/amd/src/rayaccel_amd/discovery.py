@@ -14,9 +14,7 @@ import re
 from collections.abc import Sequence
 from functools import partial
 
-from rayaccel import Device, Host, HostError, report_problem
-from rayaccel.reporting import record_or_report
-from rayaccel.vocabulary import DEVICE_FILE, ID_FALLBACK
+from rayaccel import DEVICE_FILE, ID_FALLBACK, Device, Host, HostError, record_or_report, report_problem
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import GpuRecord, Snapshot
 

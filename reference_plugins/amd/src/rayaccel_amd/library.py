@@ -12,8 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rayaccel import report_problem
-from rayaccel.reporting import malformed, shown
+from rayaccel import malformed, report_problem, shown
 from rayaccel_amd.products import pci_device_id
 from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
 

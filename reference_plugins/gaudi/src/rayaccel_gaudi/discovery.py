@@ -9,8 +9,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from rayaccel import Device
-from rayaccel.reporting import record_or_report
+from rayaccel import Device, record_or_report
 from rayaccel_gaudi.readings import Snapshot
 
 

@@ -11,8 +11,7 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from rayaccel import report_problem
-from rayaccel.reporting import malformed
+from rayaccel import malformed, report_problem
 
 #: The fields queried, in order (names as ``hl-smi -h`` lists them for ``--query-aip``).
 QUERY_FIELDS = (

@@ -18,10 +18,10 @@ from rayaccel import (
     SupportInfo,
     Topology,
     TransportSpec,
+    collect_problems,
     hookimpl,
+    to_label_value,
 )
-from rayaccel.labels import to_label_value
-from rayaccel.reporting import collect_problems
 from rayaccel_gaudi import sku_fixture
 from rayaccel_gaudi.discovery import devices_of
 from rayaccel_gaudi.health import health_of, reason_codes

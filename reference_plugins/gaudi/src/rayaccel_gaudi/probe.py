@@ -14,8 +14,7 @@ import re
 import shlex
 import time
 
-from rayaccel import CommandNotFound, CommandTimeout, Host, HostError, report_problem
-from rayaccel.reporting import malformed
+from rayaccel import CommandNotFound, CommandTimeout, Host, HostError, malformed, report_problem
 from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, HlSmiParseError, parse_ports, parse_query
 from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 

@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from rayaccel import Device, Host
-from rayaccel.reporting import malformed, record_or_report
-from rayaccel.vocabulary import ID_FALLBACK
+from rayaccel import ID_FALLBACK, Device, Host, malformed, record_or_report
 from rayaccel_neuron import instance, neuronls, sysfs
 
 #: Device names by instance family, for hosts whose driver does not publish info/architecture.

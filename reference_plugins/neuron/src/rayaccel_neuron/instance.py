@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rayaccel import Host
-from rayaccel.reporting import malformed, plain_int, vendor_int
+from rayaccel import Host, malformed, plain_int, vendor_int
 
 DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
 DMI_PRODUCT_NAME_LINK = "/sys/class/dmi/id/product_name"

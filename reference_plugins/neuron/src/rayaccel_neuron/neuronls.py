@@ -25,8 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import report_problem
-from rayaccel.reporting import malformed, vendor_int
+from rayaccel import malformed, report_problem, vendor_int
 
 #: Physical maxima, with room: Trn1/Trn2/Inf1 instances carry at most 16 devices, a Trainium2 device 8
 #: NeuronCores. A count above them is a broken tool's answer: that entry is reported and skipped, never used

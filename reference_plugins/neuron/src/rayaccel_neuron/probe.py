@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayaccel import CommandNotFound, CommandTimeout, Host
-from rayaccel.hosts.seam import OutputTooLarge
-from rayaccel.reporting import report_problem
+from rayaccel import CommandNotFound, CommandTimeout, Host, OutputTooLarge, report_problem
 from rayaccel_neuron import instance, neuronls, sysfs
 
 #: Below the SDK's per-hook limit, so a hung neuron-ls is reported as such and not as a hung hook.

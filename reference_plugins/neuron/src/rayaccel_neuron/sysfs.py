@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rayaccel import Host
-from rayaccel.reporting import malformed, plain_int, report_problem, vendor_int
+from rayaccel import Host, malformed, plain_int, report_problem, vendor_int
 from rayaccel_neuron.neuronls import MAX_CORES_PER_DEVICE, NeuronDeviceInfo
 
 ROOT = "/sys/devices/virtual/neuron_device"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Affinity, Device, Domain, Link, Topology
-from rayaccel.reporting import plain_int
+from rayaccel import Affinity, Device, Domain, Link, Topology, plain_int
 from rayaccel_neuron.instance import UltraServerPlace
 
 

@@ -13,9 +13,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rayaccel import Device, Host, Partition, PartitionCapacity, report_problem
-from rayaccel.reporting import collect_problems, shown, vendor_int
-from rayaccel.vocabulary import ID_FALLBACK
+from rayaccel import (
+    ID_FALLBACK,
+    Device,
+    Host,
+    Partition,
+    PartitionCapacity,
+    collect_problems,
+    report_problem,
+    shown,
+    vendor_int,
+)
 from rayaccel_nvidia.naming import (
     architecture,
     cpu_list,

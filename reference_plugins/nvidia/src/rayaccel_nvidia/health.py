@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import Device, HealthReason, HealthReport, Partition, ReasonCode, report_problem
-from rayaccel.vocabulary import HEALTH_ORDER
+from rayaccel import HEALTH_ORDER, Device, HealthReason, HealthReport, Partition, ReasonCode, report_problem
 from rayaccel_nvidia.discovery import UNREADABLE, unusable_answer
 
 #: ``nvmlEventData_t.gpuInstanceId`` of an event that concerns the whole GPU, not one MIG instance.

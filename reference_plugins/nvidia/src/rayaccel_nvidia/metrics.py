@@ -10,8 +10,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel import Device, MetricSample, report_problem
-from rayaccel.reporting import vendor_float
+from rayaccel import Device, MetricSample, report_problem, vendor_float
 from rayaccel_nvidia.discovery import UNREADABLE, unusable_answer
 
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayaccel import Device, Host, HostError, report_problem
-from rayaccel.reporting import shown
-from rayaccel.vocabulary import DEVICE_FILE
+from rayaccel import DEVICE_FILE, Device, Host, HostError, report_problem, shown
 from rayaccel_nvidia.discovery import optional
 
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"

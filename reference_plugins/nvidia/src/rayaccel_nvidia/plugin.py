@@ -109,7 +109,7 @@ def rayaccel_resources(host: Host, devices: Sequence[Device], topology: Topology
 
 @hookimpl
 def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
-    from rayaccel.labels import to_label_value
+    from rayaccel import to_label_value
 
     labels: dict[str, str] = {}
     cliques = [d for d in inventory.topology.domains if d.kind == "nvlink-clique"]

@@ -18,8 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel import Affinity, Device, Domain, Link, Topology
-from rayaccel.reporting import plain_int, report_problem, shown
+from rayaccel import Affinity, Device, Domain, Link, Topology, plain_int, report_problem, shown
 from rayaccel_nvidia.discovery import UNREADABLE, optional
 
 #: Unidirectional GB/s of one NVLink, by the ``nvmlNvlinkVersion_t`` name ``nvmlDeviceGetNvLinkVersion``

@@ -6,9 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from rayaccel import Device, Host
-from rayaccel.reporting import record_or_report
-from rayaccel.vocabulary import DEVICE_FILE
+from rayaccel import DEVICE_FILE, Device, Host, record_or_report
 from rayaccel_tpu import podtype, probe, slice_info, visibility
 
 

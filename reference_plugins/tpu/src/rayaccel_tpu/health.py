@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rayaccel import Device, HealthReason, HealthReport, Host, ReasonCode
-from rayaccel.vocabulary import DEVICE_FILE
+from rayaccel import DEVICE_FILE, Device, HealthReason, HealthReport, Host, ReasonCode
 
 #: Every reason code the plugin reports: (code, state, fatal, meaning).
 REASONS: tuple[tuple[str, str, bool, str], ...] = (

@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rayaccel import Host
-from rayaccel.reporting import plain_int, report_problem
+from rayaccel import Host, plain_int, report_problem
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
 PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e", "0x0076": "v7x"}

@@ -11,8 +11,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 
-from rayaccel import Host, HttpUnavailable, report_problem
-from rayaccel.reporting import collect_problems, malformed, vendor_int
+from rayaccel import Host, HttpUnavailable, collect_problems, malformed, report_problem, vendor_int
 from rayaccel_tpu.podtype import parse_pod_type
 
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/"

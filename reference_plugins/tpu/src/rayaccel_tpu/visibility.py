@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from rayaccel.reporting import malformed
+from rayaccel import malformed
 
 VISIBLE_CHIPS = "TPU_VISIBLE_CHIPS"
 CHIPS_PER_HOST_BOUNDS = "TPU_CHIPS_PER_HOST_BOUNDS"

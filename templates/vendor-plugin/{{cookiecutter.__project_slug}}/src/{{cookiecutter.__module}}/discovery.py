@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from rayaccel import Device
-from rayaccel.reporting import record_or_report
+from rayaccel import Device, record_or_report
 
 from {{ cookiecutter.__module }}.readings import DeviceInfo
 

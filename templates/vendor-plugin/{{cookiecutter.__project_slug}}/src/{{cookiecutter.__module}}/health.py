@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, ReasonCode, report_problem
-from rayaccel.vocabulary import HealthState
+from rayaccel import Device, HealthReason, HealthReport, HealthState, ReasonCode, report_problem
 
 from {{ cookiecutter.__module }}.readings import DeviceHealth
 

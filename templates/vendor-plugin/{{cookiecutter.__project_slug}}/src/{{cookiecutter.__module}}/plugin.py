@@ -20,11 +20,11 @@ from rayaccel import (
     SkuRecord,
     SupportInfo,
     Topology,
+    collect_problems,
     hookimpl,
     report_problem,
+    to_label_value,
 )
-from rayaccel.labels import to_label_value
-from rayaccel.reporting import collect_problems
 
 from {{ cookiecutter.__module }} import discovery, health, metrics, probe, sku_fixture, topology
 from {{ cookiecutter.__module }}.readings import ProbeError

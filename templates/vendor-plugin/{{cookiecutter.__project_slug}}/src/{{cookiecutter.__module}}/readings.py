@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rayaccel import report_problem
-from rayaccel.reporting import malformed, vendor_int
+from rayaccel import malformed, report_problem, vendor_int
 
 
 class ProbeError(Exception):

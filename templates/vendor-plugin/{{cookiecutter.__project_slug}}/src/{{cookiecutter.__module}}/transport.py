@@ -1,6 +1,6 @@
 """A tensor transport for Ray Direct Transport, started from rayaccel's reference transport.
 
-``rayaccel.transports.shared_memory.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
+``rayaccel.SharedMemoryTransport`` is a complete, tested ``TensorTransportManager``: one-sided
 shared memory for CPU tensors between actors on one node (tensor metadata on the sender, a copy-on-write receive
 or a receive into Ray's target buffers, garbage collection when Ray frees the ref, abort, errors naming the step
 and the actors). Metrics need no code of yours: the bridge registers your class measured
@@ -27,7 +27,7 @@ RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
 
 from __future__ import annotations
 
-from rayaccel.transports.shared_memory import SharedMemoryTransport
+from rayaccel import SharedMemoryTransport
 
 NAME = "{{ cookiecutter.__family | upper | replace('-', '_') }}_SHM"
 

@@ -13,8 +13,7 @@ import io
 import shlex
 from collections.abc import Sequence
 
-from rayaccel import CommandNotFound, Device, Host, HostError, report_problem
-from rayaccel.reporting import vendor_int
+from rayaccel import CommandNotFound, Device, Host, HostError, report_problem, vendor_int
 
 from {{ cookiecutter.__module }}.readings import (
     MAX_DEVICES,

@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rayaccel import CommandNotFound, Device, Host, HostError, report_problem
-from rayaccel.reporting import vendor_int
+from rayaccel import CommandNotFound, Device, Host, HostError, report_problem, vendor_int
 
 from {{ cookiecutter.__module }}.readings import (
     DeviceHealth,

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable
-from rayaccel.reporting import vendor_int
+from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, vendor_int
 
 from {{ cookiecutter.__module }}.readings import (
     MAX_DEVICES,

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, Host
-from rayaccel.reporting import vendor_int
+from rayaccel import Device, Host, vendor_int
 
 from {{ cookiecutter.__module }}.readings import (
     DeviceHealth,
