@@ -1,18 +1,27 @@
 """The conformance suite measured by a real mutation tool: ``make mutation`` (not part of ``make test``).
 
-cosmic-ray mutates a plugin's hook module one mutation at a time, and the conformance suite is the test: a
-mutant is killed when any of the suite's in-process checks (every check but the Ray ones, on every fixture
-of the plugin, up to the target's tier) fails on it. The targets are the hook modules of a fresh template
-bake (the real cookiecutter, into a scratch directory, graded to ``supported`` as the bake's own CI grades
-it) and of reference plugins. A reference plugin's package is copied to the scratch directory first and
-imported from there (``PYTHONPATH`` ahead of the editable install), so the checkout is never mutated, even
-for a moment, and another process importing the plugin meanwhile sees the real one. Each target's
-unmutated code must pass first (a baseline that fails would count every mutant killed). Prints the kill
-rate and the survivors (file:line, operator, the mutated line); docs/conformance.md triages them.
+cosmic-ray mutates a plugin's module one mutation at a time, and the conformance suite is the test: a mutant
+is killed when any of the suite's in-process checks (every check but the Ray ones, on every fixture of the
+plugin, up to the target's tier) fails on it. The targets are every module of the five reference plugins and
+of a fresh template bake (the real cookiecutter, into a scratch directory, graded to ``supported`` as the
+bake's own CI grades it). Each run works on copies in a scratch directory (``PYTHONPATH`` ahead of the
+editable install), so the checkout is never mutated, even for a moment, and another process importing the
+plugin meanwhile sees the real one. Each plugin's unmutated code must pass first (a baseline that fails
+would count every mutant killed); the baseline's per-check times order the checks of every mutant's test
+cheapest first, so a killed mutant costs little.
 
-    .venv/bin/python scripts/mutation.py                                        # every default target
-    .venv/bin/python scripts/mutation.py rayaccel_tpu.health [--timeout 120]   # one installed module
-    .venv/bin/python scripts/mutation.py bake:health                            # one module of a bake
+Bounded: each mutant by ``--timeout`` (default 3 x its plugin's baseline, at least 60 s), the whole run by
+``--budget``; ``--workers`` mutants at once, each worker on its own copy. Modules run largest gap first
+(the most open survivors in the last result, then the most mutants), each module's mutants in a seeded
+random order, so a run cut by the budget or ``--sample`` is a uniform sample of each module it reached, and
+the report says how many of how many ran. Survivors listed in the triage file (``mutation_triage.yaml``
+beside this script) as equivalent are excluded from the kill rate with their reason, as are those inside
+annotations that are never evaluated; every other survivor is listed. The result is also written as JSON
+(``--results``).
+
+    .venv/bin/python scripts/mutation.py                                       # every module, the whole budget
+    .venv/bin/python scripts/mutation.py rayaccel_tpu.health bake:health        # some modules
+    .venv/bin/python scripts/mutation.py --sample 40 --budget 1800 --workers 2  # a sample of each module
     .venv/bin/python scripts/mutation.py --check PLUGIN [--tier supported]      # the test cosmic-ray runs
 """
 
@@ -20,27 +29,41 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
+import concurrent.futures
 import json
 import os
+import random
 import shlex
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "vendor-plugin"
+TRIAGE = Path(__file__).resolve().with_name("mutation_triage.yaml")
+RESULTS = REPO / "build" / "mutation" / "results.json"
 #: The default bake's plugin: its module and plugin name follow from cookiecutter.json's defaults.
 BAKE_PACKAGE, BAKE_PLUGIN = "rayaccel_example", "example"
+#: The five reference plugins: plugin name -> package (reference_plugins/<name>/src/<package>).
+REFERENCE_PLUGINS = {name: f"rayaccel_{name}" for name in ("amd", "gaudi", "neuron", "nvidia", "tpu")}
+#: Mutants per cosmic-ray session: small enough that a budget cut loses little, large enough to amortise init.
+CHUNK = 4
 
 
 @dataclass(frozen=True)
 class Target:
-    """One module to mutate: ``bake:<module>`` for a module of the template bake, else an installed module."""
+    """One module to mutate: ``bake:<module>`` for a module of the template bake, else ``<package>.<module>``."""
 
     module: str
     plugin: str
@@ -50,18 +73,40 @@ class Target:
     def baked(self) -> bool:
         return self.module.startswith("bake:")
 
-
-#: What ``make mutation`` mutates: the bake's hook modules (discovery, health, topology, metrics and the
-#: probe that reads the vendor tool) and reference plugins' modules.
-DEFAULT_TARGETS = [
-    *(Target(f"bake:{m}", BAKE_PLUGIN, "supported") for m in ("discovery", "health", "topology", "metrics", "probe")),
-    Target("rayaccel_tpu.health", "tpu"),
-    Target("rayaccel_gaudi.health", "gaudi"),
-]
+    @property
+    def file_name(self) -> str:
+        return self.module.split(":")[-1].split(".")[-1] + ".py"
 
 
-def check(plugin: str, tier: str = "certified") -> int:
-    """Run the suite's in-process checks up to ``tier`` on one plugin; 0 when every one passed or was skipped."""
+@dataclass(frozen=True)
+class Mutant:
+    operator: str  # cosmic-ray's name, e.g. core/ReplaceComparisonOperator_Eq_Lt
+    occurrence: int
+    row: int
+    col: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.operator, self.occurrence
+
+
+@dataclass
+class Outcome:
+    """What became of one module's mutants in this run."""
+
+    target: Target
+    source: str
+    mutants: list[Mutant]
+    planned: list[Mutant] = field(default_factory=list)
+    results: dict[tuple[str, int], str] = field(default_factory=dict)  # key -> killed/timeout/survived/...
+
+
+# --- the test cosmic-ray runs on each mutant -----------------------------------------------------------------
+
+def check(plugin: str, tier: str = "certified", timings: Path | None = None, order: Path | None = None) -> int:
+    """Run the suite's in-process checks up to ``tier`` on one plugin; 0 when every one passed or was skipped.
+    ``timings``: write each check's seconds there (the baseline does); ``order``: run the checks cheapest first
+    by such a file (a mutant stops at the first check that fails, so the order changes only the cost)."""
     from rayaccel.plugins.manager import PluginManager
     from rayaccel_conformance.checks import all_checks
     from rayaccel_conformance.harness.subject import Subject
@@ -69,15 +114,26 @@ def check(plugin: str, tier: str = "certified") -> int:
 
     manager = PluginManager(timeout=10.0)
     subject = Subject(plugin, manager)
-    for c in (c for c in all_checks() if not c.uses_ray and tier_index(c.tier) <= tier_index(tier)):
+    checks = [c for c in all_checks() if not c.uses_ray and tier_index(c.tier) <= tier_index(tier)]
+    if order is not None and order.is_file():
+        cost: dict[str, float] = json.loads(order.read_text(encoding="utf-8"))
+        checks.sort(key=lambda c: cost.get(c.id, 0.0))
+    spent: dict[str, float] = {}
+    for c in checks:
+        started = time.perf_counter()
         refs: list[str | None] = [*subject.fixture_paths()] or [None]
         for ref in refs if c.scope == "fixture" else [None]:
             outcome = subject.run(c, ref)
             if outcome.outcome in ("failed", "error"):
-                print(f"killed by {c.id} on {ref}: {outcome.evidence[0][:200] if outcome.evidence else ''}")
+                print(f"killed by {c.id} on {ref}: {outcome.evidence[0][:300] if outcome.evidence else ''}")
                 return 1
+        spent[c.id] = time.perf_counter() - started
+    if timings is not None:
+        timings.write_text(json.dumps(spent), encoding="utf-8")
     return 0
 
+
+# --- what is mutated --------------------------------------------------------------------------------------------
 
 def bake(into: Path) -> Path:
     """The template baked with its defaults by the real cookiecutter; returns the project's ``src``."""
@@ -89,48 +145,169 @@ def bake(into: Path) -> Path:
     return package.parent
 
 
-def source_of(target: Target, work: Path) -> tuple[Path, Path, dict[str, str]]:
-    """(the file to mutate inside ``work``, the source root to import from, extra env of the test)."""
+def modules_of(package_dir: Path) -> list[str]:
+    """Every module of a plugin package but its ``__init__`` (the ones with code to mutate)."""
+    return sorted(p.stem for p in package_dir.glob("*.py") if p.stem != "__init__")
+
+
+def reference_source(plugin: str) -> Path:
+    """The ``src`` folder of a reference plugin in this checkout."""
+    return REPO / "reference_plugins" / plugin / "src"
+
+
+def default_targets(bake_src: Path) -> list[Target]:
+    """Every module of the five reference plugins and of the bake."""
+    targets = [Target(f"{package}.{m}", plugin) for plugin, package in REFERENCE_PLUGINS.items()
+               for m in modules_of(reference_source(plugin) / package)]
+    return targets + [Target(f"bake:{m}", BAKE_PLUGIN, "supported") for m in modules_of(bake_src / BAKE_PACKAGE)]
+
+
+def target_of(name: str, plugin: str | None, tier: str | None) -> Target:
+    """A target named on the command line: ``bake:<module>`` or ``rayaccel_<plugin>.<module>``."""
+    if name.startswith("bake:"):
+        return Target(name, plugin or BAKE_PLUGIN, tier or "supported")
+    package = name.split(".")[0]
+    guessed = next((p for p, pkg in REFERENCE_PLUGINS.items() if pkg == package), None)
+    if not (plugin or guessed):
+        raise SystemExit(f"error: which plugin grades {name}? give --plugin")
+    return Target(name, plugin or guessed or "", tier or "certified")
+
+
+def source_root(target: Target, bake_src: Path) -> Path:
+    """The ``src`` folder the target's package is copied from."""
+    return bake_src if target.baked else reference_source(target.plugin)
+
+
+def package_of(target: Target) -> str:
+    return BAKE_PACKAGE if target.baked else target.module.split(".")[0]
+
+
+def copy_package(target: Target, bake_src: Path, into: Path) -> Path:
+    """A private copy of the target's package under ``into``; returns the copy of the module to mutate."""
+    package = package_of(target)
+    shutil.copytree(source_root(target, bake_src) / package, into / package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return into / package / target.file_name
+
+
+def test_env(target: Target, src: Path) -> dict[str, str]:
+    inherited = os.environ.get("PYTHONPATH")
+    env = {"PYTHONPATH": os.pathsep.join([str(src), *([inherited] if inherited else [])]),
+           "PYTHONDONTWRITEBYTECODE": "1"}
     if target.baked:
-        src = bake(work / "bake")
-        name = target.module.removeprefix("bake:")
-        return src / BAKE_PACKAGE / f"{name}.py", src, {"RAYACCEL_PLUGINS": f"{BAKE_PLUGIN}={BAKE_PACKAGE}.plugin"}
-    spec = importlib.util.find_spec(target.module)
-    if spec is None or spec.origin is None:
-        raise SystemExit(f"error: no module {target.module!r} is installed; install the plugin (make install)")
-    package_dir = Path(spec.origin).parent
-    copy = work / "src" / package_dir.name
-    shutil.copytree(package_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy / Path(spec.origin).name, work / "src", {}
+        env["RAYACCEL_PLUGINS"] = f"{BAKE_PLUGIN}={BAKE_PACKAGE}.plugin"
+    return env
 
 
-def mutate(target: Target, timeout: float) -> int:
-    with tempfile.TemporaryDirectory(prefix="rayaccel-mutation-") as scratch:
-        work = Path(scratch)
-        mutated, source_root, env = source_of(target, work)
-        test_env = {"PYTHONPATH": str(source_root), **env}
-        test = shlex.join(["env", *(f"{k}={v}" for k, v in test_env.items()), sys.executable,
-                           str(Path(__file__).resolve()), "--check", target.plugin, "--tier", target.tier])
-        baseline = subprocess.run(shlex.split(test), capture_output=True, text=True, timeout=timeout)
-        if baseline.returncode != 0:
-            print(f"error: {target.module} unmutated fails the suite, so no mutant can be graded: "
-                  f"{baseline.stdout.strip()[-300:]}{baseline.stderr.strip()[-300:]}", file=sys.stderr)
-            return 2
-        original = mutated.read_text(encoding="utf-8")
-        config = work / "cosmic-ray.toml"
-        config.write_text(
-            "[cosmic-ray]\n"
-            f"module-path = {json.dumps(str(mutated))}\n"
-            f"timeout = {timeout}\n"
-            "excluded-modules = []\n"
-            f"test-command = {json.dumps(test)}\n"
-            "[cosmic-ray.distributor]\nname = \"local\"\n", encoding="utf-8")
-        session = work / "session.sqlite"
-        cosmic = Path(sys.executable).with_name("cosmic-ray")
-        subprocess.run([str(cosmic), "init", str(config), str(session)], check=True, cwd=work)
-        subprocess.run([str(cosmic), "exec", str(config), str(session)], check=True, cwd=work)
-        return report(session, target, original)
+def test_command(target: Target, src: Path, order: Path) -> str:
+    return shlex.join(["env", *(f"{k}={v}" for k, v in test_env(target, src).items()), sys.executable,
+                       str(Path(__file__).resolve()), "--check", target.plugin, "--tier", target.tier,
+                       "--order", str(order)])
 
+
+# --- cosmic-ray sessions ------------------------------------------------------------------------------------------
+
+def cosmic_ray() -> str:
+    return str(Path(sys.executable).with_name("cosmic-ray"))
+
+
+def write_config(work: Path, module: Path, test: str, timeout: float) -> Path:
+    config = work / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(str(module))}\n"
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(test)}\n"
+        "[cosmic-ray.distributor]\nname = \"local\"\n", encoding="utf-8")
+    return config
+
+
+def init_session(work: Path, module: Path, test: str, timeout: float) -> tuple[Path, Path]:
+    config = write_config(work, module, test, timeout)
+    session = work / "session.sqlite"
+    subprocess.run([cosmic_ray(), "init", str(config), str(session)], check=True, cwd=work,
+                   capture_output=True, timeout=300)
+    return config, session
+
+
+def mutants_in(session: Path) -> list[Mutant]:
+    with sqlite3.connect(session) as db:
+        rows = db.execute("SELECT operator_name, occurrence, start_pos_row, start_pos_col FROM mutation_specs "
+                          "ORDER BY start_pos_row, start_pos_col, operator_name, occurrence").fetchall()
+    return [Mutant(op, int(occ), int(row), int(col)) for op, occ, row, col in rows]
+
+
+def results_in(session: Path) -> dict[tuple[str, int], str]:
+    """key -> killed, timeout, survived, incompetent or skipped, for every mutant the session has a result of."""
+    with sqlite3.connect(session) as db:
+        rows = db.execute("SELECT m.operator_name, m.occurrence, r.worker_outcome, r.test_outcome, r.output "
+                          "FROM mutation_specs m JOIN work_results r ON r.job_id = m.job_id").fetchall()
+    found = {}
+    for op, occ, worker, test, output in rows:
+        if str(worker).lower() == "skipped":
+            continue
+        test = str(test or "").lower()
+        if test == "killed" and (output or "").strip() == "timeout":
+            test = "timeout"
+        found[(op, int(occ))] = test or str(worker).lower()
+    return found
+
+
+def skip_all_but(session: Path, keep: set[tuple[str, int]]) -> None:
+    """Give every mutant but ``keep`` a 'skipped' result, so ``cosmic-ray exec`` runs only ``keep``."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session), mode=WorkDB.Mode.open) as db:
+        skipped = [item.job_id for item in db.work_items
+                   if (item.mutations[0].operator_name, item.mutations[0].occurrence) not in keep]
+        if skipped:
+            db.set_multiple_results(skipped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+
+
+class Runner:
+    """Runs chunks of mutants, ``workers`` at once, until the budget's deadline (then stops what it started)."""
+
+    def __init__(self, scratch: Path, bake_src: Path, deadline: float) -> None:
+        self.scratch, self.bake_src, self.deadline = scratch, bake_src, deadline
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.lock = threading.Lock()
+        self.counter = 0
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def run_chunk(self, target: Target, chunk: Sequence[Mutant], timeout: float, order: Path
+                  ) -> dict[tuple[str, int], str]:
+        if self.remaining() <= 0:
+            return {}
+        with self.lock:
+            self.counter += 1
+            work = self.scratch / f"chunk-{self.counter}"
+        work.mkdir()
+        src = work / "src"
+        module = copy_package(target, self.bake_src, src)
+        config, session = init_session(work, module, test_command(target, src, order), timeout)
+        skip_all_but(session, {m.key for m in chunk})
+        process = subprocess.Popen([cosmic_ray(), "exec", str(config), str(session)], cwd=work,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        with self.lock:
+            self.running.add(process)
+        try:
+            process.wait(timeout=max(1.0, self.remaining()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # its own session: cosmic-ray and the test it runs
+            process.wait()
+        finally:
+            with self.lock:
+                self.running.discard(process)
+        found = results_in(session)
+        shutil.rmtree(work, ignore_errors=True)
+        return found
+
+
+# --- triage and report --------------------------------------------------------------------------------------------
 
 def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """(start, end) (row, column) of every annotation, when the module never evaluates them (``from __future__
@@ -153,57 +330,229 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
     return found
 
 
-def report(session: Path, target: Target, source: str) -> int:
-    """Kill rate and survivors, read from cosmic-ray's session database; a survivor inside an annotation that
-    is never evaluated is reported as equivalent."""
-    lines = source.splitlines()
-    spans = annotation_spans(source)
-    with sqlite3.connect(session) as db:
-        rows = db.execute(
-            "SELECT m.operator_name, m.start_pos_row, m.start_pos_col, r.test_outcome FROM mutation_specs m "
-            "JOIN work_results r ON r.job_id = m.job_id").fetchall()
-    killed = [r for r in rows if r[3] != "SURVIVED"]
-    survived = [r for r in rows if r[3] == "SURVIVED"]
-    equivalent = [r for r in survived if any(start <= (r[1], r[2]) < end for start, end in spans)]
-    graded = len(rows) - len(equivalent)
-    rate = len(killed) / graded if graded else 0.0
-    print(f"\nmutation: {len(killed)}/{graded} mutants of {target.module} killed by the conformance suite "
-          f"(kill rate {rate:.1%}; plugin {target.plugin}, checks up to {target.tier})"
-          + (f"; {len(equivalent)} more survive in annotations that are never evaluated (equivalent)"
-             if equivalent else ""))
-    name = target.module.split(":")[-1].split(".")[-1] + ".py"
-    for operator, row, _, _ in sorted((r for r in survived if r not in equivalent), key=lambda r: (r[1], r[0])):
-        print(f"  survived: {name}:{row} {operator.split('/')[-1]}: {lines[row - 1].strip()[:90]}")
+@dataclass(frozen=True)
+class TriageEntry:
+    """A survivor judged equivalent: the module, the source line (stripped, exact), the operators (short names;
+    none = every operator on that line) and why no behaviour the suite or the SDK acts on changes."""
+
+    module: str
+    code: str
+    operators: tuple[str, ...]
+    why: str
+
+    def matches(self, module: str, line: str, operator: str) -> bool:
+        return (module == self.module and line.strip() == self.code
+                and (not self.operators or operator.split("/")[-1] in self.operators))
+
+
+def load_triage(path: Path = TRIAGE) -> list[TriageEntry]:
+    """The triage file: ``{module: [{code, operators?, why}]}``; a malformed entry is refused, naming it."""
+    if not path.is_file():
+        return []
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    entries = []
+    for module, items in document.items():
+        for index, item in enumerate(items or []):
+            if not isinstance(item, dict) or not item.get("code") or not item.get("why"):
+                raise SystemExit(f"error: {path.name}: {module}[{index}] needs 'code' (the source line) and 'why'")
+            entries.append(TriageEntry(module, str(item["code"]).strip(), tuple(item.get("operators") or ()),
+                                       str(item["why"])))
+    return entries
+
+
+def stale_entries(triage: Iterable[TriageEntry], sources: dict[str, str]) -> list[TriageEntry]:
+    """Entries whose line is no longer in their module's source (the code moved on; the verdict must be redone)."""
+    return [e for e in triage if e.module in sources
+            and e.code not in {line.strip() for line in sources[e.module].splitlines()}]
+
+
+def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
+    """One module's figures: the kill rate over the non-equivalent mutants that ran, and every survivor."""
+    lines = outcome.source.splitlines()
+    spans = annotation_spans(outcome.source)
+    by_key = {m.key: m for m in outcome.mutants}
+    ran = {k: v for k, v in outcome.results.items() if v in ("killed", "timeout", "survived", "annotation")}
+    survivors: list[dict[str, Any]] = []
+    equivalent: list[dict[str, Any]] = []
+    for key, result in sorted(ran.items(), key=lambda kv: (by_key[kv[0]].row, kv[0])):
+        if result not in ("survived", "annotation"):
+            continue
+        mutant = by_key[key]
+        line = lines[mutant.row - 1] if 0 < mutant.row <= len(lines) else ""
+        record = {"line": mutant.row, "operator": mutant.operator.split("/")[-1], "occurrence": mutant.occurrence,
+                  "code": line.strip()}
+        if result == "annotation" or any(start <= (mutant.row, mutant.col) < end for start, end in spans):
+            equivalent.append({**record, "why": "inside an annotation that is never evaluated (not run)"})
+            continue
+        entry = next((e for e in triage if e.matches(outcome.target.module, line, mutant.operator)), None)
+        (equivalent if entry else survivors).append({**record, "why": entry.why} if entry else record)
+    killed = sum(1 for v in ran.values() if v in ("killed", "timeout"))
+    graded = killed + len(survivors)
+    in_annotations = sum(1 for v in ran.values() if v == "annotation")
+    return {"module": outcome.target.module, "plugin": outcome.target.plugin, "tier": outcome.target.tier,
+            "mutants": len(outcome.mutants), "in_annotations": in_annotations, "planned": len(outcome.planned),
+            "ran": len(ran) - in_annotations,
+            "killed": killed, "timeouts": sum(1 for v in ran.values() if v == "timeout"),
+            "incompetent": sum(1 for v in outcome.results.values() if v == "incompetent"),
+            "equivalent": len(equivalent), "graded": graded,
+            "kill_rate": round(killed / graded, 4) if graded else None,
+            "survivors": survivors, "equivalents": equivalent}
+
+
+def print_report(rows: Sequence[dict[str, Any]]) -> None:
+    """The table (one row per module) and every open survivor."""
+    print(f"\n{'module':34} {'ran/testable':>12} {'killed':>7} {'equiv':>6} {'survived':>8} {'kill rate':>9}"
+          "   (testable: mutants outside never-evaluated annotations; equiv: those and triaged survivors)")
+    for r in rows:
+        rate = f"{r['kill_rate']:.1%}" if r["kill_rate"] is not None else "-"
+        flag = "" if r["kill_rate"] is None or r["kill_rate"] >= 0.9 else "  < 90%"
+        print(f"{r['module']:34} {r['ran']:>5}/{r['mutants'] - r['in_annotations']:<6} {r['killed']:>7} "
+              f"{r['equivalent']:>6} {len(r['survivors']):>8} {rate:>9}{flag}")
+    total_killed = sum(r["killed"] for r in rows)
+    total_graded = sum(r["graded"] for r in rows)
+    if total_graded:
+        print(f"{'all':34} {sum(r['ran'] for r in rows):>5}/"
+              f"{sum(r['mutants'] - r['in_annotations'] for r in rows):<6} {total_killed:>7} "
+              f"{sum(r['equivalent'] for r in rows):>6} {total_graded - total_killed:>8} "
+              f"{total_killed / total_graded:>9.1%}")
+    for r in rows:
+        for s in r["survivors"]:
+            print(f"  survived: {r['module']} {r['module'].split(':')[-1].split('.')[-1]}.py:{s['line']} "
+                  f"{s['operator']}: {s['code'][:90]}")
     sys.stdout.flush()
-    return 0
+
+
+# --- the run ------------------------------------------------------------------------------------------------------
+
+def gap_order(targets: Sequence[Target], counts: dict[str, int], previous: Path) -> list[Target]:
+    """Largest gap first: most open survivors in the last result, then modules never measured by their count of
+    mutants, then the rest by their survivors."""
+    last: dict[str, int] = {}
+    if previous.is_file():
+        try:
+            last = {r["module"]: len(r["survivors"]) for r in json.loads(previous.read_text())["modules"]}
+        except (ValueError, KeyError, TypeError):
+            last = {}
+    return sorted(targets, key=lambda t: (-(last.get(t.module, counts.get(t.module, 0))), t.module))
+
+
+def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> tuple[Path, float]:
+    """The plugin's unmutated code through the suite: (its per-check times, its seconds); refused when it fails."""
+    work = scratch / f"baseline-{target.plugin}"
+    work.mkdir()
+    src = work / "src"
+    copy_package(target, bake_src, src)
+    timings = work / "timings.json"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--check", target.plugin, "--tier",
+                           target.tier, "--timings", str(timings)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **test_env(target, src)})
+    if done.returncode != 0:
+        raise SystemExit(f"error: {target.plugin} unmutated fails the suite, so no mutant can be graded: "
+                         f"{done.stdout.strip()[-300:]}{done.stderr.strip()[-300:]}")
+    return timings, time.monotonic() - started
+
+
+def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: int, budget: float,
+        timeout: float | None, sample: int | None, seed: int, previous: Path) -> list[Outcome]:
+    deadline = time.monotonic() + budget
+
+    def enumerate_mutants(numbered: tuple[int, Target]) -> Outcome:  # cosmic-ray init: no test runs
+        work = scratch / f"init-{numbered[0]}"
+        work.mkdir()
+        module = copy_package(numbered[1], bake_src, work / "src")
+        _, session = init_session(work, module, "true", 1)
+        return Outcome(numbered[1], module.read_text(encoding="utf-8"), mutants_in(session))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = {o.target.module: o for o in pool.map(enumerate_mutants, enumerate(targets))}
+    ordered = gap_order(targets, {m: len(o.mutants) for m, o in outcomes.items()}, previous)
+    first_of_plugin = {t.plugin: t for t in reversed(ordered) if outcomes[t.module].mutants}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        measured = pool.map(lambda t: baseline(t, bake_src, scratch, max(300.0, timeout or 0)),
+                            first_of_plugin.values())
+        baselines = dict(zip(first_of_plugin, measured, strict=True))
+    for plugin, (_, seconds) in baselines.items():
+        print(f"baseline: {plugin} passes unmutated in {seconds:.1f} s", flush=True)
+    runner = Runner(scratch, bake_src, deadline)
+    jobs = []
+    for target in ordered:
+        outcome = outcomes[target.module]
+        spans = annotation_spans(outcome.source)
+        inert = [m for m in outcome.mutants if any(a <= (m.row, m.col) < b for a, b in spans)]
+        outcome.results.update({m.key: "annotation" for m in inert})  # equivalent by construction: not run
+        chosen = [m for m in outcome.mutants if m not in inert]
+        random.Random(f"{seed}:{target.module}").shuffle(chosen)
+        outcome.planned = chosen[:sample] if sample is not None else chosen
+        order, seconds = baselines.get(target.plugin, (Path(), 0.0))
+        per_mutant = timeout or max(60.0, 3 * seconds)
+        jobs += [(target, outcome.planned[i:i + CHUNK], per_mutant, order)
+                 for i in range(0, len(outcome.planned), CHUNK)]
+    print(f"mutation: {sum(len(o.planned) for o in outcomes.values())} mutants of {len(targets)} modules planned, "
+          f"{workers} at once, budget {budget:.0f} s", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(runner.run_chunk, *job): job[0] for job in jobs}  # submitted in gap order
+        for future in concurrent.futures.as_completed(futures):
+            target = futures[future]
+            outcomes[target.module].results.update(future.result())
+    return [outcomes[t.module] for t in ordered]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("module", nargs="?", help="module to mutate, or bake:<module> (default: every target)")
-    parser.add_argument("--plugin", help="plugin whose conformance grades the module (default: from the table)")
+    parser.add_argument("modules", nargs="*", help="modules to mutate (rayaccel_<plugin>.<module> or "
+                        "bake:<module>; default: every module of the five reference plugins and of the bake)")
+    parser.add_argument("--plugin", help="plugin whose conformance grades the modules (default: from the name)")
     parser.add_argument("--tier", choices=("experimental", "supported", "certified"),
-                        help="highest tier whose checks grade a mutant (default: from the table)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one mutant's test may take")
+                        help="highest tier whose checks grade a mutant (default: certified; supported for the bake)")
+    parser.add_argument("--timeout", type=float, help="seconds one mutant's test may take (default: 3 x the "
+                        "plugin's baseline, at least 60)")
+    parser.add_argument("--budget", type=float, default=3300.0, help="seconds for the whole run (default 3300)")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1),
+                        help="mutants tested at once (default: the CPUs less one)")
+    parser.add_argument("--sample", type=int, help="at most this many mutants of each module (seeded random)")
+    parser.add_argument("--seed", type=int, default=46, help="seed of the sample and the order (default 46)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON result (default {RESULTS})")
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
+    parser.add_argument("--timings", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--order", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check:
-        return check(args.check, args.tier or "certified")
-    known = {t.module: t for t in DEFAULT_TARGETS}
-    if args.module:
-        default = known.get(args.module) or Target(args.module, BAKE_PLUGIN if args.module.startswith("bake:")
-                                                   else "", "supported" if args.module.startswith("bake:")
-                                                   else "certified")
-        targets = [Target(args.module, args.plugin or default.plugin, args.tier or default.tier)]
-    else:
-        targets = DEFAULT_TARGETS
-    status = 0
-    for target in targets:
-        if not target.plugin:
-            print(f"error: which plugin grades {target.module}? give --plugin", file=sys.stderr)
+        return check(args.check, args.tier or "certified", args.timings, args.order)
+    for name, value in (("--budget", args.budget), ("--workers", args.workers), ("--sample", args.sample),
+                        ("--timeout", args.timeout)):
+        if value is not None and value <= 0:
+            print(f"error: {name} must be positive, not {value}", file=sys.stderr)
             return 2
-        status = max(status, mutate(target, args.timeout))
-    return status
+    triage = load_triage()
+    started, wall = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rayaccel-mutation-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        bake_src = bake(scratch / "bake")
+        targets = ([target_of(m, args.plugin, args.tier) for m in args.modules] if args.modules
+                   else default_targets(bake_src))
+        for target in targets:
+            if not (source_root(target, bake_src) / package_of(target) / target.file_name).is_file():
+                print(f"error: no module {target.module} (looked in {source_root(target, bake_src)})",
+                      file=sys.stderr)
+                return 2
+        outcomes = run(targets, bake_src, scratch, workers=args.workers, budget=args.budget, timeout=args.timeout,
+                       sample=args.sample, seed=args.seed, previous=args.results)
+    rows = [grade(o, triage) for o in outcomes]
+    print_report(rows)
+    for entry in stale_entries(triage, {o.target.module: o.source for o in outcomes}):
+        print(f"  stale triage: {entry.module}: the line {entry.code!r} is gone; judge its survivors again")
+    document = {"command": shlex.join(["scripts/mutation.py", *sys.argv[1:]]), "started": started,
+                "wall_s": round(time.monotonic() - wall, 1), "budget_s": args.budget, "workers": args.workers,
+                "timeout_s": args.timeout, "sample": args.sample, "seed": args.seed,
+                "load_average": [round(x, 2) for x in os.getloadavg()], "modules": rows}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.results.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    partial.replace(args.results)
+    print(f"mutation: {sum(r['ran'] for r in rows)} of {sum(r['mutants'] for r in rows)} mutants ran in "
+          f"{document['wall_s']} s; result in {args.results}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ equivalent without a run. The mutation run itself is slow and is not part of ``m
 from __future__ import annotations
 
 import importlib.util
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -37,23 +36,73 @@ def test_annotations_are_never_evaluated_only_under_the_future_import() -> None:
     assert mutation.annotation_spans(SOURCE.replace("from __future__ import annotations\n", "")) == []
 
 
-def test_the_report_counts_equivalent_survivors_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    session = tmp_path / "session.sqlite"
-    with sqlite3.connect(session) as db:
-        db.execute("CREATE TABLE mutation_specs (operator_name, start_pos_row, start_pos_col, job_id)")
-        db.execute("CREATE TABLE work_results (test_outcome, job_id)")
-        rows = [("core/ReplaceBinaryOperator_BitOr_Add", 6, 29, "a", "SURVIVED"),      # in an annotation
-                ("core/NumberReplacer", 7, 22, "b", "SURVIVED"),                        # in the body
-                ("core/ReplaceComparisonOperator_Eq_NotEq", 7, 30, "c", "KILLED")]
-        for operator, row, col, job, outcome in rows:
-            db.execute("INSERT INTO mutation_specs VALUES (?, ?, ?, ?)", (operator, row, col, job))
-            db.execute("INSERT INTO work_results VALUES (?, ?)", (outcome, job))
-    mutation.report(session, mutation.Target("bake:pick", "example", "supported"), SOURCE)
+def _outcome(results: dict[tuple[str, int], str]) -> object:
+    mutants = [mutation.Mutant("core/ReplaceBinaryOperator_BitOr_Add", 0, 6, 29),   # in an annotation
+               mutation.Mutant("core/NumberReplacer", 0, 7, 22),                   # in the body
+               mutation.Mutant("core/ReplaceComparisonOperator_Eq_NotEq", 0, 7, 30),
+               mutation.Mutant("core/NumberReplacer", 1, 3, 15)]
+    return mutation.Outcome(mutation.Target("bake:pick", "example", "supported"), SOURCE, mutants,
+                            planned=mutants[1:], results=results)
+
+
+def test_the_kill_rate_leaves_out_annotations_and_triaged_equivalents_naming_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = {("core/ReplaceBinaryOperator_BitOr_Add", 0): "annotation", ("core/NumberReplacer", 0): "survived",
+               ("core/ReplaceComparisonOperator_Eq_NotEq", 0): "killed"}
+    row = mutation.grade(_outcome(results), [])
+    assert (row["killed"], row["graded"], row["kill_rate"], row["equivalent"], row["ran"]) == (1, 2, 0.5, 1, 2)
+    assert row["survivors"] == [{"line": 7, "operator": "NumberReplacer", "occurrence": 0,
+                                 "code": "return devices[n] if devices else None"}]
+    mutation.print_report([row])
     out = capsys.readouterr().out
-    assert "mutation: 1/2 mutants of bake:pick killed by the conformance suite (kill rate 50.0%" in out
-    assert "1 more survive in annotations that are never evaluated (equivalent)" in out
-    assert "survived: pick.py:7 NumberReplacer: return devices[n] if devices else None" in out
-    assert "BitOr" not in out
+    assert "survived: bake:pick pick.py:7 NumberReplacer: return devices[n] if devices else None" in out
+    assert "50.0%  < 90%" in out
+
+    triage_file = tmp_path / "triage.yaml"
+    triage_file.write_text("bake:pick:\n  - code: 'return devices[n] if devices else None'\n"
+                           "    operators: [NumberReplacer]\n    why: n is never read past the list\n")
+    triage = mutation.load_triage(triage_file)
+    row = mutation.grade(_outcome(results), triage)
+    assert (row["killed"], row["graded"], row["kill_rate"], row["survivors"]) == (1, 1, 1.0, [])
+    assert {e["why"] for e in row["equivalents"]} == {"n is never read past the list",
+                                                      "inside an annotation that is never evaluated (not run)"}
+    # A triage entry for another operator on the line excuses nothing.
+    other = [mutation.TriageEntry("bake:pick", "return devices[n] if devices else None", ("NumberReplacer_x",), "")]
+    assert mutation.grade(_outcome(results), other)["kill_rate"] == 0.5
+
+
+def test_a_triage_entry_whose_line_is_gone_is_named_and_a_malformed_one_refused(tmp_path: Path) -> None:
+    kept = mutation.TriageEntry("bake:pick", "LIMIT: int | None = 3", (), "why")
+    gone = mutation.TriageEntry("bake:pick", "LIMIT = 4", (), "why")
+    assert mutation.stale_entries([kept, gone], {"bake:pick": SOURCE}) == [gone]
+    bad = tmp_path / "triage.yaml"
+    bad.write_text("bake:pick:\n  - code: 'LIMIT = 4'\n")
+    with pytest.raises(SystemExit, match=r"bake:pick\[0\] needs 'code' \(the source line\) and 'why'"):
+        mutation.load_triage(bad)
+
+
+def test_the_largest_gap_runs_first(tmp_path: Path) -> None:
+    targets = [mutation.Target(m, "tpu") for m in ("rayaccel_tpu.a", "rayaccel_tpu.b", "rayaccel_tpu.c")]
+    counts = {"rayaccel_tpu.a": 5, "rayaccel_tpu.b": 50, "rayaccel_tpu.c": 20}
+    assert [t.module for t in mutation.gap_order(targets, counts, tmp_path / "none.json")] == [
+        "rayaccel_tpu.b", "rayaccel_tpu.c", "rayaccel_tpu.a"]  # never measured: by their count of mutants
+    last = tmp_path / "results.json"
+    last.write_text('{"modules": [{"module": "rayaccel_tpu.a", "survivors": [1, 2, 3]}, '
+                    '{"module": "rayaccel_tpu.b", "survivors": []}]}')
+    assert [t.module for t in mutation.gap_order(targets, counts, last)] == [
+        "rayaccel_tpu.c", "rayaccel_tpu.a", "rayaccel_tpu.b"]
+
+
+def test_every_triage_entry_of_the_shipped_file_names_a_line_that_exists() -> None:
+    triage = mutation.load_triage()
+    sources = {}
+    for entry in triage:
+        if entry.module.startswith("bake:"):
+            continue  # the bake's lines are checked by the bake test below
+        package, name = entry.module.split(".")
+        plugin = package.removeprefix("rayaccel_")
+        sources[entry.module] = (mutation.reference_source(plugin) / package / f"{name}.py").read_text()
+    assert mutation.stale_entries(triage, sources) == []
 
 
 def test_the_bake_is_the_template_baked_by_cookiecutter_with_its_defaults(tmp_path: Path) -> None:
@@ -62,5 +111,12 @@ def test_the_bake_is_the_template_baked_by_cookiecutter_with_its_defaults(tmp_pa
     assert {"discovery.py", "health.py", "topology.py", "metrics.py", "probe.py", "plugin.py"} <= {
         p.name for p in package.iterdir()}
     assert any((package / "fixtures").glob("*.yaml"))
-    assert all(Path(src / mutation.BAKE_PACKAGE / f"{t.module.removeprefix('bake:')}.py").is_file()
-               for t in mutation.DEFAULT_TARGETS if t.baked)
+    targets = mutation.default_targets(src)
+    baked = {t.module for t in targets if t.baked}
+    assert {"bake:discovery", "bake:health", "bake:probe", "bake:plugin", "bake:sku_fixture"} <= baked
+    assert {t.plugin for t in targets} == {"amd", "gaudi", "neuron", "nvidia", "tpu", "example"}
+    assert "rayaccel_gaudi.topology" in {t.module for t in targets}
+    assert not any(t.module.endswith("__init__") for t in targets)
+    sources = {f"bake:{p.stem}": p.read_text() for p in package.glob("*.py")}
+    assert mutation.stale_entries([e for e in mutation.load_triage() if e.module.startswith("bake:")],
+                                  sources) == []
