@@ -213,15 +213,14 @@ _HELD: dict[tuple[str, int], tuple[list[str], list[str]]] = {}
 _THREADS = threading.Lock()
 
 
-def _open(path: Path) -> int:
+def _open(path: str, pid: int) -> int:
     # One open file description per process: flock and fcntl locks belong to it (fcntl ones to the process,
     # dropped when any descriptor of the file closes: this is the only one, never closed), so a forked child
     # opens its own.
-    key = (str(path), os.getpid())
-    fd = _OPEN.get(key)
+    fd = _OPEN.get((path, pid))
     if fd is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = _OPEN[key] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        fd = _OPEN[(path, pid)] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     return fd
 
 
@@ -276,9 +275,17 @@ class ClaimsTable:
     def __init__(self, path: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        self._files: dict[str, tuple[str, str]] = {}  # resource -> its unit locks and cordon marker, as text
 
     def _fd(self) -> int:
-        return _open(self.path)
+        return _open(str(self.path), os.getpid())
+
+    def _family_files(self, resource: str) -> tuple[str, str]:
+        # Every task start and end asks: computed once (pathlib would cost more than the locking).
+        files = self._files.get(resource)
+        if files is None:
+            files = self._files[resource] = (str(self.units_path(resource)), str(self.cordoned_path(resource)))
+        return files
 
     def units_path(self, resource: str) -> Path:
         """A uniform family's unit locks: byte i is locked (``fcntl``) by every process that uses unit i."""
@@ -395,36 +402,35 @@ class ClaimsTable:
             time.sleep(CORDON_POLL_S)
 
     def _claim_uniform(self, family: FamilyUnits, wanted: list[str], wait: float) -> list[str]:
-        path = self.units_path(family.resource)
-        key = (str(path), os.getpid())
-        held = _HELD.get(key)
+        path, marker = self._family_files(family.resource)
+        pid = os.getpid()
+        held = _HELD.get((path, pid))
         if held is not None and held[0] == wanted:  # the same task or actor asking again: the same units
             return list(held[1])
-        fd = _open(path)
+        fd = _open(path, pid)
         if held is not None:  # other tokens: the last task's release was missed; its units are not this one's
             _unlock_units(fd)
-            del _HELD[key]
-        natural = [u for u in family.units if u in set(wanted)]
+            del _HELD[(path, pid)]
+        natural = [u for u in wanted if u in family.position]
         # Locked before the cordon marker is looked at: a task that finds no marker started before the cordon,
         # and a substitute chosen under the table's lock never takes a unit locked here.
         if (len(natural) == len(wanted) and all(_lock_unit(fd, family.position[u], shared=True) for u in natural)
-                and not self.cordoned_path(family.resource).exists()):
-            _HELD[key] = (wanted, natural)
-            return natural
+                and not os.path.exists(marker)):
+            natural.sort(key=family.position.__getitem__)
+            _HELD[(path, pid)] = (wanted, natural)
+            return list(natural)
         _unlock_units(fd)
-        pid = os.getpid()
-        marker = self.cordoned_path(family.resource)
         chosen = self._until_claimed(family, wanted, pid, wait,
-                                     lambda table: _claim_units(table, family, wanted, fd, pid, marker))
-        _HELD[key] = (wanted, chosen)
-        return chosen
+                                     lambda table: _claim_units(table, family, wanted, fd, pid, Path(marker)))
+        _HELD[(path, pid)] = (wanted, chosen)
+        return list(chosen)
 
     def release(self, resource: str, pid: int | None = None) -> None:
         """Drop the claims of ``pid`` (this process): its task ended."""
         if pid is None or pid == os.getpid():
-            key = (str(self.units_path(resource)), os.getpid())
-            if _HELD.pop(key, None) is not None:  # a uniform family's units: unlocked, the table untouched
-                _unlock_units(_open(self.units_path(resource)))
+            path = self._family_files(resource)[0]
+            if _HELD.pop((path, os.getpid()), None) is not None:  # a uniform family's: unlocked, table untouched
+                _unlock_units(_open(path, os.getpid()))
                 return
         pid = os.getpid() if pid is None else pid
         with self._locked() as table:
