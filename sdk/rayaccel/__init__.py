@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         NodeInventory as NodeInventory,
         Partition as Partition,
         PartitionCapacity as PartitionCapacity,
+        PerformanceBaseline as PerformanceBaseline,
         Problem as Problem,
         QuantityRule as QuantityRule,
         ReasonCode as ReasonCode,
