@@ -10,6 +10,13 @@ from rayaccel_conformance.registry import CHECKS, TIERS, Check
 
 def all_checks() -> list[Check]:
     """Every check, in tier then ID order (importing the tier modules registers them)."""
-    from rayaccel_conformance.checks import certified, experimental, invariants, performance, supported  # noqa: F401
+    from rayaccel_conformance.checks import (  # noqa: F401
+        certified,
+        experimental,
+        invariants,
+        performance,
+        sku_rewrite,
+        supported,
+    )
 
     return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))

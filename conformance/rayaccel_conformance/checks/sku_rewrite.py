@@ -1,0 +1,72 @@
+"""RAC230 (supported tier): a fixture the plugin rewrites for a new SKU (``rayaccel_fixture_for_sku``, what
+``rayaccel sku add`` writes day-zero fixtures with) behaves as that SKU, on every fixture the plugin ships.
+
+The SKU is one the suite makes up, one generation on from the fixture's own: a new id, name, PCI device id,
+memory size and accelerator type (the base's, its last generation number made ``9Z``: ``TPU-V5E`` ->
+``TPU-V9Z``, ``H100`` -> ``H9Z``), so no field of the base SKU can still win the SKU's resolution. The
+rewrite is then graded as ``rayaccel sku add --dry-run`` grades it: every device resolves to the new SKU,
+with its memory, its type and its labels, the fixture's faults kept and each behaving as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rayaccel.errors import RayaccelError
+from rayaccel.onboarding.catalog_file import catalog_of
+from rayaccel.onboarding.new_sku import add_sku
+from rayaccel.records import SkuMatch, SkuRecord
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+DAY_ZERO_ID = "zz-rac230-day-zero"
+DAY_ZERO_NAME = "RAC230 Day Zero Chip"
+
+
+def day_zero_sku(base: SkuRecord, taken_pci_ids: set[str]) -> SkuRecord:
+    """A SKU one generation on from ``base`` that shares no identifying field with any catalogued SKU."""
+    pci = next(f"0x{n:04x}" for n in range(0xfe30, 0x10000) if f"0x{n:04x}" not in taken_pci_ids)
+    accelerator_type = (re.sub(r"\d+[A-Za-z]*(?=\D*$)", "9Z", base.accelerator_type, count=1)
+                        if re.search(r"\d", base.accelerator_type) else f"{base.accelerator_type}-9Z")
+    memory = (base.memory_mib or 8192) * 2 + 1024  # a size no catalogued SKU of the family has
+    return base.model_copy(update={
+        "id": DAY_ZERO_ID, "marketing_name": DAY_ZERO_NAME, "accelerator_type": accelerator_type,
+        "memory_mib": memory, "match": SkuMatch(pci_device_ids=[pci], product_names=[DAY_ZERO_NAME])})
+
+
+@check("RAC230", scope="fixture")
+def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -> Evidence:
+    """A fixture the plugin rewrites for another SKU (``rayaccel_fixture_for_sku``) behaves as that SKU.
+
+    ``rayaccel sku add`` trusts the plugin to rewrite a fixture's vendor answers (sysfs files, the library's
+    data, a tool's output, each fault's patch) so its devices become a new SKU; a rewrite that misses one
+    place leaves devices of the old SKU, a wrong memory size or a fault that no longer behaves, in every
+    day-zero fixture written with it. For each shipped fixture, a SKU one generation on from the fixture's
+    own (new id, name, PCI device id, memory size and accelerator type) is derived, and the rewrite graded as
+    ``rayaccel sku add --dry-run`` grades it: every device resolves to the new SKU with its memory, type and
+    labels, and every fault of the base fixture is kept and behaves as before. Not applicable to a plugin
+    without the hook, or a fixture with no catalogued SKU. Fix: rewrite every place the vendor's answers
+    state the product name, PCI device id and memory size, faults' patches included.
+    """
+    if not subject.manager.implements(subject.name, "rayaccel_fixture_for_sku"):
+        raise NotApplicable("the plugin does not implement rayaccel_fixture_for_sku")
+    if fixture is None:
+        raise NotApplicable("the plugin ships no fixtures")
+    try:
+        catalog = catalog_of(subject.manager, subject.name)
+    except RayaccelError as e:
+        raise NotApplicable(f"the plugin's SKU catalog does not load ({e}): RAC208 grades it") from None
+    own = set(subject.fixture(fixture).expected.skus.values())
+    base = next((sku for sku in catalog.skus if sku.id in own), None)
+    if base is None:
+        raise NotApplicable(f"{fixture} states no catalogued SKU (expected.skus) to derive a new one from")
+    sku = day_zero_sku(base, {p.lower() for s in catalog.skus for p in s.match.pci_device_ids})
+    try:
+        add_sku(subject.manager, subject.name, sku, from_fixture=fixture, dry_run=True)
+    except RayaccelError as e:
+        raise CheckFailed(
+            f"invariant 'a fixture rewritten for a SKU is of that SKU' broken on {fixture} rewritten from "
+            f"{base.id} to {sku.id} (PCI {sku.match.pci_device_ids[0]}, {sku.memory_mib} MiB, "
+            f"{sku.accelerator_type}): {e}") from None
+    return (f"{fixture} rewritten from {base.id} to a new SKU ({sku.match.pci_device_ids[0]}, {sku.memory_mib} "
+            f"MiB, {sku.accelerator_type}): every device is of it, faults kept")
