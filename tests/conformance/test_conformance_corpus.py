@@ -35,7 +35,7 @@ TARGET_KILL_RATE = 0.95
 #: The hook budget of the graded manager (the SDK's default is 10 s; the corpus's tool calls fit 5 s).
 HOOK_TIMEOUT_S = 5.0
 CONTROL = "c-healthy"
-for _module in corpus.IMPORT_DEFECT_MODULES:  # mutants whose defect is their import, each in its own module
+for _module in corpus.MUTANT_MODULES:  # mutants in modules of their own (import defects, the contract's)
     importlib.import_module(_module)
 MUTANTS = [name for name in corpus.PLUGINS if name != CONTROL]
 #: Loads the plugin in a fresh interpreter (2-3 s each): run for the control and the mutants it is declared
@@ -50,7 +50,7 @@ FULLY_GRADED = {CONTROL, "c-labels-sort-input", "c-discover-fails-later"}
 #: The checks the corpus shows failing: each is the declared killer of at least one mutant.
 KILLERS = {"RAC114", "RAC103", "RAC104", "RAC105", "RAC106", "RAC107", "RAC109", "RAC110", "RAC111", "RAC112", "RAC201",
            "RAC202", "RAC203", "RAC204", "RAC205", "RAC206", "RAC209", "RAC210", "RAC211", "RAC212", "RAC213", "RAC214",
-           "RAC216", "RAC217", "RAC218", "RAC219", "RAC220", "RAC305", "RAC113"}
+           "RAC216", "RAC217", "RAC218", "RAC219", "RAC220", "RAC305", "RAC113", "RAC221", "RAC222", "RAC223"}
 
 
 def failures(subject: Subject) -> dict[str, list[str]]:

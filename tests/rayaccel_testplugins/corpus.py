@@ -322,7 +322,7 @@ class Healthy:
         return parse_catalog(self.catalog_data(), f"{self.name} catalog")
 
     def hint(self, provider: str, instance_type: str) -> CloudHint | None:
-        if (provider, instance_type) != ("other", "acme-node"):
+        if (provider, instance_type.strip().lower()) != ("other", "acme-node"):  # names without regard to case
             return None
         return CloudHint(provider="other", instance_type="acme-node", family=self.name, count=4, accelerator_type="R1")
 
@@ -1472,6 +1472,9 @@ for _cls in [Healthy, *Healthy.__subclasses__()]:
 #: Mutants whose defect is in their module's import: each lives in a module of its own (importing this one
 #: stays clean), which adds it to PLUGINS when imported (tests/conformance/test_conformance_corpus.py imports them).
 IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_testplugins.corpus_slow_import")
+#: Every module of mutants beside this one (each adds its mutants to PLUGINS when imported): the import defects,
+#: and the contract's mutants (rayaccel_testplugins.corpus_contract: RAC221-RAC223).
+MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:
@@ -1484,7 +1487,7 @@ def add_import_defect(cls: type[Healthy]) -> Healthy:
 def plugins_env(names: Sequence[str]) -> str:
     """RAYACCEL_PLUGINS value that loads these corpus plugins in another process (a Ray node)."""
     def target(name: str) -> str:
-        module = type(PLUGINS[name]).__module__
-        return f"{module}:plugin" if module != __name__ else f"{__name__}:{name.replace('-', '_')}"
+        module, attr = type(PLUGINS[name]).__module__, name.replace("-", "_")
+        return f"{module}:{attr if hasattr(sys.modules[module], attr) else 'plugin'}"
 
     return ",".join(f"{n}={target(n)}" for n in names)

@@ -1,7 +1,8 @@
 """The checks, one module per tier: :mod:`.experimental` (RAC1xx), :mod:`.supported` (RAC2xx),
 :mod:`.certified` (RAC3xx); the cross-record invariants of the supported tier in :mod:`.invariants`
-(RAC216-RAC220). Each registers its checks with :func:`rayaccel_conformance.registry.check` when
-imported; :func:`all_checks` imports them all."""
+(RAC216-RAC220); the pure hooks' properties and the scaled readings in :mod:`.contract` (RAC221-RAC223). Each
+registers its checks with :func:`rayaccel_conformance.registry.check` when imported; :func:`all_checks` imports
+them all."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ def all_checks() -> list[Check]:
     """Every check, in tier then ID order (importing the tier modules registers them)."""
     from rayaccel_conformance.checks import (  # noqa: F401
         certified,
+        contract,
         experimental,
         invariants,
         performance,

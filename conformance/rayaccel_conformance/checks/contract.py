@@ -1,0 +1,183 @@
+"""The contract of the pure hooks and of the readings, over inputs no fixture holds (supported tier, issue 46):
+labels and resources free of the devices' order (RAC221), cloud hints free of how an instance type is spelled
+(RAC222), and metrics that move exactly as their readings do when the suite scales one at the host seam
+(RAC223). Each failure names the property or invariant, the fixture and the perturbation, with the values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rayaccel import hookspec
+from rayaccel.hosts.fixtures import HostState
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.invariants import memory_source, raw_memory
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+# RAC221 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC221", scope="fixture")
+def labels_and_resources_free_of_device_order(subject: Subject, fixture: str | None) -> Evidence:
+    """Labels and resources depend on which devices the node has, never on the order they are listed in.
+
+    A fixture lists its devices in one order, so a label built from the first device listed, or from the
+    devices joined as given, passes on it. Hypothesis draws permutations of the fixture's devices
+    (``rayaccel_conformance.checks.properties``): ``rayaccel_resources`` given them in that order, and
+    ``rayaccel_labels`` given the family's inventory with its devices in that order, must answer exactly what
+    they answer for the discovered order. A failure quotes the smallest order hypothesis shrank it to.
+    Derandomized, 25 examples. Fix: sort, count or take the set of what the devices say, or read the value
+    from the device it belongs to (by index or id), never from a position in the list.
+    """
+    from rayaccel_conformance.checks.properties import order_failures
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    if fam is None or len(fam.devices) < 2:
+        raise NotApplicable(f"{fx.ref}: fewer than two devices, one order")
+    wrong = order_failures(subject, simulated_host(fx), fam)
+    if wrong:
+        raise CheckFailed([f"{fx.ref}: {w}" for w in wrong])
+    return f"{fx.ref}: labels and resources the same for every order of the {len(fam.devices)} devices drawn"
+
+
+# RAC222 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC222")
+def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
+    """Cloud hints answer an instance type however its case is written, and every listed hint round-trips.
+
+    Cloud APIs spell one instance type several ways (Azure's ``Standard_ND96isr_H100_v5`` comes back as
+    ``standard_nd96isr_h100_v5``; people type ``P5.48XLARGE``). For every instance type the plugin hints
+    (those it lists with ``rayaccel_cloud_instance_types`` and those RAC209 asks about), hypothesis draws
+    spellings of the name (upper, lower, mixed case, and surrounding whitespace): a spelling in another case
+    must get the same hint (its instance type compared without regard to case), one with whitespace the same
+    hint or none, never another. Every hint ``rayaccel_cloud_instance_types`` lists must be exactly what
+    ``rayaccel_cloud_hints`` answers for its provider and instance type. A failure quotes the smallest
+    spelling hypothesis shrank it to. Fix: look instance types up without regard to case (the SDK's
+    ``instance-types.yaml`` does), strip what is typed around them, and answer both hooks from one table.
+    """
+    from rayaccel_conformance.checks.properties import listed_hint_failures, spelling_failure
+    from rayaccel_conformance.checks.supported import CLOUD_INSTANCE_TYPES
+
+    subject.family()
+    if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):
+        raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
+    listed = subject.manager.answer(subject.name, hookspec.CLOUD_INSTANCE_TYPES, []) or []
+    asked: set[tuple[str, str]] = {(h.provider, h.instance_type) for h in listed}
+    asked |= {(provider, t) for provider, names in CLOUD_INSTANCE_TYPES.items() for t in names}
+    asked |= {("other", subject.fixture(ref).host.hostname or "") for ref in subject.fixture_paths()} - {("other", "")}
+    hinted: dict[tuple[str, str], Any] = {}
+    for provider, instance_type in sorted(asked):
+        hint = subject.manager.answer(subject.name, hookspec.CLOUD_HINTS, [], provider=provider,
+                                      instance_type=instance_type)
+        if hint is not None:
+            hinted[(provider, instance_type)] = hint
+    wrong = listed_hint_failures(subject, listed)
+    if hinted:
+        found = spelling_failure(subject, hinted)
+        wrong += [found] if found else []
+    if wrong:
+        raise CheckFailed(wrong)
+    if not hinted:
+        raise NotApplicable(f"the plugin hints none of the {len(asked)} instance types asked")
+    return (f"{len(hinted)} hinted instance types answered alike in every case drawn; {len(listed)} listed hints "
+            "round-trip")
+
+
+# RAC223 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC223", scope="fixture")
+def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> Evidence:
+    """A device's reading scaled at the host seam moves the metric it feeds by exactly that factor, and moves
+    no other device's.
+
+    The suite finds, for one device of the fixture (the middle one), each standard metric's reading among
+    the numbers on the host that are the device's own (a file under a path naming its PCI address or its
+    index, a number in a library's data or a command's JSON output keyed by its index, a cell of a command's
+    CSV row naming its id or PCI address) and that give the sample times its unit's factor (bytes from MiB,
+    watts from milliwatts, ...). It multiplies that reading by 2 (by 1/2 where 2 would
+    leave the metric's range) and builds the inventory again: the sample must be multiplied by exactly the
+    same factor, and every other device's sample of that metric must stay as it was. A metric that stays
+    put is answered from a cache or a default (or, for ``memory_total``, from a size the SDK filled in from
+    the catalog: the failure says so); one that moves by another factor is clamped or offset; another
+    device's that moves is read from the wrong device. A metric no reading of the device gives is not
+    attributed (named in the evidence). Fix: read every sample from the device's own entry at every poll,
+    and convert it by its unit's factor alone.
+    """
+    from rayaccel_conformance.checks.readings import (
+        MAX_CANDIDATES,
+        SCALED_METRICS,
+        candidates,
+        chosen_device,
+        host_readings,
+        samples_by_device,
+        scale_of,
+        scaled_host,
+        verdict,
+    )
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    device = chosen_device(fam) if fam is not None else None
+    if fam is None or device is None:
+        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    host = fx.host.model_dump(mode="json")
+    readings = host_readings(host)
+    before = samples_by_device(fam)
+    raw = raw_memory(subject, fx.ref)
+    wrong, moved, unattributed = [], [], []
+    for sample in sorted((s for s in fam.metrics if s.device == device.id and s.name in SCALED_METRICS
+                          and s.value != 0), key=lambda s: s.name):
+        found = candidates(sample, device, readings)
+        if not found:
+            unattributed.append(sample.name)
+            continue
+        tried: list[str] = []
+        for reading, _factor in found[:MAX_CANDIDATES]:
+            k = scale_of(sample, reading)
+            if k is None:
+                continue
+            variant = fx.model_copy(update={"host": HostState.model_validate(scaled_host(host, reading, k)),
+                                            "faults": []})
+            built = subject.build(simulated_host(variant))
+            after = samples_by_device(built.family(family.name))
+            how, others = verdict(sample, k, before, after)
+            where = (f"invariant metric-moves-with-its-reading, {fx.ref} with {reading.describe()} of {device.id} "
+                     f"x{k:g} ({reading.value:g} -> {reading.value * k:g})")
+            if how != "moved" or others:
+                # Discovery failing in that build (on a later call) is the cause to quote, not the samples it took.
+                blamed = subject.blamed(built, ["its samples change"], f"{where}: ")
+                if "a consequence of discovery failing" in blamed[0]:
+                    wrong += blamed
+                    break
+            if others:
+                wrong.append(f"{where}: another device's {others[0]} ({len(others)} in all): a reading feeds only "
+                             "its own device's metric")
+            if how == "moved":
+                moved.append(f"{sample.name} x{k:g}")
+                tried = []
+                break
+            now = after.get((sample.device, sample.name))
+            shown = "is gone" if now is None else f"is {now:g}"
+            tried.append(f"{where}: {sample.name} of {device.id} {shown}, expected {sample.value * k:g} "
+                         f"(was {sample.value:g}): " + ("it stayed put: a cached or default value?"
+                                                        if how == "stayed" else "moved by another factor: clamped or "
+                                                        "offset?"))
+            if sample.name == "memory_total":
+                source = memory_source(device, raw)
+                tried[-1] += source
+        wrong += tried[:1]
+    if wrong:
+        unique = sorted(set(wrong), key=wrong.index)
+        raise CheckFailed(unique[:6])
+    if not moved:
+        raise NotApplicable(f"{fx.ref}: no metric of {device.id} is attributed to one of its own readings"
+                            + (f" ({', '.join(unattributed)})" if unattributed else ""))
+    return (f"{fx.ref}: {device.id}'s {', '.join(moved)} moved exactly with their readings, no other device's"
+            + (f"; not attributed to one reading: {', '.join(unattributed)}" if unattributed else ""))

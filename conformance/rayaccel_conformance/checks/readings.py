@@ -1,0 +1,208 @@
+"""Scaled readings (RAC223): a device's vendor reading multiplied at the host seam must move the metric it feeds
+by exactly that factor, and no other device's.
+
+The SDK cannot parse a vendor's formats, but it can find the numbers in them: a file holding one number, a
+number in a library's data (NVML, amd-smi), a number in a command's JSON output. A reading is the device's
+own when its path names the device (its PCI address, or a numbered segment equal to its index, ``acme2``)
+or its place in library or JSON data is keyed by the device's index (``nvml.devices.'2'.power_usage``). A
+metric sample of a device equals one of its own readings times a unit factor (1, 1e-3, 2^20, ...); that
+reading is scaled (x2, or /2 where twice would leave the metric's range) and the inventory built again. A
+plugin whose metric stays put answers from a cache or a default; one whose metric moves by another factor
+clamps or offsets it; one that moves another device's metric reads the wrong device. Each helper is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rayaccel.records import Device, FamilyInventory, MetricSample
+
+_BYTES = (1.0, 2.0**10, 2.0**20, 2.0**30, 1e3, 1e6, 1e9)
+#: The factors by which each metric's standard unit can differ from a vendor's reading: bytes from KiB, MiB,
+#: GiB, kB, MB, GB; watts from mW, uW; degrees from millidegrees; percent from a ratio; counters as they are.
+UNIT_FACTORS: dict[str, tuple[float, ...]] = {
+    "memory_used": _BYTES, "memory_total": _BYTES, "power": (1.0, 1e-3, 1e-6), "temperature": (1.0, 1e-3),
+    "utilization": (1.0, 100.0), "ecc_errors_corrected": (1.0,), "ecc_errors_uncorrected": (1.0,)}
+#: How close a sample must be to a reading times a factor to be taken as fed by it (a MiB truncation is less).
+MATCH_TOLERANCE = 1e-4
+#: Readings tried per sample, most specific first: more candidates than this is not an attribution.
+MAX_CANDIDATES = 3
+#: The highest value each scaled metric may take before twice the reading would leave its unit's range.
+METRIC_CEILINGS = {"utilization": 100.0, "temperature": 150.0, "power": 5000.0}
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*$")
+#: A cell of a tool's CSV output holding a number and perhaps its unit (``96 W``, ``672 MiB``, ``0 %``).
+_CELL = re.compile(r"^\s*(-?\d+(?:\.\d+)?)(?:\s*[A-Za-z%]{1,4})?\s*$")
+_NUMBERED = re.compile(r"[A-Za-z][A-Za-z_-]*?(\d+)")
+#: The metrics a single reading feeds linearly (sizes, watts, degrees, percentages, counters).
+SCALED_METRICS = tuple(UNIT_FACTORS)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One number on the host: in a file, in a library's data, or in a command's JSON output."""
+
+    where: str  # "file", "library", "command" (JSON output) or "table" (a row of a command's CSV output)
+    key: str  # the file's path, the library's name, the command line
+    path: tuple[str | int, ...]  # inside the library's data or the JSON output; (line, field) of a table
+    value: float
+    row: str = ""  # a table's line: the device it is about is named in it (id or PCI address)
+
+    def describe(self) -> str:
+        inner = ".".join(str(p) for p in self.path)
+        if self.where == "table":
+            return f"`{self.key}` output line {self.path[0]} field {self.path[1]}"
+        return {"file": f"file {self.key}", "library": f"library {self.key} {inner}",
+                "command": f"`{self.key}` output {inner}"}[self.where]
+
+
+def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    if isinstance(data, bool):
+        return
+    if isinstance(data, int | float):
+        yield path, float(data)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _leaves(value, (*path, i))
+
+
+def host_readings(host: dict[str, Any]) -> list[Reading]:
+    """Every non-zero number of a host state (``HostState.model_dump(mode='json')``)."""
+    found = []
+    for path, text in (host.get("files") or {}).items():
+        match = _NUMBER.match(text or "")
+        if match and float(match.group(1)) != 0:
+            found.append(Reading("file", path, (), float(match.group(1))))
+    for name, data in (host.get("libraries") or {}).items():
+        found += [Reading("library", name, p, v) for p, v in _leaves(data) if v != 0 and math.isfinite(v)]
+    for line, answer in (host.get("commands") or {}).items():
+        try:
+            data = json.loads((answer or {}).get("stdout") or "")
+        except (ValueError, TypeError):
+            found += _table_readings(line, (answer or {}).get("stdout") or "")
+            continue
+        found += [Reading("command", line, p, v) for p, v in _leaves(data) if v != 0 and math.isfinite(v)]
+    return found
+
+
+def _table_readings(command: str, stdout: str) -> list[Reading]:
+    """The numbers of a command's CSV output (``96 W``, ``672 MiB``), each with its line."""
+    found = []
+    for n, row in enumerate(stdout.splitlines()):
+        for i, cell in enumerate(row.split(",")):
+            match = _CELL.match(cell)
+            if match and float(match.group(1)) != 0:
+                found.append(Reading("table", command, (n, i), float(match.group(1)), row))
+    return found
+
+
+def owned_by(reading: Reading, device: Device) -> bool:
+    """Whether the reading is the device's own: a path naming it, data keyed by its index, a table row naming
+    its id or PCI address."""
+    if reading.where == "table":
+        cells = {c.strip().lower().removeprefix("0000:") for c in reading.row.split(",")}
+        names = {device.id.lower(), (device.pci_bus_id or "").lower().removeprefix("0000:")} - {""}
+        return bool(cells & names)
+    if reading.where == "file":
+        if device.pci_bus_id and device.pci_bus_id.lower().removeprefix("0000:") in reading.key.lower():
+            return True
+        segments = reading.key.strip("/").split("/")[:-1]
+        numbered = [m for m in (_NUMBERED.fullmatch(s) for s in segments) if m]
+        return bool(numbered) and int(numbered[0].group(1)) == device.index
+    keys = [p for p in reading.path if isinstance(p, int) or str(p).isdigit()]
+    return bool(keys) and int(keys[0]) == device.index
+
+
+def candidates(sample: MetricSample, device: Device, readings: list[Reading]) -> list[tuple[Reading, float]]:
+    """The device's own readings that give the sample times a unit factor: (reading, factor)."""
+    found = []
+    for reading in readings:
+        if not owned_by(reading, device):
+            continue
+        factor = next((f for f in UNIT_FACTORS.get(sample.name, ())
+                       if abs(reading.value * f - sample.value) <= MATCH_TOLERANCE * abs(sample.value)), None)
+        if factor is not None:
+            found.append((reading, factor))
+    return found
+
+
+def scale_of(sample: MetricSample, reading: Reading) -> float | None:
+    """x2, or /2 where twice would leave the metric's range; None when neither keeps the reading's kind (an
+    integer stays an integer, so a plugin parsing ``int()`` reads it)."""
+    ceiling = METRIC_CEILINGS.get(sample.name, math.inf)
+    if sample.value * 2 <= ceiling:
+        return 2.0
+    if not reading.value.is_integer() or reading.value % 2 == 0:
+        return 0.5
+    return None
+
+
+def _number_text(old: str, value: float) -> str:
+    return str(int(value)) if value.is_integer() and "." not in old else repr(value)
+
+
+def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, Any]:
+    """The host state with one reading multiplied by ``k``, written as the vendor wrote it."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    value = reading.value * k
+    if reading.where == "file":
+        old = state["files"][reading.key]
+        number = _NUMBER.match(old)
+        assert number is not None
+        state["files"][reading.key] = old.replace(number.group(1), _number_text(number.group(1), value), 1)
+        return state
+    if reading.where == "table":
+        lines = state["commands"][reading.key]["stdout"].split("\n")
+        cells = lines[int(reading.path[0])].split(",")
+        cell = cells[int(reading.path[1])]
+        number = _CELL.match(cell)
+        assert number is not None
+        cells[int(reading.path[1])] = cell.replace(number.group(1), _number_text(number.group(1), value), 1)
+        lines[int(reading.path[0])] = ",".join(cells)
+        state["commands"][reading.key]["stdout"] = "\n".join(lines)
+        return state
+    if reading.where == "library":
+        data = state["libraries"][reading.key]
+    else:
+        data = json.loads(state["commands"][reading.key]["stdout"])
+    inner = data
+    for step in reading.path[:-1]:
+        inner = inner[step]
+    old_value = inner[reading.path[-1]]
+    inner[reading.path[-1]] = int(value) if isinstance(old_value, int) and value.is_integer() else value
+    if reading.where == "command":
+        state["commands"][reading.key]["stdout"] = json.dumps(data)
+    return state
+
+
+def samples_by_device(family: FamilyInventory | None) -> dict[tuple[str, str], float]:
+    return {(s.device, s.name): s.value for s in (family.metrics if family else [])}
+
+
+def verdict(sample: MetricSample, k: float, before: dict[tuple[str, str], float],
+            after: dict[tuple[str, str], float]) -> tuple[str, list[str]]:
+    """("moved", others changed) when the sample moved by exactly k, ("stayed", ...) when it did not move,
+    ("other", ...) when it moved by another factor; the second item names other devices' samples that moved."""
+    others = [f"{name} of {dev} from {value:g} to {after.get((dev, name), float('nan')):g}"
+              for (dev, name), value in before.items() if dev != sample.device and name == sample.name
+              and not math.isclose(after.get((dev, name), math.nan), value, rel_tol=MATCH_TOLERANCE)]
+    now = after.get((sample.device, sample.name))
+    if now is not None and math.isclose(now, sample.value * k, rel_tol=MATCH_TOLERANCE):
+        return "moved", others
+    if now is not None and math.isclose(now, sample.value, rel_tol=MATCH_TOLERANCE):
+        return "stayed", others
+    return "other", others
+
+
+def chosen_device(family: FamilyInventory) -> Device | None:
+    """The device the readings are scaled on: the middle one (not the first: a plugin reading every device's
+    metric from the first device's entry moves them all)."""
+    devices = [d for d in family.devices if any(s.device == d.id for s in family.metrics)]
+    return devices[len(devices) // 2] if devices else None

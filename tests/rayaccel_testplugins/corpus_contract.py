@@ -1,0 +1,99 @@
+"""Corpus mutants of the pure hooks' contract and of the readings (issue 46: RAC221-RAC223), two shapes each.
+
+Each is the healthy control of :mod:`rayaccel_testplugins.corpus` with one defect that its own fixture cannot
+show: the devices are listed in one order, the instance type is spelled one way, and every reading is read once.
+Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``), which adds them to the
+corpus; each is bound here under its name (``c-labels-numa-in-given-order`` as ``c_labels_numa_in_given_order``)
+so a Ray node loads it by ``RAYACCEL_PLUGINS``.
+"""
+
+from __future__ import annotations
+
+from rayaccel import CloudHint, Device, Host, MetricSample, ResourceContribution, Topology
+from rayaccel.records import FamilyInventory
+from rayaccel_testplugins.corpus import LABEL_PREFIX, Healthy, add_import_defect
+
+#: The card's board power limit: what a vendor tool's power reading is "never above" (it is, under a spike).
+TDP_WATTS = 300.0
+
+
+# Labels and resources free of the devices' order (RAC221) -------------------------------------------------------
+
+
+class LabelsNumaInGivenOrder(Healthy):
+    DEFECT = ("a label lists the cards' NUMA nodes in the order the devices are given ('0-0-1-1'), not sorted: "
+              "another order is another label value")
+    KILLED_BY = ("RAC221", "property labels-free-of-device-order")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        numa = "-".join(str(d.numa_node) for d in inventory.devices)
+        return {**super().labels(inventory), f"{LABEL_PREFIX}/numa": numa}
+
+
+class ResourcesHeadByFirstCard(Healthy):
+    DEFECT = ("the node's head resource is offered when the first device listed is card 0, so the resources depend "
+              "on the order the devices are given")
+    KILLED_BY = ("RAC221", "property resources-free-of-device-order")
+
+    def rayaccel_resources(self, host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+        found = super().rayaccel_resources(host, devices, topology)
+        head = {f"{self.family.resource_name}-head": 1.0} if devices and devices[0].index == 0 else {}
+        return found.model_copy(update={"extra": {**found.extra, **head}})
+
+
+# Cloud hints free of spelling, listed hints round-trip (RAC222) ------------------------------------------------
+
+
+class HintsCaseSensitive(Healthy):
+    DEFECT = "cloud hints compare the instance type exactly, so 'ACME-NODE' (another case, the same machine) gets none"
+    KILLED_BY = ("RAC222", "property hints-free-of-case")
+
+    def hint(self, provider: str, instance_type: str) -> CloudHint | None:
+        if (provider, instance_type) != ("other", "acme-node"):
+            return None
+        return super().hint(provider, instance_type)
+
+
+class ListedHintsDrift(Healthy):
+    DEFECT = ("rayaccel_cloud_instance_types lists acme-node with 8 cards (a table kept beside the hints and not "
+              "updated), while rayaccel_cloud_hints answers 4")
+    KILLED_BY = ("RAC222", "property listed-hints-round-trip")
+
+    def rayaccel_cloud_instance_types(self) -> list[CloudHint]:
+        return [CloudHint(provider="other", instance_type="acme-node", family=self.name, count=8,
+                          accelerator_type="R1")]
+
+
+# Metrics move with their readings (RAC223) ---------------------------------------------------------------------
+
+
+class UtilizationReadOnce(Healthy):
+    DEFECT = "each card's busy % is read once and kept ('the counter is slow to read'), so utilization never moves"
+    KILLED_BY = ("RAC223", "invariant metric-moves-with-its-reading")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.kept: dict[str, float] = {}
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        fresh = super().samples(host, device)
+        for s in fresh:
+            if s.name == "utilization":
+                self.kept.setdefault(device.id, s.value)
+        return [s.model_copy(update={"value": self.kept[device.id]}) if s.name == "utilization" else s
+                for s in fresh]
+
+
+class PowerClampedToTdp(Healthy):
+    DEFECT = f"power is clamped to the board's {TDP_WATTS:g} W limit ('a higher reading is a glitch'), spikes too"
+    KILLED_BY = ("RAC223", "moved by another factor")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return [s.model_copy(update={"value": min(s.value, TDP_WATTS)}) if s.name == "power" else s
+                for s in super().samples(host, device)]
+
+
+for _cls in (LabelsNumaInGivenOrder, ResourcesHeadByFirstCard, HintsCaseSensitive, ListedHintsDrift,
+             UtilizationReadOnce, PowerClampedToTdp):
+    _plugin = add_import_defect(_cls)
+    globals()[_plugin.name.replace("-", "_")] = _plugin
