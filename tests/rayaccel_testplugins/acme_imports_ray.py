@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import ray  # noqa: F401
 
-from rayaccel_testplugins.acme import (  # noqa: F401
-    rayaccel_discover,
-    rayaccel_family,
-    rayaccel_fixture_dirs,
-    rayaccel_health,
-    rayaccel_metrics,
-    rayaccel_resources,
-    rayaccel_sku_catalog,
-    rayaccel_topology,
-)
+from rayaccel_testplugins import acme
+from rayaccel_testplugins.derived import copy_hooks
+
+copy_hooks(acme, globals())

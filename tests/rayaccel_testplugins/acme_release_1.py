@@ -4,19 +4,9 @@
 
 from __future__ import annotations
 
-from rayaccel_testplugins.acme import (  # noqa: F401  (the hooks this module registers)
-    rayaccel_discover,
-    rayaccel_family,
-    rayaccel_fixture_dirs,
-    rayaccel_health,
-    rayaccel_metrics,
-    rayaccel_resources,
-    rayaccel_sku_catalog,
-    rayaccel_topology,
-)
-from rayaccel_testplugins.acme_wired import (  # noqa: F401  (the hooks this module registers)
-    rayaccel_collective_backends,
-    rayaccel_transports,
-)
+from rayaccel_testplugins import acme_wired
+from rayaccel_testplugins.derived import copy_hooks
+
+copy_hooks(acme_wired, globals())  # ACME's hooks and its transport and backend
 
 __version__ = "1.0"

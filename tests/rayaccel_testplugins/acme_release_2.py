@@ -9,20 +9,10 @@ from typing import Any
 
 from rayaccel import TransportSpec, hookimpl
 from rayaccel_testplugins import acme_wired
-from rayaccel_testplugins.acme import (  # noqa: F401  (the hooks this module registers)
-    rayaccel_discover,
-    rayaccel_family,
-    rayaccel_fixture_dirs,
-    rayaccel_health,
-    rayaccel_metrics,
-    rayaccel_resources,
-    rayaccel_sku_catalog,
-    rayaccel_topology,
-)
-from rayaccel_testplugins.acme_wired import (  # noqa: F401  (the hooks this module registers)
-    AcmeFileTransport,
-    rayaccel_collective_backends,
-)
+from rayaccel_testplugins.acme_wired import AcmeFileTransport
+from rayaccel_testplugins.derived import copy_hooks
+
+copy_hooks(acme_wired, globals(), own=("rayaccel_transports",))
 
 __version__ = "1.1"
 #: What every receive of release 1.1 costs more than release 1.0's.

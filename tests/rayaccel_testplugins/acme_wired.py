@@ -22,16 +22,10 @@ from ray.experimental.rdt.tensor_transport_manager import (
 )
 
 from rayaccel import CollectiveBackend, TransportSpec, hookimpl
-from rayaccel_testplugins.acme import (  # noqa: F401  (ACME's hooks, registered from this module too)
-    rayaccel_discover,
-    rayaccel_family,
-    rayaccel_fixture_dirs,
-    rayaccel_health,
-    rayaccel_metrics,
-    rayaccel_resources,
-    rayaccel_sku_catalog,
-    rayaccel_topology,
-)
+from rayaccel_testplugins import acme
+from rayaccel_testplugins.derived import copy_hooks
+
+copy_hooks(acme, globals())  # ACME's hooks, registered from this module too
 
 FILE_PREFIX = "acme-file-"
 SHM_DIR = "/dev/shm"

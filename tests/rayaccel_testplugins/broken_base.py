@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from rayaccel import FamilyDeclaration, QuantityRule, SchedulerNames, SupportInfo
+from rayaccel import FamilyDeclaration, QuantityRule, SchedulerNames, SupportInfo, hookimpl
+from rayaccel_testplugins.derived import copy_hooks
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "broken_fixtures"
@@ -67,7 +68,24 @@ def inherit(namespace: dict[str, Any], *, keep: tuple[str, ...] = ()) -> None:
     family and fixture-dir hooks every broken plugin has of its own."""
     from rayaccel_testplugins import acme
 
-    own = {"rayaccel_family", "rayaccel_fixture_dirs", *keep}
-    for name in dir(acme):
-        if name.startswith("rayaccel_") and name not in own:
-            namespace[name] = getattr(acme, name)
+    copy_hooks(acme, namespace, own=("rayaccel_family", "rayaccel_fixture_dirs", *keep))
+
+
+def broken_plugin(namespace: dict[str, Any], plugin: str, *, keep: tuple[str, ...] = (),
+                  **defect: Any) -> FamilyDeclaration:
+    """Make the module whose ``globals()`` this is the broken plugin ``plugin``: ACME's hooks except the ones it
+    defines itself (``keep``), its own family (``defect``: the declaration's changes, where the declaration is
+    what is broken; see :func:`declare`) and its own fixture directory. Returns the family."""
+    family = declare(plugin, **defect)
+    inherit(namespace, keep=keep)
+
+    def rayaccel_family() -> FamilyDeclaration:
+        return family
+
+    def rayaccel_fixture_dirs() -> list[str]:
+        return fixture_dirs(plugin)
+
+    for hook in (rayaccel_family, rayaccel_fixture_dirs):
+        hook.__module__ = namespace["__name__"]  # the broken module's own hooks, where a report names them
+        namespace[hook.__name__] = hookimpl(hook)
+    return family

@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 from rayaccel import Device, HealthReport, Host, hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-faults"
-FAMILY = declare(PLUGIN)
-inherit(globals(), keep=("rayaccel_health",))
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-faults", keep=("rayaccel_health",))
 
 
 @hookimpl

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import acme_vendor_bindings  # type: ignore[import-not-found]  # noqa: F401  (the defect: no such module)
 
-from rayaccel import hookimpl
-from rayaccel_testplugins.broken_base import declare, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-import"
-FAMILY = declare(PLUGIN)
-inherit(globals())
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
+FAMILY = broken_plugin(globals(), "broken-import")

@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-from rayaccel import SupportInfo, hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel import SupportInfo
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-metadata"
-FAMILY = declare(PLUGIN, support=SupportInfo(maintainers=["Wile E. Coyote"], contact="https://acme.example"))
-inherit(globals())
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-metadata",
+                       support=SupportInfo(maintainers=["Wile E. Coyote"], contact="https://acme.example"))

@@ -5,21 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import Device, Host, hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-metrics"
-FAMILY = declare(PLUGIN)
-inherit(globals(), keep=("rayaccel_metrics",))
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-metrics", keep=("rayaccel_metrics",))
 
 
 @hookimpl

@@ -5,21 +5,9 @@ from __future__ import annotations
 
 from rayaccel import Device, Host, hookimpl
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-nodriver"
-FAMILY = declare(PLUGIN)
-inherit(globals(), keep=("rayaccel_discover",))
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-nodriver", keep=("rayaccel_discover",))
 
 
 @hookimpl

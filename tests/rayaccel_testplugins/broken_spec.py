@@ -2,19 +2,6 @@
 
 from __future__ import annotations
 
-from rayaccel import hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-spec"
-FAMILY = declare(PLUGIN, spec_version="2.0")  # the defect
-inherit(globals())
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-spec", spec_version="2.0")  # the defect

@@ -4,25 +4,13 @@ RAC301."""
 from __future__ import annotations
 
 from rayaccel import TransportSpec, hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-transport"
-FAMILY = declare(PLUGIN)
-inherit(globals())
+FAMILY = broken_plugin(globals(), "broken-transport")
 
 
 class NotATransport:
     """Has the name of a transport manager and nothing else (the defect)."""
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
 
 
 @hookimpl

@@ -6,21 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import hookimpl
-from rayaccel_testplugins.broken_base import declare, fixture_dirs, inherit
+from rayaccel_testplugins.broken_base import broken_plugin
 
-PLUGIN = "broken-visible"
-FAMILY = declare(PLUGIN)
-inherit(globals(), keep=("rayaccel_visible_env",))
-
-
-@hookimpl
-def rayaccel_family():  # type: ignore[no-untyped-def]
-    return FAMILY
-
-
-@hookimpl
-def rayaccel_fixture_dirs() -> list[str]:
-    return fixture_dirs(PLUGIN)
+FAMILY = broken_plugin(globals(), "broken-visible", keep=("rayaccel_visible_env",))
 
 
 @hookimpl
