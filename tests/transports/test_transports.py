@@ -253,12 +253,15 @@ def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch)
 
 
 def _pooled_segments() -> int:
-    """Pool segments this process holds (each is a memfd, open once for the sender and once by its mapping)."""
+    """Pool segments whose memory this process holds (each is a memfd, open for the sender, its mapping and a
+    receiver's kept mapping; one the pool dropped is truncated, so a receiver's kept mapping holds no memory)."""
     held = set()
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):
             if "rayaccel-rdt-pool" in os.readlink(f"/proc/self/fd/{fd}"):
-                held.add(os.stat(f"/proc/self/fd/{fd}").st_ino)
+                info = os.stat(f"/proc/self/fd/{fd}")
+                if info.st_size:
+                    held.add(info.st_ino)
     return len(held)
 
 
@@ -293,6 +296,35 @@ def test_a_freed_segment_is_reused_only_once_no_receiver_maps_it_and_the_pool_is
         t.garbage_collect(f"bb{i:02d}", m, first)
     assert _pooled_segments() == before + POOL_SEGMENTS
     assert not [p for p in segment_paths() if f"-{os.getpid()}-" in p]
+
+
+def test_a_receiver_keeps_its_mapping_of_a_pooled_segment_and_its_writes_never_reach_the_next_transfer():
+    """The next transfer through a segment the sender pooled is read through the mapping the receiver kept (no
+    page-table entries made again); what the first transfer's tensor wrote is its own and gone with it."""
+    import gc
+
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
+
+    t = SharedMemoryTransport()
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    first, second = [torch.arange(4 * MB, dtype=torch.int32)], [torch.full((4 * MB,), 7, dtype=torch.int32)]
+    meta = t.extract_tensor_transport_metadata("ee01", first)
+    got = t.recv_multiple_tensors("ee01", meta, comm)[0]
+    where = got.data_ptr()
+    got[::1024] = -1  # private copies of the pages written (copy-on-write)
+    view = got[5:10]
+    del got
+    gc.collect()
+    assert view.tolist() == [5, 6, 7, 8, 9], "a view of a received tensor lost its bytes"
+    del view  # the transfer's last tensor: its lock and lease end
+    t.garbage_collect("ee01", meta, first)
+    meta2 = t.extract_tensor_transport_metadata("ee02", second)
+    again = t.recv_multiple_tensors("ee02", meta2, comm)[0]
+    assert again.data_ptr() == where, "the second transfer was not read through the kept mapping"
+    assert torch.equal(again, second[0]), "the first tensor's writes (or its bytes) showed in the next transfer"
+    del again
+    t.garbage_collect("ee02", meta2, second)
+    t._drop_all()
 
 
 # Registration errors and path selection: no Ray cluster needed --------------------------------------------

@@ -8,25 +8,31 @@ copies (the template's ``transport.py`` starts from it):
   and mapped by an earlier transfer, so the copy runs at memcpy speed instead of paying for fresh pages),
   and the segment is named ``/dev/shm/rayaccel-rdt-<sender pid>-<object>`` for as long as the ref lives;
   the metadata carries the shapes, dtypes, offsets, the segment's name and the sender's node, actor and pid.
-  The metadata is returned as soon as the segment is named and the copy runs behind it (a "fill" thread,
-  helped by others for a large tensor), so the copy overlaps Ray's delivery of the metadata and the
-  receiver's mapping of the pages; the sender holds an exclusive ``flock`` on the segment until the copy
-  is done and writes the header (the transfer's name) last, so a receiver never reads a half-written
-  segment. As with Ray's own transports, a tensor changed in place after it was returned may be sent
-  changed;
+  From :data:`INLINE_COPY_BYTES` up the metadata is returned as soon as the segment is named and the copy
+  runs behind it (a "fill" thread, helped by others for a large tensor), so the copy overlaps Ray's delivery
+  of the metadata and the receiver's mapping of the pages; smaller tensors are copied before it returns (a
+  thread hand-off would cost more than the copy). The sender holds an exclusive ``flock`` on the segment
+  until the copy is done and writes the header (the transfer's name) last, so a receiver never reads a
+  half-written segment. As with Ray's own transports, a tensor changed in place after it was returned may be
+  sent changed;
 - **communicator metadata** (driver, :meth:`get_communicator_metadata`): the two actors' ids, so a
   failure names them;
 - **receive** (destination actor): one-sided, the sender takes no part. With target buffers the bytes
   are read into them; else the segment is mapped copy-on-write and the tensors are views of it (no copy;
-  writes stay private to the receiver), its pages mapped up front while the sender may still be copying
-  (a reader pays for one page table entry per 4 KiB page: about half a memcpy where shared memory has no
-  huge pages). The receiver then waits (bounded) for a shared ``flock`` on the segment and holds it while
-  it reads or maps it, so the sender never reuses memory a receiver's tensors still show;
+  writes stay private to the receiver). A page table entry per 4 KiB page costs about half a memcpy where
+  shared memory has no huge pages, so the receiver keeps its mapping of a segment the sender pools
+  (:class:`ReceiverMappings`): the next transfer through that segment finds its pages mapped, and only the
+  pages the last transfer's tensors wrote (private copies, found in ``/proc/self/pagemap``) are dropped, in
+  the background once those tensors are gone. A new segment's pages are mapped up front while the sender
+  may still be copying. The receiver then waits (bounded) for a shared ``flock`` on the segment and holds
+  it for as long as any of the transfer's tensors lives, so the sender never reuses memory a receiver's
+  tensors still show;
 - **garbage collection** (source actor, when Ray frees the ref): the name is unlinked and the segment goes
   back to the pool. Pooled segments are ``memfd`` files that only the sender's descriptors keep alive, so
   an idle pool is never in ``/dev/shm`` and dies with its process, however it dies. Names of a sender that
   died (its pid is gone) are removed by the next transfer on the node, or by a new transport instance
-  (:func:`sweep_orphans`). A dead sender's tensors are lost, as Ray loses a dead actor's objects: a
+  (:func:`sweep_orphans`); a segment the pool drops is truncated when no receiver's tensors show it, so
+  a receiver's kept mapping holds no memory. A dead sender's tensors are lost, as Ray loses a dead actor's objects: a
   receive checks the sender first and fails with the step named, whether or not a sweep has run yet (else
   the answer would depend on which came first);
 - **abort** (destination actor): an in-progress read stops at its next chunk and the receive fails with
@@ -39,7 +45,9 @@ plugin's transport, measured (:mod:`rayaccel.transports.metrics`).
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
+import ctypes
 import fcntl
 import logging
 import mmap
@@ -48,6 +56,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -75,6 +84,8 @@ _CHUNK = 64 << 20  # bytes read between abort checks
 #: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
 FILL_TIMEOUT_S = 120.0
 _FILL_POLL_S = 0.0002  # the wait is on the transfer's critical path: a hand-off within ~0.1 ms
+#: Tensors of fewer bytes in all are copied before the metadata returns (no fill thread, no wait at the receiver).
+INLINE_COPY_BYTES = 1 << 20
 #: Threads one copy into a segment uses from this size up (a memcpy's bandwidth grows with cores, up to a few;
 #: Ray gives an actor's torch one thread, while the in-process memcpy anchor uses all of them).
 COPY_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
@@ -85,6 +96,11 @@ _MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 POOL_SEGMENTS = 4
 POOL_BYTES = 4 << 30
 _HUGE_PAGE = 2 << 20
+_PAGE = mmap.PAGESIZE
+#: /proc/self/pagemap: a page is present (bit 63) and a file or shared page (bit 61); present and not a file
+#: page, in a copy-on-write mapping of a segment, is a private copy a receiver's tensor wrote.
+_PAGEMAP_PRESENT = 1 << 63
+_PAGEMAP_FILE = 1 << 61
 _SEGMENT_RE = re.compile(rf"^{re.escape(SEGMENT_PREFIX)}(\d+)-[0-9a-f]+$")
 
 
@@ -178,6 +194,11 @@ class Segment:
         return cls(fd, size, mapping)
 
     def close(self) -> None:
+        try:  # no receiver's tensor shows it: free its memory now, also from receivers' kept mappings
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.ftruncate(self.fd, 0)
+        except OSError:
+            pass  # a receiver's tensors still show it: the memory goes with their mapping
         with contextlib.suppress(BufferError):  # a tensor still shows it: the mapping goes with that tensor
             self.mapping.close()
         os.close(self.fd)
@@ -224,6 +245,119 @@ class SegmentPool:
             segment.close()
 
 
+def _drop_private_pages(mapping: mmap.mmap) -> None:
+    """Drop the private copies that writes made in a copy-on-write ``mapping`` of a segment: its pages show the
+    segment's bytes again (a later read maps them from it), and the pages nobody wrote stay mapped."""
+    import numpy as np
+
+    start = ctypes.addressof(ctypes.c_char.from_buffer(mapping))  # released at once: the mapping stays closable
+    pages = len(mapping) // _PAGE
+    with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+        raw = os.pread(pagemap.fileno(), pages * 8, start // _PAGE * 8)
+    flags = np.frombuffer(raw, dtype=np.uint64)
+    written = np.flatnonzero((flags & np.uint64(_PAGEMAP_PRESENT | _PAGEMAP_FILE)) == np.uint64(_PAGEMAP_PRESENT))
+    if written.size == 0:
+        return
+    breaks = np.flatnonzero(np.diff(written) != 1)  # runs of consecutive pages: one madvise each
+    for first, last in zip(np.r_[written[0], written[breaks + 1]], np.r_[written[breaks], written[-1]], strict=True):
+        mapping.madvise(mmap.MADV_DONTNEED, int(first) * _PAGE, int(last - first + 1) * _PAGE)
+
+
+@dataclass(eq=False)
+class _Mapped:
+    """A receiver's copy-on-write mapping of one segment, kept for the next transfer through it."""
+
+    fd: int  # its own open file (no lock is ever taken on it)
+    mapping: mmap.mmap
+    src_pid: int
+    #: Transfers whose tensors still show it; it is reused only at 0, once ``cleaned`` is done.
+    leases: int = 0
+    cleaned: Future[None] | None = None
+
+    def close(self) -> None:
+        with contextlib.suppress(BufferError):  # a tensor still shows it: the mapping goes with that tensor
+            self.mapping.close()
+        os.close(self.fd)
+
+
+class ReceiverMappings:
+    """A receiver's mappings of the segments it read from, by segment (device, inode, size): the next transfer
+    through a segment the sender pooled finds its pages mapped instead of paying a page-table entry per page.
+
+    A transfer leases the mapping; when the last of its tensors is gone the shared ``flock`` it held ends, and a
+    background thread drops the private pages those tensors wrote, so the next lease sees only the segment's
+    bytes. A mapping still leased is never handed to another transfer (that one gets a fresh mapping). Bounded
+    like the sender's pool (:data:`POOL_SEGMENTS`, :data:`POOL_BYTES`); mappings of a dead sender or of a
+    segment its pool dropped (truncated: they hold no memory then) go at the next receive."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: collections.OrderedDict[tuple[int, int, int], _Mapped] = collections.OrderedDict()
+        self._cleaner: ThreadPoolExecutor | None = None
+
+    def lease(self, fd: int, size: int, src_pid: int) -> tuple[_Mapped, bool]:
+        """A mapping of the segment open at ``fd`` (``size`` bytes), leased; True when its pages are mapped
+        already (a kept mapping), False for a new one."""
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino, size)
+        with self._lock:
+            self._prune()
+            kept = self._kept.get(key)
+            reused = kept is not None and kept.leases == 0
+            if kept is not None and reused:
+                kept.leases = 1
+                self._kept.move_to_end(key)
+        if kept is not None and reused:
+            if kept.cleaned is not None:
+                kept.cleaned.result(timeout=FILL_TIMEOUT_S)
+            return kept, True
+        own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)  # a file of its own: the transfer's lock is not on it
+        try:
+            mapping = mmap.mmap(own, size, access=mmap.ACCESS_COPY)
+        except BaseException:
+            os.close(own)
+            raise
+        fresh = _Mapped(own, mapping, src_pid, leases=1)
+        with self._lock:
+            if key not in self._kept or self._kept[key].leases == 0:  # a leased one lives on in its tensors
+                replaced = self._kept.pop(key, None)
+                if replaced is not None:
+                    replaced.close()
+                self._kept[key] = fresh
+            self._bound()
+        return fresh, False
+
+    def release(self, mapped: _Mapped) -> None:
+        """The last tensor of a lease is gone (a finalizer: any thread)."""
+        with self._lock:
+            mapped.leases -= 1
+            if mapped.leases or mapped not in self._kept.values():
+                return
+            if self._cleaner is None:
+                self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rayaccel-shm-clean")
+            mapped.cleaned = self._cleaner.submit(_drop_private_pages, mapped.mapping)
+
+    def _prune(self) -> None:
+        for key, kept in list(self._kept.items()):
+            if kept.leases == 0 and (os.fstat(kept.fd).st_size == 0 or not _pid_alive(kept.src_pid)):
+                del self._kept[key]
+                kept.close()
+
+    def _bound(self) -> None:
+        idle = [key for key, kept in self._kept.items() if kept.leases == 0]  # oldest first
+        while idle and (len(self._kept) > POOL_SEGMENTS or sum(k[2] for k in self._kept) > POOL_BYTES):
+            self._kept.pop(idle.pop(0)).close()
+
+    def close(self) -> None:
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), collections.OrderedDict()
+            cleaner, self._cleaner = self._cleaner, None
+        if cleaner is not None:
+            cleaner.shutdown(wait=True)
+        for mapped in kept:
+            mapped.close()
+
+
 def _runtime() -> tuple[str, str]:
     """(node id, actor id) of this process, or ('', '') outside Ray."""
     try:
@@ -239,8 +373,6 @@ def _runtime() -> tuple[str, str]:
 
 def _bytes_of(t: Any) -> memoryview:
     """A writable byte view of a contiguous CPU tensor's memory (no numpy needed); keep ``t`` alive."""
-    import ctypes
-
     n = t.numel() * t.element_size()
     return memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B")
 
@@ -262,6 +394,7 @@ class SharedMemoryTransport(TensorTransportManager):
         self._filler: ThreadPoolExecutor | None = None
         self._copiers: ThreadPoolExecutor | None = None
         self._aborted: set[str] = set()  # obj_ids aborted (receiver side)
+        self._mappings = ReceiverMappings()  # receiver side
         self._name = self.tensor_transport_backend()  # a subclass's own name in errors and metrics
         sweep_orphans()
         atexit.register(self._drop_all)  # an actor that exits (not killed) leaves no name behind
@@ -270,6 +403,7 @@ class SharedMemoryTransport(TensorTransportManager):
         for obj_id in list(self._owned):
             self._drop(obj_id)
         self._pool.close()
+        self._mappings.close()
         for pool in (self._filler, self._copiers):
             if pool is not None:
                 pool.shutdown(wait=False)
@@ -333,7 +467,10 @@ class SharedMemoryTransport(TensorTransportManager):
                     copies.append((place.view(t.dtype).view(t.shape), t.detach()))
             # Receivers open the name; it leads to the sender's descriptor of the segment.
             os.symlink(f"/proc/{os.getpid()}/fd/{segment.fd}", path)
-            fill = self._fill_later(segment, name, copies)
+            if pos - _HEADER < INLINE_COPY_BYTES:
+                fill = self._fill_now(segment, name, copies)
+            else:
+                fill = self._fill_later(segment, name, copies)
         except BaseException as e:
             copies.clear()  # the mapping cannot close while a tensor shows it
             self._pool.give_back(segment)
@@ -344,6 +481,19 @@ class SharedMemoryTransport(TensorTransportManager):
             self._owned[obj_id] = (path, segment, fill)
         return ShmTransportMetadata(tensor_meta=tensor_meta, tensor_device="cpu", segment=name, offsets=offsets,
                                     nbytes=sizes, node_id=node_id, src_actor=actor_id, src_pid=os.getpid())
+
+    def _fill_now(self, segment: Segment, name: str, copies: list[tuple[Any, Any]]) -> Future[None]:
+        """Copy small tensors into the segment before the metadata returns; the header, then the unlock, last."""
+        try:
+            for place, tensor in copies:
+                place.copy_(tensor)
+            segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
+        finally:
+            copies.clear()
+        fcntl.flock(segment.fd, fcntl.LOCK_UN)
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
 
     def _fill_later(self, segment: Segment, name: str, copies: list[tuple[Any, Any]]) -> Future[None]:
         """Copy the tensors into the segment behind the returned metadata; the header, then the unlock, last."""
@@ -394,8 +544,6 @@ class SharedMemoryTransport(TensorTransportManager):
     def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: TensorTransportMetadata,
                               communicator_metadata: CommunicatorMetadata,
                               target_buffers: list[Any] | None = None) -> list[Any]:
-        import torch
-
         meta = tensor_transport_metadata
         comm = communicator_metadata if isinstance(communicator_metadata, ShmCommunicatorMetadata) else None
         if not isinstance(meta, ShmTransportMetadata):
@@ -418,16 +566,18 @@ class SharedMemoryTransport(TensorTransportManager):
         except FileNotFoundError:
             raise self._fail("recv: open segment", meta, comm, "the segment is gone (the ref was freed)") from None
         out: list[Any] = []
-        mapped: mmap.mmap | None = None
+        leased: _Mapped | None = None
+        lent = False  # the tensors hold ``fd`` (and with it the lock) and the lease from here on
         try:
-            if target_buffers is None:  # map the pages while the sender may still be copying into them
+            if target_buffers is None:
                 size = os.fstat(fd).st_size
                 need = max((o + n for o, n in zip(meta.offsets, meta.nbytes, strict=True)), default=0)
                 if size < need:
                     raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
-                mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY)  # its own descriptor keeps the lock
-                _advise_huge(mapped)
-                _map_pages_now(mapped)
+                leased, warm = self._mappings.lease(fd, size, meta.src_pid)
+                if not warm:  # map the pages while the sender may still be copying into them
+                    _advise_huge(leased.mapping)
+                    _map_pages_now(leased.mapping)
             # Held while this receiver reads or maps the segment: the sender does not reuse it meanwhile.
             self._wait_for_fill(fd, obj_id, meta, comm)
             header = os.pread(fd, _HEADER, 0).rstrip(b"\0")
@@ -454,23 +604,56 @@ class SharedMemoryTransport(TensorTransportManager):
                         done += got
                     out.append(buf)
             else:
-                assert mapped is not None
-                tensor_meta: list[Any] = list(meta.tensor_meta)  # (torch.Size, torch.dtype) pairs
-                for (shape, dtype), off, n in zip(tensor_meta, meta.offsets, meta.nbytes, strict=True):
-                    if obj_id in self._aborted:
-                        raise self._fail("recv: map", meta, comm, "aborted")
-                    if n == 0:
-                        out.append(torch.empty(shape, dtype=dtype))
-                        continue
-                    flat = torch.frombuffer(mapped, dtype=torch.uint8, count=n, offset=off)
-                    out.append(flat.view(dtype).reshape(shape))
+                assert leased is not None
+                if obj_id in self._aborted:
+                    raise self._fail("recv: map", meta, comm, "aborted")
+                out = self._views(leased, fd, meta)
+                lent = True
         except TransportError:
             raise
         except Exception as e:
             raise self._fail("recv", meta, comm, f"{type(e).__name__}: {e}") from e
         finally:
-            os.close(fd)
+            if not lent:
+                os.close(fd)
+                if leased is not None:
+                    self._mappings.release(leased)
             self._aborted.discard(obj_id)
+        return out
+
+    def _views(self, leased: _Mapped, fd: int, meta: ShmTransportMetadata) -> list[Any]:
+        """The transfer's tensors as views of the leased mapping; when the last of them is gone, ``fd`` (holding
+        the shared lock) closes and the lease ends."""
+        import numpy as np
+        import torch
+
+        out: list[Any] = []
+        arrays = []
+        tensor_meta: list[Any] = list(meta.tensor_meta)  # (torch.Size, torch.dtype) pairs
+        for (shape, dtype), off, n in zip(tensor_meta, meta.offsets, meta.nbytes, strict=True):
+            if n == 0:
+                out.append(torch.empty(shape, dtype=dtype))
+                continue
+            # One array per tensor: the object every view of the tensor keeps alive, and weakly referenceable.
+            arrays.append(np.frombuffer(leased.mapping, dtype=np.uint8, count=n, offset=off))
+            out.append(torch.from_numpy(arrays[-1]).view(dtype).reshape(shape))
+        left = [len(arrays)]
+        guard = threading.Lock()
+        mappings = self._mappings
+
+        def one_gone() -> None:
+            with guard:
+                left[0] -= 1
+                if left[0]:
+                    return
+            os.close(fd)
+            mappings.release(leased)
+
+        for array in arrays:
+            weakref.finalize(array, one_gone)
+        if not arrays:
+            os.close(fd)
+            mappings.release(leased)
         return out
 
     def _wait_for_fill(self, fd: int, obj_id: str, meta: ShmTransportMetadata,
