@@ -17,6 +17,7 @@ def all_checks() -> list[Check]:
         experimental,
         invariants,
         performance,
+        recovery,
         sku_rewrite,
         supported,
     )

@@ -1,10 +1,11 @@
 """RAC310: performance figures measured by the run, recorded in the report and held to a baseline.
 
 Kept cheap (the conformance run is measured against ``ray.init()`` in ``make bench``): a handful of inventory
-builds and a few transfers per transport in the run's shared Ray cluster, which RAC301 has started already.
-Recovery is RAC301's (a sender killed mid-transfer: the receive fails naming the transport, the next one
-works) and the fault checks' (RAC203, RAC210: a fault injected and reported as the monitor polls); this
-module does not run them twice.
+builds and a few transfers per transport in the run's shared Ray cluster, which RAC301 has started already;
+the node start is the one the cluster timed when it started the plugin's first fixture. The baseline is a
+previous report (``--conformance-baseline``), else the one the plugin declares
+(``rayaccel_performance_baseline``). Recovery is RAC301's (a sender killed mid-transfer on one node) and
+:mod:`.recovery`'s (RAC311 between two nodes, RAC312 through a node's health monitor).
 """
 
 from __future__ import annotations
@@ -99,6 +100,32 @@ def transfer_figures(specs: list[TransportSpec]) -> dict[str, tuple[float, float
                 ray.kill(actor)
 
 
+def declared_baseline(subject: Subject) -> held.Baseline | None:
+    """The baseline the plugin declares for this run's hardware (``rayaccel_performance_baseline``); None when it
+    declares none. A malformed declaration, or two for one hardware, fails the check."""
+    problems: list[Problem] = []
+    declared = subject.manager.answer(subject.name, hookspec.PERFORMANCE_BASELINE, problems)
+    if problems:
+        raise CheckFailed([p.render() for p in problems])
+    mine = [b for b in declared if b.hardware == subject.hardware]
+    if len(mine) > 1:
+        raise CheckFailed(f"rayaccel_performance_baseline declares {len(mine)} baselines for {subject.hardware} "
+                          "hardware: declare one per hardware")
+    if not mine:
+        return None
+    return held.Baseline({subject.name: dict(mine[0].figures)}, mine[0].tolerance_percent / 100,
+                         f"the plugin's declared baseline for {subject.hardware} hardware")
+
+
+def _baseline(subject: Subject) -> held.Baseline:
+    """What this run's figures are held to: the previous report's figures of this plugin
+    (``--conformance-baseline``), else the plugin's declared baseline, else nothing (recorded only)."""
+    given = held.BASELINE  # set per run by --conformance-baseline
+    if given.source and subject.name in given.values:
+        return given
+    return declared_baseline(subject) or held.Baseline(tolerance=given.tolerance)
+
+
 def _host(subject: Subject) -> tuple[Host, str]:
     if subject.hardware == "real":
         return RealHost(), "this machine"
@@ -118,12 +145,16 @@ def performance(subject: Subject) -> Evidence:
     the inventory build (median of 5, no metrics: what ``rayaccel start`` and every ``inspect`` pay), a
     monitor poll (an inventory build with metrics, as the health monitor polls), and for the reference
     ``RAYACCEL_SHM`` transport and each of the plugin's one-sided CPU transports, the latency of a 1-byte
-    transfer and the bandwidth of a 16 MiB one between two Ray actors. Each figure goes into the report's
-    ``figures``. Given a previous report (``--conformance-baseline REPORT``), a figure worse than the
-    baseline's by more than the tolerance (``--conformance-tolerance``, default 50 %; a time also by more
-    than 2 ms) fails this check, naming the figure. Fix: find what made the named path slower (the
-    plugin's transport, a vendor tool called per poll), or, if the change is intended, grade against a new
-    baseline report.
+    transfer and the bandwidth of a 16 MiB one between two Ray actors; and the node start of the plugin's
+    first fixture (``rayaccel.ray.add_node``: the SDK's configuration with the inventory in isolated workers,
+    Ray's processes, until the node is registered), as the run's cluster started it. Each figure goes into
+    the report's ``figures``. Held to the baseline: a previous report's figures (``--conformance-baseline
+    REPORT``), else the baseline the plugin declares for the run's hardware (``rayaccel_performance_baseline``,
+    with its own tolerance); a figure worse than the baseline's by more than the tolerance
+    (``--conformance-tolerance``, default 50 %; a time also by more than 2 ms) fails this check, naming the
+    figure. Fix: find what made the named path slower (the plugin's transport, a vendor tool called per poll,
+    a slow import in the node's workers), or, if the change is intended, grade against a new baseline report
+    or declare new figures.
     """
     from rayaccel.inventory.transport_paths import REFERENCE
     from rayaccel.ray.transports import register_transports
@@ -131,6 +162,7 @@ def performance(subject: Subject) -> Evidence:
     from rayaccel_conformance.harness.raycluster import shared_cluster
 
     subject.family()
+    baseline = _baseline(subject)  # a malformed declaration fails before anything is measured
     host, where = _host(subject)
     figures: list[dict[str, Any]] = []
 
@@ -140,6 +172,9 @@ def performance(subject: Subject) -> Evidence:
 
     add("inventory build", _median_ms(lambda: subject.build(host, with_metrics=False), BUILDS), "ms", "lower")
     add("monitor poll", _median_ms(lambda: subject.build(host, with_metrics=True), BUILDS), "ms", "lower")
+    started = _node_start_ms(subject)
+    if started is not None:
+        add("node start", started, "ms", "lower")
     problems: list[Problem] = []
     specs = [REFERENCE, *subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)]
     runnable = [s for s in specs if cannot_run_here(s) is None]
@@ -154,11 +189,24 @@ def performance(subject: Subject) -> Evidence:
             add(f"transport {name} latency", latency, "ms", "lower")
             add(f"transport {name} bandwidth", bandwidth, "MB/s", "higher")
     held.MEASURED[subject.name] = figures
-    baseline = held.BASELINE  # set per run by --conformance-baseline
     worse = held.held_to(subject.name, figures, baseline)
-    if worse:
-        raise CheckFailed(worse)
     against = (f"held to {baseline.source} (tolerance {baseline.tolerance:.0%})" if baseline.source
-               else "no baseline given (--conformance-baseline): recorded only")
+               else "no baseline given (--conformance-baseline) or declared (rayaccel_performance_baseline): "
+                    "recorded only")
+    if worse:
+        raise CheckFailed([*worse, against])
+    measured = {f["name"] for f in figures}
+    unmeasured = sorted(set(baseline.values.get(subject.name, {})) - measured)
+    if unmeasured:
+        not_run.append(f"baseline figures not measured in this run: {', '.join(unmeasured)}")
     shown = "; ".join(f"{f['name']} {f['value']:.4g} {f['unit']}" for f in figures)
     return [f"on {where}: {shown}", against, *not_run]
+
+
+def _node_start_ms(subject: Subject) -> float | None:
+    """How long the run's cluster took to start the plugin's first fixture's node (None: no fixture started)."""
+    from rayaccel_conformance.harness.raycluster import shared_cluster
+
+    cluster = shared_cluster()
+    cluster.nodes_for(subject)
+    return next((cluster.start_ms[ref] for ref in sorted(subject.fixture_paths()) if ref in cluster.start_ms), None)

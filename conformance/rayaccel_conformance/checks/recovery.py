@@ -263,11 +263,12 @@ def distributed_transports(subject: Subject) -> Evidence:
 
 def _offered(resource: str) -> float:
     """What Ray offers now of the family's resource and its partition profiles' (cluster-wide: only the plugin's
-    nodes have them)."""
+    nodes have them), outside placement groups (a cordon's group holds its units as ``<resource>_group_...``)."""
     import ray
 
     available: dict[str, float] = ray.available_resources()  # type: ignore[no-untyped-call,unused-ignore]
-    return sum(v for k, v in available.items() if k == resource or k.startswith(resource + "_"))
+    return sum(v for k, v in available.items()
+               if k == resource or (k.startswith(resource + "_") and "_group_" not in k))
 
 
 @check("RAC312", uses_ray=True)

@@ -8,7 +8,12 @@ on its stdout, one JSON line per request read from its stdin, in order:
 
 - ``{"op": "head"}`` -> ``{"address": ...}``: the head node (no accelerators).
 - ``{"op": "nodes", "plugin": NAME, "fixtures": [REF, ...]}`` -> ``{"nodes": {REF: node id}, "errors": {REF:
-  why}}``: one node per fixture, started one after another and waited for together.
+  why}, "faults": {REF: fault file}, "start_ms": {REF: ms}}``: one node per fixture, started one after another
+  and waited for together; the first is waited for alone, so its start (the SDK's configuration, the inventory
+  in isolated workers, Ray's processes, until the node is registered) is timed: RAC310's ``node start``.
+- ``{"op": "peer", "plugin": NAME, "fixture": REF}`` -> ``{"node": node id}``: one more node of the fixture,
+  under a host name of its own (RAC311's second simulated host when the plugin ships one fixture); removed as
+  ``REF + PEER``.
 - ``{"op": "remove", "fixtures": [REF, ...]}`` -> ``{"removed": [...]}``.
 - ``{"op": "shutdown"}`` -> ``{"shutdown": true}``, and the process ends; so it does when its stdin closes
   (the suite's process ended), so a run that dies never leaves a cluster behind, and on SIGTERM (the suite
@@ -25,7 +30,11 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any, TextIO
+
+#: The key of a fixture's second node (``{"op": "peer"}``).
+PEER = "#peer"
 
 
 def _answer(out: TextIO, reply: dict[str, Any]) -> None:
@@ -57,19 +66,37 @@ class _Host:
         import rayaccel.ray
 
         self.head()
+        from rayaccel.ray.node import node_configs
+
         ids: dict[str, str] = {}
         errors: dict[str, str] = {}
+        start_ms: dict[str, float] = {}
         for ref in fixtures:
+            timed = not start_ms  # the first node that starts: waited for alone, so its start is its own
+            began = time.perf_counter()
             try:
-                node = rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[plugin], num_cpus=1, wait=False)
+                node = rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[plugin], num_cpus=1, wait=timed)
             except Exception as e:  # a node that cannot start is the finding for that fixture
                 errors[ref] = f"{type(e).__name__}: {e}"
                 continue
+            if timed:
+                start_ms[ref] = round((time.perf_counter() - began) * 1000, 3)
             self.nodes[ref] = node
             ids[ref] = str(node.node_id)
         if ids:
             self.cluster.wait_for_nodes()
-        return {"nodes": ids, "errors": errors}
+        configs = node_configs()
+        faults = {ref: configs[i].fault_file for ref, i in ids.items() if i in configs and configs[i].fault_file}
+        return {"nodes": ids, "errors": errors, "faults": faults, "start_ms": start_ms}
+
+    def add_peer(self, plugin: str, fixture: str) -> dict[str, Any]:
+        import rayaccel.ray
+
+        self.head()
+        if fixture + PEER not in self.nodes:
+            self.nodes[fixture + PEER] = rayaccel.ray.add_node(self.cluster, simulate=fixture, plugins=[plugin],
+                                                               num_cpus=1)
+        return {"node": str(self.nodes[fixture + PEER].node_id)}
 
     def remove(self, fixtures: list[str]) -> dict[str, Any]:
         removed = []
@@ -113,6 +140,8 @@ def main() -> int:
                     _answer(out, host.head())
                 elif op == "nodes":
                     _answer(out, host.add_nodes(str(request["plugin"]), list(request["fixtures"])))
+                elif op == "peer":
+                    _answer(out, host.add_peer(str(request["plugin"]), str(request["fixture"])))
                 elif op == "remove":
                     _answer(out, host.remove(list(request["fixtures"])))
                 elif op == "shutdown":

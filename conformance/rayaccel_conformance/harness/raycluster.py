@@ -164,6 +164,9 @@ class SharedCluster:
         self._node_tickets: dict[str, tuple[int, list[str]]] = {}  # plugin -> (ticket, its fixtures)
         self.nodes: dict[str, str | Exception] = {}  # fixture ref -> node id, or why it has none
         self.node_ids: dict[str, str] = {}
+        self.fault_files: dict[str, str] = {}  # fixture ref -> the fault file of its node
+        self.start_ms: dict[str, float] = {}  # fixture ref -> its node's start, timed (the plugin's first fixture)
+        self.peers: dict[str, str] = {}  # fixture ref + PEER -> node id of the fixture's second node (RAC311)
         self.installed: set[str] = set()
         self.cpu_selected: set[str] = set()
         self._starting: list[Any] = []  # the probes that start the nodes' workers (kept: never waited for)
@@ -257,6 +260,9 @@ class SharedCluster:
             self._starting.clear()
             self.nodes.clear()
             self.node_ids.clear()
+            self.fault_files.clear()
+            self.start_ms.clear()
+            self.peers.clear()
             self.installed.clear()
             self._restore_auth_mode()
 
@@ -283,6 +289,8 @@ class SharedCluster:
             self.nodes[ref] = RuntimeError(why)
         for ref, node_id in reply["nodes"].items():
             self.nodes[ref] = self.node_ids[ref] = str(node_id)
+        self.fault_files.update(reply.get("faults", {}))
+        self.start_ms.update(reply.get("start_ms", {}))
         self._start_workers(subject, list(reply["nodes"]))
 
     def _start_workers(self, subject: Subject, fixtures: list[str]) -> None:
@@ -310,6 +318,30 @@ class SharedCluster:
             raise CheckFailed(f"{fixture}: the SDK could not start a Ray node: {type(node).__name__}: {node}")
         return self.node_ids[fixture]
 
+    def two_nodes(self, subject: Subject) -> tuple[str, str, str]:
+        """Two nodes, each a simulated host of the plugin: its first two fixtures' nodes, or its one fixture's and
+        a second node of that fixture (started now, under a host name of its own; removed with the plugin's).
+        Returns their node ids and the evidence line naming them."""
+        from rayaccel_conformance.harness.cluster_host import PEER
+
+        refs = sorted(subject.fixture_paths())
+        if not refs:
+            raise CheckFailed(f"plugin {subject.name} ships no fixtures: no simulated host to start nodes on")
+        if len(refs) >= 2:
+            return (self.node_id(subject, refs[0]), self.node_id(subject, refs[1]),
+                    f"nodes of {refs[0]} and {refs[1]}")
+        first = self.node_id(subject, refs[0])
+        if refs[0] + PEER not in self.peers:
+            assert self.cluster is not None
+            try:
+                reply = self.cluster.answer(self.cluster.send(op="peer", plugin=subject.name, fixture=refs[0]),
+                                            NODE_START_TIMEOUT_S)
+            except ClusterProcessError as e:
+                raise CheckFailed(f"{refs[0]}: a second node of the fixture did not start: {e}") from None
+            self.peers[refs[0] + PEER] = str(reply["node"])
+        self._node(self.peers[refs[0] + PEER])
+        return first, self.peers[refs[0] + PEER], f"two nodes of {refs[0]}, each a simulated host of its own"
+
     def release(self, subject: Subject) -> None:
         """Remove the plugin's nodes: its Ray checks are done (waiting first for nodes still starting)."""
         if self.cluster is None:
@@ -322,6 +354,11 @@ class SharedCluster:
         for ref in refs:
             self.nodes.pop(ref, None)
             self.node_ids.pop(ref, None)
+            self.fault_files.pop(ref, None)
+        peers = [key for key in self.peers if key.split("#", 1)[0] in refs]  # RAC311's second nodes
+        for key in peers:
+            del self.peers[key]
+        refs += peers
         try:
             self.cluster.answer(self.cluster.send(op="remove", fixtures=refs), NODE_START_TIMEOUT_S)
         except ClusterProcessError:
