@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PLUGINS := $(sort $(wildcard reference_plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps demo test lint typecheck bench mutation clean
+.PHONY: install system-deps demo test lint typecheck bench mutation docs clean
 
 # Debian packages of the real tools that check what rayaccel writes (slurmd parses gres.conf, promtool and
 # prometheus read the metrics, chromium renders the pictures). Installed when we are root with apt (CI is);
@@ -73,6 +73,12 @@ mutation: install
 	$(BIN)/python -c "import cosmic_ray" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[mutation]'
 	timeout $$(( $(MUTATION_BUDGET) + 600 )) nice -n 5 $(BIN)/python scripts/mutation.py --budget $(MUTATION_BUDGET) \
 		$(MUTATION_ARGS)
+
+# The generated docs: the hook reference and the architecture picture, drawn from the import contracts
+# (tests/docs/test_docs.py and tests/docs/test_architecture_map.py fail while either is stale).
+docs: install
+	$(BIN)/python docs/gen_hooks.py > docs/hooks.md
+	$(BIN)/python docs/gen_architecture.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
