@@ -84,6 +84,9 @@ _CHUNK = 64 << 20  # bytes read between abort checks
 #: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
 FILL_TIMEOUT_S = 120.0
 _FILL_POLL_S = 0.0002  # the wait is on the transfer's critical path: a hand-off within ~0.1 ms
+#: A sender sweeps dead senders' names at most this often (a name is a link to a dead process's descriptor: it
+#: holds no memory; the sweep lists /dev/shm, which would cost a small transfer more than its copy).
+_SWEEP_EVERY_S = 1.0
 #: Tensors of fewer bytes in all are copied before the metadata returns (no fill thread, no wait at the receiver).
 INLINE_COPY_BYTES = 1 << 20
 #: Threads one copy into a segment uses from this size up (a memcpy's bandwidth grows with cores, up to a few;
@@ -97,6 +100,8 @@ POOL_SEGMENTS = 4
 POOL_BYTES = 4 << 30
 _HUGE_PAGE = 2 << 20
 _PAGE = mmap.PAGESIZE
+#: A kept mapping up to this size is cleaned where its last tensor goes; a larger one in the background.
+_CLEAN_AT_ONCE_BYTES = 16 << 20
 #: /proc/self/pagemap: a page is present (bit 63) and a file or shared page (bit 61); present and not a file
 #: page, in a copy-on-write mapping of a segment, is a private copy a receiver's tensor wrote.
 _PAGEMAP_PRESENT = 1 << 63
@@ -133,6 +138,17 @@ def _pid_alive(pid: int) -> bool:
     from rayaccel.support.liveness import alive
 
     return alive(pid)
+
+
+def _pid_gone(pid: int) -> bool:
+    """Whether no process ``pid`` exists (the cheap half of :func:`_pid_alive`: a zombie still exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def sweep_orphans() -> list[str]:
@@ -245,15 +261,15 @@ class SegmentPool:
             segment.close()
 
 
-def _drop_private_pages(mapping: mmap.mmap) -> None:
+def _drop_private_pages(mapping: mmap.mmap, pagemap: int) -> None:
     """Drop the private copies that writes made in a copy-on-write ``mapping`` of a segment: its pages show the
-    segment's bytes again (a later read maps them from it), and the pages nobody wrote stay mapped."""
+    segment's bytes again (a later read maps them from it), and the pages nobody wrote stay mapped. ``pagemap``
+    is this process's ``/proc/self/pagemap``, open."""
     import numpy as np
 
     start = ctypes.addressof(ctypes.c_char.from_buffer(mapping))  # released at once: the mapping stays closable
     pages = len(mapping) // _PAGE
-    with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
-        raw = os.pread(pagemap.fileno(), pages * 8, start // _PAGE * 8)
+    raw = os.pread(pagemap, pages * 8, start // _PAGE * 8)
     flags = np.frombuffer(raw, dtype=np.uint64)
     written = np.flatnonzero((flags & np.uint64(_PAGEMAP_PRESENT | _PAGEMAP_FILE)) == np.uint64(_PAGEMAP_PRESENT))
     if written.size == 0:
@@ -261,6 +277,11 @@ def _drop_private_pages(mapping: mmap.mmap) -> None:
     breaks = np.flatnonzero(np.diff(written) != 1)  # runs of consecutive pages: one madvise each
     for first, last in zip(np.r_[written[0], written[breaks + 1]], np.r_[written[breaks], written[-1]], strict=True):
         mapping.madvise(mmap.MADV_DONTNEED, int(first) * _PAGE, int(last - first + 1) * _PAGE)
+
+
+#: The fill of a transfer copied before its metadata returned.
+_COPIED: Future[None] = Future()
+_COPIED.set_result(None)
 
 
 @dataclass(eq=False)
@@ -294,6 +315,7 @@ class ReceiverMappings:
         self._lock = threading.Lock()
         self._kept: collections.OrderedDict[tuple[int, int, int], _Mapped] = collections.OrderedDict()
         self._cleaner: ThreadPoolExecutor | None = None
+        self._pagemap: int | None = None
 
     def lease(self, fd: int, size: int, src_pid: int) -> tuple[_Mapped, bool]:
         """A mapping of the segment open at ``fd`` (``size`` bytes), leased; True when its pages are mapped
@@ -333,13 +355,18 @@ class ReceiverMappings:
             mapped.leases -= 1
             if mapped.leases or mapped not in self._kept.values():
                 return
+            if self._pagemap is None:
+                self._pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+            if len(mapped.mapping) <= _CLEAN_AT_ONCE_BYTES:  # a few pages: cheaper than a thread hand-off
+                _drop_private_pages(mapped.mapping, self._pagemap)
+                return
             if self._cleaner is None:
                 self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rayaccel-shm-clean")
-            mapped.cleaned = self._cleaner.submit(_drop_private_pages, mapped.mapping)
+            mapped.cleaned = self._cleaner.submit(_drop_private_pages, mapped.mapping, self._pagemap)
 
     def _prune(self) -> None:
         for key, kept in list(self._kept.items()):
-            if kept.leases == 0 and (os.fstat(kept.fd).st_size == 0 or not _pid_alive(kept.src_pid)):
+            if kept.leases == 0 and (os.fstat(kept.fd).st_size == 0 or _pid_gone(kept.src_pid)):
                 del self._kept[key]
                 kept.close()
 
@@ -356,6 +383,9 @@ class ReceiverMappings:
             cleaner.shutdown(wait=True)
         for mapped in kept:
             mapped.close()
+        if self._pagemap is not None:
+            os.close(self._pagemap)
+            self._pagemap = None
 
 
 def _runtime() -> tuple[str, str]:
@@ -397,6 +427,7 @@ class SharedMemoryTransport(TensorTransportManager):
         self._mappings = ReceiverMappings()  # receiver side
         self._name = self.tensor_transport_backend()  # a subclass's own name in errors and metrics
         sweep_orphans()
+        self._swept = time.monotonic()
         atexit.register(self._drop_all)  # an actor that exits (not killed) leaves no name behind
 
     def _drop_all(self) -> None:
@@ -451,7 +482,9 @@ class SharedMemoryTransport(TensorTransportManager):
             offsets.append(pos)
             sizes.append(t.numel() * t.element_size())
             pos += -(-sizes[-1] // _ALIGN) * _ALIGN
-        sweep_orphans()  # names of senders that died before Ray freed their refs
+        if time.monotonic() - self._swept > _SWEEP_EVERY_S:  # names of senders that died before Ray freed their refs
+            sweep_orphans()
+            self._swept = time.monotonic()
         name = _segment_name(obj_id)
         path = os.path.join(SHM_DIR, name)
         try:
@@ -491,9 +524,7 @@ class SharedMemoryTransport(TensorTransportManager):
         finally:
             copies.clear()
         fcntl.flock(segment.fd, fcntl.LOCK_UN)
-        done: Future[None] = Future()
-        done.set_result(None)
-        return done
+        return _COPIED
 
     def _fill_later(self, segment: Segment, name: str, copies: list[tuple[Any, Any]]) -> Future[None]:
         """Copy the tensors into the segment behind the returned metadata; the header, then the unlock, last."""
