@@ -306,17 +306,29 @@ def bench_import(rounds: int = 15) -> dict[str, Any]:
             "load_average": [load, os.getloadavg()[0]]}
 
 
-def bench_conformance(plugin: str, ray_init_s: float) -> dict[str, Any]:
-    """One full conformance run of a plugin (`pytest --conformance`) vs one ray.init()+shutdown()."""
-    with tempfile.TemporaryDirectory(prefix="rayaccel-bench-") as directory:
-        started = time.perf_counter()
-        done = subprocess.run([str(BIN / "pytest"), "--conformance", "--conformance-plugin", plugin, "-q",
-                               "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=directory, env=ENV,
-                              timeout=900, check=False)
-        seconds = time.perf_counter() - started
+def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
+    """Full conformance runs of a plugin (`pytest --conformance`, a process each) vs ray.init()+shutdown() (a
+    process each), alternated: anchor, run, anchor, ..., anchor; each run against the mean of the anchors on
+    either side of it, and the median of those ratios (load that comes and goes hits both sides)."""
+    runs: list[float] = []
+    anchors: list[float] = [timed_run([sys.executable, "-c", _RAY_INIT], env=ENV)]
+    load = os.getloadavg()[0]
+    done: subprocess.CompletedProcess[str] | None = None
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="rayaccel-bench-") as directory:
+            started = time.perf_counter()
+            done = subprocess.run([str(BIN / "pytest"), "--conformance", "--conformance-plugin", plugin, "-q",
+                                   "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=directory,
+                                  env=ENV, timeout=900, check=False)
+            runs.append(time.perf_counter() - started)
+        anchors.append(timed_run([sys.executable, "-c", _RAY_INIT], env=ENV))
+    assert done is not None
+    ratios = [run / ((before + after) / 2) for run, before, after in zip(runs, anchors, anchors[1:], strict=True)]
     summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line and "passed" in line), "")
-    return {"plugin": plugin, "s": seconds, "ratio": seconds / ray_init_s, "exit": done.returncode,
-            "summary": summary.strip("= ")}
+    return {"plugin": plugin, "s": statistics.median(runs), "ray_init_s": statistics.median(anchors),
+            "ratio": statistics.median(ratios), "ratios": ratios, "runs_s": runs, "anchors_s": anchors,
+            "rounds": rounds, "exit": done.returncode, "summary": summary.strip("= "),
+            "load_average": [load, os.getloadavg()[0]]}
 
 
 # Health monitor CPU --------------------------------------------------------------------------------
@@ -378,7 +390,7 @@ def bench_monitor_cpu(window_s: float = 20.0, fixture: str = FIXTURE) -> dict[st
             "idle_actor_core_percent": 100 * idle_used / elapsed}
 
 
-def bench_activation_start(rounds: int = 61) -> dict[str, Any]:
+def bench_activation_start(rounds: int = 101) -> dict[str, Any]:
     """Interpreter start (``python -c pass``: a process that never imports Ray) with the Ray activation on vs off
     (issue 40): two scratch virtual environments over this one, identical but for the file `rayaccel enable`
     writes into one of them, started alternately. The figure is the median of the paired differences."""
@@ -406,8 +418,11 @@ def bench_activation_start(rounds: int = 61) -> dict[str, Any]:
             for name in order:
                 samples[name].append(timed_run([pythons[name], "-c", "pass"]))
         differences = [on - off for on, off in zip(samples["on"], samples["off"], strict=True)]
+        quartiles = statistics.quantiles(differences, n=4)
         return {"off_ms": statistics.median(samples["off"]) * 1e3, "on_ms": statistics.median(samples["on"]) * 1e3,
                 "extra_ms": statistics.median(differences) * 1e3, "rounds": rounds,
+                "extra_quartiles_ms": [quartiles[0] * 1e3, quartiles[2] * 1e3],
+                "spread_ms": {name: [min(v) * 1e3, max(v) * 1e3] for name, v in samples.items()},
                 "load_average": [load, os.getloadavg()[0]], **_activation_line_cost()}
     finally:
         shutil.rmtree(root, ignore_errors=True)

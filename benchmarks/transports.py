@@ -1,28 +1,44 @@
-"""Actor-to-actor tensor transfer: the reference shared-memory transport, Ray's object store and GLOO, each as a
-ratio to one in-process memcpy of the same size, all measured in one run on one Ray node.
+"""Actor-to-actor tensor transfer: the reference shared-memory transport (and, in the full run, Ray's object store
+and GLOO), each as a ratio to an anchor measured in the same run on the same machine.
 
 A transfer is timed from the call that returns the sender's tensor to the receiver's task having read one
 byte of every page (so a zero-copy receive pays for its page mappings, as a real reader would), after two
 warm-up transfers (workers, mappings, the collective group's first message; Ray frees a ref's transport
-memory asynchronously, so the second transfer may still find the sender's pool empty). Two in-process
-baselines: one memcpy into a warm, already-mapped buffer, and one ``clone`` (a copy into fresh pages, which
-is what any transfer that creates the receiver's tensor has to pay for).
+memory asynchronously, so the second transfer may still find the sender's pool empty).
 
-The machine may be loaded by other jobs, so each repetition times the baselines and then every transport
-back to back, and a ratio is the median over repetitions of each transfer against the baselines of its own
-repetition; times and GB/s are medians too, and the load average is kept beside each size.
+The anchors: from 16 MB up, one memcpy into a warm buffer (pre-faulted, already mapped: the one pass over the
+data a transfer cannot avoid; torch copies on the machine's cores, and so does the transport's fill) and one
+``clone`` (a copy into fresh pages, what any transfer that creates the receiver's tensor pays for); at 4 KB, a
+pipe round trip of 4 KB between two processes. At 4 KB the transport's own cost is also timed alone, in one
+process (its sender's step, its receiver's step and the free, as Ray calls them), since there Ray's two actor
+calls are the transfer.
+
+The machine may be loaded by other jobs, so each repetition times the anchors and the transfers back to back,
+which goes first alternating, and a ratio is the median over repetitions of each transfer against its own
+repetition's anchor; times and GB/s are medians too, the spread is the lowest and highest of the repetitions'
+ratios, and the load average is kept beside each size.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 MB = 1 << 20
-SIZES = {"16MB": 16 * MB, "256MB": 256 * MB, "1GB": 1024 * MB}
-REPEATS = {"16MB": 7, "256MB": 7, "1GB": 5}
+KB4 = 4096
+SIZES = {"4KB": KB4, "16MB": 16 * MB, "256MB": 256 * MB, "1GB": 1024 * MB}
+REPEATS = {"4KB": 15, "16MB": 7, "256MB": 9, "1GB": 7}
+#: At 4 KB a repetition is the median of this many transfers (one is a few ms of Ray's calls, noisy alone).
+SMALL_TRANSFERS = 20
+#: The echo at the pipe's other end: reads 4 KB, writes them back.
+_ECHO = ("import os\nwhile True:\n    b = os.read(0, 4096)\n    if not b:\n        break\n"
+         "    while len(b) < 4096:\n        b += os.read(0, 4096 - len(b))\n    os.write(1, b)\n")
 
 
 class _Sender:
@@ -41,86 +57,156 @@ class _Receiver:
         return int(tensor[:: 4096].sum())  # one byte per page
 
 
-def _timed(fn: Any) -> float:
+def _timed(fn: Callable[[], object]) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
 
 
-def bench_transports() -> dict[str, dict[str, float]]:
+class PipeRoundTrip:
+    """4 KB written to another process through a pipe and read back from it through another."""
+
+    def __init__(self) -> None:
+        self.echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     bufsize=0)
+        assert self.echo.stdin is not None and self.echo.stdout is not None
+        self._out, self._in = self.echo.stdin.fileno(), self.echo.stdout.fileno()
+        self._bytes = os.urandom(KB4)
+
+    def __call__(self) -> None:
+        os.write(self._out, self._bytes)
+        got = 0
+        while got < KB4:
+            got += len(os.read(self._in, KB4 - got))
+
+    def close(self) -> None:
+        assert self.echo.stdin is not None
+        self.echo.stdin.close()
+        self.echo.wait(timeout=30)
+
+
+def transport_alone() -> Callable[[], None]:
+    """One 4 KB transfer through the reference transport's own steps, sender and receiver in this process."""
+    import torch
+
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
+
+    sender, receiver = SharedMemoryTransport(), SharedMemoryTransport()
+    comm = ShmCommunicatorMetadata(src_actor="sender", dst_actor="receiver")
+    tensors = [torch.randint(0, 256, (KB4,), dtype=torch.uint8)]
+    count = [0]
+
+    def once() -> None:
+        count[0] += 1
+        obj_id = f"{count[0]:016x}"
+        meta = sender.extract_tensor_transport_metadata(obj_id, tensors)
+        got = receiver.recv_multiple_tensors(obj_id, meta, comm)
+        assert int(got[0][0]) == int(tensors[0][0]), "the receiver read other bytes"
+        del got
+        sender.garbage_collect(obj_id, meta, tensors)
+
+    return once
+
+
+def _transfer(method: Any, receiver: Any, want: int) -> None:
+    """One actor-to-actor transfer: the sender's tensor by ``method``, read by the receiver's task."""
+    import ray
+
+    ref = method.remote()
+    got = ray.get(receiver.touch.remote(ref), timeout=600)
+    assert got == want, "the receiver read other bytes"
+    del ref
+
+
+def _median_of(fn: Callable[[], object], number: int) -> float:
+    return statistics.median(_timed(fn) for _ in range(number))
+
+
+def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True) -> dict[str, dict[str, Any]]:
+    """The rows by size label; ``others``: Ray's object store and GLOO beside the reference transport."""
     import ray
     import torch
-    from ray.experimental.collective import create_collective_group
 
     import rayaccel.ray
     from rayaccel.transports.shared_memory import NAME
 
     rayaccel.ray.init(plugins=[], num_cpus=2, include_dashboard=False, log_to_driver=False,
                       object_store_memory=4 * 1024 * MB)
+    pipe = PipeRoundTrip()
+    alone = transport_alone()
     try:
         def start(cls: type) -> Any:
             return ray.remote(enable_tensor_transport=True)(cls).options(num_cpus=0).remote()  # type: ignore[call-overload]
 
         sender, receiver = start(_Sender), start(_Receiver)
-        create_collective_group([sender, receiver], backend="torch_gloo")
-        out: dict[str, dict[str, float]] = {}
-        for label, nbytes in SIZES.items():
+        paths: list[tuple[str, str | None]] = [(NAME, NAME)]
+        if others:
+            from ray.experimental.collective import create_collective_group
+
+            create_collective_group([sender, receiver], backend="torch_gloo")
+            paths += [("object_store", None), ("GLOO", "GLOO")]
+        out: dict[str, dict[str, Any]] = {}
+        for label in sizes:
+            nbytes = SIZES[label]
+            small = nbytes <= KB4
             want = ray.get(sender.make.remote(nbytes))
-            src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8)
-            dst = torch.empty_like(src)
-            dst.copy_(src)
-            transfers: dict[str, Any] = {}
-            for name, transport in ((NAME, NAME), ("object_store", None), ("GLOO", "GLOO")):
+            transfers: dict[str, Callable[[], None]] = {}
+            for name, transport in paths:
                 method = sender.get.options(tensor_transport=transport) if transport else sender.get
-
-                def once(method: Any = method, want: int = want) -> None:
-                    ref = method.remote()
-                    got = ray.get(receiver.touch.remote(ref), timeout=600)
-                    assert got == want, "the receiver read other bytes"
-                    del ref
-
-                transfers[name] = once
+                once = transfers[name] = partial(_transfer, method, receiver, want)
                 once()
                 once()
+            anchors: dict[str, Callable[[], float]]
+            if small:
+                for _ in range(50):  # the echo process and the transport's pool warm
+                    pipe()
+                    alone()
+                anchors = {"pipe": partial(_median_of, pipe, 200), "alone": partial(_median_of, alone, 200)}
+            else:
+                src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8)
+                dst = torch.empty_like(src)
+                dst.copy_(src)
+                anchors = {"memcpy": partial(_median_of, partial(dst.copy_, src), 3),
+                           "clone": partial(_timed, src.clone)}  # into fresh pages, as a receiver
             load = os.getloadavg()[0]
-            times: dict[str, list[float]] = {k: [] for k in ("memcpy", "clone", *transfers)}
-            ratios: dict[str, list[float]] = {f"{n}_x_{b}": [] for n in transfers for b in ("memcpy", "clone")}
-            for _ in range(REPEATS[label]):
-                memcpy = statistics.median(_timed(lambda src=src, dst=dst: dst.copy_(src)) for _ in range(3))
-                clone = _timed(lambda src=src: src.clone())  # into fresh pages, as a receiver
-                times["memcpy"].append(memcpy)
-                times["clone"].append(clone)
-                for name, once in transfers.items():
-                    took = _timed(once)
-                    times[name].append(took)
-                    ratios[f"{name}_x_memcpy"].append(took / memcpy)
-                    ratios[f"{name}_x_clone"].append(took / clone)
-            del src, dst
-            med = {k: statistics.median(v) for k, v in times.items()}
-            row = {"memcpy_ms": med["memcpy"] * 1e3, "clone_ms": med["clone"] * 1e3,
-                   "memcpy_gbps": nbytes / med["memcpy"] / 1e9, "repeats": REPEATS[label],
-                   "load_average": (load + os.getloadavg()[0]) / 2}
-            for name in transfers:
-                row[f"{name}_ms"] = med[name] * 1e3
-                row[f"{name}_gbps"] = nbytes / med[name] / 1e9
-            row |= {k: statistics.median(v) for k, v in ratios.items()}
+            times: dict[str, list[float]] = {k: [] for k in (*anchors, *transfers)}
+            steps: list[tuple[str, Callable[[], float]]] = list(anchors.items())
+            for name, transfer in transfers.items():
+                timed = partial(_median_of, transfer, SMALL_TRANSFERS) if small else partial(_timed, transfer)
+                steps.append((name, timed))
+            for rep in range(REPEATS[label]):
+                for key, step in steps if rep % 2 == 0 else reversed(steps):  # which goes first alternates
+                    times[key].append(step())
+            row: dict[str, Any] = {"repeats": REPEATS[label], "load_average": (load + os.getloadavg()[0]) / 2,
+                                   "bytes": nbytes}
+            base = "pipe" if small else "memcpy"
+            for key, values in times.items():
+                row[f"{key}_ms"] = statistics.median(values) * 1e3
+                row[f"{key}_gbps"] = nbytes / statistics.median(values) / 1e9
+            for name in [*transfers, *(["alone"] if small else [])]:
+                for anchor in (("pipe",) if small else ("memcpy", "clone")):
+                    ratios = [a / b for a, b in zip(times[name], times[anchor], strict=True)]
+                    row[f"{name}_x_{anchor}"] = statistics.median(ratios)
+                    row[f"{name}_x_{anchor}_spread"] = [min(ratios), max(ratios)]
+            row["anchor"] = base
             out[label] = row
         return out
     finally:
+        pipe.close()
         rayaccel.ray.shutdown()
 
 
-def print_transports(results: dict[str, dict[str, float]]) -> None:
-    print("actor to actor, as x one in-process memcpy into a warm buffer / x one clone into fresh pages (medians of "
-          "alternating repetitions):")
-    print(f"{'size':6} {'memcpy ms':>10} {'clone ms':>9} {'RAYACCEL_SHM':>14} {'object store':>14} {'GLOO':>12}"
-          f" {'memcpy GB/s':>12} {'RAYACCEL_SHM GB/s':>18} {'load':>5}")
+def print_transports(results: dict[str, dict[str, Any]]) -> None:
+    print("actor to actor: ms, and x the anchor (4 KB: a pipe round trip; else one in-process memcpy into a warm "
+          "buffer / one clone into fresh pages), medians of alternating repetitions:")
     for label, row in results.items():
-        cells = [f"{row[f'{n}_x_memcpy']:.1f} / {row[f'{n}_x_clone']:.1f}" for n in ("RAYACCEL_SHM", "object_store",
-                                                                                    "GLOO")]
-        print(f"{label:6} {row['memcpy_ms']:10.1f} {row['clone_ms']:9.1f} {cells[0]:>14} {cells[1]:>14} {cells[2]:>12}"
-              f" {row['memcpy_gbps']:12.2f} {row['RAYACCEL_SHM_gbps']:18.2f} {row['load_average']:5.1f}")
+        names = [n for n in ("RAYACCEL_SHM", "object_store", "GLOO", "alone") if f"{n}_ms" in row]
+        anchors = ("pipe",) if row["anchor"] == "pipe" else ("memcpy", "clone")
+        cells = [f"{n} {row[f'{n}_ms']:.3f} ms (" + " / ".join(f"x{row[f'{n}_x_{a}']:.2f}" for a in anchors) + ")"
+                 for n in names]
+        base = ", ".join(f"{a} {row[f'{a}_ms']:.3f} ms" for a in anchors)
+        print(f"  {label:6} {base}; " + "; ".join(cells) + f"; load {row['load_average']:.1f}")
 
 
 if __name__ == "__main__":
-    print_transports(bench_transports())
+    print_transports(bench_transports(tuple(sys.argv[1:]) or tuple(SIZES)))
