@@ -262,3 +262,14 @@ def test_a_uniform_task_waiting_out_a_new_cordon_says_so_and_takes_the_unit_rele
     holder.close()
     waiting.join(timeout=40)
     assert got == [["0"]]
+
+
+def test_a_family_whose_ray_ids_are_not_its_units_shares_fractions_through_the_table(table):
+    # A MIG profile's units are partition ids and Ray's tokens indices: uniform (one unit), but not Ray's ids.
+    profile = FamilyUnits.from_json("GPU_MIG_3g.40gb", {"units": ["MIG-a"], "devices": [[0]], "device_ids": ["gpu0"],
+                                                        "links": [], "domains": {}})
+    assert profile.uniform and not profile.rays_ids and not profile.with_rays_ids(None).rays_ids
+    assert UNIFORM.rays_ids and UNIFORM.with_rays_ids(list("543210")).rays_ids
+    assert not UNIFORM.with_rays_ids(["0", "1"]).rays_ids  # a narrower variable: Ray's ids are not all units
+    assert table.claim(profile, ["0"], pid=os.getppid(), shared=True) == ["MIG-a"]
+    assert table.claim(profile, ["0"], shared=True, wait=1) == ["MIG-a"]  # the other half of the same instance

@@ -27,6 +27,7 @@ never calls a plugin.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import functools
@@ -149,6 +150,10 @@ class FamilyUnits:
     uniform: bool = False
     #: Unit -> its position in ``units`` (its byte in a uniform family's unit locks).
     position: Mapping[str, int] = field(default_factory=dict)
+    #: The instance ids Ray gives out for the resource are the units' ids (so a task of a uniform family can
+    #: keep them): true when the units are ``0..n-1`` (Ray's own indices) unless :meth:`with_rays_ids` says
+    #: otherwise (a partition profile's units are partition ids, its tokens indices).
+    rays_ids: bool = False
 
     @classmethod
     def from_json(cls, resource: str, entry: Mapping[str, Any]) -> FamilyUnits:
@@ -171,7 +176,14 @@ class FamilyUnits:
         uniform = (all(len(group) == 1 for group in devices) and len(weights) <= 1
                    and all(len(members) == len(units) for members in domains.values()))
         return cls(resource=resource, units=units, graph=graph, domains=domains, device_units=device_units,
-                   uniform=uniform, position={u: i for i, u in enumerate(units)})
+                   uniform=uniform, position={u: i for i, u in enumerate(units)},
+                   rays_ids=units == tuple(str(i) for i in range(len(units))))
+
+    def with_rays_ids(self, original: Sequence[object] | None) -> FamilyUnits:
+        """This family in a worker whose Ray maps its instance index i to ``original[i]`` (the visible-devices
+        variable the node started with; None: Ray's ids are the indices)."""
+        ids = [str(i) for i in original] if original is not None else [str(i) for i in range(len(self.units))]
+        return dataclasses.replace(self, rays_ids=set(ids) == set(self.units))
 
     def choose(self, candidates: Sequence[str], k: int) -> list[str]:
         """The best-connected k of ``candidates`` (ties: earlier in the node's order), in the node's order."""
@@ -262,7 +274,8 @@ class ClaimsTable:
     or the new text whole, never half of one: no temporary file and rename, which cost milliseconds per task
     on ext4 under load).
 
-    A uniform family (:attr:`FamilyUnits.uniform`: no choice is better than another) keeps Ray's choice: a
+    A uniform family (:attr:`FamilyUnits.uniform`: no choice is better than another) whose Ray ids are its
+    units' (:attr:`FamilyUnits.rays_ids`; a partition profile's are not) keeps Ray's choice: a
     task uses the units Ray's ids name, marking each with a shared ``fcntl`` lock on its byte of the family's
     unit-lock file (:meth:`units_path`), and releases them with one unlock, never reading the table. Such a
     task goes through the table only when its units are not simply its ids': while the family has a cordon
@@ -372,7 +385,7 @@ class ClaimsTable:
         wanted = sorted({str(t) for t in tokens})
         if not wanted:
             return []
-        if family.uniform and own:  # the unit locks (class docstring); ``within`` and ``shared`` change nothing
+        if family.uniform and family.rays_ids and own:  # the unit locks (class docstring); nothing to look up
             return self._claim_uniform(family, wanted, wait)
         return self._until_claimed(family, wanted, pid, wait,
                                    lambda table: _claim(table, family, wanted, within, pid, shared))

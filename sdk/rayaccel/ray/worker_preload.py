@@ -66,6 +66,10 @@ def install_claims() -> list[str]:
     import ray._private.worker
 
     worker: Any = ray._private.worker.global_worker
+    # Whether Ray's ids are the units' (then a uniform family keeps them): Ray maps its index i to the i-th id
+    # of the variable the node started with, where one was set.
+    placement = {name: family.with_rays_ids(worker.original_visible_accelerator_ids.get(name))
+                 for name, family in placement.items()}
     assigned = worker.get_accelerator_ids_for_accelerator_resource  # Ray's own: the tokens
     tables: list[Any] = []
     claimed: set[str] = set()
@@ -109,7 +113,7 @@ def install_claims() -> list[str]:
         family = placement.get(resource_name)
         if family is None or not ids or worker.core_worker.get_current_task_name() == CORDON_TAG_TASK:
             return ids
-        if family.uniform:  # Ray's ids are as good as any choice: no domain or fraction to look up
+        if family.uniform and family.rays_ids:  # Ray's ids are as good as any choice: nothing to look up
             units = table().claim(family, [str(i) for i in ids])
         else:
             units = table().claim(family, [str(i) for i in ids], within=held_domain(resource_name),
