@@ -1,5 +1,6 @@
 """RAC215: a link bandwidth off by the bit/byte factor from the SKU catalog's declared link bandwidth fails,
-naming the slip; the reference NVIDIA plugin's NVLink bandwidths (GB/s) pass against its catalog."""
+naming the slip, on every variant of the fixture; the reference NVIDIA plugin's NVLink bandwidths (GB/s) pass
+against its catalog. RAC215 owns every comparison with the catalog; RAC217 (the kind's fastest product) none."""
 
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ def acme_with_declared(tmp_path: Path, declared_gbytes_per_s: float) -> PluginMa
 
 
 @pytest.mark.parametrize(("declared", "outcome", "said"), [
-    (100.0, "passed", "6 links within the catalog's declared GB/s"),
+    (100.0, "passed", "6 links within the catalog's declared GB/s as recorded"),
     (12.5, "failed", "is 100 GB/s, 8x the 12.5 GB/s SKU acme-r1 declares: Gbit/s taken for GB/s? divide by 8"),
     (800.0, "failed", "an eighth of the 800 GB/s SKU acme-r1 declares: is the catalog's link_bandwidth_gbytes_per_s "
                       "in Gbit/s?"),
-    (50.0, "failed", "faster than the 50 GB/s SKU acme-r1 declares"),
+    (50.0, "failed", "twice the 50 GB/s SKU acme-r1 declares: both directions summed? report one direction"),
+    (75.0, "failed", "faster than the 75 GB/s SKU acme-r1 declares"),
 ])
 def test_a_link_off_by_the_bit_byte_factor_is_named(tmp_path: Path, declared: float, outcome: str, said: str) -> None:
     result = Subject("acme", acme_with_declared(tmp_path, declared)).run(RAC215, "acme/acme-4")
@@ -53,3 +55,13 @@ def test_a_catalog_without_a_declared_bandwidth_is_not_applicable_and_nvidia_pas
     assert "28 links within" in graded["nvidia/dgx-h100"].evidence[0]
     skipped = Subject("amd", manager).run(RAC215, "amd/mi300x-8")
     assert skipped.outcome == "skipped" and "declares no link_bandwidth_gbytes_per_s" in skipped.evidence[0]
+
+
+def test_the_catalog_comparison_is_rac215s_alone(tmp_path: Path) -> None:
+    """RAC217 holds links to their kind's fastest product only: a link the catalog calls 8x too fast is RAC215's
+    finding, not a second failure of RAC217 (ACME's links are of kind 'other', which has no known fastest product)."""
+    rac217 = next(c for c in all_checks() if c.id == "RAC217")
+    subject = Subject("acme", acme_with_declared(tmp_path, 12.5))
+    assert subject.run(RAC215, "acme/acme-4").outcome == "failed"
+    result = subject.run(rac217, "acme/acme-4")
+    assert result.outcome == "skipped" and "no link of a kind with a known fastest product" in result.evidence[0]

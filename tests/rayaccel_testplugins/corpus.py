@@ -1352,7 +1352,7 @@ class PartitionProfileByKind(Healthy):
 class LinksBothDirections(Healthy):
     DEFECT = ("each link's bandwidth is the sum of both directions' sysfs entries (200 GB/s), twice the one-way "
               "100 GB/s the catalog declares")
-    KILLED_BY = ("RAC217", "invariant link-unidirectional")
+    KILLED_BY = ("RAC215", "invariant link-unidirectional")
 
     def catalog_data(self) -> dict[str, Any]:
         data = super().catalog_data()
@@ -1473,7 +1473,7 @@ for _cls in [Healthy, *Healthy.__subclasses__()]:
 #: stays clean), which adds it to PLUGINS when imported (tests/conformance/test_conformance_corpus.py imports them).
 IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_testplugins.corpus_slow_import")
 #: Every module of mutants beside this one (each adds its mutants to PLUGINS when imported): the import defects,
-#: and the contract's mutants (rayaccel_testplugins.corpus_contract: RAC221-RAC223).
+#: and the contract's mutants (rayaccel_testplugins.corpus_contract: RAC215, RAC217, RAC221-RAC223).
 MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract")
 
 

@@ -1,4 +1,5 @@
-"""Corpus mutants of the pure hooks' contract and of the readings (issue 46: RAC221-RAC223), two shapes each.
+"""Corpus mutants of the pure hooks' contract, the readings and the links (issue 46: RAC215, RAC217, RAC221-RAC223),
+two shapes each (with corpus.py's ``c-links-both-directions`` and ``c-links-pcie-in-megabytes`` for the links).
 
 Each is the healthy control of :mod:`rayaccel_testplugins.corpus` with one defect that its own fixture cannot
 show: the devices are listed in one order, the instance type is spelled one way, and every reading is read once.
@@ -8,6 +9,8 @@ so a Ray node loads it by ``RAYACCEL_PLUGINS``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from rayaccel import CloudHint, Device, Host, MetricSample, ResourceContribution, Topology
 from rayaccel.records import FamilyInventory
@@ -93,7 +96,36 @@ class PowerClampedToTdp(Healthy):
                 for s in super().samples(host, device)]
 
 
+# Links against the catalog (RAC215) and their kind's fastest product (RAC217) -----------------------------------
+
+
+class LinksInGigabits(Healthy):
+    DEFECT = ("link bandwidth reported in Gbit/s (the sysfs GB/s figure multiplied by 8), 8x the 100 GB/s the "
+              "catalog declares")
+    KILLED_BY = ("RAC215", "invariant link-in-gbytes-per-s")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        data["skus"][0]["link_bandwidth_gbytes_per_s"] = 100  # the catalog is right
+        return data
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        links = super().rayaccel_topology(host, devices).links
+        return Topology(links=[ln.model_copy(update={"bandwidth_gbps": 8 * (ln.bandwidth_gbps or 0)})
+                               for ln in links])
+
+
+class LinksRoceLineRate(Healthy):
+    DEFECT = ("the scale-out RoCE link is reported at its port's 400 Gbit/s line rate as GB/s (no catalog declares "
+              "a link bandwidth to compare with)")
+    KILLED_BY = ("RAC217", "invariant link-within-kind-maximum")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        links = super().rayaccel_topology(host, devices).links
+        return Topology(links=[ln.model_copy(update={"kind": "roce", "bandwidth_gbps": 400.0}) for ln in links])
+
+
 for _cls in (LabelsNumaInGivenOrder, ResourcesHeadByFirstCard, HintsCaseSensitive, ListedHintsDrift,
-             UtilizationReadOnce, PowerClampedToTdp):
+             UtilizationReadOnce, PowerClampedToTdp, LinksInGigabits, LinksRoceLineRate):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -1,4 +1,4 @@
-"""Cross-record invariants (RAC216-RAC220, supported tier), and the visible-devices properties over generated
+"""Cross-record invariants (RAC215-RAC220, supported tier), and the visible-devices properties over generated
 unit ids (RAC114, experimental): what holds between records, and for any input, for every correct plugin.
 
 A fixture recorded from the plugin itself agrees with the plugin's output by construction; these invariants do
@@ -31,8 +31,6 @@ KIND_MAX_GBYTES_PER_S: dict[str, float] = {
     "nvlink": 1800.0, "nvswitch": 1800.0, "xgmi": 1100.0, "ici": 1200.0, "neuronlink": 1100.0,
     "gaudi-roce": 600.0, "pcie": 256.0, "roce": 200.0, "infiniband": 200.0, "ethernet": 200.0, "efa": 400.0,
 }
-#: How close to twice a SKU's declared bandwidth a link must be to be named as both directions summed.
-BOTH_DIRECTIONS_TOLERANCE = 0.05
 #: Plausible ranges of the standard metrics, in their declared units (name -> (lowest, highest)).
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     "utilization": (0.0, 100.0), "temperature": (-40.0, 150.0), "power": (0.0, 5000.0),
@@ -179,6 +177,85 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
             f"{'numeric ids 0-511, up to 64' if numeric else f'every order of the {len(ids)} units'}")
 
 
+# RAC215 ---------------------------------------------------------------------------------------------------------
+
+#: How close a link must be to 8x (or 1/8 of) the declared bandwidth to be named as bits taken for bytes, and
+#: to twice it to be named as both directions summed.
+BIT_BYTE_TOLERANCE = 0.05
+
+
+def catalog_link_maxima(subject: Subject) -> dict[str, float]:
+    """SKU id -> the fastest link one way the plugin's catalog declares for it (GB/s)."""
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
+    return {s.id: s.link_bandwidth_gbytes_per_s for s in (catalog.skus if catalog else [])
+            if s.link_bandwidth_gbytes_per_s is not None}
+
+
+def _against_the_catalog(got: float, limit: float, sku: str, where: str) -> str | None:
+    """What is wrong with one link's bandwidth against its SKU's declared maximum (None when within it)."""
+    if abs(got - 8 * limit) <= BIT_BYTE_TOLERANCE * 8 * limit:
+        return (f"invariant link-in-gbytes-per-s, {where} is {got:g} GB/s, 8x the {limit:g} GB/s SKU {sku} declares: "
+                "Gbit/s taken for GB/s? divide by 8")
+    if abs(got - 2 * limit) <= BIT_BYTE_TOLERANCE * 2 * limit:
+        return (f"invariant link-unidirectional, {where} is {got:g} GB/s, twice the {limit:g} GB/s SKU {sku} "
+                "declares: both directions summed? report one direction")
+    if got > limit * 1.01:
+        return (f"invariant link-within-sku-maximum, {where} is {got:g} GB/s, faster than the {limit:g} GB/s SKU "
+                f"{sku} declares (link_bandwidth_gbytes_per_s)")
+    return None
+
+
+@check("RAC215", scope="fixture")
+def link_bandwidth_against_the_catalog(subject: Subject, fixture: str | None) -> Evidence:
+    """Link bandwidths are one direction's GB/s within the catalog's declared link bandwidth: never bits taken
+    for bytes, nor both directions summed.
+
+    ``Link.bandwidth_gbps`` is unidirectional gigabytes per second, all lanes together (H100 SXM5: 18 NVLink 4
+    links x 25 GB/s = 450). A vendor tool printing Gbit/s (400G fabrics, ``gbps`` keys) passed on unchanged
+    is 8 times too fast, and a bidirectional figure twice; placement then prefers the wrong devices. Where the
+    plugin's catalog declares a SKU's fastest link (``link_bandwidth_gbytes_per_s``), every link with a device
+    of that SKU at one end, on the fixture, each of its perturbations and the unrelated-device variant, must be
+    at most that (within 1%); one at 8 times it is named as the bit/byte slip, one at twice it as both
+    directions summed. A link at an eighth of it is named too when every link of a variant is (the catalog's
+    value written in Gbit/s, or a plugin dividing by 8 twice). This check owns every comparison with the
+    catalog; RAC217 holds links to their kind's fastest product, which needs no catalog. A catalog that
+    declares no link bandwidth, or links without one, leave nothing to compare (not applicable). Fix: report
+    one direction in GB/s (divide a tool's Gbit/s by 8, halve a bidirectional figure); or correct the
+    catalog's ``link_bandwidth_gbytes_per_s`` (GB/s, not Gbit/s).
+    """
+    fixture = _ref(subject, fixture)
+    declared = catalog_link_maxima(subject)
+    if not declared:
+        raise NotApplicable(f"{fixture}: the catalog declares no link_bandwidth_gbytes_per_s to compare with")
+    wrong: list[str] = []
+    compared: dict[str, int] = {}
+    for variant, fam in _families(subject, fixture):
+        sku_of = {d.id: d.sku for d in fam.devices}
+        eighths, count = [], 0
+        for link in fam.topology.links:
+            limits = sorted((declared[s], s) for s in {sku_of.get(link.a), sku_of.get(link.b)} if s in declared)
+            if link.bandwidth_gbps is None or not limits:
+                continue
+            count += 1
+            (limit, sku), got = limits[0], link.bandwidth_gbps
+            where = f"{variant.name}: link {link.a}-{link.b} ({link.kind})"
+            found = _against_the_catalog(got, limit, sku, where)
+            if found:
+                wrong.append(found)
+            elif abs(8 * got - limit) <= BIT_BYTE_TOLERANCE * limit:
+                eighths.append(f"invariant link-in-gbytes-per-s, {where} is {got:g} GB/s, an eighth of the {limit:g} "
+                               f"GB/s SKU {sku} declares: is the catalog's link_bandwidth_gbytes_per_s in Gbit/s?")
+        if eighths and len(eighths) == count:
+            wrong += eighths
+        compared[variant.name] = count
+    _fail(wrong, limit=4)
+    first = next(iter(compared.values()), 0)
+    if not sum(compared.values()):
+        raise NotApplicable(f"{fixture}: no link of a SKU with a declared bandwidth reports one")
+    return (f"{fixture}: {first} links within the catalog's declared GB/s as recorded, {sum(compared.values())} on "
+            f"its {len(compared)} variants")
+
+
 # RAC216 ---------------------------------------------------------------------------------------------------------
 
 
@@ -239,46 +316,33 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
 
 
 @check("RAC217", scope="fixture")
-def link_bandwidth_within_maxima(subject: Subject, fixture: str | None) -> Evidence:
-    """A link's bandwidth is one direction's, within its kind's fastest product and its SKU's declared maximum.
+def link_bandwidth_within_kind_maximum(subject: Subject, fixture: str | None) -> Evidence:
+    """A link's bandwidth is one direction's GB/s, within the fastest product of its kind.
 
     ``Link.bandwidth_gbps`` is GB/s one way, all lanes together. On the fixture, each of its perturbations
     and the unrelated-device variant, every link with a bandwidth must be at most the fastest one-way
-    bandwidth any product of its kind has (``KIND_MAX_GBYTES_PER_S``: NVLink 1800, PCIe 256, ...), and at
-    most the declared ``link_bandwidth_gbytes_per_s`` of the SKU at either end; one at twice the SKU's
-    declared value is named as both directions summed. Fix: report one direction (halve a tool's
-    bidirectional figure), in GB/s (divide Gbit/s by 8, MB/s by 1000).
+    bandwidth any product of its kind has (``KIND_MAX_GBYTES_PER_S``: NVLink 1800, PCIe 256, RoCE 200, ...):
+    faster is a unit slip (Gbit/s, MB/s, both directions summed), whatever the plugin's catalog says. It needs
+    no catalog: the comparison with a SKU's declared link bandwidth is RAC215's. Fix: report one direction
+    (halve a tool's bidirectional figure), in GB/s (divide Gbit/s by 8, MB/s by 1000).
     """
     family = subject.family()
     fixture = _ref(subject, fixture)
-    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
-    declared = {s.id: s.link_bandwidth_gbytes_per_s for s in (catalog.skus if catalog else [])
-                if s.link_bandwidth_gbytes_per_s is not None}
     wrong, compared = [], 0
     for variant, fam in _families(subject, fixture):
-        sku_of = {d.id: d.sku for d in fam.devices}
         for link in fam.topology.links:
-            if link.bandwidth_gbps is None:
+            ceiling = KIND_MAX_GBYTES_PER_S.get(str(link.kind))
+            if link.bandwidth_gbps is None or ceiling is None:
                 continue
             compared += 1
-            got, where = link.bandwidth_gbps, f"{variant.name}: link {link.a}-{link.b} ({link.kind})"
-            ceiling = KIND_MAX_GBYTES_PER_S.get(str(link.kind))
-            if ceiling is not None and got > ceiling:
-                wrong.append(f"invariant link-within-kind-maximum, {where} is {got:g} GB/s, faster than any "
-                             f"{link.kind} product ({ceiling:g} GB/s one way): Gbit/s, MB/s or both directions?")
-            limits = sorted((declared[s], s) for s in {sku_of.get(link.a), sku_of.get(link.b)} if s in declared)
-            if limits:
-                limit, sku = limits[0]
-                if abs(got - 2 * limit) <= BOTH_DIRECTIONS_TOLERANCE * 2 * limit:
-                    wrong.append(f"invariant link-unidirectional, {where} is {got:g} GB/s, twice the {limit:g} "
-                                 f"GB/s SKU {sku} declares: both directions summed? report one direction")
-                elif got > limit * 1.01:
-                    wrong.append(f"invariant link-within-sku-maximum, {where} is {got:g} GB/s, faster than the "
-                                 f"{limit:g} GB/s SKU {sku} declares (link_bandwidth_gbytes_per_s)")
+            if link.bandwidth_gbps > ceiling:
+                wrong.append(f"invariant link-within-kind-maximum, {variant.name}: link {link.a}-{link.b} "
+                             f"({link.kind}) is {link.bandwidth_gbps:g} GB/s, faster than any {link.kind} product "
+                             f"({ceiling:g} GB/s one way): Gbit/s, MB/s or both directions?")
     _fail(wrong)
     if not compared:
-        raise NotApplicable(f"{fixture}: no link reports a bandwidth")
-    return f"{fixture}: {compared} link bandwidths one way, within their kind's and SKU's maxima ({family.name})"
+        raise NotApplicable(f"{fixture}: no link of a kind with a known fastest product reports a bandwidth")
+    return f"{fixture}: {compared} link bandwidths one way, within their kind's fastest product ({family.name})"
 
 
 # RAC218 ---------------------------------------------------------------------------------------------------------
