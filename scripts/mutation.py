@@ -13,15 +13,16 @@ cheapest first, so a killed mutant costs little.
 Bounded: each mutant by ``--timeout`` (default 3 x its plugin's baseline, at least 60 s), the whole run by
 ``--budget``; ``--workers`` mutants at once, each worker on its own copy. Modules run largest gap first
 (the most open survivors in the last result, then the most mutants), each module's mutants in a seeded
-random order, so a run cut by the budget or ``--sample`` is a uniform sample of each module it reached, and
-the report says how many of how many ran. Survivors listed in the triage file (``mutation_triage.yaml``
-beside this script) as equivalent are excluded from the kill rate with their reason, as are those inside
-annotations that are never evaluated; every other survivor is listed. The result is also written as JSON
-(``--results``).
+random order, taken round robin (a few of each module in turn), so a run cut by the budget or ``--sample`` is
+a uniform sample of each module it reached, and the report says how many of how many ran. Survivors listed
+in the triage file (``mutation_triage.yaml`` beside this script) as equivalent are excluded from the kill
+rate with their reason, as are mutants inside annotations that are never evaluated (not run at all); every
+other survivor is listed. The result is also written as JSON (``--results``).
 
     .venv/bin/python scripts/mutation.py                                       # every module, the whole budget
     .venv/bin/python scripts/mutation.py rayaccel_tpu.health bake:health        # some modules
     .venv/bin/python scripts/mutation.py --sample 40 --budget 1800 --workers 2  # a sample of each module
+    .venv/bin/python scripts/mutation.py --survivors-of build/mutation/results.json --results after.json
     .venv/bin/python scripts/mutation.py --check PLUGIN [--tier supported]      # the test cosmic-ray runs
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -47,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -266,6 +269,19 @@ def skip_all_but(session: Path, keep: set[tuple[str, int]]) -> None:
             db.set_multiple_results(skipped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
 
 
+def stop_tree(pid: int) -> None:
+    """Kill a process we started and everything under it (cosmic-ray runs each test in a session of its own,
+    so killing cosmic-ray's process group would leave the test running)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [*root.children(recursive=True), root]
+    except psutil.NoSuchProcess:
+        return
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGKILL)
+
+
 class Runner:
     """Runs chunks of mutants, ``workers`` at once, until the budget's deadline (then stops what it started)."""
 
@@ -296,8 +312,8 @@ class Runner:
             self.running.add(process)
         try:
             process.wait(timeout=max(1.0, self.remaining()))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # its own session: cosmic-ray and the test it runs
+        except subprocess.TimeoutExpired:  # the budget is spent: stop cosmic-ray and the test it runs
+            stop_tree(process.pid)
             process.wait()
         finally:
             with self.lock:
@@ -453,8 +469,19 @@ def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> t
     return timings, time.monotonic() - started
 
 
+def survivors_of(path: Path) -> dict[str, set[tuple[str, int]]]:
+    """module -> (operator, occurrence) of each open survivor in a result file (to run them again)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["modules"]
+        return {r["module"]: {(s["operator"], int(s["occurrence"])) for s in r["survivors"]} for r in rows
+                if r["survivors"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"error: --survivors-of {path}: not a result this script wrote ({e})") from None
+
+
 def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: int, budget: float,
-        timeout: float | None, sample: int | None, seed: int, previous: Path) -> list[Outcome]:
+        timeout: float | None, sample: int | None, seed: int, previous: Path,
+        only: dict[str, set[tuple[str, int]]] | None = None) -> list[Outcome]:
     deadline = time.monotonic() + budget
 
     def enumerate_mutants(numbered: tuple[int, Target]) -> Outcome:  # cosmic-ray init: no test runs
@@ -475,19 +502,23 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
     for plugin, (_, seconds) in baselines.items():
         print(f"baseline: {plugin} passes unmutated in {seconds:.1f} s", flush=True)
     runner = Runner(scratch, bake_src, deadline)
-    jobs = []
+    per_module = []
     for target in ordered:
         outcome = outcomes[target.module]
         spans = annotation_spans(outcome.source)
         inert = [m for m in outcome.mutants if any(a <= (m.row, m.col) < b for a, b in spans)]
         outcome.results.update({m.key: "annotation" for m in inert})  # equivalent by construction: not run
-        chosen = [m for m in outcome.mutants if m not in inert]
+        chosen = [m for m in outcome.mutants if m not in inert and
+                  (only is None or (m.operator.split("/")[-1], m.occurrence) in only.get(target.module, set()))]
         random.Random(f"{seed}:{target.module}").shuffle(chosen)
         outcome.planned = chosen[:sample] if sample is not None else chosen
         order, seconds = baselines.get(target.plugin, (Path(), 0.0))
         per_mutant = timeout or max(60.0, 3 * seconds)
-        jobs += [(target, outcome.planned[i:i + CHUNK], per_mutant, order)
-                 for i in range(0, len(outcome.planned), CHUNK)]
+        per_module.append([(target, outcome.planned[i:i + CHUNK], per_mutant, order)
+                           for i in range(0, len(outcome.planned), CHUNK)])
+    # Round robin in gap order: a budget cut leaves every module reached with a sample, largest gaps first.
+    jobs = [chunks[i] for i in range(max(map(len, per_module), default=0)) for chunks in per_module
+            if i < len(chunks)]
     print(f"mutation: {sum(len(o.planned) for o in outcomes.values())} mutants of {len(targets)} modules planned, "
           f"{workers} at once, budget {budget:.0f} s", flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
@@ -511,6 +542,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1),
                         help="mutants tested at once (default: the CPUs less one)")
     parser.add_argument("--sample", type=int, help="at most this many mutants of each module (seeded random)")
+    parser.add_argument("--survivors-of", type=Path, metavar="RESULTS",
+                        help="run again only the open survivors of an earlier result (after a new check)")
     parser.add_argument("--seed", type=int, default=46, help="seed of the sample and the order (default 46)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON result (default {RESULTS})")
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
@@ -529,15 +562,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rayaccel-mutation-") as scratch_dir:
         scratch = Path(scratch_dir)
         bake_src = bake(scratch / "bake")
-        targets = ([target_of(m, args.plugin, args.tier) for m in args.modules] if args.modules
-                   else default_targets(bake_src))
+        only = survivors_of(args.survivors_of) if args.survivors_of else None
+        names = args.modules or sorted(only or ())
+        targets = ([target_of(m, args.plugin, args.tier) for m in names] if names else default_targets(bake_src))
         for target in targets:
             if not (source_root(target, bake_src) / package_of(target) / target.file_name).is_file():
                 print(f"error: no module {target.module} (looked in {source_root(target, bake_src)})",
                       file=sys.stderr)
                 return 2
         outcomes = run(targets, bake_src, scratch, workers=args.workers, budget=args.budget, timeout=args.timeout,
-                       sample=args.sample, seed=args.seed, previous=args.results)
+                       sample=args.sample, seed=args.seed, previous=args.results, only=only)
     rows = [grade(o, triage) for o in outcomes]
     print_report(rows)
     for entry in stale_entries(triage, {o.target.module: o.source for o in outcomes}):

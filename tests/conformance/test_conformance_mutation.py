@@ -120,3 +120,13 @@ def test_the_bake_is_the_template_baked_by_cookiecutter_with_its_defaults(tmp_pa
     sources = {f"bake:{p.stem}": p.read_text() for p in package.glob("*.py")}
     assert mutation.stale_entries([e for e in mutation.load_triage() if e.module.startswith("bake:")],
                                   sources) == []
+
+
+def test_survivors_of_an_earlier_result_can_be_run_again_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    last = tmp_path / "results.json"
+    last.write_text('{"modules": [{"module": "bake:health", "survivors": [{"operator": "AddNot", "occurrence": 2}]},'
+                    ' {"module": "bake:probe", "survivors": []}]}')
+    assert mutation.survivors_of(last) == {"bake:health": {("AddNot", 2)}}
+    last.write_text("[]")
+    with pytest.raises(SystemExit, match="not a result this script wrote"):
+        mutation.survivors_of(last)
