@@ -525,7 +525,11 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         futures = {pool.submit(runner.run_chunk, *job): job[0] for job in jobs}  # submitted in gap order
         for future in concurrent.futures.as_completed(futures):
             target = futures[future]
-            outcomes[target.module].results.update(future.result())
+            found = future.result()
+            outcomes[target.module].results.update(found)
+            rows = {m.key: m.row for m in outcomes[target.module].mutants}
+            print("  " + ", ".join(f"{target.file_name}:{rows[k]} {k[0].split('/')[-1]} {v}"
+                                   for k, v in sorted(found.items(), key=lambda kv: rows[kv[0]])), flush=True)
     return [outcomes[t.module] for t in ordered]
 
 
