@@ -13,7 +13,7 @@ The vocabularies they use (link and domain kinds, health states, metric names an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -301,6 +301,13 @@ class ReasonCode(Record):
     state: HealthState = Field(description="The device's health while the reason is reported")
     fatal: bool = Field(False, description="True when it drains the device (HealthReason.fatal)")
     meaning: str = Field(min_length=1, description="What it means for the device, in a sentence")
+
+    @classmethod
+    def table(cls, rows: Iterable[tuple[str, str, bool, str]]) -> list[ReasonCode]:
+        """The reason codes of a table a plugin keeps beside the code that reports them, one ``(code, state,
+        fatal, meaning)`` row each: what ``FamilyDeclaration.health_reasons`` takes."""
+        return [cls(code=code, state=state, fatal=fatal, meaning=meaning)
+                for code, state, fatal, meaning in rows]
 
 
 class FamilyDeclaration(Record):

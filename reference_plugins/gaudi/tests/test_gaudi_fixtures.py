@@ -80,11 +80,12 @@ def test_fixture_for_sku_rewrites_the_query_output(rayaccel_manager, rayaccel_fi
     assert family.accelerator_type == "Intel-HL-425"  # not catalogued yet: "Intel-" + hl-smi's name
 
 
-def test_cloud_hints_and_no_transport(rayaccel_kit):
+def test_cloud_hints_and_no_transport(rayaccel_kit, rayaccel_manager):
     hint = rayaccel_kit.cloud_hint("aws", "dl1.24xlarge")
     assert (hint.count, hint.accelerator_type) == (8, "Intel-GAUDI")
     assert rayaccel_kit.cloud_hint("aws", "dl2q.24xlarge") is None  # Qualcomm AI 100, not Gaudi
-    assert plugin.rayaccel_transports() == []
+    assert not rayaccel_manager.implements("gaudi", "rayaccel_transports")  # the default: no transport
+    assert rayaccel_manager.answer("gaudi", "rayaccel_transports") == []
 
 
 def test_port_queries_share_a_time_budget(rayaccel_fixtures, monkeypatch):

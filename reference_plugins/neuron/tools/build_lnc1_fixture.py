@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from trn2_derived import HERE, run, trn2_fixture, write_fixture
 
-from rayaccel.files.atomic import write_atomically
-
-HERE = Path(__file__).resolve().parents[1] / "src" / "rayaccel_neuron" / "fixtures"
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls --json-output"
 PHYSICAL_CORES = 8  # NeuronCore-v3 per Trainium2 (the driver's V3_NC_PER_DEVICE)
 
@@ -42,7 +38,7 @@ def lnc1_listing(old_stdout: str) -> str:
 
 
 def main(out_dir: Path = HERE) -> int:
-    base = yaml.safe_load((HERE / "trn2.48xlarge.yaml").read_text(encoding="utf-8"))
+    base = trn2_fixture()
     data = copy.deepcopy(base)
     host = data["host"]
     host["hostname"] = "ip-10-0-13-18"
@@ -67,12 +63,8 @@ def main(out_dir: Path = HERE) -> int:
                                                             "so 8 logical cores each and ids 0-127")
         fault["description"] = fault["description"].replace("(64 logical cores)", "(128 logical cores at LNC=1)")
         fault["expected"]["resources"] = dict(resources)
-    out = out_dir / f"{data['name']}.yaml"
-    write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
-    print(out)
-    return 0
+    return write_fixture(data, out_dir)
 
 
 if __name__ == "__main__":
-    # An optional directory to write into (tests/hosts/test_fixture_builders.py compares it with the committed files).
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))
+    run(main)

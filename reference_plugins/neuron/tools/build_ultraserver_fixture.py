@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
-import yaml
+from trn2_derived import HERE, run, trn2_fixture, write_fixture
 
-from rayaccel.files.atomic import write_atomically
-
-HERE = Path(__file__).resolve().parents[1] / "src" / "rayaccel_neuron" / "fixtures"
 NEURON_LS = "/opt/aws/neuron/bin/neuron-ls"
 OLD_ROOT, NEW_ROOT = "/sys/devices/virtual/neuron_device", "/sys/class/neuron_device"
 COUNTERS = ("mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected", "sram_ecc_uncorrected")
@@ -57,7 +53,7 @@ def new_json(old_stdout: str) -> str:
 
 
 def main(out_dir: Path = HERE) -> int:
-    base = yaml.safe_load((HERE / "trn2.48xlarge.yaml").read_text(encoding="utf-8"))
+    base = trn2_fixture()
     data = copy.deepcopy(base)
     host = data["host"]
     host["hostname"] = "ip-10-1-40-12"
@@ -109,12 +105,8 @@ def main(out_dir: Path = HERE) -> int:
                       "devices": 16, "health": {expected["device_ids"][3]: "unknown"},
                       "resources": expected["resources"]}},
     ]
-    out = out_dir / f"{data['name']}.yaml"
-    write_atomically(out, yaml.safe_dump(data, sort_keys=False, width=120))
-    print(out)
-    return 0
+    return write_fixture(data, out_dir)
 
 
 if __name__ == "__main__":
-    # An optional directory to write into (tests/hosts/test_fixture_builders.py compares it with the committed files).
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))
+    run(main)

@@ -122,8 +122,9 @@ def test_fixture_for_sku_rewrites_pci_ids_and_generation() -> None:
     assert rewritten["host"]["files"]["/sys/kernel/iommu_groups/96/devices/0000:c1:00.1/device"] == "0xc2d5\n"
 
 
-def test_transports_declare_nothing_ray_cannot_carry() -> None:
-    assert plugin.rayaccel_transports() == []
+def test_transports_declare_nothing_ray_cannot_carry(rayaccel_manager) -> None:
+    assert not rayaccel_manager.implements("tpu", "rayaccel_transports")  # the default: no transport
+    assert rayaccel_manager.answer("tpu", "rayaccel_transports") == []
 
 
 GKE_POD_ENV = {"TPU_ACCELERATOR_TYPE": "v5p-16", "TPU_NAME": "tpu-v5p-16-slice-a", "TPU_TOPOLOGY": "2x2x2",

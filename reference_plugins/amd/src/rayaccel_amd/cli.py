@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from rayaccel import CommandNotFound, CommandTimeout, Host, OutputTooLarge, malformed, report_problem
 from rayaccel_amd.products import pci_device_id
-from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
+from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot, infer_unanswered_products
 
 AMD_SMI = "amd-smi"
 #: amd-smi starts a Python interpreter and initialises every GPU: a few seconds on a busy 8-GPU node.
@@ -426,10 +426,5 @@ def read_cli(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
             record.errors["metric"] = METRIC_UNAVAILABLE
         record.links = topology.get(index, {})
         gpus.append(record)
-    known = next((g for g in gpus if g.market_name), None)
-    for gpu in gpus:
-        if not gpu.market_name:
-            gpu.market_name = known.market_name if known else "AMD GPU"
-            gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
-            gpu.inferred = True
+    infer_unanswered_products(gpus)
     return Snapshot(source="amd-smi", gpus=gpus)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, ReasonCode
+from rayaccel import Device, HealthReason, HealthReport
 from rayaccel_amd.cli import METRIC_UNAVAILABLE
 from rayaccel_amd.discovery import members
 from rayaccel_amd.readings import GpuRecord, Snapshot
@@ -39,11 +39,6 @@ REASONS: tuple[tuple[str, str, bool, str], ...] = (
     ("gpu-lost", "unhealthy", True, "the GPU is no longer enumerated: it fell off the bus or its driver unbound it"),
 )
 
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def report_for(gpu: GpuRecord) -> HealthReport:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from rayaccel import malformed, report_problem, shown
 from rayaccel_amd.products import pci_device_id
-from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot
+from rayaccel_amd.readings import EccCounts, GpuRecord, PeerLink, Snapshot, infer_unanswered_products
 
 T = TypeVar("T")
 
@@ -143,13 +143,7 @@ def read_library(lib: Any) -> Snapshot:
         _read_health(lib, handle, record, optional)
         _read_metrics(lib, handle, record, optional)
         gpus.append(record)
-    known = next((g for g in gpus if g.market_name), None)
-    for gpu in gpus:
-        if not gpu.market_name:
-            # A GPU that does not answer is taken to be the node's model, so one dead GPU keeps the SKU known.
-            gpu.market_name = known.market_name if known else "AMD GPU"
-            gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
-            gpu.inferred = True
+    infer_unanswered_products(gpus)
     kinds = link_kinds(lib)
     for index, handle in enumerate(handles):
         for peer, other in enumerate(handles):

@@ -78,6 +78,17 @@ class Snapshot:
         return {g.uuid: g for g in self.gpus}
 
 
+
+def infer_unanswered_products(gpus: list[GpuRecord]) -> None:
+    """A GPU that does not answer is taken to be the node's model (the first GPU that did name its product), so
+    one dead GPU keeps the SKU known; with none answering, it is an "AMD GPU". Either reader's records."""
+    known = next((g for g in gpus if g.market_name), None)
+    for gpu in gpus:
+        if not gpu.market_name:
+            gpu.market_name = known.market_name if known else "AMD GPU"
+            gpu.device_id = gpu.device_id if gpu.device_id is not None else (known.device_id if known else None)
+            gpu.inferred = True
+
 #: amdsmi's uuid (``amdsmi_uuid_gen``): ``<serial[7]><idx><PCI device id>-0000-1000-80<serial[6]>-<serial[5..0]>``;
 #: ``idx`` (the second byte) is 0xff ("no partition") on every ROCm before 7.12, the partition id from 7.12 on.
 _AMDSMI_UUID = re.compile(r"([0-9a-f]{2})ff([0-9a-f]{4}-0000-1000-80[0-9a-f]{2}-[0-9a-f]{12})", re.IGNORECASE)

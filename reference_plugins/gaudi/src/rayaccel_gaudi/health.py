@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, ReasonCode
+from rayaccel import Device, HealthReason, HealthReport
 from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 
 FATAL_STATUSES = {"needs reset", "disabled", "malfunction"}
@@ -35,11 +35,6 @@ REASONS: tuple[tuple[str, str, bool, str], ...] = (
     ("device-lost", "unhealthy", True, "hl-smi no longer lists the module: it fell off the bus"),
 )
 
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def report_for(device: GaudiDevice) -> HealthReport:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, Host, ReasonCode
+from rayaccel import Device, HealthReason, HealthReport, Host
 from rayaccel_neuron import sysfs
 
 #: Every reason code the plugin reports: (code, state, fatal, meaning).
@@ -22,11 +22,6 @@ REASONS: tuple[tuple[str, str, bool, str], ...] = (
     ("neuron-hbm-ecc-repairable", "degraded", False, "repairable uncorrected HBM ECC events (repaired at reset)"),
 )
 
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def health_of(host: Host, devices: Sequence[Device]) -> list[HealthReport]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import HEALTH_ORDER, Device, HealthReason, HealthReport, Partition, ReasonCode, report_problem
+from rayaccel import HEALTH_ORDER, Device, HealthReason, HealthReport, Partition, report_problem
 from rayaccel_nvidia.discovery import UNREADABLE, unusable_answer
 
 #: ``nvmlEventData_t.gpuInstanceId`` of an event that concerns the whole GPU, not one MIG instance.
@@ -69,11 +69,6 @@ REASONS: tuple[tuple[str, str, bool, str], ...] = (
     ("nvml-timeout", "unknown", False, "NVML hung (a wedged driver): nothing is known, the GPU stays scheduled"),
 )
 
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def xid_reason(xid: int) -> HealthReason | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rayaccel import DEVICE_FILE, Device, HealthReason, HealthReport, Host, ReasonCode
+from rayaccel import DEVICE_FILE, Device, HealthReason, HealthReport, Host
 
 #: Every reason code the plugin reports: (code, state, fatal, meaning).
 REASONS: tuple[tuple[str, str, bool, str], ...] = (
@@ -10,11 +10,6 @@ REASONS: tuple[tuple[str, str, bool, str], ...] = (
     ("tpu-chiplet-lost", "unhealthy", True, "one chiplet's device node is gone: half a chip is no chip"),
 )
 
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (docs and health policies read them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def health_of(host: Host, devices: list[Device]) -> list[HealthReport]:

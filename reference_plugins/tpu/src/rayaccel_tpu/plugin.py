@@ -2,79 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rayaccel import (
-    Device,
-    FamilyDeclaration,
-    FamilyInventory,
-    HealthReport,
-    Host,
-    MetricSample,
-    QuantityRule,
-    ResourceContribution,
-    SchedulerNames,
-    SkuRecord,
-    SupportInfo,
-    Topology,
-    TransportSpec,
-    hookimpl,
-)
-from rayaccel_tpu import (
-    discovery,
-    health,
-    metrics,
-    podtype,
-    probe,
-    sku_fixture,
-    slice_info,
-    topology,
-    visibility,
-)
+import rayaccel
+from rayaccel import hookimpl
+from rayaccel_tpu import discovery, health, metrics, podtype, probe, sku_fixture, slice_info, topology, visibility
 
 RAY_TPU_LABELS = {"name": "ray.io/tpu-slice-name", "worker": "ray.io/tpu-worker-id",
                   "topology": "ray.io/tpu-topology", "pod_type": "ray.io/tpu-pod-type"}
 
 
 @hookimpl
-def rayaccel_family() -> FamilyDeclaration:
-    return FamilyDeclaration(
+def rayaccel_family() -> rayaccel.FamilyDeclaration:
+    return rayaccel.FamilyDeclaration(
         name="tpu", vendor="Google", resource_name="TPU", visible_devices_env_var=visibility.VISIBLE_CHIPS,
-        quantity_rule=QuantityRule(kind="choices", choices=[1, 2, 4, 8]), spec_version="1.0", unit="chip",
-        support=SupportInfo(maintainers=["rayaccel maintainers", "rayaccel TPU reviewers"],
-                            contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
-                            tested_ray_versions=["2.60.0"]),
+        quantity_rule=rayaccel.QuantityRule(kind="choices", choices=[1, 2, 4, 8]), spec_version="1.0", unit="chip",
+        support=rayaccel.SupportInfo(maintainers=["rayaccel maintainers", "rayaccel TPU reviewers"],
+                                     contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
+                                     tested_ray_versions=["2.60.0"]),
         ray_labels=list(RAY_TPU_LABELS.values()),  # the slice labels Ray's own TPU manager sets
         # GKE's TPU resource; the TPU VM's chips are /dev/accel<N>
-        schedulers=SchedulerNames(kubernetes_resource="google.com/tpu", dra_driver="tpu.google.com",
-                                  slurm_gres="tpu", device_files=["/dev/accel{index}"]),
-        health_reasons=health.reason_codes(),
+        schedulers=rayaccel.SchedulerNames(kubernetes_resource="google.com/tpu", dra_driver="tpu.google.com",
+                                           slurm_gres="tpu", device_files=["/dev/accel{index}"]),
+        health_reasons=rayaccel.ReasonCode.table(health.REASONS),
     )
 
 
-@hookimpl
-def rayaccel_discover(host: Host) -> list[Device]:
-    return discovery.devices_of(host)
+rayaccel_discover = hookimpl(discovery.devices_of)
 
 
 @hookimpl
-def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
+def rayaccel_topology(host: rayaccel.Host, devices: list[rayaccel.Device]) -> rayaccel.Topology:
     domain = topology.slice_domain(slice_info.read_slice_info(host), devices)
-    return Topology(links=topology.ici_links(devices), domains=[domain] if domain else [])
+    return rayaccel.Topology(links=topology.ici_links(devices), domains=[domain] if domain else [])
+
+
+rayaccel_health = hookimpl(health.health_of)
+rayaccel_metrics = hookimpl(metrics.sample_metrics)
 
 
 @hookimpl
-def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
-    return health.health_of(host, devices)
-
-
-@hookimpl
-def rayaccel_metrics(host: Host, devices: list[Device]) -> list[MetricSample]:
-    return metrics.sample_metrics(host, devices)
-
-
-@hookimpl
-def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) -> ResourceContribution:
+def rayaccel_resources(host: rayaccel.Host, devices: list[rayaccel.Device],
+                       topology: rayaccel.Topology) -> rayaccel.ResourceContribution:
     info = slice_info.read_slice_info(host, report=True)
     extra: dict[str, float] = {}
     if info.complete and devices:
@@ -90,12 +57,12 @@ def rayaccel_resources(host: Host, devices: list[Device], topology: Topology) ->
     if accel_type is None:
         # No valid pod type and no PCI id naming the generation: Ray reports no accelerator type here, and
         # so does the plugin (rather than a made-up one from the product name).
-        return ResourceContribution(no_accelerator_type=True, extra=extra)
-    return ResourceContribution(accelerator_type=accel_type, extra=extra)
+        return rayaccel.ResourceContribution(no_accelerator_type=True, extra=extra)
+    return rayaccel.ResourceContribution(accelerator_type=accel_type, extra=extra)
 
 
 @hookimpl
-def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
+def rayaccel_labels(host: rayaccel.Host, inventory: rayaccel.FamilyInventory) -> dict[str, str]:
     info = slice_info.read_slice_info(host)
     values = {"name": info.name, "worker": None if info.worker_id is None else str(info.worker_id),
               "topology": info.topology, "pod_type": info.pod_type}
@@ -112,13 +79,9 @@ def rayaccel_visible_env(unit_ids: list[str]) -> dict[str, str]:
     return visibility.visible_env(unit_ids)
 
 
-@hookimpl
-def rayaccel_transports() -> list[TransportSpec]:
-    # ICI carries XLA collectives inside a JAX/PyTorch-XLA program. Ray 2.60 has no tensor transport for
-    # TPU memory and no TensorTransportManager moves XLA buffers between actors, so none is declared.
-    return []
+# No rayaccel_transports (its default, none, is the answer): ICI carries XLA collectives inside a JAX/PyTorch-XLA
+# program. Ray 2.60 has no tensor transport for TPU memory and no TensorTransportManager moves XLA buffers between
+# actors, so none is declared.
 
 
-@hookimpl
-def rayaccel_fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
-    return sku_fixture.rewrite_fixture(fixture, sku)
+rayaccel_fixture_for_sku = hookimpl(sku_fixture.rewrite_fixture)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, HealthReason, HealthReport, HealthState, ReasonCode, report_problem
+from rayaccel import Device, HealthReason, HealthReport, HealthState, report_problem
 
 from {{ cookiecutter.__module }}.readings import DeviceHealth
 
@@ -12,18 +12,13 @@ from {{ cookiecutter.__module }}.readings import DeviceHealth
 CORRECTED_ERRORS_DEGRADED = 1000
 
 #: Every reason code this plugin reports: (code, state, fatal, meaning). VENDOR: one row per code you add; an
-#: operator's health policy names these codes (drain, drain-after, degrade, ignore), docs/index.md lists them.
+#: operator's health policy names these codes (drain, drain-after, degrade, ignore), docs/index.md lists them;
+#: the family declares them (``ReasonCode.table(REASONS)`` in plugin.py).
 REASONS: tuple[tuple[str, HealthState, bool, str], ...] = (
     ("fatal-error", "unhealthy", True, "the driver counts fatal errors: the device needs a reset"),
     ("corrected-errors", "degraded", False, f"at least {CORRECTED_ERRORS_DEGRADED} corrected errors"),
     ("no-health-data", "unknown", False, "the driver reported no error counters: nothing is known"),
 )
-
-
-def reason_codes() -> list[ReasonCode]:
-    """Every reason code this plugin reports, as it classifies them (the family declares them)."""
-    return [ReasonCode(code=code, state=state, fatal=fatal, meaning=meaning)
-            for code, state, fatal, meaning in REASONS]
 
 
 def to_reports(devices: Sequence[Device], health: dict[str, DeviceHealth]) -> list[HealthReport]:

@@ -16,6 +16,7 @@ from rayaccel import (
     Host,
     MetricSample,
     QuantityRule,
+    ReasonCode,
     SchedulerNames,
     SkuRecord,
     SupportInfo,
@@ -58,7 +59,7 @@ def rayaccel_family() -> FamilyDeclaration:
                                   slurm_gres={{ q(cookiecutter.slurm_gres) }},
                                   device_files=["/dev/{{ cookiecutter.__sysfs_class }}{index}"]),
         # The reason codes health reports and how it classifies them (operators' health policies name them).
-        health_reasons=health.reason_codes(),
+        health_reasons=ReasonCode.table(health.REASONS),
     )
 
 
