@@ -91,10 +91,10 @@ def test_every_reference_plugin_recovers_a_fault_through_its_nodes_monitor(grade
         assert result == "passed", (plugin, evidence)
         assert evidence.startswith(f"{plugin}/{fixture}: monitor up and polling in "), evidence
         assert "cordoned" in evidence and "recovered in" in evidence and "a task asking for 1 " in evidence
-    for plugin in REFERENCE:  # their transports move device tensors (Gaudi declares none): skipped, as RAC301
+    for plugin in REFERENCE:  # device tensors, or NIXL's package missing (Gaudi declares none): skipped, as RAC301
         result, evidence = outcome(graded, "RAC311", plugin)
         assert result == "skipped", (plugin, evidence)
-        assert "not run here: it moves" in evidence or evidence == NO_TRANSPORTS, (plugin, evidence)
+        assert " not run here: " in evidence or evidence == NO_TRANSPORTS, (plugin, evidence)
 
 
 def test_rac310_records_the_node_start_and_holds_a_plugin_to_its_declared_baseline(graded: dict[str, Any]) -> None:

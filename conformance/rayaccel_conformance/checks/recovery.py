@@ -261,14 +261,26 @@ def distributed_transports(subject: Subject) -> Evidence:
     return [*ran, *skipped]
 
 
+def _family_units(resources: dict[str, float], resource: str) -> float:
+    """Units of the family's resource and its partition profiles' in a resource map, outside placement groups (a
+    cordon's group holds its units as ``<resource>_group_...``)."""
+    return sum(v for k, v in resources.items()
+               if k == resource or (k.startswith(resource + "_") and "_group_" not in k))
+
+
 def _offered(resource: str) -> float:
-    """What Ray offers now of the family's resource and its partition profiles' (cluster-wide: only the plugin's
-    nodes have them), outside placement groups (a cordon's group holds its units as ``<resource>_group_...``)."""
+    """What Ray offers now of the family's units (cluster-wide: only the plugin's nodes have them)."""
     import ray
 
-    available: dict[str, float] = ray.available_resources()  # type: ignore[no-untyped-call,unused-ignore]
-    return sum(v for k, v in available.items()
-               if k == resource or (k.startswith(resource + "_") and "_group_" not in k))
+    return _family_units(ray.available_resources(), resource)  # type: ignore[no-untyped-call,unused-ignore]
+
+
+def _total(resource: str) -> float:
+    """The family's units the cluster's live nodes have, taken or not."""
+    import ray
+
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call,unused-ignore]
+    return sum(_family_units(n["Resources"], resource) for n in nodes if n["Alive"])
 
 
 @check("RAC312", uses_ray=True)
@@ -305,7 +317,7 @@ def monitor_recovery(subject: Subject) -> Evidence:
     if not fault_file:
         raise CheckFailed(f"{ref}: the node was started without a fault file: nothing to inject the fault through")
     resource = family.resource_name
-    offered = _offered(resource)
+    offered = _total(resource)  # every unit, once the tasks that warmed the nodes' workers up have let go
     start_monitor(node_id, MONITOR_INTERVAL_S, [subject.name])
     began = time.monotonic()
 
@@ -316,6 +328,8 @@ def monitor_recovery(subject: Subject) -> Evidence:
         try:
             wait_for(status, lambda s: s.get("polls", 0) >= 1, timeout=MONITOR_TIMEOUT_S, interval=0.2,
                      what=f"the health monitor of {ref}'s node to poll")
+            wait_for(lambda: _offered(resource), lambda now: now == offered, timeout=MONITOR_TIMEOUT_S,
+                     interval=0.2, what=f"Ray to offer all {offered:g} {resource} before the fault")
             healthy = status()
             if healthy.get("cordoned") or healthy.get("error"):
                 raise CheckFailed(f"{ref}: before any fault, the monitor reports cordons {healthy.get('cordoned')} "
