@@ -3,17 +3,7 @@ strings as data (tests/support/test_bounds.py); importable, so it runs in a plug
 
 from __future__ import annotations
 
-from rayaccel import Device, FamilyDeclaration, Host, hookimpl
+from rayaccel_testplugins.one_device import one_device_plugin
 
 WEIRD = "Weird [/] [link=https://example.com]click[/link] 0000:ab:00.0 :smile: [bold]x"
-
-
-@hookimpl
-def rayaccel_family() -> FamilyDeclaration:
-    return FamilyDeclaration(name="weird", vendor="Weird", resource_name="WEIRD",
-                             visible_devices_env_var="WEIRD_VISIBLE", spec_version="1.0")
-
-
-@hookimpl
-def rayaccel_discover(host: Host) -> list[Device]:
-    return [Device(id="w0", index=0, product_name=WEIRD)]
+one_device_plugin(globals(), "weird", resource="WEIRD", device_id="w0", product_name=WEIRD)
