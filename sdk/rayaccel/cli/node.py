@@ -41,6 +41,7 @@ from rayaccel.ray.node_start import (
     ray_command,
 )
 from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
+from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
 from rayaccel.support.polling import WaitTimeout
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def start(
     # its records, ~0.15 s) would delay starting the `ray start` process, whose Ray import is the longest step.
     plugin: Annotated[list[str] | None, typer.Option(help="Only these plugins (repeatable)")] = None,
     monitor: Annotated[bool, typer.Option(help="Start the node's health monitor")] = True,
-    monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = 5.0,
+    monitor_interval: Annotated[float, typer.Option(help="Seconds between health polls")] = DEFAULT_MONITOR_INTERVAL,
     health_policy: HealthPolicyOption = None,
 ) -> None:
     """Start a Ray node whose resources and labels come from the inventory. Other options go to `ray start`."""
