@@ -140,9 +140,18 @@ def _use_gpus(hold_s):
 def test_no_two_running_tasks_ever_share_a_gpu_over_hundreds_of_short_mixed_tasks(node):
     # The overlap checker of issue 42: 1-, 2-GPU and half-GPU tasks interleaved; while two run at once their
     # GPUs are disjoint, unless both are halves of the same token (Ray packed them on one instance).
+    from rayaccel.ray.claims import ClaimsTable, claims_path
+
+    table = ClaimsTable(claims_path(ray._private.worker.global_worker.node.get_session_dir_path(),
+                                    ray.get_runtime_context().get_node_id()))
+    table.snapshot()  # the file exists from here on
+    written = os.stat(table.path).st_mtime_ns
     requests = [1, 2, 0.5, 1, 0.5, 2, 1, 0.5] * 30
     runs = ray.get([_use_gpus.options(num_gpus=g).remote(0.01) for g in requests], timeout=600)
     assert len(runs) == 240
+    # The DGX's GPUs are uniform (NVSwitch): every task kept Ray's ids and locked them; none wrote the table.
+    assert os.stat(table.path).st_mtime_ns == written
+    assert all(units == tokens for _, _, tokens, units in runs)
     overlapping = 0
     for (a, (start_a, end_a, tokens_a, units_a)), (b, (start_b, end_b, tokens_b, units_b)) in itertools.combinations(
             enumerate(runs), 2):
