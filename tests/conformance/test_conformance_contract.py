@@ -1,7 +1,8 @@
-"""The pure hooks' contract and the scaled readings (issue 46: RAC221-RAC223), beyond the corpus's kills
-(tests/conformance/test_conformance_corpus.py grades two mutants each): the control holds them on every fixture,
-a memory size the SDK filled in from the catalog is named as such rather than blamed on the plugin's read, and
-the readings the suite scales are found in files, library data and a tool's CSV output alike."""
+"""The pure hooks' contract, the scaled readings and the renumbered entries (issue 46: RAC221-RAC224), beyond the
+corpus's kills (tests/conformance/test_conformance_corpus.py grades two mutants each): the control holds them on
+every fixture, a memory size the SDK filled in from the catalog is named as such rather than blamed on the
+plugin's read, the readings the suite scales are found in files, library data and a tool's CSV output alike, and
+a device file a plugin reports under its entry follows the entry's new number."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus
 
 all_checks()
-CONTRACT = ("RAC221", "RAC222", "RAC223")
+CONTRACT = ("RAC221", "RAC222", "RAC223", "RAC224")
 
 
 class MemoryFromTheCatalog(corpus.Healthy):
@@ -79,3 +80,13 @@ def test_readings_are_found_in_files_library_data_and_csv_rows_and_scaled_as_wri
     assert scaled_host(host, leaf, 0.5)["libraries"]["vendorlib"]["devices"]["2"]["power_usage"] == 126000
     assert scaled_host(host, Reading("file", "/sys/class/acme/acme2/power_mw", (), 252000.0), 2.0)["files"][
         "/sys/class/acme/acme2/power_mw"] == "504000\n"
+
+
+def test_a_device_file_under_a_renumbered_entry_follows_it_and_the_tpu_plugin_keeps_its_chips() -> None:
+    subject = Subject("tpu", PluginManager(autoload=True))
+    result = subject.run(CHECKS["RAC224"], "tpu/tpu7x-8-accel")
+    assert result.outcome == "passed", result.evidence
+    assert "with accel0..accel3 renumbered accel13..accel10, the 4 devices keep" in result.evidence[0]
+    # NVML answers name every GPU: renaming paths alone would contradict them, so nothing is renumbered.
+    skipped = Subject("nvidia", PluginManager(autoload=True)).run(CHECKS["RAC224"], "nvidia/dgx-h100")
+    assert skipped.outcome == "skipped", skipped.evidence

@@ -1,11 +1,13 @@
-"""Corpus mutants of the pure hooks' contract, the readings and the links (issue 46: RAC215, RAC217, RAC221-RAC223),
-two shapes each (with corpus.py's ``c-links-both-directions`` and ``c-links-pcie-in-megabytes`` for the links).
+"""Corpus mutants of the pure hooks' contract, the readings, renumbered entries and the links (issue 46: RAC215,
+RAC217, RAC221-RAC224), two shapes each (with corpus.py's ``c-links-both-directions`` and
+``c-links-pcie-in-megabytes`` for the links).
 
 Each is the healthy control of :mod:`rayaccel_testplugins.corpus` with one defect that its own fixture cannot
-show: the devices are listed in one order, the instance type is spelled one way, and every reading is read once.
-Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``), which adds them to the
-corpus; each is bound here under its name (``c-labels-numa-in-given-order`` as ``c_labels_numa_in_given_order``)
-so a Ray node loads it by ``RAYACCEL_PLUGINS``.
+show: the devices are listed in one order and numbered from 0, the instance type is spelled one way, every
+reading is read once, the links are compared with nothing. Imported by tests/conformance/test_conformance_corpus.py
+(``corpus.MUTANT_MODULES``), which adds them to the corpus; each is bound here under its name
+(``c-labels-numa-in-given-order`` as ``c_labels_numa_in_given_order``) so a Ray node loads it by
+``RAYACCEL_PLUGINS``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from rayaccel import CloudHint, Device, Host, MetricSample, ResourceContribution, Topology
 from rayaccel.records import FamilyInventory
-from rayaccel_testplugins.corpus import LABEL_PREFIX, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import LABEL_PREFIX, SYSFS, Healthy, add_import_defect
 
 #: The card's board power limit: what a vendor tool's power reading is "never above" (it is, under a spike).
 TDP_WATTS = 300.0
@@ -125,7 +127,34 @@ class LinksRoceLineRate(Healthy):
         return Topology(links=[ln.model_copy(update={"kind": "roce", "bandwidth_gbps": 400.0}) for ln in links])
 
 
+# Entries renumbered by the driver (RAC224) --------------------------------------------------------------------
+
+
+class DiscoverCountsFromZero(Healthy):
+    DEFECT = ("discovery counts the card entries and reads acme0..acme<n-1> ('the driver numbers them from 0'), "
+              "so cards the driver numbers otherwise are lost")
+    KILLED_BY = ("RAC224", "invariant renumbering-keeps-the-devices")
+
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        if not host.is_dir(SYSFS):
+            return []
+        driver = self.tool_version(host)
+        count = len(host.glob(f"{SYSFS}/acme*"))
+        found = (self.readable_device(host, f"{SYSFS}/acme{i}", driver) for i in range(count))
+        return [d for d in found if d]
+
+
+class IndexFromLastCharacter(Healthy):
+    DEFECT = ("a card's index is the last character of its entry's name (right for acme0-acme9), so the metrics and "
+              "health read under acme<index> are another card's or none past acme9")
+    KILLED_BY = ("RAC224", "invariant renumbering-keeps-the-devices")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return super().device(host, path, driver).model_copy(update={"index": int(path[-1])})
+
+
 for _cls in (LabelsNumaInGivenOrder, ResourcesHeadByFirstCard, HintsCaseSensitive, ListedHintsDrift,
-             UtilizationReadOnce, PowerClampedToTdp, LinksInGigabits, LinksRoceLineRate):
+             UtilizationReadOnce, PowerClampedToTdp, LinksInGigabits, LinksRoceLineRate, DiscoverCountsFromZero,
+             IndexFromLastCharacter):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

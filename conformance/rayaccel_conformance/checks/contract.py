@@ -181,3 +181,57 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
                             + (f" ({', '.join(unattributed)})" if unattributed else ""))
     return (f"{fx.ref}: {device.id}'s {', '.join(moved)} moved exactly with their readings, no other device's"
             + (f"; not attributed to one reading: {', '.join(unattributed)}" if unattributed else ""))
+
+
+# RAC224 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC224", scope="fixture")
+def renumbered_entries_keep_their_devices(subject: Subject, fixture: str | None) -> Evidence:
+    """Devices whose entries the driver numbers otherwise (another width, another order) keep their ids and facts.
+
+    A fixture numbers its devices' entries one way (``acme0``..``acme3``), so a plugin that counts entries from
+    0, takes an index from the last character or pairs files with devices by their position passes on it. Where
+    every device of the fixture has an entry ``<prefix><index>`` in the host's paths and no command output,
+    library data or HTTP answer names the devices (renaming paths would contradict them), the suite renames
+    every such entry, in reverse and from 10 on (``acme0``..``acme3`` become ``acme13``..``acme10``), and
+    builds the inventory again: the same device ids, and for each its record (less index and units, a device
+    file it reports under its entry's new name), number of units, health and the metrics it has, exactly as
+    before (not its links: a number may be a position, as a TPU chip's in its ICI mesh). A failure names the
+    invariant, the fixture, the renumbering and the first differences. Fix: list the entries that exist (glob,
+    list_dir), take each device's index from its entry's whole number, and read its files under its own entry.
+    """
+    from rayaccel_conformance.checks.renumbering import (
+        device_facts,
+        entry_renamer,
+        names_devices_outside_files,
+        numbered_prefix,
+        renamed_paths,
+        renumbered_host,
+        renumbering_differences,
+    )
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    devices = list(fam.devices) if fam is not None else []
+    host = fx.host.model_dump(mode="json")
+    prefix = numbered_prefix(host.get("files") or {}, devices)
+    if prefix is None:
+        raise NotApplicable(f"{fx.ref}: the devices have no entries numbered by their index in the host's paths")
+    if names_devices_outside_files(host, devices):
+        raise NotApplicable(f"{fx.ref}: a command's output, library data or an HTTP answer names the devices, "
+                            "which renaming paths alone would contradict")
+    indexes = sorted(d.index for d in devices)
+    rename = entry_renamer(prefix, indexes)
+    variant = fx.model_copy(update={"host": HostState.model_validate(renumbered_host(host, rename)), "faults": []})
+    built = subject.build(simulated_host(variant))
+    what = (f"{prefix}{indexes[0]}..{prefix}{indexes[-1]} renumbered {prefix}{10 + len(indexes) - 1}.."
+            f"{prefix}10")
+    # What must follow: the same facts, with any path the plugin reported (a device file) under its new name.
+    expected = renamed_paths(device_facts(fam), rename)
+    differences = renumbering_differences(expected, device_facts(built.family(family.name)))
+    wrong = subject.blamed(built, differences, f"invariant renumbering-keeps-the-devices, {fx.ref} with {what}: ")
+    if wrong:
+        raise CheckFailed(wrong[:4])
+    return f"{fx.ref}: with {what}, the {len(devices)} devices keep their ids and facts"
