@@ -100,6 +100,7 @@ class Outcome:
     target: Target
     source: str
     mutants: list[Mutant]
+    session: Path  # cosmic-ray's enumeration of them (copied for each chunk: an init costs seconds)
     planned: list[Mutant] = field(default_factory=list)
     results: dict[tuple[str, int], str] = field(default_factory=dict)  # key -> killed/timeout/survived/...
 
@@ -294,7 +295,7 @@ class Runner:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def run_chunk(self, target: Target, chunk: Sequence[Mutant], timeout: float, order: Path
+    def run_chunk(self, target: Target, chunk: Sequence[Mutant], timeout: float, order: Path, enumerated: Path
                   ) -> dict[tuple[str, int], str]:
         if self.remaining() <= 0:
             return {}
@@ -304,7 +305,11 @@ class Runner:
         work.mkdir()
         src = work / "src"
         module = copy_package(target, self.bake_src, src)
-        config, session = init_session(work, module, test_command(target, src, order), timeout)
+        config = write_config(work, module, test_command(target, src, order), timeout)
+        session = work / "session.sqlite"
+        shutil.copyfile(enumerated, session)
+        with sqlite3.connect(session) as db:  # the same mutants, of this chunk's copy of the module
+            db.execute("UPDATE mutation_specs SET module_path = ?", (str(module),))
         skip_all_but(session, {m.key for m in chunk})
         process = subprocess.Popen([cosmic_ray(), "exec", str(config), str(session)], cwd=work,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -489,7 +494,7 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         work.mkdir()
         module = copy_package(numbered[1], bake_src, work / "src")
         _, session = init_session(work, module, "true", 1)
-        return Outcome(numbered[1], module.read_text(encoding="utf-8"), mutants_in(session))
+        return Outcome(numbered[1], module.read_text(encoding="utf-8"), mutants_in(session), session)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = {o.target.module: o for o in pool.map(enumerate_mutants, enumerate(targets))}
@@ -514,7 +519,7 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         outcome.planned = chosen[:sample] if sample is not None else chosen
         order, seconds = baselines.get(target.plugin, (Path(), 0.0))
         per_mutant = timeout or max(60.0, 3 * seconds)
-        per_module.append([(target, outcome.planned[i:i + CHUNK], per_mutant, order)
+        per_module.append([(target, outcome.planned[i:i + CHUNK], per_mutant, order, outcome.session)
                            for i in range(0, len(outcome.planned), CHUNK)])
     # Round robin in gap order: a budget cut leaves every module reached with a sample, largest gaps first.
     jobs = [chunks[i] for i in range(max(map(len, per_module), default=0)) for chunks in per_module

@@ -42,7 +42,7 @@ def _outcome(results: dict[tuple[str, int], str]) -> object:
                mutation.Mutant("core/ReplaceComparisonOperator_Eq_NotEq", 0, 7, 30),
                mutation.Mutant("core/NumberReplacer", 1, 3, 15)]
     return mutation.Outcome(mutation.Target("bake:pick", "example", "supported"), SOURCE, mutants,
-                            planned=mutants[1:], results=results)
+                            Path("unused.sqlite"), planned=mutants[1:], results=results)
 
 
 def test_the_kill_rate_leaves_out_annotations_and_triaged_equivalents_naming_each(
