@@ -351,40 +351,74 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
     return found
 
 
+def top_level_spans(source: str) -> dict[str, tuple[int, int]]:
+    """name -> (first, last) line of each top-level definition or assignment (``CONSTANTS = {...}``)."""
+    found: dict[str, tuple[int, int]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        else:
+            continue
+        for name in names:
+            found[name] = (node.lineno, node.end_lineno or node.lineno)
+    return found
+
+
 @dataclass(frozen=True)
 class TriageEntry:
-    """A survivor judged equivalent: the module, the source line (stripped, exact), the operators (short names;
-    none = every operator on that line) and why no behaviour the suite or the SDK acts on changes."""
+    """Survivors judged equivalent: the module, where (``code``: the source line, stripped, exact; or
+    ``within``: a top-level definition or assignment, every line of it), the operators (short names; none =
+    every operator there) and why no behaviour the suite, the SDK or Ray acts on changes."""
 
     module: str
     code: str
     operators: tuple[str, ...]
     why: str
+    within: str = ""
 
-    def matches(self, module: str, line: str, operator: str) -> bool:
-        return (module == self.module and line.strip() == self.code
-                and (not self.operators or operator.split("/")[-1] in self.operators))
+    def matches(self, module: str, line: str, operator: str, row: int = 0,
+                definitions: dict[str, tuple[int, int]] | None = None) -> bool:
+        if module != self.module or (self.operators and operator.split("/")[-1] not in self.operators):
+            return False
+        if self.within:
+            first, last = (definitions or {}).get(self.within, (0, -1))
+            return first <= row <= last
+        return line.strip() == self.code
 
 
 def load_triage(path: Path = TRIAGE) -> list[TriageEntry]:
-    """The triage file: ``{module: [{code, operators?, why}]}``; a malformed entry is refused, naming it."""
+    """The triage file: ``{module: [{code or within, operators?, why}]}``; a malformed entry is refused."""
     if not path.is_file():
         return []
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     entries = []
     for module, items in document.items():
         for index, item in enumerate(items or []):
-            if not isinstance(item, dict) or not item.get("code") or not item.get("why"):
-                raise SystemExit(f"error: {path.name}: {module}[{index}] needs 'code' (the source line) and 'why'")
-            entries.append(TriageEntry(module, str(item["code"]).strip(), tuple(item.get("operators") or ()),
-                                       str(item["why"])))
+            if not isinstance(item, dict) or not (item.get("code") or item.get("within")) or not item.get("why"):
+                raise SystemExit(f"error: {path.name}: {module}[{index}] needs 'code' (the source line) or 'within' "
+                                 "(a top-level name), and 'why'")
+            entries.append(TriageEntry(module, str(item.get("code") or "").strip(),
+                                       tuple(item.get("operators") or ()), str(item["why"]),
+                                       str(item.get("within") or "")))
     return entries
 
 
 def stale_entries(triage: Iterable[TriageEntry], sources: dict[str, str]) -> list[TriageEntry]:
-    """Entries whose line is no longer in their module's source (the code moved on; the verdict must be redone)."""
-    return [e for e in triage if e.module in sources
-            and e.code not in {line.strip() for line in sources[e.module].splitlines()}]
+    """Entries whose line or definition is no longer in their module's source (the code moved on; the verdict
+    must be redone)."""
+    stale = []
+    for e in triage:
+        if e.module not in sources:
+            continue
+        source = sources[e.module]
+        if (e.within and e.within not in top_level_spans(source)) or \
+                (not e.within and e.code not in {line.strip() for line in source.splitlines()}):
+            stale.append(e)
+    return stale
 
 
 def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
@@ -392,6 +426,7 @@ def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
     lines = outcome.source.splitlines()
     spans = annotation_spans(outcome.source)
     by_key = {m.key: m for m in outcome.mutants}
+    definitions = top_level_spans(outcome.source)
     ran = {k: v for k, v in outcome.results.items() if v in ("killed", "timeout", "survived", "annotation")}
     survivors: list[dict[str, Any]] = []
     equivalent: list[dict[str, Any]] = []
@@ -405,7 +440,8 @@ def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
         if result == "annotation" or any(start <= (mutant.row, mutant.col) < end for start, end in spans):
             equivalent.append({**record, "why": "inside an annotation that is never evaluated (not run)"})
             continue
-        entry = next((e for e in triage if e.matches(outcome.target.module, line, mutant.operator)), None)
+        entry = next((e for e in triage if e.matches(outcome.target.module, line, mutant.operator, mutant.row,
+                                                     definitions)), None)
         (equivalent if entry else survivors).append({**record, "why": entry.why} if entry else record)
     killed = sum(1 for v in ran.values() if v in ("killed", "timeout"))
     graded = killed + len(survivors)
@@ -584,7 +620,7 @@ def main() -> int:
     rows = [grade(o, triage) for o in outcomes]
     print_report(rows)
     for entry in stale_entries(triage, {o.target.module: o.source for o in outcomes}):
-        print(f"  stale triage: {entry.module}: the line {entry.code!r} is gone; judge its survivors again")
+        print(f"  stale triage: {entry.module}: {entry.within or entry.code!r} is gone; judge its survivors again")
     document = {"command": shlex.join(["scripts/mutation.py", *sys.argv[1:]]), "started": started,
                 "wall_s": round(time.monotonic() - wall, 1), "budget_s": args.budget, "workers": args.workers,
                 "timeout_s": args.timeout, "sample": args.sample, "seed": args.seed,

@@ -77,8 +77,15 @@ def test_a_triage_entry_whose_line_is_gone_is_named_and_a_malformed_one_refused(
     assert mutation.stale_entries([kept, gone], {"bake:pick": SOURCE}) == [gone]
     bad = tmp_path / "triage.yaml"
     bad.write_text("bake:pick:\n  - code: 'LIMIT = 4'\n")
-    with pytest.raises(SystemExit, match=r"bake:pick\[0\] needs 'code' \(the source line\) and 'why'"):
+    with pytest.raises(SystemExit, match=r"bake:pick\[0\] needs 'code' \(the source line\) or 'within'"):
         mutation.load_triage(bad)
+    # A top-level definition covers every line of it, and is stale once the name is gone.
+    within = mutation.TriageEntry("bake:pick", "", (), "why", within="pick")
+    spans = mutation.top_level_spans(SOURCE)
+    assert spans == {"LIMIT": (3, 3), "pick": (6, 7)}
+    assert within.matches("bake:pick", "", "core/AddNot", 7, spans)
+    assert not within.matches("bake:pick", "", "core/AddNot", 3, spans)
+    assert mutation.stale_entries([within], {"bake:pick": SOURCE.replace("def pick", "def choose")}) == [within]
 
 
 def test_the_largest_gap_runs_first(tmp_path: Path) -> None:
