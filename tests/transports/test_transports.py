@@ -303,7 +303,7 @@ def test_a_receiver_keeps_its_mapping_of_a_pooled_segment_and_its_writes_never_r
     page-table entries made again); what the first transfer's tensor wrote is its own and gone with it."""
     import gc
 
-    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
+    from rayaccel.transports.shared_memory import SHM_DIR, SharedMemoryTransport, ShmCommunicatorMetadata
 
     t = SharedMemoryTransport()
     comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
@@ -319,12 +319,24 @@ def test_a_receiver_keeps_its_mapping_of_a_pooled_segment_and_its_writes_never_r
     del view  # the transfer's last tensor: its lock and lease end
     t.garbage_collect("ee01", meta, first)
     meta2 = t.extract_tensor_transport_metadata("ee02", second)
+    meta2.inode = os.stat(os.path.join(SHM_DIR, meta2.segment)).st_ino
     again = t.recv_multiple_tensors("ee02", meta2, comm)[0]
     assert again.data_ptr() == where, "the second transfer was not read through the kept mapping"
     assert torch.equal(again, second[0]), "the first tensor's writes (or its bytes) showed in the next transfer"
-    del again
+    twice = t.recv_multiple_tensors("ee02", meta2, comm)[0]  # the same ref again while ``again`` lives
+    assert twice.data_ptr() != again.data_ptr() and torch.equal(twice, second[0])
+    del again, twice
+    gc.collect()
     t.garbage_collect("ee02", meta2, second)
     t._drop_all()
+    assert not [fd for fd in os.listdir("/proc/self/fd") if _names_segment(fd, meta2)], "a mapping's file was left open"
+
+
+def _names_segment(fd: str, meta) -> bool:  # type: ignore[no-untyped-def]
+    """Whether this process's descriptor ``fd`` is the memory of ``meta``'s transfer (its segment's inode)."""
+    with contextlib.suppress(OSError):
+        return os.stat(f"/proc/self/fd/{fd}").st_ino == meta.inode
+    return False
 
 
 # Registration errors and path selection: no Ray cluster needed --------------------------------------------

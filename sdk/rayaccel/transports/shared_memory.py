@@ -288,7 +288,7 @@ _COPIED.set_result(None)
 class _Mapped:
     """A receiver's copy-on-write mapping of one segment, kept for the next transfer through it."""
 
-    fd: int  # its own open file (no lock is ever taken on it)
+    fd: int  # its own open file (no lock is ever taken on it); -1 once closed
     mapping: mmap.mmap
     src_pid: int
     #: Transfers whose tensors still show it; it is reused only at 0, once ``cleaned`` is done.
@@ -296,9 +296,12 @@ class _Mapped:
     cleaned: Future[None] | None = None
 
     def close(self) -> None:
+        if self.fd < 0:
+            return
         with contextlib.suppress(BufferError):  # a tensor still shows it: the mapping goes with that tensor
             self.mapping.close()
         os.close(self.fd)
+        self.fd = -1
 
 
 class ReceiverMappings:
@@ -353,7 +356,10 @@ class ReceiverMappings:
         """The last tensor of a lease is gone (a finalizer: any thread)."""
         with self._lock:
             mapped.leases -= 1
-            if mapped.leases or mapped not in self._kept.values():
+            if mapped.leases:
+                return
+            if mapped not in self._kept.values():  # made while the kept one was leased, or dropped since
+                mapped.close()
                 return
             if self._pagemap is None:
                 self._pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
