@@ -332,6 +332,33 @@ def test_a_receiver_keeps_its_mapping_of_a_pooled_segment_and_its_writes_never_r
     assert not [fd for fd in os.listdir("/proc/self/fd") if _names_segment(fd, meta2)], "a mapping's file was left open"
 
 
+def test_a_receiver_that_cannot_read_its_page_map_keeps_no_mapping(monkeypatch):
+    """Where /proc/self/pagemap cannot be read (a restricted /proc), the pages a tensor wrote cannot be found: the
+    mapping is dropped with its last tensor, and the next transfer maps the segment afresh (its own bytes)."""
+    import gc
+
+    from rayaccel.transports import shared_memory as shm_transport
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
+
+    def no_page_map(mapping, pagemap):  # type: ignore[no-untyped-def]
+        raise PermissionError("/proc/self/pagemap: permission denied")
+
+    monkeypatch.setattr(shm_transport, "_drop_private_pages", no_page_map)
+    t = SharedMemoryTransport()
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    first, second = [torch.arange(MB, dtype=torch.int32)], [torch.full((MB,), 3, dtype=torch.int32)]
+    meta = t.extract_tensor_transport_metadata("ff01", first)
+    got = t.recv_multiple_tensors("ff01", meta, comm)[0]
+    got[:] = -1
+    del got
+    gc.collect()
+    t.garbage_collect("ff01", meta, first)
+    meta2 = t.extract_tensor_transport_metadata("ff02", second)
+    assert torch.equal(t.recv_multiple_tensors("ff02", meta2, comm)[0], second[0])
+    t.garbage_collect("ff02", meta2, second)
+    t._drop_all()
+
+
 def _names_segment(fd: str, meta) -> bool:  # type: ignore[no-untyped-def]
     """Whether this process's descriptor ``fd`` is the memory of ``meta``'s transfer (its segment's inode)."""
     with contextlib.suppress(OSError):

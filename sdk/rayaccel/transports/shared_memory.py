@@ -333,9 +333,15 @@ class ReceiverMappings:
                 kept.leases = 1
                 self._kept.move_to_end(key)
         if kept is not None and reused:
-            if kept.cleaned is not None:
-                kept.cleaned.result(timeout=FILL_TIMEOUT_S)
-            return kept, True
+            try:
+                if kept.cleaned is not None:
+                    kept.cleaned.result(timeout=FILL_TIMEOUT_S)
+                return kept, True
+            except Exception:  # its private pages could not be dropped: never read through it again
+                logger.warning("a kept mapping of a shared-memory segment could not be cleaned; mapping it afresh",
+                               exc_info=True)
+                with self._lock:
+                    self._forget(kept)
         own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)  # a file of its own: the transfer's lock is not on it
         try:
             mapping = mmap.mmap(own, size, access=mmap.ACCESS_COPY)
@@ -361,14 +367,26 @@ class ReceiverMappings:
             if mapped not in self._kept.values():  # made while the kept one was leased, or dropped since
                 mapped.close()
                 return
-            if self._pagemap is None:
-                self._pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
-            if len(mapped.mapping) <= _CLEAN_AT_ONCE_BYTES:  # a few pages: cheaper than a thread hand-off
-                _drop_private_pages(mapped.mapping, self._pagemap)
+            try:
+                if self._pagemap is None:
+                    self._pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+                if len(mapped.mapping) <= _CLEAN_AT_ONCE_BYTES:  # a few pages: cheaper than a thread hand-off
+                    _drop_private_pages(mapped.mapping, self._pagemap)
+                    return
+            except OSError:  # no page map here (a restricted /proc): a mapping is never kept, then
+                self._forget(mapped)
                 return
             if self._cleaner is None:
                 self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rayaccel-shm-clean")
             mapped.cleaned = self._cleaner.submit(_drop_private_pages, mapped.mapping, self._pagemap)
+
+    def _forget(self, mapped: _Mapped) -> None:
+        """Drop ``mapped`` from the kept mappings and close it (called with the lock held)."""
+        for key, kept in list(self._kept.items()):
+            if kept is mapped:
+                del self._kept[key]
+        mapped.leases = 0
+        mapped.close()
 
     def _prune(self) -> None:
         for key, kept in list(self._kept.items()):
