@@ -1,4 +1,4 @@
-"""The pure hooks' contract, the scaled readings and the renumbered entries (issue 46: RAC221-RAC224), beyond the
+"""The pure hooks' contract, scaled readings, renumbered entries, padded names (issue 46: RAC221-RAC225), beyond the
 corpus's kills (tests/conformance/test_conformance_corpus.py grades two mutants each): the control holds them on
 every fixture, a memory size the SDK filled in from the catalog is named as such rather than blamed on the
 plugin's read, the readings the suite scales are found in files, library data and a tool's CSV output alike, and
@@ -18,7 +18,7 @@ from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus
 
 all_checks()
-CONTRACT = ("RAC221", "RAC222", "RAC223", "RAC224")
+CONTRACT = ("RAC221", "RAC222", "RAC223", "RAC224", "RAC225")
 
 
 class MemoryFromTheCatalog(corpus.Healthy):

@@ -1,5 +1,5 @@
 """Corpus mutants of the pure hooks' contract, the readings, renumbered entries and the links (issue 46: RAC215,
-RAC217, RAC221-RAC224), two shapes each (with corpus.py's ``c-links-both-directions`` and
+RAC217, RAC221-RAC225), two shapes each (with corpus.py's ``c-links-both-directions`` and
 ``c-links-pcie-in-megabytes`` for the links).
 
 Each is the healthy control of :mod:`rayaccel_testplugins.corpus` with one defect that its own fixture cannot
@@ -153,8 +153,32 @@ class IndexFromLastCharacter(Healthy):
         return super().device(host, path, driver).model_copy(update={"index": int(path[-1])})
 
 
+# A product name padded as tools pad it (RAC225) ----------------------------------------------------------------
+
+
+class ProductKeepsPadding(Healthy):
+    DEFECT = ("the product name is read with only its newline removed, so a tool's padding stays in it and the "
+              "catalog's exact name no longer matches (the card's SKU is lost)")
+    KILLED_BY = ("RAC225", "property name-padding-keeps-the-sku")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        raw = host.read_text(f"{path}/product").rstrip("\n")
+        return super().device(host, path, driver).model_copy(update={"product_name": raw})
+
+
+class CardsFilteredByExactName(Healthy):
+    DEFECT = ("discovery keeps only entries whose product file reads exactly 'ACME Roadrunner R1' (to skip other "
+              "boards), so a padded name drops the card")
+    KILLED_BY = ("RAC225", "property name-padding-keeps-the-sku")
+
+    def readable_device(self, host: Host, path: str, driver: str | None) -> Device | None:
+        if host.exists(f"{path}/product") and host.read_text(f"{path}/product").rstrip("\n") != "ACME Roadrunner R1":
+            return None
+        return super().readable_device(host, path, driver)
+
+
 for _cls in (LabelsNumaInGivenOrder, ResourcesHeadByFirstCard, HintsCaseSensitive, ListedHintsDrift,
              UtilizationReadOnce, PowerClampedToTdp, LinksInGigabits, LinksRoceLineRate, DiscoverCountsFromZero,
-             IndexFromLastCharacter):
+             IndexFromLastCharacter, ProductKeepsPadding, CardsFilteredByExactName):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -235,3 +235,63 @@ def renumbered_entries_keep_their_devices(subject: Subject, fixture: str | None)
     if wrong:
         raise CheckFailed(wrong[:4])
     return f"{fx.ref}: with {what}, the {len(devices)} devices keep their ids and facts"
+
+
+# RAC225 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC225", scope="fixture")
+def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evidence:
+    """A device's product name padded with whitespace, as tools pad columns, keeps its name, SKU and type.
+
+    The SDK matches a device to its catalog SKU by the product name exactly, and a fixture writes each name
+    one way (``ACME Roadrunner R1\\n``), so a plugin that keeps a tool's padding, or strips only the newline,
+    passes on it and loses the SKU on a machine whose tool pads its columns. For one device of the fixture
+    (the middle one), the suite finds where its product name is written as text on the host (a file of its
+    own holding the name alone, or a cell of a CSV row naming the device) and hypothesis draws paddings of
+    spaces and tabs on either side: the device must keep its product name, its SKU and the node its
+    accelerator type. A failure quotes the smallest padding hypothesis shrank it to. A name only a library or
+    a JSON answer gives is data no tool pads (not applicable). Fix: strip every text field a tool or a file
+    gives before using it.
+    """
+    from hypothesis import strategies as st
+
+    from rayaccel_conformance.checks.properties import shrunk_failure
+    from rayaccel_conformance.checks.readings import name_readings, padded_host
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    devices = list(fam.devices) if fam is not None else []
+    device = devices[len(devices) // 2] if devices else None
+    host = fx.host.model_dump(mode="json")
+    readings = name_readings(host, device) if device is not None else []
+    if fam is None or device is None or not readings:
+        raise NotApplicable(f"{fx.ref}: no device's product name is written as text of its own on the host")
+    reading = readings[0]
+
+    def same_device(padding: tuple[str, str]) -> str | None:
+        variant = fx.model_copy(update={"host": HostState.model_validate(padded_host(host, reading, *padding)),
+                                        "faults": []})
+        inventory = subject.build(simulated_host(variant))
+        built = inventory.family(family.name)
+        now = next((d for d in built.devices if d.id == device.id), None) if built is not None else None
+        shown = f"{padding[0]!r} + name + {padding[1]!r}"
+        where = f"property name-padding-keeps-the-sku, {fx.ref} with {reading.describe()} written {shown}: "
+        if now is None:
+            found = f"{device.id} is gone"
+        elif (now.product_name, now.sku) != (device.product_name, device.sku):
+            found = (f"{device.id} has product_name {now.product_name!r} and SKU {now.sku!r}, not "
+                     f"{device.product_name!r} and {device.sku!r} (the SDK matches catalog names exactly)")
+        elif built is not None and built.accelerator_type != fam.accelerator_type:
+            found = f"the accelerator type is {built.accelerator_type!r}, not {fam.accelerator_type!r}"
+        else:
+            return None
+        # Discovery failing in that build (on a later call) is the cause to quote, not the device it took.
+        return subject.blamed(inventory, [found], where)[0]
+
+    pads = st.sampled_from(["", " ", "  ", "\t"])
+    found = shrunk_failure(st.tuples(pads, pads).filter(lambda p: p != ("", "")), same_device)
+    if found:
+        raise CheckFailed(found)
+    return f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"

@@ -206,3 +206,55 @@ def chosen_device(family: FamilyInventory) -> Device | None:
     metric from the first device's entry moves them all)."""
     devices = [d for d in family.devices if any(s.device == d.id for s in family.metrics)]
     return devices[len(devices) // 2] if devices else None
+
+
+# A device's name padded as tools pad it (RAC225) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """Where a device's product name is written on the host: a file holding it alone, or a cell of a CSV row."""
+
+    where: str  # "file" or "table"
+    key: str  # the file's path, the command line
+    cell: tuple[int, int] = (0, 0)  # (line, field) of a table
+
+    def describe(self) -> str:
+        if self.where == "table":
+            return f"`{self.key}` output line {self.cell[0]} field {self.cell[1]}"
+        return f"file {self.key}"
+
+
+def name_readings(host: dict[str, Any], device: Device) -> list[TextReading]:
+    """The device's own files and CSV cells whose text is its product name (tools write names as text: a
+    library's or JSON's strings are data, not padded by anyone)."""
+    if not device.product_name:
+        return []
+    found = []
+    for path, text in (host.get("files") or {}).items():
+        if (text or "").strip() == device.product_name and owned_by(Reading("file", path, (), 0.0), device):
+            found.append(TextReading("file", path))
+    for line, answer in (host.get("commands") or {}).items():
+        for n, row in enumerate(((answer or {}).get("stdout") or "").splitlines()):
+            if not owned_by(Reading("table", line, (), 0.0, row), device):
+                continue
+            found += [TextReading("table", line, (n, i)) for i, cell in enumerate(row.split(","))
+                      if cell.strip() == device.product_name]
+    return found
+
+
+def padded_host(host: dict[str, Any], reading: TextReading, before: str, after: str) -> dict[str, Any]:
+    """The host with the name at ``reading`` written with ``before`` and ``after`` around it."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    if reading.where == "file":
+        text = state["files"][reading.key]
+        name = text.strip()
+        state["files"][reading.key] = text.replace(name, f"{before}{name}{after}", 1)
+        return state
+    lines = state["commands"][reading.key]["stdout"].split("\n")
+    cells = lines[reading.cell[0]].split(",")
+    name = cells[reading.cell[1]].strip()
+    cells[reading.cell[1]] = cells[reading.cell[1]].replace(name, f"{before}{name}{after}", 1)
+    lines[reading.cell[0]] = ",".join(cells)
+    state["commands"][reading.key]["stdout"] = "\n".join(lines)
+    return state
