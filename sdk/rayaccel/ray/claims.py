@@ -14,6 +14,9 @@ claimed and |R| free units exist; the worker takes the best-connected |R| of the
 (where Ray restores the env var), so stale claims are rare; one that is left (an idle worker's) can only
 make a later choice less good, never wrong.
 
+On a uniform family (every choice as good as another) whose Ray ids are its units, a task keeps Ray's
+choice and only locks its units (:class:`ClaimsTable`): it meets the table only around a cordon.
+
 A cordon (the health monitor's) is a claim of the failed device's units that no task makes: it is tagged
 with the token of the single-bundle placement group that holds one unit of the family for it, so Ray
 offers N - 1 and the claims still add up.
