@@ -1,7 +1,8 @@
 """A plugin's import loads no pydantic: the record classes it binds (``from rayaccel import Device``) are stand-ins
 that import ``rayaccel.records`` at first use (``rayaccel.support.lazy.DeferredClass``), and each record builds its
 validator at its first use (pydantic's ``defer_build``); the checks are the same through the stand-in and once
-built. Each probe runs in a fresh Python: in this test process other tests have long since imported and built every record."""
+built. Each probe runs in a fresh Python: in this test process other tests have long since imported and built
+every record."""
 
 from __future__ import annotations
 
