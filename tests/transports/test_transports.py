@@ -371,8 +371,9 @@ def _names_segment(fd: str, meta) -> bool:  # type: ignore[no-untyped-def]
 
 def _manager(*plugins: object) -> PluginManager:
     manager = PluginManager(autoload=False)
-    for i, p in enumerate(plugins):
-        assert manager.register(p, getattr(p, "PLUGIN", f"p{i}"))
+    for i, p in enumerate(plugins):  # a broken test plugin module is named by its family (broken_base)
+        name = getattr(p, "PLUGIN", None) or getattr(getattr(p, "FAMILY", None), "name", None) or f"p{i}"
+        assert manager.register(p, name)
     return manager
 
 
