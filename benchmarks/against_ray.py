@@ -323,7 +323,7 @@ def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
             runs.append(time.perf_counter() - started)
         anchors.append(timed_run([sys.executable, "-c", _RAY_INIT], env=ENV))
     assert done is not None
-    ratios = [run / ((before + after) / 2) for run, before, after in zip(runs, anchors, anchors[1:], strict=True)]
+    ratios = [run / ((before + after) / 2) for run, before, after in zip(runs, anchors[:-1], anchors[1:], strict=True)]
     summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line and "passed" in line), "")
     return {"plugin": plugin, "s": statistics.median(runs), "ray_init_s": statistics.median(anchors),
             "ratio": statistics.median(ratios), "ratios": ratios, "runs_s": runs, "anchors_s": anchors,
