@@ -177,8 +177,23 @@ class CardsFilteredByExactName(Healthy):
         return super().readable_device(host, path, driver)
 
 
+# Files of another kind beside the devices (RAC219's unrelated device, its render node and connector) ----------
+
+
+class DeviceFileFromRenderNodes(Healthy):
+    DEFECT = ("each card's device file taken by position from the machine's DRM render nodes, assumed all ACME's: "
+              "another vendor's display card's render node becomes card 0's")
+    KILLED_BY = ("RAC219", "invariant unrelated-device-changes-nothing")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        nodes = sorted(host.glob("/dev/dri/renderD*"))
+        own = nodes[card.index] if card.index < len(nodes) else f"/dev/acme{card.index}"
+        return Device.model_validate({**card.model_dump(), "attributes": {**card.attributes, "device_file": own}})
+
+
 for _cls in (LabelsNumaInGivenOrder, ResourcesHeadByFirstCard, HintsCaseSensitive, ListedHintsDrift,
              UtilizationReadOnce, PowerClampedToTdp, LinksInGigabits, LinksRoceLineRate, DiscoverCountsFromZero,
-             IndexFromLastCharacter, ProductKeepsPadding, CardsFilteredByExactName):
+             IndexFromLastCharacter, ProductKeepsPadding, CardsFilteredByExactName, DeviceFileFromRenderNodes):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

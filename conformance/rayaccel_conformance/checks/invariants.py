@@ -3,9 +3,10 @@ unit ids (RAC114, experimental): what holds between records, and for any input, 
 
 A fixture recorded from the plugin itself agrees with the plugin's output by construction; these invariants do
 not depend on it. Each is checked on the fixture, on every perturbation the fixture declares, and on a variant
-the suite derives at the host seam (an unrelated device of another kind added: a PCI network function and a
-virtio display card with its DRM node), and each failure names the invariant, the fixture, the variant and the
-values; where the SDK filled a value itself (a memory size from the catalog), the failure says so.
+the suite derives at the host seam (an unrelated device of another kind added: a virtio display card with its
+DRM card and render nodes, and files of another kind beside them: its display connector, the DRM version), and
+each failure names the invariant, the fixture, the variant and the values; where the SDK filled a value itself
+(a memory size from the catalog), the failure says so.
 """
 
 from __future__ import annotations
@@ -65,19 +66,27 @@ class Variant:
 
 
 def unrelated_device_patch(fx: Fixture) -> tuple[dict[str, Any], str]:
-    """A merge patch adding a device of another kind to the fixture's host (a virtio NIC and a virtio display
-    card with a DRM node, at a PCI address and card number the fixture does not use), and its description."""
+    """A merge patch adding a device of another kind to the fixture's host (a virtio display card with its DRM
+    card and render nodes, at a PCI address and numbers the fixture does not use), and files of another kind
+    beside them (the card's display connector, the DRM version file), and its description."""
     files = fx.host.files
     bus = next(f"0000:{n:02x}:00.0" for n in range(0xEE, 0, -1)
                if not any(f"0000:{n:02x}:00.0" in path for path in files))
     card = next(n for n in range(9, 1000) if not any(f"card{n}" in path for path in files))
-    sysfs = f"/sys/bus/pci/devices/{bus}"
-    patch = {"files": {f"{sysfs}/vendor": "0x1af4\n", f"{sysfs}/device": "0x1050\n", f"{sysfs}/class": "0x030000\n",
-                       f"{sysfs}/numa_node": "0\n", f"/sys/class/drm/card{card}/device/vendor": "0x1af4\n",
-                       f"/sys/class/drm/card{card}/device/device": "0x1050\n",
-                       f"/sys/class/drm/card{card}/device/uevent": f"DRIVER=virtio-pci\nPCI_SLOT_NAME={bus}\n",
-                       f"/dev/dri/card{card}": ""}}
-    return patch, f"an unrelated virtio display device added (PCI {bus}, /dev/dri/card{card})"
+    render = next(n for n in range(137, 1000) if not any(f"renderD{n}" in path for path in files))
+    sysfs, drm = f"/sys/bus/pci/devices/{bus}", "/sys/class/drm"
+    added = {f"{sysfs}/vendor": "0x1af4\n", f"{sysfs}/device": "0x1050\n", f"{sysfs}/class": "0x030000\n",
+             f"{sysfs}/numa_node": "0\n", f"{drm}/card{card}/device/vendor": "0x1af4\n",
+             f"{drm}/card{card}/device/device": "0x1050\n",
+             f"{drm}/card{card}/device/uevent": f"DRIVER=virtio-pci\nPCI_SLOT_NAME={bus}\n",
+             f"/dev/dri/card{card}": "", f"{drm}/renderD{render}/device/vendor": "0x1af4\n",
+             f"{drm}/renderD{render}/device/device": "0x1050\n", f"/dev/dri/renderD{render}": "",
+             # Files of another kind beside the devices: a display connector and the DRM core's version.
+             f"{drm}/card{card}-Virtual-1/status": "connected\n", f"{drm}/card{card}-Virtual-1/enabled": "enabled\n"}
+    if f"{drm}/version" not in files:
+        added[f"{drm}/version"] = "drm 1.1.0 20060810\n"
+    return {"files": added}, (f"an unrelated virtio display device added (PCI {bus}, /dev/dri/card{card}, its render "
+                              f"node renderD{render} and connector card{card}-Virtual-1)")
 
 
 _VARIANTS: dict[tuple[int, str], tuple[Subject, list[Variant]]] = {}
@@ -426,9 +435,11 @@ def device_files_and_functions_owned_once(subject: Subject, fixture: str | None)
     On the fixture and each of its perturbations, no two devices (of this family, or of any family on the
     node) name the same PCI function (``pci_bus_id``), device file (the ``device_file`` attribute) or unit.
     Then the suite adds an unrelated device of another kind at the host seam (a virtio display function
-    with its PCI entry and DRM node, at an address and number the fixture does not use): the family's
-    devices, their PCI functions, device files and units must stay exactly as on the fixture. A plugin that
-    counts every PCI function or DRM card, or pairs files with devices by position, takes the newcomer's.
+    with its PCI entry, DRM card and render nodes, at an address and numbers the fixture does not use, and
+    files of another kind beside them: its display connector ``card<n>-Virtual-1``, the DRM version file):
+    the family's devices, their PCI functions, device files and units must stay exactly as on the fixture. A
+    plugin that counts every PCI function, DRM card or render node, or pairs files with devices by position,
+    takes the newcomer's.
     Fix: select the vendor's own functions (PCI vendor id, driver) and key each file by the device's own
     address or index, never by position in a listing of everything.
     """
