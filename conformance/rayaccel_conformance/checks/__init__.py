@@ -15,6 +15,7 @@ def all_checks() -> list[Check]:
         catalog_agreement,
         certified,
         contract,
+        damaged_readings,
         experimental,
         invariants,
         performance,

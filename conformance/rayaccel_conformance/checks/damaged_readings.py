@@ -1,0 +1,117 @@
+"""RAC233 (supported tier): a reading one device's metric comes from, made garbage in a vendor library's data or
+a command's output (JSON or CSV), is reported, never raised, never another number, and changes no other device.
+
+RAC211 damages a device's own files; a plugin that reads a library (NVML, amdsmi) or a tool's output (hl-smi's
+CSV, amd-smi's JSON, neuron-ls) met no damaged reading at all, so its error path (the message it builds, the
+value it falls back to) ran on no fixture: ``make mutation`` found error paths that raise a ``TypeError``
+while building the message, and checks for "not a number" that let garbage through. The readings are the ones
+RAC223 finds (:mod:`rayaccel_conformance.checks.readings`): the numbers on the host that are one device's own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rayaccel.hosts.fixtures import HostState
+from rayaccel.records import Device, FamilyInventory
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.readings import (
+    _CELL,
+    Reading,
+    candidates,
+    chosen_device,
+    host_readings,
+    owned_by,
+    samples_by_device,
+)
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+GARBAGE = "garbage!"
+#: Readings damaged per fixture: those feeding the device's metrics first, then its other numbers.
+MAX_DAMAGED_READINGS = 8
+
+
+def garbled_host(host: dict[str, Any], reading: Reading) -> dict[str, Any]:
+    """The host state with one reading (not a file's: RAC211 damages those) replaced by garbage text."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    if reading.where == "table":
+        lines = state["commands"][reading.key]["stdout"].split("\n")
+        cells = lines[int(reading.path[0])].split(",")
+        cell = cells[int(reading.path[1])]
+        number = _CELL.match(cell)
+        assert number is not None
+        cells[int(reading.path[1])] = cell.replace(number.group(1), GARBAGE, 1)
+        lines[int(reading.path[0])] = ",".join(cells)
+        state["commands"][reading.key]["stdout"] = "\n".join(lines)
+        return state
+    data = state["libraries"][reading.key] if reading.where == "library" else \
+        json.loads(state["commands"][reading.key]["stdout"])
+    inner = data
+    for step in reading.path[:-1]:
+        inner = inner[step]
+    inner[reading.path[-1]] = GARBAGE
+    if reading.where == "command":
+        state["commands"][reading.key]["stdout"] = json.dumps(data)
+    return state
+
+
+def _metric_findings(before: FamilyInventory, after: FamilyInventory | None, device: Device, where: str,
+                     reported: bool) -> list[str]:
+    """A sample of the damaged device that became another number, or another device's sample that moved."""
+    old, new = samples_by_device(before), samples_by_device(after)
+    wrong = [f"{where}: {name} of {other} went from {value:g} to {new.get((other, name))}: a reading feeds only its "
+             "own device" for (other, name), value in old.items()
+             if other != device.id and (other, name) in new and new[(other, name)] != value]
+    for (owner, name), value in old.items():
+        now = new.get((owner, name))
+        if owner == device.id and now is not None and now != value:
+            wrong.append(f"{where}: {name} of {device.id} went from {value:g} to {now:g}"
+                         + ("" if reported else ", unreported") + ": a reading that cannot be read gives no sample")
+    return wrong
+
+
+@check("RAC233", scope="fixture")
+def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
+    """A reading a device's metric comes from, made garbage in a library's data or a tool's output, is
+    reported, never raised, never another number, and changes no other device.
+
+    The suite takes the readings one device's metric samples come from (the middle device's: a value in a
+    library's data or a command's JSON keyed by its index, a cell of a command's CSV row naming it, found as
+    RAC223 finds them, up to eight) and makes each, in turn, garbage text, as a driver answering nonsense
+    does. No hook may raise; every other device's samples stay as they were; the device's sample is gone or,
+    if another reading gives it, the same; another number fails, reported or not (a sample left out without a
+    problem is not failed yet: AMD's amd-smi path does so). Files are RAC211's. Fix: parse every vendor
+    value defensively (``rayaccel.malformed`` names the value and where it was read) and leave the sample
+    out; build the message from text, never by arithmetic on what failed to parse.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    healthy = subject.build(simulated_host(fx))
+    fam = healthy.family(family.name)
+    device = chosen_device(fam) if fam is not None else None
+    if fam is None or device is None:
+        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    host = fx.host.model_dump(mode="json")
+    own = [r for r in host_readings(host) if r.where != "file" and owned_by(r, device)]
+    chosen = list(dict.fromkeys(r for s in fam.metrics if s.device == device.id
+                                for r, _ in candidates(s, device, own)))[:MAX_DAMAGED_READINGS]
+    if not chosen:
+        raise NotApplicable(f"{fx.ref}: no metric of {device.id} read from a library's data or a tool's output "
+                            "(files are RAC211's)")
+    wrong = []
+    for reading in chosen:
+        variant = fx.model_copy(update={"host": HostState.model_validate(garbled_host(host, reading)), "faults": []})
+        built = subject.build(simulated_host(variant))
+        problems = subject.plugin_problems(built, severities=("error", "warning"))
+        where = f"invariant 'a damaged reading is reported, never another value', {fx.ref} with {reading.describe()}"
+        where += f" of {device.id} made {GARBAGE!r} (was {reading.value:g})"
+        wrong += [f"{where}: {p.hook or 'a hook'} raised instead of reporting it: {p.message}"
+                  for p in problems if p.code == "hook-raised"]
+        reported = any(p.code != "hook-raised" for p in problems)
+        wrong += _metric_findings(fam, built.family(family.name), device, where, reported)
+    if wrong:
+        raise CheckFailed(sorted(set(wrong), key=wrong.index)[:6])
+    return (f"{fx.ref}: {len(chosen)} metric readings of {device.id} made garbage in turn: reported, nothing else "
+            "moved")
