@@ -81,9 +81,12 @@ def module_names(package: Path) -> set[str]:
 
 
 def hooks_and_imports(plugin_py: Path, package: str) -> tuple[set[str], set[str]]:
-    """The hooks plugin.py defines, and the package's modules it imports."""
+    """The hooks plugin.py defines (as functions, or as a module's function marked a hook:
+    ``rayaccel_health = hookimpl(health.health_of)``), and the package's modules it imports."""
     tree = ast.parse(plugin_py.read_text(encoding="utf-8"))
     hooks = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("rayaccel_")}
+    hooks |= {target.id for n in tree.body if isinstance(n, ast.Assign) for target in n.targets
+              if isinstance(target, ast.Name) and target.id.startswith("rayaccel_")}
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == package:
