@@ -1473,8 +1473,10 @@ for _cls in [Healthy, *Healthy.__subclasses__()]:
 #: stays clean), which adds it to PLUGINS when imported (tests/conformance/test_conformance_corpus.py imports them).
 IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_testplugins.corpus_slow_import")
 #: Every module of mutants beside this one (each adds its mutants to PLUGINS when imported): the import defects,
-#: and the contract's mutants (rayaccel_testplugins.corpus_contract: RAC215, RAC217, RAC221-RAC223).
-MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract")
+#: the contract's mutants (rayaccel_testplugins.corpus_contract: RAC215, RAC217, RAC221-RAC223) and those held-out
+#: grading found (rayaccel_testplugins.corpus_heldout: RAC240).
+MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract",
+                  "rayaccel_testplugins.corpus_heldout")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

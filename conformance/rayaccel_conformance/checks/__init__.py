@@ -19,6 +19,7 @@ def all_checks() -> list[Check]:
         experimental,
         invariants,
         performance,
+        poll_history,
         recovery,
         sku_rewrite,
         supported,
