@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.hosts.fixtures import HostState
+from rayaccel.hosts.fixtures import Fixture, HostState
+from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.invariants import memory_source, raw_memory
 from rayaccel_conformance.harness.subject import Subject
@@ -27,7 +28,7 @@ def labels_and_resources_free_of_device_order(subject: Subject, fixture: str | N
     (``rayaccel_conformance.checks.properties``): ``rayaccel_resources`` given them in that order, and
     ``rayaccel_labels`` given the family's inventory with its devices in that order, must answer exactly what
     they answer for the discovered order. A failure quotes the smallest order hypothesis shrank it to.
-    Derandomized, 25 examples. Fix: sort, count or take the set of what the devices say, or read the value
+    Derandomized, 10 orders. Fix: sort, count or take the set of what the devices say, or read the value
     from the device it belongs to (by index or id), never from a position in the list.
     """
     from rayaccel_conformance.checks.properties import order_failures
@@ -109,11 +110,33 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     attributed (named in the evidence). Fix: read every sample from the device's own entry at every poll,
     and convert it by its unit's factor alone.
     """
+    from rayaccel_conformance.checks.readings import chosen_device
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    device = chosen_device(fam) if fam is not None else None
+    if fam is None or device is None:
+        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref))
+    if wrong:
+        unique = sorted(set(wrong), key=wrong.index)
+        raise CheckFailed(unique[:6])
+    if not moved:
+        raise NotApplicable(f"{fx.ref}: no metric of {device.id} is attributed to one of its own readings"
+                            + (f" ({', '.join(unattributed)})" if unattributed else ""))
+    return (f"{fx.ref}: {device.id}'s {', '.join(moved)} moved exactly with their readings, no other device's"
+            + (f"; not attributed to one reading: {', '.join(unattributed)}" if unattributed else ""))
+
+
+def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
+                            raw: Any) -> tuple[list[str], list[str], list[str]]:
+    """RAC223's invariant on one layout of a fixture (``fx``, its inventory ``fam``): each metric of ``device``
+    scaled at one of its readings. Returns (failures, metrics that moved, metrics no reading gives)."""
     from rayaccel_conformance.checks.readings import (
         MAX_CANDIDATES,
         SCALED_METRICS,
         candidates,
-        chosen_device,
         host_readings,
         samples_by_device,
         scale_of,
@@ -122,15 +145,9 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     )
 
     family = subject.family()
-    fx = subject.fixture(fixture)
-    fam = subject.inventory(fixture).family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
     host = fx.host.model_dump(mode="json")
     readings = host_readings(host)
     before = samples_by_device(fam)
-    raw = raw_memory(subject, fx.ref)
     wrong, moved, unattributed = [], [], []
     for sample in sorted((s for s in fam.metrics if s.device == device.id and s.name in SCALED_METRICS
                           and s.value != 0), key=lambda s: s.name):
@@ -173,14 +190,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
                 source = memory_source(device, raw)
                 tried[-1] += source
         wrong += tried[:1]
-    if wrong:
-        unique = sorted(set(wrong), key=wrong.index)
-        raise CheckFailed(unique[:6])
-    if not moved:
-        raise NotApplicable(f"{fx.ref}: no metric of {device.id} is attributed to one of its own readings"
-                            + (f" ({', '.join(unattributed)})" if unattributed else ""))
-    return (f"{fx.ref}: {device.id}'s {', '.join(moved)} moved exactly with their readings, no other device's"
-            + (f"; not attributed to one reading: {', '.join(unattributed)}" if unattributed else ""))
+    return wrong, moved, unattributed
 
 
 # RAC224 ---------------------------------------------------------------------------------------------------------
@@ -239,6 +249,9 @@ def renumbered_entries_keep_their_devices(subject: Subject, fixture: str | None)
 
 # RAC225 ---------------------------------------------------------------------------------------------------------
 
+#: Paddings drawn per fixture: each builds the inventory again.
+PADDING_EXAMPLES = 6
+
 
 @check("RAC225", scope="fixture")
 def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evidence:
@@ -250,9 +263,9 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     (the middle one), the suite finds where its product name is written as text on the host (a file of its
     own holding the name alone, or a cell of a CSV row naming the device) and hypothesis draws paddings of
     spaces and tabs on either side: the device must keep its product name, its SKU and the node its
-    accelerator type. A failure quotes the smallest padding hypothesis shrank it to. A name only a library or
-    a JSON answer gives is data no tool pads (not applicable). Fix: strip every text field a tool or a file
-    gives before using it.
+    accelerator type (6 paddings, derandomized; each is a build). A failure quotes the smallest padding
+    hypothesis shrank it to. A name only a library or a JSON answer gives is data no tool pads (not
+    applicable). Fix: strip every text field a tool or a file gives before using it.
     """
     from hypothesis import strategies as st
 
@@ -291,7 +304,7 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
         return subject.blamed(inventory, [found], where)[0]
 
     pads = st.sampled_from(["", " ", "  ", "\t"])
-    found = shrunk_failure(st.tuples(pads, pads).filter(lambda p: p != ("", "")), same_device)
+    found = shrunk_failure(st.tuples(pads, pads).filter(lambda p: p != ("", "")), same_device, PADDING_EXAMPLES)
     if found:
         raise CheckFailed(found)
     return f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
