@@ -321,8 +321,10 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     transports or another plugin, or a manager class that does not import or subclass, stops there with
     an error naming the plugin. Declare Ray's own transports (NCCL, GLOO, CUDA_IPC, NIXL) that serve your
     hardware with ``builtin_in_ray=True``: they are not registered again, but ``link_kinds`` tells path
-    selection (``rayaccel transports``) which links they carry. ``rayaccel.transports.shared_memory`` is a complete
-    example; RAC301 sends tensors through each declared transport that can run on the grading machine.
+    selection (``rayaccel transports``) which links they carry. A transport that moves tensors only between
+    processes of one node (shared memory, CUDA IPC) says ``reach="node"`` (the default is ``"cluster"``): it is
+    never offered between two nodes, and RAC311 (two nodes) skips it. ``rayaccel.transports.shared_memory`` is a
+    complete example; RAC301 sends tensors through each declared transport that can run on the grading machine.
 
     :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of
         ``ray.experimental.TensorTransportManager`` as ``module:Class`` (imported only when registered).

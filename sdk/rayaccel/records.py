@@ -546,6 +546,11 @@ class TransportSpec(Record):
     manager_class: str = Field(pattern=r"^[\w.]+:[\w.]+$",
                                description="'module:Class' of a ray.experimental.TensorTransportManager subclass")
     builtin_in_ray: bool = Field(False, description="Ray already registers it (NCCL, NIXL, GLOO, CUDA_IPC)")
+    # Ray's TensorTransportManager has no such capability (CUDA_IPC only refuses another node at receive time),
+    # so the declaration says it: path selection and RAC311 need to know before a transfer fails.
+    reach: Literal["cluster", "node"] = Field(
+        "cluster", description="Where it moves tensors: 'cluster' (between nodes too) or 'node' (between processes "
+                               "of one node only, e.g. shared memory or CUDA IPC): never offered between two nodes")
 
 
 #: A performance figure's value: finite and not negative (a time in ms, a bandwidth in MB/s).

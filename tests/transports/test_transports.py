@@ -19,7 +19,7 @@ from rayaccel.errors import RayaccelError
 from rayaccel.hosts.fixtures import resolve_fixture
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
-from rayaccel.inventory.transport_paths import Endpoint, choose_transport, device_endpoints
+from rayaccel.inventory.transport_paths import Endpoint, choose_transport, device_endpoints, reaches_other_nodes
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.ray.registry import uninstall
 from rayaccel.ray.transports import TransportRegistrationError, declared_transports
@@ -457,6 +457,30 @@ def test_selection_prefers_scale_up_then_pcie_then_rdma_then_host():
     choice = choose_transport(*_pair(gaudi, 0, 1), declared)
     assert (choice.path, choice.transport) == ("host", "RAYACCEL_SHM")
     assert "no transport both ends declare carries it" in choice.reason
+
+
+def test_a_node_only_transport_is_never_offered_between_two_nodes():
+    """A transport declared reach="node" (the template's shared-memory one) carries CPU tensors on one node only;
+    between nodes GLOO is chosen and the reason names it. Declared for the cluster (the default), it is offered."""
+    dgx = _inventory("nvidia/dgx-h100")
+    shm = TransportSpec(name="VENDOR_SHM", devices=["cpu"], link_kinds=["other"], one_sided=True, reach="node",
+                        manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
+    here = device_endpoints(dgx)[0]
+    there = device_endpoints(dgx.model_copy(update={"host": "other"}))[0]
+    assert choose_transport(here, device_endpoints(dgx)[1], {"nvidia": [shm]}).transport == "VENDOR_SHM"
+    choice = choose_transport(here, there, {"nvidia": [shm]})
+    assert (choice.path, choice.transport) == ("host", "GLOO"), choice
+    assert "not VENDOR_SHM: it moves tensors within one node only" in choice.reason
+    wide = shm.model_copy(update={"reach": "cluster"})
+    assert choose_transport(here, there, {"nvidia": [wide]}).transport == "VENDOR_SHM"
+    # Ray's CUDA_IPC refuses another node's sender at receive time: node-only whatever a plugin declares.
+    ipc = TransportSpec(name="CUDA_IPC", devices=["cuda"], link_kinds=["nvlink"], builtin_in_ray=True,
+                        manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport")
+    assert not reaches_other_nodes(ipc) and reaches_other_nodes(wide) and not reaches_other_nodes(shm)
+    nvidia = {s.name: s.reach for s in declared_transports(plugins=["nvidia"])["nvidia"]}
+    assert nvidia == {"NCCL": "cluster", "NIXL": "cluster", "CUDA_IPC": "node"}
+    with pytest.raises(ValueError, match=r"reach\n  Input should be 'cluster' or 'node'"):
+        TransportSpec.model_validate({**shm.model_dump(), "reach": "rack"})
 
 
 def test_transports_cli_prints_the_matrix_and_refuses_bad_input():

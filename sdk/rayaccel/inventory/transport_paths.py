@@ -2,7 +2,9 @@
 
 For a pair of devices (same node or across nodes) the path is the fastest the topology gives, in the order
 scale-up link > PCIe peer > RDMA > host memory, and the transport is one that both ends' families declare
-(``rayaccel_transports``) for that path's link kind. Host paths fall back to the SDK's reference
+(``rayaccel_transports``) for that path's link kind. Between two nodes only transports that reach across
+nodes are offered (:func:`reaches_other_nodes`: a declaration's ``reach``, and Ray's CUDA_IPC and the
+reference transport, which only move tensors within one node). Host paths fall back to the SDK's reference
 shared-memory transport (same node) or Ray's GLOO (across nodes), which every node has. Each choice carries
 the reason, in words. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
 """
@@ -17,11 +19,15 @@ from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
 #: Ray's own transports: declared by plugins for path selection, never registered again.
 RAY_TRANSPORTS = ("NCCL", "GLOO", "CUDA_IPC", "NIXL")
 #: The SDK's reference transport (:mod:`rayaccel.transports.shared_memory`).
-REFERENCE = TransportSpec(name="RAYACCEL_SHM", devices=["cpu"], link_kinds=[], one_sided=True,
+REFERENCE = TransportSpec(name="RAYACCEL_SHM", devices=["cpu"], link_kinds=[], one_sided=True, reach="node",
                           manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
 GLOO = TransportSpec(name="GLOO", devices=["cpu"], link_kinds=["ethernet", "roce", "infiniband", "efa"],
                      builtin_in_ray=True,
                      manager_class="ray.experimental.rdt.collective_tensor_transport:GLOOTensorTransport")
+
+#: Transports that move tensors within one node whatever a plugin declares: Ray's CUDA_IPC (its receive refuses a
+#: sender on another node, ray/experimental/rdt/cuda_ipc_transport.py) and the SDK's reference transport.
+NODE_ONLY = ("CUDA_IPC", REFERENCE.name)
 
 SCALE_UP = ("nvlink", "nvswitch", "xgmi", "ici", "neuronlink")
 RDMA = ("infiniband", "roce", "efa", "gaudi-roce")
@@ -44,6 +50,12 @@ class Choice:
     path: str
     link: str
     reason: str
+
+
+def reaches_other_nodes(spec: TransportSpec) -> bool:
+    """Whether the transport may be offered between two nodes: declared ``reach="cluster"`` and not one of
+    :data:`NODE_ONLY`."""
+    return spec.reach == "cluster" and spec.name not in NODE_ONLY
 
 
 def _family(end: Endpoint) -> FamilyInventory | None:
@@ -105,23 +117,28 @@ def choose_transport(a: Endpoint, b: Endpoint, declared: Mapping[str, Sequence[T
     specs_b = list(declared.get(fb.plugin, [])) if fb else []
     names_b = {s.name for s in specs_b}
     both = [s for s in specs_a if s.name in names_b]
+    usable = both if same_node else [s for s in both if reaches_other_nodes(s)]
     skipped: list[str] = []
     for path, link, why in _paths(a, b, same_node):
         if path == "host":
             fallback = REFERENCE if same_node else GLOO
-            cpu = [s for s in both if "cpu" in s.devices and (same_node or s.name != REFERENCE.name)]
+            cpu = [s for s in usable if "cpu" in s.devices]
             spec = cpu[0] if cpu else fallback
+            local = [s.name for s in both if "cpu" in s.devices and s not in usable]
             note = f"; faster paths unsupported: {'; '.join(skipped)}" if skipped else ""
+            note += f"; not {', '.join(local)}: it moves tensors within one node only" if local else ""
             return Choice(spec.name, path, link, f"{why}; {spec.name} moves CPU tensors "
                           + ("on one node" if same_node else "between nodes") + note)
-        carriers = [s for s in both if link in s.link_kinds]
+        carriers = [s for s in usable if link in s.link_kinds]
         if carriers:
             spec = carriers[0]
             owner = fa.plugin if fa else "?"
             return Choice(spec.name, path, link, f"{why}; {spec.name} (declared by {owner}"
                           + ("" if fb is None or fb.plugin == owner else f" and {fb.plugin}")
                           + f") carries {link}")
-        skipped.append(f"{path} over {link}: no transport both ends declare carries it")
+        local = [s.name for s in both if link in s.link_kinds and s not in usable]
+        skipped.append(f"{path} over {link}: " + (f"{', '.join(local)} moves tensors within one node only" if local
+                                                  else "no transport both ends declare carries it"))
     raise AssertionError("unreachable: the host path always exists")
 
 

@@ -15,5 +15,6 @@ def transports() -> list[TransportSpec]:
                       one_sided=True, builtin_in_ray=True,
                       manager_class="ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport"),
         TransportSpec(name="CUDA_IPC", devices=["cuda"], link_kinds=["nvlink", "pcie"], one_sided=True,
-                      builtin_in_ray=True, manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport"),
+                      builtin_in_ray=True, reach="node",  # its receive refuses a sender on another node
+                      manager_class="ray.experimental.rdt.cuda_ipc_transport:CudaIpcTransport"),
     ]
