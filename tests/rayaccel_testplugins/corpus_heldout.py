@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H): defects their own fixture
+"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240, RAC241): defects their own fixture
 cannot show because each answer is right on the poll or the layout the fixture gives, two shapes each.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
@@ -7,9 +7,13 @@ its name so a Ray node or a fresh process loads it (``c-health-kept-per-card`` a
 
 from __future__ import annotations
 
-from rayaccel import Device, HealthReason, HealthReport, Host
+import os
+
+import yaml
+
+from rayaccel import Device, HealthReason, HealthReport, Host, MetricSample
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
 
 # Health from the host, not from the polls before (RAC240) -------------------------------------------------------
 
@@ -53,6 +57,49 @@ class HealthFromCounterDelta(Healthy):
         return reports
 
 
-for _cls in (HealthKeptPerCard, HealthFromCounterDelta):
+# Per-device answers on every layout of the machine (RAC241) -----------------------------------------------------
+
+
+class SizeResourceFromFirstCard(Healthy):
+    DEFECT = ("an extra resource named for the first card's memory ('<RES>-64G') counts every card: on a machine "
+              "with a smaller card listed first, one name stands for both sizes")
+    KILLED_BY = ("RAC241", "property resources-free-of-device-order")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        # Its fixture recorded from the plugin itself: the size resource is what the machine's four 64G cards give.
+        path = FIXTURE_ROOT / name / "acme-4.yaml"
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        size = f"{self.family.resource_name}-64G"
+        for expected in (data["expected"], *(f["expected"] for f in data["faults"])):
+            units = (expected.get("resources") or {}).get(self.family.resource_name)
+            if units is not None:
+                expected["resources"][size] = units
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def extra(self, devices: list[Device]) -> dict[str, float]:
+        if not devices or devices[0].memory_mib is None:
+            return {}
+        return {f"{self.family.resource_name}-{devices[0].memory_mib // 1024}G": float(len(devices))}
+
+
+class MetricsPairedByListing(Healthy):
+    DEFECT = ("metrics are read entry by entry in the driver's listing and paired with the devices sorted by id: "
+              "right while the listing's order is the ids' order, another card's readings otherwise")
+    KILLED_BY = ("RAC241", "invariant metric-moves-with-its-reading")
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        entries = sorted(host.glob(f"{SYSFS}/acme*"), key=lambda path: int(path.rsplit("acme", 1)[1]))
+        samples = []
+        for device, entry in zip(sorted(devices, key=lambda d: d.id), entries, strict=False):
+            index = int(entry.rsplit("acme", 1)[1])
+            for sample in self.samples(host, device.model_copy(update={"index": index})):
+                samples.append(sample.model_copy(update={"device": device.id}))
+        return samples
+
+
+for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

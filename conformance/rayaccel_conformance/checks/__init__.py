@@ -18,6 +18,7 @@ def all_checks() -> list[Check]:
         damaged_readings,
         experimental,
         invariants,
+        layouts,
         performance,
         poll_history,
         recovery,
