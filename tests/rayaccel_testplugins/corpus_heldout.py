@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240, RAC241): defects their own fixture
+"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC242): defects their own fixture
 cannot show because each answer is right on the poll or the layout the fixture gives, two shapes each.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
@@ -100,6 +100,35 @@ class MetricsPairedByListing(Healthy):
         return samples
 
 
-for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing):
+# Every hook answers the host, not the process environment (RAC242) --------------------------------------------
+
+
+def _visible(variable: str) -> set[str] | None:
+    value = os.environ.get(variable)
+    return None if value is None else {part.strip() for part in value.split(",")}
+
+
+class HealthOnlyVisibleCards(Healthy):
+    DEFECT = ("health answers only for the cards the process's visible-devices variable lists (the others get no "
+              "report): the monitor's view of a card depends on which worker asked")
+    KILLED_BY = ("RAC242", "rayaccel_health answers otherwise")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        visible = _visible(self.family.visible_devices_env_var)
+        return super().rayaccel_health(host, [d for d in devices if visible is None or str(d.index) in visible])
+
+
+class MetricsOnlyVisibleCards(Healthy):
+    DEFECT = ("metrics are sampled only for the cards the process's visible-devices variable lists, as a worker "
+              "library would: the node's exporter loses every other card's samples where the variable is set")
+    KILLED_BY = ("RAC242", "rayaccel_metrics answers otherwise")
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        visible = _visible(self.family.visible_devices_env_var)
+        return super().rayaccel_metrics(host, [d for d in devices if visible is None or str(d.index) in visible])
+
+
+for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
+             HealthOnlyVisibleCards, MetricsOnlyVisibleCards):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -21,6 +21,7 @@ def all_checks() -> list[Check]:
         layouts,
         performance,
         poll_history,
+        process_env,
         recovery,
         sku_rewrite,
         supported,
