@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC242): defects their own fixture
+"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC243): defects their own fixture
 cannot show because each answer is right on the poll or the layout the fixture gives, two shapes each.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
@@ -8,6 +8,8 @@ its name so a Ray node or a fresh process loads it (``c-health-kept-per-card`` a
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 
 import yaml
 
@@ -128,7 +130,38 @@ class MetricsOnlyVisibleCards(Healthy):
         return super().rayaccel_metrics(host, [d for d in devices if visible is None or str(d.index) in visible])
 
 
+# Ranges in a visible-devices value hold both their ends (RAC243) -------------------------------------------------
+
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def _with_ranges(ids: list[str], expand: Callable[[int, int], list[int]]) -> list[str]:
+    """Ids as the healthy parser gave them, with each ``a-b`` (a <= b) expanded by ``expand``."""
+    out: list[str] = []
+    for token in ids:
+        match = _RANGE.match(token)
+        out += [str(i) for i in expand(int(match[1]), int(match[2]))] if match and int(match[1]) <= int(
+            match[2]) else [token]
+    return out
+
+
+class VisibleRangeEndExclusive(Healthy):
+    DEFECT = "a visible-devices range 'a-b' is expanded as Python's range(a, b): its last unit is lost"
+    KILLED_BY = ("RAC243", "property visible-range-inclusive")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return _with_ranges(super().rayaccel_parse_visible(value), lambda low, high: list(range(low, high)))
+
+
+class VisibleRangeEndsOnly(Healthy):
+    DEFECT = "a visible-devices range 'a-b' is read as its two ends, a and b, the units between them lost"
+    KILLED_BY = ("RAC243", "property visible-range-inclusive")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return _with_ranges(super().rayaccel_parse_visible(value), lambda low, high: sorted({low, high}))
+
+
 for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
-             HealthOnlyVisibleCards, MetricsOnlyVisibleCards):
+             HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -25,6 +25,7 @@ def all_checks() -> list[Check]:
         recovery,
         sku_rewrite,
         supported,
+        visible_ranges,
     )
 
     return sorted(CHECKS.values(), key=lambda c: (TIERS.index(c.tier), c.id))

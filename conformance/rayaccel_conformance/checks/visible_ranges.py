@@ -1,0 +1,63 @@
+"""Ranges in a visible-devices value hold both their ends (supported tier, issue 46): RAC243.
+
+Ray writes a visible-devices value as ids joined by commas, so RAC107 and RAC114 never hand a parser a range.
+Runtimes that accept ranges (``NEURON_RT_VISIBLE_CORES=0-3``, Linux CPU lists, Slurm's GRES indexes) all mean
+them inclusively, and people and launchers write them; a parser that expands ``0-3`` the way Python's
+``range`` does loses the last unit of every range, right on every value Ray writes.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from rayaccel_conformance.checks.experimental import offered_units
+from rayaccel_conformance.checks.properties import shrunk_failure
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+
+@check("RAC243", scope="fixture")
+def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evidence:
+    """A range the visible-devices parser expands (``2-5``) holds both its ends, as every runtime that writes
+    ranges means it.
+
+    Where the node's units are numbers, hypothesis draws ranges ``a-b`` (a < b) over the node's range and
+    hands each to ``rayaccel_parse_visible``. A parser that keeps the text as one id or refuses it does not
+    expand ranges (not applicable when it expands none); one that answers several numeric ids must answer
+    exactly ``a`` through ``b``, in order. A failure quotes the smallest range hypothesis shrank it to. Fix:
+    expand ``a-b`` to ``range(a, b + 1)``, as ``NEURON_RT_VISIBLE_CORES``, Linux CPU lists and Slurm mean it.
+    """
+    family = subject.family()
+    var = family.visible_devices_env_var
+    fam = subject.inventory(fixture).family(family.name)
+    units = offered_units(fam)
+    if not units or not all(u.isdigit() for u in units):
+        raise NotApplicable(f"{fixture}: the node's units are not numbers: no range names them")
+    top = max(int(u) for u in units)
+    if top < 1:
+        raise NotApplicable(f"{fixture}: one unit, no range")
+    expanded: list[str] = []
+
+    def inclusive(bounds: tuple[int, int]) -> str | None:
+        low, high = sorted(bounds)
+        if low == high:
+            return None
+        value = f"{low}-{high}"
+        back = subject.manager.parse_visible(subject.name, value)
+        if len(back) < 2 or not all(u.isdigit() for u in back):
+            return None  # kept as one id or refused: the parser does not expand ranges
+        expanded.append(value)
+        want = [str(i) for i in range(low, high + 1)]
+        if back != want:
+            ends = f"{want[0]} through {want[-1]}"
+            return (f"property visible-range-inclusive: {var}={value!r} parses as {back}, not {ends} (a range "
+                    "holds both its ends)")
+        return None
+
+    bound = st.integers(0, top)
+    found = shrunk_failure(st.tuples(bound, bound), inclusive)
+    if found:
+        raise CheckFailed(f"{fixture}: {found}")
+    if not expanded:
+        raise NotApplicable(f"{fixture}: the parser expands no range (keeps it as one id or refuses it)")
+    return f"{fixture}: {len(set(expanded))} ranges over units 0-{top} expanded with both ends"
