@@ -18,11 +18,13 @@ keep the rest, and declare it in ``plugin.py``::
     @hookimpl
     def rayaccel_transports() -> list[TransportSpec]:
         return [TransportSpec(name=transport.NAME, devices=["cpu"], link_kinds=["pcie"], one_sided=True,
-                              manager_class="{{ cookiecutter.__module }}.transport:Transport")]
+                              reach="node", manager_class="{{ cookiecutter.__module }}.transport:Transport")]
 
-``rayaccel.ray.init``/``connect`` then register it with Ray, ``rayaccel transports`` shows where it is chosen,
-and the certified tier's RAC301 sends tensors through it between two real Ray actors. Until it is declared,
-RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
+``reach="node"``: shared memory is one machine's, so it is never offered between two nodes and the certified
+tier's RAC311 (two nodes) skips it; once your transport moves tensors between nodes, drop it (the default is
+``"cluster"``). ``rayaccel.ray.init``/``connect`` then register it with Ray, ``rayaccel transports`` shows
+where it is chosen, and the certified tier's RAC301 sends tensors through it between two real Ray actors.
+Until it is declared, RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
 """
 
 from __future__ import annotations
