@@ -4,7 +4,9 @@
 - RAC311: ``acme_wired``'s ``ACME_FILE`` moves tensors between two nodes (two simulated hosts of acme-4), a
   sender killed mid-transfer fails the receive naming the transport and leaves no file; the corpus plugin
   ``c-transport-leaks-dead-peer`` (``corpus_leaky_buffers``) leaves its dead sender's file in /dev/shm and
-  fails, naming it; the reference plugins' transports need their devices, so it is skipped for them, as RAC301.
+  fails, naming it; the corpus plugin ``c-shm-declared-cluster-wide`` (``corpus_shm_cluster_wide``: the SDK's
+  shared-memory transport declared without ``reach="node"``) fails at its first receive, naming the step ("recv:
+  same node"); the reference plugins' transports need their devices, so it is skipped for them, as RAC301.
 - RAC312: a fatal fault written to each node's fault file is cordoned by the node's health monitor, Ray offers
   fewer units, and everything comes back once the file is emptied: acme and the five reference plugins pass.
 - RAC310 (for ``c-declares-baseline`` alone: ``corpus_declared_baseline``): the node start is a figure, and
@@ -29,8 +31,10 @@ REFERENCE = {"amd": "mi210-pair", "gaudi": "hls-gaudi2", "neuron": "trn1.32xlarg
              "tpu": "tpu7x-8"}
 LEAKY = "c-transport-leaks-dead-peer"
 DECLARED = "c-declares-baseline"
+CLUSTER_WIDE = "c-shm-declared-cluster-wide"
 PLUGINS = (f"acme=rayaccel_testplugins.acme_wired,{LEAKY}=rayaccel_testplugins.corpus_leaky_buffers:plugin,"
-           f"{DECLARED}=rayaccel_testplugins.corpus_declared_baseline:plugin")
+           f"{DECLARED}=rayaccel_testplugins.corpus_declared_baseline:plugin,"
+           f"{CLUSTER_WIDE}=rayaccel_testplugins.corpus_shm_cluster_wide:plugin")
 
 NO_TRANSPORTS = "not applicable: the plugin declares no tensor transports"
 
@@ -46,13 +50,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run = tmp_path_factory.mktemp("recovery")
     env = env_for(TESTS_DIR, plugins=PLUGINS)
     del env["RAYACCEL_NO_AUTOLOAD"]  # the reference plugins load by their entry points
-    names = ["acme", LEAKY, DECLARED, *REFERENCE]
+    names = ["acme", LEAKY, DECLARED, CLUSTER_WIDE, *REFERENCE]
     fixtures = ["acme-4", *(f"{plugin}/{fixture}" for plugin, fixture in REFERENCE.items())]
     leaked_before = _leaked()
     try:
         proc = conformance(run, env, *(a for n in names for a in ("--conformance-plugin", n)),
                            *(a for f in fixtures for a in ("--conformance-fixture", f)),
-                           "-k", "RAC311 or RAC312 or (RAC310 and declares)",
+                           "-k", "RAC311 or (RAC312 and not cluster-wide) or (RAC310 and declares)",
                            "--conformance-report", "report.json", timeout=900)
     finally:
         for path in _leaked() - leaked_before:  # what the leaky transport's killed senders left: this test's doing
@@ -83,6 +87,31 @@ def test_a_transport_that_leaks_a_dead_peers_buffers_fails_rac311_naming_the_fil
     assert result == "failed", evidence
     assert "ACME_LEAKY_FILE: RuntimeError: the killed sender's buffers are still on the machine 30 s after" in evidence
     assert f"/dev/shm/{corpus_leaky_buffers.FILE_PREFIX}" in evidence
+
+
+def test_a_node_only_transport_declared_for_the_cluster_fails_rac311_naming_the_step(graded: dict[str, Any]) -> None:
+    result, evidence = outcome(graded, "RAC311", CLUSTER_WIDE)
+    assert result == "failed", evidence
+    assert evidence.startswith("ACME_SHM: TransportError: ACME_SHM transfer failed at step 'recv: same node'"), evidence
+
+
+def test_rac311_finds_a_transport_declared_node_only_not_applicable_before_starting_ray() -> None:
+    """Declared reach="node" (the template's transport as its docstring shows it), RAC311 has nothing to run:
+    not applicable, with the reason, before any node is asked for; RAC301 runs it on one node (tests/template)."""
+    from rayaccel import TransportSpec
+    from rayaccel_conformance.checks.recovery import distributed_transports
+    from rayaccel_conformance.registry import NotApplicable
+    from rayaccel_testplugins import corpus, corpus_shm_cluster_wide
+
+    class NodeOnly(corpus.Healthy):
+        def rayaccel_transports(self) -> list[TransportSpec]:
+            return [spec.model_copy(update={"reach": "node"})
+                    for spec in corpus_shm_cluster_wide.plugin.rayaccel_transports()]
+
+    with pytest.raises(NotApplicable) as skipped:
+        distributed_transports(_subject(NodeOnly("c-node-only")))
+    assert str(skipped.value) == ("not applicable: declared node-only: ACME_SHM moves tensors within one node only; "
+                                  "RAC301 runs it on one node")
 
 
 def test_every_reference_plugin_recovers_a_fault_through_its_nodes_monitor(graded: dict[str, Any]) -> None:

@@ -211,6 +211,21 @@ def across_nodes(spec: TransportSpec, sending_node: str, receiving_node: str) ->
             f"receive {outcome}, {freed}, the next transfer worked, the receiver holds no more than before")
 
 
+def _finding(error: BaseException) -> str:
+    """What a transfer raised, in one line: a Ray task's error by its cause (the transport's own message naming
+    the step), not by the task's header line (the actor's pid and repr)."""
+    cause = getattr(error, "cause", None)  # ray.exceptions.RayTaskError
+    shown = cause if isinstance(cause, BaseException) else error
+    text = str(shown).strip()
+    return f"{type(shown).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _within_one_node(spec: TransportSpec) -> str:
+    """Why RAC311 does not move a node-only transport's tensors between two nodes."""
+    whose = "" if spec.reach == "node" else " (Ray's or the SDK's own, whatever the plugin declares)"
+    return f"{spec.name} moves tensors within one node only{whose}; RAC301 runs it on one node"
+
+
 @check("RAC311", uses_ray=True)
 def distributed_transports(subject: Subject) -> Evidence:
     """Tensors move between two Ray nodes over each declared transport, and a peer killed mid-transfer fails the
@@ -223,12 +238,15 @@ def distributed_transports(subject: Subject) -> Evidence:
     naming the transport (or, where the bytes outlive the sender, arrive identical), the next transfer between
     the nodes must work, every file the killed sender created for the transfer (a buffer in ``/dev/shm``, a
     link to a segment) must be gone within 30 s, and the receiver must hold no more descriptors or threads
-    than before. A transport that cannot run here is skipped with the reason, as in RAC301. Fix: when a
+    than before. A transport that cannot run here is skipped with the reason, as in RAC301; one declared
+    node-only (``TransportSpec.reach="node"``, and Ray's CUDA_IPC and the SDK's RAYACCEL_SHM) is not applicable
+    here (RAC301 runs it on one node), and one declared for the whole cluster is held to it. Fix: when a
     receive finds its sender dead, free what the sender left (unlink its file), and sweep dead senders' buffers
     at the next transfer as ``rayaccel.transports.shared_memory`` does; a transport that cannot move tensors
-    between nodes must not be offered for CPU tensors there.
+    between nodes (shared memory, IPC handles) must declare ``reach="node"``, so it is never offered there.
     """
     from rayaccel.errors import RayaccelError
+    from rayaccel.inventory.transport_paths import reaches_other_nodes
     from rayaccel.ray.transports import register_transports
     from rayaccel_conformance.checks.transport_contract import cannot_run_here
     from rayaccel_conformance.harness.raycluster import shared_cluster
@@ -240,8 +258,13 @@ def distributed_transports(subject: Subject) -> Evidence:
         raise CheckFailed([p.render() for p in problems])
     if not specs:
         raise NotApplicable("the plugin declares no tensor transports")
-    runnable = [s for s in specs if cannot_run_here(s) is None]
-    skipped = [f"{s.name} not run here: {cannot_run_here(s)}" for s in specs if s not in runnable]
+    local = [s for s in specs if not reaches_other_nodes(s)]
+    if len(local) == len(specs):
+        raise NotApplicable("declared node-only: " + "; ".join(map(_within_one_node, local)))
+    across = [s for s in specs if reaches_other_nodes(s)]
+    runnable = [s for s in across if cannot_run_here(s) is None]
+    skipped = [f"{s.name} not run here: {cannot_run_here(s)}" for s in across if s not in runnable]
+    skipped += [f"not applicable: declared node-only: {_within_one_node(s)}" for s in local]
     if not runnable:
         raise CheckSkipped("; ".join(skipped))
     cluster = shared_cluster()
@@ -255,7 +278,7 @@ def distributed_transports(subject: Subject) -> Evidence:
         try:
             ran.append(across_nodes(spec, sending, receiving))
         except Exception as e:  # whatever the transfer raised is the finding
-            wrong.append(f"{spec.name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            wrong.append(f"{spec.name}: {_finding(e)}")
     if wrong:
         raise CheckFailed(wrong)
     return [*ran, *skipped]
