@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC243): defects their own fixture
+"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC244): defects their own fixture
 cannot show because each answer is right on the poll or the layout the fixture gives, two shapes each.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
@@ -161,7 +161,91 @@ class VisibleRangeEndsOnly(Healthy):
         return _with_ranges(super().rayaccel_parse_visible(value), lambda low, high: sorted({low, high}))
 
 
+# One partition name, one size on every node (RAC244) -------------------------------------------------------------
+
+#: The machine's memory mode, in its environment (as a boot parameter): how many partitions each card's memory is
+#: split into (as AMD's NPS1/NPS4), 2 when unset.
+MEMORY_MODE = "ACME_MEMORY_PARTITIONS"
+
+
+def _add_quartered_machine(plugin: str) -> None:
+    """The plugin's acme-4 machine a second time, its cards' memory in four partitions: another node's fixture."""
+    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["name"], data["description"] = "acme-4-quartered", f"{data['description']}, memory in 4 partitions per card"
+    data["host"]["env"] = {**(data["host"].get("env") or {}), MEMORY_MODE: "4"}
+    target = source.with_name("acme-4-quartered.yaml")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _partitioned(host: Host, path: str, card: Device, name: Callable[[int, int], str]) -> Device:
+    """``card`` with its memory mode's partitions, one compute slice each, named ``name(k, parts)``."""
+    parts = 4 if host.getenv(MEMORY_MODE) == "4" else 2
+    memory = None if card.memory_mib is None else card.memory_mib // parts
+    return Device.model_validate({
+        **card.model_dump(), "partition_capacity": {"compute_slices": parts, "memory_slices": parts},
+        "partitions": [{"id": f"{card.id}-p{k}", "kind": "compute-partition", "profile": name(k, parts),
+                        "compute_slices": 1, "memory_slices": 1, "memory_mib": memory} for k in range(parts)]})
+
+
+def _record_from(plugin: Healthy) -> None:
+    """Rewrite what the plugin's fixtures expect (devices, resources, labels; each fault's resources) as the
+    plugin itself builds them: fixtures recorded from the plugin, so only the invariant can tell."""
+    from rayaccel.hosts.fixtures import load_fixture
+    from rayaccel.inventory.builder import InventoryBuilder
+    from rayaccel.plugins.manager import PluginManager
+    from rayaccel.simulation.host_factory import simulated_host
+
+    manager = PluginManager(autoload=False)
+    manager.register(plugin, plugin.name)
+    for path in sorted((FIXTURE_ROOT / plugin.name).glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        fixture = load_fixture(path)
+        built = InventoryBuilder(manager, [plugin.name]).build(simulated_host(fixture), with_metrics=False)
+        data["expected"]["resources"] = dict(built.family(plugin.name).resources)  # type: ignore[union-attr]
+        data["expected"]["labels"] = dict(built.labels)
+        for fault in data["faults"]:
+            if fault["expected"].get("resources"):
+                faulty = InventoryBuilder(manager, [plugin.name]).build(
+                    simulated_host(fixture, faults=[fault["name"]]), with_metrics=False)
+                fault["expected"]["resources"] = dict(faulty.family(plugin.name).resources)  # type: ignore[union-attr]
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class PartitionNamedByCompute(Healthy):
+    DEFECT = ("a card's partitions are named by their compute share alone ('c1') while the card's memory mode "
+              "splits its memory in two or in four: one name for 32 GiB on one node and 16 GiB on another")
+    KILLED_BY = ("RAC244", "invariant one-partition-name-one-size")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_quartered_machine(name)
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return _partitioned(host, path, super().device(host, path, driver), lambda k, parts: "c1")
+
+
+class PartitionNamedByPlace(Healthy):
+    DEFECT = ("a card's partitions are named by their position on the card ('p0', 'p1', ...), so 'p0' is half a "
+              "card on a node in one memory mode and a quarter on a node in another")
+    KILLED_BY = ("RAC244", "invariant one-partition-name-one-size")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_quartered_machine(name)
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return _partitioned(host, path, super().device(host, path, driver), lambda k, parts: f"p{k}")
+
+
 for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
-             HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly):
+             HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly,
+             PartitionNamedByCompute, PartitionNamedByPlace):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
+    if _cls in (PartitionNamedByCompute, PartitionNamedByPlace):
+        _record_from(_plugin)

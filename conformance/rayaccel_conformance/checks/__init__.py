@@ -19,6 +19,7 @@ def all_checks() -> list[Check]:
         experimental,
         invariants,
         layouts,
+        partition_sizes,
         performance,
         poll_history,
         process_env,
