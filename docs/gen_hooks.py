@@ -33,7 +33,11 @@ All hooks of one inventory share one deadline (`RAYACCEL_INVENTORY_TIMEOUT`, def
 whose hook hung is not called again in that inventory. What a hook prints and any change it makes to
 `os.environ` are kept from the caller and reported (`printed`, `environ-changed`): log with `logging`, and
 pass an env to the vendor call instead (see [architecture.md](architecture.md)).
-A hook may accept any subset of its parameters. A hook that cannot do its job (a vendor tool hung or printed
+A hook may accept any subset of its parameters, and a hook that is exactly a function of one of the plugin's
+modules may be that function (`rayaccel_health = hookimpl(health.health_of)`: pluggy checks its parameter names
+against the spec when the plugin registers). A family's reason codes are a table of `(code, state, fatal,
+meaning)` rows kept beside the code that reports them, declared with
+`health_reasons=rayaccel.ReasonCode.table(REASONS)`. A hook that cannot do its job (a vendor tool hung or printed
 garbage) raises `rayaccel.HookError(message, fix=..., code=...)`: the problem then carries the plugin's own
 words and fix instead of a generic "raised". Records are in `rayaccel.records` (exported by `rayaccel`).
 
