@@ -949,7 +949,7 @@ def device_facts_over_their_value_space(subject: Subject, fixture: str | None) -
     times as many devices. For each, the plugin's own labels must pass Ray's label syntax; and, for the
     devices on the host, extra resources must be positive finite numbers and metrics finite and about the
     devices given, with no hook raising. Derandomized, at most 30 examples and 8 s per fixture. Fix: make
-    vendor strings label values with ``rayaccel.labels.to_label_value``, and never assume a count or format.
+    vendor strings label values with ``rayaccel.to_label_value``, and never assume a count or format.
     """
     from rayaccel_conformance.checks.value_space import value_space_failures
 
