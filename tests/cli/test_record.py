@@ -239,7 +239,7 @@ def test_a_library_result_that_cannot_be_serialised_is_refused() -> None:
             return {1, 2}  # a set: no fixture form
 
     host = RecordingHost(SimulatedHost(load_fixture(_REFERENCE["nvidia/l4-single"])))
-    library = RecordingLibrary(Library(), "vendorlib", host._lock)
+    library = RecordingLibrary(Library(), "vendorlib", host)
     host._libraries["vendorlib"] = library
     assert library.get_thing(3) == {1, 2}
     with pytest.raises(RecordingError, match=r"vendorlib\.get_thing\(3\).*set"):

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 from rayaccel.errors import RayaccelError
 
@@ -21,6 +21,13 @@ from rayaccel.errors import RayaccelError
 CALLS_KEY = "rayaccel_calls"
 #: How long a replayed call that hung while recording blocks (the caller's own bound ends the wait).
 REPLAY_HANG_SECONDS = 600.0
+
+
+class KeepsCalls(Protocol):
+    """Whoever keeps a recording's answers (the recording host): its lock guards every library's calls too."""
+
+    @property
+    def lock(self) -> threading.RLock: ...
 
 
 class RecordingError(RayaccelError):
@@ -35,10 +42,10 @@ def _is_handle(value: Any) -> bool:
 class RecordingLibrary:
     """A vendor library adapter whose every call is delegated and recorded as ``call(args) -> answers``."""
 
-    def __init__(self, adapter: Any, name: str, lock: threading.RLock) -> None:
+    def __init__(self, adapter: Any, name: str, recorder: KeepsCalls) -> None:
         self._adapter = adapter
         self._name = name
-        self._lock = lock  # the recording host's: its answers and every library's calls are kept under it
+        self._lock = recorder.lock  # the recording host's: its answers and every library's calls are kept under it
         self._calls: dict[str, list[Any]] = {}
         self._pending: dict[str, int] = {}
         self._handles: list[tuple[Any, str]] = []

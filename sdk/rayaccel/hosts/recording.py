@@ -87,6 +87,11 @@ class RecordingHost:
         self._opening: dict[str, int] = {}
         self.errors: list[str] = []
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Guards the answers kept here and every recorded library's calls (a library records under it)."""
+        return self._lock
+
     # Host protocol -----------------------------------------------------------------------------
 
     @property
@@ -225,7 +230,7 @@ class RecordingHost:
             with self._lock:
                 self._opening[name] -= 1
         with self._lock:
-            return self._libraries.setdefault(name, RecordingLibrary(opened, name, self._lock))
+            return self._libraries.setdefault(name, RecordingLibrary(opened, name, self))
 
     # The recording -----------------------------------------------------------------------------
 
