@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 
 from rayaccel.errors import RayaccelError
+from rayaccel.hosts.fixtures import parse_fixture
 from rayaccel.onboarding.catalog_file import catalog_of
 from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.records import SkuMatch, SkuRecord
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -61,12 +63,21 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
     if base is None:
         raise NotApplicable(f"{fixture} states no catalogued SKU (expected.skus) to derive a new one from")
     sku = day_zero_sku(base, {p.lower() for s in catalog.skus for p in s.match.pci_device_ids})
+    what = (f"invariant 'a fixture rewritten for a SKU is of that SKU' broken on {fixture} rewritten from "
+            f"{base.id} to {sku.id} (PCI {sku.match.pci_device_ids[0]}, {sku.memory_mib} MiB, {sku.accelerator_type})")
     try:
-        add_sku(subject.manager, subject.name, sku, from_fixture=fixture, dry_run=True)
+        done = add_sku(subject.manager, subject.name, sku, from_fixture=fixture, dry_run=True)
     except RayaccelError as e:
-        raise CheckFailed(
-            f"invariant 'a fixture rewritten for a SKU is of that SKU' broken on {fixture} rewritten from "
-            f"{base.id} to {sku.id} (PCI {sku.match.pci_device_ids[0]}, {sku.memory_mib} MiB, "
-            f"{sku.accelerator_type}): {e}") from None
+        raise CheckFailed(f"{what}: {e}") from None
+    # The SDK resolves a device by its name when its PCI id matches nothing: the id the plugin reads back from
+    # the rewritten answers must be the SKU's too, or the rewrite wrote it wrong (RAC231 on a shipped fixture).
+    derived = parse_fixture(done.fixture_data, f"the fixture rewritten for {sku.id}")
+    read_back = {d.id: d.pci_device_id for d in subject.devices(subject.build(simulated_host(derived)))
+                 if d.pci_device_id and d.pci_device_id.lower() != sku.match.pci_device_ids[0]}
+    if read_back:
+        device, pci = next(iter(read_back.items()))
+        raise CheckFailed(f"{what}: the plugin reads PCI device id {pci} back from the rewritten answers of {device} "
+                          f"({len(read_back)} device(s)), not the SKU's {sku.match.pci_device_ids[0]}: the rewrite "
+                          "encodes the id wrong")
     return (f"{fixture} rewritten from {base.id} to a new SKU ({sku.match.pci_device_ids[0]}, {sku.memory_mib} "
             f"MiB, {sku.accelerator_type}): every device is of it, faults kept")
