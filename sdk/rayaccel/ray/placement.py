@@ -124,14 +124,17 @@ def scale_up_domains(nodes: Sequence[Mapping[str, Any]] | None = None) -> dict[s
     return domains
 
 
-def _live_nodes() -> list[dict[str, Any]]:
+def _live_nodes(without_draining: bool = True) -> list[dict[str, Any]]:
     import ray
 
+    list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+    alive = [n for n in list_nodes() if n.get("Alive")]
+    if not without_draining:
+        return alive
     from rayaccel.ray.monitor import draining_node_ids
 
     draining = draining_node_ids()
-    list_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
-    return [n for n in list_nodes() if n.get("Alive") and n.get("NodeID") not in draining]
+    return [n for n in alive if n.get("NodeID") not in draining]
 
 
 def domain_bundle_selectors(n_bundles: int, domain: str | None = None, tpu_slice: str | None = None,
@@ -230,7 +233,9 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
     from ray.util import placement_group
 
     if domain is None and tpu_slice is None and min_size is None and ray_has_topology_strategy():
-        nodes = _live_nodes()
+        # Only which label names the domains is decided here (Ray's GCS places the group, and never on a
+        # draining node), so the nodes' labels are enough: asking which nodes drain would cost another GCS read.
+        nodes = _live_nodes(without_draining=False)
         key = domain_topology_key(bundles, kind, nodes)
         if key is not None:
             if all(d.kind == "tpu-slice" for d in _fitting_domains(bundles, kind, nodes)):
