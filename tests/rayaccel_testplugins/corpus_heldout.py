@@ -90,7 +90,7 @@ class SizeResourceFromFirstCard(Healthy):
 class MetricsPairedByListing(Healthy):
     DEFECT = ("metrics are read entry by entry in the driver's listing and paired with the devices sorted by id: "
               "right while the listing's order is the ids' order, another card's readings otherwise")
-    KILLED_BY = ("RAC241", "invariant metric-moves-with-its-reading")
+    KILLED_BY = ("RAC241", "invariant metric-read-from-its-own-device")
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
         entries = sorted(host.glob(f"{SYSFS}/acme*"), key=lambda path: int(path.rsplit("acme", 1)[1]))
