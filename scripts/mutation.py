@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 import yaml
@@ -62,6 +62,12 @@ BAKE_PACKAGE, BAKE_PLUGIN = "rayaccel_example", "example"
 REFERENCE_PLUGINS = {name: f"rayaccel_{name}" for name in ("amd", "gaudi", "neuron", "nvidia", "tpu")}
 #: Mutants per cosmic-ray session: small enough that a budget cut loses little, large enough to amortise init.
 CHUNK = 4
+
+
+def fail(message: str) -> NoReturn:
+    """Bad input or a refused run: one line on stderr, exit 2 (never a traceback)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,7 @@ def bake(into: Path) -> Path:
     done = subprocess.run([sys.executable, "-m", "cookiecutter", "--no-input", str(TEMPLATE), "-o", str(into)],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(into)})
     if done.returncode != 0:
-        raise SystemExit(f"error: cookiecutter could not bake {TEMPLATE}: {done.stderr.strip()[-500:]}")
+        fail(f"error: cookiecutter could not bake {TEMPLATE}: {done.stderr.strip()[-500:]}")
     [package] = into.glob(f"*/src/{BAKE_PACKAGE}")
     return package.parent
 
@@ -173,7 +179,7 @@ def target_of(name: str, plugin: str | None, tier: str | None) -> Target:
     package = name.split(".")[0]
     guessed = next((p for p, pkg in REFERENCE_PLUGINS.items() if pkg == package), None)
     if not (plugin or guessed):
-        raise SystemExit(f"error: which plugin grades {name}? give --plugin")
+        fail(f"error: which plugin grades {name}? give --plugin")
     return Target(name, plugin or guessed or "", tier or "certified")
 
 
@@ -399,7 +405,7 @@ def load_triage(path: Path = TRIAGE) -> list[TriageEntry]:
     for module, items in document.items():
         for index, item in enumerate(items or []):
             if not isinstance(item, dict) or not (item.get("code") or item.get("within")) or not item.get("why"):
-                raise SystemExit(f"error: {path.name}: {module}[{index}] needs 'code' (the source line) or 'within' "
+                fail(f"error: {path.name}: {module}[{index}] needs 'code' (the source line) or 'within' "
                                  "(a top-level name), and 'why'")
             entries.append(TriageEntry(module, str(item.get("code") or "").strip(),
                                        tuple(item.get("operators") or ()), str(item["why"]),
@@ -505,7 +511,7 @@ def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> t
                            target.tier, "--timings", str(timings)], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **test_env(target, src)})
     if done.returncode != 0:
-        raise SystemExit(f"error: {target.plugin} unmutated fails the suite, so no mutant can be graded: "
+        fail(f"error: {target.plugin} unmutated fails the suite, so no mutant can be graded: "
                          f"{done.stdout.strip()[-300:]}{done.stderr.strip()[-300:]}")
     return timings, time.monotonic() - started
 
@@ -517,7 +523,7 @@ def survivors_of(path: Path) -> dict[str, set[tuple[str, int]]]:
         return {r["module"]: {(s["operator"], int(s["occurrence"])) for s in r["survivors"]} for r in rows
                 if r["survivors"]}
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SystemExit(f"error: --survivors-of {path}: not a result this script wrote ({e})") from None
+        fail(f"error: --survivors-of {path}: not a result this script wrote ({e})")
 
 
 def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: int, budget: float,

@@ -71,14 +71,17 @@ def test_the_kill_rate_leaves_out_annotations_and_triaged_equivalents_naming_eac
     assert mutation.grade(_outcome(results), other)["kill_rate"] == 0.5
 
 
-def test_a_triage_entry_whose_line_is_gone_is_named_and_a_malformed_one_refused(tmp_path: Path) -> None:
+def test_a_triage_entry_whose_line_is_gone_is_named_and_a_malformed_one_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kept = mutation.TriageEntry("bake:pick", "LIMIT: int | None = 3", (), "why")
     gone = mutation.TriageEntry("bake:pick", "LIMIT = 4", (), "why")
     assert mutation.stale_entries([kept, gone], {"bake:pick": SOURCE}) == [gone]
     bad = tmp_path / "triage.yaml"
     bad.write_text("bake:pick:\n  - code: 'LIMIT = 4'\n")
-    with pytest.raises(SystemExit, match=r"bake:pick\[0\] needs 'code' \(the source line\) or 'within'"):
+    with pytest.raises(SystemExit) as refused:
         mutation.load_triage(bad)
+    assert refused.value.code == 2
+    assert "bake:pick[0] needs 'code' (the source line) or 'within'" in capsys.readouterr().err
     # A top-level definition covers every line of it, and is stale once the name is gone.
     within = mutation.TriageEntry("bake:pick", "", (), "why", within="pick")
     spans = mutation.top_level_spans(SOURCE)
@@ -129,11 +132,13 @@ def test_the_bake_is_the_template_baked_by_cookiecutter_with_its_defaults(tmp_pa
                                   sources) == []
 
 
-def test_survivors_of_an_earlier_result_can_be_run_again_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
+def test_survivors_of_an_earlier_result_can_be_run_again_and_a_foreign_file_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     last = tmp_path / "results.json"
     last.write_text('{"modules": [{"module": "bake:health", "survivors": [{"operator": "AddNot", "occurrence": 2}]},'
                     ' {"module": "bake:probe", "survivors": []}]}')
     assert mutation.survivors_of(last) == {"bake:health": {("AddNot", 2)}}
     last.write_text("[]")
-    with pytest.raises(SystemExit, match="not a result this script wrote"):
+    with pytest.raises(SystemExit) as refused:
         mutation.survivors_of(last)
+    assert refused.value.code == 2 and "not a result this script wrote" in capsys.readouterr().err
