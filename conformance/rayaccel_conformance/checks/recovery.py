@@ -341,6 +341,7 @@ def monitor_recovery(subject: Subject) -> Evidence:
         raise CheckFailed(f"{ref}: the node was started without a fault file: nothing to inject the fault through")
     resource = family.resource_name
     offered = _total(resource)  # every unit, once the tasks that warmed the nodes' workers up have let go
+    started_at = time.time()  # the status a monitor publishes says when (wall clock); an earlier one's stays
     start_monitor(node_id, MONITOR_INTERVAL_S, [subject.name])
     began = time.monotonic()
 
@@ -349,8 +350,10 @@ def monitor_recovery(subject: Subject) -> Evidence:
 
     try:
         try:
-            wait_for(status, lambda s: s.get("polls", 0) >= 1, timeout=MONITOR_TIMEOUT_S, interval=0.2,
-                     what=f"the health monitor of {ref}'s node to poll")
+            # This monitor's own first poll (its baseline): the node's published status may still be an earlier
+            # monitor's, and a fault written before the first poll would be taken as there since the start.
+            wait_for(status, lambda s: s.get("polls", 0) >= 1 and float(s.get("updated") or 0) >= started_at,
+                     timeout=MONITOR_TIMEOUT_S, interval=0.2, what=f"the health monitor of {ref}'s node to poll")
             wait_for(lambda: _offered(resource), lambda now: now == offered, timeout=MONITOR_TIMEOUT_S,
                      interval=0.2, what=f"Ray to offer all {offered:g} {resource} before the fault")
             healthy = status()

@@ -197,12 +197,19 @@ class Cordons:
 
 
 def _existing_group(name: str) -> Any:
-    from ray.util import get_placement_group
+    """The live placement group of that name, if any. GCS still answers a name with the group an earlier
+    monitor removed (state REMOVED): adopting that one would leave the new cordon holding nothing, forever."""
+    from ray.util import get_placement_group, placement_group_table
 
     try:
-        return get_placement_group(name)
+        group = get_placement_group(name)
     except ValueError:
         return None
+    try:
+        state = placement_group_table(group).get("state")
+    except Exception:  # a group being removed has no state to report
+        return None
+    return None if state in (None, "REMOVED") else group
 
 
 def _tag_cordon(resource: str, device: str) -> list[str]:
