@@ -10,20 +10,19 @@ RAC223 finds (:mod:`rayaccel_conformance.checks.readings`): the numbers on the h
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rayaccel.hosts.fixtures import HostState
 from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.readings import (
-    _CELL,
     Reading,
     candidates,
     chosen_device,
     host_readings,
     owned_by,
     samples_by_device,
+    with_reading,
 )
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -35,26 +34,7 @@ MAX_DAMAGED_READINGS = 8
 
 def garbled_host(host: dict[str, Any], reading: Reading) -> dict[str, Any]:
     """The host state with one reading (not a file's: RAC211 damages those) replaced by garbage text."""
-    state: dict[str, Any] = json.loads(json.dumps(host))
-    if reading.where == "table":
-        lines = state["commands"][reading.key]["stdout"].split("\n")
-        cells = lines[int(reading.path[0])].split(",")
-        cell = cells[int(reading.path[1])]
-        number = _CELL.match(cell)
-        assert number is not None
-        cells[int(reading.path[1])] = cell.replace(number.group(1), GARBAGE, 1)
-        lines[int(reading.path[0])] = ",".join(cells)
-        state["commands"][reading.key]["stdout"] = "\n".join(lines)
-        return state
-    data = state["libraries"][reading.key] if reading.where == "library" else \
-        json.loads(state["commands"][reading.key]["stdout"])
-    inner = data
-    for step in reading.path[:-1]:
-        inner = inner[step]
-    inner[reading.path[-1]] = GARBAGE
-    if reading.where == "command":
-        state["commands"][reading.key]["stdout"] = json.dumps(data)
-    return state
+    return with_reading(host, reading, lambda _old: GARBAGE, lambda _old: GARBAGE)
 
 
 def _metric_findings(before: FamilyInventory, after: FamilyInventory | None, device: Device, where: str,

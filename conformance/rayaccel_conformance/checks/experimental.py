@@ -4,7 +4,9 @@ And hook hygiene: no side effects (RAC109), discovery independent of the process
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rayaccel import hookspec
@@ -447,6 +449,23 @@ def hooks_have_no_side_effects(subject: Subject, fixture: str | None) -> Evidenc
     return f"{fx.ref}: no side effects in {', '.join(called)} (nor in any hook called so far)"
 
 
+@contextlib.contextmanager
+def process_env_var(var: str) -> Iterator[Callable[[str | None], None]]:
+    """A setter of ``var`` in this process's environment (None: unset); the variable is as it was afterwards."""
+    saved = os.environ.get(var)
+
+    def set_to(value: str | None) -> None:
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+
+    try:
+        yield set_to
+    finally:
+        set_to(saved)
+
+
 @check("RAC110", scope="fixture")
 def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evidence:
     """Discovery is a function of the host alone: the family's visible-devices variable set in this process
@@ -461,32 +480,26 @@ def discovery_ignores_process_env(subject: Subject, fixture: str | None) -> Evid
     family = subject.family()
     var = family.visible_devices_env_var
     fx = subject.fixture(fixture)
-    saved = os.environ.get(var)
 
     def facts(inventory: Any) -> tuple[list[str], list[str], dict[str, float]]:
         fam = inventory.family(family.name)
         return ([d.id for d in fam.devices] if fam else [], offered_units(fam), dict(fam.resources) if fam else {})
 
-    try:
-        os.environ.pop(var, None)
+    with process_env_var(var) as set_var:
+        set_var(None)
         first = subject.build(simulated_host(fx))
         base = facts(first)
         if not base[1]:
             raise CheckFailed(subject.consequence(first, f"{fx.ref}: no schedulable units"))
         wrong = []
         for value in (base[1][-1], ""):
-            os.environ[var] = value
+            set_var(value)
             built = subject.build(simulated_host(fx))
             seen = facts(built)
             if seen != base:
                 wrong.append(subject.consequence(
                     built, f"with {var}={value!r} in the process env, rayaccel_discover found {len(seen[0])} "
                            f"devices, units {seen[1]} (without it: {len(base[0])} devices, units {base[1]})", None))
-    finally:
-        if saved is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = saved
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: the same {len(base[0])} devices with {var} unset, set to one unit, and empty"

@@ -10,12 +10,11 @@ every other answer of the inventory to what it was without it.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from rayaccel.records import NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.experimental import offered_units
+from rayaccel_conformance.checks.experimental import offered_units, process_env_var
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -63,17 +62,16 @@ def every_hook_ignores_the_process_env(subject: Subject, fixture: str | None) ->
     family = subject.family()
     var = family.visible_devices_env_var
     fx = subject.fixture(fixture)
-    saved = os.environ.get(var)
     wrong: list[str] = []
-    try:
-        os.environ.pop(var, None)
+    with process_env_var(var) as set_var:
+        set_var(None)
         first = subject.build(simulated_host(fx))
         base = answers(subject, first)
         units = offered_units(first.family(family.name))
         if not units:
             raise NotApplicable(f"{fx.ref}: no schedulable units to set {var} to")
         for value in (units[-1], ""):
-            os.environ[var] = value
+            set_var(value)
             built = subject.build(simulated_host(fx))
             if subject.plugin_problems(built, ("rayaccel_discover",), ("error", "warning")) or not built.family(
                     family.name):
@@ -84,11 +82,6 @@ def every_hook_ignores_the_process_env(subject: Subject, fixture: str | None) ->
                     wrong.append(f"{fx.ref}: with {var}={value!r} in the process env, {hook} answers otherwise: "
                                  f"{first_difference(base[hook], seen.get(hook, {}))} (the hook reads the "
                                  "process's environment, not the host)")
-    finally:
-        if saved is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = saved
     if wrong:
         raise CheckFailed(wrong[:6])
     return f"{fx.ref}: health, links, metrics, labels and resources the same with {var} unset, set and empty"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,15 +148,16 @@ def _number_text(old: str, value: float) -> str:
     return str(int(value)) if value.is_integer() and "." not in old else repr(value)
 
 
-def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, Any]:
-    """The host state with one reading multiplied by ``k``, written as the vendor wrote it."""
+def with_reading(host: dict[str, Any], reading: Reading, text: Callable[[str], str],
+                 value: Callable[[Any], Any]) -> dict[str, Any]:
+    """The host state with one reading rewritten where the vendor wrote it: in a file or a CSV cell the number's
+    text becomes ``text(old text)``, in a library's data or a command's JSON the value becomes ``value(old)``."""
     state: dict[str, Any] = json.loads(json.dumps(host))
-    value = reading.value * k
     if reading.where == "file":
         old = state["files"][reading.key]
         number = _NUMBER.match(old)
         assert number is not None
-        state["files"][reading.key] = old.replace(number.group(1), _number_text(number.group(1), value), 1)
+        state["files"][reading.key] = old.replace(number.group(1), text(number.group(1)), 1)
         return state
     if reading.where == "table":
         lines = state["commands"][reading.key]["stdout"].split("\n")
@@ -164,7 +165,7 @@ def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, A
         cell = cells[int(reading.path[1])]
         number = _CELL.match(cell)
         assert number is not None
-        cells[int(reading.path[1])] = cell.replace(number.group(1), _number_text(number.group(1), value), 1)
+        cells[int(reading.path[1])] = cell.replace(number.group(1), text(number.group(1)), 1)
         lines[int(reading.path[0])] = ",".join(cells)
         state["commands"][reading.key]["stdout"] = "\n".join(lines)
         return state
@@ -175,11 +176,17 @@ def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, A
     inner = data
     for step in reading.path[:-1]:
         inner = inner[step]
-    old_value = inner[reading.path[-1]]
-    inner[reading.path[-1]] = int(value) if isinstance(old_value, int) and value.is_integer() else value
+    inner[reading.path[-1]] = value(inner[reading.path[-1]])
     if reading.where == "command":
         state["commands"][reading.key]["stdout"] = json.dumps(data)
     return state
+
+
+def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, Any]:
+    """The host state with one reading multiplied by ``k``, written as the vendor wrote it."""
+    scaled = reading.value * k
+    return with_reading(host, reading, lambda old: _number_text(old, scaled),
+                        lambda old: int(scaled) if isinstance(old, int) and scaled.is_integer() else scaled)
 
 
 def samples_by_device(family: FamilyInventory | None) -> dict[tuple[str, str], float]:
