@@ -81,6 +81,9 @@ if TYPE_CHECKING:
         BoundedTimeout as BoundedTimeout,
         run_bounded as run_bounded,
     )
+    from rayaccel.support.raycompat import (
+        RAY_BUILTIN_FAMILIES as RAY_BUILTIN_FAMILIES,
+    )
     from rayaccel.transports.shared_memory import (
         SharedMemoryTransport as SharedMemoryTransport,
     )

@@ -145,7 +145,7 @@ def answer_problem(key: str, value: object, env_vars: Mapping[str, Any] | None =
 
 def _sdk_families() -> dict[str, tuple[str, str]]:
     try:
-        from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES
+        from rayaccel import RAY_BUILTIN_FAMILIES
     except ImportError:
         return {}
     return {name: (res, env) for name, (res, env) in RAY_BUILTIN_FAMILIES.items() if env}
