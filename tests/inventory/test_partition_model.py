@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rayaccel import FamilyDeclaration, Host, QuantityRule, hookimpl
 from rayaccel.hosts.fixtures import load_fixture, parse_fixture
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
@@ -215,3 +216,34 @@ def test_a_request_for_several_partitions_fills_one_device_first() -> None:
     # The last partition of GPU 0 and two of GPU 1 free: a 2-partition task gets GPU 1's pair.
     free = [first.partitions[-1].id, second.partitions[0].id, second.partitions[1].id]
     assert placement.choose(free, 2) == [second.partitions[0].id, second.partitions[1].id]
+
+
+class TwoSpellingsOfOneName:
+    """Partitions whose (kind, profile) pairs differ but spell the same Ray resource: 'mig-a'/'b' and
+    'mig'/'A_b' are both ``XPU_MIG_A_b``."""
+
+    @hookimpl
+    def rayaccel_family(self) -> FamilyDeclaration:
+        return FamilyDeclaration(name="xpu", vendor="Example", resource_name="XPU",
+                                 visible_devices_env_var="XPU_VISIBLE_DEVICES", spec_version="1.0",
+                                 quantity_rule=QuantityRule(kind="whole"))
+
+    @hookimpl
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        partitions = [Partition(id="p0", kind="mig-a", profile="b"), Partition(id="p1", kind="mig", profile="A_b"),
+                      Partition(id="p2", kind="mig-a", profile="b")]
+        return [Device(index=0, id="X-0", product_name="Example X", partitions=partitions)]
+
+
+def test_two_partition_kinds_that_spell_one_resource_name_are_not_merged_into_it() -> None:
+    pm = PluginManager(autoload=False)
+    assert pm.register(TwoSpellingsOfOneName(), "xpu"), pm.problems
+    assert partition_resource_name("XPU", "mig-a", "b") == partition_resource_name("XPU", "mig", "A_b")
+    result = collect_inventory(pm, SimulatedHost(load_fixture(FIXTURES / "a100-80gb-mig-mixed.yaml")))
+    family = result.family("xpu")
+    assert family is not None
+    # The first spelling keeps the name (both its partitions); the other is refused, named, never counted in.
+    assert family.partition_units == {"XPU_MIG_A_b": ["p0", "p2"]}
+    assert family.resources["XPU_MIG_A_b"] == 2.0
+    (problem,) = [p for p in result.problems if p.code == "partition-name-collision"]
+    assert "'p1'" in problem.message and "'mig-a'" in problem.message and "'A_b'" in problem.message

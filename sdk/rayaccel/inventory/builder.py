@@ -166,7 +166,11 @@ class InventoryBuilder:
         healthy = [d for d in devices if states.get(d.id, "unknown") != "unhealthy"]
         contribution = self.manager.answer(plugin, hookspec.RESOURCES, problems, host=host,
                                            devices=list(healthy), topology=topology)
-        partition_units = schedulable_partitions(declaration.resource_name, healthy, states)
+        partition_units, refused = schedulable_partitions(declaration.resource_name, healthy, states)
+        problems.extend(self._problem(plugin, hookspec.DISCOVER.name, "partition-name-collision",
+                                      refusal, "name partition kinds and profiles so that no two pairs spell "
+                                      "the same Ray resource or label")
+                        for refusal in refused)
 
         known = [s for s in skus if s is not None]
         sku_known = len(known) == len(devices)
@@ -468,16 +472,28 @@ class InventoryBuilder:
 
 
 def schedulable_partitions(resource_name: str, healthy: Sequence[Device],
-                           states: Mapping[str, str]) -> dict[str, list[str]]:
+                           states: Mapping[str, str]) -> tuple[dict[str, list[str]], list[str]]:
     """The Ray resource of each partition profile -> its partitions that take work (on healthy devices, not
-    unhealthy themselves), in discovery order."""
+    unhealthy themselves), in discovery order; and the partitions refused because their resource or label
+    name is already another (kind, profile)'s (kind 'mig-a' profile 'b' and kind 'mig' profile 'a-b' both
+    spell ``partition-mig-a-b``): one name must never stand for slices of different kinds or sizes."""
     offered: dict[str, list[str]] = {}
+    named: dict[str, tuple[str, str]] = {}
+    refused: list[str] = []
     for device in healthy:
         for partition in device.partitions:
-            if states.get(partition.id) != "unhealthy":
-                name = partition_resource_name(resource_name, partition.kind, partition.profile)
-                offered.setdefault(name, []).append(partition.id)
-    return offered
+            if states.get(partition.id) == "unhealthy":
+                continue
+            pair = (partition.kind, partition.profile)
+            names = (partition_resource_name(resource_name, *pair), partition_label(*pair))
+            taken = next((named[n] for n in names if named.get(n, pair) != pair), None)
+            if taken is not None:
+                refused.append(f"partition {partition.id!r} (kind {pair[0]!r}, profile {pair[1]!r}) would be "
+                               f"offered under the same name as kind {taken[0]!r}, profile {taken[1]!r}")
+                continue
+            named.update(dict.fromkeys(names, pair))
+            offered.setdefault(names[0], []).append(partition.id)
+    return offered, refused
 
 
 def partition_label(kind: str, profile: str) -> str:
