@@ -19,6 +19,7 @@ def all_checks() -> list[Check]:
         experimental,
         invariants,
         layouts,
+        numa_readings,
         partition_sizes,
         performance,
         poll_history,

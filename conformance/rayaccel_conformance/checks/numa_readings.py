@@ -1,0 +1,172 @@
+"""RAC245 (supported tier): a device's NUMA node, changed where the host states it, moves that device's
+``numa_node`` to exactly the new node and no other device's.
+
+A NUMA node derived from something else (the PCI bus number, the index, the first card's) is right on every
+fixture whose machine happens to agree with the rule and wrong on the next; nothing else in an inventory can
+tell. The SDK cannot parse a vendor's formats, but it can find where a device's NUMA node is written: a file
+of the device's own named for it (``/sys/bus/pci/devices/<address>/numa_node``), a value under a ``numa`` key
+in a library's data or a command's JSON keyed by the device's index, a cell of a command's CSV under a ``numa``
+column in the device's row. Each helper here is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rayaccel.hosts.fixtures import HostState
+from rayaccel.records import Device, FamilyInventory
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.readings import Reading, owned_by
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+_INTEGER = re.compile(r"^\s*(-?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class NumaReading:
+    """Where the host states one device's NUMA node, and the node it states."""
+
+    where: str  # "file", "library", "command" (JSON output) or "table" (a command's CSV output)
+    key: str  # the file's path, the library's name, the command line
+    path: tuple[str | int, ...]  # inside the data; (line, field) of a table
+    node: int
+
+    def describe(self) -> str:
+        if self.where == "table":
+            return f"`{self.key}` output line {self.path[0]} field {self.path[1]}"
+        inner = ".".join(str(p) for p in self.path)
+        return {"file": f"file {self.key}", "library": f"library {self.key} {inner}",
+                "command": f"`{self.key}` output {inner}"}[self.where]
+
+
+def _numa_leaves(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], int]]:
+    """Integers (or integer text) in ``data`` under a key naming NUMA (``numa_node``, ``numa.node``)."""
+    if isinstance(data, dict):
+        return [leaf for key, value in data.items() for leaf in _numa_leaves(value, (*path, key))]
+    if isinstance(data, list):
+        return [leaf for i, value in enumerate(data) for leaf in _numa_leaves(value, (*path, i))]
+    if not any("numa" in str(p).lower() for p in path) or isinstance(data, bool):
+        return []
+    if isinstance(data, int):
+        return [(path, data)]
+    match = _INTEGER.match(data) if isinstance(data, str) else None
+    return [(path, int(match.group(1)))] if match else []
+
+
+def numa_readings(host: dict[str, Any], device: Device) -> list[NumaReading]:
+    """Every place the host states the device's NUMA node (whatever node it states)."""
+    found = []
+    for path, text in (host.get("files") or {}).items():
+        match = _INTEGER.match(text or "")
+        if match and "numa" in path.rsplit("/", 1)[-1].lower() and owned_by(Reading("file", path, (), 0.0), device):
+            found.append(NumaReading("file", path, (), int(match.group(1))))
+    for name, data in (host.get("libraries") or {}).items():
+        found += [NumaReading("library", name, p, n) for p, n in _numa_leaves(data)
+                  if owned_by(Reading("library", name, p, 0.0), device)]
+    for line, answer in (host.get("commands") or {}).items():
+        stdout = (answer or {}).get("stdout") or ""
+        try:
+            data = json.loads(stdout)
+        except (ValueError, TypeError):
+            found += _table_readings(line, stdout, device)
+            continue
+        found += [NumaReading("command", line, p, n) for p, n in _numa_leaves(data)
+                  if owned_by(Reading("command", line, p, 0.0), device)]
+    return found
+
+
+def _table_readings(command: str, stdout: str, device: Device) -> list[NumaReading]:
+    """The cell under a header naming NUMA in the device's row of a command's CSV output."""
+    rows = stdout.splitlines()
+    if not rows:
+        return []
+    columns = [i for i, cell in enumerate(rows[0].split(",")) if "numa" in cell.lower()]
+    found = []
+    for n, row in enumerate(rows[1:], start=1):
+        if not owned_by(Reading("table", command, (), 0.0, row), device):
+            continue
+        cells = row.split(",")
+        for i in columns:
+            match = _INTEGER.match(cells[i]) if i < len(cells) else None
+            if match:
+                found.append(NumaReading("table", command, (n, i), int(match.group(1))))
+    return found
+
+
+def moved_host(host: dict[str, Any], readings: list[NumaReading], node: int) -> dict[str, Any]:
+    """The host with every reading stating ``node`` instead, written as the vendor wrote it (text stays text)."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    for reading in readings:
+        if reading.where == "file":
+            state["files"][reading.key] = f"{node}\n"
+            continue
+        if reading.where == "table":
+            lines = state["commands"][reading.key]["stdout"].split("\n")
+            cells = lines[int(reading.path[0])].split(",")
+            old = cells[int(reading.path[1])]
+            cells[int(reading.path[1])] = old.replace(old.strip(), str(node), 1)
+            lines[int(reading.path[0])] = ",".join(cells)
+            state["commands"][reading.key]["stdout"] = "\n".join(lines)
+            continue
+        data = state["libraries"][reading.key] if reading.where == "library" else json.loads(
+            state["commands"][reading.key]["stdout"])
+        inner = data
+        for step in reading.path[:-1]:
+            inner = inner[step]
+        inner[reading.path[-1]] = str(node) if isinstance(inner[reading.path[-1]], str) else node
+        if reading.where == "command":
+            state["commands"][reading.key]["stdout"] = json.dumps(data)
+    return state
+
+
+def numa_nodes(family: FamilyInventory | None) -> dict[str, int | None]:
+    return {d.id: d.numa_node for d in (family.devices if family else [])}
+
+
+@check("RAC245", scope="fixture")
+def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evidence:
+    """A device's NUMA node changed where the host states it moves that device's ``numa_node`` to exactly the
+    new node, and no other device's.
+
+    For the middle device with a NUMA node, the suite finds every place the host states its node (a file of its
+    own named ``numa...``, a value under a ``numa`` key of a library's data or a command's JSON keyed by its
+    index, a ``numa`` column of its row in a command's CSV), writes another node there (1, or 0 where it was 1),
+    and builds the inventory again: the device's ``numa_node`` must be that node, every other device's as it
+    was. A node that stays put was derived (from the PCI bus number, the index, another device) or defaulted.
+    Not applicable where no device has a NUMA node or the host states none of the chosen device's. Fix: read
+    each device's node from its own entry (``/sys/bus/pci/devices/<address>/numa_node``, NVML's
+    ``nvmlDeviceGetNumaNodeId``), never compute it.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    placed = [d for d in (fam.devices if fam else []) if d.numa_node is not None]
+    if fam is None or not placed:
+        raise NotApplicable(f"{fx.ref}: no device has a NUMA node")
+    device = placed[len(placed) // 2]
+    host = fx.host.model_dump(mode="json")
+    readings = numa_readings(host, device)
+    if not readings:
+        raise NotApplicable(f"{fx.ref}: the host states no NUMA node of {device.id} where the suite can find it (a "
+                            "file of its own named numa..., a numa key keyed by its index, a numa column of its row)")
+    node = next(n for n in (1, 0, 2, 3) if n != device.numa_node and all(r.node != n for r in readings))
+    variant = fx.model_copy(update={"host": HostState.model_validate(moved_host(host, readings, node)), "faults": []})
+    after = numa_nodes(subject.build(simulated_host(variant), with_metrics=False).family(family.name))
+    stated = ", ".join(f"{r.describe()} ({r.node})" for r in readings[:3])
+    where = (f"invariant numa-node-read-from-the-host, {fx.ref} with {device.id}'s NUMA node made {node} "
+             f"({stated} -> {node})")
+    wrong = []
+    if after.get(device.id) != node:
+        wrong.append(f"{where}: {device.id}'s numa_node is {after.get(device.id)} (was {device.numa_node}), not {node}:"
+                     " the node is derived (from the PCI bus number, the index, another device) or defaulted, not "
+                     "read from the device's own entry" + (f" (which stated {readings[0].node} before the change)"
+                                                           if readings[0].node != device.numa_node else ""))
+    wrong += [f"{where}: {other}'s numa_node went from {was} to {after.get(other)}: a device's node is its own"
+              for other, was in numa_nodes(fam).items() if other != device.id and after.get(other) != was]
+    if wrong:
+        raise CheckFailed(wrong[:4])
+    return f"{fx.ref}: {device.id}'s NUMA node made {node} at {len(readings)} place(s); its numa_node followed"
