@@ -161,6 +161,29 @@ class VisibleRangeEndsOnly(Healthy):
         return _with_ranges(super().rayaccel_parse_visible(value), lambda low, high: sorted({low, high}))
 
 
+class VisibleRangeOneAsText(Healthy):
+    DEFECT = ("a visible-devices range is expanded only when its ends differ ('low < high'): '3-3' stays the id "
+              "'3-3', a unit the node does not have, so the process sees no device")
+    KILLED_BY = ("RAC243", "property visible-range-inclusive")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        out: list[str] = []
+        for token in super().rayaccel_parse_visible(value):
+            match = _RANGE.match(token)
+            expand = match is not None and int(match[1]) < int(match[2])
+            out += [str(i) for i in range(int(match[1]), int(match[2]) + 1)] if match and expand else [token]
+        return out
+
+
+class VisibleRangeOneDropped(Healthy):
+    DEFECT = "a visible-devices range whose ends are equal ('3-3') expands to no unit at all"
+    KILLED_BY = ("RAC243", "property visible-range-inclusive")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return _with_ranges(super().rayaccel_parse_visible(value),
+                            lambda low, high: list(range(low, high + 1)) if low < high else [])
+
+
 # One partition name, one size on every node (RAC244) -------------------------------------------------------------
 
 #: The machine's memory mode, in its environment (as a boot parameter): how many partitions each card's memory is
@@ -244,7 +267,7 @@ class PartitionNamedByPlace(Healthy):
 
 for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
              HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly,
-             PartitionNamedByCompute, PartitionNamedByPlace):
+             VisibleRangeOneAsText, VisibleRangeOneDropped, PartitionNamedByCompute, PartitionNamedByPlace):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionNamedByCompute, PartitionNamedByPlace):
