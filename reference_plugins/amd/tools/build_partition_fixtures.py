@@ -24,6 +24,11 @@ that Ray counts one by one (``amdsmi_get_processor_handles``). What the fixtures
   reuses the last answer), so that column is only trusted with a known ``accelerator_type``; ``list --json``
   prints each logical GPU's own ``partition_id`` (``amdsmi_get_gpu_kfd_info``).
 
+* **activity**: every machine is recorded busy (a training job on every partition), each partition at its own
+  ``gfx_activity`` and ``umc_activity`` (amdsmi_get_gpu_activity and ``amd-smi metric``'s ``usage`` answer per
+  logical GPU, in percent): a GPU's utilization is its partitions' mean, never their sum, and no partition reads
+  the mean (so a reading scaled or damaged at the host seam is never taken for the GPU's own).
+
 Fixtures written (expected values are worked out from these facts, not from the plugin's output):
 
 * ``mi300x-cpx-nps4`` (amdsmi, ROCm 7.12.0): one uuid per partition.
@@ -102,6 +107,21 @@ def bdf(gpu: int, partition: int) -> str:
 # amdsmi (library) fixtures -----------------------------------------------------------------------
 
 
+def gfx_activity(gpu: int, partition: int) -> int:
+    """The busy machine's GFX activity of a partition, in percent (69-99, each GPU's partitions apart)."""
+    return 69 + (7 * gpu + 11 * partition) % 31
+
+
+def umc_activity(gpu: int, partition: int) -> int:
+    return 21 + (5 * gpu + 3 * partition) % 13
+
+
+def expected_utilization(partitions: int) -> dict[str, dict[str, float]]:
+    """``expected.metric_values``: each GPU's utilization, its partitions' mean GFX activity."""
+    return {device: {"utilization": sum(gfx_activity(g, p) for p in range(partitions)) / partitions}
+            for g, device in enumerate(expected_ids())}
+
+
 def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) -> dict[str, Any]:
     primary = partition == 0
     logical = gpu * partitions + partition
@@ -127,7 +147,8 @@ def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) 
         "kfd_info": {"kfd_id": 40000 + logical, "node_id": 2 + logical, "current_partition_id": partition},
         "ras_block_features": [{"block": "UMC", "status": "ENABLED"}],
         "total_ecc_count": {"correctable_count": 0, "uncorrectable_count": 0, "deferred_count": 0},
-        "activity": {"gfx_activity": 0, "umc_activity": 0, "mm_activity": "N/A"},
+        "activity": {"gfx_activity": gfx_activity(gpu, partition), "umc_activity": umc_activity(gpu, partition),
+                     "mm_activity": "N/A"},
         "temperature": {"edge": "N/A", "hotspot": 40 + gpu, "vram": 35},
     }
     if primary:
@@ -185,6 +206,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
         "links": 0, "skus": {i: "mi300x" for i in ids},
         "labels": expected_labels(8, VRAM_MB, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
                                   "NPS4", hive=None, partitions=64),
+        "metric_values": expected_utilization(partitions),
     }
     faults: list[dict[str, Any]] = []
     if per_partition:
@@ -202,7 +224,8 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
     description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (one PCI "
                    f"function each) through the amdsmi Python API (ROCm {rocm}); "
                    + ("each partition's uuid carries its partition id in its second byte (ROCm 7.12+)"
-                      if per_partition else "every partition reports its GPU's uuid (ROCm 6.1 to 7.11)"))
+                      if per_partition else "every partition reports its GPU's uuid (ROCm 6.1 to 7.11)")
+                   + "; busy, each partition at its own GFX activity")
     source = (f"amdsmi Python API of ROCm {rocm} (amdsmi_interface.py: function names, return shapes; "
               f"documented at {AMDSMI_PY_API_712 if per_partition else AMDSMI_PY_API}); partitioning as in "
               f"{PARTITION_DOC} (CPX = 8 partitions of 38 CUs, NPS4); {UUID_SOURCE}")
@@ -247,7 +270,8 @@ def metric_entry(gpu: int, partition: int, partitions: int, logical: int) -> dic
     total = VRAM_MB // partitions
     return {
         "gpu": logical,
-        "usage": {"gfx_activity": value(0, "%"), "umc_activity": value(0, "%"), "mm_activity": value("N/A", "%")},
+        "usage": {"gfx_activity": value(gfx_activity(gpu, partition), "%"),
+                  "umc_activity": value(umc_activity(gpu, partition), "%"), "mm_activity": value("N/A", "%")},
         # Socket power is the whole GPU's: only the primary partition reports it.
         "power": {"socket_power": value(130 + gpu if primary else "N/A", "W"),
                   "gfx_voltage": value("N/A", "mV"), "soc_voltage": value("N/A", "mV"),
@@ -321,7 +345,8 @@ def cli_fixture(layout: int) -> dict[str, Any]:
                 # 8 GPUs, every pair joined by xGMI: 28 links, one hive (amd-smi does not name it).
                 "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
                 "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
-                                          "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16)}
+                                          "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16),
+                "metric_values": expected_utilization(partitions)}
     faults: list[dict[str, Any]] = []
     if layout == 26:
         faults.append({
@@ -339,7 +364,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
              if layout == 25 else "partition data is only in `amd-smi partition --current --json`, not `static`")
     description = (f"8x AMD Instinct MI300X in DPX compute / NPS1 memory partitioning: 16 logical GPUs (one PCI "
                    f"function each) read through amd-smi {tool} --json (ROCm {rocm}; no amdsmi Python package); "
-                   f"{where}; partitions share their GPU's uuid")
+                   f"{where}; partitions share their GPU's uuid; busy, each partition at its own GFX activity")
     source = (f"amd-smi {tool} (ROCm {rocm}) JSON layout of list/static/metric/topology/version"
               + (" and partition --current" if layout == 26 else "")
               + f" --json, documented at {CLI_DOC_25 if layout == 25 else CLI_DOC_26}"
