@@ -60,6 +60,8 @@ RESULTS = REPO / "build" / "mutation" / "results.json"
 BAKE_PACKAGE, BAKE_PLUGIN = "rayaccel_example", "example"
 #: The five reference plugins: plugin name -> package (reference_plugins/<name>/src/<package>).
 REFERENCE_PLUGINS = {name: f"rayaccel_{name}" for name in ("amd", "gaudi", "neuron", "nvidia", "tpu")}
+#: The baseline's line coverage per check, written beside its timings (see ``measure``).
+LINES = "lines.json"
 #: Mutants per cosmic-ray session: small enough that a budget cut loses little, large enough to amortise init.
 CHUNK = 4
 
@@ -113,21 +115,32 @@ class Outcome:
 
 # --- the test cosmic-ray runs on each mutant -----------------------------------------------------------------
 
-def check(plugin: str, tier: str = "certified", timings: Path | None = None, order: Path | None = None) -> int:
+def check(plugin: str, tier: str = "certified", timings: Path | None = None, order: Path | None = None,
+          lines: Path | None = None, package: str | None = None, mutated: Path | None = None,
+          pristine: Path | None = None) -> int:
     """Run the suite's in-process checks up to ``tier`` on one plugin; 0 when every one passed or was skipped.
-    ``timings``: write each check's seconds there (the baseline does); ``order``: run the checks cheapest first
-    by such a file (a mutant stops at the first check that fails, so the order changes only the cost)."""
+    ``timings``: write each check's seconds there (the baseline does; with ``lines`` and ``package``, also which
+    check runs which line of the package, see :func:`measure`); ``order``: run the checks cheapest first by such a
+    file (a mutant stops at the first check that fails, so the order changes only the cost); ``lines``,
+    ``mutated`` and ``pristine``: a mutant's test runs only the checks that run a line it changed (see
+    :func:`covering`)."""
     from rayaccel.plugins.manager import PluginManager
     from rayaccel_conformance.checks import all_checks
     from rayaccel_conformance.harness.subject import Subject
     from rayaccel_conformance.registry import tier_index
 
-    manager = PluginManager(timeout=10.0)
-    subject = Subject(plugin, manager)
     checks = [c for c in all_checks() if not c.uses_ray and tier_index(c.tier) <= tier_index(tier)]
     if order is not None and order.is_file():
         cost: dict[str, float] = json.loads(order.read_text(encoding="utf-8"))
         checks.sort(key=lambda c: cost.get(c.id, 0.0))
+    if timings is not None and lines is not None and package is not None:
+        return measure(plugin, checks, package, timings, lines)
+    if lines is not None and mutated is not None and pristine is not None:
+        selected = covering([c.id for c in checks], json.loads(lines.read_text(encoding="utf-8")),
+                            mutated.name, pristine.read_text(encoding="utf-8"), mutated.read_text(encoding="utf-8"))
+        print(f"{len(selected)} of {len(checks)} checks run a line this mutant changed")
+        checks = [c for c in checks if c.id in selected]
+    subject = Subject(plugin, PluginManager(timeout=10.0))
     spent: dict[str, float] = {}
     for c in checks:
         started = time.perf_counter()
@@ -141,6 +154,145 @@ def check(plugin: str, tier: str = "certified", timings: Path | None = None, ord
     if timings is not None:
         timings.write_text(json.dumps(spent), encoding="utf-8")
     return 0
+
+
+#: The coverage context of what runs while the plugin's modules are imported, before any check: every check.
+IMPORT_CONTEXT = "(import)"
+#: Audit events of a process started: a check that starts one may run the plugin where coverage cannot see.
+SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.system"})
+
+
+def forget_caches() -> None:
+    """Every ``functools`` cache of the SDK, the suite and the plugin emptied, so the next check runs the plugin
+    code it depends on itself rather than finding an earlier check's answer (and is credited with those lines)."""
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0].startswith("rayaccel") and module is not None:
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear):
+                    with contextlib.suppress(Exception):
+                        clear()
+
+
+def measure(plugin: str, checks: Sequence[Any], package: str, timings: Path, lines: Path) -> int:
+    """The baseline with line coverage (coverage.py, one context per check): each check on a Subject and plugin
+    manager of its own and with every cache emptied, as if it ran alone, so a line is credited to every check
+    whose answer depends on it. Writes ``lines``: per module file, line -> the checks that ran it (the plugin's
+    modules are all imported first, under :data:`IMPORT_CONTEXT`), and the checks that started a process (run for
+    every mutant: the plugin may run in it, unseen)."""
+    import importlib
+    import pkgutil
+
+    import coverage
+
+    from rayaccel.plugins.manager import PluginManager
+    from rayaccel_conformance.harness.subject import Subject
+
+    current, spawning = [IMPORT_CONTEXT], set()
+
+    def audit(event: str, _args: tuple[Any, ...]) -> None:
+        if event in SPAWN_EVENTS:
+            spawning.add(current[0])
+
+    sys.addaudithook(audit)
+    root = Path(importlib.import_module(package).__file__ or "").parent
+    tracer = coverage.Coverage(data_file=None, include=[str(root / "*.py")], config_file=False)
+    spent: dict[str, float] = {}
+    tracer.start()
+    try:
+        tracer.switch_context(IMPORT_CONTEXT)
+        for info in pkgutil.iter_modules([str(root)]):
+            with contextlib.suppress(Exception):  # a module that does not import fails its checks, not this
+                importlib.import_module(f"{package}.{info.name}")
+        for c in checks:
+            forget_caches()
+            subject = Subject(plugin, PluginManager(timeout=10.0))
+            current[0] = c.id
+            tracer.switch_context(c.id)
+            started = time.perf_counter()
+            refs: list[str | None] = [*subject.fixture_paths()] or [None]
+            for ref in refs if c.scope == "fixture" else [None]:
+                outcome = subject.run(c, ref)
+                if outcome.outcome in ("failed", "error"):
+                    print(f"failed: {c.id} on {ref}: {outcome.evidence[0][:300] if outcome.evidence else ''}")
+                    return 1
+            spent[c.id] = time.perf_counter() - started
+    finally:
+        tracer.stop()
+    data = tracer.get_data()
+    files = {Path(f).name: {str(line): sorted(contexts) for line, contexts in data.contexts_by_lineno(f).items()}
+             for f in data.measured_files()}
+    lines.write_text(json.dumps({"files": files, "spawning": sorted(spawning)}), encoding="utf-8")
+    timings.write_text(json.dumps(spent), encoding="utf-8")
+    return 0
+
+
+def changed_rows(pristine: str, mutated: str) -> set[int]:
+    """The pristine source's lines (1-based) a mutation replaced."""
+    import difflib
+
+    rows: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, pristine.splitlines(), mutated.splitlines(), autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            rows.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return rows
+
+
+def _statements(node: ast.AST, in_function: bool = False) -> Iterable[tuple[ast.stmt, bool]]:
+    """Every statement under ``node``, and whether it is inside a function body (runs when called, not at import)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt):
+            yield child, in_function
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in child.body:
+                    yield inner, True
+                    yield from _statements(inner, True)
+                continue
+        yield from _statements(child, in_function)
+
+
+def executed_lines(source: str, row: int) -> range | None:
+    """The lines whose execution runs the code on ``row``: its innermost statement's (only the header of a compound
+    one: its body has statements of its own), or just ``row`` where that is a clause (``except``, ``else``).
+    None when the statement runs at import (module or class level, a signature, a decorator): every check runs
+    it, before any check starts."""
+    found = [(s, f) for s, f in _statements(ast.parse(source))
+             if s.lineno <= row <= (s.end_lineno or s.lineno)]
+    if not found:
+        return None
+    statement, in_function = max(found, key=lambda sf: (sf[0].lineno, -(sf[0].end_lineno or sf[0].lineno)))
+    if not in_function:
+        return None
+    body: list[ast.stmt] = getattr(statement, "body", None) or []
+    header_end = body[0].lineno - 1 if body else (statement.end_lineno or statement.lineno)
+    if row <= header_end:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None  # defaults and decorators: evaluated where the definition runs (kept whole: all checks)
+        return range(statement.lineno, header_end + 1)
+    return range(row, row + 1)
+
+
+def covering(check_ids: Sequence[str], lines: dict[str, Any], module: str, pristine: str, mutated: str
+             ) -> list[str]:
+    """The checks a mutant's test must run: those whose baseline ran a line the mutation changed (any other check
+    runs the same code as on the unmutated plugin, so passes as it did), and those that start a process; every
+    check when a changed line runs at import or the mutant cannot be placed."""
+    file_lines: dict[str, list[str]] = lines["files"].get(module, {})
+    rows = changed_rows(pristine, mutated)
+    selected: set[str] = set(lines.get("spawning", ()))
+    try:
+        spans = [executed_lines(pristine, row) for row in rows]
+    except SyntaxError:
+        spans = [None]
+    if not rows or any(span is None for span in spans):
+        return list(check_ids)
+    for span in spans:
+        for line in span or ():
+            selected.update(file_lines.get(str(line), ()))
+    if IMPORT_CONTEXT in selected:
+        return list(check_ids)
+    return [c for c in check_ids if c in selected]
 
 
 # --- what is mutated --------------------------------------------------------------------------------------------
@@ -209,10 +361,13 @@ def test_env(target: Target, src: Path) -> dict[str, str]:
     return env
 
 
-def test_command(target: Target, src: Path, order: Path) -> str:
+def test_command(target: Target, src: Path, order: Path, pristine: Path) -> str:
+    """The test cosmic-ray runs on each mutant of the module copied under ``src``: the checks that run a line it
+    changed (by the baseline's coverage beside ``order``, the mutated copy against ``pristine``), cheapest first."""
     return shlex.join(["env", *(f"{k}={v}" for k, v in test_env(target, src).items()), sys.executable,
                        str(Path(__file__).resolve()), "--check", target.plugin, "--tier", target.tier,
-                       "--order", str(order)])
+                       "--order", str(order), "--lines", str(order.with_name(LINES)),
+                       "--mutated", str(src / package_of(target) / target.file_name), "--pristine", str(pristine)])
 
 
 # --- cosmic-ray sessions ------------------------------------------------------------------------------------------
@@ -311,7 +466,8 @@ class Runner:
         work.mkdir()
         src = work / "src"
         module = copy_package(target, self.bake_src, src)
-        config = write_config(work, module, test_command(target, src, order), timeout)
+        pristine = enumerated.parent / "src" / package_of(target) / target.file_name
+        config = write_config(work, module, test_command(target, src, order, pristine), timeout)
         session = work / "session.sqlite"
         shutil.copyfile(enumerated, session)
         with sqlite3.connect(session) as db:  # the same mutants, of this chunk's copy of the module
@@ -500,7 +656,8 @@ def gap_order(targets: Sequence[Target], counts: dict[str, int], previous: Path)
 
 
 def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> tuple[Path, float]:
-    """The plugin's unmutated code through the suite: (its per-check times, its seconds); refused when it fails."""
+    """The plugin's unmutated code through the suite: (its per-check times, its seconds; which check runs which
+    line is written beside the times, :data:`LINES`); refused when it fails."""
     work = scratch / f"baseline-{target.plugin}"
     work.mkdir()
     src = work / "src"
@@ -508,7 +665,8 @@ def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> t
     timings = work / "timings.json"
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--check", target.plugin, "--tier",
-                           target.tier, "--timings", str(timings)], capture_output=True, text=True,
+                           target.tier, "--timings", str(timings), "--lines", str(timings.with_name(LINES)),
+                           "--package", package_of(target)], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **test_env(target, src)})
     if done.returncode != 0:
         fail(f"error: {target.plugin} unmutated fails the suite, so no mutant can be graded: "
@@ -600,9 +758,13 @@ def main() -> int:
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
     parser.add_argument("--timings", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--order", type=Path, help=argparse.SUPPRESS)
+    for internal in ("--lines", "--mutated", "--pristine"):
+        parser.add_argument(internal, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--package", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check:
-        return check(args.check, args.tier or "certified", args.timings, args.order)
+        return check(args.check, args.tier or "certified", args.timings, args.order, args.lines, args.package,
+                     args.mutated, args.pristine)
     for name, value in (("--budget", args.budget), ("--workers", args.workers), ("--sample", args.sample),
                         ("--timeout", args.timeout)):
         if value is not None and value <= 0:

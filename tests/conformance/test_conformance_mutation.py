@@ -142,3 +142,50 @@ def test_survivors_of_an_earlier_result_can_be_run_again_and_a_foreign_file_is_r
     with pytest.raises(SystemExit) as refused:
         mutation.survivors_of(last)
     assert refused.value.code == 2 and "not a result this script wrote" in capsys.readouterr().err
+
+
+COVERED = '''import os
+
+TABLE = {"a": 1}
+
+
+class Reader:
+    LIMIT = 2
+
+    def read(self, text: str, width: int = 4) -> int:
+        try:
+            value = int(text,
+                        16)
+        except ValueError:
+            return -1
+        if value > self.LIMIT and (
+                value < 10):
+            return value * 2
+        return value
+'''
+
+
+def test_a_mutant_runs_only_the_checks_whose_baseline_ran_a_line_it_changed() -> None:
+    # Which statement's execution runs the mutated row: the innermost statement, a compound one by its header.
+    assert mutation.executed_lines(COVERED, 11) == range(11, 13)   # int(text,\n 16): both lines of it
+    assert mutation.executed_lines(COVERED, 16) == range(15, 17)   # the if's two header lines, not its body
+    assert mutation.executed_lines(COVERED, 17) == range(17, 18)
+    assert mutation.executed_lines(COVERED, 13) == range(13, 14)   # an except clause: only when it is reached
+    # At import (module level, a class body, a signature's default): every check runs it before any starts.
+    assert [mutation.executed_lines(COVERED, row) for row in (3, 7, 9)] == [None, None, None]
+
+    lines = {"files": {"pick.py": {"15": ["RAC201"], "16": ["RAC202"], "17": ["RAC203"], "3": ["(import)"]}},
+             "spawning": ["RAC112"]}
+    checks = ["RAC112", "RAC201", "RAC202", "RAC203", "RAC204"]
+    mutated = COVERED.replace("value < 10", "value <= 10")
+    assert mutation.changed_rows(COVERED, mutated) == {16}
+    # The if's header ran in RAC201 and RAC202; RAC112 starts a process (the plugin may run unseen there).
+    assert mutation.covering(checks, lines, "pick.py", COVERED, mutated) == ["RAC112", "RAC201", "RAC202"]
+    assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace("* 2", "* 3")) == [
+        "RAC112", "RAC203"]
+    # A line no check ran: only the process-starting check (the mutant survives, as every other check passes).
+    assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace("return -1", "return 1")) == [
+        "RAC112"]
+    # At import (a module-level value, a default): every check.
+    assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace('"a": 1', '"a": 2')) == checks
+    assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace("int = 4", "int = 5")) == checks
