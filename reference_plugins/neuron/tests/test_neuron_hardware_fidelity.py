@@ -77,6 +77,18 @@ def test_missing_ecc_counters_are_unknown_not_zero(manager: PluginManager) -> No
     assert not [m for m in family.metrics if m.device == report.device and m.name == "ecc_errors_uncorrected"]
 
 
+def test_a_garbled_ecc_counter_is_unknown_though_the_other_reads(manager: PluginManager) -> None:
+    # The SRAM counter reads 0, the HBM one is garbage: HBM errors cannot be seen, so the device is not healthy.
+    trn1 = fixture("trn1.32xlarge")
+    hbm = "/sys/devices/virtual/neuron_device/neuron3/stats/hardware/mem_ecc_uncorrected"
+    garbled = trn1.model_copy(update={"host": trn1.host.model_copy(update={"files": {**trn1.host.files, hbm: "?#\n"}})})
+    family = build_inventory(manager, SimulatedHost(garbled)).family("neuron")
+    assert family is not None
+    report = next(h for h in family.health if h.device == family.devices[3].id)
+    assert (report.state, [r.code for r in report.reasons]) == ("unknown", ["neuron-ecc-unreadable"])
+    assert hbm in report.reasons[0].message
+
+
 def test_ecc_counters_published_as_total_directories_are_read(manager: PluginManager) -> None:
     data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
     data["host"]["files"]["/sys/class/neuron_device/neuron5/stats/hardware/mem_ecc_uncorrected/total"] = "2\n"

@@ -40,6 +40,13 @@ def health_of(host: Host, devices: Sequence[Device]) -> list[HealthReport]:
                 f"device {device.index} ({sysfs.device_dir(device.index, host)}/stats/hardware): ECC errors cannot "
                 "be seen")]))
             continue
+        garbled = sysfs.garbled_ecc_counters(host, device.index, ecc)
+        if garbled:
+            # A published counter that reads as no number hides the errors it counts: not healthy, unknown.
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
+                code="neuron-ecc-unreadable", message=f"the uncorrected-ECC counter {', '.join(garbled)} of Neuron "
+                f"device {device.index} does not read as a number: ECC errors counted there cannot be seen")]))
+            continue
         reasons = []
         if ecc.mem_uncorrected:
             reasons.append(HealthReason(code="neuron-hbm-ecc-uncorrected", fatal=True, message=(

@@ -120,6 +120,15 @@ def ecc_counters(host: Host, index: int) -> EccCounters:
                        read_count(host, f"{base}/sram_ecc_uncorrected"))
 
 
+def garbled_ecc_counters(host: Host, index: int, ecc: EccCounters) -> list[str]:
+    """The uncorrected-ECC counter files the driver publishes that read as no count (a flaky read, a driver
+    mid-reset): errors counted there cannot be seen, whatever the other counter says."""
+    base = f"{device_dir(index, host)}/stats/hardware"
+    values = {"mem_ecc_uncorrected": ecc.mem_uncorrected, "sram_ecc_uncorrected": ecc.sram_uncorrected,
+              "mem_ecc_repairable_uncorrected": ecc.mem_repairable_uncorrected}
+    return [f"{base}/{name}" for name, value in values.items() if value is None and read(host, f"{base}/{name}")]
+
+
 def device_present(host: Host, index: int) -> bool:
     return bool(host.is_dir(device_dir(index, host)))
 
