@@ -19,6 +19,7 @@ from ray.util.placement_group import PlacementGroup
 
 import rayaccel.ray
 from rayaccel.ray.group_topology import group_table
+from rayaccel.ray.node_view import alive_nodes
 from rayaccel.ray.registry import uninstall
 from rayaccel.support.polling import wait_for
 
@@ -177,3 +178,27 @@ def test_a_removed_nodes_host_name_is_free_again(cluster):
              named.node_id} <= alive, timeout=120, what="both new nodes alive")
     assert labels(again.node_id)["ray.io/gpu-domain"] == "dgx-h100-01-2-nvswitch"
     assert labels(named.node_id)["ray.io/gpu-domain"] == "dgx-c-nvswitch"
+
+
+def test_a_domain_group_reads_the_nodes_again_only_after_one_came_or_went(cluster, monkeypatch):
+    # The GCS announces each node that registers or dies on its node channel; between announcements the
+    # driver's view of the nodes (rayaccel.ray.node_view) is not read again, after one it is.
+    cluster_obj, _, _ = cluster
+    reads: list[int] = []
+    real_nodes = ray.nodes
+    monkeypatch.setattr(ray, "nodes", lambda: reads.append(1) or real_nodes())
+
+    def reads_for_one_group() -> int:
+        before = len(reads)
+        remove_placement_group(rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}] * 2, kind="nvswitch"))
+        return len(reads) - before
+
+    wait_for(lambda: (reads_for_one_group(), reads_for_one_group()), lambda counts: counts[1] == 0, timeout=60,
+             what="a domain group made without reading the nodes")
+    extra = rayaccel.ray.add_node(cluster_obj, simulate="nvidia/dgx-h100", num_cpus=1, hostname="dgx-d")
+    listed = wait_for(lambda: {n["NodeID"]: n for n in alive_nodes()}, lambda nodes: extra.node_id in nodes,
+                      timeout=60, what="the view to list the added node")
+    assert listed[extra.node_id]["Labels"]["ray.io/gpu-domain"] == "dgx-d-nvswitch"
+    cluster_obj.remove_node(extra)
+    wait_for(lambda: {n["NodeID"] for n in alive_nodes()}, lambda ids: extra.node_id not in ids, timeout=60,
+             what="the view to drop the removed node")

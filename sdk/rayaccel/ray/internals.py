@@ -42,6 +42,10 @@ REQUIRED_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
     ("ray.experimental.internal_kv", "_internal_kv_put", "the health monitor publishes its status"),
     ("ray.experimental.internal_kv", "_internal_kv_get", "readers get the health monitor's status"),
     ("ray._private.state", "state", "a placement group's topology_strategy and assigned domain (GCS table data)"),
+    ("ray._private.gcs_utils", "create_gcs_channel", "a gRPC channel to the GCS for its node channel (node_view)"),
+    ("ray.core.generated.gcs_service_pb2_grpc", "ControlPlanePubSubGcsServiceStub",
+     "subscribes to and long-polls the GCS node channel (node_view)"),
+    ("ray.core.generated.pubsub_pb2", "GCS_NODE_INFO_CHANNEL", "the channel a node's registration and death go on"),
 )
 
 

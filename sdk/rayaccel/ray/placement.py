@@ -16,6 +16,7 @@ domain's resource beside the family's. For a TPU slice bundle 0 goes on worker 0
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from rayaccel.inventory.topology import best_connected_subset
 from rayaccel.labels import GPU_DOMAIN_KINDS
 from rayaccel.ray.claims import DOMAIN_RESOURCE_INFIX, domain_resource
 from rayaccel.ray.group_topology import group_table
+from rayaccel.ray.node_view import alive_nodes
 from rayaccel.records import NodeInventory
 from rayaccel.reporting import plain_int
 from rayaccel.support.raycompat import (
@@ -181,8 +183,10 @@ def find_scale_up_domain(bundles: Sequence[Mapping[str, float]], kind: str | Non
                         f"domains in the cluster: {known}")
 
 
+@functools.cache
 def ray_has_topology_strategy() -> bool:
-    """True when this Ray's ``placement_group`` packs groups into label domains (``topology_strategy``, 2.60)."""
+    """True when this Ray's ``placement_group`` packs groups into label domains (``topology_strategy``, 2.60);
+    asked once per process (the installed Ray does not change under it)."""
     import inspect
 
     from ray.util import placement_group
@@ -204,15 +208,41 @@ def domain_topology_key(bundles: Sequence[Mapping[str, float]], kind: str | None
     None where the driver must choose: no domain of ``kind`` offers every resource the bundles ask for, or
     a node among them has several domains (a label names only one of them, so Ray would see one domain where
     there are two). GPU domains: ``ray.io/gpu-domain``; the others: ``rayaccel.io/scale-up-domain``."""
-    nodes = _live_nodes() if nodes is None else nodes
+    return _topology_choice(bundles, kind, _live_nodes() if nodes is None else nodes).key
+
+
+@dataclass(frozen=True)
+class _TopologyChoice:
+    """How a group without a named domain is handed to Ray's ``topology_strategy``, as the nodes decide it."""
+
+    #: The label Ray packs the domain by (:func:`domain_topology_key`); None: the driver chooses the domain.
+    key: str | None
+    #: Every domain that offers the bundles is a TPU slice: bundle 0 goes on worker 0 (JAX's coordinator).
+    tpu_head: bool = False
+
+
+def _topology_choice(bundles: Sequence[Mapping[str, float]], kind: str | None,
+                     nodes: Sequence[Mapping[str, Any]]) -> _TopologyChoice:
     candidates = _fitting_domains(bundles, kind, nodes)
     members = {n for d in candidates for n in d.nodes}
     if not candidates or any(_int_label(node.get("Labels") or {}, DOMAIN_COUNT_LABEL) > 1 for node in nodes
                              if str(node.get("NodeID", "")) in members):
-        return None
+        return _TopologyChoice(None)
     if all(d.kind in GPU_DOMAIN_KINDS for d in candidates):
-        return RAY_GPU_DOMAIN_LABEL
-    return DOMAIN_LABEL
+        return _TopologyChoice(RAY_GPU_DOMAIN_LABEL)
+    return _TopologyChoice(DOMAIN_LABEL, tpu_head=all(d.kind == "tpu-slice" for d in candidates))
+
+
+def _topology_group(bundles: Sequence[Mapping[str, float]], choice: _TopologyChoice, strategy: str,
+                    placement_group_kwargs: Mapping[str, Any]) -> Any:
+    from ray.util import placement_group
+
+    kwargs = dict(placement_group_kwargs)
+    if choice.tpu_head:
+        kwargs.setdefault("bundle_label_selector", [{RAY_TPU_WORKER_LABEL: "0"}] + [{} for _ in bundles[1:]])
+    return placement_group([dict(b) for b in bundles],
+                           topology_strategy={str(choice.key): "STRICT_PACK", RAY_TOPOLOGY_NODE_KEY: strategy},
+                           **kwargs)
 
 
 def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], domain: str | None = None, *,
@@ -233,18 +263,11 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
     from ray.util import placement_group
 
     if domain is None and tpu_slice is None and min_size is None and ray_has_topology_strategy():
-        # Only which label names the domains is decided here (Ray's GCS places the group, and never on a
-        # draining node), so the nodes' labels are enough: asking which nodes drain would cost another GCS read.
-        nodes = _live_nodes(without_draining=False)
-        key = domain_topology_key(bundles, kind, nodes)
-        if key is not None:
-            if all(d.kind == "tpu-slice" for d in _fitting_domains(bundles, kind, nodes)):
-                # JAX's coordinator runs on worker 0 of the slice: bundle 0 goes there.
-                placement_group_kwargs.setdefault("bundle_label_selector", [
-                    {RAY_TPU_WORKER_LABEL: "0"}] + [{} for _ in bundles[1:]])
-            return placement_group([dict(b) for b in bundles],
-                                   topology_strategy={key: "STRICT_PACK", RAY_TOPOLOGY_NODE_KEY: strategy},
-                                   **placement_group_kwargs)
+        # Only which label names the domains is decided here (Ray's GCS chooses the domain, and never a
+        # draining node): the live nodes' labels and resource names, read again when a node came or went.
+        choice = _topology_choice(bundles, kind, alive_nodes())
+        if choice.key is not None:
+            return _topology_group(bundles, choice, strategy, placement_group_kwargs)
     if domain is None and tpu_slice is None:
         try:
             domain, tpu_slice = find_scale_up_domain(bundles, kind, min_size=min_size)
