@@ -1,5 +1,6 @@
-"""Corpus mutants of a device fact read from the host (issue 46: RAC245), two shapes each: a NUMA node right on the
-fixture's machine, because the rule it is computed by happens to agree there, and wrong on the next.
+"""Corpus mutants of what a device's readings mean (issue 46: RAC245, RAC246), two shapes each: a NUMA node right on
+the fixture's machine because the rule it is computed by happens to agree there (RAC245); a link rate measured
+between two polls of a busy machine in another unit or direction than its record declares (RAC246).
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
 name (``c-numa-by-index-half`` as ``c_numa_by_index_half``) so a Ray node loads it by ``RAYACCEL_PLUGINS``.
@@ -7,9 +8,16 @@ name (``c-numa-by-index-half`` as ``c_numa_by_index_half``) so a Ray node loads 
 
 from __future__ import annotations
 
-from rayaccel import Device, Host
+import os
+import time
+import weakref
+from typing import Any
+
+import yaml
+
+from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, MetricSample
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
 
 
 class NumaByIndexHalf(Healthy):
@@ -31,6 +39,104 @@ class NumaFromFirstCard(Healthy):
         return card.model_copy(update={"numa_node": acme._number(host, f"{SYSFS}/acme0/numa_node")})
 
 
-for _cls in (NumaByIndexHalf, NumaFromFirstCard):
+# Link rates between two polls (RAC246) ----------------------------------------------------------------------------
+
+
+class LinkCounters:
+    """ACME's link counter library, simulated: per card, bytes sent and received since the driver loaded, recorded
+    twice on a busy machine (``{timestamp: <us>, value: <bytes>}``) and advancing at that rate while it is open."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.cards = data.get("cards") or {}
+        self.opened_us = time.time_ns() // 1000
+
+    def read(self, index: int) -> tuple[int, int, int] | None:
+        """(timestamp us, bytes sent, bytes received) of a card; None for a card the library does not count."""
+        now = time.time_ns() // 1000
+        card = self.cards.get(str(index))
+        if card is None:
+            return None
+
+        def at(recorded: list[dict[str, int]]) -> int:
+            first, last = recorded[0], recorded[-1]
+            per_us = (last["value"] - first["value"]) / (last["timestamp"] - first["timestamp"])
+            return first["value"] + int(per_us * (now - self.opened_us))
+
+        return now, at(card["tx"]), at(card["rx"])
+
+
+def _no_real_library() -> Any:
+    raise LibraryUnavailable("acmelink: simulated only")
+
+
+ACME_LINK = LibraryAdapter("acmelink", _no_real_library, LinkCounters)
+#: Each card's traffic on the busy machine, bytes per second sent and received.
+TRAFFIC = [(40e9 + 1e9 * i, 30e9 + 1e9 * i) for i in range(4)]
+
+
+def _add_link_counters(plugin: str) -> None:
+    """The plugin's acme-4 machine busy: its link counters recorded twice, a second apart, and the rates stated."""
+    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    start = 1_733_400_000_000_000
+    data["host"]["libraries"] = {"acmelink": {"cards": {str(i): {
+        key: [{"timestamp": start, "value": 2**40}, {"timestamp": start + 1_000_000, "value": 2**40 + int(rate)}]
+        for key, rate in (("tx", tx), ("rx", rx))} for i, (tx, rx) in enumerate(TRAFFIC)}}}
+    ids = {i: data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)}
+    for i, (tx, rx) in enumerate(TRAFFIC):
+        data["expected"]["metric_values"][ids[i]].update({"interconnect_tx": tx, "interconnect_rx": rx})
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _Rates(Healthy):
+    """A card's link rates: the advance of its counters between this poll and the last, over the time between."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_link_counters(name)
+        self.previous: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, int, int]]] = weakref.WeakKeyDictionary()
+
+    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        samples = super().rayaccel_metrics(host, devices)
+        counters = host.library(ACME_LINK)
+        previous = self.previous.setdefault(counters, {})
+        for device in devices:
+            now = counters.read(device.index)
+            before = previous.get(device.index)
+            if now is None:
+                continue
+            previous[device.index] = now
+            if before is not None and now[0] > before[0]:
+                tx, rx = self.rate(before, now)
+                samples += [MetricSample(device=device.id, name="interconnect_tx", unit="bytes_per_second", value=tx),
+                            MetricSample(device=device.id, name="interconnect_rx", unit="bytes_per_second", value=rx)]
+        return samples
+
+
+class RatesBothWaysSummed(_Rates):
+    DEFECT = "a card's link rate sent is what it sent and received together (both directions summed in one rate)"
+    KILLED_BY = ("RAC246", "invariant rate-is-the-stated-traffic")
+
+    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
+        seconds = (now[0] - before[0]) / 1e6
+        both = (now[1] - before[1] + now[2] - before[2]) / seconds
+        return both, both
+
+
+class RatesOverMillisecondStamps(_Rates):
+    DEFECT = "a card's link rates divide by the time between its samples taken as milliseconds (they are microseconds)"
+    KILLED_BY = ("RAC246", "invariant rate-is-the-stated-traffic")
+
+    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
+        seconds = (now[0] - before[0]) / 1e3
+        return (now[1] - before[1]) / seconds, (now[2] - before[2]) / seconds
+
+
+for _cls in (NumaByIndexHalf, NumaFromFirstCard, RatesBothWaysSummed, RatesOverMillisecondStamps):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

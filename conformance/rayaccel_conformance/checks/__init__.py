@@ -24,6 +24,7 @@ def all_checks() -> list[Check]:
         performance,
         poll_history,
         process_env,
+        rate_metrics,
         recovery,
         sku_rewrite,
         supported,

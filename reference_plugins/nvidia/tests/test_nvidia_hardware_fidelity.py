@@ -75,7 +75,7 @@ def test_fixtures_store_the_enum_and_links_get_their_real_bandwidth(manager: Plu
 # Per-link throughput counters -------------------------------------------------------------------------
 
 def test_nvlink_throughput_adds_up_every_link_by_scope_id() -> None:
-    data = nvml_data("dgx-h100")
+    data = nvml_data("hgx-b200")  # counters recorded once: they stand still
     nvml = adapter.open_simulated(data)
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
     recorded = data["devices"]["0"]["field_values"]
@@ -86,9 +86,9 @@ def test_nvlink_throughput_adds_up_every_link_by_scope_id() -> None:
 
 
 def test_traffic_on_a_link_other_than_0_shows_in_the_rate() -> None:
-    data = nvml_data("dgx-h100")
+    data = nvml_data("hgx-b200")
     nvml = adapter.open_simulated(data)
-    devices = plugin.rayaccel_discover(SimulatedHost(load_fixture(FIXTURES / "dgx-h100.yaml")))
+    devices = plugin.rayaccel_discover(SimulatedHost(load_fixture(FIXTURES / "hgx-b200.yaml")))
     metrics.metrics(nvml, devices)  # first sample
     first_us, deadline = time.time_ns() // 1000, time.monotonic() + 5
     while time.time_ns() // 1000 <= first_us and time.monotonic() < deadline:
@@ -99,6 +99,23 @@ def test_traffic_on_a_link_other_than_0_shows_in_the_rate() -> None:
     assert second[(devices[0].id, "interconnect_tx")] > 0
     assert second[(devices[0].id, "interconnect_rx")] == 0.0
     assert second[(devices[1].id, "interconnect_tx")] == 0.0
+
+
+def test_a_counter_recorded_on_a_busy_node_advances_at_its_recorded_rate() -> None:
+    data = nvml_data("dgx-h100")  # each counter read twice, one second apart, during an all-reduce
+    nvml = adapter.open_simulated(data)
+    handle = nvml.nvmlDeviceGetHandleByIndex(2)
+    tx = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+    first, = nvml.nvmlDeviceGetFieldValues(handle, [(tx, 5)])
+    deadline = time.monotonic() + 5
+    while time.time_ns() // 1000 < first.timestamp + 10_000 and time.monotonic() < deadline:
+        pass  # 10 ms of NVML's clock
+    second, = nvml.nvmlDeviceGetFieldValues(handle, [(tx, 5)])
+    recorded = data["devices"]["2"]["field_values"][str(tx)]["5"]
+    per_us = (recorded[1]["value"] - recorded[0]["value"]) / (recorded[1]["timestamp"] - recorded[0]["timestamp"])
+    advanced = second.value.ullVal - first.value.ullVal
+    assert first.value.ullVal >= recorded[0]["value"]
+    assert abs(advanced - per_us * (second.timestamp - first.timestamp)) <= 1  # KiB, truncated
 
 
 def test_a_link_the_gpu_lacks_answers_its_own_error_code() -> None:

@@ -26,6 +26,8 @@ SWITCH, GPU = 2, 0
 NVLINK3, NVLINK3_1, NVLINK4, NVLINK5 = (pynvml.NVML_NVLINK_VERSION_3_0, pynvml.NVML_NVLINK_VERSION_3_1,
                                        pynvml.NVML_NVLINK_VERSION_4_0, pynvml.NVML_NVLINK_VERSION_5_0)
 TX, RX = pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+#: When a busy node's counters were first read (NVML's CPU timestamp, microseconds since the epoch).
+RECORDED_AT_US = 1_733_400_000_000_000
 
 
 class Flow(dict):  # type: ignore[type-arg]
@@ -86,7 +88,8 @@ def cpu_words(*ranges: tuple[int, int]) -> list[int]:
 
 def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus: str, memory_mib: int, numa: int,
            cpus: list[int], cc: tuple[int, int], arch: int, mig: list[int] | None, nvlink: dict[str, Any] | None,
-           fabric: dict[str, Any] | None = None, power_mw: int = 70000, temp: int = 33) -> dict[str, Any]:
+           fabric: dict[str, Any] | None = None, power_mw: int = 70000, temp: int = 33,
+           traffic_kib_s: tuple[int, int] | None = None) -> dict[str, Any]:
     domain, bus_no, dev_fn = bus.split(":")[0], bus.split(":")[1], bus.split(":")[2]
     used = 512 * MIB
     data: dict[str, Any] = {
@@ -108,9 +111,20 @@ def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus:
         if active:
             # NVLink data counters (KiB since the driver loaded) of a node that has run a job: per link, the
             # link being the field value's scopeId (NVML_FI_DEV_NVLINK_THROUGHPUT_* are per-link fields).
-            data["field_values"] = {
-                str(TX): Flow({link: 4194304 + index * 4096 + int(link) * 256 for link in active}),
-                str(RX): Flow({link: 4194304 + index * 2048 + int(link) * 128 for link in active})}
+            tx = {link: 4194304 + index * 4096 + int(link) * 256 for link in active}
+            rx = {link: 4194304 + index * 2048 + int(link) * 128 for link in active}
+            if traffic_kib_s is None:
+                data["field_values"] = {str(TX): Flow(tx), str(RX): Flow(rx)}
+            else:
+                # A busy node: each counter as NVML read it twice, one second apart (nvmlFieldValue_t's timestamp,
+                # microseconds, and value), every link carrying ``traffic_kib_s`` (tx, rx) KiB per second.
+                def recorded(start: int, rate: int) -> list[Flow]:
+                    return [Flow(timestamp=RECORDED_AT_US, value=start),
+                            Flow(timestamp=RECORDED_AT_US + 1_000_000, value=start + rate)]
+
+                data["field_values"] = {
+                    str(TX): {link: recorded(tx[link], traffic_kib_s[0]) for link in active},
+                    str(RX): {link: recorded(rx[link], traffic_kib_s[1]) for link in active}}
     if fabric is not None:
         data["fabric"] = fabric
     return data
@@ -182,9 +196,12 @@ def dgx_h100() -> dict[str, Any]:
              "00000000:9D:00.0", "00000000:C3:00.0", "00000000:D1:00.0", "00000000:DF:00.0"]
     switches = ["00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0"]
     node_cpus = [cpu_words((0, 55), (112, 167)), cpu_words((56, 111), (168, 223))]
+    # An all-reduce running: every link sends 16-17.75 GB (in KiB) a second and receives 15-15.9 (GPUs apart), so
+    # each GPU sends 295-327 GB/s of the 450 its 18 links carry one way (sent and received together would exceed it).
+    traffic = [(16_000_000 + 250_000 * i, 15_000_000 + 125_000 * i) for i in range(8)]
     devices = {str(i): device(system, i, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus=buses[i],
                               memory_mib=81559, numa=i // 4, cpus=node_cpus[i // 4], cc=(9, 0), arch=9, mig=[0, 0],
-                              nvlink=switch_links(18, NVLINK4, switches, [5, 4, 4, 5]))
+                              nvlink=switch_links(18, NVLINK4, switches, [5, 4, 4, 5]), traffic_kib_s=traffic[i])
                for i in range(8)}
     ids = [devices[str(i)]["uuid"] for i in range(8)]
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": devices}
@@ -197,6 +214,9 @@ def dgx_h100() -> dict[str, Any]:
         "labels": labels(sku="h100-sxm5-80gb", count=8, interconnect="nvlink", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
                          mig_capable=True, domain=("dgx-h100-01-nvswitch", "nvswitch", 8)),
+        # NVLink throughput: the counters' KiB per second over the 18 links, in bytes per second (KiB x 1024).
+        "metric_values": {ids[i]: {"interconnect_tx": float(18 * tx * 1024), "interconnect_rx": float(18 * rx * 1024)}
+                          for i, (tx, rx) in enumerate(traffic)},
     }
     faults = [
         {"name": "xid-79", "kind": "fatal-error",
@@ -259,7 +279,8 @@ def dgx_h100() -> dict[str, Any]:
     ]
     return fixture("dgx-h100", "NVIDIA DGX H100: 8x H100 SXM5 80GB on four NVSwitch chips, 2 sockets",
                    "NVLink version NVML_NVLINK_VERSION_4_0, throughput "
-                   "counters per link by scopeId; DGX H100 topology (18 NVLink4 links per GPU to "
+                   "counters per link by scopeId, in KiB (nvidia-smi nvlink -gt d), read twice one second apart "
+                   "during an all-reduce; DGX H100 topology (18 NVLink4 links per GPU to "
                    "4 NVSwitches) from NVIDIA's DGX H100 user guide", "dgx-h100-01", nvml, expected, faults)
 
 

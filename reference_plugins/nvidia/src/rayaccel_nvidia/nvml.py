@@ -36,7 +36,10 @@ Simulated data (every key optional; dicts keyed by index so a merge-patch fault 
         utilization: {gpu, memory}, power_usage: <mW>, temperature: <C>,
         field_values: {"138": {"0": <KiB>, "1": <KiB>}, "155": <n>}
                                          # nvmlDeviceGetFieldValues: a mapping is per scopeId (the NVLink
-                                         # throughput counters 138-141 are per link); a number ignores scopeId
+                                         # throughput counters 138-141 are per link); a number ignores scopeId;
+                                         # a counter NVML was recorded reading twice on a busy machine,
+                                         # [{timestamp: <us>, value: <KiB>}, {timestamp, value}], advances at
+                                         # that recorded rate from its first value while the session is open
         topology: {"1": 40}              # nvmlDeviceGetTopologyCommonAncestor level to device 1
         lost: true                       # every call on it raises NVML_ERROR_GPU_IS_LOST
         errors: {nvmlDeviceGetMemoryInfo: NVML_ERROR_UNKNOWN}   # one call fails with that code
@@ -51,10 +54,11 @@ from collections.abc import Mapping
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from rayaccel import LibraryAdapter, LibraryUnavailable
+from rayaccel import LibraryAdapter, LibraryUnavailable, simulated_hang
 
 #: How long a simulated hung call blocks: longer than any sane caller's timeout, so a caller that does
-#: not bound its NVML calls hangs here as it would on a wedged driver. Callers abandon the thread.
+#: not bound its NVML calls hangs here as it would on a wedged driver. Callers abandon the thread; one bounded by
+#: rayaccel.run_bounded on a simulated host gives up at once, charged its timeout (rayaccel.simulated_hang).
 SIMULATED_HANG_SECONDS = 600.0
 
 #: NVML constants the simulated adapter needs (ABI values from nvml.h; tests check them against pynvml).
@@ -251,6 +255,7 @@ class SimulatedNvml:
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = data
+        self._block = simulated_hang()  # a hang under the caller's bound is charged to the host, not waited
         self.NVMLError = nvml_error_class()
         module = _pynvml()
         for name, value in CONSTANTS.items():
@@ -259,6 +264,8 @@ class SimulatedNvml:
                                        else _FallbackFabricInfo)
         self.c_nvmlGpuFabricInfo_t = self.c_nvmlGpuFabricInfoV_t
         self._value_union = module.c_nvmlValue_t if module is not None else _FallbackValue
+        #: When this session opened (NVML's microsecond clock): a recorded busy counter advances from then on.
+        self._opened_us = time.time_ns() // 1000
         self._pending_events = [dict(e) for _, e in sorted(dict(data.get("events") or {}).items(),
                                                             key=lambda kv: int(kv[0]))]
         self._hang()
@@ -288,7 +295,7 @@ class SimulatedNvml:
 
     def _hang(self) -> None:
         if self._data.get("hang"):
-            time.sleep(float(self._data.get("hang_seconds", SIMULATED_HANG_SECONDS)))
+            self._block(float(self._data.get("hang_seconds", SIMULATED_HANG_SECONDS)))
 
     def _devices(self) -> Mapping[str, Any]:
         return self._data.get("devices") or {}  # read only: no copy per call (hundreds per inventory)
@@ -553,11 +560,22 @@ class SimulatedNvml:
                 raw = raw.get(str(scope))
                 if raw is None:
                     code = invalid
+            if type(raw) is list:
+                raw = _counter_at(raw, now_us - self._opened_us)
             # Like NVML: the call succeeds and each value carries its own return code; nvmlValue_t is a
             # union (every view of the same bytes, as the real one has).
             values.append(SimpleNamespace(fieldId=field_id, scopeId=scope, timestamp=now_us, latencyUsec=0,
                                           valueType=value_type, nvmlReturn=code, value=union(ullVal=int(raw or 0))))
         return values
+
+
+def _counter_at(recorded: list[Any], elapsed_us: int) -> int:
+    """A cumulative counter NVML was recorded reading twice (``{timestamp, value}``, in order), ``elapsed_us``
+    after the session opened: its first value, advanced at the recorded rate (the traffic goes on as recorded)."""
+    first, last = recorded[0], recorded[-1]
+    span = int(last["timestamp"]) - int(first["timestamp"])
+    per_us = (int(last["value"]) - int(first["value"])) / span if span > 0 else 0.0
+    return int(first["value"]) + int(per_us * max(0, elapsed_us))
 
 
 def open_simulated(data: Mapping[str, Any]) -> SimulatedNvml:
