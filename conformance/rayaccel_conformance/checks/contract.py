@@ -308,3 +308,46 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     if found:
         raise CheckFailed(found)
     return f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
+
+
+# RAC260 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC260", scope="fixture")
+def sizes_read_in_the_unit_stated(subject: Subject, fixture: str | None) -> Evidence:
+    """A size a vendor tool states with its unit, re-stated in bytes or KB, gives the same inventory.
+
+    Tools print a size as a number and its unit (amd-smi's ``{"value": 672, "unit": "MB"}``), and which unit
+    they print changes with the tool's version and settings, so a plugin right on the fixture's unit alone is
+    right by chance. Where a command's JSON output states sizes so, the suite re-states every one of them in
+    bytes, then in KB (the number times 1024 per step, written as the tool writes it) and builds the inventory
+    again: every number of the device records and every metric must be the same size as before (within 5%: MB
+    is 2**20 bytes to most tools and 10**6 to some). A size 1024 or 2**20 times off, or one gone (refused as out
+    of range, say), fails, naming the fixture, the re-statement, the value and both figures, and quoting the
+    plugin's problem if it reported one. Fix: convert every size by the unit printed beside it, with a table of
+    every size unit (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB), before any range check.
+    """
+    from rayaccel_conformance.checks.stated_units import restated_host, size_differences, sized_values
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    host = fx.host.model_dump(mode="json")
+    before = sized_values(subject.inventory(fixture).family(family.name))
+    done: list[str] = []
+    for target in ("B", "KB"):
+        state, changed = restated_host(host, target)
+        if not changed:
+            continue
+        built = subject.build(simulated_host(fx.model_copy(update={"host": HostState.model_validate(state),
+                                                                   "faults": []})))
+        where = f"invariant size-in-the-unit-stated, {fx.ref} with every size re-stated in {target}: {changed[0]}"
+        wrong = size_differences(before, sized_values(built.family(family.name)))
+        if wrong:
+            said = [p.render().splitlines()[0] for p in subject.plugin_problems(built, severities=("error", "warning"))]
+            raise CheckFailed(subject.blamed(built, [f"{w}: a size is converted by the unit printed beside it"
+                                                     + (f" (the plugin said: {said[0]})" if said else "")
+                                                     for w in wrong[:4]], f"{where}: "))
+        done.append(f"in {target}: the same sizes")
+    if not done:
+        raise NotApplicable(f"{fx.ref}: no command's JSON output states a size with its unit")
+    return f"{fx.ref}: every size re-stated " + "; ".join(done)

@@ -1,0 +1,110 @@
+"""Corpus mutants of a size read without the unit printed beside it (issue 46: RAC260), two shapes: a tool's JSON
+states each card's memory in use as ``{"value": ..., "unit": "MiB"}``, and the plugin is right on that unit alone.
+
+Each mutant reads ``acme-smi --json`` on a machine of its own (``acme-4-smi``: acme-4 with the tool installed);
+the healthy reader would convert each size by its unit. Imported by tests/conformance/test_conformance_corpus.py
+(``corpus.MUTANT_MODULES``); each is bound here under its name (``c-size-unit-ignored`` as
+``c_size_unit_ignored``) so a Ray node loads it by ``RAYACCEL_PLUGINS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from rayaccel import Device, Host, HostError, MetricSample, malformed
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, Healthy, add_import_defect
+
+SMI = ("acme-smi", "--json")
+
+
+def _add_smi_machine(plugin: str) -> None:
+    """The plugin's acme-4 machine with ``acme-smi`` installed, stating each card's memory in use in MiB."""
+    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["name"], data["description"] = "acme-4-smi", f"{data['description']}, acme-smi installed"
+    cards = [{"index": i, "memory_used": {"value": 3000 + 112 * i, "unit": "MiB"}} for i in range(4)]
+    for i, values in enumerate((data["expected"].get("metric_values") or {}).values()):
+        values["memory_used"] = (3000 + 112 * i) * 2**20  # what the tool states, not the driver's file
+    data["host"]["commands"] = {**(data["host"].get("commands") or {}),
+                                " ".join(SMI): {"stdout": json.dumps({"cards": cards}, indent=1)}}
+    target = source.with_name("acme-4-smi.yaml")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _stated_memory(host: Host) -> dict[int, Mapping[str, Any]] | None:
+    """Card index -> its ``memory_used`` as the tool states it; None where the tool is not installed."""
+    try:
+        result = host.run(SMI, timeout=2.0)
+        if result.returncode != 0:
+            return None
+        cards = json.loads(result.stdout)["cards"]
+        return {int(card["index"]): card["memory_used"] for card in cards}
+    except HostError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        malformed(" ".join(SMI), "its output", "JSON with a memory_used per card")
+        return None
+
+
+def _samples(plugin: Healthy, host: Host, device: Device, bytes_of: Any) -> list[MetricSample]:
+    """The healthy samples, memory in use taken from acme-smi where it is installed, converted by ``bytes_of``."""
+    samples = Healthy.samples(plugin, host, device)
+    stated = _stated_memory(host)
+    if stated is None or device.index not in stated:
+        return samples
+    size = stated[device.index]
+    value = size.get("value") if isinstance(size, Mapping) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        malformed("memory_used", size, "a size with its unit", where=f"card {device.index}")
+        return [s for s in samples if s.name != "memory_used"]
+    used = MetricSample(device=device.id, name="memory_used", unit="bytes", value=bytes_of(value, size.get("unit")))
+    return [s for s in samples if s.name != "memory_used"] + [used]
+
+
+class SizeUnitIgnored(Healthy):
+    DEFECT = ("a card's memory in use is read from acme-smi's JSON as MiB whatever unit it states beside the "
+              "number: a tool printing bytes gives a figure 2**20 times too large")
+    KILLED_BY = ("RAC260", "invariant size-in-the-unit-stated")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_smi_machine(name)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return _samples(self, host, device, lambda value, unit: value * 2**20)
+
+
+#: A unit table with bytes taken for KiB (the number of a "B" size multiplied by 1024).
+_TABLE_BYTES_AS_KIB = {"B": 2**10, "KB": 2**10, "KIB": 2**10, "MB": 2**20, "MIB": 2**20, "GB": 2**30, "GIB": 2**30}
+
+
+class SizeUnitTableOff(Healthy):
+    DEFECT = ("acme-smi's sizes are converted by a unit table whose 'B' entry is KiB's factor: right for the MiB "
+              "the fixture prints, 1024 times too large for a tool printing bytes")
+    KILLED_BY = ("RAC260", "invariant size-in-the-unit-stated")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_smi_machine(name)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        def bytes_of(value: float, unit: Any) -> float:
+            factor = _TABLE_BYTES_AS_KIB.get(str(unit).strip().upper())
+            if factor is None:
+                malformed("memory_used unit", unit, "B, KB, MB or GB", where=f"card {device.index}")
+                return 0.0
+            return value * factor
+
+        return _samples(self, host, device, bytes_of)
+
+
+for _cls in (SizeUnitIgnored, SizeUnitTableOff):
+    _plugin = add_import_defect(_cls)
+    globals()[_plugin.name.replace("-", "_")] = _plugin
