@@ -26,6 +26,7 @@ def all_checks() -> list[Check]:
         process_env,
         rate_metrics,
         recovery,
+        signals_seen,
         sku_rewrite,
         supported,
         visible_ranges,

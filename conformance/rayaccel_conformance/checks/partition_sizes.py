@@ -1,4 +1,5 @@
-"""One partition name, one size, on every node the plugin describes (supported tier, issue 46): RAC244.
+"""One partition name, one size, on every node the plugin describes (supported tier, issue 46): RAC244; a
+partition's memory slices its memory's share of the device's: RAC252.
 
 RAC216 holds a partition resource to one size within a node. A cluster mixes nodes, and a task asking for a
 partition resource by name gets whichever node's partition Ray picks: a profile named by its compute slices
@@ -62,3 +63,49 @@ def one_partition_name_one_size_on_every_node(subject: Subject) -> Evidence:
         raise CheckFailed(wrong)
     return (f"{len(seen)} partition names, each one size across the {len(list(subject.fixture_paths()))} "
             "fixtures")
+
+
+#: How far a partition's memory slices may be from its memory's share of the device's slices: rounding to the
+#: nearest slice (products reserve a little memory per partition, so a 3g.40gb on an A100 80GB is 3.93 of 8).
+SLICE_ROUNDING = 0.5
+
+
+@check("RAC252", scope="fixture")
+def partition_memory_slices_are_its_share(subject: Subject, fixture: str | None) -> Evidence:
+    """A partition's memory slices are its memory's share of the device's memory, in the device's memory slices,
+    to the nearest slice.
+
+    A device states how many memory slices it has (``partition_capacity.memory_slices``, 8 on an A100) and each
+    partition how many it takes (``memory_slices``) and how much memory it has (``memory_mib``): the two
+    must agree, ``memory_slices`` = ``memory_mib`` / device ``memory_mib`` x the device's slices, rounded to
+    the nearest slice (at least 1). A count by floor division (3 for a 3g.40gb's 3.93 of 8), a constant 1, or
+    the compute slices copied there is self-consistent on every fixture and makes placement by slices pack a
+    partition where it does not fit. The failure names the fixture, the device, the partition and both counts
+    (``invariant partition-memory-slices-are-its-share``). Not applicable where no partition states both its
+    memory slices and its memory on a device that states its own. Fix: compute a partition's memory slices
+    from its memory and the device's (round, not floor), or leave them unknown.
+    """
+    family = subject.family()
+    ref = subject.fixture(fixture).ref
+    fam = subject.inventory(fixture).family(family.name)
+    wrong, compared = [], 0
+    for device in fam.devices if fam is not None else []:
+        capacity = device.partition_capacity
+        if capacity is None or not device.memory_mib:
+            continue
+        for p in device.partitions:
+            if p.memory_slices is None or p.memory_mib is None:
+                continue
+            compared += 1
+            share = p.memory_mib * capacity.memory_slices / device.memory_mib
+            if abs(p.memory_slices - max(1.0, share)) > SLICE_ROUNDING:
+                wrong.append(f"invariant partition-memory-slices-are-its-share, {ref}: {device.id} partition "
+                             f"{p.id} ({p.kind} '{p.profile}') takes {p.memory_slices} of the device's "
+                             f"{capacity.memory_slices} memory slices, but its {p.memory_mib} MiB of the device's "
+                             f"{device.memory_mib} MiB are {share:.2f} slices")
+    if wrong:
+        raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
+    if not compared:
+        raise NotApplicable(f"{ref}: no partition states its memory slices and memory on a device of known "
+                            "memory and slices")
+    return f"{ref}: {compared} partitions, each taking its memory's share of its device's slices"

@@ -1,0 +1,146 @@
+"""What the vendor says about one device reaches that device's answers (supported tier, issue 46): RAC250, RAC251.
+
+A fixture states which host readings carry a device's signals: a fault's patch names the files whose values make
+a device unhealthy, a ``change`` perturbation the answers that make a device report other values. A plugin that
+answers from somewhere else (a counter it cannot read taken as zero, a size read from another file, the catalog
+or a cache) is right on the fixture as recorded and passes every check that compares with it; these checks
+change exactly what the fixture says carries the signal and require the device's answer to follow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rayaccel.hosts.fixtures import Fixture
+from rayaccel.records import Device, FamilyInventory
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.perturbations import FILE_DAMAGE, device_files, device_view
+from rayaccel_conformance.checks.supported import perturbed
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+#: Faults whose patch is a health signal of a device that stays on the bus (a lost device's files are gone on
+#: purpose; a hung or garbled tool is RAC204's).
+SIGNAL_FAULT_KINDS = ("fatal-error", "ecc", "degraded", "other")
+#: What a garbled signal file reads (RAC211's garbage).
+GARBAGE = dict(FILE_DAMAGE)["garbage"]
+#: At most this many signal files per fixture are garbled (each is a fresh build).
+MAX_SIGNAL_FILES = 8
+
+
+def _short(value: Any) -> str:
+    text = repr(value.strip() if isinstance(value, str) else value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _health(family: FamilyInventory | None, device_id: str) -> str | None:
+    """The device's reported health; None when the device is left out (honest: one device fewer)."""
+    if family is None or all(d.id != device_id for d in family.devices):
+        return None
+    return next((r.state for r in family.health if r.device == device_id), "unknown")
+
+
+def signal_files(fx: Fixture) -> list[tuple[str, str, list[str]]]:
+    """(fault, file path as the fixture keys it, devices the fault makes non-healthy) for every file a fault of a
+    signal kind changes to another value and the healthy host has."""
+    found = []
+    for fault in fx.faults:
+        touched = sorted(d for d, state in fault.expected.health.items() if state != "healthy")
+        if fault.kind not in SIGNAL_FAULT_KINDS or not touched:
+            continue
+        files = fault.patch.get("files") or {}
+        for path, value in sorted(files.items()):
+            if value is not None and path in fx.host.files and fx.host.files[path] != value:
+                found.append((fault.name, path, touched))
+    return found[:MAX_SIGNAL_FILES]
+
+
+@check("RAC250", scope="fixture")
+def unreadable_health_signal_is_not_healthy(subject: Subject, fixture: str | None) -> Evidence:
+    """A device whose health signal reads as garbage is not reported healthy: a file a declared fault changes,
+    garbled, leaves that device unknown, degraded, unhealthy or left out.
+
+    A fault of the fixture (kind ``fatal-error``, ``ecc``, ``degraded`` or ``other``) names the files whose
+    values make a device unhealthy: they are its health signal. Each such file, on the fixture without the
+    fault, is garbled (what a flaky read or a driver mid-reset gives) and the inventory is built again: the
+    devices the fault makes unhealthy must not be reported ``healthy``. A health hook that takes an unreadable
+    counter as zero (``if count:`` on a None, ``int(text or 0)``, an exception swallowed into "healthy")
+    passes every fixture as recorded, and on the node calls a device healthy whose errors it cannot see. A
+    problem reported alongside does not make "healthy" true. A missing or empty file is left to RAC211: a
+    driver may not publish an optional signal at all, and the device's other signals then speak for it. The
+    failure names the fault, the file and the device (``invariant unreadable-health-signal-is-not-healthy``).
+    Not applicable where no fault changes a file the healthy host has (faults through a library or a
+    command). Fix: a signal that cannot be read makes the device ``unknown`` (still scheduled, flagged),
+    never ``healthy``.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    signals = signal_files(fx)
+    if not signals:
+        raise NotApplicable(f"{fx.ref}: no fault of the fixture changes a file the healthy host has")
+    base = subject.inventory(fixture).family(family.name)
+    wrong, tried = [], 0
+    for fault, path, touched in signals:
+        healthy_before = [d for d in touched if _health(base, d) == "healthy"]
+        built = subject.build(simulated_host(perturbed(fx, {"files": {path: GARBAGE}})), with_metrics=False)
+        tried += 1
+        for device in healthy_before:
+            if _health(built.family(family.name), device) == "healthy":
+                wrong.append(f"invariant unreadable-health-signal-is-not-healthy, {fx.ref}: {path} (the signal "
+                             f"fault {fault} changes to make {device} unhealthy) garbled to {GARBAGE!r}: {device} "
+                             "is still reported healthy, though its signal cannot be read (report it unknown)")
+    if wrong:
+        raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
+    return (f"{fx.ref}: {tried} fault signal files garbled: no device with an unreadable signal is called "
+            "healthy")
+
+
+def _changed_answers(fx: Fixture, patch: dict[str, Any], device: Device) -> list[str]:
+    """The patch's files that are this device's own (its PCI address or its numbered entry), before -> after."""
+    files = patch.get("files") or {}
+    return [f"{path}: {_short(fx.host.files.get(path))} -> {_short(files[path])}"
+            for path in device_files(files, device) if fx.host.files.get(path) != files[path]]
+
+
+@check("RAC251", scope="fixture")
+def declared_change_is_seen(subject: Subject, fixture: str | None) -> Evidence:
+    """A device the fixture's ``change`` perturbation makes report other values has other answers: its record,
+    health or links move.
+
+    A ``change`` perturbation (docs/fixtures.md) says in the vendor's own format that some devices report other
+    values (a card with half its memory, another firmware). RAC211 holds every other device to its facts; this
+    check holds the changed devices to theirs: built on the perturbed host, each changed device must be left
+    out or differ from the unperturbed one in its device record, its health or its links. A plugin whose
+    answer for the device stays put reads it from somewhere the vendor does not report it (the PCI BAR size
+    for the memory, the catalog, another card's entry, a cache from an earlier call): right on the recorded
+    machine, wrong on the next one. The failure names the perturbation, the device and the answers that
+    changed (``invariant change-is-seen``). Not applicable where the fixture declares no ``change``
+    perturbation. Fix: read each value from the device's own entry where the vendor reports it.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    changes = [p for p in fx.perturbations if p.kind == "change" and p.devices]
+    if not changes:
+        raise NotApplicable(f"{fx.ref}: the fixture declares no change perturbation")
+    healthy = subject.inventory(fixture).family(family.name)
+    if healthy is None:
+        raise NotApplicable(f"{fx.ref}: the plugin reports no devices here (RAC105's)")
+    wrong, seen = [], []
+    for variant in changes:
+        fam = subject.build(simulated_host(perturbed(fx, variant.patch)), with_metrics=False).family(family.name)
+        for device_id in variant.devices:
+            before = device_view(healthy, device_id)
+            after = device_view(fam, device_id)
+            if before is None or after is None or after != before:
+                seen.append(device_id)
+                continue
+            device = next(d for d in healthy.devices if d.id == device_id)
+            answers = _changed_answers(fx, variant.patch, device)
+            wrong.append(f"invariant change-is-seen, {fx.ref} perturbation {variant.name} ({variant.description}): "
+                         f"{device_id} reports other values"
+                         + (f" ({'; '.join(answers[:3])})" if answers else "")
+                         + ", yet its record, health and links are exactly as before: the plugin answers for it "
+                         "from somewhere the vendor does not report it (another file, the catalog, a cache)")
+    if wrong:
+        raise CheckFailed(wrong)
+    return f"{fx.ref}: every changed device's answers move ({', '.join(sorted(set(seen)))})"

@@ -1,0 +1,131 @@
+"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC252): a
+device's answer that does not follow what the vendor reports for it, each right on the fixture as recorded,
+two shapes each (neither the held-out plugin's own).
+
+Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
+its name so a Ray node or a fresh process loads it (``c-health-counter-defaults-zero`` as
+``c_health_counter_defaults_zero``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rayaccel import Device, HealthReason, HealthReport, Host
+from rayaccel_testplugins import acme
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus_heldout import _record_from
+
+# A health signal that cannot be read is not "healthy" (RAC250) ------------------------------------------------
+
+
+def _fatal_report(device: Device, count: int) -> HealthReport:
+    return HealthReport(device=device.id, state="unhealthy", reasons=[
+        HealthReason(code="acme-fatal", message=f"{count} fatal errors", fatal=True)])
+
+
+class HealthCounterDefaultsZero(Healthy):
+    DEFECT = ("the fatal-error counter is parsed with a default: text that is not a number counts as 0 errors, so "
+              "a card whose counter reads garbage is called healthy")
+    KILLED_BY = ("RAC250", "invariant unreadable-health-signal-is-not-healthy")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        reports = []
+        for report, device in zip(acme.rayaccel_health(host, devices), devices, strict=True):
+            if report.state == "unknown" and host.exists(f"{SYSFS}/acme{device.index}/fatal_errors"):
+                text = host.read_text(f"{SYSFS}/acme{device.index}/fatal_errors").strip()
+                count = int(text) if text.isdigit() else 0
+                report = _fatal_report(device, count) if count else HealthReport(device=device.id, state="healthy")
+            reports.append(report)
+        return reports
+
+
+_POSITIVE = re.compile(r"^[1-9][0-9]*$")
+
+
+class HealthFaultPatternOnly(Healthy):
+    DEFECT = ("a card is judged by a pattern that recognises a fault ('a positive count') and calls everything else "
+              "healthy: a counter that reads garbage is no fault, so the card is healthy")
+    KILLED_BY = ("RAC250", "is still reported healthy, though its signal cannot be read")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        reports = []
+        for device in devices:
+            path = f"{SYSFS}/acme{device.index}"
+            if host.exists(f"{path}/state") and host.read_text(f"{path}/state").strip() == "lost":
+                reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
+                    HealthReason(code="acme-lost", message="the card fell off the bus", fatal=True)]))
+                continue
+            text = host.read_text(f"{path}/fatal_errors").strip() if host.exists(f"{path}/fatal_errors") else ""
+            reports.append(_fatal_report(device, int(text)) if _POSITIVE.match(text)
+                           else HealthReport(device=device.id, state="healthy"))
+        return reports
+
+
+# A device the vendor says changed has other answers (RAC251) ----------------------------------------------------
+
+
+class MemoryFromCatalog(Healthy):
+    DEFECT = ("a card's memory is the SKU catalog's for its product name, not what the card reports: a card "
+              "reporting half its memory (a partitioned firmware) keeps the catalog's size")
+    KILLED_BY = ("RAC251", "invariant change-is-seen")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        sizes = {sku["marketing_name"]: sku.get("memory_mib") for sku in self.catalog_data()["skus"]}
+        return card.model_copy(update={"memory_mib": sizes.get(card.product_name, card.memory_mib)})
+
+
+class DeviceRecordsKeptPerCard(Healthy):
+    DEFECT = ("discovery keeps each card's record from the first time it saw the card (keyed by its uuid, to spare "
+              "sysfs reads on every poll): a card whose values change later keeps its old ones")
+    KILLED_BY = ("RAC251", "yet its record, health and links are exactly as before")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.kept: dict[str, Device] = {}
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        kept = self.kept.setdefault(card.id, card)
+        return kept.model_copy(update={"index": card.index, "pci_bus_id": card.pci_bus_id})
+
+
+# A partition's memory slices are its memory's share (RAC252) ----------------------------------------------------
+
+#: Each card is split in two partitions: 4 compute and 8 memory slices per card, 2 and 4 per partition.
+CAPACITY = {"compute_slices": 4, "memory_slices": 8}
+
+
+def _halves(card: Device, memory_slices: int) -> Device:
+    memory = None if card.memory_mib is None else card.memory_mib // 2
+    return Device.model_validate({
+        **card.model_dump(), "partition_capacity": CAPACITY,
+        "partitions": [{"id": f"{card.id}-h{k}", "kind": "compute-partition", "profile": "half",
+                        "compute_slices": 2, "memory_slices": memory_slices, "memory_mib": memory}
+                       for k in range(2)]})
+
+
+class PartitionSlicesFromCompute(Healthy):
+    DEFECT = ("a partition's memory slices are copied from its compute slices (2 of the card's 8) while it holds "
+              "half the card's memory (4 of 8)")
+    KILLED_BY = ("RAC252", "invariant partition-memory-slices-are-its-share")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return _halves(super().device(host, path, driver), memory_slices=2)
+
+
+class PartitionSlicesAlwaysOne(Healthy):
+    DEFECT = "every partition is said to take one memory slice, whatever its memory (half a card takes 4 of 8)"
+    KILLED_BY = ("RAC252", "memory slices, but its")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        return _halves(super().device(host, path, driver), memory_slices=1)
+
+
+for _cls in (HealthCounterDefaultsZero, HealthFaultPatternOnly, MemoryFromCatalog, DeviceRecordsKeptPerCard,
+             PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):
+    _plugin = add_import_defect(_cls)
+    globals()[_plugin.name.replace("-", "_")] = _plugin
+    if _cls in (PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):
+        _record_from(_plugin)  # their fixtures recorded from themselves: only the invariant can tell
