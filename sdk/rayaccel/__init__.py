@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from rayaccel.support.bounded import (
         BoundedTimeout as BoundedTimeout,
         run_bounded as run_bounded,
+        simulated_hang as simulated_hang,
     )
     from rayaccel.support.raycompat import (
         RAY_BUILTIN_FAMILIES as RAY_BUILTIN_FAMILIES,

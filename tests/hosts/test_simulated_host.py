@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from rayaccel.hosts.seam import (
     RealHost,
 )
 from rayaccel.hosts.simulated import SimulatedHost
+from rayaccel.support.bounded import BoundedTimeout, run_bounded, simulated_hang
 
 
 def fixture(**host: object) -> Fixture:
@@ -172,3 +174,62 @@ def test_merge_patch_follows_rfc7386(target, patch):
     if isinstance(target, dict):
         for key in set(target) - set(patch):
             assert result[key] == target[key]
+
+
+class _Acme:
+    """A simulated vendor library whose every call blocks when its fixture data says the driver is wedged."""
+
+    def __init__(self, data: dict[str, object]) -> None:
+        self._data = data
+        self._block = simulated_hang()  # asked while the host opens it: hangs charge that host
+
+    def count(self) -> int:
+        if self._data.get("hang"):
+            self._block(float(str(self._data.get("hang_seconds", 600))))
+        return 2
+
+
+ACME = LibraryAdapter("acmeml", _no_real_library, _Acme)
+
+
+@pytest.mark.parametrize("kept_threads", [False, True])
+def test_a_simulated_library_hang_under_a_bound_gives_up_at_once_charged_the_whole_timeout(
+        kept_threads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rayaccel.support.bounded as bounded
+
+    monkeypatch.setattr(bounded, "_reuse", kept_threads)  # the health monitor's workers keep their threads
+    monkeypatch.setattr(bounded, "_idle", [])
+    host = SimulatedHost(fixture(libraries={"acmeml": {"hang": True}}))
+    started = time.monotonic()
+    for _ in range(3):  # a plugin retrying a wedged driver three times, 120 s a call
+        with pytest.raises(BoundedTimeout):
+            run_bounded(lambda: host.library(ACME).count(), 120)
+    assert time.monotonic() - started < 5  # not 360 s of real time ...
+    assert host.skipped_wait_s == pytest.approx(360, abs=1)  # ... but 360 s of the host's time, as on a machine
+    # The same with the SDK's own library fault (a hang of any adapter).
+    faulty = SimulatedHost(fixture(libraries={"acmeml": {"rayaccel_fault": {"hang": True, "hang_seconds": 600}}}))
+    with pytest.raises(BoundedTimeout):
+        run_bounded(lambda: faulty.library(ACME).count(), 30)
+    assert faulty.skipped_wait_s == pytest.approx(30, abs=1)
+
+
+def test_a_simulated_hang_shorter_than_the_bound_or_unbounded_is_waited_in_real_time() -> None:
+    short = SimulatedHost(fixture(libraries={"acmeml": {"hang": True, "hang_seconds": 0.3}}))
+    started = time.monotonic()
+    assert run_bounded(lambda: short.library(ACME).count(), 30) == 2  # it returns, after its 0.3 s
+    assert time.monotonic() - started >= 0.3 and short.skipped_wait_s == 0
+    started = time.monotonic()
+    assert short.library(ACME).count() == 2  # nobody bounds it: it blocks for real
+    assert time.monotonic() - started >= 0.3 and short.skipped_wait_s == 0
+    # A hang in a thread the bounded call started is not the call's own: the bound waits for real.
+    host = SimulatedHost(fixture(libraries={"acmeml": {"hang": True}}))
+    started = time.monotonic()
+
+    def in_a_thread_of_its_own() -> None:
+        thread = threading.Thread(target=lambda: host.library(ACME).count(), daemon=True)
+        thread.start()
+        thread.join()
+
+    with pytest.raises(BoundedTimeout):
+        run_bounded(in_a_thread_of_its_own, 0.5)
+    assert time.monotonic() - started >= 0.5 and host.skipped_wait_s == 0

@@ -10,12 +10,12 @@ import ctypes
 import json
 import math
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from rayaccel.errors import RayaccelError
+from rayaccel.support.bounded import simulated_hang
 
 #: Reserved key of a library's fixture data holding a recorded call log (see :class:`ReplayLibrary`).
 CALLS_KEY = "rayaccel_calls"
@@ -244,6 +244,7 @@ class ReplayLibrary:
         self._calls = {k: list(v) if isinstance(v, list) else [v] for k, v in calls.items()}
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._hang = simulated_hang()  # charged to the host replaying it (SimulatedHost.library)
 
     def __getattr__(self, attr: str) -> Any:
         value = getattr(self._base, attr, None)
@@ -263,7 +264,7 @@ class ReplayLibrary:
                 self._seen[key] = n + 1
             answer = answers[min(n, len(answers) - 1)]
             if isinstance(answer, dict) and answer.get("$hang"):
-                time.sleep(REPLAY_HANG_SECONDS)
+                self._hang(REPLAY_HANG_SECONDS)
                 raise RuntimeError(f"{self._name}.{attr} did not return (simulated)")
             if isinstance(answer, dict) and "$raise" in answer:
                 raise self._exception(answer["$raise"])

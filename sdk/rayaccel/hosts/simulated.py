@@ -33,6 +33,7 @@ from rayaccel.hosts.seam import (
     check_adapter,
 )
 from rayaccel.records import Problem
+from rayaccel.support.bounded import charging_hangs, simulated_hang
 
 #: How long a simulated hung command blocks (in real time) before timing out: long enough to be a real wait,
 #: short enough that suites exercising hangs stay fast. The caller's timeout still bounds it, and the rest of
@@ -70,6 +71,10 @@ class SimulatedHost:
         self._libraries: dict[str, Any] = {}
         #: Seconds of the callers' timeouts that hangs did not really sleep (simulated time a real host spends).
         self.skipped_wait_s = 0.0
+
+    def _charge_skipped(self, seconds: float) -> None:
+        """A simulated library's hang cut short under a caller's bound: the rest of that bound is host time."""
+        self.skipped_wait_s += seconds
 
     def _hang(self, timeout: float) -> None:
         """Block as a hung tool does: the caller's whole timeout, of which at most SIMULATED_HANG_SECONDS is
@@ -261,14 +266,17 @@ class SimulatedHost:
             fault = data.get(LIBRARY_FAULT_KEY) if isinstance(data, dict) else None
             if isinstance(fault, dict):
                 data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
-            if isinstance(data, dict) and RECORDED_CALLS_KEY in data:  # recorded by `rayaccel record`
-                from rayaccel.hosts.call_log import ReplayLibrary
+            # Opened charging this host: a hang of the library under a caller's bound is not waited out in real
+            # time, the rest of the bound goes to skipped_wait_s (rayaccel.support.bounded.simulated_hang).
+            with charging_hangs(self._charge_skipped):
+                if isinstance(data, dict) and RECORDED_CALLS_KEY in data:  # recorded by `rayaccel record`
+                    from rayaccel.hosts.call_log import ReplayLibrary
 
-                calls = data[RECORDED_CALLS_KEY]
-                opened = ReplayLibrary(name, adapter.open_simulated({}), calls if isinstance(calls, dict) else {})
-            else:
-                opened = adapter.open_simulated(data)
-            self._libraries[name] = FaultyLibrary(opened, name, fault) if isinstance(fault, dict) else opened
+                    calls = data[RECORDED_CALLS_KEY]
+                    opened = ReplayLibrary(name, adapter.open_simulated({}), calls if isinstance(calls, dict) else {})
+                else:
+                    opened = adapter.open_simulated(data)
+                self._libraries[name] = FaultyLibrary(opened, name, fault) if isinstance(fault, dict) else opened
         return self._libraries[name]
 
 
@@ -288,6 +296,7 @@ class FaultyLibrary:
         self._adapter = adapter
         self._name = name
         self._fault = dict(fault)
+        self._hang = simulated_hang()
 
     def __getattr__(self, attr: str) -> Any:
         value = getattr(self._adapter, attr)
@@ -296,7 +305,7 @@ class FaultyLibrary:
 
         def faulty(*args: Any, **kwargs: Any) -> Any:
             if self._fault.get("hang"):
-                time.sleep(float(self._fault.get("hang_seconds", 30.0)))
+                self._hang(float(self._fault.get("hang_seconds", 30.0)))
             message = str(self._fault.get("raise") or f"{self._name}.{attr} did not return")
             raise RuntimeError(f"{self._name}.{attr}: {message} (simulated)")
 

@@ -9,14 +9,23 @@ A long-lived process that makes such calls all the time (a plugin worker serving
 a dozen bounded calls a second) turns on :func:`reuse_threads`: a thread whose call returned waits for the
 next one instead of ending, since starting a thread costs as much as a small hook. A call that times out
 still keeps its thread (busy, abandoned) until it returns, so a hang still shows as one more thread.
+
+A *simulated* hang (a fixture's wedged driver: :func:`simulated_hang`) need not be waited out in real time: when
+the hung thread is a bounded call's own and would outlast its bound, the call gives up at once and the rest of
+its timeout is charged to the simulated host that opened the library (``SimulatedHost.skipped_wait_s``), as a
+simulated host's hung commands are. The caller sees what it would see on a real machine (the timeout, and the
+thread left blocked), only sooner; a call nobody bounds still blocks for the hang's whole length.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,6 +36,63 @@ MAX_IDLE_THREADS = 8
 _reuse = False
 _idle: list[_Runner] = []
 _idle_lock = threading.Lock()
+
+
+@dataclass
+class _Bound:
+    """A bounded call, as its own thread sees it: a simulated hang there asks it to give up now (:func:`_cut_short`)."""
+
+    timeout: float
+    began: float
+    #: Set when the caller may stop waiting: the call returned (and its thread was parked), or it hangs for good.
+    wake: threading.Event
+    ident: int | None = None
+
+
+#: The bounded call the current thread runs (set in the copy of the caller's context that the thread runs in).
+_current_bound: contextvars.ContextVar[_Bound | None] = contextvars.ContextVar("rayaccel_bounded_call", default=None)
+#: While a simulated host opens a library: where that library's hangs charge the time they did not wait.
+_opening_charge: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar(
+    "rayaccel_simulated_charge", default=None)
+
+
+@contextlib.contextmanager
+def charging_hangs(charge: Callable[[float], None]) -> Iterator[None]:
+    """While a simulated host opens a library: the library's :func:`simulated_hang` charges ``charge``."""
+    token = _opening_charge.set(charge)
+    try:
+        yield
+    finally:
+        _opening_charge.reset(token)
+
+
+def simulated_hang() -> Callable[[float], None]:
+    """How a simulated library adapter's calls block when its fixture data says the library hangs (a wedged
+    driver). Called when the adapter opens (``LibraryAdapter.open_simulated``); returns ``hang(seconds)``, which
+    blocks the calling thread for ``seconds``. Where that thread is a :func:`run_bounded` call's and the hang
+    would outlast the bound, the caller gets its :class:`BoundedTimeout` at once and the simulated host that
+    opened the library is charged the rest of the timeout (``SimulatedHost.skipped_wait_s``); the thread still
+    blocks, abandoned, as on a real machine. Opened anywhere else, ``hang`` only blocks."""
+    charge = _opening_charge.get()
+
+    def hang(seconds: float) -> None:
+        if charge is not None:
+            _cut_short(seconds, charge)
+        time.sleep(seconds)
+
+    return hang
+
+
+def _cut_short(seconds: float, charge: Callable[[float], None]) -> None:
+    """Release the bounded call this thread runs, charging what its caller would have waited, if a hang of
+    ``seconds`` would outlast its bound (a shorter one is slept: the call returns after it, as it would)."""
+    bound = _current_bound.get()
+    if bound is None or bound.ident != threading.get_ident():
+        return  # not a bounded call's own thread (a thread it started): nothing would give up on it
+    left = bound.timeout - (time.monotonic() - bound.began)
+    if seconds >= left:
+        charge(max(0.0, left))
+        bound.wake.set()
 
 
 class _Runner:
@@ -93,8 +159,11 @@ def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bo
     outcome: dict[str, Any] = {}
     context = contextvars.copy_context()
     returned = threading.Event()
+    bound = _Bound(timeout, time.monotonic(), threading.Event())
+    context.run(_current_bound.set, bound)
 
     def target() -> None:
+        bound.ident = threading.get_ident()
         try:
             outcome["value"] = context.run(fn)
         except BaseException as e:  # a SystemExit in the call must not end the thread's caller unseen
@@ -102,25 +171,29 @@ def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bo
         finally:
             returned.set()
 
+    def run_and_wake() -> None:
+        target()
+        bound.wake.set()
+
     if _reuse:
-        _run_reused(target, timeout, name, returned)
+        _run_reused(target, timeout, name, returned, bound.wake)
     else:
-        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread = threading.Thread(target=run_and_wake, name=name, daemon=True)
         thread.start()
-        thread.join(timeout)
-        if thread.is_alive():
+        if not bound.wake.wait(timeout) or not returned.is_set():
             raise BoundedTimeout(timeout, thread, returned)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
 
 
-def _run_reused(target: Callable[[], None], timeout: float, name: str, returned: threading.Event) -> None:
-    """``target()`` in an idle kept thread (or a new one); raises :class:`BoundedTimeout` as :func:`run_bounded`."""
+def _run_reused(target: Callable[[], None], timeout: float, name: str, returned: threading.Event,
+                done: threading.Event) -> None:
+    """``target()`` in an idle kept thread (or a new one); raises :class:`BoundedTimeout` as :func:`run_bounded`.
+    ``done`` is set once the thread is parked again (or by a simulated hang that will never return)."""
     with _idle_lock:
         runner = _idle.pop() if _idle else None
     runner = runner or _Runner(name)
-    done = threading.Event()
 
     def call() -> None:
         try:
@@ -132,5 +205,5 @@ def _run_reused(target: Callable[[], None], timeout: float, name: str, returned:
                 raise SystemExit  # ends this thread quietly (too many idle ones)
 
     runner.run(call, name)
-    if not done.wait(timeout):
+    if not done.wait(timeout) or not returned.is_set():
         raise BoundedTimeout(timeout, runner.thread, returned)
