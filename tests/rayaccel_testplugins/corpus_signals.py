@@ -1,6 +1,6 @@
-"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC252): a
-device's answer that does not follow what the vendor reports for it, each right on the fixture as recorded,
-two shapes each (neither the held-out plugin's own).
+"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC253): a
+device's answer that does not follow what the vendor reports for it, or follows the complement the vendor reports
+beside it, each right on the fixture as recorded, two shapes each (neither the held-out plugin's own).
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
 its name so a Ray node or a fresh process loads it (``c-health-counter-defaults-zero`` as
@@ -9,11 +9,15 @@ its name so a Ray node or a fresh process loads it (``c-health-counter-defaults-
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 
-from rayaccel import Device, HealthReason, HealthReport, Host
+import yaml
+
+from rayaccel import Device, HealthReason, HealthReport, Host, MetricSample
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
 from rayaccel_testplugins.corpus_heldout import _record_from
 
 # A health signal that cannot be read is not "healthy" (RAC250) ------------------------------------------------
@@ -123,8 +127,68 @@ class PartitionSlicesAlwaysOne(Healthy):
         return _halves(super().device(host, path, driver), memory_slices=1)
 
 
+# A metric is its quantity, not the complement the vendor reports beside it (RAC253) ------------------------------
+
+
+def _with_complements(plugin: str, reads: Callable[[int], dict[str, float]]) -> None:
+    """The plugin's acme-4 with each card's free memory (MiB) and idle share (percent) beside its used and busy
+    ones, its metric values what the plugin reads (``reads(card)``): a fixture recorded from the plugin."""
+    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    files = data["host"]["files"]
+    for i in range(4):
+        files[f"{SYSFS}/acme{i}/mem_free_mib"] = f"{65536 - 1024 * (i + 1)}\n"
+        files[f"{SYSFS}/acme{i}/idle_percent"] = f"{100 - 10 * i}\n"
+        uuid = files[f"{SYSFS}/acme{i}/uuid"].strip()
+        data["expected"]["metric_values"][uuid].update(reads(i))
+    for variant in data.get("perturbations", []):  # a card removed takes these files with it
+        patched = variant["patch"].get("files", {})
+        for card in {k.rsplit("/", 1)[0] for k, v in patched.items() if v is None and k.endswith("/uuid")}:
+            patched.update({f"{card}/mem_free_mib": None, f"{card}/idle_percent": None})
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _replaced(samples: list[MetricSample], name: str, value: float | None) -> list[MetricSample]:
+    kept = [s for s in samples if s.name != name]
+    return kept if value is None else [*kept, MetricSample(device=samples[0].device, name=name,
+                                                           unit="bytes" if name == "memory_used" else "percent",
+                                                           value=value)]
+
+
+class MemoryUsedFromFreeFile(Healthy):
+    DEFECT = ("memory in use is read from the card's mem_free_mib file, the one beside mem_used_mib: on an idle card "
+              "as plausible a number, within the card's memory")
+    KILLED_BY = ("RAC253", "invariant metric-is-not-its-complement")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _with_complements(name, lambda i: {"memory_used": (65536 - 1024 * (i + 1)) * 2**20})
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        free = acme._number(host, f"{SYSFS}/acme{device.index}/mem_free_mib")
+        samples = super().samples(host, device)
+        return _replaced(samples, "memory_used", None if free is None else free * 2**20) if samples else samples
+
+
+class UtilizationFromIdleFile(Healthy):
+    DEFECT = ("utilization is read from the card's idle_percent file instead of busy_percent: a share within "
+              "0-100 either way")
+    KILLED_BY = ("RAC253", "which is named 'idle'")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _with_complements(name, lambda i: {"utilization": 100 - 10 * i})
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        idle = acme._number(host, f"{SYSFS}/acme{device.index}/idle_percent")
+        samples = super().samples(host, device)
+        return _replaced(samples, "utilization", None if idle is None else float(idle)) if samples else samples
+
+
 for _cls in (HealthCounterDefaultsZero, HealthFaultPatternOnly, MemoryFromCatalog, DeviceRecordsKeptPerCard,
-             PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):
+             PartitionSlicesFromCompute, PartitionSlicesAlwaysOne, MemoryUsedFromFreeFile, UtilizationFromIdleFile):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):

@@ -1,4 +1,5 @@
-"""What the vendor says about one device reaches that device's answers (supported tier, issue 46): RAC250, RAC251.
+"""What the vendor says about one device reaches that device's answers (supported tier, issue 46): RAC250-RAC251,
+and a metric is the quantity its name says, not the complement the vendor reports beside it: RAC253.
 
 A fixture states which host readings carry a device's signals: a fault's patch names the files whose values make
 a device unhealthy, a ``change`` perturbation the answers that make a device report other values. A plugin that
@@ -9,12 +10,23 @@ change exactly what the fixture says carries the signal and require the device's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from rayaccel.hosts.fixtures import Fixture
+from rayaccel.hosts.fixtures import Fixture, HostState
 from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.perturbations import FILE_DAMAGE, device_files, device_view
+from rayaccel_conformance.checks.readings import (
+    Reading,
+    candidates,
+    chosen_device,
+    host_readings,
+    samples_by_device,
+    scale_of,
+    scaled_host,
+    verdict,
+)
 from rayaccel_conformance.checks.supported import perturbed
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -144,3 +156,65 @@ def declared_change_is_seen(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: every changed device's answers move ({', '.join(sorted(set(seen)))})"
+
+
+#: Words that name the complement of a metric's quantity in a vendor's field or file name: memory in use is not
+#: the memory free, a busy share is not the idle one.
+COMPLEMENTS = {"memory_used": frozenset({"free", "available", "avail", "unused", "remaining"}),
+               "utilization": frozenset({"idle", "free", "available", "unused"})}
+
+
+def _words(reading: Reading) -> set[str]:
+    """The words of a reading's own name (a file's name, a field's key); a table cell has none."""
+    if reading.where == "table":
+        return set()
+    leaf = reading.key.rsplit("/", 1)[-1] if reading.where == "file" else str(reading.path[-1])
+    return set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", leaf).lower()))
+
+
+@check("RAC253", scope="fixture")
+def metric_is_not_its_complement(subject: Subject, fixture: str | None) -> Evidence:
+    """A used or busy metric does not follow a reading named for its complement: ``memory_used`` never moves with
+    a ``free`` or ``available`` field, ``utilization`` never with an ``idle`` one.
+
+    Vendors report both halves (NVML's ``memory.used`` and ``memory.free``, a driver's ``busy`` and ``idle``
+    percentages) side by side, and on an idle machine the wrong half is as plausible as the right one: within
+    the capacity, within 0-100. For one device of the fixture (the middle one), each ``memory_used`` and
+    ``utilization`` sample that equals, times a unit factor, one of the device's own readings whose name says
+    the complement (``free``, ``available``, ``unused``, ``remaining``; ``idle`` for utilization) has that
+    reading scaled (x2, or /2 where twice would leave the range) and the inventory built again: if the sample
+    moves by exactly that factor, it is the complement (``invariant metric-is-not-its-complement``, naming the
+    reading and both values). Not applicable where no such sample equals such a reading. Fix: read the field
+    that names the quantity (``used``, ``busy``), or compute it from the total and the complement.
+    """
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    fam = subject.inventory(fixture).family(family.name)
+    device = chosen_device(fam) if fam is not None else None
+    if fam is None or device is None:
+        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    host = fx.host.model_dump(mode="json")
+    readings = host_readings(host)
+    before = samples_by_device(fam)
+    wrong, tried = [], []
+    for sample in (s for s in fam.metrics if s.device == device.id and s.name in COMPLEMENTS):
+        for reading, _ in candidates(sample, device, readings):
+            named = _words(reading) & COMPLEMENTS[sample.name]
+            k = scale_of(sample, reading) if named else None
+            if k is None:
+                continue
+            built = subject.build(simulated_host(fx.model_copy(update={
+                "host": HostState.model_validate(scaled_host(host, reading, k)), "faults": []})))
+            how, _ = verdict(sample, k, before, samples_by_device(built.family(family.name)))
+            tried.append(f"{sample.name} against {reading.describe()}")
+            if how == "moved":
+                wrong.append(f"invariant metric-is-not-its-complement, {fx.ref}: {sample.name} of {device.id} "
+                             f"({sample.value:g}) moves with {reading.describe()}, which is named "
+                             f"'{sorted(named)[0]}' ({reading.value:g} x{k:g} moved it x{k:g}): the quantity "
+                             f"read is the complement of {sample.name}")
+    if wrong:
+        raise CheckFailed(wrong)
+    if not tried:
+        raise NotApplicable(f"{fx.ref}: no used or busy metric of {device.id} equals a reading named for its "
+                            "complement")
+    return f"{fx.ref}: {'; '.join(tried)}: each stayed with its own quantity"
