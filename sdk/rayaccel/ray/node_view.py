@@ -101,10 +101,14 @@ def _follow(watch: _Watch, address: str) -> None:
         channel = create_gcs_channel(address)
         stub = gcs_service_pb2_grpc.ControlPlanePubSubGcsServiceStub(channel)
         subscriber_id = os.urandom(28)  # a SubscriberID: kUniqueIDSize random bytes
-        stub.GcsSubscriberCommandBatch(gcs_service_pb2.GcsSubscriberCommandBatchRequest(
-            subscriber_id=subscriber_id, commands=[pubsub_pb2.Command(
-                channel_type=pubsub_pb2.GCS_NODE_INFO_CHANNEL, subscribe_message={})]),
-            timeout=SUBSCRIBE_TIMEOUT_S)
+
+        def subscribe() -> None:
+            stub.GcsSubscriberCommandBatch(gcs_service_pb2.GcsSubscriberCommandBatchRequest(
+                subscriber_id=subscriber_id, commands=[pubsub_pb2.Command(
+                    channel_type=pubsub_pb2.GCS_NODE_INFO_CHANNEL, subscribe_message={})]),
+                timeout=SUBSCRIBE_TIMEOUT_S)
+
+        subscribe()
     except Exception as e:  # any failure here costs only the cache
         logger.debug("rayaccel: not following the GCS node channel at %s (%s); reading ray.nodes() each time",
                      address, e)
@@ -118,9 +122,16 @@ def _follow(watch: _Watch, address: str) -> None:
                     subscriber_id=subscriber_id, max_processed_sequence_id=sequence, publisher_id=publisher),
                     timeout=POLL_TIMEOUT_S)
             except grpc.RpcError as e:
-                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    continue
-                break
+                if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    break
+                # A quiet minute. The GCS forgets a subscriber that has not polled for a while (a process
+                # stopped, say): subscribe again, and count what went unannounced meanwhile as a change.
+                try:
+                    subscribe()
+                except grpc.RpcError:
+                    break
+                watch.epoch += 1
+                continue
             if reply.publisher_id != publisher:  # the first reply, or a restarted GCS: anything may have changed
                 publisher, sequence = reply.publisher_id, 0
                 watch.epoch += 1
