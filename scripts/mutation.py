@@ -222,7 +222,8 @@ def measure(plugin: str, checks: Sequence[Any], package: str, timings: Path, lin
     data = tracer.get_data()
     files = {Path(f).name: {str(line): sorted(contexts) for line, contexts in data.contexts_by_lineno(f).items()}
              for f in data.measured_files()}
-    lines.write_text(json.dumps({"files": files, "spawning": sorted(spawning)}), encoding="utf-8")
+    lines.write_text(json.dumps({"files": files, "spawning": sorted(spawning), "checks": [c.id for c in checks]}),
+                     encoding="utf-8")
     timings.write_text(json.dumps(spent), encoding="utf-8")
     return 0
 
@@ -276,8 +277,8 @@ def executed_lines(source: str, row: int) -> range | None:
 def covering(check_ids: Sequence[str], lines: dict[str, Any], module: str, pristine: str, mutated: str
              ) -> list[str]:
     """The checks a mutant's test must run: those whose baseline ran a line the mutation changed (any other check
-    runs the same code as on the unmutated plugin, so passes as it did), and those that start a process; every
-    check when a changed line runs at import or the mutant cannot be placed."""
+    runs the same code as on the unmutated plugin, so passes as it did), those that start a process and those the
+    baseline did not run; every check when a changed line runs at import or the mutant cannot be placed."""
     file_lines: dict[str, list[str]] = lines["files"].get(module, {})
     rows = changed_rows(pristine, mutated)
     selected: set[str] = set(lines.get("spawning", ()))
@@ -292,7 +293,8 @@ def covering(check_ids: Sequence[str], lines: dict[str, Any], module: str, prist
             selected.update(file_lines.get(str(line), ()))
     if IMPORT_CONTEXT in selected:
         return list(check_ids)
-    return [c for c in check_ids if c in selected]
+    measured = set(lines.get("checks", check_ids))  # a check added since the baseline ran: not known, so run
+    return [c for c in check_ids if c in selected or c not in measured]
 
 
 # --- what is mutated --------------------------------------------------------------------------------------------

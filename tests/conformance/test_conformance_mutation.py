@@ -189,3 +189,6 @@ def test_a_mutant_runs_only_the_checks_whose_baseline_ran_a_line_it_changed() ->
     # At import (a module-level value, a default): every check.
     assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace('"a": 1', '"a": 2')) == checks
     assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace("int = 4", "int = 5")) == checks
+    # A check the baseline did not run (added since): not known, so run.
+    assert mutation.covering(checks, {**lines, "checks": checks[:-1]}, "pick.py", COVERED,
+                             COVERED.replace("return -1", "return 1")) == ["RAC112", "RAC204"]

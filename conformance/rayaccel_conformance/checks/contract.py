@@ -351,3 +351,57 @@ def sizes_read_in_the_unit_stated(subject: Subject, fixture: str | None) -> Evid
     if not done:
         raise NotApplicable(f"{fx.ref}: no command's JSON output states a size with its unit")
     return f"{fx.ref}: every size re-stated " + "; ".join(done)
+
+
+# RAC261 ---------------------------------------------------------------------------------------------------------
+
+
+@check("RAC261", scope="fixture")
+def more_in_an_answer_changes_nothing(subject: Subject, fixture: str | None) -> Evidence:
+    """A vendor answer carrying more than the plugin reads gives the same inventory: a field a newer tool adds
+    to each JSON record, an exporter's own series in a Prometheus scrape.
+
+    A tool's next version adds fields to the records it prints, and every Prometheus exporter serves its own
+    process and runtime series beside the devices' (``process_cpu_seconds_total``, ``go_goroutines``, with no
+    device label), so a plugin that walks every field or every series as a device's passes on a fixture that
+    has none. Where a command prints JSON, the suite adds a field (``"rayaccel_added_field": "N/A"``) to every
+    record of it (an object none of whose keys holds a digit: a map keyed by device index or id is not a
+    record); where an HTTP answer or a command prints Prometheus text, it appends those two series; and it
+    builds the inventory again for each: every device record, health report, metric, link, resource and label
+    must be as before, and no new problem reported (`invariant more-in-an-answer-changes-nothing`, naming the
+    fixture, the answers changed and the first differences). Not applicable where the host has neither. Fix:
+    read the fields and series you need by name (a series by its name and its device label) and skip the rest.
+    """
+    from rayaccel_conformance.checks.extra_content import (
+        answer_differences,
+        answers,
+        with_added_fields,
+        with_exporter_series,
+    )
+
+    family = subject.family()
+    fx = subject.fixture(fixture)
+    host = fx.host.model_dump(mode="json")
+    inventory = subject.inventory(fixture)
+    before = answers(inventory.family(family.name))
+    known = {p.render() for p in subject.plugin_problems(inventory, severities=("error", "warning"))}
+    done: list[str] = []
+    for what, perturb in (("a field added to every JSON record", with_added_fields),
+                          ("an exporter's own series after the Prometheus text", with_exporter_series)):
+        state, changed = perturb(host)
+        if not changed:
+            continue
+        built = subject.build(simulated_host(fx.model_copy(update={"host": HostState.model_validate(state),
+                                                                   "faults": []})))
+        where = f"invariant more-in-an-answer-changes-nothing, {fx.ref} with {what} of {', '.join(changed[:3])}"
+        new = [p.render().splitlines()[0] for p in subject.plugin_problems(built, severities=("error", "warning"))
+               if p.render() not in known]
+        wrong = answer_differences(before, answers(built.family(family.name)))
+        if wrong or new:
+            said = f" (the plugin said: {new[0]})" if new else ""
+            raise CheckFailed(subject.blamed(built, [f"{where}: {w}{said}" for w in wrong[:4]], "")
+                              or [f"{where}: a new problem: {new[0]}"])
+        done.append(f"{what}: {len(changed)} answers, the same inventory")
+    if not done:
+        raise NotApplicable(f"{fx.ref}: no command prints JSON and no answer is Prometheus text")
+    return f"{fx.ref}: " + "; ".join(done)

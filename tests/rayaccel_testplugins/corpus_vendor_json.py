@@ -1,8 +1,10 @@
-"""Corpus mutants of a size read without the unit printed beside it (issue 46: RAC260), two shapes: a tool's JSON
-states each card's memory in use as ``{"value": ..., "unit": "MiB"}``, and the plugin is right on that unit alone.
+"""Corpus mutants of a tool's JSON output read right only by accident of the fixture (issue 46, found by
+``make mutation``), two shapes each: a size read without the unit printed beside it (RAC260), and a record read by
+its shape rather than its field names, so a field a newer tool adds breaks it (RAC261).
 
-Each mutant reads ``acme-smi --json`` on a machine of its own (``acme-4-smi``: acme-4 with the tool installed);
-the healthy reader would convert each size by its unit. Imported by tests/conformance/test_conformance_corpus.py
+Each mutant reads ``acme-smi --json`` on a machine of its own (``acme-4-smi``: acme-4 with the tool installed,
+stating each card's memory in use as ``{"value": ..., "unit": "MiB"}``); the healthy reader would look each
+field up by name and convert each size by its unit. Imported by tests/conformance/test_conformance_corpus.py
 (``corpus.MUTANT_MODULES``); each is bound here under its name (``c-size-unit-ignored`` as
 ``c_size_unit_ignored``) so a Ray node loads it by ``RAYACCEL_PLUGINS``.
 """
@@ -105,6 +107,63 @@ class SizeUnitTableOff(Healthy):
         return _samples(self, host, device, bytes_of)
 
 
-for _cls in (SizeUnitIgnored, SizeUnitTableOff):
+class SmiRecordStrict(Healthy):
+    DEFECT = ("an acme-smi card record with a field the plugin does not know is refused as malformed, so the next "
+              "acme-smi, which adds a field, loses every card's memory in use")
+    KILLED_BY = ("RAC261", "invariant more-in-an-answer-changes-nothing")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_smi_machine(name)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        samples = Healthy.samples(self, host, device)
+        try:
+            result = host.run(SMI, timeout=2.0)
+            cards = json.loads(result.stdout)["cards"] if result.returncode == 0 else []
+        except (HostError, ValueError, KeyError, TypeError):
+            return samples
+        card = next((c for c in cards if isinstance(c, dict) and c.get("index") == device.index), None)
+        if card is None:
+            return samples
+        if set(card) != {"index", "memory_used"}:  # the defect: a schema closed to what this tool version prints
+            malformed("acme-smi card", sorted(card), "the fields index and memory_used", where=f"card {device.index}")
+            return [s for s in samples if s.name != "memory_used"]
+        return _samples(self, host, device, lambda value, unit: value * _TABLE[str(unit).strip().upper()])
+
+
+class SmiRecordLastField(Healthy):
+    DEFECT = ("a card's memory in use is read from the last field of its acme-smi record, where this version prints "
+              "it: a field the next version adds after it is read instead")
+    KILLED_BY = ("RAC261", "invariant more-in-an-answer-changes-nothing")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_smi_machine(name)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        samples = Healthy.samples(self, host, device)
+        try:
+            result = host.run(SMI, timeout=2.0)
+            cards = json.loads(result.stdout)["cards"] if result.returncode == 0 else []
+        except (HostError, ValueError, KeyError, TypeError):
+            return samples
+        card = next((c for c in cards if isinstance(c, dict) and c.get("index") == device.index), None)
+        if card is None:
+            return samples
+        size = list(card.values())[-1]  # the defect: by position, not by the field's name
+        if not isinstance(size, dict) or not isinstance(size.get("value"), int | float):
+            malformed("acme-smi memory_used", size, "a size with its unit", where=f"card {device.index}")
+            return [s for s in samples if s.name != "memory_used"]
+        used = size["value"] * _TABLE.get(str(size.get("unit")).strip().upper(), 2**20)
+        return [s for s in samples if s.name != "memory_used"] + [
+            MetricSample(device=device.id, name="memory_used", unit="bytes", value=used)]
+
+
+#: The right unit table (what the healthy reader converts by).
+_TABLE = {"B": 1, "KB": 2**10, "KIB": 2**10, "MB": 2**20, "MIB": 2**20, "GB": 2**30, "GIB": 2**30}
+
+
+for _cls in (SizeUnitIgnored, SizeUnitTableOff, SmiRecordStrict, SmiRecordLastField):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
