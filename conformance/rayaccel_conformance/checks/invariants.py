@@ -381,8 +381,11 @@ def metrics_within_their_units(subject: Subject, fixture: str | None) -> Evidenc
             compared += 1
             low, high = METRIC_RANGES.get(s.name, (float("-inf"), float("inf")))
             if not low <= s.value <= high:
+                parts = len(devices[s.device].partitions) if s.device in devices else 0
+                summed = (f": summed over its {parts} partitions? a device's share of time busy is their mean"
+                          if s.unit == "percent" and parts > 1 and s.value <= high * parts else "")
                 wrong.append(f"invariant metric-in-unit-range, {variant.name}: {s.name} of {s.device} is "
-                             f"{s.value:g} {s.unit}, outside [{low:g}, {high:g}]")
+                             f"{s.value:g} {s.unit}, outside [{low:g}, {high:g}]{summed}")
         for dev, values in by_device.items():
             device = devices.get(dev)
             used, total = values.get("memory_used"), values.get("memory_total")
