@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC253): a
+"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC254): a
 device's answer that does not follow what the vendor reports for it, or follows the complement the vendor reports
 beside it, each right on the fixture as recorded, two shapes each (neither the held-out plugin's own).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -187,8 +188,33 @@ class UtilizationFromIdleFile(Healthy):
         return _replaced(samples, "utilization", None if idle is None else float(idle)) if samples else samples
 
 
+# A product pattern matches one model, not the next of its line (RAC254) -----------------------------------------
+
+
+class SkuPatternModelWildcard(Healthy):
+    DEFECT = ("the R1's product pattern takes any model digit after the R ('Roadrunner R\\d', to tolerate a driver's "
+              "spelling), so an R10 resolves to the R1's SKU, memory and type")
+    KILLED_BY = ("RAC254", "invariant pattern-matches-one-model")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        data["skus"][0]["match"] = {"product_patterns": [r"Roadrunner R\d"]}
+        return data
+
+
+class SkuPatternStartAnchored(Healthy):
+    DEFECT = "the R1's product pattern is anchored at the start only ('^ACME Roadrunner R1'): an R1X matches it"
+    KILLED_BY = ("RAC254", "'ACME Roadrunner R1X', another model's name")
+
+    def catalog_data(self) -> dict[str, Any]:
+        data = super().catalog_data()
+        data["skus"][0]["match"] = {"product_patterns": ["^ACME Roadrunner R1"]}
+        return data
+
+
 for _cls in (HealthCounterDefaultsZero, HealthFaultPatternOnly, MemoryFromCatalog, DeviceRecordsKeptPerCard,
-             PartitionSlicesFromCompute, PartitionSlicesAlwaysOne, MemoryUsedFromFreeFile, UtilizationFromIdleFile):
+             PartitionSlicesFromCompute, PartitionSlicesAlwaysOne, MemoryUsedFromFreeFile, UtilizationFromIdleFile,
+             SkuPatternModelWildcard, SkuPatternStartAnchored):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):

@@ -2,6 +2,7 @@
 declares: the PCI device id it reports is one the SKU lists, and the links of a healthy node reach the
 fastest link the SKU declares. Both were found by ``make mutation``: a PCI id read from the wrong bits of a
 register, or a link bandwidth that lost its lanes, stayed plausible and self-consistent, so no check saw it.
+RAC254: a SKU's product pattern matches its own model, not the next one of the line (held-out grading).
 """
 
 from __future__ import annotations
@@ -91,3 +92,54 @@ def links_reach_the_skus_declared_bandwidth(subject: Subject, fixture: str | Non
             f"({fastest.a}-{fastest.b}, {fastest.lanes} lane(s)) is {fastest.bandwidth_gbps} GB/s")
     return (f"{fixture}: the fastest {fastest.kind} link is {fastest.bandwidth_gbps:g} GB/s, the {declared:g} GB/s "
             f"SKU {sku.id} declares")
+
+
+#: What a sibling model's name adds to the last word of a SKU's name (R1 -> R10, R1X; MI300 -> MI3000, MI300X).
+SIBLING_SUFFIXES = ("0", "X")
+
+
+def sibling_names(name: str) -> list[str]:
+    """Names of other models of the same line: the last word of ``name`` extended, as vendors number models."""
+    words = name.split()
+    return [" ".join([*words[:-1], words[-1] + suffix]) for suffix in SIBLING_SUFFIXES] if words else []
+
+
+@check("RAC254")
+def product_pattern_matches_one_model(subject: Subject) -> Evidence:
+    """A SKU's product pattern matches its own product and not a sibling model's name (its last word extended:
+    ``R1`` -> ``R10``, ``R1X``).
+
+    ``match.product_patterns`` are searched in a device's product name (:data:`rayaccel.catalog.MATCH_RULES`),
+    so a pattern without an end (``Roadrunner R1``, ``^ACME Roadrunner R1``, ``Roadrunner R\\d``) also matches
+    the next model of the line (``ACME Roadrunner R10``, ``...R1X``), which then resolves to this SKU with its
+    memory and accelerator type. RAC205 sees that only where the catalog ships the other model too; this check
+    tries, for each SKU with product patterns, its marketing and exact names with their last word extended by
+    ``0`` and by ``X``: no pattern of the SKU may match one (``invariant pattern-matches-one-model``, naming the
+    SKU, the pattern and the sibling name). Not applicable where no SKU has a product pattern. Fix: anchor the
+    pattern at the end (``Roadrunner R1$``, or ``R1\\b`` followed only by what the driver appends).
+    """
+    import re
+
+    from rayaccel import hookspec
+    from rayaccel.records import Problem
+
+    subject.family()
+    problems: list[Problem] = []
+    catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, problems)
+    if catalog is None:
+        raise NotApplicable("the plugin answers no SKU catalog (RAC205 grades that)")
+    wrong, tried = [], 0
+    for sku in (s for s in catalog.skus if s.match.product_patterns):
+        names = {sku.marketing_name, *sku.match.product_names} - {""}
+        for sibling in sorted({n for name in names for n in sibling_names(name)} - names):
+            tried += 1
+            pattern = next((p for p in sku.match.product_patterns if re.search(p, sibling)), None)
+            if pattern is not None:
+                wrong.append(f"invariant pattern-matches-one-model: SKU {sku.id}'s product pattern {pattern!r} also "
+                             f"matches {sibling!r}, another model's name: that card would resolve to {sku.id} "
+                             f"({sku.memory_mib} MiB, type {sku.accelerator_type})")
+    if wrong:
+        raise CheckFailed(wrong[:8])
+    if not tried:
+        raise NotApplicable("no SKU of the catalog matches devices by a product pattern")
+    return f"{tried} sibling model names, none matched by another model's product pattern"
