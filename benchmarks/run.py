@@ -258,6 +258,10 @@ def transport_rows(results: dict[str, Any], others: bool = True) -> list[tuple[s
     rows.append(("  its own steps alone (sender's, receiver's, the free; one process), 4 KB",
                  f"{small['alone_ms'] * 1e3:.0f} us", f"the same pipe round trip {small['pipe_ms'] * 1e3:.1f} us",
                  f"x{small['alone_x_pipe']:.0f} ({low:.0f}-{high:.0f})", "report (no target)", ""))
+    low, high = small["no_bytes_x_pipe_spread"]
+    rows.append(("  Ray's own path, a transport that moves no bytes (benchmarks.transport_floor), 4 KB",
+                 f"{small['no_bytes_ms']:.2f} ms", f"the same pipe round trip {small['pipe_ms'] * 1e3:.1f} us",
+                 f"x{small['no_bytes_x_pipe']:.0f} ({low:.0f}-{high:.0f})", "report (no target)", ""))
     for label in ("256MB", "1GB"):
         r = moved[label]
         ratio = r["RAYACCEL_SHM_x_memcpy"]
@@ -267,6 +271,11 @@ def transport_rows(results: dict[str, Any], others: bool = True) -> list[tuple[s
                      f"memcpy into a warm buffer {r['memcpy_ms']:.0f} ms = {r['memcpy_gbps']:.2f} GB/s",
                      f"x{ratio:.2f} (median of {r['repeats']:.0f} alternating; {low:.2f}-{high:.2f}; load "
                      f"{r['load_average']:.1f})", "<= x1.25", "PASS" if ratio <= 1.25 else "MISS"))
+        low, high = r["floor_x_memcpy_spread"]
+        rows.append((f"  its floor through Ray, {label}: Ray's own path with no bytes moved "
+                     f"{r['no_bytes_ms']:.1f} ms, less the {r['hop_ms']:.1f} ms a copy can run beside, plus the memcpy",
+                     f"{r['floor_ms']:.0f} ms", f"the same memcpy {r['memcpy_ms']:.0f} ms",
+                     f"x{r['floor_x_memcpy']:.2f} ({low:.2f}-{high:.2f})", "report (no target)", ""))
     return rows
 
 

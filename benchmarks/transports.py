@@ -13,6 +13,12 @@ pipe round trip of 4 KB between two processes. At 4 KB the transport's own cost 
 process (its sender's step, its receiver's step and the free, as Ray calls them), since there Ray's two actor
 calls are the transfer.
 
+Beside them, at every size, the same transfer through a transport that moves no bytes
+(:mod:`benchmarks.transport_floor`): Ray's own part of every transfer, the reader's pass over warm pages
+included. From 16 MB up it gives the floor of a one-copy transport through Ray in each repetition: the
+no-bytes transfer, less the stretch a copy can run beside (the metadata's way from the sender's step to the
+receiver's), plus that repetition's memcpy.
+
 The machine may be loaded by other jobs, so each repetition times the anchors and the transfers back to back,
 which goes first alternating, and a ratio is the median over repetitions of each transfer against its own
 repetition's anchor; times and GB/s are medians too, the spread is the lowest and highest of the repetitions'
@@ -55,6 +61,14 @@ class _Sender:
 class _Receiver:
     def touch(self, tensor: Any) -> int:
         return int(tensor[:: 4096].sum())  # one byte per page
+
+    def hops(self) -> list[float]:
+        """The no-bytes transport's hops received here since the last call (seconds)."""
+        from benchmarks.transport_floor import HOPS
+
+        out = list(HOPS)
+        HOPS.clear()
+        return out
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -126,12 +140,16 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
     """The rows by size label; ``others``: Ray's object store and GLOO beside the reference transport."""
     import ray
     import torch
+    from ray.experimental.rdt import util as rdt_util
 
     import rayaccel.ray
+    from benchmarks.transport_floor import NAME as NO_BYTES, NoBytesTransport
     from rayaccel.transports.shared_memory import NAME
 
     rayaccel.ray.init(plugins=[], num_cpus=2, include_dashboard=False, log_to_driver=False,
                       object_store_memory=4 * 1024 * MB)
+    if NO_BYTES not in rdt_util.transport_manager_info:
+        rdt_util.register_tensor_transport(NO_BYTES, ["cpu"], NoBytesTransport, torch.Tensor)
     pipe = PipeRoundTrip()
     alone = transport_alone()
     try:
@@ -139,7 +157,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
             return ray.remote(enable_tensor_transport=True)(cls).options(num_cpus=0).remote()  # type: ignore[call-overload]
 
         sender, receiver = start(_Sender), start(_Receiver)
-        paths: list[tuple[str, str | None]] = [(NAME, NAME)]
+        paths: list[tuple[str, str | None]] = [(NAME, NAME), ("no_bytes", NO_BYTES)]
         if others:
             from ray.experimental.collective import create_collective_group
 
@@ -153,9 +171,11 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
             transfers: dict[str, Callable[[], None]] = {}
             for name, transport in paths:
                 method = sender.get.options(tensor_transport=transport) if transport else sender.get
-                once = transfers[name] = partial(_transfer, method, receiver, want)
+                read = len(range(0, nbytes, 4096)) if name == "no_bytes" else want  # its warm tensor is ones
+                once = transfers[name] = partial(_transfer, method, receiver, read)
                 once()
                 once()
+            ray.get(receiver.hops.remote())  # the warm-ups'
             anchors: dict[str, Callable[[], float]]
             if small:
                 for _ in range(50):  # the echo process and the transport's pool warm
@@ -188,6 +208,15 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                     ratios = [a / b for a, b in zip(times[name], times[anchor], strict=True)]
                     row[f"{name}_x_{anchor}"] = statistics.median(ratios)
                     row[f"{name}_x_{anchor}_spread"] = [min(ratios), max(ratios)]
+            if not small:  # the least a one-copy transport through Ray can take (benchmarks.transport_floor)
+                hops = ray.get(receiver.hops.remote())
+                floors = [moved - hop + copy for moved, hop, copy in
+                          zip(times["no_bytes"], hops, times["memcpy"], strict=True)]
+                row["hop_ms"] = statistics.median(hops) * 1e3
+                row["floor_ms"] = statistics.median(floors) * 1e3
+                ratios = [a / b for a, b in zip(floors, times["memcpy"], strict=True)]
+                row["floor_x_memcpy"] = statistics.median(ratios)
+                row["floor_x_memcpy_spread"] = [min(ratios), max(ratios)]
             row["anchor"] = base
             out[label] = row
         return out
@@ -200,9 +229,11 @@ def print_transports(results: dict[str, dict[str, Any]]) -> None:
     print("actor to actor: ms, and x the anchor (4 KB: a pipe round trip; else one in-process memcpy into a warm "
           "buffer / one clone into fresh pages), medians of alternating repetitions:")
     for label, row in results.items():
-        names = [n for n in ("RAYACCEL_SHM", "object_store", "GLOO", "alone") if f"{n}_ms" in row]
+        names = [n for n in ("RAYACCEL_SHM", "no_bytes", "floor", "object_store", "GLOO", "alone")
+                 if f"{n}_ms" in row]
         anchors = ("pipe",) if row["anchor"] == "pipe" else ("memcpy", "clone")
-        cells = [f"{n} {row[f'{n}_ms']:.3f} ms (" + " / ".join(f"x{row[f'{n}_x_{a}']:.2f}" for a in anchors) + ")"
+        cells = [f"{n} {row[f'{n}_ms']:.3f} ms ("
+                 + " / ".join(f"x{row[f'{n}_x_{a}']:.2f}" for a in anchors if f"{n}_x_{a}" in row) + ")"
                  for n in names]
         base = ", ".join(f"{a} {row[f'{a}_ms']:.3f} ms" for a in anchors)
         print(f"  {label:6} {base}; " + "; ".join(cells) + f"; load {row['load_average']:.1f}")

@@ -1,0 +1,92 @@
+"""Ray Direct Transport's own path with no bytes moved: the floor under any transport registered with Ray.
+
+:class:`NoBytesTransport` is a one-sided transport that copies nothing: the sender's step describes the tensors,
+the receiver's step hands back a warm tensor of the same shape it keeps (already written, so its pages are
+mapped, as a transport's pooled memory would be). A transfer through it is Ray's part of every transfer: the
+sender's task and its return, the metadata's way through the owner to the receiver, the receiver's task and
+its reply, and the reader's pass over the pages. The sender stamps its metadata and the receiver keeps how
+long it took to arrive (:data:`HOPS`): that stretch is the only part of Ray's path a transport's one copy can
+run beside (the copy cannot start before Ray hands the sender's step the tensors, and the receiver's step must
+return them complete), so ``no-bytes transfer - its hop + memcpy`` is the least any one-copy transport through
+Ray can take.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ray.experimental.rdt.tensor_transport_manager import (
+    CommunicatorMetadata,
+    TensorTransportManager,
+    TensorTransportMetadata,
+)
+
+if TYPE_CHECKING:
+    import ray
+
+NAME = "BENCH_NO_BYTES"
+#: Seconds from the sender's metadata to the receiver's step, one per receive in this (receiver) process.
+HOPS: list[float] = []
+#: The receiver's warm tensors by (shape, dtype).
+_WARM: dict[tuple[Any, ...], Any] = {}
+
+
+@dataclass
+class NoBytesMetadata(TensorTransportMetadata):
+    #: ``time.perf_counter()`` at the sender: CLOCK_MONOTONIC on Linux, one clock for every process of a machine.
+    sent_at: float = 0.0
+
+
+class NoBytesTransport(TensorTransportManager):
+    """Moves no bytes; the receiver gets its own warm tensor of the sender's shape and dtype."""
+
+    def tensor_transport_backend(self) -> str:
+        return NAME
+
+    @staticmethod
+    def is_one_sided() -> bool:
+        return True
+
+    @staticmethod
+    def can_abort_transport() -> bool:
+        return False
+
+    def actor_has_tensor_transport(self, actor: ray.actor.ActorHandle[Any]) -> bool:
+        return True
+
+    def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> NoBytesMetadata:
+        return NoBytesMetadata(tensor_meta=[(t.shape, t.dtype) for t in rdt_object], tensor_device="cpu",
+                               sent_at=time.perf_counter())
+
+    def get_communicator_metadata(self, src_actor: ray.actor.ActorHandle[Any], dst_actor: ray.actor.ActorHandle[Any],
+                                  backend: str | None = None) -> CommunicatorMetadata:
+        return CommunicatorMetadata()
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: TensorTransportMetadata,
+                              communicator_metadata: CommunicatorMetadata,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        import torch
+
+        assert isinstance(tensor_transport_metadata, NoBytesMetadata)
+        HOPS.append(time.perf_counter() - tensor_transport_metadata.sent_at)
+        out = []
+        for shape, dtype in tensor_transport_metadata.tensor_meta:
+            key = (tuple(shape), dtype)
+            if key not in _WARM:
+                # Written once: its pages are mapped from here on.
+                _WARM[key] = torch.ones(tuple(shape), dtype=dtype)  # type: ignore[arg-type]
+            out.append(_WARM[key])
+        return out
+
+    def send_multiple_tensors(self, tensors: list[Any], tensor_transport_metadata: TensorTransportMetadata,
+                              communicator_metadata: CommunicatorMetadata) -> None:
+        raise NotImplementedError(f"{NAME} is one-sided")
+
+    def garbage_collect(self, obj_id: str, tensor_transport_meta: TensorTransportMetadata,
+                        tensors: list[Any]) -> None:
+        pass
+
+    def abort_transport(self, obj_id: str, communicator_metadata: CommunicatorMetadata) -> None:
+        pass
