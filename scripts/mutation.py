@@ -23,6 +23,7 @@ other survivor is listed. The result is also written as JSON (``--results``).
     .venv/bin/python scripts/mutation.py rayaccel_tpu.health bake:health        # some modules
     .venv/bin/python scripts/mutation.py --sample 40 --budget 1800 --workers 2  # a sample of each module
     .venv/bin/python scripts/mutation.py --survivors-of build/mutation/results.json --results after.json
+    .venv/bin/python scripts/mutation.py --survivors-of before.json --sample 4 rayaccel_tpu.plugin  # and a sample
     .venv/bin/python scripts/mutation.py --check PLUGIN [--tier supported]      # the test cosmic-ray runs
 """
 
@@ -716,7 +717,8 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         inert = [m for m in outcome.mutants if any(a <= (m.row, m.col) < b for a, b in spans)]
         outcome.results.update({m.key: "annotation" for m in inert})  # equivalent by construction: not run
         chosen = [m for m in outcome.mutants if m not in inert and
-                  (only is None or (m.operator.split("/")[-1], m.occurrence) in only.get(target.module, set()))]
+                  (only is None or target.module not in only  # a module named beside --survivors-of: a sample
+                   or (m.operator.split("/")[-1], m.occurrence) in only[target.module])]
         random.Random(f"{seed}:{target.module}").shuffle(chosen)
         outcome.planned = chosen[:sample] if sample is not None else chosen
         order, seconds = baselines.get(target.plugin, (Path(), 0.0))
@@ -754,7 +756,8 @@ def main() -> int:
                         help="mutants tested at once (default: the CPUs less one)")
     parser.add_argument("--sample", type=int, help="at most this many mutants of each module (seeded random)")
     parser.add_argument("--survivors-of", type=Path, metavar="RESULTS",
-                        help="run again only the open survivors of an earlier result (after a new check)")
+                        help="run again only the open survivors of an earlier result (after a new check); modules "
+                        "named beside it that it has no survivors of are sampled as usual")
     parser.add_argument("--seed", type=int, default=46, help="seed of the sample and the order (default 46)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON result (default {RESULTS})")
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
@@ -778,7 +781,7 @@ def main() -> int:
         scratch = Path(scratch_dir)
         bake_src = bake(scratch / "bake")
         only = survivors_of(args.survivors_of) if args.survivors_of else None
-        names = args.modules or sorted(only or ())
+        names = sorted({*args.modules, *(only or ())})
         targets = ([target_of(m, args.plugin, args.tier) for m in names] if names else default_targets(bake_src))
         for target in targets:
             if not (source_root(target, bake_src) / package_of(target) / target.file_name).is_file():
