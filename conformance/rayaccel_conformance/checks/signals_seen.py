@@ -75,7 +75,8 @@ def unreadable_health_signal_is_not_healthy(subject: Subject, fixture: str | Non
     A fault of the fixture (kind ``fatal-error``, ``ecc``, ``degraded`` or ``other``) names the files whose
     values make a device unhealthy: they are its health signal. Each such file, on the fixture without the
     fault, is garbled (what a flaky read or a driver mid-reset gives) and the inventory is built again: the
-    devices the fault makes unhealthy must not be reported ``healthy``. A health hook that takes an unreadable
+    device the fault makes unhealthy whose own file it is (its PCI address or numbered entry in the path) must
+    not be reported ``healthy``. A health hook that takes an unreadable
     counter as zero (``if count:`` on a None, ``int(text or 0)``, an exception swallowed into "healthy")
     passes every fixture as recorded, and on the node calls a device healthy whose errors it cannot see. A
     problem reported alongside does not make "healthy" true. A missing or empty file is left to RAC211: a
@@ -91,9 +92,14 @@ def unreadable_health_signal_is_not_healthy(subject: Subject, fixture: str | Non
     if not signals:
         raise NotApplicable(f"{fx.ref}: no fault of the fixture changes a file the healthy host has")
     base = subject.inventory(fixture).family(family.name)
+    records = {d.id: d for d in (base.devices if base is not None else [])}
     wrong, tried = [], 0
     for fault, path, touched in signals:
-        healthy_before = [d for d in touched if _health(base, d) == "healthy"]
+        # The devices the fault touches whose own file this is (its PCI address or its numbered entry in the path).
+        healthy_before = [d for d in touched if _health(base, d) == "healthy" and d in records
+                          and device_files([path], records[d])]
+        if not healthy_before:
+            continue
         built = subject.build(simulated_host(perturbed(fx, {"files": {path: GARBAGE}})), with_metrics=False)
         tried += 1
         for device in healthy_before:
@@ -103,6 +109,8 @@ def unreadable_health_signal_is_not_healthy(subject: Subject, fixture: str | Non
                              "is still reported healthy, though its signal cannot be read (report it unknown)")
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
+    if not tried:
+        raise NotApplicable(f"{fx.ref}: no file a fault changes is the own file of a device it makes unhealthy")
     return (f"{fx.ref}: {tried} fault signal files garbled: no device with an unreadable signal is called "
             "healthy")
 
