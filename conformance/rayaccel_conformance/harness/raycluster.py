@@ -5,7 +5,8 @@ through the SDK (``rayaccel.ray.add_node``). The cluster lives in a process of i
 (:mod:`rayaccel_conformance.harness.cluster_host`), so its nodes can start while the cheaper checks run in this
 one (:meth:`SharedCluster.prestart`): starting them here would put Ray's threads and processes beside the hooks
 the suite watches. This process connects to it as the driver. All fixtures of a plugin start together and are
-removed after the plugin's last Ray check, so a run over many plugins never holds more than one plugin's nodes.
+removed after the plugin's last Ray check when another plugin's follow, so a run over many plugins never holds more
+than one plugin's nodes (the last plugin's go with the cluster).
 """
 
 from __future__ import annotations
@@ -294,9 +295,12 @@ class SharedCluster:
         self._start_workers(subject, list(reply["nodes"]))
 
     def _start_workers(self, subject: Subject, fixtures: list[str]) -> None:
-        """Each new node starts a worker for every unit shape RAC108 asks for, all nodes together, instead of one
-        node after another as each check asks (Ray gives an idle worker of the same shape to the next task).
-        The tasks sent are RAC108's own probe; nothing waits for them, and RAC108 runs its own."""
+        """Each new node starts the workers RAC108's unit shapes will run in, all nodes together, instead of one
+        node after another as each check asks. Ray's worker pool keeps workers that ran a GPU task apart from the
+        rest and nothing else (on one node, tasks asking for a GPU, then for each MIG profile, then for a CPU, run
+        in two processes), so one task per kind is sent: one per shape started a worker each for nothing (all at
+        once, none idle yet). The tasks sent are RAC108's own probe; nothing waits for them, and RAC108 runs its
+        own for every shape."""
         import ray
 
         family = subject.family()
@@ -306,10 +310,17 @@ class SharedCluster:
             except CheckFailed:
                 continue  # RAC105 says why
             offered = [family.resource_name] if fam is not None and fam.schedulable_units else []
-            for resource in [*offered, *(fam.partition_units if fam is not None else {})]:
+            shapes = [*offered, *(fam.partition_units if fam is not None else {})]
+            by_kind = {self._worker_kind(resource): resource for resource in reversed(shapes)}  # the first of each
+            for resource in by_kind.values():
                 task = ray.remote(_probe).options(**self._unit_options(resource),
                                                   label_selector={RAY_NODE_ID_LABEL: self.node_ids[ref]})
                 self._starting.append(task.remote(family.visible_devices_env_var, resource))
+
+    @staticmethod
+    def _worker_kind(resource: str) -> bool:
+        """Which of Ray's worker kinds a task asking for ``resource`` runs in: True for a GPU worker."""
+        return "num_gpus" in SharedCluster._unit_options(resource)
 
     def node_id(self, subject: Subject, fixture: str) -> str:
         self.nodes_for(subject)
