@@ -756,8 +756,8 @@ def main() -> int:
                         help="mutants tested at once (default: the CPUs less one)")
     parser.add_argument("--sample", type=int, help="at most this many mutants of each module (seeded random)")
     parser.add_argument("--survivors-of", type=Path, metavar="RESULTS",
-                        help="run again only the open survivors of an earlier result (after a new check); modules "
-                        "named beside it that it has no survivors of are sampled as usual")
+                        help="run again only the open survivors of an earlier result (after a new check): of the "
+                        "modules named (default: every module it has survivors of); one it has none of is sampled")
     parser.add_argument("--seed", type=int, default=46, help="seed of the sample and the order (default 46)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON result (default {RESULTS})")
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
@@ -781,7 +781,7 @@ def main() -> int:
         scratch = Path(scratch_dir)
         bake_src = bake(scratch / "bake")
         only = survivors_of(args.survivors_of) if args.survivors_of else None
-        names = sorted({*args.modules, *(only or ())})
+        names = args.modules or sorted(only or ())
         targets = ([target_of(m, args.plugin, args.tier) for m in names] if names else default_targets(bake_src))
         for target in targets:
             if not (source_root(target, bake_src) / package_of(target) / target.file_name).is_file():
