@@ -172,6 +172,9 @@ def shutdown() -> None:
     """``ray.shutdown()``, and forget the nodes and temporary fault files of this process."""
     import ray
 
+    from rayaccel.ray.node_view import close_all
+
+    close_all()  # before the GCS goes, where this process started it
     ray.shutdown()
     forget_started_nodes()
     with _lock:

@@ -148,9 +148,13 @@ def _follow(watch: _Watch, address: str) -> None:
 
 
 @atexit.register
-def _close_all() -> None:
-    """Cancel the long polls, so no thread is inside a gRPC call while the interpreter goes."""
-    for watch in list(_watches.values()):
+def close_all() -> None:
+    """Stop following every cluster's node channel (the next call subscribes again): before the cluster goes
+    (gRPC logs a GOAWAY from a GCS that dies under a long poll), and before the interpreter goes."""
+    with _lock:
+        watches = list(_watches.values())
+        _watches.clear()
+    for watch in watches:
         watch.following = False
         if watch.pid == os.getpid():
             watch.close()
