@@ -28,7 +28,9 @@ bounded by `RAYACCEL_HOOK_TIMEOUT` (default 10 s), and validates the result into
 malformed result becomes a `Problem` for that plugin and hook (a list answer is checked record by record: a
 malformed device, report or sample is left out with a problem naming it, the field and the value, and the rest
 are kept); the other plugins carry on. A plugin bounds its
-own in-process vendor calls (a C library that may hang) with the same runner, `rayaccel.run_bounded`.
+own in-process vendor calls (a C library that may hang) with the same runner, `rayaccel.run_bounded`; its
+simulated library adapter blocks with `rayaccel.simulated_hang()` where the fixture wedges the library, so a
+bounded call on a simulated host gives up at once, charged its timeout ([fixtures.md](fixtures.md)).
 All hooks of one inventory share one deadline (`RAYACCEL_INVENTORY_TIMEOUT`, default 30 s), and a plugin
 whose hook hung is not called again in that inventory. What a hook prints and any change it makes to
 `os.environ` are kept from the caller and reported (`printed`, `environ-changed`): log with `logging`, and
