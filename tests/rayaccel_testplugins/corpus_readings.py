@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -90,51 +91,62 @@ def _add_link_counters(plugin: str) -> None:
     os.replace(tmp, path)
 
 
-class _Rates(Healthy):
-    """A card's link rates: the advance of its counters between this poll and the last, over the time between."""
+Counters = tuple[int, int, int]
+
+
+def rate_samples(previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]], host: Host, devices: list[Device],
+                 rate: Callable[[Counters, Counters], tuple[float, float]]) -> list[MetricSample]:
+    """Each card's link rates: the advance of its counters between this poll and the last (kept per library
+    session), over the time between, as ``rate`` works them out."""
+    counters = host.library(ACME_LINK)
+    before_now = previous.setdefault(counters, {})
+    samples = []
+    for device in devices:
+        now, before = counters.read(device.index), before_now.get(device.index)
+        if now is None:
+            continue
+        before_now[device.index] = now
+        if before is not None and now[0] > before[0]:
+            tx, rx = rate(before, now)
+            samples += [MetricSample(device=device.id, name="interconnect_tx", unit="bytes_per_second", value=tx),
+                        MetricSample(device=device.id, name="interconnect_rx", unit="bytes_per_second", value=rx)]
+    return samples
+
+
+def _both_directions(before: Counters, now: Counters) -> tuple[float, float]:
+    both = (now[1] - before[1] + now[2] - before[2]) / ((now[0] - before[0]) / 1e6)
+    return both, both
+
+
+def _over_milliseconds(before: Counters, now: Counters) -> tuple[float, float]:
+    seconds = (now[0] - before[0]) / 1e3
+    return (now[1] - before[1]) / seconds, (now[2] - before[2]) / seconds
+
+
+class RatesBothWaysSummed(Healthy):
+    DEFECT = "a card's link rate sent is what it sent and received together (both directions summed in one rate)"
+    KILLED_BY = ("RAC246", "invariant rate-is-the-stated-traffic")
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         _add_link_counters(name)
-        self.previous: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, int, int]]] = weakref.WeakKeyDictionary()
-
-    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
-        raise NotImplementedError
+        self.previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]] = weakref.WeakKeyDictionary()
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        samples = super().rayaccel_metrics(host, devices)
-        counters = host.library(ACME_LINK)
-        previous = self.previous.setdefault(counters, {})
-        for device in devices:
-            now = counters.read(device.index)
-            before = previous.get(device.index)
-            if now is None:
-                continue
-            previous[device.index] = now
-            if before is not None and now[0] > before[0]:
-                tx, rx = self.rate(before, now)
-                samples += [MetricSample(device=device.id, name="interconnect_tx", unit="bytes_per_second", value=tx),
-                            MetricSample(device=device.id, name="interconnect_rx", unit="bytes_per_second", value=rx)]
-        return samples
+        return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _both_directions)
 
 
-class RatesBothWaysSummed(_Rates):
-    DEFECT = "a card's link rate sent is what it sent and received together (both directions summed in one rate)"
-    KILLED_BY = ("RAC246", "invariant rate-is-the-stated-traffic")
-
-    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
-        seconds = (now[0] - before[0]) / 1e6
-        both = (now[1] - before[1] + now[2] - before[2]) / seconds
-        return both, both
-
-
-class RatesOverMillisecondStamps(_Rates):
+class RatesOverMillisecondStamps(Healthy):
     DEFECT = "a card's link rates divide by the time between its samples taken as milliseconds (they are microseconds)"
     KILLED_BY = ("RAC246", "invariant rate-is-the-stated-traffic")
 
-    def rate(self, before: tuple[int, int, int], now: tuple[int, int, int]) -> tuple[float, float]:
-        seconds = (now[0] - before[0]) / 1e3
-        return (now[1] - before[1]) / seconds, (now[2] - before[2]) / seconds
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_link_counters(name)
+        self.previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]] = weakref.WeakKeyDictionary()
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _over_milliseconds)
 
 
 for _cls in (NumaByIndexHalf, NumaFromFirstCard, RatesBothWaysSummed, RatesOverMillisecondStamps):
