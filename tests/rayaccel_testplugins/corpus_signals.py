@@ -1,4 +1,4 @@
-"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC254): a
+"""Corpus mutants found by grading a second batch of held-out broken plugins (issue 46, lane G: RAC250-RAC255): a
 device's answer that does not follow what the vendor reports for it, or follows the complement the vendor reports
 beside it, each right on the fixture as recorded, two shapes each (neither the held-out plugin's own).
 
@@ -212,9 +212,39 @@ class SkuPatternStartAnchored(Healthy):
         return data
 
 
+# The metrics a device reports belong to its SKU, not to its node (RAC255) ---------------------------------------
+
+
+def _dense(host: Host) -> bool:
+    """A node with more than 8 cards (the corpus's 16-card fixture), where these two mutants read less."""
+    return len(host.glob(f"{SYSFS}/acme*")) > 8
+
+
+class MetricsSummaryOnDenseNodes(Healthy):
+    DEFECT = ("on a node with more than 8 cards the plugin reads the driver's summary instead of each card's files, "
+              "and the summary has no per-card readings: only memory_total is left there")
+    KILLED_BY = ("RAC255", "invariant metrics-follow-the-sku")
+    MORE_CARDS = (16,)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        samples = super().samples(host, device)
+        return [s for s in samples if s.name == "memory_total"] if _dense(host) else samples
+
+
+class PowerDroppedOnDenseNodes(Healthy):
+    DEFECT = ("power is read on nodes of up to 8 cards only (the dense chassis' shared power sensor was left for "
+              "later): a 16-card node of the same SKU reports no power")
+    KILLED_BY = ("RAC255", "report power on")
+    MORE_CARDS = (16,)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        samples = super().samples(host, device)
+        return [s for s in samples if s.name != "power"] if _dense(host) else samples
+
+
 for _cls in (HealthCounterDefaultsZero, HealthFaultPatternOnly, MemoryFromCatalog, DeviceRecordsKeptPerCard,
              PartitionSlicesFromCompute, PartitionSlicesAlwaysOne, MemoryUsedFromFreeFile, UtilizationFromIdleFile,
-             SkuPatternModelWildcard, SkuPatternStartAnchored):
+             SkuPatternModelWildcard, SkuPatternStartAnchored, MetricsSummaryOnDenseNodes, PowerDroppedOnDenseNodes):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionSlicesFromCompute, PartitionSlicesAlwaysOne):

@@ -19,6 +19,7 @@ def all_checks() -> list[Check]:
         experimental,
         invariants,
         layouts,
+        metric_coverage,
         numa_readings,
         partition_sizes,
         performance,

@@ -1,0 +1,59 @@
+"""The metrics a device reports belong to its SKU, not to the node it sits in (supported tier, issue 46): RAC255.
+
+A plugin that reads a metric right on the node its fixture recorded and loses it on another node of the same
+SKU (a value indexed by the device's place in a multi-host slice, a tool's summary mode on a denser node) is
+self-consistent on each fixture: every check that compares a node with itself passes. The plugin's fixtures
+together are nodes of one cluster; this check compares them.
+"""
+
+from __future__ import annotations
+
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+
+@check("RAC255")
+def metrics_follow_the_sku(subject: Subject) -> Evidence:
+    """The devices of one SKU report the same metrics on every fixture where they report any.
+
+    For each SKU, the suite collects the metric names its whole (unpartitioned) devices report on each of the
+    plugin's fixtures: where a fixture's devices of that SKU report any metric, they must report the same
+    names as on every other such fixture (``invariant metrics-follow-the-sku``, naming the SKU, both fixtures
+    and the metrics one lacks). A metric read by the device's index in a slice or a rack (right on its first
+    host, gone on the others), or only in a tool's mode the recorded node happened to be in, passes every
+    check of one node. A partitioned device is left out (a GPU in MIG mode reports less, rightly), and so is a
+    fixture whose devices of the SKU report no metric at all (no metrics endpoint on that machine). Not
+    applicable where no SKU's devices report metrics on two fixtures. Fix: map each sample to the device it is
+    about by the device's own id or host-local index, and read the same fields on every node.
+    """
+    family = subject.family()
+    names: dict[str, dict[str, set[str]]] = {}  # sku -> fixture -> metric names of its whole devices
+    for ref in subject.fixture_paths():
+        try:
+            fam = subject.inventory(ref).family(family.name)
+        except CheckFailed:
+            continue  # an inventory that does not validate is RAC105's
+        if fam is None:
+            continue
+        for device in fam.devices:
+            if device.partitions or device.sku is None:
+                continue
+            reported = {s.name for s in fam.metrics if s.device == device.id}
+            names.setdefault(device.sku, {}).setdefault(ref, set()).update(reported)
+    wrong, compared = [], 0
+    for sku, by_fixture in sorted(names.items()):
+        reporting = sorted((ref, found) for ref, found in by_fixture.items() if found)
+        if len(reporting) < 2:
+            continue
+        compared += 1
+        widest = max(reporting, key=lambda item: len(item[1]))
+        for ref, found in reporting:
+            lacking = sorted(widest[1] - found)
+            if lacking:
+                wrong.append(f"invariant metrics-follow-the-sku, SKU {sku}: its devices report {', '.join(lacking)} on "
+                             f"{widest[0]} but not on {ref} (they report {', '.join(sorted(found))} there)")
+    if wrong:
+        raise CheckFailed(wrong[:8])
+    if not compared:
+        raise NotApplicable("no SKU's devices report metrics on two fixtures")
+    return f"{compared} SKUs, each reporting the same metrics on every fixture where its devices report any"
