@@ -1475,7 +1475,7 @@ IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_
 #: Every module of mutants beside this one (each adds its mutants to PLUGINS when imported): the import defects,
 #: the contract's mutants (rayaccel_testplugins.corpus_contract: RAC215, RAC217, RAC221-RAC223) and those held-out
 #: grading found (rayaccel_testplugins.corpus_heldout: RAC240-RAC244; rayaccel_testplugins.corpus_readings: RAC245;
-#: rayaccel_testplugins.corpus_signals: RAC250-RAC252) and make mutation found
+#: rayaccel_testplugins.corpus_signals: RAC250-RAC255) and make mutation found
 #: (rayaccel_testplugins.corpus_vendor_json: RAC260, RAC261).
 MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract",
                   "rayaccel_testplugins.corpus_heldout", "rayaccel_testplugins.corpus_readings",
