@@ -7,7 +7,8 @@ moves a counter at each message. :func:`alive_nodes` returns the nodes of its la
 not moved since then (taken before that read, so a change during it counts), and reads again otherwise. A node
 that registered less than the channel's delivery time ago (under a millisecond on one host) may be missing, as
 from a read made just before it registered. Where nothing can follow the channel (Ray Client, a subscription the
-GCS refused, a forked child) or the thread has stopped (the GCS went away), every call reads.
+GCS refused) or the thread has stopped (the GCS went away), every call reads; a forked child follows on its own
+thread. :func:`close_all` (``rayaccel.ray.shutdown`` calls it) stops following before a local GCS goes.
 """
 
 from __future__ import annotations
