@@ -279,11 +279,13 @@ def covering(check_ids: Sequence[str], lines: dict[str, Any], module: str, prist
              ) -> list[str]:
     """The checks a mutant's test must run: those whose baseline ran a line the mutation changed (any other check
     runs the same code as on the unmutated plugin, so passes as it did), those that start a process and those the
-    baseline did not run; every check when a changed line runs at import or the mutant cannot be placed."""
+    baseline did not run; every check when a changed line runs at import, the mutant does not compile (the plugin
+    does not load: only the import's checks see it) or cannot be placed."""
     file_lines: dict[str, list[str]] = lines["files"].get(module, {})
     rows = changed_rows(pristine, mutated)
     selected: set[str] = set(lines.get("spawning", ()))
     try:
+        compile(mutated, module, "exec")  # a mutant that does not compile fails the import, before any check
         spans = [executed_lines(pristine, row) for row in rows]
     except SyntaxError:
         spans = [None]

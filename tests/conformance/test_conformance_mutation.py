@@ -192,3 +192,6 @@ def test_a_mutant_runs_only_the_checks_whose_baseline_ran_a_line_it_changed() ->
     # A check the baseline did not run (added since): not known, so run.
     assert mutation.covering(checks, {**lines, "checks": checks[:-1]}, "pick.py", COVERED,
                              COVERED.replace("return -1", "return 1")) == ["RAC112", "RAC204"]
+    # A mutant that does not compile (cosmic-ray's ** in a dict display made -): the plugin does not load, which
+    # only the import's checks see, so every check runs.
+    assert mutation.covering(checks, lines, "pick.py", COVERED, COVERED.replace("int(text,", "int(text,,")) == checks
