@@ -108,10 +108,13 @@ def test_a_group_no_domain_holds_stays_pending_and_says_why(cluster):
 
 def test_scale_up_domain_placement_group_lets_rays_gcs_choose_the_domain(cluster):
     _, ids, _ = cluster
-    group = rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}] * 2, kind="nvlink-clique",
-                                                         bundle_label_selector=[GB200] * 2)
+    # The kind alone picks the clique: ray.io/gpu-domain names the DGX boxes' NVSwitch domains too, each of
+    # which holds 8 GPUs, so every bundle carries the kind for the GCS.
+    group = rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}] * 2, kind="nvlink-clique")
     try:
-        assert group_table(group).strategy == {"ray.io/gpu-domain": "STRICT_PACK"}
+        table = group_table(group)
+        assert table.strategy == {"ray.io/gpu-domain": "STRICT_PACK"}
+        assert all(("rayaccel.io/scale-up-domain-kind", "in", ("nvlink-clique",)) in s for s in table.selectors)
         assert group.wait(60)
         assert group_table(group).assignments == {"ray.io/gpu-domain": CLIQUE}
         # A task in the group gets GPUs of the tray its bundle is on.
@@ -124,6 +127,14 @@ def test_scale_up_domain_placement_group_lets_rays_gcs_choose_the_domain(cluster
         remove_placement_group(group)
     options = rayaccel.ray.best_connected_bundles(4, family="nvidia", n_bundles=2)
     assert options == {"bundles": [{"GPU": 4.0}] * 2, "topology_strategy": GPU_DOMAIN}
+    for _ in range(3):  # the clique could hold it too: the GCS must choose a DGX box each time
+        box = rayaccel.ray.scale_up_domain_placement_group([{"GPU": 4}] * 2, kind="nvswitch")
+        try:
+            assert box.wait(60)
+            assert group_table(box).assignments["ray.io/gpu-domain"] in ("dgx-h100-01-nvswitch",
+                                                                          "dgx-h100-01-2-nvswitch")
+        finally:
+            remove_placement_group(box)
 
 
 DRIVER = """

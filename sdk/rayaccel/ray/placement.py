@@ -234,12 +234,20 @@ def _topology_choice(bundles: Sequence[Mapping[str, float]], kind: str | None,
 
 
 def _topology_group(bundles: Sequence[Mapping[str, float]], choice: _TopologyChoice, strategy: str,
-                    placement_group_kwargs: Mapping[str, Any]) -> Any:
+                    kind: str | None, placement_group_kwargs: Mapping[str, Any]) -> Any:
     from ray.util import placement_group
 
     kwargs = dict(placement_group_kwargs)
+    selectors: list[dict[str, str]] = [dict(s) for s in kwargs.get("bundle_label_selector") or [{} for _ in bundles]]
     if choice.tpu_head:
-        kwargs.setdefault("bundle_label_selector", [{RAY_TPU_WORKER_LABEL: "0"}] + [{} for _ in bundles[1:]])
+        selectors[0].setdefault(RAY_TPU_WORKER_LABEL, "0")
+    if kind is not None:
+        # Ray packs by the domain label alone, which several kinds share (ray.io/gpu-domain names an NVLink
+        # clique and an NVSwitch box alike): every bundle also asks for the kind, so the GCS picks only its domains.
+        for selector in selectors:
+            selector.setdefault(DOMAIN_KIND_LABEL, kind)
+    if any(selectors):
+        kwargs["bundle_label_selector"] = selectors
     return placement_group([dict(b) for b in bundles],
                            topology_strategy={str(choice.key): "STRICT_PACK", RAY_TOPOLOGY_NODE_KEY: strategy},
                            **kwargs)
@@ -267,7 +275,7 @@ def scale_up_domain_placement_group(bundles: Sequence[Mapping[str, float]], doma
         # draining node): the live nodes' labels and resource names, read again when a node came or went.
         choice = _topology_choice(bundles, kind, alive_nodes())
         if choice.key is not None:
-            return _topology_group(bundles, choice, strategy, placement_group_kwargs)
+            return _topology_group(bundles, choice, strategy, kind, placement_group_kwargs)
     if domain is None and tpu_slice is None:
         try:
             domain, tpu_slice = find_scale_up_domain(bundles, kind, min_size=min_size)
