@@ -207,13 +207,11 @@ class ConformanceRun:
         # Per plugin: the cheaper checks of experimental and supported, their Ray checks, then certified's. A Ray
         # check runs once every cheaper check of its tier and below has spoken (it is skipped when one failed;
         # a higher tier's never changes that), and meanwhile the plugin's nodes start (prestart). The plugin's
-        # nodes go after its last Ray check where another plugin's Ray checks follow (the last plugin's go with
-        # the cluster at the session's end: removing them first only made the run wait for it).
+        # nodes go after its last Ray check.
         certified = tier_index("certified")
         ordered = sorted(checks, key=lambda c: (tier_index(c.tier) >= certified, c.uses_ray, tier_index(c.tier), c.id))
         suite = ConformanceSuite.from_parent(session, name="conformance", nodeid="conformance")
         items: list[pytest.Item] = []
-        last_ray: list[ConformanceItem] = []  # each plugin's last Ray check
         for name in dict.fromkeys(names):
             subject = Subject(name, manager, self.hardware,  # type: ignore[arg-type]
                               [f for f in fixtures if "/" not in f or f.startswith(f"{name}/")])
@@ -227,10 +225,8 @@ class ConformanceRun:
                                                             check=check, subject=subject, fixture=ref))
             ray_items = [i for i in mine if i.check.uses_ray]
             if ray_items:
-                last_ray.append(ray_items[-1])
+                ray_items[-1].last_ray = True
             items.extend(mine)
-        for item in last_ray[:-1]:
-            item.last_ray = True
         known = {ref for subject in self.subjects for ref in subject.fixture_paths()}
         unknown = [f for f in fixtures if f not in known and not any(ref.endswith(f"/{f}") for ref in known)]
         if unknown:

@@ -5,8 +5,7 @@ through the SDK (``rayaccel.ray.add_node``). The cluster lives in a process of i
 (:mod:`rayaccel_conformance.harness.cluster_host`), so its nodes can start while the cheaper checks run in this
 one (:meth:`SharedCluster.prestart`): starting them here would put Ray's threads and processes beside the hooks
 the suite watches. This process connects to it as the driver. All fixtures of a plugin start together and are
-removed after the plugin's last Ray check when another plugin's follow, so a run over many plugins never holds more
-than one plugin's nodes (the last plugin's go with the cluster).
+removed after the plugin's last Ray check, so a run over many plugins never holds more than one plugin's nodes.
 """
 
 from __future__ import annotations
