@@ -22,13 +22,20 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
     and the metrics one lacks). A metric read by the device's index in a slice or a rack (right on its first
     host, gone on the others), or only in a tool's mode the recorded node happened to be in, passes every
     check of one node. A partitioned device is left out (a GPU in MIG mode reports less, rightly), and so is a
-    fixture whose devices of the SKU report no metric at all (no metrics endpoint on that machine). Not
-    applicable where no SKU's devices report metrics on two fixtures. Fix: map each sample to the device it is
-    about by the device's own id or host-local index, and read the same fields on every node.
+    fixture whose devices of the SKU report no metric at all (no metrics endpoint on that machine), and so is a
+    metric a fixture's own statement of what its vendor interface offers (``expected.metrics``, where it has
+    one) leaves out: a machine with ECC off or under vGPU rightly lacks its error counters, and RAC206 holds
+    the plugin to every metric a fixture states. Not applicable where no SKU's devices report metrics on two
+    fixtures. Fix: map each sample to the device it is about by the device's own id or host-local index, and
+    read the same fields on every node.
     """
     family = subject.family()
     names: dict[str, dict[str, set[str]]] = {}  # sku -> fixture -> metric names of its whole devices
+    offered: dict[str, set[str]] = {}  # fixture -> the metrics it states its vendor interface offers, if it does
     for ref in subject.fixture_paths():
+        stated = set(subject.fixture(ref).expected.metrics)
+        if stated:
+            offered[ref] = stated
         try:
             fam = subject.inventory(ref).family(family.name)
         except CheckFailed:
@@ -48,7 +55,7 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
         compared += 1
         widest = max(reporting, key=lambda item: len(item[1]))
         for ref, found in reporting:
-            lacking = sorted(widest[1] - found)
+            lacking = sorted(name for name in widest[1] - found if name in offered.get(ref, {name}))
             if lacking:
                 wrong.append(f"invariant metrics-follow-the-sku, SKU {sku}: its devices report {', '.join(lacking)} on "
                              f"{widest[0]} but not on {ref} (they report {', '.join(sorted(found))} there)")
