@@ -238,3 +238,17 @@ def test_nvlink_bandwidth_without_a_known_architecture_follows_the_version() -> 
     assert topology.per_link_gbps(nvml, pascal, [nvml.NVML_NVLINK_VERSION_1_0]) == 20.0
     blackwell = Device(index=0, id="GPU-b", product_name="NVIDIA B200", architecture="blackwell")
     assert topology.per_link_gbps(nvml, blackwell, [None]) == 50.0  # no version readable: the architecture's
+
+
+@pytest.mark.parametrize("setting", ["five", "0", "-1", "nan", "inf"])
+def test_a_malformed_nvml_timeout_is_reported_and_the_default_bounds_the_calls(setting: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAYACCEL_NVIDIA_NVML_TIMEOUT", setting)
+    result = build_inventory(plugin_manager(plugin, "nvidia"),
+                             SimulatedHost(load_fixture(next(p for p in FIXTURES if p.stem == "l4-single"))))
+    warnings = [p for p in result.problems if p.code == "malformed-setting"]
+    assert warnings and all(p.severity == "warning" for p in warnings)
+    assert f"RAYACCEL_NVIDIA_NVML_TIMEOUT='{setting}' is not a positive number of seconds" in warnings[0].message
+    assert "default 5s" in warnings[0].message
+    family = result.family("nvidia")
+    assert family is not None and len(family.devices) == 1  # the node is still read, with the default bound

@@ -7,11 +7,12 @@ abandoned after :func:`nvml_timeout` seconds, and the caller gets :class:`NvmlTi
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rayaccel import BoundedTimeout, Host, HostError, LibraryUnavailable, run_bounded
+from rayaccel import BoundedTimeout, Host, HostError, LibraryUnavailable, report_problem, run_bounded
 from rayaccel_nvidia.nvml import NVML
 
 T = TypeVar("T")
@@ -25,12 +26,22 @@ class NvmlTimeout(HostError):
 
 
 def nvml_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
+    """The bound of each NVML call in seconds: the operator's :data:`TIMEOUT_ENV`, else the default; a value
+    that is not a positive finite number is reported (a warning) and the default bounds the call instead."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
         return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value > 0:
+        return value
+    shown = raw if len(raw) <= 32 and raw.isprintable() else raw[:32].encode("unicode_escape").decode() + "..."
+    report_problem("malformed-setting", f"{TIMEOUT_ENV}={shown!r} is not a positive number of seconds; NVML "
+                   f"calls are bounded by the default {DEFAULT_TIMEOUT:g}s instead",
+                   fix=f"set {TIMEOUT_ENV} to a positive number of seconds (e.g. 10) or unset it")
+    return DEFAULT_TIMEOUT
 
 
 def open_nvml(host: Host) -> Any | None:
