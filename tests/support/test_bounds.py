@@ -29,6 +29,7 @@ from rayaccel.inventory.topology import greedy_order, link_graph
 from rayaccel.plugins.configuration import NO_AUTOLOAD_ENV, PLUGINS_ENV
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Link
+from rayaccel.support.bounded import run_bounded
 
 
 def _wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
@@ -75,6 +76,16 @@ def test_command_output_that_is_not_utf8_is_replaced_not_raised() -> None:
 def test_a_command_timeout_must_be_finite_and_positive(timeout: float) -> None:
     with pytest.raises(ValueError, match="timeout must be a finite number"):
         RealHost().run(["true"], timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", [None, math.nan, math.inf, -1.0, 0.0, True])
+def test_a_bounded_call_needs_a_bound(timeout: Any) -> None:
+    # None or infinity would wait as long as the call hangs; the call is never started.
+    started: list[int] = []
+    with pytest.raises(ValueError, match=f"timeout must be a finite number of seconds > 0, not {timeout!r}"):
+        run_bounded(lambda: started.append(1), timeout)
+    assert started == []
+    assert run_bounded(lambda: 7, 1) == 7
 
 
 # HTTP -----------------------------------------------------------------------------------------------

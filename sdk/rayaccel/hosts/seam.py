@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import math
 import os
 import selectors
 import shutil
@@ -24,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
+
+from rayaccel.support.bounded import checked_timeout
 
 #: Default timeout for vendor commands and metadata calls. Short: a hung tool must not hold up a node.
 DEFAULT_COMMAND_TIMEOUT = 5.0
@@ -232,12 +233,6 @@ class RealHost:
         return self._libraries[name]
 
 
-def _check_timeout(timeout: float) -> float:
-    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"timeout must be a finite number of seconds > 0, not {timeout!r}")
-    return float(timeout)
-
-
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     # The command runs in a session of its own, so its process group id is its pid: this reaches the
     # children it started too (a shell script's tools), which a plain kill would leave running.
@@ -254,7 +249,7 @@ def run_bounded(argv: Sequence[str], env: Mapping[str, str], timeout: float,
     Raises CommandNotFound, CommandTimeout (the whole group killed), or OutputTooLarge (likewise) when
     stdout or stderr passes ``max_bytes``. Output is decoded as UTF-8, undecodable bytes replaced.
     """
-    timeout = _check_timeout(timeout)
+    timeout = checked_timeout(timeout)
     line = " ".join(argv)
     deadline = time.monotonic() + timeout
     try:
@@ -312,7 +307,7 @@ def http_get_bounded(url: str, headers: Mapping[str, str], timeout: float,
     """
     import http.client  # here: ~30 ms of imports (ssl, email) a command that reads no URL never pays
 
-    timeout = _check_timeout(timeout)
+    timeout = checked_timeout(timeout)
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HttpUnavailable(f"GET {url}: only http:// and https:// URLs are supported")

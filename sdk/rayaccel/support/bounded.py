@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import queue
 import threading
 import time
@@ -148,6 +149,15 @@ class BoundedTimeout(TimeoutError):
         self.returned = returned if returned is not None else threading.Event()
 
 
+def checked_timeout(timeout: float) -> float:
+    """``timeout`` as float seconds; ValueError naming it unless it is a finite number > 0 (None, NaN and
+    infinity would be no bound at all: every wait has one)."""
+    if not (isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
+            and timeout > 0):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return float(timeout)
+
+
 def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bounded") -> T:
     """``fn()`` in a daemon thread named ``name``: its result, or its exception re-raised here, or
     :class:`BoundedTimeout` when it has not returned within ``timeout`` seconds.
@@ -156,6 +166,7 @@ def run_bounded(fn: Callable[[], T], timeout: float, *, name: str = "rayaccel-bo
     :func:`rayaccel.report_problem` reaches the hook call it serves. An interrupt of the caller (SIGINT)
     while it waits propagates at once; the thread is abandoned then too.
     """
+    timeout = checked_timeout(timeout)
     outcome: dict[str, Any] = {}
     context = contextvars.copy_context()
     returned = threading.Event()
