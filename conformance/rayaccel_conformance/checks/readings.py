@@ -60,17 +60,18 @@ class Reading:
                 "command": f"`{self.key}` output {inner}"}[self.where]
 
 
-def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+def number_leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    """Every number (not a bool) in a JSON-shaped value, with the keys and indexes that lead to it."""
     if isinstance(data, bool):
         return
     if isinstance(data, int | float):
         yield path, float(data)
     elif isinstance(data, dict):
         for key, value in data.items():
-            yield from _leaves(value, (*path, key))
+            yield from number_leaves(value, (*path, key))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _leaves(value, (*path, i))
+            yield from number_leaves(value, (*path, i))
 
 
 def host_readings(host: dict[str, Any]) -> list[Reading]:
@@ -81,14 +82,14 @@ def host_readings(host: dict[str, Any]) -> list[Reading]:
         if match and float(match.group(1)) != 0:
             found.append(Reading("file", path, (), float(match.group(1))))
     for name, data in (host.get("libraries") or {}).items():
-        found += [Reading("library", name, p, v) for p, v in _leaves(data) if v != 0 and math.isfinite(v)]
+        found += [Reading("library", name, p, v) for p, v in number_leaves(data) if v != 0 and math.isfinite(v)]
     for line, answer in (host.get("commands") or {}).items():
         try:
             data = json.loads((answer or {}).get("stdout") or "")
         except (ValueError, TypeError):
             found += _table_readings(line, (answer or {}).get("stdout") or "")
             continue
-        found += [Reading("command", line, p, v) for p, v in _leaves(data) if v != 0 and math.isfinite(v)]
+        found += [Reading("command", line, p, v) for p, v in number_leaves(data) if v != 0 and math.isfinite(v)]
     return found
 
 

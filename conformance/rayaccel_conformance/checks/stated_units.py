@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rayaccel.records import FamilyInventory
+from rayaccel_conformance.checks.readings import number_leaves
 
 #: The size units tools print, by power of 1024 (MB is 2**20 bytes to most tools and 10**6 to some).
 SIZE_POWERS = {"B": 0, "KB": 1, "KIB": 1, "MB": 2, "MIB": 2, "GB": 3, "GIB": 3, "TB": 4, "TIB": 4}
@@ -62,25 +63,12 @@ def restated_host(host: dict[str, Any], target: str) -> tuple[dict[str, Any], li
     return state, changed
 
 
-def _leaves(data: Any, path: str = "") -> Iterator[tuple[str, float]]:
-    if isinstance(data, bool):
-        return
-    if isinstance(data, int | float):
-        yield path, float(data)
-    elif isinstance(data, dict):
-        for key, value in data.items():
-            yield from _leaves(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            yield from _leaves(value, f"{path}[{i}]")
-
-
 def sized_values(family: FamilyInventory | None) -> dict[str, float]:
     """Every number of the family's device records (by device id and field) and metric samples."""
     if family is None:
         return {}
-    found = {f"device {d.id} {path}": value for d in family.devices
-             for path, value in _leaves(d.model_dump(mode="json"))}
+    found = {f"device {d.id} {'.'.join(map(str, path))}": value for d in family.devices
+             for path, value in number_leaves(d.model_dump(mode="json"))}
     found.update({f"metric {s.name} of {s.device}": s.value for s in family.metrics})
     return found
 
