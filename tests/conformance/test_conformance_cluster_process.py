@@ -9,9 +9,17 @@ import psutil
 import pytest
 
 from rayaccel.support.polling import wait_for
-from rayaccel_conformance.harness.raycluster import ClusterProcess, ClusterProcessError
+from rayaccel_conformance.harness.cluster_host import RAY_GAVE_UP
+from rayaccel_conformance.harness.raycluster import (
+    HEAD_START_TIMEOUT_S,
+    NODE_START_TIMEOUT_S,
+    ClusterProcess,
+    ClusterProcessError,
+)
 
 WAIT_S = 30.0
+#: A fixture of a reference plugin with one device: the cheapest node to start.
+FIXTURE = "nvidia/l4-single"
 
 
 def test_a_request_it_cannot_answer_fails_naming_why_and_the_next_is_still_answered() -> None:
@@ -63,3 +71,31 @@ def test_closed_while_it_starts_ray_it_stops_at_once_leaving_no_ray_process() ->
     assert cluster.process.returncode is not None
     wait_for(lambda: [p for p in under if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], lambda left: not left,
              timeout=WAIT_S, interval=0.1, what="every Ray process it started to end")
+
+
+def _raylets(host: psutil.Process) -> list[psutil.Process]:
+    return [p for p in host.children() if p.name() == "raylet"]
+
+
+def test_a_node_ray_gave_up_on_is_stopped_by_pid_and_started_once_more_saying_so() -> None:
+    # Under load a raylet can miss the 30 s Ray's Node() waits for it to register, and Ray gives up on the node.
+    # Here the first raylet is really stopped (SIGSTOP) as soon as it appears, so Ray gives up on it for real.
+    cluster = ClusterProcess()
+    try:
+        cluster.answer(cluster.send(op="head"), HEAD_START_TIMEOUT_S)
+        host = psutil.Process(cluster.pid)
+        head = {p.pid for p in _raylets(host)}
+        ticket = cluster.send(op="nodes", plugin="nvidia", fixtures=[FIXTURE])
+        frozen = wait_for(lambda: [p for p in _raylets(host) if p.pid not in head], bool, timeout=NODE_START_TIMEOUT_S,
+                          interval=0.01, what="the node's raylet")[0]
+        frozen.suspend()
+        reply = cluster.answer(ticket, 2 * NODE_START_TIMEOUT_S)
+        assert list(reply["nodes"]) == [FIXTURE] and reply["errors"] == {}
+        assert RAY_GAVE_UP in reply["retried"][FIXTURE]  # the retry is said, with Ray's own words
+        # The half-started node's raylet was stopped by its pid; the one left is the second start's, registered.
+        assert not frozen.is_running() or frozen.status() == psutil.STATUS_ZOMBIE
+        second = [p for p in _raylets(host) if p.pid not in head]
+        assert len(second) == 1 and second[0].pid != frozen.pid and second[0].status() != psutil.STATUS_STOPPED
+    finally:
+        cluster.close()
+    assert cluster.process.returncode == 0

@@ -8,10 +8,14 @@ on its stdout, one JSON line per request read from its stdin, in order:
 
 - ``{"op": "head"}`` -> ``{"address": ...}``: the head node (no accelerators).
 - ``{"op": "nodes", "plugin": NAME, "fixtures": [REF, ...]}`` -> ``{"nodes": {REF: node id}, "errors": {REF:
-  why}, "faults": {REF: fault file}, "start_ms": {REF: ms}}``: one node per fixture, started one after another
-  and waited for together; the first is waited for alone, so its start (the SDK's configuration, the inventory
-  in isolated workers, Ray's processes, until the node is registered) is timed: RAC310's ``node start``.
-- ``{"op": "peer", "plugin": NAME, "fixture": REF}`` -> ``{"node": node id}``: one more node of the fixture,
+  why}, "faults": {REF: fault file}, "start_ms": {REF: ms}, "retried": {REF: why}}``: one node per fixture,
+  started one after another and waited for together; the first is waited for alone, so its start (the SDK's
+  configuration, the inventory in isolated workers, Ray's processes, until the node is registered) is timed:
+  RAC310's ``node start``. A node Ray gave up on (its raylet did not register within the 30 s Ray's ``Node()``
+  waits, as under load) is started once more after its half-started processes are stopped by pid; ``retried``
+  says why, and a second failure is the fixture's error.
+- ``{"op": "peer", "plugin": NAME, "fixture": REF}`` -> ``{"node": node id, "retried": why or null}``: one more
+  node of the fixture,
   under a host name of its own (RAC311's second simulated host when the plugin ships one fixture); removed as
   ``REF + PEER``.
 - ``{"op": "remove", "fixtures": [REF, ...]}`` -> ``{"removed": [...]}``.
@@ -31,15 +35,73 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
+
+import psutil
 
 #: The key of a fixture's second node (``{"op": "peer"}``).
 PEER = "#peer"
+#: What Ray 2.60's ``Node()`` raises when the raylet it started did not register with the GCS within its
+#: hard-coded 30 s (ray/_private/node.py): the start Ray gave up on, which the host tries once more.
+RAY_GAVE_UP = "The current node timed out during startup"
+#: Seconds a half-started node's processes get to end on SIGTERM before they are killed.
+STOP_TIMEOUT_S = 5.0
 
 
 def _answer(out: TextIO, reply: dict[str, Any]) -> None:
     out.write(json.dumps(reply) + "\n")
     out.flush()
+
+
+def _raylets() -> set[int]:
+    """This process's children that are raylets (Ray starts each node's raylet as a child of the process that
+    starts the node; the raylet starts that node's agents and workers under it)."""
+    found = set()
+    for child in psutil.Process().children():
+        try:
+            if os.path.basename(child.exe() or "") == "raylet" or child.name() == "raylet":
+                found.add(child.pid)
+        except psutil.Error:
+            continue  # ended meanwhile
+    return found
+
+
+def _stop_tree(pid: int) -> None:
+    """Stop a process and everything under it by pid: SIGTERM, then SIGKILL what is left after a bound."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(tree, timeout=STOP_TIMEOUT_S)
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(alive, timeout=STOP_TIMEOUT_S)
+
+
+def start_retrying(start: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``start()`` (a node's start through the SDK), once more if Ray gave up on it: the half-started node's
+    processes (its raylet, which this process started, and everything under it) are stopped by pid first.
+    Returns the node and, after a retry, why the first start failed; a second failure raises, naming both."""
+    before = _raylets()
+    try:
+        return start(), None
+    except Exception as e:
+        if RAY_GAVE_UP not in str(e):
+            raise  # the SDK refusing the fixture, or Ray failing otherwise: the finding itself
+        first = f"{type(e).__name__}: {e}"
+    for pid in _raylets() - before:
+        _stop_tree(pid)
+    try:
+        return start(), first
+    except Exception as e:
+        raise RuntimeError(f"Ray gave up on the node's start twice (each raylet did not register with the GCS "
+                           f"within Ray's 30 s); first: {first}; then: {type(e).__name__}: {e}") from None
 
 
 class _Host:
@@ -71,32 +133,41 @@ class _Host:
         ids: dict[str, str] = {}
         errors: dict[str, str] = {}
         start_ms: dict[str, float] = {}
+        retried: dict[str, str] = {}
         for ref in fixtures:
             timed = not start_ms  # the first node that starts: waited for alone, so its start is its own
-            began = time.perf_counter()
+            began = [0.0]
+
+            def start(ref: str = ref, timed: bool = timed, began: list[float] = began) -> Any:
+                began[0] = time.perf_counter()  # a retried start is timed from its own beginning
+                return rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[plugin], num_cpus=1, wait=timed)
+
             try:
-                node = rayaccel.ray.add_node(self.cluster, simulate=ref, plugins=[plugin], num_cpus=1, wait=timed)
+                node, why = start_retrying(start)
             except Exception as e:  # a node that cannot start is the finding for that fixture
                 errors[ref] = f"{type(e).__name__}: {e}"
                 continue
             if timed:
-                start_ms[ref] = round((time.perf_counter() - began) * 1000, 3)
+                start_ms[ref] = round((time.perf_counter() - began[0]) * 1000, 3)
+            if why is not None:
+                retried[ref] = why
             self.nodes[ref] = node
             ids[ref] = str(node.node_id)
         if ids:
             self.cluster.wait_for_nodes()
         configs = node_configs()
         faults = {ref: configs[i].fault_file for ref, i in ids.items() if i in configs and configs[i].fault_file}
-        return {"nodes": ids, "errors": errors, "faults": faults, "start_ms": start_ms}
+        return {"nodes": ids, "errors": errors, "faults": faults, "start_ms": start_ms, "retried": retried}
 
     def add_peer(self, plugin: str, fixture: str) -> dict[str, Any]:
         import rayaccel.ray
 
         self.head()
+        why = None
         if fixture + PEER not in self.nodes:
-            self.nodes[fixture + PEER] = rayaccel.ray.add_node(self.cluster, simulate=fixture, plugins=[plugin],
-                                                               num_cpus=1)
-        return {"node": str(self.nodes[fixture + PEER].node_id)}
+            self.nodes[fixture + PEER], why = start_retrying(
+                lambda: rayaccel.ray.add_node(self.cluster, simulate=fixture, plugins=[plugin], num_cpus=1))
+        return {"node": str(self.nodes[fixture + PEER].node_id), "retried": why}
 
     def remove(self, fixtures: list[str]) -> dict[str, Any]:
         removed = []

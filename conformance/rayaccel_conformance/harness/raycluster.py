@@ -167,6 +167,7 @@ class SharedCluster:
         self.fault_files: dict[str, str] = {}  # fixture ref -> the fault file of its node
         self.start_ms: dict[str, float] = {}  # fixture ref -> its node's start, timed (the plugin's first fixture)
         self.peers: dict[str, str] = {}  # fixture ref + PEER -> node id of the fixture's second node (RAC311)
+        self.retried: dict[str, str] = {}  # fixture ref (+ PEER) -> why Ray gave up on its node's first start
         self.installed: set[str] = set()
         self.cpu_selected: set[str] = set()
         self._starting: list[Any] = []  # the probes that start the nodes' workers (kept: never waited for)
@@ -263,6 +264,7 @@ class SharedCluster:
             self.fault_files.clear()
             self.start_ms.clear()
             self.peers.clear()
+            self.retried.clear()
             self.installed.clear()
             self._restore_auth_mode()
 
@@ -291,6 +293,7 @@ class SharedCluster:
             self.nodes[ref] = self.node_ids[ref] = str(node_id)
         self.fault_files.update(reply.get("faults", {}))
         self.start_ms.update(reply.get("start_ms", {}))
+        self.retried.update(reply.get("retried", {}))
         self._start_workers(subject, list(reply["nodes"]))
 
     def _start_workers(self, subject: Subject, fixtures: list[str]) -> None:
@@ -328,6 +331,12 @@ class SharedCluster:
             raise CheckFailed(f"{fixture}: the SDK could not start a Ray node: {type(node).__name__}: {node}")
         return self.node_ids[fixture]
 
+    def restarted(self, key: str) -> list[str]:
+        """The evidence line of a node Ray gave up on once and the harness started again, if it was."""
+        why = self.retried.get(key)
+        return [f"{key}: Ray gave up on the node's first start ({why}); its processes were stopped by pid and the "
+                "node started again"] if why else []
+
     def two_nodes(self, subject: Subject) -> tuple[str, str, str]:
         """Two nodes, each a simulated host of the plugin: its first two fixtures' nodes, or its one fixture's and
         a second node of that fixture (started now, under a host name of its own; removed with the plugin's).
@@ -339,7 +348,8 @@ class SharedCluster:
             raise CheckFailed(f"plugin {subject.name} ships no fixtures: no simulated host to start nodes on")
         if len(refs) >= 2:
             return (self.node_id(subject, refs[0]), self.node_id(subject, refs[1]),
-                    f"nodes of {refs[0]} and {refs[1]}")
+                    "; ".join([f"nodes of {refs[0]} and {refs[1]}", *self.restarted(refs[0]),
+                               *self.restarted(refs[1])]))
         first = self.node_id(subject, refs[0])
         if refs[0] + PEER not in self.peers:
             assert self.cluster is not None
@@ -349,8 +359,12 @@ class SharedCluster:
             except ClusterProcessError as e:
                 raise CheckFailed(f"{refs[0]}: a second node of the fixture did not start: {e}") from None
             self.peers[refs[0] + PEER] = str(reply["node"])
+            if reply.get("retried"):
+                self.retried[refs[0] + PEER] = str(reply["retried"])
         self._node(self.peers[refs[0] + PEER])
-        return first, self.peers[refs[0] + PEER], f"two nodes of {refs[0]}, each a simulated host of its own"
+        where = [f"two nodes of {refs[0]}, each a simulated host of its own", *self.restarted(refs[0]),
+                 *self.restarted(refs[0] + PEER)]
+        return first, self.peers[refs[0] + PEER], "; ".join(where)
 
     def release(self, subject: Subject) -> None:
         """Remove the plugin's nodes: its Ray checks are done (waiting first for nodes still starting)."""
@@ -368,6 +382,8 @@ class SharedCluster:
         peers = [key for key in self.peers if key.split("#", 1)[0] in refs]  # RAC311's second nodes
         for key in peers:
             del self.peers[key]
+        for key in [key for key in self.retried if key.split("#", 1)[0] in refs]:
+            del self.retried[key]
         refs += peers
         try:
             self.cluster.answer(self.cluster.send(op="remove", fixtures=refs), NODE_START_TIMEOUT_S)
@@ -404,7 +420,7 @@ class SharedCluster:
             raise CheckFailed(wrong)
         # The whole devices' resource, then each partition profile's (MIG instances, ...): the same isolation.
         offered = [(family.resource_name, fam.schedulable_units)] if fam.schedulable_units else []
-        evidence = [f"{fixture}: node shows {inventory.resources}"]
+        evidence = [*self.restarted(fixture), f"{fixture}: node shows {inventory.resources}"]
         for resource, units in [*offered, *fam.partition_units.items()]:
             evidence += self._units_check(subject, fixture, node_id, resource, units)
         return evidence
@@ -506,7 +522,8 @@ class SharedCluster:
         stray = sorted({ran_on for ran_on, _, _ in placed} - having)
         if stray:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
-        return [f"{len(placed)} tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking "
+        return [*self.restarted(fixture),
+                f"{len(placed)} tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking "
                 f"for 1 {family.resource_name}) ran on the {len(having)} node(s) that have it, "
                 f"none on the {others} without"]
 
