@@ -1476,10 +1476,11 @@ IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_
 #: the contract's mutants (rayaccel_testplugins.corpus_contract: RAC215, RAC217, RAC221-RAC223) and those held-out
 #: grading found (rayaccel_testplugins.corpus_heldout: RAC240-RAC244; rayaccel_testplugins.corpus_readings: RAC245;
 #: rayaccel_testplugins.corpus_signals: RAC250-RAC255) and make mutation found
-#: (rayaccel_testplugins.corpus_vendor_json: RAC260, RAC261).
+#: (rayaccel_testplugins.corpus_vendor_json: RAC260, RAC261; rayaccel_testplugins.corpus_declared: RAC264, RAC265).
 MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract",
                   "rayaccel_testplugins.corpus_heldout", "rayaccel_testplugins.corpus_readings",
-                  "rayaccel_testplugins.corpus_vendor_json", "rayaccel_testplugins.corpus_signals")
+                  "rayaccel_testplugins.corpus_vendor_json", "rayaccel_testplugins.corpus_signals",
+                  "rayaccel_testplugins.corpus_declared")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -252,3 +252,18 @@ def test_a_malformed_nvml_timeout_is_reported_and_the_default_bounds_the_calls(s
     assert "default 5s" in warnings[0].message
     family = result.family("nvidia")
     assert family is not None and len(family.devices) == 1  # the node is still read, with the default bound
+
+
+@pytest.mark.parametrize("setting", ["seventy-two", "0", "-4", "7.5"])
+def test_a_malformed_clique_size_is_reported_and_the_clique_keeps_the_gpus_it_has(
+        setting: str, manager: PluginManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAYACCEL_NVIDIA_CLIQUE_SIZE", setting)
+    result = build_inventory(manager, SimulatedHost(load_fixture(next(p for p in FIXTURES
+                                                                      if p.stem == "gb200-nvl72-tray"))))
+    warnings = [p for p in result.problems if p.code == "malformed-setting"]
+    assert warnings and all(p.severity == "warning" for p in warnings)
+    assert f"RAYACCEL_NVIDIA_CLIQUE_SIZE='{setting}' is not a positive whole number" in warnings[0].message
+    family = result.family("nvidia")
+    assert family is not None
+    (domain,) = [d for d in family.topology.domains if d.kind == "nvlink-clique"]
+    assert domain.size == len(domain.members) == 4  # what this tray sees, not a size nobody set

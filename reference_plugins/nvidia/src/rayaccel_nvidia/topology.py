@@ -94,6 +94,21 @@ def per_link_gbps(nvml: Any, device: Device, versions: Sequence[int | None]) -> 
 CLIQUE_SIZE_ENV = "RAYACCEL_NVIDIA_CLIQUE_SIZE"
 
 
+def configured_clique_size() -> int:
+    """The operator's :data:`CLIQUE_SIZE_ENV`, or 0 (the GPUs this host sees in the clique); a value that is not
+    a positive whole number is reported (a warning), not taken silently."""
+    raw = os.environ.get(CLIQUE_SIZE_ENV, "").strip()
+    if not raw:
+        return 0
+    value = plain_int(raw)
+    if value is not None and value > 0:
+        return value
+    report_problem("malformed-setting", f"{CLIQUE_SIZE_ENV}={shown(raw)} is not a positive whole number of "
+                   "GPUs; each NVLink clique's size is the GPUs this host sees in it instead",
+                   fix=f"set {CLIQUE_SIZE_ENV} to the GPUs one NVLink clique spans (e.g. 72) or unset it")
+    return 0
+
+
 def _bus(bus_id: str) -> str:
     # NVML writes "00000000:18:00.0"; the legacy form is "0000:18:00.0". Compare on the last 12 chars.
     return bus_id.strip().upper()[-12:]
@@ -219,7 +234,7 @@ def clique_domains(nvml: Any, devices: Sequence[Device], handles: dict[str, Any]
         clique = fabric_clique(nvml, handles[device.id])
         if clique is not None:
             members.setdefault(clique, []).append(device.id)
-    configured = plain_int(os.environ.get(CLIQUE_SIZE_ENV, "")) or 0
+    configured = configured_clique_size()
     domains = []
     for clique, ids in members.items():
         size = max(configured, len(ids))
