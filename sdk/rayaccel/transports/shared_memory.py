@@ -57,6 +57,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,8 @@ INLINE_COPY_BYTES = 1 << 20
 #: Ray gives an actor's torch one thread, while the in-process memcpy anchor uses all of them).
 COPY_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
 _PARALLEL_COPY_BYTES = 32 << 20
+#: The slice a copy thread takes at a time (a few per thread even at 32 MB; each costs ~10 us of Python).
+COPY_CHUNK_BYTES = 8 << 20
 #: Linux's madvise(MADV_POPULATE_READ) (5.14+): map a range's pages now, as reads would, without copying.
 _MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 #: A sender keeps at most this many idle segments, and at most this many bytes of them (oldest go first).
@@ -283,6 +286,18 @@ def _drop_private_pages(mapping: mmap.mmap, pagemap: int) -> None:
     breaks = np.flatnonzero(np.diff(written) != 1)  # runs of consecutive pages: one madvise each
     for first, last in zip(np.r_[written[0], written[breaks + 1]], np.r_[written[breaks], written[-1]], strict=True):
         mapping.madvise(mmap.MADV_DONTNEED, int(first) * _PAGE, int(last - first + 1) * _PAGE)
+
+
+def _slices(copies: list[tuple[Any, Any]]) -> Generator[tuple[Any, Any], None, None]:
+    """(place, tensor) pairs to copy: a contiguous tensor in slices of :data:`COPY_CHUNK_BYTES`, others whole."""
+    for place, tensor in copies:
+        if not tensor.is_contiguous():
+            yield place, tensor
+            continue
+        to, frm = place.view(-1), tensor.view(-1)
+        step = max(1, COPY_CHUNK_BYTES // max(1, to.element_size()))
+        for start in range(0, to.numel(), step):
+            yield to[start:start + step], frm[start:start + step]
 
 
 #: The fill of a transfer copied before its metadata returned.
@@ -499,7 +514,6 @@ class SharedMemoryTransport(TensorTransportManager):
     def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> ShmTransportMetadata:
         import torch
 
-        node_id, actor_id = _runtime()
         tensor_meta: list[Any] = []
         offsets: list[int] = []
         sizes: list[int] = []
@@ -512,9 +526,6 @@ class SharedMemoryTransport(TensorTransportManager):
             offsets.append(pos)
             sizes.append(t.numel() * t.element_size())
             pos += -(-sizes[-1] // _ALIGN) * _ALIGN
-        if time.monotonic() - self._swept > _SWEEP_EVERY_S:  # names of senders that died before Ray freed their refs
-            sweep_orphans()
-            self._swept = time.monotonic()
         name = _segment_name(obj_id)
         path = os.path.join(SHM_DIR, name)
         try:
@@ -522,26 +533,36 @@ class SharedMemoryTransport(TensorTransportManager):
         except OSError as e:
             raise self._fail("extract", None, None, f"allocating {pos} bytes of shared memory: {e}") from e
         copies: list[tuple[Any, Any]] = []  # (place in the segment, tensor)
+        fill: Future[None] | None = None
         try:
             segment.mapping[:_HEADER] = bytes(_HEADER)  # not this transfer's until the fill writes its name
             for t, off, n in zip(rdt_object, offsets, sizes, strict=True):
                 if n:  # a view of the segment in the tensor's own dtype and shape: one copy, any strides
                     place = torch.frombuffer(segment.mapping, dtype=torch.uint8, count=n, offset=off)
                     copies.append((place.view(t.dtype).view(t.shape), t.detach()))
-            # Receivers open the name; it leads to the sender's descriptor of the segment.
-            os.symlink(f"/proc/{os.getpid()}/fd/{segment.fd}", path)
+            # The copy is the transfer's critical path: it starts first, the rest of this step runs beside it.
             if pos - _HEADER < INLINE_COPY_BYTES:
                 fill = self._fill_now(segment, name, copies)
             else:
                 fill = self._fill_later(segment, name, copies)
+            # Receivers open the name; it leads to the sender's descriptor of the segment.
+            os.symlink(f"/proc/{os.getpid()}/fd/{segment.fd}", path)
         except BaseException as e:
-            copies.clear()  # the mapping cannot close while a tensor shows it
+            if fill is None:
+                copies.clear()  # the mapping cannot close while a tensor shows it
+            else:  # the segment is reused only once the copy into it has ended
+                with contextlib.suppress(Exception):
+                    fill.result(timeout=FILL_TIMEOUT_S)
             self._pool.give_back(segment)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             raise self._fail("extract", None, None, f"writing {path}: {e}") from e
         with self._lock:
             self._owned[obj_id] = (path, segment, fill)
+        if time.monotonic() - self._swept > _SWEEP_EVERY_S:  # names of senders that died before Ray freed their refs
+            sweep_orphans()
+            self._swept = time.monotonic()
+        node_id, actor_id = _runtime()
         return ShmTransportMetadata(tensor_meta=tensor_meta, tensor_device="cpu", segment=name, offsets=offsets,
                                     nbytes=sizes, node_id=node_id, src_actor=actor_id, src_pid=os.getpid())
 
@@ -557,19 +578,22 @@ class SharedMemoryTransport(TensorTransportManager):
         return _COPIED
 
     def _fill_later(self, segment: Segment, name: str, copies: list[tuple[Any, Any]]) -> Future[None]:
-        """Copy the tensors into the segment behind the returned metadata; the header, then the unlock, last."""
+        """Copy the tensors into the segment behind the returned metadata; the header, then the unlock, last.
 
-        def fill() -> None:
-            try:
-                for place, tensor in copies:
-                    self._copy(place, tensor)
-                segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
-            except BaseException:
-                logger.exception("%s: copying the tensors into %s failed; its receivers fail", self._name, name)
-                raise
-            finally:
-                copies.clear()  # the mapping cannot close while a tensor shows it
-                fcntl.flock(segment.fd, fcntl.LOCK_UN)  # written (or failed): receivers may lock it shared now
+        The fill thread and :data:`COPY_THREADS` - 1 helpers are all started from here (no helper waits for the
+        fill thread to hand it work), and each takes the next slice of :data:`COPY_CHUNK_BYTES` until none is left
+        (torch releases the GIL while it copies): a thread the machine's other work holds up leaves its share to
+        the others instead of holding back the whole copy."""
+        slices = _slices(copies)
+        taking = threading.Lock()
+
+        def take_slices() -> None:
+            while True:
+                with taking:
+                    piece = next(slices, None)
+                if piece is None:
+                    return
+                piece[0].copy_(piece[1])
 
         with self._lock:
             if self._filler is None:
@@ -577,22 +601,27 @@ class SharedMemoryTransport(TensorTransportManager):
                 if COPY_THREADS > 1:
                     self._copiers = ThreadPoolExecutor(max_workers=COPY_THREADS - 1,
                                                        thread_name_prefix="rayaccel-shm-copy")
-            return self._filler.submit(fill)
+            copiers = self._copiers
+            filler = self._filler
+        large = sum(place.nbytes for place, _ in copies) >= _PARALLEL_COPY_BYTES
+        helped = [copiers.submit(take_slices) for _ in range(COPY_THREADS - 1)] if copiers and large else []
 
-    def _copy(self, place: Any, tensor: Any) -> None:
-        """``place.copy_(tensor)``; a large contiguous tensor in :data:`COPY_THREADS` slices at once (torch
-        releases the GIL while it copies)."""
-        if self._copiers is None or not tensor.is_contiguous() or place.nbytes < _PARALLEL_COPY_BYTES:
-            place.copy_(tensor)
-            return
-        import torch
+        def fill() -> None:
+            try:
+                take_slices()
+                for done in helped:
+                    done.result(timeout=FILL_TIMEOUT_S)
+                segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
+            except BaseException:
+                logger.exception("%s: copying the tensors into %s failed; its receivers fail", self._name, name)
+                raise
+            finally:
+                with contextlib.suppress(ValueError), taking:  # a helper that timed out may still be in it
+                    slices.close()  # the mapping cannot close while a tensor shows it
+                copies.clear()
+                fcntl.flock(segment.fd, fcntl.LOCK_UN)  # written (or failed): receivers may lock it shared now
 
-        slices = list(zip(torch.tensor_split(place.view(-1), COPY_THREADS),
-                          torch.tensor_split(tensor.view(-1), COPY_THREADS), strict=True))
-        helped = [self._copiers.submit(to.copy_, frm) for to, frm in slices[1:]]
-        slices[0][0].copy_(slices[0][1])
-        for done in helped:
-            done.result(timeout=FILL_TIMEOUT_S)
+        return filler.submit(fill)
 
     def get_communicator_metadata(self, src_actor: ray.actor.ActorHandle[Any], dst_actor: ray.actor.ActorHandle[Any],
                                   backend: str | None = None) -> ShmCommunicatorMetadata:
