@@ -52,7 +52,7 @@ LONGEST_FILES = ("test_template_bake.py", "test_conformance_corpus.py", "test_co
                  "test_readme.py", "test_conformance_attestation.py", "test_reference_plugins_conformance.py",
                  "test_ray_activation.py", "test_conformance_collectives.py", "test_health_policy_ray.py",
                  "test_ray_amd_worker_exits.py", "test_conformance_registry.py",
-                 "test_ray_placement_dgx.py", "test_conformance_recovery.py")
+                 "test_ray_placement_dgx.py", "test_conformance_recovery.py", "test_conformance_cluster_process.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
