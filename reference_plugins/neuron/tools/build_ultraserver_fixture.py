@@ -104,6 +104,12 @@ def main(out_dir: Path = HERE) -> int:
          "expected": {"reasons": {expected["device_ids"][3]: ["neuron-ecc-unreadable"]},
                       "devices": 16, "health": {expected["device_ids"][3]: "unknown"},
                       "resources": expected["resources"]}},
+        {"name": "topoid-beyond-group", "kind": "other",
+         "description": "NEURON_GLOBAL_TOPOID=2 in a 2-node group (X2H: nodes 0 and 1), as a node moved from an X4 "
+                        "group keeps it: the node's place is unknown, not node 2, with a warning; the devices stay",
+         "patch": {"env": {"NEURON_GLOBAL_TOPOID": "2"}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["malformed-value"]}},
     ]
     return write_fixture(data, out_dir)
 
