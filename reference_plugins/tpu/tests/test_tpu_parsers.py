@@ -29,13 +29,12 @@ def test_accelerator_type_is_ray_s(raw: str) -> None:
     assert podtype.accelerator_type(pod_type) == f"TPU-{generation.upper()}"
 
 
-@pytest.mark.parametrize(("pod_type", "chips", "per_host"), [
-    ("v5litepod-8", 8, 8), ("v5p-16", 8, 4), ("v6e-256", 256, 4), ("v7x-8", 4, 4), ("v4-32", 16, 4),
-    ("v6e-4", 4, 4), ("v5litepod-1", 1, 1),
+@pytest.mark.parametrize(("pod_type", "chips"), [
+    ("v5litepod-8", 8), ("v5p-16", 8), ("v6e-256", 256), ("v7x-8", 4), ("v4-32", 16), ("v6e-4", 4),
+    ("v5litepod-1", 1),
 ])
-def test_slice_sizes_follow_ray_core_counts(pod_type: str, chips: int, per_host: int) -> None:
+def test_slice_sizes_follow_ray_core_counts(pod_type: str, chips: int) -> None:
     assert podtype.chips_in_slice(pod_type) == chips
-    assert podtype.default_chips_per_host(pod_type) == per_host == ray_tpu.get_num_tpu_visible_chips_per_host(pod_type)
     assert podtype.chips_in_slice(pod_type) == ray_tpu.get_total_chips_from_accelerator_type(pod_type)
 
 

@@ -16,10 +16,6 @@ POD_TYPE_PATTERN = re.compile(r"^(v|tpu)\d+[a-zA-Z]*-\d+$")
 #: Generations whose chips hold one TensorCore (Ray's SINGLE_CORE_TPU_TYPES).
 SINGLE_CORE_GENERATIONS = ("v5litepod", "v6e")
 
-#: Generations whose single-host slices put up to 8 chips on one VM (Ray's TPU_8_CHIPS_PER_HOST_TYPES).
-EIGHT_CHIP_HOST_GENERATIONS = ("v5litepod", "v6e")
-DEFAULT_CHIPS_PER_HOST = 4
-
 #: Product names by generation, as Google writes them.
 PRODUCT_NAMES = {
     "v2": "TPU v2", "v3": "TPU v3", "v4": "TPU v4", "v5litepod": "TPU v5e", "v5p": "TPU v5p",
@@ -66,14 +62,6 @@ def chips_in_slice(pod_type: str) -> int:
 def hosts_in_slice(pod_type: str, chips_on_this_host: int) -> int:
     """Hosts in the slice, counting a partly filled host as one (as Ray does)."""
     return max(1, math.ceil(chips_in_slice(pod_type) / max(1, chips_on_this_host)))
-
-
-def default_chips_per_host(pod_type: str) -> int:
-    """Ray's get_num_tpu_visible_chips_per_host: v5e/v6e slices of <= 8 chips fit one host, else 4."""
-    chips = chips_in_slice(pod_type)
-    if normalize(pod_type).startswith(EIGHT_CHIP_HOST_GENERATIONS) and chips <= 8:
-        return chips
-    return DEFAULT_CHIPS_PER_HOST
 
 
 def product_name(generation_name: str) -> str:
