@@ -154,3 +154,18 @@ def test_topology_errors_catch_unknown_devices_self_links_and_oversized_domains(
     assert any("unknown device 'zz'" in e for e in errors)
     assert any("to itself" in e for e in errors)
     assert any("2 members but size 1" in e for e in errors)
+
+
+@pytest.mark.parametrize(("size", "members", "hosts", "wrong"), [
+    (8, 4, 2, False), (8, 3, 2, False),  # a v5p-16 worker, and one that lost a chip
+    (256, 8, 32, False), (72, 4, 18, False), (8, 4, 4, True),  # v6e-256, NVL72; slice chips minus this host's
+    (256, 8, 248, True), (8, 4, 8, True),  # the same slip on v6e-256; one host per device
+])
+def test_topology_errors_catch_more_hosts_than_a_domain_s_devices_fill(size: int, members: int, hosts: int,
+                                                                       wrong: bool) -> None:
+    from rayaccel.records import Domain
+
+    topology = Topology(domains=[Domain(kind="tpu-slice", id="s", size=size, members=[f"d{i}" for i in range(members)],
+                                        hosts=hosts, host_index=0)])
+    errors = [e for e in topology_errors(_devices(members), topology) if "domain-hosts-hold-its-devices" in e]
+    assert bool(errors) == wrong, errors

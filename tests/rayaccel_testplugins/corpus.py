@@ -1196,6 +1196,57 @@ class DomainsOverlap(Healthy):
         return super().rayaccel_topology(host, devices).model_copy(update={"domains": domains})
 
 
+
+# A hook that raises under a fault, where the SDK's stand-in for it equals the right answer -------------------
+
+
+class MetricsTableOfRunningCards(Healthy):
+    DEFECT = ("metrics look each card up by its fatal-error count in a table of what a running card shows ('0'): "
+              "a card in error raises KeyError, and the SDK's stand-in (no samples) hides the raise")
+    KILLED_BY = ("RAC203", "invariant a-fault-is-an-answer")
+    RUNNING = {"0": "running"}
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        states = [self.RUNNING[_read(host, f"{SYSFS}/acme{d.index}/fatal_errors")] for d in devices]
+        return [s for d, _ in zip(devices, states, strict=True) for s in self.samples(host, d)]
+
+
+class LabelsMeshOfHealthyCards(Healthy):
+    DEFECT = ("the mesh label is 'partial' unless a table keyed by each card's health state, which knows only "
+              "'healthy', says all are: an unhealthy card raises KeyError, and labels are not graded under faults")
+    KILLED_BY = ("RAC203", "invariant a-fault-is-an-answer")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        labels = super().labels(inventory)
+        if not all({"healthy": True}[h.state] for h in inventory.health):
+            labels[f"{LABEL_PREFIX}/mesh"] = "partial"
+        return labels
+
+
+class PodHostsPerCard(Healthy):
+    DEFECT = ("the cards' 2-host pod of 8 (this host's 4 and a peer host's) is reported as 8 hosts: one per card, "
+              "the pod's size taken for its host count")
+    KILLED_BY = ("RAC202", "invariant domain-hosts-hold-its-devices")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        pod = Domain(kind="other", id="acme-pod", size=2 * len(devices), members=[d.id for d in devices],
+                     hosts=2 * len(devices), host_index=0)
+        return super().rayaccel_topology(host, devices).model_copy(update={"domains": [pod]}) if devices else \
+            super().rayaccel_topology(host, devices)
+
+
+class PodHostsSizeLessMembers(Healthy):
+    DEFECT = ("a 4-host pod of 16 cards counts its hosts as the pod's cards less this host's (16 - 4 = 12): '-' "
+              "where '/' was meant, right only on a 2-host pod of 2-card hosts")
+    KILLED_BY = ("RAC202", "invariant domain-hosts-hold-its-devices")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        size = 4 * len(devices)
+        pod = Domain(kind="other", id="acme-pod", size=size, members=[d.id for d in devices],
+                     hosts=max(1, size - len(devices)), host_index=0)
+        return super().rayaccel_topology(host, devices).model_copy(update={"domains": [pod]}) if devices else \
+            super().rayaccel_topology(host, devices)
+
 class VisibleEnvSetsCuda(Healthy):
     DEFECT = "rayaccel_visible_env also sets CUDA_VISIBLE_DEVICES (copied from a GPU plugin), hiding NVIDIA GPUs"
     KILLED_BY = ("RAC107", "CUDA_VISIBLE_DEVICES, the visible-devices variable of Ray's NvidiaGPUAcceleratorManager")

@@ -1,5 +1,6 @@
 """Corpus mutants of what a device's readings mean (issue 46: RAC245, RAC246), two shapes each: a NUMA node right on
-the fixture's machine because the rule it is computed by happens to agree there (RAC245); a link rate measured
+the fixture's machine because the rule it is computed by happens to agree there (RAC245), or Linux's -1 (no node)
+taken for a malformed value or node 0 (RAC245); a link rate measured
 between two polls of a busy machine in another unit or direction than its record declares (RAC246).
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
@@ -16,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, MetricSample
+from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, MetricSample, report_problem
 from rayaccel_testplugins import acme
 from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
 
@@ -39,6 +40,28 @@ class NumaFromFirstCard(Healthy):
         card = super().device(host, path, driver)
         return card.model_copy(update={"numa_node": acme._number(host, f"{SYSFS}/acme0/numa_node")})
 
+
+
+class NumaDigitsOnly(Healthy):
+    DEFECT = ("a card's numa_node is accepted only as digits: Linux's -1 (no NUMA node: a one-socket machine, a VM) "
+              "is reported as unreadable on every poll")
+    KILLED_BY = ("RAC245", "invariant no-numa-node-is-not-a-node")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        text = host.read_text(f"{path}/numa_node").strip()
+        if not text.isdigit():
+            report_problem("unreadable-attribute", f"{path}/numa_node is {text!r}, not a node number")
+        return card.model_copy(update={"numa_node": int(text) if text.isdigit() else None})
+
+
+class NumaClampedToZero(Healthy):
+    DEFECT = "a card's numa_node is clamped to 0 or more, so Linux's -1 (no NUMA node) becomes node 0, made up"
+    KILLED_BY = ("RAC245", "invariant no-numa-node-is-not-a-node")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return card.model_copy(update={"numa_node": None if card.numa_node is None else max(0, card.numa_node)})
 
 # Link rates between two polls (RAC246) ----------------------------------------------------------------------------
 
@@ -149,6 +172,7 @@ class RatesOverMillisecondStamps(Healthy):
         return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _over_milliseconds)
 
 
-for _cls in (NumaByIndexHalf, NumaFromFirstCard, RatesBothWaysSummed, RatesOverMillisecondStamps):
+for _cls in (NumaByIndexHalf, NumaFromFirstCard, NumaDigitsOnly, NumaClampedToZero, RatesBothWaysSummed,
+             RatesOverMillisecondStamps):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -137,9 +137,14 @@ def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evide
     index, a ``numa`` column of its row in a command's CSV), writes another node there (1, or 0 where it was 1),
     and builds the inventory again: the device's ``numa_node`` must be that node, every other device's as it
     was. A node that stays put was derived (from the PCI bus number, the index, another device) or defaulted.
+    Where the device's node is stated only in files named ``numa_node`` (Linux's attribute, ``-1`` where the
+    kernel knows no node: a one-socket machine, most VMs), ``-1`` is written there too and the device's node must
+    be none (``None``, or ``-1`` kept), no other device's may move, and the build may report no problem the
+    fixture's own build does not (`invariant no-numa-node-is-not-a-node`: a warning on every poll of such a
+    machine, or node 0 made up, is wrong).
     Not applicable where no device has a NUMA node or the host states none of the chosen device's. Fix: read
     each device's node from its own entry (``/sys/bus/pci/devices/<address>/numa_node``, NVML's
-    ``nvmlDeviceGetNumaNodeId``), never compute it.
+    ``nvmlDeviceGetNumaNodeId``), never compute it, and take -1 as no node.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -170,4 +175,35 @@ def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evide
               for other, was in numa_nodes(fam).items() if other != device.id and after.get(other) != was]
     if wrong:  # (a discovery that failed in this build is quoted instead: the nodes missing are its consequence)
         raise CheckFailed(subject.blamed(rebuilt, wrong, f"{where}: ")[:4])
-    return f"{fx.ref}: {device.id}'s NUMA node made {node} at {len(readings)} place(s); its numa_node followed"
+    none = no_node_differences(subject, fx, host, readings, device, fam, family.name)
+    if none:
+        raise CheckFailed(none[:4])
+    return (f"{fx.ref}: {device.id}'s NUMA node made {node} at {len(readings)} place(s); its numa_node followed"
+            + ("; made -1 (none), it is none" if _linux_attribute(readings) else ""))
+
+
+def _linux_attribute(readings: list[NumaReading]) -> bool:
+    """Whether every reading is a file named ``numa_node`` (Linux's attribute: -1 means no node)."""
+    return all(r.where == "file" and r.key.rsplit("/", 1)[-1] == "numa_node" for r in readings)
+
+
+def no_node_differences(subject: Subject, fx: Any, host: dict[str, Any], readings: list[NumaReading],
+                        device: Device, fam: FamilyInventory, family: str) -> list[str]:
+    """The device's ``numa_node`` files made ``-1``: what the inventory got wrong (empty when right)."""
+    if not _linux_attribute(readings):
+        return []
+    variant = fx.model_copy(update={"host": HostState.model_validate(moved_host(host, readings, -1)), "faults": []})
+    rebuilt = subject.build(simulated_host(variant), with_metrics=False)
+    after = numa_nodes(rebuilt.family(family))
+    where = (f"invariant no-numa-node-is-not-a-node, {fx.ref} with {device.id}'s "
+             f"{', '.join(r.key for r in readings[:2])} made -1 (Linux's 'no NUMA node')")
+    wrong = []
+    if after.get(device.id) not in (None, -1):
+        wrong.append(f"{where}: its numa_node is {after.get(device.id)}, not none: -1 names no node")
+    wrong += [f"{where}: {other}'s numa_node went from {was} to {after.get(other)}"
+              for other, was in numa_nodes(fam).items() if other != device.id and after.get(other) != was]
+    before = {p.code for p in subject.inventory(fx.ref).problems if p.plugin == subject.name}
+    wrong += [f"{where}: the build reports {p.code} ({p.severity}: {p.message[:160]}), which the fixture's own build "
+              "does not: -1 is the kernel's answer for a machine without NUMA nodes, not a malformed value"
+              for p in rebuilt.problems if p.plugin == subject.name and p.severity != "info" and p.code not in before]
+    return wrong

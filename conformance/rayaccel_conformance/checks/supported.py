@@ -106,6 +106,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     a device to itself, report each pair once per kind with one bandwidth (links are undirected: a->b and
     b->a with different numbers is asymmetric; the same pair twice is a duplicate), use link kinds from the
     vocabulary, and describe domains whose members are known devices and whose size covers them, with no
+    more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
     device in two domains of one kind and one id per physical domain; the link count must equal the
     fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
     discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
@@ -519,9 +520,12 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     live node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device,
     devices, resources, fatal, problem codes, and the health reason codes each device must report: the code
     is what a monitor and an operator act on, so "some fault" with another code fails); then the fault is
-    switched off on the same host and the inventory must equal the fixture's healthy expectation again. Fix:
-    derive health from the vendor's signals on every call, with the reason code of the signal that fired;
-    never cache a device's state across calls.
+    switched off on the same host and the inventory must equal the fixture's healthy expectation again. A hook
+    that raises under a fault whose ``expected.problem_codes`` does not name ``hook-raised`` fails too (`invariant
+    a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the catalog's accelerator type, no
+    samples) can equal the right answer, so only the raise tells. Fix: derive health from the vendor's signals
+    on every call, with the reason code of the signal that fired; never cache a device's state across calls;
+    answer a fault's missing or odd readings (unknown, a problem), never raise on them.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -542,6 +546,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
                                     f"fault {fault.name}: ")
+            wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             _write(fault_file, "")
             recovered = subject.build(host)
             wrong += subject.blamed(recovered, compare_expected(recovered, fx, healthy),
@@ -552,6 +557,16 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
+
+
+def raised_under_fault(inventory: NodeInventory, plugin: str, fault: str, stated: Sequence[str]) -> list[str]:
+    """The hooks that raised under a fault whose expectation does not say one raises (``hook-raised``)."""
+    if "hook-raised" in stated:
+        return []
+    return [f"fault {fault}: {p.hook or 'a hook'} raised ({p.message[:200]}) under a fault whose expected."
+            "problem_codes does not name hook-raised (invariant a-fault-is-an-answer: a fault's readings are "
+            "answered, unknown or a problem, not a crash; the SDK's stand-in can hide a raise)"
+            for p in inventory.problems if p.plugin == plugin and p.code == "hook-raised"]
 
 
 def _write(path: str, text: str) -> None:

@@ -195,6 +195,13 @@ def topology_errors(devices: Sequence[Device], topology: Topology) -> list[str]:
             errors.append(f"domain {domain.kind} {domain.id} has {len(domain.members)} members but size {domain.size}")
         if domain.hosts is not None and domain.host_index is not None and domain.host_index >= domain.hosts:
             errors.append(f"domain {domain.kind} {domain.id}: host index {domain.host_index} >= hosts {domain.hosts}")
+        # Hosts of one domain are built alike: each holds at least this host's members (fewer here only where
+        # devices were lost), so the domain's devices fill at most ceil(size / members) hosts.
+        fill = -(-domain.size // len(domain.members)) if domain.members else None
+        if domain.hosts is not None and fill is not None and domain.hosts > fill:
+            errors.append(f"domain {domain.kind} {domain.id}: {domain.hosts} hosts, but its {domain.size} devices "
+                          f"at this host's {len(domain.members)} fill at most {fill} (invariant "
+                          "domain-hosts-hold-its-devices: hosts counted from something else than the size per host)")
     return errors
 
 
