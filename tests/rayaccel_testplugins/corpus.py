@@ -1531,7 +1531,8 @@ IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_
 MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract",
                   "rayaccel_testplugins.corpus_heldout", "rayaccel_testplugins.corpus_readings",
                   "rayaccel_testplugins.corpus_vendor_json", "rayaccel_testplugins.corpus_signals",
-                  "rayaccel_testplugins.corpus_declared", "rayaccel_testplugins.corpus_links_pci")
+                  "rayaccel_testplugins.corpus_declared", "rayaccel_testplugins.corpus_links_pci",
+                  "rayaccel_testplugins.corpus_sensors")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

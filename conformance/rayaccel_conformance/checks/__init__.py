@@ -30,6 +30,7 @@ def all_checks() -> list[Check]:
         rate_metrics,
         reason_table,
         recovery,
+        sensor_readings,
         settings,
         signals_seen,
         sku_rewrite,
