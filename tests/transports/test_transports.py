@@ -137,6 +137,10 @@ def test_a_killed_senders_tensors_are_lost_clearly_and_its_segment_swept(node):
     sender_pid = ray.get(sender.pid.remote())
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
     (segment,) = wait_for(segment_paths, timeout=60, what="the sender's segment")
+    # The ref is complete (the sender's step returned its metadata to the owner) before the sender dies: else Ray
+    # itself reports the task's actor dead, and the transport is never asked.
+    ready, _ = ray.wait([ref], timeout=60, fetch_local=False)
+    assert ready, "the sender's task did not finish in 60 s"
     ray.kill(sender)
     wait_for(lambda: not psutil.pid_exists(sender_pid), timeout=60, what="the killed sender's process gone")
     # Whether or not a sweep ran first, the receive names the dead sender (never a racy success).

@@ -545,7 +545,12 @@ class SharedMemoryTransport(TensorTransportManager):
                 fill = self._fill_now(segment, name, copies)
             else:
                 fill = self._fill_later(segment, name, copies)
-            # Receivers open the name; it leads to the sender's descriptor of the segment.
+            if time.monotonic() - self._swept > _SWEEP_EVERY_S:  # names of senders that died before Ray freed refs
+                sweep_orphans()
+                self._swept = time.monotonic()
+            node_id, actor_id = _runtime()
+            # Receivers open the name; it leads to the sender's descriptor of the segment. Named last: a name
+            # is a transfer whose metadata is on its way.
             os.symlink(f"/proc/{os.getpid()}/fd/{segment.fd}", path)
         except BaseException as e:
             if fill is None:
@@ -559,10 +564,6 @@ class SharedMemoryTransport(TensorTransportManager):
             raise self._fail("extract", None, None, f"writing {path}: {e}") from e
         with self._lock:
             self._owned[obj_id] = (path, segment, fill)
-        if time.monotonic() - self._swept > _SWEEP_EVERY_S:  # names of senders that died before Ray freed their refs
-            sweep_orphans()
-            self._swept = time.monotonic()
-        node_id, actor_id = _runtime()
         return ShmTransportMetadata(tensor_meta=tensor_meta, tensor_device="cpu", segment=name, offsets=offsets,
                                     nbytes=sizes, node_id=node_id, src_actor=actor_id, src_pid=os.getpid())
 
