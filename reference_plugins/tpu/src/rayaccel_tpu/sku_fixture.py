@@ -1,5 +1,5 @@
 """Rewrite a fixture so its chips are of another SKU (``rayaccel sku add`` writes day-zero fixtures with it): the
-PCI device ids in sysfs, and the generation in the pod type."""
+PCI device ids in sysfs, the generation in the pod type, and each chip's HBM in the device plugin's scrape."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from rayaccel import SkuRecord
 from rayaccel_tpu import probe, slice_info
 
 _UEVENT_PCI_ID = re.compile(r"(?m)^PCI_ID=1AE0:[0-9A-Fa-f]{4}$")
+#: A memory_total sample of the GKE TPU device plugin's Prometheus text (the chip's HBM, bytes).
+_MEMORY_TOTAL = re.compile(r"(?m)^(memory_total(?:\{[^}]*\})?) \S+$")
 
 
 def rewrite_fixture(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
-    """Point the fixture's chips at the SKU: PCI device ids in sysfs, and the generation in the pod type."""
+    """Point the fixture's chips at the SKU: PCI device ids in sysfs, the generation in the pod type, and the HBM
+    the device plugin's scrape reports per chip (memory in use is left as recorded)."""
     data = copy.deepcopy(fixture)
     host = data.setdefault("host", {})
     files: dict[str, str] = host.setdefault("files", {})
@@ -41,6 +44,9 @@ def rewrite_fixture(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
         for url, answer in host.get("http", {}).items():
             if url.endswith("/" + slice_info.KEY_POD_TYPE) and isinstance(answer, dict) and "body" in answer:
                 answer["body"] = _with_generation(answer["body"], generation)
+    for url, answer in host.get("http", {}).items():
+        if url.endswith("/metrics") and sku.memory_mib and isinstance(answer, dict) and "body" in answer:
+            answer["body"] = _MEMORY_TOTAL.sub(rf"\g<1> {sku.memory_mib * 2**20}", answer["body"])
     return data
 
 
