@@ -147,10 +147,32 @@ class Subject:
                     if ref in self.only_fixtures or ref.split("/", 1)[1] in self.only_fixtures}
         return shipped
 
+    def why_no_fixtures(self) -> str:
+        """What is wrong with the directories ``rayaccel_fixture_dirs`` returns, when they hold no fixture: none
+        returned, one relative (found only from the directory the author ran in), missing, or empty."""
+        if not self.loaded:
+            return "the plugin did not load"
+        dirs = self.manager.fixture_dirs(self.name)
+        if not dirs:
+            return "rayaccel_fixture_dirs returns no directory: return the one holding its fixtures"
+        why = []
+        for directory in dirs:
+            path = Path(directory)
+            if not path.is_absolute():
+                why.append(f"rayaccel_fixture_dirs returns {directory!r}, a path relative to the working directory "
+                           f"({Path.cwd()}), so it is found only when run from the plugin's own checkout: return an "
+                           "absolute path, e.g. str(Path(__file__).parent / 'fixtures')")
+            elif not path.is_dir():
+                why.append(f"rayaccel_fixture_dirs returns {directory!r}, which does not exist (a directory not "
+                           "installed with the package?)")
+            else:
+                why.append(f"{directory!r} holds no fixture file ({', '.join('*' + s for s in FIXTURE_SUFFIXES)})")
+        return "; ".join(why)
+
     def fixture(self, ref: str | None) -> Fixture:
         if ref is None:
             raise CheckFailed(f"plugin {self.name} ships no fixtures: every tier needs at least one simulated host "
-                              "(return its directory from rayaccel_fixture_dirs)")
+                              f"({self.why_no_fixtures()})")
         if ref not in self._fixtures:
             try:
                 fixture = load_fixture(self.fixture_paths()[ref])
