@@ -17,6 +17,7 @@ def all_checks() -> list[Check]:
         contract,
         damaged_readings,
         experimental,
+        first_build,
         invariants,
         layouts,
         link_readings,
