@@ -7,13 +7,14 @@ checks run: it starts the ``ray.cluster_utils.Cluster`` through the SDK (``rayac
 on its stdout, one JSON line per request read from its stdin, in order:
 
 - ``{"op": "head"}`` -> ``{"address": ...}``: the head node (no accelerators).
-- ``{"op": "nodes", "plugin": NAME, "fixtures": [REF, ...]}`` -> ``{"nodes": {REF: node id}, "errors": {REF:
-  why}, "faults": {REF: fault file}, "start_ms": {REF: ms}, "retried": {REF: why}}``: one node per fixture,
-  started one after another and waited for together; the first is waited for alone, so its start (the SDK's
-  configuration, the inventory in isolated workers, Ray's processes, until the node is registered) is timed:
-  RAC310's ``node start``. A node Ray gave up on (its raylet did not register within the 30 s Ray's ``Node()``
-  waits, as under load) is started once more after its half-started processes are stopped by pid; ``retried``
-  says why, and a second failure is the fixture's error.
+- ``{"op": "nodes", "plugin": NAME, "fixtures": [REF, ...], "timed": BOOL}`` -> ``{"nodes": {REF: node id},
+  "errors": {REF: why}, "faults": {REF: fault file}, "start_ms": {REF: ms}, "retried": {REF: why}}``: one node
+  per fixture, started one after another and waited for together; with ``timed`` (the default) the first is
+  waited for alone, so its start (the SDK's configuration, the inventory in isolated workers, Ray's processes,
+  until the node is registered) is timed: RAC310's ``node start``. The suite asks one fixture per request, so
+  each answer comes as soon as its node is up. A node Ray gave up on (its raylet did not register within the
+  30 s Ray's ``Node()`` waits, as under load) is started once more after its half-started processes are stopped
+  by pid; ``retried`` says why, and a second failure is the fixture's error.
 - ``{"op": "peer", "plugin": NAME, "fixture": REF}`` -> ``{"node": node id, "retried": why or null}``: one more
   node of the fixture,
   under a host name of its own (RAC311's second simulated host when the plugin ships one fixture); removed as
@@ -124,7 +125,7 @@ class _Host:
             self.cluster = cluster
         return {"address": self.cluster.address}
 
-    def add_nodes(self, plugin: str, fixtures: list[str]) -> dict[str, Any]:
+    def add_nodes(self, plugin: str, fixtures: list[str], timed_first: bool = True) -> dict[str, Any]:
         import rayaccel.ray
 
         self.head()
@@ -135,7 +136,7 @@ class _Host:
         start_ms: dict[str, float] = {}
         retried: dict[str, str] = {}
         for ref in fixtures:
-            timed = not start_ms  # the first node that starts: waited for alone, so its start is its own
+            timed = timed_first and not start_ms  # the first node that starts: waited for alone, so it is its own
             began = [0.0]
 
             def start(ref: str = ref, timed: bool = timed, began: list[float] = began) -> Any:
@@ -170,12 +171,12 @@ class _Host:
         return {"node": str(self.nodes[fixture + PEER].node_id), "retried": why}
 
     def remove(self, fixtures: list[str]) -> dict[str, Any]:
-        removed = []
-        for ref in fixtures:
-            node = self.nodes.pop(ref, None)
-            if node is not None and self.cluster is not None:
+        removed = [ref for ref in fixtures if ref in self.nodes]
+        nodes = [self.nodes.pop(ref) for ref in removed]
+        if self.cluster is not None:
+            _terminate_raylets(nodes)
+            for node in nodes:
                 self.cluster.remove_node(node, allow_graceful=True)
-                removed.append(ref)
         return {"removed": removed}
 
     def shutdown(self) -> None:
@@ -185,8 +186,22 @@ class _Host:
             rayaccel.ray.shutdown()  # type: ignore[no-untyped-call,unused-ignore]  # the nodes' fault files
         finally:
             if self.cluster is not None:
+                _terminate_raylets([*self.cluster.worker_nodes])
                 self.cluster.shutdown()
                 self.cluster = None
+
+
+def _terminate_raylets(nodes: list[Any]) -> None:
+    """SIGTERM every node's raylet at once (each then stops its agents and workers) before Ray's
+    ``Cluster.remove_node`` removes node after node, sending each raylet that SIGTERM and waiting up to 1 s for it
+    to end: the raylets end together instead of one after another."""
+    from ray._private import ray_constants
+
+    for node in nodes:
+        for info in node.all_processes.get(ray_constants.PROCESS_TYPE_RAYLET, []):
+            if info.process.poll() is None:
+                with contextlib.suppress(OSError):  # ended meanwhile
+                    info.process.terminate()
 
 
 def _stop(signum: int, frame: Any) -> None:
@@ -210,7 +225,8 @@ def main() -> int:
                 if op == "head":
                     _answer(out, host.head())
                 elif op == "nodes":
-                    _answer(out, host.add_nodes(str(request["plugin"]), list(request["fixtures"])))
+                    _answer(out, host.add_nodes(str(request["plugin"]), list(request["fixtures"]),
+                                                bool(request.get("timed", True))))
                 elif op == "peer":
                     _answer(out, host.add_peer(str(request["plugin"]), str(request["fixture"])))
                 elif op == "remove":

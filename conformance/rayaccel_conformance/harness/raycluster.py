@@ -161,7 +161,8 @@ class SharedCluster:
         self.address: str | None = None
         self.connected = False
         self._head_ticket: int | None = None
-        self._node_tickets: dict[str, tuple[int, list[str]]] = {}  # plugin -> (ticket, its fixtures)
+        # Fixture ref -> (the ticket of its node's start, its plugin): one request per fixture, answered in order.
+        self._node_tickets: dict[str, tuple[int, Subject]] = {}
         self.nodes: dict[str, str | Exception] = {}  # fixture ref -> node id, or why it has none
         self.node_ids: dict[str, str] = {}
         self.fault_files: dict[str, str] = {}  # fixture ref -> the fault file of its node
@@ -203,18 +204,31 @@ class SharedCluster:
             self._request_nodes(subject)
 
     def _request_nodes(self, subject: Subject) -> None:
+        """Ask for a node per fixture of the plugin not asked for yet, one request each (so each fixture's Ray
+        checks wait for its own node only, while the next ones start); the plugin's first is timed (RAC310)."""
         cluster = self._launch()
-        wanted = [ref for ref in subject.fixture_paths() if ref not in self.nodes]
-        if subject.name not in self._node_tickets and wanted:
-            self._node_tickets[subject.name] = (cluster.send(op="nodes", plugin=subject.name, fixtures=wanted), wanted)
+        wanted = [ref for ref in subject.fixture_paths() if ref not in self.nodes and ref not in self._node_tickets]
+        timed = not any(ref in self.nodes or ref in self._node_tickets for ref in subject.fixture_paths())
+        for ref in wanted:
+            self._node_tickets[ref] = (cluster.send(op="nodes", plugin=subject.name, fixtures=[ref], timed=timed),
+                                       subject)
+            timed = False
 
     def connect_if_ready(self) -> None:
-        """Connect now if :meth:`prestart` asked for the head and it is up (between two checks, never while a hook
-        runs): the driver's start then overlaps the nodes', instead of waiting for the first Ray check."""
-        if self.cluster is not None and not self.connected and self._head_ticket is not None \
-                and self.cluster.answered(self._head_ticket):
+        """Between two checks, never while a hook runs: connect now if :meth:`prestart` asked for the head and it is
+        up (the driver's start then overlaps the nodes', instead of waiting for the first Ray check), and take the
+        nodes already up, starting their workers while the next nodes start."""
+        if self.cluster is None or self._head_ticket is None:
+            return
+        if not self.connected and self.cluster.answered(self._head_ticket):
             with contextlib.suppress(Exception):  # the first Ray check starts it again, and reports what failed
                 self.start()
+        if self.connected:
+            for ref, (ticket, subject) in list(self._node_tickets.items()):
+                if not self.cluster.answered(ticket) or not subject.built(ref):
+                    break  # answered in order: none after it is either; an inventory is built by a check, not here
+                with contextlib.suppress(Exception):  # the fixture's own check takes it, and reports what failed
+                    self._take_node(subject, ref)
 
     def start(self) -> None:
         """The head node up and this process connected to the cluster as its driver."""
@@ -268,29 +282,38 @@ class SharedCluster:
             self.installed.clear()
             self._restore_auth_mode()
 
-    def nodes_for(self, subject: Subject) -> None:
-        """A node for every fixture of the plugin (started now unless :meth:`prestart` asked already)."""
+    def nodes_for(self, subject: Subject, fixture: str | None = None) -> None:
+        """A node for every fixture of the plugin (started now unless :meth:`prestart` asked already), waited for:
+        ``fixture``'s alone if given, else all of them."""
+        self.start()
+        self._request_nodes(subject)
+        for ref in [fixture] if fixture is not None else list(subject.fixture_paths()):
+            self._take_node(subject, ref)
+
+    def _take_node(self, subject: Subject, ref: str) -> None:
+        """Read the answer to ``ref``'s node start (waiting, bounded by the starts still ahead of it), record it,
+        and start the node's workers."""
         import rayaccel.ray
 
-        self.start()
+        if ref not in self._node_tickets:
+            return
+        assert self.cluster is not None
         if subject.name not in self.installed:
             rayaccel.ray.install_driver([subject.name], subject.manager)
             self.installed.add(subject.name)
-        self._request_nodes(subject)
-        if subject.name not in self._node_tickets:
-            return
-        assert self.cluster is not None
-        ticket, fixtures = self._node_tickets.pop(subject.name)
+        ticket = self._node_tickets[ref][0]
+        ahead = sum(1 for other, _ in self._node_tickets.values() if other <= ticket)
         try:
-            reply = self.cluster.answer(ticket, NODE_START_TIMEOUT_S * len(fixtures))
+            reply = self.cluster.answer(ticket, NODE_START_TIMEOUT_S * ahead)
         except ClusterProcessError as e:
-            for ref in fixtures:
-                self.nodes[ref] = e
+            self.nodes[ref] = e
             return
-        for ref, why in reply["errors"].items():
-            self.nodes[ref] = RuntimeError(why)
-        for ref, node_id in reply["nodes"].items():
-            self.nodes[ref] = self.node_ids[ref] = str(node_id)
+        finally:
+            del self._node_tickets[ref]
+        for failed, why in reply["errors"].items():
+            self.nodes[failed] = RuntimeError(why)
+        for started, node_id in reply["nodes"].items():
+            self.nodes[started] = self.node_ids[started] = str(node_id)
         self.fault_files.update(reply.get("faults", {}))
         self.start_ms.update(reply.get("start_ms", {}))
         self.retried.update(reply.get("retried", {}))
@@ -325,7 +348,7 @@ class SharedCluster:
         return "num_gpus" in SharedCluster._unit_options(resource)
 
     def node_id(self, subject: Subject, fixture: str) -> str:
-        self.nodes_for(subject)
+        self.nodes_for(subject, fixture)
         node = self.nodes[fixture]
         if isinstance(node, Exception):
             raise CheckFailed(f"{fixture}: the SDK could not start a Ray node: {type(node).__name__}: {node}")
@@ -370,11 +393,11 @@ class SharedCluster:
         """Remove the plugin's nodes: its Ray checks are done (waiting first for nodes still starting)."""
         if self.cluster is None:
             return
-        ticket = self._node_tickets.pop(subject.name, None)
-        if ticket is not None:
-            with contextlib.suppress(ClusterProcessError):  # removed below all the same, or gone with the process
-                self.cluster.answer(ticket[0], NODE_START_TIMEOUT_S * len(ticket[1]))
         refs = list(subject.fixture_paths())
+        pending = [self._node_tickets.pop(ref)[0] for ref in refs if ref in self._node_tickets]
+        if pending:
+            with contextlib.suppress(ClusterProcessError):  # removed below all the same, or gone with the process
+                self.cluster.answer(max(pending), NODE_START_TIMEOUT_S * len(pending))
         for ref in refs:
             self.nodes.pop(ref, None)
             self.node_ids.pop(ref, None)

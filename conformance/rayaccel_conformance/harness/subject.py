@@ -204,6 +204,10 @@ class Subject:
             self._inventories[ref] = inventory
         return self._inventories[ref]
 
+    def built(self, ref: str) -> bool:
+        """Whether a check has built the fixture's inventory already (so asking for it runs no hook)."""
+        return ref in self._inventories
+
     def timed_build(self, host: Host, with_metrics: bool = True) -> tuple[NodeInventory, float]:
         start = time.perf_counter()
         inventory = self.build(host, with_metrics)
