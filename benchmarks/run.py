@@ -273,7 +273,8 @@ def transport_rows(results: dict[str, Any], others: bool = True) -> list[tuple[s
         low, high = r["RAYACCEL_SHM_x_memcpy_spread"]
         rows.append((f"reference SHM transport, actor to actor, {label}",
                      f"{r['RAYACCEL_SHM_ms']:.0f} ms = {r['RAYACCEL_SHM_gbps']:.2f} GB/s",
-                     f"memcpy into a warm buffer {r['memcpy_ms']:.0f} ms = {r['memcpy_gbps']:.2f} GB/s",
+                     f"memcpy into a warm buffer on {r['copy_threads']} threads as the transport's copy (the faster of "
+                     f"torch's and the fill's way) {r['memcpy_ms']:.0f} ms = {r['memcpy_gbps']:.2f} GB/s",
                      f"x{ratio:.2f} (median of {r['repeats']:.0f} alternating; {low:.2f}-{high:.2f}; load "
                      f"{r['load_average']:.1f})", "<= x1.25", "PASS" if ratio <= 1.25 else "MISS"))
         low, high = r["alone_x_memcpy_spread"]

@@ -7,11 +7,12 @@ warm-up transfers (workers, mappings, the collective group's first message; Ray 
 memory asynchronously, so the second transfer may still find the sender's pool empty).
 
 The anchors: from 16 MB up, one memcpy into a warm buffer (pre-faulted, already mapped: the one pass over the
-data a transfer cannot avoid; torch copies on the machine's cores, and so does the transport's fill) and one
-``clone`` (a copy into fresh pages, what any transfer that creates the receiver's tensor pays for); at 4 KB, a
-pipe round trip of 4 KB between two processes. At every size the transport's own cost is also timed alone, in
-one process (its sender's step, its receiver's step, the reader's pass over every page and the free, as Ray
-calls them): at 4 KB Ray's two actor calls are the transfer, and from 16 MB up it says whether the transport
+data a transfer cannot avoid) on as many threads as the transport's fill copies with (``COPY_THREADS``: the
+machine's cores, up to 4), the faster of torch's own parallel copy and slices taken by threads as the fill takes
+them, and one ``clone`` (a copy into fresh pages, what any transfer that creates the receiver's tensor pays for);
+at 4 KB, a pipe round trip of 4 KB between two processes. At every size the transport's own cost is also timed
+alone, in one process (its sender's step, its receiver's step, the reader's pass over every page and the free, as
+Ray calls them): at 4 KB Ray's two actor calls are the transfer, and from 16 MB up it says whether the transport
 itself is the one pass over the data the memcpy is, apart from Ray's fixed part.
 
 Beside them, at every size, the same transfer through a transport that moves no bytes
@@ -32,8 +33,10 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -136,6 +139,48 @@ def _transfer(method: Any, receiver: Any, want: int) -> None:
     del ref
 
 
+def _copy_on(threads: int, dst: Any, src: Any) -> None:
+    """``dst.copy_(src)`` by torch on ``threads`` threads (torch's own count comes back after)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        dst.copy_(src)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _copy_in_slices(pool: ThreadPoolExecutor, threads: int, dst: Any, src: Any) -> None:
+    """``dst.copy_(src)`` as the transport's fill copies: ``threads`` threads taking the next slice of
+    ``COPY_CHUNK_BYTES`` until none is left."""
+    from rayaccel.transports.shared_memory import COPY_CHUNK_BYTES
+
+    starts = iter(range(0, dst.numel(), COPY_CHUNK_BYTES))
+    taking = threading.Lock()
+
+    def take() -> None:
+        while True:
+            with taking:
+                start = next(starts, None)
+            if start is None:
+                return
+            dst[start:start + COPY_CHUNK_BYTES].copy_(src[start:start + COPY_CHUNK_BYTES])
+
+    helped = [pool.submit(take) for _ in range(threads - 1)]
+    take()
+    for done in helped:
+        done.result()
+
+
+def _memcpy(pool: ThreadPoolExecutor, threads: int, dst: Any, src: Any) -> float:
+    """The machine's memcpy on ``threads`` threads: the faster of torch's own parallel copy and the transport's
+    way of copying (slices taken by threads), each the median of 3 (under load, torch's OpenMP threads wait on
+    each other and the slices do not; quiet, they are the same)."""
+    return min(_median_of(partial(_copy_on, threads, dst, src), 3),
+               _median_of(partial(_copy_in_slices, pool, threads, dst, src), 3))
+
+
 def _median_of(fn: Callable[[], object], number: int) -> float:
     return statistics.median(_timed(fn) for _ in range(number))
 
@@ -148,7 +193,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
 
     import rayaccel.ray
     from benchmarks.transport_floor import NAME as NO_BYTES, NoBytesTransport
-    from rayaccel.transports.shared_memory import NAME
+    from rayaccel.transports.shared_memory import COPY_THREADS, NAME
 
     rayaccel.ray.init(plugins=[], num_cpus=2, include_dashboard=False, log_to_driver=False,
                       object_store_memory=4 * 1024 * MB)
@@ -156,6 +201,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
         rdt_util.register_tensor_transport(NO_BYTES, ["cpu"], NoBytesTransport, torch.Tensor)
     pipe = PipeRoundTrip()
     alone = transport_alone()
+    copiers = ThreadPoolExecutor(max_workers=max(1, COPY_THREADS - 1))
     try:
         def start(cls: type) -> Any:
             return ray.remote(enable_tensor_transport=True)(cls).options(num_cpus=0).remote()  # type: ignore[call-overload]
@@ -193,7 +239,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                 own = transport_alone(nbytes)
                 own()
                 own()  # its pool's segment made and warm, as after an actor-to-actor transfer's warm-ups
-                anchors = {"memcpy": partial(_median_of, partial(dst.copy_, src), 3),
+                anchors = {"memcpy": partial(_memcpy, copiers, COPY_THREADS, dst, src),
                            "clone": partial(_timed, src.clone),  # into fresh pages, as a receiver
                            "alone": partial(_timed, own)}
             load = os.getloadavg()[0]
@@ -206,7 +252,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                 for key, step in steps if rep % 2 == 0 else reversed(steps):  # which goes first alternates
                     times[key].append(step())
             row: dict[str, Any] = {"repeats": REPEATS[label], "load_average": (load + os.getloadavg()[0]) / 2,
-                                   "bytes": nbytes}
+                                   "bytes": nbytes, "copy_threads": COPY_THREADS}
             base = "pipe" if small else "memcpy"
             for key, values in times.items():
                 row[f"{key}_ms"] = statistics.median(values) * 1e3
@@ -229,6 +275,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
             out[label] = row
         return out
     finally:
+        copiers.shutdown()
         pipe.close()
         rayaccel.ray.shutdown()
 
