@@ -273,3 +273,30 @@ def test_a_family_whose_ray_ids_are_not_its_units_shares_fractions_through_the_t
     assert not UNIFORM.with_rays_ids(["0", "1"]).rays_ids  # a narrower variable: Ray's ids are not all units
     assert table.claim(profile, ["0"], pid=os.getppid(), shared=True) == ["MIG-a"]
     assert table.claim(profile, ["0"], shared=True, wait=1) == ["MIG-a"]  # the other half of the same instance
+
+
+def test_a_forked_childs_claim_of_a_uniform_family_is_its_own(table):
+    # The process id is kept, not asked at every claim: a forked child must still claim as itself, so that the
+    # units its task uses are locked by it, not taken for its parent's claim of the same tokens.
+    from rayaccel.ray import claims
+
+    assert table.claim(UNIFORM, ["3"]) == ["3"]
+    claimed_read, claimed_write = os.pipe()
+    done_read, done_write = os.pipe()
+    child = os.fork()
+    if child == 0:  # a task of its own holding the parent's tokens, until the parent has looked
+        try:
+            os.write(claimed_write, ",".join(table.claim(UNIFORM, ["3"])).encode())
+            os.read(done_read, 1)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(claimed_read, 100) == b"3"
+        table.release("ACC")  # the parent's lock goes; the child's stays
+        fd = claims._open(table._family_files("ACC")[0], os.getpid())
+        assert not claims._lock_unit(fd, UNIFORM.position["3"], shared=False)
+    finally:
+        os.write(done_write, b"x")
+        os.waitpid(child, 0)
+    assert claims._lock_unit(fd, UNIFORM.position["3"], shared=False)  # the kernel dropped the child's lock
+    claims._unlock_units(fd)
