@@ -18,6 +18,7 @@ from ray.util import placement_group, placement_group_table, remove_placement_gr
 from ray.util.placement_group import PlacementGroup
 
 import rayaccel.ray
+from rayaccel.ray import placement
 from rayaccel.ray.group_topology import group_table
 from rayaccel.ray.node_view import alive_nodes
 from rayaccel.ray.registry import uninstall
@@ -193,11 +194,21 @@ def test_a_removed_nodes_host_name_is_free_again(cluster):
 
 def test_a_domain_group_reads_the_nodes_again_only_after_one_came_or_went(cluster, monkeypatch):
     # The GCS announces each node that registers or dies on its node channel; between announcements the
-    # driver's view of the nodes (rayaccel.ray.node_view) is not read again, after one it is.
+    # driver's view of the nodes (rayaccel.ray.node_view) is not read again, after one it is. The same holds
+    # for which label the group is packed by, derived from every node's labels and resources.
     cluster_obj, _, _ = cluster
     reads: list[int] = []
     real_nodes = ray.nodes
     monkeypatch.setattr(ray, "nodes", lambda: reads.append(1) or real_nodes())
+    choices: list[str | None] = []
+    real_choice = placement._topology_choice
+
+    def counted_choice(*args):
+        choice = real_choice(*args)
+        choices.append(choice.key)
+        return choice
+
+    monkeypatch.setattr(placement, "_topology_choice", counted_choice)
 
     def reads_for_one_group() -> int:
         before = len(reads)
@@ -206,10 +217,15 @@ def test_a_domain_group_reads_the_nodes_again_only_after_one_came_or_went(cluste
 
     wait_for(lambda: (reads_for_one_group(), reads_for_one_group()), lambda counts: counts[1] == 0, timeout=60,
              what="a domain group made without reading the nodes")
+    made = len(choices)
+    reads_for_one_group()
+    assert len(choices) == made  # the nodes stand: the choice made for them stands too
     extra = rayaccel.ray.add_node(cluster_obj, simulate="nvidia/dgx-h100", num_cpus=1, hostname="dgx-d")
     listed = wait_for(lambda: {n["NodeID"]: n for n in alive_nodes()}, lambda nodes: extra.node_id in nodes,
                       timeout=60, what="the view to list the added node")
     assert listed[extra.node_id]["Labels"]["ray.io/gpu-domain"] == "dgx-d-nvswitch"
+    reads_for_one_group()
+    assert len(choices) > made and choices[-1] == "ray.io/gpu-domain"  # a node came: made again, from the new view
     cluster_obj.remove_node(extra)
     wait_for(lambda: {n["NodeID"] for n in alive_nodes()}, lambda ids: extra.node_id not in ids, timeout=60,
              what="the view to drop the removed node")

@@ -45,6 +45,9 @@ class _Watch:
 
 _lock = threading.Lock()
 _watches: dict[tuple[str, str], _Watch] = {}
+#: The GCS client :func:`_watch` last answered for and its watch: the same client is the same cluster, so its
+#: key (two properties of the client, most of a call's CPU) is not built again; [] after :func:`close_all`.
+_last: list[tuple[object, _Watch]] = []
 
 
 def _read() -> list[dict[str, Any]]:
@@ -57,17 +60,24 @@ def _read() -> list[dict[str, Any]]:
 def alive_nodes() -> list[dict[str, Any]]:
     """``ray.nodes()``'s alive nodes (draining ones too), as of the last change the GCS announced. The dicts are
     shared between calls: read them, do not change them."""
+    return alive_nodes_versioned()[0]
+
+
+def alive_nodes_versioned() -> tuple[list[dict[str, Any]], object | None]:
+    """:func:`alive_nodes` and its version: one object, the same (``is``) for as long as these nodes stand, so a
+    caller may keep what it derived from them beside it; None where every call reads (nothing to keep)."""
     watch = _watch()
     if watch is None:
-        return _read()
+        return _read(), None
     epoch = watch.epoch
     view = watch.view
     if watch.following and view is not None and view[0] == epoch:
-        return list(view[1])
+        return list(view[1]), view[1]
     nodes = _read()
     if watch.following:
         watch.view = (epoch, nodes)
-    return nodes
+        return list(nodes), nodes
+    return nodes, None
 
 
 def _watch() -> _Watch | None:
@@ -77,15 +87,18 @@ def _watch() -> _Watch | None:
     client = getattr(ray._private.worker.global_worker, "gcs_client", None)
     if client is None:  # not connected, or Ray Client
         return None
+    last = next(iter(_last), None)  # close_all may empty it meanwhile
+    if last is not None and last[0] is client and last[1].following and last[1].pid == os.getpid():
+        return last[1]
     key = (str(client.address), str(client.cluster_id))
     watch = _watches.get(key)
-    if watch is not None and watch.pid == os.getpid():
-        return watch
-    with _lock:
-        watch = _watches.get(key)
-        if watch is None or watch.pid != os.getpid():  # in a forked child the thread is the parent's
-            watch = _watches[key] = _Watch(pid=os.getpid())
-            _follow(watch, key[0])
+    if watch is None or watch.pid != os.getpid():
+        with _lock:
+            watch = _watches.get(key)
+            if watch is None or watch.pid != os.getpid():  # in a forked child the thread is the parent's
+                watch = _watches[key] = _Watch(pid=os.getpid())
+                _follow(watch, key[0])
+    _last[:] = [(client, watch)]
     return watch
 
 
@@ -155,6 +168,7 @@ def close_all() -> None:
     with _lock:
         watches = list(_watches.values())
         _watches.clear()
+        _last.clear()
     for watch in watches:
         watch.following = False
         if watch.pid == os.getpid():
