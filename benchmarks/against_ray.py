@@ -314,6 +314,7 @@ def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
     anchors: list[float] = [timed_run([sys.executable, "-c", _RAY_INIT], env=ENV)]
     load = os.getloadavg()[0]
     done: subprocess.CompletedProcess[str] | None = None
+    failed: list[str] = []  # every run's failed checks (a run under load can fail one: the row says which)
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="rayaccel-bench-") as directory:
             started = time.perf_counter()
@@ -321,13 +322,15 @@ def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
                                    "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=directory,
                                   env=ENV, timeout=900, check=False)
             runs.append(time.perf_counter() - started)
+            failed += [line.split(" - ")[0].removeprefix("FAILED ") for line in done.stdout.splitlines()
+                       if line.startswith("FAILED ")]
         anchors.append(timed_run([sys.executable, "-c", _RAY_INIT], env=ENV))
     assert done is not None
     ratios = [run / ((before + after) / 2) for run, before, after in zip(runs, anchors[:-1], anchors[1:], strict=True)]
     summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line and "passed" in line), "")
     return {"plugin": plugin, "s": statistics.median(runs), "ray_init_s": statistics.median(anchors),
             "ratio": statistics.median(ratios), "ratios": ratios, "runs_s": runs, "anchors_s": anchors,
-            "rounds": rounds, "exit": done.returncode, "summary": summary.strip("= "),
+            "rounds": rounds, "exit": done.returncode, "summary": summary.strip("= "), "failed": failed,
             "load_average": [load, os.getloadavg()[0]]}
 
 

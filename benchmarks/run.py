@@ -202,7 +202,8 @@ def conformance_rows(results: dict[str, Any], plugin: str = "nvidia") -> list[tu
     print(f"measuring full conformance runs of {plugin} (a few minutes)...", flush=True)
     conf = results["conformance"] = ar.bench_conformance(plugin)
     ratios = conf["ratios"]
-    return [(f"full conformance run of {plugin} ({conf['summary'] or 'exit ' + str(conf['exit'])})",
+    failed = f"; failed: {', '.join(conf['failed'])}" if conf.get("failed") else ""
+    return [(f"full conformance run of {plugin} ({conf['summary'] or 'exit ' + str(conf['exit'])}{failed})",
              f"{conf['s']:.1f} s (runs {', '.join(f'{r:.1f}' for r in conf['runs_s'])})",
              f"ray.init()+shutdown() {conf['ray_init_s']:.2f} s",
              f"x{conf['ratio']:.2f} (median of {conf['rounds']} runs, each against the anchors either side of it; "
