@@ -4,8 +4,9 @@ A ``ray.cluster_utils.Cluster`` with a head node that has no accelerator, and on
 through the SDK (``rayaccel.ray.add_node``). The cluster lives in a process of its own
 (:mod:`rayaccel_conformance.harness.cluster_host`), so its nodes can start while the cheaper checks run in this
 one (:meth:`SharedCluster.prestart`): starting them here would put Ray's threads and processes beside the hooks
-the suite watches. This process connects to it as the driver. All fixtures of a plugin start together and are
-removed after the plugin's last Ray check, so a run over many plugins never holds more than one plugin's nodes.
+the suite watches. This process connects to it as the driver. A plugin's fixtures are asked for together, one
+request each (a fixture's Ray checks wait for its own node only), and removed after the plugin's last Ray check,
+so a run over many plugins never holds more than one plugin's nodes.
 """
 
 from __future__ import annotations
