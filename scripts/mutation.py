@@ -669,10 +669,14 @@ def baseline(target: Target, bake_src: Path, scratch: Path, timeout: float) -> t
     copy_package(target, bake_src, src)
     timings = work / "timings.json"
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--check", target.plugin, "--tier",
-                           target.tier, "--timings", str(timings), "--lines", str(timings.with_name(LINES)),
-                           "--package", package_of(target)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **test_env(target, src)})
+    try:
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--check", target.plugin, "--tier",
+                               target.tier, "--timings", str(timings), "--lines", str(timings.with_name(LINES)),
+                               "--package", package_of(target)], capture_output=True, text=True,
+                              timeout=timeout, env={**os.environ, **test_env(target, src)})
+    except subprocess.TimeoutExpired:  # a loaded machine: say so, and how to give it longer
+        fail(f"error: {target.plugin} unmutated did not finish the suite within {timeout:.0f} s, so no mutant can "
+             f"be graded: run it on a quieter machine or give it longer with --timeout SECONDS")
     if done.returncode != 0:
         fail(f"error: {target.plugin} unmutated fails the suite, so no mutant can be graded: "
                          f"{done.stdout.strip()[-300:]}{done.stderr.strip()[-300:]}")
