@@ -220,6 +220,14 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
             # GPU 9's id is derived (the warning fallback-device-id); its device stays healthy.
             "expected": {"devices": 8, "health": {}, "resources": expected["resources"], "fatal": False,
                          "problem_codes": ["fallback-device-id"]}})
+    else:
+        faults.append({
+            "name": "rocm-6-2-no-kfd-info", "kind": "other",
+            "description": "the same node on ROCm 6.2, whose amdsmi has no kfd_info (amdsmi_get_gpu_kfd_info came in "
+                           "ROCm 6.3): each partition's id is its PCI function on its GPU's device instead, and the "
+                           "partitions keep their ids",
+            "patch": {"libraries": {"amdsmi": {"gpus": {logical: {"kfd_info": None} for logical in gpus}}}},
+            "expected": {"devices": 8, "health": {}, "fatal": False, "problem_codes": ["fallback-device-id"]}})
     name = "mi300x-cpx-nps4" if per_partition else "mi300x-cpx-nps4-shared-uuid"
     description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (one PCI "
                    f"function each) through the amdsmi Python API (ROCm {rocm}); "

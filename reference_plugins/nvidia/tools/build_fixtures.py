@@ -415,8 +415,20 @@ def l4_single() -> dict[str, Any]:
         "labels": labels(sku="l4-24gb", count=1, interconnect="none", accel="L4", memory=23034, arch="ada",
                          driver="550.90.07", cuda="12.4", product="NVIDIA-L4", cc=(8, 9), mig_capable=False),
     }
+    unnamed = {"name": "NVIDIA Graphics Device",
+               "pci": Flow(devices["0"]["pci"], pciDeviceId=Hex(0x2C38 << 16 | 0x10DE),
+                           pciSubSystemId=Hex(0x204B << 16 | 0x10DE))}
+    faults = [
+        {"name": "driver-names-no-product", "kind": "other",
+         "description": "a board newer than the driver and the SKU catalog (PCI id 0x2C38, which skus.yaml does not "
+                        "list): NVML names it \"NVIDIA Graphics Device\", which Ray's pattern does not take; the "
+                        "GPU is still offered, its type from the name as given",
+         "patch": {"libraries": {"nvml": {"devices": {"0": unnamed}}}},
+         "expected": {"devices": 1, "health": {}, "resources": {"GPU": 1.0, "accelerator_type:Graphics-Device": 1.0},
+                      "problem_codes": ["unknown-sku"], "fatal": False}},
+    ]
     return fixture("l4-single", "EC2 g6.xlarge: one NVIDIA L4 (PCIe, no NVLink, no MIG)",
-                   "one L4 (PCI id 0x27B8; no NVLink; MIG not supported)", "ip-10-0-3-17", nvml, expected)
+                   "one L4 (PCI id 0x27B8; no NVLink; MIG not supported)", "ip-10-0-3-17", nvml, expected, faults)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -453,6 +465,14 @@ def a100_pcie_pair() -> dict[str, Any]:
          "patch": {"libraries": {"nvml": {"devices": {"0": no_uuid, "1": no_uuid}}}},
          "expected": {"devices": 2, "health": {}, "resources": {"GPU": 2.0, "accelerator_type:A100": 1.0},
                       "fatal": False, "problem_codes": ["fallback-device-id"]}},
+        {"name": "handle-unknown-error", "kind": "other",
+         "description": "GPU 1 answers NVML_ERROR_UNKNOWN (\"Unknown Error\", as nvidia-smi prints for a GPU in a bad "
+                        "state that is still on the bus) to nvmlDeviceGetName: it is offered under its NVML index as "
+                        "unreadable (nvml-error), not lost, and not drained",
+         "patch": {"libraries": {"nvml": {"devices": {"1": {"errors": {"nvmlDeviceGetName": "NVML_ERROR_UNKNOWN"}}}}}},
+         "expected": {"reasons": {"nvml-index-1": ["nvml-error"]}, "devices": 2,
+                      "health": {"nvml-index-1": "unhealthy"},
+                      "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}, "fatal": False}},
     ]
     return fixture("a100-pcie-pair", "Two A100 PCIe 40GB, one per socket, no NVLink bridge: PCIe only",
                    "NVLink version NVML_NVLINK_VERSION_3_0; the "
@@ -487,6 +507,8 @@ def a100_mig() -> dict[str, Any]:
         "labels": labels(sku="a100-sxm4-40gb", count=1, interconnect="none", accel="A100", memory=40960,
                          arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-SXM4-40GB", cc=(8, 0),
                          mig_capable=True, mig={"3g.20gb": 1, "2g.10gb": 2}),
+        # Its NVLinks carry no traffic (no peer on this board): the throughput counters stand still, 0 B/s each way.
+        "metric_values": {gpu["uuid"]: Flow(interconnect_tx=0.0, interconnect_rx=0.0)},
     }
     faults = [
         {"name": "nvlink-version-3-1-on-ampere", "kind": "other",
@@ -496,6 +518,11 @@ def a100_mig() -> dict[str, Any]:
                                                                      for link in range(12)}}}}}},
          "expected": {"devices": 1, "health": {}, "resources": expected["resources"],
                       "problem_codes": ["nvlink-version-mismatch"]}},
+        {"name": "mig-minors-unreadable", "kind": "other",
+         "description": "the driver's /proc/driver/nvidia-caps is not there (a container started without it): the MIG "
+                        "instances are found and offered as before, without device files",
+         "patch": {"files": {MIG_MINORS: None}},
+         "expected": {"devices": 1, "health": {}, "resources": expected["resources"], "fatal": False}},
     ]
     return fixture("a100-mig", "One MIG-enabled A100 SXM4 40GB (3g.20gb + 2x 2g.10gb) as a pod sees it",
                    "MIG device handles, profiles in the MIG device name; "
