@@ -152,23 +152,13 @@ def _copy_on(threads: int, dst: Any, src: Any) -> None:
 
 
 def _copy_in_slices(pool: ThreadPoolExecutor, threads: int, dst: Any, src: Any) -> None:
-    """``dst.copy_(src)`` as the transport's fill copies: ``threads`` threads taking the next slice of
-    ``COPY_CHUNK_BYTES`` until none is left."""
-    from rayaccel.transports.shared_memory import COPY_CHUNK_BYTES
+    """``dst.copy_(src)`` as the transport's fill copies (its own functions): ``threads`` threads taking the next
+    slice until none is left."""
+    from rayaccel.transports.shared_memory import slices_to_copy, take_slices
 
-    starts = iter(range(0, dst.numel(), COPY_CHUNK_BYTES))
-    taking = threading.Lock()
-
-    def take() -> None:
-        while True:
-            with taking:
-                start = next(starts, None)
-            if start is None:
-                return
-            dst[start:start + COPY_CHUNK_BYTES].copy_(src[start:start + COPY_CHUNK_BYTES])
-
-    helped = [pool.submit(take) for _ in range(threads - 1)]
-    take()
+    slices, taking = slices_to_copy([(dst, src)]), threading.Lock()
+    helped = [pool.submit(take_slices, slices, taking) for _ in range(threads - 1)]
+    take_slices(slices, taking)
     for done in helped:
         done.result()
 

@@ -57,9 +57,10 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ray.experimental.rdt.tensor_transport_manager import (
@@ -288,7 +289,7 @@ def _drop_private_pages(mapping: mmap.mmap, pagemap: int) -> None:
         mapping.madvise(mmap.MADV_DONTNEED, int(first) * _PAGE, int(last - first + 1) * _PAGE)
 
 
-def _slices(copies: list[tuple[Any, Any]]) -> Generator[tuple[Any, Any], None, None]:
+def slices_to_copy(copies: list[tuple[Any, Any]]) -> Generator[tuple[Any, Any], None, None]:
     """(place, tensor) pairs to copy: a contiguous tensor in slices of :data:`COPY_CHUNK_BYTES`, others whole."""
     for place, tensor in copies:
         if not tensor.is_contiguous():
@@ -298,6 +299,17 @@ def _slices(copies: list[tuple[Any, Any]]) -> Generator[tuple[Any, Any], None, N
         step = max(1, COPY_CHUNK_BYTES // max(1, to.element_size()))
         for start in range(0, to.numel(), step):
             yield to[start:start + step], frm[start:start + step]
+
+
+def take_slices(slices: Iterator[tuple[Any, Any]], taking: threading.Lock) -> None:
+    """Copy the next (place, tensor) slice of ``slices`` until none is left; each copying thread runs this on the
+    same iterator, ``taking`` guarding it (torch releases the GIL while it copies)."""
+    while True:
+        with taking:
+            piece = next(slices, None)
+        if piece is None:
+            return
+        piece[0].copy_(piece[1])
 
 
 #: The fill of a transfer copied before its metadata returned.
@@ -585,16 +597,9 @@ class SharedMemoryTransport(TensorTransportManager):
         fill thread to hand it work), and each takes the next slice of :data:`COPY_CHUNK_BYTES` until none is left
         (torch releases the GIL while it copies): a thread the machine's other work holds up leaves its share to
         the others instead of holding back the whole copy."""
-        slices = _slices(copies)
+        slices = slices_to_copy(copies)
         taking = threading.Lock()
-
-        def take_slices() -> None:
-            while True:
-                with taking:
-                    piece = next(slices, None)
-                if piece is None:
-                    return
-                piece[0].copy_(piece[1])
+        take = partial(take_slices, slices, taking)
 
         with self._lock:
             if self._filler is None:
@@ -605,11 +610,11 @@ class SharedMemoryTransport(TensorTransportManager):
             copiers = self._copiers
             filler = self._filler
         large = sum(place.nbytes for place, _ in copies) >= _PARALLEL_COPY_BYTES
-        helped = [copiers.submit(take_slices) for _ in range(COPY_THREADS - 1)] if copiers and large else []
+        helped = [copiers.submit(take) for _ in range(COPY_THREADS - 1)] if copiers and large else []
 
         def fill() -> None:
             try:
-                take_slices()
+                take()
                 for done in helped:
                     done.result(timeout=FILL_TIMEOUT_S)
                 segment.mapping[:_HEADER] = name.encode().ljust(_HEADER, b"\0")
