@@ -11,13 +11,9 @@ not have was kept from a host built before, and the failure says so (RAC240 does
 
 from __future__ import annotations
 
-import os
-import sys
-
 from rayaccel.hosts.expectations import expectation_differences
-from rayaccel.hosts.seam import HostError, run_bounded
 from rayaccel.records import NodeInventory
-from rayaccel_conformance.harness.fresh_process import PROBE_TIMEOUT_S, ProbeFailed, import_target
+from rayaccel_conformance.harness.fresh_process import ProbeFailed, import_target, run_fresh
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, check
 
@@ -41,18 +37,8 @@ print("RAYACCEL-FIRST-BUILD " + inventory.model_dump_json(), flush=True)
 def first_build(subject: Subject, fixture_path: str) -> NodeInventory:
     """The inventory a process that never built one before builds of the fixture."""
     module, attr = import_target(subject.manager.plugin(subject.name).module)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAYACCEL_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the suite's own path: the same plugin
-    argv = [sys.executable, "-c", FIRST_BUILD, module, attr, subject.name, fixture_path]
-    try:
-        result = run_bounded(argv, env, PROBE_TIMEOUT_S)
-    except HostError as e:
-        raise ProbeFailed(f"the fresh process did not finish: {e}") from None
-    line = next((ln for ln in result.stdout.splitlines() if ln.startswith("RAYACCEL-FIRST-BUILD ")), None)
-    if line is None:
-        tail = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ProbeFailed(f"the fresh process exited {result.returncode} without an answer: {tail[:200]}")
-    return NodeInventory.model_validate_json(line.split(" ", 1)[1])
+    answer = run_fresh(FIRST_BUILD, "RAYACCEL-FIRST-BUILD", module, attr, subject.name, fixture_path)
+    return NodeInventory.model_validate_json(answer)
 
 
 @check("RAC269", scope="fixture")

@@ -141,19 +141,26 @@ def import_target(plugin: object) -> tuple[str, str]:
     return module.__name__, attr
 
 
-def probe(plugin: object, name: str, fixture_path: str | None, preload: tuple[str, ...] = ()) -> ProbeResult:
-    """Load ``plugin`` in a fresh interpreter (after ``preload`` modules) and run its hooks on the fixture."""
-    module, attr = import_target(plugin)
+def run_fresh(script: str, marker: str, *args: str) -> str:
+    """Run ``script`` in a fresh interpreter on the suite's own path (the same plugin), no ``RAYACCEL_*`` setting
+    of this process passed on, bounded by :data:`PROBE_TIMEOUT_S`: the text after ``marker`` on the line it
+    printed, or :class:`ProbeFailed` naming why there is none."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAYACCEL_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the suite's own path: the same plugin
-    argv = [sys.executable, "-c", PROBE, module, attr, name, fixture_path or "", ",".join(preload)]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     try:
-        result = run_bounded(argv, env, PROBE_TIMEOUT_S)
+        result = run_bounded([sys.executable, "-c", script, *args], env, PROBE_TIMEOUT_S)
     except HostError as e:
         raise ProbeFailed(f"the fresh process did not finish: {e}") from None
-    line = next((ln for ln in result.stdout.splitlines() if ln.startswith("RAYACCEL-PROBE ")), None)
+    line = next((ln for ln in result.stdout.splitlines() if ln.startswith(marker + " ")), None)
     if line is None:
         tail = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise ProbeFailed(f"the fresh process exited {result.returncode} without an answer: {tail[:200]}")
-    data: dict[str, Any] = json.loads(line.split(" ", 1)[1])
+    return line.split(" ", 1)[1]
+
+
+def probe(plugin: object, name: str, fixture_path: str | None, preload: tuple[str, ...] = ()) -> ProbeResult:
+    """Load ``plugin`` in a fresh interpreter (after ``preload`` modules) and run its hooks on the fixture."""
+    module, attr = import_target(plugin)
+    data: dict[str, Any] = json.loads(run_fresh(PROBE, "RAYACCEL-PROBE", module, attr, name, fixture_path or "",
+                                                ",".join(preload)))
     return ProbeResult(**data)
