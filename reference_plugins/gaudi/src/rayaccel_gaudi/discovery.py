@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from rayaccel import Device, record_or_report
+from rayaccel import DEVICE_FILE, Device, record_or_report
 from rayaccel_gaudi.readings import Snapshot
 
 
@@ -22,6 +22,8 @@ def devices_of(snapshot: Snapshot | None) -> list[Device]:
         attributes: dict[str, str | int | float | bool] = {"module_id": aip.module_id}
         if aip.serial:
             attributes["serial"] = aip.serial
+        if d.accel:  # the device file of this module, not the pattern's guess from hl-smi's index
+            attributes[DEVICE_FILE] = f"/dev/accel/{d.accel}"
         if d.port_types:
             attributes["scale_up_ports"] = len(d.ports("internal"))
             attributes["scale_out_ports"] = len(d.ports("external"))

@@ -56,13 +56,14 @@ def _read(host: Host, path: str) -> str | None:
         return None
 
 
-def driver_statuses(host: Host) -> dict[str, str]:
-    """PCI address -> habanalabs device status, from sysfs."""
+def driver_entries(host: Host) -> dict[str, tuple[str, str]]:
+    """PCI address -> (accel<N>, habanalabs device status), from sysfs. Matched by the address the entry names:
+    the driver probes modules asynchronously, so accel<N> need not be hl-smi's index N."""
     found = {}
     for path in host.glob("/sys/class/accel/accel*"):
         address, status = _read(host, f"{path}/device/pci_addr"), _read(host, f"{path}/device/status")
         if address and status:
-            found[address.lower()] = status.lower()
+            found[address.lower()] = (path.rsplit("/", 1)[-1], status.lower())
     return found
 
 
@@ -72,7 +73,7 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
         text = _run(host, list(QUERY_ARGV), required=True)
     except CommandNotFound:
         return None
-    statuses = driver_statuses(host)
+    statuses = driver_entries(host)
     deadline = time.monotonic() + PORTS_BUDGET
     wanted = [("ports", port_types), ("link", port_states)]
     devices = []
@@ -84,7 +85,8 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
     unanswered: list[str] = []
     hung = False
     for aip in aips:
-        device = GaudiDevice(aip=aip, driver_status=statuses.get(aip.bus_id))
+        accel, status = statuses.get(aip.bus_id, (None, None))
+        device = GaudiDevice(aip=aip, driver_status=status, accel=accel)
         for option, target in (("ports", device.port_types), ("link", device.port_states)):
             left = deadline - time.monotonic()
             if not dict(wanted)[option] or left <= 0:

@@ -16,6 +16,8 @@ class GaudiDevice:
     port_types: dict[int, str] = field(default_factory=dict)
     port_states: dict[int, str] = field(default_factory=dict)
     driver_status: str | None = None
+    #: the module's entry in /sys/class/accel (``accel3``): its device file is /dev/accel/<accel>
+    accel: str | None = None
     numa_node: int | None = None
 
     def ports(self, kind: str, state: str | None = None) -> list[int]:

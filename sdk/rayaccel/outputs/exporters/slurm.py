@@ -130,12 +130,16 @@ def slurm_node(inventory: NodeInventory, device_root: str | None = None, node_na
 
 def _family_lines(family: FamilyInventory, gres_name: str, device_root: str | None) -> list[GresLine]:
     states = {report.device: report.state for report in family.health}
+    patterns = family.family.schedulers.device_files
     devices = [d for d in family.devices if states.get(d.id, "unknown") != "unhealthy"]
+    # slurmd numbers a node's GRES (its Index) in the order of their device files, and Links are positional over
+    # that numbering (`slurmd -G` reads it so in tests/outputs/test_export_slurm.py): list the devices in it, not
+    # in discovery's (a driver may number its files otherwise: habanalabs probes modules asynchronously).
+    devices.sort(key=lambda d: _file_order(_device_file(family, patterns[0] if patterns else None, d, None)))
     listed = [d.id for d in devices]
     cpus = {a.device: a.cpus for a in family.topology.affinities if a.cpus}
     partitioned = any(d.partitions for d in family.devices)
     links = None if partitioned else _link_counts(family, listed)
-    patterns = family.family.schedulers.device_files
     single: list[GresLine] = []
     for device in devices:
         cores = logical_cores(cpus[device.id]) if device.id in cpus else None
@@ -192,6 +196,14 @@ def _device_file(family: FamilyInventory, pattern: str | None, device: Device, d
     else:
         return None
     return _rooted(path, device_root)
+
+
+def _file_order(path: str | None) -> tuple[Any, ...]:
+    """A device file's place in slurmd's numbering: by name, its numbers compared as numbers (accel2 < accel10);
+    a device without a file keeps its place after those with one (the sort is stable)."""
+    if path is None:
+        return (1,)
+    return (0, *((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", path)))
 
 
 def _link_counts(family: FamilyInventory, listed: Sequence[str]) -> dict[str, tuple[int, ...]] | None:
