@@ -220,6 +220,26 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
             # GPU 9's id is derived (the warning fallback-device-id); its device stays healthy.
             "expected": {"devices": 8, "health": {}, "resources": expected["resources"], "fatal": False,
                          "problem_codes": ["fallback-device-id"]}})
+        # ECC is the package's: amdsmi answers it on the primary partition (logical GPU 16 is GPU 2's). Deferred
+        # errors beside uncorrectable ones leave the GPU unhealthy: the worse state wins, both are reported.
+        faults.append({
+            "name": "gpu2-ecc-uncorrectable-and-deferred", "kind": "ecc",
+            "description": "GPU 2 counts one uncorrectable and three deferred ECC errors "
+                           "(amdsmi_get_gpu_total_ecc_count on its primary partition): unhealthy, every partition "
+                           "drained, both counts reported",
+            "patch": {"libraries": {"amdsmi": {"gpus": {"16": {"total_ecc_count": {
+                "uncorrectable_count": 1, "deferred_count": 3}}}}}},
+            "expected": {"health": {ids[2]: "unhealthy"}, "reasons": {ids[2]: ["ecc-uncorrectable", "ecc-deferred"]},
+                         "fatal": True, "resources": expected_resources("CPX", 56)}})
+        # A compute partition is its own logical GPU: one that stops answering (logical GPU 13, GPU 1's partition 5,
+        # whose hip_id is 13) is drained alone; its GPU and the GPU's other seven partitions stay in service.
+        faults.append({
+            "name": "gpu1-partition5-io-error", "kind": "fatal-error",
+            "description": "GPU 1's partition 5 (logical GPU 13) stops answering: amdsmi_get_gpu_activity fails with "
+                           "AMDSMI_STATUS_IO on it alone; that partition is unhealthy, GPU 1 itself is not",
+            "patch": {"libraries": {"amdsmi": {"gpus": {"13": {"errors": {"amdsmi_get_gpu_activity": 12}}}}}},
+            "expected": {"health": {ids[1]: "healthy", "13": "unhealthy"}, "reasons": {"13": ["amdsmi-io"]},
+                         "fatal": True, "resources": expected_resources("CPX", 63)}})
     else:
         faults.append({
             "name": "rocm-6-2-no-kfd-info", "kind": "other",
