@@ -36,3 +36,14 @@ def test_the_node_is_rewritten_where_it_was_written_as_it_was_written() -> None:
     assert json.loads(moved["commands"]["smi --json"]["stdout"])[2]["numa"] == {"node": "3", "affinity": 3}
     assert moved["commands"]["smi --csv"]["stdout"] == "id,numa_node,power\nGPU-1,0,5\nGPU-2,3,5\n"
     assert {r.node for r in numa_readings(moved, DEVICE)} == {3}
+
+
+def test_a_file_or_key_holding_the_letters_numa_inside_another_word_is_no_numa_reading() -> None:
+    # Held-out round 4: a family named acmenuma, whose link files are named for their peers (ACMENUMA-...): the
+    # peers' link rates were taken for NUMA nodes, so Linux's -1 was never tried on the real numa_node file.
+    device = Device(index=2, id="ACMENUMA-2", product_name="X", numa_node=1)
+    host = {"files": {"/sys/class/acmenuma/acmenuma2/numa_node": "1\n",
+                      "/sys/class/acmenuma/acmenuma2/links/ACMENUMA-1": "200\n"},
+            "libraries": {"lib": {"devices": {"2": {"numaNode": 1, "ACMENUMA-1": 200, "pneumatic": 2}}}}}
+    found = {r.describe(): r.node for r in numa_readings(host, device)}
+    assert found == {"file /sys/class/acmenuma/acmenuma2/numa_node": 1, "library lib devices.2.numaNode": 1}

@@ -24,6 +24,14 @@ from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
 _INTEGER = re.compile(r"^\s*(-?\d+)\s*$")
+#: A name in which NUMA begins a word (``numa_node``, ``NUMA``, ``numa.node``, ``numaNode``, ``cpuNumaNode``), not
+#: one holding the letters inside another word: a family or peer id (``ACMENUMA-5e1f-0001``, a link file named
+#: for its peer), ``pneumatic``.
+_NUMA_WORD = re.compile(r"(?:^|[^A-Za-z])[Nn][Uu][Mm][Aa]|(?<=[a-z])N(?:uma|UMA)")
+
+
+def names_numa(name: object) -> bool:
+    return bool(_NUMA_WORD.search(str(name)))
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,7 @@ def _numa_leaves(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tupl
         return [leaf for key, value in data.items() for leaf in _numa_leaves(value, (*path, key))]
     if isinstance(data, list):
         return [leaf for i, value in enumerate(data) for leaf in _numa_leaves(value, (*path, i))]
-    if not any("numa" in str(p).lower() for p in path) or isinstance(data, bool):
+    if not any(names_numa(p) for p in path) or isinstance(data, bool):
         return []
     if isinstance(data, int):
         return [(path, data)]
@@ -62,7 +70,7 @@ def numa_readings(host: dict[str, Any], device: Device) -> list[NumaReading]:
     found = []
     for path, text in (host.get("files") or {}).items():
         match = _INTEGER.match(text or "")
-        if match and "numa" in path.rsplit("/", 1)[-1].lower() and owned_by(Reading("file", path, (), 0.0), device):
+        if match and names_numa(path.rsplit("/", 1)[-1]) and owned_by(Reading("file", path, (), 0.0), device):
             found.append(NumaReading("file", path, (), int(match.group(1))))
     for name, data in (host.get("libraries") or {}).items():
         found += [NumaReading("library", name, p, n) for p, n in _numa_leaves(data)
@@ -84,7 +92,7 @@ def _table_readings(command: str, stdout: str, device: Device) -> list[NumaReadi
     rows = stdout.splitlines()
     if not rows:
         return []
-    columns = [i for i, cell in enumerate(rows[0].split(",")) if "numa" in cell.lower()]
+    columns = [i for i, cell in enumerate(rows[0].split(",")) if names_numa(cell.strip())]
     found = []
     for n, row in enumerate(rows[1:], start=1):
         if not owned_by(Reading("table", command, (), 0.0, row), device):
