@@ -419,11 +419,13 @@ def hooks_have_no_side_effects(subject: Subject, fixture: str | None) -> Evidenc
     what the SDK hands the next hook); it must not write ``os.environ``, print to stdout or stderr (that
     breaks ``rayaccel inspect --json``), leave threads or child processes running, write files, or reach the
     machine except through the ``host`` it was given: ``subprocess``, ``open`` of a file outside Python and
-    the plugin's own package, ``os.listdir``, sockets and ``urllib`` are seen by a ``sys.addaudithook``
-    hook, and path probes that raise no audit event (``os.path.exists``, ``isdir``, ``pathlib``: ``os.stat``,
-    ``lstat``, ``access``) by wrappers while the hook runs, whichever host (simulated or real) is used; it
-    must not change ``sys.path`` (put back, and named); and its real time plus the time a simulated hang
-    stood for must fit the hook budget. This check builds the fixture's inventory and calls every other
+    the plugin's own package, ``os.listdir``, sockets, ``urllib`` and the machine's own name
+    (``socket.gethostname``; ``platform.node`` by a wrapper: the host's is ``host.hostname``) are seen by a
+    ``sys.addaudithook`` hook, and path probes that raise no audit event (``os.path.exists``, ``isdir``,
+    ``pathlib``: ``os.stat``, ``lstat``, ``access``) by wrappers while the hook runs, whichever host
+    (simulated or real) is used; it must not change ``sys.path`` (put back, and named); and its real time
+    plus the time a simulated hang stood for must fit the hook budget. This check builds the fixture's
+    inventory and calls every other
     hook once; any check during which a side effect is first seen fails as well, naming the hook. Fix: read
     the machine only through ``host``, return results instead of printing or setting env, copy inputs
     before changing them.

@@ -8,6 +8,7 @@ import contextlib
 import genericpath
 import os
 import pathlib
+import platform
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,7 +26,9 @@ _WRITE_EVENTS = ("os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate"
                  "shutil.copytree", "os.chdir")
 _LIST_EVENTS = ("os.listdir", "os.scandir", "glob.glob", "os.walk")
 _ENV_EVENTS = ("os.putenv", "os.unsetenv")
-_WATCHED = frozenset(_PROCESS_EVENTS + _NETWORK_EVENTS + _WRITE_EVENTS + _LIST_EVENTS + _ENV_EVENTS
+#: The machine's own name: the host a hook inventories may be another (a simulated or recorded one).
+_IDENTITY_EVENTS = ("socket.gethostname",)
+_WATCHED = frozenset(_PROCESS_EVENTS + _NETWORK_EVENTS + _WRITE_EVENTS + _LIST_EVENTS + _ENV_EVENTS + _IDENTITY_EVENTS
                      + ("open", "ctypes.dlopen"))
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -163,6 +166,9 @@ def _classify(watch: Watch, event: str, args: tuple[Any, ...]) -> None:
     elif event in _NETWORK_EVENTS:
         watch.note(f"used the network outside the Host seam ({event} {short(args[1:2] or args[:1])}): "
                    "use host.http_get(url, timeout=...)")
+    elif event in _IDENTITY_EVENTS:
+        if not _called_by_sdk():
+            watch.note(_hostname_read(event))
     elif event in _ENV_EVENTS:
         watch.note(f"wrote the process environment ({event} {short(args[0] if args else '')}): a hook must not "
                    "change os.environ; return the env in rayaccel_visible_env instead")
@@ -245,17 +251,46 @@ def _called_by_sdk() -> bool:
     return False
 
 
+def _hostname_read(how: str) -> str:
+    return (f"read this machine's hostname outside the Host seam ({how}): the host a hook answers for may be "
+            "another machine (a simulated or recorded one, a node the inventory is built for): use host.hostname")
+
+
+def _node_name(real: Any) -> Any:
+    """``platform.node`` (``os.uname``'s nodename, no audit event), seen when a watched hook's own code asks."""
+    def node() -> Any:
+        watch = _active
+        if (watch is not None and not getattr(seam_mark, "seam", 0) and not getattr(seam_mark, "busy", False)
+                and watch.owns_current_thread()):
+            seam_mark.busy = True
+            try:
+                if not _called_by_sdk():
+                    watch.note(_hostname_read("platform.node"))
+            except Exception:
+                pass
+            finally:
+                seam_mark.busy = False
+        return real()
+
+    node.__wrapped__ = real  # type: ignore[attr-defined]
+    return node
+
+
 @contextlib.contextmanager
 def probes_watched() -> Iterator[None]:
-    """While a hook runs: path probes that raise no audit event are seen too (put back afterwards)."""
+    """While a hook runs: path probes and the machine's name asked without an audit event are seen too (put
+    back afterwards)."""
     originals = {name: getattr(os, name) for name in _PROBES}
     for name, real in originals.items():
         setattr(os, name, _probe(name, real))
+    real_node = platform.node
+    platform.node = _node_name(real_node)
     try:
         yield
     finally:
         for name, real in originals.items():
             setattr(os, name, real)
+        platform.node = real_node
 
 
 def short(value: Any) -> str:
