@@ -175,6 +175,53 @@ class VisibleRangeOneAsText(Healthy):
         return out
 
 
+class VisibleIdsAsIntegers(Healthy):
+    DEFECT = ("visible-devices ids normalised with int() ('03' -> '3'): a range ('0-3') raises ValueError, and the "
+              "SDK's stand-in, Ray's comma split, keeps it as one id, so the raise looks like a parser without ranges")
+    KILLED_BY = ("RAC243", "invariant visible-range-answered")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [str(int(token)) for token in super().rayaccel_parse_visible(value)]
+
+
+class VisibleRangeSpacedOnly(Healthy):
+    DEFECT = ("a visible-devices range is unpacked from 'a - b' as a person types it: '0-3', as launchers and the "
+              "runtimes write it, raises on the unpacking")
+    KILLED_BY = ("RAC243", "invariant visible-range-answered")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        out: list[str] = []
+        for token in (t.strip() for t in value.split(",") if t.strip()):
+            if "-" in token:
+                low, high = token.split(" - ")
+                out += [str(i) for i in range(int(low), int(high) + 1)]
+            else:
+                out.append(token)
+        return out
+
+
+class VisibleRangeReversedDropped(Healthy):
+    DEFECT = "a reversed visible-devices range ('3-0') expands to range(3, 1), no unit, without a word"
+    KILLED_BY = ("RAC243", "invariant visible-range-reversed-not-dropped")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        out: list[str] = []
+        for token in super().rayaccel_parse_visible(value):
+            match = _RANGE.match(token)
+            out += [str(i) for i in range(int(match[1]), int(match[2]) + 1)] if match else [token]
+        return out
+
+
+class VisibleNonNumericDropped(Healthy):
+    DEFECT = ("visible-devices ranges expanded, then every id that is not a number dropped without a word: a "
+              "reversed range ('3-0') or any text no runtime reads vanishes instead of being kept or refused")
+    KILLED_BY = ("RAC243", "invariant visible-range-reversed-not-dropped")
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [u for u in _with_ranges(super().rayaccel_parse_visible(value), lambda low, high: list(
+            range(low, high + 1))) if u.isdigit()]
+
+
 class VisibleRangeOneDropped(Healthy):
     DEFECT = "a visible-devices range whose ends are equal ('3-3') expands to no unit at all"
     KILLED_BY = ("RAC243", "property visible-range-inclusive")
@@ -267,7 +314,8 @@ class PartitionNamedByPlace(Healthy):
 
 for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
              HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly,
-             VisibleRangeOneAsText, VisibleRangeOneDropped, PartitionNamedByCompute, PartitionNamedByPlace):
+             VisibleRangeOneAsText, VisibleRangeOneDropped, VisibleIdsAsIntegers, VisibleRangeSpacedOnly,
+             VisibleRangeReversedDropped, VisibleNonNumericDropped, PartitionNamedByCompute, PartitionNamedByPlace):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionNamedByCompute, PartitionNamedByPlace):

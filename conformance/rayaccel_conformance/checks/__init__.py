@@ -28,6 +28,7 @@ def all_checks() -> list[Check]:
         performance,
         poll_history,
         process_env,
+        ray_parity,
         rate_metrics,
         reason_table,
         recovery,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from rayaccel.records import Problem
 from rayaccel_conformance.checks.experimental import offered_units
 from rayaccel_conformance.checks.properties import shrunk_failure
 from rayaccel_conformance.harness.subject import Subject
@@ -26,9 +27,13 @@ def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evid
     expand ranges (not applicable when it expands none); one that expands ranges (answers numeric ids between
     the ends for the node's whole range, ``0-1``, ``0-0`` or the last unit's) must answer exactly ``a`` through
     ``b``, in order, for every range, one whose ends are equal too (``3-3`` is unit 3, as ``taskset -c 3-3``
-    and the runtimes read it). A failure quotes the smallest range hypothesis shrank it to. Fix: expand ``a-b``
-    to ``range(a, b + 1)`` for every ``a <= b``, as ``NEURON_RT_VISIBLE_CORES``, Linux CPU lists and Slurm
-    mean it.
+    and the runtimes read it). A failure quotes the smallest range hypothesis shrank it to. A parser that
+    raises on a range fails whether or not it expands others (``invariant visible-range-answered``: the SDK's
+    stand-in for the raising hook, Ray's comma split, would pass for "keeps it as one id"), and one that expands
+    ranges must not drop a reversed one (``7-0``) without a word (``invariant
+    visible-range-reversed-not-dropped``: kept as one id or refused with a problem, as for any text no runtime
+    reads). Fix: expand ``a-b`` to ``range(a, b + 1)`` for every ``a <= b``, as ``NEURON_RT_VISIBLE_CORES``,
+    Linux CPU lists and Slurm mean it, and keep or refuse anything else.
     """
     family = subject.family()
     var = family.visible_devices_env_var
@@ -40,9 +45,16 @@ def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evid
     if top < 1:
         raise NotApplicable(f"{fixture}: one unit, no range")
     expanded: list[str] = []
+    raised: list[str] = []
+
+    def parse_reporting(value: str) -> tuple[list[str], list[Problem]]:
+        said: list[Problem] = []
+        back = list(subject.manager.answer(subject.name, "rayaccel_parse_visible", problems=said, value=value))
+        raised.extend(f"{var}={value!r}: {p.message}" for p in said if p.code == "hook-raised")
+        return back, said
 
     def parse(value: str) -> list[str]:
-        return list(subject.manager.parse_visible(subject.name, value))
+        return parse_reporting(value)[0]
 
     def expands(value: str, back: list[str]) -> bool:
         """Whether an answer reads the text as a range: numeric ids only, each between its ends."""
@@ -50,7 +62,12 @@ def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evid
         return bool(back) and all(u.isdigit() and low <= int(u) <= high for u in back)
 
     # Whether the parser expands ranges at all: the node's whole range, the smallest of two units and of one.
-    if not any(expands(probe, parse(probe)) for probe in (f"0-{top}", "0-1", "0-0", f"{top}-{top}")):
+    expanding = [expands(probe, parse(probe)) for probe in (f"0-{top}", "0-1", "0-0", f"{top}-{top}")]
+    if raised:
+        raise CheckFailed(f"{fixture}: invariant visible-range-answered: rayaccel_parse_visible raised on "
+                          f"{raised[0]}; a range is answered (expanded, kept as one id as Ray keeps it, or refused "
+                          "with a problem), never raised: the SDK's stand-in, Ray's comma split, hides the raise")
+    if not any(expanding):
         raise NotApplicable(f"{fixture}: the parser expands no range (keeps it as one id or refuses it)")
 
     def inclusive(bounds: tuple[int, int]) -> str | None:
@@ -71,4 +88,12 @@ def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evid
     found = found or shrunk_failure(st.tuples(bound, bound), inclusive)
     if found:
         raise CheckFailed(f"{fixture}: {found}")
+    # A reversed range names no unit in any runtime that writes ranges: kept as one id (Ray's reading of what it
+    # cannot split) or refused with a problem, the value stays visible; dropped, the process silently sees less.
+    reversed_range = f"{top}-0"
+    back, said = parse_reporting(reversed_range)
+    if not back and not said:
+        raise CheckFailed(f"{fixture}: invariant visible-range-reversed-not-dropped: {var}={reversed_range!r} (a "
+                          "reversed range, which no runtime expands) parses as no unit, and nothing says so: keep it "
+                          "as one id or refuse it with a problem naming it, never drop it silently")
     return f"{fixture}: {len(set(expanded))} ranges over units 0-{top} expanded with both ends"

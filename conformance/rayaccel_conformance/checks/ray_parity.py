@@ -1,0 +1,197 @@
+"""A family Ray already knows sets and reads its visible-devices variable as Ray's own manager does, under every
+setting of Ray's that the manager reads (supported tier, issue 46): RAC270.
+
+For a resource Ray has a built-in accelerator manager for (``TPU`` with ``TPU_VISIBLE_CHIPS``, ``neuron_cores``,
+``HPU``, ``GPU``), Ray's manager is the other reader and writer of the variable on the same node: the plugin's
+``rayaccel_visible_env`` and ``rayaccel_parse_visible`` have to agree with it, or a task sees other devices
+than Ray gave it. Some of Ray's managers read settings of their own (``RAY_TPU_RESOURCE_PER_CHIP``: TPU units
+per chip), which no fixture can carry since they live in the processes' environment; the suite finds which
+``RAY_*`` settings the manager reads by watching it, then sets each to the small numbers Ray accepts and one it
+refuses, and asks both sides. Ray's manager is called, never patched; the process environment is restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from rayaccel.records import Device, FamilyInventory
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.experimental import _ray_validator, process_env_var
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+#: Ray's own settings are named so; ``RAY_EXPERIMENTAL_NOSET_*`` (leave the variable alone) is the SDK's to honour.
+RAY_PREFIX, NOSET = "RAY_", "RAY_EXPERIMENTAL_NOSET_"
+#: Values of a Ray setting tried: the small counts Ray's managers take, and 0, which a count setting refuses.
+SETTING_VALUES = ("1", "2", "0")
+
+
+@contextlib.contextmanager
+def environment_kept() -> Iterator[None]:
+    """Whatever Ray's manager writes into ``os.environ`` (the variable, TPU's bounds) is undone afterwards."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k not in saved]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+def settings_read(manager: Any, var: str) -> list[str]:
+    """The ``RAY_*`` settings Ray's manager looks up while it writes and reads ``var`` (less NOSET switches)."""
+    seen: set[str] = set()
+    original = type(os.environ)
+
+    class Recording(original):  # type: ignore[valid-type,misc]
+        def __getitem__(self, key: Any) -> Any:
+            if isinstance(key, str) and key.startswith(RAY_PREFIX) and not key.startswith(NOSET):
+                seen.add(key)
+            return super().__getitem__(key)
+
+    with environment_kept():
+        os.environ.__class__ = Recording
+        try:
+            with contextlib.suppress(Exception):  # a manager refusing the probe still looked its settings up
+                manager.set_current_process_visible_accelerator_ids(["0"])
+                os.environ[var] = "0"
+                manager.get_current_process_visible_accelerator_ids()
+        finally:
+            os.environ.__class__ = original
+    return sorted(seen)
+
+
+def ray_accepts(manager: Any, var: str) -> bool:
+    """Whether Ray's manager takes the settings as they are now (it raises ValueError on a value it refuses)."""
+    with environment_kept():
+        os.environ[var] = "0"
+        try:
+            manager.get_current_process_visible_accelerator_ids()
+        except ValueError:
+            return False
+    return True
+
+
+def unit_sets(family: FamilyInventory) -> list[list[str]]:
+    """The unit lists a task may be given: each healthy whole device's, the first two's together, all of them."""
+    down = {h.device for h in family.health if h.state == "unhealthy"}
+    devices: list[Device] = [d for d in family.devices if d.id not in down and not d.partitions]
+    sets = [d.unit_ids for d in devices]
+    if len(devices) > 1:
+        sets += [[u for d in devices[:2] for u in d.unit_ids], [u for d in devices for u in d.unit_ids]]
+    return sets
+
+
+def answers(subject: Subject, var: str, family: FamilyInventory) -> list[tuple[list[str], str | None, list[str]]]:
+    """The plugin's variable for each unit list a task may hold, and its reading of that value."""
+    found = []
+    for units in unit_sets(family):
+        value = subject.manager.visible_env(subject.name, units).get(var)
+        found.append((units, value, subject.manager.parse_visible(subject.name, value or "")))
+    return found
+
+
+def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInventory, where: str) -> list[str]:
+    """What the plugin writes or reads otherwise than Ray's manager, for each unit list a task may hold."""
+    wrong = []
+    for units in unit_sets(family):
+        with environment_kept():
+            os.environ.pop(var, None)
+            manager.set_current_process_visible_accelerator_ids(units)
+            written = os.environ.get(var)
+        ours = subject.manager.visible_env(subject.name, units).get(var)
+        if written is not None and ours != written:
+            wrong.append(f"invariant visible-env-as-ray-writes-it, {where}: units {units} set as {var}={ours!r}; "
+                         f"Ray's {manager.__name__} writes {written!r}")
+            continue
+        if written is None:
+            continue
+        with environment_kept():
+            os.environ[var] = written
+            ray_reads = manager.get_current_process_visible_accelerator_ids()
+        read = subject.manager.parse_visible(subject.name, written)
+        if read != ray_reads:
+            wrong.append(f"invariant visible-parse-as-ray-reads-it, {where}: {var}={written!r} parses as {read}; "
+                         f"Ray's {manager.__name__} reads {ray_reads}")
+        elif ray_reads != units:
+            wrong.append(f"invariant units-as-ray-numbers-them, {where}: a task given units {units} (one device's, "
+                         f"or whole devices') is shown {var}={written!r}, which Ray's {manager.__name__} reads as "
+                         f"{ray_reads}: the devices' units are not numbered as Ray numbers them")
+    return wrong
+
+
+@check("RAC270", scope="fixture")
+def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> Evidence:
+    """A family Ray already has a manager for sets and reads its visible-devices variable as that manager does,
+    under every value of the Ray settings the manager reads.
+
+    Not applicable to a day-zero family (Ray has no manager for its resource and variable). For each whole
+    device's units, the first two devices' and all of them, the variable the plugin's ``rayaccel_visible_env``
+    sets must be the one Ray's manager writes (``set_current_process_visible_accelerator_ids``), and the
+    plugin's ``rayaccel_parse_visible`` of that value must be what the manager reads back, which must be the
+    units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). The suite
+    watches which ``RAY_*`` settings the manager reads (TPU's ``RAY_TPU_RESOURCE_PER_CHIP``), sets each in
+    the process to 1 and 2, builds the (first) fixture again, and asks both sides again; a value Ray accepts must not
+    be reported as malformed by the plugin (``invariant ray-setting-taken-as-ray-takes-it``). Set to 0, which
+    Ray refuses, the plugin must name the setting and build the node as without it, the default it reports
+    using (``invariant refused-setting-not-used``). Fix: read the setting with Ray's own rule and give each
+    device the units Ray's manager numbers for it.
+    """
+    family = subject.family()
+    var = family.visible_devices_env_var
+    manager = _ray_validator(family.resource_name, var)
+    if manager is None:
+        raise NotApplicable(f"Ray has no manager of its own for {family.resource_name} with {var}: nothing to agree "
+                            "with")
+    fx = subject.fixture(fixture)
+    base = subject.inventory(fixture).family(family.name)
+    if base is None or not base.devices:
+        raise NotApplicable(f"{fx.ref}: no devices")
+    wrong = disagreements(subject, manager, var, base, f"{fx.ref}, Ray's settings unset")
+    unset = answers(subject, var, base)
+    # Each setting is varied on the first fixture only (as RAC265 does): the plugin's rule for it is the same on
+    # every machine, and a build per value and fixture is the check's whole cost.
+    tried_before: set[str] = subject.__dict__.setdefault("_ray_settings_tried", set())
+    settings = [name for name in settings_read(manager, var) if name not in tried_before]
+    tried_before.update(settings)
+    healthy = simulated_host(fx.model_copy(update={"faults": []}))
+    tried = []
+    for name in settings:
+        for value in SETTING_VALUES:
+            with process_env_var(name) as set_var:
+                set_var(value)
+                accepted = ray_accepts(manager, var)
+                built = subject.build(healthy)
+                fam = built.family(family.name)
+                said = [p for p in subject.plugin_problems(built, severities=("error", "warning")) if name in p.message]
+                where = f"{fx.ref} with {name}={value}"
+                if accepted and said:
+                    wrong.append(f"invariant ray-setting-taken-as-ray-takes-it, {where}: Ray's {manager.__name__} "
+                                 f"takes it, yet the plugin says: {said[0].message}")
+                elif accepted and fam is not None:
+                    wrong += disagreements(subject, manager, var, fam, where)
+                elif not accepted:
+                    units = sorted(u for d in (fam.devices if fam else []) for u in d.unit_ids)
+                    plain = sorted(u for d in base.devices for u in d.unit_ids)
+                    if not said:
+                        wrong.append(f"invariant refused-setting-not-used, {where}: Ray's {manager.__name__} refuses "
+                                     "it and the plugin reports no warning or error naming it")
+                    elif units != plain:
+                        wrong.append(f"invariant refused-setting-not-used, {where}: the plugin names it malformed "
+                                     f"({said[0].message}) but numbers the units {units[:8]}, not {plain[:8]} as "
+                                     "without it")
+                    elif (now := answers(subject, var, base)) != unset:
+                        (given, set_as, read_as), (_, was, was_read) = next(
+                            (a, b) for a, b in zip(now, unset, strict=True) if a != b)
+                        wrong.append(f"invariant refused-setting-not-used, {where}: the plugin names it malformed "
+                                     f"but sets units {given} as {var}={set_as!r} and reads it as {read_as}, not "
+                                     f"{was!r} and {was_read} as without it")
+            tried.append(f"{name}={value}")
+    if wrong:
+        raise CheckFailed(wrong[:6])
+    return (f"{fx.ref}: {var} as Ray's {manager.__name__} writes and reads it, for {len(unit_sets(base))} unit "
+            "lists" + (f", with {', '.join(tried)}" if tried else
+                       " (Ray's settings unset; any its manager reads were varied on an earlier fixture)"))
