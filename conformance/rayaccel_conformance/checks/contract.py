@@ -107,8 +107,11 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     put is answered from a cache or a default (or, for ``memory_total``, from a size the SDK filled in from
     the catalog: the failure says so); one that moves by another factor is clamped or offset; another
     device's that moves is read from the wrong device. A metric no reading of the device gives is not
-    attributed (named in the evidence). Fix: read every sample from the device's own entry at every poll,
-    and convert it by its unit's factor alone.
+    attributed (named in the evidence). The device's byte metrics must also be converted in one unit family
+    (``invariant one-device-one-byte-unit``): one sample that is its reading times a decimal factor (kB, MB,
+    GB) beside another that is its reading times a binary one (KiB, MiB, GiB) is a MiB reading taken for MB
+    (or the reverse), self-consistent on every fixture and off by 5% to 7%. Fix: read every sample from the
+    device's own entry at every poll, and convert it by its unit's factor alone.
     """
     from rayaccel_conformance.checks.readings import chosen_device
 
@@ -119,6 +122,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     if fam is None or device is None:
         raise NotApplicable(f"{fx.ref}: no device with metric samples")
     wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref))
+    wrong += mixed_byte_units(fx.ref, fam, device, fx.host.model_dump(mode="json"))
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
@@ -127,6 +131,42 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
                             + (f" ({', '.join(unattributed)})" if unattributed else ""))
     return (f"{fx.ref}: {device.id}'s {', '.join(moved)} moved exactly with their readings, no other device's"
             + (f"; not attributed to one reading: {', '.join(unattributed)}" if unattributed else ""))
+
+
+#: Byte factors of the two families: a vendor's sizes are in one or the other (1, bytes, is in both).
+_BINARY_BYTES, _DECIMAL_BYTES = (2.0**10, 2.0**20, 2.0**30), (1e3, 1e6, 1e9)
+_BYTE_UNIT = {2.0**10: "KiB", 2.0**20: "MiB", 2.0**30: "GiB", 1e3: "kB", 1e6: "MB", 1e9: "GB"}
+_FACTOR_TEXT = {2.0**10: "1024", 2.0**20: "2**20", 2.0**30: "2**30", 1e3: "1000", 1e6: "10**6", 1e9: "10**9"}
+_BINARY_OF = {1e3: "KiB", 1e6: "MiB", 1e9: "GiB"}
+_BINARY_OF_VALUE = {1e3: 2.0**10, 1e6: 2.0**20, 1e9: 2.0**30}
+
+
+def mixed_byte_units(ref: str, fam: FamilyInventory, device: Device, host: dict[str, Any]) -> list[str]:
+    """RAC223's ``one-device-one-byte-unit``: ``device``'s byte samples each attributed to one of its readings
+    (a binary factor preferred where both fit); a decimal conversion beside a binary one is a failure."""
+    from rayaccel_conformance.checks.readings import candidates, host_readings
+
+    readings = host_readings(host)
+    factors = {}
+    for sample in (s for s in fam.metrics if s.device == device.id and s.unit == "bytes" and s.value > 0):
+        found = candidates(sample, device, readings)
+        plain = [(r, f) for r, f in found if f == 1.0]
+        binary = [(r, f) for r, f in found if f in _BINARY_BYTES]
+        decimal = [(r, f) for r, f in found if f in _DECIMAL_BYTES]
+        if plain or not found or (binary and decimal):
+            continue  # in bytes already, not attributed, or either family fits: nothing says which
+        factors[sample.name] = (binary or decimal)[0]
+    binary_ones = {n: rf for n, rf in factors.items() if rf[1] in _BINARY_BYTES}
+    decimal_ones = {n: rf for n, rf in factors.items() if rf[1] in _DECIMAL_BYTES}
+    if not binary_ones or not decimal_ones:
+        return []
+    (dname, (dread, dfac)), (bname, (bread, bfac)) = sorted(decimal_ones.items())[0], sorted(binary_ones.items())[0]
+    return [f"invariant one-device-one-byte-unit, {ref}, {device.id}: {dname} is {dread.describe()} "
+            f"({dread.value:g}) x{_FACTOR_TEXT[dfac]} (read as {_BYTE_UNIT[dfac]}) while {bname} is "
+            f"{bread.describe()} ({bread.value:g}) x{_FACTOR_TEXT[bfac]} (read as {_BYTE_UNIT[bfac]}): one device's "
+            f"sizes converted in two unit families: a size read as {_BYTE_UNIT[dfac]} where the vendor writes "
+            f"{_BINARY_OF[dfac]} (or the reverse) is off by {1 - dfac / _BINARY_OF_VALUE[dfac]:.1%}; convert each "
+            "reading by the unit its interface writes"]
 
 
 def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
