@@ -4,19 +4,26 @@ Each plugin of ``rayaccel_testplugins.corpus`` is the healthy day-zero control w
 declares the check and message fragment expected to kill it. All of them are graded through the same code
 ``pytest --conformance`` runs (``Subject.run``): check by check, on every fixture, watched for hook side
 effects, until the check declared to kill it has (``FULLY_GRADED``: every check), by processes forked from
-this one (``GRADERS``), a plugin at a time each. The Ray checks run in this process, in ONE shared Ray
-cluster, and only for plugins no cheaper check killed (the control, and any survivor): a kill by any check
-is a kill, so the order changes cost, not verdicts.
+this one (``GRADERS``), a plugin at a time each. A mutant is first graded by its declared killer alone, in a
+process forked for it (``killer_first``); that verdict is kept only where the killer named the defect and the
+attempt changed nothing the earlier checks could have seen differently (the plugin's state, side effects,
+threads), else the fork is dropped and the mutant graded in the suite's order, as before. The Ray checks
+run in this process, in ONE shared Ray cluster, and only for plugins no cheaper check killed (the control,
+and any survivor): a kill by any check is a kill, so the order changes cost, not verdicts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import multiprocessing
 import os
+import pickle
 import queue
+import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -30,7 +37,7 @@ from rayaccel.hosts.simulated import SIMULATED_HANG_SECONDS, SimulatedHost
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Outcome, Subject
-from rayaccel_conformance.registry import CHECKS
+from rayaccel_conformance.registry import CHECKS, Check
 from rayaccel_conformance.report.tiers import Result, reached_tier
 from rayaccel_testplugins import corpus
 
@@ -80,17 +87,123 @@ def _ray_node_env(names: list[str]) -> Iterator[None]:
         yield
 
 
-def grade_without_ray(subject: Subject) -> None:
+def run_on_every_fixture(subject: Subject, check: Check) -> None:
+    refs: list[str | None] = [*subject.fixture_paths()] or [None]
+    for ref in refs if check.scope == "fixture" else [None]:
+        subject.run(check, ref)
+
+
+def _callable_state(value: object) -> object:
+    """What a function keeps between calls: its mutable defaults, its closure's cells, an lru_cache's contents."""
+    value = getattr(value, "__func__", value)  # a staticmethod's or classmethod's function
+    kept: list[object] = []
+    if isinstance(value, functools._lru_cache_wrapper):
+        kept.append(value.cache_info())
+    value = getattr(value, "__wrapped__", value)
+    kept += [getattr(value, "__defaults__", None), getattr(value, "__kwdefaults__", None)]
+    kept += [cell.cell_contents for cell in getattr(value, "__closure__", None) or ()
+             if not callable(cell.cell_contents)]
+    return kept
+
+
+def _state_of(value: object) -> bytes | str:
+    if (callable(value) and not isinstance(value, type)) or isinstance(value, (staticmethod, classmethod)):
+        value = _callable_state(value)
+    elif isinstance(value, property):
+        value = [_callable_state(f) for f in (value.fget, value.fset)]
+    elif isinstance(value, type) or type(value).__name__ == "module":
+        return "-"  # a class is fingerprinted as the plugin's own (its MRO), a module as itself
+    try:
+        return pickle.dumps(value)
+    except Exception:  # something in it cannot be pickled (a lock, a thread): what it holds, part by part
+        if isinstance(value, dict):
+            return repr([(repr(key), _state_of(item)) for key, item in value.items()])
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return repr([_state_of(item) for item in value])
+        if hasattr(value, "__dict__") and not callable(value):
+            return repr((type(value).__qualname__, _state_of(vars(value))))
+        return repr(value)
+
+
+def plugin_state(subject: Subject) -> list[tuple[str, bytes | str]]:
+    """Everything a mutant's hooks could keep between calls: the plugin object, its classes, the test plugins'
+    module globals (their caches, function defaults and closures), the problems it left with its manager and
+    the threads alive. Equal before and after a grading: the hooks answered as functions of their inputs."""
+    plugin = corpus.PLUGINS[subject.name]
+    state = [("instance", _state_of(vars(plugin)))]
+    for cls in type(plugin).__mro__[:-1]:
+        state += [(f"{cls.__qualname__}.{key}", _state_of(value)) for key, value in vars(cls).items()
+                  if not key.startswith("__")]  # Python's own (pickle's __slotnames__, cached at a first copy)
+    for module_name, module in sorted(sys.modules.items()):
+        if module_name.startswith("rayaccel_testplugins"):
+            state += [(f"{module_name}.{key}", _state_of(value)) for key, value in vars(module).items()
+                      if not key.startswith("__")]
+    state.append(("problems", repr([p for p in subject.manager.problems if p.plugin == subject.name])))
+    state.append(("threads", repr(sorted(t.ident or 0 for t in threading.enumerate()))))
+    return state
+
+
+def _killer_alone(subject: Subject, answer: Any) -> None:
+    """In a process forked for the attempt: the declared killer alone, on every fixture; its outcomes are
+    answered only if it failed the plugin naming the defect and changed nothing the earlier checks could see."""
+    check_id, fragment = corpus.PLUGINS[subject.name].KILLED_BY  # type: ignore[misc]
+    before, seen = plugin_state(subject), len(subject.side_effects())
+    run_on_every_fixture(subject, _CHECKS[check_id])
+    named = any(fragment in line for line in failures(subject).get(check_id, []))
+    unchanged = len(subject.side_effects()) == seen and plugin_state(subject) == before
+    answer.send([(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s) for o in subject.outcomes]
+                if named and unchanged else None)
+
+
+_CHECKS = {check.id: check for check in all_checks()}
+#: How long a killer-first attempt may take before the mutant is graded in the suite's order instead.
+ATTEMPT_TIMEOUT_S = 60.0
+
+
+def killer_first(subject: Subject) -> bool:
+    """Grade a mutant by its declared killer alone, in a process forked from this one (whatever the attempt
+    does to this process's state, the in-order grading that may follow starts without it). Kept (the outcomes
+    added, True) only where the killer failed it naming the defect while the plugin's state, its side effects
+    and the threads alive stayed as they were: its hooks answered as functions of their inputs, so the checks
+    the suite runs before the killer could add kills, not change what the killer found."""
+    plugin = corpus.PLUGINS[subject.name]
+    if plugin.KILLED_BY is None or _CHECKS[plugin.KILLED_BY[0]].uses_ray:
+        return False
+    context = multiprocessing.get_context("fork")
+    mine, theirs = context.Pipe(duplex=False)
+    attempt = context.Process(target=_killer_alone, args=(subject, theirs), name=f"{subject.name}-killer-first")
+    attempt.start()
+    theirs.close()
+    try:
+        rows = mine.recv() if mine.poll(ATTEMPT_TIMEOUT_S) else None
+    except EOFError:  # the attempt died before answering
+        rows = None
+    finally:
+        attempt.join(GRADER_EXIT_TIMEOUT_S if rows is not None else 0)
+        if attempt.is_alive():
+            attempt.kill()
+            attempt.join()
+        mine.close()
+    if rows is None:
+        return False
+    subject.outcomes.extend(Outcome(*row) for row in rows)
+    return True
+
+
+def grade_without_ray(subject: Subject) -> bool:
     """The checks that need no Ray, in the suite's order, on every fixture, until the declared killer has failed
-    the plugin (every one for ``FULLY_GRADED``)."""
+    the plugin (every one for ``FULLY_GRADED``); a mutant the killer alone kills as it would in that order
+    (``killer_first``) is graded by it alone (then True)."""
+    if subject.name not in FULLY_GRADED and killer_first(subject):
+        return True
     killer = (corpus.PLUGINS[subject.name].KILLED_BY or ("",))[0]
     for check in (c for c in all_checks() if not c.uses_ray):
         if check.id == FRESH_PROCESS_CHECK and subject.name != CONTROL and killer != check.id:
             continue
-        for ref in (list(subject.fixture_paths()) or [None]) if check.scope == "fixture" else [None]:
-            subject.run(check, ref)
+        run_on_every_fixture(subject, check)
         if check.id == killer and killer in failures(subject) and subject.name not in FULLY_GRADED:
             break
+    return False
 
 
 #: Processes grading the plugins without Ray, forked from this one once the corpus is imported and registered
@@ -122,9 +235,9 @@ def _grader(subjects: dict[str, Subject], names: Any, answers: Any) -> None:
     try:
         for name in iter(names.get, None):
             subject = subjects[name]
-            grade_without_ray(subject)
+            alone = grade_without_ray(subject)
             answers.put(("graded", name, [(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s)
-                                          for o in subject.outcomes]))
+                                          for o in subject.outcomes], alone))
         answers.put(("done", multiprocessing.current_process().name, leftovers()))
     except BaseException:
         answers.put(("raised", multiprocessing.current_process().name, traceback.format_exc()))
@@ -137,10 +250,11 @@ def longest_first(names: list[str]) -> list[str]:
 
 
 def grade_in_graders(subjects: dict[str, Subject], forked: Callable[[], None],
-                     waiting: Callable[[], None]) -> list[str]:
+                     waiting: Callable[[], None]) -> tuple[list[str], set[str]]:
     """Every plugin of ``subjects`` graded without Ray by ``GRADERS`` forked processes, their outcomes added to
     ``subjects``; ``forked`` is called once the graders run, ``waiting`` while they do. Returns what the
-    side-effect watch left in the graders (nothing, if it restored each process)."""
+    side-effect watch left in the graders (nothing, if it restored each process) and the mutants graded by
+    their killer alone."""
     context = multiprocessing.get_context("fork")  # the corpus, imported and registered, is inherited as is
     names, answers = context.Queue(), context.Queue()
     graders = [context.Process(target=_grader, args=(subjects, names, answers), name=f"corpus-grader-{i}")
@@ -148,6 +262,7 @@ def grade_in_graders(subjects: dict[str, Subject], forked: Callable[[], None],
     for grader in graders:
         grader.start()
     left: list[str] = []
+    alone: set[str] = set()
     done = 0
     try:
         for name in [*longest_first(list(subjects)), *[None] * len(graders)]:
@@ -171,13 +286,15 @@ def grade_in_graders(subjects: dict[str, Subject], forked: Callable[[], None],
                 left += [f"{answer[1]}: {what}" for what in answer[2]]
                 continue
             subjects[answer[1]].outcomes.extend(Outcome(*row) for row in answer[2])
+            if answer[3]:
+                alone.add(answer[1])
     finally:
         for grader in graders:
             grader.join(GRADER_EXIT_TIMEOUT_S if done == len(graders) else 0)
             if grader.is_alive():
                 grader.kill()
                 grader.join()
-    return left
+    return left, alone
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +315,7 @@ def graded() -> Iterator[dict[str, Any]]:
         # The control survives every cheaper check: its nodes start (in the cluster's own process, with the env
         # they load it by), and this process connects as their driver once the head is up, while the graders
         # work (forked first: they inherit no Ray, and grade in this process's env, as it did itself).
-        left = grade_in_graders(subjects, prestart, shared_cluster().connect_if_ready)
+        left, alone = grade_in_graders(subjects, prestart, shared_cluster().connect_if_ready)
     except BaseException:
         shutdown_shared_cluster()
         raise
@@ -217,7 +334,7 @@ def graded() -> Iterator[dict[str, Any]]:
         finally:
             shutdown_shared_cluster()
     yield {"subjects": subjects, "without_ray_s": without_ray_s, "total_s": time.monotonic() - started,
-           "left_in_graders": left}
+           "left_in_graders": left, "killer_alone": alone}
     for name in ("c-discover-writes-cache-discovery-cache.json", "c-catalog-writes-back-skus.json"):
         (Path(tempfile.gettempdir()) / name).unlink(missing_ok=True)  # what two mutants wrote
 
@@ -244,7 +361,8 @@ def test_the_kill_rate_is_printed_and_at_least_95_percent(graded: dict[str, Any]
     record_property(SUMMARY_PROPERTY,
                     f"broken-plugin corpus: {len(killed)}/{len(MUTANTS)} killed, kill rate {rate:.1%} "
                     f"(target {TARGET_KILL_RATE:.0%}); graded in {graded['total_s']:.0f}s "
-                    f"({graded['without_ray_s']:.0f}s without Ray, in {GRADERS} graders)"
+                    f"({graded['without_ray_s']:.0f}s without Ray, in {GRADERS} graders; "
+                    f"{len(graded['killer_alone'])} mutants by their killer alone)"
                     + (f"; survivors: {', '.join(survived)}" if survived else ""))
     assert rate >= TARGET_KILL_RATE, f"survivors: {survived}"
 
