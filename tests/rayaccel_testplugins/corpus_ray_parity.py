@@ -60,6 +60,35 @@ class NeuronCoresWrittenAsRanges(Healthy):
         return out
 
 
-for _cls in (TpuPerChipIgnored, NeuronCoresWrittenAsRanges):
+class HipNoDevFilesKept(Healthy):
+    DEFECT = ("HIP_VISIBLE_DEVICES=NoDevFiles, which Ray's AMD manager reads as no GPU, parsed as the one unit id "
+              "'NoDevFiles'")
+    KILLED_BY = ("RAC270", "invariant visible-none-as-ray-reads-it")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.family = self.family.model_copy(update={"visible_devices_env_var": "HIP_VISIBLE_DEVICES"})
+
+    def _resource(self, token: str) -> str:
+        return "GPU"
+
+
+class CudaEmptyAsOneBlankId(Healthy):
+    DEFECT = ("CUDA_VISIBLE_DEVICES split on commas with blanks kept: the empty value, which Ray's NVIDIA manager "
+              "reads as no GPU, parses as one blank unit id")
+    KILLED_BY = ("RAC270", "invariant visible-none-as-ray-reads-it")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.family = self.family.model_copy(update={"visible_devices_env_var": "CUDA_VISIBLE_DEVICES"})
+
+    def _resource(self, token: str) -> str:
+        return "GPU"
+
+    def rayaccel_parse_visible(self, value: str) -> list[str]:
+        return [part.strip() for part in value.split(",")]
+
+
+for _cls in (TpuPerChipIgnored, NeuronCoresWrittenAsRanges, HipNoDevFilesKept, CudaEmptyAsOneBlankId):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -25,6 +25,10 @@ from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, 
 
 #: Ray's own settings are named so; ``RAY_EXPERIMENTAL_NOSET_*`` (leave the variable alone) is the SDK's to honour.
 RAY_PREFIX, NOSET = "RAY_", "RAY_EXPERIMENTAL_NOSET_"
+#: What Ray 2.60's managers read as "no device" (nvidia_gpu, amd_gpu, intel_gpu, npu, ttnpu: the empty value and
+#: ``NoDevFiles``, a container runtime's answer). Each is asked of the manager itself: only a value it reads as
+#: no device binds the plugin.
+NO_DEVICE_VALUES = ("", "NoDevFiles")
 #: Values of a Ray setting tried: the small counts Ray's managers take, and 0, which a count setting refuses.
 SETTING_VALUES = ("1", "2", "0")
 
@@ -120,6 +124,18 @@ def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInvent
             wrong.append(f"invariant units-as-ray-numbers-them, {where}: a task given units {units} (one device's, "
                          f"or whole devices') is shown {var}={written!r}, which Ray's {manager.__name__} reads as "
                          f"{ray_reads}: the devices' units are not numbered as Ray numbers them")
+    for value in NO_DEVICE_VALUES:
+        with environment_kept():
+            os.environ[var] = value
+            try:
+                ray_reads = manager.get_current_process_visible_accelerator_ids()
+            except ValueError:
+                continue
+        read = subject.manager.parse_visible(subject.name, value)
+        if ray_reads == [] and read:
+            wrong.append(f"invariant visible-none-as-ray-reads-it, {where}: {var}={value!r}, which Ray's "
+                         f"{manager.__name__} reads as no device, parses as {read}: a process Ray gave no device "
+                         "would be told it has these")
     return wrong
 
 
@@ -132,7 +148,9 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     device's units, the first two devices' and all of them, the variable the plugin's ``rayaccel_visible_env``
     sets must be the one Ray's manager writes (``set_current_process_visible_accelerator_ids``), and the
     plugin's ``rayaccel_parse_visible`` of that value must be what the manager reads back, which must be the
-    units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). The suite
+    units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). A value the
+    manager reads as no device (the empty value, ``NoDevFiles``) the plugin must read as none too
+    (``invariant visible-none-as-ray-reads-it``). The suite
     watches which ``RAY_*`` settings the manager reads (TPU's ``RAY_TPU_RESOURCE_PER_CHIP``), sets each in
     the process to 1 and 2, builds the (first) fixture again, and asks both sides again; a value Ray accepts must not
     be reported as malformed by the plugin (``invariant ray-setting-taken-as-ray-takes-it``). Set to 0, which
