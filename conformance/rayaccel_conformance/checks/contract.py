@@ -110,8 +110,11 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     attributed (named in the evidence). The device's byte metrics must also be converted in one unit family
     (``invariant one-device-one-byte-unit``): one sample that is its reading times a decimal factor (kB, MB,
     GB) beside another that is its reading times a binary one (KiB, MiB, GiB) is a MiB reading taken for MB
-    (or the reverse), self-consistent on every fixture and off by 5% to 7%. Fix: read every sample from the
-    device's own entry at every poll, and convert it by its unit's factor alone.
+    (or the reverse), self-consistent on every fixture and off by 5% to 7%. And a reading of 0 is a reading
+    (``invariant zero-is-a-reading``): every number of the device's own that is 0 made 1, in one more build,
+    no standard metric may appear that the device did not report before (an idle device's utilization, an
+    empty device's memory_used dropped by a truthiness test). Fix: read every sample from the device's own
+    entry at every poll, and convert it by its unit's factor alone.
     """
     from rayaccel_conformance.checks.readings import chosen_device
 
@@ -123,6 +126,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
         raise NotApplicable(f"{fx.ref}: no device with metric samples")
     wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref))
     wrong += mixed_byte_units(fx.ref, fam, device, fx.host.model_dump(mode="json"))
+    wrong += zero_readings_dropped(subject, fx, fam, device)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
@@ -167,6 +171,32 @@ def mixed_byte_units(ref: str, fam: FamilyInventory, device: Device, host: dict[
             f"sizes converted in two unit families: a size read as {_BYTE_UNIT[dfac]} where the vendor writes "
             f"{_BINARY_OF[dfac]} (or the reverse) is off by {1 - dfac / _BINARY_OF_VALUE[dfac]:.1%}; convert each "
             "reading by the unit its interface writes"]
+
+
+def zero_readings_dropped(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device) -> list[str]:
+    """RAC223's ``zero-is-a-reading``: every number of ``device``'s own that is 0 made 1, in one build; a standard
+    metric the device did not report before and reports now was dropped for its reading of 0."""
+    from rayaccel_conformance.checks.readings import SCALED_METRICS, host_readings, owned_by, with_reading
+
+    host = fx.host.model_dump(mode="json")
+    zeros = [r for r in host_readings(host, zeros=True) if r.value == 0 and owned_by(r, device)]
+    if not zeros:
+        return []
+    state = host
+    for reading in zeros:
+        state = with_reading(state, reading, lambda old: "1", lambda old: 1 if isinstance(old, int) else 1.0)
+    variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+    rebuilt = subject.build(simulated_host(variant))
+    after = rebuilt.family(subject.family().name)
+    before_names = {s.name for s in fam.metrics if s.device == device.id}
+    after_names = {s.name for s in (after.metrics if after else []) if s.device == device.id}
+    added = sorted((after_names - before_names) & set(SCALED_METRICS))
+    if not added:
+        return []
+    shown = ", ".join(r.describe() for r in zeros[:3]) + (f" and {len(zeros) - 3} more" if len(zeros) > 3 else "")
+    return [f"invariant zero-is-a-reading, {fx.ref} with {device.id}'s readings of 0 made 1 ({shown}): "
+            f"{', '.join(added)} of {device.id} reported only now: a reading of 0 (an idle device, no errors yet) "
+            "gave no sample; report 0 as 0 (a truthiness test such as `if value:` drops it)"]
 
 
 def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,

@@ -74,32 +74,35 @@ def number_leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple
             yield from number_leaves(value, (*path, i))
 
 
-def host_readings(host: dict[str, Any]) -> list[Reading]:
-    """Every non-zero number of a host state (``HostState.model_dump(mode='json')``)."""
+def host_readings(host: dict[str, Any], zeros: bool = False) -> list[Reading]:
+    """Every non-zero number of a host state (``HostState.model_dump(mode='json')``); with ``zeros``, every
+    number."""
     found = []
     for path, text in (host.get("files") or {}).items():
         match = _NUMBER.match(text or "")
-        if match and float(match.group(1)) != 0:
+        if match and (zeros or float(match.group(1)) != 0):
             found.append(Reading("file", path, (), float(match.group(1))))
     for name, data in (host.get("libraries") or {}).items():
-        found += [Reading("library", name, p, v) for p, v in number_leaves(data) if v != 0 and math.isfinite(v)]
+        found += [Reading("library", name, p, v) for p, v in number_leaves(data) if (zeros or v != 0)
+                  and math.isfinite(v)]
     for line, answer in (host.get("commands") or {}).items():
         try:
             data = json.loads((answer or {}).get("stdout") or "")
         except (ValueError, TypeError):
-            found += _table_readings(line, (answer or {}).get("stdout") or "")
+            found += _table_readings(line, (answer or {}).get("stdout") or "", zeros)
             continue
-        found += [Reading("command", line, p, v) for p, v in number_leaves(data) if v != 0 and math.isfinite(v)]
+        found += [Reading("command", line, p, v) for p, v in number_leaves(data) if (zeros or v != 0)
+                  and math.isfinite(v)]
     return found
 
 
-def _table_readings(command: str, stdout: str) -> list[Reading]:
+def _table_readings(command: str, stdout: str, zeros: bool = False) -> list[Reading]:
     """The numbers of a command's CSV output (``96 W``, ``672 MiB``), each with its line."""
     found = []
     for n, row in enumerate(stdout.splitlines()):
         for i, cell in enumerate(row.split(",")):
             match = _CELL.match(cell)
-            if match and float(match.group(1)) != 0:
+            if match and (zeros or float(match.group(1)) != 0):
                 found.append(Reading("table", command, (n, i), float(match.group(1)), row))
     return found
 

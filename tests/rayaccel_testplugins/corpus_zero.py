@@ -1,0 +1,57 @@
+"""Corpus mutants that drop a reading of 0 (issue 46, held-out round 4: utilization left out while a device is idle),
+two shapes: RAC223 ``zero-is-a-reading``.
+
+Each mutant's fixture was recorded on a machine where card 2 reads 0 (idle, nothing allocated), so the sample is
+missing there and its fixture says nothing of it; every sample it does report moves exactly with its reading.
+
+Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
+name so a Ray node or a fresh process loads it (``c-idle-utilization-dropped`` as ``c_idle_utilization_dropped``).
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from rayaccel import Device, Host, MetricSample
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+
+
+def recorded_with_card_two_at_zero(name: str, file: str) -> None:
+    """The mutant's fixture as recorded on a machine where card 2's ``file`` reads 0."""
+    path = FIXTURE_ROOT / name / "acme-4.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["host"]["files"][f"{SYSFS}/acme2/{file}"] = "0\n"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def without_zero(samples: list[MetricSample], name: str) -> list[MetricSample]:
+    return [s for s in samples if s.name != name or s.value]
+
+
+class IdleUtilizationDropped(Healthy):
+    DEFECT = "utilization reported only while a card is busy: `if busy:` leaves an idle card's 0 out"
+    KILLED_BY = ("RAC223", "invariant zero-is-a-reading")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        recorded_with_card_two_at_zero(name, "busy_percent")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return without_zero(super().samples(host, device), "utilization")
+
+
+class UnusedMemoryDropped(Healthy):
+    DEFECT = "memory_used reported only when the card holds something: a card with nothing allocated reports none"
+    KILLED_BY = ("RAC223", "invariant zero-is-a-reading")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        recorded_with_card_two_at_zero(name, "mem_used_mib")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        return without_zero(super().samples(host, device), "memory_used")
+
+
+for _cls in (IdleUtilizationDropped, UnusedMemoryDropped):
+    _plugin = add_import_defect(_cls)
+    globals()[_plugin.name.replace("-", "_")] = _plugin
