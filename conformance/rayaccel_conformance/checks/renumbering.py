@@ -104,7 +104,11 @@ def renumbering_differences(before: dict[str, Any], after: dict[str, Any]) -> li
     gone, new = sorted(set(before) - set(after)), sorted(set(after) - set(before))
     if gone or new:
         wrong.append(f"the devices change: {len(gone)} gone ({', '.join(gone[:2])}), {len(new)} new "
-                     f"({', '.join(new[:2])})")
+                     f"({', '.join(new[:2])})" + (
+                         ": no entry numbered from 10 up is found (their numbers have two digits, none is 0): "
+                         "entries listed by a one-digit pattern (a glob `[0-9]`, a regex `\\d$`) or enumerated "
+                         "0, 1, 2, ... until the first missing one; list the entries the driver has"
+                         if gone and len(gone) == len(before) and not new else ""))
     for dev in sorted(set(before) & set(after)):
         for part in before[dev]:
             if before[dev][part] != after[dev][part]:
