@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from rayaccel.support.polling import wait_for
-from rayaccel_conformance.harness.cluster_host import RAY_GAVE_UP
+from rayaccel_conformance.harness.cluster_host import RAY_GAVE_UP, SYSTEM_CONFIG
 from rayaccel_conformance.harness.raycluster import (
     HEAD_START_TIMEOUT_S,
     NODE_START_TIMEOUT_S,
@@ -77,12 +77,26 @@ def _raylets(host: psutil.Process) -> list[psutil.Process]:
     return [p for p in host.children() if p.name() == "raylet"]
 
 
+def _system_config(address: str) -> dict[str, object]:
+    """The cluster's system config as its GCS holds it: what Ray hands every node and worker of the cluster."""
+    from ray._private.internal_api import get_state_from_address
+
+    state = get_state_from_address(address)  # type: ignore[no-untyped-call,unused-ignore]
+    try:
+        return dict(state.get_system_config())
+    finally:
+        state.disconnect()
+
+
 def test_a_node_ray_gave_up_on_is_stopped_by_pid_and_started_once_more_saying_so() -> None:
     # Under load a raylet can miss the 30 s Ray's Node() waits for it to register, and Ray gives up on the node.
     # Here the first raylet is really stopped (SIGSTOP) as soon as it appears, so Ray gives up on it for real.
     cluster = ClusterProcess()
     try:
-        cluster.answer(cluster.send(op="head"), HEAD_START_TIMEOUT_S)
+        address = cluster.answer(cluster.send(op="head"), HEAD_START_TIMEOUT_S)["address"]
+        # The cluster runs with the harness's switches (no metrics export, idle workers kept), which every node
+        # started after the head, the retried one included, is given by Ray.
+        assert SYSTEM_CONFIG.items() <= _system_config(address).items()
         host = psutil.Process(cluster.pid)
         head = {p.pid for p in _raylets(host)}
         ticket = cluster.send(op="nodes", plugin="nvidia", fixtures=[FIXTURE])

@@ -48,6 +48,17 @@ PEER = "#peer"
 RAY_GAVE_UP = "The current node timed out during startup"
 #: Seconds a half-started node's processes get to end on SIGTERM before they are killed.
 STOP_TIMEOUT_S = 5.0
+#: Ray's own switches for the run's cluster, set as the head's ``_system_config`` (which Ray hands every node and
+#: worker of the cluster): what each node costs in CPU, with nothing any check looks at switched off.
+SYSTEM_CONFIG: dict[str, Any] = {
+    # No check reads the metrics Ray exports (nothing scrapes a node's Prometheus port or its metrics agent):
+    # each node's dashboard agent skips its stats report every 5 s, each worker its metrics export.
+    "enable_metrics_collection": False,
+    # A node declaring 1 CPU keeps one idle worker; Ray kills the others after 1 s idle, so the next check's task
+    # on the node starts a fresh one (~0.6 s of CPU each). A fixture's node lives for one plugin's checks: its
+    # idle workers stay until it is removed.
+    "idle_worker_killing_time_threshold_ms": 10 * 60 * 1000,
+}
 
 
 def _answer(out: TextIO, reply: dict[str, Any]) -> None:
@@ -118,7 +129,8 @@ class _Host:
         if self.cluster is None:
             cluster: Any = Cluster(initialize_head=False)
             try:
-                rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False)
+                rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False,
+                                      _system_config=SYSTEM_CONFIG)
             except BaseException:
                 cluster.shutdown()
                 raise
