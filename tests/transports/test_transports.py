@@ -336,6 +336,27 @@ def test_a_receiver_keeps_its_mapping_of_a_pooled_segment_and_its_writes_never_r
     assert not [fd for fd in os.listdir("/proc/self/fd") if _names_segment(fd, meta2)], "a mapping's file was left open"
 
 
+def test_wait_idle_returns_once_every_sent_transfer_is_freed_and_every_cleaning_done():
+    """What the bench waits for between steps: False while a sent transfer is not freed; True once it is and
+    the receiver's background walk of its page map (a mapping over 16 MB) has ended."""
+    import gc
+
+    from rayaccel.transports.shared_memory import SharedMemoryTransport, ShmCommunicatorMetadata
+
+    t = SharedMemoryTransport()
+    comm = ShmCommunicatorMetadata(src_actor="s", dst_actor="d")
+    sent = [torch.ones(8 * MB, dtype=torch.int32)]
+    meta = t.extract_tensor_transport_metadata("ff01", sent)
+    got = t.recv_multiple_tensors("ff01", meta, comm)[0]
+    assert not t.wait_idle(0.01), "idle while a sent transfer was not freed"
+    del got
+    gc.collect()  # the lease ends: its mapping is cleaned in the background
+    t.garbage_collect("ff01", meta, sent)
+    assert t.wait_idle(30)
+    assert not t._mappings.cleaning(), "idle before the receiver's cleaning ended"
+    t._drop_all()
+
+
 def test_a_receiver_that_cannot_read_its_page_map_keeps_no_mapping(monkeypatch):
     """Where /proc/self/pagemap cannot be read (a restricted /proc), the pages a tensor wrote cannot be found: the
     mapping is dropped with its last tensor, and the next transfer maps the segment afresh (its own bytes)."""
