@@ -473,6 +473,16 @@ def a100_pcie_pair() -> dict[str, Any]:
          "expected": {"reasons": {"nvml-index-1": ["nvml-error"]}, "devices": 2,
                       "health": {"nvml-index-1": "unhealthy"},
                       "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}, "fatal": False}},
+        # A return code below NVML_ERROR_GPU_IS_LOST's (15) that is not it: the GPU is there, only unusable.
+        {"name": "gpu1-insufficient-power", "kind": "other",
+         "description": "GPU 1's external power cable is not attached: nvmlDeviceGetHandleByIndex answers "
+                        "NVML_ERROR_INSUFFICIENT_POWER (8) for it, as NVML documents; it is offered under its NVML "
+                        "index as unreadable (nvml-error), not lost, and not drained",
+         "patch": {"libraries": {"nvml": {"devices": {"1": {"errors": {
+             "nvmlDeviceGetHandleByIndex": "NVML_ERROR_INSUFFICIENT_POWER"}}}}}},
+         "expected": {"reasons": {"nvml-index-1": ["nvml-error"]}, "devices": 2,
+                      "health": {"nvml-index-1": "unhealthy"},
+                      "resources": {"GPU": 1.0, "accelerator_type:A100": 1.0}, "fatal": False}},
     ]
     return fixture("a100-pcie-pair", "Two A100 PCIe 40GB, one per socket, no NVLink bridge: PCIe only",
                    "NVLink version NVML_NVLINK_VERSION_3_0; the "

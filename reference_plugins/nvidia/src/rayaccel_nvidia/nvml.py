@@ -69,6 +69,7 @@ CONSTANTS: dict[str, int] = {
     "NVML_ERROR_NOT_SUPPORTED": 3,
     "NVML_ERROR_NO_PERMISSION": 4,
     "NVML_ERROR_NOT_FOUND": 6,
+    "NVML_ERROR_INSUFFICIENT_POWER": 8,
     "NVML_ERROR_DRIVER_NOT_LOADED": 9,
     "NVML_ERROR_TIMEOUT": 10,
     "NVML_ERROR_LIBRARY_NOT_FOUND": 12,
@@ -187,8 +188,6 @@ def error_code(value: int | str) -> int:
 class RealNvml:
     """pynvml after a successful ``nvmlInit``: every attribute is pynvml's own."""
 
-    simulated = False
-
     def __init__(self, module: ModuleType) -> None:
         self._module = module
 
@@ -250,8 +249,6 @@ def _pci(data: Mapping[str, Any]) -> SimpleNamespace:
 
 class SimulatedNvml:
     """NVML answering from fixture data, with pynvml's call names, return shapes and errors."""
-
-    simulated = True
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = data
@@ -353,6 +350,9 @@ class SimulatedNvml:
             raise self._error(CONSTANTS["NVML_ERROR_INVALID_ARGUMENT"])
         if device.get("lost"):
             raise self._error(CONSTANTS["NVML_ERROR_GPU_IS_LOST"])
+        failure = (device.get("errors") or {}).get("nvmlDeviceGetHandleByIndex")
+        if failure is not None:  # NVML's documented answers: INSUFFICIENT_POWER, NO_PERMISSION, IRQ_ISSUE, ...
+            raise self._error(error_code(failure))
         return SimHandle(int(index))
 
     # Identity -----------------------------------------------------------------------------------
