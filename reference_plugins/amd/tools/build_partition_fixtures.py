@@ -117,8 +117,10 @@ def umc_activity(gpu: int, partition: int) -> int:
 
 
 def expected_utilization(partitions: int) -> dict[str, dict[str, float]]:
-    """``expected.metric_values``: each GPU's utilization, its partitions' mean GFX activity."""
-    return {device: {"utilization": sum(gfx_activity(g, p) for p in range(partitions)) / partitions}
+    """``expected.metric_values``: each GPU's utilization and memory-controller activity, its partitions' mean
+    GFX and UMC activity (neither a sum nor a whole-number quotient: the means are fractions here)."""
+    return {device: {"utilization": sum(gfx_activity(g, p) for p in range(partitions)) / partitions,
+                     "vendor.umc_activity": sum(umc_activity(g, p) for p in range(partitions)) / partitions}
             for g, device in enumerate(expected_ids())}
 
 
