@@ -3,6 +3,10 @@ mutation`` on the NVIDIA plugin), two shapes each: a health report that disagree
 declares (RAC264), and a ``RAYACCEL_*`` setting that, set to garbage, falls back to a default without a word
 (RAC265).
 
+Round 5 added a transport declared otherwise than its class behaves (found on the NVIDIA plugin's ``one_sided``
+flags): Ray's NCCL declared one-sided, and a one-sided transport of the family's own declared two-sided (RAC305,
+invariant one-sided-as-its-class).
+
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
 its name so a Ray node or a fresh process loads it (``c-reason-undeclared`` as
 ``c_reason_undeclared``).
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from rayaccel import Host, ReasonCode, report_problem
+from rayaccel import Host, ReasonCode, TransportSpec, report_problem
 from rayaccel_testplugins.corpus import Healthy, add_import_defect
 
 #: The reason table of acme's health hook (rayaccel_testplugins.acme.rayaccel_health), row for row.
@@ -82,7 +86,29 @@ class HostSettingUnsaid(Healthy):
         return super().rayaccel_discover(host)[reserved:]
 
 
+class TransportNcclOneSided(Healthy):
+    DEFECT = ("Ray's NCCL is declared one-sided (the flag copied from the NIXL line above it): NCCL needs both ends "
+              "in a collective group, which path selection and RAC301 then never arrange")
+    KILLED_BY = ("RAC305", "invariant one-sided-as-its-class")
+
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return [TransportSpec(name="NCCL", devices=["cuda"], link_kinds=["pcie"], one_sided=True, builtin_in_ray=True,
+                              manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport")]
+
+
+class TransportOwnLeftTwoSided(Healthy):
+    DEFECT = ("the family's own file transport, one-sided (the receiver reads what the sender left), is declared "
+              "without one_sided, so it defaults to two-sided and is treated as needing a collective group")
+    KILLED_BY = ("RAC305", "invariant one-sided-as-its-class")
+
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return [TransportSpec(name="ACME_PIPE", devices=["cpu"], link_kinds=["other"],
+                              manager_class="rayaccel_testplugins.acme_wired:AcmeFileTransport")]
+
+
 c_reason_fatal_misdeclared = add_import_defect(ReasonFatalMisdeclared)
 c_reason_undeclared = add_import_defect(ReasonUndeclared)
 c_setting_dropped_silently = add_import_defect(SettingDroppedSilently)
 c_host_setting_unsaid = add_import_defect(HostSettingUnsaid)
+c_transport_nccl_one_sided = add_import_defect(TransportNcclOneSided)
+c_transport_own_left_two_sided = add_import_defect(TransportOwnLeftTwoSided)

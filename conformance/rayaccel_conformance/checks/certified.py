@@ -205,9 +205,12 @@ def transport_ownership(subject: Subject) -> Evidence:
     plugin's own must not carry another vendor's collective library or fabric name (``RCCL`` is AMD's,
     ``HCCL`` Intel Gaudi's, an ``NVLINK_*`` transport NVIDIA's), another installed plugin's transport name,
     or a manager class outside the plugin's own package (a transport copied from another plugin moves that
-    plugin's devices). Checked from the declarations alone, without Ray; RAC301 then runs each one. Fix: name
-    your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``), keep its class in your
-    package, and declare Ray's transports exactly as Ray registers them.
+    plugin's devices). A declaration's ``one_sided`` must say what its manager class's ``is_one_sided()``
+    says (invariant one-sided-as-its-class: NCCL declared one-sided, or NIXL two-sided, misleads path
+    selection and RAC301's choice of what to run). Checked from the declarations alone, without Ray; RAC301
+    then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
+    keep its class in your package, and declare Ray's transports exactly as Ray registers them, with the
+    ``one_sided`` flag their class answers.
     """
     subject.family()
     problems: list[Problem] = []
@@ -221,10 +224,25 @@ def transport_ownership(subject: Subject) -> Evidence:
               for spec in subject.manager.answer(other, hookspec.TRANSPORTS, []) if not spec.builtin_in_ray}
     for spec in specs:
         wrong += transport_owner_problems(spec, subject.family(), own, others)
+        wrong += one_sided_problems(spec)
     if wrong:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"
             for s in specs]
+
+
+def one_sided_problems(spec: Any) -> list[str]:
+    """Why ``spec``'s ``one_sided`` is not what its manager class answers (a class that does not import is
+    RAC301's finding, not this one's)."""
+    try:
+        cls = import_object(spec.manager_class)
+        answer = cls.is_one_sided()
+    except Exception:  # not importable or no answer: RAC301 names it
+        return []
+    if not isinstance(answer, bool) or answer == spec.one_sided:
+        return []
+    return [f"invariant one-sided-as-its-class: transport {spec.name} is declared one_sided={spec.one_sided}, but "
+            f"its class {spec.manager_class} answers is_one_sided() {answer}: declare what the class does"]
 
 
 @check("RAC306")
