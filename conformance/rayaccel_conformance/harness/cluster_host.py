@@ -59,6 +59,10 @@ SYSTEM_CONFIG: dict[str, Any] = {
     # idle workers stay until it is removed.
     "idle_worker_killing_time_threshold_ms": 10 * 60 * 1000,
 }
+#: The head's own processes left out, Ray's parameters for it: the log monitor tails every log file of every node
+#: on this machine for drivers that ask for their workers' output, and the suite's driver does not
+#: (``log_to_driver=False``); the autoscaler monitor has nothing to scale in a cluster whose nodes the harness adds.
+HEAD_PARAMS: dict[str, Any] = {"include_log_monitor": False, "no_monitor": True}
 
 
 def _answer(out: TextIO, reply: dict[str, Any]) -> None:
@@ -130,7 +134,7 @@ class _Host:
             cluster: Any = Cluster(initialize_head=False)
             try:
                 rayaccel.ray.add_node(cluster, head=True, plugins=[], num_cpus=1, include_dashboard=False,
-                                      _system_config=SYSTEM_CONFIG)
+                                      _system_config=SYSTEM_CONFIG, **HEAD_PARAMS)
             except BaseException:
                 cluster.shutdown()
                 raise
