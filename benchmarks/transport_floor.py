@@ -9,6 +9,12 @@ long it took to arrive (:data:`HOPS`): that stretch is the only part of Ray's pa
 run beside (the copy cannot start before Ray hands the sender's step the tensors, and the receiver's step must
 return them complete), so ``no-bytes transfer - its hop + memcpy`` is the least any one-copy transport through
 Ray can take.
+
+:class:`HeldNoBytesTransport` is the same with its receive held until :data:`HOLD_S` after the sender's step (set
+in the receiver's process to a memcpy's time): Ray's path with a copy that starts in the sender's step, takes
+the memcpy's time and costs no CPU. Unlike the subtraction above it keeps what Ray does when the receive ends
+late, as every copying transport's does: the receiver's ``__ray_recv__`` then completes beside its own task,
+and the owner takes that reply while the task's reply comes in.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ if TYPE_CHECKING:
     import ray
 
 NAME = "BENCH_NO_BYTES"
+HELD_NAME = "BENCH_NO_BYTES_HELD"
+#: Seconds from the sender's step that :class:`HeldNoBytesTransport`'s receive returns at (this process's).
+HOLD_S = [0.0]
 #: Seconds from the sender's metadata to the receiver's step, one per receive in this (receiver) process.
 HOPS: list[float] = []
 #: The receiver's warm tensors by (shape, dtype).
@@ -90,3 +99,19 @@ class NoBytesTransport(TensorTransportManager):
 
     def abort_transport(self, obj_id: str, communicator_metadata: CommunicatorMetadata) -> None:
         pass
+
+
+class HeldNoBytesTransport(NoBytesTransport):
+    """:class:`NoBytesTransport` whose receive returns :data:`HOLD_S` after the sender's step, not at once."""
+
+    def tensor_transport_backend(self) -> str:
+        return HELD_NAME
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: TensorTransportMetadata,
+                              communicator_metadata: CommunicatorMetadata,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        out = super().recv_multiple_tensors(obj_id, tensor_transport_metadata, communicator_metadata, target_buffers)
+        assert isinstance(tensor_transport_metadata, NoBytesMetadata)
+        HOPS.pop()  # the hops are the unheld floor's
+        time.sleep(max(0.0, tensor_transport_metadata.sent_at + HOLD_S[0] - time.perf_counter()))  # the copy's time
+        return out

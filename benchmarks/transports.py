@@ -21,10 +21,17 @@ included. From 16 MB up it gives the floor of a one-copy transport through Ray i
 no-bytes transfer, less the stretch a copy can run beside (the metadata's way from the sender's step to the
 receiver's), plus that repetition's memcpy.
 
+From 16 MB up also: the held floor (:class:`benchmarks.transport_floor.HeldNoBytesTransport`: the no-bytes transfer
+with its receive returning a memcpy's time after the sender's step, measured rather than derived), and the memcpy
+timed inside the sending worker (Ray starts workers at nice 15, the driver's memcpy runs at the driver's priority).
+Each of those steps is timed and then, untimed, waits until its background work has ended (the receiver's walk of
+its page map once the tensors go, Ray's free of the ref: :meth:`SharedMemoryTransport.wait_idle`), so that work
+does not land in the next step's time.
+
 The machine may be loaded by other jobs, so each repetition times the anchors and the transfers back to back,
 which goes first alternating, and a ratio is the median over repetitions of each transfer against its own
 repetition's anchor; times and GB/s are medians too, the spread is the lowest and highest of the repetitions'
-ratios, and the load average is kept beside each size.
+ratios with a 95% interval of the median beside it, and the load average is kept beside each size.
 """
 
 from __future__ import annotations
@@ -43,12 +50,26 @@ from typing import Any
 MB = 1 << 20
 KB4 = 4096
 SIZES = {"4KB": KB4, "16MB": 16 * MB, "256MB": 256 * MB, "1GB": 1024 * MB}
-REPEATS = {"4KB": 15, "16MB": 7, "256MB": 9, "1GB": 7}
+REPEATS = {"4KB": 15, "16MB": 7, "256MB": 15, "1GB": 9}
 #: At 4 KB a repetition is the median of this many transfers (one is a few ms of Ray's calls, noisy alone).
 SMALL_TRANSFERS = 20
+#: The longest a step waits for the previous transfer's background work (the receiver's clean, Ray's free) to end.
+SETTLE_TIMEOUT_S = 60.0
+#: The sending worker's memcpy anchor: (its copy threads, a warm destination, a source) by size, in that worker.
+_WORKER_COPIES: dict[int, tuple[ThreadPoolExecutor, Any, Any]] = {}
 #: The echo at the pipe's other end: reads 4 KB, writes them back.
 _ECHO = ("import os\nwhile True:\n    b = os.read(0, 4096)\n    if not b:\n        break\n"
          "    while len(b) < 4096:\n        b += os.read(0, 4096 - len(b))\n    os.write(1, b)\n")
+
+
+def _settle() -> bool:
+    """Wait (bounded) until this process's reference transport has no work left for ended transfers."""
+    from ray.experimental.rdt.util import get_tensor_transport_manager
+
+    from rayaccel.transports.shared_memory import NAME
+
+    transport = get_tensor_transport_manager(NAME)
+    return bool(transport.wait_idle(SETTLE_TIMEOUT_S))  # type: ignore[attr-defined]
 
 
 class _Sender:
@@ -61,10 +82,37 @@ class _Sender:
     def get(self) -> Any:
         return self.tensor
 
+    def settle(self) -> bool:
+        return _settle()
+
+    def memcpy(self, nbytes: int) -> float:
+        """The memcpy anchor timed in this worker (Ray starts workers at nice 15; the driver runs at its own)."""
+        import torch
+
+        from rayaccel.transports.shared_memory import COPY_THREADS
+
+        if nbytes not in _WORKER_COPIES:  # warm buffers, kept for the next repetition
+            src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8)
+            dst = torch.empty_like(src)
+            dst.copy_(src)
+            _WORKER_COPIES.clear()
+            _WORKER_COPIES[nbytes] = (ThreadPoolExecutor(max_workers=max(1, COPY_THREADS - 1)), dst, src)
+        pool, dst, src = _WORKER_COPIES[nbytes]
+        return _memcpy(pool, COPY_THREADS, dst, src)
+
 
 class _Receiver:
     def touch(self, tensor: Any) -> int:
         return int(tensor[:: 4096].sum())  # one byte per page
+
+    def settle(self) -> bool:
+        return _settle()
+
+    def hold(self, seconds: float) -> None:
+        """The held no-bytes transport's receive returns this long after the sender's step."""
+        from benchmarks.transport_floor import HOLD_S
+
+        HOLD_S[0] = seconds
 
     def hops(self) -> list[float]:
         """The no-bytes transport's hops received here since the last call (seconds)."""
@@ -103,7 +151,22 @@ class PipeRoundTrip:
         self.echo.wait(timeout=30)
 
 
-def transport_alone(nbytes: int = KB4) -> Callable[[], None]:
+class _Alone:
+    """One transfer through the transport's own steps (:func:`transport_alone`); :meth:`settle` waits for its
+    background work (the receiver's clean) to end."""
+
+    def __init__(self, once: Callable[[], None], transports: tuple[Any, ...]) -> None:
+        self.once, self.transports = once, transports
+
+    def __call__(self) -> None:
+        self.once()
+
+    def settle(self) -> None:
+        for transport in self.transports:
+            transport.wait_idle(SETTLE_TIMEOUT_S)
+
+
+def transport_alone(nbytes: int = KB4) -> _Alone:
     """One transfer of ``nbytes`` through the reference transport's own steps, sender and receiver in this
     process, as Ray calls them (the sender's step, the receiver's step, the free), the receiver reading one
     byte of every page as the actor-to-actor transfer's reader does: the transport without Ray's calls."""
@@ -126,7 +189,7 @@ def transport_alone(nbytes: int = KB4) -> Callable[[], None]:
         del got
         sender.garbage_collect(obj_id, meta, tensors)
 
-    return once
+    return _Alone(once, (sender, receiver))
 
 
 def _transfer(method: Any, receiver: Any, want: int) -> None:
@@ -137,6 +200,36 @@ def _transfer(method: Any, receiver: Any, want: int) -> None:
     got = ray.get(receiver.touch.remote(ref), timeout=600)
     assert got == want, "the receiver read other bytes"
     del ref
+
+
+def _settled(step: Callable[[], object], settle: Callable[[], object]) -> float:
+    """``step``'s time; then, untimed, ``settle`` (its background work ends before the next step starts)."""
+    took = _timed(step)
+    settle()
+    return took
+
+
+def _settle_actors(*actors: Any) -> None:
+    import ray
+
+    assert all(ray.get([actor.settle.remote() for actor in actors], timeout=SETTLE_TIMEOUT_S * 2)), \
+        "a transfer's background work did not end in time"
+
+
+def _worker_memcpy(sender: Any, nbytes: int) -> float:
+    """The memcpy anchor timed inside the sending worker (the actor call is not in it)."""
+    import ray
+
+    return float(ray.get(sender.memcpy.remote(nbytes), timeout=600))
+
+
+def _memcpy_then_hold(receiver: Any, pool: ThreadPoolExecutor, threads: int, dst: Any, src: Any) -> float:
+    """:func:`_memcpy`; then, untimed, the held floor's receive is held for that long from the next transfer on."""
+    import ray
+
+    took = _memcpy(pool, threads, dst, src)
+    ray.get(receiver.hold.remote(took), timeout=SETTLE_TIMEOUT_S)
+    return took
 
 
 def _copy_on(threads: int, dst: Any, src: Any) -> None:
@@ -182,13 +275,15 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
     from ray.experimental.rdt import util as rdt_util
 
     import rayaccel.ray
-    from benchmarks.transport_floor import NAME as NO_BYTES, NoBytesTransport
+    from benchmarks.task_path import median_interval
+    from benchmarks.transport_floor import HELD_NAME, NAME as NO_BYTES, HeldNoBytesTransport, NoBytesTransport
     from rayaccel.transports.shared_memory import COPY_THREADS, NAME
 
     rayaccel.ray.init(plugins=[], num_cpus=2, include_dashboard=False, log_to_driver=False,
                       object_store_memory=4 * 1024 * MB)
-    if NO_BYTES not in rdt_util.transport_manager_info:
-        rdt_util.register_tensor_transport(NO_BYTES, ["cpu"], NoBytesTransport, torch.Tensor)
+    for floor_name, floor_class in ((NO_BYTES, NoBytesTransport), (HELD_NAME, HeldNoBytesTransport)):
+        if floor_name not in rdt_util.transport_manager_info:
+            rdt_util.register_tensor_transport(floor_name, ["cpu"], floor_class, torch.Tensor)
     pipe = PipeRoundTrip()
     alone = transport_alone()
     copiers = ThreadPoolExecutor(max_workers=max(1, COPY_THREADS - 1))
@@ -197,7 +292,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
             return ray.remote(enable_tensor_transport=True)(cls).options(num_cpus=0).remote()  # type: ignore[call-overload]
 
         sender, receiver = start(_Sender), start(_Receiver)
-        paths: list[tuple[str, str | None]] = [(NAME, NAME), ("no_bytes", NO_BYTES)]
+        paths: list[tuple[str, str | None]] = [(NAME, NAME), ("no_bytes", NO_BYTES), ("held", HELD_NAME)]
         if others:
             from ray.experimental.collective import create_collective_group
 
@@ -210,8 +305,10 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
             want = ray.get(sender.make.remote(nbytes))
             transfers: dict[str, Callable[[], None]] = {}
             for name, transport in paths:
+                if name == "held" and small:
+                    continue  # a copy of 4 KB takes no time to hold for
                 method = sender.get.options(tensor_transport=transport) if transport else sender.get
-                read = len(range(0, nbytes, 4096)) if name == "no_bytes" else want  # its warm tensor is ones
+                read = len(range(0, nbytes, 4096)) if name in ("no_bytes", "held") else want  # its warm tensor: ones
                 once = transfers[name] = partial(_transfer, method, receiver, read)
                 once()
                 once()
@@ -229,14 +326,24 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                 own = transport_alone(nbytes)
                 own()
                 own()  # its pool's segment made and warm, as after an actor-to-actor transfer's warm-ups
-                anchors = {"memcpy": partial(_memcpy, copiers, COPY_THREADS, dst, src),
+                own.settle()
+                # The held floor's receive returns a memcpy's time after the sender's step (a copy costing no CPU):
+                # the median of three here, then the last repetition's.
+                ray.get(receiver.hold.remote(statistics.median(_memcpy(copiers, COPY_THREADS, dst, src)
+                                                               for _ in range(3))))
+                anchors = {"memcpy": partial(_memcpy_then_hold, receiver, copiers, COPY_THREADS, dst, src),
+                           "worker_memcpy": partial(_worker_memcpy, sender, nbytes),
                            "clone": partial(_timed, src.clone),  # into fresh pages, as a receiver
-                           "alone": partial(_timed, own)}
+                           # Each step starts once the last one's background work ended (the transport's clean of
+                           # its page map after the tensors go, ~12 ms of CPU per GB, Ray's free): else it lands
+                           # in whichever step comes next in the alternation.
+                           "alone": partial(_settled, own, own.settle)}
             load = os.getloadavg()[0]
             times: dict[str, list[float]] = {k: [] for k in (*anchors, *transfers)}
             steps: list[tuple[str, Callable[[], float]]] = list(anchors.items())
+            settle = partial(_settle_actors, sender, receiver)
             for name, transfer in transfers.items():
-                timed = partial(_median_of, transfer, SMALL_TRANSFERS) if small else partial(_timed, transfer)
+                timed = partial(_median_of, transfer, SMALL_TRANSFERS) if small else partial(_settled, transfer, settle)
                 steps.append((name, timed))
             for rep in range(REPEATS[label]):
                 for key, step in steps if rep % 2 == 0 else reversed(steps):  # which goes first alternates
@@ -252,6 +359,11 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                     ratios = [a / b for a, b in zip(times[name], times[anchor], strict=True)]
                     row[f"{name}_x_{anchor}"] = statistics.median(ratios)
                     row[f"{name}_x_{anchor}_spread"] = [min(ratios), max(ratios)]
+                    row[f"{name}_x_{anchor}_interval"] = list(median_interval(ratios))
+            if not small:  # the transfer against a memcpy timed in the sending worker, at the worker's priority
+                ratios = [a / b for a, b in zip(times[NAME], times["worker_memcpy"], strict=True)]
+                row[f"{NAME}_x_worker_memcpy"] = statistics.median(ratios)
+                row[f"{NAME}_x_worker_memcpy_interval"] = list(median_interval(ratios))
             if not small:  # the least a one-copy transport through Ray can take (benchmarks.transport_floor)
                 hops = ray.get(receiver.hops.remote())
                 floors = [moved - hop + copy for moved, hop, copy in
@@ -261,6 +373,7 @@ def bench_transports(sizes: tuple[str, ...] = tuple(SIZES), others: bool = True)
                 ratios = [a / b for a, b in zip(floors, times["memcpy"], strict=True)]
                 row["floor_x_memcpy"] = statistics.median(ratios)
                 row["floor_x_memcpy_spread"] = [min(ratios), max(ratios)]
+                row["floor_x_memcpy_interval"] = list(median_interval(ratios))
             row["anchor"] = base
             out[label] = row
         return out
@@ -274,13 +387,13 @@ def print_transports(results: dict[str, dict[str, Any]]) -> None:
     print("actor to actor: ms, and x the anchor (4 KB: a pipe round trip; else one in-process memcpy into a warm "
           "buffer / one clone into fresh pages), medians of alternating repetitions:")
     for label, row in results.items():
-        names = [n for n in ("RAYACCEL_SHM", "no_bytes", "floor", "object_store", "GLOO", "alone")
+        names = [n for n in ("RAYACCEL_SHM", "no_bytes", "floor", "held", "object_store", "GLOO", "alone")
                  if f"{n}_ms" in row]
         anchors = ("pipe",) if row["anchor"] == "pipe" else ("memcpy", "clone")
         cells = [f"{n} {row[f'{n}_ms']:.3f} ms ("
                  + " / ".join(f"x{row[f'{n}_x_{a}']:.2f}" for a in anchors if f"{n}_x_{a}" in row) + ")"
                  for n in names]
-        base = ", ".join(f"{a} {row[f'{a}_ms']:.3f} ms" for a in anchors)
+        base = ", ".join(f"{a} {row[f'{a}_ms']:.3f} ms" for a in (*anchors, "worker_memcpy") if f"{a}_ms" in row)
         print(f"  {label:6} {base}; " + "; ".join(cells) + f"; load {row['load_average']:.1f}")
 
 
