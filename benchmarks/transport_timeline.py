@@ -105,8 +105,10 @@ class TimelineShm(SharedMemoryTransport):
         self._mappings.release = release  # type: ignore[method-assign]
 
     def _wait_for_fill(self, *args: Any) -> None:
+        cpu = time.thread_time_ns()
         super()._wait_for_fill(*args)
         _stamp("locked")
+        _stamp("wait_cpu", time.thread_time_ns() - cpu)  # a duration, not a time: the receiver's CPU while it polled
 
 
 class TimelineNoBytes(NoBytesTransport):
@@ -184,6 +186,8 @@ def _steps(stamps: dict[str, list[int]]) -> dict[str, float]:
         "read": first["read_end"] - first["read_start"],
         "reply": first["driver_end"] - first["read_end"],
     }
+    if "wait_cpu" in first:
+        out["wait_cpu"] = first["wait_cpu"]
     for key in ("released", "cleaned"):
         if key in first:
             out[key] = first[key] - first["read_end"]
