@@ -45,6 +45,38 @@ def timed_run(argv: list[str], env: dict[str, str] | None = None, timeout: float
     return time.perf_counter() - started
 
 
+def tree_cpu_run(argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 900,
+                 interval: float = 0.1) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Run a command; its wall seconds, the CPU seconds (user + system) of it and every process under it, and
+    what it printed. The processes are read with psutil every ``interval`` (each one's last reading counts): Ray's
+    are not all reaped by a parent that started them, so the ``resource`` module's children's times miss them.
+    A process that ends between two readings loses at most ``interval`` of its CPU."""
+    import psutil
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=cwd, env=env or ENV, stdout=out, stderr=err)
+        root = psutil.Process(process.pid)
+        cpu: dict[tuple[int, float], float] = {}  # (pid, start time) -> CPU seconds, as last read
+        while process.poll() is None:
+            if time.perf_counter() - started > timeout:
+                process.kill()
+                process.wait()
+                raise subprocess.TimeoutExpired(argv, timeout)
+            with contextlib.suppress(psutil.Error):
+                for one in [root, *root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):  # ended meanwhile
+                        times = one.cpu_times()
+                        cpu[(one.pid, one.create_time())] = times.user + times.system
+            time.sleep(interval)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(argv, process.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+    return wall, sum(cpu.values()), done
+
+
 def free_ports(n: int) -> list[int]:
     import socket
 
@@ -309,27 +341,46 @@ def bench_import(rounds: int = 15) -> dict[str, Any]:
 def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
     """Full conformance runs of a plugin (`pytest --conformance`, a process each) vs ray.init()+shutdown() (a
     process each), alternated: anchor, run, anchor, ..., anchor; each run against the mean of the anchors on
-    either side of it, and the median of those ratios (load that comes and goes hits both sides)."""
+    either side of it, and the median of those ratios (load that comes and goes hits both sides). Each side's CPU
+    (every process under it) is read too: on a machine with few cores the run's CPU over the cores is its floor."""
     runs: list[float] = []
-    anchors: list[float] = [timed_run([sys.executable, "-c", _RAY_INIT], env=ENV)]
+    runs_cpu: list[float] = []
+    anchors: list[float] = []
+    anchors_cpu: list[float] = []
+
+    def anchor() -> None:
+        wall, cpu, done = tree_cpu_run([sys.executable, "-c", _RAY_INIT], timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"ray.init()+shutdown() failed ({done.returncode}): "
+                               f"{(done.stdout + done.stderr)[-800:]}")
+        anchors.append(wall)
+        anchors_cpu.append(cpu)
+
+    anchor()
     load = os.getloadavg()[0]
     done: subprocess.CompletedProcess[str] | None = None
     failed: list[str] = []  # every run's failed checks (a run under load can fail one: the row says which)
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="rayaccel-bench-") as directory:
-            started = time.perf_counter()
-            done = subprocess.run([str(BIN / "pytest"), "--conformance", "--conformance-plugin", plugin, "-q",
-                                   "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=directory,
-                                  env=ENV, timeout=900, check=False)
-            runs.append(time.perf_counter() - started)
+            wall, cpu, done = tree_cpu_run([str(BIN / "pytest"), "--conformance", "--conformance-plugin", plugin, "-q",
+                                            "-p", "no:cacheprovider"], cwd=directory)
+            runs.append(wall)
+            runs_cpu.append(cpu)
             failed += [line.split(" - ")[0].removeprefix("FAILED ") for line in done.stdout.splitlines()
                        if line.startswith("FAILED ")]
-        anchors.append(timed_run([sys.executable, "-c", _RAY_INIT], env=ENV))
+        anchor()
     assert done is not None
     ratios = [run / ((before + after) / 2) for run, before, after in zip(runs, anchors[:-1], anchors[1:], strict=True)]
     summary = next((line for line in reversed(done.stdout.splitlines()) if " in " in line and "passed" in line), "")
+    cores = len(os.sched_getaffinity(0))
     return {"plugin": plugin, "s": statistics.median(runs), "ray_init_s": statistics.median(anchors),
             "ratio": statistics.median(ratios), "ratios": ratios, "runs_s": runs, "anchors_s": anchors,
+            "cpu_s": statistics.median(runs_cpu), "ray_init_cpu_s": statistics.median(anchors_cpu),
+            "runs_cpu_s": runs_cpu, "anchors_cpu_s": anchors_cpu, "cores": cores,
+            # The least wall time the run's CPU allows on this machine's cores, against the anchor's CPU: what the
+            # anchor takes where nothing else runs (it uses about one core: quiet, its wall time and CPU agree),
+            # and unlike either wall time hardly moved by load.
+            "cpu_floor_ratio": statistics.median(runs_cpu) / cores / statistics.median(anchors_cpu),
             "rounds": rounds, "exit": done.returncode, "summary": summary.strip("= "), "failed": failed,
             "load_average": [load, os.getloadavg()[0]]}
 
