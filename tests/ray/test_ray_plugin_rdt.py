@@ -37,20 +37,24 @@ RAY_LABELS = re.compile(r'(Component|NodeAddress|SessionName|Version|WorkerId|ot
 
 @pytest.fixture(scope="module")
 def metrics_port() -> Iterator[str]:
-    saved = os.environ.get("RAYACCEL_PLUGINS")
+    saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
     os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme_wired"
+    # Each worker reports its counters to the node's agent once per Ray's metrics report interval (10 s by
+    # default): every wait for a served count would wait for the next report; Ray's own setting makes it 1 s.
+    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # noqa: SIM112 (Ray's spelling)
     (port,) = free_ports(1)
-    rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
-                      log_to_driver=False, _metrics_export_port=port)
     try:
+        rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
+                          log_to_driver=False, _metrics_export_port=port)
         yield f"{ray.util.get_node_ip_address()}:{port}"
     finally:
         rayaccel.ray.shutdown()
         uninstall()
-        if saved is None:
-            os.environ.pop("RAYACCEL_PLUGINS", None)
-        else:
-            os.environ["RAYACCEL_PLUGINS"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @ray.remote(resources={"ACME": 1})
