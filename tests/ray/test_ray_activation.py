@@ -26,6 +26,7 @@ import pytest
 from ports import free_ports
 
 from rayaccel.ray.activation import PTH_NAME, site_packages
+from rayaccel.ray.node_start import gcs_client, ray_status
 from rayaccel.support.polling import wait_for
 
 PLUGINS = "acme=rayaccel_testplugins.acme,broken-import=rayaccel_testplugins.broken_import"
@@ -172,6 +173,31 @@ def ray_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+# Each `ray status` or probe process costs a Python and Ray start (~1-2 CPU s, more under load): polled every half
+# second while a node comes up, they were most of this file's CPU. The waits below look first through Ray's own
+# code in this process (the GCS's node table; `ray status`'s own command), then run the real command or probe,
+# whose answer the test asserts, once the cluster already shows what it waits for.
+
+
+def alive_nodes(address: str) -> dict[str, dict[str, float]]:
+    """Each alive node's id -> its total resources, from the cluster's GCS (Ray's client: no driver, no worker)."""
+    return {node_id.hex(): dict(info.resources_total)
+            for node_id, info in gcs_client(address).get_all_node_info(timeout=10).items()
+            if info.state == 0}  # GcsNodeInfo.ALIVE
+
+
+def status_shows(address: str, text: str, timeout: float) -> None:
+    """Wait until Ray's status command, run in this process, shows ``text`` (any error is a "not yet", as a failing
+    `ray status` process was); the real `ray status` is then run by the test."""
+    from ray.experimental import internal_kv
+
+    try:
+        wait_for(lambda: ray_status(address), lambda shown: text in shown, timeout=timeout, interval=0.5,
+                 retry_on=(Exception,), what=f"Ray's status command in this process to show {text}")
+    finally:  # the command sets Ray's process-wide KV client to this cluster's GCS: not left to later tests
+        internal_kv._internal_kv_reset()
+
+
 def probe(scratch: Scratch, address: str, *args: str, python: str | None = None,
           env: dict[str, str] | None = None) -> dict:
     done = scratch.run("-c", PROBE, address, *args, env=env, python=python)
@@ -239,6 +265,7 @@ def test_plain_ray_start_offers_the_family_and_a_broken_plugin_costs_one_warning
     (warning,) = warnings(cluster.head.stderr)
     assert "plugin broken-import" in warning
     assert "No module named 'acme_vendor_bindings'" in warning
+    status_shows(cluster.address, "0.0/4.0 ACME", timeout=60)
     wait_for(lambda: ray_cli("status", f"--address={cluster.address}"), lambda done: "0.0/4.0 ACME" in done.stdout,
              timeout=60, interval=0.5, what="`ray status` to show 0.0/4.0 ACME")
     nodes = wait_for(lambda: ray_cli("list", "nodes", "--detail", f"--address={cluster.address}", "--format=json"),
@@ -264,6 +291,8 @@ def test_a_second_node_started_with_plain_ray_start_offers_its_family(cluster: C
                           env={**SIMULATED, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme"})
     assert second.returncode == 0, second.stderr[-3000:]
     assert warnings(second.stderr) == []
+    wait_for(lambda: alive_nodes(cluster.address), lambda alive: set(alive) - known, timeout=60, interval=0.5,
+             what="the second node alive in the GCS")
     found = wait_for(lambda: probe(enabled, cluster.address, "", "0"),
                      lambda seen: set(seen["labels"]) - known, timeout=60, interval=0.5,
                      what="the second node to join")
@@ -287,6 +316,9 @@ def test_with_the_activation_off_a_plain_node_offers_nothing_of_the_family(clust
     third, _ = ray_start(scratch.python, f"--address={cluster.address}", env=SIMULATED)
     assert third.returncode == 0, third.stderr[-3000:]
     assert warnings(third.stderr) == []
+    wait_for(lambda: alive_nodes(cluster.address),
+             lambda alive: sum(r.get("CPU", 0) for r in alive.values()) == resources_before["CPU"] + 1, timeout=60,
+             interval=0.5, what="the third node alive in the GCS")
     seen = wait_for(lambda: probe(scratch, cluster.address, "", "0"),
                     lambda seen: seen["resources"]["CPU"] == resources_before["CPU"] + 1, timeout=60, interval=0.5,
                     what="the third node to join")
@@ -366,6 +398,7 @@ def test_a_pip_installed_template_bake_is_offered_by_plain_ray_start_only_while_
                                 "--include-dashboard=false", env=env)
             assert head.returncode == 0, head.stderr[-3000:]
             if on:
+                status_shows(address, "0.0/4.0 EXAMPLE", timeout=90)
                 wait_for(lambda a=address: ray_cli("status", f"--address={a}"),  # type: ignore[misc]
                          lambda done: "0.0/4.0 EXAMPLE" in done.stdout, timeout=90, interval=0.5,
                          what="`ray status` to show 0.0/4.0 EXAMPLE")
@@ -375,6 +408,7 @@ def test_a_pip_installed_template_bake_is_offered_by_plain_ray_start_only_while_
                 assert count == 4 and all(met for met, _ in seen), seen
                 assert sorted(ids for _, ids in seen) == ["0", "1", "2", "3"]  # each task its own unit
             else:
+                status_shows(address, "CPU", timeout=90)
                 listed = wait_for(lambda a=address: ray_cli("status", f"--address={a}"),  # type: ignore[misc]
                                   lambda done: done.returncode == 0 and "CPU" in done.stdout, timeout=90,
                                   interval=0.5, what="`ray status` to list the node")
