@@ -59,8 +59,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     files["faults"].write_text("")
     port, client, agent, agent_grpc, metrics, runtime_env, objects = free_ports(7)
     address = f"{get_node_ip_address()}:{port}"
+    # Ray's own metrics_report_interval_ms (10 s by default) at 1 s: each wait for a reason's series on the metrics
+    # port waits for a 1 s report.
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAYACCEL_NFD_FILE": str(files["nfd"]),
-           "RAYACCEL_DRA_FILE": str(files["dra"]), "RAYACCEL_HEALTH_POLICY": ""}
+           "RAYACCEL_DRA_FILE": str(files["dra"]), "RAYACCEL_HEALTH_POLICY": "",
+           "RAY_metrics_report_interval_ms": "1000"}
     started = subprocess.run(
         [sys.executable, "-m", "rayaccel", "start", "--head", "--simulate", "nvidia/dgx-h100",
          "--fault-file", str(files["faults"]), "--health-policy", str(files["policy"]), "--monitor-interval", "1",
