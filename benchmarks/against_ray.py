@@ -377,10 +377,10 @@ def bench_conformance(plugin: str, rounds: int = 3) -> dict[str, Any]:
             "ratio": statistics.median(ratios), "ratios": ratios, "runs_s": runs, "anchors_s": anchors,
             "cpu_s": statistics.median(runs_cpu), "ray_init_cpu_s": statistics.median(anchors_cpu),
             "runs_cpu_s": runs_cpu, "anchors_cpu_s": anchors_cpu, "cores": cores,
-            # The least wall time the run's CPU allows on this machine's cores, against the anchor's CPU: what the
-            # anchor takes where nothing else runs (it uses about one core: quiet, its wall time and CPU agree),
-            # and unlike either wall time hardly moved by load.
-            "cpu_floor_ratio": statistics.median(runs_cpu) / cores / statistics.median(anchors_cpu),
+            # The least wall time the run's CPU allows on this machine's cores, against the anchor's wall time (as the
+            # target is): a run can come no closer to the anchor than this however its work overlaps. Under load the
+            # anchor's wall time grows, the run's CPU hardly: only a quiet run's figure says where the floor is.
+            "cpu_floor_ratio": statistics.median(runs_cpu) / cores / statistics.median(anchors),
             "rounds": rounds, "exit": done.returncode, "summary": summary.strip("= "), "failed": failed,
             "load_average": [load, os.getloadavg()[0]]}
 

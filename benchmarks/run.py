@@ -212,8 +212,8 @@ def conformance_rows(results: dict[str, Any], plugin: str = "nvidia") -> list[tu
             (f"its CPU (every process of the run), over the {conf['cores']} cores: the least wall time it allows",
              f"{conf['cpu_s']:.1f} s of CPU, {conf['cpu_s'] / conf['cores']:.1f} s on {conf['cores']} cores",
              f"ray.init()+shutdown() {conf['ray_init_cpu_s']:.2f} s of CPU, {conf['ray_init_s']:.2f} s",
-             f"x{conf['cpu_floor_ratio']:.2f} of the anchor's CPU (its wall time when nothing else runs)", "report",
-             "")]
+             f"x{conf['cpu_floor_ratio']:.2f} of the anchor's wall time (a quiet run's figure is the floor)",
+             "report", "")]
 
 
 def task_path_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
