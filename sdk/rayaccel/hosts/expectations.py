@@ -27,6 +27,9 @@ class Expected(Record):
                                            description="Device id -> state; unlisted devices are healthy")
     skus: dict[str, str] = Field(default_factory=dict, description="Device id -> SKU id")
     links: int | None = Field(None, ge=0, description="Number of links in the topology")
+    affinities: dict[str, str] = Field(
+        default_factory=dict, description="Device id -> the CPUs the vendor interface gives as its affinity, as a "
+                                          "Linux CPU list ('0-55,112-167'); compared as sets of CPUs")
     metrics: list[str] = Field(default_factory=list,
                                description="Metric names every device reports (the vendor interface offers them)")
     metric_values: dict[str, dict[str, float]] = Field(
@@ -111,7 +114,36 @@ def _topology_differences(inventory: NodeInventory, plugin: str, expected: Expec
             diffs.append(f"SKU of {device_id}: expected {sku}, got {skus.get(device_id)}")
     if expected.links is not None and len(family.topology.links) != expected.links:
         diffs.append(f"links: expected {expected.links}, got {len(family.topology.links)}")
+    cpus_of = {af.device: af.cpus for af in family.topology.affinities}
+    for device_id, want in expected.affinities.items():
+        got = cpus_of.get(device_id)
+        if got is None or _cpu_set(got) != _cpu_set(want):
+            diffs.append(f"CPU affinity of {device_id}: expected {want}, got {got or 'none'}"
+                         + _affinity_hint(want, got))
     return diffs
+
+
+def _cpu_set(cpus: str) -> frozenset[int] | None:
+    """A Linux CPU list ('0-3,8') as its CPUs; None when it is not one."""
+    found: set[int] = set()
+    for part in filter(None, (p.strip() for p in cpus.split(","))):
+        first, _, last = part.partition("-")
+        if not (first.isdigit() and (last or first).isdigit()):
+            return None
+        found.update(range(int(first), int(last or first) + 1))
+    return frozenset(found)
+
+
+def _affinity_hint(want: str, got: str | None) -> str:
+    # A CPU mask is an array of unsigned long words (cpu_set_t, NVML's nvmlDeviceGetCpuAffinity, hwloc): 64 bits
+    # each on 64-bit Linux. Read as 32-bit words, CPU 64*w + b lands at 32*w + b: name that, not only the lists.
+    wanted = _cpu_set(want)
+    if got is None or wanted is None or max(wanted, default=0) < 64:
+        return ""
+    if _cpu_set(got) == frozenset(cpu // 64 * 32 + cpu % 64 for cpu in wanted):
+        return (" (CPU 64*w+b read as 32*w+b: the affinity mask's words were taken as 32-bit; they are unsigned "
+                "long, 64 bits each on 64-bit Linux)")
+    return ""
 
 
 def reported_problem_codes(inventory: NodeInventory, plugin: str) -> list[str]:
