@@ -639,7 +639,9 @@ def _one_value_patch(fixture: Fixture, plugin: str) -> dict[str, Any]:
     if plugin == "amd":
         return {"libraries": {"amdsmi": {"gpus": {"0": {"vram_info": {"vram_size": -1}}}}}}
     if plugin == "neuron":
-        line = _command(fixture, "neuron-ls")
+        # The answer the plugin reads: a fixture may record a neuron-ls refusing a newer flag before it.
+        line = next(line for line, answer in fixture.host.commands.items()
+                    if "neuron-ls" in line and answer.returncode == 0 and answer.stdout)
         doc = json.loads(fixture.host.commands[line].stdout or "")
         doc[3]["memory_size"] = "abc"
         return {"commands": {line: {"stdout": json.dumps(doc)}}}
