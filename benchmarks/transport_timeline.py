@@ -73,24 +73,33 @@ def _timed_slices(slices: Any, taking: threading.Lock) -> None:
         _stamp(f"slice_end_{threading.get_ident()}")
 
 
-class TimelineShm(SharedMemoryTransport):
-    def tensor_transport_backend(self) -> str:
-        return SHM
+class _StampedSteps:
+    """Stamps the start and end of a transport's two steps around the transport's own (the class after it)."""
 
     def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> Any:
-        shared_memory.take_slices = _timed_slices  # this process only
         _stamp("extract_start")
-        meta = super().extract_tensor_transport_metadata(obj_id, rdt_object)
+        meta = super().extract_tensor_transport_metadata(obj_id, rdt_object)  # type: ignore[misc]
         _stamp("extract_end")
-        self._owned[obj_id][2].add_done_callback(lambda _: _stamp("fill_end"))
         return meta
 
     def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
                               target_buffers: list[Any] | None = None) -> list[Any]:
         _stamp("recv_start")
-        out = super().recv_multiple_tensors(obj_id, tensor_transport_metadata, communicator_metadata, target_buffers)
+        out = super().recv_multiple_tensors(  # type: ignore[misc]
+            obj_id, tensor_transport_metadata, communicator_metadata, target_buffers)
         _stamp("recv_end")
-        return out
+        return out  # type: ignore[no-any-return]
+
+
+class TimelineShm(_StampedSteps, SharedMemoryTransport):
+    def tensor_transport_backend(self) -> str:
+        return SHM
+
+    def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> Any:
+        shared_memory.take_slices = _timed_slices  # this process only
+        meta = super().extract_tensor_transport_metadata(obj_id, rdt_object)
+        self._owned[obj_id][2].add_done_callback(lambda _: _stamp("fill_end"))
+        return meta
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,22 +120,9 @@ class TimelineShm(SharedMemoryTransport):
         _stamp("wait_cpu", time.thread_time_ns() - cpu)  # a duration, not a time: the receiver's CPU while it polled
 
 
-class TimelineNoBytes(NoBytesTransport):
+class TimelineNoBytes(_StampedSteps, NoBytesTransport):
     def tensor_transport_backend(self) -> str:
         return NO_BYTES
-
-    def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> Any:
-        _stamp("extract_start")
-        meta = super().extract_tensor_transport_metadata(obj_id, rdt_object)
-        _stamp("extract_end")
-        return meta
-
-    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
-                              target_buffers: list[Any] | None = None) -> list[Any]:
-        _stamp("recv_start")
-        out = super().recv_multiple_tensors(obj_id, tensor_transport_metadata, communicator_metadata, target_buffers)
-        _stamp("recv_end")
-        return out
 
 
 class TimelineHeld(TimelineNoBytes, HeldNoBytesTransport):
