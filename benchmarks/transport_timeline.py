@@ -35,6 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks import transports
 from benchmarks.transport_floor import HOLD_S, HeldNoBytesTransport, NoBytesTransport
 from rayaccel.transports import shared_memory
 from rayaccel.transports.shared_memory import SharedMemoryTransport
@@ -130,15 +131,8 @@ class TimelineHeld(TimelineNoBytes, HeldNoBytesTransport):
         return HELD
 
 
-class _Sender:
-    def make(self, nbytes: int) -> int:
-        import torch
-
-        self.tensor = torch.randint(0, 256, (nbytes,), dtype=torch.uint8)
-        return int(self.tensor[:: 4096].sum())
-
-    def get(self) -> Any:
-        return self.tensor
+class _Sender(transports._Sender):
+    """The bench's sender, its transport's waits those of the timeline's own, and its stamps taken."""
 
     def stamps(self) -> list[tuple[str, int]]:
         return take_stamps()
