@@ -89,6 +89,8 @@ def main(out_dir: Path = HERE) -> int:
     ordered = {k: labels[k] for k in labels if not k.startswith("aws.amazon.com/")}
     ordered.update({k: labels[k] for k in labels if k.startswith("aws.amazon.com/")})
     expected["labels"] = ordered
+    listing = json.loads(host["commands"][f"{NEURON_LS} --output-format json"]["stdout"])
+    listing["neuron_devices"][5]["connected_to"] = [1, 4, 9, 128]
     data["faults"] = [
         {"name": "neuron-ls-fails", "kind": "other",
          "description": "neuron-ls exits 1 with both flags (a broken tools install) while the driver's sysfs tree is "
@@ -110,6 +112,37 @@ def main(out_dir: Path = HERE) -> int:
          "patch": {"env": {"NEURON_GLOBAL_TOPOID": "2"}},
          "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
                       "problem_codes": ["malformed-value"]}},
+        {"name": "x1-topoid-kept", "kind": "other",
+         "description": "the node is set to X1 (NEURON_RT_ULTRASERVER_MODE=4: a group of itself, AWS's "
+                        "init script's one-node mode) but keeps NEURON_GLOBAL_TOPOID=1 from its X2H group: node 1 "
+                        "of a one-node group is no place, so it is unknown, with a warning; the devices stay",
+         "patch": {"env": {"NEURON_RT_ULTRASERVER_MODE": "4", "NEURON_GLOBAL_TOPOID": "1"}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["malformed-value"]}},
+        {"name": "x2v-topoid-beyond-group", "kind": "other",
+         "description": "X2V (NEURON_RT_ULTRASERVER_MODE=3: 2 nodes, paired vertically) with NEURON_GLOBAL_TOPOID=3 "
+                        "kept from an X4 group: the node's place is unknown, not node 3, with a warning",
+         "patch": {"env": {"NEURON_RT_ULTRASERVER_MODE": "3", "NEURON_GLOBAL_TOPOID": "3"}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["malformed-value"]}},
+        {"name": "neuron-ls-peer-out-of-range", "kind": "other",
+         "description": "neuron-ls lists device 5 as connected to device 128 where its neighbour 6 was (a garbled "
+                        "entry; the driver numbers devices 0-127): the peer is refused with a warning, not taken for "
+                        "a device; the devices and the other links stay",
+         "patch": {"commands": {f"{NEURON_LS} --output-format json": {
+             "stdout": json.dumps(listing, indent=4) + "\n"}}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["malformed-value"]}},
+        {"name": "neuron-ls-fails-no-core-count", "kind": "other",
+         "description": "neuron-ls exits 1 and the driver publishes no core_count (a driver before the file): the "
+                        "physical cores are counted from the neuron_core<k> directories (8 a device), so the "
+                        "devices and cores read from sysfs are those of the healthy node, with a warning",
+         "patch": {"files": {f"{NEW_ROOT}/neuron{i}/core_count": None for i in range(16)},
+                   "commands": {f"{NEURON_LS} --output-format json": {
+                       "returncode": 1, "stdout": "",
+                       "stderr": "neuron-ls: failed to open /dev/neuron0: Permission denied\n"}}},
+         "expected": {"devices": 16, "health": {}, "resources": expected["resources"],
+                      "problem_codes": ["neuron-ls-failed"]}},
     ]
     return write_fixture(data, out_dir)
 
