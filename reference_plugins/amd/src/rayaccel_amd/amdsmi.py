@@ -78,6 +78,38 @@ AMDSMI_STATUS: dict[int, str] = {
     43: "AMDSMI_STATUS_UNEXPECTED_DATA",
     0xFFFFFFFF: "AMDSMI_STATUS_UNKNOWN_ERROR",
 }
+#: What the real binding's ``AmdSmiLibraryException.err_info`` says beside a status's name (amdsmi_exception.py:
+#: ``"AMDSMI_STATUS_IO - I/O Error"``): callers that want the name must take it from the front.
+STATUS_TEXT: dict[str, str] = {
+    "AMDSMI_STATUS_INVAL": "Invalid parameters",
+    "AMDSMI_STATUS_NOT_SUPPORTED": "Feature not supported",
+    "AMDSMI_STATUS_NOT_YET_IMPLEMENTED": "Feature not yet implemented",
+    "AMDSMI_STATUS_FAIL_LOAD_MODULE": "Fail to load lib",
+    "AMDSMI_STATUS_FAIL_LOAD_SYMBOL": "Fail to load symbol",
+    "AMDSMI_STATUS_DRM_ERROR": "Error when called libdrm",
+    "AMDSMI_STATUS_API_FAILED": "API call failed",
+    "AMDSMI_STATUS_TIMEOUT": "Timeout in API call",
+    "AMDSMI_STATUS_RETRY": "Retry operation",
+    "AMDSMI_STATUS_NO_PERM": "Permission Denied",
+    "AMDSMI_STATUS_INTERRUPT": "Interrupt ocurred during execution",
+    "AMDSMI_STATUS_IO": "I/O Error",
+    "AMDSMI_STATUS_ADDRESS_FAULT": "Bad address",
+    "AMDSMI_STATUS_FILE_ERROR": "Error opening file",
+    "AMDSMI_STATUS_OUT_OF_RESOURCES": "Not enough memory",
+    "AMDSMI_STATUS_INTERNAL_EXCEPTION": " Internal error",
+    "AMDSMI_STATUS_INPUT_OUT_OF_BOUNDS": "Out of bounds",
+    "AMDSMI_STATUS_INIT_ERROR": "Initialization error",
+    "AMDSMI_STATUS_REFCOUNT_OVERFLOW": "Internal reference counter exceeded INT32_MAX",
+    "AMDSMI_STATUS_BUSY": "Device busy",
+    "AMDSMI_STATUS_NOT_FOUND": "Device Not found",
+    "AMDSMI_STATUS_NOT_INIT": "Device not initialized",
+    "AMDSMI_STATUS_NO_SLOT": "No more free slot",
+    "AMDSMI_STATUS_NO_DATA": "No data was found for given input",
+    "AMDSMI_STATUS_INSUFFICIENT_SIZE": "Insufficient size for operation",
+    "AMDSMI_STATUS_UNEXPECTED_SIZE": "unexpected size of data was read",
+    "AMDSMI_STATUS_UNEXPECTED_DATA": "The data read or provided was unexpected",
+    "AMDSMI_STATUS_UNKNOWN_ERROR": "An unknown error occurred",
+}
 STATUS_INVAL = 1
 STATUS_NOT_SUPPORTED = 2
 STATUS_NOT_INIT = 32
@@ -94,7 +126,9 @@ class AmdSmiLibraryException(AmdSmiException):
         err_code = abs(int(err_code))
         super().__init__(err_code)
         self.err_code = err_code
-        self.err_info = AMDSMI_STATUS.get(err_code, "AMDSMI_STATUS_UNKNOWN_ERROR")
+        name = AMDSMI_STATUS.get(err_code, "AMDSMI_STATUS_UNKNOWN_ERROR")
+        name = name if name in STATUS_TEXT else "AMDSMI_STATUS_UNKNOWN_ERROR"  # as the binding's switch.get does
+        self.err_info = f"{name} - {STATUS_TEXT[name]}"
 
     def __str__(self) -> str:
         return f"An error occured with code: {self.err_code}({self.err_info})"
