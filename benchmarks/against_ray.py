@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rayaccel.ray.node import environ
+from rayaccel.support.ports import free_ports
 
 BIN = Path(sys.executable).parent
 RAY = str(BIN / "ray")
@@ -75,18 +76,6 @@ def tree_cpu_run(argv: list[str], cwd: str | None = None, env: dict[str, str] | 
         done = subprocess.CompletedProcess(argv, process.returncode, out.read().decode(errors="replace"),
                                            err.read().decode(errors="replace"))
     return wall, sum(cpu.values()), done
-
-
-def free_ports(n: int) -> list[int]:
-    import socket
-
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def node_flags() -> tuple[str, list[str]]:

@@ -1,16 +1,9 @@
-"""Free TCP ports for tests that start Ray nodes beside others (never Ray's fixed defaults)."""
+"""Free TCP ports for tests that start Ray nodes beside others (never Ray's fixed defaults): the SDK's own
+choice, outside the kernel's ephemeral range, so a port chosen here is not handed to another process's
+``bind(0)`` or connection before the node binds it."""
 
 from __future__ import annotations
 
-import socket
+from rayaccel.support.ports import free_ports
 
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free right now: all held open together, so none is handed out twice."""
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+__all__ = ["free_ports"]

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -43,6 +42,7 @@ from rayaccel.ray.node_start import (
 from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
 from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
 from rayaccel.support.polling import WaitTimeout
+from rayaccel.support.ports import free_port
 
 if TYPE_CHECKING:
     from rayaccel.ray.node import NodeConfig
@@ -50,12 +50,6 @@ if TYPE_CHECKING:
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 __all__ = ["canonical_address", "ray_error_line", "start", "stop"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
 
 
 def _quantity_rule_lines(env: dict[str, str]) -> list[str]:
@@ -103,7 +97,7 @@ def start(
         raise RayaccelError("ray start needs --head (start a cluster) or --address=HOST:PORT (join one)")
     if option(args, "--node-manager-port") is None:
         # A known raylet port is how the node is found among others on the same IP.
-        args.append(f"--node-manager-port={_free_port()}")
+        args.append(f"--node-manager-port={free_port()}")
     node_start = NodeStart(args)  # loads Ray while the inventory is built
     try:
         from rayaccel.ray.node import unhealthy_devices
