@@ -31,7 +31,7 @@ def test_accelerator_type_is_ray_s(raw: str) -> None:
 
 @pytest.mark.parametrize(("pod_type", "chips"), [
     ("v5litepod-8", 8), ("v5p-16", 8), ("v6e-256", 256), ("v7x-8", 4), ("v4-32", 16), ("v6e-4", 4),
-    ("v5litepod-1", 1),
+    ("v5litepod-1", 1), ("v4-1", 0),
 ])
 def test_slice_sizes_follow_ray_core_counts(pod_type: str, chips: int) -> None:
     assert podtype.chips_in_slice(pod_type) == chips

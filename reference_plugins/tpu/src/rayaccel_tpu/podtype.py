@@ -54,9 +54,10 @@ def cores_per_chip(pod_type: str) -> int:
 
 
 def chips_in_slice(pod_type: str) -> int:
-    """Chips in the whole slice: the pod type counts TensorCores."""
+    """Chips in the whole slice: the pod type counts TensorCores. Ray's get_total_chips_from_accelerator_type, to
+    the letter (0 for a pod type of fewer cores than a chip has: the slice domain takes its devices' count then)."""
     cores = int(pod_type.rsplit("-", 1)[1])
-    return max(1, cores // cores_per_chip(pod_type))
+    return cores // cores_per_chip(pod_type)
 
 
 def hosts_in_slice(pod_type: str, chips_on_this_host: int) -> int:
