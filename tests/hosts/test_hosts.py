@@ -123,3 +123,20 @@ def test_a_cpu_affinity_is_compared_as_cpus_and_32_bit_mask_words_are_named(mana
         "affinity mask's words were taken as 32-bit; they are unsigned long, 64 bits each on 64-bit Linux)"]
     assert expectation_differences(with_cpus("0-55"), "acme", expected) == [
         f"CPU affinity of {first}: expected 0-55,112-167, got 0-55"]
+
+
+def test_units_a_fixture_states_are_compared_in_order_in_a_fault_and_a_healthy_expectation(manager):
+    # The runtime numbers units whichever tool the plugin read: a fallback numbering them otherwise (Neuron's
+    # sysfs fallback striding logical core ids by physical cores survived held-out grading) must be named.
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, []))
+    family = inventory.family("acme")
+    assert family is not None
+    first = family.devices[0]
+    assert expectation_differences(inventory, "acme", FaultExpectation(units={first.id: first.unit_ids})) == []
+    wrong = FaultExpectation(units={first.id: ["8", "9"], "ACME-gone": ["0"]})
+    assert expectation_differences(inventory, "acme", wrong) == [
+        f"units of {first.id}: expected ['8', '9'], got {first.unit_ids}",
+        "units of ACME-gone: expected ['0'], got absent (no such device)"]
+    healthy = fixture.expected.model_copy(update={"units": {first.id: [*reversed(first.unit_ids), "x"]}})
+    assert f"units of {first.id}: expected" in " ".join(expectation_differences(inventory, "acme", healthy))

@@ -14,6 +14,11 @@ from pydantic import Field
 
 from rayaccel.records import HealthState, NodeInventory, Record
 
+#: The runtime numbers its units (NEURON_RT_VISIBLE_CORES' logical cores, ...) whichever tool the plugin read them
+#: from: a fallback path must give the ids the vendor's own tool lists on the same machine.
+UNITS_DESCRIPTION = ("Device id -> the unit ids it provides (Device.units, as the vendor's runtime numbers them); "
+                     "in order")
+
 
 class Expected(Record):
     """What the SDK must make of the host."""
@@ -30,6 +35,7 @@ class Expected(Record):
     affinities: dict[str, str] = Field(
         default_factory=dict, description="Device id -> the CPUs the vendor interface gives as its affinity, as a "
                                           "Linux CPU list ('0-55,112-167'); compared as sets of CPUs")
+    units: dict[str, list[str]] = Field(default_factory=dict, description=UNITS_DESCRIPTION)
     metrics: list[str] = Field(default_factory=list,
                                description="Metric names every device reports (the vendor interface offers them)")
     metric_values: dict[str, dict[str, float]] = Field(
@@ -42,6 +48,7 @@ class Expected(Record):
 
 class FaultExpectation(Record):
     health: dict[str, HealthState] = Field(default_factory=dict)
+    units: dict[str, list[str]] = Field(default_factory=dict, description=UNITS_DESCRIPTION)
     resources: dict[str, float] | None = None
     devices: int | None = Field(None, ge=0)
     fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
@@ -85,6 +92,9 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
     resources = (expected.resources or None) if isinstance(expected, Expected) else expected.resources
     if resources is not None and inventory.resources != resources:
         diffs.append(f"resources: expected {resources}, got {inventory.resources}")
+    units = {d.id: d.unit_ids for d in devices}
+    diffs += [f"units of {device_id}: expected {want}, got {units.get(device_id, 'absent (no such device)')}"
+              for device_id, want in expected.units.items() if units.get(device_id) != want]
     if isinstance(expected, Expected) and expected.labels:
         diffs += map_differences("label", expected.labels, inventory.labels, exact=True)
     wanted = ({d.id: expected.health.get(d.id, "healthy") for d in devices} if isinstance(expected, Expected)
