@@ -127,6 +127,34 @@ def test_a_library_adapter_is_opened_once_per_host_real_or_simulated():
         LibraryAdapter("acmeml", "acme:open_real", open_simulated)  # type: ignore[arg-type]
 
 
+def test_a_machine_changed_under_the_process_keeps_open_library_sessions_and_answers_the_new_state():
+    class Counters:
+        """A vendor library that keeps a section of its data at open, as adapters do."""
+
+        def __init__(self, data: dict[str, object]) -> None:
+            self.cards = data["cards"]
+
+        def read(self, card: str) -> object:
+            return self.cards[card]["tx"]  # type: ignore[index]
+
+    adapter = LibraryAdapter("acmelink", lambda: None, Counters)
+    busy = fixture(libraries={"acmelink": {"cards": {"0": {"tx": [5, 9]}, "1": {"tx": [7, 8]}}}},
+                   files={"/sys/class/x/x0/tx": "9\n"})
+    reset = busy.model_copy(update={"host": busy.host.model_copy(update={
+        "libraries": {"acmelink": {"cards": {"0": {"tx": [0, 0]}, "1": {"tx": [7, 8]}}}},
+        "files": {"/sys/class/x/x0/tx": "0\n"}})})
+    host = SimulatedHost(busy)
+    session = host.library(adapter)
+    assert session.read("0") == [5, 9]
+    host.change_machine(reset)
+    assert host.library(adapter) is session  # the process keeps its session, as on a driver reload
+    assert session.read("0") == [0, 0] and session.read("1") == [7, 8]
+    assert host.read_text("/sys/class/x/x0/tx") == "0\n"
+    assert busy.host.libraries["acmelink"]["cards"]["0"]["tx"] == [5, 9]  # the fixture itself is left as it was
+    fresh = SimulatedHost(busy)
+    assert fresh.library(adapter).read("0") == [5, 9]
+
+
 def test_faults_patch_only_what_they_name_and_a_fault_file_switches_them_live(host, tmp_path):
     fault_file = tmp_path / "faults"
     live = SimulatedHost(host.fixture, fault_file=str(fault_file))

@@ -83,7 +83,8 @@ class LinkCounters:
 
         def at(recorded: list[dict[str, int]]) -> int:
             first, last = recorded[0], recorded[-1]
-            per_us = (last["value"] - first["value"]) / (last["timestamp"] - first["timestamp"])
+            span = last["timestamp"] - first["timestamp"]
+            per_us = (last["value"] - first["value"]) / span if span > 0 else 0.0
             return first["value"] + int(per_us * (now - self.opened_us))
 
         return now, at(card["tx"]), at(card["rx"])
@@ -118,9 +119,10 @@ Counters = tuple[int, int, int]
 
 
 def rate_samples(previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]], host: Host, devices: list[Device],
-                 rate: Callable[[Counters, Counters], tuple[float, float]]) -> list[MetricSample]:
+                 rate: Callable[[Counters, Counters], tuple[float, float]],
+                 reset_guard: bool = True) -> list[MetricSample]:
     """Each card's link rates: the advance of its counters between this poll and the last (kept per library
-    session), over the time between, as ``rate`` works them out."""
+    session), over the time between, as ``rate`` works them out; none across a counter that went down (a reset)."""
     counters = host.library(ACME_LINK)
     before_now = previous.setdefault(counters, {})
     samples = []
@@ -129,7 +131,8 @@ def rate_samples(previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]], 
         if now is None:
             continue
         before_now[device.index] = now
-        if before is not None and now[0] > before[0]:
+        reset = before is not None and reset_guard and (now[1] < before[1] or now[2] < before[2])
+        if before is not None and now[0] > before[0] and not reset:
             tx, rx = rate(before, now)
             samples += [MetricSample(device=device.id, name="interconnect_tx", unit="bytes_per_second", value=tx),
                         MetricSample(device=device.id, name="interconnect_rx", unit="bytes_per_second", value=rx)]
@@ -172,7 +175,51 @@ class RatesOverMillisecondStamps(Healthy):
         return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _over_milliseconds)
 
 
+def _per_second(before: Counters, now: Counters) -> tuple[float, float]:
+    seconds = (now[0] - before[0]) / 1e6
+    return (now[1] - before[1]) / seconds, (now[2] - before[2]) / seconds
+
+
+class RatesAcrossCounterReset(Healthy):
+    DEFECT = ("a card's link rates are computed across a counter reset (a driver reload zeroes the library's counters "
+              "under the open session): the counter's fall is reported as a negative rate")
+    KILLED_BY = ("RAC246", "invariant no-rate-across-a-counter-reset")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_link_counters(name)
+        self.previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]] = weakref.WeakKeyDictionary()
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _per_second,
+                                                                      reset_guard=False)
+
+
+#: The width a counter is taken to wrap at: a counter below its last sample is taken to have wrapped.
+COUNTER_BITS = 64
+
+
+def _wrapping(before: Counters, now: Counters) -> tuple[float, float]:
+    seconds = (now[0] - before[0]) / 1e6
+    return ((now[1] - before[1]) % 2**COUNTER_BITS / seconds, (now[2] - before[2]) % 2**COUNTER_BITS / seconds)
+
+
+class RatesWrapOnReset(Healthy):
+    DEFECT = ("a card's link counters below their last sample are taken to have wrapped at 2**64, so a counter reset "
+              "(a driver reload zeroes them) gives a rate of about 2**64 bytes over the interval")
+    KILLED_BY = ("RAC246", "invariant no-rate-across-a-counter-reset")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_link_counters(name)
+        self.previous: weakref.WeakKeyDictionary[Any, dict[int, Counters]] = weakref.WeakKeyDictionary()
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return super().rayaccel_metrics(host, devices) + rate_samples(self.previous, host, devices, _wrapping,
+                                                                      reset_guard=False)
+
+
 for _cls in (NumaByIndexHalf, NumaFromFirstCard, NumaDigitsOnly, NumaClampedToZero, RatesBothWaysSummed,
-             RatesOverMillisecondStamps):
+             RatesOverMillisecondStamps, RatesAcrossCounterReset, RatesWrapOnReset):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -5,7 +5,9 @@ Every other check builds an inventory once, and a rate needs two samples of a co
 (a KiB counter's delta reported as bytes), both directions summed or counted in bits was never compared with
 anything. The suite polls the metrics hook twice on one simulated host (the simulated library advances a counter
 recorded on a busy machine at its recorded rate, as the real one does) and compares each rate with the fixture's
-``expected.metric_values`` and with the SKU's ``link_bandwidth_gbytes_per_s``.
+``expected.metric_values`` and with the SKU's ``link_bandwidth_gbytes_per_s``. Then one device's counters reset
+under the open session (a driver reload, a GPU reset, a wrap: :meth:`SimulatedHost.change_machine`) and a third
+poll may give that device no rate computed across the reset.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import time
 from collections.abc import Sequence
 
 from rayaccel import hookspec
+from rayaccel.hosts.fixtures import Fixture, HostState
+from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.records import STANDARD_METRICS, Device, MetricSample, Problem
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.invariants import catalog_link_maxima
+from rayaccel_conformance.checks.invariants import KIND_MAX_GBYTES_PER_S, catalog_link_maxima
 from rayaccel_conformance.checks.supported import metric_value_differences
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -33,16 +37,56 @@ def rate_names() -> set[str]:
     return {name for name, unit in STANDARD_METRICS.items() if unit == "bytes_per_second"}
 
 
-def _poll_twice(subject: Subject, fixture: str, devices: Sequence[Device]) -> tuple[list[MetricSample], list[str]]:
-    """The second of two polls of one host, at least :data:`MIN_INTERVAL_S` apart, and the problems of both."""
-    host = simulated_host(subject.fixture(fixture))
-    problems: list[Problem] = []
-    subject.manager.answer(subject.name, hookspec.METRICS, problems, host=host, devices=list(devices))
+def _poll(subject: Subject, host: SimulatedHost, devices: Sequence[Device],
+          problems: list[Problem]) -> list[MetricSample]:
+    samples: list[MetricSample] = subject.manager.answer(subject.name, hookspec.METRICS, problems, host=host,
+                                                         devices=list(devices))
+    return list(samples or [])
+
+
+def _wait_interval() -> None:
     started = time.monotonic()
     while time.monotonic() - started < MIN_INTERVAL_S:  # the interval is the measurement: a rate over it
         time.sleep(MIN_INTERVAL_S / 5)
-    second = subject.manager.answer(subject.name, hookspec.METRICS, problems, host=host, devices=list(devices))
-    return list(second or []), [p.render() for p in problems]
+
+
+def _poll_twice(subject: Subject, host: SimulatedHost,
+                devices: Sequence[Device]) -> tuple[list[MetricSample], list[str]]:
+    """The second of two polls of one host, at least :data:`MIN_INTERVAL_S` apart, and the problems of both."""
+    problems: list[Problem] = []
+    _poll(subject, host, devices, problems)
+    _wait_interval()
+    second = _poll(subject, host, devices, problems)
+    return second, [p.render() for p in problems]
+
+
+def reset_counters(fx: Fixture, device: Device) -> tuple[Fixture, list[str]]:
+    """The fixture with every non-zero number of ``device``'s own on the host (its readings as RAC223 finds them: in
+    files, a library's data, a command's JSON or CSV) made 0, as a device's counters read after a reset; and what
+    was reset. The SDK cannot tell a counter from its other numbers, so it resets them all: only rates are judged."""
+    from rayaccel_conformance.checks.readings import host_readings, owned_by, with_reading
+
+    state = fx.host.model_dump(mode="json")
+    own = [r for r in host_readings(state) if owned_by(r, device)]
+    for reading in own:
+        state = with_reading(state, reading, lambda _old: "0", lambda old: 0 if isinstance(old, int) else 0.0)
+    variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+    return variant, [r.describe() for r in own]
+
+
+def across_a_reset(sample: MetricSample, limit: float | None, where: str) -> str | None:
+    """What is wrong with a rate of the reset device on the poll after its counters reset (None: nothing); without
+    a bandwidth its SKU declares, the fastest link product of any kind bounds it."""
+    ceiling, whose = (limit, "its SKU declares") if limit is not None else (
+        max(KIND_MAX_GBYTES_PER_S.values()), "the fastest link product of any kind carries")
+    if sample.value >= 0 and sample.value <= ceiling * 1e9 * HEADROOM:
+        return None
+    how = ("negative: the counter's fall was taken for traffic" if sample.value < 0 else
+           f"more than the {ceiling:g} GB/s {whose}: a counter that went down was taken for a wrap, or its fall's "
+           "size for traffic")
+    return (f"invariant no-rate-across-a-counter-reset, {where}: {sample.name} of {sample.device} is "
+            f"{sample.value:g} bytes/s, {how}; a counter below its previous sample has reset (a driver reload, a GPU "
+            "reset): give no rate for that poll and measure from the new sample")
 
 
 def over_the_sku(sample: MetricSample, sku: str, gbytes_per_s: float, where: str) -> str | None:
@@ -70,10 +114,18 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     direction of all its links; `invariant rate-within-the-sku-bandwidth`, naming twice it as both directions
     summed and eight times as bits), and equal, within 1%, the rate the fixture states
     (``expected.metric_values``; `invariant rate-is-the-stated-traffic`, naming a KiB counter's delta read as
-    bytes); a rate the fixture states that the second poll lacks was never computed. Not applicable where the
-    second poll gives no rate and the fixture states none. Fix: keep each counter's previous sample per device
-    (and per library session), divide the counter's advance by the time between the samples' timestamps, and
-    convert it from the counter's unit (NVML's NVLink counters are KiB: x 1024) to bytes; report one direction.
+    bytes); a rate the fixture states that the second poll lacks was never computed. Then the counters of one
+    device with a rate (the middle one) reset under the process: every non-zero number of its own on the host
+    (found as RAC223 finds readings) is made 0 while the library sessions the plugin holds stay open and answer
+    the new values (``SimulatedHost.change_machine``, as a driver reload or a GPU reset does to NVML's
+    counters), and a third poll may give that device no negative rate and none above its SKU's bandwidth
+    (without one, above the fastest link product of any kind; `invariant no-rate-across-a-counter-reset`: a
+    counter's fall taken for traffic, or for a wrap; a negative rate a range check refused is named too). Not
+    applicable where the second poll gives no rate and the fixture states none. Fix: keep each counter's
+    previous sample per device (and per library session), divide the counter's advance by the time between the
+    samples' timestamps, and convert it from the counter's unit (NVML's NVLink counters are KiB: x 1024) to
+    bytes; report one direction; when a counter is below its previous sample it has reset: give no rate for
+    that poll and measure from the new sample.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -83,7 +135,8 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     stated = {device: {n: v for n, v in values.items() if n in rates}
               for device, values in fx.expected.metric_values.items()}
     stated = {device: values for device, values in stated.items() if values}
-    second, problems = _poll_twice(subject, ref, devices)
+    host = simulated_host(fx)
+    second, problems = _poll_twice(subject, host, devices)
     measured = [s for s in second if s.name in rates]
     if not measured and not stated:
         raise NotApplicable(f"{ref}: no rate on the second poll and none stated")
@@ -99,7 +152,29 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
                 wrong.append(found)
     wrong += [f"invariant rate-is-the-stated-traffic, {where}: {d}"
               for d in metric_value_differences(measured, stated, devices, fx)]
+    reset = ""
+    with_rates = [d for d in devices if any(s.device == d.id for s in measured)]
+    if with_rates:
+        device = with_rates[len(with_rates) // 2]
+        variant, zeroed = reset_counters(fx, device)
+        host.change_machine(variant)
+        _wait_interval()
+        after: list[Problem] = []
+        third = [s for s in _poll(subject, host, devices, after) if s.name in rates]
+        where = f"{ref}, {device.id}'s counters reset between two polls ({len(zeroed)} numbers made 0)"
+        limit = declared.get(str(device.sku)) if device.sku is not None else None
+        wrong += [found for s in third if s.device == device.id and (found := across_a_reset(s, limit, where))]
+        # A rate computed across the reset and refused by a range check (the SDK's vendor_float) is no sample but
+        # a warning naming the rate: the computation is the defect, whoever refused its result.
+        wrong += [f"invariant no-rate-across-a-counter-reset, {where}: the poll after the reset reports "
+                  f"{p.render()!r}: a rate was computed across the reset (the counter's fall taken for traffic) "
+                  "and refused only by a range check; a counter below its previous sample has reset: give no rate "
+                  "for that poll" for p in after if p.severity in ("error", "warning")
+                  and any(name in p.message for name in rates)]
+        wrong += [f"invariant no-rate-across-a-counter-reset, {where}: {s.name} of {s.device} is {s.value:g} bytes/s, "
+                  "negative" for s in third if s.device != device.id and s.value < 0]
+        reset = f"; no rate across a reset of {device.id}'s counters"
     if wrong:
         raise CheckFailed(wrong[:6])
     return (f"{ref}: {len(measured)} rates on the second poll, within their SKUs' link bandwidth"
-            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else ""))
+            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + reset)

@@ -69,6 +69,8 @@ class SimulatedHost:
         self._dirs: set[str] = set()
         self._file_map: dict[str, str] = {}
         self._libraries: dict[str, Any] = {}
+        #: The data each open library session answers from (library name -> what its adapter was opened with).
+        self._library_data: dict[str, Any] = {}
         #: Seconds of the callers' timeouts that hangs did not really sleep (simulated time a real host spends).
         self.skipped_wait_s = 0.0
 
@@ -138,6 +140,20 @@ class SimulatedHost:
         self.active_faults()
         return [self._fault_file_problem] if self._fault_file_problem is not None else []
 
+    def change_machine(self, fixture: Fixture) -> None:
+        """The machine changes under the running process: from now on the host answers ``fixture``'s state (with
+        the same faults), and each library session opened before stays open and answers it too, as a real library
+        does when a counter resets under it (a GPU reset, a driver reload, a wrap) in a process that keeps its
+        session. The sessions' data are updated in place, so an adapter that kept a part of its data at open (a
+        section, a list of samples) sees the new values in it; one that copied values at open keeps those."""
+        self.fixture = fixture
+        opened, held = self._libraries, self._library_data
+        self._cache_key = None
+        libraries = self.state().libraries
+        for name, data in held.items():
+            update_in_place(data, _without_fault(libraries.get(name) or {}))
+        self._libraries, self._library_data = opened, held
+
     def state(self) -> HostState:
         key = self.active_faults()
         if key != self._cache_key:
@@ -145,6 +161,7 @@ class SimulatedHost:
             self._dirs = self._directories(self._state.files)
             self._file_map = {_norm(k): v for k, v in self._state.files.items() if not k.endswith("/")}
             self._libraries = {}
+            self._library_data = {}
             self._cache_key = key
         return self._state
 
@@ -265,7 +282,8 @@ class SimulatedHost:
                 raise LibraryUnavailable(f"{name}: not installed on this (simulated) host")
             fault = data.get(LIBRARY_FAULT_KEY) if isinstance(data, dict) else None
             if isinstance(fault, dict):
-                data = {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY}
+                data = _without_fault(data)
+            self._library_data[name] = data
             # Opened charging this host: a hang of the library under a caller's bound is not waited out in real
             # time, the rest of the bound goes to skipped_wait_s (rayaccel.support.bounded.simulated_hang).
             with charging_hangs(self._charge_skipped):
@@ -287,6 +305,32 @@ LIBRARY_FAULT_KEY = "rayaccel_fault"
 #: Reserved key in a library's fixture data: a call log recorded by ``rayaccel record``
 #: (:mod:`rayaccel.hosts.recording`).
 RECORDED_CALLS_KEY = "rayaccel_calls"
+
+
+def _without_fault(data: Any) -> Any:
+    return {k: v for k, v in data.items() if k != LIBRARY_FAULT_KEY} if isinstance(data, dict) else data
+
+
+def update_in_place(held: Any, new: Any) -> None:
+    """Make ``held`` (a dict or list of a library's data) equal ``new`` without replacing a dict or list that is in
+    both: whoever keeps a reference into ``held`` sees the new values."""
+    if isinstance(held, dict) and isinstance(new, dict):
+        for key in [k for k in held if k not in new]:
+            del held[key]
+        for key, value in new.items():
+            if isinstance(held.get(key), dict | list) and type(held[key]) is type(value):
+                update_in_place(held[key], value)
+            else:
+                held[key] = value
+    elif isinstance(held, list) and isinstance(new, list):
+        if len(held) != len(new):
+            held[:] = new
+            return
+        for i, value in enumerate(new):
+            if isinstance(held[i], dict | list) and type(held[i]) is type(value):
+                update_in_place(held[i], value)
+            else:
+                held[i] = value
 
 
 class FaultyLibrary:
