@@ -1247,6 +1247,29 @@ class PodHostsSizeLessMembers(Healthy):
         return super().rayaccel_topology(host, devices).model_copy(update={"domains": [pod]}) if devices else \
             super().rayaccel_topology(host, devices)
 
+class MeshSizedBySlots(Healthy):
+    DEFECT = ("the box's mesh (a domain of this host alone, its id made from the host's name) is sized by the "
+              "baseboard's 8 slots from the spec sheet, not by the cards in it: a 4-card box says 8")
+    KILLED_BY = ("RAC202", "invariant host-local-domain-is-its-members")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        mesh = Domain(kind="other", id=f"{host.name}-mesh", size=8, members=[d.id for d in devices])
+        return super().rayaccel_topology(host, devices).model_copy(update={"domains": [mesh]}) if devices else \
+            super().rayaccel_topology(host, devices)
+
+
+class MeshCountsListedCards(Healthy):
+    DEFECT = ("the box's mesh (a domain of this host alone) is sized by the cards sysfs lists, its members by the "
+              "cards given: a card lost from the bus, still listed, is counted in a mesh it is no member of")
+    KILLED_BY = ("RAC203", "invariant host-local-domain-is-its-members")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        mesh = Domain(kind="other", id=f"{host.name}-mesh", size=len(host.glob(f"{SYSFS}/acme*")),
+                      members=[d.id for d in devices])
+        return super().rayaccel_topology(host, devices).model_copy(update={"domains": [mesh]}) if devices else \
+            super().rayaccel_topology(host, devices)
+
+
 class VisibleEnvSetsCuda(Healthy):
     DEFECT = "rayaccel_visible_env also sets CUDA_VISIBLE_DEVICES (copied from a GPU plugin), hiding NVIDIA GPUs"
     KILLED_BY = ("RAC107", "CUDA_VISIBLE_DEVICES, the visible-devices variable of Ray's NvidiaGPUAcceleratorManager")

@@ -24,6 +24,7 @@ from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
     fabric_owner_problem,
@@ -107,7 +108,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     b->a with different numbers is asymmetric; the same pair twice is a duplicate), use link kinds from the
     vocabulary, and describe domains whose members are known devices and whose size covers them, with no
     more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
-    device in two domains of one kind and one id per physical domain; the link count must equal the
+    device in two domains of one kind and one id per physical domain; a domain whose id follows the host's name
+    (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
+    host-local-domain-is-its-members`, under each fault too: RAC203); the link count must equal the
     fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
     discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -135,6 +138,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
                              "b->a, or the same pair twice): report each unordered pair once")
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
     wrong += domain_problems(raw)
+    wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
                  if duplicates and len(by_pair) == fx.expected.links else "")
@@ -516,16 +520,18 @@ GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[
 def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     """Every declared fault gives the declared health state, and recovery gives healthy again.
 
-    Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a
-    live node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device,
-    devices, resources, fatal, problem codes, and the health reason codes each device must report: the code
-    is what a monitor and an operator act on, so "some fault" with another code fails); then the fault is
-    switched off on the same host and the inventory must equal the fixture's healthy expectation again. A hook
-    that raises under a fault whose ``expected.problem_codes`` does not name ``hook-raised`` fails too (`invariant
-    a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the catalog's accelerator type, no
-    samples) can equal the right answer, so only the raise tells. Fix: derive health from the vendor's signals
-    on every call, with the reason code of the signal that fired; never cache a device's state across calls;
-    answer a fault's missing or odd readings (unknown, a problem), never raise on them.
+    Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a live
+    node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device, devices,
+    resources, fatal, problem codes, each device's units where stated, and the health reason codes each device
+    must report: the code is what a monitor and an operator act on, so "some fault" with another code fails);
+    then the fault is switched off on the same host and the inventory must equal the fixture's healthy
+    expectation again. A hook that raises under a fault whose ``expected.problem_codes`` does not name
+    ``hook-raised`` fails too (`invariant a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the
+    catalog's accelerator type, no samples) can equal the right answer, so only the raise tells. A domain that
+    is this host's alone must hold exactly its members under each fault as on the fixture (`invariant
+    host-local-domain-is-its-members`, RAC202). Fix: derive health from the vendor's signals on every call, with
+    the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
+    missing or odd readings (unknown, a problem), never raise on them.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -547,6 +553,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
                                     f"fault {fault.name}: ")
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
+            wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
             _write(fault_file, "")
             recovered = subject.build(host)
             wrong += subject.blamed(recovered, compare_expected(recovered, fx, healthy),
@@ -557,6 +564,18 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
+
+
+def host_local_domains_under_fault(subject: Subject, fx: Fixture, faulty: NodeInventory, host: Any, fault_file: str,
+                                   fault: str) -> list[str]:
+    """RAC202's host-local domains under a fault: a fault takes a device out of a fabric (every port down) without
+    taking it off the host, which no healthy fixture shows."""
+    family = next((f for f in faulty.families if f.plugin == subject.name), None)
+    if family is None or not family.topology.domains:
+        return []
+    raw = subject.manager.answer(subject.name, hookspec.TOPOLOGY, [], host=host, devices=list(family.devices))
+    return host_local_domain_errors(subject, fx, family.devices, raw.domains if raw else [], fault_file,
+                                    f"fault {fault}: ")
 
 
 def raised_under_fault(inventory: NodeInventory, plugin: str, fault: str, stated: Sequence[str]) -> list[str]:
