@@ -47,7 +47,7 @@ def inventory(manager: PluginManager, fixture: Fixture, faults: tuple[str, ...] 
 def test_the_plugin_ships_the_fixtures_of_the_issues() -> None:
     assert {p.stem for p in FIXTURES} == {"dgx-h100", "hgx-b200", "gb200-nvl72-tray", "gb200-nvl72-tray-08",
                                           "h100-mig", "h200-vm", "l4-single", "a100-pcie-pair", "a100-mig",
-                                          "a100-80gb-mig-mixed"}
+                                          "a100-80gb-mig-mixed", "a100-pcie-nvlink-bridge"}
 
 
 # Every fixture gives its expected inventory with no problem, every fault its expected state and recovers, and the
@@ -104,6 +104,15 @@ def test_a100_pcie_pair_is_linked_by_pcie_only(manager: PluginManager) -> None:
     assert family is not None
     assert [ln.kind for ln in family.topology.links] == ["pcie"]
     assert family.labels["rayaccel.io/interconnect"] == "pcie"
+
+
+def test_a100_pcie_pair_bridged_is_one_point_to_point_nvlink_of_twelve_lanes(manager: PluginManager) -> None:
+    # Each GPU reports its 12 links ending at the other (no NVSwitch): one link, 12 lanes of 25 GB/s one way.
+    family = inventory(manager, load_fixture(next(p for p in FIXTURES if p.stem == "a100-pcie-nvlink-bridge"))
+                       ).family("nvidia")
+    assert family is not None
+    assert [(ln.kind, ln.lanes, ln.bandwidth_gbps) for ln in family.topology.links] == [("nvlink", 12, 300.0)]
+    assert family.labels["rayaccel.io/interconnect"] == "nvlink"
 
 
 def test_faults_switched_on_and_off_while_the_host_is_in_use_recover(manager: PluginManager, tmp_path: Path) -> None:

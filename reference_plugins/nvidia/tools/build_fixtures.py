@@ -496,6 +496,47 @@ def a100_pcie_pair() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
+# Two A100 PCIe 40GB in adjacent slots of one socket, joined by three NVLink bridges (NVIDIA's "NVLink Bridge
+# for 2 GPUs": 600 GB/s both ways): each GPU's 12 NVLink 3 links end at the other GPU, no NVSwitch.
+
+
+def a100_pcie_nvlink_bridge() -> dict[str, Any]:
+    system = "a100-pcie-nvlink-bridge"
+    buses = ["00000000:17:00.0", "00000000:18:00.0"]
+
+    def bridged_to(peer: int) -> dict[str, Any]:
+        # nvmlDeviceGetNvLinkRemoteDeviceType answers NVML_NVLINK_DEVICE_TYPE_GPU; the remote PCI info is the peer's.
+        return {str(link): Flow(state=1, version=NVLINK3, remote_type=GPU,
+                                remote_pci={"busId": buses[peer], "pciDeviceId": Hex(0x20F110DE)})
+                for link in range(12)}
+
+    devices = {str(i): device(system, i, name="NVIDIA A100-PCIE-40GB", pci_id=0x20F1, subsys=0x145F, bus=buses[i],
+                              memory_mib=40960, numa=0, cpus=cpu_words((0, 19), (40, 59)), cc=(8, 0), arch=7,
+                              mig=[0, 0], nvlink=bridged_to(1 - i), power_mw=36000)
+               for i in range(2)}
+    # Both behind one PCIe switch of socket 0 (NVML_TOPOLOGY_SINGLE): the NVLink bridge, not PCIe, joins them.
+    devices["0"]["topology"] = {"1": 10}
+    devices["1"]["topology"] = {"0": 10}
+    ids = [devices[str(i)]["uuid"] for i in range(2)]
+    nvml = {"driver_version": "535.183.01", "cuda_driver_version": 12020, "devices": devices}
+    expected = {
+        "devices": 2, "device_ids": ids, "accelerator_type": "A100",
+        "resources": {"GPU": 2.0, "accelerator_type:A100": 1.0}, "links": 1,
+        "skus": {i: "a100-pcie-40gb" for i in ids},
+        "affinities": {i: "0-19,40-59" for i in ids},
+        "labels": labels(sku="a100-pcie-40gb", count=2, interconnect="nvlink", accel="A100", memory=40960,
+                         arch="ampere", driver="535.183.01", cuda="12.2", product="NVIDIA-A100-PCIE-40GB", cc=(8, 0),
+                         mig_capable=True),
+    }
+    return fixture("a100-pcie-nvlink-bridge", "Two A100 PCIe 40GB on one socket joined by three NVLink bridges: "
+                   "12 NVLink 3 links point to point, no NVSwitch",
+                   "NVLink version NVML_NVLINK_VERSION_3_0, each link's remote end the other GPU "
+                   "(nvmlDeviceGetNvLinkRemoteDeviceType NVML_NVLINK_DEVICE_TYPE_GPU, its PCI info the peer's); "
+                   "NVIDIA A100 PCIe product brief: NVLink Bridge for 2 GPUs, 600 GB/s bidirectional",
+                   "a100-nvlink-01", nvml, expected)
+
+
+# --------------------------------------------------------------------------------------------------
 # A Kubernetes pod given one MIG-enabled A100 SXM4 40GB of a DGX A100: NVML sees that GPU only.
 
 def a100_mig() -> dict[str, Any]:
@@ -608,8 +649,8 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
 
 def main(out: Path = OUT) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair, a100_mig,
-                  a100_80gb_mig_mixed):
+    for build in (dgx_h100, hgx_b200, gb200_tray, gb200_tray_08, h100_mig, l4_single, a100_pcie_pair,
+                  a100_pcie_nvlink_bridge, a100_mig, a100_80gb_mig_mixed):
         data = build()
         path = out / f"{data['name']}.yaml"
         write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False, width=120,
