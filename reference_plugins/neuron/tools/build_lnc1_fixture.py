@@ -11,7 +11,8 @@ What differs from the trn2.48xlarge fixture (LNC=2, the Trn2 default), and why:
   and the global ids ``8i .. 8i+7``: 128 logical cores, the ids ``NEURON_RT_VISIBLE_CORES`` then selects.
 * The driver's sysfs is unchanged: the driver knows physical cores only (``core_count`` 8, one
   ``neuron_core<k>`` per physical core) whatever the LNC, so the sysfs fallback (faults ``neuron-ls-fails``,
-  ``neuron-ls-missing``) must read the LNC from the environment to give the same 128 ids.
+  ``neuron-ls-missing``) must read the LNC from the environment to give the same 128 ids (their ``units``: each
+  device's ids as the listing gives them).
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def main(out_dir: Path = HERE) -> int:
     host["hostname"] = "ip-10-0-13-18"
     host["env"] = {"NEURON_LOGICAL_NC_CONFIG": "1"}
     host["commands"][NEURON_LS]["stdout"] = lnc1_listing(host["commands"][NEURON_LS]["stdout"])
+    # The sysfs fallback must number the cores as neuron-ls does at LNC=1: each device's ids from the listing.
+    listing = json.loads(host["commands"][NEURON_LS]["stdout"])
+    listed = {device["neuron_device"]: device["neuroncore_ids"] for device in listing}
+    units = {device_id: [str(core) for core in listed[index]]
+             for index, device_id in enumerate(data["expected"]["device_ids"])}
     data["name"] = "trn2.48xlarge-lnc1"
     data["description"] = ("EC2 trn2.48xlarge at Logical NeuronCore config 1 (NEURON_LOGICAL_NC_CONFIG=1): 16 "
                            "Trainium2 devices x 8 physical NeuronCore-v3, each its own logical core, so neuron-ls "
@@ -63,6 +69,8 @@ def main(out_dir: Path = HERE) -> int:
                                                             "so 8 logical cores each and ids 0-127")
         fault["description"] = fault["description"].replace("(64 logical cores)", "(128 logical cores at LNC=1)")
         fault["expected"]["resources"] = dict(resources)
+        if "units" in fault["expected"]:
+            fault["expected"]["units"] = {device_id: list(ids) for device_id, ids in units.items()}
     return write_fixture(data, out_dir)
 
 
