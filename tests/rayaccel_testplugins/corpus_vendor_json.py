@@ -1,6 +1,7 @@
 """Corpus mutants of a tool's JSON output read right only by accident of the fixture (issue 46, found by
 ``make mutation``), two shapes each: a size read without the unit printed beside it (RAC260), and a record read by
-its shape rather than its field names, so a field a newer tool adds breaks it (RAC261).
+its shape rather than its field names, so a field a newer tool adds breaks it (RAC261); and the tool's N/A (a value
+it cannot give) read as 0 (RAC271).
 
 Each mutant reads ``acme-smi --json`` on a machine of its own (``acme-4-smi``: acme-4 with the tool installed,
 stating each card's memory in use as ``{"value": ..., "unit": "MiB"}``); the healthy reader would look each
@@ -164,6 +165,24 @@ class SmiRecordLastField(Healthy):
 _TABLE = {"B": 1, "KB": 2**10, "KIB": 2**10, "MB": 2**20, "MIB": 2**20, "GB": 2**30, "GIB": 2**30}
 
 
-for _cls in (SizeUnitIgnored, SizeUnitTableOff, SmiRecordStrict, SmiRecordLastField):
+class SmiNotAvailableAsZero(Healthy):
+    DEFECT = ("acme-smi's N/A for a card's memory in use (a value the tool cannot give: not supported on that card) "
+              "is read as 0 bytes in use")
+    KILLED_BY = ("RAC271", "invariant not-supported-is-unknown")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_smi_machine(name)
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        stated = _stated_memory(host)
+        size = (stated or {}).get(device.index)
+        if isinstance(size, Mapping) and size.get("value") == "N/A":  # the defect: "not available" taken for none used
+            return [s for s in Healthy.samples(self, host, device) if s.name != "memory_used"] + [
+                MetricSample(device=device.id, name="memory_used", unit="bytes", value=0.0)]
+        return _samples(self, host, device, lambda value, unit: value * _TABLE[str(unit).strip().upper()])
+
+
+for _cls in (SizeUnitIgnored, SizeUnitTableOff, SmiRecordStrict, SmiRecordLastField, SmiNotAvailableAsZero):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -37,6 +37,7 @@ def all_checks() -> list[Check]:
         signals_seen,
         sku_rewrite,
         supported,
+        unsupported_readings,
         visible_ranges,
     )
 
