@@ -14,7 +14,7 @@ import re
 import shlex
 import time
 
-from rayaccel import CommandNotFound, CommandTimeout, Host, HostError, malformed, report_problem
+from rayaccel import CommandNotFound, CommandTimeout, HookError, Host, HostError, malformed, report_problem
 from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, HlSmiParseError, parse_ports, parse_query
 from rayaccel_gaudi.readings import GaudiDevice, Snapshot
 
@@ -25,8 +25,12 @@ HL_SMI_TIMEOUT = 5.0
 PORTS_BUDGET = 4.0
 
 
-class HlSmiToolError(RuntimeError):
-    """hl-smi hung or failed."""
+class HlSmiToolError(HookError):
+    """hl-smi hung or failed: reported under its own code with the fix (the SDK's HookError), not as a crash of
+    the plugin (``hook-raised``, which is what a bug in the plugin looks like)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, fix=FIX, code="hl-smi-failed")
 
 
 def _run(host: Host, argv: list[str], required: bool, timeout: float = HL_SMI_TIMEOUT) -> str | None:
