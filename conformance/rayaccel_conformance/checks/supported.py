@@ -551,7 +551,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             faulty, elapsed = subject.timed_build(host)
             subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
-                                    f"fault {fault.name}: ")
+                                    f"fault {fault.name}: ", fault.expected.problem_codes)
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
             _write(fault_file, "")

@@ -7,6 +7,7 @@ that read them; checks that need a fresh build (faults, timing, recovery) build 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -223,21 +224,30 @@ class Subject:
         return [p for p in inventory.problems if p.plugin == self.name and p.severity in severities
                 and (hooks is None or p.hook in hooks)]
 
-    def consequence(self, inventory: NodeInventory, finding: str, upstream: str | None = "RAC105") -> str:
+    def consequence(self, inventory: NodeInventory, finding: str, upstream: str | None = "RAC105",
+                    declared: Sequence[str] = ()) -> str:
         """``finding`` (no devices, no units) blamed on its cause: the discovery problem of this very build,
         quoted, when there is one (a discovery that raises on its second call passed RAC105 on its first),
-        else the check upstream that owns the defect."""
+        else the check upstream that owns the defect. A problem in ``declared`` (a fault's expected problem
+        codes: the fallback the fault forces) is the condition the build was asked under, not a cause."""
         causes = [p.render().splitlines()[0] for p in self.plugin_problems(inventory, ("rayaccel_discover",),
-                                                                            ("error", "warning"))]
+                                                                            ("error", "warning"))
+                  if p.code not in declared]
         if causes:
             return f"{finding}: a consequence of discovery failing in this build: {causes[0]}"
         return f"{finding} (see {upstream})" if upstream else finding
 
-    def blamed(self, inventory: NodeInventory, differences: list[str], where: str) -> list[str]:
+    def blamed(self, inventory: NodeInventory, differences: list[str], where: str,
+               declared: Sequence[str] = ()) -> list[str]:
         """Differences an inventory shows, or, when discovery failed in that build, one line quoting why:
-        the missing resources, health and links are its consequences, not defects of their own."""
-        if differences and self.plugin_problems(inventory, ("rayaccel_discover",), ("error", "warning")):
-            return [self.consequence(inventory, f"{where}{len(differences)} differences ({differences[0]})", None)]
+        the missing resources, health and links are its consequences, not defects of their own. A discovery
+        problem in ``declared`` (a fault's expected problem codes) is a fallback the build was meant to take:
+        its differences are the fallback's own, each named."""
+        failed = [p for p in self.plugin_problems(inventory, ("rayaccel_discover",), ("error", "warning"))
+                  if p.code not in declared]
+        if differences and failed:
+            return [self.consequence(inventory, f"{where}{len(differences)} differences ({differences[0]})", None,
+                                     declared)]
         return [f"{where}{d}" for d in differences]
 
     # Running ---------------------------------------------------------------------------------
