@@ -1,5 +1,6 @@
 """Corpus mutants that drop a reading of 0 (issue 46, held-out round 4: utilization left out while a device is idle),
-two shapes: RAC223 ``zero-is-a-reading``.
+two shapes: RAC223 ``zero-is-a-reading``; and two that refuse or clamp a reading at the top of its range (held-out
+round 4: a fully busy Gaudi's 100 % refused by a range check `<` its limit): RAC223 ``full-scale-is-a-reading``.
 
 Each mutant's fixture was recorded on a machine where card 2 reads 0 (idle, nothing allocated), so the sample is
 missing there and its fixture says nothing of it; every sample it does report moves exactly with its reading.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import yaml
 
-from rayaccel import Device, Host, MetricSample
+from rayaccel import Device, Host, MetricSample, malformed
 from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
 
 
@@ -52,6 +53,34 @@ class UnusedMemoryDropped(Healthy):
         return without_zero(super().samples(host, device), "memory_used")
 
 
-for _cls in (IdleUtilizationDropped, UnusedMemoryDropped):
+class UtilizationRefusedAtFull(Healthy):
+    DEFECT = ("a card's busy_percent is range-checked 0 <= value < 100, so a fully busy card's 100 is refused as "
+              "malformed")
+    KILLED_BY = ("RAC223", "invariant full-scale-is-a-reading")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        samples = super().samples(host, device)
+        busy = next((s for s in samples if s.name == "utilization"), None)
+        if busy is not None and not 0 <= busy.value < 100:  # the defect: the limit itself excluded
+            malformed("busy_percent", busy.value, "a percentage in [0, 100)", where=f"card {device.index}")
+            return [s for s in samples if s is not busy]
+        return samples
+
+
+class MemoryFullClamped(Healthy):
+    DEFECT = ("a card's memory in use is clamped to one MiB below its capacity (as if the driver's reserve could not "
+              "be allocated), so a card with its memory full reads short of memory_total")
+    KILLED_BY = ("RAC223", "invariant full-scale-is-a-reading")
+
+    def samples(self, host: Host, device: Device) -> list[MetricSample]:
+        if device.memory_mib is None:
+            return super().samples(host, device)
+        ceiling = (device.memory_mib - 1) * 2**20
+        return [s.model_copy(update={"value": min(s.value, ceiling)}) if s.name == "memory_used" else s
+                for s in super().samples(host, device)]
+
+
+for _cls in (IdleUtilizationDropped, UnusedMemoryDropped, UtilizationRefusedAtFull,
+             MemoryFullClamped):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -6,6 +6,7 @@ labels and resources free of the devices' order (RAC221), cloud hints free of ho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rayaccel import hookspec
@@ -113,8 +114,12 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     (or the reverse), self-consistent on every fixture and off by 5% to 7%. And a reading of 0 is a reading
     (``invariant zero-is-a-reading``): every number of the device's own that is 0 made 1, in one more build,
     no standard metric may appear that the device did not report before (an idle device's utilization, an
-    empty device's memory_used dropped by a truthiness test). Fix: read every sample from the device's own
-    entry at every poll, and convert it by its unit's factor alone.
+    empty device's memory_used dropped by a truthiness test). And a reading at the top of its range is a reading
+    (``invariant full-scale-is-a-reading``): the device's utilization reading the scaling attributed set to 100 %
+    (in its own unit: 1 for a ratio) and its memory-used reading set to its memory-total reading (where both are
+    attributed in one unit), in one more build, utilization must be exactly 100 and memory_used exactly
+    memory_total: never refused (a range check `<` its limit) or clamped below it. Fix: read every sample from the
+    device's own entry at every poll, and convert it by its unit's factor alone; a range check includes its limits.
     """
     from rayaccel_conformance.checks.readings import chosen_device
 
@@ -124,9 +129,12 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     device = chosen_device(fam) if fam is not None else None
     if fam is None or device is None:
         raise NotApplicable(f"{fx.ref}: no device with metric samples")
-    wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref))
+    attributed: dict[str, tuple[Any, float]] = {}
+    wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref),
+                                                         attributed)
     wrong += mixed_byte_units(fx.ref, fam, device, fx.host.model_dump(mode="json"))
     wrong += zero_readings_dropped(subject, fx, fam, device)
+    wrong += full_scale_refused(subject, fx, fam, device, attributed)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
@@ -199,8 +207,59 @@ def zero_readings_dropped(subject: Subject, fx: Fixture, fam: FamilyInventory, d
             "gave no sample; report 0 as 0 (a truthiness test such as `if value:` drops it)"]
 
 
+def _full_text(value: float) -> Callable[[str], str]:
+    """A number's new text where the vendor wrote text (a file, a CSV cell): an integer stays one."""
+    return lambda _old: str(int(value)) if value.is_integer() else repr(value)
+
+
+def _full_value(value: float) -> Callable[[Any], Any]:
+    """A number's new value in data (a library's, a tool's JSON): of the kind the old one was."""
+    return lambda old: int(value) if isinstance(old, int) and value.is_integer() else float(value)
+
+
+def full_scale_refused(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
+                       attributed: dict[str, tuple[Any, float]]) -> list[str]:
+    """RAC223's ``full-scale-is-a-reading``: ``device``'s utilization reading set to 100 % (in its own unit) and its
+    memory-used reading set to its memory-total reading (same unit), in one more build; each metric must then read
+    exactly full scale, never be refused or clamped below it. The readings are those the scaling attributed
+    (``attributed``: metric -> (reading, unit factor))."""
+    from rayaccel_conformance.checks.readings import samples_by_device, with_reading
+
+    host = fx.host.model_dump(mode="json")
+    mine = {s.name: s for s in fam.metrics if s.device == device.id}
+    changes: list[tuple[Any, float, str, float]] = []  # (reading, new value, metric, the metric's expected value)
+    busy = attributed.get("utilization")
+    if busy is not None and busy[0].value * busy[1] < 100:
+        changes.append((busy[0], 100 / busy[1], "utilization", 100.0))
+    used, total = attributed.get("memory_used"), attributed.get("memory_total")
+    if used is not None and total is not None and used[1] == total[1] and used[0] != total[0] \
+            and used[0].value < total[0].value:
+        changes.append((used[0], total[0].value, "memory_used", mine["memory_total"].value))
+    if not changes:
+        return []
+    state = host
+    for reading, value, _, _ in changes:
+        state = with_reading(state, reading, _full_text(value), _full_value(value))
+    variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+    after = samples_by_device(subject.build(simulated_host(variant)).family(subject.family().name))
+    wrong = []
+    for reading, value, name, expected in changes:
+        now, was = after.get((device.id, name)), mine[name].value
+        if now is not None and abs(now - expected) <= 1e-6 * expected:
+            continue
+        if now is not None and abs(now - was) <= 1e-9 * max(abs(was), 1.0):
+            continue  # it did not follow the reading at all: not attributed after all (RAC223's to judge)
+        shown = "is gone" if now is None else f"is {now:g}"
+        wrong.append(f"invariant full-scale-is-a-reading, {fx.ref} with {reading.describe()} of {device.id} at full "
+                     f"scale ({reading.value:g} -> {value:g}): {name} {shown}, expected {expected:g}: a reading at "
+                     "the top of its range (a fully busy device, memory used to capacity) is a reading; a range "
+                     "check must include its limit (<=, not <), and nothing may clamp below it")
+    return wrong
+
+
 def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
-                            raw: Any) -> tuple[list[str], list[str], list[str]]:
+                            raw: Any, attributed: dict[str, tuple[Any, float]] | None = None,
+                            ) -> tuple[list[str], list[str], list[str]]:
     """RAC223's invariant on one layout of a fixture (``fx``, its inventory ``fam``): each metric of ``device``
     scaled at one of its readings. Returns (failures, metrics that moved, metrics no reading gives)."""
     from rayaccel_conformance.checks.readings import (
@@ -248,6 +307,8 @@ def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory,
                              "its own device's metric")
             if how == "moved":
                 moved.append(f"{sample.name} x{k:g}")
+                if attributed is not None:
+                    attributed[sample.name] = (reading, _factor)
                 tried = []
                 break
             now = after.get((sample.device, sample.name))
