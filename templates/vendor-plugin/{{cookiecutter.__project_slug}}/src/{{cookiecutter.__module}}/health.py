@@ -18,6 +18,7 @@ REASONS: tuple[tuple[str, HealthState, bool, str], ...] = (
     ("fatal-error", "unhealthy", True, "the driver counts fatal errors: the device needs a reset"),
     ("corrected-errors", "degraded", False, f"at least {CORRECTED_ERRORS_DEGRADED} corrected errors"),
     ("no-health-data", "unknown", False, "the driver reported no error counters: nothing is known"),
+    ("device-lost", "unhealthy", True, "the device is no longer listed by the vendor interface (plugin.py)"),
 )
 
 

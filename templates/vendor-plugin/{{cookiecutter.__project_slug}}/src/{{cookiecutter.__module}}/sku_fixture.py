@@ -29,6 +29,14 @@ def _product_name(sku: SkuRecord) -> str:
     return str(sku.match.product_names[0] if sku.match.product_names else sku.marketing_name)
 
 
+{% if kind in ("command-json", "command-csv") %}
+def _patched_commands(fault: dict[str, Any]) -> dict[str, Any]:
+    """The command answers a fault's patch gives (empty when it patches none)."""
+    commands = (fault.get("patch") or {}).get("commands")
+    return commands if isinstance(commands, dict) else {}
+
+
+{% endif %}
 def fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     data = copy.deepcopy(fixture)
     host = data.setdefault("host", {})
@@ -57,30 +65,37 @@ def fixture_for_sku(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     line = shlex.join(asked.argv)
     if line not in commands:
         raise ValueError(f"the fixture has no answer for {line!r} to rewrite")
-    doc = json.loads(commands[line]["stdout"])
-    for device in probe.select(doc, asked).get("devices", []):
-        device["product"] = name
-        if pci:
-            device["pci_device_id"] = pci
-        if sku.memory_mib is not None:
-            device["memory_mib"] = sku.memory_mib
-    commands[line]["stdout"] = json.dumps(doc, indent=2) + "\n"
+    # The listing as recorded, and as each fault that restates it (a device lost) answers it: all of this SKU.
+    for answers in [commands, *(_patched_commands(fault) for fault in data.get("faults") or [])]:
+        if line not in answers:
+            continue
+        doc = json.loads(answers[line]["stdout"])
+        for device in probe.select(doc, asked).get("devices", []):
+            device["product"] = name
+            if pci:
+                device["pci_device_id"] = pci
+            if sku.memory_mib is not None:
+                device["memory_mib"] = sku.memory_mib
+        answers[line]["stdout"] = json.dumps(doc, indent=2) + "\n"
 {% elif kind == "command-csv" %}
     commands = host.get("commands") or {}
     line = shlex.join(probe.query("device", probe.DEVICE_COLUMNS))
     if line not in commands:
         raise ValueError(f"the fixture has no answer for {line!r} to rewrite")
-    rows = probe.parse_rows(commands[line]["stdout"], probe.DEVICE_COLUMNS)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for row in rows:
-        row["product"] = name
-        if pci:
-            row["pci_device_id"] = pci
-        if sku.memory_mib is not None:
-            row["memory_mib"] = str(sku.memory_mib)
-        writer.writerow([row[column] for column in probe.DEVICE_COLUMNS])
-    commands[line]["stdout"] = out.getvalue()
+    # The listing as recorded, and as each fault that restates it (a device lost) answers it: all of this SKU.
+    for answers in [commands, *(_patched_commands(fault) for fault in data.get("faults") or [])]:
+        if line not in answers:
+            continue
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for row in probe.parse_rows(answers[line]["stdout"], probe.DEVICE_COLUMNS):
+            row["product"] = name
+            if pci:
+                row["pci_device_id"] = pci
+            if sku.memory_mib is not None:
+                row["memory_mib"] = str(sku.memory_mib)
+            writer.writerow([row[column] for column in probe.DEVICE_COLUMNS])
+        answers[line]["stdout"] = out.getvalue()
 {% else %}
     library = (host.get("libraries") or {}).get(probe.LIBRARY)
     if not isinstance(library, dict) or not library.get("devices"):
