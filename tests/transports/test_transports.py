@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -62,6 +63,18 @@ class Sender:
 
 @ray.remote(num_cpus=0, enable_tensor_transport=True)
 class Receiver:
+    def __init__(self, rdt_manager_made_in_s: float = 0.0) -> None:
+        if rdt_manager_made_in_s:  # as a thread descheduled under load makes it (see test_64mb...)
+            from ray.experimental.rdt.rdt_manager import RDTManager
+
+            made = RDTManager.__init__
+
+            def slowly(manager: RDTManager) -> None:
+                time.sleep(rdt_manager_made_in_s)  # the GIL is free meanwhile: another thread may ask for one too
+                made(manager)
+
+            RDTManager.__init__ = slowly  # type: ignore[method-assign]
+
     def digest(self, tensors: list) -> list[str]:
         return [str(torch.sum(t.to(torch.int64)).item()) for t in tensors]
 
@@ -103,7 +116,10 @@ def test_init_registers_the_reference_transport(node):
 
 
 def test_64mb_tensor_moves_with_identical_bytes_and_dev_shm_is_clean_after_free(node):
-    sender, receiver = Sender.remote(), Receiver.remote()
+    # Ray 2.60 makes a worker's RDT manager on first use without a lock: a fresh receiver's two threads (the one
+    # receiving, the one deserializing the task's argument) could each make one, and the task waited on the other's
+    # store until Ray's 60 s timeout (CI at 2074e4c). Made slowly here, it is still made once: at registration.
+    sender, receiver = Sender.remote(), Receiver.remote(0.2)
     sizes = [64 * MB, 3, 0, 4097]
     ray.get(sender.make.remote(sizes, seed=7))
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()

@@ -212,13 +212,34 @@ def _make_measured(plugin_class: type, transport: str) -> type:
     return made
 
 
+def make_rdt_manager_now() -> None:
+    """Make this process's Ray Direct Transport manager now, while one thread alone asks for it.
+
+    Ray 2.60 makes a worker's manager on first use (``ray._private.worker.Worker.rdt_manager``: ``if
+    self._rdt_manager is None: self._rdt_manager = RDTManager()``, no lock). On an actor receiving its first
+    RDT object two threads ask at once: the ``_ray_system`` thread running ``__ray_recv__`` and the main thread
+    deserializing the task's argument. A thread descheduled between the check and the assignment (nice 15 under
+    load) lets each make its own: the received tensors go into one manager's store while the task waits on the
+    other's until Ray's RDT timeout (``not found in RDT object store after 60.0s``). Ray registers the custom
+    transports on every actor (a ``_ray_system`` task whose argument is this module's classes) before it sends the
+    actor any RDT task, so this is called from there: the manager exists before either thread asks."""
+    try:
+        from ray._private.worker import global_worker
+
+        global_worker.rdt_manager  # noqa: B018  (the property makes it)
+    except Exception:  # not in a Ray worker, or another Ray: its own lazy creation stands
+        logger.debug("the RDT manager could not be made ahead of use", exc_info=True)
+
+
 def __getattr__(name: str) -> type:
     """``Measured_<hex>``: the measuring subclass for the hex of ``NAME=module:Class`` (how an actor unpickles
-    the class the driver registered)."""
+    the class the driver registered, in Ray's registration of the transports on that actor: the manager Ray makes
+    lazily is made here, see :func:`make_rdt_manager_now`)."""
     if not name.startswith(_PREFIX):
         raise AttributeError(name)
     try:
         transport, _, path = bytes.fromhex(name[len(_PREFIX):]).decode().partition("=")
     except ValueError:
         raise AttributeError(name) from None
+    make_rdt_manager_now()
     return measured(import_object(path), transport)
