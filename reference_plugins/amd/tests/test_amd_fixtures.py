@@ -52,6 +52,14 @@ def test_mi210_pair_is_pcie_only_without_partitions(manager, fixtures):
     assert "compute_partition" not in family.devices[0].attributes
 
 
+def test_each_gpu_is_on_its_numa_node_in_the_topology_too(manager, fixtures):
+    # The amd-smi path's topology call answers no NUMA node: the affinity is the node discovery read.
+    for name in ("mi300x-8", "mi210-pair"):
+        family = build_inventory(manager, SimulatedHost(fixtures[name])).family("amd")
+        placed = {d.id: d.numa_node for d in family.devices if d.numa_node is not None}
+        assert placed and {a.device: a.numa_node for a in family.topology.affinities} == placed
+
+
 def test_metrics_use_standard_units(manager, fixtures):
     metrics = build_inventory(manager, SimulatedHost(fixtures["mi300x-8"])).family("amd").metrics
     first = {m.name: m.value for m in metrics if m.device == fixtures["mi300x-8"].expected.device_ids[0]}

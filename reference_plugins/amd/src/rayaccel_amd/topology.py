@@ -29,7 +29,11 @@ def topology_of(snapshot: Snapshot | None, devices: Sequence[Device], host_name:
             if key in links and links[key].kind == "xgmi":
                 continue  # both ends report the pair; one xGMI answer is enough
             links[key] = Link(a=key[0], b=key[1], kind=peer_link.kind)
-    affinities = [Affinity(device=device, numa_node=g.numa_node) for device, g in answering if g.numa_node is not None]
+    # The device's NUMA node as discovery read it: the topology's snapshot (amd-smi topology alone, on the CLI path)
+    # holds none, and a device placed on a node must be on it in the topology too.
+    numa = {d.id: d.numa_node for d in devices}
+    affinities = [Affinity(device=device, numa_node=numa[device]) for device, _ in answering
+                  if numa[device] is not None]
     hive_ids = {device: g.xgmi_hive_id for device, g in answering}
     return Topology(links=sorted(links.values(), key=lambda ln: (ln.a, ln.b)), affinities=affinities,
                     domains=_hives(hive_ids, [d for d, _ in answering], list(links.values()), host_name))
