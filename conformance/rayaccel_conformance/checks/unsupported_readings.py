@@ -34,6 +34,8 @@ from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, 
 #: What vendor tools print in place of a value they cannot give (amd-smi, hl-smi, neuron-monitor; nvidia-smi
 #: writes ``[N/A]``, which a plugin reading its CSV meets as the same word).
 NOT_AVAILABLE = "N/A"
+#: Metrics that restate a fact of the device record (its size) rather than a live value: not perturbed.
+STATIC_METRICS = ("memory_total",)
 #: Readings made "not supported" per fixture: those feeding the device's metrics, one variant (one build) each.
 MAX_READINGS = 6
 
@@ -103,8 +105,9 @@ def unsupported_value_is_unknown(subject: Subject, fixture: str | None) -> Evide
     """A value the vendor answers as not supported is unknown: the device keeps its health and its other values,
     and the value is absent, never 0.
 
-    The suite takes the readings the middle device's metric samples come from (found among the device's own
-    numbers on the host as RAC223 finds them, up to six) and answers each, in turn, as "not supported" the way its
+    The suite takes the readings the middle device's live metric samples come from (found among the device's own
+    numbers on the host as RAC223 finds them, up to six; ``memory_total`` restates the device's size, which
+    discovery reads too, and is left out) and answers each, in turn, as "not supported" the way its
     place says it: a library's data without that field of the device's entry (the simulated libraries answer a
     value missing from their data with the vendor's not-supported status: ``NVML_ERROR_NOT_SUPPORTED``,
     ``AMDSMI_STATUS_NOT_SUPPORTED``), ``N/A`` in place of the number in a tool's JSON or CSV output, a sysfs
@@ -133,7 +136,9 @@ def unsupported_value_is_unknown(subject: Subject, fixture: str | None) -> Evide
     own = [r for r in host_readings(host) if owned_by(r, device)]
     fed: dict[Reading, set[str]] = {}
     for sample in fam.metrics:
-        if sample.device == device.id and sample.value != 0:
+        # memory_total is the device's size, a fact discovery reads too (its memory_mib): not a live value a query
+        # may answer as not supported while the device is whole.
+        if sample.device == device.id and sample.value != 0 and sample.name not in STATIC_METRICS:
             for reading, _ in candidates(sample, device, own):
                 fed.setdefault(reading, set()).add(sample.name)
     before_report = _report(fam, device)
