@@ -58,3 +58,22 @@ def test_a_rate_in_another_unit_or_direction_is_named(manager: PluginManager, mo
     result = Subject("nvidia", manager).run(RAC246, REF)
     assert result.outcome == "failed", result.evidence
     assert any(said[0] in line and said[1] in line for line in result.evidence), result.evidence
+
+
+def _without_reset_guard(previous: Any, current: Any) -> tuple[float, float] | None:
+    """Held-out round 4's NVLink rate: the counter-reset guard dropped (a fall taken for traffic)."""
+    if previous is None or current[0] <= previous[0]:
+        return None
+    seconds = (current[0] - previous[0]) / 1e6
+    return (current[1] - previous[1]) * 1024 / seconds, (current[2] - previous[2]) * 1024 / seconds
+
+
+def test_a_rate_computed_across_a_counter_reset_is_named(manager: PluginManager,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    right = Subject("nvidia", manager).run(RAC246, REF)
+    assert right.outcome == "passed" and "no rate across a reset" in right.evidence[0], right.evidence
+    monkeypatch.setattr(metrics, "throughput", _without_reset_guard)
+    result = Subject("nvidia", manager).run(RAC246, REF)
+    assert result.outcome == "failed", result.evidence
+    assert any("invariant no-rate-across-a-counter-reset" in line and "interconnect_tx is -" in line
+               for line in result.evidence), result.evidence
