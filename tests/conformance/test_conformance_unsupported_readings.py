@@ -4,6 +4,8 @@ whole; a declared reason that drains a device for a not-supported answer is name
 
 from __future__ import annotations
 
+from typing import Any
+
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, ReasonCode
 from rayaccel_conformance.checks import all_checks
@@ -16,7 +18,7 @@ DEVICE = Device(index=2, id="GPU-2", product_name="X")
 
 
 def test_each_place_says_not_supported_its_own_way() -> None:
-    host = {"files": {"/sys/class/x/x2/power_mw": "250000\n"},
+    host: dict[str, Any] = {"files": {"/sys/class/x/x2/power_mw": "250000\n"},
             "libraries": {"lib": {"devices": {"2": {"memory": {"used": 5, "total": 9}, "power": 7}}}},
             "commands": {"tool --json": {"stdout": '{"cards": [{}, {}, {"power": 7}]}'}}}
     state, how = unsupported_host(host, Reading("library", "lib", ("devices", "2", "memory", "used"), 5.0), DEVICE) \
