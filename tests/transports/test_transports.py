@@ -240,8 +240,11 @@ def test_large_tensors_contiguous_or_strided_arrive_identical():
 
 def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch):
     """The sender copies behind the metadata, holding the segment exclusively and naming the transfer in its
-    header last: a receiver waits for that (bounded, abortable) and refuses a segment whose copy never ended."""
+    header last: a receiver waits for that (bounded below Ray's own RDT wait, abortable) and refuses a segment
+    whose copy never ended."""
     import fcntl
+
+    from ray._private import ray_constants
 
     from rayaccel.transports import shared_memory as shm_transport
     from rayaccel.transports.shared_memory import (
@@ -258,10 +261,16 @@ def test_a_receive_waits_for_the_senders_copy_bounded_and_abortable(monkeypatch)
     assert torch.equal(t.recv_multiple_tensors("cc01", meta, comm)[0], src[0])  # after the copy, whenever it ends
     with open(os.path.join(SHM_DIR, meta.segment), "r+b") as sender_still_copying:
         fcntl.flock(sender_still_copying, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no receiver's lock is left behind
-        monkeypatch.setattr(shm_transport, "FILL_TIMEOUT_S", 0.2)
-        with pytest.raises(TransportError, match=r"step 'recv: wait for the sender's copy'.*did not finish copying "
-                           r"32768 bytes"):
+        # Ray's task waiting for the tensors gives up after its RDT wait (60 s): a stalled receive ends before, in
+        # the transport's error naming the step and the sender, not in Ray's "not found in RDT object store".
+        assert shm_transport.receive_timeout_s() < ray_constants.RDT_FETCH_FAIL_TIMEOUT_SECONDS
+        monkeypatch.setattr(ray_constants, "RDT_FETCH_FAIL_TIMEOUT_SECONDS", 0.25)  # as its env var would set it
+        started = time.monotonic()
+        with pytest.raises(TransportError, match=rf"step 'recv: wait for the sender's copy' \(sender actor s, .*the "
+                           rf"sender \(pid {os.getpid()}\) did not finish copying 32768 bytes within the receive's "
+                           r"0.2 s \(80% of Ray's RDT wait"):
             t.recv_multiple_tensors("cc01", meta, comm)
+        assert 0.2 <= time.monotonic() - started < 30, "the receive did not wait its bound, or outlasted it"
         t.abort_transport("cc01", comm)
         with pytest.raises(TransportError, match=r"step 'recv: wait for the sender's copy'.*aborted"):
             t.recv_multiple_tensors("cc01", meta, comm, target_buffers=[torch.empty(4096, dtype=torch.int64)])

@@ -24,9 +24,9 @@ copies (the template's ``transport.py`` starts from it):
   (:class:`ReceiverMappings`): the next transfer through that segment finds its pages mapped, and only the
   pages the last transfer's tensors wrote (private copies, found in ``/proc/self/pagemap``) are dropped, in
   the background once those tensors are gone. A new segment's pages are mapped up front while the sender
-  may still be copying. The receiver then waits (bounded) for a shared ``flock`` on the segment and holds
-  it for as long as any of the transfer's tensors lives, so the sender never reuses memory a receiver's
-  tensors still show;
+  may still be copying. The receiver then waits (bounded below Ray's own RDT wait: :func:`receive_timeout_s`)
+  for a shared ``flock`` on the segment and holds it for as long as any of the transfer's tensors lives, so the
+  sender never reuses memory a receiver's tensors still show;
 - **garbage collection** (source actor, when Ray frees the ref): the name is unlinked and the segment goes
   back to the pool. Pooled segments are ``memfd`` files that only the sender's descriptors keep alive, so
   an idle pool is never in ``/dev/shm`` and dies with its process, however it dies. Names of a sender that
@@ -83,8 +83,11 @@ SHM_DIR = os.environ.get("RAYACCEL_SHM_DIR", "/dev/shm")
 _ALIGN = 64
 _HEADER = 2 * _ALIGN  # a segment starts with the name of the transfer it holds (a late reader sees a reuse)
 _CHUNK = 64 << 20  # bytes read between abort checks
-#: The longest a receiver waits for the sender's copy, and a sender's garbage collection for its fill.
+#: The longest a sender's garbage collection (and its fill, for its helpers) waits for the copy into a segment.
 FILL_TIMEOUT_S = 120.0
+#: A receive waits at most this share of Ray's own RDT wait (:func:`receive_timeout_s`): __ray_recv__ starts about
+#: when the task waiting for its tensors does, and the rest is left for Ray to deliver our error.
+RECEIVE_SHARE_OF_RAYS_WAIT = 0.8
 #: The receiver polls for the end of the sender's copy: it is on the transfer's critical path (a hand-off within
 #: ~0.1 ms). A thread blocked in ``flock`` took no CPU but cost a second wake-up (the thread's, then the receive's):
 #: under load (20-30 on 2 cores) transfers took x1.3-1.5 as long.
@@ -141,6 +144,18 @@ def segment_paths() -> list[str]:
         return sorted(os.path.join(SHM_DIR, n) for n in os.listdir(SHM_DIR) if n.startswith(SEGMENT_PREFIX))
     except FileNotFoundError:
         return []
+
+
+def receive_timeout_s() -> float:
+    """Seconds a receive may wait in all: :data:`RECEIVE_SHARE_OF_RAYS_WAIT` of Ray's own RDT wait, read now
+    (``RDT_FETCH_FAIL_TIMEOUT_SECONDS``: 60 s unless ``RAY_rdt_fetch_fail_timeout_milliseconds`` says otherwise).
+    The task waiting for the tensors and the driver's monitor of the transfer each give up after Ray's wait with
+    Ray's generic ``TimeoutError``; a receive bounded below it ends in this transport's error naming the step and
+    the sender instead."""
+    from ray._private import ray_constants
+
+    rays_wait = float(getattr(ray_constants, "RDT_FETCH_FAIL_TIMEOUT_SECONDS", 60.0))
+    return RECEIVE_SHARE_OF_RAYS_WAIT * rays_wait
 
 
 def _pid_alive(pid: int) -> bool:
@@ -353,9 +368,10 @@ class ReceiverMappings:
         self._cleaner: ThreadPoolExecutor | None = None
         self._pagemap: int | None = None
 
-    def lease(self, fd: int, size: int, src_pid: int) -> tuple[_Mapped, bool]:
+    def lease(self, fd: int, size: int, src_pid: int, deadline: float) -> tuple[_Mapped, bool]:
         """A mapping of the segment open at ``fd`` (``size`` bytes), leased; True when its pages are mapped
-        already (a kept mapping), False for a new one."""
+        already (a kept mapping), False for a new one. A kept mapping whose cleaning has not ended by ``deadline``
+        (``time.monotonic()``) is left, and the segment mapped afresh."""
         info = os.fstat(fd)
         key = (info.st_dev, info.st_ino, size)
         with self._lock:
@@ -368,7 +384,7 @@ class ReceiverMappings:
         if kept is not None and reused:
             try:
                 if kept.cleaned is not None:
-                    kept.cleaned.result(timeout=FILL_TIMEOUT_S)
+                    kept.cleaned.result(timeout=max(0.0, deadline - time.monotonic()))
                 return kept, True
             except Exception:  # its private pages could not be dropped: never read through it again
                 logger.warning("a kept mapping of a shared-memory segment could not be cleaned; mapping it afresh",
@@ -665,6 +681,7 @@ class SharedMemoryTransport(TensorTransportManager):
     def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: TensorTransportMetadata,
                               communicator_metadata: CommunicatorMetadata,
                               target_buffers: list[Any] | None = None) -> list[Any]:
+        deadline = time.monotonic() + receive_timeout_s()  # every wait below ends by then
         meta = tensor_transport_metadata
         comm = communicator_metadata if isinstance(communicator_metadata, ShmCommunicatorMetadata) else None
         if not isinstance(meta, ShmTransportMetadata):
@@ -695,12 +712,12 @@ class SharedMemoryTransport(TensorTransportManager):
                 need = max((o + n for o, n in zip(meta.offsets, meta.nbytes, strict=True)), default=0)
                 if size < need:
                     raise self._fail("recv: map", meta, comm, f"the segment has {size} bytes, {need} expected")
-                leased, warm = self._mappings.lease(fd, size, meta.src_pid)
+                leased, warm = self._mappings.lease(fd, size, meta.src_pid, deadline)
                 if not warm:  # map the pages while the sender may still be copying into them
                     _advise_huge(leased.mapping)
                     _map_pages_now(leased.mapping)
             # Held while this receiver reads or maps the segment: the sender does not reuse it meanwhile.
-            self._wait_for_fill(fd, obj_id, meta, comm)
+            self._wait_for_fill(fd, obj_id, meta, comm, deadline)
             header = os.pread(fd, _HEADER, 0).rstrip(b"\0")
             if header != meta.segment.encode():
                 why = ("the sender failed while copying into it (its log says why)" if not header else
@@ -778,11 +795,10 @@ class SharedMemoryTransport(TensorTransportManager):
         return out
 
     def _wait_for_fill(self, fd: int, obj_id: str, meta: ShmTransportMetadata,
-                       comm: ShmCommunicatorMetadata | None) -> None:
+                       comm: ShmCommunicatorMetadata | None, deadline: float) -> None:
         """Take a shared ``flock`` on the segment once the sender's copy is done (it holds it exclusively till
-        then); fail if the transfer is aborted, the sender dies, or :data:`FILL_TIMEOUT_S` passes."""
-        now = time.monotonic()
-        deadline, ask_alive = now + FILL_TIMEOUT_S, now
+        then); fail if the transfer is aborted, the sender dies, or the receive's ``deadline`` passes."""
+        ask_alive = time.monotonic()
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -798,8 +814,10 @@ class SharedMemoryTransport(TensorTransportManager):
                                      "while copying (its tensors went with it)")
                 ask_alive = now + _ALIVE_EVERY_S
             if now > deadline:
-                raise self._fail("recv: wait for the sender's copy", meta, comm, f"the sender did not finish "
-                                 f"copying {sum(meta.nbytes)} bytes in {FILL_TIMEOUT_S:.0f} s (an overloaded node?)")
+                raise self._fail("recv: wait for the sender's copy", meta, comm, f"the sender (pid {meta.src_pid}) "
+                                 f"did not finish copying {sum(meta.nbytes)} bytes within the receive's "
+                                 f"{receive_timeout_s():g} s ({RECEIVE_SHARE_OF_RAYS_WAIT:.0%} of Ray's RDT wait, "
+                                 "RAY_rdt_fetch_fail_timeout_milliseconds; an overloaded node?)")
             time.sleep(_FILL_POLL_S)
 
     def send_multiple_tensors(self, tensors: list[Any], tensor_transport_metadata: TensorTransportMetadata,
