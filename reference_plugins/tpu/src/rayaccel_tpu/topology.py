@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import Device, Domain, Link
+from rayaccel import Device, Domain, Link, report_problem
 from rayaccel_tpu.podtype import chips_in_slice, hosts_in_slice
 from rayaccel_tpu.slice_info import SliceInfo
 
@@ -52,5 +52,12 @@ def slice_domain(info: SliceInfo, devices: Sequence[Device]) -> Domain | None:
         return None
     hosts = hosts_in_slice(info.pod_type, len(devices))
     host_index = info.worker_id if info.worker_id is not None and info.worker_id < hosts else None
+    if info.worker_id is not None and host_index is None:
+        # A worker group of more hosts than the slice has (KubeRay's numOfHosts above the pod type's): worker N of
+        # N hosts is no place in the slice, so it is left unknown, and said.
+        report_problem("tpu-worker-beyond-slice", f"TPU worker id {info.worker_id} is beyond the {info.pod_type} "
+                       f"slice's {hosts} hosts (worker ids 0-{hosts - 1}); this host's place in the slice is unknown",
+                       fix="give the slice's hosts worker ids 0 to hosts-1 (KubeRay: numOfHosts as the pod type and "
+                       "topology need; TPU_WORKER_ID, or the metadata's agent-worker-number)")
     return Domain(kind="tpu-slice", id=info.name, size=max(chips_in_slice(info.pod_type), len(devices)),
                   members=[d.id for d in devices], hosts=hosts, host_index=host_index)
