@@ -40,8 +40,15 @@ def rayaccel_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def shm_clean(what: str) -> None:
-    wait_for(segment_paths, lambda left: not left, timeout=60, what=f"no {SEGMENT_PREFIX}* left in /dev/shm {what}")
+def segments_of(sender_pid: int) -> list[str]:
+    """The segments in /dev/shm of the sender process ``sender_pid`` (a name starts with its pid). A test asserts
+    its own sender's: a segment another test left (its ref kept alive by that test's failure) fails that one only."""
+    return [p for p in segment_paths() if os.path.basename(p).startswith(f"{SEGMENT_PREFIX}{sender_pid}-")]
+
+
+def shm_clean(sender_pid: int, what: str) -> None:
+    wait_for(lambda: segments_of(sender_pid), lambda left: not left, timeout=60,
+             what=f"no {SEGMENT_PREFIX}{sender_pid}-* (the test's own sender's) left in /dev/shm {what}")
 
 
 @ray.remote(num_cpus=0, enable_tensor_transport=True)
@@ -121,28 +128,29 @@ def test_64mb_tensor_moves_with_identical_bytes_and_dev_shm_is_clean_after_free(
     # store until Ray's 60 s timeout (CI at 2074e4c). Made slowly here, it is still made once: at registration.
     sender, receiver = Sender.remote(), Receiver.remote(0.2)
     sizes = [64 * MB, 3, 0, 4097]
-    ray.get(sender.make.remote(sizes, seed=7))
+    _, sender_pid = ray.get([sender.make.remote(sizes, seed=7), sender.pid.remote()])
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
     assert ray.get(receiver.same_bytes.remote(ref, 7, sizes), timeout=120)
-    assert segment_paths(), "the segment lives while the ref does"
+    assert segments_of(sender_pid), "the segment lives while the ref does"
     assert ray.get(receiver.transport_metrics.remote()), "the receive recorded its metrics through ray.util.metrics"
     del ref
-    shm_clean("after the ref was freed")
+    shm_clean(sender_pid, "after the ref was freed")
     for a in (sender, receiver):
         ray.kill(a)
 
 
 def test_receiver_killed_mid_transfer_leaves_nothing_and_caller_gets_an_error(node):
     sender, receiver = Sender.remote(), Receiver.remote()
-    ray.get([sender.make.remote([64 * MB] * 4, seed=1), receiver.pid.remote()])
+    _, sender_pid, _ = ray.get([sender.make.remote([64 * MB] * 4, seed=1), sender.pid.remote(), receiver.pid.remote()])
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
-    wait_for(segment_paths, timeout=60, what="the sender's 256 MB segment (the transfer's first step)")
+    wait_for(lambda: segments_of(sender_pid), timeout=60,
+             what="the sender's 256 MB segment (the transfer's first step)")
     pending = receiver.digest.remote(ref)  # the receiver now reads the segment...
     ray.kill(receiver)  # ...and dies while the transfer is in flight
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(pending, timeout=120)
     del ref, pending
-    shm_clean("after the receiver died")
+    shm_clean(sender_pid, "after the receiver died")
     assert ray.get(sender.pid.remote(), timeout=60) > 0  # the sender is not hung
     ray.kill(sender)
 
@@ -152,7 +160,7 @@ def test_a_killed_senders_tensors_are_lost_clearly_and_its_segment_swept(node):
     ray.get(sender.make.remote([MB], seed=2))
     sender_pid = ray.get(sender.pid.remote())
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
-    (segment,) = wait_for(segment_paths, timeout=60, what="the sender's segment")
+    (segment,) = wait_for(lambda: segments_of(sender_pid), timeout=60, what="the sender's segment")
     # The ref is complete (the sender's step returned its metadata to the owner) before the sender dies: else Ray
     # itself reports the task's actor dead, and the transport is never asked.
     ready, _ = ray.wait([ref], timeout=60, fetch_local=False)
@@ -165,21 +173,21 @@ def test_a_killed_senders_tensors_are_lost_clearly_and_its_segment_swept(node):
     del ref
     # Nobody can garbage-collect for the dead sender; a transfer on the node sweeps its segment.
     other = Sender.remote()
-    ray.get(other.make.remote([10], seed=3))
+    _, other_pid = ray.get([other.make.remote([10], seed=3), other.pid.remote()])
     ref = other.tensors_ref.options(tensor_transport=NAME).remote()
     assert ray.get(receiver.same_bytes.remote(ref, 3, [10]), timeout=120)
-    assert segment not in segment_paths()
+    assert segment not in segment_paths(), "the dead sender's segment was not swept"
     del ref
-    shm_clean("after the dead sender's segment was swept")
+    shm_clean(other_pid, "after the dead sender's segment was swept")
     for a in (other, receiver):
         ray.kill(a)
 
 
 def test_a_failed_receive_is_a_clear_error_at_the_caller_and_both_actors_live_on(node):
     sender, receiver = Sender.remote(), Receiver.remote()
-    ray.get(sender.make.remote([MB], seed=4))
+    _, sender_pid = ray.get([sender.make.remote([MB], seed=4), sender.pid.remote()])
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
-    (segment,) = wait_for(segment_paths, timeout=60, what="the sender's segment")
+    (segment,) = wait_for(lambda: segments_of(sender_pid), timeout=60, what="the sender's segment")
     os.unlink(segment)  # the shared memory is lost before the receiver reads it
     with pytest.raises(ray.exceptions.RayError, match=r"RAYACCEL_SHM transfer failed at step 'recv: open segment' "
                        r"\(sender actor [0-9a-f]+, receiver actor [0-9a-f]+, segment rayaccel-rdt-"):
@@ -190,7 +198,7 @@ def test_a_failed_receive_is_a_clear_error_at_the_caller_and_both_actors_live_on
     ref = sender.tensors_ref.options(tensor_transport=NAME).remote()
     assert ray.get(receiver.same_bytes.remote(ref, 4, [MB]), timeout=120)
     del ref
-    shm_clean("after the failed and the good transfer")
+    shm_clean(sender_pid, "after the failed and the good transfer")
     for a in (sender, receiver):
         ray.kill(a)
 
