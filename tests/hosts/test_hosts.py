@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from rayaccel.errors import FixtureError
-from rayaccel.hosts.expectations import FaultExpectation, expectation_differences
-from rayaccel.hosts.fixtures import resolve_fixture
+from rayaccel.hosts.expectations import DomainExpectation, FaultExpectation, LinkExpectation, expectation_differences
+from rayaccel.hosts.fixtures import parse_fixture, resolve_fixture
 from rayaccel.hosts.seam import RealHost
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import Affinity
+from rayaccel.records import Affinity, Domain, Problem
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env, make_host, simulated_host
 from rayaccel_testplugins import acme
 
@@ -140,3 +140,57 @@ def test_units_a_fixture_states_are_compared_in_order_in_a_fault_and_a_healthy_e
         "units of ACME-gone: expected ['0'], got absent (no such device)"]
     healthy = fixture.expected.model_copy(update={"units": {first.id: [*reversed(first.unit_ids), "x"]}})
     assert f"units of {first.id}: expected" in " ".join(expectation_differences(inventory, "acme", healthy))
+
+
+def test_opt_in_expectations_are_compared_exactly_where_stated_and_not_where_absent(manager):
+    # What a mutant changes without changing counts or health (a serial dropped, lanes per link, a slice's hosts, a
+    # problem no fault expects) fails only where a fixture states it; a fixture stating none means what it did.
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, []))
+    family = inventory.family("acme")
+    assert family is not None
+    first, second = family.devices[0], family.devices[1]
+    slice_ = Domain(kind="other", id="slice-a", size=8, members=[first.id], hosts=2, host_index=1)
+    family.topology.domains.append(slice_)
+    family.devices[0] = first.model_copy(update={"attributes": {"serial": "0x1"}})
+    assert expectation_differences(inventory, "acme", FaultExpectation()) == []
+    right = FaultExpectation(device_fields={first.id: {"serial": "0x1", "pci_bus_id": first.pci_bus_id or ""}},
+                             domains={"slice-a": DomainExpectation(hosts=2, size=8)},
+                             link_lanes=[LinkExpectation(a=second.id, b=first.id, lanes=1)], problems_exactly=True)
+    assert expectation_differences(inventory, "acme", right) == []
+    wrong = FaultExpectation(device_fields={first.id: {"serial": "0x2", "numa_node": 1}, "ACME-gone": {"serial": "1"}},
+                             domains={"slice-a": DomainExpectation(hosts=3, host_index=1),
+                                      "slice-b": DomainExpectation()},
+                             link_lanes=[LinkExpectation(a=first.id, b=second.id, lanes=3),
+                                         LinkExpectation(a=first.id, b="ACME-gone", lanes=1)])
+    assert expectation_differences(inventory, "acme", wrong) == [
+        f"serial of {first.id}: expected '0x2', got '0x1' (expected.device_fields)",
+        f"numa_node of {first.id}: expected 1, got 0 (expected.device_fields)",
+        "device fields of ACME-gone: no such device (expected.device_fields)",
+        "domain slice-a's hosts: expected 3, got 2",
+        "domain slice-b: expected, absent (got ['slice-a'])",
+        f"link {first.id} - {second.id}: expected 3 lanes, got 1 (expected.link_lanes)",
+        f"link {first.id} - ACME-gone: expected 1 lanes, got no such link (expected.link_lanes)"]
+    inventory.problems.append(Problem(plugin="acme", code="acme-odd", severity="warning", message="odd"))
+    assert expectation_differences(inventory, "acme", FaultExpectation(problem_codes=["acme-odd"])) == []
+    assert expectation_differences(inventory, "acme", FaultExpectation(problems_exactly=True)) == [
+        "problem acme-odd (warning: odd), which the fault does not expect (its expected states problems_exactly: "
+        "the problems are problem_codes' and no other)"]
+    healthy = fixture.expected.model_copy(update={"device_fields": {first.id: {"serial": "0x2"}}})
+    assert f"serial of {first.id}: expected '0x2'" in " ".join(expectation_differences(inventory, "acme", healthy))
+
+
+@pytest.mark.parametrize(("stated", "refusal"), [
+    ({"link_lanes": [{"a": "x", "b": "y", "lanes": 0}]}, "link_lanes/0/lanes: 0 is less than the minimum of 1"),
+    ({"domains": {"slice-a": {"hosts": "three"}}}, "domains/slice-a/hosts: 'three' is not valid"),
+    ({"device_fields": {"x": {"serial": [1]}}}, "device_fields/x/serial: [1] is not valid"),
+    ({"problems_exactly": "yes"}, "problems_exactly: 'yes' is not of type 'boolean'"),
+    ({"metric_values": {"x": {"utilization": "high"}}}, "metric_values/x/utilization: 'high' is not of type"),
+])
+def test_a_malformed_opt_in_expectation_is_refused_in_one_line_naming_it(manager, stated, refusal):
+    data = resolve_fixture("acme/acme-4", manager).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["faults"][0]["expected"].update(stated)
+    with pytest.raises(FixtureError) as refused:
+        parse_fixture(data, "acme-4.yaml")
+    assert f"acme-4.yaml: invalid fixture at faults/0/expected/{refusal}" in str(refused.value)
+    assert "\n" not in str(refused.value)

@@ -523,7 +523,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     Each fault of the fixture is switched on in a running simulated host (through its fault file, as on a live
     node), the inventory is rebuilt and compared with the fault's ``expected`` (health per device, devices,
     resources, fatal, problem codes, each device's units where stated, and the health reason codes each device
-    must report: the code is what a monitor and an operator act on, so "some fault" with another code fails);
+    must report: the code is what a monitor and an operator act on, so "some fault" with another code fails; and,
+    where stated, device fields, domains, link lanes, metric values sampled under the fault, and
+    ``problems_exactly``: no problem but the ones it lists);
     then the fault is switched off on the same host and the inventory must equal the fixture's healthy
     expectation again. A hook that raises under a fault whose ``expected.problem_codes`` does not name
     ``hook-raised`` fails too (`invariant a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the
@@ -553,6 +555,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
                                     f"fault {fault.name}: ", fault.expected.problem_codes)
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
+            wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
             _write(fault_file, "")
             recovered = subject.build(host)
@@ -564,6 +567,20 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
+
+
+def metrics_under_fault(subject: Subject, faulty: NodeInventory, host: Any, fault: Any) -> list[str]:
+    """A fault's ``expected.metric_values``, sampled from the devices the faulty build discovered while the fault
+    is on: a scrape the fault makes partial or odd must still give the readings the machine reads."""
+    if not fault.expected.metric_values:
+        return []
+    family = next((f for f in faulty.families if f.plugin == subject.name), None)
+    devices = list(family.devices) if family else []
+    problems: list[Problem] = []
+    samples = subject.manager.answer(subject.name, hookspec.METRICS, problems, host=host, devices=devices) or []
+    return [f"fault {fault.name}: {line}" for line in
+            [p.render() for p in problems] + metric_value_differences(
+                samples, one_poll_values(fault.expected.metric_values), devices)]
 
 
 def host_local_domains_under_fault(subject: Subject, fx: Fixture, faulty: NodeInventory, host: Any, fault_file: str,

@@ -12,12 +12,34 @@ from typing import Protocol
 
 from pydantic import Field
 
-from rayaccel.records import HealthState, NodeInventory, Record
+from rayaccel.records import AttributeValue, Device, HealthState, NodeInventory, Record
 
 #: The runtime numbers its units (NEURON_RT_VISIBLE_CORES' logical cores, ...) whichever tool the plugin read them
 #: from: a fallback path must give the ids the vendor's own tool lists on the same machine.
 UNITS_DESCRIPTION = ("Device id -> the unit ids it provides (Device.units, as the vendor's runtime numbers them); "
                      "in order")
+
+#: Opt-in, exact where stated: what a mutant of a plugin changes without changing counts or health (issue 46).
+DEVICE_FIELDS_DESCRIPTION = ("Device id -> Device field (pci_device_id, numa_node, ...) or attribute (serial, "
+                             "device_file, ...) -> the value the machine gives; only the names stated are compared")
+METRIC_VALUES_DESCRIPTION = ("Device id -> standard metric name -> the value the machine reads, in the metric's "
+                             "standard unit (bytes, watts, ...; compared within 1%)")
+
+
+class DomainExpectation(Record):
+    """A topology domain's figures, each compared where stated."""
+
+    size: int | None = Field(None, ge=1, description="Devices (or hosts, for slices) in the whole domain")
+    hosts: int | None = Field(None, ge=1, description="Hosts in the whole domain")
+    host_index: int | None = Field(None, ge=0, description="This host's place in the domain")
+
+
+class LinkExpectation(Record):
+    """One link of the topology, by its two ends (either order), and its parallel lanes."""
+
+    a: str = Field(min_length=1, description="Device id of one end")
+    b: str = Field(min_length=1, description="Device id of the other end")
+    lanes: int = Field(ge=1, description="Parallel links of its kind between the two (Link.lanes)")
 
 
 class Expected(Record):
@@ -38,9 +60,13 @@ class Expected(Record):
     units: dict[str, list[str]] = Field(default_factory=dict, description=UNITS_DESCRIPTION)
     metrics: list[str] = Field(default_factory=list,
                                description="Metric names every device reports (the vendor interface offers them)")
-    metric_values: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="Device id -> standard metric name -> the value the machine reads, in "
-                                          "the metric's standard unit (bytes, watts, ...; compared within 1%)")
+    metric_values: dict[str, dict[str, float]] = Field(default_factory=dict, description=METRIC_VALUES_DESCRIPTION)
+    device_fields: dict[str, dict[str, AttributeValue]] = Field(default_factory=dict,
+                                                                description=DEVICE_FIELDS_DESCRIPTION)
+    domains: dict[str, DomainExpectation] = Field(default_factory=dict,
+                                                  description="Domain id -> its size, hosts, host index where stated")
+    link_lanes: list[LinkExpectation] = Field(default_factory=list,
+                                              description="Links whose lanes are stated: each must be there with them")
     problems: list[str] = Field(
         default_factory=list, description="Problem codes (warnings, errors) a healthy build of this machine "
                                           "legitimately reports (a fallback it must take); any other is a defect")
@@ -55,6 +81,15 @@ class FaultExpectation(Record):
     problem_codes: list[str] = Field(default_factory=list)
     reasons: dict[str, list[str]] = Field(
         default_factory=dict, description="Device id -> health reason codes it must report (among others)")
+    problems_exactly: bool = Field(False, description="The warnings and errors reported are problem_codes' and no "
+                                                      "other (a state the plugin must take without complaint)")
+    metric_values: dict[str, dict[str, float]] = Field(default_factory=dict, description=METRIC_VALUES_DESCRIPTION)
+    device_fields: dict[str, dict[str, AttributeValue]] = Field(default_factory=dict,
+                                                                description=DEVICE_FIELDS_DESCRIPTION)
+    domains: dict[str, DomainExpectation] = Field(default_factory=dict,
+                                                  description="Domain id -> its size, hosts, host index where stated")
+    link_lanes: list[LinkExpectation] = Field(default_factory=list,
+                                              description="Links whose lanes are stated: each must be there with them")
 
 
 #: What an ``unknown`` without a reason most often is: the SDK's stand-in for a device the health hook left out.
@@ -95,6 +130,7 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
     units = {d.id: d.unit_ids for d in devices}
     diffs += [f"units of {device_id}: expected {want}, got {units.get(device_id, 'absent (no such device)')}"
               for device_id, want in expected.units.items() if units.get(device_id) != want]
+    diffs += stated_differences(inventory, plugin, expected)
     if isinstance(expected, Expected) and expected.labels:
         diffs += map_differences("label", expected.labels, inventory.labels, exact=True)
     wanted = ({d.id: expected.health.get(d.id, "healthy") for d in devices} if isinstance(expected, Expected)
@@ -194,6 +230,50 @@ def _fault_only_differences(inventory: NodeInventory, plugin: str, expected: Fau
     missing = [c for c in expected.problem_codes if c not in codes]
     if missing:
         diffs.append(f"problems: expected {missing}, got {sorted(codes) or 'none'}")
+    if expected.problems_exactly:
+        diffs += [f"problem {p.code} ({p.severity}: {p.message}), which the fault does not expect (its expected "
+                  "states problems_exactly: the problems are problem_codes' and no other)"
+                  for p in inventory.problems
+                  if p.plugin == plugin and p.severity != "info" and p.code not in expected.problem_codes]
+    return diffs
+
+
+def device_field(device: Device, name: str) -> AttributeValue | None:
+    """A device's field (``pci_device_id``) or, for a name that is no field, its attribute (``serial``)."""
+    if name in Device.model_fields and name not in ("attributes", "units", "partitions", "partition_capacity"):
+        value = getattr(device, name)
+        return value if isinstance(value, str | int | float | bool) else None
+    return device.attributes.get(name)
+
+
+def stated_differences(inventory: NodeInventory, plugin: str, expected: Expected | FaultExpectation) -> list[str]:
+    """The opt-in expectations (device fields, domains, link lanes): compared exactly where stated, nothing where
+    not, so a fixture that states none of them means what it meant before they existed."""
+    family = next((f for f in inventory.families if f.plugin == plugin), None)
+    devices = {d.id: d for d in (family.devices if family else [])}
+    diffs = []
+    for device_id, fields in expected.device_fields.items():
+        device = devices.get(device_id)
+        if device is None:
+            diffs.append(f"device fields of {device_id}: no such device (expected.device_fields)")
+            continue
+        diffs += [f"{name} of {device_id}: expected {want!r}, got {device_field(device, name)!r} "
+                  "(expected.device_fields)" for name, want in fields.items() if device_field(device, name) != want]
+    domains = {d.id: d for d in (family.topology.domains if family else [])}
+    for domain_id, want_domain in expected.domains.items():
+        domain = domains.get(domain_id)
+        if domain is None:
+            diffs.append(f"domain {domain_id}: expected, absent (got {sorted(domains) or 'none'})")
+            continue
+        diffs += [f"domain {domain_id}'s {name}: expected {value}, got {getattr(domain, name)}"
+                  for name, value in want_domain.model_dump(exclude_none=True).items()
+                  if getattr(domain, name) != value]
+    lanes = {frozenset((link.a, link.b)): link.lanes for link in (family.topology.links if family else [])}
+    for link in expected.link_lanes:
+        got = lanes.get(frozenset((link.a, link.b)))
+        if got != link.lanes:
+            diffs.append(f"link {link.a} - {link.b}: expected {link.lanes} lanes, got "
+                         f"{got if got is not None else 'no such link'} (expected.link_lanes)")
     return diffs
 
 
