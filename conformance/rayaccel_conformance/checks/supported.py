@@ -578,9 +578,10 @@ def metrics_under_fault(subject: Subject, faulty: NodeInventory, host: Any, faul
     devices = list(family.devices) if family else []
     problems: list[Problem] = []
     samples = subject.manager.answer(subject.name, hookspec.METRICS, problems, host=host, devices=devices) or []
+    # Problems the fault's readings make are its answer; a raise is not (RAC203's a-fault-is-an-answer).
+    raised = [p.render() for p in problems if p.code == "hook-raised" and p.code not in fault.expected.problem_codes]
     return [f"fault {fault.name}: {line}" for line in
-            [p.render() for p in problems] + metric_value_differences(
-                samples, one_poll_values(fault.expected.metric_values), devices)]
+            raised + metric_value_differences(samples, one_poll_values(fault.expected.metric_values), devices)]
 
 
 def host_local_domains_under_fault(subject: Subject, fx: Fixture, faulty: NodeInventory, host: Any, fault_file: str,
