@@ -81,6 +81,12 @@ def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
         exp["metric_values"] = {device: {name: (float(sku.memory_mib * 2**20) if name == "memory_total" else value)
                                          for name, value in values.items()}
                                 for device, values in exp["metric_values"].items()}
+    # Stated device fields the SKU record decides are the SKU's (a PCI id the rewrite gave the devices).
+    decided = {"pci_device_id": sku.match.pci_device_ids[0] if sku.match.pci_device_ids else None,
+               "memory_mib": sku.memory_mib, "architecture": sku.architecture}
+    exp["device_fields"] = {device: {name: decided[name] if decided.get(name) is not None else value
+                                     for name, value in fields.items()}
+                            for device, fields in exp["device_fields"].items()}
     return exp
 
 
