@@ -77,11 +77,16 @@ def test_missing_ecc_counters_are_unknown_not_zero(manager: PluginManager) -> No
     assert not [m for m in family.metrics if m.device == report.device and m.name == "ecc_errors_uncorrected"]
 
 
-def test_a_garbled_ecc_counter_is_unknown_though_the_other_reads(manager: PluginManager) -> None:
-    # The SRAM counter reads 0, the HBM one is garbage: HBM errors cannot be seen, so the device is not healthy.
+@pytest.mark.parametrize(("suffix", "text"), [("", "?#\n"), ("", ""), ("", "\n"), ("/total", "?#\n")],
+                         ids=["garbage", "empty", "blank-line", "garbled-total-directory"])
+def test_a_garbled_ecc_counter_is_unknown_though_the_other_reads(manager: PluginManager, suffix: str,
+                                                                 text: str) -> None:
+    # The SRAM counter reads 0, the HBM one is published but holds no number (garbage, or empty mid-reset): HBM
+    # errors cannot be seen, so the device is not healthy.
     trn1 = fixture("trn1.32xlarge")
     hbm = "/sys/devices/virtual/neuron_device/neuron3/stats/hardware/mem_ecc_uncorrected"
-    garbled = trn1.model_copy(update={"host": trn1.host.model_copy(update={"files": {**trn1.host.files, hbm: "?#\n"}})})
+    files = {**{k: v for k, v in trn1.host.files.items() if k != hbm}, hbm + suffix: text}
+    garbled = trn1.model_copy(update={"host": trn1.host.model_copy(update={"files": files})})
     family = build_inventory(manager, SimulatedHost(garbled)).family("neuron")
     assert family is not None
     report = next(h for h in family.health if h.device == family.devices[3].id)

@@ -33,19 +33,19 @@ def health_of(host: Host, devices: Sequence[Device]) -> list[HealthReport]:
                 message=f"Neuron device {device.index} ({device.pci_bus_id}) is gone from the driver's sysfs")]))
             continue
         ecc = sysfs.ecc_counters(host, device.index)
-        if not ecc.readable:
-            # No ECC counter published: errors would go unseen, so the device is not called healthy.
-            reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
-                code="neuron-ecc-unreadable", message=f"the driver publishes no uncorrected-ECC counters for Neuron "
-                f"device {device.index} ({sysfs.device_dir(device.index, host)}/stats/hardware): ECC errors cannot "
-                "be seen")]))
-            continue
         garbled = sysfs.garbled_ecc_counters(host, device.index, ecc)
         if garbled:
             # A published counter that reads as no number hides the errors it counts: not healthy, unknown.
             reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
                 code="neuron-ecc-unreadable", message=f"the uncorrected-ECC counter {', '.join(garbled)} of Neuron "
                 f"device {device.index} does not read as a number: ECC errors counted there cannot be seen")]))
+            continue
+        if not ecc.readable:
+            # No ECC counter published: errors would go unseen, so the device is not called healthy.
+            reports.append(HealthReport(device=device.id, state="unknown", reasons=[HealthReason(
+                code="neuron-ecc-unreadable", message=f"the driver publishes no uncorrected-ECC counters for Neuron "
+                f"device {device.index} ({sysfs.device_dir(device.index, host)}/stats/hardware): ECC errors cannot "
+                "be seen")]))
             continue
         reasons = []
         if ecc.mem_uncorrected:

@@ -126,7 +126,12 @@ def garbled_ecc_counters(host: Host, index: int, ecc: EccCounters) -> list[str]:
     base = f"{device_dir(index, host)}/stats/hardware"
     values = {"mem_ecc_uncorrected": ecc.mem_uncorrected, "sram_ecc_uncorrected": ecc.sram_uncorrected,
               "mem_ecc_repairable_uncorrected": ecc.mem_repairable_uncorrected}
-    return [f"{base}/{name}" for name, value in values.items() if value is None and read(host, f"{base}/{name}")]
+    return [f"{base}/{name}" for name, value in values.items() if value is None and published(host, f"{base}/{name}")]
+
+
+def published(host: Host, path: str) -> bool:
+    """Whether the driver publishes the file (empty, mid-reset, counts too) or the ``<counter>/total`` directory."""
+    return read(host, path) is not None or bool(host.is_dir(path))
 
 
 def device_present(host: Host, index: int) -> bool:
