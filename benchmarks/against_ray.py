@@ -87,7 +87,7 @@ def node_flags() -> tuple[str, list[str]]:
              f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
              f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
              "--include-dashboard=false"]
-    return f"{get_node_ip_address()}:{port}", flags
+    return f"{get_node_ip_address()}:{port}", flags  # type: ignore[no-untyped-call]
 
 
 def stop_cluster(address: str) -> None:
@@ -224,6 +224,7 @@ def bench_worker_start(max_pairs: int = 24, budget_s: float = 150.0) -> dict[str
             with environ(node_env):
                 node = cluster.add_node(num_cpus=1)
             ray.init(address=cluster.address, logging_level=logging.ERROR)
+            assert cluster.head_node is not None  # added by Cluster(initialize_head=True)
             nodes = {"with": str(node.node_id), "without": str(cluster.head_node.node_id)}
             actor_class: Any = ray.remote(num_cpus=0)(_Probe)
 
@@ -250,7 +251,7 @@ def bench_worker_start(max_pairs: int = 24, budget_s: float = 150.0) -> dict[str
                     cpu[kind].append(cpu_s)
         finally:
             rayaccel.ray.shutdown()
-            cluster.shutdown()
+            cluster.shutdown()  # type: ignore[no-untyped-call]
     preload_import = median_of(lambda: _preload_import_s(node_env), 5)
     base = statistics.median(samples["without"])
     def paired(values: dict[str, list[float]]) -> float:

@@ -4,13 +4,14 @@ selection comes to the brute-force optimum (issue 17)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
 import statistics
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rayaccel import Device, Domain, FamilyDeclaration, Link, Topology, hookimpl
@@ -75,7 +76,7 @@ def bench_growth() -> dict[str, Any]:
         manager = synthetic_plugin(n, links, domain)
         devices = [Device(index=i, id=f"d{i}", product_name="chip") for i in range(n)]
         out[str(n)] = {"inventory_ms": _inventory_ms(manager),
-                       "selection_ms": seconds(lambda d=devices, lk=links: best_connected_subset(d, lk, len(d) // 2))
+                       "selection_ms": seconds(functools.partial(best_connected_subset, devices, links, n // 2))
                        * 1e3}
     small, large = out[str(SIZES[0])], out[str(SIZES[-1])]
     # n^2 log n from the smallest to the largest size: the bound the issue sets on growth.
@@ -109,7 +110,7 @@ def bench_fixture_nodes() -> dict[str, Any]:
         per_node = inventory_seconds(manager, SimulatedHost(fixture), fixture.plugin, repeat=5)
         devices = [Device(index=i, id=f"d{i}", product_name="chip") for i in range(total)]
         links = torus_links(total) if total == 1024 else all_to_all_links(total)
-        select = seconds(lambda d=devices, lk=links: greedy_order(d, lk))
+        select = seconds(functools.partial(greedy_order, devices, links))
         out[ref] = {"nodes": nodes, "devices": total, "per_node_ms": per_node * 1e3,
                     "all_nodes_s": per_node * nodes, "domain_order_ms": select * 1e3}
     return out
@@ -118,11 +119,11 @@ def bench_fixture_nodes() -> dict[str, Any]:
 # Best-connected selection vs the brute-force optimum ------------------------------------------------
 
 
-def _weight(graph: dict[str, dict[str, float]], chosen: Sequence[str]) -> float:
+def _weight(graph: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> float:
     return sum(graph[a].get(b, 0.0) for a, b in itertools.combinations(chosen, 2))
 
 
-def _optimum(ids: Sequence[str], graph: dict[str, dict[str, float]], k: int) -> float:
+def _optimum(ids: Sequence[str], graph: Mapping[str, Mapping[str, float]], k: int) -> float:
     return max(_weight(graph, c) for c in itertools.combinations(ids, k))
 
 
@@ -166,7 +167,7 @@ def bench_optimality(random_cases: int = 40, seed: int = 17) -> dict[str, Any]:
         devices = [Device(index=i, id=f"d{i}", product_name="chip") for i in range(n)]
         links = all_to_all_links(n) if n <= 72 else torus_links(n)
         k = min(4, n // 2)
-        per_decision[str(n)] = seconds(lambda d=devices, lk=links, k=k: best_connected_subset(d, lk, k)) * 1e3
+        per_decision[str(n)] = seconds(functools.partial(best_connected_subset, devices, links, k)) * 1e3
     return {"fixtures": fixtures,
             "fixture_optimal": sum(v["optimal"] for v in fixtures.values()),
             "fixture_decisions": sum(v["decisions"] for v in fixtures.values()),

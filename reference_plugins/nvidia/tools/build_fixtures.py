@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def device(system: str, index: int, *, name: str, pci_id: int, subsys: int, bus:
     return data
 
 
-def switch_links(count: int, version: int, switches: list[str | None], per_switch: list[int]) -> dict[str, Any]:
+def switch_links(count: int, version: int, switches: Sequence[str | None], per_switch: Sequence[int]) -> dict[str, Any]:
     links: dict[str, Any] = {}
     link = 0
     for bus, n in zip(switches, per_switch, strict=True):

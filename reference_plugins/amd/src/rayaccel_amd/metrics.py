@@ -4,14 +4,15 @@ counts as the partition reporting most: they are the package's, not per partitio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rayaccel import Device, MetricSample
 from rayaccel_amd.discovery import members
 from rayaccel_amd.readings import GpuRecord, Snapshot
 
-_COMBINE = {"utilization": lambda v: sum(v) / len(v), "vendor.umc_activity": lambda v: sum(v) / len(v),
-            "temperature": max, "ecc_errors_corrected": max, "ecc_errors_uncorrected": max}
+_COMBINE: dict[str, Callable[[list[float]], float]] = {
+    "utilization": lambda v: sum(v) / len(v), "vendor.umc_activity": lambda v: sum(v) / len(v),
+    "temperature": max, "ecc_errors_corrected": max, "ecc_errors_uncorrected": max}
 
 
 def _values(gpu: GpuRecord) -> list[tuple[str, str, float | int | None]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections.abc import Callable
 
 from rayaccel import CommandNotFound, CommandTimeout, HookError, Host, HostError, malformed, report_problem
 from rayaccel_gaudi.hlsmi import FIX, QUERY_ARGV, HlSmiParseError, parse_ports, parse_query
@@ -99,15 +100,15 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
             if hung:  # one port query hung: the driver is stuck, the others would hang as well
                 unanswered.append(shlex.join(argv))
                 continue
+            answer: str | None = None
             try:
-                answer = host.run(argv, timeout=min(HL_SMI_TIMEOUT, left))
+                result = host.run(argv, timeout=min(HL_SMI_TIMEOUT, left))
             except CommandTimeout:
                 hung = True
-                answer = None
             except HostError:  # not found, or an answer over the host's size limit: these ports are unknown
-                answer = None
+                pass
             else:
-                answer = answer.stdout if answer.returncode == 0 else None
+                answer = result.stdout if result.returncode == 0 else None
             try:
                 ports = parse_ports(answer, shlex.join(argv)) if answer is not None else {}
             except HlSmiParseError as e:
@@ -122,7 +123,9 @@ def probe(host: Host, port_types: bool = False, port_states: bool = False) -> Sn
         if numa and numa != "-1" and device.numa_node is None:
             malformed(numa_path, numa, "a NUMA node number or -1")
         devices.append(device)
-    for what, ports_of in (("-n ports", lambda d: d.port_types), ("-n link", lambda d: d.port_states)):
+    listings: tuple[tuple[str, Callable[[GaudiDevice], dict[int, str]]], ...] = (
+        ("-n ports", lambda d: d.port_types), ("-n link", lambda d: d.port_states))
+    for what, ports_of in listings:
         counts = {len(ports_of(d)) for d in devices if ports_of(d)}
         if len(counts) > 1:
             # Identical boards have identical port counts: a shorter listing is a cut or garbled answer.
