@@ -95,7 +95,7 @@ def decode(data: bytes, shown: str, what: str, error: type[RayaccelError] = Raya
 C_PARSER_MAX_BRACKETS = 10_000
 
 
-def _safe_load_yaml(text: str) -> Any:
+def safe_load_yaml(text: str) -> Any:
     """``yaml.safe_load``, ~15x faster with libyaml where the document cannot nest deeply enough to matter
     (block nesting needs indentation: ~5,000 levels fit in MAX_BYTES). Errors come from the pure-Python
     parser, so messages do not depend on whether libyaml is installed."""
@@ -120,7 +120,7 @@ def parse(text: str, origin: str, what: str, fmt: str, error: type[RayaccelError
     """Parse JSON (``fmt="json"``) or YAML text, within the depth and size limits."""
     kind = "JSON" if fmt == "json" else "YAML"
     try:
-        data = json.loads(text) if fmt == "json" else _safe_load_yaml(text)
+        data = json.loads(text) if fmt == "json" else safe_load_yaml(text)
     except RecursionError:
         raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels") from None
     except Exception as e:  # json's ValueError, or yaml's YAMLError (yaml imported only for YAML)

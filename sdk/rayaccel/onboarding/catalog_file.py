@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from rayaccel import hookspec
 from rayaccel.catalog import resolve_sku
 from rayaccel.errors import CatalogError, FixtureError
+from rayaccel.files.reading import safe_load_yaml
 from rayaccel.onboarding.fleet import fleet_devices, resolution_findings
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, Problem, SkuCatalog, SkuMatch, SkuRecord
@@ -171,7 +172,7 @@ def appended_catalog_text(path: Path, text: str, data: dict[str, Any], record: d
     appended = _append_yaml_item(text, record)
     if appended is not None:
         try:
-            if yaml.safe_load(appended) == new_data:
+            if safe_load_yaml(appended) == new_data:
                 return appended, False
         except yaml.YAMLError:
             pass

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rayaccel.catalog import parse_catalog
 from rayaccel.errors import CatalogError, FixtureError
 from rayaccel.files import reading
@@ -108,7 +106,7 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     old_text = reading.read_text(catalog_path, "SKU catalog", CatalogError)
     old_data = reading.parse(old_text, str(catalog_path), "SKU catalog", fmt, CatalogError)
     new_text, rewritten = appended_catalog_text(catalog_path, old_text, old_data, record_data(sku))
-    new_data = json.loads(new_text) if catalog_path.suffix == ".json" else yaml.safe_load(new_text)
+    new_data = json.loads(new_text) if catalog_path.suffix == ".json" else reading.safe_load_yaml(new_text)
     new_catalog = parse_catalog(new_data, str(catalog_path))
     retyped = retyped_devices(fleet_devices(manager, plugin, check_fixtures), catalog, new_catalog, sku)
     if retyped and not allow_retype:
