@@ -272,19 +272,27 @@ def test_a_fresh_bake_is_a_project_a_vendor_recognises(baked: dict[str, tuple[Pa
 @pytest.mark.ray
 @pytest.mark.slow
 def test_baked_plugins_pass_the_conformance_step_of_their_ci(baked: dict[str, tuple[Path, Path]],
-                                                             tmp_path: Path) -> None:
-    """The CI step as baked (up to the supported tier on the simulated node) exits 0 on day one."""
+                                                             buildtools: Path, tmp_path: Path) -> None:
+    """The CI step as baked (up to the supported tier on the simulated node) exits 0 on day one, whichever probe
+    kind was chosen: the default (sysfs) and the hostile (command-json) bakes, and one of each other kind."""
     project, _ = baked["default"]
     [step] = [s for s in ci_steps(project) if "--conformance" in s]
     assert "--conformance-tier supported" in step
-    report = tmp_path / "conformance.json"
     sites = [site for _, site in baked.values()]
-    done = run([sys.executable, "-m", "pytest", "-q", "--conformance", "--conformance-plugin", "example",
-                "--conformance-plugin", "qubit-s-q", "--conformance-tier", "supported",
+    for kind, family in (("command-csv", "csvcard"), ("python-library", "libcard")):
+        done = cookiecutter(tmp_path / kind, str(TEMPLATE),
+                            answers={"probe_kind": kind, "vendor_name": "ACME Corp", "family_name": family})
+        assert done.returncode == 0, done.stderr[-3000:]
+        install(tmp_path / kind / f"rayaccel-{family}", tmp_path / f"site-{kind}", buildtools)
+        sites.append(tmp_path / f"site-{kind}")
+    report = tmp_path / "conformance.json"
+    plugins = ["example", "qubit-s-q", "csvcard", "libcard"]
+    done = run([sys.executable, "-m", "pytest", "-q", "--conformance",
+                *(arg for name in plugins for arg in ("--conformance-plugin", name)), "--conformance-tier", "supported",
                 "--conformance-report", str(report)], cwd=tmp_path, env=with_path(*sites))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     tiers = {p["name"]: p["tier"] for p in json.loads(report.read_text())["plugins"]}
-    assert tiers == {"example": "supported", "qubit-s-q": "supported"}, done.stdout[-3000:]
+    assert tiers == dict.fromkeys(plugins, "supported"), done.stdout[-3000:]
 
 
 @pytest.mark.parametrize("kind", ["command-csv", "python-library"])

@@ -17,12 +17,12 @@ def to_samples(devices: Sequence[Device], stats: dict[str, DeviceStats],
     for device in devices:
         s = stats.get(device.id)
         if s is not None:
-            samples += [
-                MetricSample(device=device.id, name="utilization", unit="percent", value=s.utilization_percent),
-                MetricSample(device=device.id, name="temperature", unit="celsius", value=s.temperature_c),
-                MetricSample(device=device.id, name="power", unit="watts", value=s.power_w),
-                MetricSample(device=device.id, name="memory_used", unit="bytes", value=s.memory_used_mib * MIB),
-            ]
+            used = None if s.memory_used_mib is None else s.memory_used_mib * MIB
+            readings = (("utilization", "percent", s.utilization_percent), ("temperature", "celsius", s.temperature_c),
+                        ("power", "watts", s.power_w), ("memory_used", "bytes", used))
+            # A reading the vendor does not measure has no sample: unknown, not 0.
+            samples += [MetricSample(device=device.id, name=name, unit=unit, value=value)
+                        for name, unit, value in readings if value is not None]
         if device.memory_mib is not None:
             samples.append(MetricSample(device=device.id, name="memory_total", unit="bytes",
                                         value=device.memory_mib * MIB))

@@ -36,11 +36,13 @@ class DeviceHealth:
 
 @dataclass(frozen=True)
 class DeviceStats:
+    """A device's readings; None where the vendor answers that it does not measure one (not supported, N/A):
+    unknown, never 0, and no reason to doubt the device or its other readings."""
     uuid: str
-    utilization_percent: float
-    temperature_c: float
-    power_w: float
-    memory_used_mib: int
+    utilization_percent: float | None
+    temperature_c: float | None
+    power_w: float | None
+    memory_used_mib: int | None
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,24 @@ def reading(value: Any, what: str) -> float:
     if not 0 <= number <= 1e6:  # also NaN and infinities: no reading of a device is outside this
         raise ProbeError(f"{what}: {value!r:.60} is not a plausible reading")
     return number
+
+
+# VENDOR: how your tool or library says a device does not measure a reading (nvidia-smi prints [N/A], amd-smi
+# N/A; a library leaves the field out or answers a NOT_SUPPORTED status; a sysfs attribute is absent).
+NOT_SUPPORTED = frozenset({"n/a", "[n/a]", "not supported", "[not supported]"})
+
+
+def not_supported(value: Any) -> bool:
+    return value is None or str(value).strip().lower() in NOT_SUPPORTED
+
+
+def reading_if_supported(value: Any, what: str) -> float | None:
+    """A reading, or None where the vendor answers it is not measured; anything else malformed is refused."""
+    return None if not_supported(value) else reading(value, what)
+
+
+def whole_number_if_supported(value: Any, what: str) -> int | None:
+    return None if not_supported(value) else whole_number(value, what)
 
 
 # VENDOR: the physical limits of your hardware. A value beyond them is a broken answer: reported, not used.

@@ -28,9 +28,10 @@ from {{ cookiecutter.__module }}.readings import (
     optional_int,
     pci_id,
     reading,
+    reading_if_supported,
     text_value,
     version_text,
-    whole_number,
+    whole_number_if_supported,
 )
 
 # VENDOR: your tool's name, and the query syntax and column names it understands.
@@ -126,9 +127,10 @@ def parse_health(text: str) -> dict[str, DeviceHealth]:
 
 def parse_stats(text: str) -> dict[str, DeviceStats]:
     def build(r: dict[str, str]) -> DeviceStats:
-        return DeviceStats(r["uuid"], reading(r["utilization"], "utilization"),
-                           reading(r["temperature"], "temperature"), reading(r["power"], "power"),
-                           whole_number(r["memory_used_mib"], "memory_used_mib"))
+        return DeviceStats(r["uuid"], reading_if_supported(r["utilization"], "utilization"),
+                           reading_if_supported(r["temperature"], "temperature"),
+                           reading_if_supported(r["power"], "power"),
+                           whole_number_if_supported(r["memory_used_mib"], "memory_used_mib"))
 
     return {s.uuid: s for s in each_record(parse_rows(text, STATS_COLUMNS), build, "stats table")}
 

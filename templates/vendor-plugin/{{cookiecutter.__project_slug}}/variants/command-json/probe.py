@@ -43,9 +43,10 @@ from {{ cookiecutter.__module }}.readings import (
     optional_int,
     pci_id,
     reading,
+    reading_if_supported,
     text_value,
     version_text,
-    whole_number,
+    whole_number_if_supported,
 )
 
 
@@ -161,8 +162,11 @@ def parse_stats(doc: Any) -> dict[str, DeviceStats]:
         uuid = text_value(r["uuid"], "uuid")
         if uuid is None:
             raise ProbeError("the entry has no readable uuid")
-        return DeviceStats(uuid, reading(r["utilization"], "utilization"), reading(r["temperature"], "temperature"),
-                           reading(r["power"], "power"), whole_number(r["memory_used_mib"], "memory_used_mib"))
+        # A key left out or "N/A": a reading the tool does not measure on this device, unknown.
+        return DeviceStats(uuid, reading_if_supported(r.get("utilization"), "utilization"),
+                           reading_if_supported(r.get("temperature"), "temperature"),
+                           reading_if_supported(r.get("power"), "power"),
+                           whole_number_if_supported(r.get("memory_used_mib"), "memory_used_mib"))
 
     return {s.uuid: s for s in each_record(_rows(doc, "devices"), build, shlex.join(QUERIES["stats"].argv))}
 

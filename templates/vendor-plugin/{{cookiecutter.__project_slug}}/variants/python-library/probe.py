@@ -25,8 +25,9 @@ from {{ cookiecutter.__module }}.readings import (
     optional_int,
     pci_id,
     reading,
+    reading_if_supported,
     text_value,
-    whole_number,
+    whole_number_if_supported,
 )
 
 LIBRARY = "{{ cookiecutter.__family }}-lib"
@@ -141,8 +142,10 @@ def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
 
     def build(d: Device) -> DeviceStats:
         info = lib.device_info(d.index)
-        return DeviceStats(d.id, reading(info.get("utilization", 0), "utilization"),
-                           reading(info.get("temperature", 0), "temperature"), reading(info.get("power", 0), "power"),
-                           whole_number(info.get("memory_used_mib", 0), "memory_used_mib"))
+        # A field the library leaves out (its NOT_SUPPORTED answer) is a reading it does not measure: unknown.
+        return DeviceStats(d.id, reading_if_supported(info.get("utilization"), "utilization"),
+                           reading_if_supported(info.get("temperature"), "temperature"),
+                           reading_if_supported(info.get("power"), "power"),
+                           whole_number_if_supported(info.get("memory_used_mib"), "memory_used_mib"))
 
     return {s.uuid: s for s in each_record(devices, build, f"{LIBRARY} readings")}

@@ -27,9 +27,10 @@ from {{ cookiecutter.__module }}.readings import (
     optional_int,
     pci_id,
     reading,
+    reading_if_supported,
     text_value,
     version_text,
-    whole_number,
+    whole_number_if_supported,
 )
 
 # VENDOR: the class and attribute names your kernel driver creates.
@@ -43,6 +44,11 @@ def _attr(host: Host, path: str) -> str:
         return host.read_text(path).strip()
     except (FileNotFoundError, IsADirectoryError):
         raise ProbeError(f"{path} is missing") from None
+
+
+def _reading_attr(host: Host, path: str) -> str | None:
+    """A reading's attribute; None where the driver does not publish it (a reading it does not measure)."""
+    return _attr(host, path) if host.exists(path) else None
 
 
 def _device_dirs(host: Host) -> list[tuple[int, str]]:
@@ -101,8 +107,9 @@ def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
     def build(device: Device) -> DeviceStats:
         path = f"{SYSFS}/{CLASS}{device.index}"
         return DeviceStats(
-            device.id, reading(_attr(host, f"{path}/utilization"), "utilization"),
-            reading(_attr(host, f"{path}/temperature"), "temperature"), reading(_attr(host, f"{path}/power"), "power"),
-            whole_number(_attr(host, f"{path}/memory_used_mib"), "memory_used_mib"))
+            device.id, reading_if_supported(_reading_attr(host, f"{path}/utilization"), "utilization"),
+            reading_if_supported(_reading_attr(host, f"{path}/temperature"), "temperature"),
+            reading_if_supported(_reading_attr(host, f"{path}/power"), "power"),
+            whole_number_if_supported(_reading_attr(host, f"{path}/memory_used_mib"), "memory_used_mib"))
 
     return {s.uuid: s for s in each_record(devices, build, f"{SYSFS} readings")}
