@@ -36,12 +36,16 @@ DRIVER_VERSION = "/sys/module/neuron/version"
 #: The runtime's Logical NeuronCore setting (physical cores per logical core); Neuron documents 1 and 2.
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 LNC_VALUES = (1, 2)
-#: The runtime's default LNC by the driver's device arch_type (info/architecture/arch_type, "ND" + suffix):
-#: 2 on Trainium2 (NDv3) and later, where LNC exists; 1 before it (Trn1/Inf2 NDv2, Inf1 NDv1).
-LNC_DEFAULT_BY_ARCH = {"NDv1": 1, "NDv2": 1, "NDv3": 2, "NDv4": 2}
-#: The same by device name, for a driver without arch_type.
+#: LNC exists from NeuronCore-v3 (Trainium2) on: the runtime's default is 2 there, 1 before. The driver names each
+#: core's generation in neuron_core<k>/info/architecture/arch_type ("NC" + suffix: Inf1 NCv1, Trn1 and Inf2 NCv2,
+#: Trn2 NCv3). The device's own arch_type does not tell: the driver gives Inf2 "NDv3", as Trn2 (aws-neuron-driver's
+#: v2/neuron_dhal_v2.c: Inf2's device suffix v3, core suffix v2), so it is read last and only where unambiguous.
+LNC_FROM_CORE_GENERATION = 3
+#: By device name (info/architecture/device_name), for a driver without a core's arch_type.
 LNC_DEFAULT_BY_NAME = {"Inferentia": 1, "Inferentia2": 1, "Trainium1": 1, "Trainium": 1, "Trainium2": 2,
                        "Trainium3": 2}
+#: By the device's arch_type, last: NDv3 is Inf2 (LNC 1) or Trn2 (LNC 2), so it is not here.
+LNC_DEFAULT_BY_ARCH = {"NDv1": 1, "NDv2": 1}
 
 
 def root(host: Host | None = None) -> str:
@@ -160,15 +164,20 @@ def device_memory_used(host: Host, index: int) -> int | None:
 
 
 def default_logical_nc_config(host: Host, index: int) -> int:
-    """The runtime's default physical cores per logical core for device ``index``: 2 on Trn2 and later, else 1."""
+    """The runtime's default physical cores per logical core for device ``index``: 2 where its cores are
+    NeuronCore-v3 or later (Trn2 on), else 1."""
+    core_arch = read(host, f"{device_dir(index, host)}/neuron_core0/info/architecture/arch_type")
+    core_generation = plain_int(core_arch[len("NCv"):]) if core_arch and core_arch.startswith("NCv") else None
+    if core_generation is not None:
+        return 2 if core_generation >= LNC_FROM_CORE_GENERATION else 1
+    name = read(host, f"{device_dir(index, host)}/info/architecture/device_name")
+    if name in LNC_DEFAULT_BY_NAME:
+        return LNC_DEFAULT_BY_NAME[name]
     arch = read(host, f"{device_dir(index, host)}/info/architecture/arch_type")
+    generation = plain_int(arch[len("NDv"):]) if arch and arch.startswith("NDv") else None
     if arch in LNC_DEFAULT_BY_ARCH:
         return LNC_DEFAULT_BY_ARCH[arch]
-    generation = plain_int(arch[len("NDv"):]) if arch and arch.startswith("NDv") else None
-    if generation is not None:
-        return 2 if generation >= 3 else 1  # a newer generation than this table: LNC has applied since V3
-    name = read(host, f"{device_dir(index, host)}/info/architecture/device_name")
-    return LNC_DEFAULT_BY_NAME.get(name or "", 1)
+    return 2 if generation is not None and generation >= 4 else 1  # NDv4 on: after Trn2, LNC applies
 
 
 def requested_logical_nc_config(host: Host) -> int | None:
