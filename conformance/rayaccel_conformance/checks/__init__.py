@@ -21,6 +21,7 @@ def all_checks() -> list[Check]:
         invariants,
         layouts,
         link_readings,
+        listing_order,
         metric_coverage,
         numa_readings,
         partition_sizes,
