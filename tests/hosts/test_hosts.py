@@ -6,13 +6,19 @@ from __future__ import annotations
 import pytest
 
 from rayaccel.errors import FixtureError
-from rayaccel.hosts.expectations import DomainExpectation, FaultExpectation, LinkExpectation, expectation_differences
+from rayaccel.hosts.expectations import (
+    DomainExpectation,
+    FaultExpectation,
+    LinkExpectation,
+    device_field,
+    expectation_differences,
+)
 from rayaccel.hosts.fixtures import parse_fixture, resolve_fixture
 from rayaccel.hosts.seam import RealHost
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import Affinity, Domain, Problem
+from rayaccel.records import Affinity, Device, Domain, Problem
 from rayaccel.simulation.host_factory import SIMULATE_ENV, SIMULATE_FAULTS_ENV, host_from_env, make_host, simulated_host
 from rayaccel_testplugins import acme
 
@@ -178,6 +184,20 @@ def test_opt_in_expectations_are_compared_exactly_where_stated_and_not_where_abs
         "the problems are problem_codes' and no other)"]
     healthy = fixture.expected.model_copy(update={"device_fields": {first.id: {"serial": "0x2"}}})
     assert f"serial of {first.id}: expected '0x2'" in " ".join(expectation_differences(inventory, "acme", healthy))
+
+
+def test_a_device_field_names_the_partition_capacity_or_one_partitions_field_or_attribute():
+    device = Device.model_validate({
+        "index": 0, "id": "GPU-0", "partition_capacity": {"compute_slices": 8, "memory_slices": 4},
+        "partitions": [{"id": str(n), "kind": "compute-partition", "profile": "cpx", "compute_slices": 1,
+                        "attributes": {"uuid": f"1a0{n}74a1"}} for n in range(8)]})
+    assert device_field(device, "partition_capacity.compute_slices") == 8
+    assert device_field(device, "partition_capacity.memory_slices") == 4
+    assert device_field(device, "partition.3.compute_slices") == 1
+    assert device_field(device, "partition.3.uuid") == "1a0374a1"
+    assert device_field(device, "partition.8.compute_slices") is None  # no such partition
+    assert device_field(device.model_copy(update={"partition_capacity": None}),
+                        "partition_capacity.compute_slices") is None
 
 
 @pytest.mark.parametrize(("stated", "refusal"), [

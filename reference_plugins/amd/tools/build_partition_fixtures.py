@@ -55,6 +55,7 @@ DEVICE_ID = 0x74A1
 BUSES = ["0000:05:00", "0000:26:00", "0000:46:00", "0000:65:00", "0000:85:00", "0000:a6:00", "0000:c6:00",
          "0000:e5:00"]
 VRAM_MB = 196592  # the whole MI300X
+XCDS = 8  # accelerator complex dies of an MI300X, the compute slices its partitions divide
 HIVE = 0x8C3C7E2A1D5B4F61
 #: amdsmi_uuid_gen's idx on ROCm before 7.12: "no partition"
 NO_PARTITION = 0xFF
@@ -186,6 +187,17 @@ def expected_ids() -> list[str]:
     return [uuid_of(g, 0, per_partition=False) for g in range(PHYSICAL)]
 
 
+def expected_slices(partitions: int, memory_mode: str) -> dict[str, dict[str, Any]]:
+    """``expected.device_fields``: each GPU's slice counts, from AMD's partitioning guide (an MI300X is 8 XCDs,
+    CPX gives each XCD a partition, DPX two each ...; NPS<n> splits its memory in n), and one partition's share
+    (its last, the fourth at most, so a partition numbered from 1 or by its place among all GPUs is told apart)."""
+    last = min(3, partitions - 1)
+    return {device: {"partition_capacity.compute_slices": XCDS, "partition_capacity.memory_slices":
+                     int(memory_mode.removeprefix("NPS")),
+                     f"partition.{g * partitions + last}.compute_slices": XCDS // partitions}
+            for g, device in enumerate(expected_ids())}
+
+
 def expected_resources(mode: str, partitions: int) -> dict[str, float]:
     """Not Ray's GPU count: every compute partition is a GPU_COMPUTE_PARTITION_<mode> (docs/partitions.md)."""
     return {f"GPU_COMPUTE_PARTITION_{mode.lower()}": float(partitions),
@@ -209,6 +221,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
         "labels": expected_labels(8, VRAM_MB, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
                                   "NPS4", hive=None, partitions=64),
         "metric_values": expected_utilization(partitions),
+        "device_fields": expected_slices(partitions, "NPS4"),
     }
     faults: list[dict[str, Any]] = []
     if per_partition:
@@ -249,7 +262,9 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
                            "ROCm 6.3): each partition's id is its PCI function on its GPU's device instead, and the "
                            "partitions keep their ids",
             "patch": {"libraries": {"amdsmi": {"gpus": {logical: {"kfd_info": None} for logical in gpus}}}},
-            "expected": {"devices": 8, "health": {}, "fatal": False, "problem_codes": ["fallback-device-id"]}})
+            # Partition 3 of GPU 0 (PCI function 0000:05:00.3) keeps the uuid ROCm 7.12 gives it, as with kfd_info.
+            "expected": {"devices": 8, "health": {}, "fatal": False, "problem_codes": ["fallback-device-id"],
+                         "device_fields": {ids[0]: {"partition.3.uuid": uuid_of(0, 3, per_partition=True)}}}})
     name = "mi300x-cpx-nps4" if per_partition else "mi300x-cpx-nps4-shared-uuid"
     description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (one PCI "
                    f"function each) through the amdsmi Python API (ROCm {rocm}); "
@@ -376,7 +391,8 @@ def cli_fixture(layout: int) -> dict[str, Any]:
                 "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
                 "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
                                           "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16),
-                "metric_values": expected_utilization(partitions)}
+                "metric_values": expected_utilization(partitions),
+                "device_fields": expected_slices(partitions, "NPS1")}
     faults: list[dict[str, Any]] = []
     if layout == 26:
         faults.append({

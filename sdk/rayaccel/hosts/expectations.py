@@ -21,7 +21,9 @@ UNITS_DESCRIPTION = ("Device id -> the unit ids it provides (Device.units, as th
 
 #: Opt-in, exact where stated: what a mutant of a plugin changes without changing counts or health (issue 46).
 DEVICE_FIELDS_DESCRIPTION = ("Device id -> Device field (pci_device_id, numa_node, ...) or attribute (serial, "
-                             "device_file, ...) -> the value the machine gives; only the names stated are compared")
+                             "device_file, ...), partition_capacity.<field> (compute_slices, memory_slices) or "
+                             "partition.<partition id>.<field or attribute> -> the value the machine gives; only "
+                             "the names stated are compared")
 METRIC_VALUES_DESCRIPTION = ("Device id -> standard metric name -> the value the machine reads, in the metric's "
                              "standard unit (bytes, watts, ...; compared within 1%)")
 
@@ -239,11 +241,29 @@ def _fault_only_differences(inventory: NodeInventory, plugin: str, expected: Fau
 
 
 def device_field(device: Device, name: str) -> AttributeValue | None:
-    """A device's field (``pci_device_id``) or, for a name that is no field, its attribute (``serial``)."""
+    """A device's field (``pci_device_id``) or, for a name that is no field, its attribute (``serial``); its
+    ``partition_capacity.compute_slices``; ``partition.<id>.<name>``: its partition's field (``compute_slices``)
+    or attribute (``device_file``). None where the device has no such thing."""
+    if name.startswith("partition_capacity."):
+        capacity = device.partition_capacity
+        return _scalar(getattr(capacity, name.split(".", 1)[1], None)) if capacity else None
+    if name.startswith("partition."):
+        # The partition id may hold dots (a MIG instance's 'MIG-<uuid>' does not, an AMD HIP id does not): the
+        # field is after the last one.
+        partition_id, _, field = name.split(".", 1)[1].rpartition(".")
+        partition = next((p for p in device.partitions if p.id == partition_id), None)
+        if partition is None:
+            return None
+        if field in type(partition).model_fields and field != "attributes":
+            return _scalar(getattr(partition, field))
+        return partition.attributes.get(field)
     if name in Device.model_fields and name not in ("attributes", "units", "partitions", "partition_capacity"):
-        value = getattr(device, name)
-        return value if isinstance(value, str | int | float | bool) else None
+        return _scalar(getattr(device, name))
     return device.attributes.get(name)
+
+
+def _scalar(value: object) -> AttributeValue | None:
+    return value if isinstance(value, str | int | float | bool) else None
 
 
 def stated_differences(inventory: NodeInventory, plugin: str, expected: Expected | FaultExpectation) -> list[str]:
