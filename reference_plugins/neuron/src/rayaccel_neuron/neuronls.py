@@ -22,6 +22,7 @@ AWS announced the change without publishing the full layout; this parser takes t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,34 @@ def _str(value: Any, name: str = "", where: str = "") -> str | None:
     return None
 
 
+#: A CPU list a tool writes one CPU at a time: 4096 CPUs, past any Neuron host, fit.
+_MAX_CPU_LIST_CHARS = 20_000
+_CPU_RANGE = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?$")
+
+
+def _cpu_list(value: Any, where: str) -> str | None:
+    """A Linux CPU list in any form the kernel's parser takes (``0-3,8``, ``0,1,2,3,8``), written as the kernel
+    writes it (``0-3,8``): consumers compare affinities as text. Anything else is reported and ignored."""
+    if value is None or value == "":
+        return None
+    parts = value.split(",") if isinstance(value, str) and len(value) <= _MAX_CPU_LIST_CHARS else [""]
+    cpus: set[int] = set()
+    for part in parts:
+        match = _CPU_RANGE.match(part)
+        first, last = (int(match.group(1)), int(match.group(2) or match.group(1))) if match else (1, 0)
+        if last < first:
+            malformed("cpu_affinity", value, "a CPU list such as 0-47,96-143", where=where)
+            return None
+        cpus.update(range(first, last + 1))
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def _list(value: Any, name: str, where: str) -> list[Any] | None:
     if value is None:
         return None
@@ -119,7 +148,7 @@ def _device(entry: Any, position: int) -> NeuronDeviceInfo | None:
     return NeuronDeviceInfo(
         index=index, nc_count=nc_count, core_ids=core_ids,
         memory_bytes=vendor_int(entry.get("memory_size"), "memory_size", where=where, maximum=MAX_MEMORY_BYTES),
-        bdf=_str(entry.get("bdf"), "bdf", where), cpu_affinity=_str(entry.get("cpu_affinity"), "cpu_affinity", where),
+        bdf=_str(entry.get("bdf"), "bdf", where), cpu_affinity=_cpu_list(entry.get("cpu_affinity"), where),
         numa_node=numa if numa is not None and numa >= 0 else None, connected_to=peers,
         logical_nc_config=vendor_int(entry.get("logical_neuroncore_config"), "logical_neuroncore_config",
                                      where=where, minimum=1, maximum=MAX_CORES_PER_DEVICE) or 1,
