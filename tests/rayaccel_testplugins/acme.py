@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rayaccel import (
+    Affinity,
     Device,
     FamilyDeclaration,
     HealthReason,
@@ -97,7 +98,9 @@ def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
             bandwidth = _number(host, f"{base}/{peer}") if peer in by_uuid and device.id < peer else None
             if bandwidth is not None:
                 links.append(Link(a=device.id, b=peer, kind="other", bandwidth_gbps=float(bandwidth)))
-    return Topology(links=links)
+    # Each card's place, as discovery read it: the topology is where consumers look for NUMA nodes (RAC258).
+    affinities = [Affinity(device=d.id, numa_node=d.numa_node) for d in devices if d.numa_node is not None]
+    return Topology(links=links, affinities=affinities)
 
 
 @hookimpl

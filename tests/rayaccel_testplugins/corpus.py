@@ -1558,7 +1558,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_sensors", "rayaccel_testplugins.corpus_first_build",
                   "rayaccel_testplugins.corpus_ray_parity", "rayaccel_testplugins.corpus_identity",
                   "rayaccel_testplugins.corpus_units",
-                  "rayaccel_testplugins.corpus_zero", "rayaccel_testplugins.corpus_listing")
+                  "rayaccel_testplugins.corpus_zero", "rayaccel_testplugins.corpus_listing",
+                  "rayaccel_testplugins.corpus_affinities")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -12,6 +12,7 @@ from rayaccel_conformance.registry import CHECKS, TIERS, Check
 def all_checks() -> list[Check]:
     """Every check, in tier then ID order (importing the tier modules registers them)."""
     from rayaccel_conformance.checks import (  # noqa: F401
+        affinities,
         catalog_agreement,
         certified,
         contract,
