@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from rayaccel.support.polling import wait_for
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.report.attestation import PREDICATE_TYPE, STATEMENT_TYPE
 from rayaccel_conformance.report.builds import module_build
@@ -338,21 +339,32 @@ rayaccel_fixture_dirs = acme.rayaccel_fixture_dirs
 
 def rayaccel_discover(host):
     Path(os.environ["HANG_MARKER"]).touch()  # tells the test that discovery is running (not a fixed sleep)
-    deadline = time.monotonic() + 20  # bounded: the interrupted process must not wait on it for long
-    while time.monotonic() < deadline:
+    # Bounded: the interrupted process must not wait on it for long; the test lets it go once the interrupt has
+    # reached the process (it takes effect when this call returns), not after the whole 20 s.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not Path(os.environ["HANG_RELEASE"]).exists():
         time.sleep(0.05)
     return []
 '''
 
 
+def sigint_pending(pid: int) -> bool:
+    """SIGINT sent to the process and not yet delivered to any of its threads (/proc's pending-signal masks)."""
+    bit = 1 << (signal.SIGINT - 1)
+    masks = [line.split()[1] for task in Path(f"/proc/{pid}/task").iterdir()
+             for line in (task / "status").read_text().splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(int(mask, 16) & bit for mask in masks)
+
+
 def test_a_run_interrupted_by_ctrl_c_is_signed_incomplete(keys: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "hanging_plugin.py").write_text(HANGING_PLUGIN)
-    marker = tmp_path / "discovering"
+    marker, release = tmp_path / "discovering", tmp_path / "release"
     env = env_for(tmp_path / "plugin", TESTS_DIR, plugins="acme=hanging_plugin", RAYACCEL_HOOK_TIMEOUT="60",
-                  HANG_MARKER=str(marker))
+                  HANG_MARKER=str(marker), HANG_RELEASE=str(release))
     run = tmp_path / "run"
     run.mkdir()
+    report = run / "conformance-report.json"
     proc = subprocess.Popen([str(BIN / "pytest"), "--conformance", "-p", "no:cacheprovider", "-q", "-W", "ignore",
                              "--conformance-plugin", "acme", "--conformance-sign-key", str(keys["vendor"])],
                             cwd=run, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -363,17 +375,22 @@ def test_a_run_interrupted_by_ctrl_c_is_signed_incomplete(keys: dict[str, Path],
             assert proc.poll() is None and time.monotonic() < deadline, "the run ended before discovery started"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
+        # The interrupt takes effect once the hung call returns: let it return as soon as the signal has been
+        # delivered to the process (Python's handler has marked it), not after the plugin's own 20 s.
+        wait_for(lambda: sigint_pending(proc.pid), lambda pending: not pending, timeout=60, interval=0.01,
+                 what="the SIGINT to be delivered to the conformance run")
+        release.touch()
         seen = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
-    data = json.loads((run / "conformance-report.json").read_text())
+    data = json.loads(report.read_text())
     assert proc.returncode == 2, seen.decode()[-3000:]  # pytest's "interrupted"
     assert data["complete"] is False and "KeyboardInterrupt" in data["incomplete_reason"]
     # The check that was interrupted did not pass: it is not recorded as passed (nor is any check after it).
     passed = [c["id"] for c in data["checks"] if c["outcome"] == "passed"]
     assert "RAC101" in passed and "RAC102" not in passed
-    one_error_line(verify(run / "conformance-report.json", keys["vendor"], env), "the run did not finish")
+    one_error_line(verify(report, keys["vendor"], env), "the run did not finish")
 
 
 FAILING_SESSION_PLUGIN = '''
