@@ -127,3 +127,12 @@ def test_product_table_is_rays_with_lower_case_keys():
     assert amd_product_dict == products.RAY_PRODUCT_TABLE
     assert products.accelerator_type_for(0x679A) == "AMD-Radeon-HD-7900"  # Ray's lookup misses this one
     assert products.accelerator_type_for("0x74A1") == "AMD-Instinct-MI300X-OAM"
+
+
+@pytest.mark.parametrize("printed", ["nan", "inf", "1e309", "-inf", 12345678901234567890123, "1\ufffd134",
+                                     "[Error 15: Unknown Error]"])
+def test_a_value_printed_as_no_number_is_no_reading(printed: object) -> None:
+    from rayaccel_amd import library
+
+    assert isinstance(printed, int) or library._number(printed) is None  # (the binding's ints are u64)
+    assert cli.number_of({"value": printed, "unit": "W"}) is None

@@ -99,7 +99,8 @@ def value_of(field: Any) -> Any:
 def number_of(field: Any, name: str = "", gpu: Any = None) -> float | None:
     """A number; with ``name``, anything else but N/A is reported as a malformed value."""
     value = value_of(field)
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+    # amd-smi prints what the library's u64 fields hold: a number past 2**64 is text no field gave
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and abs(value) < 2**64:
         return float(value)
     if name and (value is not None or not _absent_value(field)):
         malformed(name, field, "a number", where=f"GPU {gpu}")
@@ -266,7 +267,7 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
                                deferred=count("total_deferred_count", "deferred_count"))
         power_w = next((p for p in (number_of(power.get(k)) for k in
                                     ("socket_power", "current_socket_power", "average_socket_power"))
-                        if p is not None), None)
+                        if p is not None and p >= 0), None)  # a negative watt is no reading
         used = mib_of(memory.get("used_vram"))
         total = mib_of(memory.get("total_vram"))
         found[entry["gpu"]] = {

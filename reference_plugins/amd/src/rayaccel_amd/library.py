@@ -8,6 +8,7 @@ other status is recorded, because that is itself a health signal (a GPU that sto
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,12 +48,12 @@ def _status(e: Exception) -> tuple[int, str]:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int | float):
-        return float(value)
     try:
-        return float(str(value).split()[0])
-    except (ValueError, IndexError):
+        number = float(value) if isinstance(value, int | float) else float(str(value).split()[0])
+    except (ValueError, IndexError, OverflowError):
         return None  # "N/A"
+    # float() takes "nan", "inf" and "1e309" (inf): text that is no reading, as "N/A" is
+    return number if math.isfinite(number) else None
 
 
 def read_library(lib: Any) -> Snapshot:
