@@ -284,10 +284,14 @@ class Healthy:
         samples = [MetricSample(device=device.id, name="memory_total", unit="bytes", value=device.memory_mib * 2**20)
                    ] if device.memory_mib is not None else []
         for name, unit, file, factor in readings:
-            value = acme._number(host, f"{path}/{file}")
+            value = self.number(host, f"{path}/{file}")
             if value is not None:
                 samples.append(MetricSample(device=device.id, name=name, unit=unit, value=value * factor))
         return samples
+
+    def number(self, host: Host, path: str) -> float | None:
+        """A sensor file's reading; None (reported) when it is missing or no number."""
+        return acme._number(host, path)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
         return [s for d in devices for s in self.samples(host, d)]
@@ -1559,7 +1563,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_ray_parity", "rayaccel_testplugins.corpus_identity",
                   "rayaccel_testplugins.corpus_units",
                   "rayaccel_testplugins.corpus_zero", "rayaccel_testplugins.corpus_listing",
-                  "rayaccel_testplugins.corpus_affinities")
+                  "rayaccel_testplugins.corpus_affinities", "rayaccel_testplugins.corpus_text_numbers")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

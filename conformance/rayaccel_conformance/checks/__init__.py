@@ -40,6 +40,7 @@ def all_checks() -> list[Check]:
         sku_rewrite,
         supported,
         unsupported_readings,
+        vendor_text,
         visible_ranges,
     )
 
