@@ -1,5 +1,6 @@
-"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC244): defects their own fixture
-cannot show because each answer is right on the poll or the layout the fixture gives, two shapes each.
+"""Corpus mutants found by grading held-out broken plugins (issue 46, lane H: RAC240-RAC244; round 5's: RAC203's
+label counts, RAC267's stated links): defects their own fixture cannot show because each answer is right on the
+poll or the layout the fixture gives, two shapes each.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
 its name so a Ray node or a fresh process loads it (``c-health-kept-per-card`` as ``c_health_kept_per_card``).
@@ -13,9 +14,9 @@ from collections.abc import Callable
 
 import yaml
 
-from rayaccel import Device, HealthReason, HealthReport, Host, MetricSample
+from rayaccel import Device, FamilyInventory, HealthReason, HealthReport, Host, MetricSample, Topology
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, LABEL_PREFIX, SYSFS, Healthy, add_import_defect
 
 # Health from the host, not from the polls before (RAC240) -------------------------------------------------------
 
@@ -312,10 +313,57 @@ class PartitionNamedByPlace(Healthy):
         return _partitioned(host, path, super().device(host, path, driver), lambda k, parts: f"p{k}")
 
 
+# Every link the host states between two discovered cards in the topology (RAC267) -----------------------------------
+
+
+class IdsLowerCasedLinksLost(Healthy):
+    DEFECT = ("card ids lower-cased ('the id is case-insensitive'); the link files keep the driver's spelling of the "
+              "peer, which names no discovered card, so every link is dropped")
+    KILLED_BY = ("RAC267", "invariant stated-link-in-topology")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        found = super().device(host, path, driver)
+        return found.model_copy(update={"id": found.id.lower()})
+
+
+class LinksOfFirstCardOnly(Healthy):
+    DEFECT = ("links read from card 0's link files alone ('the mesh is symmetric'): the links between the other "
+              "cards, which their own files state, are left out")
+    KILLED_BY = ("RAC267", "invariant stated-link-in-topology")
+
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        found = acme.rayaccel_topology(host, devices)
+        first = devices[0].id if devices else None
+        return found.model_copy(update={"links": [ln for ln in found.links if first in (ln.a, ln.b)]})
+
+
+# A label named for the healthy or unhealthy cards, under a fault (RAC203) ------------------------------------------
+
+
+class HealthyLabelCountsNotLost(Healthy):
+    DEFECT = ("label acme.example.com/healthy-cards counts the cards that are not lost (no acme-lost reason), so a "
+              "card with a fatal error still counts as healthy: '4' while one of the four is unhealthy")
+    KILLED_BY = ("RAC203", "invariant health-count-label-follows-health")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        kept = sum(not any(r.code == "acme-lost" for r in h.reasons) for h in inventory.health)
+        return {**super().labels(inventory), f"{LABEL_PREFIX}/healthy-cards": str(kept)}
+
+
+class UnhealthyLabelCountsMissing(Healthy):
+    DEFECT = ("label acme.example.com/unhealthy-cards is the four cards a node is built with less the cards found: "
+              "'0' while a card found reports a fatal error")
+    KILLED_BY = ("RAC203", "invariant health-count-label-follows-health")
+
+    def labels(self, inventory: FamilyInventory) -> dict[str, str]:
+        return {**super().labels(inventory), f"{LABEL_PREFIX}/unhealthy-cards": str(4 - len(inventory.devices))}
+
+
 for _cls in (HealthKeptPerCard, HealthFromCounterDelta, SizeResourceFromFirstCard, MetricsPairedByListing,
              HealthOnlyVisibleCards, MetricsOnlyVisibleCards, VisibleRangeEndExclusive, VisibleRangeEndsOnly,
              VisibleRangeOneAsText, VisibleRangeOneDropped, VisibleIdsAsIntegers, VisibleRangeSpacedOnly,
-             VisibleRangeReversedDropped, VisibleNonNumericDropped, PartitionNamedByCompute, PartitionNamedByPlace):
+             VisibleRangeReversedDropped, VisibleNonNumericDropped, PartitionNamedByCompute, PartitionNamedByPlace,
+             HealthyLabelCountsNotLost, UnhealthyLabelCountsMissing, IdsLowerCasedLinksLost, LinksOfFirstCardOnly):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
     if _cls in (PartitionNamedByCompute, PartitionNamedByPlace):

@@ -1,6 +1,9 @@
 """Corpus mutants of a family Ray already has a manager for, that set or read its variable otherwise than that
 manager (issue 46, found by ``make mutation`` on the TPU plugin: ``RAY_TPU_RESOURCE_PER_CHIP``, a Ray setting no
-fixture carries), two shapes: RAC270.
+fixture carries), two shapes: RAC270; and two TPU mutants that write the variable right but not the sub-host
+bounds Ray's manager writes beside it (held-out round 5's bounds chosen by units, not chips): a variable left out,
+a wrong value (like c-tpu-per-chip-ignored, whose one defect is that setting, they take units for chips, and are
+killed with the setting unset). Those two are not in the corpus's manager (``TPU_BOUNDS_MUTANTS``).
 
 Each claims a resource of Ray's with its variable (as the vendor's own plugin would) over the ACME machine: TPU
 (right while Ray's setting is unset, which is all a fixture can show) and Neuron cores (the runtime's range form
@@ -19,6 +22,8 @@ from rayaccel_testplugins.corpus import Healthy, add_import_defect
 
 #: Ray 2.60's setting of TPU units per chip (ray/_private/accelerators/tpu.py), and its variable.
 PER_CHIP, VISIBLE = "RAY_TPU_RESOURCE_PER_CHIP", "TPU_VISIBLE_CHIPS"
+#: The sub-host bounds Ray's TPU manager writes beside TPU_VISIBLE_CHIPS for one or two chips.
+BOUNDS, HOST_BOUNDS = "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_HOST_BOUNDS"
 
 
 class TpuPerChipIgnored(Healthy):
@@ -33,6 +38,43 @@ class TpuPerChipIgnored(Healthy):
 
     def _resource(self, token: str) -> str:
         return "TPU"
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        # Ray's sub-host bounds for one or two chips, the units taken for chips (right while Ray's setting is unset)
+        bounds = {1: {BOUNDS: "1,1,1", HOST_BOUNDS: "1,1,1"}, 2: {BOUNDS: "1,2,1", HOST_BOUNDS: "1,1,1"}}
+        return {**super().rayaccel_visible_env(unit_ids), **bounds.get(len(unit_ids), {})}
+
+
+class TpuBoundsLeftOut(Healthy):
+    DEFECT = (f"{VISIBLE} written as Ray writes it, but not the sub-host bounds Ray's manager writes beside it for "
+              f"one or two chips ({BOUNDS}, {HOST_BOUNDS}): a task given one chip gets a runtime sized for the host")
+    KILLED_BY = ("RAC270", "invariant visible-env-companions-as-ray-writes-them")
+    rule = TpuPerChipIgnored.rule
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.family = self.family.model_copy(update={"visible_devices_env_var": VISIBLE})
+
+    def _resource(self, token: str) -> str:
+        return "TPU"
+
+
+class TpuBoundsOfOneChipAlways(Healthy):
+    DEFECT = (f"{BOUNDS} written '1,1,1' (one chip's) for a task of one chip or two, where Ray's manager writes "
+              "'1,2,1' for two: a two-chip task's runtime sees one chip")
+    KILLED_BY = ("RAC270", "invariant visible-env-companions-as-ray-writes-them")
+    rule = TpuPerChipIgnored.rule
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.family = self.family.model_copy(update={"visible_devices_env_var": VISIBLE})
+
+    def _resource(self, token: str) -> str:
+        return "TPU"
+
+    def rayaccel_visible_env(self, unit_ids: Sequence[str]) -> dict[str, str]:
+        env = {VISIBLE: ",".join(unit_ids)}
+        return {**env, BOUNDS: "1,1,1", HOST_BOUNDS: "1,1,1"} if len(unit_ids) <= 2 else env
 
 
 class NeuronCoresWrittenAsRanges(Healthy):
@@ -88,6 +130,10 @@ class CudaEmptyAsOneBlankId(Healthy):
     def rayaccel_parse_visible(self, value: str) -> list[str]:
         return [part.strip() for part in value.split(",")]
 
+
+#: Graded alone, each by its own manager (tests/conformance/test_conformance_heldout5.py): the corpus's one manager
+#: lets one plugin claim TPU_VISIBLE_CHIPS (RAC104), and c-tpu-per-chip-ignored does.
+TPU_BOUNDS_MUTANTS = (TpuBoundsLeftOut, TpuBoundsOfOneChipAlways)
 
 for _cls in (TpuPerChipIgnored, NeuronCoresWrittenAsRanges, HipNoDevFilesKept, CudaEmptyAsOneBlankId):
     _plugin = add_import_defect(_cls)

@@ -55,6 +55,39 @@ def link_readings(link: Link, by_id: dict[str, Device], readings: list[Reading])
     return found[:MAX_CANDIDATES]
 
 
+def under_link(reading: Reading) -> bool:
+    """Whether the reading's place is a link entry: a file path or data key with ``link`` in it."""
+    places = [reading.key] if reading.where == "file" else [str(p) for p in reading.path]
+    return any("link" in place.lower() for place in places)
+
+
+def spelled_in(reading: Reading, device: Device) -> str | None:
+    """How the reading's place spells ``device``'s id (a path segment or data key equal to it in any case)."""
+    places = reading.key.strip("/").split("/") if reading.where == "file" else [str(p) for p in reading.path]
+    return next((place for place in places if place.lower() == device.id.lower()), None)
+
+
+def stated_links_missing(fam: FamilyInventory, readings: list[Reading], where: str) -> list[str]:
+    """``invariant stated-link-in-topology``: every pair of discovered devices the host names as linked (a
+    number under one device's link entry, its place naming the other by its id) has a link in the topology."""
+    linked = {frozenset((ln.a, ln.b)) for ln in fam.topology.links}
+    wrong, seen = [], set()
+    for reading in (r for r in readings if r.where in ("file", "library", "command") and under_link(r)):
+        for owner in (d for d in fam.devices if owned_by(reading, d)):
+            for peer in (d for d in fam.devices if d.id != owner.id):
+                spelled = spelled_in(reading, peer)
+                pair = frozenset((owner.id, peer.id))
+                if spelled is None or pair in linked or pair in seen:
+                    continue
+                seen.add(pair)
+                case = f" (spelled {spelled!r} there: the device's id is not the vendor's)" if spelled != peer.id \
+                    else ""
+                wrong.append(f"invariant stated-link-in-topology, {where}: {reading.describe()} ({reading.value:g}) "
+                             f"states a link from {owner.id} to {peer.id}{case}, but the topology has no link "
+                             "between them")
+    return wrong
+
+
 def _bandwidths(family: FamilyInventory | None) -> dict[tuple[str, str], float | None]:
     return {(min(ln.a, ln.b), max(ln.a, ln.b)): ln.bandwidth_gbps for ln in (family.topology.links if family else [])}
 
@@ -81,8 +114,11 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     link-follows-its-reading`` fails naming the link, the readings scaled and what the bandwidth did: stayed
     put (one reading, or a cached value, stands for every link) or another device's link moved (the link read
     from the wrong entry). Not applicable where no link's bandwidth is found among its own readings (a
-    bandwidth from the catalog, or computed from a link count and a version). Fix: read each link's
-    bandwidth from the entry that names both its ends, at every poll.
+    bandwidth from the catalog, or computed from a link count and a version). Before that, every link the host
+    states between two discovered devices (a number under one device's link entry whose place names the other
+    by its id, in any case) must be in the topology (``invariant stated-link-in-topology``). Fix: read each
+    link's bandwidth from the entry that names both its ends, at every poll, and keep the vendor's spelling of
+    a device's id.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -93,7 +129,7 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     readings = host_readings(host)
     by_id = {d.id: d for d in fam.devices}
     before = _bandwidths(fam)
-    wrong, followed = [], []
+    wrong, followed = stated_links_missing(fam, readings, fx.ref), []
     for link in _spread([ln for ln in fam.topology.links if ln.bandwidth_gbps]):
         own = link_readings(link, by_id, readings)
         if not own:

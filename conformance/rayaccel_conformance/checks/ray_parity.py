@@ -98,15 +98,28 @@ def answers(subject: Subject, var: str, family: FamilyInventory) -> list[tuple[l
     return found
 
 
+def companions(before: dict[str, str], after: dict[str, str], var: str) -> dict[str, str]:
+    """The variables besides ``var`` that Ray's manager set (added or changed), in name order (TPU's bounds)."""
+    return {key: after[key] for key in sorted(after) if key != var and before.get(key) != after[key]}
+
+
 def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInventory, where: str) -> list[str]:
     """What the plugin writes or reads otherwise than Ray's manager, for each unit list a task may hold."""
     wrong = []
     for units in unit_sets(family):
         with environment_kept():
             os.environ.pop(var, None)
+            before = dict(os.environ)
             manager.set_current_process_visible_accelerator_ids(units)
             written = os.environ.get(var)
-        ours = subject.manager.visible_env(subject.name, units).get(var)
+            beside = companions(before, dict(os.environ), var)
+        env = subject.manager.visible_env(subject.name, units)
+        ours = env.get(var)
+        # The SDK's manager replaces Ray's in Ray's registry: a task's process gets the plugin's variables only.
+        wrong += [f"invariant visible-env-companions-as-ray-writes-them, {where}: units {units} set {key}="
+                  f"{env.get(key)!r}; Ray's {manager.__name__} writes {key}={value!r} beside {var}={written!r} "
+                  "(the task gets only the plugin's variables)"
+                  for key, value in beside.items() if env.get(key) != value]
         if written is not None and ours != written:
             wrong.append(f"invariant visible-env-as-ray-writes-it, {where}: units {units} set as {var}={ours!r}; "
                          f"Ray's {manager.__name__} writes {written!r}")
@@ -148,7 +161,10 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     device's units, the first two devices' and all of them, the variable the plugin's ``rayaccel_visible_env``
     sets must be the one Ray's manager writes (``set_current_process_visible_accelerator_ids``), and the
     plugin's ``rayaccel_parse_visible`` of that value must be what the manager reads back, which must be the
-    units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). A value the
+    units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). Every other
+    variable the manager writes beside it (TPU's sub-host bounds for one or two chips) the plugin's env must
+    hold with the same value (``invariant visible-env-companions-as-ray-writes-them``: the SDK's manager takes
+    the place of Ray's, so a task's process gets the plugin's variables only). A value the
     manager reads as no device (the empty value, ``NoDevFiles``) the plugin must read as none too
     (``invariant visible-none-as-ray-reads-it``). The suite
     watches which ``RAY_*`` settings the manager reads (TPU's ``RAY_TPU_RESOURCE_PER_CHIP``), sets each in

@@ -24,6 +24,7 @@ from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
@@ -531,7 +532,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     ``hook-raised`` fails too (`invariant a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the
     catalog's accelerator type, no samples) can equal the right answer, so only the raise tells. A domain that
     is this host's alone must hold exactly its members under each fault as on the fixture (`invariant
-    host-local-domain-is-its-members`, RAC202). Fix: derive health from the vendor's signals on every call, with
+    host-local-domain-is-its-members`, RAC202). A vendor label named for the healthy or unhealthy devices with
+    a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). Fix:
+    derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
     missing or odd readings (unknown, a problem), never raise on them.
     """
@@ -557,6 +560,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
+            wrong += [e for f in faulty.families if f.plugin == subject.name
+                      for e in health_count_label_errors(f, f"{fx.ref} fault {fault.name}")]
             _write(fault_file, "")
             recovered = subject.build(host)
             wrong += subject.blamed(recovered, compare_expected(recovered, fx, healthy),

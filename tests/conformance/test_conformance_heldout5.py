@@ -1,0 +1,64 @@
+"""Held-out grading, round 5 (issue 46, lane H): the invariants its survivors lacked, on pure helpers and on the two
+TPU mutants the corpus's one manager cannot hold.
+
+The label and link invariants are graded by the corpus too (c-healthy-label-counts-not-lost,
+c-unhealthy-label-counts-missing: RAC203; c-ids-lower-cased-links-lost, c-links-of-first-card-only: RAC267).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import Device
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.checks.health_labels import health_word
+from rayaccel_conformance.checks.link_readings import spelled_in, under_link
+from rayaccel_conformance.checks.ray_parity import companions
+from rayaccel_conformance.checks.readings import Reading
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_testplugins.corpus import Healthy
+from rayaccel_testplugins.corpus_ray_parity import TPU_BOUNDS_MUTANTS
+
+VAR = "TPU_VISIBLE_CHIPS"
+
+
+def test_the_variables_ray_writes_beside_its_own_are_those_it_added_or_changed() -> None:
+    before = {"HOME": "/root", "TPU_HOST_BOUNDS": "2,2,1"}
+    after = {**before, VAR: "0", "TPU_CHIPS_PER_HOST_BOUNDS": "1,1,1", "TPU_HOST_BOUNDS": "1,1,1"}
+    assert companions(before, after, VAR) == {"TPU_CHIPS_PER_HOST_BOUNDS": "1,1,1", "TPU_HOST_BOUNDS": "1,1,1"}
+    assert companions(before, {**before, VAR: "0"}, VAR) == {}
+
+
+@pytest.mark.parametrize("mutant", TPU_BOUNDS_MUTANTS, ids=lambda cls: cls.__name__)
+def test_tpu_bounds_otherwise_than_ray_writes_them_fail_rac270_naming_them(mutant: type[Healthy]) -> None:
+    all_checks()
+    name = "c-" + "".join(f"-{c.lower()}" if c.isupper() else c for c in mutant.__name__).lstrip("-")
+    manager = PluginManager(autoload=False, timeout=5.0)
+    manager.register(mutant(name), name)
+    subject = Subject(name, manager)
+    (fixture, *_) = subject.fixture_paths()
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC270"].function(subject, fixture)
+    said = str(failed.value)
+    assert mutant.KILLED_BY is not None and mutant.KILLED_BY[1] in said and "TPU_CHIPS_PER_HOST_BOUNDS" in said, said
+    assert "Ray's TPUAcceleratorManager writes TPU_CHIPS_PER_HOST_BOUNDS=" in said
+
+
+@pytest.mark.parametrize(("key", "word"), [
+    ("zlabel.example.com/healthy-devices", "healthy"), ("acme.example.com/unhealthy_cards", "unhealthy"),
+    ("vendor.example/chips.healthy", "healthy"), ("vendor.example/healthcheck-port", None),
+    ("vendor.example/devices", None)])
+def test_a_label_is_about_health_where_a_word_of_its_last_segment_says_so(key: str, word: str | None) -> None:
+    assert health_word(key) == word
+
+
+def test_a_link_entry_naming_a_peer_in_another_case_is_read_as_naming_it() -> None:
+    peer = Device(index=1, id="ZCASE-5E1F4C2A-0001", product_name="X1")
+    stated = Reading("library", "zcase-lib", ("devices", "0", "links", "ZCASE-5e1f4c2a-0001"), 200.0)
+    assert under_link(stated) and spelled_in(stated, peer) == "ZCASE-5e1f4c2a-0001"
+    power = Reading("library", "zcase-lib", ("devices", "0", "power"), 80.0)
+    assert not under_link(power) and spelled_in(power, peer) is None
+    file = Reading("file", "/sys/class/acme/acme0/links/ZCASE-5E1F4C2A-0001", (), 100.0)
+    assert under_link(file) and spelled_in(file, peer) == peer.id
