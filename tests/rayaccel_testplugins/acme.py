@@ -59,10 +59,13 @@ def _read(host: Host, path: str) -> str:
 def _number(host: Host, path: str) -> int | None:
     """An integer attribute; None (reported) when the driver left it missing or unreadable."""
     try:
-        return int(_read(host, path))
+        value = int(_read(host, path))
+        if abs(value) < 2**63:  # the driver's attributes are 64-bit: more digits are no value it wrote
+            return value
     except (FileNotFoundError, IsADirectoryError, ValueError):
-        report_problem("unreadable-attribute", f"{path} is missing or not a number; read as unknown")
-        return None
+        pass
+    report_problem("unreadable-attribute", f"{path} is missing or not a number; read as unknown")
+    return None
 
 
 @hookimpl

@@ -285,6 +285,9 @@ class Healthy:
                    ] if device.memory_mib is not None else []
         for name, unit, file, factor in readings:
             value = self.number(host, f"{path}/{file}")
+            if value is not None and value < 0 and name != "temperature":
+                report_problem("unreadable-attribute", f"{path}/{file} is negative; read as unknown")
+                value = None
             if value is not None:
                 samples.append(MetricSample(device=device.id, name=name, unit=unit, value=value * factor))
         return samples

@@ -12,6 +12,7 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import yaml
 
@@ -65,31 +66,54 @@ def _list_cpus(text: str) -> list[int] | None:
     return sorted(set(cpus))
 
 
+def listed_cpus(host: Host, device: Device) -> list[int] | None:
+    """The card's CPUs from ``local_cpulist``, any form the kernel's parser takes; None (reported) if unreadable."""
+    path = f"{PCI}/{device.pci_bus_id}/local_cpulist"
+    if not device.pci_bus_id or not host.exists(path):
+        return None
+    text = host.read_text(path).strip()
+    cpus = _list_cpus(text)
+    if cpus is None:
+        malformed("local_cpulist", text, "a Linux CPU list", where=device.id)
+    return cpus
+
+
+def with_cpus(topology: Topology, host: Host, devices: list[Device],
+              read: Callable[[Host, Device], list[int] | None] = listed_cpus,
+              write: Callable[[list[int]], str] = _ranges) -> Topology:
+    """The topology with each card's affinity: its NUMA node and, where the host states them, its CPUs."""
+    cpus = {d.id: read(host, d) for d in devices}
+    return topology.model_copy(update={"affinities": [
+        Affinity(device=d.id, numa_node=d.numa_node, cpus=write(c) if (c := cpus[d.id]) else None)
+        for d in devices if d.numa_node is not None or cpus[d.id]]})
+
+
 class CpuReader(Healthy):
-    """The healthy reader of acme-4-cpus (not graded: the mutants below derive from it)."""
-
-    def cpus(self, host: Host, device: Device) -> list[int] | None:
-        path = f"{PCI}/{device.pci_bus_id}/local_cpulist"
-        if not device.pci_bus_id or not host.exists(path):
-            return None
-        text = host.read_text(path).strip()
-        cpus = _list_cpus(text)
-        if cpus is None:
-            malformed("local_cpulist", text, "a Linux CPU list", where=device.id)
-        return cpus
-
-    def written(self, cpus: list[int]) -> str:
-        return _ranges(cpus)
+    """The healthy reader of acme-4-cpus (no mutant: the tests grade it as the mutants' control)."""
 
     def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
-        found = Healthy.rayaccel_topology(self, host, devices)
-        cpus = {d.id: self.cpus(host, d) for d in devices}
-        return found.model_copy(update={"affinities": [
-            Affinity(device=d.id, numa_node=d.numa_node, cpus=self.written(c) if (c := cpus[d.id]) else None)
-            for d in devices if d.numa_node is not None or cpus[d.id]]})
+        return with_cpus(Healthy.rayaccel_topology(self, host, devices), host, devices)
 
 
-class CpusOneAtATime(CpuReader):
+def _one_at_a_time(cpus: list[int]) -> str:
+    return ",".join(str(c) for c in cpus)  # the defect: no runs joined into ranges
+
+
+def _mask_of_two_words(host: Host, device: Device) -> list[int] | None:
+    path = f"{PCI}/{device.pci_bus_id}/local_cpus"
+    if not device.pci_bus_id or not host.exists(path):
+        return None
+    words = host.read_text(path).strip().split(",")
+    try:
+        high, low = int(words[0], 16), int(words[1], 16)  # the defect: two words, whatever the kernel wrote
+    except (IndexError, ValueError):
+        malformed("local_cpus", words, "a CPU mask", where=device.id)
+        return None
+    value = high << 32 | low
+    return [bit for bit in range(64) if value >> bit & 1]
+
+
+class CpusOneAtATime(Healthy):
     DEFECT = ("a card's CPU affinity is written one CPU at a time ('0,1,2,...,47'), not as the kernel writes a CPU "
               "list ('0-15,32-47'): the Slurm exporter and anyone comparing lists as text see another list")
     KILLED_BY = ("RAC257", "invariant cpu-list-is-the-kernels-text")
@@ -98,11 +122,11 @@ class CpusOneAtATime(CpuReader):
         super().__init__(name)
         _add_cpus_machine(name)
 
-    def written(self, cpus: list[int]) -> str:
-        return ",".join(str(c) for c in cpus)  # the defect: no runs joined into ranges
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        return with_cpus(Healthy.rayaccel_topology(self, host, devices), host, devices, write=_one_at_a_time)
 
 
-class CpuMaskTwoWords(CpuReader):
+class CpuMaskTwoWords(Healthy):
     DEFECT = ("a card's CPUs are read from the kernel's mask local_cpus as two 32-bit words (the first the high "
               "one), as on the 64-CPU machine recorded: a kernel built for more CPUs writes more words, and the "
               "high word read is then zero")
@@ -112,18 +136,8 @@ class CpuMaskTwoWords(CpuReader):
         super().__init__(name)
         _add_cpus_machine(name)
 
-    def cpus(self, host: Host, device: Device) -> list[int] | None:
-        path = f"{PCI}/{device.pci_bus_id}/local_cpus"
-        if not device.pci_bus_id or not host.exists(path):
-            return None
-        words = host.read_text(path).strip().split(",")
-        try:
-            high, low = int(words[0], 16), int(words[1], 16)  # the defect: two words, whatever the kernel wrote
-        except (IndexError, ValueError):
-            malformed("local_cpus", words, "a CPU mask", where=device.id)
-            return None
-        value = high << 32 | low
-        return [bit for bit in range(64) if value >> bit & 1]
+    def rayaccel_topology(self, host: Host, devices: list[Device]) -> Topology:
+        return with_cpus(Healthy.rayaccel_topology(self, host, devices), host, devices, read=_mask_of_two_words)
 
 
 class AffinityNodeZeroDropped(Healthy):

@@ -56,8 +56,8 @@ class Form:
 
 
 #: What a tool prints for a query that failed, past 80 characters (a message that quotes it must cut it, not
-#: fail), with numbers in it (a parser pulling digits out gets one).
-ERROR_TEXT = "[Error 15: Unknown Error] query failed: the device has fallen off the bus (Xid 79), reset it"
+#: fail), with numbers in it (a parser pulling digits out gets one), and no comma (a CSV cell holds it whole).
+ERROR_TEXT = "[Error 15: Unknown Error] query failed: the device has fallen off the bus (Xid 79); reset it"
 #: A number past 2**64: no counter, size or reading of any vendor's type holds it.
 LONG_DIGITS = "12345678901234567890123"
 FORMS = (
@@ -85,19 +85,11 @@ Plan = list[tuple[Reading, Form]]
 
 
 def build_plans(fed: dict[Reading, set[str]]) -> list[Plan]:
-    """The form each reading is printed in, build by build. One reading: a build per form. More: half as many
-    builds, each giving the readings of even and odd place forms from the two halves of ``FORMS``, crossed from
-    build to build, so every form is printed and each reading meets half of them of both kinds."""
-    readings = list(fed)
-    half = len(FORMS) // 2
-    plans = []
-    for k in range(len(FORMS) if len(readings) == 1 else half):
-        chosen = [(r, FORMS[k] if len(readings) == 1 else FORMS[k + half * ((i + k) % 2)])
-                  for i, r in enumerate(readings)]
-        plan = [(r, form) for r, form in chosen if applies(form, r, fed[r])]
-        if plan:
-            plans.append(plan)
-    return plans
+    """The builds: one per form, every reading it can be written to printed in it. (Readings given different
+    forms in one build mask each other: a library call reading two of them fails on the first, so a second
+    reading's error string of 92 characters was never parsed.)"""
+    plans = [[(r, form) for r, metrics in fed.items() if applies(form, r, metrics)] for form in FORMS]
+    return [plan for plan in plans if plan]
 
 
 def damaged_host(host: dict[str, Any], plan: Plan) -> dict[str, Any]:
