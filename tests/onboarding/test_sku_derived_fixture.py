@@ -112,3 +112,18 @@ def test_fixture_expect_write_keeps_every_stated_key_and_comment(plugin_root: Pa
     assert expected["metric_values"] == {device: {"memory_total": 64 * GIB} for device in IDS}
     assert expected["problems"] == []  # the stated key stays, with the recomputed value
     assert expected["labels"]["rayaccel.io/sku"] == "acme-r1"
+
+
+def test_stated_device_fields_follow_the_new_sku_and_partition_slices_are_not_carried_over() -> None:
+    """What the SKU record decides is the SKU's; an AMD GPU's XCDs or a MIG profile's slices follow from the
+    product, which a new SKU's record cannot say, so they are dropped; anything else is kept (a fault's too)."""
+    from rayaccel.onboarding.sku_fixture import sku_device_fields
+    from rayaccel.records import SkuRecord
+
+    sku = SkuRecord.model_validate({"id": "zz", "marketing_name": "ACME Z", "accelerator_type": "ACME-Z",
+                                    "memory_mib": 4096, "match": {"pci_device_ids": ["0xfe30"]}})
+    stated = {"GPU-0": {"pci_device_id": "0x74a1", "memory_mib": 196592, "serial": "0x1",
+                        "partition_capacity.compute_slices": 8, "partition.3.compute_slices": 1,
+                        "partition.3.memory_mib": 24574, "partition.3.uuid": "1a03"}}
+    assert sku_device_fields(stated, sku) == {"GPU-0": {"pci_device_id": "0xfe30", "memory_mib": 4096,
+                                                        "serial": "0x1", "partition.3.uuid": "1a03"}}

@@ -81,13 +81,31 @@ def derived_expectation(base: Fixture, sku: SkuRecord) -> dict[str, Any]:
         exp["metric_values"] = {device: {name: (float(sku.memory_mib * 2**20) if name == "memory_total" else value)
                                          for name, value in values.items()}
                                 for device, values in exp["metric_values"].items()}
-    # Stated device fields the SKU record decides are the SKU's (a PCI id the rewrite gave the devices).
+    exp["device_fields"] = sku_device_fields(exp["device_fields"], sku)
+    # The base card may be one the catalog lacked (the very card being onboarded): the new fixture's is catalogued.
+    exp["problems"] = [code for code in exp["problems"] if code != UNKNOWN_SKU]
+    return exp
+
+
+#: The problem a device of no catalogued SKU raises (the inventory builder's).
+UNKNOWN_SKU = "unknown-sku"
+
+#: Stated partition facts that follow from the product, not the SKU record (an AMD GPU's XCDs, a MIG profile's
+#: slices): a new SKU's are not the base card's, and the record cannot say them, so they are not carried over.
+_PRODUCT_PARTITION_FIELDS = ("compute_slices", "memory_slices", "memory_mib")
+
+
+def sku_device_fields(stated: dict[str, dict[str, Any]], sku: SkuRecord) -> dict[str, dict[str, Any]]:
+    """Stated device fields for the new SKU: those the SKU record decides are the SKU's (a PCI id the rewrite
+    gave the devices), slice counts of the device's partitions dropped (:data:`_PRODUCT_PARTITION_FIELDS`), the
+    rest as stated."""
     decided = {"pci_device_id": sku.match.pci_device_ids[0] if sku.match.pci_device_ids else None,
                "memory_mib": sku.memory_mib, "architecture": sku.architecture}
-    exp["device_fields"] = {device: {name: decided[name] if decided.get(name) is not None else value
-                                     for name, value in fields.items()}
-                            for device, fields in exp["device_fields"].items()}
-    return exp
+    return {device: {name: decided[name] if decided.get(name) is not None else value
+                     for name, value in fields.items()
+                     if not name.startswith("partition_capacity.") and not (
+                         name.startswith("partition.") and name.rsplit(".", 1)[1] in _PRODUCT_PARTITION_FIELDS)}
+            for device, fields in stated.items()}
 
 
 def recorded_metric_values(stated: dict[str, dict[str, float]], samples: dict[tuple[str, str], float],
@@ -133,6 +151,10 @@ def derived_faults(base: Fixture, rewritten: Any, sku: SkuRecord) -> list[dict[s
         expected = fault.expected.model_dump(mode="json", exclude_none=True)
         if fault.expected.resources is not None:
             expected["resources"] = _renamed_type(fault.expected.resources, sku.accelerator_type)
+        if "device_fields" in expected:
+            expected["device_fields"] = sku_device_fields(expected["device_fields"], sku)
+        if "problem_codes" in expected:
+            expected["problem_codes"] = [code for code in expected["problem_codes"] if code != UNKNOWN_SKU]
         faults.append({**fault.model_dump(mode="json"), "patch": copy.deepcopy(patch), "expected": expected})
     return faults
 
