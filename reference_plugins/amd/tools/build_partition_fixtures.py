@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,26 @@ UUID_SOURCE = ("uuids as amdsmi_uuid_gen prints them (projects/amdsmi/src/amd_sm
                "handles (the parity oracle)")
 
 
+@dataclass(frozen=True)
+class Product:
+    """What one Instinct model reports and the labels it gets (AMD's specifications; the SKU catalog's ids)."""
+
+    market_name: str
+    device_id: int
+    compute_units: int
+    gfx_target: str
+    architecture: str
+    xcds: int
+    accelerator_type: str
+    sku: str
+
+
+MI300X = Product("AMD Instinct MI300X", DEVICE_ID, 304, "gfx942", "cdna3", XCDS, "AMD-Instinct-MI300X-OAM", "mi300x")
+#: MI350X: 8 XCDs of 32 CUs (256), gfx950 (CDNA 4), 288 GB HBM3E; partition modes SPX/DPX/QPX/CPX with NPS1 or
+#: NPS2 (AMD Instinct MI350 series partitioning; ROCm 7.0 is the first to support it).
+MI350X = Product("AMD Instinct MI350X", 0x75A0, 256, "gfx950", "cdna4", 8, "AMD-Instinct-MI350X-OAM", "mi350x")
+
+
 class Dumper(yaml.SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -91,9 +112,9 @@ def serial(gpu: int) -> int:
     return ((0x1A + 0x11 * gpu) & 0xFF) << 56 | 0x4F6A2F95E3D5C0 | gpu
 
 
-def amdsmi_uuid(unique_id: int, idx: int) -> str:
-    """What amdsmi_uuid_gen(unique_id, DEVICE_ID, idx) prints."""
-    return (f"{unique_id >> 56 & 0xFF:02x}{idx:02x}{DEVICE_ID:04x}-0000-1000-80{unique_id >> 48 & 0xFF:02x}-"
+def amdsmi_uuid(unique_id: int, idx: int, device_id: int = DEVICE_ID) -> str:
+    """What amdsmi_uuid_gen(unique_id, device_id, idx) prints."""
+    return (f"{unique_id >> 56 & 0xFF:02x}{idx:02x}{device_id:04x}-0000-1000-80{unique_id >> 48 & 0xFF:02x}-"
             f"{unique_id >> 32 & 0xFFFF:04x}{unique_id & 0xFFFFFFFF:08x}")
 
 
@@ -161,14 +182,15 @@ def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) 
 
 
 def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: str, memory_mode: str,
-                    hive: str | None, partitions: int) -> dict[str, str]:
+                    hive: str | None, partitions: int, product: Product | None = None) -> dict[str, str]:
     """The node labels, worked out from the fixture's facts (the hive: joined by xGMI links, when recorded):
     ``count`` physical GPUs of ``memory_mib`` each, ``partitions`` compute partitions in all."""
+    product = product or MI300X
     labels = {"rayaccel.io/family": "amd", "rayaccel.io/vendor": "AMD", "rayaccel.io/sku-known": "true",
               "rayaccel.io/count": str(count), "rayaccel.io/interconnect": "xgmi" if hive else "none",
-              "rayaccel.io/health": "healthy", "ray.io/accelerator-type": "AMD-Instinct-MI300X-OAM",
-              "rayaccel.io/sku": "mi300x", "rayaccel.io/memory-mib": str(memory_mib),
-              "rayaccel.io/architecture": "cdna3", "rayaccel.io/driver-version": driver,
+              "rayaccel.io/health": "healthy", "ray.io/accelerator-type": product.accelerator_type,
+              "rayaccel.io/sku": product.sku, "rayaccel.io/memory-mib": str(memory_mib),
+              "rayaccel.io/architecture": product.architecture, "rayaccel.io/driver-version": driver,
               "rayaccel.io/runtime-version": rocm}
     if hive:
         # Ray's own domain label carries the same host-qualified hive id (docs/labels.md).
@@ -177,7 +199,7 @@ def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: s
     labels.update({"rayaccel.io/partition-kind": "compute-partition",
                    f"rayaccel.io/partition-compute-partition-{mode.lower()}": str(partitions)})
     labels.update({"amd.com/gpu.compute-partition": mode, "amd.com/gpu.memory-partition": memory_mode,
-                   "amd.com/gpu.gfx-target": "gfx942"})
+                   "amd.com/gpu.gfx-target": product.gfx_target})
     return labels
 
 
@@ -423,9 +445,58 @@ def cli_fixture(layout: int) -> dict[str, Any]:
             "expected": expected, "faults": faults}
 
 
+# One MI350X in QPX / NPS2, as a pod given one GPU sees it -----------------------------------------------
+
+
+def mi350x_qpx_fixture() -> dict[str, Any]:
+    """One MI350X split in four compute partitions (QPX, NPS2), all given to one pod (AMD's Kubernetes device
+    plugin hands out partitions as GPUs): the XCDs are MI350X's, not MI300X's, so each partition's share of them
+    is its product's (2 of 8)."""
+    partitions, vram_mb, rocm = 4, 294912, "7.0.2"
+    gpus = {}
+    for p in range(partitions):
+        gpu = library_gpu(0, p, partitions, per_partition=False)
+        gpu["gpu_id"] = MI350X.device_id
+        gpu["asic_info"].update({"market_name": MI350X.market_name, "device_id": f"0x{MI350X.device_id:04x}",
+                                 "num_compute_units": MI350X.compute_units // partitions,
+                                 "target_graphics_version": MI350X.gfx_target})
+        gpu["uuid"] = amdsmi_uuid(serial(0), NO_PARTITION, MI350X.device_id)
+        gpu["vram_info"] = {"vram_size": vram_mb // partitions, "vram_bit_width": 8192 // partitions}
+        gpu["memory_total"] = {"vram": vram_mb // partitions * 2**20}
+        gpu["driver_info"]["driver_version"] = "6.14.14"
+        # KFD's gpu_id is a hash of the GPU's properties (kfd_topology.c), no count: 40000 would read as 40 C in mC.
+        gpu["kfd_info"]["kfd_id"] = 45881 + 7 * p
+        gpu["temperature"]["hotspot"] = 47
+        if p == 0:
+            gpu.update({"compute_partition": "QPX", "memory_partition": "NPS2"})
+        gpus[str(p)] = gpu
+    device = f"{serial(0) >> 56 & 0xFF:02x}ff{MI350X.device_id:04x}" + amdsmi_uuid(serial(0), 0)[8:]
+    resources = {"GPU_COMPUTE_PARTITION_qpx": 4.0, f"accelerator_type:{MI350X.accelerator_type}": 1.0}
+    expected = {
+        # Before ROCm 7.12 the four partitions share their card's uuid, so the plugin derives ids (a warning).
+        "problems": ["fallback-device-id"],
+        "devices": 1, "device_ids": [device], "accelerator_type": MI350X.accelerator_type,
+        "resources": resources, "links": 0, "skus": {device: MI350X.sku},
+        "labels": expected_labels(1, vram_mb, "6.14.14", rocm, "QPX", "NPS2", hive=None, partitions=4,
+                                  product=MI350X),
+        "device_fields": {device: {"partition_capacity.compute_slices": MI350X.xcds,
+                                   "partition_capacity.memory_slices": 2,
+                                   "partition.3.compute_slices": MI350X.xcds // partitions}},
+    }
+    return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": "mi350x-qpx-nps2-pod",
+            "description": "One AMD Instinct MI350X OAM in QPX compute / NPS2 memory partitioning, its four logical "
+                           f"GPUs given to one pod, read through the amdsmi Python API (ROCm {rocm}); the partitions "
+                           "share their GPU's uuid",
+            "source": f"amdsmi Python API of ROCm {rocm} (documented at {AMDSMI_PY_API}); MI350X: 8 XCDs, 256 CUs, "
+                      "gfx950, 288 GB HBM3E, QPX = 4 partitions of 2 XCDs, NPS2 (AMD Instinct MI350 series "
+                      f"partitioning, {PARTITION_DOC}); {UUID_SOURCE}",
+            "host": {"hostname": "mi350x-pod-0", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
+            "expected": expected, "faults": []}
+
+
 def main(out: Path = OUT) -> int:
     for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
-                 cli_fixture(26)):
+                 cli_fixture(26), mi350x_qpx_fixture()):
         path = out / f"{data['name']}.yaml"
         write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120))
         print(path)

@@ -91,12 +91,24 @@ def _rewrite_state(state: dict[str, Any], sku: SkuRecord) -> None:
             answer["stdout"] = _rewrite_json(answer["stdout"], sku, rewrite, by_index)
 
 
+def _answered(value: Any) -> bool:
+    """Whether the vendor answered a field (N/A, what amd-smi prints for one amdsmi cannot read, stays N/A on any
+    SKU: the rewrite changes the card, not what the machine fails to say)."""
+    return not (isinstance(value, str) and value.strip().upper().startswith("N/A"))
+
+
+def _rewrite_asic(asic: dict[str, Any], sku: SkuRecord) -> None:
+    if _answered(asic.get("market_name")):
+        asic["market_name"] = _product_name(sku)
+    if _answered(asic.get("device_id")):
+        asic["device_id"] = f"0x{_device_id(sku):04x}"
+    _rewrite_gfx_target(asic, sku)
+
+
 def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord, share: int) -> None:
     device_id = _device_id(sku)
     if isinstance(gpu.get("asic_info"), dict):
-        gpu["asic_info"]["market_name"] = _product_name(sku)
-        gpu["asic_info"]["device_id"] = f"0x{device_id:04x}"
-        _rewrite_gfx_target(gpu["asic_info"], sku)
+        _rewrite_asic(gpu["asic_info"], sku)
     if "gpu_id" in gpu:
         gpu["gpu_id"] = device_id
     if sku.memory_mib is not None:
@@ -109,9 +121,7 @@ def _rewrite_library_gpu(gpu: dict[str, Any], sku: SkuRecord, share: int) -> Non
 def _rewrite_static_entry(entry: dict[str, Any], sku: SkuRecord, share: int) -> None:
     asic = entry.get("asic")
     if isinstance(asic, dict):
-        asic["market_name"] = _product_name(sku)
-        asic["device_id"] = f"0x{_device_id(sku):04x}"
-        _rewrite_gfx_target(asic, sku)
+        _rewrite_asic(asic, sku)
     vram = entry.get("vram")
     if sku.memory_mib is not None and isinstance(vram, dict):
         vram["size"] = {"value": sku.memory_mib // share, "unit": "MB"}
