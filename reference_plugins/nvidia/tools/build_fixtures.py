@@ -73,6 +73,13 @@ def mig_minors(gpu_minors: list[int]) -> Block:
     return Block("\n".join(lines) + "\n")
 
 
+def mig_device_file(gpu: int, gi: int, ci: int = 0) -> str:
+    """What a job on one MIG device is given (the GPU's device node, then its GPU and compute instance's
+    capability files): the minors of :func:`mig_minors`' table."""
+    first = 3 + gpu * 135 + gi * 9
+    return f"/dev/nvidia{gpu},/dev/nvidia-caps/nvidia-cap{first},/dev/nvidia-caps/nvidia-cap{first + 1 + ci}"
+
+
 def gpu_uuid(system: str, index: int, prefix: str = "GPU") -> str:
     return f"{prefix}-{uuid.uuid5(NS, f'{system}/{index}')}"
 
@@ -566,6 +573,12 @@ def a100_mig() -> dict[str, Any]:
                          mig_capable=True, mig={"3g.20gb": 1, "2g.10gb": 2}),
         # Its NVLinks carry no traffic (no peer on this board): the throughput counters stand still, 0 B/s each way.
         "metric_values": {gpu["uuid"]: Flow(interconnect_tx=0.0, interconnect_rx=0.0)},
+        # The GPU is /dev/nvidia0 (minor 0, as any first GPU): each MIG device's files are its instances'. Its
+        # CPUs as the kernel writes a CPU list (cpulist_parse's canonical form: ranges, ascending).
+        "device_fields": {gpu["uuid"]: {"cpu_affinity": "48-63,176-191", **{
+            f"partition.{mig['uuid']}.device_file": mig_device_file(0, mig["gpu_instance_id"],
+                                                                    mig["compute_instance_id"])
+            for mig in gpu["mig_devices"].values()}}},
     }
     faults = [
         {"name": "nvlink-version-3-1-on-ampere", "kind": "other",
