@@ -61,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except MissingExtra as e:
         raise pytest.UsageError(str(e)) from None
     config.addinivalue_line("markers", "conformance: a rayaccel conformance check")
+    from rayaccel.support.bounded import reuse_threads
+
+    # Every hook call runs bounded in a thread of its own (6853 calls a nvidia run): kept between calls, as a plugin
+    # worker keeps them, a thread is not started per call (the guard tells a kept idle thread from a leaked one).
+    reuse_threads()
     report = _report_path(config.getoption("conformance_report"))
     sign_key = config.getoption("conformance_sign_key")
     if sign_key:  # a bad key is found now, not after the run

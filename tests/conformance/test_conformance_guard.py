@@ -114,3 +114,75 @@ def test_the_process_tree_holding_the_runs_cluster_is_never_a_hooks(tmp_path: Pa
         for proc in (holder, stray):
             proc.kill()
             proc.wait(WAIT_S)
+
+
+def _bounded_proceed(call: Any) -> tuple[bool, Any]:
+    """What the manager's proceed does with a watched call: the hook run bounded (rayaccel.run_bounded)."""
+    from rayaccel.support.bounded import run_bounded
+
+    return True, run_bounded(lambda: call.fn(**call.kwargs), WAIT_S, name=f"rayaccel-p-{call.hook}")
+
+
+@pytest.fixture
+def kept_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded calls in threads kept between calls, as a conformance run has them (reuse_threads)."""
+    import rayaccel.support.bounded as bounded
+
+    monkeypatch.setattr(bounded, "_reuse", True)
+    monkeypatch.setattr(bounded, "_idle", [])
+
+
+def _watched(fn: Any, tmp_path: Path) -> list[str]:
+    from rayaccel.plugins.manager import HookCall
+    from rayaccel_conformance.harness.guard import run_watched
+
+    install_audit_hook()
+    found, (returned, _) = run_watched(HookCall("p", None, "rayaccel_health", fn, {}, []), _bounded_proceed,
+                                       budget_s=WAIT_S, roots=python_roots())
+    assert returned
+    return found
+
+
+def test_a_thread_kept_for_the_next_bounded_call_is_not_left_behind_but_a_leaked_one_is(
+        kept_threads: None, tmp_path: Path) -> None:
+    from rayaccel.support.bounded import idle_thread_idents, run_bounded
+
+    def bounds_its_own_call() -> int:  # a plugin bounding its vendor call: a second kept thread, idle after
+        return run_bounded(lambda: 7, WAIT_S)
+
+    started = time.monotonic()
+    assert _watched(bounds_its_own_call, tmp_path) == []
+    assert _watched(bounds_its_own_call, tmp_path) == []  # now in threads that were idle before the call
+    assert len(idle_thread_idents()) == 2  # the hook's and its own call's, both kept
+    assert time.monotonic() - started < 0.4  # a kept thread is not waited for as one that may still end (0.5 s)
+
+    release = threading.Event()
+    leaked: list[threading.Thread] = []
+
+    def leaks_a_thread() -> None:
+        leaked.append(threading.Thread(target=release.wait, args=(WAIT_S,), name="acme-watchdog", daemon=True))
+        leaked[0].start()
+
+    try:
+        found = _watched(leaks_a_thread, tmp_path)
+    finally:
+        release.set()
+    assert len(found) == 1 and "rayaccel_health left 1 thread(s) running after it returned (acme-watchdog)" in found[0]
+    assert leaked[0].ident not in idle_thread_idents()
+
+
+def test_io_in_a_kept_thread_the_hooks_own_bounded_call_took_is_the_hooks(kept_threads: None, tmp_path: Path) -> None:
+    from rayaccel.support.bounded import idle_thread_idents, run_bounded
+
+    outside = tmp_path / "vendor.conf"
+    outside.write_text("x", encoding="utf-8")
+    assert run_bounded(lambda: run_bounded(lambda: 1, WAIT_S), WAIT_S) == 1  # two threads kept, idle
+    idle_before = idle_thread_idents()
+    assert len(idle_before) == 2
+
+    def reads_in_its_bounded_call() -> str:
+        return run_bounded(lambda: outside.read_text(encoding="utf-8"), WAIT_S)
+
+    found = _watched(reads_in_its_bounded_call, tmp_path)
+    assert idle_thread_idents() == idle_before  # the same kept threads served the hook and its call
+    assert len(found) == 1 and f"read {outside} outside the Host seam" in found[0], found

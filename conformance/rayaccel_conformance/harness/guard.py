@@ -13,8 +13,9 @@ result and nothing else. While a hook runs under conformance, this module watche
   (its methods run with a thread-local "inside the seam" mark) do not.
 - Changes to the process: the environment (``os.environ`` before/after, and ``os.putenv``), ``sys.path``,
   output on ``sys.stdout``/``sys.stderr`` (captured while the hook runs), threads and child processes still running
-  after it returned (``threading`` and ``psutil`` snapshots; the process holding the run's Ray cluster, and
-  everything under it, is the suite's own: :func:`exclude_process_tree`).
+  after it returned (``threading`` and ``psutil`` snapshots; the threads the SDK keeps waiting for the next
+  bounded call, as a conformance run has it do, are its own, as are the process holding the run's Ray cluster and
+  everything under it: :func:`exclude_process_tree`).
 - Changes to its inputs: the hook gets deep copies of its arguments (the Host excepted), which are compared
   with the originals afterwards, so a hook sorting its input in place is reported as exactly that, and the
   SDK downstream never sees the change (no misleading symptom in another check).
@@ -45,6 +46,7 @@ import psutil
 from rayaccel.hosts.seam import LibraryAdapter
 from rayaccel.plugins.containment import environ_snapshot, restore_environ
 from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
+from rayaccel.support.bounded import idle_thread_idents
 from rayaccel_conformance.harness.audit import (
     Watch,
     active,
@@ -250,7 +252,11 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
     skipped_before = float(getattr(host, "skipped_wait_s", 0.0) or 0.0)
     env_before = environ_snapshot()  # the encoded environment: ~50x cheaper to copy and compare than os.environ
     wall_start = time.time()
-    watch = Watch(plugin, hook, budget_s, roots, frozenset(t.ident for t in threading.enumerate() if t.ident))
+    # A kept thread waiting for the next bounded call (the SDK's reuse_threads) is no one's: one the hook's own
+    # bounded calls take while it runs is the hook's, as a thread it started is.
+    kept = idle_thread_idents()
+    watch = Watch(plugin, hook, budget_s, roots,
+                  frozenset(t.ident for t in threading.enumerate() if t.ident and t.ident not in kept))
 
     def watched(**kw: Any) -> Any:
         watch.ident = threading.get_ident()
@@ -305,8 +311,9 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
                          "output is its result; report problems with rayaccel.report_problem or a HealthReason")
     if not timed_out:
         deadline = time.monotonic() + grace_s
+        kept = idle_thread_idents()  # back waiting for the next bounded call: the SDK's, not left behind
         left = [t for t in threading.enumerate() if t.ident not in watch.threads_before and t.ident != watch.ident
-                and t.is_alive() and t is not threading.current_thread()]
+                and t.ident not in kept and t.is_alive() and t is not threading.current_thread()]
         for thread in left:
             thread.join(max(0.0, deadline - time.monotonic()))
         # A thread still blocked in a vendor call (the Host, or a library it gave) is how a plugin bounds an

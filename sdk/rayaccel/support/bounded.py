@@ -137,6 +137,13 @@ def idle_threads() -> int:
         return len(_idle)
 
 
+def idle_thread_idents() -> frozenset[int]:
+    """The idents of the threads waiting for a bounded call (none unless :func:`reuse_threads`): the SDK's kept
+    threads, which no call left behind. A kept thread still running an abandoned call is not among them."""
+    with _idle_lock:
+        return frozenset(ident for runner in _idle if (ident := runner.thread.ident) is not None)
+
+
 class BoundedTimeout(TimeoutError):
     """The call did not return in time; its thread was abandoned (it may still be running)."""
 
