@@ -1,5 +1,5 @@
 """Held-out grading, round 5 (issue 46, lane H): the invariants its survivors lacked, on pure helpers and on the two
-TPU mutants the corpus's one manager cannot hold.
+TPU mutants the corpus's one manager cannot hold, and how RAC206 names a node's mean given to every device.
 
 The label and link invariants are graded by the corpus too (c-healthy-label-counts-not-lost,
 c-unhealthy-label-counts-missing: RAC203; c-ids-lower-cased-links-lost, c-links-of-first-card-only: RAC267).
@@ -10,12 +10,13 @@ from __future__ import annotations
 import pytest
 
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import Device
+from rayaccel.records import Device, MetricSample
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.health_labels import health_word
 from rayaccel_conformance.checks.link_readings import spelled_in, under_link
 from rayaccel_conformance.checks.ray_parity import companions
 from rayaccel_conformance.checks.readings import Reading
+from rayaccel_conformance.checks.supported import metric_value_differences
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins.corpus import Healthy
@@ -62,3 +63,15 @@ def test_a_link_entry_naming_a_peer_in_another_case_is_read_as_naming_it() -> No
     assert not under_link(power) and spelled_in(power, peer) is None
     file = Reading("file", "/sys/class/acme/acme0/links/ZCASE-5E1F4C2A-0001", (), 100.0)
     assert under_link(file) and spelled_in(file, peer) == peer.id
+
+
+def test_a_sample_equal_to_the_mean_of_the_devices_readings_is_named_the_node_s_mean() -> None:
+    readings = {"d0": 3.0, "d1": 41.0, "d2": 17.0, "d3": 29.0}
+    samples = [MetricSample(device=d, name="utilization", unit="percent", value=22.5) for d in readings]
+    wrong = metric_value_differences(samples, {d: {"utilization": v} for d, v in readings.items()})
+    assert len(wrong) == 4 and all("the mean of the 4 devices' readings (22.5)" in w for w in wrong), wrong
+    # A sample that is simply another value is not blamed on the mean.
+    (other,) = metric_value_differences([MetricSample(device=d, name="utilization", unit="percent", value=v)
+                                         for d, v in (("d0", 50.0), ("d1", 41.0))],
+                                        {"d0": {"utilization": 3.0}, "d1": {"utilization": 41.0}})
+    assert "mean" not in other
