@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pytest
 
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.records import Device
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.readings import Reading
 from rayaccel_conformance.checks.vendor_text import (
@@ -99,3 +101,29 @@ def test_the_control_and_amd_s_library_path_pass() -> None:
     (ref,) = amd.fixture_paths()
     outcome = amd.run(RAC256, ref)
     assert outcome.outcome == "passed" and "forms that are no number" in outcome.evidence[0], outcome
+
+
+class _SilentSensors(corpus.Healthy):
+    """Text that is no number left out, as it should be, but without a word (a bare ``except: return None``)."""
+
+    def number(self, host: object, path: str) -> float | None:
+        text = host.read_text(path).strip()  # type: ignore[attr-defined]
+        return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+
+    def device(self, host: Any, path: str, driver: str | None) -> Any:
+        def text(name: str) -> str:
+            return str(host.read_text(f"{path}/{name}")).strip()
+
+        return Device(index=int(path.rsplit("acme", 1)[1]), id=text("uuid"), product_name=text("product"),
+                      memory_mib=self.number(host, f"{path}/memory_mib"), pci_bus_id=text("pci_bus_id"),
+                      numa_node=self.number(host, f"{path}/numa_node"), driver_version=driver)
+
+
+def test_a_value_left_out_without_a_problem_is_named() -> None:
+    name = "c-first-number-in-text"  # its machine, read strictly but silently
+    manager = PluginManager(autoload=False)
+    assert manager.register(_SilentSensors(name), name), manager.problems
+    (outcome,) = [Subject(name, manager).run(RAC256, ref) for ref in Subject(name, manager).fixture_paths()]
+    assert outcome.outcome == "failed", outcome
+    assert all(e.startswith("invariant a-value-left-out-is-reported, ") for e in outcome.evidence), outcome.evidence
+    assert "left out with no problem reported" in outcome.evidence[0]

@@ -166,9 +166,11 @@ def vendor_text_that_is_no_number_is_unknown(subject: Subject, fixture: str | No
     not given to a library (a binding's typed value cannot hold them). Each form not applied is said in the
     evidence. No hook may raise; each sample the readings feed must be gone or as it was, and no other device's
     sample may move (``invariant text-that-is-no-number-is-unknown``, naming the fixture, the form, the readings
-    and the value). Not applicable where no metric of the device is attributed to one of its readings. Fix: parse
-    each vendor value whole and strictly (an ASCII decimal of the field's type: ``rayaccel.vendor_int``; a finite
-    float in the unit's range), and leave anything else out, reported (``rayaccel.malformed``).
+    and the value); a sample left out needs a warning or error the fixture's own build does not report
+    (``invariant a-value-left-out-is-reported``). Not applicable where no metric of the device is attributed to
+    one of its readings. Fix: parse each vendor value whole and strictly (an ASCII decimal of the field's type:
+    ``rayaccel.vendor_int``; a finite float in the unit's range), and leave anything else out, reported
+    (``rayaccel.malformed``).
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -182,17 +184,25 @@ def vendor_text_that_is_no_number_is_unknown(subject: Subject, fixture: str | No
         raise NotApplicable(f"{fx.ref}: no metric of {device.id} is attributed to one of its readings")
     wrong: list[str] = []
     plans = build_plans(fed)
+    known = {(p.code, p.message) for p in subject.plugin_problems(subject.inventory(fixture),
+                                                                   severities=("error", "warning"))}
     for plan in plans:
         variant = fx.model_copy(update={"host": HostState.model_validate(damaged_host(host, plan)), "faults": []})
         built = subject.build(simulated_host(variant))
-        where = (f"invariant text-that-is-no-number-is-unknown, {fx.ref} with {device.id}'s "
-                 + ", ".join(f"{r.describe()} printed as {form.name}" for r, form in plan[:3])
+        place = (f"{fx.ref} with {device.id}'s " + ", ".join(f"{r.describe()} printed as {form.name}"
+                                                             for r, form in plan[:3])
                  + (f" and {len(plan) - 3} more" if len(plan) > 3 else ""))
+        where = f"invariant text-that-is-no-number-is-unknown, {place}"
         wrong += [f"{where}: {p.hook or 'a hook'} raised instead of reporting it: {p.message[:200]}"
                   for p in subject.plugin_problems(built, severities=("error", "warning")) if p.code == "hook-raised"]
         names = set().union(*(fed[r] for r, _ in plan))
         wrong += [f"{where}: {finding}: text that is no number gives no value"
                   for finding in number_findings(fam, built.family(family.name), device, names)]
+        reported = {(p.code, p.message) for p in subject.plugin_problems(built, severities=("error", "warning"))}
+        gone = sorted(n for n in names if (device.id, n) not in samples_by_device(built.family(family.name)))
+        if gone and not reported - known:
+            wrong.append(f"invariant a-value-left-out-is-reported, {place}: {', '.join(gone)} of {device.id} left "
+                         "out with no problem reported: an operator sees a sensor go quiet, not why")
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index)[:6])
     printed = {form.name for plan in plans for _, form in plan}

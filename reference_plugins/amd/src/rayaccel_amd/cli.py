@@ -107,6 +107,15 @@ def number_of(field: Any, name: str = "", gpu: Any = None) -> float | None:
     return None
 
 
+def _watts(power: Mapping[str, Any], key: str, gpu: Any) -> float | None:
+    """A socket power reading; anything but a number >= 0 (or N/A) is reported and ignored."""
+    watts = number_of(power.get(key), f"power.{key}", gpu)
+    if watts is not None and watts < 0:
+        malformed(f"power.{key}", power.get(key), "watts >= 0", where=f"GPU {gpu}")
+        return None
+    return watts
+
+
 def _absent_value(field: Any) -> bool:
     """True for what amd-smi prints for "not answered": nothing, N/A, or {"value": "N/A"}."""
     if field is None:
@@ -265,17 +274,18 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
             counts = EccCounts(correctable=count("total_correctable_count", "correctable_count"),
                                uncorrectable=count("total_uncorrectable_count", "uncorrectable_count"),
                                deferred=count("total_deferred_count", "deferred_count"))
-        power_w = next((p for p in (number_of(power.get(k)) for k in
+        power_w = next((p for p in (_watts(power, k, gpu) for k in
                                     ("socket_power", "current_socket_power", "average_socket_power"))
-                        if p is not None and p >= 0), None)  # a negative watt is no reading
+                        if p is not None), None)
         used = mib_of(memory.get("used_vram"))
         total = mib_of(memory.get("total_vram"))
         found[entry["gpu"]] = {
             "ecc": counts,
-            "gfx_activity": number_of(usage.get("gfx_activity")),
-            "umc_activity": number_of(usage.get("umc_activity")),
+            "gfx_activity": number_of(usage.get("gfx_activity"), "usage.gfx_activity", gpu),
+            "umc_activity": number_of(usage.get("umc_activity"), "usage.umc_activity", gpu),
             "power_w": power_w,
-            "temperature_c": number_of(temperature.get("hotspot", temperature.get("junction"))),
+            "temperature_c": number_of(temperature.get("hotspot", temperature.get("junction")), "temperature.hotspot",
+                                       gpu),
             "vram_used_bytes": used * 2**20 if used is not None else None,
             "vram_total_bytes": total * 2**20 if total is not None else None,
             "errors": errors,
