@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from rayaccel import SkuRecord
+from rayaccel import SkuRecord, hookimpl
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
@@ -67,3 +68,36 @@ def test_acmes_rewrite_passes_and_a_plugin_without_the_hook_is_not_applicable() 
     assert "acme/acme-4 rewritten from acme-r1 to a new SKU" in passed.evidence[0]
     skipped = acme_with(None).run(RAC230, "acme/acme-4")
     assert skipped.outcome == "skipped" and "does not implement rayaccel_fixture_for_sku" in skipped.evidence[0]
+
+
+def test_the_fleet_is_discovered_once_per_run_and_afresh_when_a_fixture_changes(tmp_path: Path) -> None:
+    # `rayaccel sku add` refuses a SKU that re-types a device of the plugin's fleet (every fixture it ships): the
+    # fleet is the same for each of a run's fixtures, so RAC230 discovers it once, and again once a fixture changes.
+    shipped = Path(acme_onboard.__file__).parent / "acme_fixtures" / "acme-4.yaml"
+    for name in ("acme-4", "acme-4b", "acme-4c"):
+        (tmp_path / f"{name}.yaml").write_text(shipped.read_text(encoding="utf-8").replace(
+            "name: acme-4\n", f"name: {name}\n"), encoding="utf-8")
+    discovered: list[object] = []
+
+    @hookimpl
+    def rayaccel_discover(host: Any) -> Any:
+        discovered.append(host)
+        return acme_onboard.rayaccel_discover(host)
+
+    manager = PluginManager(autoload=False)
+    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
+    hooks.update(rayaccel_discover=rayaccel_discover, rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
+    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
+    subject = Subject("acme", manager)
+
+    def discoveries(fixture: str) -> int:
+        before = len(discovered)
+        result = subject.run(RAC230, fixture)
+        assert result.outcome == "passed", result.evidence
+        return len(discovered) - before
+
+    first = discoveries("acme/acme-4")
+    assert discoveries("acme/acme-4b") == discoveries("acme/acme-4c") == first - 3  # the three fixtures' once
+    (tmp_path / "acme-4c.yaml").write_text((tmp_path / "acme-4c.yaml").read_text(encoding="utf-8").replace(
+        "description: 4 ACME R1 cards", "description: 4 ACME R1 cards, changed"), encoding="utf-8")
+    assert discoveries("acme/acme-4b") == first  # a fixture changed: the fleet discovered afresh

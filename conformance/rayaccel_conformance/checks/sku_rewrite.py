@@ -10,12 +10,15 @@ with its memory, its type and its labels, the fixture's faults kept and each beh
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from rayaccel.errors import RayaccelError
 from rayaccel.hosts.fixtures import parse_fixture
 from rayaccel.onboarding.catalog_file import catalog_of
+from rayaccel.onboarding.fleet import FleetDevice, fleet_devices
 from rayaccel.onboarding.new_sku import add_sku
+from rayaccel.onboarding.sku_fixture import plugin_fixtures
 from rayaccel.records import SkuMatch, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.harness.subject import Subject
@@ -34,6 +37,21 @@ def day_zero_sku(base: SkuRecord, taken_pci_ids: set[str]) -> SkuRecord:
     return base.model_copy(update={
         "id": DAY_ZERO_ID, "marketing_name": DAY_ZERO_NAME, "accelerator_type": accelerator_type,
         "memory_mib": memory, "match": SkuMatch(pci_device_ids=[pci], product_names=[DAY_ZERO_NAME])})
+
+
+def plugin_fleet(subject: Subject) -> list[FleetDevice]:
+    """Every device of the fixtures the plugin ships as its discovery reports them (``fleet_devices``, which
+    ``rayaccel sku add`` refuses a SKU on), discovered once per run: remembered under the plugin and the path and
+    bytes of each of its fixtures, so a fixture changed is a fleet discovered afresh. A failure is not kept (a
+    fixture that cannot be read is discovered afresh, and fails as it did)."""
+    try:
+        key = (subject.name, tuple((ref, str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+                                   for ref, path in sorted(plugin_fixtures(subject.manager, subject.name).items())))
+    except OSError:
+        return fleet_devices(subject.manager, subject.name)
+    if key not in subject.fleets:
+        subject.fleets[key] = fleet_devices(subject.manager, subject.name)
+    return subject.fleets[key]
 
 
 @check("RAC230", scope="fixture")
@@ -66,7 +84,8 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
     what = (f"invariant 'a fixture rewritten for a SKU is of that SKU' broken on {fixture} rewritten from "
             f"{base.id} to {sku.id} (PCI {sku.match.pci_device_ids[0]}, {sku.memory_mib} MiB, {sku.accelerator_type})")
     try:
-        done = add_sku(subject.manager, subject.name, sku, from_fixture=fixture, dry_run=True)
+        done = add_sku(subject.manager, subject.name, sku, from_fixture=fixture, dry_run=True,
+                       fleet=lambda: plugin_fleet(subject))
     except RayaccelError as e:
         raise CheckFailed(f"{what}: {e}") from None
     # The SDK resolves a device by its name when its PCI id matches nothing: the id the plugin reads back from

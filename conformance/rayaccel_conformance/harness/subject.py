@@ -16,6 +16,7 @@ from rayaccel.errors import RayaccelError
 from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.onboarding.fleet import FleetDevice
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
 from rayaccel.schemas import describe_validation_error
@@ -111,6 +112,8 @@ class Subject:
         self._inventories: dict[str, NodeInventory] = {}
         #: (fixture, fault) -> the inventory built with the fault on, and how long it took (RAC203 -> RAC204).
         self.fault_runs: dict[tuple[str, str], tuple[NodeInventory, float]] = {}
+        #: The plugin's fleet (RAC230), under the plugin and the path and bytes of each fixture it ships.
+        self.fleets: dict[tuple[object, ...], list[FleetDevice]] = {}
 
     # The plugin ------------------------------------------------------------------------------
 

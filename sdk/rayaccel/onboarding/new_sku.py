@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from rayaccel.onboarding.catalog_file import (
     conflicts,
     record_data,
 )
-from rayaccel.onboarding.fleet import fleet_devices, retyped_devices
+from rayaccel.onboarding.fleet import FleetDevice, fleet_devices, retyped_devices
 from rayaccel.onboarding.sku_fixture import (
     choose_base_fixture,
     derived_expectation,
@@ -88,13 +88,16 @@ def _inventory(builder: InventoryBuilder, fixture: Fixture, faults: Sequence[str
 
 def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: str | None = None,
             fixture_name: str | None = None, dry_run: bool = False, check_fixtures: Sequence[Path] = (),
-            allow_retype: bool = False) -> SkuAddition:
+            allow_retype: bool = False,
+            fleet: Callable[[], Sequence[FleetDevice]] | None = None) -> SkuAddition:
     """Append ``sku`` to ``plugin``'s catalog and write a fixture of it; both or neither.
 
     Refused when the new SKU would take a device another SKU matched before, on any fixture the plugin ships
     or in ``check_fixtures`` (recorded ones), unless ``allow_retype``.
     ``dry_run``: every check is made (the new fixture is built and its inventory compared, faults included),
-    nothing is written."""
+    nothing is written.
+    ``fleet``: gives those devices as ``fleet_devices(manager, plugin, check_fixtures)`` discovers them, where the
+    caller remembers them (RAC230 asks for one plugin's every fixture against the same fleet); else discovered."""
     manager.plugin(plugin)  # a clear error for an unknown plugin name
     check_pci_ids(sku)
     catalog = catalog_of(manager, plugin)
@@ -108,7 +111,8 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
     new_text, rewritten = appended_catalog_text(catalog_path, old_text, old_data, record_data(sku))
     new_data = json.loads(new_text) if catalog_path.suffix == ".json" else reading.safe_load_yaml(new_text)
     new_catalog = parse_catalog(new_data, str(catalog_path))
-    retyped = retyped_devices(fleet_devices(manager, plugin, check_fixtures), catalog, new_catalog, sku)
+    devices = fleet() if fleet is not None else fleet_devices(manager, plugin, check_fixtures)
+    retyped = retyped_devices(devices, catalog, new_catalog, sku)
     if retyped and not allow_retype:
         more = f" (and {len(retyped) - 3} more)" if len(retyped) > 3 else ""
         raise CatalogError(
