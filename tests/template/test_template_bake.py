@@ -54,23 +54,16 @@ def with_path(*paths: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")])}
 
 
-@pytest.fixture(scope="module")
-def buildtools(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A setuptools new enough for the baked pyproject, beside (not in) the shared environment."""
-    target = tmp_path_factory.mktemp("buildtools")
-    done = run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target), "setuptools>=77"])
-    assert done.returncode == 0, done.stderr[-2000:]
-    return target
-
-
-def install(project: Path, site: Path, buildtools: Path) -> None:
+def install(project: Path, site: Path) -> None:
+    """The bake built with this environment's setuptools (``--no-build-isolation``): the dev extra's
+    ``setuptools>=77``, which the baked pyproject's SPDX license string needs (pyproject.toml)."""
     done = run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                str(site), str(project)], env=with_path(buildtools))
+                str(site), str(project)])
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
-def baked(tmp_path_factory: pytest.TempPathFactory, buildtools: Path) -> dict[str, tuple[Path, Path]]:
+def baked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
     """name -> (project, site): the default bake with plain `cookiecutter`, the hostile one with `rayaccel new`."""
     root = tmp_path_factory.mktemp("bakes")
     done = cookiecutter(root / "default", str(TEMPLATE))
@@ -84,7 +77,7 @@ def baked(tmp_path_factory: pytest.TempPathFactory, buildtools: Path) -> dict[st
     for name, project in projects.items():
         assert project.is_dir(), sorted(p.name for p in project.parent.iterdir())
         site = root / f"site-{name}"
-        install(project, site, buildtools)
+        install(project, site)
         result[name] = (project, site)
     return result
 
@@ -272,7 +265,7 @@ def test_a_fresh_bake_is_a_project_a_vendor_recognises(baked: dict[str, tuple[Pa
 @pytest.mark.ray
 @pytest.mark.slow
 def test_baked_plugins_pass_the_conformance_step_of_their_ci(baked: dict[str, tuple[Path, Path]],
-                                                             buildtools: Path, tmp_path: Path) -> None:
+                                                             tmp_path: Path) -> None:
     """The CI step as baked (up to the supported tier on the simulated node) exits 0 on day one, whichever probe
     kind was chosen: the default (sysfs) and the hostile (command-json) bakes, and one of each other kind."""
     project, _ = baked["default"]
@@ -283,7 +276,7 @@ def test_baked_plugins_pass_the_conformance_step_of_their_ci(baked: dict[str, tu
         done = cookiecutter(tmp_path / kind, str(TEMPLATE),
                             answers={"probe_kind": kind, "vendor_name": "ACME Corp", "family_name": family})
         assert done.returncode == 0, done.stderr[-3000:]
-        install(tmp_path / kind / f"rayaccel-{family}", tmp_path / f"site-{kind}", buildtools)
+        install(tmp_path / kind / f"rayaccel-{family}", tmp_path / f"site-{kind}")
         sites.append(tmp_path / f"site-{kind}")
     report = tmp_path / "conformance.json"
     plugins = ["example", "qubit-s-q", "csvcard", "libcard"]
