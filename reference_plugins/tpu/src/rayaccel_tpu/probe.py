@@ -22,6 +22,8 @@ from rayaccel import Host, plain_int, report_problem
 
 GOOGLE_PCI_VENDOR = "0x1ae0"
 PCI_DEVICE_GENERATIONS = {"0x005e": "v4", "0x0063": "v5litepod", "0x0062": "v5p", "0x006f": "v6e", "0x0076": "v7x"}
+#: A device id v2 and v3 share, told apart by the PCI subsystem device, as tpu-info's TpuChip does.
+SHARED_PCI_DEVICE_GENERATIONS = {("0x0027", "0x004e"): "v2", ("0x0027", "0x004f"): "v3"}
 
 _ACCEL = re.compile(r"^/dev/accel(\d+)$")
 
@@ -37,6 +39,8 @@ class Chip:
     node: str
     pci_bus_id: str | None = None
     pci_device_id: str | None = None
+    #: The PCI subsystem device, where the device id alone does not name the generation (v2, v3).
+    pci_subsystem_id: str | None = None
     #: Every device node of the chip, one per chiplet (two VFIO groups on TPU7x); default ``(node,)``.
     chiplet_nodes: tuple[str, ...] = ()
     #: The host shows each chiplet (PCI function) as a node of its own: VFIO groups do; ``/dev/accel<N>`` is
@@ -65,9 +69,10 @@ def parse_uevent(text: str) -> dict[str, str]:
     return fields
 
 
-def pci_device_id_from_uevent(fields: dict[str, str]) -> str | None:
-    """``PCI_ID=1AE0:0062`` -> ``0x0062`` (only for Google's vendor id)."""
-    vendor, _, device = fields.get("PCI_ID", "").partition(":")
+def pci_device_id_from_uevent(fields: dict[str, str], key: str = "PCI_ID") -> str | None:
+    """``PCI_ID=1AE0:0062`` -> ``0x0062`` (only for Google's vendor id); ``key`` ``PCI_SUBSYS_ID``: the
+    subsystem device."""
+    vendor, _, device = fields.get(key, "").partition(":")
     if vendor.lower() != GOOGLE_PCI_VENDOR[2:] or not re.fullmatch(r"[0-9a-fA-F]{4}", device):
         return None
     return "0x" + device.lower()
@@ -92,7 +97,8 @@ def _accel_chips(host: Host) -> list[Chip]:
         uevent = _read(host, f"/sys/class/accel/accel{index}/device/uevent")
         fields = parse_uevent(uevent) if uevent else {}
         chips.append(Chip(index=index, node=path, pci_bus_id=fields.get("PCI_SLOT_NAME"),
-                          pci_device_id=pci_device_id_from_uevent(fields)))
+                          pci_device_id=pci_device_id_from_uevent(fields),
+                          pci_subsystem_id=pci_device_id_from_uevent(fields, "PCI_SUBSYS_ID")))
     return sorted(chips, key=lambda c: c.index)
 
 
@@ -157,7 +163,8 @@ def find_chips(host: Host) -> list[Chip]:
 
 
 def chip_generation(chip: Chip) -> str | None:
-    return PCI_DEVICE_GENERATIONS.get(chip.pci_device_id or "")
+    return PCI_DEVICE_GENERATIONS.get(chip.pci_device_id or "") or SHARED_PCI_DEVICE_GENERATIONS.get(
+        (chip.pci_device_id or "", chip.pci_subsystem_id or ""))
 
 
 def expected_chiplets(generation: str | None) -> int:
