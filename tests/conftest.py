@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,8 +62,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the rest keep their order
 
 
+#: Where a parallel run's time went, gathered by xdist's controller from its workers' reports: each test file's
+#: seconds (its tests' set-ups, calls and tear-downs) and, per worker, its busy seconds and when its last test ended.
+_STARTED = time.monotonic()
+_FILE_SECONDS: dict[str, float] = {}
+_WORKER_BUSY: dict[str, float] = {}
+_WORKER_LAST: dict[str, float] = {}
+#: How many of the longest files the summary names.
+TIMELINE_FILES = 25
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    worker = getattr(report, "node", None)  # set by xdist on its controller only
+    if worker is None:
+        return
+    name = str(worker.gateway.id)
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+    _WORKER_BUSY[name] = _WORKER_BUSY.get(name, 0.0) + report.duration
+    _WORKER_LAST[name] = time.monotonic() - _STARTED
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the lines tests recorded for the summary (``summary.SUMMARY_PROPERTY``), xdist workers' too."""
+    """Print the lines tests recorded for the summary (``summary.SUMMARY_PROPERTY``), xdist workers' too; and, after
+    a parallel run, where its time went (LONGEST_FILES is kept in that order; a worker whose last test ended long
+    before the others' was left idle by the hand-out)."""
     from summary import SUMMARY_PROPERTY
 
     lines = [str(value) for reports in terminalreporter.stats.values() for report in reports
@@ -71,3 +95,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("rayaccel figures")
         for line in dict.fromkeys(lines):
             terminalreporter.write_line(line)
+    if _WORKER_BUSY:
+        terminalreporter.section("where the parallel run's time went")
+        terminalreporter.write_line("workers: " + "; ".join(
+            f"{name} busy {_WORKER_BUSY[name]:.0f} s, last test ended at {_WORKER_LAST[name]:.0f} s"
+            for name in sorted(_WORKER_BUSY)))
+        longest = sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:TIMELINE_FILES]
+        terminalreporter.write_line("longest files (their tests' seconds): " + ", ".join(
+            f"{path.rsplit('/', 1)[-1]} {seconds:.0f}" for path, seconds in longest))
