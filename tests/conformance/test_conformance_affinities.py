@@ -18,9 +18,11 @@ from rayaccel_conformance.checks.affinities import (
     cpu_texts,
     mask_set,
     mask_text,
+    mask_words,
     numa_topology_differences,
     other_form,
     rewritten_host,
+    with_lone_cpu,
 )
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_testplugins import corpus, corpus_affinities
@@ -126,3 +128,22 @@ def test_the_neuron_plugin_reads_neuron_ls_cpu_lists_in_any_form() -> None:
     (ref,) = subject.fixture_paths()
     outcome = subject.run(CHECKS["RAC257"], ref)
     assert outcome.outcome == "passed" and "written in the kernel's other form" in outcome.evidence[0], outcome
+
+
+def test_a_mask_stated_as_data_is_found_in_its_device_s_entry_and_given_a_lone_cpu() -> None:
+    host = {"libraries": {"nvml": {"devices": {"0": {"cpu_affinity": [0xF]}, "1": {"cpu_affinity": [0xF0, 0],
+                                                                                      "pci": [1, 2]}}}}}
+    (mask,) = mask_words(host, 1)
+    assert mask.describe() == "library nvml devices.1.cpu_affinity" and mask.cpus == {4, 5, 6, 7}
+    words, cpus = with_lone_cpu(mask)
+    assert words == [0xF0 | 1 << 9, 0] and canonical_list(cpus) == "4-7,9"
+    full = mask_words({"libraries": {"l": {"devices": {"0": {"cpuSet": [2**64 - 1]}}}}}, 0)[0]
+    words, cpus = with_lone_cpu(full)  # past the last word: a word more
+    assert words == [2**64 - 1, 2] and canonical_list(cpus) == "0-63,65"
+
+
+def test_nvidia_s_mask_given_a_lone_cpu_is_followed_in_the_kernel_s_text() -> None:
+    subject = Subject("nvidia", PluginManager(autoload=True), only_fixtures=["l4-single"])
+    (ref,) = subject.fixture_paths()
+    outcome = subject.run(CHECKS["RAC257"], ref)
+    assert outcome.outcome == "passed" and "given a lone CPU 5: its cpus followed ('0-3,5')" in outcome.evidence[0]

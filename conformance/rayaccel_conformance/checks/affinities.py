@@ -189,6 +189,102 @@ def rewritten_host(host: dict[str, Any], texts: list[CpuText]) -> dict[str, Any]
     return state
 
 
+@dataclass(frozen=True)
+class MaskWords:
+    """A device's CPU mask stated as data: 64-bit words under a key naming CPUs (NVML's
+    ``nvmlDeviceGetCpuAffinity``), in a library's data or a command's JSON."""
+
+    where: str  # "library" or "command"
+    key: str
+    path: tuple[str | int, ...]
+    words: tuple[int, ...]
+
+    @property
+    def cpus(self) -> frozenset[int]:
+        return frozenset(64 * w + b for w, word in enumerate(self.words) for b in range(64) if word >> b & 1)
+
+    def describe(self) -> str:
+        inner = ".".join(str(p) for p in self.path)
+        return f"library {self.key} {inner}" if self.where == "library" else f"`{self.key}` output {inner}"
+
+
+def _word_lists(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], list[int]]]:
+    if isinstance(data, dict):
+        return [leaf for key, value in data.items() for leaf in _word_lists(value, (*path, key))]
+    if isinstance(data, list) and data and all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**64
+                                               for w in data):
+        return [(path, data)] if path and _CPU_KEY.search(str(path[-1])) else []
+    if isinstance(data, list):
+        return [leaf for i, value in enumerate(data) for leaf in _word_lists(value, (*path, i))]
+    return []
+
+
+def mask_words(host: dict[str, Any], device_index: int) -> list[MaskWords]:
+    """The CPU masks stated as data in the device's own entry (its index among the keys leading there)."""
+    sources = [("library", name, data) for name, data in (host.get("libraries") or {}).items()]
+    for line, answer in (host.get("commands") or {}).items():
+        try:
+            sources.append(("command", line, json.loads((answer or {}).get("stdout") or "")))
+        except (ValueError, TypeError):
+            continue
+    found = []
+    for where, key, data in sources:
+        for path, words in _word_lists(data):
+            keys = [p for p in path if isinstance(p, int) or str(p).isdigit()]
+            if keys and int(keys[0]) == device_index:
+                found.append(MaskWords(where, key, path, tuple(words)))
+    return found
+
+
+def with_lone_cpu(mask: MaskWords) -> tuple[list[int], frozenset[int]]:
+    """The mask's words with one more CPU set past a gap after its last (a lone CPU ending the list, as a VM's odd
+    vCPU does), a word added where it falls past them, and the CPUs they state."""
+    lone = max(mask.cpus, default=-2) + 2
+    words = list(mask.words) + [0] * max(0, lone // 64 + 1 - len(mask.words))
+    words[lone // 64] |= 1 << (lone % 64)
+    return words, mask.cpus | {lone}
+
+
+def masked_host(host: dict[str, Any], mask: MaskWords, words: list[int]) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    data = state["libraries"][mask.key] if mask.where == "library" else json.loads(
+        state["commands"][mask.key]["stdout"])
+    inner = data
+    for step in mask.path[:-1]:
+        inner = inner[step]
+    inner[mask.path[-1]] = words
+    if mask.where == "command":
+        state["commands"][mask.key]["stdout"] = json.dumps(data, indent=1)
+    return state
+
+
+def lone_cpu_differences(subject: Subject, fx: Any, host: dict[str, Any], fam: FamilyInventory,
+                         family: str) -> tuple[list[str], str]:
+    """The middle device whose affinity is a CPU mask stated as data, given a lone CPU more: what the inventory
+    got wrong (empty when right), and what was done."""
+    read = {a.device: cpu_set(a.cpus) for a in fam.topology.affinities if a.cpus}
+    candidates = [(d, m) for d in fam.devices if d.id in read for m in mask_words(host, d.index)
+                  if m.cpus and m.cpus == read[d.id]]
+    if not candidates:
+        return [], ""
+    device, mask = candidates[len(candidates) // 2]
+    words, cpus = with_lone_cpu(mask)
+    variant = fx.model_copy(update={"host": HostState.model_validate(masked_host(host, mask, words)), "faults": []})
+    rebuilt = subject.build(simulated_host(variant), with_metrics=False)
+    now = rebuilt.family(family)
+    after = {a.device: a.cpus for a in (now.topology.affinities if now else [])}
+    where = (f"invariant cpu-mask-read-as-stated, {fx.ref} with {device.id}'s {mask.describe()} given CPU "
+             f"{max(cpus)} more (words {words[:4]}{'...' if len(words) > 4 else ''})")
+    wrong = []
+    if after.get(device.id) != canonical_list(cpus):
+        wrong.append(f"{where}: its cpus are {after.get(device.id)!r}, not {canonical_list(cpus)!r}")
+    before = {a.device: a.cpus for a in fam.topology.affinities}
+    wrong += [f"{where}: {other}'s cpus went from {was!r} to {after.get(other)!r}" for other, was in before.items()
+              if other != device.id and after.get(other) != was]
+    return subject.blamed(rebuilt, wrong, ""), (f"{device.id}'s mask ({mask.describe()}) given a lone CPU "
+                                                f"{max(cpus)}: its cpus followed ({canonical_list(cpus)!r})")
+
+
 def affinity_sets(family: FamilyInventory | None) -> dict[str, tuple[int | None, frozenset[int] | None]]:
     """device -> (NUMA node, CPUs) of each affinity."""
     return {a.device: (a.numa_node, cpu_set(a.cpus) if a.cpus is not None else None)
@@ -215,9 +311,12 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     a string under a key naming CPUs in a library's data or a command's JSON, neuron-ls's ``cpu_affinity``) is
     written in the kernel's other form, all at once: a list of ranges one CPU at a time (``0,1,2,3,8,9,10,11``),
     a mask with one more word (``00000000,0000ffff,...``: a kernel built for more CPUs), and the inventory built
-    again: every device's NUMA node and CPUs must be as they were (`invariant cpu-list-in-any-form`). Not
-    applicable where no affinity states CPUs and the host states no CPU list as text (NVML's mask is 64-bit words
-    of data, not text; its form is checked by the first invariant). Fix: parse a list with every range and lone
+    again: every device's NUMA node and CPUs must be as they were (`invariant cpu-list-in-any-form`). Where the
+    host states no CPU list as text but a device's affinity is a mask stated as data (64-bit words under a key
+    naming CPUs in its own entry: NVML's ``nvmlDeviceGetCpuAffinity``), that mask is given one CPU more past a
+    gap after its last (a lone CPU ending the list) and the device's ``cpus`` must be exactly the new CPUs in the
+    kernel's text, no other device's moving (`invariant cpu-mask-read-as-stated`). Not applicable where no
+    affinity states CPUs and the host states no CPU list as text. Fix: parse a list with every range and lone
     CPU (``rayaccel``'s consumers accept any), a mask with any number of words (join them, read as one number),
     and write the CPUs back as ranges (``0-3,8``), never ``5-5`` or one at a time.
     """
@@ -234,7 +333,11 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong[:4] + ([f"... {len(wrong) - 4} more"] if len(wrong) > 4 else []))
     if not texts:
-        return f"{fx.ref}: {len(stated)} CPU lists, each the kernel's text; the host states none as text"
+        lone, done = lone_cpu_differences(subject, fx, host, fam, family.name) if fam else ([], "")
+        if lone:
+            raise CheckFailed(lone[:4])
+        return (f"{fx.ref}: {len(stated)} CPU lists, each the kernel's text; the host states none as text"
+                + (f"; {done}" if done else ""))
     variant = fx.model_copy(update={"host": HostState.model_validate(rewritten_host(host, texts)), "faults": []})
     rebuilt = subject.build(simulated_host(variant), with_metrics=False)
     now_family = rebuilt.family(family.name)
