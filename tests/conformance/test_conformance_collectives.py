@@ -1,5 +1,7 @@
 """RAC306: a declared collective backend imports, registers with ray.util.collective and is the plugin's own; and
-RAC301's killed-peer step on a plugin's own transport (no Ray cluster for RAC306; RAC301 uses the run's)."""
+RAC301's killed-peer step failing a plugin's own transport that leaks (no Ray cluster for RAC306; RAC301 uses the
+run's). RAC301 passing ``acme_wired``'s own transport is read from the registry's release 1.0 run
+(test_conformance_registry.py), which grades it anyway."""
 
 from __future__ import annotations
 
@@ -106,15 +108,6 @@ def test_rac306_refuses_rays_class_rays_name_a_missing_class_and_an_unfinished_o
                                                                   devices=["cpu"])])), None)
     with pytest.raises(CheckSkipped, match="not applicable: the plugin declares no collective backends"):
         CHECKS["RAC306"].run(subject_for(_Acme()), None)
-
-
-def test_rac301_runs_the_plugins_own_transport_through_a_killed_peer() -> None:
-    evidence = CHECKS["RAC301"].run(subject_for(acme_wired), None)
-    assert evidence == ["ACME_FILE: transfer 1: 4 tensors, bytes identical, ref freed; aborted; transfer 2: 4 tensors, "
-                        "bytes identical, ref freed; 6 more transfers: the receiver holds no descriptor or thread per "
-                        "transfer; killed sender: the receive failed naming the transport, the "
-                        "receiver holds no more descriptors or threads than before; transfer 3: 4 tensors, bytes "
-                        "identical, ref freed"]
 
 
 def test_rac301_fails_a_transport_that_leaks_what_a_failed_receive_held(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,10 @@ TWO real ``pytest --conformance --conformance-sign-key`` runs (module fixture): 
 (``rayaccel_testplugins.acme_release_1``: ACME with its own ``ACME_FILE`` transport), then release 1.1
 (``acme_release_2``: the transport's receive waits 0.25 s) held to release 1.0's report with
 ``--conformance-baseline``. The real ``rayaccel certify`` CLI runs as a subprocess on them.
+
+Release 1.0 is ``acme_wired``'s hooks under a version, so its run is also where ``acme_wired``'s own ``ACME_FILE``
+transport is read through RAC301 (one node, a killed peer), RAC311 (two nodes, a killed sender) and RAC312 (a fault
+cordoned and recovered): test_conformance_collectives.py and test_conformance_recovery.py graded it once more each.
 """
 
 from __future__ import annotations
@@ -121,6 +125,39 @@ def test_certify_diff_names_every_changed_version_check_and_figure(releases: dic
     missing = rayaccel("certify", "diff", str(a), str(a.parent / "nope.json"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "nope.json" in missing.stderr and "Traceback" not in missing.stderr
+
+
+# acme_wired's transport and recovery, as release 1.0's run graded them -----------------------------------------
+
+
+def test_rac301_runs_the_plugins_own_transport_through_a_killed_peer(releases: dict[str, Any]) -> None:
+    rac301 = check(releases["data"]["1.0"], "RAC301")
+    assert rac301["outcome"] == "passed", rac301
+    assert rac301["evidence"] == [
+        "ACME_FILE: transfer 1: 4 tensors, bytes identical, ref freed; aborted; transfer 2: 4 tensors, bytes "
+        "identical, ref freed; 6 more transfers: the receiver holds no descriptor or thread per transfer; killed "
+        "sender: the receive failed naming the transport, the receiver holds no more descriptors or threads than "
+        "before; transfer 3: 4 tensors, bytes identical, ref freed"]
+
+
+def test_a_transport_moves_tensors_between_two_nodes_and_recovers_from_a_killed_sender(
+        releases: dict[str, Any]) -> None:
+    rac311 = check(releases["data"]["1.0"], "RAC311")
+    evidence = "\n".join(rac311["evidence"])
+    assert rac311["outcome"] == "passed", evidence
+    assert "two nodes of acme/acme-4, each a simulated host of its own" in evidence
+    assert ("ACME_FILE: tensors moved between the nodes, bytes identical; a sender killed mid-transfer: the receive "
+            "failed naming the transport, the 1 file(s) it had put on the machine freed, the next transfer worked"
+            ) in evidence
+
+
+def test_acme_recovers_a_fault_through_its_nodes_monitor(releases: dict[str, Any]) -> None:
+    """RAC312 for acme (test_conformance_recovery.py grades the five reference plugins)."""
+    rac312 = check(releases["data"]["1.0"], "RAC312")
+    evidence = "\n".join(rac312["evidence"])
+    assert rac312["outcome"] == "passed", evidence
+    assert evidence.startswith("acme/acme-4: monitor up and polling in "), evidence
+    assert "cordoned" in evidence and "recovered in" in evidence and "a task asking for 1 " in evidence
 
 
 class Dom(HTMLParser):
