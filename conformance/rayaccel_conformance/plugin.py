@@ -66,6 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every hook call runs bounded in a thread of its own (6853 calls a nvidia run): kept between calls, as a plugin
     # worker keeps them, a thread is not started per call (the guard tells a kept idle thread from a leaked one).
     reuse_threads()
+    _keep_hypothesis_constants()
     report = _report_path(config.getoption("conformance_report"))
     sign_key = config.getoption("conformance_sign_key")
     if sign_key:  # a bad key is found now, not after the run
@@ -80,6 +81,35 @@ def pytest_configure(config: pytest.Config) -> None:
     if not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(report.with_suffix(".xml"))
     config.pluginmanager.register(ConformanceRun(config, report), "rayaccel-conformance-run")
+
+
+def _keep_hypothesis_constants() -> None:
+    """Have Hypothesis keep what it reads from the run's own modules where the next run finds it.
+
+    Hypothesis draws the literals of the code under test among its examples, and reads them from the source of
+    every local module loaded (~160 in a nvidia run, ~0.3 s of CPU), remembered per module's source digest in its storage
+    directory, by default ``.hypothesis`` in the working directory: a run in a fresh directory (the suite's tests,
+    ``make bench``) read them all afresh. Kept in the user's cache folder (``$XDG_CACHE_HOME/rayaccel``, a folder per
+    Hypothesis version: its digest names only the source), when that is a directory of this user's that no one else
+    may write, and the user has not chosen a place (``HYPOTHESIS_STORAGE_DIRECTORY``). The checks keep no example
+    database, so only what is read from the source, the same literals, is kept there."""
+    import stat
+
+    import hypothesis
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from rayaccel.files.checked import cache_dir
+
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    folder = cache_dir().parent / f"hypothesis-{hypothesis.__version__}"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
+        set_hypothesis_home_dir(folder)
 
 
 def _hold_to_baseline(config: pytest.Config) -> None:
