@@ -14,6 +14,7 @@ from rayaccel.records import Device, MetricSample
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.health_labels import health_word
 from rayaccel_conformance.checks.link_readings import spelled_in, under_link
+from rayaccel_conformance.checks.listing_order import listing_differences
 from rayaccel_conformance.checks.ray_parity import companions
 from rayaccel_conformance.checks.readings import Reading
 from rayaccel_conformance.checks.supported import metric_value_differences
@@ -75,3 +76,15 @@ def test_a_sample_equal_to_the_mean_of_the_devices_readings_is_named_the_node_s_
                                          for d, v in (("d0", 50.0), ("d1", 41.0))],
                                         {"d0": {"utilization": 3.0}, "d1": {"utilization": 41.0}})
     assert "mean" not in other
+
+
+def test_a_reversed_listing_that_loses_whichever_device_comes_first_is_named_a_skipped_first_line() -> None:
+    def facts(indexes: dict[str, int]) -> dict[str, object]:
+        return {"devices": {d: {"index": i, "units": [str(i)], "pci_bus_id": None} for d, i in indexes.items()},
+                "links": []}
+
+    # Recorded as B, C, D (A, listed first, skipped); reversed, D comes first and goes, A comes back.
+    (line,) = listing_differences(facts({"B": 1, "C": 2, "D": 3}), facts({"A": 0, "B": 1, "C": 2}))
+    assert line.startswith("the devices change: 1 gone (D), 1 new (A): the row listed first is lost"), line
+    (other,) = listing_differences(facts({"B": 1, "C": 2, "D": 3}), facts({"A": 0, "C": 2, "D": 3}))
+    assert "listed first" not in other

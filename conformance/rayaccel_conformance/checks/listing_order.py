@@ -119,8 +119,14 @@ def listing_differences(before: dict[str, Any], after: dict[str, Any]) -> list[s
     old, new = before["devices"], after["devices"]
     gone, added = sorted(set(old) - set(new)), sorted(set(new) - set(old))
     if gone or added:
+        # The last device by index is listed first once reversed: losing it and finding the one that was first
+        # means whichever device comes first is lost.
+        first_lost = (len(gone) == len(added) == 1 and old[gone[0]]["index"] is not None
+                      and old[gone[0]]["index"] == max(v["index"] for v in old.values() if v["index"] is not None))
         wrong.append(f"the devices change: {len(gone)} gone ({', '.join(gone[:2])}), {len(added)} new "
-                     f"({', '.join(added[:2])})")
+                     f"({', '.join(added[:2])})" + (": the row listed first is lost whichever device it is: a first "
+                                                    "line skipped as a header the tool does not print?"
+                                                    if first_lost else ""))
     for part in ("index", "units", "pci_bus_id"):
         moved = [dev for dev in sorted(set(old) & set(new)) if old[dev][part] != new[dev][part]]
         if moved:
