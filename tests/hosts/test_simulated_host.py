@@ -72,6 +72,24 @@ def test_commands_answer_fail_and_hang_within_the_timeout(host):
     assert time.monotonic() - started < 1
 
 
+def test_a_hang_sleeps_what_the_process_chose_and_charges_the_rest_of_the_timeout(host, monkeypatch):
+    import rayaccel.hosts.simulated as simulated
+
+    monkeypatch.setattr(simulated, "_hang_sleep_s", simulated.SIMULATED_HANG_SECONDS)
+    hung = SimulatedHost(host.fixture, faults=["hang"])
+    simulated.sleep_hangs_for(0.01)  # as a conformance run does: real plus charged time is still the timeout
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        hung.run(["tool", "--json"], timeout=120)
+    with pytest.raises(HttpUnavailable):
+        host.http_get("http://meta/stuck", timeout=5)
+    assert 0.02 <= time.monotonic() - started < simulated.SIMULATED_HANG_SECONDS  # each blocked, briefly
+    assert hung.skipped_wait_s == pytest.approx(120 - 0.01) and host.skipped_wait_s == pytest.approx(5 - 0.01)
+    for wrong in (-1, 0.5, float("nan")):
+        with pytest.raises(ValueError, match=r"sleeps 0 to 0\.2 s for real"):
+            simulated.sleep_hangs_for(wrong)
+
+
 def test_http_needs_the_declared_headers_and_unknown_urls_are_unreachable(host):
     assert host.http_get("http://meta/x", {"Metadata-Flavor": "Google"}).body == "v5p-16"
     assert host.http_get("http://meta/x").status == 403

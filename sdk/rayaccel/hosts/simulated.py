@@ -40,11 +40,24 @@ from rayaccel.support.bounded import charging_hangs, simulated_hang
 #: that timeout is not forgotten: the host charges it to :attr:`SimulatedHost.skipped_wait_s`, so a plugin
 #: that asks for 120 s three times is seen to wait 360 s, as it would on a real machine.
 SIMULATED_HANG_SECONDS = 0.2
+#: What a hung command or metadata request blocks for real in this process (:func:`sleep_hangs_for`).
+_hang_sleep_s = SIMULATED_HANG_SECONDS
 #: The simulated machine's host name, when not its fixture's: two nodes simulated from one fixture are two
 #: machines, and host-local scale-up domain ids (``<host>-nvswitch``) must tell them apart as real ones do.
 SIMULATE_HOSTNAME_ENV = "RAYACCEL_SIMULATE_HOSTNAME"
 #: The largest fault file read: fault names, one a line (a fixture declares tens).
 MAX_FAULT_FILE_BYTES = 64 * 1024
+
+
+def sleep_hangs_for(seconds: float) -> None:
+    """From now on, in this process, a simulated hung command or metadata request blocks for real at most
+    ``seconds`` (default :data:`SIMULATED_HANG_SECONDS`); the rest of the caller's timeout is charged to
+    :attr:`SimulatedHost.skipped_wait_s` as ever, so real plus charged time is the timeout whatever the split. A
+    conformance run, whose checks grade a hang by that sum and make a few hundred hung calls, takes less."""
+    global _hang_sleep_s
+    if not 0 <= seconds <= SIMULATED_HANG_SECONDS:
+        raise ValueError(f"a simulated hang sleeps 0 to {SIMULATED_HANG_SECONDS:g} s for real, not {seconds!r}")
+    _hang_sleep_s = float(seconds)
 
 
 def _norm(path: str) -> str:
@@ -79,10 +92,10 @@ class SimulatedHost:
         self.skipped_wait_s += seconds
 
     def _hang(self, timeout: float) -> None:
-        """Block as a hung tool does: the caller's whole timeout, of which at most SIMULATED_HANG_SECONDS is
-        slept for real and the rest is charged to ``skipped_wait_s``."""
+        """Block as a hung tool does: the caller's whole timeout, of which at most SIMULATED_HANG_SECONDS (or what
+        :func:`sleep_hangs_for` chose) is slept for real and the rest is charged to ``skipped_wait_s``."""
         wait = max(0.0, float(timeout))
-        slept = min(wait, SIMULATED_HANG_SECONDS)
+        slept = min(wait, _hang_sleep_s)
         time.sleep(slept)
         self.skipped_wait_s += wait - slept
 
