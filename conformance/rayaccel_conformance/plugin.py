@@ -94,12 +94,12 @@ def _keep_hypothesis_constants() -> None:
     """Have Hypothesis keep what it reads from the run's own modules where the next run finds it.
 
     Hypothesis draws the literals of the code under test among its examples, and reads them from the source of
-    every local module loaded (~160 in a nvidia run, ~0.3 s of CPU), remembered per module's source digest in its storage
-    directory, by default ``.hypothesis`` in the working directory: a run in a fresh directory (the suite's tests,
-    ``make bench``) read them all afresh. Kept in the user's cache folder (``$XDG_CACHE_HOME/rayaccel``, a folder per
-    Hypothesis version: its digest names only the source), when that is a directory of this user's that no one else
-    may write, and the user has not chosen a place (``HYPOTHESIS_STORAGE_DIRECTORY``). The checks keep no example
-    database, so only what is read from the source, the same literals, is kept there."""
+    every local module loaded (~160 in a nvidia run, ~0.3 s of CPU), remembered per module's source digest in its
+    storage directory, by default ``.hypothesis`` in the working directory: a run in a fresh directory (the suite's
+    tests, ``make bench``) read them all afresh. Kept in the user's cache folder (``$XDG_CACHE_HOME/rayaccel``, a
+    folder per Hypothesis version: its digest names only the source), when that is a directory of this user's that
+    no one else may write, and the user has not chosen a place (``HYPOTHESIS_STORAGE_DIRECTORY``). The checks keep
+    no example database, so only what is read from the source, the same literals, is kept there."""
     import stat
 
     import hypothesis
