@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from rayaccel.hosts.expectations import compare_expected
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
+from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, MetricSample
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.health_labels import health_word
 from rayaccel_conformance.checks.link_readings import spelled_in, under_link
@@ -88,3 +92,17 @@ def test_a_reversed_listing_that_loses_whichever_device_comes_first_is_named_a_s
     assert line.startswith("the devices change: 1 gone (D), 1 new (A): the row listed first is lost"), line
     (other,) = listing_differences(facts({"B": 1, "C": 2, "D": 3}), facts({"A": 0, "C": 2, "D": 3}))
     assert "listed first" not in other
+
+
+def test_units_that_are_each_device_s_index_where_the_fixture_states_others_are_named_so() -> None:
+    manager = PluginManager()
+    fixture = load_fixture(installed_fixtures(manager)["tpu/v5e-8"])
+    inventory = InventoryBuilder(manager, ["tpu"]).build(simulated_host(fixture))
+    ids = fixture.expected.device_ids
+    # TPU's units are the chips' indexes (Ray's TPU ids); a fixture stating other ids names the index.
+    moved = fixture.expected.model_copy(update={"units": {ids[0]: ["7"], ids[1]: ["6"]}})
+    wrong = compare_expected(inventory, fixture, moved)
+    assert wrong == [f"units of {ids[0]}: expected ['7'], got ['0']: the device's index, not the id the runtime's "
+                     "visible-devices variable takes",
+                     f"units of {ids[1]}: expected ['6'], got ['1']: the device's index, not the id the runtime's "
+                     "visible-devices variable takes"], wrong

@@ -130,8 +130,13 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
     if resources is not None and inventory.resources != resources:
         diffs.append(f"resources: expected {resources}, got {inventory.resources}")
     units = {d.id: d.unit_ids for d in devices}
-    diffs += [f"units of {device_id}: expected {want}, got {units.get(device_id, 'absent (no such device)')}"
-              for device_id, want in expected.units.items() if units.get(device_id) != want]
+    index_units = {d.id for d in devices if d.unit_ids == [str(d.index)]}
+    unlike = [device_id for device_id, want in expected.units.items() if units.get(device_id) != want]
+    # Every device numbered by its listing index where the runtime's variable takes another id (a module, a slot).
+    by_index = (": the device's index, not the id the runtime's visible-devices variable takes"
+                if unlike and set(unlike) <= index_units else "")
+    diffs += [f"units of {device_id}: expected {expected.units[device_id]}, got "
+              f"{units.get(device_id, 'absent (no such device)')}{by_index}" for device_id in unlike]
     diffs += stated_differences(inventory, plugin, expected)
     if isinstance(expected, Expected) and expected.labels:
         diffs += map_differences("label", expected.labels, inventory.labels, exact=True)
