@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from ports import free_ports
-from test_ray_activation import PROBE, ray_cli, warnings
+from test_ray_activation import PROBE, ray_cli, status_shows, warnings
 
 from rayaccel.ray.activation import PTH_NAME, site_packages
 from rayaccel.support.polling import wait_for
@@ -127,6 +127,7 @@ def test_plain_ray_start_on_the_patched_ray_finds_the_family_through_the_entry_p
         # The adapter's one warning for the plugin that raises at import; the node is up with ACME.
         (warning,) = [line for line in started.stderr.splitlines() if "broken-import" in line]
         assert "No module named 'acme_vendor_bindings'" in warning
+        status_shows(address, "0.0/4.0 ACME", timeout=60)  # looked at in this process: no process per look
         wait_for(lambda: ray_cli("status", f"--address={address}"), lambda done: "0.0/4.0 ACME" in done.stdout,
                  timeout=60, interval=0.5, what="`ray status` to show 0.0/4.0 ACME")
         seen = python("-c", PROBE, address, env=env)

@@ -486,9 +486,13 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
         assert "EXAMPLE=4" in started.stdout
         # The plugin takes whole devices: start says which drivers enforce that.
         assert "EXAMPLE requests must be whole numbers" in started.stdout and "plain ray.init()" in started.stdout
+        from test_ray_activation import status_shows
+
         from rayaccel.support.polling import wait_for
 
-        # `ray status` shows what Ray's autoscaler monitor last wrote: poll it, never the first answer.
+        # `ray status` shows what Ray's autoscaler monitor last wrote: poll it, never the first answer; looked at in
+        # this process first (Ray's own status command, no Python and Ray start per look), then run once it shows.
+        status_shows(address, "0.0/4.0 EXAMPLE", timeout=90)
         wait_for(lambda: run([str(BIN / "ray"), "status", f"--address={address}"], env=env),
                  lambda status: status.returncode == 0 and "0.0/4.0 EXAMPLE" in status.stdout, timeout=90,
                  interval=1, what=f"`ray status --address={address}` to show 0.0/4.0 EXAMPLE")
