@@ -522,12 +522,14 @@ class SharedCluster:
         others = len(alive) - len(having)
         if not others:
             raise CheckFailed(f"every node of the cluster has {wanted}: the check needs one without it")
-        # One unit as well, as a real task would ask: the worker RAC108 started for that shape is reused.
+        # One unit as well, as a real task would ask: the worker RAC108 started for that shape is reused. A node
+        # whose devices are all partitioned offers no whole one: a unit of its first partition profile then.
         family = subject.family()
-        task = ray.remote(_probe).options(**self._unit_options(family.resource_name),
+        unit = family.resource_name if fam.schedulable_units else next(iter(sorted(fam.partition_units)), None)
+        task = ray.remote(_probe).options(**(self._unit_options(unit) if unit else {"num_cpus": 0.1}),
                                           label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
         try:
-            placed = [ray.get(task.remote(family.visible_devices_env_var, family.resource_name),
+            placed = [ray.get(task.remote(family.visible_devices_env_var, unit or family.resource_name),
                               timeout=TASK_TIMEOUT_S) for _ in range(SELECTOR_TASKS)]
         except Exception as e:  # a task that never runs is the finding
             raise CheckFailed(f"tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} did not run: "
@@ -548,7 +550,7 @@ class SharedCluster:
             raise CheckFailed(f"tasks selecting {wanted} ran on nodes without it: {stray}")
         return [*self.restarted(fixture),
                 f"{len(placed)} tasks selecting {RAY_ACCELERATOR_TYPE_LABEL}={wanted} ({SELECTOR_TASKS} also asking "
-                f"for 1 {family.resource_name}) ran on the {len(having)} node(s) that have it, "
+                f"for 1 {unit or 'CPU share'}) ran on the {len(having)} node(s) that have it, "
                 f"none on the {others} without"]
 
 
