@@ -10,6 +10,7 @@ the real ``rayaccel`` CLI as a subprocess on them. A second, Ray-free run shows 
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import os
@@ -351,8 +352,12 @@ def rayaccel_discover(host):
 def sigint_pending(pid: int) -> bool:
     """SIGINT sent to the process and not yet delivered to any of its threads (/proc's pending-signal masks)."""
     bit = 1 << (signal.SIGINT - 1)
-    masks = [line.split()[1] for task in Path(f"/proc/{pid}/task").iterdir()
-             for line in (task / "status").read_text().splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    masks = []
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # the process ended: nothing is pending
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+                masks += [line.split()[1] for line in (task / "status").read_text().splitlines()
+                          if line.startswith(("SigPnd:", "ShdPnd:"))]
     return any(int(mask, 16) & bit for mask in masks)
 
 
