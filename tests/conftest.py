@@ -44,17 +44,18 @@ def _fresh_default_manager() -> Iterator[None]:
     _reset_default_manager()
 
 
-#: The files that take longest, longest first (fresh-clone `make test` on the 2-core machine, 2026-12-06 21:40-22:10,
-#: two runs: the template's bakes with mypy, four conformance steps and a Ray node; set-ups of the registry's two
-#: signed runs 87-136 s, the broken plugins' grading 101-123 s, the recovery run 110-120 s, the reference
-#: plugins' run 98-118 s, the corpus 80-89 s). `make test` hands whole files to its workers in collection order
-#: (``--dist loadfile --no-loadscope-reorder``): started last, a long file would run alone at the end, so they are
-#: collected first (longest processing time first), the short ones after.
+#: The files that take longest, longest first (their tests' seconds in a parallel run as `make test` runs it, fresh
+#: clone of 879327e on the 2-core machine at load 4-13, 2026-12-06 23:42-23:53, the summary's "where the parallel
+#: run's time went": the template's bakes 136 s, the registry's two signed runs 113, the broken plugins 112, the
+#: recovery run 110, the corpus 102, the activation's plain `ray start` nodes 93, the Kubernetes exports' bake and
+#: nodes 82, ...). `make test` hands whole files to its workers in collection order (``--dist loadfile
+#: --no-loadscope-reorder``): started last, a long file would run alone at the end, so they are collected first
+#: (longest processing time first), the short ones after.
 LONGEST_FILES = ("test_template_bake.py", "test_conformance_registry.py", "test_conformance_broken.py",
-                 "test_conformance_recovery.py", "test_reference_plugins_conformance.py", "test_conformance_corpus.py",
-                 "test_conformance_cluster_process.py", "test_conformance_attestation.py", "test_readme.py",
-                 "test_ray_activation.py", "test_ray_amd_worker_exits.py", "test_conformance_collectives.py",
-                 "test_health_policy_ray.py", "test_ray_placement_dgx.py")
+                 "test_conformance_recovery.py", "test_conformance_corpus.py", "test_ray_activation.py",
+                 "test_export_k8s.py", "test_cli_bad_input.py", "test_reference_plugins_conformance.py",
+                 "test_readme.py", "test_conformance_attestation.py", "test_conformance_cluster_process.py",
+                 "test_ray_acme_node.py", "test_metrics_prometheus.py", "test_record.py", "test_ray_cluster.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
