@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import ray
@@ -115,6 +116,16 @@ def _wakeups(pid: int) -> int:
     return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
 
 
+def _still_running(process: Any) -> bool:
+    """The process (a psutil.Process) has not ended: its pid is not another's now, nor only left to be reaped."""
+    import psutil
+
+    try:
+        return bool(process.is_running()) and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_the_monitor_loop_keeps_its_main_thread_and_resumes_after_a_restart():
     """The loop is the actor's own task on its main thread, so Ray's 10 ms signal check never runs there (an
     idle actor's main thread wakes ~100 times a second); killed, the actor is restarted by Ray, its loop
@@ -137,10 +148,13 @@ def test_the_monitor_loop_keeps_its_main_thread_and_resumes_after_a_restart():
     ray.kill(idle)
     assert idle_woke > 100 and monitor_woke * 10 < idle_woke, (monitor_woke, idle_woke)
 
+    # Known by pid and start time: on a machine of 32768 pids a busy suite can hand an ended worker's pid to a
+    # new process within the wait (psutil's is_running compares the start time); a zombie has ended too.
+    workers = [psutil.Process(p) for p in first["workers"].values() if psutil.pid_exists(p)]
     os.kill(first["pid"], signal.SIGKILL)
     again = wait_for(lambda: monitor_status(node_id), lambda s: s["pid"] != first["pid"] and s["polls"] >= 1,
                      timeout=120, what="the restarted monitor's first poll")
     assert again["loop"] == "running" and again["error"] is None and again["cordoned"] == {}
     assert sorted(again["health"].values()) == ["healthy"] * 4
-    wait_for(lambda: [p for p in first["workers"].values() if psutil.pid_exists(p)], lambda alive: not alive,
+    wait_for(lambda: [w.pid for w in workers if _still_running(w)], lambda alive: not alive,
              timeout=30, what="the killed monitor's plugin workers to end")
