@@ -121,14 +121,11 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     memory_total: never refused (a range check `<` its limit) or clamped below it. Fix: read every sample from the
     device's own entry at every poll, and convert it by its unit's factor alone; a range check includes its limits.
     """
-    from rayaccel_conformance.checks.readings import chosen_device
+    from rayaccel_conformance.checks.readings import device_with_samples
 
     family = subject.family()
     fx = subject.fixture(fixture)
-    fam = subject.inventory(fixture).family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    fam, device = device_with_samples(fx.ref, subject.inventory(fixture).family(family.name))
     attributed: dict[str, tuple[Any, float]] = {}
     wrong, moved, unattributed = scaled_reading_failures(subject, fx, fam, device, raw_memory(subject, fx.ref),
                                                          attributed)

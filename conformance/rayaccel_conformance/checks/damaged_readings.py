@@ -18,7 +18,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.readings import (
     Reading,
     candidates,
-    chosen_device,
+    device_with_samples,
     host_readings,
     owned_by,
     samples_by_device,
@@ -69,10 +69,7 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
     family = subject.family()
     fx = subject.fixture(fixture)
     healthy = subject.build(simulated_host(fx))
-    fam = healthy.family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    fam, device = device_with_samples(fx.ref, healthy.family(family.name))
     host = fx.host.model_dump(mode="json")
     own = [r for r in host_readings(host) if r.where != "file" and owned_by(r, device)]
     chosen = list(dict.fromkeys(r for s in fam.metrics if s.device == device.id

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rayaccel.records import Device, FamilyInventory, MetricSample
+from rayaccel_conformance.registry import NotApplicable
 
 _BYTES = (1.0, 2.0**10, 2.0**20, 2.0**30, 1e3, 1e6, 1e9)
 #: The factors by which each metric's standard unit can differ from a vendor's reading: bytes from KiB, MiB,
@@ -217,6 +218,15 @@ def chosen_device(family: FamilyInventory) -> Device | None:
     metric from the first device's entry moves them all)."""
     devices = [d for d in family.devices if any(s.device == d.id for s in family.metrics)]
     return devices[len(devices) // 2] if devices else None
+
+
+def device_with_samples(ref: str, family: FamilyInventory | None) -> tuple[FamilyInventory, Device]:
+    """``family`` (the plugin's, built from fixture ``ref``) and its :func:`chosen_device`; a check of one device's
+    readings is not applicable where there is none."""
+    device = chosen_device(family) if family is not None else None
+    if family is None or device is None:
+        raise NotApplicable(f"{ref}: no device with metric samples")
+    return family, device
 
 
 # A device's name padded as tools pad it (RAC225) ---------------------------------------------------------------

@@ -15,7 +15,7 @@ from rayaccel.hosts.fixtures import HostState
 from rayaccel.records import Device, FamilyInventory, HealthReport
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.damaged_readings import GARBAGE, garbled_host
-from rayaccel_conformance.checks.readings import Reading, candidates, chosen_device, host_readings, owned_by
+from rayaccel_conformance.checks.readings import Reading, candidates, device_with_samples, host_readings, owned_by
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -63,10 +63,7 @@ def unreadable_sensor_costs_its_reading(subject: Subject, fixture: str | None) -
     """
     family = subject.family()
     fx = subject.fixture(fixture)
-    fam = subject.build(simulated_host(fx)).family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    fam, device = device_with_samples(fx.ref, subject.build(simulated_host(fx)).family(family.name))
     before = _report(fam, device)
     if before is not None and (before.state == "unhealthy" or any(r.fatal for r in before.reasons)):
         raise NotApplicable(f"{fx.ref}: {device.id} is unhealthy on the fixture already")

@@ -20,7 +20,7 @@ from rayaccel_conformance.checks.perturbations import FILE_DAMAGE, device_files,
 from rayaccel_conformance.checks.readings import (
     Reading,
     candidates,
-    chosen_device,
+    device_with_samples,
     host_readings,
     samples_by_device,
     scale_of,
@@ -197,10 +197,7 @@ def metric_is_not_its_complement(subject: Subject, fixture: str | None) -> Evide
     """
     family = subject.family()
     fx = subject.fixture(fixture)
-    fam = subject.inventory(fixture).family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    fam, device = device_with_samples(fx.ref, subject.inventory(fixture).family(family.name))
     host = fx.host.model_dump(mode="json")
     readings = host_readings(host)
     before = samples_by_device(fam)

@@ -22,7 +22,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.readings import (
     Reading,
     candidates,
-    chosen_device,
+    device_with_samples,
     host_readings,
     owned_by,
     samples_by_device,
@@ -128,10 +128,7 @@ def unsupported_value_is_unknown(subject: Subject, fixture: str | None) -> Evide
     if declared:
         raise CheckFailed(declared)
     fx = subject.fixture(fixture)
-    fam = subject.inventory(fixture).family(family.name)
-    device = chosen_device(fam) if fam is not None else None
-    if fam is None or device is None:
-        raise NotApplicable(f"{fx.ref}: no device with metric samples")
+    fam, device = device_with_samples(fx.ref, subject.inventory(fixture).family(family.name))
     host = fx.host.model_dump(mode="json")
     own = [r for r in host_readings(host) if owned_by(r, device)]
     fed: dict[Reading, set[str]] = {}
