@@ -24,6 +24,7 @@ from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.ownership import (
@@ -443,9 +444,14 @@ def cloud_hints(subject: Subject) -> Evidence:
     every hint returned must name the asked provider, instance type and the plugin's family, give a positive
     count the quantity rule allows, an accelerator type that one of the catalog's SKUs (or a fixture's
     inventory) has, and extra resources whose names pass RAC111. A hint for a fixture's own machine must
-    count what discovery counts there (chips and cards are not interchangeable) and give the accelerator
-    type discovery gives. A plugin without the hook, or one that knows none of these instance types, is
-    not applicable. Fix: build hints from the same SKU table discovery uses, counting the same unit.
+    count what discovery counts there (chips and cards are not interchangeable), give the accelerator
+    type discovery gives and only extra resources discovery gives, as many of each. A fixture's own machine
+    is the instance type its name or host name is, and the one its host states (EC2's DMI product name,
+    asked under ``aws``) whatever the fixture is called: a hint for that type must be what one of those
+    fixtures discovers, one whose host sets no environment where there is one (`invariant
+    hint-is-its-stated-machine`: an LNC or UltraServer setting is the node's, not the type's). A plugin
+    without the hook, or one that knows none of these instance types, is not applicable. Fix: build hints
+    from the same SKU table discovery uses, counting the same unit, each instance type's row from that machine.
     """
     from rayaccel.inventory.quantity import check_quantity
 
@@ -464,12 +470,16 @@ def cloud_hints(subject: Subject) -> Evidence:
     # promises: asked under every provider, and its answer compared with the fixture's own inventory.
     # A host name several fixtures share (cloud VMs' ip-10-...) names no one machine: asked, not compared.
     machine_of: dict[tuple[str, str], str | None] = {}
+    # The fixtures whose host states the instance type, whatever they are called (EC2's DMI product name).
+    stated_on: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for ref in subject.fixture_paths():
         fx = subject.fixture(ref)
         keys = [(provider, fx.name) for provider in CLOUD_INSTANCE_TYPES] + [("other", fx.host.hostname or fx.name)]
         for key in keys:
             machine_of[key] = ref if key not in machine_of else None
-    asked += [key for key in machine_of if key not in asked]
+        for provider, instance_type, path in stated_instance_types(fx):
+            stated_on.setdefault((provider, instance_type), []).append((ref, path))
+    asked += [key for key in [*machine_of, *stated_on] if key not in asked]
     wrong, known = [], []
     for provider, instance_type in asked:
         problems: list[Problem] = []
@@ -497,7 +507,9 @@ def cloud_hints(subject: Subject) -> Evidence:
                 wrong.append(f"{where}: {why}")
         machine = machine_of.get((provider, instance_type))
         if machine is not None:
-            wrong += hint_against_fixture(subject, hint, machine, where)
+            wrong += hint_against_fixture(subject, hint, f"{machine} (that machine)", subject.inventory(machine), where)
+        wrong += hint_against_stated_machine(subject, hint, stated_on.get((provider, instance_type.strip().lower()),
+                                                                          []), machine, where)
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index))
     if not known:
@@ -505,21 +517,42 @@ def cloud_hints(subject: Subject) -> Evidence:
     return [f"{len(known)} hints agree with the family and catalog", *known[:3]]
 
 
-def hint_against_fixture(subject: Subject, hint: Any, ref: str, where: str) -> list[str]:
+def hint_against_stated_machine(subject: Subject, hint: Any, stated: list[tuple[str, str]], named: str | None,
+                                where: str) -> list[str]:
+    """A hint held to the fixtures whose host states its instance type (ref, the file stating it): what the one at
+    the type's defaults contradicts (a host without environment settings), else what every one of them does."""
+    defaults = [(ref, path) for ref, path in stated if not subject.fixture(ref).host.env]
+    said = {ref: hint_against_fixture(subject, hint, f"{ref} (its {path} states that instance type)",
+                                      subject.inventory(ref), where) for ref, path in defaults or stated}
+    if not all(said.values()):
+        return []
+    # The fixture named for the type is compared already, under its name.
+    return [f"invariant hint-is-its-stated-machine: {line}" for ref, lines in said.items() if ref != named
+            for line in lines][:2]
+
+
+def hint_against_fixture(subject: Subject, hint: Any, machine: str, inventory: NodeInventory,
+                         where: str) -> list[str]:
     """What a hint for a fixture's own instance type says that the fixture's inventory contradicts."""
     family = subject.family()
-    fam = subject.inventory(ref).family(family.name)
+    fam = inventory.family(family.name)
     if fam is None:
         return []
     wrong = []
     count = fam.resources.get(family.resource_name, 0.0)
     if hint.count != count:
-        wrong.append(f"{where}: count {hint.count:g}, but on fixture {ref} (that machine) discovery counts "
+        wrong.append(f"{where}: count {hint.count:g}, but on fixture {machine} discovery counts "
                      f"{count:g} {family.resource_name} ({len(fam.devices)} devices): hints and discovery must count "
                      "the same unit (chips or cards)")
     if hint.accelerator_type is not None and fam.accelerator_type and hint.accelerator_type != fam.accelerator_type:
-        wrong.append(f"{where}: accelerator type {hint.accelerator_type!r}, but fixture {ref} discovers "
+        wrong.append(f"{where}: accelerator type {hint.accelerator_type!r}, but fixture {machine} discovers "
                      f"{fam.accelerator_type!r}")
+    for name, units in hint.extra_resources.items():
+        found = fam.resources.get(name)
+        if found != units:
+            wrong.append(f"{where}: extra resource {name}={units:g}, but on fixture {machine} "
+                         + (f"discovery gives {name}={found:g}" if found is not None else f"discovery gives no {name}")
+                         + ": an autoscaler would start it for tasks it cannot run")
     return wrong
 
 
