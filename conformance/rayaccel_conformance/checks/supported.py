@@ -25,8 +25,10 @@ from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
+from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
+from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
     fabric_owner_problem,
@@ -678,11 +680,15 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
 
     The fixture's own ``tool-hang`` and ``tool-garbage`` faults run, and so do scenarios the suite makes:
     every command of the fixture hangs, every command prints garbage, the metadata server hangs or answers
-    garbage; the hangs also on top of each other fault of the fixture, and asked twice on the same host.
+    garbage or an HTTP error status (403, 404, 500, 503, each with Google's error page); the hangs also on top
+    of each other fault of the fixture, and asked twice on the same host.
     Each inventory must finish within the SDK's hook timeout without the SDK having to abandon the
     hook (``hook-timeout``), no exception may escape, and the plugin must end with zero devices, a problem
     naming what went wrong, or (for a tool it only reads extra details from) the devices it found without
-    it; never devices made up from garbage. A simulated hang lasts the whole timeout the plugin asked for
+    it; never devices made up from garbage. Under an error status no label may take another value than the
+    machine gives, and no resource or domain appear that it does not (`invariant an-error-status-is-no-value`),
+    and facts left unknown need a problem naming the status but under 404, the server's answer that a key is
+    not set (`invariant an-error-status-is-reported`). A simulated hang lasts the whole timeout the plugin asked for
     (in simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as
     they would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no
     metadata server, no tool faults) has nothing to test: the check is skipped there as not applicable,
@@ -699,7 +705,8 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
             cached = (fx.ref, fault.name) in subject.fault_runs  # RAC203 built it already: reuse, not re-wait
             scenarios.append((fault.name, None if cached else _patched(fx, fault.patch), False))
     synthetic_faults = _synthetic_faults(fx)
-    for name, patch in synthetic_faults.items():
+    error_statuses = error_status_patches(fx)
+    for name, patch in {**synthetic_faults, **error_statuses}.items():
         scenarios.append((name, _patched(fx, patch), True))
     # Timeouts hold on every state of the machine, not only the healthy one: each other fault, with every
     # vendor tool hanging on top of it.
@@ -736,6 +743,10 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
                          f"waited out), over the {limit:g}s hook timeout")
         elif " during fault " in name:  # the fault changes facts itself: what is checked here is the time
             done.append(f"{name}: {elapsed:.2f}s")
+        elif name in error_statuses and (said := error_status_differences(
+                name, inventory.family(subject.family().name), subject.inventory(fixture).family(
+                    subject.family().name), bool(problems))):
+            wrong += said
         elif synthetic and devices and not problems and not devices <= baseline:
             wrong.append(f"{name}: reported devices {sorted(devices - baseline)} that are not on the machine")
         elif made_up := facts_from_garbage(subject, inventory, subject.inventory(fixture)):
@@ -798,8 +809,14 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     reason, and every device the fault's ``expected.reasons`` names (lost, or broken but still found: a
     chiplet gone) with those reason codes, as a fresh inventory gives them; so must each ``lose``
     perturbation the fixture declares (docs/fixtures.md), which must also leave the other devices as they
-    were. Fix: build every per-device answer from the ``devices`` argument, never from what the vendor
-    interface lists, and give a lost device the reason code of a loss.
+    were. A fault losing one device whose patch names only that device (its id, PCI address, or number in a
+    path or key) is moved to the first device and a middle one (``invariant
+    a-loss-anywhere-is-the-same-loss``): the same number of devices found, the device lost named nowhere and
+    unhealthy to the monitor, every other device found with its PCI address and health, and its index and
+    units kept or numbered on without gaps as the recorded loss numbers them; a patch rewriting a whole
+    listing is not moved, and the evidence says so. Fix: build every per-device answer from the ``devices``
+    argument, never from what the vendor interface lists, give a lost device the reason code of a loss, and
+    skip a lost device without leaving the listing or counting on it being listed last.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -848,6 +865,9 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
                              f"fault (as a health monitor does), gives {dev} reason codes {codes}; the fixture "
                              f"expects {lacking}")
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
+        found = moved_losses(subject, fx, fault, devices, faulty.family(family.name), lost)
+        wrong += found[0]
+        tried += found[1]
     healthy = inventory.family(family.name)
     for variant in (v for v in fx.perturbations if v.kind == "lose"):
         built = subject.build(simulated_host(perturbed(fx, variant.patch)))
@@ -864,6 +884,41 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     return f"{fx.ref}: no trace of a lost device: {', '.join(tried)}"
+
+
+def moved_losses(subject: Subject, fx: Fixture, fault: Any, devices: list[Device], recorded: FamilyInventory | None,
+                 lost: set[str]) -> tuple[list[str], list[str]]:
+    """A fault losing one device, moved to the first device and a middle one (``moved_patch``): the same loss
+    (``moved_loss_differences``), named nowhere once gone, and unhealthy, fatally, to a monitor that knew it.
+    (What went wrong, what was tried.)"""
+    healthy = subject.inventory(fx.ref).family(subject.family().name)
+    gone = [d for d in devices if d.id in lost]
+    if len(gone) != 1 or healthy is None:
+        return [], []
+    state = fx.host.model_dump(mode="json")
+    wrong, tried, unmoved = [], [], []
+    for position, target in move_targets(devices, gone[0]):
+        patch, why = moved_patch(fault.patch, state, gone[0], target, devices)
+        if patch is None:
+            unmoved.append(why)
+            break
+        host = simulated_host(perturbed(fx, patch))
+        built = subject.build(host)
+        fam = built.family(healthy.family.name)
+        where = (f"invariant a-loss-anywhere-is-the-same-loss, fault {fault.name} moved from {gone[0].id} to "
+                 f"{target.id} (position {position}): ")
+        differences = moved_loss_differences(healthy, recorded, lost, fam, target)
+        if target.id not in {d.id for d in (fam.devices if fam else [])}:
+            differences += inventory_traces(fam, [target.id])
+        polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=host, devices=list(devices)) or []
+        report = next((r for r in polled if r.device == target.id), None)
+        if report is None or report.state != "unhealthy" or not any(r.fatal for r in report.reasons):
+            differences.append(f"rayaccel_health, polled with the devices discovered before, reports {target.id} "
+                               f"{f'{report.state} with no fatal reason' if report else 'not at all'}")
+        wrong += subject.blamed(built, differences, where)
+        tried.append(f"fault {fault.name} moved to position {position}")
+    tried += [f"fault {fault.name} not moved ({why})" for why in unmoved]
+    return wrong, tried
 
 
 @check("RAC211", scope="fixture")
