@@ -214,12 +214,15 @@ def install(specs: Iterable[FamilySpec]) -> dict[str, type]:
             original = accelerators.get_all_accelerator_managers
             setattr(accelerators, _ORIGINAL_ATTR, original)
 
+        # Ray's set is a literal in its source, and ours changes only here: combined once, not on every call
+        # (Ray asks before and after every task, through get_all_accelerator_resource_names).
+        ray_managers = frozenset(original())
+        ray_names = {m.get_resource_name() for m in ray_managers}
+        # A family Ray knows stays Ray's, even if a plugin of the same resource were installed.
+        combined = ray_managers | {m for name, m in _installed.items() if name not in ray_names}
+
         def get_all_accelerator_managers() -> set[Any]:
-            managers: set[Any] = set(original())
-            ray_names = {m.get_resource_name() for m in managers}
-            # A family Ray knows stays Ray's, even if a plugin of the same resource were installed.
-            managers.update(m for name, m in _installed.items() if name not in ray_names)
-            return managers
+            return set(combined)  # a new set per call, as Ray's: a caller may change it
 
         accelerators.get_all_accelerator_managers = get_all_accelerator_managers
         # Ray caches resource name -> manager on the lookup function; rebuild it on next use.

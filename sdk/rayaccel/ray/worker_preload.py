@@ -109,8 +109,9 @@ def install_claims() -> list[str]:
                    if name == resource or name.startswith(resource + "_group_") for _, amount in assignment)
 
     def claimed_ids(resource_name: str, resource_regex: str) -> Any:
-        ids = assigned(resource_name, resource_regex)
+        # Ray asks for every accelerator resource it knows before and after each task: most have no placement.
         family = placement.get(resource_name)
+        ids = assigned(resource_name, resource_regex)
         if family is None or not ids or worker.core_worker.get_current_task_name() == CORDON_TAG_TASK:
             return ids
         if family.uniform and family.rays_ids:  # Ray's ids are as good as any choice: nothing to look up
