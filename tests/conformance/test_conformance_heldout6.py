@@ -3,7 +3,8 @@ the reference plugins wrapped with the survivor's one edit (registered under the
 own fixtures, as the round graded them).
 
 The corpus grades the same invariants on plugins of other shapes (c-hint-row-of-next-size,
-c-hint-gives-fabric-it-lacks: RAC209's hint-is-its-stated-machine).
+c-hint-gives-fabric-it-lacks: RAC209's hint-is-its-stated-machine; c-metadata-error-page-as-pool,
+c-metadata-failure-as-unset: RAC204's error statuses).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rayaccel.plugins.instance_types import cloud_hint
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
+from rayaccel_conformance.checks.error_statuses import error_page
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 
@@ -69,3 +71,30 @@ def test_a_hint_equal_to_one_of_its_type_s_fixtures_at_its_defaults_passes_rac20
     all_checks()
     said = CHECKS["RAC209"].function(Subject("neuron", PluginManager()))
     assert "trn2.48xlarge: 64 neuron_cores" in said, said
+
+
+def test_the_error_page_is_google_s_with_the_404_words_naming_the_path() -> None:
+    page = error_page(404, "http://metadata.google.internal/computeMetadata/v1/instance/attributes/tpu-env")
+    assert "<title>Error 404 (Not Found)!!1</title>" in page
+    assert "The requested URL <code>/computeMetadata/v1/instance/attributes/tpu-env</code> was not found" in page
+    assert "<title>Error 503 (Service Unavailable)!!1</title>" in error_page(503, "http://x/y")
+
+
+def test_a_tpu_plugin_reading_a_failing_metadata_server_as_keys_not_set_fails_rac204_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_tpu import slice_info
+
+    def unset_unless_200(self: Any, key: str) -> str | None:  # the one edit: every status but 200 is "not set"
+        response = self.host.http_get(slice_info.METADATA_URL + key, headers=slice_info.METADATA_HEADERS,
+                                      timeout=slice_info.METADATA_TIMEOUT)
+        return response.body if response.status == 200 and response.body else None
+
+    all_checks()
+    subject = Subject("tpu", PluginManager())
+    assert "HTTP 500" in str(CHECKS["RAC204"].function(subject, "tpu/v5e-8"))  # the plugin as shipped passes
+    monkeypatch.setattr(slice_info._Metadata, "get", unset_unless_200)
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC204"].function(Subject("tpu", PluginManager()), "tpu/v5e-8")
+    said = str(failed.value)
+    assert "the metadata server answers HTTP 500: invariant an-error-status-is-reported: " in said, said
+    assert "ray.io/tpu-slice-name" in said and "HTTP 404" not in said, said

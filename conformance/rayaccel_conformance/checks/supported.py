@@ -687,7 +687,7 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
     naming what went wrong, or (for a tool it only reads extra details from) the devices it found without
     it; never devices made up from garbage. Under an error status no label may take another value than the
     machine gives, and no resource or domain appear that it does not (`invariant an-error-status-is-no-value`),
-    and facts left unknown need a problem naming the status but under 404, the server's answer that a key is
+    and facts left unknown need a problem saying why but under 404, the server's answer that a key is
     not set (`invariant an-error-status-is-reported`). A simulated hang lasts the whole timeout the plugin asked for
     (in simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as
     they would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no
