@@ -50,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the tolerance fails RAC310, naming the figure")
     group.addoption("--conformance-tolerance", default=None, type=float, metavar="PERCENT",
                     help="how much worse than the baseline a figure may be (default: 50)")
+    group.addoption("--conformance-release-timeout", default=None, type=float, metavar="SECONDS",
+                    help="how long RAC301 and RAC311 wait for what a failed or killed transfer held to be freed; "
+                         "shorter only, so a run is never more lenient (default and most: 30)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -84,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except SigningError as e:
             raise pytest.UsageError(f"--conformance-sign-key: {e}") from None
     _hold_to_baseline(config)
+    _wait_for_release(config.getoption("conformance_release_timeout"))
     # JUnit XML through pytest's own junitxml plugin, whose pytest_configure runs after this one.
     if not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(report.with_suffix(".xml"))
@@ -117,6 +121,22 @@ def _keep_hypothesis_constants() -> None:
         return
     if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
         set_hypothesis_home_dir(folder)
+
+
+def _wait_for_release(seconds: float | None) -> None:
+    """Set how long RAC301 and RAC311 wait for a receiver or the machine to let go of a failed transfer's buffers.
+
+    A transport that never frees them fails after the whole wait; one that frees them passes as soon as they go,
+    so a shorter wait only fails more (what frees them slower than it): it may be shortened, never lengthened."""
+    from rayaccel_conformance.checks import recovery, transport_contract
+
+    default = transport_contract.DEFAULT_RELEASE_TIMEOUT_S
+    if seconds is None:
+        seconds = default
+    elif not 0 < seconds <= default:
+        raise pytest.UsageError(f"--conformance-release-timeout {seconds:g}: give seconds above 0 and at most "
+                                f"{default:g} (a shorter wait only fails more)")
+    transport_contract.RELEASE_TIMEOUT_S = recovery.RELEASE_TIMEOUT_S = seconds
 
 
 def _hold_to_baseline(config: pytest.Config) -> None:

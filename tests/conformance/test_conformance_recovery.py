@@ -40,6 +40,10 @@ PLUGINS = (f"{LEAKY}=rayaccel_testplugins.corpus_leaky_buffers:plugin,"
            f"{CLUSTER_WIDE}=rayaccel_testplugins.corpus_shm_cluster_wide:plugin")
 
 NO_TRANSPORTS = "not applicable: the plugin declares no tensor transports"
+#: How long the run waits for a killed sender's buffers to go (--conformance-release-timeout): the leaky transport
+#: never frees them, so it fails whatever the wait, and nothing in this run passes RAC311 (acme_wired's pass is
+#: shown in the registry's run, at the default 30 s).
+RELEASE_TIMEOUT_S = 3
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -60,6 +64,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         proc = conformance(run, env, *(a for n in names for a in ("--conformance-plugin", n)),
                            *(a for f in fixtures for a in ("--conformance-fixture", f)),
                            "-k", "RAC311 or (RAC312 and not cluster-wide) or (RAC310 and declares)",
+                           "--conformance-release-timeout", str(RELEASE_TIMEOUT_S),
                            "--conformance-report", "report.json", timeout=900)
     finally:
         for path in _leaked() - leaked_before:  # what the leaky transport's killed senders left: this test's doing
@@ -79,7 +84,8 @@ def outcome(graded: dict[str, Any], check_id: str, plugin: str) -> tuple[str, st
 def test_a_transport_that_leaks_a_dead_peers_buffers_fails_rac311_naming_the_file(graded: dict[str, Any]) -> None:
     result, evidence = outcome(graded, "RAC311", LEAKY)
     assert result == "failed", evidence
-    assert "ACME_LEAKY_FILE: RuntimeError: the killed sender's buffers are still on the machine 30 s after" in evidence
+    assert ("ACME_LEAKY_FILE: RuntimeError: the killed sender's buffers are still on the machine "
+            f"{RELEASE_TIMEOUT_S} s after") in evidence
     assert f"/dev/shm/{corpus_leaky_buffers.FILE_PREFIX}" in evidence
 
 

@@ -19,12 +19,14 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.records import Problem, TransportSpec
+from rayaccel_conformance.checks.transport_contract import DEFAULT_RELEASE_TIMEOUT_S
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
 
 TRANSFER_TIMEOUT_S = 120.0
-#: How long what a killed sender left (files, the receiver's descriptors and threads) may take to go.
-RELEASE_TIMEOUT_S = 30.0
+#: How long what a killed sender left (files, the receiver's descriptors and threads) may take to go (RAC301's
+#: default; a run's --conformance-release-timeout may shorten both).
+RELEASE_TIMEOUT_S = DEFAULT_RELEASE_TIMEOUT_S
 #: The monitor's polling interval in RAC312, and how long a cordon or a recovery may take to show.
 MONITOR_INTERVAL_S = 0.5
 MONITOR_TIMEOUT_S = 60.0

@@ -15,8 +15,10 @@ from typing import Any
 from rayaccel.records import TransportSpec
 
 TRANSFER_TIMEOUT_S = 120.0
-#: How long a receiver may take to let go of what a failed transfer held (descriptors, threads).
-RELEASE_TIMEOUT_S = 30.0
+#: How long a receiver may take to let go of what a failed transfer held (descriptors, threads); a run's
+#: --conformance-release-timeout may shorten it (here and in RAC311), never lengthen it.
+DEFAULT_RELEASE_TIMEOUT_S = 30.0
+RELEASE_TIMEOUT_S = DEFAULT_RELEASE_TIMEOUT_S
 #: Transfers after the first whose receiver must end up holding less than one descriptor or thread more each.
 REPEATED_TRANSFERS = 5
 #: Shapes and dtypes sent: several tensors, an empty one, odd sizes, a 2-D one, 4 MiB in all.
