@@ -10,6 +10,7 @@ RAC223 finds (:mod:`rayaccel_conformance.checks.readings`): the numbers on the h
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rayaccel.hosts.fixtures import HostState
@@ -37,6 +38,31 @@ def garbled_host(host: dict[str, Any], reading: Reading) -> dict[str, Any]:
     return with_reading(host, reading, lambda _old: GARBAGE, lambda _old: GARBAGE)
 
 
+def key_drops(reading: Reading) -> list[tuple[str | int, ...]]:
+    """Where a command's JSON reading can lose its key: its own, and its object's under a named key (the number of
+    ``{"value": 3000, "unit": "MiB"}`` as the whole ``memory_used``), as a tool of another version leaves a field
+    out; none for a library's data (a value left out there is RAC271's not supported) or a table's cell."""
+    if reading.where != "command" or not reading.path or isinstance(reading.path[-1], int):
+        return []
+    drops = [reading.path]
+    if len(reading.path) > 1 and isinstance(reading.path[-2], str):
+        drops.append(reading.path[:-1])
+    return drops
+
+
+def without_key(host: dict[str, Any], reading: Reading, path: tuple[str | int, ...]) -> dict[str, Any]:
+    """The host state with the key at ``path`` of the reading's command's JSON output left out."""
+    commands = dict(host["commands"])
+    command = commands[reading.key] = dict(commands[reading.key])
+    parsed = json.loads(command["stdout"])
+    inner = parsed
+    for step in path[:-1]:
+        inner = inner[step]
+    del inner[path[-1]]
+    command["stdout"] = json.dumps(parsed, indent=1)
+    return {**host, "commands": commands}
+
+
 def _metric_findings(before: FamilyInventory, after: FamilyInventory | None, device: Device, where: str,
                      reported: bool) -> list[str]:
     """A sample of the damaged device that became another number, or another device's sample that moved."""
@@ -62,9 +88,14 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
     RAC223 finds them, up to eight) and makes each, in turn, garbage text, as a driver answering nonsense
     does. No hook may raise; every other device's samples stay as they were; the device's sample is gone or,
     if another reading gives it, the same; another number fails, reported or not (a sample left out without a
-    problem is not failed yet: AMD's amd-smi path does so). Files are RAC211's. Fix: parse every vendor
-    value defensively (``rayaccel.malformed`` names the value and where it was read) and leave the sample
-    out; build the message from text, never by arithmetic on what failed to parse.
+    problem is not failed yet: AMD's amd-smi path does so). Then each such reading in a command's JSON output
+    loses its key, and its object's named key, in turn, as a tool of another version leaves a field out
+    (amd-smi 26 leaves ``partition`` out of ``static``; ``invariant a-missing-key-is-an-unknown-reading``): no
+    hook raises, the samples it fed are gone or the same, the device is still found with its other samples,
+    and every other device's stay. Files are RAC211's. Fix: parse every vendor value defensively
+    (``rayaccel.malformed`` names the value and where it was read) and leave the sample out, a missing key as
+    much as a garbled value, for that device and that reading alone; build the message from text, never by
+    arithmetic on what failed to parse.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -77,7 +108,7 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
     if not chosen:
         raise NotApplicable(f"{fx.ref}: no metric of {device.id} read from a library's data or a tool's output "
                             "(files are RAC211's)")
-    wrong = []
+    wrong, dropped = [], []
     for reading in chosen:
         variant = fx.model_copy(update={"host": HostState.model_validate(garbled_host(host, reading)), "faults": []})
         built = subject.build(simulated_host(variant))
@@ -88,7 +119,37 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
                   for p in problems if p.code == "hook-raised"]
         reported = any(p.code != "hook-raised" for p in problems)
         wrong += _metric_findings(fam, built.family(family.name), device, where, reported)
+        for path in key_drops(reading):
+            wrong += _dropped_key_findings(subject, fx, fam, device, own, reading, path)
+            dropped.append(".".join(str(p) for p in path))
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index)[:6])
+    keys = f"; {len(dropped)} of their JSON keys left out in turn: unknown, nothing else moved" if dropped else ""
     return (f"{fx.ref}: {len(chosen)} metric readings of {device.id} made garbage in turn: reported, nothing else "
-            "moved")
+            f"moved{keys}")
+
+
+def _dropped_key_findings(subject: Subject, fx: Any, fam: FamilyInventory, device: Device, own: list[Reading],
+                          reading: Reading, path: tuple[str | int, ...]) -> list[str]:
+    """``invariant a-missing-key-is-an-unknown-reading``: the reading's key left out of its command's JSON output.
+    No hook raises; the samples it fed are gone (or the same, given by another reading); the device's other samples
+    and every other device's stay; the device is still found."""
+    host = fx.host.model_dump(mode="json")
+    variant = fx.model_copy(update={"host": HostState.model_validate(without_key(host, reading, path)), "faults": []})
+    built = subject.build(simulated_host(variant))
+    after = built.family(fam.family.name)
+    where = (f"invariant a-missing-key-is-an-unknown-reading, {fx.ref} with `{reading.key}` output "
+             f"{'.'.join(str(p) for p in path)} of {device.id} left out")
+    problems = subject.plugin_problems(built, severities=("error", "warning"))
+    wrong = [f"{where}: {p.hook or 'a hook'} raised instead of reading it as unknown: {p.message}"
+             for p in problems if p.code == "hook-raised"]
+    wrong += _metric_findings(fam, after, device, where, reported=bool(problems))
+    if after is None or device.id not in {d.id for d in after.devices}:
+        return [*wrong, subject.consequence(built, f"{where}: {device.id} is no longer found", None)]
+    fed = {s.name for s in fam.metrics if s.device == device.id
+           and any(r.key == reading.key and r.path[:len(path)] == path for r, _ in candidates(s, device, own))}
+    now = samples_by_device(after)
+    wrong += [f"{where}: {device.id}'s {s.name} ({s.value:g}), read elsewhere, is gone: one missing key makes one "
+              "reading unknown, not the device's others" for s in fam.metrics
+              if s.device == device.id and s.name not in fed and (device.id, s.name) not in now]
+    return wrong
