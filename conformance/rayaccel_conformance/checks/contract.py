@@ -6,6 +6,7 @@ labels and resources free of the devices' order (RAC221), cloud hints free of ho
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -118,8 +119,12 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     (``invariant full-scale-is-a-reading``): the device's utilization reading the scaling attributed set to 100 %
     (in its own unit: 1 for a ratio) and its memory-used reading set to its memory-total reading (where both are
     attributed in one unit), in one more build, utilization must be exactly 100 and memory_used exactly
-    memory_total: never refused (a range check `<` its limit) or clamped below it. Fix: read every sample from the
-    device's own entry at every poll, and convert it by its unit's factor alone; a range check includes its limits.
+    memory_total: never refused (a range check `<` its limit) or clamped below it. And each metric has a reading of
+    its own (``invariant one-reading-one-metric``): the reading scaled for one metric moves no other metric of the
+    device by the same factor (memory in use read from the size's reading, or taken from the discovered size,
+    moves with the size; on a fixture stating no memory in use nothing else shows it). Fix: read every sample from
+    the device's own entry at every poll, each from its own field, and convert it by its unit's factor alone; a
+    range check includes its limits.
     """
     from rayaccel_conformance.checks.readings import device_with_samples
 
@@ -303,6 +308,8 @@ def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory,
                 wrong.append(f"{where}: another device's {others[0]} ({len(others)} in all): a reading feeds only "
                              "its own device's metric")
             if how == "moved":
+                scaled = where.replace("metric-moves-with-its-reading", "one-reading-one-metric", 1)
+                wrong += [f"{scaled}: {line}" for line in same_reading_metrics(sample, k, before, after)]
                 moved.append(f"{sample.name} x{k:g}")
                 if attributed is not None:
                     attributed[sample.name] = (reading, _factor)
@@ -319,6 +326,21 @@ def scaled_reading_failures(subject: Subject, fx: Fixture, fam: FamilyInventory,
                 tried[-1] += source
         wrong += tried[:1]
     return wrong, moved, unattributed
+
+
+def same_reading_metrics(sample: Any, k: float, before: dict[tuple[str, str], float],
+                         after: dict[tuple[str, str], float]) -> list[str]:
+    """RAC223's ``one-reading-one-metric``: the device's other standard metrics that moved by exactly the factor its
+    ``sample``'s reading was scaled by: each metric has a reading of its own (memory in use is not the memory size),
+    so one that moves with another's reading is read from it. A metric derived from several readings (used as total
+    less free) moves by another factor and is not named."""
+    from rayaccel_conformance.checks.readings import MATCH_TOLERANCE, SCALED_METRICS
+
+    return [f"{name} of {dev} moved with it too ({value:g} -> {after[(dev, name)]:g}): one reading feeds two "
+            f"metrics, {sample.name} and {name}: {name} read from {sample.name}'s reading?"
+            for (dev, name), value in sorted(before.items())
+            if dev == sample.device and name != sample.name and name in SCALED_METRICS and value != 0
+            and (dev, name) in after and math.isclose(after[(dev, name)], value * k, rel_tol=MATCH_TOLERANCE)]
 
 
 # RAC224 ---------------------------------------------------------------------------------------------------------
