@@ -4,7 +4,8 @@ own fixtures, as the round graded them).
 
 The corpus grades the same invariants on plugins of other shapes (c-hint-row-of-next-size,
 c-hint-gives-fabric-it-lacks: RAC209's hint-is-its-stated-machine; c-metadata-error-page-as-pool,
-c-metadata-failure-as-unset: RAC204's error statuses).
+c-metadata-failure-as-unset: RAC204's error statuses); the TPU worker-label mutants are graded here alone
+(``TPU_LABEL_MUTANTS``: one claimant of TPU_VISIBLE_CHIPS per manager).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.error_statuses import error_page
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_testplugins.corpus_ray_labels import TPU_LABEL_MUTANTS
 
 NEURON_PACKAGE = neuron_plugin.__file__.rsplit("/", 1)[0]
 
@@ -98,3 +100,31 @@ def test_a_tpu_plugin_reading_a_failing_metadata_server_as_keys_not_set_fails_ra
     said = str(failed.value)
     assert "the metadata server answers HTTP 500: invariant an-error-status-is-reported: " in said, said
     assert "ray.io/tpu-slice-name" in said and "HTTP 404" not in said, said
+
+
+@pytest.mark.parametrize("mutant", TPU_LABEL_MUTANTS, ids=lambda cls: cls.__name__)
+def test_a_tpu_worker_label_otherwise_than_ray_reads_it_fails_rac270_naming_it(mutant: type[Any]) -> None:
+    all_checks()
+    name = "c-" + "".join(f"-{c.lower()}" if c.isupper() else c for c in mutant.__name__).lstrip("-")
+    manager = PluginManager(autoload=False, timeout=5.0)
+    manager.register(mutant(name), name)
+    subject = Subject(name, manager)
+    (fixture, *_) = subject.fixture_paths()
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC270"].function(subject, fixture)
+    assert (f"invariant labels-as-ray-reads-them, {fixture} with TPU_WORKER_ID=1 beside the metadata server's 0: "
+            "label ray.io/tpu-worker-id='0'; Ray's TPUAcceleratorManager gives '1'") in str(failed.value)
+
+
+def test_the_tpu_plugin_reading_the_metadata_server_s_worker_before_tpu_worker_id_fails_rac270(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_tpu import slice_info
+
+    all_checks()
+    assert "TPU_VISIBLE_CHIPS as Ray's" in str(CHECKS["RAC270"].function(Subject("tpu", PluginManager()), "tpu/v5e-8"))
+    # The one edit: the plugin looks for GKE's worker index under a name nothing sets, so the server's number wins.
+    monkeypatch.setattr(slice_info, "ENV_WORKER_ID", "TPU_WORKER_INDEX")
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC270"].function(Subject("tpu", PluginManager()), "tpu/v5e-8")
+    assert ("invariant labels-as-ray-reads-them, tpu/v5e-8 with TPU_WORKER_ID=1 beside the metadata server's 0: label "
+            "ray.io/tpu-worker-id='0'; Ray's TPUAcceleratorManager gives '1'") in str(failed.value), failed.value

@@ -14,35 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.experimental import _ray_validator, process_env_var
+from rayaccel_conformance.checks.ray_environment import NOSET, RAY_PREFIX, environment_kept
+from rayaccel_conformance.checks.ray_labels import labels_read_first
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
-#: Ray's own settings are named so; ``RAY_EXPERIMENTAL_NOSET_*`` (leave the variable alone) is the SDK's to honour.
-RAY_PREFIX, NOSET = "RAY_", "RAY_EXPERIMENTAL_NOSET_"
 #: What Ray 2.60's managers read as "no device" (nvidia_gpu, amd_gpu, intel_gpu, npu, ttnpu: the empty value and
 #: ``NoDevFiles``, a container runtime's answer). Each is asked of the manager itself: only a value it reads as
 #: no device binds the plugin.
 NO_DEVICE_VALUES = ("", "NoDevFiles")
 #: Values of a Ray setting tried: the small counts Ray's managers take, and 0, which a count setting refuses.
 SETTING_VALUES = ("1", "2", "0")
-
-
-@contextlib.contextmanager
-def environment_kept() -> Iterator[None]:
-    """Whatever Ray's manager writes into ``os.environ`` (the variable, TPU's bounds) is undone afterwards."""
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        for key in [k for k in os.environ if k not in saved]:
-            del os.environ[key]
-        os.environ.update(saved)
 
 
 def settings_read(manager: Any, var: str) -> list[str]:
@@ -171,8 +158,12 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     the process to 1 and 2, builds the (first) fixture again, and asks both sides again; a value Ray accepts must not
     be reported as malformed by the plugin (``invariant ray-setting-taken-as-ray-takes-it``). Set to 0, which
     Ray refuses, the plugin must name the setting and build the node as without it, the default it reports
-    using (``invariant refused-setting-not-used``). Fix: read the setting with Ray's own rule and give each
-    device the units Ray's manager numbers for it.
+    using (``invariant refused-setting-not-used``). On a host with a metadata server, a variable Ray's manager
+    reads before it while labelling the node (of those its module names) whose label holds a whole number
+    (TPU's ``TPU_WORKER_ID``, beside ``agent-worker-number``, as on a GKE TPU node) is set to another number
+    than the server's, and the plugin's label must be the one Ray's manager, wired to the same simulated
+    machine, gives (``invariant labels-as-ray-reads-them``). Fix: read the setting with Ray's own rule, each
+    label from the source Ray reads first, and give each device the units Ray's manager numbers for it.
     """
     family = subject.family()
     var = family.visible_devices_env_var
@@ -185,6 +176,7 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     if base is None or not base.devices:
         raise NotApplicable(f"{fx.ref}: no devices")
     wrong = disagreements(subject, manager, var, base, f"{fx.ref}, Ray's settings unset")
+    wrong += labels_read_first(subject, manager, fx)
     unset = answers(subject, var, base)
     # Each setting is varied on the first fixture only (as RAC265 does): the plugin's rule for it is the same on
     # every machine, and a build per value and fixture is the check's whole cost.
