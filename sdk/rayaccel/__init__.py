@@ -12,6 +12,14 @@ from typing import TYPE_CHECKING
 from rayaccel.support.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from rayaccel.cpus import (
+        CpuListError as CpuListError,
+        canonical_cpu_list as canonical_cpu_list,
+        cpus_from_mask as cpus_from_mask,
+        cpus_from_mask_words as cpus_from_mask_words,
+        format_cpu_list as format_cpu_list,
+        parse_cpu_list as parse_cpu_list,
+    )
     from rayaccel.errors import (
         CatalogError as CatalogError,
         FixtureError as FixtureError,

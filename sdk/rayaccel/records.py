@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from rayaccel.cpus import CpuListError, parse_cpu_list
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
 from rayaccel.support.safe_text import control_characters
 from rayaccel.vocabulary import (  # named here too, beside the records that use them
@@ -464,12 +465,22 @@ class Link(Record):
     lanes: int = Field(1, ge=1, description="Number of parallel links of this kind")
 
 
+def _cpu_list_problem(value: str) -> str | None:
+    try:
+        parse_cpu_list(value)
+    except CpuListError as e:
+        return f"not a Linux CPU list such as 0-47,96-143: {e}"
+    return None
+
+
 class Affinity(Record):
     """Where a device sits relative to CPUs and NICs."""
 
     device: str
     numa_node: int | None = None
-    cpus: str | None = Field(None, description="CPU list, e.g. '0-47,96-143'")
+    cpus: Annotated[str, _checked(_cpu_list_problem)] | None = Field(
+        None, description="CPU list as the kernel writes one, e.g. '0-47,96-143' (rayaccel.format_cpu_list); "
+        "text in no form the kernel's parser takes is refused (rayaccel.parse_cpu_list)")
     nics: list[str] = Field(default_factory=list)
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from rayaccel import parse_cpu_list
 from rayaccel.errors import RayaccelError
 from rayaccel.inventory.builder import collect_inventory
-from rayaccel.outputs.exporters.slurm import SlurmNode, logical_cores, parse_cpu_list, slurm_node
+from rayaccel.outputs.exporters.slurm import SlurmNode, logical_cores, slurm_node
 from rayaccel.plugins.manager import default_manager
 from rayaccel.records import DEVICE_FILE, NodeInventory, expand_device_file
 from rayaccel.simulation.host_factory import make_host

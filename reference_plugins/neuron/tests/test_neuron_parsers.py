@@ -120,7 +120,8 @@ def test_cloud_hints_cover_ray_s_table_and_trn2(rayaccel_kit: PluginKit) -> None
 @pytest.mark.parametrize(("stated", "kept"), [
     ("0-47,96-143", "0-47,96-143"), ("0,1,2,3,8,9,10,11", "0-3,8-11"), ("5-5,7", "5,7"),
     (",".join(map(str, range(192))), "0-191"),  # one CPU at a time, past 256 characters
-    ("3-1", None), ("0-3 ,8", None), (7, None)])
+    ("0-3 ,8", "0-3,8"),  # the kernel separates regions by commas and white space alike (lib/bitmap-str.c)
+    ("3-1", None), ("0-3;8", None), (7, None)])
 def test_cpu_affinity_in_any_form_of_the_kernel_s_list_is_kept_as_the_kernel_writes_it(
         stated: object, kept: str | None) -> None:
     entry = {"neuron_device": 0, "nc_count": 2, "bdf": "0000:10:1e.0", "cpu_affinity": stated, "numa_node": 0}

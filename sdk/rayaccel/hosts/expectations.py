@@ -12,6 +12,7 @@ from typing import Protocol
 
 from pydantic import Field
 
+from rayaccel.cpus import CpuListError, parse_cpu_list
 from rayaccel.records import AttributeValue, Device, HealthState, NodeInventory, Record
 
 #: The runtime numbers its units (NEURON_RT_VISIBLE_CORES' logical cores, ...) whichever tool the plugin read them
@@ -178,13 +179,10 @@ def _topology_differences(inventory: NodeInventory, plugin: str, expected: Expec
 
 def _cpu_set(cpus: str) -> frozenset[int] | None:
     """A Linux CPU list ('0-3,8') as its CPUs; None when it is not one."""
-    found: set[int] = set()
-    for part in filter(None, (p.strip() for p in cpus.split(","))):
-        first, _, last = part.partition("-")
-        if not (first.isdigit() and (last or first).isdigit()):
-            return None
-        found.update(range(int(first), int(last or first) + 1))
-    return frozenset(found)
+    try:
+        return parse_cpu_list(cpus)
+    except CpuListError:
+        return None
 
 
 def _affinity_hint(want: str, got: str | None) -> str:

@@ -22,11 +22,10 @@ AWS announced the change without publishing the full layout; this parser takes t
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rayaccel import malformed, report_problem, vendor_int
+from rayaccel import CpuListError, canonical_cpu_list, malformed, report_problem, vendor_int
 
 #: Physical maxima, with room: Trn1/Trn2/Inf1 instances carry at most 16 devices, a Trainium2 device 8
 #: NeuronCores. A count above them is a broken tool's answer: that entry is reported and skipped, never used
@@ -80,32 +79,16 @@ def _str(value: Any, name: str = "", where: str = "") -> str | None:
     return None
 
 
-#: A CPU list a tool writes one CPU at a time: 4096 CPUs, past any Neuron host, fit.
-_MAX_CPU_LIST_CHARS = 20_000
-_CPU_RANGE = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?$")
-
-
 def _cpu_list(value: Any, where: str) -> str | None:
     """A Linux CPU list in any form the kernel's parser takes (``0-3,8``, ``0,1,2,3,8``), written as the kernel
     writes it (``0-3,8``): consumers compare affinities as text. Anything else is reported and ignored."""
     if value is None or value == "":
         return None
-    parts = value.split(",") if isinstance(value, str) and len(value) <= _MAX_CPU_LIST_CHARS else [""]
-    cpus: set[int] = set()
-    for part in parts:
-        match = _CPU_RANGE.match(part)
-        first, last = (int(match.group(1)), int(match.group(2) or match.group(1))) if match else (1, 0)
-        if last < first:
-            malformed("cpu_affinity", value, "a CPU list such as 0-47,96-143", where=where)
-            return None
-        cpus.update(range(first, last + 1))
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][1] + 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    try:
+        return canonical_cpu_list(value)
+    except CpuListError:
+        malformed("cpu_affinity", value, "a CPU list such as 0-47,96-143", where=where)
+        return None
 
 
 def _list(value: Any, name: str, where: str) -> list[Any] | None:

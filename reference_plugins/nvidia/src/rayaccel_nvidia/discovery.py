@@ -15,11 +15,13 @@ from typing import Any
 
 from rayaccel import (
     ID_FALLBACK,
+    CpuListError,
     Device,
     Host,
     Partition,
     PartitionCapacity,
     collect_problems,
+    malformed,
     report_problem,
     shown,
     vendor_int,
@@ -213,7 +215,11 @@ def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None)
     if compute_capability:
         attributes["compute_capability"] = f"{compute_capability[0]}.{compute_capability[1]}"
     if affinity is not None:
-        cpus = cpu_list([int(w) for w in affinity])
+        try:
+            cpus = cpu_list([int(w) for w in affinity])
+        except CpuListError as e:  # NVML's words are unsigned longs: anything else is a broken binding
+            malformed("nvmlDeviceGetCpuAffinity", list(affinity), f"64-bit mask words ({e})", where=f"GPU {index}")
+            cpus = ""
         if cpus:
             attributes["cpu_affinity"] = cpus
     mig_mode = optional(nvml, "nvmlDeviceGetMigMode", handle)

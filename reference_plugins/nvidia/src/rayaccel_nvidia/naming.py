@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from rayaccel import cpus_from_mask_words, format_cpu_list
+
 # Ray 2.60 nvidia_gpu.py: the run of leading all-caps tokens up to the first token holding a digit.
 _RAY_NAME_PATTERN = re.compile(r"\w+\s+((?:[A-Z]+\s+)*[A-Z0-9]*\d[A-Z0-9]*)")
 
@@ -98,23 +100,4 @@ def cpu_list(words: list[int]) -> str:
 @functools.lru_cache(maxsize=64)
 def _cpu_ranges(words: tuple[int, ...]) -> str:
     # Cached: discovery asks for every GPU's mask at each health poll, and a node's masks do not change.
-    cpus: list[int] = []
-    for w, word in enumerate(words):  # only the set bits: a 32-word mask is mostly zeros (once per GPU per poll)
-        word = int(word)
-        while word:
-            low = word & -word
-            cpus.append(w * 64 + low.bit_length() - 1)
-            word ^= low
-    ranges: list[str] = []
-    start = prev = None
-    for cpu in cpus:
-        if start is None:
-            start = prev = cpu
-        elif cpu == prev + 1:  # type: ignore[operator]
-            prev = cpu
-        else:
-            ranges.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = cpu
-    if start is not None:
-        ranges.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ",".join(ranges)
+    return format_cpu_list(cpus_from_mask_words(words))

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rayaccel.cpus import CpuListError, format_cpu_list, parse_cpu_list
 from rayaccel.errors import RayaccelError
 from rayaccel.outputs.exporters import Exported, ExportError, ExportOptions, families_with_devices, scheduler_name
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory, expand_device_file
@@ -245,22 +246,6 @@ def slurm_node_name(host: str) -> str:
     return host.split(".", 1)[0]
 
 
-def parse_cpu_list(cpus: str) -> list[int]:
-    """A Linux CPU list (``0-3,8,10-11``) as ids."""
-    ids: list[int] = []
-    for part in cpus.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        try:
-            ids.extend(range(int(first), int(last or first) + 1))
-        except ValueError:
-            raise RayaccelError(f"CPU list {cpus!r} is not a Linux CPU list like 0-3,8: fix the plugin's affinity "
-                                "cpus") from None
-    return sorted(set(ids))
-
-
 def logical_cores(cpus: str) -> str:
     """Slurm's ``Cores`` for a device's CPU list: the first thread of each core.
 
@@ -268,14 +253,18 @@ def logical_cores(cpus: str) -> str:
     range ``A`` plus ``A`` shifted by the machine's core count (``0-55,112-167``); the shifted half names the
     same cores and is dropped. Any other list is taken as it is. Slurm's logical core ids then equal those
     first-thread CPU ids."""
-    ids = parse_cpu_list(cpus)
+    try:
+        ids = sorted(parse_cpu_list(cpus))
+    except CpuListError as e:  # a record built without validation: Affinity refuses such text
+        raise RayaccelError(f"CPU list {excerpt(cpus)} is not a Linux CPU list like 0-3,8 ({e}): fix the plugin's "
+                            "affinity cpus") from None
     half = len(ids) // 2
     if len(ids) % 2 == 0 and half:
         offset = ids[half] - ids[0]
         contiguous = ids[half - 1] - ids[0] == half - 1
         if contiguous and ids[half] > ids[half - 1] + 1 and all(ids[half + i] == ids[i] + offset for i in range(half)):
             ids = ids[:half]
-    return compress_ids(ids)
+    return format_cpu_list(ids)
 
 
 def compress_ids(ids: Sequence[int]) -> str:
