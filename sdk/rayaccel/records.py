@@ -255,9 +255,11 @@ PARTITION_PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 def _partition_resource_pattern_problem(pattern: str) -> str | None:
     """Why ``pattern`` cannot name partition profiles' Kubernetes resources (None when it can)."""
-    if "{profile}" not in pattern:
-        return (f"{pattern!r} has no {{profile}} placeholder: each profile needs a resource of its own, like "
-                "nvidia.com/mig-{profile}")
+    # A device plugin may name partitions by attributes instead of the profile (AMD's mixed naming is the
+    # compute and memory partition modes, while the profile also carries the partition's size).
+    if not PARTITION_PLACEHOLDER_RE.search(pattern):
+        return (f"{pattern!r} has no placeholder: each profile needs a resource of its own, like "
+                "nvidia.com/mig-{profile} or amd.com/{compute_partition}_{memory_partition}")
     filled = PARTITION_PLACEHOLDER_RE.sub("x", pattern)
     if "{" in filled or "}" in filled:
         return f"{pattern!r}: a placeholder is {{profile}} or {{<attribute name>}} (lower-case letters, digits, '_')"
@@ -289,7 +291,7 @@ class SchedulerNames(Record):
         None, description="The Kubernetes extended resource of one partition profile, as the family's device plugin "
         "names it: '{profile}' is the profile, '{<name>}' the partition's (else its device's) attribute of that "
         "name, lower-cased; e.g. 'nvidia.com/mig-{profile}' (NVIDIA's mixed MIG strategy) or "
-        "'amd.com/{profile}_{memory_partition}' (AMD's mixed naming, amd.com/cpx_nps4). None: "
+        "'amd.com/{compute_partition}_{memory_partition}' (AMD's mixed naming, amd.com/cpx_nps4). None: "
         "'<kubernetes_resource>-{profile}'")
 
 
@@ -356,7 +358,7 @@ PARTITION_KIND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 def partition_resource_name(resource_name: str, kind: str, profile: str) -> str:
     """The Ray resource of one partition profile: ``<resource>_<KIND>_<profile>``, the kind upper-cased with
-    '-' as '_' (``GPU_MIG_1g.10gb``, ``GPU_COMPUTE_PARTITION_cpx``). Ray 2.60 takes '.' and '-' in resource
+    '-' as '_' (``GPU_MIG_1g.10gb``, ``GPU_COMPUTE_PARTITION_cpx.1xcd.24gb``). Ray 2.60 takes '.' and '-' in resource
     names; the profile keeps its vendor spelling so users write what ``nvidia-smi`` prints."""
     return f"{resource_name}_{kind.upper().replace('-', '_')}_{profile}"
 
@@ -378,8 +380,8 @@ class Partition(Record):
     kind: Annotated[str, _matching(PARTITION_KIND_RE, "must be lower-case words joined by '-', e.g. 'mig' or "
                                                       "'compute-partition'")] = Field(
         description="What kind of slice, e.g. 'mig', 'compute-partition', 'logical-core'")
-    profile: AcceleratorType = Field(description="The vendor's profile name, e.g. '1g.10gb' or 'cpx' (a valid Ray "
-                                     "label value: it names the partition's Ray resource and label)")
+    profile: AcceleratorType = Field(description="The vendor's profile name, e.g. '1g.10gb' or 'cpx.1xcd.24gb' (a "
+                                     "valid Ray label value: it names the partition's Ray resource and label)")
     compute_slices: int | None = Field(None, ge=1, description="Compute slices it takes, e.g. 1 for '1g.10gb'")
     memory_slices: int | None = Field(None, ge=1, description="Memory slices it takes, e.g. 1 for '1g.10gb' on "
                                       "an A100 80GB")

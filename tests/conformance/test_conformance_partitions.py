@@ -9,10 +9,12 @@ The same mutants are graded with the whole corpus in tests/conformance/test_conf
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rayaccel import Device, Host, hookimpl
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
@@ -108,11 +110,69 @@ def ray_graded() -> Iterator[dict[str, Any]]:
     return found
 
 
+# RAC244 on the AMD plugin (issue 46): one compute-partition name, one size across a fleet ------------------------
+
+#: An MI300X node and an MI350X node in the same compute mode, DPX: partitions of 98,296 and 147,456 MiB.
+DPX_FLEET = ["amd/mi300x-dpx-amd-smi-25", "amd/mi350x-dpx-nps2-pod"]
+
+
+class AmdNamedByMode:
+    """The AMD plugin as it named compute partitions before issue 46: by the mode alone ('dpx'), as AMD's own
+    Kubernetes device plugin does, whatever the product's memory."""
+
+    def __init__(self) -> None:
+        from rayaccel_amd import plugin as amd_plugin
+
+        self._amd = amd_plugin
+        for name in dir(amd_plugin):
+            if name.startswith("rayaccel_") and name != "rayaccel_discover":
+                setattr(self, name, getattr(amd_plugin, name))
+
+    @hookimpl
+    def rayaccel_fixture_dirs(self) -> list[str]:
+        return [str(Path(self._amd.__file__).parent / "fixtures")]  # the AMD plugin's, beside its module
+
+    @hookimpl
+    def rayaccel_discover(self, host: Host) -> list[Device]:
+        devices = [d.model_dump() for d in self._amd.rayaccel_discover(host)]
+        for device in devices:
+            for partition in device["partitions"]:
+                partition["profile"] = partition["profile"].split(".")[0]
+        return [Device.model_validate(d) for d in devices]
+
+
+def rac244(manager: PluginManager) -> tuple[Subject, str, list[str]]:
+    """RAC244 on the DPX fleet alone, as the plugin ``amd`` of ``manager``."""
+    subject = Subject("amd", manager, only_fixtures=DPX_FLEET)
+    assert sorted(subject.fixture_paths()) == DPX_FLEET
+    outcome = subject.run(CHECKS["RAC244"], None)
+    return subject, outcome.outcome, outcome.evidence
+
+
+def test_rac244_passes_an_amd_fleet_of_mi300x_and_mi350x_in_dpx_each_size_named() -> None:
+    subject, outcome, evidence = rac244(default_manager())
+    assert outcome == "passed", evidence
+    # One mode, two sizes, two names: the MI300X's 98,296 MiB and the MI350X's 147,456 MiB partitions.
+    assert {ref: {(p.profile, p.memory_mib) for d in subject.devices(subject.inventory(ref)) for p in d.partitions}
+            for ref in DPX_FLEET} == {DPX_FLEET[0]: {("dpx.4xcd.96gb", 98296)},
+                                       DPX_FLEET[1]: {("dpx.4xcd.144gb", 147456)}}
+
+
+def test_rac244_fails_the_same_fleet_with_partitions_named_by_their_mode_alone() -> None:
+    manager = PluginManager(autoload=False, timeout=5.0)  # under the AMD plugin's name: its fixtures say 'amd'
+    assert manager.register(AmdNamedByMode(), "amd"), manager.problems
+    _, outcome, evidence = rac244(manager)
+    assert outcome == "failed", evidence
+    assert any("invariant one-partition-name-one-size, compute-partition 'dpx': 98296 MiB on "
+               "amd/mi300x-dpx-amd-smi-25, 147456 MiB on amd/mi350x-dpx-nps2-pod" in line
+               for line in evidence), evidence
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize(("fixture", "resource", "var"), [
     ("nvidia/a100-mig", "GPU_MIG_2g.10gb", "CUDA_VISIBLE_DEVICES"),
-    ("amd/mi300x-dpx-amd-smi-26", "GPU_COMPUTE_PARTITION_dpx", "HIP_VISIBLE_DEVICES")])
+    ("amd/mi300x-dpx-amd-smi-26", "GPU_COMPUTE_PARTITION_dpx.4xcd.96gb", "HIP_VISIBLE_DEVICES")])
 def test_rac108_runs_a_task_on_a_second_partition_seeing_only_its_own(ray_graded: dict[str, Any], fixture: str,
                                                                        resource: str, var: str) -> None:
     outcome = ray_graded[fixture]

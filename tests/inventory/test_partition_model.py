@@ -87,7 +87,8 @@ def test_a_partition_needs_a_profile_and_a_kind_in_the_vocabulary() -> None:
 
 def test_the_resource_of_a_profile_is_named_by_one_rule() -> None:
     assert partition_resource_name("GPU", "mig", "1g.10gb") == "GPU_MIG_1g.10gb"
-    assert partition_resource_name("GPU", "compute-partition", "cpx") == "GPU_COMPUTE_PARTITION_cpx"
+    assert (partition_resource_name("GPU", "compute-partition", "cpx.1xcd.24gb")
+            == "GPU_COMPUTE_PARTITION_cpx.1xcd.24gb")
 
 
 # The inventory --------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_a_request_for_several_partitions_fills_one_device_first() -> None:
     result = collect_inventory(pm, SimulatedHost(fixture))
     family = result.family("amd")
     assert family is not None
-    placement = load_placement(node_config(result).env[PLACEMENT_ENV])["GPU_COMPUTE_PARTITION_cpx"]
+    placement = load_placement(node_config(result).env[PLACEMENT_ENV])["GPU_COMPUTE_PARTITION_cpx.1xcd.24gb"]
     first, second = family.devices[:2]
     assert placement.device_units[first.id] == tuple(p.id for p in first.partitions)
     # The last partition of GPU 0 and two of GPU 1 free: a 2-partition task gets GPU 1's pair.

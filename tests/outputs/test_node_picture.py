@@ -94,7 +94,10 @@ def test_amd_compute_partitions_are_drawn_inside_their_gpu_with_their_profile():
     for gpu in gpus:
         parts = [e for e in gpu.iter() if "partition" in (e.get("class") or "").split()]
         assert len(parts) == 8
-        assert all([t.text for t in p.iter(f"{SVG}text")] == ["cpx"] for p in parts)  # the profile, shown
+        for p in parts:  # the profile, shown: clipped to its box, whole in the box's tooltip
+            (label,) = [t.text or "" for t in p.iter(f"{SVG}text")]
+            assert label.endswith("…") and "cpx.1xcd.24gb".startswith(label[:-1]) and label.startswith("cpx.")
+            assert "compute-partition cpx.1xcd.24gb " in p.findtext(f".//{SVG}title", "")
     assert_readable(svg)
 
 

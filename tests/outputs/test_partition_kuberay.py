@@ -105,7 +105,7 @@ def test_a_pattern_naming_an_attribute_the_partition_lacks_is_one_clear_error() 
 
 
 @pytest.mark.parametrize("pattern", ["nvidia.com/mig", "nvidia.com/mig-{Profile}", "kubernetes.io/mig-{profile}"])
-def test_a_partition_resource_pattern_must_name_the_profile_in_a_vendor_domain(pattern: str) -> None:
+def test_a_partition_resource_pattern_must_have_a_placeholder_in_a_vendor_domain(pattern: str) -> None:
     with pytest.raises(ValueError, match="kubernetes_partition_resource"):
         SchedulerNames(kubernetes_resource="nvidia.com/gpu", kubernetes_partition_resource=pattern)
 

@@ -299,7 +299,7 @@ def test_dra_publishes_an_mi300x_cpx_node_as_8_counter_sets_and_64_partitions() 
                                                      "memory-slices": {"value": "4"}}
     first = [d for d in devices if d["consumesCounters"][0]["counterSet"] == "device-0-counters"]
     assert [d["attributes"]["unitId"]["string"] for d in first] == [str(i) for i in range(8)]  # HIP ids
-    assert {d["attributes"]["profile"]["string"] for d in devices} == {"cpx"}
+    assert {d["attributes"]["profile"]["string"] for d in devices} == {"cpx.1xcd.24gb"}
 
 
 @needs_slurmd
@@ -307,7 +307,7 @@ def test_slurmd_reads_each_cpx_partition_as_a_gres_of_its_render_node(tmp_path: 
     inv = inventory(CPX)
     root = tmp_path / "dev"
     node = slurm_node(inv, device_root=str(root))
-    assert node.gres == "gpu:mi300x_cpx:64"
+    assert node.gres == "gpu:mi300x_cpx.1xcd.24gb:64"
     # One render node per partition: plain File= lines (slurmd refuses MultipleFiles of one file), one range.
     assert [(row["type"], row["file"], row["count"]) for row in slurmd_reads(node, tmp_path)] == [
-        ("mi300x_cpx", f"{root}/dri/renderD[128-191]", "64")]
+        ("mi300x_cpx.1xcd.24gb", f"{root}/dri/renderD[128-191]", "64")]

@@ -1,8 +1,8 @@
 """AMD compute partitions on a real Ray node (issue 25): 8 MI300X in CPX mode (NPS4), each split into 8
 compute partitions, 64 in all. Each physical GPU is reported once with its partitions, which Ray schedules as
-``GPU_COMPUTE_PARTITION_cpx``; a task gets one partition's HIP id in HIP_VISIBLE_DEVICES, two tasks never the
-same one, and no partitioned GPU is offered as a whole ``GPU``. One node for the module, started by
-``rayaccel.ray.init``.
+``GPU_COMPUTE_PARTITION_cpx.1xcd.24gb`` (one XCD and 24 GiB each); a task gets one partition's HIP id in
+HIP_VISIBLE_DEVICES, two tasks never the same one, and no partitioned GPU is offered as a whole ``GPU``. One node
+for the module, started by ``rayaccel.ray.init``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
 
-CPX = "GPU_COMPUTE_PARTITION_cpx"
+CPX = "GPU_COMPUTE_PARTITION_cpx.1xcd.24gb"
 IDS = {str(i) for i in range(64)}  # the HIP ids of the 64 partitions
 
 
@@ -57,7 +57,7 @@ def test_the_node_offers_64_partitions_and_no_whole_gpu(node):
     assert total[CPX] == 64.0 and not total.get("GPU")
     (info,) = [n for n in ray.nodes() if n["NodeID"] == node]
     assert info["Labels"]["rayaccel.io/partition-kind"] == "compute-partition"
-    assert info["Labels"]["rayaccel.io/partition-compute-partition-cpx"] == "64"
+    assert info["Labels"]["rayaccel.io/partition-compute-partition-cpx.1xcd.24gb"] == "64"
 
 
 def test_two_tasks_each_get_their_own_partition(node):

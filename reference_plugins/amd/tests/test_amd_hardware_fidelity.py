@@ -48,7 +48,7 @@ def test_partitions_sharing_a_uuid_are_all_offered(manager, fixtures, monkeypatc
     assert family is not None
     assert "duplicate-device" not in {p.code for p in result.problems}
     # Ray counts 64 GPUs; here they are 64 compute partitions of 8 GPUs (a deliberate difference, README).
-    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx.1xcd.24gb"] == 64.0 == ray_count(monkeypatch, host)
     assert "GPU" not in result.resources and len(family.devices) == 8
     ids = [d.id for d in family.devices]
     assert len({p.attributes["uuid"] for d in family.devices for p in d.partitions}) == 64
@@ -68,7 +68,7 @@ def test_partitions_with_their_own_uuids_carry_their_partition_id(manager, fixtu
     assert family is not None
     assert [p for p in result.problems if p.severity == "error"] == []
     assert "fallback-device-id" not in {p.code for p in result.problems}
-    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx.1xcd.24gb"] == 64.0 == ray_count(monkeypatch, host)
     assert [p.attributes["partition_id"] for p in family.devices[0].partitions] == list(range(8))
     # Partition queries answer N/A on partitions other than 0: the primary's answer is the GPU's.
     assert {d.attributes["compute_partition"] for d in family.devices} == {"CPX"}
@@ -80,7 +80,7 @@ def test_a_gpu_known_only_by_its_pci_id_is_offered_with_a_warning(manager, fixtu
     result = build_inventory(manager, host)
     family = result.family("amd")
     assert family is not None
-    assert result.resources["GPU_COMPUTE_PARTITION_cpx"] == 64.0 == ray_count(monkeypatch, host)
+    assert result.resources["GPU_COMPUTE_PARTITION_cpx.1xcd.24gb"] == 64.0 == ray_count(monkeypatch, host)
     # Its HIP uuid (the package's) still places it: partition 1 of GPU 1, not a GPU of its own.
     gpu = family.devices[1]
     assert len(family.devices) == 8 and gpu.partitions[1].id == "9"

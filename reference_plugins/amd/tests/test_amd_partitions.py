@@ -22,6 +22,7 @@ import pytest
 
 from rayaccel.testing import Fixture, PluginManager, SimulatedHost, build_inventory, collect_problems, parse_fixture
 from rayaccel_amd import cli, plugin
+from rayaccel_amd.discovery import partition_profile
 from rayaccel_amd.readings import partition_uuid
 
 FIXTURE_NAMES = sorted(p.stem for p in (Path(plugin.__file__).parent / "fixtures").glob("*.yaml"))
@@ -153,7 +154,7 @@ def test_both_amd_smi_layouts_give_partition_mode_and_id(manager: PluginManager,
     assert family is not None and [p for p in result.problems if p.severity == "error"] == []
     assert [p.attributes["partition_id"] for d in family.devices for p in d.partitions] == [0, 1] * 8
     assert {d.attributes.get("compute_partition") for d in family.devices} == {"DPX"}
-    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx"}
+    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx.4xcd.96gb"}
     assert family.devices[0].attributes["memory_partition"] == "NPS1"
     assert family.labels["amd.com/gpu.compute-partition"] == "DPX"
     # Partitions share their GPU's uuid on ROCm 6.4/7.0: the ids are the ones ROCm 7.12 reports.
@@ -169,7 +170,7 @@ def test_partition_command_failing_keeps_the_gpus_and_their_ids(manager: PluginM
     assert [d.id for d in family.devices] == fixtures[DPX_26].expected.device_ids  # list's partition_id
     assert "compute_partition" not in family.devices[0].attributes
     # The mode is unknown, the count is not: 2 of an MI300X's 8 XCDs' worth each is DPX.
-    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx"}
+    assert {p.profile for d in family.devices for p in d.partitions} == {"dpx.4xcd.96gb"}
     (failed,) = [p for p in result.problems if p.code == "amd-smi-failed"]
     assert "amd-smi partition --current --json" in failed.message
 
@@ -233,14 +234,26 @@ def test_a_secondary_partition_gone_drains_only_itself_and_a_primary_gone_drains
     assert reports[devices[1].id].state == "unhealthy" and reports[devices[1].id].reasons[0].fatal
 
 
+def test_a_partition_profile_is_its_mode_then_what_sizes_it() -> None:
+    # One mode, two products, two sizes: two names (MI300X's and MI350X's DPX partitions; RAC244).
+    assert partition_profile("DPX", 4, 98296) == "dpx.4xcd.96gb"
+    assert partition_profile("DPX", 4, 147456) == "dpx.4xcd.144gb"
+    assert partition_profile("CPX", 1, 24574) == "cpx.1xcd.24gb"  # 23.998 GiB: rounded, as MIG's 1g.10gb
+    # What the plugin cannot tell is left out, never guessed: a product of unknown XCDs, an unread memory size.
+    assert partition_profile("DPX", None, 98296) == "dpx.96gb"
+    assert partition_profile("QPX", 2, None) == "qpx.2xcd"
+
+
 def test_a_partitioned_gpu_is_offered_only_as_its_partitions(manager: PluginManager, fixtures: Fixtures) -> None:
     result = build_inventory(manager, SimulatedHost(fixtures[CPX]))
     family = result.family("amd")
     assert family is not None and family.schedulable_units == []
-    assert result.resources == {"GPU_COMPUTE_PARTITION_cpx": 64.0, "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
+    assert result.resources == {"GPU_COMPUTE_PARTITION_cpx.1xcd.24gb": 64.0,
+                                "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
     gpu = family.devices[0]
     assert gpu.memory_mib == sum(p.memory_mib or 0 for p in gpu.partitions) == 196592
     assert gpu.partition_capacity is not None and (gpu.partition_capacity.compute_slices,
                                                    gpu.partition_capacity.memory_slices) == (8, 4)
-    assert {(p.kind, p.profile, p.compute_slices) for p in gpu.partitions} == {("compute-partition", "cpx", 1)}
+    assert {(p.kind, p.profile, p.compute_slices) for p in gpu.partitions} == {
+        ("compute-partition", "cpx.1xcd.24gb", 1)}
     assert [p.attributes["device_file"] for p in gpu.partitions] == [f"/dev/dri/renderD{128 + n}" for n in range(8)]

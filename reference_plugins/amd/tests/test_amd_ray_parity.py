@@ -82,7 +82,7 @@ def test_ray_and_plugin_agree_on_the_same_machine(ray_amd, manager, fixtures, na
     assert ray_manager.get_current_node_num_accelerators() == len(offered)
     if any(d.partitions for d in family.devices):
         # Deliberate difference (README, "Partitions"): Ray counts each compute partition as a GPU; here they
-        # are GPU_COMPUTE_PARTITION_<mode>, the same ids (HIP's) in HIP_VISIBLE_DEVICES, and no GPU is whole.
+        # are GPU_COMPUTE_PARTITION_<profile>, the same ids (HIP's) in HIP_VISIBLE_DEVICES, and no GPU is whole.
         (name,) = [k for k in inventory.resources if k.startswith("GPU_COMPUTE_PARTITION_")]
         assert inventory.resources[name] == len(offered) and "GPU" not in inventory.resources
         assert offered == [str(i) for i in range(len(offered))]  # Ray's ids are the positions: the same here

@@ -36,6 +36,9 @@ Fixtures written (expected values are worked out from these facts, not from the 
   share their GPU's uuid; the plugin derives the ids ROCm 7.12 reports, so the two fixtures' ids agree.
 * ``mi300x-dpx-amd-smi-25`` (amd-smi 25.5.1, ROCm 6.4.2) and ``mi300x-dpx-amd-smi-26`` (amd-smi 26.0.2,
   ROCm 7.0.2): 8x MI300X in DPX/NPS1 (16 logical GPUs) read through the CLI, one per JSON layout.
+* ``mi350x-qpx-nps2-pod`` and ``mi350x-dpx-nps2-pod``: one MI350X in QPX or DPX, NPS2, given to a pod. An
+  MI350X's DPX partition (147,456 MiB) and an MI300X's (98,296 MiB) share a mode and differ in size: the fleet
+  RAC244 checks for one name, one size.
 """
 
 from __future__ import annotations
@@ -181,11 +184,18 @@ def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) 
     return data
 
 
+def profile(mode: str, partitions: int, memory_mib: int, product: Product = MI300X) -> str:
+    """A partition's profile, from AMD's facts: the mode, the XCDs it gets (the product's, shared evenly) and its
+    memory in GiB, rounded (docs/partitions.md: the name carries what sizes the partition, as MIG's 1g.10gb)."""
+    return f"{mode.lower()}.{product.xcds // partitions}xcd.{round(memory_mib / partitions / 1024)}gb"
+
+
 def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: str, memory_mode: str,
                     hive: str | None, partitions: int, product: Product | None = None) -> dict[str, str]:
     """The node labels, worked out from the fixture's facts (the hive: joined by xGMI links, when recorded):
     ``count`` physical GPUs of ``memory_mib`` each, ``partitions`` compute partitions in all."""
     product = product or MI300X
+    name = profile(mode, partitions // count, memory_mib, product)
     labels = {"rayaccel.io/family": "amd", "rayaccel.io/vendor": "AMD", "rayaccel.io/sku-known": "true",
               "rayaccel.io/count": str(count), "rayaccel.io/interconnect": "xgmi" if hive else "none",
               "rayaccel.io/health": "healthy", "ray.io/accelerator-type": product.accelerator_type,
@@ -197,7 +207,7 @@ def expected_labels(count: int, memory_mib: int, driver: str, rocm: str, mode: s
         labels.update({"rayaccel.io/scale-up-domain": hive, "ray.io/gpu-domain": hive,
                        "rayaccel.io/scale-up-domain-kind": "xgmi-hive", "rayaccel.io/scale-up-domain-size": str(count)})
     labels.update({"rayaccel.io/partition-kind": "compute-partition",
-                   f"rayaccel.io/partition-compute-partition-{mode.lower()}": str(partitions)})
+                   f"rayaccel.io/partition-compute-partition-{name}": str(partitions)})
     labels.update({"amd.com/gpu.compute-partition": mode, "amd.com/gpu.memory-partition": memory_mode,
                    "amd.com/gpu.gfx-target": product.gfx_target})
     return labels
@@ -220,10 +230,12 @@ def expected_slices(partitions: int, memory_mode: str) -> dict[str, dict[str, An
             for g, device in enumerate(expected_ids())}
 
 
-def expected_resources(mode: str, partitions: int) -> dict[str, float]:
-    """Not Ray's GPU count: every compute partition is a GPU_COMPUTE_PARTITION_<mode> (docs/partitions.md)."""
-    return {f"GPU_COMPUTE_PARTITION_{mode.lower()}": float(partitions),
-            "accelerator_type:AMD-Instinct-MI300X-OAM": 1.0}
+def expected_resources(mode: str, per_gpu: int, partitions: int, product: Product = MI300X,
+                       memory_mib: int = VRAM_MB) -> dict[str, float]:
+    """Not Ray's GPU count: every compute partition is a GPU_COMPUTE_PARTITION_<profile> (docs/partitions.md),
+    ``partitions`` of them that take work, ``per_gpu`` to each GPU."""
+    return {f"GPU_COMPUTE_PARTITION_{profile(mode, per_gpu, memory_mib, product)}": float(partitions),
+            f"accelerator_type:{product.accelerator_type}": 1.0}
 
 
 def library_fixture(per_partition: bool) -> dict[str, Any]:
@@ -237,7 +249,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
         **({} if per_partition else {"problems": ["fallback-device-id"]}),
         "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
         # Ray counts every amdsmi processor handle as a GPU (64); here they are 64 partitions of 8 GPUs.
-        "resources": expected_resources("CPX", 64),
+        "resources": expected_resources("CPX", 8, 64),
         # amdsmi_topo_get_link_type is not recorded here: no links, so no hive domain.
         "links": 0, "skus": {i: "mi300x" for i in ids},
         "labels": expected_labels(8, VRAM_MB, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
@@ -267,7 +279,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
             "patch": {"libraries": {"amdsmi": {"gpus": {"16": {"total_ecc_count": {
                 "uncorrectable_count": 1, "deferred_count": 3}}}}}},
             "expected": {"health": {ids[2]: "unhealthy"}, "reasons": {ids[2]: ["ecc-uncorrectable", "ecc-deferred"]},
-                         "fatal": True, "resources": expected_resources("CPX", 56)}})
+                         "fatal": True, "resources": expected_resources("CPX", 8, 56)}})
         # A compute partition is its own logical GPU: one that stops answering (logical GPU 13, GPU 1's partition 5,
         # whose hip_id is 13) is drained alone; its GPU and the GPU's other seven partitions stay in service.
         faults.append({
@@ -276,7 +288,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
                            "AMDSMI_STATUS_IO on it alone; that partition is unhealthy, GPU 1 itself is not",
             "patch": {"libraries": {"amdsmi": {"gpus": {"13": {"errors": {"amdsmi_get_gpu_activity": 12}}}}}},
             "expected": {"health": {ids[1]: "healthy", "13": "unhealthy"}, "reasons": {"13": ["amdsmi-io"]},
-                         "fatal": True, "resources": expected_resources("CPX", 63)}})
+                         "fatal": True, "resources": expected_resources("CPX", 8, 63)}})
     else:
         faults.append({
             "name": "rocm-6-2-no-kfd-info", "kind": "other",
@@ -405,7 +417,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
         commands["amd-smi partition --current --json"] = {"stdout": dumps({"current_partition":
                                                                            partition_rows(partitions)})}
     ids = expected_ids()
-    resources = expected_resources("DPX", 16)
+    resources = expected_resources("DPX", 2, 16)
     # The partitions share their card's uuid (amd-smi before ROCm 7.12): the plugin derives ids (a warning).
     expected = {"problems": ["fallback-device-id"],
                 "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
@@ -445,14 +457,20 @@ def cli_fixture(layout: int) -> dict[str, Any]:
             "expected": expected, "faults": faults}
 
 
-# One MI350X in QPX / NPS2, as a pod given one GPU sees it -----------------------------------------------
+# One MI350X in QPX or DPX / NPS2, as a pod given one GPU sees it -----------------------------------------
+
+#: AMD's compatibility matrix of compute and memory partition modes (DPX + NPS2 among them) and a cloud's MI355X
+#: page (DPX: 2 logical GPUs per GPU, each with half its memory and compute).
+MATRIX_DOC = "https://instinct.docs.amd.com/projects/amdgpu-docs/en/latest/gpu-partitioning/index.html"
+MI355X_MODES_DOC = "https://aac.amd.com/help/bare-metal/gpu-partitioning/"
 
 
-def mi350x_qpx_fixture() -> dict[str, Any]:
-    """One MI350X split in four compute partitions (QPX, NPS2), all given to one pod (AMD's Kubernetes device
-    plugin hands out partitions as GPUs): the XCDs are MI350X's, not MI300X's, so each partition's share of them
-    is its product's (2 of 8)."""
-    partitions, vram_mb, rocm = 4, 294912, "7.0.2"
+def mi350x_pod_fixture(mode: str, partitions: int) -> dict[str, Any]:
+    """One MI350X split in ``partitions`` compute partitions (QPX: 4, DPX: 2) with NPS2 memory, all given to one
+    pod (AMD's Kubernetes device plugin hands out partitions as GPUs): the XCDs are MI350X's, not MI300X's, so
+    each partition's share of them is its product's (2 of 8 in QPX), and so is its memory (144 GiB in DPX,
+    where an MI300X's DPX partition has 96 GiB: one mode, two sizes, so two profiles)."""
+    vram_mb, rocm = 294912, "7.0.2"
     gpus = {}
     for p in range(partitions):
         gpu = library_gpu(0, p, partitions, per_partition=False)
@@ -468,35 +486,38 @@ def mi350x_qpx_fixture() -> dict[str, Any]:
         gpu["kfd_info"]["kfd_id"] = 45881 + 7 * p
         gpu["temperature"]["hotspot"] = 47
         if p == 0:
-            gpu.update({"compute_partition": "QPX", "memory_partition": "NPS2"})
+            gpu.update({"compute_partition": mode, "memory_partition": "NPS2"})
         gpus[str(p)] = gpu
     device = f"{serial(0) >> 56 & 0xFF:02x}ff{MI350X.device_id:04x}" + amdsmi_uuid(serial(0), 0)[8:]
-    resources = {"GPU_COMPUTE_PARTITION_qpx": 4.0, f"accelerator_type:{MI350X.accelerator_type}": 1.0}
+    resources = expected_resources(mode, partitions, partitions, MI350X, vram_mb)
     expected = {
-        # Before ROCm 7.12 the four partitions share their card's uuid, so the plugin derives ids (a warning).
+        # Before ROCm 7.12 the partitions share their card's uuid, so the plugin derives ids (a warning).
         "problems": ["fallback-device-id"],
         "devices": 1, "device_ids": [device], "accelerator_type": MI350X.accelerator_type,
         "resources": resources, "links": 0, "skus": {device: MI350X.sku},
-        "labels": expected_labels(1, vram_mb, "6.14.14", rocm, "QPX", "NPS2", hive=None, partitions=4,
+        "labels": expected_labels(1, vram_mb, "6.14.14", rocm, mode, "NPS2", hive=None, partitions=partitions,
                                   product=MI350X),
         "device_fields": {device: {"partition_capacity.compute_slices": MI350X.xcds,
                                    "partition_capacity.memory_slices": 2,
-                                   "partition.3.compute_slices": MI350X.xcds // partitions}},
+                                   f"partition.{partitions - 1}.compute_slices": MI350X.xcds // partitions}},
     }
-    return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": "mi350x-qpx-nps2-pod",
-            "description": "One AMD Instinct MI350X OAM in QPX compute / NPS2 memory partitioning, its four logical "
-                           f"GPUs given to one pod, read through the amdsmi Python API (ROCm {rocm}); the partitions "
-                           "share their GPU's uuid",
+    words = {2: "two", 4: "four"}[partitions]
+    return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": f"mi350x-{mode.lower()}-nps2-pod",
+            "description": f"One AMD Instinct MI350X OAM in {mode} compute / NPS2 memory partitioning, its {words} "
+                           f"logical GPUs given to one pod, read through the amdsmi Python API (ROCm {rocm}); the "
+                           "partitions share their GPU's uuid",
             "source": f"amdsmi Python API of ROCm {rocm} (documented at {AMDSMI_PY_API}); MI350X: 8 XCDs, 256 CUs, "
-                      "gfx950, 288 GB HBM3E, QPX = 4 partitions of 2 XCDs, NPS2 (AMD Instinct MI350 series "
-                      f"partitioning, {PARTITION_DOC}); {UUID_SOURCE}",
+                      f"gfx950, 288 GB HBM3E, {mode} = {partitions} partitions of {MI350X.xcds // partitions} XCDs "
+                      f"and {vram_mb // partitions} MiB each, NPS2 (AMD Instinct MI350 series partitioning, "
+                      f"{PARTITION_DOC}; modes and memory share: {MATRIX_DOC}, {MI355X_MODES_DOC}); {UUID_SOURCE}",
             "host": {"hostname": "mi350x-pod-0", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
             "expected": expected, "faults": []}
 
 
 def main(out: Path = OUT) -> int:
     for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
-                 cli_fixture(26), mi350x_qpx_fixture()):
+                 cli_fixture(26), mi350x_pod_fixture("QPX", 4),
+                 mi350x_pod_fixture("DPX", 2)):
         path = out / f"{data['name']}.yaml"
         write_atomically(path, yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120))
         print(path)

@@ -170,11 +170,13 @@ def with_plugin_resources(expected: dict[str, float], observed: dict[str, float]
 
 def is_plugin_label(key: str) -> bool:
     """A label the plugin decides from the device, not the SKU record: its own (under its prefix), Ray's
-    generation-specific ones (``ray.io/tpu-pod-type``: a new chip generation has its own), and the scale-up
-    domain (its size and kind follow from the generation too)."""
+    generation-specific ones (``ray.io/tpu-pod-type``: a new chip generation has its own), the scale-up
+    domain (its size and kind follow from the generation too), and the partition profiles (a profile names its
+    partition's size, which follows from the product: :data:`_PRODUCT_PARTITION_FIELDS`)."""
     if key.startswith(RAY_LABEL_PREFIX):
         return key != RAY_ACCELERATOR_TYPE_LABEL
-    return not key.startswith(VOCABULARY_PREFIX) or key.startswith(f"{VOCABULARY_PREFIX}scale-up-domain")
+    return not key.startswith(VOCABULARY_PREFIX) or key.startswith(
+        (f"{VOCABULARY_PREFIX}scale-up-domain", f"{VOCABULARY_PREFIX}partition-"))
 
 
 def observed_label_keys(sku: SkuRecord) -> set[str]:

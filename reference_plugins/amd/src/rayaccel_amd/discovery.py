@@ -4,8 +4,9 @@
 amdsmi enumerates each compute partition as a GPU of its own (one PCI function each, ``0000:05:00.0`` ...
 ``.7`` in CPX), which is how HIP counts them too: ``HIP_VISIBLE_DEVICES`` takes a partition's HIP id. So the
 logical GPUs of one PCI device are grouped into the physical GPU they share (memory, xGMI links, power), each
-a :class:`~rayaccel.Partition` of kind ``compute-partition`` whose id is its HIP id and whose profile is the
-compute partition mode; Ray then schedules ``GPU_COMPUTE_PARTITION_cpx``, never a partitioned GPU whole.
+a :class:`~rayaccel.Partition` of kind ``compute-partition`` whose id is its HIP id and whose profile names
+its size (:func:`partition_profile`); Ray then schedules ``GPU_COMPUTE_PARTITION_cpx.1xcd.24gb``, never a
+partitioned GPU whole.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ XCDS = {"MI300X": 8, "MI325X": 8, "MI350X": 8, "MI355X": 8, "MI300A": 6, "MI308X
 #: The compute partition mode by partitions per GPU, for when amdsmi / amd-smi cannot say (the modes of AMD's
 #: partitioning guide: SPX 1, DPX 2, TPX 3, QPX 4; CPX one per XCD).
 MODES = {1: "spx", 2: "dpx", 3: "tpx", 4: "qpx"}
+#: MiB in the GiB a profile's memory is rounded to (what NVIDIA's MIG profiles do: 9856 MiB is '10gb').
+_MIB_PER_GB = 1024
 _NPS = re.compile(r"^NPS(\d)$")
 _PCI_FUNCTION = re.compile(r"^([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2})\.[0-7]$", re.IGNORECASE)
 
@@ -115,6 +118,16 @@ def physical_uuid(primary: GpuRecord) -> str:
     return f"{match.group(1)}ff{match.group(2)}".lower() if match else f"{primary.uuid}-gpu"
 
 
+def partition_profile(mode: str, xcds: int | None, memory_mib: int | None) -> str:
+    """A compute partition's profile, which names its Ray resource and label: the mode as amd-smi prints it,
+    then what sizes the partition, as NVIDIA's MIG profile ``1g.10gb`` does: its XCDs and its memory in GiB,
+    rounded (``dpx.4xcd.96gb``). The mode alone is not a size: DPX is 4 XCDs and 96 GiB on an MI300X but 144 GiB
+    on an MI350X, and 2 XCDs on an MI308X (docs/partitions.md). What the plugin cannot tell is left out."""
+    size = ([f"{xcds}xcd"] if xcds else []) + (
+        [f"{max(1, round(memory_mib / _MIB_PER_GB))}gb"] if memory_mib else [])
+    return ".".join([mode.lower(), *size])
+
+
 def _partitioned(members: list[GpuRecord], source: str) -> Device:
     primary = members[0]
     mode = next((g.compute_partition for g in members if g.compute_partition), None)
@@ -123,7 +136,7 @@ def _partitioned(members: list[GpuRecord], source: str) -> Device:
     xcds = XCDS.get(product or "")
     share = xcds // len(members) if xcds and xcds % len(members) == 0 else None
     memory_slices = _NPS.match(nps or "")
-    profile = (mode or ("cpx" if len(members) == xcds else MODES.get(len(members), f"{len(members)}x"))).lower()
+    named_mode = mode or ("cpx" if len(members) == xcds else MODES.get(len(members), f"{len(members)}x"))
     partitions = []
     for gpu in members:
         attributes: dict[str, str | int | float | bool] = {PARTITION_UUID: gpu.uuid}
@@ -136,7 +149,7 @@ def _partitioned(members: list[GpuRecord], source: str) -> Device:
         if gpu.inferred:
             attributes["product_inferred"] = True
         partitions.append({"id": str(gpu.hip_id if gpu.hip_id is not None else gpu.index), "kind": PARTITION_KIND,
-                           "profile": profile, "compute_slices": share,
+                           "profile": partition_profile(named_mode, share, gpu.vram_mib), "compute_slices": share,
                            "memory_mib": gpu.vram_mib, "attributes": attributes})
     whole = to_device(primary, source)
     memory = [g.vram_mib for g in members]

@@ -23,8 +23,10 @@ def rayaccel_family() -> rayaccel.FamilyDeclaration:
         # AMD's device plugin and DRA driver; Slurm (AutoDetect=rsmi) gives render nodes, renderD128 = GPU 0
         schedulers=rayaccel.SchedulerNames(kubernetes_resource="amd.com/gpu", dra_driver="gpu.amd.com",
                                            slurm_gres="gpu", device_files=["/dev/dri/renderD{index+128}"],
-                                           # AMD's k8s-device-plugin, resource_naming_strategy=mixed: amd.com/cpx_nps4
-                                           kubernetes_partition_resource="amd.com/{profile}_{memory_partition}"),
+                                           # AMD's k8s-device-plugin, resource_naming_strategy=mixed: amd.com/cpx_nps4,
+                                           # the modes only (the profile also carries the partition's size)
+                                           kubernetes_partition_resource="amd.com/{compute_partition}_"
+                                                                         "{memory_partition}"),
         health_reasons=rayaccel.ReasonCode.table(REASONS),
     )
 
