@@ -33,6 +33,15 @@ def test_a_loss_named_by_its_device_s_number_path_or_key_is_written_for_another_
         "files": {"/sys/bus/pci/devices/0000:1A:00.0/state": None}}
 
 
+def test_a_peer_s_link_entry_to_the_lost_device_moves_to_the_target_and_the_target_s_to_the_lost_one() -> None:
+    links = {"files": {f"/sys/class/x/x{i}/links/GPU-{j}abc": "100\n" for i in range(4) for j in range(4) if i != j}}
+    lost = {"files": {"/sys/class/x/x3/links/GPU-0abc": None, "/sys/class/x/x0/links/GPU-3abc": None,
+                      "/sys/class/x/x1/links/GPU-3abc": None}}
+    assert moved_patch(lost, links, CARDS[3], CARDS[0], CARDS)[0] == {"files": {
+        "/sys/class/x/x0/links/GPU-3abc": None, "/sys/class/x/x3/links/GPU-0abc": None,
+        "/sys/class/x/x1/links/GPU-0abc": None}}
+
+
 @pytest.mark.parametrize(("patch", "why"), [
     ({"commands": {"tool list --json": {"stdout": "[]"}}}, "names no device"),
     ({"libraries": {"nvml": {"devices": {"3": None, "2": {"hip_id": 1}}}}}, "names GPU-2abc"),

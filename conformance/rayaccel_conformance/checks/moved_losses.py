@@ -2,13 +2,14 @@
 
 A fixture records a device-lost fault on one device, often the last one listed, and a plugin that gets a loss wrong
 only where devices are listed after the lost one (a listing loop left at the lost device, the first n devices kept)
-passes on it. Where the fault's patch names only the lost device (its id, its PCI address, or its number in a path
-or key: ``/sys/class/acme/acme3/state``, ``nvml.devices.'5'``) the same vendor state can be written for any other
-device of the machine, so the suite moves the loss to the first device and a middle one: the same loss, so the same
-number of devices found, and every device not lost keeps its PCI address and health, and its index (and the
-units that index has) by the rule the recorded loss follows: each its own, or numbered on without gaps. A patch that
-changes something naming no device (a tool's whole listing) or another device too (a renumbering) is not moved, and
-the evidence says so. Each helper here is pure.
+passes on it. Where every change of the fault's patch names the lost device (its id, its PCI address, or its number
+in a path or key: ``/sys/class/acme/acme3/state``, ``nvml.devices.'5'``, a peer's ``links/<its id>``) the same
+vendor state can be written for any other device of the machine, the two devices' names exchanged, so the suite
+moves the loss to the first device and a middle one: the same loss, so the same number of devices found, and every
+device not lost keeps its PCI address and health, and its index (and the units that index has) by the rule the
+recorded loss follows: each its own, or numbered on without gaps. A patch that changes something not naming the lost
+device (a tool's whole listing, another device's renumbering) is not moved, and the evidence says so. Each helper
+here is pure.
 """
 
 from __future__ import annotations
@@ -45,23 +46,27 @@ def names(text: str, device: Device, by_number: bool = True) -> bool:
             or (by_number and _numbers(text, device)))
 
 
-def _replace(text: str, old: str, new: str) -> str:
-    """``old`` replaced by ``new`` in ``text`` in the case ``text`` spells it."""
-    for spelled, respelled in ((old, new), (old.lower(), new.lower()), (old.upper(), new.upper())):
-        if spelled in text:
-            return text.replace(spelled, respelled)
+def _swap(text: str, one: str, other: str) -> str:
+    """``one`` and ``other`` exchanged in ``text``, each in the case ``text`` spells it."""
+    if not one or not other:
+        return text
+    for a, b in ((one, other), (one.lower(), other.lower()), (one.upper(), other.upper())):
+        if a in text or b in text:
+            return b.join(part.replace(b, a) for part in text.split(a))
     return text
 
 
 def renamed(text: str, lost: Device, target: Device) -> str:
-    """``text`` naming ``target`` where it named ``lost``."""
-    text = _replace(text, lost.id, target.id)
-    for old, new in zip(_bus_forms(lost), _bus_forms(target), strict=False):
-        text = _replace(text, old, new)
+    """``text`` with ``lost`` and ``target`` exchanged: naming ``target`` where it named ``lost`` (and ``lost`` where
+    it named ``target``: a peer's link entry to the lost device becomes the lost device's entry to the target)."""
+    text = _swap(text, lost.id, target.id)
+    for one, other in zip(_bus_forms(lost), _bus_forms(target), strict=False):
+        text = _swap(text, one, other)
 
     def number(part: str) -> str:
         m = _NUMBERED.fullmatch(part)
-        return f"{m.group(1)}{target.index}" if m and int(m.group(2)) == lost.index else part
+        swapped = {lost.index: target.index, target.index: lost.index}
+        return f"{m.group(1)}{swapped[int(m.group(2))]}" if m and int(m.group(2)) in swapped else part
 
     return "/".join(number(part) for part in text.split("/"))
 
@@ -82,23 +87,22 @@ def _holds(state: Any, keys: Sequence[str]) -> bool:
 
 def moved_patch(patch: dict[str, Any], state: dict[str, Any], lost: Device, target: Device,
                 devices: Sequence[Device]) -> tuple[dict[str, Any] | None, str]:
-    """The fault's merge ``patch`` written for ``target`` instead of ``lost`` on the host ``state`` (as JSON), or
-    None and why it cannot be: a change naming no device, naming another device, naming the lost one in its
-    value, or touching an entry whose counterpart for ``target`` the host has not (or has, where the lost one's is
-    new)."""
+    """The fault's merge ``patch`` written for ``target`` instead of ``lost`` on the host ``state`` (as JSON): each
+    change names the lost device, and the two devices' names are exchanged in it (a peer's link entry to the lost
+    device is kept for the peer, the target's becomes the lost device's). None and why where it cannot be: a change
+    not naming the lost device (a whole listing, another device's renumbering), naming it in its value, or
+    touching an entry whose counterpart the host has not (or has, where the lost one's is new)."""
     others = [d for d in devices if d.id != lost.id]
     moved: dict[str, Any] = {}
     for keys, value in _leaves(patch):
         where = "/".join(keys)
-        naming = [i for i, key in enumerate(keys) if names(key, lost)]
-        if other := next((d for d in others for key in keys if names(key, d)), None):
-            return None, f"its change of {where!r} names {other.id}{' too' if naming else ''}"
-        if not naming:
-            return None, f"its change of {where!r} names no device"
+        if not any(names(key, lost) for key in keys):
+            other = next((d for d in others for key in keys if names(key, d)), None)
+            return None, f"its change of {where!r} names {other.id if other else 'no device'}"
         if isinstance(value, str) and names(value, lost, by_number=False):
             return None, f"its change of {where!r} names {lost.id} in its value"
-        new = tuple(renamed(key, lost, target) if i in naming else key for i, key in enumerate(keys))
-        depth = naming[-1] + 1
+        new = tuple(renamed(key, lost, target) for key in keys)
+        depth = max(i for i, key in enumerate(keys) if new[i] != key) + 1
         if _holds(state, keys[:depth]) != _holds(state, new[:depth]):
             return None, (f"{'/'.join(new[:depth])!r} is not to {target.id} what {'/'.join(keys[:depth])!r} is to "
                           f"{lost.id}")

@@ -809,8 +809,9 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     reason, and every device the fault's ``expected.reasons`` names (lost, or broken but still found: a
     chiplet gone) with those reason codes, as a fresh inventory gives them; so must each ``lose``
     perturbation the fixture declares (docs/fixtures.md), which must also leave the other devices as they
-    were. A fault losing one device whose patch names only that device (its id, PCI address, or number in a
-    path or key) is moved to the first device and a middle one (``invariant
+    were. A fault losing one device whose every change names that device (its id, PCI address, or number in a
+    path or key; a peer's link entry to it) is moved, the two devices' names exchanged, to the first device and
+    a middle one (``invariant
     a-loss-anywhere-is-the-same-loss``): the same number of devices found, the device lost named nowhere and
     unhealthy to the monitor, every other device found with its PCI address and health, and its index and
     units kept or numbered on without gaps as the recorded loss numbers them; a patch rewriting a whole
