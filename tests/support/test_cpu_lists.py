@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -54,7 +55,7 @@ def test_every_form_of_a_cpu_set_reads_back_as_that_set_and_writes_as_the_kernel
         assert not last or int(first) < int(last)
     bounds = [(int(p.partition("-")[0]), int(p.partition("-")[2] or p.partition("-")[0]))
               for p in filter(None, text.split(","))]
-    assert all(b[0] > a[1] + 1 for a, b in zip(bounds, bounds[1:], strict=False))
+    assert all(b[0] > a[1] + 1 for a, b in itertools.pairwise(bounds))
 
 
 def test_the_kernels_strided_ranges_and_examples() -> None:
