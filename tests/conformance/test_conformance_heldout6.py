@@ -4,7 +4,8 @@ own fixtures, as the round graded them).
 
 The corpus grades the same invariants on plugins of other shapes (c-hint-row-of-next-size,
 c-hint-gives-fabric-it-lacks: RAC209's hint-is-its-stated-machine; c-metadata-error-page-as-pool,
-c-metadata-failure-as-unset: RAC204's error statuses); the TPU worker-label mutants are graded here alone
+c-metadata-failure-as-unset: RAC204's error statuses; c-group-named-by-own-host, c-group-named-by-constant:
+RAC202's a-group-without-its-variable-is-no-group); the TPU worker-label mutants are graded here alone
 (``TPU_LABEL_MUTANTS``: one claimant of TPU_VISIBLE_CHIPS per manager).
 """
 
@@ -128,3 +129,27 @@ def test_the_tpu_plugin_reading_the_metadata_server_s_worker_before_tpu_worker_i
         CHECKS["RAC270"].function(Subject("tpu", PluginManager()), "tpu/v5e-8")
     assert ("invariant labels-as-ray-reads-them, tpu/v5e-8 with TPU_WORKER_ID=1 beside the metadata server's 0: label "
             "ray.io/tpu-worker-id='0'; Ray's TPUAcceleratorManager gives '1'") in str(failed.value), failed.value
+
+
+@pytest.mark.parametrize("group", ["own-host", "constant"])
+def test_a_neuron_ultraserver_group_made_up_without_its_leader_variable_fails_rac202(
+        monkeypatch: pytest.MonkeyPatch, group: str) -> None:
+    from rayaccel_neuron import instance
+
+    all_checks()
+    ref = "neuron/trn2u.48xlarge-ultraserver-x2"
+    assert "1 domains, consistent" in str(CHECKS["RAC202"].function(Subject("neuron", PluginManager()), ref))
+    shipped = instance.ultraserver_place
+
+    def place(host: Any, instance_type: str | None) -> Any:  # the one edit: a group made up without the leader
+        found = shipped(host, instance_type)
+        if found is None and instance_type in instance.ULTRASERVER_INSTANCE_TYPES:
+            return instance.UltraServerPlace(group=host.name if group == "own-host" else "ultraserver", node=None)
+        return found
+
+    monkeypatch.setattr(instance, "ultraserver_place", place)
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC202"].function(Subject("neuron", PluginManager()), ref)
+    said = str(failed.value)
+    assert (f"invariant a-group-without-its-variable-is-no-group: {ref} with NEURON_GLOBAL_TOPOID0_HOST unset: "
+            "ultraserver domain") in said and "of 64 devices (this host has 16)" in said, said

@@ -25,6 +25,7 @@ from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
+from rayaccel_conformance.checks.dropped_variables import dropped_variable_domain_errors
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
@@ -114,7 +115,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
     device in two domains of one kind and one id per physical domain; a domain whose id follows the host's name
     (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
-    host-local-domain-is-its-members`, under each fault too: RAC203); the link count must equal the
+    host-local-domain-is-its-members`, under each fault too: RAC203); with each variable the host sets unset in
+    turn, a domain spanning more devices than the host has keeps its id or takes one the host states, never one
+    made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the
     fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
     discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -143,6 +146,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
     wrong += domain_problems(raw)
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
+    wrong += dropped_variable_domain_errors(subject, fx)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
                  if duplicates and len(by_pair) == fx.expected.links else "")
