@@ -55,6 +55,75 @@ def settings_read(manager: Any, var: str) -> list[str]:
     return sorted(seen)
 
 
+def companions_read(manager: Any, var: str) -> list[str]:
+    """The variables other than ``var`` and Ray's settings that Ray's manager looks up while it reads ``var`` for a
+    process (AMD's ``ROCR_VISIBLE_DEVICES``: it refuses that one set without ``HIP_VISIBLE_DEVICES``)."""
+    seen: set[str] = set()
+    original = type(os.environ)
+
+    class Recording(original):  # type: ignore[valid-type,misc]
+        def __getitem__(self, key: Any) -> Any:
+            seen.add(str(key))
+            return super().__getitem__(key)
+
+        def __contains__(self, key: Any) -> bool:
+            seen.add(str(key))
+            return bool(super().__contains__(key))
+
+    for value in ("0", None):  # unset too: AMD's manager looks ROCR_VISIBLE_DEVICES up only without its own
+        with environment_kept():
+            os.environ.pop(var, None)
+            if value is not None:
+                os.environ[var] = value
+            os.environ.__class__ = Recording
+            try:
+                with contextlib.suppress(Exception):
+                    manager.get_current_process_visible_accelerator_ids()
+            finally:
+                os.environ.__class__ = original
+    return sorted(key for key in seen if key != var and not key.startswith(RAY_PREFIX))
+
+
+def ray_refusal(manager: Any, env: dict[str, str], names: list[str]) -> str | None:
+    """What Ray's manager says refusing a process environment holding ``env`` (of ``names``, the rest unset), or
+    None where it reads it."""
+    with environment_kept():
+        for name in names:
+            os.environ.pop(name, None)
+        os.environ.update(env)
+        try:
+            manager.get_current_process_visible_accelerator_ids()
+        except (RuntimeError, ValueError) as e:
+            return str(e) or type(e).__name__
+    return None
+
+
+def companion_disagreements(subject: Subject, manager: Any, var: str, fx: Any) -> list[str]:
+    """``invariant companions-as-ray-reads-them``: each variable Ray's manager reads beside ``var`` set on the node
+    (to a unit, as Slurm's gres sets ROCR_VISIBLE_DEVICES) with ``var`` unset, empty (what Ray writes for a task
+    given no unit) and a unit: the plugin refuses (an error naming either variable, or discovery raising) the
+    environments Ray's manager refuses, and only those."""
+    wrong = []
+    for companion in companions_read(manager, var):
+        names = [var, companion]
+        for env in ({companion: "0"}, {companion: "0", var: ""}, {companion: "0", var: "0"}):
+            refused = ray_refusal(manager, env, names)
+            host = {k: v for k, v in fx.host.env.items() if k not in names} | env
+            built = subject.build(simulated_host(fx.model_copy(update={
+                "host": fx.host.model_copy(update={"env": host}), "faults": []})))
+            said = [p for p in subject.plugin_problems(built, ("rayaccel_discover",), ("error",))
+                    if p.code == "hook-raised" or companion in p.message or var in p.message]
+            shown = ", ".join(f"{k}={v!r}" for k, v in env.items()) + ("" if var in env else f", {var} unset")
+            where = f"invariant companions-as-ray-reads-them, {fx.ref} with {shown}"
+            if refused and not said:
+                wrong.append(f"{where}: Ray's {manager.__name__} refuses it ({refused}); the plugin discovers "
+                             f"{len(subject.devices(built))} devices and names neither variable")
+            elif not refused and said:
+                wrong.append(f"{where}: Ray's {manager.__name__} reads it (as {var} alone), yet the plugin refuses it: "
+                             f"{said[0].message.splitlines()[0]}")
+    return wrong
+
+
 def ray_accepts(manager: Any, var: str) -> bool:
     """Whether Ray's manager takes the settings as they are now (it raises ValueError on a value it refuses)."""
     with environment_kept():
@@ -153,7 +222,11 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     hold with the same value (``invariant visible-env-companions-as-ray-writes-them``: the SDK's manager takes
     the place of Ray's, so a task's process gets the plugin's variables only). A value the
     manager reads as no device (the empty value, ``NoDevFiles``) the plugin must read as none too
-    (``invariant visible-none-as-ray-reads-it``). The suite
+    (``invariant visible-none-as-ray-reads-it``). Each variable the manager reads beside its own (AMD's
+    ``ROCR_VISIBLE_DEVICES``, which Slurm's gres sets) is set on the node, on the first fixture, with the
+    family's variable unset, empty (what Ray writes for a task given no unit) and a unit: the plugin's discovery
+    must refuse (raise, or an error naming either variable) exactly the environments the manager refuses
+    (``invariant companions-as-ray-reads-them``). The suite
     watches which ``RAY_*`` settings the manager reads (TPU's ``RAY_TPU_RESOURCE_PER_CHIP``), sets each in
     the process to 1 and 2, builds the (first) fixture again, and asks both sides again; a value Ray accepts must not
     be reported as malformed by the plugin (``invariant ray-setting-taken-as-ray-takes-it``). Set to 0, which
@@ -176,6 +249,10 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     if base is None or not base.devices:
         raise NotApplicable(f"{fx.ref}: no devices")
     wrong = disagreements(subject, manager, var, base, f"{fx.ref}, Ray's settings unset")
+    # The companions, like Ray's settings below, on the first fixture only: the plugin's rule is the same everywhere.
+    if not subject.__dict__.setdefault("_ray_companions_tried", False):
+        subject.__dict__["_ray_companions_tried"] = True
+        wrong += companion_disagreements(subject, manager, var, fx)
     wrong += labels_read_first(subject, manager, fx)
     unset = answers(subject, var, base)
     # Each setting is varied on the first fixture only (as RAC265 does): the plugin's rule for it is the same on
