@@ -5,7 +5,8 @@ own fixtures, as the round graded them).
 The corpus grades the same invariants on plugins of other shapes (c-hint-row-of-next-size,
 c-hint-gives-fabric-it-lacks: RAC209's hint-is-its-stated-machine; c-metadata-error-page-as-pool,
 c-metadata-failure-as-unset: RAC204's error statuses; c-group-named-by-own-host, c-group-named-by-constant:
-RAC202's a-group-without-its-variable-is-no-group); the TPU worker-label mutants are graded here alone
+RAC202's a-group-without-its-variable-is-no-group; c-link-listing-skips-cut-line, c-status-listing-missing-as-lost:
+RAC204's a-cut-listing-is-reported); the TPU worker-label mutants are graded here alone
 (``TPU_LABEL_MUTANTS``: one claimant of TPU_VISIBLE_CHIPS per manager).
 """
 
@@ -24,6 +25,7 @@ from rayaccel.plugins.instance_types import cloud_hint
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
+from rayaccel_conformance.checks.cut_listings import cut_mid_line
 from rayaccel_conformance.checks.error_statuses import error_page
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
@@ -153,3 +155,32 @@ def test_a_neuron_ultraserver_group_made_up_without_its_leader_variable_fails_ra
     said = str(failed.value)
     assert (f"invariant a-group-without-its-variable-is-no-group: {ref} with NEURON_GLOBAL_TOPOID0_HOST unset: "
             "ultraserver domain") in said and "of 64 devices (this host has 16)" in said, said
+
+
+def test_a_listing_is_cut_in_the_middle_of_the_line_after_its_first_half() -> None:
+    link = "".join(f"port {p:2d}:\tUP\n" for p in range(24))
+    cut = cut_mid_line(link)
+    assert cut is not None and cut.endswith("port 11:\tUP\nport ") and cut.count("\n") == 12, cut
+    assert cut_mid_line("hl-smi 1.18.0\n") is None
+
+
+def test_a_gaudi_plugin_skipping_a_cut_port_line_is_named_only_where_nothing_reports_the_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rayaccel_gaudi import hlsmi, probe
+
+    all_checks()
+    shipped, shipped_report = hlsmi.parse_ports, probe.report_problem
+
+    def skipping(text: str, command: str) -> dict[int, str]:  # a line it cannot read skipped, not reported
+        whole = "".join(line for line in str(text).splitlines(keepends=True) if hlsmi._PORT_LINE.match(line))
+        return shipped(whole, command)
+
+    monkeypatch.setattr(probe, "parse_ports", skipping)
+    # The shipped probe still names the shorter listing (hl-smi-ports-inconsistent): reported, so no failure.
+    assert "cut off mid-line" in str(CHECKS["RAC204"].function(Subject("gaudi", PluginManager()), "gaudi/hls-gaudi2"))
+    monkeypatch.setattr(probe, "report_problem", lambda code, *a, **k: None if code == "hl-smi-ports-inconsistent"
+                        else shipped_report(code, *a, **k))
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC204"].function(Subject("gaudi", PluginManager()), "gaudi/hls-gaudi2")
+    assert ("`hl-smi -n link -i 0000:33:00.0` cut off mid-line: invariant a-cut-listing-is-reported: the links differ"
+            in str(failed.value)), failed.value

@@ -25,6 +25,7 @@ from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
 from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
+from rayaccel_conformance.checks.cut_listings import cut_listing_differences, cut_listing_patches
 from rayaccel_conformance.checks.dropped_variables import dropped_variable_domain_errors
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
@@ -686,18 +687,21 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
     every command of the fixture hangs, every command prints garbage, the metadata server hangs or answers
     garbage or an HTTP error status (403, 404, 500, 503, each with Google's error page); the hangs also on top
     of each other fault of the fixture, and asked twice on the same host.
-    Each inventory must finish within the SDK's hook timeout without the SDK having to abandon the
-    hook (``hook-timeout``), no exception may escape, and the plugin must end with zero devices, a problem
-    naming what went wrong, or (for a tool it only reads extra details from) the devices it found without
-    it; never devices made up from garbage. Under an error status no label may take another value than the
-    machine gives, and no resource or domain appear that it does not (`invariant an-error-status-is-no-value`),
-    and facts left unknown need a problem saying why but under 404, the server's answer that a key is
-    not set (`invariant an-error-status-is-reported`). A simulated hang lasts the whole timeout the plugin asked for
-    (in simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as
-    they would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no
-    metadata server, no tool faults) has nothing to test: the check is skipped there as not applicable,
-    never passed. Fix: bound every call (``host.run(..., timeout=...)``), give up on a timeout instead of
-    retrying, and validate what a tool prints before using it.
+    Each inventory must finish within the SDK's hook timeout without the SDK having to abandon the hook
+    (``hook-timeout``), no exception may escape, and the plugin must end with zero devices, a problem naming
+    what went wrong, or (for a tool it only reads extra details from) the devices it found without it; never
+    devices made up from garbage. Under an error status no label may take another value than the machine gives,
+    and no resource or domain appear that it does not (`invariant an-error-status-is-no-value`), and facts left
+    unknown need a problem saying why but under 404, the server's answer that a key is not set (`invariant
+    an-error-status-is-reported`). Each command's output of two lines or more is cut off in the middle of the
+    line after its first half, one command at a time (a tool killed mid-answer): the devices, health, links,
+    domains and resources must be the whole answer's, or a problem the whole answer did not give must say so
+    (`invariant a-cut-listing-is-reported`). A simulated hang lasts the whole timeout the plugin asked for (in
+    simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as they
+    would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no metadata
+    server, no tool faults) has nothing to test: the check is skipped there as not applicable, never passed.
+    Fix: bound every call (``host.run(..., timeout=...)``), give up on a timeout instead of retrying, and
+    validate what a tool prints before using it.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -710,7 +714,8 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
             scenarios.append((fault.name, None if cached else _patched(fx, fault.patch), False))
     synthetic_faults = _synthetic_faults(fx)
     error_statuses = error_status_patches(fx)
-    for name, patch in {**synthetic_faults, **error_statuses}.items():
+    cut_listings = cut_listing_patches(fx)
+    for name, patch in {**synthetic_faults, **error_statuses, **cut_listings}.items():
         scenarios.append((name, _patched(fx, patch), True))
     # Timeouts hold on every state of the machine, not only the healthy one: each other fault, with every
     # vendor tool hanging on top of it.
@@ -747,9 +752,7 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
                          f"waited out), over the {limit:g}s hook timeout")
         elif " during fault " in name:  # the fault changes facts itself: what is checked here is the time
             done.append(f"{name}: {elapsed:.2f}s")
-        elif name in error_statuses and (said := error_status_differences(
-                name, inventory.family(subject.family().name), subject.inventory(fixture).family(
-                    subject.family().name), bool(problems))):
+        elif said := misread_answer(subject, fixture, name, inventory, problems, error_statuses, cut_listings):
             wrong += said
         elif synthetic and devices and not problems and not devices <= baseline:
             wrong.append(f"{name}: reported devices {sorted(devices - baseline)} that are not on the machine")
@@ -761,6 +764,19 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
     if wrong:
         raise CheckFailed(wrong)
     return done
+
+
+def misread_answer(subject: Subject, fixture: str | None, scenario: str, inventory: NodeInventory,
+                   problems: list[Problem], error_statuses: dict[str, Any], cut_listings: dict[str, Any]) -> list[str]:
+    """What an error status or a listing cut off mid-line made of the machine's facts (RAC204's invariants)."""
+    name = subject.family().name
+    healthy = subject.inventory(fixture)
+    if scenario in error_statuses:
+        return error_status_differences(scenario, inventory.family(name), healthy.family(name), bool(problems))
+    if scenario in cut_listings:
+        whole = [p for p in healthy.problems if p.plugin == subject.name and p.hook]
+        return cut_listing_differences(scenario, inventory.family(name), healthy.family(name), problems, whole)
+    return []
 
 
 #: Device facts a tool's garbage must never become (a fact the plugin could not read is None instead).
