@@ -90,8 +90,9 @@ def decode(data: bytes, shown: str, what: str, error: type[RayaccelError] = Raya
     return text
 
 
-#: Most flow brackets (``[``/``{``) in a document read with libyaml's C parser, which recurses without a
-#: depth check: beyond it (or without libyaml) the pure-Python parser, which stops at Python's recursion limit.
+#: Most flow brackets (``[``/``{``) in a document read with libyaml's C parser straight away: it recurses without
+#: a depth check, so beyond this many its scanner first shows that no flow collection nests past MAX_DEPTH (or
+#: refuses the document at once); without libyaml, the pure-Python parser, which stops at Python's recursion limit.
 C_PARSER_MAX_BRACKETS = 10_000
 
 
@@ -102,12 +103,39 @@ def safe_load_yaml(text: str) -> Any:
     import yaml  # only YAML documents need it (~20 ms of imports)
 
     loader = getattr(yaml, "CSafeLoader", None)
-    if loader is not None and text.count("[") + text.count("{") <= C_PARSER_MAX_BRACKETS:
-        try:
-            return yaml.load(text, Loader=loader)  # CSafeLoader: the safe loader, in C
-        except yaml.YAMLError:
-            pass
+    if loader is not None:
+        many = text.count("[") + text.count("{") > C_PARSER_MAX_BRACKETS
+        if not many or _flow_nesting_within(text, MAX_DEPTH, yaml):
+            try:
+                return yaml.load(text, Loader=loader)  # CSafeLoader: the safe loader, in C
+            except yaml.YAMLError:
+                pass
     return yaml.safe_load(text)
+
+
+def _flow_nesting_within(text: str, limit: int, yaml: Any) -> bool:
+    """Whether no flow collection of ``text`` nests deeper than ``limit`` (libyaml's scanner, which counts
+    levels in a loop: then its parser's recursion is bounded). Too deep raises RecursionError at once, as the
+    pure-Python parser would after ~1 s of recursing; text libyaml cannot scan is left to the pure parser."""
+    opening = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
+    closing = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
+    scanner = yaml.CBaseLoader(text)
+    depth = 0
+    try:
+        while (token := scanner.get_token()) is not None:
+            if isinstance(token, opening):
+                depth += 1
+                if depth > limit:
+                    raise RecursionError(f"flow collections nested deeper than {limit} levels")
+            elif isinstance(token, closing):
+                depth -= 1
+    except yaml.YAMLError as e:
+        if "maximum nesting depth" in str(e):  # libyaml >= 0.2.5 stops at 1,000 levels itself
+            raise RecursionError(f"flow collections nested deeper than {limit} levels") from None
+        return False
+    finally:
+        scanner.dispose()
+    return True
 
 
 def _yaml_error() -> type[Exception]:
