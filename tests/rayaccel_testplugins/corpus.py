@@ -1569,7 +1569,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_affinities", "rayaccel_testplugins.corpus_text_numbers",
                   "rayaccel_testplugins.corpus_stated_machines", "rayaccel_testplugins.corpus_losses",
                   "rayaccel_testplugins.corpus_missing_keys",
-                  "rayaccel_testplugins.corpus_used_as_total", "rayaccel_testplugins.corpus_error_statuses",
+                  "rayaccel_testplugins.corpus_used_as_total",
+                  "rayaccel_testplugins.corpus_link_states", "rayaccel_testplugins.corpus_error_statuses",
                   "rayaccel_testplugins.corpus_dropped_variables", "rayaccel_testplugins.corpus_cut_listings")
 
 

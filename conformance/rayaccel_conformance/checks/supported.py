@@ -30,6 +30,7 @@ from rayaccel_conformance.checks.dropped_variables import dropped_variable_domai
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
+from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
@@ -961,9 +962,13 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     unhealthy or unknown, or kept with the facts it cannot read as unknown at any depth (a partition's
     ``memory_mib``, an optional attribute dropped), or with a text stand-in and a problem naming the device
     or the file; never kept with another number (``memory_mib`` 0 for a size not read), reported or not.
-    Fix: key every answer by ``device.id``; read a device's signals from its own vendor entry (its index
-    or bus id), never from its place in a list; sort ids numerically, not as text; a vendor value
-    that cannot be read is unknown (``None``) and reported, never a default.
+    And the middle device's first link record that is up (a collection under a key naming links, numbered
+    0, 1, ..., each with its state: NVML's per-NVLink state) is switched off in the vendor's own off value,
+    as ``nvidia-smi nvlink -s`` shows a link inactive between active ones: every peer another record still
+    links stays linked (``invariant one-link-down-keeps-the-others``). Fix: key every answer by
+    ``device.id``; read a device's signals from its own vendor entry (its index or bus id), never from its
+    place in a list; sort ids numerically, not as text; skip a link that is down, never stop at it; a vendor
+    value that cannot be read is unknown (``None``) and reported, never a default.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -1000,11 +1005,32 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         found, damaged = damaged_device_files(subject, fx, healthy, devices)
         wrong += found
         tried += damaged
+        found, switched = first_link_switched_off(subject, fx, healthy, devices)
+        wrong += found
+        tried += switched
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     if not tried:
         raise NotApplicable(f"{fx.ref}: one device and no single-device fault: no order or device to vary")
     return f"{fx.ref}: the same answers per device {', '.join(tried)}"
+
+
+def first_link_switched_off(subject: Subject, fx: Fixture, healthy: FamilyInventory,
+                            devices: list[Device]) -> tuple[list[str], list[str]]:
+    """RAC211's ``one-link-down-keeps-the-others``: the middle device's first link record that is up switched off
+    (``link_states.first_link_down``); every peer another record still links stays linked. (What went wrong, what
+    was tried.)"""
+    device = devices[len(devices) // 2]
+    host = fx.host.model_dump(mode="json")
+    link = first_link_down(host, device)
+    if link is None:
+        return [], []
+    built = subject.build(simulated_host(fx.model_copy(update={
+        "host": HostState.model_validate(with_link_down(host, link)), "faults": []})))
+    where = f"invariant one-link-down-keeps-the-others, {fx.ref} with {link.describe()} of {device.id}: "
+    wrong = subject.blamed(built, peers_dropped(healthy, built.family(healthy.family.name), device, link, devices),
+                           where)
+    return wrong, [f"{device.id}'s first link switched off"]
 
 
 def damaged_device_files(subject: Subject, fx: Fixture, healthy: FamilyInventory,
