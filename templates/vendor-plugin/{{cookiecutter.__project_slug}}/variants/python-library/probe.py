@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, vendor_int
+from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, collect_problems, vendor_int
 
 from {{ cookiecutter.__module }}.readings import (
     MAX_DEVICES,
@@ -38,7 +38,10 @@ class SimulatedLibrary:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
-        self._devices = {int(k): v for k, v in (data.get("devices") or {}).items()}
+        # A vendor library numbers the devices it finds 0..count-1, one that lost a card the rest on without a gap
+        # (as NVML and amdsmi do): the fixture's keys give the order, the position the index.
+        listed = sorted(((int(k), v) for k, v in (data.get("devices") or {}).items()), key=lambda kv: kv[0])
+        self._devices = [v for _, v in listed]
 
     def driver_version(self) -> str | None:
         version = self._data.get("driver_version")
@@ -84,6 +87,29 @@ def _field(info: dict[str, Any], key: str, index: int) -> Any:
     return info[key]
 
 
+def _listed(lib: SimulatedLibrary) -> dict[str, int]:
+    """uuid -> the device's index in the library now. A library numbers what it finds 0..count-1, so once a card
+    is lost a device's index from discovery may be another device's: every later read finds its device by uuid
+    (as NVML's nvmlDeviceGetHandleByUUID does), never by the index discovery saw."""
+    count = vendor_int(lib.device_count(), "device count", maximum=MAX_DEVICES) or 0
+    where: dict[str, int] = {}
+    with collect_problems():  # what is wrong with the listing itself, discovery reports
+        for index in range(count):
+            try:
+                uuid = text_value(lib.device_info(index).get("uuid"), "uuid")
+            except (KeyError, TypeError, ValueError, ProbeError):
+                continue
+            if uuid:
+                where.setdefault(uuid, index)
+    return where
+
+
+def _index_now(where: dict[str, int], device: Device) -> int:
+    if device.id not in where:
+        raise ProbeError(f"device {device.index} ({device.id}) is no longer listed by the library")
+    return where[device.id]
+
+
 def driver_version(host: Host) -> str | None:
     lib = _library(host)
     return None if lib is None else lib.driver_version()
@@ -115,7 +141,9 @@ def read_links(host: Host, devices: Sequence[Device]) -> list[PeerLink]:
     lib = _library(host)
     if lib is None:
         return []
-    pairs = [(d.id, peer, gbps) for d in devices for peer, gbps in sorted(lib.device_links(d.index).items())]
+    where = _listed(lib)  # a device no longer listed has no links
+    pairs = [(d.id, peer, gbps) for d in devices if d.id in where
+             for peer, gbps in sorted(lib.device_links(where[d.id]).items())]
     return each_record(pairs, lambda p: PeerLink(p[0], str(p[1]), reading(p[2], "gbytes_per_s")), f"{LIBRARY} links")
 
 
@@ -124,8 +152,10 @@ def read_health(host: Host, devices: Sequence[Device]) -> dict[str, DeviceHealth
     if lib is None:
         return {}
 
+    where = _listed(lib)
+
     def build(d: Device) -> DeviceHealth:
-        info = lib.device_info(d.index)
+        info = lib.device_info(_index_now(where, d))
         fatal = vendor_int(_field(info, "fatal_errors", d.index), "fatal_errors")
         corrected = vendor_int(_field(info, "corrected_errors", d.index), "corrected_errors")
         if fatal is None or corrected is None:
@@ -140,8 +170,10 @@ def read_stats(host: Host, devices: Sequence[Device]) -> dict[str, DeviceStats]:
     if lib is None:
         return {}
 
+    where = _listed(lib)
+
     def build(d: Device) -> DeviceStats:
-        info = lib.device_info(d.index)
+        info = lib.device_info(_index_now(where, d))
         # A field the library leaves out (its NOT_SUPPORTED answer) is a reading it does not measure: unknown.
         return DeviceStats(d.id, reading_if_supported(info.get("utilization"), "utilization"),
                            reading_if_supported(info.get("temperature"), "temperature"),
