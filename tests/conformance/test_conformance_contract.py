@@ -6,13 +6,16 @@ a device file a plugin reports under its entry follows the entry's new number.""
 
 from __future__ import annotations
 
+import copy
+import json
+
 import pytest
 
 from rayaccel import Device, Host
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import MetricSample
 from rayaccel_conformance.checks import all_checks
-from rayaccel_conformance.checks.readings import Reading, candidates, host_readings, scaled_host
+from rayaccel_conformance.checks.readings import Reading, candidates, host_readings, scaled_host, with_reading
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus
@@ -80,6 +83,34 @@ def test_readings_are_found_in_files_library_data_and_csv_rows_and_scaled_as_wri
     assert scaled_host(host, leaf, 0.5)["libraries"]["vendorlib"]["devices"]["2"]["power_usage"] == 126000
     assert scaled_host(host, Reading("file", "/sys/class/acme/acme2/power_mw", (), 252000.0), 2.0)["files"][
         "/sys/class/acme/acme2/power_mw"] == "504000\n"
+
+
+def test_a_rewritten_reading_leaves_the_host_given_and_every_earlier_rewrite_as_they_were() -> None:
+    """with_reading copies only the containers on the way to the reading: the host given, and a state an earlier
+    rewrite returned (the checks chain them), must keep their values wherever the reading is."""
+    host = {"hostname": "n", "files": {"/sys/class/acme/acme2/power_mw": "252000\n"},
+            "libraries": {"vendorlib": {"devices": {"2": {"power_usage": 252000, "temp": [41, 42]}}}},
+            "commands": {"tool -q": {"stdout": "2, CARD-2, 252 W\n", "exit": 0},
+                         "tool --json": {"stdout": json.dumps({"gpus": [{"power": 252}]}), "exit": 0}}}
+    pristine = copy.deepcopy(host)
+    places = [Reading("file", "/sys/class/acme/acme2/power_mw", (), 252000.0),
+              Reading("library", "vendorlib", ("devices", "2", "temp", 1), 42.0),
+              Reading("table", "tool -q", (0, 2), 252.0, "2, CARD-2, 252 W"),
+              Reading("command", "tool --json", ("gpus", 0, "power"), 252.0)]
+    state, returned = host, []
+    for reading in places:
+        state = with_reading(state, reading, lambda old: "9", lambda old: 9)
+        returned.append((state, copy.deepcopy(state)))
+        assert host == pristine, reading.describe()
+    for earlier, as_returned in returned:
+        assert earlier == as_returned
+    assert state["files"]["/sys/class/acme/acme2/power_mw"] == "9\n"
+    assert state["libraries"]["vendorlib"]["devices"]["2"]["temp"] == [41, 9]
+    assert state["commands"]["tool -q"] == {"stdout": "2, CARD-2, 9 W\n", "exit": 0}
+    assert json.loads(state["commands"]["tool --json"]["stdout"]) == {"gpus": [{"power": 9}]}
+    once = with_reading(host, places[1], lambda old: "7", lambda old: 7)
+    assert host == pristine and state["libraries"]["vendorlib"]["devices"]["2"]["temp"] == [41, 9]
+    assert once["libraries"]["vendorlib"]["devices"]["2"]["temp"] == [41, 7]
 
 
 def test_a_device_file_under_a_renumbered_entry_follows_it_and_the_tpu_plugin_keeps_its_chips() -> None:

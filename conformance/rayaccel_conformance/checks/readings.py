@@ -156,35 +156,52 @@ def _number_text(old: str, value: float) -> str:
 def with_reading(host: dict[str, Any], reading: Reading, text: Callable[[str], str],
                  value: Callable[[Any], Any]) -> dict[str, Any]:
     """The host state with one reading rewritten where the vendor wrote it: in a file or a CSV cell the number's
-    text becomes ``text(old text)``, in a library's data or a command's JSON the value becomes ``value(old)``."""
-    state: dict[str, Any] = json.loads(json.dumps(host))
+    text becomes ``text(old text)``, in a library's data or a command's JSON the value becomes ``value(old)``.
+
+    ``host`` is not changed. Only the containers on the way to the reading are new; the rest of the state is
+    ``host``'s own, shared (a JSON round trip of the whole state per reading was most of the CPU of the checks
+    that rewrite one reading after another). Neither this nor a caller changes a state in place: each is
+    validated into a :class:`~rayaccel.hosts.fixtures.HostState`, which a simulated host dumps afresh."""
+    section = {"file": "files", "library": "libraries"}.get(reading.where, "commands")
+    entries = dict(host[section])
+    state = {**host, section: entries}
     if reading.where == "file":
-        old = state["files"][reading.key]
+        old = entries[reading.key]
         number = _NUMBER.match(old)
         assert number is not None
-        state["files"][reading.key] = old.replace(number.group(1), text(number.group(1)), 1)
+        entries[reading.key] = old.replace(number.group(1), text(number.group(1)), 1)
         return state
+    if reading.where == "library":
+        data = entries[reading.key] = _shallow_copy(entries[reading.key])
+        inner = data
+        for step in reading.path[:-1]:
+            inner[step] = _shallow_copy(inner[step])
+            inner = inner[step]
+        inner[reading.path[-1]] = value(inner[reading.path[-1]])
+        return state
+    command = entries[reading.key] = dict(entries[reading.key])
     if reading.where == "table":
-        lines = state["commands"][reading.key]["stdout"].split("\n")
+        lines = command["stdout"].split("\n")
         cells = lines[int(reading.path[0])].split(",")
         cell = cells[int(reading.path[1])]
         number = _CELL.match(cell)
         assert number is not None
         cells[int(reading.path[1])] = cell.replace(number.group(1), text(number.group(1)), 1)
         lines[int(reading.path[0])] = ",".join(cells)
-        state["commands"][reading.key]["stdout"] = "\n".join(lines)
+        command["stdout"] = "\n".join(lines)
         return state
-    if reading.where == "library":
-        data = state["libraries"][reading.key]
-    else:
-        data = json.loads(state["commands"][reading.key]["stdout"])
-    inner = data
+    parsed = json.loads(command["stdout"])
+    inner = parsed
     for step in reading.path[:-1]:
         inner = inner[step]
     inner[reading.path[-1]] = value(inner[reading.path[-1]])
-    if reading.where == "command":
-        state["commands"][reading.key]["stdout"] = json.dumps(data)
+    command["stdout"] = json.dumps(parsed)
     return state
+
+
+def _shallow_copy(container: Any) -> Any:
+    """A new list or dict holding the same items (JSON data holds no other container)."""
+    return list(container) if isinstance(container, list) else dict(container)
 
 
 def scaled_host(host: dict[str, Any], reading: Reading, k: float) -> dict[str, Any]:
