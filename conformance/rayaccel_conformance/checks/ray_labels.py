@@ -82,7 +82,10 @@ def ray_labels(manager: Any, host: SimulatedHost, env: dict[str, str]) -> tuple[
     hide: set[str] = set()
     while True:
         with wired(manager, host, env, hide) as seen:
-            labels = dict(manager.get_current_node_accelerator_labels() or {})
+            try:
+                labels = dict(manager.get_current_node_accelerator_labels() or {})
+            except Exception:  # Ray's manager failing on this machine says nothing of the plugin: no labels to hold
+                labels = {}
         # A variable it read that this process has (a real GKE node's) is not the simulated host's: asked again.
         own = {k for k in seen - env.keys() - hide if k in os.environ and not k.startswith(RAY_PREFIX)}
         if not own:
