@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -88,10 +89,10 @@ def test_readings_are_found_in_files_library_data_and_csv_rows_and_scaled_as_wri
 def test_a_rewritten_reading_leaves_the_host_given_and_every_earlier_rewrite_as_they_were() -> None:
     """with_reading copies only the containers on the way to the reading: the host given, and a state an earlier
     rewrite returned (the checks chain them), must keep their values wherever the reading is."""
-    host = {"hostname": "n", "files": {"/sys/class/acme/acme2/power_mw": "252000\n"},
-            "libraries": {"vendorlib": {"devices": {"2": {"power_usage": 252000, "temp": [41, 42]}}}},
-            "commands": {"tool -q": {"stdout": "2, CARD-2, 252 W\n", "exit": 0},
-                         "tool --json": {"stdout": json.dumps({"gpus": [{"power": 252}]}), "exit": 0}}}
+    host: dict[str, Any] = {"hostname": "n", "files": {"/sys/class/acme/acme2/power_mw": "252000\n"},
+                            "libraries": {"vendorlib": {"devices": {"2": {"power_usage": 252000, "temp": [41, 42]}}}},
+                            "commands": {"tool -q": {"stdout": "2, CARD-2, 252 W\n", "exit": 0},
+                                         "tool --json": {"stdout": json.dumps({"gpus": [{"power": 252}]}), "exit": 0}}}
     pristine = copy.deepcopy(host)
     places = [Reading("file", "/sys/class/acme/acme2/power_mw", (), 252000.0),
               Reading("library", "vendorlib", ("devices", "2", "temp", 1), 42.0),
