@@ -115,6 +115,18 @@ def test_metric_reads_ecc_power_and_temperature():
     assert (gpu["power_w"], gpu["temperature_c"], gpu["gfx_activity"]) == (750, 71, 97)
 
 
+def test_an_ecc_count_left_out_or_not_a_number_is_unknown_not_zero():
+    # amd-smi prints N/A where a count is not supported, and a version may leave a key out: no count, no metric.
+    data = {"gpu_data": [{"gpu": 0, "ecc": {"total_correctable_count": "N/A", "total_deferred_count": 0}}]}
+    gpu = cli.parse_metric(json.dumps(data))[0]
+    assert (gpu["ecc"].correctable, gpu["ecc"].uncorrectable, gpu["ecc"].deferred) == (None, None, 0)
+    from rayaccel_amd.health import report_for
+    from rayaccel_amd.readings import GpuRecord
+
+    report = report_for(GpuRecord(index=0, uuid="u", market_name="m", ecc=gpu["ecc"]))
+    assert report.state == "healthy" and not report.reasons  # no count is no evidence, as no ECC section is
+
+
 @given(st.one_of(st.integers(), st.text(max_size=8), st.none()))
 def test_pci_device_id_never_crashes(value):
     result = products.pci_device_id(value)

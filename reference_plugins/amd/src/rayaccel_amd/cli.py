@@ -263,13 +263,13 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
         counts = None
         gpu = entry["gpu"]
         if ecc:
-            def count(*keys: str, ecc: Mapping[str, Any] = ecc, gpu: int = gpu) -> int:
+            def count(*keys: str, ecc: Mapping[str, Any] = ecc, gpu: int = gpu) -> int | None:
                 key = next((k for k in keys if k in ecc), keys[0])
                 value = number_of(ecc.get(key), f"ecc.{key}", gpu)
                 if value is not None and not 0 <= value < 2**53:
                     malformed(f"ecc.{key}", ecc.get(key), "a count >= 0", where=f"GPU {gpu}")
                     value = None
-                return int(value or 0)
+                return None if value is None else int(value)
 
             counts = EccCounts(correctable=count("total_correctable_count", "correctable_count"),
                                uncorrectable=count("total_uncorrectable_count", "uncorrectable_count"),

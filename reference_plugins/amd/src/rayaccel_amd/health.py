@@ -55,11 +55,12 @@ def report_for(gpu: GpuRecord) -> HealthReport:
         state = "unknown"
         reasons.append(HealthReason(code="health-unavailable",
                                     message="`amd-smi metric --json` failed: ECC counters could not be read"))
-    if gpu.ecc is not None and gpu.ecc.uncorrectable > 0:
+    # A count left out is no evidence either way (ECC not supported prints N/A), as a section left out is.
+    if gpu.ecc is not None and (gpu.ecc.uncorrectable or 0) > 0:
         state = "unhealthy"
         reasons.append(HealthReason(code="ecc-uncorrectable",
                                     message=f"{gpu.ecc.uncorrectable} uncorrectable ECC errors", fatal=True))
-    if gpu.ecc is not None and gpu.ecc.deferred > 0:
+    if gpu.ecc is not None and (gpu.ecc.deferred or 0) > 0:
         state = "degraded" if state == "healthy" else state
         reasons.append(HealthReason(code="ecc-deferred", message=f"{gpu.ecc.deferred} deferred ECC errors"))
     umc = gpu.ras_blocks.get("UMC")
@@ -68,7 +69,7 @@ def report_for(gpu: GpuRecord) -> HealthReport:
         reasons.append(HealthReason(code="ras-umc-disabled",
                                     message=f"RAS for the memory controller (UMC) is {umc}: HBM ECC errors are not "
                                             "reported for this GPU"))
-    if gpu.ecc is not None and gpu.ecc.correctable > 0:
+    if gpu.ecc is not None and (gpu.ecc.correctable or 0) > 0:
         reasons.append(HealthReason(code="ecc-correctable", message=f"{gpu.ecc.correctable} correctable ECC errors"))
     return HealthReport(device=gpu.uuid, state=state, reasons=reasons)
 

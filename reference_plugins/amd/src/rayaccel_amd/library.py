@@ -163,9 +163,9 @@ def read_library(lib: Any) -> Snapshot:
 def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
     ecc = optional(lib.amdsmi_get_gpu_total_ecc_count, handle, into=record.errors, what="ecc")
     if ecc:
-        record.ecc = EccCounts(correctable=_int(ecc.get("correctable_count")) or 0,
-                               uncorrectable=_int(ecc.get("uncorrectable_count")) or 0,
-                               deferred=_int(ecc.get("deferred_count")) or 0)
+        record.ecc = EccCounts(correctable=_int(ecc.get("correctable_count")),
+                               uncorrectable=_int(ecc.get("uncorrectable_count")),
+                               deferred=_int(ecc.get("deferred_count")))
     blocks = optional(lib.amdsmi_get_gpu_ras_block_features_enabled, handle) or []
     record.ras_blocks = {str(b.get("block")): str(b.get("status")) for b in blocks if isinstance(b, dict)}
 

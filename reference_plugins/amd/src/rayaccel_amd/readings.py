@@ -24,9 +24,11 @@ class PeerLink:
 
 @dataclass(frozen=True)
 class EccCounts:
-    correctable: int = 0
-    uncorrectable: int = 0
-    deferred: int = 0
+    """ECC error counts; None: the tool or library left the count out or printed no number (unknown, never 0)."""
+
+    correctable: int | None = 0
+    uncorrectable: int | None = 0
+    deferred: int | None = 0
 
 
 @dataclass
