@@ -163,9 +163,10 @@ def read_library(lib: Any) -> Snapshot:
 def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
     ecc = optional(lib.amdsmi_get_gpu_total_ecc_count, handle, into=record.errors, what="ecc")
     if ecc:
-        record.ecc = EccCounts(correctable=_int(ecc.get("correctable_count")),
-                               uncorrectable=_int(ecc.get("uncorrectable_count")),
-                               deferred=_int(ecc.get("deferred_count")))
+        record.ecc = EccCounts(correctable=_count(ecc.get("correctable_count"), "ecc.correctable_count", record.index),
+                               uncorrectable=_count(ecc.get("uncorrectable_count"), "ecc.uncorrectable_count",
+                                                    record.index),
+                               deferred=_count(ecc.get("deferred_count"), "ecc.deferred_count", record.index))
     blocks = optional(lib.amdsmi_get_gpu_ras_block_features_enabled, handle) or []
     record.ras_blocks = {str(b.get("block")): str(b.get("status")) for b in blocks if isinstance(b, dict)}
 
@@ -194,6 +195,15 @@ def _reading(value: Any, name: str, index: int) -> float | None:
     if number is None and value is not None and str(value).strip().upper() != "N/A":
         malformed(name, value, "a number", where=f"GPU {index}")
     return number
+
+
+def _count(value: Any, name: str, index: int) -> int | None:
+    """An error count; N/A or left out is unknown, anything else that is no count >= 0 is reported."""
+    number = _reading(value, name, index)
+    if number is not None and not (0 <= number < 2**53 and number == int(number)):
+        malformed(name, value, "a count >= 0", where=f"GPU {index}")
+        return None
+    return None if number is None else int(number)
 
 
 def _absent(*args: Any) -> None:
