@@ -37,8 +37,9 @@ def test_the_variables_ray_writes_beside_its_own_are_those_it_added_or_changed()
     assert companions(before, {**before, VAR: "0"}, VAR) == {}
 
 
-@pytest.mark.parametrize("mutant", TPU_BOUNDS_MUTANTS, ids=lambda cls: cls.__name__)
-def test_tpu_bounds_otherwise_than_ray_writes_them_fail_rac270_naming_them(mutant: type[Healthy]) -> None:
+def rac270_alone(mutant: type[Healthy]) -> tuple[str, str]:
+    """RAC270 graded on a TPU mutant alone (one claimant of TPU_VISIBLE_CHIPS per manager), on its first fixture:
+    (that fixture, the failure's text); the mutant is named as the corpus names it."""
     all_checks()
     name = "c-" + "".join(f"-{c.lower()}" if c.isupper() else c for c in mutant.__name__).lstrip("-")
     manager = PluginManager(autoload=False, timeout=5.0)
@@ -47,7 +48,12 @@ def test_tpu_bounds_otherwise_than_ray_writes_them_fail_rac270_naming_them(mutan
     (fixture, *_) = subject.fixture_paths()
     with pytest.raises(CheckFailed) as failed:
         CHECKS["RAC270"].function(subject, fixture)
-    said = str(failed.value)
+    return fixture, str(failed.value)
+
+
+@pytest.mark.parametrize("mutant", TPU_BOUNDS_MUTANTS, ids=lambda cls: cls.__name__)
+def test_tpu_bounds_otherwise_than_ray_writes_them_fail_rac270_naming_them(mutant: type[Healthy]) -> None:
+    _, said = rac270_alone(mutant)
     assert mutant.KILLED_BY is not None and mutant.KILLED_BY[1] in said and "TPU_CHIPS_PER_HOST_BOUNDS" in said, said
     assert "Ray's TPUAcceleratorManager writes TPU_CHIPS_PER_HOST_BOUNDS=" in said
 
