@@ -8,6 +8,7 @@ Ray node whose health monitor polls this host.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import shlex
 import time
@@ -60,8 +61,15 @@ def sleep_hangs_for(seconds: float) -> None:
     _hang_sleep_s = float(seconds)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _norm(path: str) -> str:
+    # Plugins ask for the same few hundred paths on every build: pathlib's parse is most of a lookup's cost.
     return str(PurePosixPath("/" + path.lstrip("/")))
+
+
+def _parent(path: str) -> str:
+    """The parent of a normalised absolute path ("/" for "/" and its children), as PurePosixPath's."""
+    return path[:path.rfind("/")] or "/"
 
 
 class SimulatedHost:
@@ -81,6 +89,8 @@ class SimulatedHost:
         self._state = fixture.host
         self._dirs: set[str] = set()
         self._file_map: dict[str, str] = {}
+        #: Directory -> the names in it (files and directories), for the state the host answers now.
+        self._children: dict[str, set[str]] = {}
         self._libraries: dict[str, Any] = {}
         #: The data each open library session answers from (library name -> what its adapter was opened with).
         self._library_data: dict[str, Any] = {}
@@ -173,6 +183,10 @@ class SimulatedHost:
             self._state = apply_faults(self.fixture, key)
             self._dirs = self._directories(self._state.files)
             self._file_map = {_norm(k): v for k, v in self._state.files.items() if not k.endswith("/")}
+            self._children = {}
+            for entry in (*self._file_map, *self._dirs):
+                if entry != "/":
+                    self._children.setdefault(_parent(entry), set()).add(entry[entry.rfind("/") + 1:])
             self._libraries = {}
             self._library_data = {}
             self._cache_key = key
@@ -185,8 +199,11 @@ class SimulatedHost:
             path = _norm(raw)
             if raw.endswith("/"):
                 dirs.add(path)
-            for parent in PurePosixPath(path).parents:
-                dirs.add(str(parent))
+            while path != "/":
+                path = _parent(path)
+                if path in dirs:
+                    break  # its parents are in already
+                dirs.add(path)
         return dirs
 
     # Host protocol -------------------------------------------------------------------------------
@@ -234,8 +251,7 @@ class SimulatedHost:
             if path in self._files():
                 raise NotADirectoryError(path)
             raise FileNotFoundError(path)
-        entries = set(self._files()) | self._dirs
-        return sorted({PurePosixPath(p).name for p in entries if p != path and str(PurePosixPath(p).parent) == path})
+        return sorted(self._children.get(path, ()))
 
     def glob(self, pattern: str) -> list[str]:
         parent, _, leaf = pattern.rpartition("/")
