@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from rayaccel import NodeInventory, SkuMatch, SkuRecord
-from rayaccel.testing import PluginKit, PluginManager, parse_fixture
+from rayaccel.testing import PluginKit, PluginManager, collect_problems, parse_fixture
 
-from {{ cookiecutter.__module }} import plugin, probe
+from {{ cookiecutter.__module }} import health, plugin, probe, readings, topology
 
 FAMILY = "{{ cookiecutter.__family }}"
 # SAMPLE: the generated fixture. When you record a real node, point this at its fixture.
@@ -51,6 +51,39 @@ def test_unreadable_answers_are_a_problem_for_the_plugin_not_a_crash(rayaccel_ki
 {% else %}
     assert result.families == [] and result.problems[0].code == "hook-raised"  # no listing at all: no devices
 {% endif %}
+
+
+def test_a_pci_id_in_another_form_or_a_size_past_the_hardware_is_reported_not_used() -> None:
+    # The vendor writes a PCI device id as 0x and four hex digits; the SKU catalog matches that form only.
+    with collect_problems() as sink:
+        ids = [readings.pci_id(v) for v in ("0x0A01", "0x0a01ff", "0x0a0g", "0a01", "x")]
+        # No accelerator has 95 TiB of memory: a garbled size, not a device to schedule by.
+        sizes = [readings.memory_size(v, "memory_mib") for v in ("131072", "99999999")]
+    assert ids == ["0x0a01", None, None, None, None] and sizes == [131072, None]
+    assert [r.code for r in sink.drain()] == ["malformed-value"] * 5
+
+
+def test_counters_missing_for_every_device_are_an_error_for_some_a_warning(rayaccel_kit: PluginKit) -> None:
+    family = rayaccel_kit.inventory(SAMPLE_FIXTURE).family(FAMILY)
+    assert family is not None and len(family.devices) > 1
+    devices = family.devices
+    for answered, severity in (([], "error"), (devices[1:], "warning")):
+        with collect_problems() as sink:
+            reports = health.to_reports(devices, {d.id: readings.DeviceHealth(d.id, 0, 0) for d in answered})
+        assert [(r.code, r.severity) for r in sink.drain()] == [("no-health-data", severity)]
+        unknown = len(devices) - len(answered)
+        assert [r.state for r in reports] == ["unknown"] * unknown + ["healthy"] * len(answered)
+
+
+def test_a_link_listed_from_either_end_is_one_link_and_no_device_is_its_own_peer(rayaccel_kit: PluginKit) -> None:
+    family = rayaccel_kit.inventory(SAMPLE_FIXTURE).family(FAMILY)
+    assert family is not None
+    first, second = sorted(family.devices[:2], key=lambda d: d.id)
+    for a, b in ((first.id, second.id), (second.id, first.id)):
+        links = topology.to_topology(family.devices, [readings.PeerLink(a, b, 50.0)]).links
+        assert [(link.a, link.b) for link in links] == [(first.id, second.id)]
+    # The peer's name as read from the vendor (its own string, equal to the device's id): not a link.
+    assert topology.to_topology(family.devices, [readings.PeerLink(first.id, "".join(first.id), 50.0)]).links == []
 
 
 def test_a_day_zero_sku_fixture_resolves_to_the_new_sku(rayaccel_kit: PluginKit) -> None:
