@@ -59,7 +59,7 @@ def _garbled(field: str) -> Any:
 
 @pytest.mark.parametrize("field", ["pci", "memory", "numa_node", "cpu_affinity", "compute_capability",
                                    "architecture", "ecc", "remapped_rows", "utilization", "power_usage",
-                                   "temperature", "mig_mode", "field_values"])
+                                   "temperature", "mig_mode", "field_values", "nvlink"])
 def test_a_malformed_nvml_answer_is_said_for_an_operator_not_in_pythons_words(field: str) -> None:
     """Issue 39: internal exception texts ("invalid literal for int() with base 10", "'str' object has no
     attribute 'get'") became problem messages; each names the NVML call and what it answered instead."""

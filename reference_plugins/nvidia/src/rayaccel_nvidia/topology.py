@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rayaccel import Affinity, Device, Domain, Link, Topology, plain_int, report_problem, shown
-from rayaccel_nvidia.discovery import UNREADABLE, optional
+from rayaccel_nvidia.discovery import UNREADABLE, optional, unusable_answer
 
 #: Unidirectional GB/s of one NVLink, by the ``nvmlNvlinkVersion_t`` name ``nvmlDeviceGetNvLinkVersion``
 #: answers. That is an enum, not the NVLink generation: NVLink 3.0 (A100) is ``NVML_NVLINK_VERSION_3_0`` = 4,
@@ -125,6 +125,10 @@ def nvlink_ends(nvml: Any, handle: Any) -> list[tuple[int, str, str | None, int 
                 break  # no NVLink on this GPU, or past its last link
             if e.value == nvml.NVML_ERROR_GPU_IS_LOST:
                 raise
+            continue
+        except Exception as e:  # a malformed answer: this link's state is unknown, the GPU's other links still count
+            report_problem("nvml-malformed-answer", f"nvmlDeviceGetNvLinkState (link {link}): NVML "
+                           f"{unusable_answer(e)}; the link is left out")
             continue
         if int(state) != nvml.NVML_FEATURE_ENABLED:
             continue
