@@ -1570,6 +1570,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_stated_machines", "rayaccel_testplugins.corpus_losses",
                   "rayaccel_testplugins.corpus_missing_keys",
                   "rayaccel_testplugins.corpus_used_as_total",
+                  "rayaccel_testplugins.corpus_contained_health", "rayaccel_testplugins.corpus_siblings",
                   "rayaccel_testplugins.corpus_link_states", "rayaccel_testplugins.corpus_error_statuses",
                   "rayaccel_testplugins.corpus_dropped_variables", "rayaccel_testplugins.corpus_cut_listings")
 

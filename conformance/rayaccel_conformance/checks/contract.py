@@ -122,9 +122,13 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     memory_total: never refused (a range check `<` its limit) or clamped below it. And each metric has a reading of
     its own (``invariant one-reading-one-metric``): the reading scaled for one metric moves no other metric of the
     device by the same factor (memory in use read from the size's reading, or taken from the discovered size,
-    moves with the size; on a fixture stating no memory in use nothing else shows it). Fix: read every sample from
-    the device's own entry at every poll, each from its own field, and convert it by its unit's factor alone; a
-    range check includes its limits.
+    moves with the size; on a fixture stating no memory in use nothing else shows it). Where the fixture states a
+    metric's value and the sample is another, the reading giving the stated value is found and, beside it in its
+    record (one library or JSON object, one CSV row, one directory), the reading giving the sample (NVML's memory
+    controller utilization beside the GPU's, a power limit beside the draw): that sibling alone set to another
+    value in one more build, the metric must not follow it. Fix: read every sample from the device's own entry at
+    every poll, each from its own field, and convert it by its unit's factor alone; a range check includes its
+    limits.
     """
     from rayaccel_conformance.checks.readings import device_with_samples
 
@@ -136,6 +140,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
                                                          attributed)
     wrong += mixed_byte_units(fx.ref, fam, device, fx.host.model_dump(mode="json"))
     wrong += zero_readings_dropped(subject, fx, fam, device)
+    wrong += sibling_readings_taken(subject, fx, fam, device)
     wrong += full_scale_refused(subject, fx, fam, device, attributed)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
@@ -207,6 +212,68 @@ def zero_readings_dropped(subject: Subject, fx: Fixture, fam: FamilyInventory, d
     return [f"invariant zero-is-a-reading, {fx.ref} with {device.id}'s readings of 0 made 1 ({shown}): "
             f"{', '.join(added)} of {device.id} reported only now: a reading of 0 (an idle device, no errors yet) "
             "gave no sample; report 0 as 0 (a truthiness test such as `if value:` drops it)"]
+
+
+def same_record(a: Any, b: Any) -> bool:
+    """Whether two readings sit side by side in one record: one library or JSON object (NVML's utilization
+    ``{gpu, memory}``), one CSV row, one directory of files."""
+    if a.where != b.where or a == b:
+        return False
+    if a.where == "file":
+        return bool(a.key.rsplit("/", 1)[0] == b.key.rsplit("/", 1)[0])
+    if a.key != b.key:
+        return False
+    if a.where == "table":
+        return bool(a.path[0] == b.path[0])
+    return len(a.path) == len(b.path) and a.path[:-1] == b.path[:-1]
+
+
+def sibling_readings_taken(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device) -> list[str]:
+    """RAC223's ``one-reading-one-metric`` where the fixture states what a metric of ``device`` reads and the sample
+    is another value: the reading giving the stated value (times a unit factor) has a sibling in its record (the
+    memory controller's utilization beside the GPU's, the memory's temperature beside the core's, the power limit
+    beside the draw) giving the sample; the sibling alone set to another value (half the stated reading's) in one
+    more build, the sample follows it: the metric is read from the sibling. Not a failure where it does not follow
+    (RAC206 shows the value)."""
+    from rayaccel_conformance.checks.readings import (
+        MAX_CANDIDATES,
+        candidates,
+        host_readings,
+        owned_by,
+        samples_by_device,
+        with_reading,
+    )
+
+    stated = fx.expected.metric_values.get(device.id) or {}
+    mine = {s.name: s for s in fam.metrics if s.device == device.id}
+    host = fx.host.model_dump(mode="json")
+    own = [r for r in host_readings(host, zeros=True) if owned_by(r, device)]
+    wrong = []
+    for name, want in sorted(stated.items()):
+        sample = mine.get(name)
+        if sample is None or not want or math.isclose(sample.value, want, rel_tol=1e-6):
+            continue
+        for reading, factor in candidates(sample.model_copy(update={"value": want}), device, own)[:MAX_CANDIDATES]:
+            sibling = next((r for r in own if same_record(r, reading)
+                            and math.isclose(r.value * factor, sample.value, rel_tol=1e-6, abs_tol=1e-9)), None)
+            if sibling is None:
+                continue
+            new = reading.value / 2 if reading.value.is_integer() and reading.value % 2 == 0 else reading.value + 1
+            if math.isclose(new, sibling.value):
+                continue  # the sibling already reads that: nothing to tell apart
+            state = with_reading(host, sibling, _full_text(new), _full_value(new))
+            variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+            after = samples_by_device(subject.build(simulated_host(variant)).family(subject.family().name))
+            now = after.get((device.id, name))
+            if now is None or not math.isclose(now, new * factor, rel_tol=1e-6):
+                continue
+            wrong.append(f"invariant one-reading-one-metric, {fx.ref} with {sibling.describe()} of {device.id} alone "
+                         f"set to {new:g} (was {sibling.value:g}): {name} followed it ({sample.value:g} -> {now:g}), "
+                         f"while the fixture states {want:g}, which {reading.describe()} ({reading.value:g}) beside it "
+                         f"gives: {name} read from a sibling reading of its record? each metric has a reading of its "
+                         "own")
+            break
+    return wrong
 
 
 def _full_text(value: float) -> Callable[[str], str]:

@@ -56,6 +56,7 @@ from rayaccel_conformance.checks.perturbations import (
     reorder_differences,
     reorderings,
 )
+from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -965,10 +966,15 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     And the middle device's first link record that is up (a collection under a key naming links, numbered
     0, 1, ..., each with its state: NVML's per-NVLink state) is switched off in the vendor's own off value,
     as ``nvidia-smi nvlink -s`` shows a link inactive between active ones: every peer another record still
-    links stays linked (``invariant one-link-down-keeps-the-others``). Fix: key every answer by
-    ``device.id``; read a device's signals from its own vendor entry (its index or bus id), never from its
-    place in a list; sort ids numerically, not as text; skip a link that is down, never stop at it; a vendor
-    value that cannot be read is unknown (``None``) and reported, never a default.
+    links stays linked (``invariant one-link-down-keeps-the-others``). And the health signals the fixture's
+    faults change (the numbers a fault sets on a device its expectation names, in a library's data or a tool's
+    JSON or CSV output) are made unreadable on the first device listed, then on the last, as the interface makes
+    them: a library's value left out (its NOT_SUPPORTED), a tool's value printed ``N/A``; no hook may raise and
+    every other device keeps its health and facts (``invariant one-unreadable-device-keeps-the-others``). Fix:
+    key every answer by ``device.id``; read a device's signals from its own vendor entry (its index or bus id),
+    never from its place in a list; sort ids numerically, not as text; skip a link that is down, never stop at
+    it; a vendor value that cannot be read is unknown (``None``) and reported, never a default, for that device
+    alone (read each device's signals in a try of its own).
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -1008,6 +1014,9 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         found, switched = first_link_switched_off(subject, fx, healthy, devices)
         wrong += found
         tried += switched
+        found, unreadable = unreadable_signal_findings(subject, fx, healthy, devices)
+        wrong += found
+        tried += unreadable
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     if not tried:

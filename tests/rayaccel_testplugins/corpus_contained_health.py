@@ -1,0 +1,153 @@
+"""Corpus mutants whose health answer is all or nothing (issue 46, held-out round 7: health counters read without
+per-device containment): one card's error counter that cannot be read fails every card's health. RAC211 makes the
+counters the fixture's faults change unreadable on one card (``invariant one-unreadable-device-keeps-the-others``).
+Two shapes: a library's counters read in one comprehension (the binding raises NOT_SUPPORTED for one card, and the
+hook raises), and a tool's CSV rows parsed all at once (one card's ``N/A`` makes every card unknown).
+
+Each mutant reads its counters on a machine of its own beside acme-4 (``acme-4-errlib``: a counter library;
+``acme-4-errsmi``: ``acme-smi --query-errors``), whose fault ``fatal-2`` counts card 2's fatal error there; on acme-4
+(neither installed) it reads the driver's files as the healthy plugin does. Imported by
+tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its name
+(``c-counters-all-or-nothing`` as ``c_counters_all_or_nothing``) so a Ray node loads it by ``RAYACCEL_PLUGINS``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from rayaccel import (
+    Device,
+    HealthReason,
+    HealthReport,
+    Host,
+    HostError,
+    LibraryAdapter,
+    LibraryUnavailable,
+    report_problem,
+)
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+
+ERRORS = ("acme-smi", "--query-errors", "--format=csv,noheader")
+LIBRARY = "acmeerr"
+
+
+class CounterNotSupported(Exception):
+    """What the counter library raises for a counter a card does not give (NVML's NOT_SUPPORTED)."""
+
+
+class ErrorCounters:
+    """ACME's error counter library, simulated: per card, its fatal and corrected error counts; a count the card
+    does not give is left out, and reading it raises, as a binding does."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.cards = data.get("cards") or {}
+
+    def count(self, index: int, name: str) -> int:
+        card = self.cards.get(str(index)) or {}
+        if name not in card:
+            raise CounterNotSupported(f"card {index}: {name} is not supported")
+        return int(card[name])
+
+
+def _no_real_library() -> Any:
+    raise LibraryUnavailable(f"{LIBRARY}: simulated only")
+
+
+ERROR_LIBRARY = LibraryAdapter(LIBRARY, _no_real_library, ErrorCounters)
+
+
+def _add_counter_machine(plugin: str, name: str, library: bool) -> None:
+    """The plugin's acme-4 with its error counters in the counter library (``library``) or acme-smi's CSV rows, and
+    fault ``fatal-2`` counting card 2's fatal error there instead of in the driver's file."""
+    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["name"], data["description"] = name, f"{data['description']}, error counters read through acme's tools"
+    fatal = next(f for f in data["faults"] if f["name"] == "fatal-2")
+    ids = [data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
+    if library:  # a card's record names it, as NVML's does (its uuid), by the library's index
+        data["host"]["libraries"] = {LIBRARY: {"cards": {str(i): {"uuid": ids[i], "fatal": 0, "corrected": 0}
+                                                         for i in range(4)}}}
+        fatal["patch"] = {"libraries": {LIBRARY: {"cards": {"2": {"fatal": 1}}}}}
+    else:
+        def rows(fatal_card: int | None) -> str:  # index, uuid, fatal errors, corrected errors
+            return "".join(f"{i}, {ids[i]}, {int(i == fatal_card)}, 0\n" for i in range(4))
+
+        data["host"]["commands"][" ".join(ERRORS)] = {"stdout": rows(None)}
+        fatal["patch"] = {"commands": {" ".join(ERRORS): {"stdout": rows(2)}}}
+    target = source.with_name(f"{name}.yaml")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def reports(plugin: Healthy, host: Host, devices: list[Device], fatal: Mapping[int, int | None]) -> list[HealthReport]:
+    """Each card's health from its fatal-error count (None: unreadable, so unknown); a card the driver reports lost
+    stays so, whatever its counters say."""
+    out = []
+    for device, driver in zip(devices, Healthy.rayaccel_health(plugin, host, devices), strict=True):
+        count = fatal.get(device.index)
+        if driver.state == "unhealthy" and any(r.code == "acme-lost" for r in driver.reasons):
+            out.append(driver)
+        elif count is None:
+            out.append(HealthReport(device=device.id, state="unknown", reasons=[
+                HealthReason(code="acme-counters-unreadable", message="the fatal-error counter cannot be read")]))
+        elif count:
+            out.append(HealthReport(device=device.id, state="unhealthy", reasons=[
+                HealthReason(code="acme-fatal", message=f"{count} fatal errors", fatal=True)]))
+        else:
+            out.append(HealthReport(device=device.id, state="healthy"))
+    return out
+
+
+class CountersAllOrNothing(Healthy):
+    DEFECT = ("every card's error counters read from the counter library in one comprehension: one card's counter "
+              "the library does not give (NOT_SUPPORTED) raises out of the health hook, and every card goes unknown")
+    KILLED_BY = ("RAC211", "invariant one-unreadable-device-keeps-the-others")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_counter_machine(name, "acme-4-errlib", library=True)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        try:
+            counters = host.library(ERROR_LIBRARY)
+        except LibraryUnavailable:
+            return super().rayaccel_health(host, devices)
+        # the defect: no per-card containment, one card's CounterNotSupported fails the whole answer
+        fatal: dict[int, int | None] = {d.index: counters.count(d.index, "fatal") for d in devices}
+        return reports(self, host, devices, fatal)
+
+
+class ErrorRowsAllOrNothing(Healthy):
+    DEFECT = ("acme-smi's error rows parsed all at once: one card's N/A (a counter the tool cannot read) is a "
+              "ValueError for the whole listing, and every card is reported unknown")
+    KILLED_BY = ("RAC211", "invariant one-unreadable-device-keeps-the-others")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_counter_machine(name, "acme-4-errsmi", library=False)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        try:
+            result = host.run(ERRORS, timeout=2.0)
+        except HostError:
+            return super().rayaccel_health(host, devices)
+        if result.returncode != 0:
+            return super().rayaccel_health(host, devices)
+        try:  # the defect: one row that does not parse refuses every row
+            fatal: dict[int, int | None] = {int(row.split(",")[0]): int(row.split(",")[2])
+                                            for row in result.stdout.splitlines() if row.strip()}
+        except (ValueError, IndexError):
+            report_problem("malformed-output", f"{' '.join(ERRORS)}: a row is no index and counts; health unknown")
+            fatal = {}
+        return reports(self, host, devices, fatal)
+
+
+for _cls in (CountersAllOrNothing, ErrorRowsAllOrNothing):
+    _plugin = add_import_defect(_cls)
+    globals()[_plugin.name.replace("-", "_")] = _plugin
+
