@@ -4,6 +4,7 @@ adds ``certify``), and commands whose extra is not installed: each failure is on
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -111,8 +112,6 @@ def test_each_command_imports_only_its_own_module_and_the_table_says_which() -> 
         "print(json.dumps([added, COMMAND_MODULES]))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    import json
-
     added, table = json.loads(done.stdout)
     assert added == table
     only = subprocess.run([sys.executable, "-c", "import sys\nfrom rayaccel.cli import main\n"
@@ -127,3 +126,18 @@ def test_each_command_imports_only_its_own_module_and_the_table_says_which() -> 
     # Shared option modules (policy_option: --health-policy of inspect and start) are no command's module.
     assert [m for m in imported if m in commands] == ["rayaccel.cli.inventory"], imported
     assert json.loads(only.stdout)["families"]
+
+
+def test_commands_run_one_after_another_in_one_process_each_find_their_module() -> None:
+    """`main` called several times in one process (a notebook, the suite) reuses the command typer made of
+    the app only while no module has added commands since: a command whose module is first imported by a
+    later call still runs, and the first one still runs after it."""
+    probe = ("import json, sys\nfrom rayaccel.cli import main\n"
+             "codes = [main(argv) for argv in (['plugins', '--json'], ['sku', 'check', '--json'],"
+             " ['plugins', '--json'])]\n"
+             "print(json.dumps(codes), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme",
+                               "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [0, 0, 0], done.stderr[-3000:]

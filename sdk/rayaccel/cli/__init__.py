@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -185,6 +185,29 @@ def _add_broken_group(name: str, message: str) -> None:
         raise RayaccelError(message)
 
 
+#: The click command typer made of :data:`app`, with the commands it was made from (:func:`_registered`).
+_built: dict[tuple[object, ...], Callable[..., Any]] = {}
+
+
+def _registered(typer_app: typer.Typer) -> tuple[object, ...]:
+    """What ``typer_app`` holds, as a key: its commands and, recursively, its groups' (a command module
+    imported later adds to them)."""
+    return (len(typer_app.registered_commands), typer_app.registered_callback is not None,
+            tuple((group.name, _registered(group.typer_instance)) for group in typer_app.registered_groups
+                  if group.typer_instance is not None))
+
+
+def _click_command() -> Callable[..., Any]:
+    """:data:`app` as a click command, made once for each set of registered commands: typer makes it afresh
+    from every command function's signature on each call (0.1-0.3 s with every module imported), which a
+    process running several commands (``main`` called in process: tests, notebooks) paid each time."""
+    key = _registered(app)
+    if key not in _built:
+        _built.clear()
+        _built[key] = typer.main.get_command(app)
+    return _built[key]
+
+
 def _click_classes(name: str) -> tuple[type[Any], ...]:
     """The class of that name in click and in the click that typer vendors (typer >= 0.22 raises its own),
     wherever it exists: errors are told apart by class hierarchy, never by module name."""
@@ -266,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         # cannot write into the command's output (e.g. between the lines of `inspect --json`).
         with _sigint_marks_interrupt() as interrupted, containment.routed_streams():
             _register_commands(sys.argv[1:] if argv is None else argv)
-            result = app(args=argv, standalone_mode=False)
+            result = _click_command()(args=argv, standalone_mode=False)
         if interrupted:
             raise KeyboardInterrupt
     except KeyboardInterrupt:
