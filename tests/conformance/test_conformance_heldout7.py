@@ -70,15 +70,18 @@ class CountersContained(CountersAllOrNothing):
 
 
 def test_a_signal_is_made_unreadable_as_its_interface_makes_it() -> None:
-    host: dict[str, Any] = {"files": {}, "libraries": {"lib": {"cards": {"2": {"fatal": 0, "rows": [0, 0]}}}},
+    host: dict[str, Any] = {"files": {}, "libraries": {"lib": {"cards": {"2": {"fatal": 0, "rows": [0, 0]}},
+                                                               "counts": {"2": [0, 0]}}},
             "commands": {"smi --json": {"stdout": json.dumps({"cards": [{"fatal": 0}]})},
                          "smi --csv": {"stdout": "2, ID-2, 0, 0\n"}}}
     readings = [Reading("library", "lib", ("cards", "2", "fatal"), 0.0),
                 Reading("library", "lib", ("cards", "2", "rows", 1), 0.0),
                 Reading("command", "smi --json", ("cards", 0, "fatal"), 0.0),
-                Reading("table", "smi --csv", (0, 2), 0.0, "2, ID-2, 0, 0")]
+                Reading("table", "smi --csv", (0, 2), 0.0, "2, ID-2, 0, 0"),
+                Reading("library", "lib", ("counts", "2", 0), 0.0)]
     state = unreadable_host(host, readings)
     assert state["libraries"]["lib"]["cards"]["2"] == {}  # NOT_SUPPORTED: the value, and a list's whole call
+    assert state["libraries"]["lib"]["counts"] == {"2": [0, 0]}  # never the device's own entry: that is a loss
     assert json.loads(state["commands"]["smi --json"]["stdout"])["cards"][0]["fatal"] == UNREADABLE_TEXT
     assert state["commands"]["smi --csv"]["stdout"] == "2, ID-2, N/A, 0\n"
     assert host["libraries"]["lib"]["cards"]["2"] == {"fatal": 0, "rows": [0, 0]}  # the given state untouched

@@ -89,8 +89,11 @@ def unreadable_host(host: dict[str, Any], readings: list[Reading]) -> dict[str, 
         if reading.where == "library":
             inner = state["libraries"][reading.key]
             path = list(reading.path)
-            while isinstance(path[-1], int):  # an element of a list: the call that returns the list fails
+            own = (_device_key(reading) or 0) + 1  # the device's own entry: never dropped whole (a loss, not this)
+            while isinstance(path[-1], int) and len(path) > own + 1:  # a list's element: the call answering it fails
                 path.pop()
+            if len(path) <= own or isinstance(path[-1], int):
+                continue
             for step in path[:-1]:
                 inner = inner[step]
             inner.pop(path[-1], None)
