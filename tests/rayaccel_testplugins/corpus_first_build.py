@@ -1,6 +1,9 @@
 """Corpus mutants found by grading a third batch of held-out broken plugins (issue 46, lane D: RAC269): a value
 read once per process, right only when the first host the process builds is the node's, two shapes (neither the
-held-out plugin's own: the driver version read once).
+held-out plugin's own: the driver version read once). Round 7's held-out survivor was that one, a sysfs
+module version cached in a module global (every fixture runs the same driver, so it agreed with all): two shapes
+of it, the tool's answer kept in a module global and the library's kept by the plugin, killed by RAC269's
+``a-new-version-is-read`` (each fixture built again with its versions one release on).
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
 its name so a Ray node or a fresh process loads it (``c-driver-probed-once`` as ``c_driver_probed_once``).
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 from rayaccel import Device, HealthReason, HealthReport, Host
 from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus_failed_listings import ACME_LIB, with_library
 
 
 class DriverProbedOnce(Healthy):
@@ -49,6 +53,41 @@ class CountersProbedOnce(Healthy):
             code="acme-counters-unreadable", message="the driver publishes no fatal-error counters")]) for d in devices]
 
 
-for _cls in (DriverProbedOnce, CountersProbedOnce):
+#: acme-smi's version as this process first read it (the defect of ToolVersionReadOnce).
+_TOOL_VERSION: str | None = None
+
+
+class ToolVersionReadOnce(Healthy):
+    DEFECT = ("acme-smi's version is read once per process and kept in a module global ('the driver cannot change "
+              "while the agent runs'): after a driver upgrade, or on the next host the process builds, the old one")
+    KILLED_BY = ("RAC269", "invariant a-new-version-is-read")
+
+    def tool_version(self, host: Host) -> str | None:
+        global _TOOL_VERSION
+        if _TOOL_VERSION is None:
+            _TOOL_VERSION = super().tool_version(host)
+        return _TOOL_VERSION
+
+
+class LibraryVersionReadOnce(Healthy):
+    DEFECT = ("the driver's version is asked of acmelib once, when the plugin first opens it, and kept: after a "
+              "driver upgrade, or on the next host the process builds, the old one")
+    KILLED_BY = ("RAC269", "invariant a-new-version-is-read")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        with_library(name)
+        self._driver: str | None = None
+
+    def tool_version(self, host: Host) -> str | None:
+        if self._driver is None:
+            try:
+                self._driver = host.library(ACME_LIB).driver_version()
+            except Exception:  # no library here: the tool answers
+                return super().tool_version(host)
+        return self._driver
+
+
+for _cls in (DriverProbedOnce, CountersProbedOnce, ToolVersionReadOnce, LibraryVersionReadOnce):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -28,6 +28,11 @@ from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.cut_listings import cut_listing_differences, cut_listing_patches
 from rayaccel_conformance.checks.dropped_variables import dropped_variable_domain_errors
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
+from rayaccel_conformance.checks.failed_listings import (
+    library_failure_patches,
+    losses_from_a_failed_listing,
+    unreported_losses,
+)
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
@@ -566,6 +571,10 @@ def hint_against_fixture(subject: Subject, hint: Any, machine: str, inventory: N
 
 
 GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[31m?? ??\n"
+#: A vendor tool that cannot reach its driver: it exits non-zero, printing nothing it was asked for (hl-smi exits 1
+#: with nothing printed, as hls-gaudi3's hl-smi-fails records; nvidia-smi exits 9 or 18 with only its error line,
+#: GoogleCloudPlatform/compute-gpu-installation#18, anderskm/gputil#55).
+COMMAND_FAILURE = {"stdout": "", "stderr": "", "returncode": 1}
 
 
 @check("RAC203", scope="fixture")
@@ -668,17 +677,19 @@ def _write(path: str, text: str) -> None:
 
 
 def _synthetic_faults(fx: Fixture) -> dict[str, dict[str, Any]]:
-    """Merge patches making every vendor tool (command, metadata server) hang, or print garbage."""
+    """Merge patches making every vendor tool (command, metadata server) hang, or print garbage, every command
+    fail, and every library raise."""
     state = fx.host
     scenarios: dict[str, dict[str, Any]] = {}
     if state.commands:
         scenarios["every command hangs"] = {"commands": {c: {"hang": True} for c in state.commands}}
         scenarios["every command prints garbage"] = {
             "commands": {c: {"stdout": GARBAGE, "stderr": "", "returncode": 0} for c in state.commands}}
+        scenarios["every command fails"] = {"commands": {c: COMMAND_FAILURE for c in state.commands}}
     if state.http:
         scenarios["the metadata server hangs"] = {"http": {u: {"hang": True} for u in state.http}}
         scenarios["the metadata server answers garbage"] = {"http": {u: {"body": GARBAGE} for u in state.http}}
-    return scenarios
+    return {**scenarios, **library_failure_patches(fx)}
 
 
 @check("RAC204", scope="fixture")
@@ -698,7 +709,15 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
     an-error-status-is-reported`). Each command's output of two lines or more is cut off in the middle of the
     line after its first half, one command at a time (a tool killed mid-answer): the devices, health, links,
     domains and resources must be the whole answer's, or a problem the whole answer did not give must say so
-    (`invariant a-cut-listing-is-reported`). A simulated hang lasts the whole timeout the plugin asked for (in
+    (`invariant a-cut-listing-is-reported`). Every command also fails (exits 1 with nothing printed, as hl-smi
+    does; nvidia-smi exits 9 when it cannot reach its driver), and every library of the fixture raises on each
+    call (``rayaccel_fault``, as pynvml raises ``NVMLError_DriverNotLoaded``). Under a tool or library that
+    fails, hangs or prints garbage, devices the machine has that the plugin no longer finds need a problem
+    saying why (`invariant a-failed-interface-is-reported`: zero devices and nothing said only where the vendor
+    interface answers that there are none); and health polled with the devices discovered before (as a health
+    monitor polls) on each such state but a hang must not report every device unhealthy for a fatal reason:
+    while the listing cannot be read their health is unknown (`invariant a-failed-listing-loses-nothing`).
+    A simulated hang lasts the whole timeout the plugin asked for (in
     simulated time: ``SimulatedHost.skipped_wait_s``), so 3 retries of a 120 s call blow the budget as they
     would on a real machine. A fixture on which the plugin reads no vendor tool (no commands, no metadata
     server, no tool faults) has nothing to test: the check is skipped there as not applicable, never passed.
@@ -754,7 +773,8 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
                          f"waited out), over the {limit:g}s hook timeout")
         elif " during fault " in name:  # the fault changes facts itself: what is checked here is the time
             done.append(f"{name}: {elapsed:.2f}s")
-        elif said := misread_answer(subject, fixture, name, inventory, problems, error_statuses, cut_listings):
+        elif said := (misread_answer(subject, fixture, name, inventory, problems, error_statuses, cut_listings)
+                      or (unreported_losses(name, baseline, devices, problems) if name in synthetic_faults else [])):
             wrong += said
         elif synthetic and devices and not problems and not devices <= baseline:
             wrong.append(f"{name}: reported devices {sorted(devices - baseline)} that are not on the machine")
@@ -763,9 +783,31 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
         else:
             outcome = "zero devices" if not devices else f"{len(devices)} devices"
             done.append(f"{name}: {outcome}, {len(problems)} problems, {elapsed:.2f}s")
+    wrong += failed_listing_losses(subject, fx, synthetic_faults)
     if wrong:
         raise CheckFailed(wrong)
     return done
+
+
+def failed_listing_losses(subject: Subject, fx: Fixture, synthetic_faults: dict[str, dict[str, Any]]) -> list[str]:
+    """Health polled with the devices discovered before, as a health monitor polls, on each state whose vendor
+    interface fails without hanging (the fixture's ``tool-garbage`` faults, every command or server printing
+    garbage, every library raising): never every device lost (``invariant a-failed-listing-loses-nothing``)."""
+    healthy = subject.inventory(fx.ref)
+    devices = subject.devices(healthy)
+    family = healthy.family(subject.family().name)
+    if not devices or family is None:
+        return []
+    # Not under hangs: a monitor's build that finds the tool hung stops at discovery, and the health hook's own
+    # timeouts are RAC204's to time above.
+    failing = [(f"fault {f.name}", simulated_host(fx, faults=[f.name])) for f in fx.faults if f.kind == "tool-garbage"]
+    failing += [(name, simulated_host(perturbed(fx, patch))) for name, patch in synthetic_faults.items()
+                if not name.endswith("hangs")]
+    wrong = []
+    for name, host in failing:
+        polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=host, devices=list(devices))
+        wrong += losses_from_a_failed_listing(name, polled, family.health)
+    return wrong
 
 
 def misread_answer(subject: Subject, fixture: str | None, scenario: str, inventory: NodeInventory,

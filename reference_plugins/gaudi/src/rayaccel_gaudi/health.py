@@ -72,7 +72,9 @@ def report_for(device: GaudiDevice) -> HealthReport:
 
 
 def health_of(snapshot: Snapshot | None, devices: Sequence[Device]) -> list[HealthReport]:
-    if snapshot is None:
+    if snapshot is None or not snapshot.devices:
+        # No readable row at all (hl-smi failed, or printed only garbage): the listing says nothing of any
+        # module, so every module's health is unknown, not every module lost (the failure is discovery's problem).
         return []
     by_uuid = snapshot.by_uuid()
     # A device discovery saw that hl-smi no longer lists fell off the bus, or its driver gave it up.
