@@ -68,6 +68,7 @@ def test_static_reads_rocm_64_accelerator_partition_and_string_units():
 
 @pytest.mark.parametrize(("field", "mib"), [({"value": 192, "unit": "GB"}, 196608),
                                             ({"value": 2**30, "unit": "B"}, 1024), ("N/A", None),
+                                            ({"value": 2**20, "unit": "KB"}, 1024), ("67076096 KiB", 65504),
                                             ({"value": "N/A", "unit": "MB"}, None), (-5, None)])
 def test_memory_units(field, mib):
     assert cli.mib_of(field) == mib
@@ -131,6 +132,24 @@ def test_an_ecc_count_left_out_or_not_a_number_is_unknown_not_zero():
 def test_pci_device_id_never_crashes(value):
     result = products.pci_device_id(value)
     assert result is None or (len(result) == 6 and result == result.lower())
+
+
+def test_a_pci_device_id_is_one_of_the_16_bit_ids_or_none():
+    # Ray's product table and the SKU catalog key on 0x and four hex digits; a negative or wider id names no device.
+    assert [products.pci_device_id(v) for v in (0, 0x74A1, "0x74A1", 0xFFFF)] == ["0x0000", "0x74a1", "0x74a1",
+                                                                                  "0xffff"]
+    assert [products.pci_device_id(v) for v in (-1, "-0x1", 0x10000, "0x10000")] == [None] * 4
+
+
+def test_text_with_control_characters_is_reported_and_not_used():
+    # amd-smi prints what the driver hands it: an escape sequence in a name would reach labels and terminals.
+    entry = dict(STATIC_ENTRY, asic=dict(STATIC_ENTRY["asic"], market_name="MI300X\x1b[2J",
+                                         asic_serial="0x5F\x00"))
+    with collect_problems() as sink:
+        found = cli.parse_static(json.dumps([entry]))
+    assert found[0]["market_name"] == "" and found[0]["asic_serial"] is None
+    messages = [r.message for r in sink.drain()]
+    assert any("asic.market_name" in m for m in messages) and any("asic.asic_serial" in m for m in messages)
 
 
 def test_product_table_is_rays_with_lower_case_keys():
