@@ -168,20 +168,81 @@ def load(path: str | Path, what: str, error: type[RayaccelError] = RayaccelError
     return parse(read_text(path, what, error), shown(path), what, fmt, error)
 
 
+#: Values walked one by one before the rest is measured (:func:`check_shape`): more than most files hold.
+WALKED_VALUES = 100_000
+
+
 def check_shape(data: Any, origin: str, what: str, error: type[RayaccelError] = RayaccelError) -> None:
-    """Refuse data nested deeper than MAX_DEPTH or holding more than MAX_NODES values (walked iteratively)."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    nodes = 0
+    """Refuse data nested deeper than MAX_DEPTH or holding more than MAX_NODES values, counted as the data reads
+    written out: a list or mapping met twice (a YAML alias) counts each time, one holding itself never ends."""
+    verdict = _walked(data)
+    if verdict == "unfinished":  # a large document, or aliases repeating a part: each part measured once
+        verdict = _measured(data)
+    if verdict == "deep":
+        raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels")
+    if verdict == "many":
+        raise error(f"{origin}: the {what} holds more than {MAX_NODES} values")
+
+
+def _walked(data: Any) -> str | None:
+    """The data walked iteratively, a container's values counted together and its containers walked: "deep",
+    "many", None (within both limits), or "unfinished" past WALKED_VALUES (a YAML alias bomb of 9**9 strings
+    would take a million steps here)."""
+    nodes = 1
+    stack: list[tuple[Any, int]] = [(data, 0)] if isinstance(data, dict | list) else []
     while stack:
         value, depth = stack.pop()
-        nodes += 1
+        if depth >= MAX_DEPTH:
+            return "deep"
+        children = value.values() if isinstance(value, dict) else value
+        nodes += len(children)
         if nodes > MAX_NODES:
-            raise error(f"{origin}: the {what} holds more than {MAX_NODES} values")
-        if isinstance(value, dict | list):
-            if depth >= MAX_DEPTH:
-                raise error(f"{origin}: the {what} is nested more deeply than {MAX_DEPTH} levels")
-            children = value.values() if isinstance(value, dict) else value
-            stack.extend((child, depth + 1) for child in children)
+            return "many"
+        if nodes > WALKED_VALUES:
+            return "unfinished"
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return None
+
+
+def _measured(data: Any) -> str | None:
+    """What :func:`_walked` would say without the step limit, each list or mapping measured once (its values
+    written out, its levels) and added up wherever it appears again: "deep", "many" or None."""
+    if not isinstance(data, dict | list):
+        return None
+
+    def frame(value: dict[Any, Any] | list[Any]) -> list[Any]:
+        """[container, the containers in it, the next one's index, values so far (itself and its scalars), levels]"""
+        children = value.values() if isinstance(value, dict) else value
+        containers = [c for c in children if isinstance(c, dict | list)]
+        return [value, containers, 0, 1 + len(children) - len(containers), 1]
+
+    measured: dict[int, tuple[int, int]] = {}  # id -> (values in it, written out; levels of lists and mappings)
+    frames = [frame(data)]
+    while frames:
+        top = frames[-1]
+        if top[3] > MAX_NODES:
+            return "many"
+        if top[2] < len(top[1]):
+            child = top[1][top[2]]
+            top[2] += 1
+            known = measured.get(id(child))
+            if known is None:  # len(frames) is the child's depth (the data's own is 0); one holding itself
+                if len(frames) >= MAX_DEPTH:  # is met again unmeasured, deeper each time
+                    return "deep"
+                frames.append(frame(child))
+                continue
+            size, levels = known
+        else:
+            frames.pop()
+            size, levels = measured[id(top[0])] = (top[3], top[4])
+            if not frames:
+                return "many" if size > MAX_NODES else None
+            top = frames[-1]
+        if len(frames) + levels > MAX_DEPTH:
+            return "deep"
+        top[3] += size
+        top[4] = max(top[4], levels + 1)
+    return None
 
 
 def shown(path: str | Path) -> str:
