@@ -22,7 +22,8 @@ from rayaccel.hosts.simulated import LIBRARY_FAULT_KEY
 from rayaccel.records import HealthReport, Problem
 
 #: What each library's calls raise in the suite's scenario: the driver gone from under a loaded library, as
-#: pynvml raises it (``NVMLError_DriverNotLoaded``: ``NVML_ERROR_DRIVER_NOT_LOADED``, "Driver Not Loaded").
+#: pynvml raises it (``pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded`` for ``NVML_ERROR_DRIVER_NOT_LOADED``,
+#: wookayin/gpustat#110).
 LIBRARY_ERROR = "Driver Not Loaded"
 EVERY_LIBRARY_RAISES = "every library raises"
 

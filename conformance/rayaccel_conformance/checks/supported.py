@@ -572,8 +572,9 @@ def hint_against_fixture(subject: Subject, hint: Any, machine: str, inventory: N
 
 GARBAGE = "\x00\ufffd<html>502 Bad Gateway</html>\n{\"truncated\": [1, 2,\n\x1b[31m?? ??\n"
 #: A vendor tool that cannot reach its driver: it exits non-zero, printing nothing it was asked for (hl-smi exits 1
-#: with nothing printed, as hls-gaudi3's hl-smi-fails records; nvidia-smi exits 9 or 18 with only its error line,
-#: GoogleCloudPlatform/compute-gpu-installation#18, anderskm/gputil#55).
+#: with nothing printed, as hls-gaudi3's hl-smi-fails records; nvidia-smi exits 9, "NVIDIA driver is not loaded" in
+#: nvidia-smi(1)'s RETURN VALUE, or 18 with only its error line: GoogleCloudPlatform/compute-gpu-installation#18,
+#: anderskm/gputil#55).
 COMMAND_FAILURE = {"stdout": "", "stderr": "", "returncode": 1}
 
 
