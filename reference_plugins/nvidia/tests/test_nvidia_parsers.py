@@ -15,12 +15,13 @@ from rayaccel.testing import (
     PluginKit,
     SimulatedHost,
     build_inventory,
+    collect_problems,
     load_catalog,
     parse_fixture,
     plugin_manager,
     resolve_sku,
 )
-from rayaccel_nvidia import health, naming, plugin, probe, transport
+from rayaccel_nvidia import discovery, health, naming, plugin, probe, transport
 
 FIXTURE_DIR = Path(plugin.__file__).parent / "fixtures"
 
@@ -190,3 +191,39 @@ def test_blackwell_ids_resolve_by_pci_id(pci_id: str, name: str, sku: str) -> No
     named = Device(index=0, id="GPU-x", product_name=name, pci_device_id=pci_id)
     assert resolve_sku(catalog, named) is record and sku_disagreement(catalog, named) is None
     assert record.accelerator_type == accelerator_type(name)  # what Ray derives from NVML's name
+
+
+# NVIDIA's CUDA compute capabilities (docs.nvidia.com/cuda, "CUDA GPUs"): V100, Xavier, T4, A100, A10/A40, Orin,
+# L4/L40, H100, B200, B300, RTX 50: what a driver without nvmlDeviceGetArchitecture leaves to tell them by.
+@pytest.mark.parametrize(("capability", "name"), [
+    ((7, 0), "volta"), ((7, 2), "volta"), ((7, 5), "turing"), ((8, 0), "ampere"), ((8, 6), "ampere"),
+    ((8, 7), "ampere"), ((8, 9), "ada"), ((9, 0), "hopper"), ((10, 0), "blackwell"), ((10, 3), "blackwell"),
+    ((12, 0), "blackwell"), ((6, 0), None)])
+def test_an_old_driver_s_gpu_is_named_by_its_compute_capability(capability: tuple[int, int], name: str | None) -> None:
+    assert naming.architecture(None, capability) == name
+
+
+def test_a_gpu_without_a_uuid_is_named_by_its_pci_bus_id_else_its_index() -> None:
+    assert discovery.fallback_id(2, " 0000000A:1B:00.0 ") == "nvml-pci-0000000a:1b:00.0"
+    assert [discovery.fallback_id(2, bus) for bus in (None, "", "  ")] == ["nvml-gpu-2"] * 3
+
+
+@pytest.mark.parametrize(("setting", "seconds"), [("10", 10.0), ("0.5", 0.5), (" 2.5 ", 2.5)])
+def test_an_nvml_timeout_of_positive_seconds_bounds_the_calls(setting: str, seconds: float,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(probe.TIMEOUT_ENV, setting)
+    with collect_problems() as sink:
+        assert probe.nvml_timeout() == seconds
+    assert sink.drain() == []
+
+
+@pytest.mark.parametrize(("setting", "shown"), [("five", "five"), ("0", "0"), ("-1", "-1"), ("x" * 32, "x" * 32),
+                                                ("x" * 33, "x" * 32 + "..."),
+                                                ("fi\x1bve", "fi\\x1bve...")])
+def test_a_malformed_nvml_timeout_is_quoted_printable_and_cut_to_32_characters(
+        setting: str, shown: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(probe.TIMEOUT_ENV, setting)
+    with collect_problems() as sink:
+        assert probe.nvml_timeout() == probe.DEFAULT_TIMEOUT
+    (report,) = sink.drain()
+    assert f"{probe.TIMEOUT_ENV}={shown!r} is not a positive number of seconds" in report.message
