@@ -79,8 +79,15 @@ def test_a_pci_id_no_sku_lists_fails_naming_the_invariant(tmp_path: Path, ids: C
 
 
 @pytest.mark.parametrize(("declared", "change", "said"), [
-    (100.0, lambda link: {"bandwidth_gbps": link.bandwidth_gbps / 2}, "is 50.0 GB/s"),     # halved
-    (400.0, lambda link: {"lanes": 4}, "4 lane(s)) is 100.0 GB/s"),                         # one lane of four
+    (100.0, lambda link: {"bandwidth_gbps": link.bandwidth_gbps / 2},                      # halved
+     "is 50.0 GB/s: 50 GB/s is half the 100 GB/s due: a direction mix-up, half the value: a one-way figure divided "
+     "by 2 again, taken for both directions together"),
+    (400.0, lambda link: {"lanes": 4},                                                      # one lane of four
+     "4 lane(s)) is 100.0 GB/s: 100 GB/s is 1/4 of the 400 GB/s due: one lane's figure taken for the link's 4 "
+     "lanes (not multiplied by them)"),
+    (800.0, lambda link: {},                                                                # bytes taken for bits
+     "is 100.0 GB/s: 100 GB/s is 1/8 of the 800 GB/s due: a bits-for-bytes mix-up: divided by 8 once too often"),
+    (300.0, lambda link: {}, "1 lane(s)) is 100.0 GB/s"),                                     # no relation to name
 ])
 def test_links_below_the_declared_fastest_link_fail_naming_the_invariant(
         tmp_path: Path, declared: float, change: Callable[[Any], dict[str, Any]], said: str) -> None:
@@ -90,3 +97,4 @@ def test_links_below_the_declared_fastest_link_fail_naming_the_invariant(
     text = result.evidence[0]
     assert "invariant 'the fastest link of a healthy node reaches its SKU's declared link bandwidth' broken" in text
     assert f"SKU acme-r1 declares {declared:g} GB/s one way" in text and said in text, text
+    assert declared != 300.0 or text.endswith(said), text  # a ratio that is no mix-up is not named as one

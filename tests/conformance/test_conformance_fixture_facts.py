@@ -39,7 +39,8 @@ def test_metric_values_are_held_within_one_percent_and_a_unit_slip_is_named() ->
     assert metric_value_differences([sample("memory_used", "bytes", 24576 * 2**20), sample("power", "watts", 80.4)],
                                     want) == []
     wrong = metric_value_differences([sample("memory_used", "bytes", 24576), sample("power", "watts", 80000)], want)
-    assert wrong[0].endswith("MiB where bytes are due?") and "milliwatts" in wrong[1]
+    assert wrong[0].endswith("MiB where bytes are due (not multiplied by 2^20)"), wrong
+    assert "1000x the 80 watts due: a unit mix-up by 1000: a reading in milliwatts" in wrong[1], wrong
     assert metric_value_differences([], want)[0].startswith("d0 has no memory_used sample")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rayaccel.errors import RayaccelError
 from rayaccel.onboarding.catalog_file import catalog_of
 from rayaccel.records import FamilyInventory, SkuRecord
+from rayaccel_conformance.checks.value_relations import ratio_mixup
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -72,7 +73,8 @@ def links_reach_the_skus_declared_bandwidth(subject: Subject, fixture: str | Non
     that maximum and looks plausible, and placement then weighs the fabric as slower than PCIe. On the
     recorded fixture (a healthy machine, no fault), when every device is of one SKU that declares a link
     bandwidth and the topology has links other than PCIe, the fastest of them must be within 5% of the
-    declared figure; the failure names the SKU, its figure and the fastest link found. Fix: multiply the
+    declared figure; the failure names the SKU, its figure, the fastest link found and the mix-up their ratio
+    points to (half: a one-way figure halved again; 1/N of N lanes: one lane's figure). Fix: multiply the
     per-link bandwidth by the lanes (links) between the two devices, through a switch too.
     """
     fixture, family, skus = _family_and_skus(subject, fixture)
@@ -86,10 +88,12 @@ def links_reach_the_skus_declared_bandwidth(subject: Subject, fixture: str | Non
     fastest = max(links, key=lambda link: link.bandwidth_gbps or 0.0)
     declared = sku.link_bandwidth_gbytes_per_s
     if (fastest.bandwidth_gbps or 0.0) < declared * (1 - LINK_TOLERANCE):
+        mixup = ratio_mixup(fastest.bandwidth_gbps or 0.0, declared, "GB/s", lanes=fastest.lanes)
         raise CheckFailed(
             f"invariant 'the fastest link of a healthy node reaches its SKU's declared link bandwidth' broken on "
             f"{fixture}: SKU {sku.id} declares {declared:g} GB/s one way, the fastest {fastest.kind} link "
-            f"({fastest.a}-{fastest.b}, {fastest.lanes} lane(s)) is {fastest.bandwidth_gbps} GB/s")
+            f"({fastest.a}-{fastest.b}, {fastest.lanes} lane(s)) is {fastest.bandwidth_gbps} GB/s"
+            + (f": {mixup}" if mixup else ""))
     return (f"{fixture}: the fastest {fastest.kind} link is {fastest.bandwidth_gbps:g} GB/s, the {declared:g} GB/s "
             f"SKU {sku.id} declares")
 

@@ -12,6 +12,27 @@ from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
 
+def reported_elsewhere(subject: Subject, ref: str, sku: str, lacking: list[str]) -> str | None:
+    """For RAC206's devices lacking metrics a fixture states: the other fixture where the plugin gives them for
+    devices of the same SKU, named as RAC255 names it (a key that finds a device on one node only). Inventories are
+    the subject's own, built once a run."""
+    family = subject.family()
+    for other in subject.fixture_paths():
+        if other == ref:
+            continue
+        try:
+            fam = subject.inventory(other).family(family.name)
+        except CheckFailed:
+            continue
+        same = {d.id for d in (fam.devices if fam else []) if d.sku == sku and not d.partitions}
+        found = sorted({s.name for s in (fam.metrics if fam else []) if s.device in same} & set(lacking))
+        if found:
+            return (f"its SKU {sku}'s devices report {', '.join(found)} on {other}: read by a key that finds a device "
+                    "on one node only (the device's index in a slice, worker or rack, not on this host), invariant "
+                    "metrics-follow-the-sku (RAC255)")
+    return None
+
+
 @check("RAC255")
 def metrics_follow_the_sku(subject: Subject) -> Evidence:
     """The devices of one SKU report the same metrics on every fixture where they report any.

@@ -36,6 +36,7 @@ from rayaccel_conformance.checks.failed_listings import (
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
+from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
@@ -61,7 +62,9 @@ from rayaccel_conformance.checks.perturbations import (
     reorder_differences,
     reorderings,
 )
+from rayaccel_conformance.checks.readings import host_readings
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
+from rayaccel_conformance.checks.value_relations import field_source, ratio_mixup, reindexed
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -264,7 +267,9 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     bytes, within 1%), ``memory_used`` is at most that, ``utilization`` is 0-100, ``temperature`` -40..150
     C, ``power`` 0..5000 W, counters and rates are non-negative, all finite; and the values the fixture's
     ``expected.metric_values`` states (what the recorded machine reads, in the standard unit; rates, which need two
-    polls, are RAC246's) within 1%.
+    polls, are RAC246's) within 1%. A wrong value names the defect its relation to the machine's points to: a
+    unit or direction mix-up (x1000, 1/2^20, x8, half), another field of the reading's record (``peak`` beside
+    ``total``), another device's key, or a metric the SKU's devices give on another fixture (RAC255).
     Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts. Each
     failure names where the wrong value came from: the plugin's conversion, the device memory the SDK filled
     from the catalog's SKU (fix the catalog), or a stale ``expected.metric_values`` (a fixture ``rayaccel sku
@@ -283,11 +288,15 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     reported = {d.id: d.memory_mib for d in raw}
     from_catalog = {d.id: str(d.sku) for d in devices if d.memory_mib is not None and reported.get(d.id) is None}
     wrong += metric_contradictions(samples, devices, from_catalog)
+    elsewhere: dict[tuple[str | None, tuple[str, ...]], str | None] = {}  # asked once per SKU and metrics lacking
     for device in devices:  # what the fixture says the vendor interface offers for every device
         lacking = sorted(set(fx.expected.metrics) - {s.name for s in samples if s.device == device.id})
         if lacking:
+            key = (device.sku, tuple(lacking))
+            if key not in elsewhere:
+                elsewhere[key] = reported_elsewhere(subject, fx.ref, device.sku, lacking) if device.sku else None
             wrong.append(f"{device.id} has no {', '.join(lacking)} sample, which the fixture's vendor interface "
-                         "offers (expected.metrics)")
+                         "offers (expected.metrics)" + (f": {elsewhere[key]}" if elsewhere[key] else ""))
     wrong += metric_value_differences(samples, one_poll_values(fx.expected.metric_values), devices, fx)
     if not subject.manager.implements(subject.name, "rayaccel_metrics"):
         names = ", ".join(sorted(STANDARD_METRICS))
@@ -306,20 +315,15 @@ def one_poll_values(expected: dict[str, dict[str, float]]) -> dict[str, dict[str
                      if STANDARD_METRICS.get(name) != "bytes_per_second"} for device, values in expected.items()}
 
 
-#: Vendor units a value is often left in where the standard unit is due: (factor to the standard unit, name).
-UNIT_SLIPS = ((2**20, "MiB where bytes are due"), (2**30, "GiB where bytes are due"),
-              (2**10, "KiB where bytes are due"), (0.125, "bits where bytes are due"),
-              (1e-3, "milliwatts or millidegrees where watts or degrees are due"), (1e-6, "microwatts"),
-              (100.0, "a 0-1 fraction where percent is due"))
-
-
 def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, float]],
                              devices: Sequence[Any] = (), fixture: Any = None) -> list[str]:
-    """Samples that differ from the values a fixture states for a device (within 1%), naming a unit slip
-    where the value is off by one of :data:`UNIT_SLIPS`, or the fixture's value as the stale one where the
-    sample agrees with the device's own memory (a fixture derived from another card)."""
+    """Samples that differ from the values a fixture states for a device (within 1%), each naming the defect its
+    value points to (:mod:`.value_relations`): a unit or direction mix-up where the ratio is one, another field of
+    the reading's record, another device's value (indexed by another key), or the fixture's value as the stale one
+    where the sample agrees with the device's own memory (a fixture derived from another card)."""
     got = {(s.device, s.name): s for s in samples}
     memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
+    by_id = {d.id: d for d in devices}
     derived = fixture is not None and "by rayaccel sku add" in (fixture.source or "")
     recompute = (f"rayaccel fixture expect {fixture.ref} --write" if fixture is not None
                  else "rayaccel fixture expect <fixture> --write")
@@ -329,25 +333,33 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
             stated.setdefault(name, []).append(want)
     # The node's mean of a metric the machine reads differently per device: a sample equal to it is no device's own.
     means = {name: sum(v) / len(v) for name, v in stated.items() if len(v) > 1 and len(set(v)) > 1}
+    given = [(s.device, s.name, s.value) for s in samples]
+    readings: list[Any] | None = None  # the fixture's numbers, read once and only where a value differs
     wrong = []
     for device, values in expected.items():
         for name, want in values.items():
             sample = got.get((device, name))
             if sample is None:
+                moved = reindexed(device, name, want, given, expected)
                 wrong.append(f"{device} has no {name} sample; the fixture's machine reads {want:g} "
-                             "(expected.metric_values)")
+                             "(expected.metric_values)" + (f": {moved}" if moved else ""))
                 continue
             if abs(sample.value - want) <= 0.01 * abs(want):
                 continue
-            slip = next((why for factor, why in UNIT_SLIPS
-                         if want and abs(sample.value * factor - want) <= 0.01 * abs(want)), None)
+            if readings is None:
+                readings = host_readings(fixture.host.model_dump(mode="json"), zeros=True) if fixture else []
             if (name == "memory_total" and device in memory
                     and abs(sample.value - memory[device]) <= 0.01 * memory[device]):
                 why = (f"the sample agrees with the device's {memory[device] // 2**20} MiB, so the fixture's value is "
                        "stale" + (" (derived by rayaccel sku add from another card)" if derived else "")
                        + f": recompute it with {recompute}")
-            elif slip:
-                why = f"the plugin's conversion: {slip}?"
+            elif mixup := ratio_mixup(sample.value, want, sample.unit):
+                why = f"the plugin's conversion: {mixup}"
+            elif field := (field_source(sample.value, want, name, by_id[device], readings)
+                           if device in by_id else None):
+                why = field
+            elif moved := reindexed(device, name, want, given, expected):
+                why = moved
             elif name in means and abs(sample.value - means[name]) <= 0.01 * max(abs(means[name]), 1e-9):
                 why = (f"the mean of the {len(stated[name])} devices' readings ({means[name]:g}): each device's own "
                        "reading is due, not the node's")

@@ -1,0 +1,171 @@
+"""How a wrong value relates to the right one, named as the defect that relation points to (issue 46: a kill
+names the defect, not only two numbers).
+
+A check that compares what a plugin gives with what the machine reads (RAC206's stated values, RAC232's declared
+link bandwidth) knows both values; a few relations between them are each one kind of defect, whatever the vendor:
+a ratio that is a unit's power (x1000, x2^20, x8 bits per byte, x100 percent per fraction) is a unit mix-up, x2
+or x0.5 a direction counted twice or halved, a value equal to another field of the record the reading sits in
+(``peak`` beside ``total``, ``limit`` beside ``draw``) that field read instead. Each helper is pure and answers
+None where no relation holds, so a failure without one reads as before.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from rayaccel.records import Device
+from rayaccel_conformance.checks.readings import UNIT_FACTORS, Reading, owned_by
+
+#: How close observed / expected must be to a relation's factor to be named by it (the checks' own slack is 1%).
+RATIO_TOLERANCE = 0.01
+#: How close a sum of readings (times a unit factor) must be to a value to be taken as its source.
+SOURCE_TOLERANCE = 1e-3
+#: How each unit reads in a mix-up: (the unit, the unit a thousandth of it).
+_UNIT_WORDS = {"celsius": ("degrees Celsius", "millidegrees"), "watts": ("watts", "milliwatts"),
+               "percent": ("percent", "per mille")}
+_SIZE_UNITS = frozenset({"bytes", "bytes_per_second", "GB/s"})
+
+
+def _mixups(unit: str) -> list[tuple[float, str]]:
+    """(observed / expected, the defect it names) for a value in ``unit``."""
+    whole, milli = _UNIT_WORDS.get(unit, (unit, f"milli-{unit}"))
+    found = [] if unit in _SIZE_UNITS else [
+        (1e3, f"a unit mix-up by 1000: a reading in {milli} (or a kilo- figure) not divided by 1000"),
+        (1e-3, f"a unit mix-up by 1000: divided by 1000 once too often, a reading already in {whole} taken for "
+               f"{milli}"),
+        (1e6, "a unit mix-up by 10^6: a reading in micro-units not divided by 10^6"),
+        (1e-6, f"a unit mix-up by 10^6: divided by 10^6 once too often, a reading already in {whole}"),
+    ]
+    found += [
+        (100.0, "a percent multiplied by 100 again: a reading already in percent taken for a 0-1 fraction"),
+        (1e-2, "a 0-1 fraction where percent is due: not multiplied by 100"),
+        (2.0, "a direction mix-up, twice the value: both directions (or both ends of a link) counted where one "
+              "is due"),
+        (0.5, "a direction mix-up, half the value: a one-way figure divided by 2 again, taken for both "
+              "directions together"),
+    ]
+    if unit in _SIZE_UNITS:
+        found += [
+            (2.0**10, f"a size unit mix-up by 2^10: multiplied by 1024 once too often (a reading in {whole} taken "
+                      "for KiB)"),
+            (2.0**-10, f"a size unit mix-up by 2^10: KiB where {whole} are due (not multiplied by 1024)"),
+            (2.0**20, f"a size unit mix-up by 2^20: multiplied by 2^20 once too often (a reading in {whole} taken "
+                      "for MiB)"),
+            (2.0**-20, f"a size unit mix-up by 2^20: MiB where {whole} are due (not multiplied by 2^20)"),
+            (2.0**30, f"a size unit mix-up by 2^30: multiplied by 2^30 once too often (a reading in {whole} taken "
+                      "for GiB)"),
+            (2.0**-30, f"a size unit mix-up by 2^30: GiB where {whole} are due (not multiplied by 2^30)"),
+            (1e3, f"a size unit mix-up by 1000: multiplied by 1000 once too often (a reading in {whole} taken for "
+                  "kB)"),
+            (1e-3, f"a size unit mix-up by 1000: kB where {whole} are due (not multiplied by 1000)"),
+            (1e-6, f"a size unit mix-up by 10^6: MB where {whole} are due (not multiplied by 10^6)"),
+            (1e-9, f"a size unit mix-up by 10^9: GB where {whole} are due (not multiplied by 10^9)"),
+            (1e6 / 2**20, "a size unit mix-up of conventions: MiB converted with 10^6 (MB), not 2^20"),
+            (2**20 / 1e6, "a size unit mix-up of conventions: MB converted with 2^20 (MiB), not 10^6"),
+            (8.0, f"a bits-for-bytes mix-up: bits where {whole} are due (x8)"),
+            (0.125, f"a bits-for-bytes mix-up: divided by 8 once too often, a figure already in {whole} taken for "
+                    "bits"),
+        ]
+    return found
+
+
+def _times(ratio: float) -> str:
+    """``1000x``, ``1/2^20 of``, ``half``: how a ratio reads."""
+    if ratio == 0.5:
+        return "half"
+    big = ratio if ratio >= 1 else 1 / ratio
+    exponent = math.log2(big)
+    text = f"2^{exponent:.0f}" if exponent >= 10 and exponent.is_integer() else f"{big:.6g}"
+    return f"{text}x" if ratio >= 1 else f"1/{text} of"
+
+
+def ratio_mixup(observed: float, expected: float, unit: str, lanes: int | None = None) -> str | None:
+    """The unit or direction mix-up ``observed / expected`` is, with both values and their unit; with ``lanes`` (a
+    link's), also one lane's figure taken for the link's. None where the ratio is none of them."""
+    if not expected or not observed:
+        return None
+    ratio = observed / expected
+    named = [(factor, why) for factor, why in _mixups(unit)]
+    if lanes and lanes > 1:
+        named.append((1 / lanes, f"one lane's figure taken for the link's {lanes} lanes (not multiplied by them)"))
+    for factor, why in named:
+        if abs(ratio - factor) <= RATIO_TOLERANCE * factor:
+            return f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due: {why}"
+    return None
+
+
+def _field(reading: Reading) -> str:
+    """The name of a reading's field within its record: a file's name, an object's key, a table's column."""
+    if reading.where == "file":
+        return reading.key.rsplit("/", 1)[-1]
+    if reading.where == "table":
+        return f"field {reading.path[1]}"
+    return str(reading.path[-1]) if reading.path else reading.key
+
+
+def _record(reading: Reading) -> tuple[str, str, tuple[str | int, ...]]:
+    """Where a reading's record sits: its directory, its object, its table row."""
+    if reading.where == "file":
+        return reading.where, reading.key.rsplit("/", 1)[0], ()
+    if reading.where == "table":
+        return reading.where, reading.key, reading.path[:1]
+    return reading.where, reading.key, reading.path[:-1]
+
+
+def _kind_of_record(record: tuple[str, str, tuple[str | int, ...]]) -> str:
+    """Records of one kind (one per core, category, card): their place with its numbers and last step left out,
+    so a value summed over several of them is found."""
+    where, key, path = record
+    if where == "file":
+        return re.sub(r"\d+", "#", key.rsplit("/", 1)[0])
+    if where == "table":
+        return f"{where} {key}"
+    return f"{where} {key} " + re.sub(r"\d+", "#", ".".join(str(p) for p in path[:-1]))
+
+
+def field_source(observed: float, expected: float, metric: str, device: Device,
+                 readings: Iterable[Reading]) -> str | None:
+    """Which other field of the records the machine's reading sits in the plugin read: the device's own readings,
+    summed over records of one kind (a value per core or per category adds up), where the field ``expected``
+    comes from has a sibling field giving ``observed`` (times the same unit factor). None where none does."""
+    records: dict[tuple[str, str, tuple[str | int, ...]], dict[str, Reading]] = {}
+    for reading in readings:
+        if owned_by(reading, device):
+            records.setdefault(_record(reading), {})[_field(reading)] = reading
+    kinds: dict[str, list[dict[str, Reading]]] = {}
+    for record, fields in records.items():
+        kinds.setdefault(_kind_of_record(record), []).append(fields)
+    factors = UNIT_FACTORS.get(metric, (1.0,))
+    for group in kinds.values():
+        names = sorted({name for fields in group for name in fields})
+        sums = {name: sum(f[name].value for f in group if name in f) for name in names}
+        for factor in factors:
+            due = [n for n in names if abs(sums[n] * factor - expected) <= SOURCE_TOLERANCE * abs(expected)]
+            read = [n for n in names if abs(sums[n] * factor - observed) <= SOURCE_TOLERANCE * abs(observed)]
+            if due and read and not set(due) & set(read):
+                example = next(f[read[0]] for f in group if read[0] in f)
+                over = sum(read[0] in f for f in group)
+                summed = f"the sum of {over} records' " if over > 1 else ""
+                return (f"read from another field of the record: {observed:g} is {summed}`{read[0]}` (e.g. "
+                        f"{example.describe()}), the machine's reading its `{due[0]}` beside it")
+    return None
+
+
+def reindexed(device: str, metric: str, expected: float, samples: Iterable[tuple[str, str, float]],
+              stated: dict[str, dict[str, float]]) -> str | None:
+    """Where the value the machine reads for ``device`` is another device's sample of the metric (and that device's
+    own stated value is another): the metric indexed by another key than the device's. ``samples``: (device,
+    metric, value). A value of 0 is no evidence (idle devices all read it)."""
+    if not expected:
+        return None
+    for other, name, value in samples:
+        if other == device or name != metric or abs(value - expected) > SOURCE_TOLERANCE * abs(expected):
+            continue
+        own = stated.get(other, {}).get(metric)
+        if own is None or abs(own - value) > SOURCE_TOLERANCE * abs(own or 1):
+            where = f"device {other!r}" if own is not None or other in stated else f"{other!r}, no device of this node"
+            return (f"the value the machine reads for {device} is given under {where}: {metric} indexed by another "
+                    "key than the device's own (a listing index, or its place in a slice, worker or rack)")
+    return None
