@@ -159,6 +159,10 @@ def test_rac206_names_a_machine_s_value_given_under_another_key() -> None:
             f"the machine reads for {CARD0} is given under '0', no device of this node: temperature indexed by another "
             "key than the device's own") in text, text
     stated = {"a": {"memory_used": 4.0}, "b": {"memory_used": 8.0}}  # a's value under b: the two swapped
-    assert "given under device 'b'" in (reindexed("a", "memory_used", 4.0, [("b", "memory_used", 4.0)], stated) or "")
+    assert "given under device 'b', whose own reading is 8" in (
+        reindexed("a", "memory_used", 4.0, [("b", "memory_used", 4.0)], stated) or "")
     assert reindexed("a", "memory_used", 4.0, [("b", "memory_used", 4.0)], {"b": {"memory_used": 4.0}}) is None
+    # another card of the node with the same figure and none stated for it: every card's memory_total is one
+    assert reindexed("a", "memory_total", 9.0, [("b", "memory_total", 9.0)], {"a": {"memory_total": 9.0}}, {"b"}) \
+        is None
     assert reindexed("a", "utilization", 0.0, [("b", "utilization", 0.0)], {}) is None  # idle reads 0 anywhere

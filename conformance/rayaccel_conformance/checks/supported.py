@@ -340,7 +340,7 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
         for name, want in values.items():
             sample = got.get((device, name))
             if sample is None:
-                moved = reindexed(device, name, want, given, expected)
+                moved = reindexed(device, name, want, given, expected, by_id)
                 wrong.append(f"{device} has no {name} sample; the fixture's machine reads {want:g} "
                              "(expected.metric_values)" + (f": {moved}" if moved else ""))
                 continue
@@ -358,7 +358,7 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
             elif field := (field_source(sample.value, want, name, by_id[device], readings)
                            if device in by_id else None):
                 why = field
-            elif moved := reindexed(device, name, want, given, expected):
+            elif moved := reindexed(device, name, want, given, expected, by_id):
                 why = moved
             elif name in means and abs(sample.value - means[name]) <= 0.01 * max(abs(means[name]), 1e-9):
                 why = (f"the mean of the {len(stated[name])} devices' readings ({means[name]:g}): each device's own "

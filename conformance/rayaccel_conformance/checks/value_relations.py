@@ -154,18 +154,25 @@ def field_source(observed: float, expected: float, metric: str, device: Device,
 
 
 def reindexed(device: str, metric: str, expected: float, samples: Iterable[tuple[str, str, float]],
-              stated: dict[str, dict[str, float]]) -> str | None:
-    """Where the value the machine reads for ``device`` is another device's sample of the metric (and that device's
-    own stated value is another): the metric indexed by another key than the device's. ``samples``: (device,
-    metric, value). A value of 0 is no evidence (idle devices all read it)."""
+              stated: dict[str, dict[str, float]], known: Iterable[str] = ()) -> str | None:
+    """Where the value the machine reads for ``device`` is given under another key: one no device of the node has,
+    or another device's whose own stated value is another (the two swapped): the metric indexed by another key
+    than the device's. ``samples``: (device, metric, value); ``known``: the node's device ids. A device of the
+    node giving the same value with no value stated for it is no evidence (every card's memory_total is one
+    figure), nor is a value of 0 (idle devices all read it)."""
     if not expected:
         return None
+    devices = set(known) | set(stated)
     for other, name, value in samples:
         if other == device or name != metric or abs(value - expected) > SOURCE_TOLERANCE * abs(expected):
             continue
         own = stated.get(other, {}).get(metric)
-        if own is None or abs(own - value) > SOURCE_TOLERANCE * abs(own or 1):
-            where = f"device {other!r}" if own is not None or other in stated else f"{other!r}, no device of this node"
-            return (f"the value the machine reads for {device} is given under {where}: {metric} indexed by another "
-                    "key than the device's own (a listing index, or its place in a slice, worker or rack)")
+        if other not in devices:
+            where = f"{other!r}, no device of this node"
+        elif own is not None and abs(own - value) > SOURCE_TOLERANCE * abs(own or 1):
+            where = f"device {other!r}, whose own reading is {own:g}"
+        else:
+            continue
+        return (f"the value the machine reads for {device} is given under {where}: {metric} indexed by another key "
+                "than the device's own (a listing index, or its place in a slice, worker or rack)")
     return None
