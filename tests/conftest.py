@@ -44,18 +44,19 @@ def _fresh_default_manager() -> Iterator[None]:
     _reset_default_manager()
 
 
-#: The files that take longest, longest first (their tests' seconds in a parallel run as `make test` runs it, fresh
-#: clone of 879327e on the 2-core machine at load 4-13, 2026-12-06 23:42-23:53, the summary's "where the parallel
-#: run's time went": the template's bakes 136 s, the registry's two signed runs 113, the broken plugins 112, the
-#: recovery run 110, the corpus 102, the activation's plain `ray start` nodes 93, the Kubernetes exports' bake and
-#: nodes 82, ...). `make test` hands whole files to its workers in collection order (``--dist loadfile
+#: The files that take longest, longest first (their tests' seconds in a parallel run as `make test` runs it: the
+#: fresh-clone `.ci/run` of 2026-12-07 (16:12; parallel pass 859 s), its "where the parallel run's time went": the
+#: template's bakes 175 s, the recovery run 157, the reference plugins' run 156, the corpus 143, the activation's
+#: plain `ray start` nodes 142, the broken plugins 134, the registry's two signed runs 126, the Kubernetes exports
+#: 112, the attestation 66, ...; the CLI's bad input, 117 s there, placed by its CPU since: 29 -> 14 s alone, after
+#: 8c0bb87 and 7dfa1ed). `make test` hands whole files to its workers in collection order (``--dist loadfile
 #: --no-loadscope-reorder``): started last, a long file would run alone at the end, so they are collected first
 #: (longest processing time first), the short ones after.
-LONGEST_FILES = ("test_template_bake.py", "test_conformance_registry.py", "test_conformance_broken.py",
-                 "test_conformance_recovery.py", "test_conformance_corpus.py", "test_ray_activation.py",
-                 "test_export_k8s.py", "test_cli_bad_input.py", "test_reference_plugins_conformance.py",
-                 "test_readme.py", "test_conformance_attestation.py", "test_conformance_cluster_process.py",
-                 "test_ray_acme_node.py", "test_metrics_prometheus.py", "test_record.py", "test_ray_cluster.py")
+LONGEST_FILES = ("test_template_bake.py", "test_conformance_recovery.py", "test_reference_plugins_conformance.py",
+                 "test_conformance_corpus.py", "test_ray_activation.py", "test_conformance_broken.py",
+                 "test_conformance_registry.py", "test_export_k8s.py", "test_conformance_attestation.py",
+                 "test_cli_bad_input.py", "test_ray_lifecycle.py", "test_readme.py", "test_ray_amd_worker_exits.py",
+                 "test_conformance_cluster_process.py", "test_record.py", "test_metrics_prometheus.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
