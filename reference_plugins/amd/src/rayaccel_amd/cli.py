@@ -333,11 +333,6 @@ def parse_version(text: str) -> str | None:
     return None
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 # Reading the host -----------------------------------------------------------------------------------
 
 
