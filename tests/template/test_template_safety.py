@@ -192,3 +192,18 @@ def test_a_tampered_hidden_variable_in_the_record_is_not_replayed(tmp_path: Path
     assert not (out / "escaped").exists() and not (tmp_path / "escaped").exists()
     # The record's hidden variables are derived again, not kept.
     assert json.loads(record_path.read_text())["context"]["cookiecutter"]["__project_slug"] == "rayaccel-acme"
+
+
+@pytest.mark.parametrize("answers", [[], ["support_contact=not a contact"]], ids=["baked", "refused-by-the-hook"])
+def test_a_bake_leaves_no_rendered_hook_in_the_temp_directory(answers: list[str], sandbox: Path) -> None:
+    """Cookiecutter renders each hook, answers and all, into a temp file it never removes (cookiecutter issue
+    886); the hooks remove their own copy, so a bake, even a refused one, leaves the temp directory as it was."""
+    temp = sandbox.parent / "temp"
+    temp.mkdir()
+    env = {**os.environ, **GIT_ENV, "HOME": str(sandbox / "home"), "TMPDIR": str(temp)}
+    done = subprocess.run([sys.executable, "-m", "cookiecutter", "--no-input", str(TEMPLATE), "-o", "out", *answers],
+                          cwd=sandbox, capture_output=True, text=True, timeout=180, env=env)
+    assert (done.returncode == 0) == (not answers), done.stderr[-2000:]
+    if answers:
+        assert "support contact" in done.stderr, done.stderr[-2000:]
+    assert sorted(p.name for p in temp.iterdir()) == []

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 CONTEXT = json.loads({{ cookiecutter | tojson | tojson }})
@@ -132,7 +133,16 @@ def git_init() -> None:
         print(f"note: git init failed ({done.stderr.strip()[:200]}); run it yourself", file=sys.stderr)
 
 
+def forget_rendered_copy() -> None:
+    """Cookiecutter runs this hook from a copy rendered into the temp directory and leaves it there (cookiecutter
+    issue 886), every answer in it: remove that copy, never the template's own file (pre_gen_project.py too)."""
+    script = Path(__file__).resolve()
+    if script.parent == Path(tempfile.gettempdir()).resolve() and script.name.startswith("tmp"):
+        script.unlink(missing_ok=True)
+
+
 def main() -> int:
+    forget_rendered_copy()
     place_probe()
     fill_vendor_label()
     if "_commit" not in CONTEXT:

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 PROBLEM = json.loads({{ rayaccel_answer_problem(cookiecutter) | tojson | tojson }})
 ANSWERS = json.loads({{ cookiecutter | tojson | tojson }})
 MAINTAINERS = {m.strip() for m in str(ANSWERS.get("maintainers", "")).split(",") if m.strip()}
 
 
+def forget_rendered_copy() -> None:
+    """Cookiecutter runs this hook from a copy rendered into the temp directory and leaves it there (cookiecutter
+    issue 886), every answer in it, two files a bake: remove that copy, never the template's own file."""
+    script = Path(__file__).resolve()
+    if script.parent == Path(tempfile.gettempdir()).resolve() and script.name.startswith("tmp"):
+        script.unlink(missing_ok=True)
+
+
 def main() -> int:
+    forget_rendered_copy()
     if PROBLEM:
         print(f"error: {PROBLEM}", file=sys.stderr)
         return 1
