@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 from rayaccel.records import NodeInventory
 from rayaccel.support.polling import WaitTimeout, wait_for
 from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_NODE_ID_LABEL
+from rayaccel_conformance.harness.ray_probe import UnitHolder, probe
 from rayaccel_conformance.registry import CheckFailed
 
 if TYPE_CHECKING:
@@ -44,21 +45,6 @@ LOG_TAIL_CHARS = 2000
 
 class ClusterProcessError(RuntimeError):
     """The process holding the cluster failed a request, ended, or did not answer in time."""
-
-
-def _probe(env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
-    """Runs in a Ray worker: where it ran, what the env var says, what Ray assigned."""
-    import ray
-
-    context = ray.get_runtime_context()
-    return context.get_node_id(), os.environ.get(env_var), list(context.get_accelerator_ids().get(resource, []))
-
-
-class _UnitHolder:
-    """A Ray actor that holds one unit, so that the next task gets another one (RAC108)."""
-
-    def probe(self, env_var: str, resource: str) -> tuple[str, str | None, list[str]]:
-        return _probe(env_var, resource)
 
 
 def _ray_nodes() -> list[dict[str, Any]]:
@@ -339,8 +325,8 @@ class SharedCluster:
             shapes = [*offered, *(fam.partition_units if fam is not None else {})]
             by_kind = {self._worker_kind(resource): resource for resource in reversed(shapes)}  # the first of each
             for resource in by_kind.values():
-                task = ray.remote(_probe).options(**self._unit_options(resource),
-                                                  label_selector={RAY_NODE_ID_LABEL: self.node_ids[ref]})
+                task = ray.remote(probe).options(**self._unit_options(resource),
+                                                 label_selector={RAY_NODE_ID_LABEL: self.node_ids[ref]})
                 self._starting.append(task.remote(family.visible_devices_env_var, resource))
 
     @staticmethod
@@ -456,7 +442,7 @@ class SharedCluster:
         import ray
 
         env_var = subject.family().visible_devices_env_var
-        task = ray.remote(_probe).options(**self._unit_options(resource), label_selector={RAY_NODE_ID_LABEL: node_id})
+        task = ray.remote(probe).options(**self._unit_options(resource), label_selector={RAY_NODE_ID_LABEL: node_id})
         try:
             ran_on, env, assigned = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
         except Exception as e:  # GetTimeoutError, a worker crash, a refused request: all are findings
@@ -485,11 +471,11 @@ class SharedCluster:
         import ray
 
         options = {**self._unit_options(resource), "label_selector": {RAY_NODE_ID_LABEL: node_id}}
-        holder: Any = ray.remote(_UnitHolder).options(**options).remote()
+        holder: Any = ray.remote(UnitHolder).options(**options).remote()
         try:
             try:
                 held = ray.get(holder.probe.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
-                task = ray.remote(_probe).options(**options)
+                task = ray.remote(probe).options(**options)
                 other = ray.get(task.remote(env_var, resource), timeout=TASK_TIMEOUT_S)
             except Exception as e:  # GetTimeoutError, a worker crash: findings
                 raise CheckFailed(f"an actor holding 1 {resource} and a task asking for another did not run: "
@@ -526,7 +512,7 @@ class SharedCluster:
         # whose devices are all partitioned offers no whole one: a unit of its first partition profile then.
         family = subject.family()
         unit = family.resource_name if fam.schedulable_units else next(iter(sorted(fam.partition_units)), None)
-        task = ray.remote(_probe).options(**(self._unit_options(unit) if unit else {"num_cpus": 0.1}),
+        task = ray.remote(probe).options(**(self._unit_options(unit) if unit else {"num_cpus": 0.1}),
                                           label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
         try:
             placed = [ray.get(task.remote(family.visible_devices_env_var, unit or family.resource_name),
@@ -538,7 +524,7 @@ class SharedCluster:
             # Once per plugin, the selector alone (no unit asked for): only the label can keep it off the
             # head node, which has CPUs to spare.
             self.cpu_selected.add(subject.name)
-            alone = ray.remote(_probe).options(num_cpus=0.1, label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
+            alone = ray.remote(probe).options(num_cpus=0.1, label_selector={RAY_ACCELERATOR_TYPE_LABEL: wanted})
             try:
                 placed.append(ray.get(alone.remote(family.visible_devices_env_var, family.resource_name),
                                       timeout=TASK_TIMEOUT_S))
