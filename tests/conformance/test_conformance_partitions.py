@@ -1,8 +1,9 @@
 """RAC113 (issue 25): a plugin that reports partitions is checked for the isolation whole devices get.
 
 The reference NVIDIA plugin's MIG fixtures pass it (and RAC107/RAC110 round-trip its MIG ids, the units a
-partition-only node offers); the corpus's three partition mutants are killed by it, each with its cause
-named: ids shared between cards, a MIG-mode-like card also offered whole, partitions larger than their card.
+partition-only node offers); the corpus's partition mutants are killed by it, each with its cause named: ids
+shared between cards, a MIG-mode-like card also offered whole, partitions larger than their card, partitions of
+0 MiB or of their GiB figure stored as MiB (invariant partition-memory-follows-its-slices).
 The same mutants are graded with the whole corpus in tests/conformance/test_conformance_corpus.py.
 """
 
@@ -22,7 +23,8 @@ from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus
 
 all_checks()
-PARTITION_MUTANTS = ["c-partition-ids-per-card", "c-partitioned-card-also-whole", "c-partition-memory-is-the-cards"]
+PARTITION_MUTANTS = ["c-partition-ids-per-card", "c-partitioned-card-also-whole", "c-partition-memory-is-the-cards",
+                     "c-partition-memory-zero", "c-partition-memory-in-gib"]
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,16 @@ def test_partitions_larger_than_their_card_say_by_how_much(graded: dict[str, Sub
         (evidence,) = [o.evidence for o in subject.outcomes if o.check_id == "RAC113" and o.fixture == ref]
         assert any(f"take {2 * (card.memory_mib or 0)} MiB, more than the device's {card.memory_mib} MiB" in line
                    for line in evidence), evidence
+
+
+def test_a_partition_memory_off_its_slices_share_says_the_share_and_the_factor(graded: dict[str, Subject]) -> None:
+    subject = graded["c-partition-memory-in-gib"]
+    for ref in subject.fixture_paths():
+        card = subject.devices(subject.inventory(ref))[0]
+        (evidence,) = [o.evidence for o in subject.outcomes if o.check_id == "RAC113" and o.fixture == ref]
+        share = (card.memory_mib or 0) // 2
+        assert any(f"reports {share // 1024} MiB for 1 of the device's 2 memory slices" in line
+                   and f"is {share} MiB (x0.000977" in line for line in evidence), evidence
 
 
 def test_the_healthy_control_has_no_partitions_so_rac113_is_not_applicable(graded: dict[str, Subject]) -> None:

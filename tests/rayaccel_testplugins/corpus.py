@@ -1400,6 +1400,25 @@ class PartitionMemoryIsTheCards(Healthy):
         return _split(card, [f"{card.id}-p0", f"{card.id}-p1"], card.memory_mib)
 
 
+class PartitionMemoryZero(Healthy):
+    DEFECT = ("each partition's memory is read from the partition query's reserved figure, 0 on every partition, "
+              "not its total: the partitions report 0 MiB and their memory slices hold nothing")
+    KILLED_BY = ("RAC113", "invariant partition-memory-follows-its-slices")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return _split(card, [f"{card.id}-p0", f"{card.id}-p1"], 0)
+
+
+class PartitionMemoryInGib(Healthy):
+    DEFECT = "each partition's memory is the tool's GiB figure stored as MiB (a 1024th of its share)"
+    KILLED_BY = ("RAC113", "invariant partition-memory-follows-its-slices")
+
+    def device(self, host: Host, path: str, driver: str | None) -> Device:
+        card = super().device(host, path, driver)
+        return _split(card, [f"{card.id}-p0", f"{card.id}-p1"], (card.memory_mib or 0) // 2 // 1024)
+
+
 # Cross-record invariants (issue 46): two shapes of defect per family of invariants, RAC216-RAC220 ---------------
 
 

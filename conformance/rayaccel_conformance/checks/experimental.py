@@ -14,7 +14,7 @@ from rayaccel.hosts.expectations import compare_expected
 from rayaccel.hosts.fixtures import Fixture, HostState
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import MISSING
-from rayaccel.records import FamilyInventory, QuantityRule
+from rayaccel.records import Device, FamilyInventory, QuantityRule
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel_conformance.checks.ownership import resource_name_problem
@@ -560,6 +560,38 @@ def fresh_process_hygiene(subject: Subject) -> Evidence:
             "or child left")
 
 
+#: How far a partition's memory may stray from its memory slices' share of its device's (MIG keeps 1-4% of
+#: each slice for itself: an H100's 1g.10gb is 9984 MiB of an 81559 MiB GPU's eighth, 0.98).
+PARTITION_MEMORY_BAND = (0.75, 1.25)
+
+
+def partition_memory_against_slices(device: Device) -> list[str]:
+    """Invariant partition-memory-follows-its-slices: a partition's known memory is more than 0 MiB, and where
+    its memory slices and the device's are known, within PARTITION_MEMORY_BAND of their share of the device's
+    memory (a GiB figure stored as MiB, a field read as 0, the device's memory halved twice: each is off by far
+    more than any profile rounds)."""
+    wrong = []
+    capacity = device.partition_capacity
+    for part in device.partitions:
+        if part.memory_mib is None:
+            continue
+        if part.memory_mib == 0:
+            wrong.append(f"invariant partition-memory-follows-its-slices: partition {part.id} of device {device.id} "
+                         f"({part.profile}) reports 0 MiB of memory: an isolated slice has memory of its own (leave "
+                         "memory_mib None when it cannot be read)")
+            continue
+        if capacity is None or not part.memory_slices or not device.memory_mib:
+            continue
+        share = device.memory_mib * part.memory_slices / capacity.memory_slices
+        low, high = PARTITION_MEMORY_BAND
+        if not low * share <= part.memory_mib <= high * share:
+            wrong.append(f"invariant partition-memory-follows-its-slices: partition {part.id} of device {device.id} "
+                         f"({part.profile}) reports {part.memory_mib} MiB for {part.memory_slices} of the device's "
+                         f"{capacity.memory_slices} memory slices, whose share of its {device.memory_mib} MiB is "
+                         f"{share:.0f} MiB (x{part.memory_mib / share:.3g}: a unit or a field read wrong?)")
+    return wrong
+
+
 @check("RAC113", scope="fixture")
 def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     """Partitions are isolated like whole devices: unique ids that round-trip, sizes within their device, and
@@ -570,7 +602,10 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     unit's: two tasks handed one id share one instance); each partition id alone, and sets of them not
     starting at the first, round-trip through the family's visible-devices variable
     (``rayaccel_visible_env`` then ``rayaccel_parse_visible``); the partitions of a device take no more
-    memory than it has, nor more compute or memory slices than its ``partition_capacity``; and a
+    memory than it has, nor more compute or memory slices than its ``partition_capacity``; a partition's
+    known memory is above 0 MiB and, where its memory slices and the device's are known, within 0.75-1.25
+    of their share of the device's memory (invariant ``partition-memory-follows-its-slices``: a GiB figure
+    stored as MiB, a field that reads 0; RAC252 rounds a share to at least one slice, so it passes both); and a
     partitioned device lists no ``units`` of its own, is not reported a second time whole (another device
     on the same PCI address), and none of its ids is a schedulable unit of the family's whole-device
     resource. Fix: give each partition the id its runtime accepts (``MIG-<uuid>``, a HIP device id), read
@@ -601,6 +636,7 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
             wrong.append(f"device {device.id}: its {len(memory)} partitions take {sum(memory)} MiB, more than the "
                          f"device's {device.memory_mib} MiB")
         capacity = device.partition_capacity
+        wrong += partition_memory_against_slices(device)
         for field in ("compute_slices", "memory_slices"):
             used = sum(getattr(p, field) or 0 for p in device.partitions)
             if capacity is not None and used > getattr(capacity, field):
