@@ -147,7 +147,63 @@ class ErrorRowsAllOrNothing(Healthy):
         return reports(self, host, devices, fatal)
 
 
-for _cls in (CountersAllOrNothing, ErrorRowsAllOrNothing):
+class UnreadableCardLeftOut(Healthy):
+    DEFECT = ("a card whose fatal-error counter the library does not give (NOT_SUPPORTED) left out of the counters "
+              "read, contained per card, then reported healthy as a card with nothing to report instead of unknown")
+    KILLED_BY = ("RAC211", "invariant an-unreadable-device-is-not-healthy")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_counter_machine(name, "acme-4-errlib", library=True)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        try:
+            counters = host.library(ERROR_LIBRARY)
+        except LibraryUnavailable:
+            return super().rayaccel_health(host, devices)
+        fatal: dict[int, int | None] = {}
+        for device in devices:
+            try:
+                fatal[device.index] = counters.count(device.index, "fatal")
+            except CounterNotSupported:
+                report_problem("counter-unreadable", f"card {device.index}: the fatal-error counter is not supported")
+                continue
+        answered = {r.device: r for r in reports(self, host, [d for d in devices if d.index in fatal], fatal)}
+        # the defect: a card without counters taken for one with nothing to report, not one that cannot be read
+        return [answered.get(d.id, HealthReport(device=d.id, state="healthy")) for d in devices]
+
+
+class UnreadableRowCountedZero(Healthy):
+    DEFECT = ("acme-smi's error rows read row by row, a cell that is no number (the tool's N/A) reported and then "
+              "counted as no errors: a card whose counter cannot be read is reported healthy instead of unknown")
+    KILLED_BY = ("RAC211", "invariant an-unreadable-device-is-not-healthy")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _add_counter_machine(name, "acme-4-errsmi", library=False)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        try:
+            result = host.run(ERRORS, timeout=2.0)
+        except HostError:
+            return super().rayaccel_health(host, devices)
+        if result.returncode != 0:
+            return super().rayaccel_health(host, devices)
+        fatal: dict[int, int | None] = {}
+        for row in filter(str.strip, result.stdout.splitlines()):
+            cells = [c.strip() for c in row.split(",")]
+            if len(cells) < 4 or not cells[0].isdigit():
+                report_problem("malformed-output", f"{' '.join(ERRORS)}: a row is no index and counts: {row[:40]!r}",
+                               severity="warning")
+                continue
+            if not cells[2].isdigit():  # the defect: said, then taken for no errors
+                report_problem("malformed-output", f"card {cells[0]}: fatal errors {cells[2]!r}; counted as none",
+                               severity="warning")
+            fatal[int(cells[0])] = int(cells[2]) if cells[2].isdigit() else 0
+        return reports(self, host, devices, {d.index: fatal.get(d.index) for d in devices})
+
+
+for _cls in (CountersAllOrNothing, ErrorRowsAllOrNothing, UnreadableCardLeftOut, UnreadableRowCountedZero):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
 

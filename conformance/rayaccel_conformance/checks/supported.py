@@ -1025,7 +1025,10 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     faults change (the numbers a fault sets on a device its expectation names, in a library's data or a tool's
     JSON or CSV output) are made unreadable on the first device listed, then on the last, as the interface makes
     them: a library's value left out (its NOT_SUPPORTED), a tool's value printed ``N/A``; no hook may raise and
-    every other device keeps its health and facts (``invariant one-unreadable-device-keeps-the-others``). Fix:
+    every other device keeps its health and facts (``invariant one-unreadable-device-keeps-the-others``); where
+    the plugin reports a problem on that build alone (it says it could not read them), the device itself is not
+    reported healthy (``invariant an-unreadable-device-is-not-healthy``: a plugin that says nothing may keep it
+    healthy, as a GPU without ECC answers NOT_SUPPORTED for its ECC counts). Fix:
     key every answer by ``device.id``; read a device's signals from its own vendor entry (its index or bus id),
     never from its place in a list; sort ids numerically, not as text; skip a link that is down, never stop at
     it; a vendor value that cannot be read is unknown (``None``) and reported, never a default, for that device

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from rayaccel.hosts.fixtures import Fixture, HostState, apply_faults
-from rayaccel.records import Device, FamilyInventory
+from rayaccel.records import Device, FamilyInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.perturbations import one_device_fault_leaks
 from rayaccel_conformance.checks.readings import Reading, host_readings, owned_by
@@ -48,9 +48,21 @@ def shape_of(reading: Reading) -> Shape | None:
 
 def signal_shapes(fx: Fixture, devices: list[Device]) -> list[Shape]:
     """The shapes of the numbers each fault of the fixture changes on a device its expectation names."""
+    return [shape for shape, _ in fault_signals(fx, devices)]
+
+
+def deciding_shapes(fx: Fixture, devices: list[Device]) -> list[Shape]:
+    """The shapes a fault changes that take a device it names off healthy: signals its health is decided by (a
+    counter whose faults all leave the device healthy, corrected errors say, decides nothing)."""
+    return [shape for shape, decides in fault_signals(fx, devices) if decides]
+
+
+def fault_signals(fx: Fixture, devices: list[Device]) -> list[tuple[Shape, bool]]:
+    """Each shape a fault changes on a device its expectation names, and whether a fault changing it expects that
+    device other than healthy."""
     base = {(r.where, r.key, r.path): r.value for r in host_readings(fx.host.model_dump(mode="json"), zeros=True)}
     by_id = {d.id: d for d in devices}
-    shapes: list[Shape] = []
+    shapes: dict[Shape, bool] = {}
     for fault in fx.faults:
         touched = [by_id[d] for d in fault.expected.health if d in by_id]
         if not touched or fault.kind in ("tool-hang", "tool-garbage"):
@@ -58,12 +70,37 @@ def signal_shapes(fx: Fixture, devices: list[Device]) -> list[Shape]:
         faulted = host_readings(apply_faults(fx, [fault.name]).model_dump(mode="json"), zeros=True)
         for reading in faulted:
             was = base.get((reading.where, reading.key, reading.path))
-            if was is None or was == reading.value or not any(owned_by(reading, d) for d in touched):
+            owners = [d for d in touched if owned_by(reading, d)]
+            if was is None or was == reading.value or not owners:
                 continue
             shape = shape_of(reading)
-            if shape is not None and shape not in shapes:
-                shapes.append(shape)
-    return shapes
+            if shape is not None:
+                decides = any(fault.expected.health[d.id] != "healthy" for d in owners)
+                shapes[shape] = shapes.get(shape, False) or decides
+    return list(shapes.items())
+
+
+def _shape(reading: Reading) -> Shape | None:
+    if reading.where == "table":
+        return reading.where, reading.key, (None, reading.path[1])
+    return shape_of(reading)
+
+
+def still_healthy(after: FamilyInventory | None, device: Device, deciding: list[Reading], said: list[Problem],
+                  where: str) -> list[str]:
+    """``invariant an-unreadable-device-is-not-healthy``: a device whose signals deciding its health (those a fault
+    takes it off healthy by) cannot be read, and whose plugin says so (a problem this build alone reports), is not
+    healthy: unknown, with a reason. A plugin saying nothing may keep it healthy: a library's NOT_SUPPORTED, a tool's
+    N/A also mean a card without that counter (NVML's ECC counts on a GPU without ECC), whose other signals decide."""
+    if after is None or not deciding or not said:
+        return []
+    report = next((h for h in after.health if h.device == device.id), None)
+    if report is None or report.state != "healthy":
+        return []  # left out or not healthy: RAC210 and the leak check above judge those answers
+    return [f"invariant an-unreadable-device-is-not-healthy, {where.split(', ', 1)[1]}: {device.id} reported "
+            f"healthy, though {deciding[0].describe()}, a signal its health is decided by, could not be read and the "
+            f"plugin said so ({said[0].code}: {said[0].message[:120]}): a device whose health cannot be read is "
+            "unknown (state unknown, a reason saying which), never healthy"]
 
 
 def readings_of(shapes: list[Shape], device: Device, readings: list[Reading]) -> list[Reading]:
@@ -72,11 +109,7 @@ def readings_of(shapes: list[Shape], device: Device, readings: list[Reading]) ->
     for reading in readings:
         if not owned_by(reading, device):
             continue
-        if reading.where == "table":
-            shape: Shape | None = (reading.where, reading.key, (None, reading.path[1]))
-        else:
-            shape = shape_of(reading)
-        if shape in shapes and reading not in found:
+        if _shape(reading) in shapes and reading not in found:
             found.append(reading)
     return found
 
@@ -122,11 +155,15 @@ def unreadable_signal_findings(subject: Subject, fx: Fixture, healthy: FamilyInv
     """RAC211's ``one-unreadable-device-keeps-the-others``: the health signals the fixture's faults change, made
     unreadable on the first device listed and then the last; no hook may raise and every other device keeps its
     health and facts. (What went wrong, what was tried.)"""
-    shapes = signal_shapes(fx, devices)
+    signals = fault_signals(fx, devices)
+    shapes = [shape for shape, _ in signals]
+    deciding = [shape for shape, decides in signals if decides]
     if not shapes:
         return [], []
     host = fx.host.model_dump(mode="json")
     readings = host_readings(host, zeros=True)
+    before = {(p.code, p.message) for p in subject.plugin_problems(subject.build(simulated_host(fx)),
+                                                                   severities=("error", "warning"))}
     wrong: list[str] = []
     tried = []
     for device in devices[:1] + devices[1:][-1:]:
@@ -145,5 +182,8 @@ def unreadable_signal_findings(subject: Subject, fx: Fixture, healthy: FamilyInv
         if leaks:
             wrong.append(f"{where}: {leaks[0]}" + (f" ({len(leaks)} in all)" if len(leaks) > 1 else "")
                          + ": one device's unreadable reading makes that device's answer unknown, never the others'")
+        said = [p for p in subject.plugin_problems(built, severities=("error", "warning"))
+                if (p.code, p.message) not in before]
+        wrong += still_healthy(after, device, [r for r in mine if _shape(r) in deciding], said, where)
         tried.append(device.id)
     return wrong, ([f"the fault signals of {' and '.join(tried)} unreadable"] if tried else [])
