@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rayaccel import hookspec
 from rayaccel.hosts.fixtures import Fixture, HostState
-from rayaccel.records import Device, FamilyInventory
+from rayaccel.records import Device, FamilyInventory, NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.invariants import memory_source, raw_memory
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+if TYPE_CHECKING:
+    from rayaccel_conformance.checks.readings import TextReading
 
 # RAC221 ---------------------------------------------------------------------------------------------------------
 
@@ -481,13 +484,16 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     own holding the name alone, or a cell of a CSV row naming the device) and hypothesis draws paddings of
     spaces and tabs on either side: the device must keep its product name, its SKU and the node its
     accelerator type (6 paddings, derandomized; each is a build). A failure quotes the smallest padding
-    hypothesis shrank it to. A name only a library or a JSON answer gives is data no tool pads (not
-    applicable). Fix: strip every text field a tool or a file gives before using it.
+    hypothesis shrank it to. Where the name is a cell of a ``--format=csv`` command, it is then written with a
+    comma in it, quoted as RFC 4180 quotes such a cell, against the same words written plain: the quoted text must
+    be the product name and nothing else may differ (``invariant quoted-cell-keeps-the-row``). A name only a
+    library or a JSON answer gives is data no tool pads (not applicable). Fix: strip every text field a tool or a
+    file gives before using it, and read CSV with a CSV reader, never by splitting lines on commas.
     """
     from hypothesis import strategies as st
 
     from rayaccel_conformance.checks.properties import shrunk_failure
-    from rayaccel_conformance.checks.readings import name_readings, padded_host
+    from rayaccel_conformance.checks.readings import name_readings, padded_host, quotes_cells
 
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -524,7 +530,44 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     found = shrunk_failure(st.tuples(pads, pads).filter(lambda p: p != ("", "")), same_device, PADDING_EXAMPLES)
     if found:
         raise CheckFailed(found)
-    return f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
+    quoted = quoted_cell_differences(subject, fx, fam, device, reading)
+    if quoted:
+        raise CheckFailed(quoted)
+    return (f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
+            + ("; written quoted with a comma in it, the new text is its name and nothing else moves"
+               if reading.where == "table" and quotes_cells(reading.key) else ""))
+
+
+def quoted_cell_differences(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
+                            reading: TextReading) -> list[str]:
+    """Where the name is a cell of a CSV the tool quotes (RFC 4180), the name written quoted with a comma in it
+    must read as the same words written plain without the comma (neither is a catalog name, so both lose the
+    SKU alike): the quoted text is the device's product name and nothing else differs on any device. A row split
+    on every comma loses the device or shifts its cells."""
+    from rayaccel_conformance.checks.readings import COMMA_SUFFIX, PLAIN_SUFFIX, quoted_host, quotes_cells
+    from rayaccel_conformance.checks.renumbering import device_facts, renumbering_differences
+
+    if reading.where != "table" or not quotes_cells(reading.key):
+        return []
+    host, family = fx.host.model_dump(mode="json"), subject.family().name
+
+    def built(text: str, quote: bool) -> NodeInventory:
+        state = HostState.model_validate(quoted_host(host, reading, text, quote))
+        return subject.build(simulated_host(fx.model_copy(update={"host": state, "faults": []})))
+
+    plain, text = f"{device.product_name}{PLAIN_SUFFIX}", f"{device.product_name}{COMMA_SUFFIX}"
+    expected = device_facts(built(plain, quote=False).family(family))
+    inventory = built(text, quote=True)
+    if device.id in expected:
+        expected[device.id]["record"]["product_name"] = text
+    where = (f"invariant quoted-cell-keeps-the-row, {fx.ref} with {reading.describe()} written "
+             f"'\"{text}\"' (RFC 4180 quotes a cell holding a comma), against '{plain}' written plain: ")
+    found = device_facts(inventory.family(family))
+    name = found.get(device.id, {}).get("record", {}).get("product_name", text)
+    # The name first: it is what the quoted cell carries (the catalog fields a cut name finds follow from it).
+    differences = ([f"{device.id}: its product_name is {name!r}, not {text!r} (the quoted cell's text)"]
+                   if name != text else renumbering_differences(expected, found))
+    return subject.blamed(inventory, differences, where)[:4]
 
 
 # RAC260 ---------------------------------------------------------------------------------------------------------

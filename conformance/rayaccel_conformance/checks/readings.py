@@ -296,3 +296,28 @@ def padded_host(host: dict[str, Any], reading: TextReading, before: str, after: 
     lines[reading.cell[0]] = ",".join(cells)
     state["commands"][reading.key]["stdout"] = "\n".join(lines)
     return state
+
+
+#: What a quoted cell adds to the name: a comma, as a maker's revision or variant suffix is written; the same
+#: words without the comma are the name the quoted cell is compared with (neither is a catalog's name).
+COMMA_SUFFIX, PLAIN_SUFFIX = ", rev B", " rev B"
+
+
+def quotes_cells(command: str) -> bool:
+    """A command asking for CSV in the query syntax the template's tool documents (``--format=csv``, as
+    nvidia-smi's): a cell holding a comma is written quoted (RFC 4180), so a name may arrive so."""
+    return any(word == "--format=csv" or word.startswith("--format=csv,") for word in command.split())
+
+
+def quoted_host(host: dict[str, Any], reading: TextReading, text: str, quote: bool = True) -> dict[str, Any]:
+    """The host with the CSV cell at ``reading`` holding ``text``, quoted as RFC 4180 quotes a cell holding a
+    comma (the padding before it kept: tools print ``, "..."``); written plain with ``quote`` False."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    lines = state["commands"][reading.key]["stdout"].split("\n")
+    cells = lines[reading.cell[0]].split(",")
+    old = cells[reading.cell[1]]
+    quoted = '"' + text.replace('"', '""') + '"' if quote else text
+    cells[reading.cell[1]] = old[: len(old) - len(old.lstrip())] + quoted
+    lines[reading.cell[0]] = ",".join(cells)
+    state["commands"][reading.key]["stdout"] = "\n".join(lines)
+    return state

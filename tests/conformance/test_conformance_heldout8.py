@@ -1,0 +1,81 @@
+"""Held-out grading, round 8 (issue 46, lane H5): the untaken path one of its survivors needed.
+
+A tool's CSV read by splitting each line on every comma (the command-csv bake ``c1``): no fixture's cell holds a
+comma, so the split reads every fixture right. RAC225's ``quoted-cell-keeps-the-row`` writes the middle card's
+product name with a comma in it, quoted as RFC 4180 quotes such a cell, where the command asks for
+``--format=csv``: the card must carry the new name and nothing else may move (c-csv-row-split-on-commas: the
+card's line skipped, the card lost; c-csv-cells-by-position: the name cut at the comma).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import pytest
+
+from rayaccel.plugins.manager import PluginManager
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.checks.readings import TextReading, quoted_host, quotes_cells
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_testplugins import corpus
+from rayaccel_testplugins.corpus_quoted_cells import CsvCellsByPosition, CsvRowSplitOnCommas
+
+MACHINE = "acme-4-names"
+
+
+def graded(plugin: corpus.Healthy) -> Subject:
+    all_checks()
+    manager = PluginManager(autoload=False, timeout=5.0)
+    for name, registered in ((plugin.name, plugin), ("c-healthy", corpus.PLUGINS["c-healthy"])):
+        manager.register(registered, name)
+    return Subject(plugin.name, manager)
+
+
+def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
+    return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
+
+
+def by_csv_reader(stdout: str) -> dict[int, str]:
+    rows = csv.reader(io.StringIO(stdout), skipinitialspace=True)
+    return {int(row[0]): row[1].strip() for row in rows if len(row) == 3}
+
+
+class NamesByCsvReader(CsvRowSplitOnCommas):
+    """The tool's CSV read with a CSV reader, as the template's probe reads it: a quoted cell is one cell."""
+
+    PARSE = staticmethod(by_csv_reader)
+
+
+def test_a_cell_is_written_quoted_as_rfc_4180_quotes_it() -> None:
+    command = "smi --query=index,name --format=csv,noheader"
+    host: dict[str, Any] = {"commands": {command: {"stdout": "0, A 1, x\n1, A 1, y\n"}}}
+    state = quoted_host(host, TextReading("table", command, (1, 1)), 'A 1, "big"')
+    assert state["commands"][command]["stdout"] == '0, A 1, x\n1, "A 1, ""big""", y\n'
+    assert list(csv.reader(io.StringIO(state["commands"][command]["stdout"]), skipinitialspace=True))[1] == \
+        ["1", 'A 1, "big"', "y"]
+    assert host["commands"][command]["stdout"] == "0, A 1, x\n1, A 1, y\n"  # the given state untouched
+    assert quotes_cells(command) and quotes_cells("smi --format=csv")
+    assert not quotes_cells("hl-smi -Q index,name -f csv") and not quotes_cells("smi --format=csvx")
+
+
+@pytest.mark.parametrize(("cls", "fragment"), [
+    (CsvRowSplitOnCommas, "the devices change: 1 gone (ACME-0002-5e1f-4c2a-9d3b-000000000002)"),
+    (CsvCellsByPosition, "its product_name is 'ACME Roadrunner R1', not 'ACME Roadrunner R1, rev B'")],
+    ids=["row-split-on-commas", "cells-by-position"])
+def test_a_csv_split_on_every_comma_fails_rac225_naming_the_invariant(cls: type[Any], fragment: str) -> None:
+    plugin = mutant(cls)
+    subject = graded(plugin)
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC225"].function(subject, f"{plugin.name}/{MACHINE}")
+    said = str(failed.value)
+    assert f"invariant quoted-cell-keeps-the-row, {plugin.name}/{MACHINE} with `acme-smi" in said, said
+    assert "written '\"ACME Roadrunner R1, rev B\"'" in said and fragment in said, said
+
+
+def test_a_csv_reader_passes_rac225_with_the_name_quoted() -> None:
+    subject = graded(NamesByCsvReader("c-names-by-csv-reader"))
+    said = str(CHECKS["RAC225"].function(subject, f"c-names-by-csv-reader/{MACHINE}"))
+    assert "written quoted with a comma in it, the new text is its name and nothing else moves" in said, said
