@@ -60,7 +60,7 @@ def _no_real_library() -> Any:
 ERROR_LIBRARY = LibraryAdapter(LIBRARY, _no_real_library, ErrorCounters)
 
 
-def _add_counter_machine(plugin: str, name: str, library: bool) -> None:
+def add_counter_machine(plugin: str, name: str, library: bool) -> None:
     """The plugin's acme-4 with its error counters in the counter library (``library``) or acme-smi's CSV rows, and
     fault ``fatal-2`` counting card 2's fatal error there instead of in the driver's file."""
     source = FIXTURE_ROOT / plugin / "acme-4.yaml"
@@ -110,7 +110,7 @@ class CountersAllOrNothing(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _add_counter_machine(name, "acme-4-errlib", library=True)
+        add_counter_machine(name, "acme-4-errlib", library=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         try:
@@ -129,7 +129,7 @@ class ErrorRowsAllOrNothing(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _add_counter_machine(name, "acme-4-errsmi", library=False)
+        add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         try:
@@ -154,7 +154,7 @@ class UnreadableCardLeftOut(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _add_counter_machine(name, "acme-4-errlib", library=True)
+        add_counter_machine(name, "acme-4-errlib", library=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         try:
@@ -180,7 +180,7 @@ class UnreadableRowCountedZero(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _add_counter_machine(name, "acme-4-errsmi", library=False)
+        add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         try:

@@ -11,8 +11,15 @@ its name so a Ray node or a fresh process loads it (``c-driver-probed-once`` as 
 
 from __future__ import annotations
 
-from rayaccel import Device, HealthReason, HealthReport, Host
+from rayaccel import Device, HealthReason, HealthReport, Host, LibraryUnavailable
+from rayaccel_testplugins import acme
 from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus_contained_health import (
+    ERROR_LIBRARY,
+    CounterNotSupported,
+    add_counter_machine,
+    reports,
+)
 from rayaccel_testplugins.corpus_failed_listings import ACME_LIB, with_library
 
 
@@ -88,6 +95,56 @@ class LibraryVersionReadOnce(Healthy):
         return self._driver
 
 
-for _cls in (DriverProbedOnce, CountersProbedOnce, ToolVersionReadOnce, LibraryVersionReadOnce):
+#: Each card's fatal-error count as this process first read it (the defect of FatalCountedFromFirstRead).
+_FATAL_AT_FIRST_READ: dict[str, int] = {}
+
+
+class FatalCountedFromFirstRead(Healthy):
+    DEFECT = ("a card's fatal errors counted from the driver's count at the process's first read, kept in a module "
+              "global ('what matters is what happens while we watch'): a card that failed before the agent started "
+              "is healthy")
+    KILLED_BY = ("RAC269", "invariant a-fault-built-first-is-seen")
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        out = []
+        for device, report in zip(devices, super().rayaccel_health(host, devices), strict=True):
+            if any(r.code == "acme-fatal" for r in report.reasons):  # the count was read: a number
+                count = int(acme._read(host, f"{SYSFS}/acme{device.index}/fatal_errors"))
+                if count - _FATAL_AT_FIRST_READ.setdefault(device.id, count) <= 0:
+                    report = HealthReport(device=device.id, state="healthy")
+            else:
+                _FATAL_AT_FIRST_READ.setdefault(device.id, 0)
+            out.append(report)
+        return out
+
+
+class LibraryFatalFromFirstRead(Healthy):
+    DEFECT = ("each card's fatal-error count from the counter library taken relative to the plugin's first read of "
+              "it (kept by the plugin): a card whose count was already up when the agent started is healthy")
+    KILLED_BY = ("RAC269", "invariant a-fault-built-first-is-seen")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        add_counter_machine(name, "acme-4-errlib", library=True)
+        self._first: dict[int, int] = {}
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        try:
+            counters = host.library(ERROR_LIBRARY)
+        except LibraryUnavailable:
+            return super().rayaccel_health(host, devices)
+        fatal: dict[int, int | None] = {}
+        for device in devices:
+            try:
+                count = counters.count(device.index, "fatal")
+            except CounterNotSupported:
+                fatal[device.index] = None
+                continue
+            fatal[device.index] = count - self._first.setdefault(device.index, count)
+        return reports(self, host, devices, fatal)
+
+
+for _cls in (DriverProbedOnce, CountersProbedOnce, ToolVersionReadOnce, LibraryVersionReadOnce,
+             FatalCountedFromFirstRead, LibraryFatalFromFirstRead):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

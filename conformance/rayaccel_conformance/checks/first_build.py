@@ -42,11 +42,11 @@ from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.host_factory import simulated_host
 
-module_name, attr, plugin_name, fixture_path = sys.argv[1:5]
+module_name, attr, plugin_name, fixture_path, *faults = sys.argv[1:]
 module = importlib.import_module(module_name)
 manager = PluginManager(autoload=False)
 manager.register(getattr(module, attr) if attr else module, plugin_name)
-inventory = InventoryBuilder(manager, [plugin_name]).build(simulated_host(load_fixture(fixture_path)))
+inventory = InventoryBuilder(manager, [plugin_name]).build(simulated_host(load_fixture(fixture_path), faults=faults))
 print("RAYACCEL-FIRST-BUILD " + inventory.model_dump_json(), flush=True)
 '''
 
@@ -146,11 +146,43 @@ def first_build_of(subject: Subject, fx: Fixture, state: HostState) -> list[Devi
             return []
 
 
-def first_build(subject: Subject, fixture_path: str) -> NodeInventory:
-    """The inventory a process that never built one before builds of the fixture."""
+def first_build(subject: Subject, fixture_path: str, faults: tuple[str, ...] = ()) -> NodeInventory:
+    """The inventory a process that never built one before builds of the fixture (under ``faults``)."""
     module, attr = import_target(subject.manager.plugin(subject.name).module)
-    answer = run_fresh(FIRST_BUILD, "RAYACCEL-FIRST-BUILD", module, attr, subject.name, fixture_path)
+    answer = run_fresh(FIRST_BUILD, "RAYACCEL-FIRST-BUILD", module, attr, subject.name, fixture_path, *faults)
     return NodeInventory.model_validate_json(answer)
+
+
+def health_by_device(inventory: NodeInventory, family: str) -> dict[str, str]:
+    found = inventory.family(family)
+    return {h.device: h.state for h in found.health} if found is not None else {}
+
+
+def fault_seen_first(subject: Subject, fixture: str) -> tuple[list[str], str]:
+    """The fixture's first fault that takes a device off healthy, built as a fresh process's first build: each
+    device's health as the suite's process gives it under that fault, after healthy builds (``invariant
+    a-fault-built-first-is-seen``: a counter read relative to the first read in the process is 0 there, so a node
+    whose agent starts beside a card already failed calls it healthy). One fresh process per fixture with such a
+    fault. (What went wrong, what was tried.)"""
+    fx = subject.fixture(fixture)
+    family = subject.family().name
+    fault = next((f for f in fx.faults if f.kind not in ("tool-hang", "tool-garbage")
+                  and any(state != "healthy" for state in f.expected.health.values())), None)
+    if fault is None:
+        return [], ""
+    here = health_by_device(subject.build(simulated_host(fx, faults=[fault.name]), with_metrics=False), family)
+    try:
+        fresh = health_by_device(first_build(subject, str(subject.fixture_paths()[fixture]), (fault.name,)), family)
+    except ProbeFailed as e:
+        return [f"{fx.ref}: a fresh process could not build it under fault {fault.name}: {e}"], ""
+    expected = {d: fault.expected.health.get(d, "healthy") for d in here}
+    wrong = [f"invariant a-fault-built-first-is-seen, {fx.ref} under fault {fault.name}: {device} is "
+             f"{fresh.get(device)} in a fresh process whose first build is the faulted host, {state} in the suite's "
+             f"process after a healthy build (the fault expects {expected[device]}): a fault counted from the "
+             "process's first read (a counter's baseline taken when first seen) is missed where a card has failed "
+             "before the agent starts"
+             for device, state in here.items() if fresh.get(device) != state]
+    return wrong[:4], f"fault {fault.name} as a fresh process's first build"
 
 
 @check("RAC269", scope="fixture")
@@ -170,9 +202,13 @@ def inventory_answers_the_host(subject: Subject, fixture: str | None) -> Evidenc
     states it: a file, a tool's output, a library's data) one release on in the same format (550.54.15 ->
     550.54.16), then as recorded: each build must report the host's own versions (``invariant
     a-new-version-is-read``; a version still the old one is confirmed by a fresh process's first build of the
-    moved host, since a plugin may state a version of its own). Fix: read what the host says on every build;
-    keep nothing across builds that the host does not decide (or key a cache on what identifies the host's
-    answer, and check it every time).
+    moved host, since a plugin may state a version of its own). And the fixture's first fault that takes a
+    device off healthy is built as a fresh process's first build: each device's health must be the one the
+    suite's process gives under that fault after healthy builds (``invariant a-fault-built-first-is-seen``: a
+    counter counted from the process's first read misses a card that failed before the agent started). Fix:
+    read what the host says on every build; keep nothing across builds that the host does not decide (or key a
+    cache on what identifies the host's answer, and check it every time); a counter since the driver loaded is
+    read as it stands, never relative to a first look.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -180,8 +216,10 @@ def inventory_answers_the_host(subject: Subject, fixture: str | None) -> Evidenc
     inventory = subject.inventory(fixture)
     here = expectation_differences(inventory, family.name, fx.expected)
     moved, tried = versions_read_again(subject, fixture)
-    if moved:
-        raise CheckFailed(moved)
+    first_faulted, seen = fault_seen_first(subject, fixture)
+    if moved or first_faulted:
+        raise CheckFailed(moved + first_faulted)
+    tried += f", and {seen}" if seen else ""
     if not here:
         return (f"{fx.ref}: the inventory agrees with the fixture, and with its {tried}: nothing kept from the hosts "
                 "built before shows")
