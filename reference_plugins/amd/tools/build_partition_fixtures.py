@@ -499,7 +499,10 @@ def mi350x_pod_fixture(mode: str, partitions: int) -> dict[str, Any]:
                                   product=MI350X),
         "device_fields": {device: {"partition_capacity.compute_slices": MI350X.xcds,
                                    "partition_capacity.memory_slices": 2,
-                                   f"partition.{partitions - 1}.compute_slices": MI350X.xcds // partitions}},
+                                   f"partition.{partitions - 1}.compute_slices": MI350X.xcds // partitions,
+                                   # Each partition's own render node (amdsmi's enumeration_info.drm_render).
+                                   **{f"partition.{p}.device_file": f"/dev/dri/renderD{128 + p}"
+                                      for p in range(partitions)}}},
     }
     words = {2: "two", 4: "four"}[partitions]
     return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": f"mi350x-{mode.lower()}-nps2-pod",

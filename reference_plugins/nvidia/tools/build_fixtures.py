@@ -73,6 +73,13 @@ def mig_minors(gpu_minors: list[int]) -> Block:
     return Block("\n".join(lines) + "\n")
 
 
+def mig_memory(gpu: dict[str, Any]) -> dict[str, int]:
+    """Each MIG device's memory as NVML answers it (its memory.total, in MiB): the fixture states it, so a
+    partition read as 0 MiB or in the wrong unit differs from the recording."""
+    return {f"partition.{mig['uuid']}.memory_mib": mig["memory"]["total"] // MIB
+            for mig in gpu["mig_devices"].values()}
+
+
 def mig_device_file(gpu: int, gi: int, ci: int = 0) -> str:
     """What a job on one MIG device is given (the GPU's device node, then its GPU and compute instance's
     capability files): the minors of :func:`mig_minors`' table."""
@@ -213,6 +220,10 @@ def dgx_h100() -> dict[str, Any]:
                               memory_mib=81559, numa=i // 4, cpus=node_cpus[i // 4], cc=(9, 0), arch=9, mig=[0, 0],
                               nvlink=switch_links(18, NVLINK4, switches, [5, 4, 4, 5]), traffic_kib_s=traffic[i])
                for i in range(8)}
+    # GPU 4 runs a compute-bound kernel, as nvidia-smi printed an H100 running CUDA's nbody (source below): its
+    # SMs busy and its memory controller idle, so NVML's two utilization rates differ and both are stated.
+    devices["4"]["utilization"] = {"gpu": 100, "memory": 0}
+    devices["4"]["power_usage"] = 592740
     ids = [devices[str(i)]["uuid"] for i in range(8)]
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": devices}
     full = {"GPU": 8.0, "accelerator_type:H100": 1.0}
@@ -228,7 +239,8 @@ def dgx_h100() -> dict[str, Any]:
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
                          mig_capable=True, domain=("dgx-h100-01-nvswitch", "nvswitch", 8)),
         # NVLink throughput: the counters' KiB per second over the 18 links, in bytes per second (KiB x 1024).
-        "metric_values": {ids[i]: {"interconnect_tx": float(18 * tx * 1024), "interconnect_rx": float(18 * rx * 1024)}
+        "metric_values": {ids[i]: {**({"utilization": 100.0, "power": 592.74} if i == 4 else {}),
+                                   "interconnect_tx": float(18 * tx * 1024), "interconnect_rx": float(18 * rx * 1024)}
                           for i, (tx, rx) in enumerate(traffic)},
     }
     faults = [
@@ -294,7 +306,11 @@ def dgx_h100() -> dict[str, Any]:
                    "NVLink version NVML_NVLINK_VERSION_4_0, throughput "
                    "counters per link by scopeId, in KiB (nvidia-smi nvlink -gt d), read twice one second apart "
                    "during an all-reduce; DGX H100 topology (18 NVLink4 links per GPU to "
-                   "4 NVSwitches) from NVIDIA's DGX H100 user guide", "dgx-h100-01", nvml, expected, faults)
+                   "4 NVSwitches) from NVIDIA's DGX H100 user guide; GPU 4 busy as nvidia-smi printed an H100 80GB "
+                   "HBM3 (AWS p5) running CUDA's nbody benchmark (utilization.gpu 100 %, utilization.memory 0 %, "
+                   "power.draw 592.74 W; github.com/njhensley/aicr docs/conformance/cncf/evidence/pod-autoscaling.md), "
+                   "its kernel's SMs busy and its memory controller idle, so the two NVML utilization rates differ",
+                   "dgx-h100-01", nvml, expected, faults)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -402,6 +418,7 @@ def h100_mig() -> dict[str, Any]:
         "labels": labels(sku="h100-sxm5-80gb", count=1, interconnect="none", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
                          mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}),
+        "device_fields": {gpu["uuid"]: mig_memory(gpu)},
     }
     return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
                    "pod sees it", "H100 MIG profile names from NVIDIA's MIG "
@@ -575,7 +592,7 @@ def a100_mig() -> dict[str, Any]:
         "metric_values": {gpu["uuid"]: Flow(interconnect_tx=0.0, interconnect_rx=0.0)},
         # The GPU is /dev/nvidia0 (minor 0, as any first GPU): each MIG device's files are its instances'. Its
         # CPUs as the kernel writes a CPU list (cpulist_parse's canonical form: ranges, ascending).
-        "device_fields": {gpu["uuid"]: {"cpu_affinity": "48-63,176-191", **{
+        "device_fields": {gpu["uuid"]: {"cpu_affinity": "48-63,176-191", **mig_memory(gpu), **{
             f"partition.{mig['uuid']}.device_file": mig_device_file(0, mig["gpu_instance_id"],
                                                                     mig["compute_instance_id"])
             for mig in gpu["mig_devices"].values()}}},
@@ -637,6 +654,7 @@ def a100_80gb_mig_mixed() -> dict[str, Any]:
         "labels": labels(sku="a100-pcie-80gb", count=2, interconnect="pcie", accel="A100", memory=81920,
                          arch="ampere", driver="550.54.15", cuda="12.4", product="NVIDIA-A100-80GB-PCIe", cc=(8, 0),
                          mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 2}),
+        "device_fields": {gpu["uuid"]: mig_memory(gpu)},
     }
     faults = [
         {"name": "mig-instance-xid-95", "kind": "fatal-error",
