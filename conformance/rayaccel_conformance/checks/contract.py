@@ -129,10 +129,15 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     metric's value and the sample is another, the reading giving the stated value is found and, beside it in its
     record (one library or JSON object, one CSV row, one directory), the reading giving the sample (NVML's memory
     controller utilization beside the GPU's, a power limit beside the draw): that sibling alone set to another
-    value in one more build, the metric must not follow it. Fix: read every sample from the device's own entry at
-    every poll, each from its own field, and convert it by its unit's factor alone; a range check includes its
-    limits.
+    value in one more build, the metric must not follow it. And a fault moves its own metric (``invariant
+    a-fault-moves-its-own-metric``): under each fault of the fixture, a number it changes on a device whose field
+    names one metric of the family (more words shared than with any other: ``corrected_errors`` names
+    ``ecc_errors_corrected``) must not show up in another metric of the device while the named one does not carry
+    it (two counters read from each other's fields: every fixture's counters are 0). Fix: read every sample from
+    the device's own entry at every poll, each from its own field, and convert it by its unit's factor alone; a
+    range check includes its limits.
     """
+    from rayaccel_conformance.checks.fault_readings import fault_moves_its_own_metric
     from rayaccel_conformance.checks.readings import device_with_samples
 
     family = subject.family()
@@ -145,6 +150,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     wrong += zero_readings_dropped(subject, fx, fam, device)
     wrong += sibling_readings_taken(subject, fx, fam, device)
     wrong += full_scale_refused(subject, fx, fam, device, attributed)
+    wrong += fault_moves_its_own_metric(subject, fx, fam)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])

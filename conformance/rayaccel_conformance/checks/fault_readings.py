@@ -1,0 +1,91 @@
+"""RAC223's ``a-fault-moves-its-own-metric`` (issue 46, held-out round 8's ``j2``): a number a fixture's fault
+changes on a device must show up, under that fault, in the metric named for the number's field, never in a
+sibling's. The fixtures' counters are 0 and the scaling doubles readings (0 stays 0), so two counters read from
+each other's fields (corrected and uncorrected ECC errors swapped) pass every other path; a fault raising one of
+them is the only state where they differ.
+
+A field names a metric when their names share more words, counters' common words (errors, count, total) aside,
+than the field shares with any other metric of the family, and at least one (``corrected_errors`` names
+``ecc_errors_corrected``; ``fatal_errors`` names neither ECC metric: it shares only ``errors`` with each).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from rayaccel.hosts.fixtures import Fixture, apply_faults
+from rayaccel.records import FamilyInventory
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.readings import Reading, host_readings, owned_by
+from rayaccel_conformance.harness.subject import Subject
+
+_WORD = re.compile(r"[a-z0-9]+")
+#: Words every counter's name has: sharing them says nothing about which counter.
+_COMMON = frozenset({"errors", "error", "count", "total", "num", "aggregate", "volatile"})
+
+
+def words(name: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(name.lower())) - _COMMON
+
+
+def field_name(reading: Reading) -> str | None:
+    """The name of the field ``reading`` is: a JSON or library key, a file's name, or a CSV cell's column as the
+    command line lists its columns (``--query-x=a,b,c``, ``-Q a,b,c``)."""
+    if reading.where == "file":
+        return reading.key.rsplit("/", 1)[-1]
+    if reading.where in ("library", "command"):
+        return next((p for p in reversed(reading.path) if isinstance(p, str)), None)
+    cells = len(reading.row.split(","))
+    for word in reading.key.split():
+        columns = word.split("=", 1)[-1].split(",")
+        if len(columns) == cells:
+            return columns[int(reading.path[1])]
+    return None
+
+
+def named_metric(field: str, metrics: set[str]) -> str | None:
+    """The one metric ``field`` names (see the module's docstring), or None."""
+    scores = sorted(((len(words(field) & words(m)), m) for m in metrics), reverse=True)
+    if not scores or scores[0][0] < 1 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return scores[0][1]
+
+
+def fault_moves_its_own_metric(subject: Subject, fx: Fixture, fam: FamilyInventory) -> list[str]:
+    """Under each fault of ``fx``, each number it changes on a device that names one metric of the family: the new
+    number must not show up in another metric of that device while the named one does not carry it."""
+    family = subject.family().name
+    metrics = {s.name for s in fam.metrics}
+    before = {(s.device, s.name): s.value for s in fam.metrics}
+    base = {(r.where, r.key, r.path): r.value for r in host_readings(fx.host.model_dump(mode="json"), zeros=True)}
+    wrong: list[str] = []
+    for fault in fx.faults:
+        if fault.kind in ("tool-hang", "tool-garbage"):
+            continue
+        changed = []
+        for reading in host_readings(apply_faults(fx, [fault.name]).model_dump(mode="json"), zeros=True):
+            was = base.get((reading.where, reading.key, reading.path))
+            field = field_name(reading)
+            named = named_metric(field, metrics) if field else None
+            if was is not None and was != reading.value and named is not None:
+                changed += [(reading, was, named, d) for d in fam.devices if owned_by(reading, d)]
+        if not changed:
+            continue
+        built = subject.build(simulated_host(fx, [fault.name])).family(family)
+        after = {(s.device, s.name): s.value for s in (built.metrics if built else [])}
+        for reading, was, named, device in changed:
+            own = after.get((device.id, named))
+            if own is not None and math.isclose(own, reading.value, rel_tol=1e-6):
+                continue
+            # Another metric that moved to the new number carries it (one that read it before may by chance).
+            others = sorted(name for (dev, name), value in after.items() if dev == device.id and name != named
+                            and math.isclose(value, reading.value, rel_tol=1e-6)
+                            and not math.isclose(before.get((dev, name), math.nan), value, rel_tol=1e-6))
+            if others:
+                wrong.append(f"invariant a-fault-moves-its-own-metric, {fx.ref} under fault {fault.name}: "
+                             f"{reading.describe()} of {device.id} ({field_name(reading)}) went from {was:g} to "
+                             f"{reading.value:g}, and {', '.join(others)} reads {reading.value:g} while {named} "
+                             f"reads {'nothing' if own is None else f'{own:g}'}: the metrics are read from each "
+                             f"other's fields (swapped?); read {named} from {field_name(reading)}")
+    return wrong
