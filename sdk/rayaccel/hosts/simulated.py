@@ -11,6 +11,7 @@ import fnmatch
 import functools
 import os
 import shlex
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
@@ -86,6 +87,7 @@ class SimulatedHost:
         for name in self._faults:
             fixture.fault(name)  # fail now, with the list of valid names, not at first use
         self._cache_key: tuple[str, ...] | None = None
+        self._rebuilding = threading.Lock()
         self._state = fixture.host
         self._dirs: set[str] = set()
         self._file_map: dict[str, str] = {}
@@ -180,17 +182,24 @@ class SimulatedHost:
     def state(self) -> HostState:
         key = self.active_faults()
         if key != self._cache_key:
-            self._state = apply_faults(self.fixture, key)
-            self._dirs = self._directories(self._state.files)
-            self._file_map = {_norm(k): v for k, v in self._state.files.items() if not k.endswith("/")}
-            self._children = {}
-            for entry in (*self._file_map, *self._dirs):
-                if entry != "/":
-                    self._children.setdefault(_parent(entry), set()).add(entry[entry.rfind("/") + 1:])
-            self._libraries = {}
-            self._library_data = {}
-            self._cache_key = key
+            with self._rebuilding:  # hooks' threads read one host: the state changes once, for all of them
+                if key != self._cache_key:
+                    self._rebuild(key)
         return self._state
+
+    def _rebuild(self, key: tuple[str, ...]) -> None:
+        state = apply_faults(self.fixture, key)
+        dirs = self._directories(state.files)
+        file_map = {_norm(k): v for k, v in state.files.items() if not k.endswith("/")}
+        children: dict[str, set[str]] = {}
+        for entry in (*file_map, *dirs):
+            if entry != "/":
+                children.setdefault(_parent(entry), set()).add(entry[entry.rfind("/") + 1:])
+        # Built whole, then put in place: a hook's thread reading the host meanwhile sees a complete index.
+        self._state, self._dirs, self._file_map, self._children = state, dirs, file_map, children
+        self._libraries = {}
+        self._library_data = {}
+        self._cache_key = key
 
     @staticmethod
     def _directories(files: Mapping[str, str]) -> set[str]:
