@@ -217,23 +217,26 @@ def inventory_answers_the_host(subject: Subject, fixture: str | None) -> Evidenc
     here = expectation_differences(inventory, family.name, fx.expected)
     moved, tried = versions_read_again(subject, fixture)
     first_faulted, seen = fault_seen_first(subject, fixture)
-    if moved or first_faulted:
-        raise CheckFailed(moved + first_faulted)
+    broken = moved + first_faulted  # every invariant that breaks is named, not only the first
     tried += f", and {seen}" if seen else ""
     if not here:
+        if broken:
+            raise CheckFailed(broken)
         return (f"{fx.ref}: the inventory agrees with the fixture, and with its {tried}: nothing kept from the hosts "
                 "built before shows")
     try:
         fresh = expectation_differences(first_build(subject, str(subject.fixture_paths()[fixture])), family.name,
                                         fx.expected)
     except ProbeFailed as e:
-        raise CheckFailed(f"{fx.ref}: the inventory differs from the fixture ({here[0]}), and a fresh process could "
-                          f"not build it to tell whether an earlier host is the cause: {e}") from None
+        raise CheckFailed([*broken, f"{fx.ref}: the inventory differs from the fixture ({here[0]}), and a fresh "
+                           "process could not build it to tell whether an earlier host is the cause: "
+                           f"{e}"]) from None
     kept = [d for d in here if d not in fresh]
-    if kept:
-        raise CheckFailed([f"invariant inventory-answers-the-host, {fx.ref}: built in the suite's process after other "
-                           f"hosts (RAC102's empty host first), {d}; a fresh process building this fixture first "
-                           "agrees with the fixture there: a value kept from a host built before (a module-level "
-                           "cache, something read once per process)" for d in kept[:4]])
+    broken += [f"invariant inventory-answers-the-host, {fx.ref}: built in the suite's process after other hosts "
+               f"(RAC102's empty host first), {d}; a fresh process building this fixture first agrees with the "
+               "fixture there: a value kept from a host built before (a module-level cache, something read once per "
+               "process)" for d in kept[:4]]
+    if broken:
+        raise CheckFailed(broken)
     return (f"{fx.ref}: the inventory differs from the fixture ({here[0]}), and so does a fresh process's first "
             "build: the plugin's own on any build (RAC105's, RAC201's), not kept from an earlier host")
