@@ -19,30 +19,17 @@ import io
 from typing import Any
 
 import pytest
+from test_conformance_heldout7 import graded, mutant
 
-from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.fault_readings import field_name, named_metric
 from rayaccel_conformance.checks.readings import Reading, TextReading, quoted_host, quotes_cells
-from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
-from rayaccel_testplugins import corpus
 from rayaccel_testplugins.corpus_fault_counters import EccCellsSwapped, EccKeysSwapped
 from rayaccel_testplugins.corpus_quoted_cells import CsvCellsByPosition, CsvRowSplitOnCommas
 
 MACHINE = "acme-4-names"
 
 
-def graded(plugin: corpus.Healthy) -> Subject:
-    all_checks()
-    manager = PluginManager(autoload=False, timeout=5.0)
-    for name, registered in ((plugin.name, plugin), ("c-healthy", corpus.PLUGINS["c-healthy"])):
-        manager.register(registered, name)
-    return Subject(plugin.name, manager)
-
-
-def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
-    return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
 
 
 def by_csv_reader(stdout: str) -> dict[int, str]:
