@@ -395,11 +395,6 @@ def manager(baked_plugins: dict[str, Any]) -> PluginManager:
     return manager
 
 
-@pytest.fixture(autouse=True)
-def short_vendor_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAYACCEL_NVIDIA_NVML_TIMEOUT", "1")
-
-
 def fixture_of(manager: PluginManager, ref: str) -> Fixture:
     return load_fixture(installed_fixtures(manager)[ref])
 
