@@ -17,20 +17,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from mutant_grading import evidence, failure, mutant
 from test_conformance_heldout6 import wrapped
 
 import rayaccel
 import rayaccel_nvidia.plugin as nvidia_plugin
 from rayaccel import Device, Host
-from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.contract import same_record
 from rayaccel_conformance.checks.readings import Reading
 from rayaccel_conformance.checks.unreadable_signals import UNREADABLE_TEXT, unreadable_host
-from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_nvidia.probe import open_nvml
-from rayaccel_testplugins import corpus
 from rayaccel_testplugins.corpus_contained_health import (
     ERROR_LIBRARY,
     CounterNotSupported,
@@ -41,18 +38,6 @@ from rayaccel_testplugins.corpus_contained_health import (
 from rayaccel_testplugins.corpus_siblings import BusyFromMemoryController, PowerFromLimit
 
 NVIDIA_PACKAGE = nvidia_plugin.__file__.rsplit("/", 1)[0]
-
-
-def graded(plugin: corpus.Healthy) -> Subject:
-    all_checks()
-    manager = PluginManager(autoload=False, timeout=5.0)
-    for name, registered in ((plugin.name, plugin), ("c-healthy", corpus.PLUGINS["c-healthy"])):
-        manager.register(registered, name)
-    return Subject(plugin.name, manager)
-
-
-def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
-    return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
 
 
 class CountersContained(CountersAllOrNothing):
@@ -91,18 +76,15 @@ def test_a_signal_is_made_unreadable_as_its_interface_makes_it() -> None:
 def test_one_unreadable_counter_failing_every_card_fails_rac211_naming_the_invariant(cls: type[Any]) -> None:
     plugin = mutant(cls)
     machine = "acme-4-errlib" if cls is CountersAllOrNothing else "acme-4-errsmi"
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC211"].function(graded(plugin), f"{plugin.name}/{machine}")
-    said = str(failed.value)
+    said = failure(plugin, "RAC211", machine)
     assert f"invariant one-unreadable-device-keeps-the-others, {plugin.name}/{machine} with ACME-0000-" in said, said
     assert "yet its health went from healthy to unknown (3 in all)" in said, said
 
 
 def test_a_card_whose_counter_cannot_be_read_is_that_card_s_unknown_alone() -> None:
-    plugin = CountersContained("c-counters-contained")
-    said = CHECKS["RAC211"].function(graded(plugin), "c-counters-contained/acme-4-errlib")
+    said = evidence(CountersContained("c-counters-contained"), "RAC211", "acme-4-errlib")
     assert "the fault signals of ACME-0000-5e1f-4c2a-9d3b-000000000000 and ACME-0003-5e1f-4c2a-9d3b-000000000003 " \
-           "unreadable" in str(said)
+           "unreadable" in said
 
 
 def test_readings_side_by_side_are_one_record() -> None:
@@ -124,9 +106,7 @@ def test_readings_side_by_side_are_one_record() -> None:
 def test_a_metric_read_from_the_reading_beside_its_own_fails_rac223_naming_the_invariant(
         cls: type[Any], machine: str, fragment: str) -> None:
     plugin = mutant(cls)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC223"].function(graded(plugin), f"{plugin.name}/{machine}")
-    said = str(failed.value)
+    said = failure(plugin, "RAC223", machine)
     assert f"invariant one-reading-one-metric, {plugin.name}/{machine} with `acme-smi" in said, said
     assert fragment in said and "read from a sibling reading of its record?" in said, said
 
@@ -135,8 +115,7 @@ def test_the_reading_of_its_own_passes_rac223_on_the_busy_machine() -> None:
     class BusyFromCore(BusyFromMemoryController):
         FIELD = "core"
 
-    plugin = BusyFromCore("c-busy-from-core")
-    said = str(CHECKS["RAC223"].function(graded(plugin), "c-busy-from-core/acme-4-busy"))
+    said = evidence(BusyFromCore("c-busy-from-core"), "RAC223", "acme-4-busy")
     assert "utilization x0.5 moved exactly with their readings" in said, said
 
 

@@ -19,11 +19,10 @@ import io
 from typing import Any
 
 import pytest
-from test_conformance_heldout7 import graded, mutant
+from mutant_grading import evidence, failure, mutant
 
 from rayaccel_conformance.checks.fault_readings import field_name, named_metric
 from rayaccel_conformance.checks.readings import Reading, TextReading, quoted_host, quotes_cells
-from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins.corpus_fault_counters import EccCellsSwapped, EccKeysSwapped
 from rayaccel_testplugins.corpus_quoted_cells import CsvCellsByPosition, CsvRowSplitOnCommas
 
@@ -61,17 +60,13 @@ def test_a_cell_is_written_quoted_as_rfc_4180_quotes_it() -> None:
     ids=["row-split-on-commas", "cells-by-position"])
 def test_a_csv_split_on_every_comma_fails_rac225_naming_the_invariant(cls: type[Any], fragment: str) -> None:
     plugin = mutant(cls)
-    subject = graded(plugin)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC225"].function(subject, f"{plugin.name}/{MACHINE}")
-    said = str(failed.value)
+    said = failure(plugin, "RAC225", MACHINE)
     assert f"invariant quoted-cell-keeps-the-row, {plugin.name}/{MACHINE} with `acme-smi" in said, said
     assert "written '\"ACME Roadrunner R1, rev B\"'" in said and fragment in said, said
 
 
 def test_a_csv_reader_passes_rac225_with_the_name_quoted() -> None:
-    subject = graded(NamesByCsvReader("c-names-by-csv-reader"))
-    said = str(CHECKS["RAC225"].function(subject, f"c-names-by-csv-reader/{MACHINE}"))
+    said = evidence(NamesByCsvReader("c-names-by-csv-reader"), "RAC225", MACHINE)
     assert "written quoted with a comma in it, the new text is its name and nothing else moves" in said, said
 
 
@@ -90,10 +85,7 @@ def test_a_field_names_the_metric_it_shares_most_words_with() -> None:
 @pytest.mark.parametrize("cls", [EccKeysSwapped, EccCellsSwapped], ids=lambda cls: cls.__name__)
 def test_counters_read_from_each_other_s_fields_fail_rac223_naming_the_invariant(cls: type[Any]) -> None:
     plugin = mutant(cls)
-    subject = graded(plugin)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC223"].function(subject, f"{plugin.name}/acme-4")
-    said = str(failed.value)
+    said = failure(plugin, "RAC223", "acme-4")
     assert f"invariant a-fault-moves-its-own-metric, {plugin.name}/acme-4 under fault corrected-2: " in said, said
     assert "went from 0 to 12, and ecc_errors_uncorrected reads 12 while ecc_errors_corrected reads 0" in said, said
 
@@ -106,5 +98,4 @@ def test_counters_read_from_their_own_fields_pass_rac223_under_the_fault() -> No
             return [s.model_copy(update={"name": swap.get(s.name, s.name)})
                     for s in super().rayaccel_metrics(host, devices)]
 
-    subject = graded(EccKeysRight("c-ecc-keys-right"))
-    assert "moved exactly with their readings" in str(CHECKS["RAC223"].function(subject, "c-ecc-keys-right/acme-4"))
+    assert "moved exactly with their readings" in evidence(EccKeysRight("c-ecc-keys-right"), "RAC223", "acme-4")

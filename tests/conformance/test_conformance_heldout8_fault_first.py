@@ -13,12 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_conformance_heldout7 import graded, mutant
+from mutant_grading import evidence, failure, mutant
 
-from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance.checks import all_checks
-from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins import corpus
 from rayaccel_testplugins.corpus_first_build import FatalCountedFromFirstRead, LibraryFatalFromFirstRead
 
@@ -28,18 +24,12 @@ from rayaccel_testplugins.corpus_first_build import FatalCountedFromFirstRead, L
                          ids=["driver-file-module-global", "library-kept-by-plugin"])
 def test_a_fault_counted_from_the_first_read_fails_rac269_naming_the_invariant(cls: type[Any], machine: str) -> None:
     plugin = mutant(cls)
-    subject = graded(plugin)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC269"].function(subject, f"{plugin.name}/{machine}")
-    said = str(failed.value)
+    said = failure(plugin, "RAC269", machine)
     assert (f"invariant a-fault-built-first-is-seen, {plugin.name}/{machine} under fault fatal-2: "
             "ACME-0002-5e1f-4c2a-9d3b-000000000002 is healthy in a fresh process whose first build is the faulted "
             "host, unhealthy in the suite's process after a healthy build (the fault expects unhealthy)") in said, said
 
 
 def test_the_healthy_control_passes_rac269_with_its_fault_built_first() -> None:
-    all_checks()
-    manager = PluginManager(autoload=False, timeout=5.0)
-    manager.register(corpus.PLUGINS["c-healthy"], "c-healthy")
-    said = str(CHECKS["RAC269"].function(Subject("c-healthy", manager), "c-healthy/acme-4"))
+    said = evidence(corpus.PLUGINS["c-healthy"], "RAC269", "acme-4")
     assert "and fault fatal-2 as a fresh process's first build: nothing kept" in said, said

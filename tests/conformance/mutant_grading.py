@@ -1,0 +1,40 @@
+"""One corpus plugin graded by one check on one fixture, outside a conformance run: the held-out rounds' tests
+(test_conformance_heldout7, _heldout8*, _value_relations) call a check's function directly on a plugin beside the
+healthy control, to see the message it fails with or the evidence it passes with."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayaccel.plugins.manager import PluginManager
+from rayaccel_conformance.checks import all_checks
+from rayaccel_conformance.harness.subject import Subject
+from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_testplugins import corpus
+
+
+def graded(plugin: corpus.Healthy) -> Subject:
+    """``plugin`` as the subject of a manager that holds it and the healthy control (checks compare the two)."""
+    all_checks()
+    manager = PluginManager(autoload=False, timeout=5.0)
+    manager.register(plugin, plugin.name)
+    if plugin.name != "c-healthy":
+        manager.register(corpus.PLUGINS["c-healthy"], "c-healthy")
+    return Subject(plugin.name, manager)
+
+
+def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
+    """The corpus's registered plugin of class ``cls`` (its fixtures were written when the corpus loaded)."""
+    return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
+
+
+def failure(plugin: corpus.Healthy, check_id: str, machine: str) -> str:
+    """The message ``check_id`` fails ``plugin`` with on its fixture ``machine``; the test fails if it passes."""
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS[check_id].function(graded(plugin), f"{plugin.name}/{machine}")
+    return str(failed.value)
+
+
+def evidence(plugin: corpus.Healthy, check_id: str, machine: str) -> str:
+    """The evidence ``check_id`` passes ``plugin`` with on its fixture ``machine``."""
+    return str(CHECKS[check_id].function(graded(plugin), f"{plugin.name}/{machine}"))
