@@ -1,6 +1,8 @@
 """RAC230: a fixture the plugin rewrites for a new SKU (``rayaccel_fixture_for_sku``) is of that SKU. ACME's
 rewrite passes; two defects of different shape fail naming the invariant (a memory size left as the base
-card's; only the first card rewritten); a plugin without the hook is not applicable."""
+card's; only the first card rewritten); a plugin without the hook is not applicable. A plugin whose memory metric
+has a source of its own (amdgpu's ``mem_info_vram_total``, bytes) fails where the rewrite leaves that source as
+the base card's or writes it in MiB, on a fixture stating no metric values."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
-from rayaccel import SkuRecord, hookimpl
+from rayaccel import MetricSample, SkuRecord, hookimpl
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_testplugins import acme_onboard
+from rayaccel_testplugins.acme import SYSFS
 
 RAC230 = next(c for c in all_checks() if c.id == "RAC230")
 Rewrite = Callable[[dict[str, Any], SkuRecord], dict[str, Any]]
@@ -101,3 +105,62 @@ def test_the_fleet_is_discovered_once_per_run_and_afresh_when_a_fixture_changes(
     (tmp_path / "acme-4c.yaml").write_text((tmp_path / "acme-4c.yaml").read_text(encoding="utf-8").replace(
         "description: 4 ACME R1 cards", "description: 4 ACME R1 cards, changed"), encoding="utf-8")
     assert discoveries("acme/acme-4b") == first  # a fixture changed: the fleet discovered afresh
+
+
+# The memory metric's own source: amdgpu's sysfs ``mem_info_vram_total`` (bytes) beside the card's size -------------
+
+VRAM_TOTAL = "mem_info_vram_total"
+
+
+@hookimpl
+def vram_file_metrics(host: Any, devices: list[Any]) -> list[MetricSample]:
+    """ACME's memory_total read from the driver's byte count, as amdgpu's sysfs gives it, not from memory_mib."""
+    return [MetricSample(device=d.id, name="memory_total", unit="bytes",
+                         value=float(host.read_text(f"{SYSFS}/acme{d.index}/{VRAM_TOTAL}").strip())) for d in devices]
+
+
+def with_vram_file(rewrite_vram: Callable[[SkuRecord], str] | None) -> Rewrite:
+    """ACME's rewrite, and the byte count written by ``rewrite_vram`` (None: left as the base card's)."""
+    def rewrite(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
+        data: dict[str, Any] = acme_onboard.rayaccel_fixture_for_sku(fixture, sku)
+        files: dict[str, str] = data["host"]["files"]
+        for path in [p for p in files if p.endswith(f"/{VRAM_TOTAL}")]:
+            if rewrite_vram is not None:
+                files[path] = rewrite_vram(sku)
+        return data
+    return rewrite
+
+
+def acme_with_vram_file(tmp_path: Path, rewrite: Rewrite) -> Subject:
+    shipped = yaml.safe_load((Path(acme_onboard.__file__).parent / "acme_fixtures" / "acme-4.yaml").read_text(
+        encoding="utf-8"))
+    cards = [p.rsplit("/", 1)[0] for p in shipped["host"]["files"] if p.endswith("/memory_mib")]
+    shipped["host"]["files"].update({f"{card}/{VRAM_TOTAL}": f"{65536 * 2**20}\n" for card in cards})
+    (tmp_path / "acme-4.yaml").write_text(yaml.safe_dump(shipped), encoding="utf-8")
+    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
+    hooks.update(rayaccel_fixture_for_sku=rewrite, rayaccel_metrics=vram_file_metrics,
+                 rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
+    manager = PluginManager(autoload=False)
+    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
+    return Subject("acme", manager)
+
+
+@pytest.mark.parametrize(("vram", "said"), [
+    (None, "memory_total 6.87195e+10 bytes, but memory_mib 132096"),  # the byte count left as the base card's
+    (lambda sku: f"{sku.memory_mib}\n", "memory_total 132096 bytes, but memory_mib 132096"),  # MiB where bytes
+])
+def test_a_rewrite_that_misses_a_metrics_source_fails_naming_the_invariant(
+        tmp_path: Path, vram: Callable[[SkuRecord], str] | None, said: str) -> None:
+    # The shipped fixture states no metric values, so the dry run compares none: the metric against the
+    # rewritten device's own size (RAC218's invariant, on the rewritten machine) is what names the miss.
+    result = acme_with_vram_file(tmp_path, with_vram_file(vram)).run(RAC230, "acme/acme-4")
+    assert result.outcome == "failed", result.evidence
+    text = result.evidence[0]
+    assert "the rewritten machine's metrics disagree with its devices: invariant memory-total-is-the-device's, " \
+           "acme/acme-4 rewritten for zz-rac230-day-zero" in text and said in text, text
+
+
+def test_a_rewrite_of_the_metrics_source_in_its_own_unit_passes(tmp_path: Path) -> None:
+    whole = with_vram_file(lambda sku: f"{(sku.memory_mib or 0) * 2**20}\n")
+    result = acme_with_vram_file(tmp_path, whole).run(RAC230, "acme/acme-4")
+    assert result.outcome == "passed", result.evidence

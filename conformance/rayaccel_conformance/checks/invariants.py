@@ -386,23 +386,9 @@ def metrics_within_their_units(subject: Subject, fixture: str | None) -> Evidenc
                           if s.unit == "percent" and parts > 1 and s.value <= high * parts else "")
                 wrong.append(f"invariant metric-in-unit-range, {variant.name}: {s.name} of {s.device} is "
                              f"{s.value:g} {s.unit}, outside [{low:g}, {high:g}]{summed}")
+        wrong += memory_against_devices(fam, variant.name, raw)
         for dev, values in by_device.items():
-            device = devices.get(dev)
-            used, total = values.get("memory_used"), values.get("memory_total")
             where = f"{variant.name}: {dev}"
-            if used is not None and total is not None and used > total:
-                wrong.append(f"invariant memory-used-within-capacity, {where}: memory_used {used:g} bytes is more "
-                             f"than memory_total {total:g} bytes")
-            if device is None or device.memory_mib is None:
-                continue
-            size = device.memory_mib * MIB
-            source = memory_source(device, raw)
-            if used is not None and used > size:
-                wrong.append(f"invariant memory-used-within-capacity, {where}: memory_used {used:g} bytes is more "
-                             f"than the device's memory_mib {device.memory_mib} ({size:g} bytes){source}")
-            if total is not None and abs(total - size) > MEMORY_TOTAL_TOLERANCE * size:
-                wrong.append(f"invariant memory-total-is-the-device's, {where}: memory_total {total:g} bytes, but "
-                             f"memory_mib {device.memory_mib} is {size:g} bytes{source}")
             fastest = sum(ln.bandwidth_gbps or 0.0 for ln in fam.topology.links if dev in (ln.a, ln.b)) * 1e9
             for name in ("interconnect_tx", "interconnect_rx"):
                 if fastest and values.get(name, 0.0) > fastest * 1.05:
@@ -412,6 +398,35 @@ def metrics_within_their_units(subject: Subject, fixture: str | None) -> Evidenc
     if not compared:
         raise NotApplicable(f"{fixture}: no metric samples")
     return f"{fixture}: {compared} samples within their units and consistent with their devices"
+
+
+def memory_against_devices(fam: FamilyInventory, where: str, raw: dict[str, int | None] | None = None) -> list[str]:
+    """Each device's memory metrics against its record: ``memory_used`` at most ``memory_total`` and at most the
+    device's ``memory_mib`` (bytes = MiB x 2^20), ``memory_total`` within 10% of it, whatever machine built the
+    family (a shipped fixture, a perturbation, a fixture rewritten for another SKU). ``raw``: discovery's own
+    sizes, to say where the SDK filled one in."""
+    devices = {d.id: d for d in fam.devices}
+    by_device: dict[str, dict[str, float]] = {}
+    for s in fam.metrics:
+        by_device.setdefault(s.device, {})[s.name] = s.value
+    wrong = []
+    for dev, values in by_device.items():
+        device = devices.get(dev)
+        used, total = values.get("memory_used"), values.get("memory_total")
+        if used is not None and total is not None and used > total:
+            wrong.append(f"invariant memory-used-within-capacity, {where}: {dev}: memory_used {used:g} bytes is more "
+                         f"than memory_total {total:g} bytes")
+        if device is None or device.memory_mib is None:
+            continue
+        size = device.memory_mib * MIB
+        source = memory_source(device, raw or {})
+        if used is not None and used > size:
+            wrong.append(f"invariant memory-used-within-capacity, {where}: {dev}: memory_used {used:g} bytes is more "
+                         f"than the device's memory_mib {device.memory_mib} ({size:g} bytes){source}")
+        if total is not None and abs(total - size) > MEMORY_TOTAL_TOLERANCE * size:
+            wrong.append(f"invariant memory-total-is-the-device's, {where}: {dev}: memory_total {total:g} bytes, but "
+                         f"memory_mib {device.memory_mib} is {size:g} bytes{source}")
+    return wrong
 
 
 # RAC219 ---------------------------------------------------------------------------------------------------------

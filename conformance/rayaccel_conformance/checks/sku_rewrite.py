@@ -21,6 +21,7 @@ from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.onboarding.sku_fixture import plugin_fixtures
 from rayaccel.records import SkuMatch, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.invariants import memory_against_devices
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -64,9 +65,12 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
     day-zero fixture written with it. For each shipped fixture, a SKU one generation on from the fixture's
     own (new id, name, PCI device id, memory size and accelerator type) is derived, and the rewrite graded as
     ``rayaccel sku add --dry-run`` grades it: every device resolves to the new SKU with its memory, type and
-    labels, and every fault of the base fixture is kept and behaves as before. Not applicable to a plugin
+    labels, every fault of the base fixture is kept and behaves as before, and the rewritten machine's memory
+    metrics describe its devices as RAC218 holds them on a shipped fixture (``memory_total`` within 10% of the
+    device's ``memory_mib``, ``memory_used`` within both). Not applicable to a plugin
     without the hook, or a fixture with no catalogued SKU. Fix: rewrite every place the vendor's answers
-    state the product name, PCI device id and memory size, faults' patches included.
+    state the product name, PCI device id and memory size (each answer a metric reads it from, in that answer's
+    unit), faults' patches included.
     """
     if not subject.manager.implements(subject.name, "rayaccel_fixture_for_sku"):
         raise NotApplicable("the plugin does not implement rayaccel_fixture_for_sku")
@@ -91,12 +95,21 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
     # The SDK resolves a device by its name when its PCI id matches nothing: the id the plugin reads back from
     # the rewritten answers must be the SKU's too, or the rewrite wrote it wrong (RAC231 on a shipped fixture).
     derived = parse_fixture(done.fixture_data, f"the fixture rewritten for {sku.id}")
-    read_back = {d.id: d.pci_device_id for d in subject.devices(subject.build(simulated_host(derived)))
+    rebuilt = subject.build(simulated_host(derived))
+    read_back = {d.id: d.pci_device_id for d in subject.devices(rebuilt)
                  if d.pci_device_id and d.pci_device_id.lower() != sku.match.pci_device_ids[0]}
     if read_back:
         device, pci = next(iter(read_back.items()))
         raise CheckFailed(f"{what}: the plugin reads PCI device id {pci} back from the rewritten answers of {device} "
                           f"({len(read_back)} device(s)), not the SKU's {sku.match.pci_device_ids[0]}: the rewrite "
                           "encodes the id wrong")
+    # A fixture may state no metric values, so the dry run compares none: the metrics the rewritten machine gives
+    # must still describe its devices (RAC218's memory invariants), or the rewrite missed a metric's own source.
+    family = rebuilt.family(subject.family().name)
+    disagree = memory_against_devices(family, f"{fixture} rewritten for {sku.id}") if family else []
+    if disagree:
+        raise CheckFailed(f"{what}: the rewritten machine's metrics disagree with its devices: {disagree[0]} "
+                          f"({len(disagree)} in all; is every answer a memory metric is read from rewritten, in its "
+                          "own unit?)")
     return (f"{fixture} rewritten from {base.id} to a new SKU ({sku.match.pci_device_ids[0]}, {sku.memory_mib} "
             f"MiB, {sku.accelerator_type}): every device is of it, faults kept")
