@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,20 @@ def _fixture_root() -> Path:
 FIXTURE_ROOT = _fixture_root()
 
 
+def read_machine(plugin: str, machine: str = "acme-4") -> dict[str, Any]:
+    """The corpus plugin's fixture ``machine`` as written: the base a mutant's machine of its own is made from."""
+    data: dict[str, Any] = yaml.safe_load((FIXTURE_ROOT / plugin / f"{machine}.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def write_machine(plugin: str, machine: str, data: Mapping[str, Any]) -> None:
+    """The corpus plugin's fixture ``machine`` written whole: a process or a Ray node loading the plugin's
+    fixtures meanwhile (each imports the corpus and writes them again) reads the old file or the new one."""
+    path = FIXTURE_ROOT / plugin / f"{machine}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, yaml.safe_dump(dict(data), sort_keys=False), durable=False)
+
+
 def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     """acme-4, as the plugin's family sees it, with the extra sysfs files and the tool; written atomically."""
     path = FIXTURE_ROOT / plugin / "acme-4.yaml"
@@ -119,10 +133,7 @@ def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     data["faults"].append({
         "name": "smi-hang", "description": "acme-smi hangs", "kind": "tool-hang",
         "patch": {"commands": {"acme-smi --version": {"hang": True}}}, "expected": {"devices": 4}})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def _card_id(i: int) -> str:
@@ -190,9 +201,8 @@ def _many_cards(plugin: str, family: FamilyDeclaration, cards: int) -> dict[str,
 
 
 def _write_many(plugin: str, family: FamilyDeclaration, cards: int) -> None:
-    path = FIXTURE_ROOT / plugin / f"acme-{cards}.yaml"
-    if not path.exists():
-        write_atomically(path, yaml.safe_dump(_many_cards(plugin, family, cards), sort_keys=False), durable=False)
+    if not (FIXTURE_ROOT / plugin / f"acme-{cards}.yaml").exists():
+        write_machine(plugin, f"acme-{cards}", _many_cards(plugin, family, cards))
 
 
 def _read(host: Host, path: str) -> str:

@@ -11,13 +11,10 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
-import yaml
-
 from rayaccel import Affinity, Device, Host, Topology, malformed
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 PCI = "/sys/bus/pci/devices"
 #: Each socket's CPUs on the two-socket machine: its cores, then their SMT siblings.
@@ -41,8 +38,7 @@ def _ranges(cpus: list[int]) -> str:
 
 def _add_cpus_machine(plugin: str) -> None:
     """The plugin's acme-4 machine with each card's PCI function in sysfs: its CPU list and mask."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     files = data["host"]["files"]
     for i in range(4):
         bdf, node = files[f"{SYSFS}/acme{i}/pci_bus_id"].strip(), int(files[f"{SYSFS}/acme{i}/numa_node"])
@@ -50,10 +46,7 @@ def _add_cpus_machine(plugin: str) -> None:
         files[f"{PCI}/{bdf}/local_cpus"] = _mask(SOCKET_CPUS[node]) + "\n"
     data["name"], data["description"] = "acme-4-cpus", f"{data['description']}, each card's CPUs in sysfs"
     data["perturbations"] = []  # (cards removed there would leave their PCI functions behind)
-    target = source.with_name("acme-4-cpus.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-cpus", data)
 
 
 def _list_cpus(text: str) -> list[int] | None:

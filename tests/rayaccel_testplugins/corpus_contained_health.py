@@ -13,11 +13,8 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
-
-import yaml
 
 from rayaccel import (
     Device,
@@ -29,7 +26,7 @@ from rayaccel import (
     LibraryUnavailable,
     report_problem,
 )
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 ERRORS = ("acme-smi", "--query-errors", "--format=csv,noheader")
 LIBRARY = "acmeerr"
@@ -63,8 +60,7 @@ ERROR_LIBRARY = LibraryAdapter(LIBRARY, _no_real_library, ErrorCounters)
 def add_counter_machine(plugin: str, name: str, library: bool) -> None:
     """The plugin's acme-4 with its error counters in the counter library (``library``) or acme-smi's CSV rows, and
     fault ``fatal-2`` counting card 2's fatal error there instead of in the driver's file."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     data["name"], data["description"] = name, f"{data['description']}, error counters read through acme's tools"
     fatal = next(f for f in data["faults"] if f["name"] == "fatal-2")
     ids = [data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
@@ -78,10 +74,7 @@ def add_counter_machine(plugin: str, name: str, library: bool) -> None:
 
         data["host"]["commands"][" ".join(ERRORS)] = {"stdout": rows(None)}
         fatal["patch"] = {"commands": {" ".join(ERRORS): {"stdout": rows(2)}}}
-    target = source.with_name(f"{name}.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, name, data)
 
 
 def reports(plugin: Healthy, host: Host, devices: list[Device], fatal: Mapping[int, int | None]) -> list[HealthReport]:

@@ -13,13 +13,10 @@ its name so a Ray node or a fresh process loads it (``c-link-listing-skips-cut-l
 
 from __future__ import annotations
 
-import os
 import re
 
-import yaml
-
 from rayaccel import Device, HealthReason, HealthReport, Host, HostError, Topology
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, Healthy, _card_id, add_import_defect
+from rayaccel_testplugins.corpus import Healthy, _card_id, add_import_defect, read_machine, write_machine
 
 LINKS, STATUS = ["acme-smi", "links"], ["acme-smi", "status"]
 _LINK_LINE = re.compile(r"^(\S+) (\S+) lanes=(\d+)$")
@@ -28,15 +25,12 @@ _STATUS_LINE = re.compile(r"^(\S+): (ok|fatal)$")
 
 def with_listing(plugin: str, argv: list[str], stdout: str) -> None:
     """The plugin's fixture with ``argv`` answering ``stdout`` (written atomically, where it does not yet)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     command = " ".join(argv)
     if (data["host"]["commands"].get(command) or {}).get("stdout") == stdout:
         return
     data["host"]["commands"][command] = {"stdout": stdout, "returncode": 0}
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def listing(host: Host, argv: list[str]) -> list[str] | None:

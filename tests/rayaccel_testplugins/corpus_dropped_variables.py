@@ -12,13 +12,9 @@ its name so a Ray node or a fresh process loads it (``c-group-named-by-own-host`
 
 from __future__ import annotations
 
-import os
-
-import yaml
-
 from rayaccel import Device, Domain, Host, Topology
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import Healthy, add_import_defect, read_machine, write_machine
 
 LEADER, HOSTS = "ACME_FABRIC_LEADER", "ACME_FABRIC_HOSTS"
 LEADER_HOST = "acme-node-0.fabric.example"
@@ -26,17 +22,14 @@ LEADER_HOST = "acme-node-0.fabric.example"
 
 def in_a_fabric(plugin: str) -> None:
     """The plugin's fixture as the second host of a two-host fabric (written atomically, once)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     if data["host"].get("env", {}).get(LEADER):
         return
     data["host"]["env"] = {**(data["host"].get("env") or {}), LEADER: LEADER_HOST, HOSTS: "2"}
     data["expected"]["labels"].update({"rayaccel.io/scale-up-domain": LEADER_HOST,
                                        "rayaccel.io/scale-up-domain-kind": "other",
                                        "rayaccel.io/scale-up-domain-size": "8"})
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def fabric(host: Host, devices: list[Device], group: str | None) -> Topology:

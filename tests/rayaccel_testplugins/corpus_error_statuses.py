@@ -12,12 +12,8 @@ its name so a Ray node or a fresh process loads it (``c-metadata-error-page-as-p
 
 from __future__ import annotations
 
-import os
-
-import yaml
-
 from rayaccel import FamilyInventory, Host, HttpUnavailable, report_problem, to_label_value
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, LABEL_PREFIX, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import LABEL_PREFIX, Healthy, add_import_defect, read_machine, write_machine
 
 POOL_URL = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/acme-pool"
 HEADERS = {"Metadata-Flavor": "Google"}
@@ -26,15 +22,12 @@ POOL = "training-a"
 
 def serve_pool(plugin: str) -> None:
     """The plugin's fixture on a GCE VM whose metadata server names its pool (written atomically, once)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     if POOL_URL in (data["host"].get("http") or {}):
         return
     data["host"]["http"] = {POOL_URL: {"body": POOL, "require_headers": HEADERS}}
     data["expected"]["labels"][f"{LABEL_PREFIX}/pool"] = POOL
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 class MetadataErrorPageAsPool(Healthy):

@@ -12,13 +12,10 @@ its name so a Ray node or a fresh process loads it (``c-status-failure-as-all-lo
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, HealthReason, HealthReport, Host, HostError, LibraryAdapter, LibraryUnavailable
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, TOOL, Healthy, _card_id, add_import_defect
+from rayaccel_testplugins.corpus import TOOL, Healthy, _card_id, add_import_defect, read_machine, write_machine
 from rayaccel_testplugins.corpus_cut_listings import STATUS, with_listing
 
 LIBRARY = "acmelib"
@@ -52,15 +49,12 @@ ACME_LIB = LibraryAdapter(LIBRARY, _no_real_library, CardLibrary)
 def with_library(plugin: str) -> None:
     """The plugin's fixture with acmelib enumerating its four cards under the driver acme-smi names (written
     atomically, where it does not yet)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     library = {"cards": [_card_id(i) for i in range(4)], "driver_version": "3.1.4"}
     if (data["host"].get("libraries") or {}).get(LIBRARY) == library:
         return
     data["host"].setdefault("libraries", {})[LIBRARY] = library
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def _all_lost(devices: list[Device], why: str) -> list[HealthReport]:

@@ -13,13 +13,10 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 
-import yaml
-
 from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 ECC_JSON = ("acme-smi", "--json", "--query-ecc")
 ECC_CSV = ("acme-smi", "--query-ecc=index,uuid,ecc.corrected,ecc.uncorrected", "--format=csv,noheader")
@@ -39,8 +36,7 @@ def _csv_output(ids: list[str], corrected: list[int]) -> str:
 def _add_ecc_tool(plugin: str, command: tuple[str, ...], render: Callable[[list[str], list[int]], str]) -> None:
     """The plugin's acme-4 with ``command`` printing each card's ECC counters (``render``), all 0, and a fault
     raising card 2's corrected count (on acme-4 itself: the SKU's metrics are the same on every machine)."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     ids = [data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
     line = " ".join(command)
     data["description"] = f"{data['description']}, ECC counters listed by acme-smi"
@@ -50,9 +46,7 @@ def _add_ecc_tool(plugin: str, command: tuple[str, ...], render: Callable[[list[
         "name": "corrected-2", "description": "card 2 corrected 12 memory errors (still healthy)", "kind": "ecc",
         "patch": {"commands": {line: {"stdout": render(ids, [0, 0, RAISED, 0])}}},
         "expected": {"health": {ids[2]: "healthy"}}}]
-    tmp = source.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, source)
+    write_machine(plugin, "acme-4", data)
 
 
 def _output(host: Host, command: tuple[str, ...]) -> str | None:

@@ -12,11 +12,17 @@ import os
 import re
 from collections.abc import Callable
 
-import yaml
-
 from rayaccel import Device, FamilyInventory, HealthReason, HealthReport, Host, MetricSample, Topology
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, LABEL_PREFIX, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import (
+    FIXTURE_ROOT,
+    LABEL_PREFIX,
+    SYSFS,
+    Healthy,
+    add_import_defect,
+    read_machine,
+    write_machine,
+)
 
 # Health from the host, not from the polls before (RAC240) -------------------------------------------------------
 
@@ -71,16 +77,13 @@ class SizeResourceFromFirstCard(Healthy):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         # Its fixture recorded from the plugin itself: the size resource is what the machine's four 64G cards give.
-        path = FIXTURE_ROOT / name / "acme-4.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_machine(name)
         size = f"{self.family.resource_name}-64G"
         for expected in (data["expected"], *(f["expected"] for f in data["faults"])):
             units = (expected.get("resources") or {}).get(self.family.resource_name)
             if units is not None:
                 expected["resources"][size] = units
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_machine(name, "acme-4", data)
 
     def extra(self, devices: list[Device]) -> dict[str, float]:
         if not devices or devices[0].memory_mib is None:
@@ -241,14 +244,10 @@ MEMORY_MODE = "ACME_MEMORY_PARTITIONS"
 
 def _add_quartered_machine(plugin: str) -> None:
     """The plugin's acme-4 machine a second time, its cards' memory in four partitions: another node's fixture."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     data["name"], data["description"] = "acme-4-quartered", f"{data['description']}, memory in 4 partitions per card"
     data["host"]["env"] = {**(data["host"].get("env") or {}), MEMORY_MODE: "4"}
-    target = source.with_name("acme-4-quartered.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-quartered", data)
 
 
 def _partitioned(host: Host, path: str, card: Device, name: Callable[[int, int], str]) -> Device:
@@ -272,7 +271,7 @@ def _record_from(plugin: Healthy) -> None:
     manager = PluginManager(autoload=False)
     manager.register(plugin, plugin.name)
     for path in sorted((FIXTURE_ROOT / plugin.name).glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_machine(plugin.name, path.stem)
         fixture = load_fixture(path)
         built = InventoryBuilder(manager, [plugin.name]).build(simulated_host(fixture), with_metrics=False)
         data["expected"]["resources"] = dict(built.family(plugin.name).resources)  # type: ignore[union-attr]
@@ -282,9 +281,7 @@ def _record_from(plugin: Healthy) -> None:
                 faulty = InventoryBuilder(manager, [plugin.name]).build(
                     simulated_host(fixture, faults=[fault["name"]]), with_metrics=False)
                 fault["expected"]["resources"] = dict(faulty.family(plugin.name).resources)  # type: ignore[union-attr]
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_machine(plugin.name, path.stem, data)
 
 
 class PartitionNamedByCompute(Healthy):

@@ -14,23 +14,19 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, Host, HostError, Topology, malformed
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 LINKS = ("acme-smi", "links", "--json")
 
 
 def _add_links_machine(plugin: str) -> None:
     """The plugin's acme-4 machine with ``acme-smi links`` listing each card's links to the three others, all up."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     files = data["host"]["files"]
     ids = [files[f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
     cards = {str(i): {"uuid": ids[i], "links": {str(n): {"state": "up", "peer": peer}
@@ -39,10 +35,7 @@ def _add_links_machine(plugin: str) -> None:
     data["name"], data["description"] = "acme-4-links", f"{data['description']}, acme-smi listing each card's links"
     data["host"]["commands"] = {**(data["host"].get("commands") or {}),
                                 " ".join(LINKS): {"stdout": json.dumps({"cards": cards}, indent=1)}}
-    target = source.with_name("acme-4-links.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-links", data)
 
 
 def _records(host: Host) -> dict[str, Any] | None:

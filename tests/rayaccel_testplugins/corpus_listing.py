@@ -13,12 +13,9 @@ its name (``c-index-from-json-position`` as ``c_index_from_json_position``) so a
 from __future__ import annotations
 
 import json
-import os
-
-import yaml
 
 from rayaccel import Device, Host, HostError
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 LIST_JSON = ("acme-smi", "list", "--json")
 LIST_CSV = ("acme-smi", "--query-cards=index,uuid,pci.bus_id", "--format=csv")
@@ -27,8 +24,7 @@ LIST_CSV = ("acme-smi", "--query-cards=index,uuid,pci.bus_id", "--format=csv")
 def _add_listing_machine(plugin: str, command: tuple[str, ...], render: str) -> None:
     """The plugin's acme-4 machine with ``command`` installed, listing the cards in index order (``render``:
     ``json`` or ``csv``)."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     files = data["host"]["files"]
     cards = [{"index": i, "uuid": files[f"{SYSFS}/acme{i}/uuid"].strip(),
               "pci_bus_id": files[f"{SYSFS}/acme{i}/pci_bus_id"].strip()} for i in range(4)]
@@ -39,10 +35,7 @@ def _add_listing_machine(plugin: str, command: tuple[str, ...], render: str) -> 
         stdout = "index, uuid, pci.bus_id\n" + stdout
     data["name"], data["description"] = "acme-4-list", f"{data['description']}, the cards listed by acme-smi"
     data["host"]["commands"] = {**(data["host"].get("commands") or {}), " ".join(command): {"stdout": stdout}}
-    target = source.with_name("acme-4-list.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-list", data)
 
 
 def _listing(host: Host, command: tuple[str, ...]) -> str | None:

@@ -14,22 +14,18 @@ tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-
-import yaml
 
 from rayaccel import Device, Host, HostError, report_problem
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 NAMES = ("acme-smi", "--query-cards=index,name,pci.bus_id", "--format=csv,noheader")
 
 
 def _add_names_machine(plugin: str) -> None:
     """The plugin's acme-4 as ``acme-4-names``: acme-smi lists each card's product name; no product file."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     files = data["host"]["files"]
     rows = []
     for i in range(4):
@@ -38,10 +34,7 @@ def _add_names_machine(plugin: str) -> None:
     data["name"] = "acme-4-names"
     data["description"] = f"{data['description']}, the product names listed by acme-smi"
     data["host"]["commands"] = {**(data["host"].get("commands") or {}), " ".join(NAMES): {"stdout": "".join(rows)}}
-    target = source.with_name("acme-4-names.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-names", data)
 
 
 def tool_names(host: Host, parse: Callable[[str], dict[int, str]]) -> dict[int, str]:

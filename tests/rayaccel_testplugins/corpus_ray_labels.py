@@ -11,13 +11,10 @@ by tests/conformance/test_conformance_heldout6.py (``TPU_LABEL_MUTANTS``).
 
 from __future__ import annotations
 
-import os
 import re
 
-import yaml
-
 from rayaccel import FamilyDeclaration, FamilyInventory, Host, HttpUnavailable
-from rayaccel_testplugins.corpus import FIXTURE_ROOT
+from rayaccel_testplugins.corpus import read_machine, write_machine
 from rayaccel_testplugins.corpus_ray_parity import TpuPerChipIgnored
 
 METADATA = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/"
@@ -30,16 +27,13 @@ _WORKER_IN_HOSTNAME = re.compile(r"-w-(\d+)$")
 
 def on_a_tpu_vm(plugin: str) -> None:
     """The plugin's fixture as recorded on worker 0 of a TPU VM (written atomically, once)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     if data["host"].get("http"):
         return
     data["host"]["hostname"] = HOSTNAME
     data["host"]["http"] = {METADATA + "agent-worker-number": {"body": "0", "require_headers": HEADERS}}
     data["expected"]["labels"][WORKER_LABEL] = "0"
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def metadata_worker(host: Host) -> str | None:

@@ -9,17 +9,14 @@ name (``c-numa-by-index-half`` as ``c_numa_by_index_half``) so a Ray node loads 
 
 from __future__ import annotations
 
-import os
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, Host, LibraryAdapter, LibraryUnavailable, MetricSample, report_problem
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 
 class NumaByIndexHalf(Healthy):
@@ -101,8 +98,7 @@ TRAFFIC = [(40e9 + 1e9 * i, 30e9 + 1e9 * i) for i in range(4)]
 
 def _add_link_counters(plugin: str) -> None:
     """The plugin's acme-4 machine busy: its link counters recorded twice, a second apart, and the rates stated."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     start = 1_733_400_000_000_000
     data["host"]["libraries"] = {"acmelink": {"cards": {str(i): {
         key: [{"timestamp": start, "value": 2**40}, {"timestamp": start + 1_000_000, "value": 2**40 + int(rate)}]
@@ -110,9 +106,7 @@ def _add_link_counters(plugin: str) -> None:
     ids = {i: data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)}
     for i, (tx, rx) in enumerate(TRAFFIC):
         data["expected"]["metric_values"][ids[i]].update({"interconnect_tx": tx, "interconnect_rx": rx})
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 Counters = tuple[int, int, int]

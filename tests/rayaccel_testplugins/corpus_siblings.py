@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 BUSY = ("acme-smi", "--json", "--query-busy")
 POWER = ("acme-smi", "--query-power", "--format=csv,noheader")
@@ -38,18 +35,14 @@ _CELL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:W|%)?\s*$")
 
 def _write_machine(plugin: str, name: str, change: Callable[[dict[str, Any], list[str]], None]) -> None:
     """The plugin's acme-4 as ``name``, changed by ``change(data, card ids)``, beside it."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     data["name"], data["description"] = name, f"{data['description']}, acme-smi installed"
     ids = [data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
     change(data, ids)
     # The tool names each card by its uuid: acme-4's reorder and change perturbations rewrite the driver's files
     # alone, which the tool's records would contradict.
     data["perturbations"] = []
-    target = source.with_name(f"{name}.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, name, data)
 
 
 def _busy_machine(data: dict[str, Any], ids: list[str]) -> None:

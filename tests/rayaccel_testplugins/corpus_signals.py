@@ -9,16 +9,13 @@ its name so a Ray node or a fresh process loads it (``c-health-counter-defaults-
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, HealthReason, HealthReport, Host, MetricSample
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 from rayaccel_testplugins.corpus_heldout import _record_from
 
 # A health signal that cannot be read is not "healthy" (RAC250) ------------------------------------------------
@@ -134,8 +131,7 @@ class PartitionSlicesAlwaysOne(Healthy):
 def _with_complements(plugin: str, reads: Callable[[int], dict[str, float]]) -> None:
     """The plugin's acme-4 with each card's free memory (MiB) and idle share (percent) beside its used and busy
     ones, its metric values what the plugin reads (``reads(card)``): a fixture recorded from the plugin."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     files = data["host"]["files"]
     for i in range(4):
         files[f"{SYSFS}/acme{i}/mem_free_mib"] = f"{65536 - 1024 * (i + 1)}\n"
@@ -146,9 +142,7 @@ def _with_complements(plugin: str, reads: Callable[[int], dict[str, float]]) -> 
         patched = variant["patch"].get("files", {})
         for card in {k.rsplit("/", 1)[0] for k, v in patched.items() if v is None and k.endswith("/uuid")}:
             patched.update({f"{card}/mem_free_mib": None, f"{card}/idle_percent": None})
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_machine(plugin, "acme-4", data)
 
 
 def _replaced(samples: list[MetricSample], name: str, value: float | None) -> list[MetricSample]:

@@ -10,12 +10,8 @@ its name so a Ray node or a fresh process loads it (``c-hint-row-of-next-size`` 
 
 from __future__ import annotations
 
-import os
-
-import yaml
-
 from rayaccel import CloudHint
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import Healthy, add_import_defect, read_machine, write_machine
 
 #: Where EC2 writes the instance type on the machine (Nitro's DMI product name, as the Neuron fixtures record it).
 DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
@@ -25,13 +21,10 @@ OWN_TYPE = "acme1.4xlarge"
 
 def state_instance_type(plugin: str) -> None:
     """The plugin's fixture as recorded on an EC2 instance of ACME's: its host states the type (written atomically)."""
-    path = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     if data["host"]["files"].get(DMI_PRODUCT_NAME) != OWN_TYPE + "\n":
         data["host"]["files"][DMI_PRODUCT_NAME] = OWN_TYPE + "\n"
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_machine(plugin, "acme-4", data)
 
 
 def table_hint(plugin: Healthy, table: dict[str, tuple[int, dict[str, float]]], provider: str,

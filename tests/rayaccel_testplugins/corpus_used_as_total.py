@@ -11,28 +11,19 @@ fixtures state none), in a fixture directory of its own. Imported by tests/confo
 
 from __future__ import annotations
 
-import os
-
-import yaml
-
 from rayaccel import Device, Host, MetricSample
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 
 def _unstated_machine(plugin: str) -> str:
     """The plugin's acme-4 without stated memory in use, alone in a directory of its own; returns the directory."""
-    data = yaml.safe_load((FIXTURE_ROOT / plugin / "acme-4.yaml").read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     data["name"], data["description"] = "acme-4-unstated", f"{data['description']}, no memory in use stated"
     for values in (data["expected"].get("metric_values") or {}).values():
         values.pop("memory_used", None)
-    directory = FIXTURE_ROOT / f"{plugin}-unstated"
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "acme-4-unstated.yaml"
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
-    return str(directory)
+    write_machine(f"{plugin}-unstated", "acme-4-unstated", data)
+    return str(FIXTURE_ROOT / f"{plugin}-unstated")
 
 
 def _used(samples: list[MetricSample], device: Device, mib: float | None) -> list[MetricSample]:

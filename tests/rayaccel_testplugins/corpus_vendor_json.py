@@ -13,32 +13,25 @@ field up by name and convert each size by its unit. Imported by tests/conformanc
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import Healthy, add_import_defect, read_machine, write_machine
 
 SMI = ("acme-smi", "--json")
 
 
 def _add_smi_machine(plugin: str) -> None:
     """The plugin's acme-4 machine with ``acme-smi`` installed, stating each card's memory in use in MiB."""
-    source = FIXTURE_ROOT / plugin / "acme-4.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_machine(plugin)
     data["name"], data["description"] = "acme-4-smi", f"{data['description']}, acme-smi installed"
     cards = [{"index": i, "memory_used": {"value": 3000 + 112 * i, "unit": "MiB"}} for i in range(4)]
     for i, values in enumerate((data["expected"].get("metric_values") or {}).values()):
         values["memory_used"] = (3000 + 112 * i) * 2**20  # what the tool states, not the driver's file
     data["host"]["commands"] = {**(data["host"].get("commands") or {}),
                                 " ".join(SMI): {"stdout": json.dumps({"cards": cards}, indent=1)}}
-    target = source.with_name("acme-4-smi.yaml")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, target)
+    write_machine(plugin, "acme-4-smi", data)
 
 
 def _stated_memory(host: Host) -> dict[int, Mapping[str, Any]] | None:

@@ -11,18 +11,15 @@ name so a Ray node or a fresh process loads it (``c-idle-utilization-dropped`` a
 
 from __future__ import annotations
 
-import yaml
-
 from rayaccel import Device, Host, MetricSample, malformed
-from rayaccel_testplugins.corpus import FIXTURE_ROOT, SYSFS, Healthy, add_import_defect
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
 
 
 def recorded_with_card_two_at_zero(name: str, file: str) -> None:
     """The mutant's fixture as recorded on a machine where card 2's ``file`` reads 0."""
-    path = FIXTURE_ROOT / name / "acme-4.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_machine(name)
     data["host"]["files"][f"{SYSFS}/acme2/{file}"] = "0\n"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    write_machine(name, "acme-4", data)
 
 
 def without_zero(samples: list[MetricSample], name: str) -> list[MetricSample]:
