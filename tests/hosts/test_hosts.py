@@ -186,6 +186,26 @@ def test_opt_in_expectations_are_compared_exactly_where_stated_and_not_where_abs
     assert f"serial of {first.id}: expected '0x2'" in " ".join(expectation_differences(inventory, "acme", healthy))
 
 
+def test_a_stated_severity_is_compared_every_time_the_problem_is_reported(manager):
+    # A problem's code alone lets a plugin call a work-around an error (or a blind node a warning): where a fixture
+    # states the severity, each report of the code must have it, in a fault's expectation and a healthy one.
+    fixture = resolve_fixture("acme/acme-4", manager)
+    inventory = collect_inventory(manager, make_host(fixture, []))
+    inventory.problems.append(Problem(plugin="acme", code="acme-odd", severity="warning", message="odd"))
+    inventory.problems.append(Problem(plugin="other", code="acme-odd", severity="error", message="not acme's"))
+    stated = FaultExpectation(problem_severities={"acme-odd": "warning"})
+    assert expectation_differences(inventory, "acme", stated) == []
+    assert expectation_differences(inventory, "acme", FaultExpectation(problem_severities={"acme-odd": "error"})) == [
+        "problem acme-odd: expected as error (expected.problem_severities), reported as warning"]
+    assert expectation_differences(inventory, "acme", FaultExpectation(problem_severities={"acme-gone": "error"})) == [
+        "problem acme-gone: expected as error (expected.problem_severities), not reported"]
+    inventory.problems.append(Problem(plugin="acme", code="acme-odd", severity="error", message="odd again"))
+    healthy = fixture.expected.model_copy(update={"problems": ["acme-odd"],
+                                                  "problem_severities": {"acme-odd": "warning"}})
+    assert expectation_differences(inventory, "acme", healthy) == [
+        "problem acme-odd: expected as warning (expected.problem_severities), reported as error and warning"]
+
+
 def test_a_device_field_names_the_partition_capacity_or_one_partitions_field_or_attribute():
     device = Device.model_validate({
         "index": 0, "id": "GPU-0", "partition_capacity": {"compute_slices": 8, "memory_slices": 4},
@@ -205,6 +225,7 @@ def test_a_device_field_names_the_partition_capacity_or_one_partitions_field_or_
     ({"domains": {"slice-a": {"hosts": "three"}}}, "domains/slice-a/hosts: 'three' is not valid"),
     ({"device_fields": {"x": {"serial": [1]}}}, "device_fields/x/serial: [1] is not valid"),
     ({"problems_exactly": "yes"}, "problems_exactly: 'yes' is not of type 'boolean'"),
+    ({"problem_severities": {"x": "fatal"}}, "problem_severities/x: 'fatal' is not one of ['warning', 'error']"),
     ({"metric_values": {"x": {"utilization": "high"}}}, "metric_values/x/utilization: 'high' is not of type"),
 ])
 def test_a_malformed_opt_in_expectation_is_refused_in_one_line_naming_it(manager, stated, refusal):

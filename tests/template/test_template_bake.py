@@ -116,7 +116,7 @@ def test_baked_plugins_pass_their_own_tests(baked: dict[str, tuple[Path, Path]])
     for project, site in baked.values():
         done = run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=project, env=with_path(site))
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-        assert "14 passed" in done.stdout  # the kit's 7 common tests (1 fixture, 3 faults, 3 more) and 7 of its own
+        assert "15 passed" in done.stdout  # the kit's 8 common tests (1 fixture, 4 faults, 3 more) and 7 of its own
 
 
 def test_baked_transport_is_the_reference_transport_under_the_familys_name(baked: dict[str, tuple[Path, Path]]) -> None:
@@ -295,7 +295,7 @@ def test_every_probe_kind_bakes_a_working_plugin(kind: str, tmp_path: Path) -> N
     project = tmp_path / "out" / "rayaccel-acme"
     tests = run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=project, env=with_path(project / "src"))
     assert tests.returncode == 0, tests.stdout[-3000:]
-    assert "14 passed" in tests.stdout  # the testing kit's 7 common tests (rayaccel.testing) and 7 of its own
+    assert "15 passed" in tests.stdout  # the testing kit's 8 common tests (rayaccel.testing) and 7 of its own
     ruff = run([str(BIN / "ruff"), "check", "."], cwd=project)  # the kind-specific probe.py is valid, clean Python
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 

@@ -8,7 +8,7 @@ way everywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import Field
 
@@ -25,8 +25,16 @@ DEVICE_FIELDS_DESCRIPTION = ("Device id -> Device field (pci_device_id, numa_nod
                              "device_file, ...), partition_capacity.<field> (compute_slices, memory_slices) or "
                              "partition.<partition id>.<field or attribute> -> the value the machine gives; only "
                              "the names stated are compared")
+#: Opt-in, where stated: a problem's code alone lets a plugin call every problem an error, or none (issue 46).
+SEVERITIES_DESCRIPTION = ("Problem code -> the severity it must be reported with (warning or error), where the "
+                          "severity is part of the behaviour (an error for what blinds the plugin, a warning for "
+                          "what it works around); only the codes stated are compared")
 METRIC_VALUES_DESCRIPTION = ("Device id -> standard metric name -> the value the machine reads, in the metric's "
                              "standard unit (bytes, watts, ...; compared within 1%)")
+
+
+#: A severity a fixture may require of a problem (info is no problem to expect: reported_problem_codes).
+ProblemSeverity = Literal["warning", "error"]
 
 
 class DomainExpectation(Record):
@@ -73,6 +81,7 @@ class Expected(Record):
     problems: list[str] = Field(
         default_factory=list, description="Problem codes (warnings, errors) a healthy build of this machine "
                                           "legitimately reports (a fallback it must take); any other is a defect")
+    problem_severities: dict[str, ProblemSeverity] = Field(default_factory=dict, description=SEVERITIES_DESCRIPTION)
 
 
 class FaultExpectation(Record):
@@ -82,6 +91,7 @@ class FaultExpectation(Record):
     devices: int | None = Field(None, ge=0)
     fatal: bool | None = Field(None, description="Whether some reason is fatal (the node is drained)")
     problem_codes: list[str] = Field(default_factory=list)
+    problem_severities: dict[str, ProblemSeverity] = Field(default_factory=dict, description=SEVERITIES_DESCRIPTION)
     reasons: dict[str, list[str]] = Field(
         default_factory=dict, description="Device id -> health reason codes it must report (among others)")
     problems_exactly: bool = Field(False, description="The warnings and errors reported are problem_codes' and no "
@@ -154,6 +164,21 @@ def expectation_differences(inventory: NodeInventory, plugin: str,
         diffs += healthy_problem_differences(inventory, plugin, expected.problems)
     else:
         diffs += _fault_only_differences(inventory, plugin, expected)
+    diffs += severity_differences(inventory, plugin, expected.problem_severities)
+    return diffs
+
+
+def severity_differences(inventory: NodeInventory, plugin: str, expected: Mapping[str, str]) -> list[str]:
+    """Each stated problem reported with the severity stated, every time it is reported (a problem not reported
+    at all is named once: as expected.problems or problem_codes say, or here where only its severity is stated)."""
+    diffs = []
+    for code, want in expected.items():
+        got = sorted({p.severity for p in inventory.problems if p.plugin == plugin and p.code == code})
+        if not got:
+            diffs.append(f"problem {code}: expected as {want} (expected.problem_severities), not reported")
+        elif got != [want]:
+            diffs.append(f"problem {code}: expected as {want} (expected.problem_severities), reported as "
+                         f"{' and '.join(got)}")
     return diffs
 
 
