@@ -19,11 +19,18 @@ in the triage file (``mutation_triage.yaml`` beside this script) as equivalent a
 rate with their reason, as are mutants inside annotations that are never evaluated (not run at all); every
 other survivor is listed. The result is also written as JSON (``--results``).
 
+``--own-tests`` adds a stage: each mutant the suite let survive is tested again by its plugin's own tests (the
+reference plugin's ``tests/``, or the bake's), those that are cheap and in-process: every test not marked ``ray``,
+``slow`` or ``alone`` (the project's markers for a real Ray node, more than a few seconds, an autoscaler's
+cadence), stopping at the first failure, bounded by the mutant's timeout. A mutant they kill is counted apart
+("killed by own tests"), never in the suite's kill rate: the report gives both rates per module.
+
     .venv/bin/python scripts/mutation.py                                       # every module, the whole budget
     .venv/bin/python scripts/mutation.py rayaccel_tpu.health bake:health        # some modules
     .venv/bin/python scripts/mutation.py --sample 40 --budget 1800 --workers 2  # a sample of each module
     .venv/bin/python scripts/mutation.py --survivors-of build/mutation/results.json --results after.json
     .venv/bin/python scripts/mutation.py --survivors-of before.json --sample 4 rayaccel_tpu.plugin  # and a sample
+    .venv/bin/python scripts/mutation.py --own-tests --sample 4 rayaccel_tpu.health  # and the plugin's tests
     .venv/bin/python scripts/mutation.py --check PLUGIN [--tier supported]      # the test cosmic-ray runs
 """
 
@@ -65,6 +72,10 @@ REFERENCE_PLUGINS = {name: f"rayaccel_{name}" for name in ("amd", "gaudi", "neur
 LINES = "lines.json"
 #: Mutants per cosmic-ray session: small enough that a budget cut loses little, large enough to amortise init.
 CHUNK = 4
+#: The plugin's own tests the ``--own-tests`` stage runs: the cheap, in-process ones (pyproject's markers).
+OWN_TESTS_SELECTION = "not ray and not slow and not alone"
+#: An own-tests verdict that kills the mutant (a hang counts, as it does for the suite).
+OWN_KILLS = ("killed", "timeout")
 
 
 def fail(message: str) -> NoReturn:
@@ -112,6 +123,16 @@ class Outcome:
     session: Path  # cosmic-ray's enumeration of them (copied for each chunk: an init costs seconds)
     planned: list[Mutant] = field(default_factory=list)
     results: dict[tuple[str, int], str] = field(default_factory=dict)  # key -> killed/timeout/survived/...
+    own: dict[tuple[str, int], OwnResult] = field(default_factory=dict)  # a survivor -> its own tests' verdict
+    own_tests: bool = False  # whether the run had the ``--own-tests`` stage
+
+
+@dataclass(frozen=True)
+class OwnResult:
+    """What a plugin's own tests made of one mutant the suite let survive."""
+
+    outcome: str  # killed, timeout (both: killed by own tests), survived, or error (pytest itself failed)
+    detail: str = ""  # the first test that failed, or why pytest could not run
 
 
 # --- the test cosmic-ray runs on each mutant -----------------------------------------------------------------
@@ -375,6 +396,52 @@ def test_command(target: Target, src: Path, order: Path, pristine: Path) -> str:
                        "--mutated", str(src / package_of(target) / target.file_name), "--pristine", str(pristine)])
 
 
+# --- the plugin's own tests (``--own-tests``) ---------------------------------------------------------------------
+
+def own_tests_of(target: Target, bake_src: Path) -> tuple[Path, Path]:
+    """(the folder pytest runs in, for its configuration; the plugin's tests): the bake's ``tests/`` from its project,
+    a reference plugin's ``reference_plugins/<plugin>/tests`` from this checkout."""
+    if target.baked:
+        return bake_src.parent, bake_src.parent / "tests"
+    return REPO, REPO / "reference_plugins" / target.plugin / "tests"
+
+
+def run_own_tests(tests: Path, cwd: Path, env: dict[str, str], timeout: float) -> OwnResult:
+    """The plugin's cheap, in-process tests (:data:`OWN_TESTS_SELECTION`) on whatever copy ``env``'s
+    ``PYTHONPATH`` puts first, stopping at the first failure: killed (a test failed, or the tests did not load),
+    survived (all passed), timeout (past ``timeout``: the process tree is stopped), or error (pytest's own
+    failure, or no test selected: a verdict on nothing)."""
+    process = subprocess.Popen([sys.executable, "-m", "pytest", str(tests), "-x", "-q", "-m", OWN_TESTS_SELECTION],
+                               cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        stop_tree(process.pid)
+        process.communicate()
+        return OwnResult("timeout", f"past {timeout:.0f} s")
+    failed = next((line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))), "")
+    if process.returncode == 0:
+        return OwnResult("survived")
+    if process.returncode in (1, 2):  # tests failed; interrupted (a test module that does not import)
+        return OwnResult("killed", (failed or (output.strip().splitlines() or [""])[-1])[:300])
+    return OwnResult("error", f"pytest exited {process.returncode}: {output.strip()[-300:]}")
+
+
+def own_baseline(target: Target, bake_src: Path, src: Path, timeout: float) -> float:
+    """The plugin's own tests on its unmutated copy under ``src``: their seconds; refused when they fail (every
+    mutant would count killed by them) or the plugin has none."""
+    cwd, tests = own_tests_of(target, bake_src)
+    if not tests.is_dir():
+        fail(f"error: --own-tests: {target.plugin} has no tests at {tests}; run without --own-tests")
+    started = time.monotonic()
+    result = run_own_tests(tests, cwd, test_env(target, src), timeout)
+    if result.outcome != "survived":
+        fail(f"error: {target.plugin}'s own tests ({tests}) do not pass unmutated ({result.outcome}), so they can "
+             f"grade no mutant: {result.detail or 'see pytest'}; fix them or run without --own-tests")
+    return time.monotonic() - started
+
+
 # --- cosmic-ray sessions ------------------------------------------------------------------------------------------
 
 def cosmic_ray() -> str:
@@ -452,8 +519,8 @@ def stop_tree(pid: int) -> None:
 class Runner:
     """Runs chunks of mutants, ``workers`` at once, until the budget's deadline (then stops what it started)."""
 
-    def __init__(self, scratch: Path, bake_src: Path, deadline: float) -> None:
-        self.scratch, self.bake_src, self.deadline = scratch, bake_src, deadline
+    def __init__(self, scratch: Path, bake_src: Path, deadline: float, own_tests: bool = False) -> None:
+        self.scratch, self.bake_src, self.deadline, self.own_tests = scratch, bake_src, deadline, own_tests
         self.running: set[subprocess.Popen[bytes]] = set()
         self.lock = threading.Lock()
         self.counter = 0
@@ -462,9 +529,9 @@ class Runner:
         return self.deadline - time.monotonic()
 
     def run_chunk(self, target: Target, chunk: Sequence[Mutant], timeout: float, order: Path, enumerated: Path
-                  ) -> dict[tuple[str, int], str]:
+                  ) -> tuple[dict[tuple[str, int], str], dict[tuple[str, int], OwnResult]]:
         if self.remaining() <= 0:
-            return {}
+            return {}, {}
         with self.lock:
             self.counter += 1
             work = self.scratch / f"chunk-{self.counter}"
@@ -491,8 +558,31 @@ class Runner:
             with self.lock:
                 self.running.discard(process)
         found = results_in(session)
+        own = self.own_stage(target, module, src, pristine, [k for k, v in found.items() if v == "survived"],
+                             timeout) if self.own_tests else {}
         shutil.rmtree(work, ignore_errors=True)
-        return found
+        return found, own
+
+    def own_stage(self, target: Target, module: Path, src: Path, pristine: Path,
+                  survivors: Sequence[tuple[str, int]], timeout: float) -> dict[tuple[str, int], OwnResult]:
+        """Each survivor applied to the chunk's copy (cosmic-ray's own ``apply``) and tested by the plugin's own
+        tests, within the mutant's timeout and what is left of the budget; the copy restored after each."""
+        cwd, tests = own_tests_of(target, self.bake_src)
+        verdicts = {}
+        shutil.copyfile(pristine, module)  # a test cosmic-ray had running when the budget ran out left its mutant
+        for operator, occurrence in survivors:
+            if self.remaining() <= 0:
+                break
+            try:
+                subprocess.run([cosmic_ray(), "apply", str(module), operator, str(occurrence)], check=True,
+                               capture_output=True, timeout=120)
+                verdicts[(operator, occurrence)] = run_own_tests(tests, cwd, test_env(target, src),
+                                                                 min(timeout, self.remaining()))
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+                verdicts[(operator, occurrence)] = OwnResult("error", f"cosmic-ray apply failed: {e}")
+            finally:
+                shutil.copyfile(pristine, module)
+        return verdicts
 
 
 # --- triage and report --------------------------------------------------------------------------------------------
@@ -602,8 +692,12 @@ def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
             continue
         mutant = by_key[key]
         line = lines[mutant.row - 1] if 0 < mutant.row <= len(lines) else ""
-        record = {"line": mutant.row, "operator": mutant.operator.split("/")[-1], "occurrence": mutant.occurrence,
-                  "code": line.strip()}
+        record: dict[str, Any] = {"line": mutant.row, "operator": mutant.operator.split("/")[-1],
+                                  "occurrence": mutant.occurrence, "code": line.strip()}
+        if key in outcome.own:  # the suite's survivor either way; its own tests' verdict beside it
+            record["own_tests"] = outcome.own[key].outcome
+            if outcome.own[key].detail:
+                record["own_tests_detail"] = outcome.own[key].detail
         if result == "annotation" or any(start <= (mutant.row, mutant.col) < end for start, end in spans):
             equivalent.append({**record, "why": "inside an annotation that is never evaluated (not run)"})
             continue
@@ -613,6 +707,7 @@ def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
     killed = sum(1 for v in ran.values() if v in ("killed", "timeout"))
     graded = killed + len(survivors)
     in_annotations = sum(1 for v in ran.values() if v == "annotation")
+    own_killed = sum(1 for s in survivors if s.get("own_tests") in OWN_KILLS)
     return {"module": outcome.target.module, "plugin": outcome.target.plugin, "tier": outcome.target.tier,
             "mutants": len(outcome.mutants), "in_annotations": in_annotations, "planned": len(outcome.planned),
             "ran": len(ran) - in_annotations,
@@ -620,29 +715,51 @@ def grade(outcome: Outcome, triage: Sequence[TriageEntry]) -> dict[str, Any]:
             "incompetent": sum(1 for v in outcome.results.values() if v == "incompetent"),
             "equivalent": len(equivalent), "graded": graded,
             "kill_rate": round(killed / graded, 4) if graded else None,
+            "own_tests": outcome.own_tests, "own_tests_ran": sum(1 for s in survivors if "own_tests" in s),
+            "killed_by_own_tests": own_killed if outcome.own_tests else None,
+            "kill_rate_with_own_tests": round((killed + own_killed) / graded, 4)
+            if outcome.own_tests and graded else None,
             "survivors": survivors, "equivalents": equivalent}
 
 
+def _rate(rate: float | None) -> str:
+    return f"{rate:.1%}" if rate is not None else "-"
+
+
 def print_report(rows: Sequence[dict[str, Any]]) -> None:
-    """The table (one row per module) and every open survivor."""
+    """The table (one row per module; with ``--own-tests``, what the plugins' own tests kill of the suite's
+    survivors and the rate with them, beside the suite's) and every open survivor."""
+    own = any(r.get("own_tests") for r in rows)
     print(f"\n{'module':34} {'ran/testable':>12} {'killed':>7} {'equiv':>6} {'survived':>8} {'kill rate':>9}"
-          "   (testable: mutants outside never-evaluated annotations; equiv: those and triaged survivors)")
+          + (f" {'own kill':>8} {'with own':>9}" if own else "")
+          + "   (testable: mutants outside never-evaluated annotations; equiv: those and triaged survivors"
+          + ("; own kill: survivors the plugin's own tests kill, not in the kill rate)" if own else ")"))
     for r in rows:
-        rate = f"{r['kill_rate']:.1%}" if r["kill_rate"] is not None else "-"
         flag = "" if r["kill_rate"] is None or r["kill_rate"] >= 0.9 else "  < 90%"
+        with_own = (f" {r['killed_by_own_tests'] if r.get('own_tests') else '-':>8} "
+                    f"{_rate(r.get('kill_rate_with_own_tests')):>9}") if own else ""
         print(f"{r['module']:34} {r['ran']:>5}/{r['mutants'] - r['in_annotations']:<6} {r['killed']:>7} "
-              f"{r['equivalent']:>6} {len(r['survivors']):>8} {rate:>9}{flag}")
+              f"{r['equivalent']:>6} {len(r['survivors']):>8} {_rate(r['kill_rate']):>9}{with_own}{flag}")
     total_killed = sum(r["killed"] for r in rows)
     total_graded = sum(r["graded"] for r in rows)
     if total_graded:
+        own_killed = sum(r.get("killed_by_own_tests") or 0 for r in rows)
+        with_own = f" {own_killed:>8} {(total_killed + own_killed) / total_graded:>9.1%}" if own else ""
         print(f"{'all':34} {sum(r['ran'] for r in rows):>5}/"
               f"{sum(r['mutants'] - r['in_annotations'] for r in rows):<6} {total_killed:>7} "
               f"{sum(r['equivalent'] for r in rows):>6} {total_graded - total_killed:>8} "
-              f"{total_killed / total_graded:>9.1%}")
+              f"{total_killed / total_graded:>9.1%}{with_own}")
     for r in rows:
+        file_name = r["module"].split(":")[-1].split(".")[-1]
         for s in r["survivors"]:
-            print(f"  survived: {r['module']} {r['module'].split(':')[-1].split('.')[-1]}.py:{s['line']} "
-                  f"{s['operator']}: {s['code'][:90]}")
+            verdict = s.get("own_tests")
+            said = "" if verdict is None else (f"  [killed by own tests: {s.get('own_tests_detail', '')[:120]}]"
+                                               if verdict in OWN_KILLS else f"  [own tests: {verdict}]")
+            print(f"  survived: {r['module']} {file_name}.py:{s['line']} {s['operator']}: {s['code'][:90]}{said}")
+        for e in r["equivalents"]:
+            if e.get("own_tests") in OWN_KILLS:  # a verdict of equivalence a test contradicts
+                print(f"  triaged equivalent, yet its own tests kill it: {r['module']} {file_name}.py:{e['line']} "
+                      f"{e['operator']} ({e.get('own_tests_detail', '')[:120]}): judge it again")
     sys.stdout.flush()
 
 
@@ -695,7 +812,7 @@ def survivors_of(path: Path) -> dict[str, set[tuple[str, int]]]:
 
 def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: int, budget: float,
         timeout: float | None, sample: int | None, seed: int, previous: Path,
-        only: dict[str, set[tuple[str, int]]] | None = None) -> list[Outcome]:
+        only: dict[str, set[tuple[str, int]]] | None = None, own_tests: bool = False) -> list[Outcome]:
     deadline = time.monotonic() + budget
 
     def enumerate_mutants(numbered: tuple[int, Target]) -> Outcome:  # cosmic-ray init: no test runs
@@ -703,7 +820,8 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         work.mkdir()
         module = copy_package(numbered[1], bake_src, work / "src")
         _, session = init_session(work, module, "true", 1)
-        return Outcome(numbered[1], module.read_text(encoding="utf-8"), mutants_in(session), session)
+        return Outcome(numbered[1], module.read_text(encoding="utf-8"), mutants_in(session), session,
+                       own_tests=own_tests)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = {o.target.module: o for o in pool.map(enumerate_mutants, enumerate(targets))}
@@ -715,7 +833,13 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         baselines = dict(zip(first_of_plugin, measured, strict=True))
     for plugin, (_, seconds) in baselines.items():
         print(f"baseline: {plugin} passes unmutated in {seconds:.1f} s", flush=True)
-    runner = Runner(scratch, bake_src, deadline)
+        if own_tests:  # on the baseline's unmutated copy, one plugin at a time (cheap)
+            target = first_of_plugin[plugin]
+            own_seconds = own_baseline(target, bake_src, scratch / f"baseline-{plugin}" / "src",
+                                       max(300.0, timeout or 0))
+            print(f"baseline: {plugin}'s own tests ({own_tests_of(target, bake_src)[1]}, {OWN_TESTS_SELECTION}) "
+                  f"pass unmutated in {own_seconds:.1f} s", flush=True)
+    runner = Runner(scratch, bake_src, deadline, own_tests)
     per_module = []
     for target in ordered:
         outcome = outcomes[target.module]
@@ -740,10 +864,12 @@ def run(targets: Sequence[Target], bake_src: Path, scratch: Path, *, workers: in
         futures = {pool.submit(runner.run_chunk, *job): job[0] for job in jobs}  # submitted in gap order
         for future in concurrent.futures.as_completed(futures):
             target = futures[future]
-            found = future.result()
+            found, own = future.result()
             outcomes[target.module].results.update(found)
+            outcomes[target.module].own.update(own)
             rows = {m.key: m.row for m in outcomes[target.module].mutants}
             print("  " + ", ".join(f"{target.file_name}:{rows[k]} {k[0].split('/')[-1]} {v}"
+                                   + (f" (own tests: {own[k].outcome})" if k in own else "")
                                    for k, v in sorted(found.items(), key=lambda kv: rows[kv[0]])), flush=True)
     return [outcomes[t.module] for t in ordered]
 
@@ -764,6 +890,9 @@ def main() -> int:
     parser.add_argument("--survivors-of", type=Path, metavar="RESULTS",
                         help="run again only the open survivors of an earlier result (after a new check): of the "
                         "modules named (default: every module it has survivors of); one it has none of is sampled")
+    parser.add_argument("--own-tests", action="store_true",
+                        help="also test each survivor with its plugin's own cheap, in-process tests (not marked "
+                        f"ray, slow or alone: -m '{OWN_TESTS_SELECTION}'); counted apart from the suite's kill rate")
     parser.add_argument("--seed", type=int, default=46, help="seed of the sample and the order (default 46)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON result (default {RESULTS})")
     parser.add_argument("--check", metavar="PLUGIN", help="run the suite's in-process checks on PLUGIN and exit")
@@ -795,14 +924,15 @@ def main() -> int:
                       file=sys.stderr)
                 return 2
         outcomes = run(targets, bake_src, scratch, workers=args.workers, budget=args.budget, timeout=args.timeout,
-                       sample=args.sample, seed=args.seed, previous=args.results, only=only)
+                       sample=args.sample, seed=args.seed, previous=args.results, only=only,
+                       own_tests=args.own_tests)
     rows = [grade(o, triage) for o in outcomes]
     print_report(rows)
     for entry in stale_entries(triage, {o.target.module: o.source for o in outcomes}):
         print(f"  stale triage: {entry.module}: {entry.within or entry.code!r} is gone; judge its survivors again")
     document = {"command": shlex.join(["scripts/mutation.py", *sys.argv[1:]]), "started": started,
                 "wall_s": round(time.monotonic() - wall, 1), "budget_s": args.budget, "workers": args.workers,
-                "timeout_s": args.timeout, "sample": args.sample, "seed": args.seed,
+                "timeout_s": args.timeout, "sample": args.sample, "seed": args.seed, "own_tests": args.own_tests,
                 "load_average": [round(x, 2) for x in os.getloadavg()], "modules": rows}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     partial = args.results.with_suffix(".json.partial")

@@ -205,3 +205,107 @@ def test_a_baseline_past_its_bound_is_one_line_naming_the_plugin_and_the_way_out
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "gaudi unmutated did not finish" in err and "--timeout" in err
+
+
+PICK = "def pick(devices: list[str], n: int) -> str | None:\n    return devices[n] if n < len(devices) else None\n"
+PICK_TESTS = '''import pytest
+
+from fakeplug.pick import pick
+
+
+def test_an_index_past_the_list_picks_nothing() -> None:
+    assert pick(["a", "b"], 2) is None
+
+
+def test_an_index_in_the_list_picks_it() -> None:
+    assert pick(["a", "b"], 1) == "b"
+
+
+@pytest.mark.ray
+def test_one_that_would_start_ray_is_not_run() -> None:
+    raise AssertionError("a test marked ray ran in the own-tests stage")
+'''
+
+
+def _fake_plugin(root: Path, source: str = PICK) -> tuple[mutation.Target, Path]:
+    """A tiny plugin project laid out as the bake is (src/<package>, tests/, its pytest configuration): the
+    bake target's own tests are its tests/."""
+    (root / "src" / "fakeplug").mkdir(parents=True)
+    (root / "src" / "fakeplug" / "__init__.py").write_text("")
+    (root / "src" / "fakeplug" / "pick.py").write_text(source)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_pick.py").write_text(PICK_TESTS)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\nmarkers =\n    ray: starts Ray\n")
+    return mutation.Target("bake:pick", "example", "supported"), root / "src"
+
+
+def test_the_own_tests_stage_runs_the_cheap_tests_on_the_copy_first_on_the_path(tmp_path: Path) -> None:
+    target, src = _fake_plugin(tmp_path)
+    cwd, tests = mutation.own_tests_of(target, src)
+    assert (cwd, tests) == (tmp_path, tmp_path / "tests")
+    assert mutation.own_tests_of(mutation.Target("rayaccel_tpu.health", "tpu"), src)[1] == (
+        mutation.REPO / "reference_plugins" / "tpu" / "tests")
+    env = mutation.test_env(target, src)
+    # Unmutated: every selected test passes (the one marked ray, which would fail, is left out).
+    assert mutation.run_own_tests(tests, cwd, env, 120) == mutation.OwnResult("survived")
+    # A survivor of the suite that the plugin's test kills, naming the test.
+    module = src / "fakeplug" / "pick.py"
+    module.write_text(PICK.replace("n < len(devices)", "n <= len(devices)"))
+    killed = mutation.run_own_tests(tests, cwd, env, 120)
+    assert killed.outcome == "killed" and "test_an_index_past_the_list_picks_nothing" in killed.detail
+    # A mutant that no longer imports kills too (the tests do not load).
+    module.write_text(PICK.replace("return", "return return"))
+    assert mutation.run_own_tests(tests, cwd, env, 120).outcome == "killed"
+    # One that hangs is stopped at its bound, process tree and all.
+    module.write_text(PICK.replace("return devices", "while True:\n        pass\n    return devices"))
+    started = mutation.time.monotonic()
+    assert mutation.run_own_tests(tests, cwd, env, 5).outcome == "timeout"
+    assert mutation.time.monotonic() - started < 60
+
+
+def test_own_tests_that_fail_unmutated_refuse_the_stage_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target, src = _fake_plugin(tmp_path, PICK.replace("else None", "else 'z'"))
+    with pytest.raises(SystemExit) as refused:
+        mutation.own_baseline(target, src, src, 120)
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "own tests" in err and "do not pass unmutated" in err
+    assert "test_an_index_past_the_list_picks_nothing" in err and "without --own-tests" in err
+
+
+def test_a_survivor_the_own_tests_kill_is_counted_apart_and_stays_the_suites_survivor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = {("core/ReplaceBinaryOperator_BitOr_Add", 0): "annotation", ("core/NumberReplacer", 0): "survived",
+               ("core/ReplaceComparisonOperator_Eq_NotEq", 0): "killed", ("core/NumberReplacer", 1): "survived"}
+    outcome = _outcome(results)
+    outcome.mutants[-1] = mutation.Mutant("core/NumberReplacer", 1, 3, 20)  # LIMIT's value, not its annotation
+    outcome.own_tests = True
+    outcome.own = {("core/NumberReplacer", 0): mutation.OwnResult("killed", "FAILED tests/test_pick.py::test_n"),
+                   ("core/NumberReplacer", 1): mutation.OwnResult("survived")}
+    row = mutation.grade(outcome, [])
+    # The suite's figure is what the suite killed; the own tests' kill is its own count and rate.
+    assert (row["killed"], row["graded"], row["kill_rate"]) == (1, 3, 0.3333)
+    assert (row["killed_by_own_tests"], row["own_tests_ran"], row["kill_rate_with_own_tests"]) == (1, 2, 0.6667)
+    assert [(s["line"], s["own_tests"]) for s in row["survivors"]] == [(3, "survived"), (7, "killed")]
+    mutation.print_report([row])
+    out = capsys.readouterr().out
+    assert "own kill  with own" in out and "33.3%        1     66.7%  < 90%" in out
+    assert "pick.py:7 NumberReplacer: return devices[n] if devices else None  [killed by own tests: " \
+           "FAILED tests/test_pick.py::test_n]" in out
+    # --survivors-of still runs every survivor of the suite again (a new check is judged by the suite alone).
+    result = tmp_path / "results.json"
+    result.write_text(mutation.json.dumps({"modules": [row]}))
+    assert mutation.survivors_of(result) == {"bake:pick": {("NumberReplacer", 0), ("NumberReplacer", 1)}}
+    # A survivor triaged equivalent that its own tests kill: the verdict is contradicted, and said so.
+    triage = [mutation.TriageEntry("bake:pick", "return devices[n] if devices else None", (), "never read")]
+    row = mutation.grade(outcome, triage)
+    assert (row["killed_by_own_tests"], row["kill_rate_with_own_tests"]) == (0, 0.5)
+    mutation.print_report([row])
+    assert "triaged equivalent, yet its own tests kill it: bake:pick pick.py:7 NumberReplacer" in \
+        capsys.readouterr().out
+    # Without the stage: no own figures, no columns.
+    row = mutation.grade(_outcome(results), [])
+    assert (row["own_tests"], row["killed_by_own_tests"], row["kill_rate_with_own_tests"]) == (False, None, None)
+    mutation.print_report([row])
+    assert "with own" not in capsys.readouterr().out
