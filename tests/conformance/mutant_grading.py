@@ -30,11 +30,13 @@ def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
 
 def failure(plugin: corpus.Healthy, check_id: str, machine: str) -> str:
     """The message ``check_id`` fails ``plugin`` with on its fixture ``machine``; the test fails if it passes."""
+    subject = graded(plugin)  # first: it registers the checks that CHECKS holds
     with pytest.raises(CheckFailed) as failed:
-        CHECKS[check_id].function(graded(plugin), f"{plugin.name}/{machine}")
+        CHECKS[check_id].function(subject, f"{plugin.name}/{machine}")
     return str(failed.value)
 
 
 def evidence(plugin: corpus.Healthy, check_id: str, machine: str) -> str:
     """The evidence ``check_id`` passes ``plugin`` with on its fixture ``machine``."""
-    return str(CHECKS[check_id].function(graded(plugin), f"{plugin.name}/{machine}"))
+    subject = graded(plugin)
+    return str(CHECKS[check_id].function(subject, f"{plugin.name}/{machine}"))
