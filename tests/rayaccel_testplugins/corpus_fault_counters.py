@@ -35,10 +35,13 @@ def _csv_output(ids: list[str], corrected: list[int]) -> str:
 
 def _add_ecc_tool(plugin: str, command: tuple[str, ...], render: Callable[[list[str], list[int]], str]) -> None:
     """The plugin's acme-4 with ``command`` printing each card's ECC counters (``render``), all 0, and a fault
-    raising card 2's corrected count (on acme-4 itself: the SKU's metrics are the same on every machine)."""
+    raising card 2's corrected count (on acme-4 itself: the SKU's metrics are the same on every machine); once,
+    though every process that imports the corpus calls it again (a fault appended twice is built twice)."""
     data = read_machine(plugin)
     ids = [data["host"]["files"][f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
     line = " ".join(command)
+    if line in (data["host"].get("commands") or {}):
+        return
     data["description"] = f"{data['description']}, ECC counters listed by acme-smi"
     data["host"]["commands"] = {**(data["host"].get("commands") or {}), line: {"stdout": render(ids, [0] * 4)}}
     data["perturbations"] = []  # the tool names each card by its uuid: renaming the driver's files contradicts it
