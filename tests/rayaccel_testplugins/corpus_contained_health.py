@@ -77,6 +77,24 @@ def add_counter_machine(plugin: str, name: str, library: bool) -> None:
     write_machine(plugin, name, data)
 
 
+def counter_library(host: Host) -> ErrorCounters | None:
+    """The counter library where the machine has it; None on acme-4, whose driver's files the healthy plugin reads."""
+    try:
+        counters: ErrorCounters = host.library(ERROR_LIBRARY)
+    except LibraryUnavailable:
+        return None
+    return counters
+
+
+def error_rows(host: Host) -> str | None:
+    """acme-smi's error rows where the machine has the tool and it answers; None on acme-4, as counter_library."""
+    try:
+        result = host.run(ERRORS, timeout=2.0)
+    except HostError:
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
 def reports(plugin: Healthy, host: Host, devices: list[Device], fatal: Mapping[int, int | None]) -> list[HealthReport]:
     """Each card's health from its fatal-error count (None: unreadable, so unknown); a card the driver reports lost
     stays so, whatever its counters say."""
@@ -106,9 +124,7 @@ class CountersAllOrNothing(Healthy):
         add_counter_machine(name, "acme-4-errlib", library=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        try:
-            counters = host.library(ERROR_LIBRARY)
-        except LibraryUnavailable:
+        if (counters := counter_library(host)) is None:
             return super().rayaccel_health(host, devices)
         # the defect: no per-card containment, one card's CounterNotSupported fails the whole answer
         fatal: dict[int, int | None] = {d.index: counters.count(d.index, "fatal") for d in devices}
@@ -125,15 +141,11 @@ class ErrorRowsAllOrNothing(Healthy):
         add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        try:
-            result = host.run(ERRORS, timeout=2.0)
-        except HostError:
-            return super().rayaccel_health(host, devices)
-        if result.returncode != 0:
+        if (rows := error_rows(host)) is None:
             return super().rayaccel_health(host, devices)
         try:  # the defect: one row that does not parse refuses every row
             fatal: dict[int, int | None] = {int(row.split(",")[0]): int(row.split(",")[2])
-                                            for row in result.stdout.splitlines() if row.strip()}
+                                            for row in rows.splitlines() if row.strip()}
         except (ValueError, IndexError):
             report_problem("malformed-output", f"{' '.join(ERRORS)}: a row is no index and counts; health unknown")
             fatal = {}
@@ -150,9 +162,7 @@ class UnreadableCardLeftOut(Healthy):
         add_counter_machine(name, "acme-4-errlib", library=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        try:
-            counters = host.library(ERROR_LIBRARY)
-        except LibraryUnavailable:
+        if (counters := counter_library(host)) is None:
             return super().rayaccel_health(host, devices)
         fatal: dict[int, int | None] = {}
         for device in devices:
@@ -176,14 +186,10 @@ class UnreadableRowCountedZero(Healthy):
         add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        try:
-            result = host.run(ERRORS, timeout=2.0)
-        except HostError:
-            return super().rayaccel_health(host, devices)
-        if result.returncode != 0:
+        if (rows := error_rows(host)) is None:
             return super().rayaccel_health(host, devices)
         fatal: dict[int, int | None] = {}
-        for row in filter(str.strip, result.stdout.splitlines()):
+        for row in filter(str.strip, rows.splitlines()):
             cells = [c.strip() for c in row.split(",")]
             if len(cells) < 4 or not cells[0].isdigit():
                 report_problem("malformed-output", f"{' '.join(ERRORS)}: a row is no index and counts: {row[:40]!r}",

@@ -11,13 +11,13 @@ its name so a Ray node or a fresh process loads it (``c-driver-probed-once`` as 
 
 from __future__ import annotations
 
-from rayaccel import Device, HealthReason, HealthReport, Host, LibraryUnavailable
+from rayaccel import Device, HealthReason, HealthReport, Host
 from rayaccel_testplugins import acme
 from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect
 from rayaccel_testplugins.corpus_contained_health import (
-    ERROR_LIBRARY,
     CounterNotSupported,
     add_counter_machine,
+    counter_library,
     reports,
 )
 from rayaccel_testplugins.corpus_failed_listings import ACME_LIB, with_library
@@ -129,9 +129,7 @@ class LibraryFatalFromFirstRead(Healthy):
         self._first: dict[int, int] = {}
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        try:
-            counters = host.library(ERROR_LIBRARY)
-        except LibraryUnavailable:
+        if (counters := counter_library(host)) is None:
             return super().rayaccel_health(host, devices)
         fatal: dict[int, int | None] = {}
         for device in devices:
