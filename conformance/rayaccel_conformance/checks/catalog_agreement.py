@@ -8,8 +8,11 @@ RAC254: a SKU's product pattern matches its own model, not the next one of the l
 from __future__ import annotations
 
 from rayaccel.errors import RayaccelError
+from rayaccel.hosts.fixtures import HostState
 from rayaccel.onboarding.catalog_file import catalog_of
 from rayaccel.records import FamilyInventory, SkuRecord
+from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.pci_id_forms import FORMS, host_with_id_in_form
 from rayaccel_conformance.checks.value_relations import ratio_mixup
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -43,8 +46,17 @@ def pci_device_id_is_one_its_sku_lists(subject: Subject, fixture: str | None) ->
     names the device, the id, the SKU and how the SDK resolved it. Fix: read the device id (PCI config
     offset 0x02, the upper half of NVML's ``pciDeviceId``), or add the card's id to the SKU's
     ``match.pci_device_ids`` if it is a variant the catalog lacks.
+
+    And the id read in another form (``invariant pci-id-in-another-form``): tools print one id as ``0x2330``
+    (sysfs), ``0x233010DE`` (nvidia-smi) or ``10de:2330`` (lspci -n). Each id a device reports is written, wherever
+    the fixture's vendor answers state it whole as text (a file, a command's or HTTP answer, a string in a
+    library's data), in upper-case hex, without ``0x`` and with five hex digits, one build per form: each device
+    must be kept with the id or none (refused), and no hook may raise. Not a decimal form: read as hex without the
+    prefix it is a valid other id. Fix: read the id as a hex number of at most 16 bits and write it as ``0x`` and
+    four lower-case digits, or refuse it (``rayaccel.malformed``).
     """
     fixture, family, skus = _family_and_skus(subject, fixture)
+    forms, tried = other_forms_findings(subject, fixture, family)
     wrong, checked = [], 0
     for device in family.devices:
         sku = skus.get(device.sku or "")
@@ -56,11 +68,50 @@ def pci_device_id_is_one_its_sku_lists(subject: Subject, fixture: str | None) ->
             wrong.append(f"invariant 'a device's PCI device id is one its SKU lists' broken on {fixture}: device "
                          f"{device.id} reports PCI device id {device.pci_device_id}, but its SKU {sku.id} (resolved "
                          f"by the SDK from its product name {device.product_name!r}) lists {', '.join(listed)}")
+    wrong += forms
     if wrong:
         raise CheckFailed(wrong[:4] + ([f"(and {len(wrong) - 4} more)"] if len(wrong) > 4 else []))
-    if not checked:
-        raise NotApplicable(f"{fixture}: no device reports a PCI device id its SKU could list")
-    return f"{fixture}: the PCI device id of {checked} device(s) is one their SKU lists"
+    if not checked and not tried:
+        raise NotApplicable(f"{fixture}: no device reports a PCI device id its SKU could list, or one its vendor "
+                            "answers state as text")
+    return (f"{fixture}: the PCI device id of {checked} device(s) is one their SKU lists"
+            + (f"; printed as {', '.join(tried)}, each id normalised or unknown, every device kept" if tried else ""))
+
+
+def other_forms_findings(subject: Subject, fixture: str, family: FamilyInventory) -> tuple[list[str], list[str]]:
+    """Each PCI device id the devices report, printed in each other form wherever the fixture's vendor answers state
+    it as text (one build per id and form): every device keeps its id or has none, is kept, and no hook raises.
+    Returns the findings and the forms tried."""
+    fx = subject.fixture(fixture)
+    host = fx.host.model_dump(mode="json")
+    ids = {d.id: d.pci_device_id.lower() for d in family.devices if d.pci_device_id}
+    wrong: list[str] = []
+    tried: list[str] = []
+    for pci in sorted(set(ids.values())):
+        for name, form in FORMS:
+            changed, places = host_with_id_in_form(host, pci, form(pci))
+            if not places:
+                continue
+            shown = f"{name} ({form(pci)})"
+            if shown not in tried:
+                tried.append(shown)
+            variant = fx.model_copy(update={"host": HostState.model_validate(changed), "faults": []})
+            built = subject.build(simulated_host(variant))
+            after = {d.id: d.pci_device_id for d in subject.devices(built)}
+            where = (f"invariant pci-id-in-another-form broken on {fixture} with PCI device id {pci} printed as "
+                     f"{shown} in {places} place(s)")
+            problems = subject.plugin_problems(built, severities=("error", "warning"))
+            raised = [p for p in problems if p.code == "hook-raised"]
+            wrong += [f"{where}: {p.hook or 'a hook'} raised instead of refusing or normalising it: {p.message[:160]}"
+                      for p in raised]
+            of_id = [device for device, got in ids.items() if got == pci]
+            lost = [device for device in of_id if device not in after]
+            if lost:
+                wrong.append(f"{where}: {len(lost)} device(s) lost ({', '.join(lost[:3])}): an id in another form must "
+                             f"be normalised to {pci} or refused (unknown), the device kept")
+            wrong += [f"{where}: {device} reports {after[device]}, neither {pci} nor unknown: another card's id"
+                      for device in of_id if device in after and after[device] not in (None, pci)]
+    return wrong, tried
 
 
 @check("RAC232", scope="fixture")
