@@ -97,6 +97,16 @@ def write_machine(plugin: str, machine: str, data: Mapping[str, Any]) -> None:
     write_atomically(path, yaml.safe_dump(dict(data), sort_keys=False), durable=False)
 
 
+def tool_output(host: Host, argv: Sequence[str], timeout: float = 2.0) -> str | None:
+    """What a vendor tool prints where the machine has it and it answers; None where it is not installed, hangs or
+    fails (the healthy plugin then reads the driver's files, as on acme-4)."""
+    try:
+        result = host.run(argv, timeout=timeout)
+    except HostError:
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
 def _write_fixture(plugin: str, family: FamilyDeclaration) -> None:
     """acme-4, as the plugin's family sees it, with the extra sysfs files and the tool; written atomically."""
     path = FIXTURE_ROOT / plugin / "acme-4.yaml"
@@ -247,11 +257,8 @@ class Healthy:
         return [str(FIXTURE_ROOT / self.name)]
 
     def tool_version(self, host: Host) -> str | None:
-        try:
-            result = host.run(TOOL, timeout=1.0)
-        except HostError:
-            return None
-        match = _VERSION.match(result.stdout.strip()) if result.returncode == 0 else None
+        stdout = tool_output(host, TOOL, timeout=1.0)
+        match = _VERSION.match(stdout.strip()) if stdout is not None else None
         return match.group(1) if match else None
 
     def device(self, host: Host, path: str, driver: str | None) -> Device:

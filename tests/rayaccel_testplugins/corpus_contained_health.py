@@ -21,12 +21,11 @@ from rayaccel import (
     HealthReason,
     HealthReport,
     Host,
-    HostError,
     LibraryAdapter,
     LibraryUnavailable,
     report_problem,
 )
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 ERRORS = ("acme-smi", "--query-errors", "--format=csv,noheader")
 LIBRARY = "acmeerr"
@@ -86,15 +85,6 @@ def counter_library(host: Host) -> ErrorCounters | None:
     return counters
 
 
-def error_rows(host: Host) -> str | None:
-    """acme-smi's error rows where the machine has the tool and it answers; None on acme-4, as counter_library."""
-    try:
-        result = host.run(ERRORS, timeout=2.0)
-    except HostError:
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
 def reports(plugin: Healthy, host: Host, devices: list[Device], fatal: Mapping[int, int | None]) -> list[HealthReport]:
     """Each card's health from its fatal-error count (None: unreadable, so unknown); a card the driver reports lost
     stays so, whatever its counters say."""
@@ -141,7 +131,7 @@ class ErrorRowsAllOrNothing(Healthy):
         add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        if (rows := error_rows(host)) is None:
+        if (rows := tool_output(host, ERRORS)) is None:
             return super().rayaccel_health(host, devices)
         try:  # the defect: one row that does not parse refuses every row
             fatal: dict[int, int | None] = {int(row.split(",")[0]): int(row.split(",")[2])
@@ -186,7 +176,7 @@ class UnreadableRowCountedZero(Healthy):
         add_counter_machine(name, "acme-4-errsmi", library=False)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
-        if (rows := error_rows(host)) is None:
+        if (rows := tool_output(host, ERRORS)) is None:
             return super().rayaccel_health(host, devices)
         fatal: dict[int, int | None] = {}
         for row in filter(str.strip, rows.splitlines()):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from rayaccel import Device, HealthReason, HealthReport, Host, HostError, Topology
-from rayaccel_testplugins.corpus import Healthy, _card_id, add_import_defect, read_machine, write_machine
+from rayaccel import Device, HealthReason, HealthReport, Host, Topology
+from rayaccel_testplugins.corpus import Healthy, _card_id, add_import_defect, read_machine, tool_output, write_machine
 
 LINKS, STATUS = ["acme-smi", "links"], ["acme-smi", "status"]
 _LINK_LINE = re.compile(r"^(\S+) (\S+) lanes=(\d+)$")
@@ -34,11 +34,8 @@ def with_listing(plugin: str, argv: list[str], stdout: str) -> None:
 
 
 def listing(host: Host, argv: list[str]) -> list[str] | None:
-    try:
-        result = host.run(argv, timeout=1.0)
-    except HostError:
-        return None
-    return result.stdout.splitlines() if result.returncode == 0 else None
+    stdout = tool_output(host, argv, timeout=1.0)
+    return None if stdout is None else stdout.splitlines()
 
 
 class LinkListingSkipsCutLine(Healthy):

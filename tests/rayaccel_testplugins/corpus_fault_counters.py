@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel import Device, Host, MetricSample, malformed
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 ECC_JSON = ("acme-smi", "--json", "--query-ecc")
 ECC_CSV = ("acme-smi", "--query-ecc=index,uuid,ecc.corrected,ecc.uncorrected", "--format=csv,noheader")
@@ -52,14 +52,6 @@ def _add_ecc_tool(plugin: str, command: tuple[str, ...], render: Callable[[list[
     write_machine(plugin, "acme-4", data)
 
 
-def _output(host: Host, command: tuple[str, ...]) -> str | None:
-    try:
-        result = host.run(command, timeout=2.0)
-    except HostError:
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
 def _with_ecc(plugin: Healthy, host: Host, devices: list[Device], counts: dict[int, tuple[int, int]],
               ) -> list[MetricSample]:
     """The healthy samples of each card and, where the tool gave them, its (corrected, uncorrected) counts."""
@@ -92,7 +84,7 @@ class EccKeysSwapped(Healthy):
         _add_ecc_tool(name, ECC_JSON, _json_output)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        stdout = _output(host, ECC_JSON)
+        stdout = tool_output(host, ECC_JSON)
         counts: dict[int, tuple[int, int]] = {}
         try:
             cards = json.loads(stdout)["cards"] if stdout is not None else []
@@ -120,7 +112,7 @@ class EccCellsSwapped(Healthy):
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
         counts: dict[int, tuple[int, int]] = {}
-        for line in (_output(host, ECC_CSV) or "").splitlines():
+        for line in (tool_output(host, ECC_CSV) or "").splitlines():
             cells = [cell.strip() for cell in line.split(",")]
             if len(cells) != 4 or not cells[0].isdigit():
                 if line.strip():

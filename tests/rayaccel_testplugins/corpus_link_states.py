@@ -17,9 +17,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from rayaccel import Device, Host, HostError, Topology, malformed
+from rayaccel import Device, Host, Topology, malformed
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 LINKS = ("acme-smi", "links", "--json")
 
@@ -40,14 +40,11 @@ def _add_links_machine(plugin: str) -> None:
 
 def _records(host: Host) -> dict[str, Any] | None:
     """Card uuid -> its link records, as the tool lists them; None where the tool is not installed."""
-    try:
-        result = host.run(LINKS, timeout=2.0)
-        if result.returncode != 0:
-            return None
-        cards = json.loads(result.stdout)["cards"]
-        return {str(v["uuid"]): v["links"] for v in cards.values()}
-    except HostError:
+    if (stdout := tool_output(host, LINKS)) is None:
         return None
+    try:
+        cards = json.loads(stdout)["cards"]
+        return {str(v["uuid"]): v["links"] for v in cards.values()}
     except (ValueError, KeyError, TypeError, AttributeError):
         malformed(" ".join(LINKS), "its output", "JSON with each card's links")
         return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 
-from rayaccel import Device, Host, HostError
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel import Device, Host
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 LIST_JSON = ("acme-smi", "list", "--json")
 LIST_CSV = ("acme-smi", "--query-cards=index,uuid,pci.bus_id", "--format=csv")
@@ -38,14 +38,6 @@ def _add_listing_machine(plugin: str, command: tuple[str, ...], render: str) -> 
     write_machine(plugin, "acme-4-list", data)
 
 
-def _listing(host: Host, command: tuple[str, ...]) -> str | None:
-    try:
-        result = host.run(command, timeout=2.0)
-    except HostError:
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
 def _reindexed(devices: list[Device], position: dict[str, int], key: str) -> list[Device]:
     moved = [d.model_copy(update={"index": position.get(str(getattr(d, key)), d.index)}) for d in devices]
     return sorted(moved, key=lambda d: d.index)
@@ -62,7 +54,7 @@ class IndexFromJsonPosition(Healthy):
 
     def rayaccel_discover(self, host: Host) -> list[Device]:
         devices = Healthy.rayaccel_discover(self, host)
-        stdout = _listing(host, LIST_JSON)
+        stdout = tool_output(host, LIST_JSON)
         try:
             cards = json.loads(stdout)["cards"] if stdout else []
         except (ValueError, KeyError, TypeError):
@@ -82,7 +74,7 @@ class IndexFromCsvRow(Healthy):
 
     def rayaccel_discover(self, host: Host) -> list[Device]:
         devices = Healthy.rayaccel_discover(self, host)
-        stdout = _listing(host, LIST_CSV)
+        stdout = tool_output(host, LIST_CSV)
         rows = [[field.strip() for field in line.split(",")] for line in (stdout or "").splitlines()[1:] if line]
         # the defect: the row number where the row's "index" column is meant
         return _reindexed(devices, {row[2]: n for n, row in enumerate(rows) if len(row) > 2}, "pci_bus_id")

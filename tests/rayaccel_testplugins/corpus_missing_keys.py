@@ -15,19 +15,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import Healthy, add_import_defect
+from rayaccel import Device, Host, MetricSample, malformed
+from rayaccel_testplugins.corpus import Healthy, add_import_defect, tool_output
 from rayaccel_testplugins.corpus_vendor_json import SMI, _add_smi_machine
 
 _MIB = {"MIB": 2**20, "GIB": 2**30, "KIB": 2**10, "B": 1}
 
 
 def _cards(host: Host) -> list[Any] | None:
-    try:
-        result = host.run(SMI, timeout=2.0)
-        return json.loads(result.stdout)["cards"] if result.returncode == 0 else None  # type: ignore[no-any-return]
-    except HostError:
+    if (stdout := tool_output(host, SMI)) is None:
         return None
+    try:
+        return json.loads(stdout)["cards"]  # type: ignore[no-any-return]
     except (ValueError, KeyError, TypeError):
         malformed(" ".join(SMI), "its output", "JSON with a list of cards")
         return None

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rayaccel import Device, Host, HostError, report_problem
+from rayaccel import Device, Host, report_problem
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 NAMES = ("acme-smi", "--query-cards=index,name,pci.bus_id", "--format=csv,noheader")
 
@@ -39,11 +39,8 @@ def _add_names_machine(plugin: str) -> None:
 
 def tool_names(host: Host, parse: Callable[[str], dict[int, str]]) -> dict[int, str]:
     """Each card's product name by index, as ``parse`` reads acme-smi's CSV; none where the tool is missing."""
-    try:
-        result = host.run(NAMES, timeout=2.0)
-    except HostError:
-        return {}
-    return parse(result.stdout) if result.returncode == 0 else {}
+    stdout = tool_output(host, NAMES)
+    return {} if stdout is None else parse(stdout)
 
 
 def named_device(plugin: Healthy, names: dict[int, str], host: Host, path: str, driver: str | None) -> Device:

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel import Device, Host, MetricSample, malformed
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 BUSY = ("acme-smi", "--json", "--query-busy")
 POWER = ("acme-smi", "--query-power", "--format=csv,noheader")
@@ -70,14 +70,6 @@ def _number(value: Any, what: str, card: int) -> float | None:
     return float(value)
 
 
-def _output(host: Host, command: tuple[str, ...]) -> str | None:
-    try:
-        result = host.run(command, timeout=2.0)
-    except HostError:
-        return None
-    return result.stdout if result.returncode == 0 else None
-
-
 def _replaced(samples: list[MetricSample], device: Device, name: str, unit: str, value: float | None,
               ) -> list[MetricSample]:
     kept = [s for s in samples if s.name != name]
@@ -96,7 +88,7 @@ class BusyFromMemoryController(Healthy):
         _write_machine(name, "acme-4-busy", _busy_machine)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        stdout = _output(host, BUSY)  # once per poll
+        stdout = tool_output(host, BUSY)  # once per poll
         try:
             cards = {int(c["index"]): c for c in json.loads(stdout)["cards"]} if stdout is not None else None
         except (ValueError, KeyError, TypeError):
@@ -126,7 +118,7 @@ class PowerFromLimit(Healthy):
         _write_machine(name, "acme-4-power", _power_machine)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        stdout = _output(host, POWER)  # once per poll
+        stdout = tool_output(host, POWER)  # once per poll
         rows = {}
         for line in (stdout or "").splitlines():
             cells = line.split(",")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rayaccel import Device, Host, HostError, MetricSample, malformed
-from rayaccel_testplugins.corpus import Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus import Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 SMI = ("acme-smi", "--json")
 
@@ -36,14 +36,11 @@ def _add_smi_machine(plugin: str) -> None:
 
 def _stated_memory(host: Host) -> dict[int, Mapping[str, Any]] | None:
     """Card index -> its ``memory_used`` as the tool states it; None where the tool is not installed."""
-    try:
-        result = host.run(SMI, timeout=2.0)
-        if result.returncode != 0:
-            return None
-        cards = json.loads(result.stdout)["cards"]
-        return {int(card["index"]): card["memory_used"] for card in cards}
-    except HostError:
+    if (stdout := tool_output(host, SMI)) is None:
         return None
+    try:
+        cards = json.loads(stdout)["cards"]
+        return {int(card["index"]): card["memory_used"] for card in cards}
     except (ValueError, KeyError, TypeError):
         malformed(" ".join(SMI), "its output", "JSON with a memory_used per card")
         return None
