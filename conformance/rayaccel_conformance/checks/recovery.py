@@ -62,16 +62,16 @@ class _Peer:
     buffers a transport puts on the machine for its transfers (a file in /dev/shm, a link to a segment)."""
 
     def make(self, seed: int) -> list[str]:
-        from rayaccel_conformance.checks.transport_contract import _payload, digest
+        from rayaccel_conformance.harness.payload import digest, payload
 
-        self.tensors = _payload(seed)
+        self.tensors = payload(seed)
         return digest(self.tensors)
 
     def tensors_ref(self) -> list[Any]:
         return self.tensors
 
     def digest(self, tensors: list[Any]) -> list[str]:
-        from rayaccel_conformance.checks.transport_contract import digest
+        from rayaccel_conformance.harness.payload import digest
 
         return digest(tensors)
 

@@ -8,11 +8,11 @@ on this machine is skipped with the reason, never passed.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from typing import Any
 
 from rayaccel.records import TransportSpec
+from rayaccel_conformance.harness.payload import digest, payload as _payload
 
 TRANSFER_TIMEOUT_S = 120.0
 #: How long a receiver may take to let go of what a failed transfer held (descriptors, threads); a run's
@@ -21,8 +21,6 @@ DEFAULT_RELEASE_TIMEOUT_S = 30.0
 RELEASE_TIMEOUT_S = DEFAULT_RELEASE_TIMEOUT_S
 #: Transfers after the first whose receiver must end up holding less than one descriptor or thread more each.
 REPEATED_TRANSFERS = 5
-#: Shapes and dtypes sent: several tensors, an empty one, odd sizes, a 2-D one, 4 MiB in all.
-PAYLOAD = (((1 << 20,), "float32"), ((0,), "int64"), ((3, 5), "int16"), ((4099,), "uint8"))
 
 
 def cannot_run_here(spec: TransportSpec) -> str | None:
@@ -40,32 +38,6 @@ def cannot_run_here(spec: TransportSpec) -> str | None:
     if not spec.one_sided:
         return "a two-sided transport needs a collective group the contract run does not create"
     return None
-
-
-def _payload(seed: int) -> list[Any]:
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for shape, dtype in PAYLOAD:
-        n = 1
-        for s in shape:
-            n *= s
-        raw = torch.randint(0, 256, (n * getattr(torch, dtype).itemsize,), dtype=torch.uint8, generator=g)
-        out.append(raw.view(getattr(torch, dtype)).reshape(shape))
-    return out
-
-
-def digest(tensors: list[Any]) -> list[str]:
-    return [hashlib.sha256(_bytes(t)).hexdigest() + f" {tuple(t.shape)} {t.dtype}" for t in tensors]
-
-
-def _bytes(t: Any) -> bytes:
-    import ctypes
-
-    c = t.contiguous()
-    n = c.numel() * c.element_size()
-    return ctypes.string_at(c.data_ptr(), n) if n else b""
 
 
 class _Sender:
