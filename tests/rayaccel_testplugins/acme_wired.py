@@ -5,13 +5,18 @@ it: ``RAYACCEL_PLUGINS=acme=rayaccel_testplugins.acme_wired``).
   (its GCS key-value store). Nothing but this plugin's hook registers it: ``ray.util.collective`` groups of
   actors on a rayaccel node use it with ``backend="ACME_GLOO"``.
 - ``ACME_FILE``: a one-sided tensor transport of its own, with no metrics code: the sender writes the tensors'
-  bytes to a file in ``/dev/shm``, the receiver reads them. The bridge measures it like any plugin's.
+  bytes to a file in a directory every node of the cluster mounts (a shared filesystem: ``ACME_FILE_DIR``, on one
+  machine the user's cache directory by default) and holds a lock on it until Ray frees the ref; the receiver
+  reads them. It is declared for the whole cluster, so it finds its sender by what another node sees too: the
+  file's lock (a sender that died holds none), not its process id. The bridge measures it like any plugin's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +33,10 @@ from rayaccel_testplugins.derived import copy_hooks
 copy_hooks(acme, globals())  # ACME's hooks, registered from this module too
 
 FILE_PREFIX = "acme-file-"
-SHM_DIR = "/dev/shm"
+#: Shared by the cluster's nodes (RAC272 runs the transport between two: /dev/shm and /tmp are each node's own).
+SHARED_DIR = os.environ.get("ACME_FILE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "rayaccel-acme-file")
+#: A file younger than this is not swept: its sender may not hold its lock yet.
+_SWEEP_AFTER_S = 2.0
 
 
 @hookimpl
@@ -51,8 +59,20 @@ class AcmeFileMetadata(TensorTransportMetadata):
 
 
 def files() -> list[str]:
-    """The transport's files on this host (a test checks none is left)."""
-    return sorted(os.path.join(SHM_DIR, n) for n in os.listdir(SHM_DIR) if n.startswith(FILE_PREFIX))
+    """The transport's files (a test checks none is left)."""
+    if not os.path.isdir(SHARED_DIR):
+        return []
+    return sorted(os.path.join(SHARED_DIR, n) for n in os.listdir(SHARED_DIR) if n.startswith(FILE_PREFIX))
+
+
+def _sender_gone(fd: int) -> bool:
+    """Whether no sender holds the file open at ``fd`` locked (its lock goes with its process, on any node)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
 
 
 def _alive(pid: int) -> bool:
@@ -69,12 +89,18 @@ def _alive(pid: int) -> bool:
 
 def _sweep_dead_senders() -> None:
     """Remove the files of senders that died before anyone read them (killed actors, a node shut down), as the
-    reference transport sweeps its dead senders' segments: they would otherwise stay in /dev/shm for good."""
+    reference transport sweeps its dead senders' segments: they would otherwise stay for good. A sender on
+    another node is not this node's process, so its lock, not its pid, says whether it lives."""
     for path in files():
-        pid = os.path.basename(path).removeprefix(FILE_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        with contextlib.suppress(OSError):
+            if time.time() - os.stat(path).st_mtime < _SWEEP_AFTER_S:
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                if _sender_gone(fd):
+                    os.unlink(path)
+            finally:
+                os.close(fd)
 
 
 class AcmeFileTransport(TensorTransportManager):
@@ -82,6 +108,7 @@ class AcmeFileTransport(TensorTransportManager):
 
     def __init__(self) -> None:
         self._aborted: set[str] = set()
+        self._locked: dict[str, int] = {}  # obj_id -> the sender's locked descriptor of its file
 
     def tensor_transport_backend(self) -> str:
         return "ACME_FILE"
@@ -101,15 +128,20 @@ class AcmeFileTransport(TensorTransportManager):
         import torch
 
         _sweep_dead_senders()
-        path = os.path.join(SHM_DIR, f"{FILE_PREFIX}{os.getpid()}-{obj_id}")
-        sizes = []
-        with open(path, "wb") as f:
-            for t in rdt_object:
-                data = t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
-                f.write(data)
-                sizes.append(len(data))
-        return AcmeFileMetadata(tensor_meta=[(t.shape, t.dtype) for t in rdt_object], tensor_device="cpu",
-                                path=path, nbytes=sizes, src_pid=os.getpid())
+        os.makedirs(SHARED_DIR, exist_ok=True)
+        return self.write_locked(obj_id, os.path.join(SHARED_DIR, f"{FILE_PREFIX}{os.getpid()}-{obj_id}"),
+                                 [t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+                                  for t in rdt_object], [(t.shape, t.dtype) for t in rdt_object])
+
+    def write_locked(self, obj_id: str, path: str, parts: list[bytes], tensor_meta: list[Any]) -> AcmeFileMetadata:
+        """Write the tensors' bytes to ``path``, locked until :meth:`garbage_collect` (the receiver's sign of life)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._locked[obj_id] = fd
+        for part in parts:
+            os.write(fd, part)
+        return AcmeFileMetadata(tensor_meta=tensor_meta, tensor_device="cpu", path=path,
+                                nbytes=[len(p) for p in parts], src_pid=os.getpid())
 
     def get_communicator_metadata(self, src_actor: Any, dst_actor: Any, backend: str | None = None) -> Any:
         return CommunicatorMetadata()
@@ -122,11 +154,16 @@ class AcmeFileTransport(TensorTransportManager):
         try:
             if obj_id in self._aborted:
                 raise RuntimeError("aborted")
-            if not _alive(meta.src_pid):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(meta.path)  # nobody else will: the sender is gone
-                raise RuntimeError(f"the sender (pid {meta.src_pid}) died; its tensors went with it")
-            with open(meta.path, "rb") as f:
+            try:
+                f = open(meta.path, "rb")  # noqa: SIM115  (closed below)
+            except FileNotFoundError:
+                raise RuntimeError(f"the file is gone (the ref was freed, or its sender pid {meta.src_pid} died)"
+                                   ) from None
+            with f:
+                if _sender_gone(f.fileno()):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(meta.path)  # nobody else will: the sender is gone
+                    raise RuntimeError(f"the sender (pid {meta.src_pid}) died; its tensors went with it")
                 raw = f.read()
             out, pos = [], 0
             for (shape, dtype), n in zip(meta.tensor_meta, meta.nbytes, strict=True):
@@ -145,6 +182,9 @@ class AcmeFileTransport(TensorTransportManager):
     def garbage_collect(self, obj_id: str, tensor_transport_meta: Any, tensors: list[Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tensor_transport_meta.path)
+        fd = self._locked.pop(obj_id, None)
+        if fd is not None:
+            os.close(fd)
 
     def abort_transport(self, obj_id: str, communicator_metadata: Any) -> None:
         self._aborted.add(obj_id)

@@ -1,7 +1,8 @@
 """A corpus mutant whose tensor transport leaks a dead peer's buffers: the sender writes each transfer to a file
-in /dev/shm (as ``acme_wired``'s ``ACME_FILE``), but a receive that finds its sender dead fails without removing
-the file, and nothing sweeps dead senders' files: every sender killed mid-transfer leaves its tensors' bytes in
-shared memory for good. RAC311 kills it; RAC301 does not (its receiver holds nothing more).
+in /dev/shm (``acme_wired``'s ``ACME_FILE``, moved to the node's shared memory), but a receive that finds its sender
+dead fails without removing the file, and nothing sweeps dead senders' files: every sender killed mid-transfer
+leaves its tensors' bytes in shared memory for good. RAC311 kills it; RAC301 does not (its receiver holds nothing
+more). Being in /dev/shm and declared for the cluster, it is also node-only declared cluster-wide (RAC272).
 
 In a module of its own, outside ``corpus.PLUGINS`` (only its Ray checks kill it, which the corpus test does not
 pay for every mutant): ``RAYACCEL_PLUGINS=c-transport-leaks-dead-peer=rayaccel_testplugins.corpus_leaky_buffers:
@@ -15,10 +16,11 @@ from typing import Any
 
 from rayaccel import TransportSpec
 from rayaccel_testplugins import corpus
-from rayaccel_testplugins.acme_wired import SHM_DIR, AcmeFileMetadata, AcmeFileTransport, _alive
+from rayaccel_testplugins.acme_wired import AcmeFileMetadata, AcmeFileTransport, _alive
 
 NAME = "ACME_LEAKY_FILE"
 FILE_PREFIX = "acme-leaky-file-"
+SHM_DIR = "/dev/shm"
 
 
 def files() -> list[str]:
@@ -34,14 +36,8 @@ class LeakyFileTransport(AcmeFileTransport):
         import torch
 
         path = os.path.join(SHM_DIR, f"{FILE_PREFIX}{os.getpid()}-{obj_id}")  # no sweep of dead senders' files
-        sizes = []
-        with open(path, "wb") as f:
-            for t in rdt_object:
-                data = t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
-                f.write(data)
-                sizes.append(len(data))
-        return AcmeFileMetadata(tensor_meta=[(t.shape, t.dtype) for t in rdt_object], tensor_device="cpu",
-                                path=path, nbytes=sizes, src_pid=os.getpid())
+        return self.write_locked(obj_id, path, [t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+                                                for t in rdt_object], [(t.shape, t.dtype) for t in rdt_object])
 
     def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
                               target_buffers: list[Any] | None = None) -> list[Any]:
