@@ -27,5 +27,10 @@ class PluginError(RayaccelError):
     """A plugin that cannot be found or used as asked."""
 
 
+class DeclarationError(PluginError):
+    """A plugin declares something that cannot be used as declared (a class that does not import, a name another
+    party holds): the plugin's defect, not the caller's; the message names the plugin, the declaration and the fix."""
+
+
 class CatalogError(RayaccelError):
     """A SKU catalog that does not validate."""

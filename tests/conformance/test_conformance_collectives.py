@@ -5,6 +5,7 @@ run's). RAC301 passing ``acme_wired``'s own transport is read from the registry'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,3 +133,19 @@ def test_rac301_fails_a_transport_that_keeps_a_thread_per_transfer(monkeypatch: 
                        r"-?\d+ more descriptors and [6-9] more threads than after the first .*one per transfer "
                        r"\(invariant a-transfer-holds-nothing-after-it\)"):
         CHECKS["RAC301"].run(subject_for(_Acme(transports=[spec])), None)
+
+
+def test_rac108_fails_naming_a_declared_backend_the_driver_refuses_never_errors() -> None:
+    # Held-out round 9's c2: a backend declared before its Group class was written. The SDK's driver refuses it
+    # (CollectiveRegistrationError) inside the harness; that is the plugin's defect: RAC108 fails naming it, an
+    # `error` outcome (a suite defect) would hide it. Two shapes: the class is missing, the class is no BaseGroup.
+    for group_class, named in ((f"{__name__}:Missing", rf"group class {__name__}:Missing does not import "
+                                                      r"\(AttributeError"),
+                               (f"{__name__}:Abstract", rf"{__name__}:Abstract is not a subclass of .*BaseGroup")):
+        subject = subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=group_class, devices=["cpu"])]))
+        fixture = next(iter(subject.fixture_paths()))
+        outcome = subject.run(CHECKS["RAC108"], fixture)
+        assert outcome.outcome == "failed", outcome.evidence
+        (line,) = outcome.evidence
+        assert re.match(rf"the SDK refuses the plugin's declaration: plugin acme: collective backend ACME_CCL: "
+                        rf".*{named}", line), line

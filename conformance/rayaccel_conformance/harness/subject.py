@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rayaccel.errors import RayaccelError
+from rayaccel.errors import DeclarationError, RayaccelError
 from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, load_fixture
 from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
@@ -266,6 +266,9 @@ class Subject:
 
         A Ray check is skipped when a cheaper check of its tier or below has failed. A hook side effect first
         seen while the check ran fails the check, naming the hook and the defect, whatever the check was about.
+        So does a declaration of the plugin's that the SDK refuses (:class:`~rayaccel.errors.DeclarationError`: a
+        collective backend's or transport's class that does not import), wherever the check met it: it is the
+        plugin's defect, never an ``error`` of the suite's.
         """
         from rayaccel_conformance.registry import tier_index
 
@@ -289,6 +292,9 @@ class Subject:
             outcome, evidence, error = "failed", [*new, *(x for x in e.evidence if x not in new)], e
         except CheckSkipped as e:
             outcome, evidence, error = "skipped", [str(e)], e
+        except DeclarationError as e:  # the SDK refusing what the plugin declares, wherever a check met it
+            new = [f"side effect: {f}" for f in self.side_effects()[seen:]]
+            outcome, evidence, error = "failed", [*new, f"the SDK refuses the plugin's declaration: {e}"], e
         except Exception as e:  # a bug in the check, or something it did not expect: reported, not raised
             outcome, evidence, error = "error", [f"the check raised {type(e).__name__}: {e}"], e
         result = Outcome(check.id, fixture, outcome, [str(x) for x in evidence], time.perf_counter() - start)

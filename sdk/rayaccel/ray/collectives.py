@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from rayaccel.errors import RayaccelError
+from rayaccel.errors import DeclarationError
 from rayaccel.support.lazy import import_object
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
@@ -46,7 +46,7 @@ RAY_BACKENDS = ("NCCL", "GLOO")
 _PACKAGE = "ray.util.collective"
 
 
-class CollectiveRegistrationError(RayaccelError):
+class CollectiveRegistrationError(DeclarationError):
     """A declared collective backend cannot be registered: the message names the plugin and the fix."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rayaccel import hookspec
-from rayaccel.errors import RayaccelError
+from rayaccel.errors import DeclarationError, RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import node_configs
@@ -22,7 +22,7 @@ from rayaccel.support.lazy import import_object
 from rayaccel.transports.metrics import class_path, measured, measured_class
 
 
-class TransportRegistrationError(RayaccelError):
+class TransportRegistrationError(DeclarationError):
     """A declared transport cannot be registered: the message names the plugin and the fix."""
 
 
