@@ -106,6 +106,18 @@ def rayaccel_topology(host: Host, devices: list[Device]) -> Topology:
     return Topology(links=links, affinities=affinities)
 
 
+def health_from_count(device: str, fatal: int | None) -> HealthReport:
+    """A card's health from its fatal-error count: unknown where the counter cannot be read (None), unhealthy
+    from the first error."""
+    if fatal is None:
+        return HealthReport(device=device, state="unknown", reasons=[
+            HealthReason(code="acme-counters-unreadable", message="the fatal-error counter cannot be read")])
+    if fatal:
+        return HealthReport(device=device, state="unhealthy", reasons=[
+            HealthReason(code="acme-fatal", message=f"{fatal} fatal errors", fatal=True)])
+    return HealthReport(device=device, state="healthy")
+
+
 @hookimpl
 def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
     reports = []
@@ -115,14 +127,8 @@ def rayaccel_health(host: Host, devices: list[Device]) -> list[HealthReport]:
         if host.exists(f"{path}/state") and _read(host, f"{path}/state") == "lost":  # lost since discovery
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
                 HealthReason(code="acme-lost", message="the card fell off the bus", fatal=True)]))
-        elif fatal is None:
-            reports.append(HealthReport(device=device.id, state="unknown", reasons=[
-                HealthReason(code="acme-counters-unreadable", message="the fatal-error counter cannot be read")]))
-        elif fatal:
-            reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
-                HealthReason(code="acme-fatal", message=f"{fatal} fatal errors", fatal=True)]))
         else:
-            reports.append(HealthReport(device=device.id, state="healthy"))
+            reports.append(health_from_count(device.id, fatal))
     return reports
 
 

@@ -16,15 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rayaccel import (
-    Device,
-    HealthReason,
-    HealthReport,
-    Host,
-    LibraryAdapter,
-    LibraryUnavailable,
-    report_problem,
-)
+from rayaccel import Device, HealthReport, Host, LibraryAdapter, LibraryUnavailable, report_problem
+from rayaccel_testplugins.acme import health_from_count
 from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 ERRORS = ("acme-smi", "--query-errors", "--format=csv,noheader")
@@ -91,16 +84,8 @@ def reports(plugin: Healthy, host: Host, devices: list[Device], fatal: Mapping[i
     out = []
     for device, driver in zip(devices, Healthy.rayaccel_health(plugin, host, devices), strict=True):
         count = fatal.get(device.index)
-        if driver.state == "unhealthy" and any(r.code == "acme-lost" for r in driver.reasons):
-            out.append(driver)
-        elif count is None:
-            out.append(HealthReport(device=device.id, state="unknown", reasons=[
-                HealthReason(code="acme-counters-unreadable", message="the fatal-error counter cannot be read")]))
-        elif count:
-            out.append(HealthReport(device=device.id, state="unhealthy", reasons=[
-                HealthReason(code="acme-fatal", message=f"{count} fatal errors", fatal=True)]))
-        else:
-            out.append(HealthReport(device=device.id, state="healthy"))
+        lost = driver.state == "unhealthy" and any(r.code == "acme-lost" for r in driver.reasons)
+        out.append(driver if lost else health_from_count(device.id, count))
     return out
 
 

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 
-from rayaccel import Device, FamilyInventory, HealthReason, HealthReport, Host, MetricSample, Topology
+from rayaccel import Device, FamilyInventory, HealthReport, Host, MetricSample, Topology
 from rayaccel_testplugins import acme
 from rayaccel_testplugins.corpus import (
     FIXTURE_ROOT,
@@ -60,8 +60,7 @@ class HealthFromCounterDelta(Healthy):
             if report.reasons and report.reasons[0].code == "acme-fatal" and not grew:
                 report = HealthReport(device=device.id, state="healthy")
             elif grew and report.state == "healthy":
-                report = HealthReport(device=device.id, state="unhealthy", reasons=[
-                    HealthReason(code="acme-fatal", message=f"{count} fatal errors", fatal=True)])
+                report = acme.health_from_count(device.id, count)
             reports.append(report)
         return reports
 

@@ -21,11 +21,6 @@ from rayaccel_testplugins.corpus_heldout import _record_from
 # A health signal that cannot be read is not "healthy" (RAC250) ------------------------------------------------
 
 
-def _fatal_report(device: Device, count: int) -> HealthReport:
-    return HealthReport(device=device.id, state="unhealthy", reasons=[
-        HealthReason(code="acme-fatal", message=f"{count} fatal errors", fatal=True)])
-
-
 class HealthCounterDefaultsZero(Healthy):
     DEFECT = ("the fatal-error counter is parsed with a default: text that is not a number counts as 0 errors, so "
               "a card whose counter reads garbage is called healthy")
@@ -37,7 +32,7 @@ class HealthCounterDefaultsZero(Healthy):
             if report.state == "unknown" and host.exists(f"{SYSFS}/acme{device.index}/fatal_errors"):
                 text = host.read_text(f"{SYSFS}/acme{device.index}/fatal_errors").strip()
                 count = int(text) if text.isdigit() else 0
-                report = _fatal_report(device, count) if count else HealthReport(device=device.id, state="healthy")
+                report = acme.health_from_count(device.id, count)
             reports.append(report)
         return reports
 
@@ -59,8 +54,7 @@ class HealthFaultPatternOnly(Healthy):
                     HealthReason(code="acme-lost", message="the card fell off the bus", fatal=True)]))
                 continue
             text = host.read_text(f"{path}/fatal_errors").strip() if host.exists(f"{path}/fatal_errors") else ""
-            reports.append(_fatal_report(device, int(text)) if _POSITIVE.match(text)
-                           else HealthReport(device=device.id, state="healthy"))
+            reports.append(acme.health_from_count(device.id, int(text) if _POSITIVE.match(text) else 0))
         return reports
 
 
