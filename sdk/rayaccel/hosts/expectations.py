@@ -26,15 +26,15 @@ DEVICE_FIELDS_DESCRIPTION = ("Device id -> Device field (pci_device_id, numa_nod
                              "partition.<partition id>.<field or attribute> -> the value the machine gives; only "
                              "the names stated are compared")
 #: Opt-in, where stated: a problem's code alone lets a plugin call every problem an error, or none (issue 46).
-SEVERITIES_DESCRIPTION = ("Problem code -> the severity it must be reported with (warning or error), where the "
-                          "severity is part of the behaviour (an error for what blinds the plugin, a warning for "
-                          "what it works around); only the codes stated are compared")
+SEVERITIES_DESCRIPTION = ("Problem code -> the severity it must be reported with (info, warning or error), where "
+                          "the severity is part of the behaviour (an error for what blinds the plugin, a warning for "
+                          "what it works around, info for what changes nothing); only the codes stated are compared")
 METRIC_VALUES_DESCRIPTION = ("Device id -> standard metric name -> the value the machine reads, in the metric's "
                              "standard unit (bytes, watts, ...; compared within 1%)")
 
 
-#: A severity a fixture may require of a problem (info is no problem to expect: reported_problem_codes).
-ProblemSeverity = Literal["warning", "error"]
+#: A severity a fixture may require of a problem (info too: a fault's problem_codes name info problems).
+ProblemSeverity = Literal["info", "warning", "error"]
 
 
 class DomainExpectation(Record):
