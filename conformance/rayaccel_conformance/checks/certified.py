@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import types
 from typing import Any
 
 from rayaccel import hookspec
@@ -218,8 +217,7 @@ def transport_ownership(subject: Subject) -> Evidence:
     wrong = [p.render() for p in problems]
     if not specs and not wrong:
         raise NotApplicable("the plugin declares no tensor transports")
-    loaded = subject.manager.plugin(subject.name).module
-    own = (loaded.__name__ if isinstance(loaded, types.ModuleType) else type(loaded).__module__).split(".")[0]
+    own = subject.package
     others = {spec.name: other for other in subject.manager.plugin_names() if other != subject.name
               for spec in subject.manager.answer(other, hookspec.TRANSPORTS, []) if not spec.builtin_in_ray}
     for spec in specs:
@@ -272,8 +270,7 @@ def collective_backends(subject: Subject) -> Evidence:
     wrong = [p.render() for p in problems]
     if not specs and not wrong:
         raise NotApplicable("the plugin declares no collective backends")
-    loaded = subject.manager.plugin(subject.name).module
-    own = (loaded.__name__ if isinstance(loaded, types.ModuleType) else type(loaded).__module__).split(".")[0]
+    own = subject.package
     others = [d for d in declared_backends(subject.manager) if d.plugin != subject.name]
     mine = [Declared(subject.name, s.name, s.group_class) for s in specs]
     wrong += [w for w in declaration_problems([*mine, *others]) if w.startswith(f"plugin {subject.name}:")]

@@ -29,13 +29,6 @@ GARBAGE = ("?!not-a-value", "-inf")
 _PASSED_THROUGH = ("os", "_collections_abc", "collections.abc", "rayaccel.hosts.recording")
 
 
-def plugin_packages(subject: Subject) -> tuple[str, ...]:
-    """The top-level packages of the plugin's code (its module, or the module of its class)."""
-    module = subject.manager.plugin(subject.name).module
-    name = getattr(module, "__name__", None) if isinstance(module, type(sys)) else type(module).__module__
-    return (str(name or "").split(".")[0],)
-
-
 def _reader_is_plugin(packages: tuple[str, ...]) -> bool:
     """Whether the read two frames up is the plugin's own: past the mapping machinery and the wrappers the
     suite and the SDK put around the host seam; a read by any other SDK code (the simulated host's own
@@ -86,7 +79,7 @@ def settings_set_to_garbage_are_named(subject: Subject, fixture: str | None) -> 
     subject.family()
     fx = subject.fixture(fixture)
     checked: set[str] = subject.__dict__.setdefault("_settings_checked", set())
-    packages = plugin_packages(subject)
+    packages = (subject.package,)
     host = simulated_host(fx.model_copy(update={"faults": []}))
     host_reads: set[str] = set()
     plain_getenv = host.getenv

@@ -7,6 +7,7 @@ that read them; checks that need a fresh build (faults, timing, recovery) build 
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +137,13 @@ class Subject:
     @property
     def version(self) -> str | None:
         return self.manager.plugin(self.name).version if self.loaded else None
+
+    @property
+    def package(self) -> str:
+        """The top-level package of the plugin's code (its module's, or the module of its class): what is the
+        plugin's own, against another plugin's or Ray's."""
+        loaded = self.manager.plugin(self.name).module
+        return (loaded.__name__ if isinstance(loaded, types.ModuleType) else type(loaded).__module__).split(".")[0]
 
     # Fixtures --------------------------------------------------------------------------------
 
