@@ -178,6 +178,22 @@ def test_each_hook_runs_only_the_amd_smi_commands_it_needs(fixtures):
     assert ran == ["list", "topology"]
 
 
+def test_only_the_topology_hook_asks_amdsmi_for_links(fixtures, monkeypatch):
+    """The library's links are a GPU x GPU table (64 x 63 queries on a CPX machine): asked by the hook that
+    reports them, as `amd-smi topology` runs only for it, not by every discovery and health poll."""
+    host = SimulatedHost(fixtures["mi300x-cpx-nps4"])
+    lib = host.library(amdsmi_adapter.AMDSMI)
+    asked: list[object] = []
+    answer = lib.amdsmi_topo_get_link_type
+    monkeypatch.setattr(lib, "amdsmi_topo_get_link_type", lambda src, dst: asked.append(src) or answer(src, dst))
+    devices = plugin.rayaccel_discover(host)
+    plugin.rayaccel_health(host, devices)
+    plugin.rayaccel_metrics(host, devices)
+    assert devices and asked == []
+    plugin.rayaccel_topology(host, devices)
+    assert len(asked) == 64 * 63
+
+
 def test_unresponsive_gpu_keeps_an_id_and_the_nodes_model(manager, fixtures):
     family = build_inventory(manager, SimulatedHost(fixtures["mi355x-8"], faults=["gpu4-unresponsive"])).family("amd")
     gpu4 = family.devices[4]

@@ -320,9 +320,10 @@ class SimulatedAmdSmi:
         return dict(self._value(handle, "amdsmi_get_xgmi_info", "xgmi_info"))
 
     def amdsmi_topo_get_link_type(self, src: ProcessorHandle, dst: ProcessorHandle) -> dict[str, int]:
-        if self._gpu(src, "amdsmi_topo_get_link_type") is self._gpu(dst, "amdsmi_topo_get_link_type"):
+        source, target = self._pair(src, dst, "amdsmi_topo_get_link_type")
+        if source is target:
             return {"hops": 0, "type": self._link_type("AMDSMI_LINK_TYPE_INTERNAL")}
-        link = self._link(src, dst, "amdsmi_topo_get_link_type")
+        link = self._link(source, dst)
         return {"hops": int(link.get("hops", 1)), "type": self._link_type(link["type"])}
 
     def _link_type(self, value: Any) -> int:
@@ -337,9 +338,10 @@ class SimulatedAmdSmi:
         return dict(self._value(handle, "amdsmi_get_gpu_kfd_info", "kfd_info"))
 
     def amdsmi_topo_get_link_weight(self, src: ProcessorHandle, dst: ProcessorHandle) -> int:
-        if self._gpu(src, "amdsmi_topo_get_link_weight") is self._gpu(dst, "amdsmi_topo_get_link_weight"):
+        source, target = self._pair(src, dst, "amdsmi_topo_get_link_weight")
+        if source is target:
             return 0
-        link = self._link(src, dst, "amdsmi_topo_get_link_weight")
+        link = self._link(source, dst)
         if "weight" not in link:
             raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED)
         return int(link["weight"])
@@ -390,10 +392,15 @@ class SimulatedAmdSmi:
             raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED)
         return gpu[key]
 
-    def _link(self, src: ProcessorHandle, dst: ProcessorHandle, function: str) -> Mapping[str, Any]:
-        self._gpu(dst, function)
-        links = self._gpu(src, function).get("links") or {}
-        link = links.get(dst.key)
+    def _pair(self, src: Any, dst: Any, function: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The two GPUs of a topology query, each checked once (the library answers a GPU x GPU table: 4032
+        queries a read of a CPX machine's 64 partitions)."""
+        return self._gpu(src, function), self._gpu(dst, function)
+
+    @staticmethod
+    def _link(source: Mapping[str, Any], dst: ProcessorHandle) -> Mapping[str, Any]:
+        """``source``'s link to ``dst`` (both checked by :meth:`_pair`)."""
+        link = (source.get("links") or {}).get(dst.key)
         if link is None:
             raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED)
         return link  # type: ignore[no-any-return]

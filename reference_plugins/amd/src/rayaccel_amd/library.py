@@ -56,7 +56,9 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def read_library(lib: Any) -> Snapshot:
+def read_library(lib: Any, links: bool = True) -> Snapshot:
+    """Every GPU's records from the amdsmi library; with ``links``, also each GPU's link to every other (a GPU x
+    GPU table: 4032 queries on a CPX machine's 64 partitions, read only for the topology hook)."""
     # AmdSmiException is the base of the library's errors (status codes) and its parameter errors.
     errors: tuple[type[BaseException], ...] = (getattr(lib, "AmdSmiException", Exception),
                                                getattr(lib, "AmdSmiLibraryException", Exception))
@@ -145,6 +147,12 @@ def read_library(lib: Any) -> Snapshot:
         _read_metrics(lib, handle, record, optional)
         gpus.append(record)
     infer_unanswered_products(gpus)
+    if links:
+        _read_links(lib, handles, gpus, optional)
+    return Snapshot(source="amdsmi", gpus=gpus)
+
+
+def _read_links(lib: Any, handles: list[Any], gpus: list[GpuRecord], optional: Callable[..., Any]) -> None:
     kinds = link_kinds(lib)
     for index, handle in enumerate(handles):
         for peer, other in enumerate(handles):
@@ -157,7 +165,6 @@ def read_library(lib: Any) -> Snapshot:
             kind = kinds.get(int(link.get("type", -1)), "other")
             gpus[index].links[peer] = PeerLink(kind=kind, hops=_int(link.get("hops")),  # type: ignore[arg-type]
                                                weight=_int(weight))
-    return Snapshot(source="amdsmi", gpus=gpus)
 
 
 def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:

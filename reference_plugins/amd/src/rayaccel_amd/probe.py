@@ -15,14 +15,15 @@ def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
     """What the host's AMD interfaces report; None when it has neither amdsmi nor amd-smi (no AMD GPUs).
 
     ``parts`` limits which amd-smi commands run (see :data:`rayaccel_amd.cli.PARTS`); the library, in-process
-    and fast, is always read whole.
+    and fast, is read whole but for its links between GPUs, which only ``topology`` reads, as ``amd-smi
+    topology`` runs only then.
     """
     try:
         lib = host.library(AMDSMI)
     except LibraryUnavailable:
         snapshot = read_cli(host, parts)
     else:
-        snapshot = read_library(lib)
+        snapshot = read_library(lib, links="topology" in parts)
     if snapshot is not None:
         disambiguate_shared_uuids(snapshot.gpus)
     return snapshot
