@@ -133,27 +133,33 @@ def _template_repo(root: Path) -> Path:
     return repo
 
 
-def test_upgrade_refuses_a_tampered_record_and_runs_nothing(tmp_path: Path) -> None:
-    repo = _template_repo(tmp_path)
-    out = tmp_path / "out"
+def _tampered_bake(root: Path, context: dict[str, str]) -> Path:
+    """A project baked from a template repository under ``root``, its record's answers then changed to
+    ``context`` and committed, and a later template version to upgrade to (so cruft would really replay the
+    answers); returns the project."""
+    repo = _template_repo(root)
+    out = root / "out"
     out.mkdir()
     baked = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "--template",
-                 str(repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"], cwd=tmp_path)
+                 str(repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"], cwd=root)
     assert baked.returncode == 0, baked.stderr
     project = out / "rayaccel-acme"
-    marker = tmp_path / "PWNED"
     record_path = project / ".cruft.json"
     record = json.loads(record_path.read_text())
-    record["context"]["cookiecutter"]["vendor_name"] = f"ACME {payload(marker)}"
+    record["context"]["cookiecutter"].update(context)
     record_path.write_text(json.dumps(record, indent=2))
     for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "baked, then tampered"]):
         assert run(argv, cwd=project).returncode == 0
-    # A template change to upgrade to, so cruft would really replay the answers.
     readme = repo / "templates" / "vendor-plugin" / "{{cookiecutter.__project_slug}}" / "README.md"
     readme.write_text(readme.read_text() + "\nv2\n")
     for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "v2"]):
         assert run(argv, cwd=repo).returncode == 0
+    return project
 
+
+def test_upgrade_refuses_a_tampered_record_and_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    project = _tampered_bake(tmp_path, {"vendor_name": f"ACME {payload(marker)}"})
     refused = run([sys.executable, "-m", "rayaccel", "upgrade", str(project)], cwd=tmp_path)
     assert refused.returncode == 2 and "vendor_name contains template syntax" in refused.stderr, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
@@ -165,24 +171,9 @@ def test_upgrade_refuses_a_tampered_record_and_runs_nothing(tmp_path: Path) -> N
 
 
 def test_a_tampered_hidden_variable_in_the_record_is_not_replayed(tmp_path: Path) -> None:
-    repo = _template_repo(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    baked = run([sys.executable, "-m", "rayaccel", "new", "--no-input", "--template",
-                 str(repo / "templates" / "vendor-plugin"), "-o", str(out), "vendor_name=ACME Corp"], cwd=tmp_path)
-    assert baked.returncode == 0, baked.stderr
-    project = out / "rayaccel-acme"
-    record_path = project / ".cruft.json"
-    record = json.loads(record_path.read_text())
-    record["context"]["cookiecutter"]["__project_slug"] = "../escaped"
-    record["context"]["cookiecutter"]["__module"] = "../../escaped_module"
-    record_path.write_text(json.dumps(record, indent=2))
-    for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "baked, then tampered"]):
-        assert run(argv, cwd=project).returncode == 0
-    readme = repo / "templates" / "vendor-plugin" / "{{cookiecutter.__project_slug}}" / "README.md"
-    readme.write_text(readme.read_text() + "\nv2\n")
-    for argv in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "v2"]):
-        assert run(argv, cwd=repo).returncode == 0
+    project = _tampered_bake(tmp_path, {"__project_slug": "../escaped", "__module": "../../escaped_module"})
+    out, record_path = project.parent, project / ".cruft.json"
+    assert json.loads(record_path.read_text())["context"]["cookiecutter"]["__project_slug"] == "../escaped"
     before = files_under(tmp_path)
     done = run([sys.executable, "-m", "rayaccel", "upgrade", str(project)], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
