@@ -70,6 +70,17 @@ def _number(value: Any, what: str, card: int) -> float | None:
     return float(value)
 
 
+def busy_cards(host: Host) -> dict[int, Any] | None:
+    """Card index -> its record in ``acme-smi --json --query-busy``, read once per poll; None where the tool is not
+    installed (the driver's files then) or its output is no such JSON (reported)."""
+    stdout = tool_output(host, BUSY)
+    try:
+        return {int(c["index"]): c for c in json.loads(stdout)["cards"]} if stdout is not None else None
+    except (ValueError, KeyError, TypeError):
+        malformed(" ".join(BUSY), "its output", "JSON with a utilization record per card")
+        return None
+
+
 def _replaced(samples: list[MetricSample], device: Device, name: str, unit: str, value: float | None,
               ) -> list[MetricSample]:
     kept = [s for s in samples if s.name != name]
@@ -88,12 +99,7 @@ class BusyFromMemoryController(Healthy):
         _write_machine(name, "acme-4-busy", _busy_machine)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        stdout = tool_output(host, BUSY)  # once per poll
-        try:
-            cards = {int(c["index"]): c for c in json.loads(stdout)["cards"]} if stdout is not None else None
-        except (ValueError, KeyError, TypeError):
-            malformed(" ".join(BUSY), "its output", "JSON with a utilization record per card")
-            cards = None
+        cards = busy_cards(host)
         out = []
         for device in devices:
             samples = Healthy.samples(self, host, device)

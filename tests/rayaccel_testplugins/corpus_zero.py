@@ -1,6 +1,9 @@
 """Corpus mutants that drop a reading of 0 (issue 46, held-out round 4: utilization left out while a device is idle),
 two shapes: RAC223 ``zero-is-a-reading``; and two that refuse or clamp a reading at the top of its range (held-out
-round 4: a fully busy Gaudi's 100 % refused by a range check `<` its limit): RAC223 ``full-scale-is-a-reading``.
+round 4: a fully busy Gaudi's 100 % refused by a range check `<` its limit): RAC223 ``full-scale-is-a-reading``; and
+one that drops a 0 on a machine none of whose readings is 0 (held-out round 9's l1: a library's fields read as
+`value or None`), in two shapes: a driver file's memory in use, a tool's JSON utilization (acme-4-busy, as
+corpus_siblings writes it, where no card is idle): RAC223 ``an-idle-reading-is-zero``.
 
 Each mutant's fixture was recorded on a machine where card 2 reads 0 (idle, nothing allocated), so the sample is
 missing there and its fixture says nothing of it; every sample it does report moves exactly with its reading.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from rayaccel import Device, Host, MetricSample, malformed
 from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus_siblings import _busy_machine, _number, _replaced, _write_machine, busy_cards
 
 
 def recorded_with_card_two_at_zero(name: str, file: str) -> None:
@@ -77,7 +81,40 @@ class MemoryFullClamped(Healthy):
                 for s in super().samples(host, device)]
 
 
+class IdleMemoryUnread(Healthy):
+    DEFECT = ("a card's memory in use is read as `value or None`: a card with nothing allocated (0 MiB, as nvidia-smi "
+              "prints an idle GPU's) is taken for one whose driver does not say, so it has no memory_used at rest")
+    KILLED_BY = ("RAC223", "invariant an-idle-reading-is-zero")
+
+    def number(self, host: Host, path: str) -> float | None:
+        value = super().number(host, path)
+        return (value or None) if path.endswith("/mem_used_mib") else value  # the defect: 0 is falsy
+
+
+class IdleCoreBusyUnread(Healthy):
+    DEFECT = ("a card's utilization is read from acme-smi's JSON utilization.core as `value or None`: an idle card's "
+              "0 % is taken for a figure the tool does not give, so the card has no utilization at rest")
+    KILLED_BY = ("RAC223", "invariant an-idle-reading-is-zero")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        _write_machine(name, "acme-4-busy", _busy_machine)
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        cards = busy_cards(host)
+        out = []
+        for device in devices:
+            samples = Healthy.samples(self, host, device)
+            if cards is not None:
+                record = (cards.get(device.index) or {}).get("utilization")
+                value = (record.get("core") if isinstance(record, dict) else None) or None  # the defect: 0 is falsy
+                samples = _replaced(samples, device, "utilization", "percent",
+                                    None if value is None else _number(value, "utilization.core", device.index))
+            out += samples
+        return out
+
+
 for _cls in (IdleUtilizationDropped, UnusedMemoryDropped, UtilizationRefusedAtFull,
-             MemoryFullClamped):
+             MemoryFullClamped, IdleMemoryUnread, IdleCoreBusyUnread):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

@@ -122,7 +122,10 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     (``invariant full-scale-is-a-reading``): the device's utilization reading the scaling attributed set to 100 %
     (in its own unit: 1 for a ratio) and its memory-used reading set to its memory-total reading (where both are
     attributed in one unit), in one more build, utilization must be exactly 100 and memory_used exactly
-    memory_total: never refused (a range check `<` its limit) or clamped below it. And each metric has a reading of
+    memory_total: never refused (a range check `<` its limit) or clamped below it. And an idle device's reading is a
+    reading (``invariant an-idle-reading-is-zero``): the readings the scaling attributed to a quantity an idle device
+    reads as 0 (utilization, memory used, the ECC counters) set to 0, in one more build, each metric must be present
+    and 0 (a truthiness test, `value or None`, drops it where no fixture reads 0). And each metric has a reading of
     its own (``invariant one-reading-one-metric``): the reading scaled for one metric moves no other metric of the
     device by the same factor (memory in use read from the size's reading, or taken from the discovered size,
     moves with the size; on a fixture stating no memory in use nothing else shows it). Where the fixture states a
@@ -150,6 +153,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     wrong += zero_readings_dropped(subject, fx, fam, device)
     wrong += sibling_readings_taken(subject, fx, fam, device)
     wrong += full_scale_refused(subject, fx, fam, device, attributed)
+    wrong += idle_readings_dropped(subject, fx, fam, device, attributed)
     wrong += fault_moves_its_own_metric(subject, fx, fam)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
@@ -332,6 +336,48 @@ def full_scale_refused(subject: Subject, fx: Fixture, fam: FamilyInventory, devi
                      f"scale ({reading.value:g} -> {value:g}): {name} {shown}, expected {expected:g}: a reading at "
                      "the top of its range (a fully busy device, memory used to capacity) is a reading; a range "
                      "check must include its limit (<=, not <), and nothing may clamp below it")
+    return wrong
+
+
+#: Quantities a real idle device reads as 0, so a 0 there is a reading: an idle H100's ``nvidia-smi`` prints
+#: ``0MiB / 81559MiB`` and ``0%`` beside ``29C`` and ``73W`` (digitalocean/do-dcgm-exporter's README), ``amdgpu_top``
+#: ``0%`` GFX activity for an idle AMD GPU, and a healthy device's ECC counts are 0. Temperature and power are left
+#: out: a running device's sensors never read 0 (a tool prints N/A where it has no reading).
+IDLE_ZERO_METRICS = ("utilization", "memory_used", "ecc_errors_corrected", "ecc_errors_uncorrected")
+
+
+def idle_readings_dropped(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
+                          attributed: dict[str, tuple[Any, float]]) -> list[str]:
+    """RAC223's ``an-idle-reading-is-zero``: ``device``'s readings the scaling attributed to a quantity an idle device
+    reads as 0 (``IDLE_ZERO_METRICS``) set to 0, in one more build; each metric must then be present and 0, never
+    dropped (a truthiness test: ``value or None``, ``if value:``) nor given another value. ``zero-is-a-reading``
+    needs a fixture that already reads 0; this makes the 0 where none does. A reading that also feeds a metric
+    outside the set (a size) is left alone."""
+    from rayaccel_conformance.checks.readings import samples_by_device, with_reading
+
+    kept = {reading for name, (reading, _) in attributed.items() if name not in IDLE_ZERO_METRICS}
+    zeroed = [(name, attributed[name][0]) for name in IDLE_ZERO_METRICS
+              if name in attributed and attributed[name][0] not in kept and attributed[name][0].value != 0]
+    if not zeroed:
+        return []
+    state = fx.host.model_dump(mode="json")
+    for reading in dict.fromkeys(reading for _, reading in zeroed):
+        state = with_reading(state, reading, _full_text(0.0), _full_value(0.0))
+    variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+    after = samples_by_device(subject.build(simulated_host(variant)).family(subject.family().name))
+    mine = {s.name: s.value for s in fam.metrics if s.device == device.id}
+    wrong = []
+    for name, reading in zeroed:
+        now = after.get((device.id, name))
+        if now == 0:
+            continue
+        if now is not None and math.isclose(now, mine[name], rel_tol=1e-9):
+            continue  # it did not follow the reading at all: not attributed after all (RAC223's to judge)
+        shown = "is gone: no sample" if now is None else f"is {now:g}"
+        wrong.append(f"invariant an-idle-reading-is-zero, {fx.ref} with {reading.describe()} of {device.id} at 0 "
+                     f"({reading.value:g} -> 0, as an idle device reads it): {name} {shown}, expected 0: a reading "
+                     "of 0 is a reading, not a missing one; test for None (`is None`), never for truth "
+                     "(`value or None`, `if value:` drop an idle device's 0)")
     return wrong
 
 
