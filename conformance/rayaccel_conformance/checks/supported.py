@@ -33,6 +33,7 @@ from rayaccel_conformance.checks.failed_listings import (
     losses_from_a_failed_listing,
     unreported_losses,
 )
+from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
@@ -606,7 +607,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     catalog's accelerator type, no samples) can equal the right answer, so only the raise tells. A domain that
     is this host's alone must hold exactly its members under each fault as on the fixture (`invariant
     host-local-domain-is-its-members`, RAC202). A vendor label named for the healthy or unhealthy devices with
-    a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). Fix:
+    a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). A
+    fatal or uncorrectable error count a fault raises by two or more, raised by one instead, gives the device the
+    same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
     missing or odd readings (unknown, a problem), never raise on them.
@@ -615,7 +618,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     fx = subject.fixture(fixture)
     if not fx.faults:
         return f"{fx.ref} declares no faults"
-    wrong, done = [], []
+    wrong, done, steps = [], [], 0
     fd, fault_file = tempfile.mkstemp(prefix="rayaccel-conformance-", suffix=".faults")
     os.close(fd)
     try:
@@ -635,6 +638,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
             wrong += [e for f in faulty.families if f.plugin == subject.name
                       for e in health_count_label_errors(f, f"{fx.ref} fault {fault.name}")]
+            stepped, count = one_fatal_error_findings(subject, fx, fault, faulty)
+            wrong += stepped
+            steps += count
             _write(fault_file, "")
             recovered = subject.build(host)
             wrong += subject.blamed(recovered, compare_expected(recovered, fx, healthy),
@@ -644,7 +650,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
         os.unlink(fault_file)
     if wrong:
         raise CheckFailed(wrong)
-    return f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
+    return (f"{fx.ref}: {len(done)} faults as declared, each recovers: {', '.join(done)}"
+            + (f"; {steps} fatal-error counts raised by one event instead give the same health" if steps else ""))
 
 
 def metrics_under_fault(subject: Subject, faulty: NodeInventory, host: Any, fault: Any) -> list[str]:
