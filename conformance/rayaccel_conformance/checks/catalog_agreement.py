@@ -10,7 +10,7 @@ from __future__ import annotations
 from rayaccel.errors import RayaccelError
 from rayaccel.hosts.fixtures import HostState
 from rayaccel.onboarding.catalog_file import catalog_of
-from rayaccel.records import FamilyInventory, SkuRecord
+from rayaccel.records import FamilyInventory, SkuCatalog, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.pci_id_forms import FORMS, host_with_id_in_form
 from rayaccel_conformance.checks.value_relations import ratio_mixup
@@ -21,13 +21,18 @@ from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, 
 LINK_TOLERANCE = 0.05
 
 
+def plugin_catalog(subject: Subject) -> SkuCatalog:
+    """The plugin's SKU catalog; a check comparing with it does not apply where it does not load (RAC208's)."""
+    try:
+        return catalog_of(subject.manager, subject.name)
+    except RayaccelError as e:
+        raise NotApplicable(f"the plugin's SKU catalog does not load ({e}): RAC208 grades it") from None
+
+
 def _family_and_skus(subject: Subject, fixture: str | None) -> tuple[str, FamilyInventory, dict[str, SkuRecord]]:
     if fixture is None:
         raise NotApplicable("the plugin ships no fixtures")
-    try:
-        catalog = catalog_of(subject.manager, subject.name)
-    except RayaccelError as e:
-        raise NotApplicable(f"the plugin's SKU catalog does not load ({e}): RAC208 grades it") from None
+    catalog = plugin_catalog(subject)
     family = subject.inventory(fixture).family(subject.family().name)
     if family is None or not family.devices:
         raise NotApplicable(f"{fixture}: the family has no devices (RAC201 grades the count)")

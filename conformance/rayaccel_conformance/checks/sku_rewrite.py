@@ -15,12 +15,12 @@ import re
 
 from rayaccel.errors import RayaccelError
 from rayaccel.hosts.fixtures import parse_fixture
-from rayaccel.onboarding.catalog_file import catalog_of
 from rayaccel.onboarding.fleet import FleetDevice, fleet_devices
 from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.onboarding.sku_fixture import plugin_fixtures
 from rayaccel.records import SkuMatch, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.catalog_agreement import plugin_catalog
 from rayaccel_conformance.checks.invariants import memory_against_devices
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -76,10 +76,7 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
         raise NotApplicable("the plugin does not implement rayaccel_fixture_for_sku")
     if fixture is None:
         raise NotApplicable("the plugin ships no fixtures")
-    try:
-        catalog = catalog_of(subject.manager, subject.name)
-    except RayaccelError as e:
-        raise NotApplicable(f"the plugin's SKU catalog does not load ({e}): RAC208 grades it") from None
+    catalog = plugin_catalog(subject)
     own = set(subject.fixture(fixture).expected.skus.values())
     base = next((sku for sku in catalog.skus if sku.id in own), None)
     if base is None:
