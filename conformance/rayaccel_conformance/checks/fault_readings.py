@@ -7,6 +7,9 @@ them is the only state where they differ.
 A field names a metric when their names share more words, counters' common words (errors, count, total) aside,
 than the field shares with any other metric of the family, and at least one (``corrected_errors`` names
 ``ecc_errors_corrected``; ``fatal_errors`` names neither ECC metric: it shares only ``errors`` with each).
+
+RAC203's cause beside its symptom, from the same readings (held-out round 9's ``n2``): a device a fault states
+healthy, reported otherwise, is named with the readings that fault changes on it (:func:`readings_taken_for_a_fault`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import math
 import re
 
-from rayaccel.hosts.fixtures import Fixture, apply_faults
-from rayaccel.records import FamilyInventory
+from rayaccel.hosts.fixtures import Fault, Fixture, apply_faults
+from rayaccel.records import FamilyInventory, NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.readings import Reading, host_readings, owned_by
 from rayaccel_conformance.harness.subject import Subject
@@ -88,4 +91,32 @@ def fault_moves_its_own_metric(subject: Subject, fx: Fixture, fam: FamilyInvento
                              f"{reading.value:g}, and {', '.join(others)} reads {reading.value:g} while {named} "
                              f"reads {'nothing' if own is None else f'{own:g}'}: the metrics are read from each "
                              f"other's fields (swapped?); read {named} from {field_name(reading)}")
+    return wrong
+
+
+def readings_taken_for_a_fault(subject: Subject, fx: Fixture, fault: Fault, faulty: NodeInventory) -> list[str]:
+    """RAC203's cause beside its symptom (issue 46, held-out round 9's ``n2``): a device a fault states healthy,
+    reported otherwise, took one of the readings that fault changes on it for a fault (NVML's lifetime ECC counter
+    for the since-boot one). Names those readings, each from and to, and the reasons reported."""
+    family = faulty.family(subject.family().name)
+    if family is None:
+        return []
+    states = {h.device: h for h in family.health}
+    base = {(r.where, r.key, r.path): r.value for r in host_readings(fx.host.model_dump(mode="json"), zeros=True)}
+    under = host_readings(apply_faults(fx, [fault.name]).model_dump(mode="json"), zeros=True)
+    wrong = []
+    for device in family.devices:
+        report = states.get(device.id)
+        if fault.expected.health.get(device.id) != "healthy" or report is None or report.state == "healthy":
+            continue
+        moved = [f"{r.describe()} {base[(r.where, r.key, r.path)]:g} -> {r.value:g}" for r in under
+                 if (r.where, r.key, r.path) in base and base[(r.where, r.key, r.path)] != r.value
+                 and owned_by(r, device)]
+        if not moved:
+            continue
+        reasons = "; ".join(f"{r.code}: {r.message}" for r in report.reasons) or "no reason"
+        wrong.append(f"fault {fault.name}: {device.id} is reported {report.state} ({reasons}), but this fault changes "
+                     f"on it only {', '.join(moved)}, and states it healthy ({fault.description}): one of these "
+                     "readings is taken for a fault it is not; take health from the reading that says the device is "
+                     "faulty now")
     return wrong

@@ -34,6 +34,7 @@ from rayaccel_conformance.checks.failed_listings import (
     unreported_losses,
 )
 from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
+from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_fault
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
@@ -609,7 +610,9 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     host-local-domain-is-its-members`, RAC202). A vendor label named for the healthy or unhealthy devices with
     a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). A
     fatal or uncorrectable error count a fault raises by two or more, raised by one instead, gives the device the
-    same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). Fix:
+    same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A device
+    a fault states healthy and reported otherwise is named with the readings the fault changes on it, each from and
+    to, beside the reasons reported (the cause: NVML's lifetime ECC counter read for the since-boot one). Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
     missing or odd readings (unknown, a problem), never raise on them.
@@ -633,6 +636,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             subject.fault_runs[(fx.ref, fault.name)] = (faulty, elapsed + host.skipped_wait_s - waited)
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
                                     f"fault {fault.name}: ", fault.expected.problem_codes)
+            wrong += readings_taken_for_a_fault(subject, fx, fault, faulty)
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)

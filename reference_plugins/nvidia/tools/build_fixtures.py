@@ -255,21 +255,44 @@ def dgx_h100() -> dict[str, Any]:
          # The lost GPU keeps its NVML-index id; its uuid (known at start) is reported lost too.
          "expected": {"reasons": {"nvml-index-5": ["gpu-lost"], ids[5]: ["gpu-lost"]}, "devices": 8,
                       "health": {"nvml-index-5": "unhealthy"}, "resources": seven, "fatal": True}},
+        # NVML's two counters of one GPU (nvmlEccCounterType_t): volatile since the driver loaded, aggregate for the
+        # device's lifetime (kept in its InfoROM across reboots), so an error counted since boot is in both.
         {"name": "ecc-uncorrectable", "kind": "ecc",
-         "description": "GPU 2 counts 2 uncorrectable (volatile) ECC errors since the driver loaded",
-         "patch": {"libraries": {"nvml": {"devices": {"2": {"ecc": {"volatile": {"uncorrected": 2}}}}}}},
+         "description": "GPU 2 counts 2 uncorrectable ECC errors since the driver loaded (volatile 2; the lifetime "
+                        "aggregate counter holds them too)",
+         "patch": {"libraries": {"nvml": {"devices": {"2": {"ecc": {"volatile": {"uncorrected": 2},
+                                                                    "aggregate": {"uncorrected": 2}}}}}}},
          "expected": {"reasons": {ids[2]: ["ecc-uncorrectable"]}, "health": {ids[2]: "unhealthy"}, "resources": seven,
                       "fatal": False}},
         {"name": "row-remap-failure", "kind": "ecc",
-         "description": "GPU 6 ran out of spare rows: nvmlDeviceGetRemappedRows reports a remapping failure",
-         "patch": {"libraries": {"nvml": {"devices": {"6": {"remapped_rows": [0, 3, 0, 1]}}}}},
+         "description": "GPU 6 ran out of spare rows: nvmlDeviceGetRemappedRows reports a remapping failure (3 "
+                        "rows remapped for uncorrectable errors, which its lifetime counter holds; none since boot)",
+         "patch": {"libraries": {"nvml": {"devices": {"6": {"remapped_rows": [0, 3, 0, 1],
+                                                            "ecc": {"aggregate": {"uncorrected": 3}}}}}}},
          "expected": {"reasons": {ids[6]: ["row-remap-failure"]}, "health": {ids[6]: "unhealthy"}, "resources": seven,
                       "fatal": False}},
         {"name": "row-remap-pending", "kind": "degraded",
-         "description": "GPU 1 has a row remapping pending (applied at the next GPU reset): degraded, still used",
-         "patch": {"libraries": {"nvml": {"devices": {"1": {"remapped_rows": [0, 1, 1, 0]}}}}},
+         "description": "GPU 1 has a row remapping pending (applied at the next GPU reset): degraded, still used; the "
+                        "uncorrectable error behind it is in the lifetime counter, the volatile one started again when "
+                        "the driver last loaded (without persistence mode it loads with each application)",
+         "patch": {"libraries": {"nvml": {"devices": {"1": {"remapped_rows": [0, 1, 1, 0],
+                                                            "ecc": {"aggregate": {"uncorrected": 1}}}}}}},
          "expected": {"reasons": {ids[1]: ["row-remap-pending"]}, "health": {ids[1]: "degraded"}, "resources": full,
                       "fatal": False}},
+        # The state that tells NVML's two counters apart: an error before the last reboot, its row remapped at the
+        # reset. NVIDIA's device plugin takes health from events (XIDs), DCGM's memory watch from the volatile count
+        # (DCGM's test_health.py: DCGM_FR_VOLATILE_DBE_DETECTED while DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0, a pass
+        # once it is 0): a GPU whose lifetime count alone is raised is healthy.
+        {"name": "ecc-uncorrectable-before-reboot", "kind": "ecc",
+         "description": "GPU 7 had an uncorrectable ECC error before the node last rebooted: NVML's aggregate "
+                        "(lifetime) counter keeps it (1), the volatile counter (since the driver loaded) is 0, and "
+                        "the row it hit was remapped at the reset (nvmlDeviceGetRemappedRows: 1 uncorrectable row, "
+                        "none pending, no failure): healthy, as NVIDIA's device plugin and DCGM's memory health "
+                        "watch judge it; health from the lifetime counter would drain it for good",
+         "patch": {"libraries": {"nvml": {"devices": {"7": {"ecc": {"aggregate": {"uncorrected": 1}},
+                                                            "remapped_rows": [0, 1, 0, 0]}}}}},
+         "expected": {"health": {ids[7]: "healthy"}, "devices": 8, "resources": full, "fatal": False,
+                      "problems_exactly": True}},
         {"name": "xid-13", "kind": "other",
          "description": "an application faults on GPU 1 (XID 13, graphics engine exception): not a device fault",
          "patch": {"libraries": {"nvml": {"events": {"0": {"device": 1, "xid": 13}}}}},

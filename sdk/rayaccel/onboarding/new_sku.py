@@ -183,8 +183,9 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         fixture = parse_fixture(data, f"the fixture for {sku.id}")
     for fault in fixture.faults:
         # Built without metrics (no metric hook runs here), so problems a fault expects of them cannot show, nor
-        # can the problems be held to exactly the expected ones.
-        expected = fault.expected.model_copy(update={"problem_codes": [], "problems_exactly": False})
+        # can the problems be held to exactly the expected ones, or to their severities.
+        expected = fault.expected.model_copy(update={"problem_codes": [], "problems_exactly": False,
+                                                     "problem_severities": {}})
         diffs += [f"with fault {fault.name}: {d}" for d in
                   expectation_differences(_inventory(builder, fixture, [fault.name]), plugin, expected)]
     if diffs:
