@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from rayaccel.errors import DeclarationError
-from rayaccel.support.lazy import import_object
+from rayaccel.support.lazy import DeclaredClassError, import_declared_class
 
 if TYPE_CHECKING:  # records (pydantic) load on first use: every Ray worker of a node imports this module
     from rayaccel.plugins.manager import PluginManager
@@ -106,15 +106,11 @@ def group_class(d: Declared) -> type:
     from ray.util.collective.collective_group.base_collective_group import BaseGroup
 
     try:
-        obj = import_object(d.group_class)
-    except Exception as e:  # whatever the plugin's module raises is the finding
-        raise CollectiveRegistrationError(
-            f"plugin {d.plugin}: collective backend {d.name}: group class {d.group_class} does not import "
-            f"({type(e).__name__}: {e}); fix group_class in its rayaccel_collective_backends") from None
-    if not (isinstance(obj, type) and issubclass(obj, BaseGroup)):
-        raise CollectiveRegistrationError(
-            f"plugin {d.plugin}: collective backend {d.name}: {d.group_class} is not a subclass of "
-            "ray.util.collective.collective_group.base_collective_group.BaseGroup; point group_class at it")
+        obj = import_declared_class(d.group_class, BaseGroup,
+                                    "ray.util.collective.collective_group.base_collective_group.BaseGroup",
+                                    "group_class", "rayaccel_collective_backends")
+    except DeclaredClassError as e:
+        raise CollectiveRegistrationError(f"plugin {d.plugin}: collective backend {d.name}: {e}") from None
     if inspect.isabstract(obj):
         missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
         raise CollectiveRegistrationError(

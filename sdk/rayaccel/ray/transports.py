@@ -18,7 +18,7 @@ from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice
 from rayaccel.plugins.manager import PluginManager, default_manager
 from rayaccel.ray.node import node_configs
 from rayaccel.records import NodeInventory, TransportSpec
-from rayaccel.support.lazy import import_object
+from rayaccel.support.lazy import DeclaredClassError, import_declared_class
 from rayaccel.transports.metrics import class_path, measured, measured_class
 
 
@@ -38,16 +38,10 @@ def _import_class(plugin: str, spec: TransportSpec) -> type:
     from ray.experimental.rdt.tensor_transport_manager import TensorTransportManager
 
     try:
-        obj = import_object(spec.manager_class)
-    except Exception as e:  # whatever the plugin's module raises is the finding
-        raise TransportRegistrationError(
-            f"plugin {plugin}: transport {spec.name}: manager class {spec.manager_class} does not import "
-            f"({type(e).__name__}: {e}); fix manager_class in its rayaccel_transports") from None
-    if not (isinstance(obj, type) and issubclass(obj, TensorTransportManager)):
-        raise TransportRegistrationError(
-            f"plugin {plugin}: transport {spec.name}: {spec.manager_class} is not a subclass of "
-            "ray.experimental.TensorTransportManager; point manager_class at the subclass")
-    return obj
+        return import_declared_class(spec.manager_class, TensorTransportManager,
+                                     "ray.experimental.TensorTransportManager", "manager_class", "rayaccel_transports")
+    except DeclaredClassError as e:
+        raise TransportRegistrationError(f"plugin {plugin}: transport {spec.name}: {e}") from None
 
 
 def register_transports(manager: PluginManager | None = None, plugins: Sequence[str] | None = None) -> list[str]:

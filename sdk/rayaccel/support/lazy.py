@@ -146,3 +146,21 @@ def import_object(path: str) -> Any:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+class DeclaredClassError(ValueError):
+    """A class a plugin declares by path does not import or is not of the kind it must be; the message names the
+    field and the fix, for the caller to prefix with the plugin and the declaration."""
+
+
+def import_declared_class(path: str, base: type, base_name: str, field: str, hook: str) -> type:
+    """The class ``path`` names (a plugin's ``field`` in its ``hook`` answer), imported now and checked to be a
+    subclass of ``base`` (``base_name``: where the plugin author finds it). Raises :class:`DeclaredClassError`."""
+    try:
+        obj = import_object(path)
+    except Exception as e:  # whatever the plugin's module raises is the finding
+        raise DeclaredClassError(f"{field.replace('_', ' ')} {path} does not import ({type(e).__name__}: {e}); "
+                                 f"fix {field} in its {hook}") from None
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise DeclaredClassError(f"{path} is not a subclass of {base_name}; point {field} at the subclass")
+    return obj
