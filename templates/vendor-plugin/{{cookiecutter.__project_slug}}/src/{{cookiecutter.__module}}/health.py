@@ -36,6 +36,7 @@ def to_reports(devices: Sequence[Device], health: dict[str, DeviceHealth]) -> li
                 HealthReason(code="no-health-data", message="the driver reported no error counters")]))
         elif counters.fatal_errors:
             # Fatal: the device is taken out of the resource count and cordoned on the node (the others keep working).
+            # One fatal error is the fault, never a threshold to count up to (RAC203: one-fatal-error-is-enough).
             reports.append(HealthReport(device=device.id, state="unhealthy", reasons=[
                 HealthReason(code="fatal-error", message=f"{counters.fatal_errors} fatal errors", fatal=True)]))
         elif counters.corrected_errors >= CORRECTED_ERRORS_DEGRADED:
