@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from baked_plugins import bake_plugins
 
 from rayaccel.hosts.call_log import RecordingError, RecordingLibrary, ReplayLibrary
 from rayaccel.hosts.fixtures import installed_fixtures, load_fixture, parse_fixture
@@ -27,8 +28,6 @@ from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
 
-ROOT = Path(__file__).parents[2]
-TEMPLATE = ROOT / "templates" / "vendor-plugin"
 RAYACCEL = [sys.executable, "-m", "rayaccel"]
 BAKES = {"rec-sysfs": "sysfs", "rec-lib": "python-library"}
 
@@ -83,18 +82,8 @@ def test_round_trip_of_every_shipped_fixture(manager: PluginManager, ref: str, f
 @pytest.fixture(scope="module")
 def baked(tmp_path_factory: pytest.TempPathFactory) -> tuple[PluginManager, dict[str, Path]]:
     """Template-baked plugins (real cookiecutter), registered beside the reference plugins."""
-    import importlib
-
-    root = tmp_path_factory.mktemp("record-bakes")
     manager = PluginManager()
-    for family, kind in BAKES.items():
-        done = subprocess.run(
-            [sys.executable, "-m", "cookiecutter", "--no-input", str(TEMPLATE), "-o", str(root),
-             f"vendor_name={family} devices", f"family_name={family}", f"probe_kind={kind}"],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(root / "home")})
-        assert done.returncode == 0, done.stderr[-2000:]
-        sys.path.insert(0, str(root / f"rayaccel-{family}" / "src"))
-        module = importlib.import_module(f"rayaccel_{family.replace('-', '_')}.plugin")
+    for family, module in bake_plugins(tmp_path_factory.mktemp("record-bakes"), BAKES).items():
         assert manager.register(module, family), manager.problems
     fixtures = {ref: path for ref, path in installed_fixtures(manager).items() if ref.split("/")[0] in BAKES}
     assert len(fixtures) >= len(BAKES)

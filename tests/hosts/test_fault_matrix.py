@@ -29,8 +29,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from baked_plugins import bake_plugins
 from hypothesis import given, strategies as st
 
 from rayaccel.hosts.expectations import FaultExpectation
@@ -50,7 +49,6 @@ from rayaccel.records import Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.reporting import collect_problems, vendor_float, vendor_int
 
 REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "templates" / "vendor-plugin"
 
 #: The value a malformed field gets; a problem about it must quote it.
 MARKER = "zq-garbage"
@@ -371,20 +369,7 @@ BAKES = {"baked-sysfs": "sysfs", "baked-csv": "command-csv", "baked-json": "comm
 @pytest.fixture(scope="module")
 def baked_plugins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One template bake per probe kind, with the real cookiecutter; its module is imported from src/."""
-    import importlib
-
-    root = tmp_path_factory.mktemp("fault-matrix-bakes")
-    modules = {}
-    for family, kind in BAKES.items():
-        done = subprocess.run(
-            [sys.executable, "-m", "cookiecutter", "--no-input", str(TEMPLATE), "-o", str(root),
-             f"vendor_name={family} devices", f"family_name={family}", f"probe_kind={kind}"],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(root / "home")})
-        assert done.returncode == 0, done.stderr[-2000:]
-        src = root / f"rayaccel-{family}" / "src"
-        sys.path.insert(0, str(src))
-        modules[family] = importlib.import_module(f"rayaccel_{family.replace('-', '_')}.plugin")
-    return modules
+    return bake_plugins(tmp_path_factory.mktemp("fault-matrix-bakes"), BAKES)
 
 
 @pytest.fixture(scope="module")
