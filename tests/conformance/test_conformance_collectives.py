@@ -138,14 +138,18 @@ def test_rac301_fails_a_transport_that_keeps_a_thread_per_transfer(monkeypatch: 
 def test_rac108_fails_naming_a_declared_backend_the_driver_refuses_never_errors() -> None:
     # Held-out round 9's c2: a backend declared before its Group class was written. The SDK's driver refuses it
     # (CollectiveRegistrationError) inside the harness; that is the plugin's defect: RAC108 fails naming it, an
-    # `error` outcome (a suite defect) would hide it. Two shapes: the class is missing, the class is no BaseGroup.
-    for group_class, named in ((f"{__name__}:Missing", rf"group class {__name__}:Missing does not import "
-                                                      r"\(AttributeError"),
-                               (f"{__name__}:Abstract", rf"{__name__}:Abstract is not a subclass of .*BaseGroup")):
-        subject = subject_for(_Acme([CollectiveBackend(name="ACME_CCL", group_class=group_class, devices=["cpu"])]))
+    # `error` outcome (a suite defect) would hide it. Each shape the driver refuses: the class is missing, no
+    # BaseGroup, a BaseGroup with its collectives unimplemented; the name is Ray's own.
+    shapes = (("ACME_CCL", f"{__name__}:Missing", rf"backend ACME_CCL: group class {__name__}:Missing does not import "
+                                                  r"\(AttributeError"),
+              ("ACME_CCL", f"{__name__}:Abstract", rf"backend ACME_CCL: {__name__}:Abstract is not a subclass of "
+                                                   r".*BaseGroup"),
+              ("ACME_CCL", f"{__name__}:HalfDone", r"backend ACME_CCL: .*HalfDone leaves BaseGroup's allgather, "),
+              ("GLOO", f"{__name__}:HalfDone", r"backend name GLOO is Ray's own backend"))
+    for name, group_class, named in shapes:
+        subject = subject_for(_Acme([CollectiveBackend(name=name, group_class=group_class, devices=["cpu"])]))
         fixture = next(iter(subject.fixture_paths()))
         outcome = subject.run(CHECKS["RAC108"], fixture)
         assert outcome.outcome == "failed", outcome.evidence
         (line,) = outcome.evidence
-        assert re.match(rf"the SDK refuses the plugin's declaration: plugin acme: collective backend ACME_CCL: "
-                        rf".*{named}", line), line
+        assert re.match(rf"the SDK refuses the plugin's declaration: plugin acme: collective {named}", line), line
