@@ -1,7 +1,8 @@
 """Held-out round 9's ``n2`` (issue 46): NVIDIA's uncorrectable-ECC health read from NVML's lifetime (aggregate)
 counter instead of the since-boot (volatile) one. dgx-h100's ``ecc-uncorrectable-before-reboot`` (an error before
 the last reboot, its row remapped at the reset: aggregate 1, volatile 0) is the state that tells them apart; RAC203
-fails such a plugin naming the reading it took for a fault, and passes NVIDIA's own."""
+fails such a plugin naming the reading it took for a fault, and passes NVIDIA's own; Gaudi's hls-gaudi3
+``lifetime-ecc-only`` (hl-smi's aggregate column 1, volatile 0) is the same state in a CSV row."""
 
 from __future__ import annotations
 
@@ -40,6 +41,26 @@ def test_rac203_names_the_lifetime_counter_a_plugin_takes_for_a_fault(monkeypatc
             "devices.7.remapped_rows.1 0 -> 1, and states it healthy") in named[0]
 
 
-def test_rac203_passes_nvidia_reading_the_since_boot_counter() -> None:
-    evidence = CHECKS["RAC203"].run(Subject("nvidia", PluginManager()), "nvidia/dgx-h100")
-    assert "ecc-uncorrectable-before-reboot" in str(evidence)
+@pytest.mark.parametrize(("plugin", "fixture", "fault"), [
+    ("nvidia", "nvidia/dgx-h100", "ecc-uncorrectable-before-reboot"),
+    ("gaudi", "gaudi/hls-gaudi3", "lifetime-ecc-only")])
+def test_rac203_passes_the_plugins_reading_the_since_boot_counter(plugin: str, fixture: str, fault: str) -> None:
+    evidence = CHECKS["RAC203"].run(Subject(plugin, PluginManager()), fixture)
+    assert f" {fault}," in str(evidence)
+
+
+def test_rac203_names_the_lifetime_column_a_gaudi_plugin_takes_for_a_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same defect in another shape: hl-smi's CSV, whose aggregate and volatile counts are columns of one row.
+    from dataclasses import replace
+
+    from rayaccel_gaudi import health as gaudi_health
+
+    since_boot = gaudi_health.report_for
+    monkeypatch.setattr(gaudi_health, "report_for", lambda device: since_boot(
+        replace(device, aip=replace(device.aip, ecc_uncorrected=device.aip.ecc_uncorrected_lifetime))))
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC203"].run(Subject("gaudi", PluginManager()), "gaudi/hls-gaudi3")
+    named = [line for line in failed.value.evidence if line.startswith("fault lifetime-ecc-only: 01P0-")]
+    assert len(named) == 1, failed.value.evidence
+    assert "is reported unhealthy (ecc-uncorrectable: 1 uncorrectable ECC errors since the driver loaded)" in named[0]
+    assert "field 12 (ecc.errors.uncorrected.aggregate.total) 0 -> 1" in named[0]

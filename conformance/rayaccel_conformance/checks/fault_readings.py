@@ -109,7 +109,8 @@ def readings_taken_for_a_fault(subject: Subject, fx: Fixture, fault: Fault, faul
         report = states.get(device.id)
         if fault.expected.health.get(device.id) != "healthy" or report is None or report.state == "healthy":
             continue
-        moved = [f"{r.describe()} {base[(r.where, r.key, r.path)]:g} -> {r.value:g}" for r in under
+        moved = [f"{r.describe()}{f' ({field_name(r)})' if r.where == 'table' else ''} "
+                 f"{base[(r.where, r.key, r.path)]:g} -> {r.value:g}" for r in under
                  if (r.where, r.key, r.path) in base and base[(r.where, r.key, r.path)] != r.value
                  and owned_by(r, device)]
         if not moved:
