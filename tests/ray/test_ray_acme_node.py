@@ -18,17 +18,14 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module", autouse=True)
 def acme_node():
-    saved = os.environ.get("RAYACCEL_PLUGINS")
-    os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
+    env = pytest.MonkeyPatch()  # undone after the node stops: the module's setting leaves with it
+    env.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
     rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
                       log_to_driver=False, monitor=True, monitor_interval=2)
     yield
     rayaccel.ray.shutdown()
     uninstall()
-    if saved is None:
-        os.environ.pop("RAYACCEL_PLUGINS", None)
-    else:
-        os.environ["RAYACCEL_PLUGINS"] = saved
+    env.undo()
 
 
 def visible_ids(meet=None, n=0):

@@ -34,9 +34,9 @@ MONITOR_INTERVAL = 1.0
 
 @pytest.fixture(scope="module")
 def cluster():
-    saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
-    os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme"
-    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # noqa: SIM112 (Ray's spelling) metrics export fast
+    env = pytest.MonkeyPatch()  # undone after the node stops: the module's settings leave with it
+    env.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    env.setenv("RAY_metrics_report_interval_ms", "1000")  # (Ray's spelling) metrics export fast
     cluster = Cluster(initialize_head=False)
     nodes = {}
     try:
@@ -67,11 +67,7 @@ def cluster():
         rayaccel.ray.shutdown()
         cluster.shutdown()
         uninstall()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        env.undo()
 
 
 def where(**selector):

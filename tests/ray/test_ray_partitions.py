@@ -65,14 +65,14 @@ def node():
                        f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
                        f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=8",
                        "--include-dashboard=false")
-    saved = os.environ.get("RAY_AUTH_MODE")
+    env = pytest.MonkeyPatch()  # undone after the node stops
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert ("node started with GPU=1, GPU_MIG_2g.20gb=2, GPU_MIG_3g.40gb=1, accelerator_type:A100=1"
                 in started.stdout)
         fault_file = started.stdout.split("switch a fault on with: echo <fault> >> ", 1)[1].split()[0]
         node_id = started.stdout.split("rayaccel: node ", 2)[-1].split()[0]
-        os.environ["RAY_AUTH_MODE"] = "disabled"
+        env.setenv("RAY_AUTH_MODE", "disabled")
         rayaccel.ray.connect(address, log_to_driver=False)
         # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
         wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
@@ -81,10 +81,7 @@ def node():
     finally:
         rayaccel.ray.shutdown()
         uninstall()
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
+        env.undo()
         stopped = cli("stop", f"--address={address}", "--grace", "3")
         assert stopped.returncode == 0, stopped.stderr
 

@@ -30,9 +30,9 @@ FAILED = "QTS-0004-0000-0000-0000-000000000004"
 
 @pytest.fixture(scope="module")
 def node():
-    saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
-    os.environ["RAYACCEL_PLUGINS"] = "qts=rayaccel_testplugins.qts"
-    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # noqa: SIM112 (Ray's spelling) metrics export fast
+    env = pytest.MonkeyPatch()  # undone after the node stops: the module's settings leave with it
+    env.setenv("RAYACCEL_PLUGINS", "qts=rayaccel_testplugins.qts")
+    env.setenv("RAY_metrics_report_interval_ms", "1000")  # (Ray's spelling) metrics export fast
     try:
         rayaccel.ray.init(simulate="qts/qts-6", plugins=["qts"], num_cpus=8, include_dashboard=False,
                           log_to_driver=False, monitor=True, monitor_interval=1)
@@ -45,11 +45,7 @@ def node():
     finally:
         rayaccel.ray.shutdown()
         uninstall()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        env.undo()
 
 
 def units(meet=None, n=0):

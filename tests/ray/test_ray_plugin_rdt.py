@@ -37,11 +37,11 @@ RAY_LABELS = re.compile(r'(Component|NodeAddress|SessionName|Version|WorkerId|ot
 
 @pytest.fixture(scope="module")
 def metrics_port() -> Iterator[str]:
-    saved = {k: os.environ.get(k) for k in ("RAYACCEL_PLUGINS", "RAY_metrics_report_interval_ms")}
-    os.environ["RAYACCEL_PLUGINS"] = "acme=rayaccel_testplugins.acme_wired"
+    env = pytest.MonkeyPatch()  # undone after the node stops: the module's settings leave with it
+    env.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme_wired")
     # Each worker reports its counters to the node's agent once per Ray's metrics report interval (10 s by
     # default): every wait for a served count would wait for the next report; Ray's own setting makes it 1 s.
-    os.environ["RAY_metrics_report_interval_ms"] = "1000"  # noqa: SIM112 (Ray's spelling)
+    env.setenv("RAY_metrics_report_interval_ms", "1000")
     (port,) = free_ports(1)
     try:
         rayaccel.ray.init(simulate="acme/acme-4", plugins=["acme"], num_cpus=4, include_dashboard=False,
@@ -50,11 +50,7 @@ def metrics_port() -> Iterator[str]:
     finally:
         rayaccel.ray.shutdown()
         uninstall()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        env.undo()
 
 
 @ray.remote(resources={"ACME": 1})
