@@ -1602,6 +1602,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_ray_parity", "rayaccel_testplugins.corpus_identity",
                   "rayaccel_testplugins.corpus_units",
                   "rayaccel_testplugins.corpus_zero", "rayaccel_testplugins.corpus_listing",
+                  "rayaccel_testplugins.corpus_missing_records",
                   "rayaccel_testplugins.corpus_affinities", "rayaccel_testplugins.corpus_text_numbers",
                   "rayaccel_testplugins.corpus_stated_machines", "rayaccel_testplugins.corpus_losses",
                   "rayaccel_testplugins.corpus_missing_keys",

@@ -81,6 +81,22 @@ def busy_cards(host: Host) -> dict[int, Any] | None:
         return None
 
 
+def power_rows(host: Host) -> dict[int, list[str]] | None:
+    """Card index -> the cells of its row of ``acme-smi --query-power`` (index, uuid, draw, limit), read once per
+    poll; None where the tool is not installed. A line that is no such row is reported and skipped."""
+    stdout = tool_output(host, POWER)
+    if stdout is None:
+        return None
+    rows = {}
+    for line in stdout.splitlines():
+        cells = line.split(",")
+        if len(cells) == 4 and cells[0].strip().isdigit():
+            rows[int(cells[0])] = cells
+        elif line.strip():
+            malformed(" ".join(POWER), line, "index, uuid, draw, limit")
+    return rows
+
+
 def _replaced(samples: list[MetricSample], device: Device, name: str, unit: str, value: float | None,
               ) -> list[MetricSample]:
     kept = [s for s in samples if s.name != name]
@@ -124,18 +140,11 @@ class PowerFromLimit(Healthy):
         _write_machine(name, "acme-4-power", _power_machine)
 
     def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        stdout = tool_output(host, POWER)  # once per poll
-        rows = {}
-        for line in (stdout or "").splitlines():
-            cells = line.split(",")
-            if len(cells) == 4 and cells[0].strip().isdigit():
-                rows[int(cells[0])] = cells
-            elif line.strip():
-                malformed(" ".join(POWER), line, "index, uuid, draw, limit")
+        rows = power_rows(host)
         out = []
         for device in devices:
             samples = Healthy.samples(self, host, device)
-            if stdout is not None and device.index in rows:
+            if rows is not None and device.index in rows:
                 samples = _replaced(samples, device, "power", "watts",
                                     _number(rows[device.index][self.FIELD].strip(), "power", device.index))
             out += samples

@@ -92,10 +92,14 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
     loses its key, and its object's named key, in turn, as a tool of another version leaves a field out
     (amd-smi 26 leaves ``partition`` out of ``static``; ``invariant a-missing-key-is-an-unknown-reading``): no
     hook raises, the samples it fed are gone or the same, the device is still found with its other samples,
-    and every other device's stay. Files are RAC211's. Fix: parse every vendor value defensively
+    and every other device's stay. And each tool record those readings sit in that names the device (a JSON object
+    holding its id or PCI address, a CSV row) is left out whole, in turn, as a tool answers for the devices it could
+    query (``invariant a-missing-record-keeps-the-rest``): where the device is still found, no hook raises, every
+    other device's samples stay, and the device's samples no reading of that record gives stay (``memory_total``,
+    its own memory). Files are RAC211's. Fix: parse every vendor value defensively
     (``rayaccel.malformed`` names the value and where it was read) and leave the sample out, a missing key as
-    much as a garbled value, for that device and that reading alone; build the message from text, never by
-    arithmetic on what failed to parse.
+    much as a garbled value, for that device and that reading alone, and never hang a metric read elsewhere
+    on a record of another answer; build the message from text, never by arithmetic on what failed to parse.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -122,11 +126,15 @@ def damaged_metric_readings(subject: Subject, fixture: str | None) -> Evidence:
         for path in key_drops(reading):
             wrong += _dropped_key_findings(subject, fx, fam, device, own, reading, path)
             dropped.append(".".join(str(p) for p in path))
+    records = list(dict.fromkeys(r for r in (device_record(reading, device, host) for reading in chosen) if r))
+    for record in records:
+        wrong += _dropped_record_findings(subject, fx, fam, device, own, record)
     if wrong:
         raise CheckFailed(sorted(set(wrong), key=wrong.index)[:6])
     keys = f"; {len(dropped)} of their JSON keys left out in turn: unknown, nothing else moved" if dropped else ""
+    left = f"; {len(records)} of its records left out in turn: the rest kept" if records else ""
     return (f"{fx.ref}: {len(chosen)} metric readings of {device.id} made garbage in turn: reported, nothing else "
-            f"moved{keys}")
+            f"moved{keys}{left}")
 
 
 def _dropped_key_findings(subject: Subject, fx: Any, fam: FamilyInventory, device: Device, own: list[Reading],
@@ -151,5 +159,91 @@ def _dropped_key_findings(subject: Subject, fx: Any, fam: FamilyInventory, devic
     now = samples_by_device(after)
     wrong += [f"{where}: {device.id}'s {s.name} ({s.value:g}), read elsewhere, is gone: one missing key makes one "
               "reading unknown, not the device's others" for s in fam.metrics
+              if s.device == device.id and s.name not in fed and (device.id, s.name) not in now]
+    return wrong
+
+
+#: A device's record in one tool's answer: ("command", its command, the path of its JSON object) or ("table", its
+#: command, (the line of its CSV row,)).
+Record = tuple[str, str, tuple[str | int, ...]]
+
+
+def _names(value: Any, device: Device) -> bool:
+    """Whether a JSON value holds the device's id or PCI address as a text of its own."""
+    names = {device.id.lower(), (device.pci_bus_id or "").lower().removeprefix("0000:")} - {""}
+    if isinstance(value, str):
+        return value.strip().lower().removeprefix("0000:") in names
+    if isinstance(value, dict):
+        return any(_names(v, device) for v in value.values())
+    if isinstance(value, list):
+        return any(_names(v, device) for v in value)
+    return False
+
+
+def device_record(reading: Reading, device: Device, host: dict[str, Any]) -> Record | None:
+    """The record of a tool's answer the reading sits in, where that record names the device (its id or PCI
+    address): a JSON object in a list or under the device's index, or a CSV row. None for a file's or a library's
+    reading, or a record that does not say whose it is (leaving it out would shift the records after it)."""
+    if reading.where == "table":
+        return "table", reading.key, reading.path[:1]
+    if reading.where != "command":
+        return None
+    at = next((i for i, p in enumerate(reading.path) if isinstance(p, int) or str(p).isdigit()), None)
+    if at is None or at == len(reading.path) - 1:
+        return None
+    inner: Any = json.loads(host["commands"][reading.key]["stdout"])
+    for step in reading.path[:at + 1]:
+        inner = inner[step]
+    return ("command", reading.key, reading.path[:at + 1]) if isinstance(inner, dict) and _names(inner, device) \
+        else None
+
+
+def without_record(host: dict[str, Any], record: Record) -> dict[str, Any]:
+    """The host state with one device's record left out of a tool's answer (as nvidia-smi prints an error line
+    instead of the row of a GPU it cannot query, and a tool's JSON lists the devices it could read)."""
+    where, command_line, path = record
+    commands = dict(host["commands"])
+    command = commands[command_line] = dict(commands[command_line])
+    if where == "table":
+        lines = command["stdout"].split("\n")
+        del lines[int(path[0])]
+        command["stdout"] = "\n".join(lines)
+    else:
+        parsed = json.loads(command["stdout"])
+        inner = parsed
+        for step in path[:-1]:
+            inner = inner[step]
+        del inner[path[-1]]
+        command["stdout"] = json.dumps(parsed, indent=1)
+    return {**host, "commands": commands}
+
+
+def _dropped_record_findings(subject: Subject, fx: Any, fam: FamilyInventory, device: Device, own: list[Reading],
+                             record: Record) -> list[str]:
+    """``invariant a-missing-record-keeps-the-rest``: the device's whole record left out of one tool's answer (not
+    its listing: where the device is then not found, nothing is judged). No hook raises; every other device's samples
+    stay; and the device's samples no reading of that record gives stay: a metric read elsewhere, or restating the
+    device's own facts (``memory_total``, its memory), does not hang on a record that gives none of it."""
+    where_kind, command_line, path = record
+    host = fx.host.model_dump(mode="json")
+    variant = fx.model_copy(update={"host": HostState.model_validate(without_record(host, record)), "faults": []})
+    built = subject.build(simulated_host(variant))
+    after = built.family(fam.family.name)
+    shown = f"line {int(path[0]) + 1}" if where_kind == "table" else ".".join(str(p) for p in path)
+    where = (f"invariant a-missing-record-keeps-the-rest, {fx.ref} with `{command_line}` output {shown} "
+             f"({device.id}'s record) left out")
+    problems = subject.plugin_problems(built, severities=("error", "warning"))
+    wrong = [f"{where}: {p.hook or 'a hook'} raised instead of reading it as unknown: {p.message}"
+             for p in problems if p.code == "hook-raised"]
+    if after is None or device.id not in {d.id for d in after.devices}:
+        return wrong  # the record was (part of) the listing: a device left out with it is another check's
+    wrong += _metric_findings(fam, after, device, where, reported=bool(problems))
+    fed = {s.name for s in fam.metrics if s.device == device.id
+           and any(r.where == where_kind and r.key == command_line and r.path[:len(path)] == path
+                   for r, _ in candidates(s, device, own))}
+    now = samples_by_device(after)
+    wrong += [f"{where}: {device.id}'s {s.name} ({s.value:g}), which that record does not give, is gone: a device "
+              "missing from one answer loses what that answer gives, never what is read elsewhere or stated by its "
+              "own record (memory_total is its memory)" for s in fam.metrics
               if s.device == device.id and s.name not in fed and (device.id, s.name) not in now]
     return wrong
