@@ -208,7 +208,8 @@ def test_a_bake_declaring_its_transport_as_the_example_says_stays_supported(tmp_
     """transport.py's docstring tells a vendor to import it into plugin.py and declare it: doing so as written
     keeps the plugin at the supported tier (importing it imports Ray, whose own environment writes are not the
     plugin's: RAC109). Graded up to certified (two maintainers, so certified's Ray checks run): RAC301 moves
-    tensors through it on one node, and RAC311 (two nodes) finds it declared node-only, not failing."""
+    tensors through it on one node, RAC272 between two processes of one node without Ray, and RAC311 (two nodes)
+    finds it declared node-only, not failing."""
     done = cookiecutter(tmp_path / "out", str(TEMPLATE), answers={
         "vendor_name": "ACME Corp", "maintainers": "Ada <ada@example.com>, Bob <bob@example.com>"})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -235,6 +236,8 @@ def test_a_bake_declaring_its_transport_as_the_example_says_stays_supported(tmp_
     assert checks["RAC301"][0] == "passed" and checks["RAC301"][1].startswith("ACME_SHM: transfer 1: "), checks
     assert checks["RAC311"] == ("skipped", "not applicable: declared node-only: ACME_SHM moves tensors within one "
                                 "node only; RAC301 runs it on one node"), checks["RAC311"]
+    assert checks["RAC272"] == ("passed", "ACME_SHM (reach 'node'): 4 tensors arrive identical between two processes "
+                                "of one node; never offered between nodes"), checks["RAC272"]
 
 
 def test_rayaccel_new_commits_the_bake_so_upgrade_can_merge(baked: dict[str, tuple[Path, Path]]) -> None:
