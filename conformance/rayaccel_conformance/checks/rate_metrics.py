@@ -114,7 +114,9 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     direction of all its links; `invariant rate-within-the-sku-bandwidth`, naming twice it as both directions
     summed and eight times as bits), and equal, within 1%, the rate the fixture states
     (``expected.metric_values``; `invariant rate-is-the-stated-traffic`, naming a KiB counter's delta read as
-    bytes); a rate the fixture states that the second poll lacks was never computed. Then the counters of one
+    bytes, and a power of 1000 as the time between the samples in the wrong unit, or a decimal size step where the
+    machine's recorded counters, by their stamps and advance, leave one); a rate the fixture states that the second
+    poll lacks was never computed. Then the counters of one
     device with a rate (the middle one) reset under the process: every non-zero number of its own on the host
     (found as RAC223 finds readings) is made 0 while the library sessions the plugin holds stay open and answer
     the new values (``SimulatedHost.change_machine``, as a driver reload or a GPU reset does to NVML's

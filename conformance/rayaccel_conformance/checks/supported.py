@@ -66,7 +66,7 @@ from rayaccel_conformance.checks.perturbations import (
 )
 from rayaccel_conformance.checks.readings import host_readings
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
-from rayaccel_conformance.checks.value_relations import field_source, ratio_mixup, reindexed
+from rayaccel_conformance.checks.value_relations import field_source, rate_mixup, ratio_mixup, reindexed
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -355,6 +355,9 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
                 why = (f"the sample agrees with the device's {memory[device] // 2**20} MiB, so the fixture's value is "
                        "stale" + (" (derived by rayaccel sku add from another card)" if derived else "")
                        + f": recompute it with {recompute}")
+            elif sample.unit == "bytes_per_second" and device in by_id and (
+                    timing := rate_mixup(sample.value, want, by_id[device], readings)):
+                why = f"the plugin's rate: {timing}"
             elif mixup := ratio_mixup(sample.value, want, sample.unit):
                 why = f"the plugin's conversion: {mixup}"
             elif field := (field_source(sample.value, want, name, by_id[device], readings)

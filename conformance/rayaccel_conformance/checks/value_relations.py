@@ -176,3 +176,105 @@ def reindexed(device: str, metric: str, expected: float, samples: Iterable[tuple
         return (f"the value the machine reads for {device} is given under {where}: {metric} indexed by another key "
                 "than the device's own (a listing index, or its place in a slice, worker or rack)")
     return None
+
+
+#: A timestamp since 1970 tells its unit by its size (years 2001 to 2286): (lowest value, unit, seconds per unit).
+_STAMP_UNITS = ((1e9, "seconds", 1.0), (1e12, "milliseconds", 1e-3), (1e15, "microseconds", 1e-6),
+                (1e18, "nanoseconds", 1e-9))
+#: Units a counter of traffic may count, by the bytes one of them is.
+_COUNTER_UNITS = ((1.0, "bytes"), (1e3, "kB"), (2.0**10, "KiB"), (1e6, "MB"), (2.0**20, "MiB"))
+#: A rate's ratio to the one due that a time or a decimal size step explains: (ratio, the time defect, the counter's
+#: unit it needs for a size defect of the counter's, that defect, a size defect of the rate's own or "").
+_RATE_STEPS = (
+    (1e-3, "the interval between the counter's two samples taken 1000x too long (timestamps in microseconds divided "
+           "as milliseconds, or in milliseconds as seconds)", "kB", "a kB counter's advance taken for bytes",
+     "the rate given in kB/s"),
+    (1e3, "the interval between the counter's two samples taken 1000x too short (timestamps in milliseconds divided "
+          "as microseconds, or in seconds as milliseconds)", "bytes", "a bytes counter's advance taken for kB", ""),
+    (1e-6, "the interval between the counter's two samples taken 10^6x too long (timestamps in microseconds divided "
+           "as seconds)", "MB", "an MB counter's advance taken for bytes", "the rate given in MB/s"),
+    (1e6, "the interval between the counter's two samples taken 10^6x too short (timestamps in seconds divided as "
+          "microseconds)", "bytes", "a bytes counter's advance taken for MB", ""),
+)
+
+
+def _stamp_unit(stamp: float) -> tuple[str, float] | None:
+    """The unit of a timestamp since 1970, from its size; None for one that is no such date in any unit."""
+    return next(((name, seconds) for low, name, seconds in _STAMP_UNITS if low <= stamp < low * 300), None)
+
+
+Place = tuple[str, str, tuple[str | int, ...]]
+
+
+def recorded_counters(device: Device, readings: Iterable[Reading]) -> dict[Place, list[tuple[float, float]]]:
+    """The device's counters the machine was recorded reading more than once: each a list of records holding a
+    ``value`` beside a ``timestamp`` (NVML's field values as recorded), as (timestamp, value) in order."""
+    fields: dict[Place, dict[str, float]] = {}
+    for reading in readings:
+        if (reading.where != "table" and len(reading.path) >= 2 and reading.path[-1] in ("timestamp", "value")
+                and isinstance(reading.path[-2], int) and owned_by(reading, device)):
+            record = fields.setdefault((reading.where, reading.key, reading.path[:-1]), {})
+            record[str(reading.path[-1])] = reading.value
+    series: dict[Place, list[tuple[int, float, float]]] = {}
+    for (where, key, path), record in fields.items():
+        if {"timestamp", "value"} <= set(record):
+            series.setdefault((where, key, path[:-1]), []).append(
+                (int(path[-1]), record["timestamp"], record["value"]))
+    return {place: [(stamp, value) for _, stamp, value in sorted(points)]
+            for place, points in series.items() if len(points) > 1}
+
+
+def counter_units(expected: float, device: Device, readings: Iterable[Reading]) -> tuple[str, str, str] | None:
+    """What the device's recorded counters show of the units of a rate ``expected`` (bytes per second) comes from:
+    (their timestamps' unit, told by its size; the unit the counter counts, the one whose advance per second, of
+    one counter or summed over its siblings (a GPU's links), is the rate; one counter's place). None where no
+    recorded counter gives the rate in one of the units."""
+    series = recorded_counters(device, readings)
+    per_second: dict[Place, float] = {}
+    stamps = set()
+    for place, points in series.items():
+        (t0, v0), (t1, v1) = points[0], points[-1]
+        unit = _stamp_unit(t0)
+        if unit is None or t1 <= t0:
+            continue
+        stamps.add(unit[0])
+        per_second[place] = (v1 - v0) / ((t1 - t0) * unit[1])
+    if len(stamps) != 1:
+        return None
+    groups: dict[Place, list[float]] = {}
+    for place, advance in per_second.items():
+        groups.setdefault(place, []).append(advance)
+        groups.setdefault((place[0], place[1], place[2][:-1]), []).append(advance)
+    for place, advances in groups.items():
+        total = sum(advances)
+        for size, name in _COUNTER_UNITS:
+            if total and abs(total * size - expected) <= RATIO_TOLERANCE * abs(expected):
+                example = next(p for p in series if p[:2] == place[:2] and p[2][:len(place[2])] == place[2])
+                where, key, path = example
+                return stamps.pop(), name, f"{where} {key} " + ".".join(str(p) for p in path)
+    return None
+
+
+def rate_mixup(observed: float, expected: float, device: Device, readings: Iterable[Reading]) -> str | None:
+    """The defect a rate ``observed`` (bytes per second) a power of 1000 off the one due names: the time step (the
+    interval between the counter's samples in the wrong unit) or a decimal size step. Both fit a rate alone; the
+    device's recorded counters (:func:`counter_units`) tell them apart where their unit needs no decimal step (bytes,
+    KiB: leaving KiB unconverted shows as 2^10, not 1000). None where the ratio is no power of 1000."""
+    if not expected or not observed:
+        return None
+    ratio = observed / expected
+    step = next((step for step in _RATE_STEPS if abs(ratio - step[0]) <= RATIO_TOLERANCE * step[0]), None)
+    if step is None:
+        return None
+    factor, time, counts_for_it, counter_size, rate_size = step
+    units = counter_units(expected, device, readings)
+    evidence = ""
+    if units is not None:
+        stamps, counts, place = units
+        evidence = (f"; the machine's counters ({place}, recorded twice) are stamped in {stamps} and count {counts} "
+                    "(their advance per second is the rate due)")
+    sizes = [why for why, fits in ((counter_size, units is None or units[1] == counts_for_it), (rate_size, True))
+             if why and fits]
+    return (f"{observed:g} bytes/s is {_times(factor)} the {expected:g} bytes/s due: a time unit mix-up, {time}"
+            + (f"; or a size one, {' or '.join(sizes)}" if sizes else "; no size step of the counter's unit gives "
+               "this ratio") + evidence)
