@@ -12,10 +12,7 @@ import os
 import pytest
 import ray
 from rendezvous import rendezvous
-
-import rayaccel.ray
-from rayaccel.ray.registry import uninstall
-from rayaccel.support.polling import wait_for
+from simulated_node import simulated_node
 
 pytestmark = pytest.mark.ray
 
@@ -25,15 +22,8 @@ IDS = {str(i) for i in range(64)}  # the HIP ids of the 64 partitions
 
 @pytest.fixture(scope="module")
 def node():
-    try:
-        rayaccel.ray.init(simulate="amd/mi300x-cpx-nps4", plugins=["amd"], num_cpus=8, include_dashboard=False,
-                          log_to_driver=False)
-        wait_for(ray.available_resources, lambda r: r.get(CPX) == 64, timeout=60, what=f"64 {CPX} free")
-        (node_id,) = rayaccel.ray.node_configs()
+    with simulated_node("amd/mi300x-cpx-nps4", "amd", CPX, 64, num_cpus=8) as node_id:
         yield node_id
-    finally:
-        rayaccel.ray.shutdown()
-        uninstall()
 
 
 def partitions(meet=None, n=0):

@@ -11,10 +11,7 @@ import os
 import pytest
 import ray
 from rendezvous import rendezvous
-
-import rayaccel.ray
-from rayaccel.ray.registry import uninstall
-from rayaccel.support.polling import wait_for
+from simulated_node import simulated_node
 
 pytestmark = pytest.mark.ray
 
@@ -23,16 +20,8 @@ CORES_PER_DEVICE = 8  # LNC=1 on Trainium2: every physical NeuronCore is a logic
 
 @pytest.fixture(scope="module")
 def node():
-    try:
-        rayaccel.ray.init(simulate="neuron/trn2.48xlarge-lnc1", plugins=["neuron"], num_cpus=8,
-                          include_dashboard=False, log_to_driver=False)
-        wait_for(ray.available_resources, lambda r: r.get("neuron_cores") == 128, timeout=60,
-                 what="128 neuron_cores free")
-        (node_id,) = rayaccel.ray.node_configs()
+    with simulated_node("neuron/trn2.48xlarge-lnc1", "neuron", "neuron_cores", 128, num_cpus=8) as node_id:
         yield node_id
-    finally:
-        rayaccel.ray.shutdown()
-        uninstall()
 
 
 def cores(meet=None, n=0):

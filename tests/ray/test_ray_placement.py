@@ -14,12 +14,12 @@ import urllib.request
 import pytest
 import ray
 from rendezvous import rendezvous
+from simulated_node import simulated_node
 
 import rayaccel.ray
 from rayaccel.errors import RayaccelError
 from rayaccel.ray.claims import ClaimsTable, claims_path
 from rayaccel.ray.monitor import monitor_status
-from rayaccel.ray.registry import uninstall
 from rayaccel.support.polling import wait_for
 
 pytestmark = pytest.mark.ray
@@ -34,17 +34,12 @@ def node():
     env.setenv("RAYACCEL_PLUGINS", "qts=rayaccel_testplugins.qts")
     env.setenv("RAY_metrics_report_interval_ms", "1000")  # (Ray's spelling) metrics export fast
     try:
-        rayaccel.ray.init(simulate="qts/qts-6", plugins=["qts"], num_cpus=8, include_dashboard=False,
-                          log_to_driver=False, monitor=True, monitor_interval=1)
-        wait_for(ray.available_resources, lambda r: r.get("QTS") == 6, timeout=60, what="6 QTS units free")
-        (node_id,) = rayaccel.ray.node_configs()
-        # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
-        wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
-                 timeout=60, what="the health monitor's first poll")
-        yield node_id
+        with simulated_node("qts/qts-6", "qts", "QTS", 6, num_cpus=8, monitor=True, monitor_interval=1) as node_id:
+            # The monitor's first poll is its baseline (what is bad then is not cordoned): wait for it.
+            wait_for(lambda: monitor_status(node_id), lambda s: s is not None and s["polls"] >= 1,
+                     timeout=60, what="the health monitor's first poll")
+            yield node_id
     finally:
-        rayaccel.ray.shutdown()
-        uninstall()
         env.undo()
 
 

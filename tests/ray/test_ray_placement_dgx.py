@@ -10,11 +10,11 @@ import time
 
 import pytest
 import ray
+from simulated_node import simulated_node
 
 import rayaccel.ray
 from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.ray.registry import uninstall
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.polling import wait_for
 
@@ -23,14 +23,8 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def node():
-    try:
-        rayaccel.ray.init(simulate="nvidia/dgx-h100", plugins=["nvidia"], num_cpus=6, include_dashboard=False,
-                          log_to_driver=False)
-        wait_for(ray.available_resources, lambda r: r.get("GPU") == 8, timeout=60, what="8 GPUs free")
+    with simulated_node("nvidia/dgx-h100", "nvidia", "GPU", 8, num_cpus=6):
         yield
-    finally:
-        rayaccel.ray.shutdown()
-        uninstall()
 
 
 def gpus():
