@@ -259,7 +259,6 @@ def _check_tiers(report: ConformanceReport, path: Path) -> None:
     """The tiers claimed must follow from the checks (a digest proves integrity, not honesty)."""
     from rayaccel_conformance.checks import all_checks
     from rayaccel_conformance.registry import CHECKS
-    from rayaccel_conformance.report.tiers import Result, reached_tier
 
     required: dict[str, set[str]] = {}
     for c in all_checks():
@@ -268,11 +267,19 @@ def _check_tiers(report: ConformanceReport, path: Path) -> None:
         known = CHECKS.get(record.id)
         if known is None or known.tier != record.tier:
             raise ReportError(f"{path}: check {record.id} is not a {record.tier} check of this rayaccel_conformance")
+    # "not run" in a refusal here usually means a report made by a suite with other checks than this one's.
+    check_claimed_tiers(report, required, str(path))
+
+
+def check_claimed_tiers(report: ConformanceReport, required: dict[str, set[str]], where: str) -> None:
+    """Each plugin's claimed tier must be the one its checks in ``report`` reach, ``required`` giving each tier's
+    check IDs; a refusal names the report as ``where``."""
+    from rayaccel_conformance.report.tiers import Result, reached_tier
+
     for plugin in report.plugins:
         results = [Result(c.id, c.tier, c.outcome, c.fixture, c.evidence) for c in report.checks
                    if c.plugin == plugin.name]
         tier, why = reached_tier(results, required, report.tier_limit)
         if tier != plugin.tier:
-            # "not run" here usually means a report made by a suite with other checks than this one's.
-            raise ReportError(f"{path}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
+            raise ReportError(f"{where}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
                               f"{tier or 'none'} ({why})")

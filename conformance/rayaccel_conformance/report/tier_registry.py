@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from rayaccel.errors import RayaccelError
 from rayaccel_conformance.harness.figures import DEFAULT_TOLERANCE, change, regressed
 from rayaccel_conformance.registry import TIERS
-from rayaccel_conformance.report.document import ConformanceReport, PluginRecord, ReportError
+from rayaccel_conformance.report.document import ConformanceReport, PluginRecord, ReportError, check_claimed_tiers
 
 RULE = ("A plugin holds a level once two consecutive releases reach it, and loses it once two consecutive "
         "releases fall below it (it then holds the higher of those two releases' tiers). A report that fails "
@@ -105,18 +105,10 @@ def _verify(path: Path, keys: Sequence[Ed25519PublicKey]) -> tuple[ConformanceRe
 
 
 def _tiers_follow_from_own_checks(report: ConformanceReport, path: Path) -> None:
-    from rayaccel_conformance.report.tiers import Result, reached_tier
-
     required: dict[str, set[str]] = {}
     for c in report.checks:
         required.setdefault(c.tier, set()).add(c.id)
-    for plugin in report.plugins:
-        results = [Result(c.id, c.tier, c.outcome, c.fixture, c.evidence) for c in report.checks
-                   if c.plugin == plugin.name]
-        tier, why = reached_tier(results, required, report.tier_limit)
-        if tier != plugin.tier:
-            raise ReportError(f"{path.name}: plugin {plugin.name} claims tier {plugin.tier}, but its checks give "
-                              f"{tier or 'none'} ({why})")
+    check_claimed_tiers(report, required, path.name)
 
 
 def _release_of(report: ConformanceReport, plugin: PluginRecord) -> str:
