@@ -11,9 +11,12 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rayaccel.files import reading
+from rayaccel.hosts import simulated
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import default_manager
@@ -113,6 +116,44 @@ def test_a_fault_file_that_is_fixed_again_is_read_again(tmp_path: Path) -> None:
     fault_file.write_text("gpu-lost\n", encoding="utf-8")
     assert host.active_faults() == ("gpu-lost",)
     assert host.fault_file_problems() == []
+
+
+def test_a_fault_file_is_read_again_unless_it_settled_before_the_last_read_and_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call of every hook asks for the faults: the file is read whole again, unless it last changed more than
+    a clock tick before the last read and its identity, size and times are still those (a change within the same
+    tick could leave them all as they were, so a file changed that recently is always read)."""
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("xid-79\n", encoding="utf-8")
+    host = make_host(FIXTURE, [], str(fault_file))
+    assert isinstance(host, SimulatedHost)
+    read: list[str] = []
+    read_text = reading.read_text
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        read.append(str(args[0]))
+        return read_text(*args, **kwargs)
+
+    monkeypatch.setattr(reading, "read_text", counted)
+    margins = ("FAULT_FILE_SETTLED_NS", "COARSE_FAULT_FILE_SETTLED_NS")
+    for margin in margins:  # as if every read came within a tick of the last change
+        monkeypatch.setattr(simulated, margin, 10**18)
+    assert [host.active_faults() for _ in range(3)] == [("xid-79",)] * 3
+    assert len(read) == 3
+    for margin in margins:  # as if the last change were long before every read
+        monkeypatch.setattr(simulated, margin, -10**18)
+    read.clear()
+    assert [host.active_faults() for _ in range(3)] == [("xid-79",)] * 3
+    assert len(read) == 1
+    fault_file.write_text("gpu-lost\n", encoding="utf-8")  # another size
+    assert host.active_faults() == ("gpu-lost",)
+    replacement = tmp_path / "new.txt"
+    replacement.write_text("xid-13\n", encoding="utf-8")  # the first one's size, another file put in its place
+    replacement.replace(fault_file)
+    assert host.active_faults() == ("xid-13",)
+    fault_file.unlink()
+    assert host.active_faults() == ()
+    assert len(read) == 4  # once settled, then once after each change (a gone file is asked for, and not there)
 
 
 def test_a_refused_start_leaves_no_fault_file_in_tmpdir(tmp_path: Path) -> None:

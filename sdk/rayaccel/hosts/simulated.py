@@ -11,6 +11,7 @@ import fnmatch
 import functools
 import os
 import shlex
+import stat
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -49,6 +50,12 @@ _hang_sleep_s = SIMULATED_HANG_SECONDS
 SIMULATE_HOSTNAME_ENV = "RAYACCEL_SIMULATE_HOSTNAME"
 #: The largest fault file read: fault names, one a line (a fixture declares tens).
 MAX_FAULT_FILE_BYTES = 64 * 1024
+#: A fault file last changed this long before a read is trusted unchanged while its identity, size and times stay
+#: the same; one changed more recently is read on every call (as git treats an index entry as racy): a change within
+#: the same tick of the clock the kernel stamps change times with (1-10 ms) could leave all of them as they were.
+FAULT_FILE_SETTLED_NS = 50_000_000
+#: The same where change times are whole milliseconds (a file system stamping coarser: ext3's seconds, FAT's 2 s).
+COARSE_FAULT_FILE_SETTLED_NS = 2_000_000_000
 
 
 def sleep_hangs_for(seconds: float) -> None:
@@ -68,6 +75,25 @@ def _norm(path: str) -> str:
     return str(PurePosixPath("/" + path.lstrip("/")))
 
 
+def _identity(path: str) -> tuple[int, ...] | None:
+    """A regular file's device, inode, size, modification and change times (the change time last), as ``lstat``
+    gives them; None for anything else (a symlink, a directory, no file): that is read, and refused, every time."""
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def _settled(changed_ns: int, read_from_ns: int) -> bool:
+    """Whether any change to a file after ``read_from_ns`` (when its identity was taken) gives it a change time
+    other than ``changed_ns``: so when the file last changed longer ago than a tick of the clock stamping it."""
+    margin = COARSE_FAULT_FILE_SETTLED_NS if changed_ns % 1_000_000 == 0 else FAULT_FILE_SETTLED_NS
+    return changed_ns < read_from_ns - margin
+
+
 def _parent(path: str) -> str:
     """The parent of a normalised absolute path ("/" for "/" and its children), as PurePosixPath's."""
     return path[:path.rfind("/")] or "/"
@@ -84,6 +110,9 @@ class SimulatedHost:
         self._file_faults: tuple[str, ...] = ()
         #: Why the fault file could not be read the last time (None: it was read).
         self._fault_file_problem: Problem | None = None
+        #: The fault file's identity, size and times when it was last read whole and had settled, and what it named
+        #: then: read again only once one of them differs (every call of every hook asks for the faults).
+        self._fault_file_seen: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         for name in self._faults:
             fixture.fault(name)  # fail now, with the list of valid names, not at first use
         self._cache_key: tuple[str, ...] | None = None
@@ -135,6 +164,12 @@ class SimulatedHost:
         self._fault_file_problem = None
         if path == os.devnull:  # "no fault file", as callers that need a path say it
             return ()
+        started = time.time_ns()
+        identity = _identity(path)
+        seen = self._fault_file_seen
+        if identity is not None and seen is not None and seen[0] == identity:
+            return seen[1]
+        self._fault_file_seen = None
         try:
             text = reading.read_text(path, "fault file", FixtureError, max_bytes=MAX_FAULT_FILE_BYTES,
                                      follow_symlinks=False)
@@ -148,6 +183,8 @@ class SimulatedHost:
         if unknown is not None:
             return self._keep_faults(f"fault file {reading.shown(path)}: line {unknown} of the fault names is not "
                                      f"a fault fixture {self.fixture.ref} declares")
+        if identity is not None and _settled(identity[-1], started):
+            self._fault_file_seen = (identity, tuple(names))
         return tuple(names)
 
     def _keep_faults(self, why: str) -> tuple[str, ...]:
@@ -172,6 +209,7 @@ class SimulatedHost:
         session. The sessions' data are updated in place, so an adapter that kept a part of its data at open (a
         section, a list of samples) sees the new values in it; one that copied values at open keeps those."""
         self.fixture = fixture
+        self._fault_file_seen = None  # its names are checked against the faults the new fixture declares
         opened, held = self._libraries, self._library_data
         self._cache_key = None
         libraries = self.state().libraries
