@@ -52,8 +52,12 @@ def key_drops(reading: Reading) -> list[tuple[str | int, ...]]:
 
 def without_key(host: dict[str, Any], reading: Reading, path: tuple[str | int, ...]) -> dict[str, Any]:
     """The host state with the key at ``path`` of the reading's command's JSON output left out."""
+    return _without_json_key(host, reading.key, path)
+
+
+def _without_json_key(host: dict[str, Any], command_line: str, path: tuple[str | int, ...]) -> dict[str, Any]:
     commands = dict(host["commands"])
-    command = commands[reading.key] = dict(commands[reading.key])
+    command = commands[command_line] = dict(commands[command_line])
     parsed = json.loads(command["stdout"])
     inner = parsed
     for step in path[:-1]:
@@ -202,19 +206,13 @@ def without_record(host: dict[str, Any], record: Record) -> dict[str, Any]:
     """The host state with one device's record left out of a tool's answer (as nvidia-smi prints an error line
     instead of the row of a GPU it cannot query, and a tool's JSON lists the devices it could read)."""
     where, command_line, path = record
+    if where != "table":
+        return _without_json_key(host, command_line, path)
     commands = dict(host["commands"])
     command = commands[command_line] = dict(commands[command_line])
-    if where == "table":
-        lines = command["stdout"].split("\n")
-        del lines[int(path[0])]
-        command["stdout"] = "\n".join(lines)
-    else:
-        parsed = json.loads(command["stdout"])
-        inner = parsed
-        for step in path[:-1]:
-            inner = inner[step]
-        del inner[path[-1]]
-        command["stdout"] = json.dumps(parsed, indent=1)
+    lines = command["stdout"].split("\n")
+    del lines[int(path[0])]
+    command["stdout"] = "\n".join(lines)
     return {**host, "commands": commands}
 
 
