@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from mutant_grading import failure, mutant as mutant_of
 
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.link_states import first_link_down, with_link_down
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus, corpus_link_states
 
 GPU = Device(index=1, id="GPU-1", product_name="X1")
@@ -53,13 +54,8 @@ def test_nvidia_keeps_every_peer_when_one_nvlink_of_a_gpu_is_down() -> None:
 @pytest.mark.parametrize("mutant", [corpus_link_states.LinksUntilFirstDown, corpus_link_states.LinksFirstNUp],
                          ids=lambda cls: cls.__name__)
 def test_links_walked_only_until_one_is_down_fail_rac211_naming_the_invariant(mutant: type[corpus.Healthy]) -> None:
-    all_checks()
-    name = next(n for n, plugin in corpus.PLUGINS.items() if type(plugin) is mutant)
-    manager = PluginManager(autoload=False, timeout=5.0)
-    manager.register(corpus.PLUGINS[name], name)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC211"].function(Subject(name, manager), f"{name}/acme-4-links")
-    said = str(failed.value)
+    plugin = mutant_of(mutant)
+    name, said = plugin.name, failure(plugin, "RAC211", "acme-4-links")
     assert f"invariant one-link-down-keeps-the-others, {name}/acme-4-links with `acme-smi links --json` output " \
            "cards.2.links.0 (state 'up' -> 'down')" in said, said
     assert "is no longer linked to ACME-0002-5e1f-4c2a-9d3b-000000000002, though 2 other links" in said, said

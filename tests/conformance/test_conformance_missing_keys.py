@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from mutant_grading import failure, mutant as mutant_of
 
 from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.damaged_readings import key_drops, without_key
 from rayaccel_conformance.checks.readings import Reading
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CHECKS, CheckFailed
+from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus, corpus_missing_keys
 
 OUTPUT = {"cards": [{"index": 0, "memory_used": {"value": 3000, "unit": "MiB"}, "power": 90}]}
@@ -42,13 +42,6 @@ def test_a_key_left_out_is_gone_and_nothing_else_changes() -> None:
     assert whole == {"cards": [{"index": 0, "power": 90}]}
 
 
-def _subject(name: str) -> Subject:
-    all_checks()
-    manager = PluginManager(autoload=False, timeout=5.0)
-    manager.register(corpus.PLUGINS[name], name)
-    return Subject(name, manager)
-
-
 def test_amd_smi_json_with_each_metric_key_left_out_reads_it_as_unknown() -> None:
     manager = PluginManager()
     said = str(CHECKS["RAC233"].function(Subject("amd", manager), "amd/mi300x-8"))
@@ -58,10 +51,8 @@ def test_amd_smi_json_with_each_metric_key_left_out_reads_it_as_unknown() -> Non
 @pytest.mark.parametrize("mutant", [corpus_missing_keys.MissingKeyReadAsZero,
                                     corpus_missing_keys.MissingKeyDropsEveryCard], ids=lambda cls: cls.__name__)
 def test_a_tool_read_right_only_with_every_key_fails_rac233_naming_the_invariant(mutant: type[corpus.Healthy]) -> None:
-    name = next(n for n, plugin in corpus.PLUGINS.items() if type(plugin) is mutant)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC233"].function(_subject(name), f"{name}/acme-4-smi")
-    said = str(failed.value)
+    plugin = mutant_of(mutant)
+    name, said = plugin.name, failure(plugin, "RAC233", "acme-4-smi")
     assert f"invariant a-missing-key-is-an-unknown-reading, {name}/acme-4-smi with `acme-smi --json` output " \
            "cards.2.memory_used.value of ACME-0002" in said, said
     assert ("went from 3.38061e+09 to 0, unreported" if mutant is corpus_missing_keys.MissingKeyReadAsZero

@@ -5,13 +5,10 @@ corpus mutants that get a loss right only when nothing is listed after the lost 
 from __future__ import annotations
 
 import pytest
+from mutant_grading import evidence, failure, mutant as mutant_of
 
-from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyInventory, HealthReport, Topology
-from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
-from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins import corpus, corpus_losses
 
 CARDS = [Device(index=i, id=f"GPU-{i}abc", product_name="X1", pci_bus_id=f"0000:{0x1a + i:02x}:00.0") for i in range(4)]
@@ -106,18 +103,9 @@ def test_a_moved_loss_that_finds_other_devices_or_keeps_the_lost_one_healthy_is_
 @pytest.mark.parametrize("mutant", [corpus_losses.DiscoverStopsAtLostCard, corpus_losses.DiscoverKeepsLiveCount],
                          ids=lambda cls: cls.__name__)
 def test_a_loss_handled_right_only_when_last_fails_rac210_naming_the_invariant(mutant: type[corpus.Healthy]) -> None:
-    all_checks()
-    manager = PluginManager(autoload=False, timeout=5.0)
-    subjects = {}
-    name = next(n for n, plugin in corpus.PLUGINS.items() if type(plugin) is mutant)
-    for plugin in (corpus.PLUGINS[name], corpus.PLUGINS["c-healthy"]):
-        manager.register(plugin, plugin.name)
-        subjects[plugin.name] = Subject(plugin.name, manager)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC210"].function(subjects[name], f"{name}/acme-4")
-    said = str(failed.value)
+    said = failure(mutant_of(mutant), "RAC210", "acme-4")
     assert "invariant a-loss-anywhere-is-the-same-loss, fault lost-3 moved from ACME-0003" in said, said
     assert "(position 0)" in said and "not lost, is no longer found" in said, said
     # The healthy control, the same loss moved: passes, and says where it moved it.
-    passed = CHECKS["RAC210"].function(subjects["c-healthy"], "c-healthy/acme-4")
-    assert "fault lost-3 moved to position 0, fault lost-3 moved to position 2" in str(passed), passed
+    passed = evidence(corpus.PLUGINS["c-healthy"], "RAC210", "acme-4")
+    assert "fault lost-3 moved to position 0, fault lost-3 moved to position 2" in passed, passed

@@ -6,13 +6,10 @@ corpus too)."""
 from __future__ import annotations
 
 import pytest
+from mutant_grading import evidence, failure, mutant as mutant_of
 
-from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import MetricSample
-from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.contract import same_reading_metrics
-from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins import corpus, corpus_used_as_total
 
 TOTAL = MetricSample(device="d1", name="memory_total", unit="bytes", value=8e10)
@@ -34,17 +31,10 @@ def test_another_metric_of_the_device_moving_by_the_same_factor_is_named() -> No
 @pytest.mark.parametrize("mutant", [corpus_used_as_total.UsedFromSizeFile, corpus_used_as_total.UsedFromDeviceSize],
                          ids=lambda cls: cls.__name__)
 def test_memory_in_use_that_is_the_size_fails_rac223_naming_the_invariant(mutant: type[corpus.Healthy]) -> None:
-    all_checks()
-    name = next(n for n, plugin in corpus.PLUGINS.items() if type(plugin) is mutant)
-    manager = PluginManager(autoload=False, timeout=5.0)
-    for plugin in (name, "c-healthy"):
-        manager.register(corpus.PLUGINS[plugin], plugin)
-    with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC223"].function(Subject(name, manager), f"{name}/acme-4-unstated")
-    said = str(failed.value)
+    plugin = mutant_of(mutant)
+    name, said = plugin.name, failure(plugin, "RAC223", "acme-4-unstated")
     scaled = f"{name}/acme-4-unstated with file /sys/class/acme/acme2/memory_mib"
     assert f"invariant one-reading-one-metric, {scaled}" in said, said
     assert "memory_used read from memory_total's reading?" in said, said
     # The healthy control reads its own file for each: passes.
-    assert "moved exactly with their readings" in str(CHECKS["RAC223"].function(Subject("c-healthy", manager),
-                                                                                "c-healthy/acme-4"))
+    assert "moved exactly with their readings" in evidence(corpus.PLUGINS["c-healthy"], "RAC223", "acme-4")
