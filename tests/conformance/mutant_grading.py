@@ -1,6 +1,6 @@
-"""One corpus plugin graded by one check on one fixture, outside a conformance run: the held-out rounds' tests
-(test_conformance_heldout7, _heldout8*, _value_relations) call a check's function directly on a plugin beside the
-healthy control, to see the message it fails with or the evidence it passes with."""
+"""One corpus plugin graded by one check on one fixture, outside a conformance run: a test of an invariant (the
+held-out rounds', _link_states, _one_reading, _moved_losses, _missing_keys, ...) calls a check's function directly
+on a plugin beside the healthy control, to see the message it fails with or the evidence it passes with."""
 
 from __future__ import annotations
 
