@@ -4,6 +4,8 @@ on a plugin beside the healthy control, to see the message it fails with or the 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from rayaccel.plugins.manager import PluginManager
@@ -26,6 +28,16 @@ def graded(plugin: corpus.Healthy) -> Subject:
 def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
     """The corpus's registered plugin of class ``cls`` (its fixtures were written when the corpus loaded)."""
     return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
+
+
+def replaced(module: object, name: str, **hooks: object) -> Subject:
+    """Plugin ``module`` (its ``rayaccel_*`` hooks) with ``hooks`` in place of its own (None: left out), registered
+    alone under ``name``: a reference or test plugin given one defect, or one fixture directory, by a test."""
+    answers = {attr: getattr(module, attr) for attr in dir(module) if attr.startswith("rayaccel_")} | hooks
+    manager = PluginManager(autoload=False)
+    assert manager.register(SimpleNamespace(**{k: v for k, v in answers.items() if v is not None}), name), \
+        manager.problems
+    return Subject(name, manager)
 
 
 def failure(plugin: corpus.Healthy, check_id: str, machine: str) -> str:

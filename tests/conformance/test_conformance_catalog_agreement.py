@@ -7,15 +7,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
+from mutant_grading import replaced
 
 from rayaccel import Device, Topology
 from rayaccel.catalog import load_catalog
-from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_testplugins import acme, acme_onboard
@@ -46,13 +45,9 @@ def acme_declaring(tmp_path: Path, declared: float, **hooks: Callable[..., Any])
     catalog["skus"][0]["link_bandwidth_gbytes_per_s"] = declared
     (tmp_path / "acme-skus.yaml").write_text(yaml.safe_dump(catalog))
     shutil.copytree(acme.HERE / "acme_fixtures", tmp_path / "acme_fixtures")
-    table = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    table |= {"rayaccel_sku_catalog": lambda: load_catalog(tmp_path / "acme-skus.yaml"),
-              "rayaccel_fixture_dirs": lambda: [str(tmp_path / "acme_fixtures")],
-              "rayaccel_discover": pci_ids(lambda d: PCI_ID), **hooks}
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**table), "acme"), manager.problems
-    return Subject("acme", manager)
+    return replaced(acme_onboard, "acme", **{"rayaccel_sku_catalog": lambda: load_catalog(tmp_path / "acme-skus.yaml"),
+                                             "rayaccel_fixture_dirs": lambda: [str(tmp_path / "acme_fixtures")],
+                                             "rayaccel_discover": pci_ids(lambda d: PCI_ID), **hooks})
 
 
 def test_the_plugin_as_it_reads_the_machine_passes_both(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mutant_grading import replaced
 
 import rayaccel
 from rayaccel.catalog import load_catalog
@@ -48,13 +49,9 @@ def zero_for_garbage(host: Any, devices: list[rayaccel.Device]) -> list[rayaccel
 
 
 def gaudi_with(metrics: Metrics) -> Subject:
-    hooks = {name: getattr(gaudi, name) for name in dir(gaudi) if name.startswith("rayaccel_")}
     here = Path(gaudi.__file__).parent  # the SDK finds these beside a plugin's module; a namespace has none
-    hooks |= {"rayaccel_metrics": metrics, "rayaccel_fixture_dirs": lambda: [str(here / "fixtures")],
-              "rayaccel_sku_catalog": lambda: load_catalog(here / "skus.yaml")}
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**hooks), "gaudi"), manager.problems
-    return Subject("gaudi", manager)
+    return replaced(gaudi, "gaudi", rayaccel_metrics=metrics, rayaccel_fixture_dirs=lambda: [str(here / "fixtures")],
+                    rayaccel_sku_catalog=lambda: load_catalog(here / "skus.yaml"))
 
 
 @pytest.mark.parametrize(("metrics", "said"), [

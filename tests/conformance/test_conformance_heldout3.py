@@ -9,12 +9,11 @@ whose fixture directory is relative to the directory its author ran in is told s
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from mutant_grading import replaced
 
 from rayaccel.catalog import load_catalog
-from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed
@@ -24,16 +23,9 @@ from rayaccel_testplugins import acme
 CHECKS = {c.id: c for c in all_checks()}
 
 
-def subject_of(module: object, name: str, **hooks: object) -> Subject:
-    answers = {attr: getattr(module, attr) for attr in dir(module) if attr.startswith("rayaccel_")} | hooks
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**answers), name), manager.problems
-    return Subject(name, manager)
-
-
 def gaudi_subject(health_hook: object) -> Subject:
     here = Path(gaudi.__file__).parent  # the SDK finds these beside a plugin's module; a namespace has none
-    return subject_of(gaudi, "gaudi", rayaccel_health=health_hook,
+    return replaced(gaudi, "gaudi", rayaccel_health=health_hook,
                       rayaccel_fixture_dirs=lambda: [str(here / "fixtures")],
                       rayaccel_sku_catalog=lambda: load_catalog(here / "skus.yaml"))
 
@@ -60,12 +52,12 @@ def test_rac268_gaudi_passes_and_any_unreadable_field_taken_for_a_dead_module_fa
 
 @pytest.mark.parametrize("check_id", ["RAC266", "RAC267"])
 def test_acme_passes_the_pci_address_and_link_reading_invariants(check_id: str) -> None:
-    result = subject_of(acme, "acme").run(CHECKS[check_id], "acme/acme-4")
+    result = replaced(acme, "acme").run(CHECKS[check_id], "acme/acme-4")
     assert result.outcome == "passed", result.evidence
 
 
 def test_a_relative_fixture_directory_is_named_not_only_missing_fixtures() -> None:
-    subject = subject_of(acme, "acme", rayaccel_fixture_dirs=lambda: ["fixtures/acme"])
+    subject = replaced(acme, "acme", rayaccel_fixture_dirs=lambda: ["fixtures/acme"])
     with pytest.raises(CheckFailed) as failed:
         subject.fixture(None)
     text = str(failed.value)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
+from mutant_grading import replaced
 
 from rayaccel.catalog import load_catalog
 from rayaccel.plugins.manager import PluginManager
@@ -26,12 +26,8 @@ def acme_with_declared(tmp_path: Path, declared_gbytes_per_s: float) -> PluginMa
     catalog["skus"][0]["link_bandwidth_gbytes_per_s"] = declared_gbytes_per_s
     (tmp_path / "acme-skus.yaml").write_text(yaml.safe_dump(catalog))
     shutil.copytree(acme.HERE / "acme_fixtures", tmp_path / "acme_fixtures")
-    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    hooks["rayaccel_sku_catalog"] = lambda: load_catalog(tmp_path / "acme-skus.yaml")
-    hooks["rayaccel_fixture_dirs"] = lambda: [str(tmp_path / "acme_fixtures")]
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
-    return manager
+    return replaced(acme_onboard, "acme", rayaccel_sku_catalog=lambda: load_catalog(tmp_path / "acme-skus.yaml"),
+                    rayaccel_fixture_dirs=lambda: [str(tmp_path / "acme_fixtures")]).manager
 
 
 @pytest.mark.parametrize(("declared", "outcome", "said"), [

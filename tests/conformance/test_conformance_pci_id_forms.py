@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
+from mutant_grading import replaced
 
 from rayaccel import Device, hookimpl, report_problem
-from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.checks.pci_id_forms import FORMS, host_with_id_in_form
 from rayaccel_conformance.harness.subject import Subject
@@ -68,11 +67,8 @@ def acme_reading_ids(tmp_path: Path, parse: Parser) -> Subject:
                 report_problem("unreadable-device", f"acme{device.index}: {e}"[:200])
         return devices
 
-    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    hooks.update(rayaccel_discover=rayaccel_discover, rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
-    return Subject("acme", manager)
+    return replaced(acme_onboard, "acme", rayaccel_discover=rayaccel_discover,
+                    rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
 
 
 def test_a_strict_parser_passes_every_form() -> None:

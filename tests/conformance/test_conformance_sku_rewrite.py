@@ -9,14 +9,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
+from mutant_grading import replaced
 
 from rayaccel import MetricSample, SkuRecord, hookimpl
-from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_testplugins import acme_onboard
@@ -44,14 +43,7 @@ def first_card_only(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
 
 
 def acme_with(rewrite: Rewrite | None) -> Subject:
-    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    if rewrite is None:
-        del hooks["rayaccel_fixture_for_sku"]
-    else:
-        hooks["rayaccel_fixture_for_sku"] = rewrite
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
-    return Subject("acme", manager)
+    return replaced(acme_onboard, "acme", rayaccel_fixture_for_sku=rewrite)  # None: the hook left out
 
 
 @pytest.mark.parametrize(("rewrite", "said"), [
@@ -88,11 +80,8 @@ def test_the_fleet_is_discovered_once_per_run_and_afresh_when_a_fixture_changes(
         discovered.append(host)
         return acme_onboard.rayaccel_discover(host)
 
-    manager = PluginManager(autoload=False)
-    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    hooks.update(rayaccel_discover=rayaccel_discover, rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
-    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
-    subject = Subject("acme", manager)
+    subject = replaced(acme_onboard, "acme", rayaccel_discover=rayaccel_discover,
+                       rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
 
     def discoveries(fixture: str) -> int:
         before = len(discovered)
@@ -137,12 +126,8 @@ def acme_with_vram_file(tmp_path: Path, rewrite: Rewrite) -> Subject:
     cards = [p.rsplit("/", 1)[0] for p in shipped["host"]["files"] if p.endswith("/memory_mib")]
     shipped["host"]["files"].update({f"{card}/{VRAM_TOTAL}": f"{65536 * 2**20}\n" for card in cards})
     (tmp_path / "acme-4.yaml").write_text(yaml.safe_dump(shipped), encoding="utf-8")
-    hooks = {name: getattr(acme_onboard, name) for name in dir(acme_onboard) if name.startswith("rayaccel_")}
-    hooks.update(rayaccel_fixture_for_sku=rewrite, rayaccel_metrics=vram_file_metrics,
-                 rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
-    manager = PluginManager(autoload=False)
-    assert manager.register(SimpleNamespace(**hooks), "acme"), manager.problems
-    return Subject("acme", manager)
+    return replaced(acme_onboard, "acme", rayaccel_fixture_for_sku=rewrite, rayaccel_metrics=vram_file_metrics,
+                    rayaccel_fixture_dirs=hookimpl(lambda: [str(tmp_path)]))
 
 
 @pytest.mark.parametrize(("vram", "said"), [
