@@ -34,6 +34,7 @@ from rayaccel_conformance.checks.failed_listings import (
     unreported_losses,
 )
 from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
+from rayaccel_conformance.checks.fault_joins import landed_elsewhere
 from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_fault
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
@@ -615,7 +616,11 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     fatal or uncorrectable error count a fault raises by two or more, raised by one instead, gives the device the
     same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A device
     a fault states healthy and reported otherwise is named with the readings the fault changes on it, each from and
-    to, beside the reasons reported (the cause: NVML's lifetime ECC counter read for the since-boot one). Fix:
+    to, beside the reasons reported (the cause: NVML's lifetime ECC counter read for the since-boot one). A fault
+    whose change lands on a device it does not touch, the one it touches keeping its state, is named by the record
+    it changes where a field of that record names the touched device (PCI address or id) and the other device's
+    index is the number the record's place carries (``accel2``, a list's entry, a row): the plugin joined the
+    record by that enumeration number, not by the address it gives (:mod:`.fault_joins`). Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
     missing or odd readings (unknown, a problem), never raise on them.
@@ -640,6 +645,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += subject.blamed(faulty, expectation_differences(faulty, subject.name, fault.expected),
                                     f"fault {fault.name}: ", fault.expected.problem_codes)
             wrong += readings_taken_for_a_fault(subject, fx, fault, faulty)
+            wrong += landed_elsewhere(fx, fault, subject.inventory(fixture).family(subject.family().name),
+                                      faulty.family(subject.family().name))
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
@@ -1042,7 +1049,9 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     every other device keeps its health and facts (``invariant one-unreadable-device-keeps-the-others``); where
     the plugin reports a problem on that build alone (it says it could not read them), the device itself is not
     reported healthy (``invariant an-unreadable-device-is-not-healthy``: a plugin that says nothing may keep it
-    healthy, as a GPU without ECC answers NOT_SUPPORTED for its ECC counts). Fix:
+    healthy, as a GPU without ECC answers NOT_SUPPORTED for its ECC counts). A fault's change that lands on an
+    untouched device is named by the record it changes and the enumeration number the plugin joined it by
+    (RAC203's). Fix:
     key every answer by ``device.id``; read a device's signals from its own vendor entry (its index or bus id),
     never from its place in a list; sort ids numerically, not as text; skip a link that is down, never stop at
     it; a vendor value that cannot be read is unknown (``None``) and reported, never a default, for that device
@@ -1068,6 +1077,7 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         if faulty is not None:
             wrong += [f"fault {fault.name} (touching {', '.join(sorted(touched))}): {leak}"
                       for leak in one_device_fault_leaks(healthy, faulty, touched)]
+            wrong += landed_elsewhere(fx, fault, healthy, faulty)
             tried.append(f"fault {fault.name}")
     for variant in (v for v in fx.perturbations if v.kind in ("reorder", "change") and healthy is not None):
         assert healthy is not None
