@@ -22,9 +22,12 @@ keep the rest, and declare it in ``plugin.py``::
 
 ``reach="node"``: shared memory is one machine's, so it is never offered between two nodes and the certified
 tier's RAC311 (two nodes) skips it; once your transport moves tensors between nodes, drop it (the default is
-``"cluster"``). ``rayaccel.ray.init``/``connect`` then register it with Ray, ``rayaccel transports`` shows
-where it is chosen, and the certified tier's RAC301 sends tensors through it between two real Ray actors.
-Until it is declared, RAC301 is skipped ("the plugin declares no tensor transports"), never passed.
+``"cluster"``). Declared for the cluster, it is received on another node by the supported tier's RAC272 (that
+node's own /dev/shm, /tmp and process ids): this shared memory fails there, so keep ``reach="node"`` until your
+transport moves tensors some other way. ``rayaccel.ray.init``/``connect`` then register it with Ray,
+``rayaccel transports`` shows where it is chosen, and the certified tier's RAC301 sends tensors through it
+between two real Ray actors. Until it is declared, RAC301 is skipped ("the plugin declares no tensor
+transports"), never passed.
 """
 
 from __future__ import annotations
