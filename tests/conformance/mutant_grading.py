@@ -5,9 +5,11 @@ on a plugin beside the healthy control, to see the message it fails with or the 
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from rayaccel import hookimpl
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
@@ -30,14 +32,23 @@ def mutant(cls: type[corpus.Healthy]) -> corpus.Healthy:
     return next(p for p in corpus.PLUGINS.values() if type(p) is cls)
 
 
-def replaced(module: object, name: str, **hooks: object) -> Subject:
+def replaced(module: object, name: str, timeout: float | None = None, **hooks: object) -> Subject:
     """Plugin ``module`` (its ``rayaccel_*`` hooks) with ``hooks`` in place of its own (None: left out), registered
-    alone under ``name``: a reference or test plugin given one defect, or one fixture directory, by a test."""
+    alone under ``name``: a reference or test plugin given one defect, or one fixture directory, by a test;
+    ``timeout``: each hook's bound (the SDK's default where None)."""
     answers = {attr: getattr(module, attr) for attr in dir(module) if attr.startswith("rayaccel_")} | hooks
-    manager = PluginManager(autoload=False)
+    manager = PluginManager(autoload=False, timeout=timeout)
     assert manager.register(SimpleNamespace(**{k: v for k, v in answers.items() if v is not None}), name), \
         manager.problems
     return Subject(name, manager)
+
+
+def wrapped(module: object, name: str, package: str, **hooks: Any) -> Subject:
+    """The reference plugin ``module`` with ``hooks`` in place of its own, under its own name and the fixtures of
+    its ``package`` (a namespace has no module the SDK finds them beside), each hook bounded at 10 s."""
+    all_checks()
+    return replaced(module, name, timeout=10.0, rayaccel_fixture_dirs=hookimpl(lambda: [f"{package}/fixtures"]),
+                    **{key: hookimpl(value) for key, value in hooks.items()})
 
 
 def failure(plugin: corpus.Healthy, check_id: str, machine: str) -> str:

@@ -12,15 +12,15 @@ RAC204's a-cut-listing-is-reported); the TPU worker-label mutants are graded her
 
 from __future__ import annotations
 
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mutant_grading import wrapped
 from test_conformance_heldout5 import rac270_alone
 
 import rayaccel_neuron.plugin as neuron_plugin
-from rayaccel import CloudHint, hookimpl
+from rayaccel import CloudHint
 from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
 from rayaccel.plugins.instance_types import cloud_hint
 from rayaccel.plugins.manager import PluginManager
@@ -33,18 +33,6 @@ from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins.corpus_ray_labels import TPU_LABEL_MUTANTS
 
 NEURON_PACKAGE = neuron_plugin.__file__.rsplit("/", 1)[0]
-
-
-def wrapped(module: types.ModuleType, name: str, package: str, **hooks: Any) -> Subject:
-    """The reference plugin ``module`` with ``hooks`` in place of its own, under its own name and fixtures."""
-    all_checks()
-    own = {key: getattr(module, key) for key in dir(module) if key.startswith("rayaccel_")}
-    fixture_dirs = hookimpl(lambda: [f"{package}/fixtures"])
-    plugin = types.SimpleNamespace(**{**own, "rayaccel_fixture_dirs": fixture_dirs,
-                                      **{key: hookimpl(value) for key, value in hooks.items()}})
-    manager = PluginManager(autoload=False, timeout=10.0)
-    manager.register(plugin, name)
-    return Subject(name, manager)
 
 
 def test_the_instance_type_a_host_states_is_read_from_ec2_s_dmi_product_name_only_in_its_shape() -> None:

@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from mutant_grading import evidence, failure, mutant
-from test_conformance_heldout6 import wrapped
+from mutant_grading import evidence, failure, mutant, wrapped
 
 import rayaccel
 import rayaccel_nvidia.plugin as nvidia_plugin

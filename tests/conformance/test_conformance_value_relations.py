@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from mutant_grading import graded, mutant
-from test_conformance_heldout6 import wrapped
+from mutant_grading import graded, mutant, wrapped
 
 import rayaccel_neuron.plugin as neuron_plugin
 from rayaccel import Device, Host, MetricSample
