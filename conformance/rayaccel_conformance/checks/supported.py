@@ -67,7 +67,13 @@ from rayaccel_conformance.checks.perturbations import (
 )
 from rayaccel_conformance.checks.readings import host_readings
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
-from rayaccel_conformance.checks.value_relations import field_source, rate_mixup, ratio_mixup, reindexed
+from rayaccel_conformance.checks.value_relations import (
+    count_mixup,
+    field_source,
+    rate_mixup,
+    ratio_mixup,
+    reindexed,
+)
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -83,7 +89,12 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     family (``acme.example.com/`` for ACME Corp; a vendor's known domains such as ``habana.ai`` for Intel
     count), never another vendor's (``nvidia.com/`` from an ACME plugin), and Ray's keys only where they
     belong to the family (``ray.io/tpu-*`` for TPU); keys and values must pass Ray's label syntax, and none
-    may be dropped as invalid; the node's labels must equal ``expected.labels`` of the fixture exactly.
+    may be dropped as invalid; the node's labels must equal ``expected.labels`` of the fixture exactly. A
+    whole-number label 1/2, 1/4 or 1/8 (or 2, 4, 8 times) of the value due is named as a per-unit count applied
+    once too often or left out; where the machine's text states the value due two ways that agree (a topology's
+    product, ``16x16``, and the count a name ends in, ``v6e-256``), its chips hold one unit each and no per-chip
+    factor applies (held-out round 9's ``p2``, TPU v6e counted as a two-core generation;
+    ``c-pod-cores-taken-for-cards``).
     Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``.
     """
     subject.family()
@@ -102,6 +113,10 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
                                              "links": None,  # problems are RAC105's:
                                              "problems": reported_problem_codes(inventory, subject.name)})
         wrong += compare_expected(inventory, fx, exp)
+        state = fx.host.model_dump(mode="json")
+        wrong += [f"label {key}: {named}" for key, want in fx.expected.labels.items()
+                  if want.isdigit() and (got := inventory.labels.get(key, "")).isdigit()
+                  and (named := count_mixup(int(got), int(want), state))]
     if wrong:
         raise CheckFailed(wrong)
     return f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"

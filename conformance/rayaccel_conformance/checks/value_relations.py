@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from rayaccel.records import Device
 from rayaccel_conformance.checks.readings import UNIT_FACTORS, Reading, owned_by
@@ -278,3 +279,61 @@ def rate_mixup(observed: float, expected: float, device: Device, readings: Itera
     return (f"{observed:g} bytes/s is {_times(factor)} the {expected:g} bytes/s due: a time unit mix-up, {time}"
             + (f"; or a size one, {' or '.join(sizes)}" if sizes else "; no size step of the counter's unit gives "
                "this ratio") + evidence)
+
+
+#: A topology as a machine writes it (``16x16``, ``2x2x4``): its product is the chips it holds.
+_TOPOLOGY = re.compile(r"(?<![\w.])(\d+(?:x\d+){1,2})(?![\w.])")
+#: A product name ending in its count (``v6e-256``, ``v5p-16``): the count a vendor names a slice by.
+_NAMED_COUNT = re.compile(r"(?<![\w.-])([a-z][a-z0-9-]*?)-(\d+)(?![\w.])", re.IGNORECASE)
+#: Per-chip and per-host counts a count is divided or multiplied by once too often.
+_PER_UNIT = (2, 4, 8)
+
+
+def _machine_texts(state: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Every text the machine answers with, and where: files, metadata (HTTP) bodies, commands' output."""
+    for path, text in (state.get("files") or {}).items():
+        yield f"file {path}", text or ""
+    for url, answer in (state.get("http") or {}).items():
+        yield url, str((answer or {}).get("body") or "")
+    for line, answer in (state.get("commands") or {}).items():
+        yield f"`{line}` output", str((answer or {}).get("stdout") or "")
+
+
+def machine_counts(state: dict[str, Any]) -> list[tuple[int, str]]:
+    """The counts a machine states in its text: a topology's product (``16x16`` is 256) and the count a name ends
+    in (``v6e-256``), each with what and where it is."""
+    found = []
+    for where, text in _machine_texts(state):
+        for match in _TOPOLOGY.finditer(text):
+            found.append((math.prod(int(n) for n in match.group(1).split("x")), f"topology {match.group(1)} ({where})"))
+        for match in _NAMED_COUNT.finditer(text):
+            found.append((int(match.group(2)), f"name {match.group(0)} ({where})"))
+    return found
+
+
+def count_mixup(observed: int, expected: int, state: dict[str, Any]) -> str | None:
+    """What a whole-number count ``observed`` that is 1/k or k times the ``expected`` one (k 2, 4, 8) names: a
+    per-unit count applied once too often or left out; where the machine's text states the count due two ways
+    that agree (its topology's product and the count its name ends in), the unit the plugin's factor assumes is
+    not this machine's. None where the ratio is none of them."""
+    if observed <= 0 or expected <= 0 or observed == expected:
+        return None
+    factor = next((k for k in _PER_UNIT if observed * k == expected or expected * k == observed), None)
+    if factor is None:
+        return None
+    low = observed < expected
+    head = (f"{observed} is 1/{factor} of the {expected} due: divided by {factor} once too often (a count of units, "
+            f"{factor} per chip or per host, taken for chips)" if low else
+            f"{observed} is {factor}x the {expected} due: multiplied by {factor} once too often (chips counted as "
+            f"{factor} units each)")
+    sources = machine_counts(state)
+    due = [what for value, what in sources if value == expected]
+    topologies = [what for what in due if what.startswith("topology")]
+    names = [what for what in due if what.startswith("name")]
+    if topologies and names:
+        return (f"{head}; the machine states {expected} twice, its {topologies[0]} and its {names[0]}: its chips "
+                f"hold one unit each (the name counts chips, as the topology does), so no per-chip factor of "
+                f"{factor} applies to this machine")
+    if due:
+        return f"{head}; the machine states {expected}: {due[0]}"
+    return head
