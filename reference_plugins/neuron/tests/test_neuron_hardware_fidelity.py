@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rayaccel.testing import Fixture, PluginManager, SimulatedHost, build_inventory, load_fixture, parse_fixture
-from rayaccel_neuron import neuronls, plugin
+from rayaccel_neuron import instance, neuronls, plugin
 
 FIXTURES = Path(plugin.__file__).parent / "fixtures"
 ULTRA = "trn2u.48xlarge-ultraserver-x2"
@@ -112,8 +112,23 @@ def test_ultraserver_group_size_follows_the_configured_mode(manager: PluginManag
         data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
         data["host"]["env"].pop("NEURON_RT_ULTRASERVER_MODE")
         host = SimulatedHost(parse_fixture(data, "ultra without a mode"))  # AWS's init script defaults to 4
-    family = build_inventory(manager, host).family("neuron")
+    result = build_inventory(manager, host)
+    family = result.family("neuron")
     assert family is not None
     (domain,) = family.topology.domains
     assert (domain.kind, domain.hosts, domain.size) == ("ultraserver", hosts, 16 * hosts)
+    # Every mode AWS's init script sets is a mode, not a malformed value (X1 keeps a topoid of 1: that one is).
+    assert [p.message for p in result.problems if "NEURON_RT_ULTRASERVER_MODE" in p.message] == []
     assert domain.host_index == (1 if hosts > 1 else None)  # NEURON_GLOBAL_TOPOID=1 is only valid below hosts
+
+
+@pytest.mark.parametrize(("product_name", "expected"), [
+    ("trn2u.48xlarge", "trn2u.48xlarge"),         # EC2 (Nitro) writes the instance type
+    ("Standard PC (Q35 + ICH9, 2009)", None),    # QEMU's q35 board
+    ("KVM", None),                               # a KVM guest (systemd's virt.c matches it in product_name)
+    ("HVM domU", None),                          # Xen
+])
+def test_only_an_ec2_instance_type_shape_is_an_instance_type(product_name: str, expected: str | None) -> None:
+    data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
+    data["host"]["files"][instance.DMI_PRODUCT_NAME] = f"{product_name}\n"
+    assert instance.instance_type(SimulatedHost(parse_fixture(data, f"DMI product name {product_name!r}"))) == expected

@@ -108,6 +108,12 @@ def test_links_are_undirected_and_skip_absent_peers() -> None:
     assert all(ln.kind == "neuronlink" for ln in links)
 
 
+def test_a_link_either_end_reports_is_one_link_and_no_device_is_its_own_peer() -> None:
+    # A listing cut after device 0's entry names the link 0-1 from its lower end only; a garbled entry names 1 itself.
+    links = topology.neuronlink_links(_devices(3), {0: [1], 1: [1], 2: [1]})
+    assert sorted((ln.a, ln.b) for ln in links) == [("d0", "d1"), ("d1", "d2")]
+
+
 def test_cloud_hints_cover_ray_s_table_and_trn2(rayaccel_kit: PluginKit) -> None:
     for instance_type, cores in ray_neuron.AWS_NEURON_INSTANCE_MAP.items():
         hint = rayaccel_kit.cloud_hint("aws", instance_type)
