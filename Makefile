@@ -67,7 +67,8 @@ bench: install
 # slow, so never part of `make test`. Every module of the five reference plugins and of a fresh template bake,
 # largest gap first, within MUTATION_BUDGET seconds (each mutant by 3 x its plugin's baseline, the CPUs less one
 # at once, niced); MUTATION_ARGS="--sample 20" a seeded sample of each module, "rayaccel_tpu.health bake:health"
-# some modules, "--workers 4 --timeout 90" and the rest: scripts/mutation.py --help.
+# some modules, "--own-tests" each survivor tested by its plugin's own cheap tests too (counted apart),
+# "--workers 4 --timeout 90" and the rest: scripts/mutation.py --help.
 MUTATION_BUDGET ?= 3300
 mutation: install
 	$(BIN)/python -c "import cosmic_ray" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[mutation]'
