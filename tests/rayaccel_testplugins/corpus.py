@@ -74,8 +74,14 @@ def _token(name: str) -> str:
 
 
 def _fixture_root() -> Path:
-    base = yaml.safe_load((HERE / "acme_fixtures" / "acme-4.yaml").read_text(encoding="utf-8"))
-    digest = hashlib.sha1(json.dumps(base, sort_keys=True).encode() + Path(__file__).read_bytes()).hexdigest()[:10]
+    # Named from every source a corpus fixture is written from (this package's modules, the ACME fixtures), so
+    # an edit to any mutant module gives fresh fixtures: writers skip a fixture already there, and one written by
+    # an older module would otherwise be graded again.
+    sources = sorted([*HERE.glob("*.py"), *(HERE / "acme_fixtures").rglob("*.yaml")])
+    sha = hashlib.sha1()
+    for source in sources:
+        sha.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    digest = sha.hexdigest()[:10]
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return Path(tempfile.gettempdir()) / f"rayaccel-corpus-{uid}-{digest}"
 
