@@ -11,9 +11,10 @@ None where no relation holds, so a failure without one reads as before.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rayaccel.records import Device
@@ -337,3 +338,40 @@ def count_mixup(observed: int, expected: int, state: dict[str, Any]) -> str | No
     if due:
         return f"{head}; the machine states {expected}: {due[0]}"
     return head
+
+
+def _all_texts(state: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Every text of the machine, a library's data as JSON too."""
+    yield from _machine_texts(state)
+    for name, data in (state.get("libraries") or {}).items():
+        yield f"library {name}", json.dumps(data)
+
+
+def trimmed_ids(device_ids: Sequence[str], state: dict[str, Any]) -> str | None:
+    """Where every device id is the machine's id for it with one prefix or suffix cut off (``5e1f4c2a-0000`` where
+    the tool prints ``DUNLIN-5e1f4c2a-0000``), nowhere printed alone: an id normalised in one hook, which answers
+    keyed by the machine's form (health, metrics, links) then miss. Names the affix and the places the machine's form
+    is printed; None where some device's id is printed as it is, or the affixes differ."""
+    if not device_ids:
+        return None
+    texts = list(_all_texts(state))
+    affixes: set[tuple[str, str]] = set()
+    places: dict[str, list[str]] = {}
+    for device in device_ids:
+        pattern = re.compile(r"([\w.:-]*)" + re.escape(device) + r"([\w.:-]*)")
+        for where, text in texts:
+            for match in pattern.finditer(text):
+                if not match.group(1) and not match.group(2):
+                    return None  # printed as it is: not trimmed
+                affixes.add((match.group(1), match.group(2)))
+                places.setdefault(device, []).append(where)
+    if len(affixes) != 1 or set(places) != set(device_ids):
+        return None
+    prefix, suffix = affixes.pop()
+    cut = " and ".join(f"{what} {text!r}" for what, text in (("prefix", prefix), ("suffix", suffix)) if text)
+    first = device_ids[0]
+    seen = sorted(set(places[first]))
+    return (f"every device id is the machine's id with the {cut} cut off: {first} is {prefix}{first}{suffix} in "
+            f"{', '.join(seen[:4])}{' and more' if len(seen) > 4 else ''}, and printed alone nowhere: an id "
+            "normalised in one hook (discovery) while the answers the others read (health, metrics, links) are keyed "
+            "by the machine's form, so they find no device; key every hook by one form of the id")
