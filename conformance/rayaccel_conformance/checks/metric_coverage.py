@@ -8,8 +8,37 @@ together are nodes of one cluster; this check compares them.
 
 from __future__ import annotations
 
+from rayaccel.hosts.fixtures import Fixture
+from rayaccel_conformance.checks.fault_readings import named_metric, words
+from rayaccel_conformance.checks.readings import SCALED_METRICS
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+
+
+def layout_difference(here: Fixture, there: Fixture, metrics: list[str]) -> str | None:
+    """Where a metric the devices report on ``there`` is read from a file whose name names it, and ``here`` has no
+    such file but a directory of that name holding the counter (``mem_ecc_uncorrected/total``): the driver's other
+    layout of one counter, which the plugin does not read. None where the two machines' files show no such
+    difference."""
+    names = set(SCALED_METRICS) | set(metrics)
+    there_files = list(there.host.files)
+    here_files = list(here.host.files)
+    for metric in metrics:
+        named = {path.rsplit("/", 1)[-1] for path in there_files
+                 if named_metric(path.rsplit("/", 1)[-1], names) == metric}
+        if not named or any(path.rsplit("/", 1)[-1] in named for path in here_files):
+            continue
+        # The directory whose name is closest to the metric's (mem_ecc_uncorrected before mem_ecc_repairable_...).
+        nested = sorted((len(words(seg) - words(metric)), seg, path) for path in here_files
+                        for seg in path.split("/")[:-1] if seg in named)
+        if not nested:
+            continue
+        _, seg, path = nested[0]
+        file = next(p for p in sorted(there_files) if p.rsplit("/", 1)[-1] == seg)
+        return (f"{metric} is read on {there.ref} from the file {file}; on {here.ref} {seg} is a directory holding "
+                f"the counter ({path}), the driver's other layout of it, which the plugin does not read: read both "
+                "layouts (a counter file, or its directory's total), invariant metrics-follow-the-sku (RAC255)")
+    return None
 
 
 def reported_elsewhere(subject: Subject, ref: str, sku: str, lacking: list[str]) -> str | None:
@@ -26,6 +55,8 @@ def reported_elsewhere(subject: Subject, ref: str, sku: str, lacking: list[str])
             continue
         same = {d.id for d in (fam.devices if fam else []) if d.sku == sku and not d.partitions}
         found = sorted({s.name for s in (fam.metrics if fam else []) if s.device in same} & set(lacking))
+        if found and (layout := layout_difference(subject.fixture(ref), subject.fixture(other), found)):
+            return f"its SKU {sku}'s devices report {', '.join(found)} on {other}: {layout}"
         if found:
             return (f"its SKU {sku}'s devices report {', '.join(found)} on {other}: read by a key that finds a device "
                     "on one node only (the device's index in a slice, worker or rack, not on this host), invariant "
@@ -47,8 +78,10 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
     metric a fixture's own statement of what its vendor interface offers (``expected.metrics``, where it has
     one) leaves out: a machine with ECC off or under vGPU rightly lacks its error counters, and RAC206 holds
     the plugin to every metric a fixture states. Not applicable where no SKU's devices report metrics on two
-    fixtures. Fix: map each sample to the device it is about by the device's own id or host-local index, and
-    read the same fields on every node.
+    fixtures. Where the metric's file on one machine (named for it) is a directory holding the counter on the other
+    (``mem_ecc_uncorrected/total``), both failures name that layout (:func:`layout_difference`). Fix: map each
+    sample to the device it is about by the device's own id or host-local index, and read the same fields on every
+    node, in each layout the driver publishes them.
     """
     family = subject.family()
     names: dict[str, dict[str, set[str]]] = {}  # sku -> fixture -> metric names of its whole devices
@@ -78,8 +111,10 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
         for ref, found in reporting:
             lacking = sorted(name for name in widest[1] - found if name in offered.get(ref, {name}))
             if lacking:
+                layout = layout_difference(subject.fixture(ref), subject.fixture(widest[0]), lacking)
                 wrong.append(f"invariant metrics-follow-the-sku, SKU {sku}: its devices report {', '.join(lacking)} on "
-                             f"{widest[0]} but not on {ref} (they report {', '.join(sorted(found))} there)")
+                             f"{widest[0]} but not on {ref} (they report {', '.join(sorted(found))} there)"
+                             + (f": {layout}" if layout else ""))
     if wrong:
         raise CheckFailed(wrong[:8])
     if not compared:
