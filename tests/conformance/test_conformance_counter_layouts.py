@@ -13,7 +13,7 @@ import pytest
 from mutant_grading import graded, mutant
 
 from rayaccel.plugins.manager import PluginManager
-from rayaccel_conformance.checks.metric_coverage import layout_difference
+from rayaccel_conformance.checks.metric_coverage import files_become_directories, layout_difference
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins.corpus_counter_layouts import MACHINE, CounterEitherLayout, CounterFileOnly
@@ -46,3 +46,16 @@ def test_neuron_ultraserver_counters_name_the_total_directory() -> None:
     assert ("on neuron/trn2u.48xlarge-ultraserver-x2 mem_ecc_uncorrected is a directory holding the counter "
             "(/sys/class/neuron_device/neuron0/stats/hardware/mem_ecc_uncorrected/total)") in said, said
     assert layout_difference(there, subject.fixture("neuron/trn1.32xlarge"), ["ecc_errors_uncorrected"]) is None
+
+
+def test_rac105_names_the_names_a_machine_publishes_as_directories() -> None:
+    """RAC105, where e2's health goes unknown, names every counter the UltraServer's driver nests: each a file on
+    another fixture of the plugin, a directory holding ``total`` here."""
+    subject = Subject("neuron", PluginManager(autoload=True))
+    here = subject.fixture("neuron/trn2u.48xlarge-ultraserver-x2")
+    moved = files_become_directories(here, subject.fixture("neuron/inf2.48xlarge"))
+    assert [name for name, _, _ in moved] == ["mem_ecc_repairable_uncorrected", "mem_ecc_uncorrected",
+                                              "sram_ecc_uncorrected"], moved
+    assert moved[1][2] == "/sys/class/neuron_device/neuron0/stats/hardware/mem_ecc_uncorrected/total", moved
+    assert files_become_directories(subject.fixture("neuron/trn2.48xlarge"), subject.fixture("neuron/trn1.32xlarge")) \
+        == []

@@ -17,6 +17,7 @@ from rayaccel.plugins.manager import MISSING
 from rayaccel.records import Device, FamilyInventory, QuantityRule
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
+from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
 from rayaccel_conformance.checks.value_relations import trimmed_ids
 from rayaccel_conformance.harness.subject import Subject
@@ -148,7 +149,9 @@ def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence
     links are checked by RAC201 and RAC202 (and their hooks' problems by RAC201-RAC206). Where every discovered
     id is the machine's id with one prefix or suffix cut off and printed alone nowhere, the failure says so, with
     where the machine prints the full form: an id normalised in discovery only, which the answers keyed by the
-    machine's form miss (held-out round 9's ``j1``; ``c-id-prefix-cut``). Fix: the
+    machine's form miss (held-out round 9's ``j1``; ``c-id-prefix-cut``). Where the machine's driver publishes as
+    directories holding the value what another of the plugin's fixtures has as files (``mem_ecc_uncorrected/
+    total``), the failure names that layout (held-out round 9's ``e2``). Fix: the
     differences quoted are what the plugin found instead; run ``rayaccel inspect --simulate <fixture>`` to
     see the whole inventory.
     """
@@ -166,10 +169,27 @@ def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence
                                          fx.host.model_dump(mode="json"))):
         diffs.append(trimmed)
     if diffs:
+        diffs += _other_layout(subject, fx)
         raise CheckFailed(diffs)
     family = inventory.family(subject.family().name)
     return (f"{fx.ref}: {fx.expected.devices} devices, resources {inventory.resources}, accelerator type "
             f"{family.accelerator_type if family else None!r}")
+
+
+def _other_layout(subject: Subject, fx: Fixture) -> list[str]:
+    """Where this machine's driver publishes as directories holding the value what another of the plugin's
+    fixtures publishes as files: that layout, which a reader of files alone misses (held-out round 9's ``e2``)."""
+    for other in subject.fixture_paths():
+        if other == fx.ref:
+            continue
+        moved = files_become_directories(fx, subject.fixture(other))
+        if moved:
+            names = ", ".join(name for name, _, _ in moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4
+                                                                   else "")
+            _, file, nested = moved[0]
+            return [f"{fx.ref}'s driver publishes {names} as directories holding the value ({nested}), where "
+                    f"{other} has files ({file}): the driver's other layout, which a reader of files alone misses"]
+    return []
 
 
 #: Quantities a task might ask for, with what each rule must say about them.

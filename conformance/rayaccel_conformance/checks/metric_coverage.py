@@ -41,6 +41,20 @@ def layout_difference(here: Fixture, there: Fixture, metrics: list[str]) -> str 
     return None
 
 
+def files_become_directories(here: Fixture, there: Fixture) -> list[tuple[str, str, str]]:
+    """The names that are files on ``there`` and, on ``here``, never files but directories holding files (a
+    driver's other layout of one counter, ``mem_ecc_uncorrected`` and ``mem_ecc_uncorrected/total``): (name, a path
+    of it on ``there``, a path under it on ``here``)."""
+    there_files = {path.rsplit("/", 1)[-1]: path for path in sorted(there.host.files, reverse=True)}
+    here_names = {path.rsplit("/", 1)[-1] for path in here.host.files}
+    found: dict[str, tuple[str, str, str]] = {}
+    for path in sorted(here.host.files):
+        for seg in path.split("/")[:-1]:
+            if seg in there_files and seg not in here_names and seg not in found:
+                found[seg] = (seg, there_files[seg], path)
+    return list(found.values())
+
+
 def reported_elsewhere(subject: Subject, ref: str, sku: str, lacking: list[str]) -> str | None:
     """For RAC206's devices lacking metrics a fixture states: the other fixture where the plugin gives them for
     devices of the same SKU, named as RAC255 names it (a key that finds a device on one node only). Inventories are
