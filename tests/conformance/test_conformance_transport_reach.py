@@ -2,8 +2,9 @@
 says, run without Ray between processes of one node and of two (the receiver's /dev/shm, /tmp, /var/tmp and
 process ids its own).
 
-Two corpus shapes of a node-only transport declared for the cluster are named by the invariant (the SDK's shared
-memory under the family's name, as the template ships it; a Unix socket in the sender's temporary directory);
+Three corpus shapes of a node-only transport declared for the cluster are named by the invariant (the SDK's shared
+memory under the family's name, as the template ships it; a Unix socket in the sender's temporary directory; a
+memfd opened through the sender's /proc entry);
 ``acme_wired``'s ``ACME_FILE`` (a file on a shared directory, its sender known by the file's lock) reaches the
 other node and passes; the shared-memory transport declared ``reach="node"`` passes within its node.
 """
@@ -18,7 +19,11 @@ from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.registry import CHECKS, CheckFailed, Evidence
 from rayaccel_testplugins import corpus, corpus_transport_reach
 from rayaccel_testplugins.acme_wired import rayaccel_transports as acme_file_transports
-from rayaccel_testplugins.corpus_transport_reach import ShmTransportClusterWide, SocketInTmpClusterWide
+from rayaccel_testplugins.corpus_transport_reach import (
+    MemfdByPidClusterWide,
+    ShmTransportClusterWide,
+    SocketInTmpClusterWide,
+)
 
 OTHER_NODE = "to a receiver on another node (/dev/shm, /tmp, /var/tmp and process ids of its own) the receive raised"
 
@@ -31,8 +36,10 @@ def rac272(plugin: corpus.Healthy) -> Evidence:
 @pytest.mark.parametrize(("cls", "name", "raised"), [
     (ShmTransportClusterWide, corpus_transport_reach.SHM_NAME,
      "TransportError: ACME_SHM transfer failed at step 'recv: open segment'"),
-    (SocketInTmpClusterWide, corpus_transport_reach.SOCKET_NAME, "FileNotFoundError")],
-    ids=["shared-memory-as-the-template-ships-it", "unix-socket-in-tmp"])
+    (SocketInTmpClusterWide, corpus_transport_reach.SOCKET_NAME, "FileNotFoundError"),
+    (MemfdByPidClusterWide, corpus_transport_reach.MEMFD_NAME, "FileNotFoundError: [Errno 2] No such file or "
+     "directory: '/proc/")],
+    ids=["shared-memory-as-the-template-ships-it", "unix-socket-in-tmp", "memfd-by-sender-pid"])
 def test_a_node_only_transport_declared_for_the_cluster_fails_rac272_naming_the_invariant(
         cls: type[corpus.Healthy], name: str, raised: str) -> None:
     plugin = next(p for p in corpus.PLUGINS.values() if type(p) is cls)

@@ -8,7 +8,9 @@ two (its own /dev/shm, /tmp and process ids) and names ``invariant declared-reac
   /dev/shm leading to the sender's descriptor, the sender found by its pid);
 - ``c-socket-in-tmp-cluster-wide``: a transport of its own whose sender serves each transfer's bytes on a Unix
   socket bound in the temporary directory (a thread of the sender answers the receiver: one-sided, as an RDMA
-  NIC answers), its path in the metadata.
+  NIC answers), its path in the metadata;
+- ``c-memfd-by-pid-cluster-wide``: the sender keeps each transfer in an anonymous memory file (``memfd``) and the
+  receiver opens it through ``/proc/<sender pid>/fd/<n>``: no name in any directory, only the sender's process id.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under
 its name so a Ray node or a fresh process loads it.
@@ -37,6 +39,7 @@ from rayaccel_testplugins.corpus import Healthy, add_import_defect
 
 SHM_NAME = "ACME_SHM"
 SOCKET_NAME = "ACME_SOCKET"
+MEMFD_NAME = "ACME_MEMFD"
 KILLED_BY = ("RAC272", "invariant declared-reach-is-reached")
 
 
@@ -148,6 +151,58 @@ class AcmeSocketTransport(TensorTransportManager):
         pass
 
 
+@dataclass
+class MemfdMetadata(TensorTransportMetadata):
+    src_pid: int = 0
+    fd: int = -1
+    nbytes: list[int] = field(default_factory=list)
+
+
+class AcmeMemfdTransport(AcmeSocketTransport):
+    """One-sided: ``extract`` writes the bytes to a memfd the sender keeps open; the receiver reads it by the
+    sender's pid and descriptor number; ``garbage_collect`` closes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fds: dict[str, int] = {}
+
+    def tensor_transport_backend(self) -> str:
+        return MEMFD_NAME
+
+    def extract_tensor_transport_metadata(self, obj_id: str, rdt_object: list[Any]) -> MemfdMetadata:  # type: ignore[override]
+        import torch
+
+        parts = [t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes() for t in rdt_object]
+        fd = os.memfd_create(f"acme-memfd-{obj_id[:16]}")
+        for part in parts:
+            os.write(fd, part)
+        with self._lock:
+            self._fds[obj_id] = fd
+        return MemfdMetadata(tensor_meta=[(t.shape, t.dtype) for t in rdt_object], tensor_device="cpu",
+                             src_pid=os.getpid(), fd=fd, nbytes=[len(p) for p in parts])
+
+    def recv_multiple_tensors(self, obj_id: str, tensor_transport_metadata: Any, communicator_metadata: Any,
+                              target_buffers: list[Any] | None = None) -> list[Any]:
+        import torch
+
+        meta = tensor_transport_metadata
+        with open(f"/proc/{meta.src_pid}/fd/{meta.fd}", "rb") as f:
+            raw = f.read()
+        out, pos = [], 0
+        for (shape, dtype), n in zip(meta.tensor_meta, meta.nbytes, strict=True):
+            chunk = torch.frombuffer(bytearray(raw[pos:pos + n]), dtype=torch.uint8) if n else \
+                torch.empty(0, dtype=torch.uint8)
+            out.append(chunk.view(dtype).reshape(shape))
+            pos += n
+        return out
+
+    def garbage_collect(self, obj_id: str, tensor_transport_meta: Any, tensors: list[Any]) -> None:
+        with self._lock:
+            fd = self._fds.pop(obj_id, None)
+        if fd is not None:
+            os.close(fd)
+
+
 class ShmTransportClusterWide(Healthy):
     DEFECT = ("its shared-memory transport (the SDK's, as the template ships it) is declared without reach='node': "
               "offered between nodes, where a receiver finds neither the segment's name nor the sender's process")
@@ -168,6 +223,16 @@ class SocketInTmpClusterWide(Healthy):
                               manager_class="rayaccel_testplugins.corpus_transport_reach:AcmeSocketTransport")]
 
 
-for _cls in (ShmTransportClusterWide, SocketInTmpClusterWide):
+class MemfdByPidClusterWide(Healthy):
+    DEFECT = ("its transport hands each transfer over as the sender's memfd, opened by the receiver through "
+              "/proc/<sender pid>/fd, and is declared for the whole cluster: another node has no such process")
+    KILLED_BY = KILLED_BY
+
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return [TransportSpec(name=MEMFD_NAME, devices=["cpu"], one_sided=True, link_kinds=["other"],
+                              manager_class="rayaccel_testplugins.corpus_transport_reach:AcmeMemfdTransport")]
+
+
+for _cls in (ShmTransportClusterWide, SocketInTmpClusterWide, MemfdByPidClusterWide):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin
