@@ -14,8 +14,10 @@ healthy, reported otherwise, is named with the readings that fault changes on it
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from typing import Any
 
 from rayaccel.hosts.fixtures import Fault, Fixture, apply_faults
 from rayaccel.records import FamilyInventory, NodeInventory
@@ -120,4 +122,73 @@ def readings_taken_for_a_fault(subject: Subject, fx: Fixture, fault: Fault, faul
                      f"on it only {', '.join(moved)}, and states it healthy ({fault.description}): one of these "
                      "readings is taken for a fault it is not; take health from the reading that says the device is "
                      "faulty now")
+    return wrong
+
+
+def _converts(sample: float, reading: float) -> bool:
+    """Whether ``sample`` is ``reading`` in another unit: the same number times a power of 10 or of 2 (MiB to
+    bytes, milliwatts to watts, a fraction to percent)."""
+    if reading == 0 or sample == 0:
+        return reading == sample
+    ratio = abs(sample / reading)
+    return any(math.isclose(ratio, base**power, rel_tol=1e-6) for base in (10, 2) for power in range(-30, 31))
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _numbers_only(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a host state differs from another in numbers alone: the same files, keys, rows and words, some
+    number in them another (a fault adding a library's error code or a file, or writing text, takes away more)."""
+    def shape(host: dict[str, Any]) -> str:
+        return _DIGITS.sub("0", json.dumps(host, sort_keys=True))
+    return shape(before) == shape(after)
+
+
+def fault_takes_only_its_readings(subject: Subject, fx: Fixture, fam: FamilyInventory) -> list[str]:
+    """RAC223's ``a-fault-takes-only-its-readings`` (issue 46, held-out round 10's ``c3``): under each fault of
+    ``fx``, a device still discovered keeps each metric whose reading the fault leaves as it was (the reading whose
+    field names the metric and whose number the metric carried before, in some unit). A fault takes away only what
+    it changes: a GPU with an uncorrectable error still prints its temperature and memory in use, and a drained
+    device's metrics are what an operator reads to find out why. Only faults that change numbers alone are weighed
+    (one adding a library's error code or a file, or writing text, may take away what it governs)."""
+    family = subject.family().name
+    metrics = {s.name for s in fam.metrics}
+    before = {(s.device, s.name): s.value for s in fam.metrics}
+    host = fx.host.model_dump(mode="json")
+    base = {(r.where, r.key, r.path): r.value for r in host_readings(host, zeros=True)}
+    wrong: list[str] = []
+    for fault in fx.faults:
+        faulty = apply_faults(fx, [fault.name]).model_dump(mode="json")
+        if not _numbers_only(host, faulty):
+            continue
+        kept: dict[tuple[str, str], Reading] = {}
+        for reading in host_readings(faulty, zeros=True):
+            if base.get((reading.where, reading.key, reading.path)) != reading.value:
+                continue
+            field = field_name(reading)
+            named = named_metric(field, metrics) if field else None
+            for device in fam.devices:
+                had = before.get((device.id, named or ""))
+                if had is not None and owned_by(reading, device) and _converts(had, reading.value):
+                    kept.setdefault((device.id, named or ""), reading)
+        if not kept:
+            continue
+        built = subject.build(simulated_host(fx, [fault.name])).family(family)
+        if built is None:
+            continue
+        present = {d.id for d in built.devices}
+        after = {(s.device, s.name) for s in built.metrics}
+        lost: dict[str, list[str]] = {}
+        for (device_id, name), reading in kept.items():
+            if device_id in present and (device_id, name) not in after:
+                lost.setdefault(device_id, []).append(f"{name} ({reading.describe()}, {reading.value:g})")
+        changed = sorted({field_name(r) or r.describe() for r in host_readings(faulty, zeros=True)
+                          if base.get((r.where, r.key, r.path)) not in (None, r.value)})
+        for device_id, gone in lost.items():
+            wrong.append(f"invariant a-fault-takes-only-its-readings, {fx.ref} under fault {fault.name}: "
+                         f"{device_id} is still discovered but has no {', '.join(gone)}, though the fault leaves "
+                         f"these readings as they were (it changes {', '.join(changed) or 'no number'}): a fault "
+                         "takes away only the readings it changes; keep publishing the device's other metrics, "
+                         "also while it is unhealthy")
     return wrong
