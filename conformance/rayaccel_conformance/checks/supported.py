@@ -39,6 +39,7 @@ from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_faul
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
+from rayaccel_conformance.checks.linked_members import unlinked_member_errors
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
 from rayaccel_conformance.checks.ownership import (
@@ -144,7 +145,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
     device in two domains of one kind and one id per physical domain; a domain whose id follows the host's name
     (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
-    host-local-domain-is-its-members`, under each fault too: RAC203); with each variable the host sets unset in
+    host-local-domain-is-its-members`, under each fault too: RAC203); where the plugin links members of a domain
+    to each other, a member with no link to any other is no member (`invariant a-member-without-links-is-no-member`,
+    under each fault too: RAC203); with each variable the host sets unset in
     turn, a domain spanning more devices than the host has keeps its id or takes one the host states, never one
     made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the
     fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
@@ -175,6 +178,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
     wrong += domain_problems(raw)
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
+    wrong += unlinked_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
@@ -626,7 +630,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     ``hook-raised`` fails too (`invariant a-fault-is-an-answer`): the SDK's stand-in for a raising hook (the
     catalog's accelerator type, no samples) can equal the right answer, so only the raise tells. A domain that
     is this host's alone must hold exactly its members under each fault as on the fixture (`invariant
-    host-local-domain-is-its-members`, RAC202). A vendor label named for the healthy or unhealthy devices with
+    host-local-domain-is-its-members`, RAC202), and hold no member the fault leaves without a link to the others
+    (`invariant a-member-without-links-is-no-member`). A vendor label named for the healthy or unhealthy devices with
     a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). A
     fatal or uncorrectable error count a fault raises by two or more, raised by one instead, gives the device the
     same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A device
@@ -665,6 +670,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
+            wrong += [e for f in faulty.families if f.plugin == subject.name
+                      for e in unlinked_member_errors(f.topology.links, f.topology.domains, f"fault {fault.name}: ")]
             wrong += [e for f in faulty.families if f.plugin == subject.name
                       for e in health_count_label_errors(f, f"{fx.ref} fault {fault.name}")]
             stepped, count = one_fatal_error_findings(subject, fx, fault, faulty)
