@@ -1602,6 +1602,7 @@ IMPORT_DEFECT_MODULES = ("rayaccel_testplugins.corpus_import_thread", "rayaccel_
 #: (rayaccel_testplugins.corpus_vendor_json: RAC260, RAC261; rayaccel_testplugins.corpus_declared: RAC264, RAC265).
 MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract",
                   "rayaccel_testplugins.corpus_heldout", "rayaccel_testplugins.corpus_readings",
+                  "rayaccel_testplugins.corpus_whole_affinities",
                   "rayaccel_testplugins.corpus_vendor_json", "rayaccel_testplugins.corpus_signals",
                   "rayaccel_testplugins.corpus_declared", "rayaccel_testplugins.corpus_links_pci",
                   "rayaccel_testplugins.corpus_sensors", "rayaccel_testplugins.corpus_first_build",

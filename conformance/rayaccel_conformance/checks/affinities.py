@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,14 +168,32 @@ def other_form(text: CpuText) -> str:
     return canonical_list(text.cpus) if text.text == spelled else spelled
 
 
-def rewritten_host(host: dict[str, Any], texts: list[CpuText]) -> dict[str, Any]:
-    """The host with every CPU text written in its other form, where and as the vendor wrote it."""
+def lone_cpus(texts: list[CpuText]) -> dict[frozenset[int], int]:
+    """For each distinct CPU set the host states, one CPU more past a gap after every CPU the host states (a lone
+    CPU ending the list, as a VM's odd vCPU does), no two sets given the same one."""
+    top = max((max(t.cpus) for t in texts if t.cpus), default=-2)
+    distinct = sorted({t.cpus for t in texts if t.cpus}, key=sorted)
+    return {cpus: top + 2 * (i + 1) for i, cpus in enumerate(distinct)}
+
+
+def with_lone_cpu_text(text: CpuText, lone: int) -> str:
+    """The text with CPU ``lone`` added in its own form: ``,<lone>`` ending a list, the mask's bit (a word more
+    where it falls past them)."""
+    if text.form == "mask":
+        return mask_text(text.cpus | {lone}, text.text.count(",") + 1)
+    return f"{text.text},{lone}"
+
+
+def rewritten_host(host: dict[str, Any], texts: list[CpuText],
+                   write: Callable[[CpuText], str] = other_form) -> dict[str, Any]:
+    """The host with every CPU text written as ``write`` gives it (its other form), where and as the vendor wrote
+    it."""
     state: dict[str, Any] = json.loads(json.dumps(host))
     documents: dict[str, Any] = {}
     for text in texts:
         if text.where == "file":
             old = state["files"][text.key]
-            state["files"][text.key] = old.replace(old.strip(), other_form(text), 1)
+            state["files"][text.key] = old.replace(old.strip(), write(text), 1)
             continue
         if text.where == "library":
             data = state["libraries"][text.key]
@@ -183,7 +202,7 @@ def rewritten_host(host: dict[str, Any], texts: list[CpuText]) -> dict[str, Any]
         inner = data
         for step in text.path[:-1]:
             inner = inner[step]
-        inner[text.path[-1]] = other_form(text)
+        inner[text.path[-1]] = write(text)
     for line, data in documents.items():
         state["commands"][line]["stdout"] = json.dumps(data, indent=1)
     return state
@@ -285,6 +304,42 @@ def lone_cpu_differences(subject: Subject, fx: Any, host: dict[str, Any], fam: F
                                                 f"{max(cpus)}: its cpus followed ({canonical_list(cpus)!r})")
 
 
+def read_whole_differences(subject: Subject, fx: Any, host: dict[str, Any], fam: FamilyInventory,
+                           family: str) -> tuple[list[str], str]:
+    """Every CPU list the host states given a lone CPU more past all of them: each affinity whose CPUs were part of
+    a stated list must be that whole list now, the lone CPU with it (empty when right), and what was done."""
+    texts = cpu_texts(host)
+    lones = lone_cpus(texts)
+    before = affinity_sets(fam)
+    held = {device: [t for t in texts if t.cpus and cpus <= t.cpus] for device, (_, cpus) in before.items() if cpus}
+    held = {device: found for device, found in held.items() if found}
+    if not held:
+        return [], ""
+    state = rewritten_host(host, texts, lambda t: with_lone_cpu_text(t, lones[t.cpus]) if t.cpus else t.text)
+    variant = fx.model_copy(update={"host": HostState.model_validate(state), "faults": []})
+    rebuilt = subject.build(simulated_host(variant), with_metrics=False)
+    after = affinity_sets(rebuilt.family(family))
+    where = (f"invariant cpu-list-read-whole, {fx.ref} with each of the {len(lones)} CPU sets the host states given "
+             "a lone CPU more past all of them")
+    index = {d.id: d.index for d in fam.devices}
+    wrong = []
+    for device, found in held.items():
+        now = (after.get(device) or (None, None))[1]
+        if now in {t.cpus | {lones[t.cpus]} for t in found}:
+            continue
+        own = index.get(device)  # the device's own entry first (neuron-ls's list is per device), then the smallest
+        text = min(found, key=lambda t: (own not in t.path and str(own) not in t.key, len(t.cpus)))
+        whole = before[device][1] == text.cpus
+        wrong.append(f"{device}'s cpus are {_shown(now)} (were {_shown(before[device][1])}), not the whole of its "
+                     f"{text.describe()} {_short(with_lone_cpu_text(text, lones[text.cpus]))!r}"
+                     + (f" ({canonical_list(text.cpus | {lones[text.cpus]})!r})" if text.form == "mask" else "")
+                     + ": "
+                     + ("the list is not read whole (a part of it, a range or a word, kept)" if not whole else
+                        "the CPUs do not follow the list the machine states (kept, computed or cut)"))
+    return subject.blamed(rebuilt, wrong, f"{where}: "), (f"each of {len(held)} affinities' CPUs given a lone CPU "
+                                                          "more where the host states them: each followed, whole")
+
+
 def affinity_sets(family: FamilyInventory | None) -> dict[str, tuple[int | None, frozenset[int] | None]]:
     """device -> (NUMA node, CPUs) of each affinity."""
     return {a.device: (a.numa_node, cpu_set(a.cpus) if a.cpus is not None else None)
@@ -315,8 +370,11 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     host states no CPU list as text but a device's affinity is a mask stated as data (64-bit words under a key
     naming CPUs in its own entry: NVML's ``nvmlDeviceGetCpuAffinity``), that mask is given one CPU more past a
     gap after its last (a lone CPU ending the list) and the device's ``cpus`` must be exactly the new CPUs in the
-    kernel's text, no other device's moving (`invariant cpu-mask-read-as-stated`). Not applicable where no
-    affinity states CPUs and the host states no CPU list as text. Fix: parse a list with every range and lone
+    kernel's text, no other device's moving (`invariant cpu-mask-read-as-stated`). Where the host states CPU lists
+    as text, each distinct one is given a lone CPU past every CPU the host states, in its own form, and each device
+    whose CPUs were part of a stated list must have that whole list (`invariant cpu-list-read-whole`: a first
+    range, a mask's lowest word, is still a CPU list). Not applicable where no affinity states CPUs and the host
+    states no CPU list as text. Fix: parse a list with every range and lone
     CPU (``rayaccel``'s consumers accept any), a mask with any number of words (join them, read as one number),
     and write the CPUs back as ranges (``0-3,8``), never ``5-5`` or one at a time.
     """
@@ -353,8 +411,11 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
               and (problem := canonical_problem(a.cpus))]
     if moved:
         raise CheckFailed(subject.blamed(rebuilt, moved, f"{where}: ")[:4])
+    cut, done = read_whole_differences(subject, fx, host, fam, family.name) if fam else ([], "")
+    if cut:
+        raise CheckFailed(cut[:4])
     return (f"{fx.ref}: {len(stated)} CPU lists, each the kernel's text; {len(texts)} stated on the host written in "
-            "the kernel's other form: the affinities did not move")
+            "the kernel's other form: the affinities did not move" + (f"; {done}" if done else ""))
 
 
 def _node(value: int | None) -> int | None:

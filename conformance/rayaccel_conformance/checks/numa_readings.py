@@ -19,6 +19,7 @@ from typing import Any
 from rayaccel.hosts.fixtures import HostState
 from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.affinities import numa_topology_differences
 from rayaccel_conformance.checks.readings import Reading, owned_by
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -135,6 +136,16 @@ def numa_nodes(family: FamilyInventory | None) -> dict[str, int | None]:
     return {d.id: d.numa_node for d in (family.devices if family else [])}
 
 
+def topology_followed(now: FamilyInventory | None, was: FamilyInventory) -> list[str]:
+    """Where the rebuilt topology's affinities disagree with the rebuilt devices' NUMA nodes, on a fixture whose
+    own topology agreed (`invariant affinity-node-follows-the-host`): an affinity's node computed (from the
+    device's position, another device's node) matches discovery's only where the machine happens to agree."""
+    if now is None or numa_topology_differences(was):
+        return []  # (a fixture's own disagreement is RAC258's)
+    return [f"invariant affinity-node-follows-the-host: {w.split(': ', 1)[-1]} (the topology did not follow the "
+            "node the host now states)" for w in numa_topology_differences(now)]
+
+
 @check("RAC245", scope="fixture")
 def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evidence:
     """A device's NUMA node changed where the host states it moves that device's ``numa_node`` to exactly the
@@ -150,6 +161,8 @@ def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evide
     be none (``None``, or ``-1`` kept), no other device's may move, and the build may report no problem the
     fixture's own build does not (`invariant no-numa-node-is-not-a-node`: a warning on every poll of such a
     machine, or node 0 made up, is wrong).
+    In both builds, where the fixture's affinities state the nodes discovery read, the rebuilt ones must state the
+    rebuilt nodes (`invariant affinity-node-follows-the-host`: a node computed in the topology hook).
     Not applicable where no device has a NUMA node or the host states none of the chosen device's. Fix: read
     each device's node from its own entry (``/sys/bus/pci/devices/<address>/numa_node``, NVML's
     ``nvmlDeviceGetNumaNodeId``), never compute it, and take -1 as no node.
@@ -181,6 +194,7 @@ def numa_node_read_from_the_host(subject: Subject, fixture: str | None) -> Evide
                                                            if readings[0].node != device.numa_node else ""))
     wrong += [f"{other}'s numa_node went from {was} to {after.get(other)}: a device's node is its own"
               for other, was in numa_nodes(fam).items() if other != device.id and after.get(other) != was]
+    wrong += topology_followed(rebuilt.family(family.name), fam)
     if wrong:  # (a discovery that failed in this build is quoted instead: the nodes missing are its consequence)
         raise CheckFailed(subject.blamed(rebuilt, wrong, f"{where}: ")[:4])
     none = no_node_differences(subject, fx, host, readings, device, fam, family.name)
@@ -210,6 +224,7 @@ def no_node_differences(subject: Subject, fx: Any, host: dict[str, Any], reading
         wrong.append(f"{where}: its numa_node is {after.get(device.id)}, not none: -1 names no node")
     wrong += [f"{where}: {other}'s numa_node went from {was} to {after.get(other)}"
               for other, was in numa_nodes(fam).items() if other != device.id and after.get(other) != was]
+    wrong += [f"{where}: {w}" for w in topology_followed(rebuilt.family(family), fam)]
     before = {p.code for p in subject.inventory(fx.ref).problems if p.plugin == subject.name}
     wrong += [f"{where}: the build reports {p.code} ({p.severity}: {p.message[:160]}), which the fixture's own build "
               "does not: -1 is the kernel's answer for a machine without NUMA nodes, not a malformed value"
