@@ -114,7 +114,9 @@ def unsupported_value_is_unknown(subject: Subject, fixture: str | None) -> Evide
     attribute absent. No hook may raise; the device must still be discovered, neither unhealthy nor with a fatal
     reason it did not have (``invariant not-supported-is-not-a-lost-device``); the samples that reading gave must
     be gone or, where another reading gives them, unchanged: never 0 or another number
-    (``invariant not-supported-is-unknown``); no other device's sample may move. Each failure names the fixture,
+    (``invariant not-supported-is-unknown``); no other device's sample may move; where a tool's output or a file
+    answered, the device keeps every sample other readings give (``invariant not-supported-takes-only-its-value``:
+    one cell printed ``N/A`` leaves the rest of its row readable). Each failure names the fixture,
     the reading and how it was answered. The plugin's declared reason table (``health_reasons``) may hold no row
     for a not-supported answer (its code or meaning saying "not supported") that is unhealthy or fatal: a tool that
     prints a query's status in place of its value (amd-smi of ROCm 6.0 prints the library's error text,
@@ -174,6 +176,13 @@ def unsupported_value_is_unknown(subject: Subject, fixture: str | None) -> Evide
                 wrong.append(f"invariant not-supported-is-unknown, {where}: {name} of {device.id} is {now:g} (was "
                              f"{was:g}): a value the vendor does not give is unknown; leave the sample out"
                              + (" (0 is a reading, not 'not supported')" if now == 0 else ""))
+        # A tool's output or a file answers each value alone, so the device's other samples stay; a library's query
+        # may answer several at once as not supported (NVML's memory info: used, free and total).
+        kept = sorted(n for (d, n) in before if d == device.id and n not in names and (d, n) not in after)
+        if kept and reading.where != "library":
+            wrong.append(f"invariant not-supported-takes-only-its-value, {where}: {device.id} lost {', '.join(kept)} "
+                         "too, which other readings give: one value the vendor does not give leaves the rest of its "
+                         "record (a CSV row, a JSON object) readable; leave that one sample out and keep the others")
         moved = [f"{n} of {d} from {v:g} to {after.get((d, n))}" for (d, n), v in before.items()
                  if d != device.id and (d, n) in after and after[(d, n)] != v]
         if moved:
