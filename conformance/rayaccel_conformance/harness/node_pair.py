@@ -6,7 +6,8 @@ they can see (a Ray node on Kubernetes is a pod, which has each of its own). :fu
 fresh interpreter (``python -m`` this module) that imports torch and the transport's class, then forks two
 receivers before any transfer exists (so no state of the sender's is copied into them): one stays on the sender's
 node; the other takes mount, pid and user namespaces of its own (``unshare(2)``), with empty tmpfs over those
-three directories and its own ``/proc``: another node. The network and every other file stay the machine's, as
+three directories (but for the interpreter's own software in them: a checkout or venv in /tmp) and its own
+``/proc``: another node. The network and every other file stay the machine's, as
 between two nodes of a cluster with a shared filesystem (a transport that reaches its sender over loopback is
 not told apart here). The sender then extracts a payload's metadata (Ray's ``extract_tensor_transport_metadata``),
 the "driver" makes the communicator metadata, both go to the receivers pickled (as Ray ships them), each receives
@@ -43,7 +44,7 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
-_MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,35 @@ def _become_another_node() -> None:
             f.write(text)
 
 
+def _installed_software_under_node_local_dirs() -> list[str]:
+    """The directories this interpreter imports code from (``sys.path``, its prefix) that lie inside a node-local
+    directory: a checkout or a virtual environment in /tmp, as CI's are. Every node of a cluster has its software
+    at the same path, so another node has these too; only what processes write there at run time is the node's."""
+    paths = {os.path.realpath(p) for p in (*sys.path, sys.prefix, sys.exec_prefix) if p and os.path.isdir(p)}
+    inside = sorted(p for p in paths if any(p.startswith(d + os.sep) for d in NODE_LOCAL_DIRS))
+    outermost: list[str] = []
+    for path in inside:
+        if not any(path.startswith(kept + os.sep) for kept in outermost):
+            outermost.append(path)
+    return outermost
+
+
 def _mount_node_local_state() -> None:
-    """In the new pid namespace: empty node-local directories and a /proc that shows this node's processes."""
+    """In the new pid namespace: empty node-local directories (but for the software in them) and a /proc that
+    shows this node's processes."""
     libc = _libc()
     _checked("mount --make-rprivate /", libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
+    # Held open before the masks hide them, then bound back at the same paths from the open descriptors.
+    software = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY))
+                for path in _installed_software_under_node_local_dirs()]
     for path in NODE_LOCAL_DIRS:
         if os.path.isdir(path):
             _checked(f"mount tmpfs {path}", libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0, b"mode=1777"))
+    for path, fd in software:
+        os.makedirs(path, exist_ok=True)
+        _checked(f"mount --bind {path}", libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
+                                                    _MS_BIND | _MS_REC, None))
+        os.close(fd)
     _checked("mount proc /proc", libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
     tmpdir = os.environ.get("TMPDIR")
     if tmpdir and any(tmpdir.startswith(d + os.sep) for d in NODE_LOCAL_DIRS):
