@@ -35,8 +35,10 @@ copy_hooks(acme, globals())  # ACME's hooks, registered from this module too
 FILE_PREFIX = "acme-file-"
 #: Shared by the cluster's nodes (RAC272 runs the transport between two: /dev/shm and /tmp are each node's own).
 SHARED_DIR = os.environ.get("ACME_FILE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "rayaccel-acme-file")
-#: A file younger than this is not swept: its sender may not hold its lock yet.
-_SWEEP_AFTER_S = 2.0
+#: A file is written under this prefix, locked, then renamed: under FILE_PREFIX a live sender always holds its lock.
+PARTIAL_PREFIX = ".partial-acme-file-"
+#: A partial file younger than this is not swept: its sender may not hold its lock yet (between create and lock).
+_PARTIAL_SWEEP_AFTER_S = 10.0
 
 
 @hookimpl
@@ -91,9 +93,13 @@ def _sweep_dead_senders() -> None:
     """Remove the files of senders that died before anyone read them (killed actors, a node shut down), as the
     reference transport sweeps its dead senders' segments: they would otherwise stay for good. A sender on
     another node is not this node's process, so its lock, not its pid, says whether it lives."""
-    for path in files():
+    partial = sorted(os.path.join(SHARED_DIR, n) for n in os.listdir(SHARED_DIR) if n.startswith(PARTIAL_PREFIX)) \
+        if os.path.isdir(SHARED_DIR) else []
+    for path in [*files(), *partial]:
         with contextlib.suppress(OSError):
-            if time.time() - os.stat(path).st_mtime < _SWEEP_AFTER_S:
+            # A file under its final name was locked before it got that name, so its lock alone says whether
+            # its sender lives, however young the file (a sweep must not wait on a clock the transfers outrun).
+            if path in partial and time.time() - os.stat(path).st_mtime < _PARTIAL_SWEEP_AFTER_S:
                 continue
             fd = os.open(path, os.O_RDONLY)
             try:
@@ -136,11 +142,14 @@ class AcmeFileTransport(TensorTransportManager):
 
     def write_locked(self, obj_id: str, path: str, parts: list[bytes], tensor_meta: list[Any]) -> AcmeFileMetadata:
         """Write the tensors' bytes to ``path``, locked until :meth:`garbage_collect` (the receiver's sign of life)."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        folder, name = os.path.split(path)
+        partial = os.path.join(folder, PARTIAL_PREFIX + name)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         self._locked[obj_id] = fd
         for part in parts:
             os.write(fd, part)
+        os.rename(partial, path)  # under its name only once locked: a reader's lock test is never too early
         return AcmeFileMetadata(tensor_meta=tensor_meta, tensor_device="cpu", path=path,
                                 nbytes=[len(p) for p in parts], src_pid=os.getpid())
 
@@ -153,18 +162,20 @@ class AcmeFileTransport(TensorTransportManager):
 
         meta = tensor_transport_metadata
         try:
-            if obj_id in self._aborted:
-                raise RuntimeError("aborted")
             try:
                 f = open(meta.path, "rb")  # noqa: SIM115  (closed below)
             except FileNotFoundError:
                 raise RuntimeError(f"the file is gone (the ref was freed, or its sender pid {meta.src_pid} died)"
                                    ) from None
             with f:
+                # Asked before the abort: Ray aborts the receive of a sender it saw die, and the dead sender's
+                # file is then this receive's to remove (the next transfer's sweep may not come).
                 if _sender_gone(f.fileno()):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(meta.path)  # nobody else will: the sender is gone
                     raise RuntimeError(f"the sender (pid {meta.src_pid}) died; its tensors went with it")
+                if obj_id in self._aborted:
+                    raise RuntimeError("aborted")
                 raw = f.read()
             out, pos = [], 0
             for (shape, dtype), n in zip(meta.tensor_meta, meta.nbytes, strict=True):
