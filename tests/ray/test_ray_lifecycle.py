@@ -131,8 +131,14 @@ def test_fault_cordons_the_failed_device_alone_and_recovery_offers_it_again(node
     assert ray.get(meet.wait.remote("running", 90), timeout=120), "the task never ran"
     wait_for(free_acme, lambda n: n == 2, timeout=30, what="the task to hold one of the 3 ACME units")
     node["fault_file"].write_text("fatal-2\n", encoding="utf-8")
-    cordon = wait_for(status, lambda s: s["cordoned"].get("acme", {}).get("held") == 1, timeout=INTERVAL + 60,
-                      what="device 2's unit held by its cordon")["cordoned"]["acme"]
+    def cordon_state():  # type: ignore[no-untyped-def]
+        # What a timeout must show (the whole status is cut at its front): the cordon, the polls, any error.
+        s = status()
+        return {"cordoned": s["cordoned"], "error": s["error"], "polls": s["polls"],
+                "free ACME": free_acme(), "decisions": {f: v["decisions"] for f, v in s["families"].items()}}
+
+    cordon = wait_for(cordon_state, lambda s: s["cordoned"].get("acme", {}).get("held") == 1,
+                      timeout=INTERVAL + 60, what="device 2's unit held by its cordon")["cordoned"]["acme"]
     assert FAILED_DEVICE in cordon["message"] and "acme-fatal" in cordon["message"]
     assert list(cordon["devices"]) == [FAILED_DEVICE] and cordon["units"] == 1
     # The family stays schedulable: new work runs beside the running task, on a healthy device.
