@@ -14,7 +14,6 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-import psutil
 import pytest
 import ray
 from ports import free_ports
@@ -22,6 +21,7 @@ from ports import free_ports
 import rayaccel.ray
 from rayaccel.ray.registry import uninstall
 from rayaccel.support.polling import wait_for
+from rayaccel_conformance.harness.exits import released
 
 torch = pytest.importorskip("torch", reason="collectives and transports need torch: pip install 'rayaccel[rdt]'")
 
@@ -168,7 +168,7 @@ def test_the_plugins_own_transport_reports_exact_counts_and_bytes_and_a_killed_p
     ref = sender.tensors_ref.options(tensor_transport=TRANSPORT).remote()
     wait_for(files, lambda found: any(f"-{pid}-" in f for f in found), timeout=60, what="the sender's file")
     ray.kill(sender)
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+    wait_for(lambda: released(pid),
              timeout=60, what="the killed sender gone")
     with pytest.raises(ray.exceptions.RayError, match=rf"{TRANSPORT} transfer failed at step 'recv' \(receiver actor "
                        rf"[0-9a-f]+\): RuntimeError: the sender \(pid {pid}\) died"):

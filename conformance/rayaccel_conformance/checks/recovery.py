@@ -131,6 +131,7 @@ def _receive_from_killed(spec: TransportSpec, doomed: Any, receiver: Any) -> tup
     import ray
 
     from rayaccel.support.polling import wait_for
+    from rayaccel_conformance.harness.exits import released
 
     want = ray.get(doomed.make.remote(3), timeout=TRANSFER_TIMEOUT_S)
     _, pid = ray.get(doomed.where.remote(), timeout=TRANSFER_TIMEOUT_S)
@@ -139,7 +140,7 @@ def _receive_from_killed(spec: TransportSpec, doomed: Any, receiver: Any) -> tup
     ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part (the metadata) is done
     left = list(ray.get(doomed.buffers.remote(), timeout=TRANSFER_TIMEOUT_S))
     ray.kill(doomed)
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+    wait_for(lambda: released(pid),
              timeout=TRANSFER_TIMEOUT_S, what=f"the killed sender (pid {pid}) gone", retry_on=(psutil.Error,))
     try:
         got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)

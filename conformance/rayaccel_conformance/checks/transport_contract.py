@@ -160,10 +160,10 @@ def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
     """A sender's tensors are extracted, then it is killed before the receiver reads them: the receive must fail
     with one error naming the transport (or, where the bytes outlive the sender, arrive identical), and the
     receiver must hold no more descriptors or threads than before, within the bound."""
-    import psutil
     import ray
 
     from rayaccel.support.polling import wait_for
+    from rayaccel_conformance.harness.exits import released
 
     before = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
     doomed = start(_Sender)
@@ -172,7 +172,7 @@ def _peer_dies(spec: TransportSpec, start: Any, receiver: Any) -> str:
     ref = doomed.tensors_ref.options(tensor_transport=spec.name).remote()
     ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part (the metadata) is done
     ray.kill(doomed)
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+    wait_for(lambda: released(pid),
              timeout=TRANSFER_TIMEOUT_S, what=f"the killed sender (pid {pid}) gone")
     try:
         got = ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
