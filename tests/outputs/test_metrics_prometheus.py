@@ -170,9 +170,12 @@ def device_count(text: str, metric: str) -> int:
 
 @pytest.fixture(scope="module")
 def served(dgx_node: dict[str, Any]) -> str:
-    """What the node serves once every GPU's health, power, temperature and memory have been exported."""
+    """What the node serves once every GPU's health, power, temperature, memory and NVLink rates have been exported
+    (a rate needs two counter samples: a scrape after the first has none yet)."""
     wanted = [EXPORT_PREFIX + n for n in ("rayaccel_device_health", "rayaccel_device_power_watts",
-                                          "rayaccel_device_temperature_celsius", "rayaccel_device_memory_used_bytes")]
+                                          "rayaccel_device_temperature_celsius", "rayaccel_device_memory_used_bytes",
+                                          "rayaccel_device_interconnect_transmit_bytes_per_second",
+                                          "rayaccel_device_interconnect_receive_bytes_per_second")]
     return wait_for(lambda: scrape(dgx_node["metrics"]),
                     lambda text: all(device_count(text, m) == DGX_DEVICES for m in wanted),
                     timeout=90, interval=1, retry_on=(OSError,),
