@@ -58,6 +58,8 @@ class AcmeFileMetadata(TensorTransportMetadata):
     path: str = ""
     nbytes: list[int] = field(default_factory=list)
     src_pid: int = 0
+    #: The sender's machine (boot id) and pid namespace: a receiver sharing both tells the sender's life by its pid.
+    src_pids_of: str = ""
 
 
 def files() -> list[str]:
@@ -75,6 +77,25 @@ def _sender_gone(fd: int) -> bool:
         return False
     fcntl.flock(fd, fcntl.LOCK_UN)
     return True
+
+
+def _pids_of() -> str:
+    """This process's machine and pid namespace: where a pid names the same process."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+        return f"{boot}:{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return ""
+
+
+def _sender_of_gone(meta: AcmeFileMetadata, fd: int) -> bool:
+    """Whether the sender of ``meta`` is gone: by its pid where this process sees the sender's pids (its node: a
+    child the sender forked may hold its file's lock after it died), else by the lock on its file (another node)."""
+    here = _pids_of()
+    if here and meta.src_pids_of == here:
+        return not _alive(meta.src_pid)
+    return _sender_gone(fd)
 
 
 def _alive(pid: int) -> bool:
@@ -151,7 +172,7 @@ class AcmeFileTransport(TensorTransportManager):
             os.write(fd, part)
         os.rename(partial, path)  # under its name only once locked: a reader's lock test is never too early
         return AcmeFileMetadata(tensor_meta=tensor_meta, tensor_device="cpu", path=path,
-                                nbytes=[len(p) for p in parts], src_pid=os.getpid())
+                                nbytes=[len(p) for p in parts], src_pid=os.getpid(), src_pids_of=_pids_of())
 
     def get_communicator_metadata(self, src_actor: Any, dst_actor: Any, backend: str | None = None) -> Any:
         return CommunicatorMetadata()
@@ -170,7 +191,7 @@ class AcmeFileTransport(TensorTransportManager):
             with f:
                 # Asked before the abort: Ray aborts the receive of a sender it saw die, and the dead sender's
                 # file is then this receive's to remove (the next transfer's sweep may not come).
-                if _sender_gone(f.fileno()):
+                if _sender_of_gone(meta, f.fileno()):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(meta.path)  # nobody else will: the sender is gone
                     raise RuntimeError(f"the sender (pid {meta.src_pid}) died; its tensors went with it")
