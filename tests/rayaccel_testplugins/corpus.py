@@ -831,7 +831,7 @@ class HealthExtendsSysPath(Healthy):
         if "/opt/acme/python" not in sys.path:
             sys.path.append("/opt/acme/python")
         with contextlib.suppress(ImportError):
-            import acme_bindings  # type: ignore[import-not-found]  # noqa: F401
+            import acme_bindings  # noqa: F401
         return super().rayaccel_health(host, devices)
 
 
@@ -1587,7 +1587,8 @@ def _name(cls: type[Healthy]) -> str:
     return "c-" + re.sub(r"(?<!^)(?=[A-Z])", "-", cls.__name__).lower()
 
 
-for _cls in [Healthy, *Healthy.__subclasses__()]:
+_CLASSES: list[type[Healthy]] = [Healthy, *Healthy.__subclasses__()]
+for _cls in _CLASSES:
     _plugin = _cls(_name(_cls))
     PLUGINS[_plugin.name] = _plugin
     globals()[_plugin.name.replace("-", "_")] = _plugin  # importable as rayaccel_testplugins.corpus:<attr>
