@@ -41,6 +41,7 @@ from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import unlinked_member_errors
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
+from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
@@ -640,10 +641,13 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     whose change lands on a device it does not touch, the one it touches keeping its state, is named by the record
     it changes where a field of that record names the touched device (PCI address or id) and the other device's
     index is the number the record's place carries (``accel2``, a list's entry, a row): the plugin joined the
-    record by that enumeration number, not by the address it gives (:mod:`.fault_joins`). Fix:
+    record by that enumeration number, not by the address it gives (:mod:`.fault_joins`). A fault that changes
+    nothing the plugin answers, written on a sibling of the unit's record it writes (the device's own first), must
+    fail no unit there either (`invariant a-failure-anywhere-is-seen`: a partition's or a die's own failure read on
+    some records only; :mod:`.moved_failures`). Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
-    missing or odd readings (unknown, a problem), never raise on them.
+    missing or odd readings (unknown, a problem), never raise on them; read every unit's record by one rule.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -667,6 +671,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += readings_taken_for_a_fault(subject, fx, fault, faulty)
             wrong += landed_elsewhere(fx, fault, subject.inventory(fixture).family(subject.family().name),
                                       faulty.family(subject.family().name))
+            wrong += unseen_failure_findings(subject, fx, fault, subject.inventory(fixture), faulty)
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
