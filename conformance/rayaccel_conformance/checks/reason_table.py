@@ -11,8 +11,10 @@ from __future__ import annotations
 import fnmatch
 
 from rayaccel import hookspec
-from rayaccel.records import HEALTH_ORDER, HealthReport, NodeInventory, ReasonCode
+from rayaccel.hosts.fixtures import Fault
+from rayaccel.records import HEALTH_ORDER, FamilyInventory, HealthReport, NodeInventory, ReasonCode
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.declared_triggers import threshold_failures
 from rayaccel_conformance.checks.supported import _patched
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -60,9 +62,15 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
     every health report must have a row in the table (its own code, or a pattern such as ``xid-*``), the same
     ``fatal`` flag as the row, and the report's state must be the worst state its reasons' rows declare. A
     code the hook reports and the table lacks, a row whose fatal flag or state was copied wrong, fails, naming
-    the fixture, the fault, the device, the code and both values (invariant reported-reason-as-declared). Fix:
+    the fixture, the fault, the device, the code and both values (invariant reported-reason-as-declared). A row
+    whose meaning states one threshold ("at least 1000 corrected errors", "more than 10", "fewer than 8") is held to
+    it where a fault that changes numbers alone fires the reason on a device by moving one whole number the device
+    reports as a metric: that reading, set alone at the threshold and one step short of it, must fire the reason
+    at the threshold and not short of it; otherwise the value it fires first at is found and named, with the
+    comparison made instead (``>`` for "at least") (invariant a-declared-threshold-is-where-it-fires). Fix:
     build the reports from the same table the family declares (``ReasonCode.table(REASONS)`` beside the code
-    that reports them), and add a row for every code the hook can report.
+    that reports them), add a row for every code the hook can report, and fire each reason exactly where its row
+    says.
     """
     family = subject.family()
     table = list(family.health_reasons)
@@ -71,6 +79,7 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
     fx = subject.fixture(fixture)
     healthy = subject.inventory(fixture)
     runs: list[tuple[str, list[HealthReport]]] = [("the healthy fixture", _health(healthy, family.name))]
+    under: list[tuple[Fault, FamilyInventory]] = []
     for fault in fx.faults:
         if fault.kind in ("tool-hang", "tool-garbage") and (fx.ref, fault.name) not in subject.fault_runs:
             continue  # a hung tool gives no reason to compare, only a wait (RAC204's)
@@ -78,6 +87,8 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
         built = cached[0] if cached else subject.build(simulated_host(
             fx.model_copy(update={"host": _patched(fx, fault.patch), "faults": []})))
         runs.append((f"fault {fault.name}", _health(built, family.name)))
+        if (found := built.family(family.name)) is not None:
+            under.append((fault, found))
         if fault.kind == "device-lost":  # a monitor polls with the devices it knew: the lost ones' reasons too
             polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=simulated_host(
                 fx, faults=[fault.name]), devices=list(subject.devices(healthy))) or []
@@ -89,6 +100,7 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
             codes.update(r.code for r in report.reasons)
             wrong += [f"invariant reported-reason-as-declared, {fx.ref}, {where}: {w}"
                       for w in disagreements(table, report)]
+    wrong += threshold_failures(subject, fx, table, runs[0][1], under)
     if wrong:
         raise CheckFailed(wrong[:6])
     return (f"{fx.ref}: {len(runs)} health answers (healthy, faults, lost devices polled), reasons "
