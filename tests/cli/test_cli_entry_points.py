@@ -141,3 +141,21 @@ def test_commands_run_one_after_another_in_one_process_each_find_their_module() 
                                "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stderr.strip().splitlines()[-1]) == [0, 0, 0], done.stderr[-3000:]
+
+
+def test_an_entry_points_command_imports_no_built_in_command_module(tmp_path: Path) -> None:
+    """`rayaccel certify ...` (run dozens of times by a vendor's CI and by the suite's tests) loads its own group
+    alone, none of the built-in commands' modules; another entry point's broken group still names itself."""
+    _fake_distribution(tmp_path, "acme_missing_module:app")
+    probe = ("import sys\nfrom rayaccel.cli import main\ncode = main(['certify', 'keygen', sys.argv[1]])\n"
+             "print(sorted(m for m in sys.modules if m.startswith('rayaccel.cli.')), file=sys.stderr)\n"
+             "sys.exit(code)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "vendor.key")], capture_output=True,
+                          text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ast.literal_eval(done.stderr.strip().splitlines()[-1]) == [], done.stderr[-3000:]
+    assert (tmp_path / "vendor.key.pub").exists() and "key id:" in done.stdout
+    # The broken entry point still speaks for itself when it is the one run.
+    broken = _rayaccel(tmp_path, "acme", "hello")
+    assert broken.returncode == 2 and "entry point acme = acme_missing_module:app" in _one_line(broken.stderr)

@@ -150,18 +150,22 @@ def _register_commands(argv: list[str] | None = None) -> None:
     if command in COMMAND_MODULES:
         importlib.import_module(f"rayaccel.cli.{COMMAND_MODULES[command]}")
         return
+    if command is not None and _add_entry_point_groups(command):
+        return  # an entry point's group (`rayaccel certify ...`): the built-in modules are not its commands
     for module in dict.fromkeys(COMMAND_MODULES.values()):  # each adds its commands to `app` when imported
         importlib.import_module(f"rayaccel.cli.{module}")
     _add_entry_point_groups()
 
 
-def _add_entry_point_groups() -> None:
-    """Add each ``rayaccel.cli`` entry point's typer app as a command group, once per process. One that
-    cannot be loaded still gets its name: running it says, in one line, which entry point is broken."""
+def _add_entry_point_groups(name: str | None = None) -> bool:
+    """Add each ``rayaccel.cli`` entry point's typer app as a command group (only the one called ``name``, if
+    given), once per process; whether any entry point has that name. One that cannot be loaded still gets its
+    name: running it says, in one line, which entry point is broken."""
     from importlib.metadata import entry_points
 
     builtin = set(COMMAND_MODULES)
-    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+    found = entry_points(group=COMMANDS_GROUP) if name is None else entry_points(group=COMMANDS_GROUP, name=name)
+    for ep in sorted(found, key=lambda e: e.name):
         if ep.name in _added_groups or ep.name in builtin:  # a built-in command is never replaced
             continue
         _added_groups.add(ep.name)
@@ -176,6 +180,7 @@ def _add_entry_point_groups() -> None:
                                        f"reinstall {dist}")
             continue
         app.add_typer(group, name=ep.name)
+    return bool(found)
 
 
 def _add_broken_group(name: str, message: str) -> None:
