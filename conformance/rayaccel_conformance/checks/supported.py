@@ -72,6 +72,7 @@ from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_fin
 from rayaccel_conformance.checks.value_relations import (
     count_mixup,
     field_source,
+    published_as,
     rate_mixup,
     ratio_mixup,
     reindexed,
@@ -363,7 +364,8 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
         for name, want in values.items():
             sample = got.get((device, name))
             if sample is None:
-                moved = reindexed(device, name, want, given, expected, by_id)
+                moved = published_as(device, name, want, given) or reindexed(device, name, want, given, expected,
+                                                                             by_id)
                 wrong.append(f"{device} has no {name} sample; the fixture's machine reads {want:g} "
                              "(expected.metric_values)" + (f": {moved}" if moved else ""))
                 continue
@@ -381,6 +383,9 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
                 why = f"the plugin's rate: {timing}"
             elif mixup := ratio_mixup(sample.value, want, sample.unit):
                 why = f"the plugin's conversion: {mixup}"
+            elif renamed := published_as(device, name, want, given):
+                field = field_source(sample.value, want, name, by_id[device], readings) if device in by_id else None
+                why = renamed + (f"; {field}" if field else "")
             elif field := (field_source(sample.value, want, name, by_id[device], readings)
                            if device in by_id else None):
                 why = field

@@ -155,6 +155,22 @@ def field_source(observed: float, expected: float, metric: str, device: Device,
     return None
 
 
+def published_as(device: str, metric: str, expected: float, samples: Iterable[tuple[str, str, float]]) -> str | None:
+    """Where the value the machine reads for ``device``'s ``metric`` is the plugin's own sample of another metric of
+    that device (a ``vendor.*`` one, or another standard one): the plugin has the machine's reading and publishes it
+    under another name, ``metric`` taken from another reading. ``samples``: (device, metric, value). A value of 0 is
+    no evidence (an idle device reads it in many fields)."""
+    if not expected:
+        return None
+    names = sorted({name for other, name, value in samples if other == device and name != metric
+                    and abs(value - expected) <= SOURCE_TOLERANCE * abs(expected)})
+    if not names:
+        return None
+    return (f"{expected:g}, the machine's reading for {metric}, is what the plugin publishes for {device} as "
+            f"{' and '.join(names)}: {metric} is read from another reading, and the machine's own published under "
+            f"another name (publish that reading as {metric})")
+
+
 def reindexed(device: str, metric: str, expected: float, samples: Iterable[tuple[str, str, float]],
               stated: dict[str, dict[str, float]], known: Iterable[str] = ()) -> str | None:
     """Where the value the machine reads for ``device`` is given under another key: one no device of the node has,
