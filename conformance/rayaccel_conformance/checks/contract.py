@@ -684,14 +684,21 @@ def more_in_an_answer_changes_nothing(subject: Subject, fixture: str | None) -> 
     record); where an HTTP answer or a command prints Prometheus text, it appends those two series; and it
     builds the inventory again for each: every device record, health report, metric, link, resource and label
     must be as before, and no new problem reported (`invariant more-in-an-answer-changes-nothing`, naming the
-    fixture, the answers changed and the first differences). Not applicable where the host has neither. Fix:
-    read the fields and series you need by name (a series by its name and its device label) and skip the rest.
+    fixture, the answers changed and the first differences). A loaded module's directory as the kernel writes
+    it: wherever the host states ``/sys/module/<name>/version`` without ``srcversion``, the suite adds the
+    source checksum the kernel writes beside every MODULE_VERSION (Documentation/ABI/stable/sysfs-module), and the
+    inventory must again be the same; a checksum that shows up in it is named as a version read from srcversion
+    (invariant a-module-directory-as-the-kernel-writes-it). Not applicable where the host has none of these.
+    Fix: read the fields and series you need by name (a series by its name and its device label) and skip the
+    rest; read a driver's version from ``/sys/module/<name>/version``.
     """
     from rayaccel_conformance.checks.extra_content import (
         answer_differences,
         answers,
+        checksum_taken_for_a_version,
         with_added_fields,
         with_exporter_series,
+        with_module_checksums,
     )
 
     family = subject.family()
@@ -701,22 +708,28 @@ def more_in_an_answer_changes_nothing(subject: Subject, fixture: str | None) -> 
     before = answers(inventory.family(family.name))
     known = {p.render() for p in subject.plugin_problems(inventory, severities=("error", "warning"))}
     done: list[str] = []
-    for what, perturb in (("a field added to every JSON record", with_added_fields),
-                          ("an exporter's own series after the Prometheus text", with_exporter_series)):
+    for what, perturb, invariant in (
+            ("a field added to every JSON record", with_added_fields, "more-in-an-answer-changes-nothing"),
+            ("an exporter's own series after the Prometheus text", with_exporter_series,
+             "more-in-an-answer-changes-nothing"),
+            ("the kernel's srcversion beside a module's version", with_module_checksums,
+             "a-module-directory-as-the-kernel-writes-it")):
         state, changed = perturb(host)
         if not changed:
             continue
         built = subject.build(simulated_host(fx.model_copy(update={"host": HostState.model_validate(state),
                                                                    "faults": []})))
-        where = f"invariant more-in-an-answer-changes-nothing, {fx.ref} with {what} of {', '.join(changed[:3])}"
+        where = f"invariant {invariant}, {fx.ref} with {what} of {', '.join(changed[:3])}"
         new = [p.render().splitlines()[0] for p in subject.plugin_problems(built, severities=("error", "warning"))
                if p.render() not in known]
         wrong = answer_differences(before, answers(built.family(family.name)))
         if wrong or new:
             said = f" (the plugin said: {new[0]})" if new else ""
-            raise CheckFailed(subject.blamed(built, [f"{where}: {w}{said}" for w in wrong[:4]], "")
-                              or [f"{where}: a new problem: {new[0]}"])
+            causes = [f"{where}: {c}" for c in checksum_taken_for_a_version(state, wrong)]
+            raise CheckFailed(causes + (subject.blamed(built, [f"{where}: {w}{said}" for w in wrong[:4]], "")
+                                        or [f"{where}: a new problem: {new[0]}"]))
         done.append(f"{what}: {len(changed)} answers, the same inventory")
     if not done:
-        raise NotApplicable(f"{fx.ref}: no command prints JSON and no answer is Prometheus text")
+        raise NotApplicable(f"{fx.ref}: no command prints JSON, no answer is Prometheus text and no module states "
+                            "its version")
     return f"{fx.ref}: " + "; ".join(done)

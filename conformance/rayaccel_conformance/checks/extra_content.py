@@ -8,6 +8,7 @@ gives the same inventory with them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -25,6 +26,7 @@ EXPORTER_SERIES = (
 #: The field a newer tool version adds to each record (a name no tool uses yet, a value tools print for "none").
 ADDED_FIELD = ("rayaccel_added_field", "N/A")
 _PROMETHEUS = re.compile(r"^# TYPE \S+ \S+", re.MULTILINE)
+_MODULE_VERSION = re.compile(r"/sys/module/([^/]+)/version")
 
 
 def _with_field(data: Any) -> tuple[Any, int]:
@@ -76,6 +78,37 @@ def with_exporter_series(host: dict[str, Any]) -> tuple[dict[str, Any], list[str
             answer["stdout"] = stdout.rstrip("\n") + "\n" + EXPORTER_SERIES
             changed.append(f"`{line}`")
     return state, changed
+
+
+def srcversion(module: str, version: str) -> str:
+    """A module's source checksum as the kernel shows it: 23 upper-case hex digits (modpost's MD4 of the sources,
+    cut), here made from the module's name and version so each fixture's is its own and the same every run."""
+    return hashlib.sha256(f"{module}/{version}".encode()).hexdigest()[:23].upper()
+
+
+def with_module_checksums(host: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The host state with ``/sys/module/<name>/srcversion`` beside every loaded module's ``version`` that lacks
+    it: "If the module source has MODULE_VERSION", the kernel writes both, the version and the checksum of the
+    source code (Documentation/ABI/stable/sysfs-module); the files added."""
+    state: dict[str, Any] = json.loads(json.dumps(host))
+    files = state.get("files") or {}
+    changed = []
+    for path, text in list(files.items()):
+        module = _MODULE_VERSION.fullmatch(path)
+        added = f"/sys/module/{module.group(1)}/srcversion" if module else ""
+        if module and isinstance(text, str) and text.strip() and added not in files:
+            files[added] = srcversion(module.group(1), text.strip()) + "\n"
+            changed.append(f"file {added}")
+    return state, changed
+
+
+def checksum_taken_for_a_version(host: dict[str, Any], differences: list[str]) -> list[str]:
+    """The added checksums that now show up in the plugin's answers, each named as what it is."""
+    files = host.get("files") or {}
+    return [f"{path} holds {files[path].strip()!r}, the checksum of the module's source the kernel writes beside its "
+            f"version, and the plugin now answers it: a version is read from srcversion, which is no version; read "
+            f"{path.rsplit('/', 1)[0]}/version" for path in files
+            if path.endswith("/srcversion") and any(files[path].strip() in d for d in differences)]
 
 
 def answers(family: FamilyInventory | None) -> dict[str, Any]:
