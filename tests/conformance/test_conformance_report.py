@@ -408,3 +408,15 @@ def test_a_signed_payload_that_is_no_statement_is_one_clear_error(tmp_path: Path
     report = seal(report_content()).model_copy(update={"attestation": sign(body, key)})
     with pytest.raises(ReportError, match=re.escape(message)):
         verify(report, tmp_path / "r.json", key.public_key())
+
+
+def test_the_registry_of_checks_loads_without_what_only_running_them_needs() -> None:
+    """`rayaccel certify verify` recomputes tiers from every check's ID and tier, in a process of its own each time
+    (a vendor's CI, the registry, the attestation tests call it dozens of times): importing the checks must not
+    import hypothesis (0.15 s of CPU a call), which only the property checks use when they run."""
+    code = ("import json, sys\nfrom rayaccel_conformance.checks import all_checks\n"
+            "print(json.dumps([len(all_checks()), sorted(m for m in sys.modules if m.split('.')[0] == 'hypothesis')]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    count, loaded = json.loads(done.stdout)
+    assert count == len(all_checks()) and loaded == []

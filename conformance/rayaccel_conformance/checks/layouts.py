@@ -17,7 +17,6 @@ from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.contract import scaled_reading_failures
 from rayaccel_conformance.checks.invariants import raw_memory
-from rayaccel_conformance.checks.properties import order_failures
 from rayaccel_conformance.checks.readings import SCALED_METRICS, candidates, chosen_device, host_readings
 from rayaccel_conformance.checks.renumbering import (
     entry_renamer,
@@ -92,6 +91,8 @@ def device_answers_hold_on_every_layout(subject: Subject, fixture: str | None) -
     layouts = other_layouts(fx, list(base.devices) if base is not None else [])
     if not layouts:
         raise NotApplicable(f"{fx.ref}: no perturbation declared and no entries to renumber: one layout")
+    from rayaccel_conformance.checks.properties import order_failures  # hypothesis: loaded by the check
+
     raw = raw_memory(subject, fx.ref)
     wrong, done = [], []
     for what, variant in layouts:

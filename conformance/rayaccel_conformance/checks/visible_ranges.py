@@ -8,11 +8,8 @@ them inclusively, and people and launchers write them; a parser that expands ``0
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
 from rayaccel.records import Problem
 from rayaccel_conformance.checks.experimental import offered_units
-from rayaccel_conformance.checks.properties import shrunk_failure
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -81,6 +78,10 @@ def visible_ranges_hold_both_ends(subject: Subject, fixture: str | None) -> Evid
         why = (f"{want[0]} through {want[-1]} (a range holds both its ends)" if low < high else
                f"{want[0]} alone (a range whose ends are equal holds that one unit; the parser reads other ranges)")
         return f"property visible-range-inclusive: {var}={value!r} parses as {back}, not {why}"
+
+    from hypothesis import strategies as st  # loaded by the check that draws, not with the registry
+
+    from rayaccel_conformance.checks.properties import shrunk_failure
 
     # The ranges at the edges of the node's first, then hypothesis's over it (it rarely draws equal ends).
     found = next((m for m in map(inclusive, ((0, top), (0, 0), (top, top))) if m), None)
