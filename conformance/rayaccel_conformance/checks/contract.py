@@ -542,13 +542,18 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     hypothesis shrank it to. Where the name is a cell of a ``--format=csv`` command, it is then written with a
     comma in it, quoted as RFC 4180 quotes such a cell, against the same words written plain: the quoted text must
     be the product name and nothing else may differ (``invariant quoted-cell-keeps-the-row``). A name only a
-    library or a JSON answer gives is data no tool pads (not applicable). Fix: strip every text field a tool or a
-    file gives before using it, and read CSV with a CSV reader, never by splitting lines on commas.
+    library or a JSON answer gives is data no tool pads (not padded). And a product the catalog does not list is
+    still a device: each product name the devices have, written as a newer product's wherever the host states it
+    (a file, a library's or a tool's string, a CSV cell), must leave every device found with its id
+    (``invariant an-unknown-product-is-a-device``: a device left out by its product's name, an allow-list of
+    products, is named). Fix: strip every text field a tool or a file gives before using it, and read CSV with a
+    CSV reader, never by splitting lines on commas; discover every device the driver lists, whatever its product.
     """
     from hypothesis import strategies as st
 
     from rayaccel_conformance.checks.properties import shrunk_failure
     from rayaccel_conformance.checks.readings import name_readings, padded_host, quotes_cells
+    from rayaccel_conformance.checks.unknown_products import unknown_product_findings
 
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -556,8 +561,15 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     devices = list(fam.devices) if fam is not None else []
     device = devices[len(devices) // 2] if devices else None
     host = fx.host.model_dump(mode="json")
+    unknown, renamed = unknown_product_findings(subject, fx, fam) if fam is not None else ([], [])
+    if unknown:
+        raise CheckFailed(unknown)
     readings = name_readings(host, device) if device is not None else []
     if fam is None or device is None or not readings:
+        if renamed:
+            return (f"{fx.ref}: every device found with its product written as a newer one's "
+                    f"({', '.join(repr(n) for n in renamed)}); no device's product name is written as text of its "
+                    "own on the host to pad")
         raise NotApplicable(f"{fx.ref}: no device's product name is written as text of its own on the host")
     reading = readings[0]
 
@@ -590,7 +602,8 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
         raise CheckFailed(quoted)
     return (f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
             + ("; written quoted with a comma in it, the new text is its name and nothing else moves"
-               if reading.where == "table" and quotes_cells(reading.key) else ""))
+               if reading.where == "table" and quotes_cells(reading.key) else "")
+            + ("; every device found with its product written as a newer one's" if renamed else ""))
 
 
 def quoted_cell_differences(subject: Subject, fx: Fixture, fam: FamilyInventory, device: Device,
