@@ -70,3 +70,36 @@ def test_a_partitioned_device_that_fails_fails_each_of_its_partitions(manager: P
     (parent,) = [d for d in partitioned if d in seen.failing]
     assert set(partitioned[parent]) <= set(seen.failing) and len(partitioned[parent]) > 1
     assert all(seen.health[p] == "unhealthy" for p in partitioned[parent])
+
+
+def test_an_empty_start_up_baseline_says_none_was_bad_so_a_fault_before_the_first_poll_fails(manager) -> None:
+    """A node started healthy gives the monitor an empty baseline: a fault written before the monitor's first
+    poll (a monitor started late, or restarted by Ray) is a fault, not what was bad at start."""
+    given_empty = HealthWatch(baseline=set())
+    assert given_empty.observe(inventory(manager, "acme/acme-4", "fatal-2"), first=True).failing.keys() == {FATAL}
+    assert given_empty.baseline == set()
+
+
+def twin_node(acme_sees: NodeInventory, twin_sees: NodeInventory) -> NodeInventory:
+    """A node of two families reporting acme's devices by the same ids, the second under a resource of its own
+    (two plugins for one kind of device: tests/ray/test_ray_lifecycle.py's node runs acme and hostile-noisy),
+    each family as it reads its own inventory."""
+    (acme_family,), (seen_by_twin,) = acme_sees.families, twin_sees.families
+    declaration = seen_by_twin.family.model_copy(update={"name": "acme-twin", "resource_name": "ACMETWIN"})
+    twin = seen_by_twin.model_copy(update={"family": declaration, "plugin": "acme-twin"})
+    return acme_sees.model_copy(update={"families": [acme_family, twin]})
+
+
+def test_two_families_reporting_one_device_fail_and_lose_it_each_on_its_own(manager: PluginManager) -> None:
+    """Each family's worker reads the machine at its own moment: one may see a fault a poll before the other."""
+    healthy, fatal, lost = (inventory(manager, "acme/acme-4", *f) for f in ((), ("fatal-2",), ("lost-3",)))
+    watch = HealthWatch(baseline=set())
+    assert watch.observe(twin_node(healthy, healthy), first=True).failing == {}
+    seen = watch.observe(twin_node(healthy, fatal), first=False)
+    assert [f.family for f in seen.failing[FATAL]] == ["acme-twin"] and seen.health[FATAL] == "unhealthy"
+    seen = watch.observe(twin_node(fatal, healthy), first=False)  # the other way round: as bad as either says
+    assert [f.family for f in seen.failing[FATAL]] == ["acme"] and seen.health[FATAL] == "unhealthy"
+    both = watch.observe(twin_node(fatal, fatal), first=False)
+    assert [f.family for f in both.failing[FATAL]] == ["acme", "acme-twin"]
+    gone = watch.observe(twin_node(lost, healthy), first=False)  # still listed by the other family: lost all the same
+    assert gone.vanished == [(LOST, "acme")] and [f.family for f in gone.failing[LOST]] == ["acme"]

@@ -141,7 +141,7 @@ def test_a_monitor_asks_health_every_poll_and_metrics_twice_per_ray_metrics_repo
     cordoned: list[str] = []
 
     class RecordedCordons(Cordons):  # outside Ray: what the monitor would cordon is recorded
-        def adopt(self, failing: set[str], family_resources: Mapping[str, str]) -> None:
+        def adopt(self, failing: set[tuple[str, str]], family_resources: Mapping[str, str]) -> None:
             pass
 
         def cordon(self, family: str, family_resource: str, device: str, message: str) -> str | None:
@@ -168,3 +168,47 @@ def test_a_monitor_asks_health_every_poll_and_metrics_twice_per_ray_metrics_repo
     status = monitor.poll()
     assert status["samples"] == 2 and status["health"]["ACME-0002-5e1f-4c2a-9d3b-000000000002"] == "unhealthy"
     assert cordoned == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"]
+
+
+@pytest.mark.parametrize("node_baseline", ["[]", None])
+def test_a_fault_before_the_first_poll_is_cordoned_where_the_node_says_nothing_was_bad_at_start(
+        tmp_path: Path, monkeypatch, node_baseline):
+    """A node started by rayaccel says which devices were bad at its start (RAYACCEL_NODE_BASELINE, [] when none
+    was): a fault that a monitor first sees at its first poll (the monitor started after it, or restarted by Ray)
+    is cordoned. Only where the node says nothing (a node not started by rayaccel) does the first poll stand for
+    the start. The corpus control's second RAC312 (stop 56, under load): its fault, written before the new
+    monitor's first poll, was taken as there since the start and never cordoned."""
+    from rayaccel.ray.cordons import Cordons
+    from rayaccel.ray.monitor import HealthMonitor
+    from rayaccel.ray.node import NODE_BASELINE_ENV
+
+    cordoned: list[str] = []
+
+    class RecordedCordons(Cordons):  # outside Ray: what the monitor would cordon is recorded
+        def adopt(self, failing: set[tuple[str, str]], family_resources: Mapping[str, str]) -> None:
+            pass
+
+        def cordon(self, family: str, family_resource: str, device: str, message: str) -> str | None:
+            cordoned.append(device)
+            return None
+
+    class Monitor(HealthMonitor):
+        cordons_class = RecordedCordons
+
+    fault_file = tmp_path / "faults.txt"
+    fault_file.write_text("fatal-2\n")
+    monkeypatch.setenv("RAYACCEL_PLUGINS", "acme=rayaccel_testplugins.acme")
+    monkeypatch.setenv("RAYACCEL_SIMULATE", "acme/acme-4")
+    monkeypatch.setenv("RAYACCEL_SIMULATE_FAULT_FILE", str(fault_file))
+    if node_baseline is None:
+        monkeypatch.delenv(NODE_BASELINE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(NODE_BASELINE_ENV, node_baseline)
+    monitor = Monitor("node-1", 0.1, ["acme"], isolated=False)
+    monitor._setup()
+    status = monitor.poll()
+    assert status["health"]["ACME-0002-5e1f-4c2a-9d3b-000000000002"] == "unhealthy"
+    if node_baseline is None:
+        assert cordoned == [] and status["baseline"] == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"]
+    else:
+        assert cordoned == ["ACME-0002-5e1f-4c2a-9d3b-000000000002"] and status["baseline"] == []

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rayaccel.inventory.health_findings import HealthFinding
-from rayaccel.support.raycompat import RAY_NODE_ID_LABEL
+from rayaccel.support.raycompat import RAY_NODE_ID_LABEL, unit_request
 
 logger = logging.getLogger("rayaccel.ray.monitor")
 
@@ -59,7 +59,8 @@ def node_placement() -> dict[str, Any]:
 
 
 class Cordons:
-    """This node's cordons, device by device: made, adopted from an earlier monitor, released.
+    """This node's cordons, one per family and device (two families may report one device id, each under its own
+    resource: each is cordoned on its own): made, adopted from an earlier monitor, released.
 
     ``reconcile`` is what the monitor calls after each poll with the devices failing now; the rest of the
     monitor sees :meth:`pending` (a group not holding its units yet) and :meth:`by_family` (its status)."""
@@ -67,89 +68,115 @@ class Cordons:
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
         self._lock = threading.Lock()
-        self._cordons: dict[str, dict[str, Any]] = {}  # device -> {"family", "message", "group", "units", ...}
+        #: (family, device) -> {"family", "message", "group", "units", "error", ...}
+        self._cordons: dict[tuple[str, str], dict[str, Any]] = {}
 
     def reconcile(self, failing: Mapping[str, Sequence[HealthFinding]], family_resources: Mapping[str, str],
                   first: bool) -> tuple[list[str], list[dict[str, Any]]]:
-        """Cordon each failing device (device -> its findings) not cordoned yet and release each cordoned
-        device no longer failing; on the ``first`` poll, first remove what an earlier monitor left for devices
-        that are fine now. Returns what could not be done (one line each) and the recoveries, oldest first."""
+        """Cordon each failing device (device -> its findings, each naming its family) in each family that finds
+        it failing, where not cordoned yet or where the last try failed, and release each cordon whose family no
+        longer finds its device failing; on the ``first`` poll, first remove what an earlier monitor left for
+        devices that are fine now. Returns what could not be done (one line each, again at every poll until
+        done) and the recoveries, oldest first."""
+        wanted: dict[tuple[str, str], list[HealthFinding]] = {}
+        for device, found in failing.items():
+            for finding in found:
+                wanted.setdefault((finding.family, device), []).append(finding)
         errors: list[str] = []
         if first:
             try:
-                self.adopt(set(failing), family_resources)
+                self.adopt(set(wanted), family_resources)
             except Exception as e:  # monitoring goes on; an old cordon stays until its device faults again
                 logger.warning("rayaccel: could not look for an earlier monitor's cordons: %s", e)
-        for device, found in failing.items():
-            if device not in self._cordons:
-                family = found[0].family
+        for (family, device), found in wanted.items():
+            kept = self._cordons.get((family, device))
+            if kept is None or kept.get("error"):
                 error = self.cordon(family, family_resources.get(family, ""), device,
                                     "rayaccel health monitor: " + "; ".join(f.phrase for f in found))
                 if error is not None:
                     errors.append(error)
-        recovered = [self.release(device) for device in [d for d in self._cordons if d not in failing]]
+        recovered = [self.release(family, device) for family, device in [k for k in self._cordons if k not in wanted]]
         return errors, recovered
 
     def cordon(self, family: str, family_resource: str, device: str, message: str) -> str | None:
         """Take exactly the failed device out of scheduling on this node; returns why it could not be (None:
-        done, or the node does not offer the device, so nothing of it is held)."""
-        from ray.util import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from rayaccel.ray.claims import CORDON_TAG_TASK, node_claims_table
-
+        done, or the node does not offer the device, so nothing of it is held). A cordon that could not be made
+        is kept with its error, and :meth:`reconcile` tries it again at the next poll."""
         resource, units = cordon_units(node_placement(), family_resource, device)
         group = tag = error = None
         if units:
-            try:
-                node_claims_table().cordon(resource, device, units)
-                name = cordon_name(self.node_id, family, device)
-                group = _existing_group(name) or placement_group(
-                    [{resource: float(len(units))}], strategy="STRICT_PACK", name=name, lifetime="detached",
-                    bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}])
-                tag = _tag_task().options(
-                    name=CORDON_TAG_TASK, num_cpus=0, resources={resource: float(len(units))}, max_retries=-1,
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0),
-                ).remote(resource, device)
+            try:  # each step kept as made: a retry finds the group by name, and a release removes it
+                group = self._group(family, resource, device, units)
+                tag = self._tag(group, resource, device, units)
             except Exception as e:
                 error = f"could not cordon {family} device {device}: {type(e).__name__}: {e}"
                 logger.warning("rayaccel: could not cordon %s device %s: %s", family, device, e)
         with self._lock:
-            self._cordons[device] = {"family": family, "resource": resource, "message": message, "at": time.time(),
-                                     "group": group, "tag": tag, "units": units, "held": False}
+            earlier = self._cordons.get((family, device))
+            self._cordons[(family, device)] = {
+                "family": family, "resource": resource, "message": message, "group": group, "tag": tag,
+                "units": units, "held": False, "error": error, "at": earlier["at"] if earlier else time.time()}
         logger.warning("%s (cordoning %s unit(s) %s of device %s on node %s)", message, resource, ",".join(units),
                        device, self.node_id)
         return error
 
-    def release(self, device: str) -> dict[str, Any]:
-        """Give the device's units back to scheduling; returns the recovery as the status lists it."""
-        import ray
-        from ray.util import remove_placement_group
+    def _group(self, family: str, resource: str, device: str, units: list[str]) -> Any:
+        """The cordon's claim, then its placement group (an earlier try's, found by name, or a new one): what
+        holds the units in Ray. Raises what Ray raised."""
+        from ray.util import placement_group
 
         from rayaccel.ray.claims import node_claims_table
 
+        node_claims_table().cordon(resource, device, units)
+        return _existing_group(cordon_name(self.node_id, family, device)) or placement_group(
+            [{resource: float(len(units))}], strategy="STRICT_PACK", name=cordon_name(self.node_id, family, device),
+            lifetime="detached", bundle_label_selector=[{RAY_NODE_ID_LABEL: self.node_id}])
+
+    def _tag(self, group: Any, resource: str, device: str, units: list[str]) -> Any:
+        """The task in the group that tags the claim with the group's tokens (asking for them as Ray wants a
+        family's units asked for: GPU by ``num_gpus``)."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from rayaccel.ray.claims import CORDON_TAG_TASK
+
+        return _tag_task().options(
+            name=CORDON_TAG_TASK, num_cpus=0, max_retries=-1, **unit_request(resource, float(len(units))),
+            scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0),
+        ).remote(resource, device)
+
+    def release(self, family: str, device: str) -> dict[str, Any]:
+        """Give the device's units in ``family`` back to scheduling; returns the recovery as the status lists it."""
         with self._lock:  # listed as cordoned until released; then, at once, as recovered
-            cordon = self._cordons[device]
-        family = cordon["family"]
-        try:  # the claim first: the group's tokens, once free, are then ordinary tokens
-            node_claims_table().uncordon(cordon["resource"], device)
-            if cordon["tag"] is not None:
-                ray.cancel(cordon["tag"])  # a tag still waiting for the group
-            if cordon["group"] is not None:
-                remove_placement_group(cordon["group"])
+            cordon = self._cordons[(family, device)]
+        try:
+            self._let_go(cordon["resource"], device, cordon["group"], cordon["tag"])
         except Exception as e:
             logger.warning("rayaccel: could not remove the cordon of %s device %s: %s", family, device, e)
         with self._lock:
-            self._cordons.pop(device, None)
+            self._cordons.pop((family, device), None)
         recovered = {"family": family, "device": device, "at": time.time(),
                      "message": f"{family}: device {device} has no fatal reason left; its units on this node "
                                 f"take work again (was: {cordon['message']})"}
         logger.warning("%s", recovered["message"])
         return recovered
 
-    def adopt(self, failing: set[str], family_resources: Mapping[str, str]) -> None:
+    def _let_go(self, resource: str, device: str, group: Any, tag: Any) -> None:
+        """The claim removed first (the group's tokens, once free, are then ordinary tokens), then the tag task
+        still waiting for the group, then the group."""
+        import ray
+        from ray.util import remove_placement_group
+
+        from rayaccel.ray.claims import node_claims_table
+
+        node_claims_table().uncordon(resource, device)
+        if tag is not None:
+            ray.cancel(tag)
+        if group is not None:
+            remove_placement_group(group)
+
+    def adopt(self, failing: set[tuple[str, str]], family_resources: Mapping[str, str]) -> None:
         """A restarted monitor removes the cordons an earlier one left (claims and groups) for devices that
-        are fine now."""
+        are fine now (``failing``: the (family, device) pairs failing now)."""
         from ray.util import remove_placement_group
 
         from rayaccel.ray.claims import node_claims_table
@@ -162,11 +189,11 @@ class Cordons:
                 if resource != family_resource and not resource.startswith(family_resource + "_"):
                     continue
                 for device in table.cordons(resource):
-                    if device not in failing:
+                    if (family, device) not in failing:
                         table.uncordon(resource, device)
                 for device in placement.device_units if resource == family_resource else placement.units:
                     group = _existing_group(cordon_name(self.node_id, family, device))
-                    if group is not None and device not in failing:
+                    if group is not None and (family, device) not in failing:
                         remove_placement_group(group)
 
     def pending(self) -> bool:
@@ -183,16 +210,17 @@ class Cordons:
         with self._lock:
             for cordon in self._cordons.values():
                 cordon["held"] = cordon["held"] or id(cordon["group"]) in held
-            cordons = {device: dict(c) for device, c in self._cordons.items()}
+            cordons = {key: dict(c) for key, c in self._cordons.items()}
         families: dict[str, dict[str, Any]] = {}
-        for device, cordon in sorted(cordons.items(), key=lambda item: item[1]["at"]):
+        for (_, device), cordon in sorted(cordons.items(), key=lambda item: item[1]["at"]):
             units = len(cordon["units"]) if cordon["held"] else 0
             entry = families.setdefault(cordon["family"], {"message": "", "at": cordon["at"], "units": 0, "held": 0,
                                                            "devices": {}})
             entry["message"] = "; ".join(filter(None, [entry["message"], cordon["message"]]))
             entry["units"] += len(cordon["units"])
             entry["held"] += units
-            entry["devices"][device] = {"units": list(cordon["units"]), "held": units, "message": cordon["message"]}
+            entry["devices"][device] = {"units": list(cordon["units"]), "held": units, "message": cordon["message"],
+                                        "error": cordon["error"]}
         return families
 
 

@@ -21,7 +21,8 @@ from rayaccel.records import NodeInventory
 @dataclass(frozen=True)
 class PollHealth:
     """One poll's health: every device's (and partition's) state, the devices seen before and gone now
-    (device, family), and the failing devices with their findings (a cordon is per device)."""
+    (device, family), and the failing devices with their findings (a cordon is per family and device: two
+    families may report one device id, each under its own resource)."""
 
     health: dict[str, str]
     vanished: list[tuple[str, str]]
@@ -30,20 +31,22 @@ class PollHealth:
 
 @dataclass
 class HealthWatch:
-    """The node's health across polls. ``baseline``: devices unhealthy when the node started (empty: the first
-    poll's unhealthy devices are); ``offered``: plugin -> the units the node offers (empty: all)."""
+    """The node's health across polls. ``baseline``: devices unhealthy when the node started (None: not given,
+    so the first poll's unhealthy devices are; an empty set says none was); ``offered``: plugin -> the units the
+    node offers (empty: all)."""
 
-    baseline: set[str] = field(default_factory=set)
+    baseline: set[str] | None = None
     offered: dict[str, set[str]] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)  # family -> its resource name
-    _seen: dict[str, str] = field(default_factory=dict)  # device id -> family, for devices that later vanish
-    _not_offered: set[str] = field(default_factory=set)
+    #: (family, device) -> None, in the order first seen: the devices each family reported, for those that vanish.
+    _seen: dict[tuple[str, str], None] = field(default_factory=dict)
+    _not_offered: set[tuple[str, str]] = field(default_factory=set)  # (family, device)
     _partitions: dict[str, list[str]] = field(default_factory=dict)  # partitioned device -> its partitions' ids
 
     def observe(self, inventory: NodeInventory, first: bool) -> PollHealth:
         """One poll's inventory; ``first``: the monitor's first poll (the baseline, when none was given)."""
         health: dict[str, str] = {}
-        ignored = self.baseline | self._not_offered
+        present: dict[str, set[str]] = {}  # family -> its devices (and partitions) discovered now
         for family in inventory.families:
             name = family.family.name
             self.resources[name] = family.family.resource_name
@@ -53,26 +56,34 @@ class HealthWatch:
                     self._partitions[dev.id] = [p.id for p in dev.partitions]
                 own = set(dev.unit_ids) | set(self._partitions.get(dev.id, ()))
                 if offered is not None and not own & offered:
-                    self._not_offered.add(dev.id)  # not offered (the operator's visible-devices setting)
-                    ignored.add(dev.id)
+                    self._not_offered.add((name, dev.id))  # not offered (the operator's visible-devices setting)
+            reported: dict[str, str] = {}
             for report in family.health:
-                self._seen.setdefault(report.device, name)
-                health[report.device] = report.state
+                self._seen.setdefault((name, report.device), None)
+                reported[report.device] = report.state
             for dev in family.devices:  # a partition without a report of its own is as its device
                 for partition in dev.partitions:
-                    health.setdefault(partition.id, health.get(dev.id, "unknown"))
-        vanished = [(device, family_name) for device, family_name in self._seen.items() if device not in health]
+                    reported.setdefault(partition.id, reported.get(dev.id, "unknown"))
+            for device, state in reported.items():  # a device two families report is as bad as either says
+                if health.get(device) != "unhealthy":
+                    health[device] = state
+            # A partition still discovered is present, reported on its own or not (its fault may have cleared).
+            present.setdefault(name, set()).update(
+                {h.device for h in family.health} | {p.id for d in family.devices for p in d.partitions})
+        vanished = [(device, name) for name, device in self._seen if device not in present.get(name, set())]
         for device, _ in vanished:
             health[device] = "unhealthy"
-        if first and not self.baseline:
+        if first and self.baseline is None:
             # Started without the node's start-up inventory: what is bad now was bad at start.
             self.baseline = {d for d, state in health.items() if state == "unhealthy"}
-            ignored |= self.baseline
-        # A partition still discovered is present, reported on its own or not (its fault may have cleared).
-        present = {h.device for f in inventory.families for h in f.health} | {
-            p.id for f in inventory.families for d in f.devices for p in d.partitions}
-        findings = by_family(fatal_findings(inventory, ignored) + vanished_findings(self._seen, present, ignored))
-        return PollHealth(health, vanished, self._failing(findings.values()))
+        baseline = self.baseline or set()
+        lost: list[HealthFinding] = []
+        for name in dict.fromkeys(name for name, _ in self._seen):
+            seen = {device: family for family, device in self._seen if family == name}
+            lost += vanished_findings(seen, present.get(name, set()), baseline)
+        findings = [f for f in fatal_findings(inventory, baseline) + lost
+                    if (f.family, f.device) not in self._not_offered]
+        return PollHealth(health, vanished, self._failing(by_family(findings).values()))
 
     def _failing(self, findings: Iterable[list[HealthFinding]]) -> dict[str, list[HealthFinding]]:
         failing: dict[str, list[HealthFinding]] = {}
@@ -101,13 +112,16 @@ def offered_units() -> dict[str, set[str]] | None:
     return {str(k): {str(u) for u in v} for k, v in data.items() if isinstance(v, list)}
 
 
-def node_baseline() -> list[str]:
+def node_baseline() -> list[str] | None:
     """The devices unhealthy when this node started, from its env (``RAYACCEL_NODE_BASELINE``, set by
-    :func:`rayaccel.ray.node_config`); empty when not set (the first poll is the baseline then)."""
+    :func:`rayaccel.ray.node_config`: ``[]`` when none was); None when not set or not a JSON list (the monitor's
+    first poll is the baseline then)."""
     from rayaccel.ray.node import NODE_BASELINE_ENV
 
+    if NODE_BASELINE_ENV not in os.environ:
+        return None
     try:
-        data = json.loads(os.environ.get(NODE_BASELINE_ENV) or "[]")
+        data = json.loads(os.environ[NODE_BASELINE_ENV])
     except json.JSONDecodeError:
-        return []
-    return [str(d) for d in data] if isinstance(data, list) else []
+        return None
+    return [str(d) for d in data] if isinstance(data, list) else None

@@ -84,7 +84,7 @@ class HealthMonitor:
                  baseline: Sequence[str] | None = None, isolated: bool = True) -> None:
         from rayaccel.ray.node import NODE_PLUGINS_ENV
 
-        if not baseline:  # the node's start-up baseline, from the raylet's env (rayaccel.ray.node_config)
+        if baseline is None:  # the node's start-up baseline, from the raylet's env (rayaccel.ray.node_config)
             baseline = node_baseline()
         if plugins is None and NODE_PLUGINS_ENV in os.environ:  # the node's plugins (from the raylet's env)
             plugins = [p for p in os.environ[NODE_PLUGINS_ENV].split(",") if p]
@@ -97,7 +97,9 @@ class HealthMonitor:
         self._pool: WorkerPool | None = None
         self._builder: InventoryBuilder | None = None
         self._kept: KeptFiles | None = None
-        self._health = HealthWatch(baseline=set(baseline or ()))
+        # An empty baseline says no device was bad at start: a fault before the first poll (or before a restarted
+        # monitor's) is cordoned; only a node that gives none has its first poll's unhealthy devices excused.
+        self._health = HealthWatch(baseline=set(baseline) if baseline is not None else None)
         self._cordons = self.cordons_class(node_id)
         # The plugins' metrics are sampled twice per Ray metrics report (or every poll, when polls are that
         # rare): Ray exports only a gauge's last value of each report, so sampling more often is work lost.
@@ -260,6 +262,8 @@ class HealthMonitor:
         with self._lock:
             status = {**self._status, "health": dict(self._status["health"])}
         status["cordoned"] = cordoned
+        baseline = self._health.baseline
+        status["baseline"] = sorted(baseline) if baseline is not None else None
         return status
 
     def stop(self) -> None:
@@ -284,7 +288,9 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
     wait for it to be up with :func:`wait_for_monitor`.
 
     ``interval``: seconds between polls, within :mod:`rayaccel.support.monitor_interval`'s bounds;
-    ``isolated``: the hooks run in worker processes (default) rather than in the actor's threads.
+    ``baseline``: the devices unhealthy when the node started (None: the node's own, from its env; an empty
+    list: none was, so every later fatal fault is cordoned); ``isolated``: the hooks run in worker processes
+    (default) rather than in the actor's threads.
     """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -296,7 +302,8 @@ def start_monitor(node_id: str, interval: float, plugins: Sequence[str] | None =
         name=monitor_name(node_id), namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
         num_cpus=0, max_restarts=3,  # one task at a time: the loop, on the main thread (restarted: again)
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(node_id, interval, list(plugins) if plugins is not None else None, list(baseline or ()), isolated)
+    ).remote(node_id, interval, list(plugins) if plugins is not None else None,
+             list(baseline) if baseline is not None else None, isolated)
 
 
 def get_monitor(node_id: str) -> Any:

@@ -38,6 +38,7 @@ from rayaccel.support.raycompat import (
     RAY_TOPOLOGY_NODE_KEY,
     RAY_TPU_SLICE_LABEL,
     RAY_TPU_WORKER_LABEL,
+    unit_request,
 )
 
 logger = logging.getLogger("rayaccel.ray.placement")
@@ -442,7 +443,7 @@ def best_connected(k: int, family: str, *, nodes: Sequence[Mapping[str, Any]] | 
     fits = _nodes_holding(resource, k, nodes)
     if not fits:
         raise RayaccelError(f"no node of the cluster holds {k} {resource} in one scale-up domain")
-    options: dict[str, Any] = {"num_gpus": k} if resource == "GPU" else {"resources": {resource: k}}
+    options = unit_request(resource, k)
     options["label_selector"] = {RAY_NODE_ID_LABEL: f"in({','.join(sorted(fits))})"}
     return options
 

@@ -6,6 +6,8 @@ that adds a family or changes an env var fails the suite instead of silently dri
 
 from __future__ import annotations
 
+from typing import Any
+
 #: The Ray version the bridge is written and tested against.
 TESTED_RAY_VERSIONS = ("2.60.0",)
 
@@ -54,6 +56,12 @@ RAY_IMPORT_ENVIRON: dict[str, str] = {"RAY_CLIENT_MODE": "0"}
 #: The ``ray.io/`` labels Ray's own manager sets for a resource. A family with that resource may declare them
 #: (``FamilyDeclaration.ray_labels``) and set them as Ray would; no other ``ray.io/`` label is a plugin's.
 RAY_RESOURCE_LABELS: dict[str, tuple[str, ...]] = {"TPU": RAY_TPU_LABELS}
+
+
+def unit_request(resource: str, k: float) -> dict[str, Any]:
+    """Task or actor options asking for k units of ``resource``: ``num_gpus`` for GPU (Ray refuses
+    ``resources={"GPU": k}``: its own accelerator resource has a keyword of its own), else ``resources``."""
+    return {"num_gpus": k} if resource == "GPU" else {"resources": {resource: k}}
 
 
 def ray_family_for(resource_name: str, env_var: str) -> str | None:
