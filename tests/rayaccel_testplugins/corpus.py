@@ -1625,7 +1625,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_fault_joins", "rayaccel_testplugins.corpus_pod_counts",
                   "rayaccel_testplugins.corpus_trimmed_ids", "rayaccel_testplugins.corpus_counter_layouts",
                   "rayaccel_testplugins.corpus_fault_metrics", "rayaccel_testplugins.corpus_declared_thresholds",
-                  "rayaccel_testplugins.corpus_module_versions",
+                  "rayaccel_testplugins.corpus_module_versions", "rayaccel_testplugins.corpus_numbered_reasons",
                   "rayaccel_testplugins.corpus_not_supported_rows", "rayaccel_testplugins.corpus_unseen_failures",
                   "rayaccel_testplugins.corpus_demoted_readings", "rayaccel_testplugins.corpus_unknown_products")
 

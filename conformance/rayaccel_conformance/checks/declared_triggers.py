@@ -7,6 +7,13 @@ says "at least", the round's ``s1``) passes every fault that does not sit exactl
 ``expected:`` that does is edited as easily as the code. The row is the plugin's own statement: the reading a
 fault moves on the device the reason fires on, set at the declared threshold and one step short of it, must fire
 the reason at the threshold and not short of it (``invariant a-declared-threshold-is-where-it-fires``).
+
+A row's code may carry the number of the vendor's event it stands for (``xid-79``, ``xid-94``: one row per XID). Where
+a fault's number fires such a code on a device, the plugin reads the code's number from that reading, so the same
+reading set to the number of another row of the family must fire that row's code on the device, as declared
+(``invariant a-numbered-reason-is-read-by-its-number``): an event the table declares and the code classes
+otherwise (the round's ``n1``, XID 94 added to the application errors it ignores) is named, whatever the fixture's
+``expected:`` says of it.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
 )
 #: Builds spent finding where a reason fires once it fires elsewhere than declared.
 _MAX_STEPS = 24
+#: A code carrying a number: the family's prefix and the number (``xid-94``).
+_NUMBERED = re.compile(r"([a-z][a-z0-9-]*?-)(\d+)")
 
 
 @dataclass(frozen=True)
@@ -191,3 +200,70 @@ def _judge(subject: Subject, fx: Fixture, fault: Fault, faulty: dict[str, Any], 
             f"{reading.value:g}; set there alone, it fires first at {first}, the row says at {edge}{shown}: "
             f"{cause}. Fire the reason exactly where its row says, or declare the threshold it fires at"]
 
+
+
+def _text_of(number: int) -> Callable[[str], str]:
+    return lambda _old: str(number)
+
+
+def _value_of(number: int) -> Callable[[Any], Any]:
+    return lambda _old: number
+
+
+def _new_numbers(fx: Fixture, fault: Fault) -> tuple[dict[str, Any], list[Reading]]:
+    """The host under ``fault`` and the whole numbers it adds or changes there (an event's record is new)."""
+    base = {(r.where, r.key, r.path): r.value for r in host_readings(fx.host.model_dump(mode="json"), zeros=True)}
+    faulty = apply_faults(fx, [fault.name]).model_dump(mode="json")
+    return faulty, [r for r in host_readings(faulty, zeros=True) if r.value.is_integer()
+                    and base.get((r.where, r.key, r.path)) != r.value]
+
+
+def numbered_failures(subject: Subject, fx: Fixture, table: list[ReasonCode], healthy: list[HealthReport],
+                      faults: list[tuple[Fault, FamilyInventory]],
+                      disagreements: Callable[[HealthReport], list[str]]) -> list[str]:
+    """RAC264's ``a-numbered-reason-is-read-by-its-number`` on one fixture: under the first fault that fires a
+    numbered code of a family whose number is one number the fault writes, that number set to each other number the
+    family's rows declare must fire that row's code on the same device, and its report agree with the table
+    (``disagreements``: RAC264's own comparison)."""
+    family = subject.family().name
+    rows: dict[str, dict[int, ReasonCode]] = {}
+    for row in table:
+        if (numbered := _NUMBERED.fullmatch(row.code)) is not None:
+            rows.setdefault(numbered.group(1), {})[int(numbered.group(2))] = row
+    wrong: list[str] = []
+    judged: set[str] = set()
+    for fault, fam in faults:
+        if fault.kind in ("tool-hang", "tool-garbage"):
+            continue
+        faulty, written = _new_numbers(fx, fault)
+        for report in fam.health:
+            for reason in report.reasons:
+                numbered = _NUMBERED.fullmatch(reason.code)
+                if numbered is None or numbered.group(1) not in rows or numbered.group(1) in judged \
+                        or len(rows[numbered.group(1)]) < 2 or reason.code in _codes(healthy, report.device):
+                    continue
+                prefix, number = numbered.group(1), int(numbered.group(2))
+                carrying = [r for r in written if r.value == number]
+                if len(carrying) != 1:
+                    continue
+                judged.add(prefix)
+                reading = carrying[0]
+                for other, row in sorted(rows[prefix].items()):
+                    if other == number:
+                        continue
+                    state = with_reading(faulty, reading, _text_of(other), _value_of(other))
+                    built = subject.build(simulated_host(fx.model_copy(update={
+                        "host": HostState.model_validate(state), "faults": []})), with_metrics=False).family(family)
+                    reports = [r for r in (built.health if built else []) if r.device == report.device]
+                    where = (f"invariant a-numbered-reason-is-read-by-its-number, {fx.ref} under fault {fault.name} "
+                             f"with {reading.describe()} set from {number} to {other} (the number {reason.code!r} "
+                             f"fires on {report.device} by)")
+                    if row.code not in _codes(reports, report.device):
+                        wrong.append(f"{where}: reason {row.code!r} is declared '{row.meaning}' ({row.state}"
+                                     f"{', fatal' if row.fatal else ''}), and {report.device} is "
+                                     f"{_state(reports, report.device)}: the plugin does not read {other} as its "
+                                     f"table declares (the number classed otherwise in its code: ignored, or "
+                                     f"another meaning); report {row.code} as declared, or declare what {other} "
+                                     "gives")
+                    wrong += [f"{where}: {w}" for r in reports for w in disagreements(r)]
+    return wrong

@@ -14,7 +14,7 @@ from rayaccel import hookspec
 from rayaccel.hosts.fixtures import Fault
 from rayaccel.records import HEALTH_ORDER, FamilyInventory, HealthReport, NodeInventory, ReasonCode
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.declared_triggers import threshold_failures
+from rayaccel_conformance.checks.declared_triggers import numbered_failures, threshold_failures
 from rayaccel_conformance.checks.supported import _patched
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -67,10 +67,13 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
     it where a fault that changes numbers alone fires the reason on a device by moving one whole number the device
     reports as a metric: that reading, set alone at the threshold and one step short of it, must fire the reason
     at the threshold and not short of it; otherwise the value it fires first at is found and named, with the
-    comparison made instead (``>`` for "at least") (invariant a-declared-threshold-is-where-it-fires). Fix:
+    comparison made instead (``>`` for "at least") (invariant a-declared-threshold-is-where-it-fires). Rows
+    whose codes carry an event's number (``xid-79``, ``xid-94``) are held to it too: where a fault fires one of
+    them by one number it writes, that number set to each other number the rows declare must fire that row's
+    code on the device, as declared (invariant a-numbered-reason-is-read-by-its-number). Fix:
     build the reports from the same table the family declares (``ReasonCode.table(REASONS)`` beside the code
     that reports them), add a row for every code the hook can report, and fire each reason exactly where its row
-    says.
+    says, for every number its code carries.
     """
     family = subject.family()
     table = list(family.health_reasons)
@@ -101,6 +104,7 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
             wrong += [f"invariant reported-reason-as-declared, {fx.ref}, {where}: {w}"
                       for w in disagreements(table, report)]
     wrong += threshold_failures(subject, fx, table, runs[0][1], under)
+    wrong += numbered_failures(subject, fx, table, runs[0][1], under, lambda report: disagreements(table, report))
     if wrong:
         raise CheckFailed(wrong[:6])
     return (f"{fx.ref}: {len(runs)} health answers (healthy, faults, lost devices polled), reasons "
