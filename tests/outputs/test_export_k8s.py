@@ -7,6 +7,7 @@ fixtures and a freshly baked template plugin (with a generated node of 160 devic
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -62,6 +63,17 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 # -- the real checkers -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", autouse=True)
+def _schemas_parsed_once() -> Iterator[None]:
+    """kubernetes-validate parses a version's schema files (its 1.5 MB ``_definitions.json`` among them) again on
+    every call, and this module validates each object for every version: each file is parsed once here. The files
+    are the package's data, and validating never changes them; a missing one still raises each time."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kubernetes_validate.utils, "schema_contents", functools.cache(
+            kubernetes_validate.utils.schema_contents))
+        yield
+
 
 def check_k8s_object(obj: dict[str, Any]) -> None:
     """Valid for every Kubernetes version from 1.34 on (strict: no unknown field)."""
