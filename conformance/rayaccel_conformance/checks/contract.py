@@ -562,10 +562,10 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     device = devices[len(devices) // 2] if devices else None
     host = fx.host.model_dump(mode="json")
     unknown, renamed = unknown_product_findings(subject, fx, fam) if fam is not None else ([], [])
-    if unknown:
-        raise CheckFailed(unknown)
     readings = name_readings(host, device) if device is not None else []
     if fam is None or device is None or not readings:
+        if unknown:
+            raise CheckFailed(unknown)
         if renamed:
             return (f"{fx.ref}: every device found with its product written as a newer one's "
                     f"({', '.join(repr(n) for n in renamed)}); no device's product name is written as text of its "
@@ -596,10 +596,10 @@ def sku_free_of_the_names_padding(subject: Subject, fixture: str | None) -> Evid
     pads = st.sampled_from(["", " ", "  ", "\t"])
     found = shrunk_failure(st.tuples(pads, pads).filter(lambda p: p != ("", "")), same_device, PADDING_EXAMPLES)
     if found:
-        raise CheckFailed(found)
+        raise CheckFailed([found, *unknown])
     quoted = quoted_cell_differences(subject, fx, fam, device, reading)
-    if quoted:
-        raise CheckFailed(quoted)
+    if quoted or unknown:
+        raise CheckFailed([*quoted, *unknown])
     return (f"{fx.ref}: {device.id}'s name padded in {reading.describe()} keeps its name, SKU {device.sku}, type"
             + ("; written quoted with a comma in it, the new text is its name and nothing else moves"
                if reading.where == "table" and quotes_cells(reading.key) else "")
