@@ -205,6 +205,13 @@ def rule_allows(rule: QuantityRule, quantity: float) -> bool:
     return quantity in rule.choices
 
 
+def refused_whole(rule_ok: bool, ray_ok: bool, quantity: float) -> bool:
+    """Whether the plugin's rule refuses a whole quantity Ray's manager accepts. Whole units only: Ray's GPU managers
+    take any fraction where a family's own rule may state that its cards are not shared; a whole count Ray places
+    (TPU's 2 chips, for which it writes bounds) shares nothing: the rule the SDK checks requests with takes it."""
+    return ray_ok and not rule_ok and float(quantity).is_integer()
+
+
 def _ray_validator(resource: str, env_var: str) -> Any:
     owner = ray_family_for(resource, env_var)
     if owner is None:
@@ -221,7 +228,9 @@ def quantity_rule(subject: Subject) -> Evidence:
     Samples 0.25 ... 8 go through the SDK's rule (what ``@ray.remote(resources=...)`` is validated with for a
     day-zero family) and, for a family Ray already knows, through Ray's own accelerator manager: a rule that
     lets a task ask for a quantity Ray's manager for that resource refuses (1.5 HPU, 0.5 neuron_cores) is
-    wrong. Every rejection must carry a message naming the resource. A ``fractional`` rule means several
+    wrong, and so is one refusing a whole quantity that manager accepts (``invariant
+    whole-quantities-as-ray-takes-them``: TPU choices [1, 4, 8] refuse the 2 chips Ray's TPU manager places and
+    writes bounds for). Every rejection must carry a message naming the resource. A ``fractional`` rule means several
     processes share one unit; for a day-zero family that needs a declared sharing capability: every device
     its fixtures discover sets ``Device.attributes["sharing"]`` to ``time-sliced``, ``mps``, ``partitioned``
     or ``virtualized``. Fix: declare the ``quantity_rule`` Ray uses for the resource (``whole`` for HPU and
@@ -243,6 +252,10 @@ def quantity_rule(subject: Subject) -> Evidence:
             if ok and not ray_ok:
                 wrong.append(f"the rule accepts {q:g} {resource}, which Ray's {ray_manager.__name__} "
                              f"refuses: {ray_message}")
+            elif refused_whole(ok, ray_ok, q):
+                wrong.append(f"invariant whole-quantities-as-ray-takes-them: the rule refuses {q:g} {resource} "
+                             f"({message}), which Ray's {ray_manager.__name__} accepts: a task asking for "
+                             f"{q:g} is placed by Ray and refused by the plugin's rule")
     shared = _sharing_evidence(subject) if rule.kind == "fractional" and ray_manager is None else None
     if shared is not None and shared[1]:
         wrong.append(f"the {rule.kind} rule lets several tasks share one {family.unit} of {resource}, but the "

@@ -159,9 +159,18 @@ def companions(before: dict[str, str], after: dict[str, str], var: str) -> dict[
     return {key: after[key] for key in sorted(after) if key != var and before.get(key) != after[key]}
 
 
+def left_to_the_node(env: dict[str, str], read: list[str], written: dict[str, str]) -> list[str]:
+    """The variables of ``env`` that Ray's manager reads beside its own (``read``) but never writes for a task
+    (not in ``written``): under Ray a task's process holds the node's value of each (Slurm's gres sets AMD's
+    ``ROCR_VISIBLE_DEVICES``), so a plugin writing one replaces the layer the family's ids are counted in."""
+    return [key for key in read if key in env and key not in written]
+
+
 def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInventory, where: str) -> list[str]:
     """What the plugin writes or reads otherwise than Ray's manager, for each unit list a task may hold."""
     wrong = []
+    read_beside = companions_read(manager, var)
+    left: dict[str, tuple[list[str], str, str | None, dict[str, str]]] = {}
     for units in unit_sets(family):
         with environment_kept():
             os.environ.pop(var, None)
@@ -176,6 +185,9 @@ def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInvent
                   f"{env.get(key)!r}; Ray's {manager.__name__} writes {key}={value!r} beside {var}={written!r} "
                   "(the task gets only the plugin's variables)"
                   for key, value in beside.items() if env.get(key) != value]
+        for key in left_to_the_node(env, read_beside, {var: "", **beside}):
+            if key not in left or len(units) == 2:  # one example a variable, two devices' where there is one
+                left[key] = (units, env[key], ours, beside)
         if written is not None and ours != written:
             wrong.append(f"invariant visible-env-as-ray-writes-it, {where}: units {units} set as {var}={ours!r}; "
                          f"Ray's {manager.__name__} writes {written!r}")
@@ -193,6 +205,14 @@ def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInvent
             wrong.append(f"invariant units-as-ray-numbers-them, {where}: a task given units {units} (one device's, "
                          f"or whole devices') is shown {var}={written!r}, which Ray's {manager.__name__} reads as "
                          f"{ray_reads}: the devices' units are not numbered as Ray numbers them")
+    # A variable Ray's manager reads but never writes is the node's in a task (Slurm's ROCR_VISIBLE_DEVICES): ROCm
+    # applies it first and renumbers what it keeps, HIP_VISIBLE_DEVICES then indexes that list, so the family's
+    # ids written into both keep GPUs 2,3 as 0,1 and then ask for 2,3 of two: none.
+    wrong += [f"invariant companions-left-as-ray-leaves-them, {where}: units {units} set {key}={value!r} beside "
+              f"{var}={ours!r}; Ray's {manager.__name__} reads {key} but writes only {', '.join([var, *beside])}, "
+              f"so a task's process keeps the node's {key}: the plugin's value replaces it, a second layer of "
+              f"visibility among whose devices {var}'s ids are then counted"
+              for key, (units, value, ours, beside) in left.items()]
     for value in NO_DEVICE_VALUES:
         with environment_kept():
             os.environ[var] = value
@@ -220,7 +240,10 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     units given (``invariant units-as-ray-numbers-them``: discovery numbers units as Ray does). Every other
     variable the manager writes beside it (TPU's sub-host bounds for one or two chips) the plugin's env must
     hold with the same value (``invariant visible-env-companions-as-ray-writes-them``: the SDK's manager takes
-    the place of Ray's, so a task's process gets the plugin's variables only). A value the
+    the place of Ray's, so a task's process gets the plugin's variables only). A variable the manager reads
+    beside its own but never writes (AMD's ``ROCR_VISIBLE_DEVICES``) is the node's in a task, and the plugin's env
+    must not set it (``invariant companions-left-as-ray-leaves-them``: ROCm applies it first and renumbers, so the
+    task's ids written into both show it no GPU). A value the
     manager reads as no device (the empty value, ``NoDevFiles``) the plugin must read as none too
     (``invariant visible-none-as-ray-reads-it``). Each variable the manager reads beside its own (AMD's
     ``ROCR_VISIBLE_DEVICES``, which Slurm's gres sets) is set on the node, on the first fixture, with the
