@@ -7,6 +7,7 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.hosts.seam import RealHost
+from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.lazy import import_object
@@ -206,10 +207,15 @@ def transport_ownership(subject: Subject) -> Evidence:
     or a manager class outside the plugin's own package (a transport copied from another plugin moves that
     plugin's devices). A declaration's ``one_sided`` must say what its manager class's ``is_one_sided()``
     says (invariant one-sided-as-its-class: NCCL declared one-sided, or NIXL two-sided, misleads path
-    selection and RAC301's choice of what to run). Checked from the declarations alone, without Ray; RAC301
+    selection and RAC301's choice of what to run). Its class's ``tensor_transport_backend()`` must answer the
+    declared name (invariant named-as-declared: each of Ray's own transports answers the name it registers, Ray
+    matches a transport by it, and the transport's errors and logs carry it, so a subclass that keeps its
+    parent's name, the SDK's ``RAYACCEL_SHM`` or a sibling's, names another transport to its users); a subclass
+    of Ray's collective transport answers the ``ray.util.collective`` backend its actors' groups are found by
+    instead (AMD's ``RCCL`` answers ``NCCL``). Checked from the declarations alone, without Ray; RAC301
     then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
-    keep its class in your package, and declare Ray's transports exactly as Ray registers them, with the
-    ``one_sided`` flag their class answers.
+    keep its class in your package, override ``tensor_transport_backend()`` to return that name, and declare
+    Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers.
     """
     subject.family()
     problems: list[Problem] = []
@@ -220,9 +226,12 @@ def transport_ownership(subject: Subject) -> Evidence:
     own = subject.package
     others = {spec.name: other for other in subject.manager.plugin_names() if other != subject.name
               for spec in subject.manager.answer(other, hookspec.TRANSPORTS, []) if not spec.builtin_in_ray}
+    collectives = {backend.name for other in subject.manager.plugin_names()
+                   for backend in subject.manager.answer(other, hookspec.COLLECTIVE_BACKENDS, [])}
     for spec in specs:
         wrong += transport_owner_problems(spec, subject.family(), own, others)
         wrong += one_sided_problems(spec)
+        wrong += backend_name_problems(spec, others | {s.name: subject.name for s in specs}, collectives)
     if wrong:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"
@@ -241,6 +250,68 @@ def one_sided_problems(spec: Any) -> list[str]:
         return []
     return [f"invariant one-sided-as-its-class: transport {spec.name} is declared one_sided={spec.one_sided}, but "
             f"its class {spec.manager_class} answers is_one_sided() {answer}: declare what the class does"]
+
+
+def backend_name_problems(spec: Any, declared: dict[str, str], collectives: set[str]) -> list[str]:
+    """Why the name ``spec``'s manager class answers (``tensor_transport_backend()``) is not the one Ray can use.
+
+    Ray's own transports each answer the name they are registered under (NIXL, GLOO, NCCL, CUDA_IPC), as the
+    method's contract says ("Ray uses this name to match your transport with the tensor_transport argument"); the
+    SDK's shared-memory class names itself so in every error and log line. Ray's collective class alone uses the
+    answer as something else: the backend its actors' group is looked up by (``actor_has_tensor_transport``), so
+    there it must be a backend ``ray.util.collective`` knows (AMD's RCCL class answers NCCL). ``declared``: the
+    installed plugins' own transport names -> plugin; ``collectives``: the backends installed plugins declare."""
+    try:
+        cls = import_object(spec.manager_class)
+        # Without __init__, which Ray runs in each actor (the SDK's sweeps /dev/shm): the name is a constant.
+        answer = cls.__new__(cls).tensor_transport_backend()
+    except Exception:  # not importable, abstract or needing its state: RAC301 runs it
+        return []
+    if _collective_class(cls):
+        if not isinstance(answer, str) or _collective_backend(answer) or answer.upper() in collectives:
+            return []
+        return [f"invariant named-as-declared: transport {spec.name}'s class {spec.manager_class} is Ray's collective "
+                f"transport, which finds each actor's group by the backend tensor_transport_backend() answers, and it "
+                f"answers {answer!r}, no backend ray.util.collective knows (NCCL, GLOO, or one a plugin declares): no "
+                f"actor ever has the transport; answer the collective backend its groups are created with"]
+    if answer == spec.name:
+        return []
+    whose = _named_transport(answer, declared)
+    return [f"invariant named-as-declared: transport {spec.name}'s class {spec.manager_class} answers "
+            f"tensor_transport_backend() {answer!r}{whose}, not the name it is declared and registered under: Ray "
+            f"matches a transport to the tensor_transport asked for by that name, each of Ray's own transports answers "
+            f"the name it registers (NIXL, GLOO, NCCL, CUDA_IPC), and the transport's errors and logs name {answer!r} "
+            f"to the user of {spec.name}; override tensor_transport_backend() to return {spec.name!r}"]
+
+
+def _collective_class(cls: type) -> bool:
+    try:
+        from ray.experimental.rdt.collective_tensor_transport import CollectiveTensorTransport
+    except ImportError:  # a Ray without it has no such class to be
+        return False
+    return issubclass(cls, CollectiveTensorTransport)
+
+
+def _collective_backend(name: str) -> bool:
+    """Whether ``ray.util.collective`` accepts ``name`` as a backend (its own, or one registered in this process)."""
+    try:
+        from ray.util.collective.types import Backend
+
+        Backend(name)
+    except Exception:
+        return False
+    return True
+
+
+def _named_transport(name: Any, declared: dict[str, str]) -> str:
+    """What else ``name`` names, in words (empty: nothing known)."""
+    if name == REFERENCE.name:
+        return " (the SDK's reference shared-memory transport, which every rayaccel node registers too)"
+    if name in RAY_TRANSPORTS:
+        return f" (Ray's own {name})"
+    if name in declared:
+        return f" (a transport plugin {declared[name]} declares)"
+    return ""
 
 
 @check("RAC306")
