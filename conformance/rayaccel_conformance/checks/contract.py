@@ -699,7 +699,8 @@ def more_in_an_answer_changes_nothing(subject: Subject, fixture: str | None) -> 
     must be as before, and no new problem reported (`invariant more-in-an-answer-changes-nothing`, naming the
     fixture, the answers changed and the first differences). A loaded module's directory as the kernel writes
     it: wherever the host states ``/sys/module/<name>/version`` without ``srcversion``, the suite adds the
-    source checksum the kernel writes beside every MODULE_VERSION (Documentation/ABI/stable/sysfs-module), and the
+    source checksum the kernel writes beside the MODULE_VERSION of a module loaded at run time
+    (Documentation/ABI/stable/sysfs-module), and the
     inventory must again be the same; a checksum that shows up in it is named as a version read from srcversion
     (invariant a-module-directory-as-the-kernel-writes-it). Not applicable where the host has none of these.
     Fix: read the fields and series you need by name (a series by its name and its device label) and skip the

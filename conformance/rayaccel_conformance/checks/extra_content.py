@@ -89,7 +89,8 @@ def srcversion(module: str, version: str) -> str:
 def with_module_checksums(host: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The host state with ``/sys/module/<name>/srcversion`` beside every loaded module's ``version`` that lacks
     it: "If the module source has MODULE_VERSION", the kernel writes both, the version and the checksum of the
-    source code (Documentation/ABI/stable/sysfs-module); the files added."""
+    source code, for a module loaded at run time (Documentation/ABI/stable/sysfs-module; one built into the kernel
+    shows the version alone); the files added."""
     state: dict[str, Any] = json.loads(json.dumps(host))
     files = state.get("files") or {}
     changed = []
