@@ -16,7 +16,8 @@ from typing import Any
 from rayaccel.hosts.fixtures import HostState
 from rayaccel.records import Device, FamilyInventory, Link
 from rayaccel.simulation.host_factory import simulated_host
-from rayaccel_conformance.checks.readings import Reading, host_readings, owned_by, scaled_host
+from rayaccel_conformance.checks.link_routes import routes_taken_for_links
+from rayaccel_conformance.checks.readings import Reading, host_readings, names_peer, owned_by, scaled_host
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -28,19 +29,6 @@ MAX_LINKS = 4
 MAX_CANDIDATES = 4
 
 
-def _names(reading: Reading, device: Device) -> bool:
-    """Whether the reading's place names ``device`` besides its owner: its id or PCI address in the path, or its
-    index as a key of the library's or JSON data."""
-    if reading.where == "file":
-        key = reading.key.lower()
-        return device.id.lower() in key or bool(device.pci_bus_id and device.pci_bus_id.lower().removeprefix(
-            "0000:") in key)
-    if reading.where == "table":
-        return False
-    keys = [int(p) for p in reading.path if isinstance(p, int) or str(p).isdigit()]
-    return len(keys) >= 2 and device.index in keys[1:]
-
-
 def link_readings(link: Link, by_id: dict[str, Device], readings: list[Reading]) -> list[Reading]:
     """The readings that are this link's own: owned by one end, naming the other, giving its bandwidth."""
     a, b = by_id.get(link.a), by_id.get(link.b)
@@ -48,7 +36,8 @@ def link_readings(link: Link, by_id: dict[str, Device], readings: list[Reading])
         return []
     found = []
     for reading in readings:
-        ends = (owned_by(reading, a) and _names(reading, b)) or (owned_by(reading, b) and _names(reading, a))
+        ends = (owned_by(reading, a) and names_peer(reading, b)) or (owned_by(reading, b)
+                                                                      and names_peer(reading, a))
         if ends and any(abs(reading.value * f - link.bandwidth_gbps) <= MATCH_TOLERANCE * link.bandwidth_gbps
                         for f in LINK_FACTORS):
             found.append(reading)
@@ -116,9 +105,12 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     from the wrong entry). Not applicable where no link's bandwidth is found among its own readings (a
     bandwidth from the catalog, or computed from a link count and a version). Before that, every link the host
     states between two discovered devices (a number under one device's link entry whose place names the other
-    by its id, in any case) must be in the topology (``invariant stated-link-in-topology``). Fix: read each
-    link's bandwidth from the entry that names both its ends, at every poll, and keep the vendor's spelling of
-    a device's id.
+    by its id, in any case) must be in the topology (``invariant stated-link-in-topology``), and no link may join
+    a pair the host states at ``h`` hops (a number in a field named for hops: ``hops``, ``num_hops``, a CSV
+    column so named) that its pairs at 1 hop join by a chain of exactly ``h`` links of that kind through other
+    devices (``invariant a-route-is-no-link``: a tool listing every pair, as ROCm SMI does, lists routes too).
+    Fix: read each link's bandwidth from the entry that names both its ends, at every poll, keep the vendor's
+    spelling of a device's id, and keep the pairs a tool states at 1 hop.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -129,7 +121,9 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     readings = host_readings(host)
     by_id = {d.id: d for d in fam.devices}
     before = _bandwidths(fam)
-    wrong, followed = stated_links_missing(fam, readings, fx.ref), []
+    wrong = stated_links_missing(fam, readings, fx.ref) + routes_taken_for_links(fam.devices, fam.topology, readings,
+                                                                                 fx.ref)
+    followed: list[str] = []
     for link in _spread([ln for ln in fam.topology.links if ln.bandwidth_gbps]):
         own = link_readings(link, by_id, readings)
         if not own:

@@ -125,6 +125,19 @@ def owned_by(reading: Reading, device: Device) -> bool:
     return bool(keys) and int(keys[0]) == device.index
 
 
+def names_peer(reading: Reading, device: Device) -> bool:
+    """Whether the reading's place names ``device`` besides its owner: its id or PCI address in the path, or its
+    index as a key of the library's or JSON data."""
+    if reading.where == "file":
+        key = reading.key.lower()
+        return device.id.lower() in key or bool(device.pci_bus_id and device.pci_bus_id.lower().removeprefix(
+            "0000:") in key)
+    if reading.where == "table":
+        return False
+    keys = [int(p) for p in reading.path if isinstance(p, int) or str(p).isdigit()]
+    return len(keys) >= 2 and device.index in keys[1:]
+
+
 def candidates(sample: MetricSample, device: Device, readings: list[Reading]) -> list[tuple[Reading, float]]:
     """The device's own readings that give the sample times a unit factor: (reading, factor)."""
     found = []
