@@ -6,9 +6,10 @@ record that fails a card, is named.
 
 Each ACME card has two dies, each with its own fatal-error counter; a card is unhealthy where either die counts one.
 Each mutant's machine carries a fault on the die it does not read, and its expectation, written with the code, says
-the card stays healthy (the vendor's own belief); the right reader's machine says it does not. Two shapes: the
-driver's ``acme<N>/die<K>/fatal_errors`` files, the first die's alone read (a1's shape: the primary's record), and a
-die library's records keyed by die, one per card kept by a dict built over them (the last die's).
+the card stays healthy (the vendor's own belief); the right reader's machine says it does not. Three shapes: the
+driver's ``acme<N>/die<K>/fatal_errors`` files, the first die's alone read (a1's shape: the primary's record), a
+die library's records keyed by die, one per card kept by a dict built over them (the last die's), and
+``acme-smi --json --query-dies``'s list of die records read for die 0 alone.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
 name (``c-card-from-its-first-die`` as ``c_card_from_its_first_die``) so a Ray node loads it by
@@ -17,15 +18,18 @@ name (``c-card-from-its-first-die`` as ``c_card_from_its_first_die``) so a Ray n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from rayaccel import Device, HealthReport, Host, LibraryAdapter, LibraryUnavailable
 from rayaccel_testplugins import acme
-from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, write_machine
+from rayaccel_testplugins.corpus import SYSFS, Healthy, add_import_defect, read_machine, tool_output, write_machine
 
 FILES_MACHINE = "acme-4-dies"
 LIBRARY_MACHINE = "acme-4-dielib"
+TOOL_MACHINE = "acme-4-diesmi"
+DIE_TOOL = ("acme-smi", "--json", "--query-dies")
 LIBRARY = "acmedie"
 DIES = 2
 #: The card whose die the fault counts a fatal error on.
@@ -48,18 +52,30 @@ def _fault(data: dict[str, Any], name: str, patch: dict[str, Any], seen: bool) -
             "description": f"a die of card {CARD} counts a fatal error: the card is unhealthy"}
 
 
-def add_die_machine(plugin: str, library: bool, seen: bool) -> None:
-    """acme-4 with each card's dies' fatal-error counters (``library``: in the die library, else the driver's
-    ``die<K>`` directories) and a fault on one die of card ``CARD`` (die 1 in files, the library's die 4, the
-    card's first), expected as ``seen`` says."""
+def _die_listing(ids: list[str], fatal_die: int | None) -> str:
+    """``acme-smi --json --query-dies``: every die's record, naming its card, its number and its count."""
+    dies = [{"card": ids[i], "die": k, "fatal": int(DIES * i + k == fatal_die)} for i in range(4) for k in range(DIES)]
+    return json.dumps({"dies": dies}, indent=1)
+
+
+def add_die_machine(plugin: str, library: bool, seen: bool, tool: bool = False) -> None:
+    """acme-4 with each card's dies' fatal-error counters (``library``: in the die library; ``tool``: in
+    ``acme-smi --json --query-dies``; else the driver's ``die<K>`` directories) and a fault on one die of card
+    ``CARD`` (die 1 in files and the tool's listing, the library's die 4, the card's first), expected as ``seen``
+    says."""
     data = read_machine(plugin)
     files = data["host"]["files"]
     ids = [files[f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
-    if library:
+    if tool:
+        data["name"] = TOOL_MACHINE
+        data["host"]["commands"][" ".join(DIE_TOOL)] = {"stdout": _die_listing(ids, None)}
+        patch: dict[str, Any] = {"commands": {" ".join(DIE_TOOL): {"stdout": _die_listing(ids, DIES * CARD + 1)}}}
+        data["perturbations"] = []  # the tool names each card by its uuid: a reorder of the driver's files alone
+    elif library:
         data["name"] = LIBRARY_MACHINE
         data["host"]["libraries"] = {LIBRARY: {"dies": {str(DIES * i + k): {"card": ids[i], "die": k, "fatal": 0}
                                                         for i in range(4) for k in range(DIES)}}}
-        patch: dict[str, Any] = {"libraries": {LIBRARY: {"dies": {str(DIES * CARD): {"fatal": 1}}}}}
+        patch = {"libraries": {LIBRARY: {"dies": {str(DIES * CARD): {"fatal": 1}}}}}
     else:
         data["name"] = FILES_MACHINE
         files.update({f"{SYSFS}/acme{i}/die{k}/fatal_errors": "0\n" for i in range(4) for k in range(DIES)})
@@ -91,6 +107,17 @@ def _die_library(host: Host) -> DieCounters | None:
     return dies
 
 
+def _tool_dies(host: Host) -> list[dict[str, Any]]:
+    """The die records ``acme-smi --json --query-dies`` lists; none where the tool is not installed or answers
+    no such JSON."""
+    stdout = tool_output(host, DIE_TOOL)
+    try:
+        dies = json.loads(stdout)["dies"] if stdout is not None else []
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [d for d in dies if isinstance(d, dict) and {"card", "die", "fatal"} <= set(d)]
+
+
 def _with_counts(host: Host, devices: list[Device], driver: list[HealthReport],
                  fatal: Mapping[str, int | None]) -> list[HealthReport]:
     """Each card's health from its dies' count where one is given, a lost card staying lost."""
@@ -105,13 +132,14 @@ class CardFromEveryDie(Healthy):
         super().__init__(name)
         add_die_machine(name, library=False, seen=True)
         add_die_machine(name, library=True, seen=True)
+        add_die_machine(name, library=False, seen=True, tool=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         driver = super().rayaccel_health(host, devices)
         fatal: dict[str, int | None] = {}
-        if (library := _die_library(host)) is not None:
-            for record in library.dies.values():
-                fatal[record["card"]] = fatal.get(record["card"], 0) + int(record["fatal"])
+        records = list(_die_library(host).dies.values()) if _die_library(host) is not None else _tool_dies(host)
+        for record in records:
+            fatal[record["card"]] = fatal.get(record["card"], 0) + int(record["fatal"])
         for device in devices:
             counts = [acme._number(host, f"{SYSFS}/acme{device.index}/die{k}/fatal_errors") for k in range(DIES)
                       if host.exists(f"{SYSFS}/acme{device.index}/die{k}/fatal_errors")]
@@ -155,6 +183,22 @@ class CardFromOneDieRecord(Healthy):
         return _with_counts(host, devices, driver, {card: int(r["fatal"]) for card, r in by_card.items()})
 
 
-for _cls in (CardFromItsFirstDie, CardFromOneDieRecord):
+class CardFromDieZeroRows(Healthy):
+    DEFECT = ("acme-smi's die listing read for the records of die 0 alone (each card's 'own' die), so another die's "
+              "fatal error goes unreported; the fault's expectation written with the code says the card stays "
+              "healthy")
+    KILLED_BY = ("RAC203", "invariant a-failure-anywhere-is-seen")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        add_die_machine(name, library=False, seen=False, tool=True)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        driver = super().rayaccel_health(host, devices)
+        fatal = {r["card"]: int(r["fatal"]) for r in _tool_dies(host) if r["die"] == 0}  # the defect: die 0 alone
+        return _with_counts(host, devices, driver, fatal)
+
+
+for _cls in (CardFromItsFirstDie, CardFromOneDieRecord, CardFromDieZeroRows):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

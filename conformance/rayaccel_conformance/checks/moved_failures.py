@@ -17,6 +17,7 @@ the device's index), and never a patch whose value names the unit itself.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ class Move:
     key: str  # the record's own key or numbered part (``13``, ``acme2``)
     sibling_key: str
     patch: dict[str, Any]
+    changed: str = ""  # the record's fields the fault changes, where the patch does not say them (a tool's output)
 
 
 def _leaves(node: Any, keys: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -156,14 +158,116 @@ def _file_moves(files: dict[str, Any], host_files: dict[str, Any]) -> list[Move]
     return []
 
 
+def _json_changes(old: Any, new: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]] | None:
+    """The places a JSON value changes from ``old`` to ``new`` (a key added counts); None where its shape does (a
+    key removed, a list resized, a type changed)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if set(old) - set(new):
+            return None
+        found: list[tuple[str | int, ...]] = []
+        for key, value in new.items():
+            inner = _json_changes(old[key], value, (*path, key)) if key in old else [(*path, key)]
+            if inner is None:
+                return None
+            found += inner
+        return found
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            return None
+        found = []
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            inner = _json_changes(a, b, (*path, i))
+            if inner is None:
+                return None
+            found += inner
+        return found
+    return [] if old == new else [path]
+
+
+def _at(data: Any, path: tuple[str | int, ...]) -> Any:
+    """The value at ``path`` of a JSON value; None where it has no such place."""
+    for step in path:
+        if isinstance(data, dict):
+            data = data.get(step)
+        elif isinstance(data, list) and isinstance(step, int) and step < len(data):
+            data = data[step]
+        else:
+            return None
+    return data
+
+
+def _put(holder: Any, key: str | int, value: Any) -> bool:
+    """``value`` set at ``key`` of ``holder``; False where ``holder`` has no such place."""
+    if isinstance(holder, dict):
+        holder[key] = value
+        return True
+    if isinstance(holder, list) and isinstance(key, int) and key < len(holder):
+        holder[key] = value
+        return True
+    return False
+
+
+def _children(node: Any) -> list[tuple[str | int, Any]]:
+    return list(node.items()) if isinstance(node, dict) else list(enumerate(node)) if isinstance(node, list) else []
+
+
+def _output_moves(line: str, old_text: str, new_text: str) -> list[Move]:
+    """A tool's JSON output whose change lies in one record among siblings of its kind (a list's entry, an object's
+    member), the change written on each sibling instead."""
+    try:
+        old, new = json.loads(old_text), json.loads(new_text)
+    except ValueError:
+        return []
+    paths = _json_changes(old, new)
+    if not paths:
+        return []
+    level = None
+    for depth in range(min(len(p) for p in paths)):
+        if len({p[: depth + 1] for p in paths}) != 1:
+            break
+        parent, own = _at(old, paths[0][:depth]), paths[0][depth]
+        record = _at(old, paths[0][: depth + 1])
+        if isinstance(record, dict) and any(isinstance(v, dict) and k != own and _alike(v, record)
+                                            for k, v in _children(parent)):
+            level = depth
+    if level is None:
+        return []
+    parent, own = _at(old, paths[0][:level]), paths[0][level]
+    record = _at(old, paths[0][: level + 1])
+    where = ".".join(str(p) for p in paths[0][:level])
+    moves = []
+    for sibling, value in _children(parent):
+        if sibling == own or not isinstance(value, dict) or not _alike(value, record):
+            continue
+        moved = copy.deepcopy(old)
+        for path in paths:
+            there = (*path[:level], sibling, *path[level + 1:])
+            if not _put(_at(moved, there[:-1]), there[-1], copy.deepcopy(_at(new, path))):
+                break  # the sibling has not the place the record has: no record of the same kind
+        else:
+            changed = ", ".join(sorted(".".join(str(p) for p in path[level + 1:]) for path in paths))
+            moves.append(Move(f"`{line}` output {where}{'.' if where else ''}{own}",
+                              f"`{line}` output {where}{'.' if where else ''}{sibling}", _scalars(record),
+                              _scalars(value), "", "", {"commands": {line: {"stdout": json.dumps(moved, indent=1)}}},
+                              changed))
+    return moves
+
+
 def sibling_moves(fault: Fault, host: dict[str, Any]) -> list[Move]:
     """The fault's patch moved to each sibling of the one record it writes; none where it writes more than one
-    record, a tool's output or a metadata answer (a whole listing is no one unit's record)."""
+    record, a tool's text output or a metadata answer (a whole listing is no one unit's record)."""
     patch = fault.patch
-    if set(patch) - {"files", "libraries"} or len(patch) != 1:
+    if set(patch) - {"files", "libraries", "commands"} or len(patch) != 1:
         return []
     if "files" in patch:
         return _file_moves(patch["files"], host.get("files") or {})
+    if "commands" in patch:
+        commands = patch["commands"]
+        line, answer = next(iter(commands.items())) if len(commands) == 1 else ("", None)
+        before = (host.get("commands") or {}).get(line) or {}
+        if not isinstance(answer, dict) or set(answer) != {"stdout"} or "stdout" not in before:
+            return []
+        return _output_moves(line, before["stdout"] or "", answer["stdout"] or "")
     return _json_moves(patch, host)
 
 
@@ -275,8 +379,9 @@ def unseen_failure_findings(subject: Subject, fx: Fixture, fault: Fault, base: N
                      "device (a die, a partition, a sub-record the vendor keeps) is the device's")
         else:
             cause = "the plugin judges this signal on some devices' records only: read every device's by one rule"
-        changes = ", ".join(sorted({".".join(keys[2:]) if keys[0] != "files" else keys[1].rsplit("/", 1)[-1]
-                                    for keys, _ in _leaves(fault.patch)}))
+        patched = {".".join(keys[2:]) if keys[0] != "files" else keys[1].rsplit("/", 1)[-1]
+                   for keys, _ in _leaves(fault.patch)}
+        changes = move.changed or ", ".join(sorted(patched))
         return [f"invariant a-failure-anywhere-is-seen, {fx.ref} fault {fault.name}: its change of {move.record} "
                 f"({changes}; the record is {record}) changes no unit's health, no device and no resource the "
                 f"plugin answers; the same change on {move.sibling} ({sibling}) gives {', '.join(changed)}: "
