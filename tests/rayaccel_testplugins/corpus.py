@@ -1622,6 +1622,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_failed_listings", "rayaccel_testplugins.corpus_quoted_cells",
                   "rayaccel_testplugins.corpus_fault_counters", "rayaccel_testplugins.corpus_transport_reach",
                   "rayaccel_testplugins.corpus_fatal_counts", "rayaccel_testplugins.corpus_transport_names",
+                  "rayaccel_testplugins.corpus_transport_links",
                   "rayaccel_testplugins.corpus_fault_joins", "rayaccel_testplugins.corpus_pod_counts",
                   "rayaccel_testplugins.corpus_trimmed_ids", "rayaccel_testplugins.corpus_counter_layouts",
                   "rayaccel_testplugins.corpus_fault_metrics", "rayaccel_testplugins.corpus_declared_thresholds",

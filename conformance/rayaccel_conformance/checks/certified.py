@@ -7,7 +7,7 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.hosts.seam import RealHost
-from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE
+from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, SCALE_UP
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.lazy import import_object
@@ -212,10 +212,15 @@ def transport_ownership(subject: Subject) -> Evidence:
     matches a transport by it, and the transport's errors and logs carry it, so a subclass that keeps its
     parent's name, the SDK's ``RAYACCEL_SHM`` or a sibling's, names another transport to its users); a subclass
     of Ray's collective transport answers the ``ray.util.collective`` backend its actors' groups are found by
-    instead (AMD's ``RCCL`` answers ``NCCL``). Checked from the declarations alone, without Ray; RAC301
+    instead (AMD's ``RCCL`` answers ``NCCL``). A transport that moves CPU tensors only declares no scale-up
+    link (invariant host-memory-crosses-no-scale-up-link: NVLink, NVSwitch, xGMI, ICI and NeuronLink join two
+    devices' memories with no host memory on the way, and Ray moves a tensor only on the device types a transport
+    is registered for, so path selection would offer it between two devices joined so, where it moves only copies
+    staged through host memory). Checked from the declarations alone, without Ray; RAC301
     then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
-    keep its class in your package, override ``tensor_transport_backend()`` to return that name, and declare
-    Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers.
+    keep its class in your package, override ``tensor_transport_backend()`` to return that name, declare
+    Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers, and a
+    host-memory transport with the links host memory crosses (pcie, ethernet, roce, infiniband, efa).
     """
     subject.family()
     problems: list[Problem] = []
@@ -232,6 +237,7 @@ def transport_ownership(subject: Subject) -> Evidence:
         wrong += transport_owner_problems(spec, subject.family(), own, others)
         wrong += one_sided_problems(spec)
         wrong += backend_name_problems(spec, others | {s.name: subject.name for s in specs}, collectives)
+        wrong += scale_up_problems(spec)
     if wrong:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"
@@ -282,6 +288,23 @@ def backend_name_problems(spec: Any, declared: dict[str, str], collectives: set[
             f"matches a transport to the tensor_transport asked for by that name, each of Ray's own transports answers "
             f"the name it registers (NIXL, GLOO, NCCL, CUDA_IPC), and the transport's errors and logs name {answer!r} "
             f"to the user of {spec.name}; override tensor_transport_backend() to return {spec.name!r}"]
+
+
+def scale_up_problems(spec: Any) -> list[str]:
+    """Why ``spec`` claims a scale-up link it cannot carry: it moves CPU tensors only (Ray moves a tensor only on
+    the device types a transport is registered for, rdt_store's "does not support tensor transfer on device"),
+    and a scale-up link (``SCALE_UP``: NVLink, NVSwitch, xGMI, ICI, NeuronLink) joins two devices' memories with
+    no host memory on the way. Path selection would offer it between two devices joined so, where it can move
+    only copies staged through host memory."""
+    claimed = [kind for kind in spec.link_kinds if kind in SCALE_UP]
+    if not claimed or any(device != "cpu" for device in spec.devices):
+        return []
+    return [f"invariant host-memory-crosses-no-scale-up-link: transport {spec.name} moves {', '.join(spec.devices)} "
+            f"tensors only, yet declares {', '.join(claimed)}, a scale-up link between two devices' memories that "
+            f"host memory never crosses: path selection offers {spec.name} between two devices joined by "
+            f"{claimed[0]}, where it moves only copies staged through host memory (Ray moves a tensor only on the "
+            f"device types a transport is registered for); declare the links host memory crosses (pcie, ethernet, "
+            f"roce, infiniband, efa), or the device types it moves"]
 
 
 def _collective_class(cls: type) -> bool:
