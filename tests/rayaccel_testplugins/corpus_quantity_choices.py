@@ -1,9 +1,10 @@
 """Mutants of families Ray already has a manager for whose quantity rule refuses a whole count that manager accepts
 (issue 46, held-out round 11's p2: a TPU wrapper declaring choices [1, 4, 8], "no 2-chip GCE shape", where Ray's TPU
 manager accepts 1, 2, 4, 8 and writes the bounds for two chips). Two shapes over the ACME machine: Neuron cores in
-powers of two (NeuronCore groups: 3 refused), where Ray's Neuron manager takes any whole count, and Gaudi modules
-one or a ring of four or eight (p2's shape, a count inside the list left out: 2 refused), where Ray's HPU manager does
-too. RAC106 ``invariant whole-quantities-as-ray-takes-them``.
+powers of two (NeuronCore groups: 3 refused; typed as Ray types Neuron nodes, corpus_ray_types.NeuronLike), where
+Ray's Neuron manager takes any whole count, and Gaudi modules one or a ring of four or eight (p2's shape, a count
+inside the list left out: 2 refused), where Ray's HPU manager does too. RAC106 ``invariant
+whole-quantities-as-ray-takes-them``.
 
 Each claims Ray's resource with its variable, so they are graded alone, each by its own manager, beside the healthy
 control (tests/conformance/test_conformance_heldout11_quantities.py): the corpus's one manager lets one plugin
@@ -15,20 +16,14 @@ from __future__ import annotations
 
 from rayaccel import QuantityRule
 from rayaccel_testplugins.corpus import Healthy
+from rayaccel_testplugins.corpus_ray_types import NeuronLike
 
 
-class NeuronCoresInPowersOfTwo(Healthy):
+class NeuronCoresInPowersOfTwo(NeuronLike):
     DEFECT = ("quantity choices [1, 2, 4, 8, 16, 32] for neuron_cores (NeuronCore groups of powers of two): Ray's "
               "Neuron manager places any whole number of cores, 3 too, which the plugin's rule refuses")
     KILLED_BY = ("RAC106", "invariant whole-quantities-as-ray-takes-them")
     rule = QuantityRule(kind="choices", choices=[1, 2, 4, 8, 16, 32])
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.family = self.family.model_copy(update={"visible_devices_env_var": "NEURON_RT_VISIBLE_CORES"})
-
-    def _resource(self, token: str) -> str:
-        return "neuron_cores"
 
 
 class HpuRingsOfFourOrEight(Healthy):
