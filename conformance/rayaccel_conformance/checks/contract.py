@@ -63,9 +63,14 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
     must get the same hint (its instance type compared without regard to case), one with whitespace the same
     hint or none, never another. Every hint ``rayaccel_cloud_instance_types`` lists must be exactly what
     ``rayaccel_cloud_hints`` answers for its provider and instance type. A failure quotes the smallest
-    spelling hypothesis shrank it to. Fix: look instance types up without regard to case (the SDK's
-    ``instance-types.yaml`` does), strip what is typed around them, and answer both hooks from one table.
+    spelling hypothesis shrank it to. And a hint is its own entry's (``invariant a-hint-is-its-own-entry``):
+    each entry of an instance-type table the plugin reads through the SDK (``load_instance_types``) left out
+    in turn, as the table stood before the cloud added that size, the plugin must answer that instance type
+    with no hint or as it did with the entry, never with another (a family's first entry for an unlisted
+    size). Fix: look instance types up without regard to case (the SDK's ``instance-types.yaml`` does), strip
+    what is typed around them, answer both hooks from one table, and give no hint for a type it does not list.
     """
+    from rayaccel_conformance.checks.instance_entries import hints_from_other_entries
     from rayaccel_conformance.checks.properties import listed_hint_failures, spelling_failure
     from rayaccel_conformance.checks.supported import CLOUD_INSTANCE_TYPES
 
@@ -86,12 +91,18 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
     if hinted:
         found = spelling_failure(subject, hinted)
         wrong += [found] if found else []
+    borrowed, left_out = hints_from_other_entries(
+        lambda provider, instance_type: subject.manager.answer(subject.name, hookspec.CLOUD_HINTS, [],
+                                                               provider=provider, instance_type=instance_type),
+        sorted(asked))
+    wrong += borrowed[:4]
     if wrong:
         raise CheckFailed(wrong)
     if not hinted:
         raise NotApplicable(f"the plugin hints none of the {len(asked)} instance types asked")
     return (f"{len(hinted)} hinted instance types answered alike in every case drawn; {len(listed)} listed hints "
-            "round-trip")
+            f"round-trip; {left_out} entries of the instance-type tables it reads each left out in turn, none "
+            "answered from another entry")
 
 
 # RAC223 ---------------------------------------------------------------------------------------------------------
