@@ -343,39 +343,46 @@ def monitor_recovery(subject: Subject) -> Evidence:
     if not fault_file:
         raise CheckFailed(f"{ref}: the node was started without a fault file: nothing to inject the fault through")
     resource = family.resource_name
-    offered = _total(resource)  # every unit, once the tasks that warmed the nodes' workers up have let go
-    started_at = time.time()  # the status a monitor publishes says when (wall clock); an earlier one's stays
+    earlier = monitor_status(node_id) or {}  # an earlier monitor's status stays published until this one's first
+    started_at = time.time()  # the status a monitor publishes says when (wall clock)
     start_monitor(node_id, MONITOR_INTERVAL_S, [subject.name])
     began = time.monotonic()
 
-    def status() -> dict[str, Any]:
-        return monitor_status(node_id) or {}
+    def seen() -> dict[str, Any]:
+        """What a wait looks at, and what its timeout shows (the whole status is cut at its front): the family's
+        cordon, the fault's devices' health, the monitor's baseline, polls, loop and error, and Ray's units of the
+        family cluster-wide, in all and taken (the plugin's other nodes may still be joining: both read together)."""
+        s = monitor_status(node_id) or {}
+        total = _total(resource)
+        return {"pid": s.get("pid"), "updated": s.get("updated"), "polls": s.get("polls", 0), "loop": s.get("loop"),
+                "error": s.get("error"), "total": total, "taken": total - _offered(resource),
+                "all cordons": sorted(s.get("cordoned") or {}), "baseline": s.get("baseline"),
+                "health": {d: (s.get("health") or {}).get(d) for d in sorted(failing)},
+                "cordoned": (s.get("cordoned") or {}).get(family.name) or {}}  # last: a long value is cut at its front
 
     try:
         try:
-            # This monitor's own first poll (its baseline): the node's published status may still be an earlier
-            # monitor's, and a fault written before the first poll would be taken as there since the start.
-            wait_for(status, lambda s: s.get("polls", 0) >= 1 and float(s.get("updated") or 0) >= started_at,
-                     timeout=MONITOR_TIMEOUT_S, interval=0.2, what=f"the health monitor of {ref}'s node to poll")
-            wait_for(lambda: _offered(resource), lambda now: now == offered, timeout=MONITOR_TIMEOUT_S,
-                     interval=0.2, what=f"Ray to offer all {offered:g} {resource} before the fault")
-            healthy = status()
-            if healthy.get("cordoned") or healthy.get("error"):
-                raise CheckFailed(f"{ref}: before any fault, the monitor reports cordons {healthy.get('cordoned')} "
-                                  f"and error {healthy.get('error')}")
+            # This monitor's own first poll: the node's published status may still be an earlier monitor's.
+            wait_for(seen, lambda v: v["polls"] >= 1 and float(v["updated"] or 0) >= started_at
+                     and v["pid"] != earlier.get("pid"), timeout=MONITOR_TIMEOUT_S, interval=0.2,
+                     what=f"the health monitor of {ref}'s node to poll")
+            before = wait_for(seen, lambda v: v["taken"] == 0, timeout=MONITOR_TIMEOUT_S, interval=0.2,
+                              what=f"Ray to offer every {resource} unit before the fault")
+            offered = before["total"]
+            if before["all cordons"] or before["error"]:
+                raise CheckFailed(f"{ref}: before any fault, the monitor reports cordons of {before['all cordons']} "
+                                  f"and error {before['error']}")
             with open(fault_file, "w", encoding="utf-8") as f:
                 f.write(fault.name + "\n")
             injected = time.monotonic()
 
-            def cordoned(s: dict[str, Any]) -> bool:
-                mine = (s.get("cordoned") or {}).get(family.name) or {}
-                return bool(mine.get("devices")) and mine.get("held") == mine.get("units") \
-                    and _offered(resource) == offered - mine["units"]
+            def cordoned(v: dict[str, Any]) -> bool:
+                mine = v["cordoned"]
+                return bool(mine.get("devices")) and mine.get("held") == mine.get("units") == v["taken"]
 
-            seen = wait_for(status, cordoned, timeout=MONITOR_TIMEOUT_S, interval=0.2,
-                            what=f"the monitor to cordon the devices of fault {fault.name} and Ray to offer fewer "
-                                 f"{resource}")
-            cordon = seen["cordoned"][family.name]
+            cordon = wait_for(seen, cordoned, timeout=MONITOR_TIMEOUT_S, interval=0.2,
+                              what=f"the monitor to cordon the devices of fault {fault.name} and Ray to offer fewer "
+                                   f"{resource}")["cordoned"]
             stray = sorted(set(cordon["devices"]) - failing)
             if stray:
                 raise CheckFailed(f"{ref}: fault {fault.name} cordoned {stray}, which the fault leaves healthy")
@@ -384,10 +391,9 @@ def monitor_recovery(subject: Subject) -> Evidence:
             with open(fault_file, "w", encoding="utf-8"):
                 pass
             cleared = time.monotonic()
-            wait_for(status, lambda s: not (s.get("cordoned") or {}).get(family.name)
-                     and _offered(resource) == offered, timeout=MONITOR_TIMEOUT_S, interval=0.2,
+            wait_for(seen, lambda v: not v["cordoned"] and v["taken"] == 0, timeout=MONITOR_TIMEOUT_S, interval=0.2,
                      what=f"the monitor to recover the devices of fault {fault.name} once it cleared, and Ray to "
-                          f"offer {offered:g} {resource} again")
+                          f"offer every {resource} unit again")
             took_recovery = time.monotonic() - cleared
         except WaitTimeout as e:
             raise CheckFailed(f"{ref}: {e}") from None
