@@ -1629,7 +1629,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_module_versions", "rayaccel_testplugins.corpus_numbered_reasons",
                   "rayaccel_testplugins.corpus_not_supported_rows", "rayaccel_testplugins.corpus_unseen_failures",
                   "rayaccel_testplugins.corpus_demoted_readings", "rayaccel_testplugins.corpus_unknown_products",
-                  "rayaccel_testplugins.corpus_link_routes", "rayaccel_testplugins.corpus_instance_entries")
+                  "rayaccel_testplugins.corpus_link_routes", "rayaccel_testplugins.corpus_offered_resources",
+                  "rayaccel_testplugins.corpus_instance_entries")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

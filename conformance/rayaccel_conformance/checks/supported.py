@@ -43,6 +43,7 @@ from rayaccel_conformance.checks.linked_members import unlinked_member_errors
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
+from rayaccel_conformance.checks.offered_resources import withheld_devices_counted
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
     fabric_owner_problem,
@@ -649,10 +650,13 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     record by that enumeration number, not by the address it gives (:mod:`.fault_joins`). A fault that changes
     nothing the plugin answers, written on a sibling of the unit's record it writes (the device's own first), must
     fail no unit there either (`invariant a-failure-anywhere-is-seen`: a partition's or a die's own failure read on
-    some records only; :mod:`.moved_failures`). Fix:
+    some records only; :mod:`.moved_failures`). An extra resource that a fault taking a device off the host
+    changes must answer the same on the host with the device listed but not given to ``rayaccel_resources``, as an
+    unhealthy device is not (`invariant resources-count-the-devices-given`, :mod:`.offered_resources`). Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
-    missing or odd readings (unknown, a problem), never raise on them; read every unit's record by one rule.
+    missing or odd readings (unknown, a problem), never raise on them; read every unit's record by one rule;
+    count extra resources from the devices given.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -680,6 +684,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
+            wrong += withheld_devices_counted(subject, fx, fault.name, subject.inventory(fixture).family(
+                subject.family().name), faulty.family(subject.family().name), host)
             wrong += [e for f in faulty.families if f.plugin == subject.name
                       for e in unlinked_member_errors(f.topology.links, f.topology.domains, f"fault {fault.name}: ")]
             wrong += [e for f in faulty.families if f.plugin == subject.name
