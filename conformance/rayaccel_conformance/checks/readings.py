@@ -108,6 +108,22 @@ def _table_readings(command: str, stdout: str, zeros: bool = False) -> list[Read
     return found
 
 
+def _path_index(segments: list[str]) -> int | None:
+    """The device index a file's directories name: the first entry that is its parent's name and a number
+    (sysfs's ``class/<name>/<name><n>``, ``/dev/accel/accel<n>``) or a word ending in digits (``card0``), so a
+    class whose own name ends in a digit (a vendor "F3": ``f3/f31``) is not read as device 3 or 31."""
+    for at, segment in enumerate(segments):
+        parent = segments[at - 1] if at else ""
+        if parent and segment.startswith(parent) and segment[len(parent):].isdigit():
+            return int(segment[len(parent):])
+        child = segments[at + 1] if at + 1 < len(segments) else ""
+        if child.startswith(segment) and child[len(segment):].isdigit():
+            continue  # the class a numbered entry extends, not a device
+        if match := _NUMBERED.fullmatch(segment):
+            return int(match.group(1))
+    return None
+
+
 def owned_by(reading: Reading, device: Device) -> bool:
     """Whether the reading is the device's own: a path naming it, data keyed by its index, a table row naming
     its id or PCI address."""
@@ -118,9 +134,8 @@ def owned_by(reading: Reading, device: Device) -> bool:
     if reading.where == "file":
         if device.pci_bus_id and device.pci_bus_id.lower().removeprefix("0000:") in reading.key.lower():
             return True
-        segments = reading.key.strip("/").split("/")[:-1]
-        numbered = [m for m in (_NUMBERED.fullmatch(s) for s in segments) if m]
-        return bool(numbered) and int(numbered[0].group(1)) == device.index
+        index = _path_index(reading.key.strip("/").split("/")[:-1])
+        return index is not None and index == device.index
     keys = [p for p in reading.path if isinstance(p, int) or str(p).isdigit()]
     return bool(keys) and int(keys[0]) == device.index
 
