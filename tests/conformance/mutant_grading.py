@@ -4,12 +4,15 @@ on a plugin beside the healthy control, to see the message it fails with or the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from rayaccel import hookimpl
+from rayaccel.catalog import load_catalog
+from rayaccel.plugins.instance_types import cloud_hint, instance_type_hints
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Subject
@@ -44,11 +47,24 @@ def replaced(module: object, name: str, timeout: float | None = None, **hooks: o
 
 
 def wrapped(module: object, name: str, package: str, **hooks: Any) -> Subject:
-    """The reference plugin ``module`` with ``hooks`` in place of its own, under its own name and the fixtures of
-    its ``package`` (a namespace has no module the SDK finds them beside), each hook bounded at 10 s."""
+    """The reference plugin ``module`` with ``hooks`` in place of its own, under its own name and with what its
+    ``package`` keeps beside its module (a namespace has no module the SDK finds them beside): its fixtures, its
+    SKU catalog and its cloud instance types, as the SDK's conventions answer them for the installed plugin;
+    each hook bounded at 10 s."""
     all_checks()
-    return replaced(module, name, timeout=10.0, rayaccel_fixture_dirs=hookimpl(lambda: [f"{package}/fixtures"]),
-                    **{key: hookimpl(value) for key, value in hooks.items()})
+    home = Path(package)
+    catalog, instance_types = home / "skus.yaml", home / "instance-types.yaml"
+    beside: dict[str, Any] = {}
+    if catalog.is_file():
+        beside["rayaccel_sku_catalog"] = lambda: load_catalog(catalog)
+    if instance_types.is_file():
+        beside["rayaccel_cloud_hints"] = lambda provider, instance_type: cloud_hint(instance_types, provider,
+                                                                                     instance_type)
+        beside["rayaccel_cloud_instance_types"] = lambda: instance_type_hints(instance_types)
+    beside = {key: value for key, value in beside.items() if not hasattr(module, key)}  # its own answers first
+    beside["rayaccel_fixture_dirs"] = lambda: [str(home / "fixtures")]
+    return replaced(module, name, timeout=10.0,
+                    **{key: None if value is None else hookimpl(value) for key, value in (beside | hooks).items()})
 
 
 def failure(plugin: corpus.Healthy, check_id: str, machine: str) -> str:

@@ -21,7 +21,6 @@ from mutant_grading import evidence, failure, wrapped
 
 import rayaccel
 import rayaccel_neuron.plugin as neuron
-from rayaccel.catalog import load_catalog
 from rayaccel_conformance.checks.experimental import _ray_validator
 from rayaccel_conformance.checks.ray_types import ray_accelerator_type
 from rayaccel_conformance.registry import CHECKS, CheckFailed
@@ -38,8 +37,7 @@ def name_of(cls: type[Healthy]) -> str:
 
 
 def neuron_with(**hooks: Any) -> Any:
-    return wrapped(neuron, "neuron", str(NEURON_PACKAGE),
-                   rayaccel_sku_catalog=lambda: load_catalog(NEURON_PACKAGE / "skus.yaml"), **hooks)
+    return wrapped(neuron, "neuron", str(NEURON_PACKAGE), **hooks)
 
 
 def product_typed(host: rayaccel.Host, devices: list[rayaccel.Device],

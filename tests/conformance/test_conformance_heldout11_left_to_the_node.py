@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from mutant_grading import evidence, failure, wrapped
 
-from rayaccel.catalog import load_catalog
 from rayaccel_amd import plugin as amd, visibility
 from rayaccel_conformance.checks.experimental import _ray_validator
 from rayaccel_conformance.checks.ray_parity import companions_read, left_to_the_node
@@ -35,8 +34,7 @@ AMD_PACKAGE = Path(amd.__file__).parent
 
 def amd_with(**hooks: Any) -> Any:
     """The AMD reference plugin under its own name, fixtures and catalog, with ``hooks`` in place of its own."""
-    return wrapped(amd, "amd", str(AMD_PACKAGE), rayaccel_sku_catalog=lambda: load_catalog(AMD_PACKAGE / "skus.yaml"),
-                   **hooks)
+    return wrapped(amd, "amd", str(AMD_PACKAGE), **hooks)
 
 
 def name_of(cls: type[Healthy]) -> str:

@@ -18,7 +18,6 @@ import pytest
 from mutant_grading import graded, wrapped
 
 from rayaccel import FamilyDeclaration, QuantityRule
-from rayaccel.catalog import load_catalog
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins import corpus_quantity_choices
 from rayaccel_testplugins.corpus import Healthy
@@ -34,8 +33,7 @@ def name_of(cls: type[Healthy]) -> str:
 
 
 def tpu_with(**hooks: Any) -> Any:
-    return wrapped(tpu, "tpu", str(TPU_PACKAGE), rayaccel_sku_catalog=lambda: load_catalog(TPU_PACKAGE / "skus.yaml"),
-                   **hooks)
+    return wrapped(tpu, "tpu", str(TPU_PACKAGE), **hooks)
 
 
 def test_p2_tpu_choices_without_two_fail_rac106_naming_it() -> None:
