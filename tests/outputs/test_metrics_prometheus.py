@@ -140,7 +140,8 @@ def dgx_node() -> Iterator[dict[str, Any]]:
         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
         f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
         f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
-        f"--dashboard-port={dashboard}")  # Ray's dashboard: it sets up Grafana's dashboards folder
+        f"--dashboard-port={dashboard}",  # Ray's dashboard: it sets up Grafana's dashboards folder
+        "--include-log-monitor=false")  # it tails workers' logs for drivers that take their output: none here
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         yield {"address": address, "metrics": f"{ip}:{metrics}", "stdout": started.stdout}

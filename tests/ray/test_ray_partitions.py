@@ -64,7 +64,8 @@ def node():
                        f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
                        f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
                        f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=8",
-                       "--include-dashboard=false")
+                       "--include-dashboard=false",
+                       "--include-log-monitor=false")  # it tails workers' logs for drivers that take them: none here
     env = pytest.MonkeyPatch()  # undone after the node stops
     try:
         assert started.returncode == 0, started.stderr[-3000:]

@@ -483,7 +483,7 @@ def test_rayaccel_start_on_the_baked_fixture_gives_a_node_with_its_resource(
                    f"--port={port}", f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
                    f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
                    f"--runtime-env-agent-port={runtime_env}", f"--object-manager-port={objects}", "--num-cpus=1",
-                   "--include-dashboard=false"], env=env)
+                   "--include-dashboard=false", "--include-log-monitor=false"], env=env)  # no driver takes logs
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert "EXAMPLE=4" in started.stdout
