@@ -6,8 +6,8 @@ that stops answering amdsmi (``amd/mi300x-cpx-nps4``'s ``gpu1-partition5-io-erro
 a-failure-anywhere-is-seen`` compares the plugin with itself: the fault's change written on a sibling record (the
 GPU's primary) fails the GPU, so the change on the secondary's must fail something too. Shown with the expectation
 edited to the defect's answer (as a vendor edits it with the code), and on two corpus shapes (a die's directory,
-a die library's records gathered by card, a tool's JSON listing read for die 0) whose machines' expectations are
-likewise the author's.
+a die library's records gathered by card, a tool's JSON listing read for die 0, a tool's CSV rows gathered by card)
+whose machines' expectations are likewise the author's.
 """
 
 from __future__ import annotations
@@ -27,12 +27,15 @@ from rayaccel_conformance.registry import CHECKS
 from rayaccel_testplugins import corpus
 from rayaccel_testplugins.corpus import SYSFS
 from rayaccel_testplugins.corpus_unseen_failures import (
+    CSV_MACHINE,
+    DIE_ROWS,
     DIE_TOOL,
     FILES_MACHINE,
     LIBRARY_MACHINE,
     TOOL_MACHINE,
     CardFromDieZeroRows,
     CardFromEveryDie,
+    CardFromFirstDieRow,
     CardFromItsFirstDie,
     CardFromOneDieRecord,
 )
@@ -42,6 +45,7 @@ CARD2 = "ACME-0002-5e1f-4c2a-9d3b-000000000002"
 FIXTURE = "mi300x-cpx-nps4"
 GPU1 = "2bff74a1-0000-1000-804f-6a2f95e3d5c1"
 DIES_OUTPUT = f"`{' '.join(DIE_TOOL)}` output dies"
+ROWS_OUTPUT = f"`{' '.join(DIE_ROWS)}` output line"
 
 
 def primary_only(host: Any, devices: list[rayaccel.Device]) -> list[rayaccel.HealthReport]:
@@ -89,8 +93,9 @@ def test_the_amd_plugin_reporting_the_partition_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("cls", "machine", "record", "sibling"), [
     (CardFromItsFirstDie, FILES_MACHINE, f"directory {SYSFS}/acme2/die1", f"directory {SYSFS}/acme2/die0"),
     (CardFromOneDieRecord, LIBRARY_MACHINE, "library acmedie dies.4", "library acmedie dies.5"),
-    (CardFromDieZeroRows, TOOL_MACHINE, f"{DIES_OUTPUT}.5", f"{DIES_OUTPUT}.4")],
-    ids=["first-die-directory", "one-record-per-card", "die-zero-rows"])
+    (CardFromDieZeroRows, TOOL_MACHINE, f"{DIES_OUTPUT}.5", f"{DIES_OUTPUT}.4"),
+    (CardFromFirstDieRow, CSV_MACHINE, f"{ROWS_OUTPUT} 5", f"{ROWS_OUTPUT} 4")],
+    ids=["first-die-directory", "one-record-per-card", "die-zero-json-entries", "first-csv-row-per-card"])
 def test_a_card_judged_by_one_of_its_dies_fails_naming_the_invariant(
         cls: type[corpus.Healthy], machine: str, record: str, sibling: str) -> None:
     plugin = mutant(cls)
@@ -102,5 +107,5 @@ def test_a_card_judged_by_one_of_its_dies_fails_naming_the_invariant(
 
 def test_the_reader_of_every_die_passes() -> None:
     right = CardFromEveryDie("c-card-from-every-die")
-    for machine in (FILES_MACHINE, LIBRARY_MACHINE, TOOL_MACHINE):
+    for machine in (FILES_MACHINE, LIBRARY_MACHINE, TOOL_MACHINE, CSV_MACHINE):
         assert "die-fatal" in evidence(right, "RAC203", machine)

@@ -6,10 +6,11 @@ record that fails a card, is named.
 
 Each ACME card has two dies, each with its own fatal-error counter; a card is unhealthy where either die counts one.
 Each mutant's machine carries a fault on the die it does not read, and its expectation, written with the code, says
-the card stays healthy (the vendor's own belief); the right reader's machine says it does not. Three shapes: the
+the card stays healthy (the vendor's own belief); the right reader's machine says it does not. Four shapes: the
 driver's ``acme<N>/die<K>/fatal_errors`` files, the first die's alone read (a1's shape: the primary's record), a
-die library's records keyed by die, one per card kept by a dict built over them (the last die's), and
-``acme-smi --json --query-dies``'s list of die records read for die 0 alone.
+die library's records keyed by die, one per card kept by a dict built over them (the last die's),
+``acme-smi --json --query-dies``'s list of die records read for die 0 alone, and ``acme-smi --query-dies``'s CSV
+rows gathered by card, the first row kept.
 
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
 name (``c-card-from-its-first-die`` as ``c_card_from_its_first_die``) so a Ray node loads it by
@@ -30,6 +31,8 @@ FILES_MACHINE = "acme-4-dies"
 LIBRARY_MACHINE = "acme-4-dielib"
 TOOL_MACHINE = "acme-4-diesmi"
 DIE_TOOL = ("acme-smi", "--json", "--query-dies")
+CSV_MACHINE = "acme-4-diecsv"
+DIE_ROWS = ("acme-smi", "--query-dies", "--format=csv,noheader")
 LIBRARY = "acmedie"
 DIES = 2
 #: The card whose die the fault counts a fatal error on.
@@ -58,7 +61,12 @@ def _die_listing(ids: list[str], fatal_die: int | None) -> str:
     return json.dumps({"dies": dies}, indent=1)
 
 
-def add_die_machine(plugin: str, library: bool, seen: bool, tool: bool = False) -> None:
+def _die_rows(ids: list[str], fatal_die: int | None) -> str:
+    """``acme-smi --query-dies --format=csv,noheader``: a row per die (card uuid, die, fatal errors)."""
+    return "".join(f"{ids[i]}, {k}, {int(DIES * i + k == fatal_die)}\n" for i in range(4) for k in range(DIES))
+
+
+def add_die_machine(plugin: str, library: bool, seen: bool, tool: bool = False, rows: bool = False) -> None:
     """acme-4 with each card's dies' fatal-error counters (``library``: in the die library; ``tool``: in
     ``acme-smi --json --query-dies``; else the driver's ``die<K>`` directories) and a fault on one die of card
     ``CARD`` (die 1 in files and the tool's listing, the library's die 4, the card's first), expected as ``seen``
@@ -66,10 +74,15 @@ def add_die_machine(plugin: str, library: bool, seen: bool, tool: bool = False) 
     data = read_machine(plugin)
     files = data["host"]["files"]
     ids = [files[f"{SYSFS}/acme{i}/uuid"].strip() for i in range(4)]
-    if tool:
+    if rows:
+        data["name"] = CSV_MACHINE
+        data["host"]["commands"][" ".join(DIE_ROWS)] = {"stdout": _die_rows(ids, None)}
+        patch: dict[str, Any] = {"commands": {" ".join(DIE_ROWS): {"stdout": _die_rows(ids, DIES * CARD + 1)}}}
+        data["perturbations"] = []
+    elif tool:
         data["name"] = TOOL_MACHINE
         data["host"]["commands"][" ".join(DIE_TOOL)] = {"stdout": _die_listing(ids, None)}
-        patch: dict[str, Any] = {"commands": {" ".join(DIE_TOOL): {"stdout": _die_listing(ids, DIES * CARD + 1)}}}
+        patch = {"commands": {" ".join(DIE_TOOL): {"stdout": _die_listing(ids, DIES * CARD + 1)}}}
         data["perturbations"] = []  # the tool names each card by its uuid: a reorder of the driver's files alone
     elif library:
         data["name"] = LIBRARY_MACHINE
@@ -118,6 +131,18 @@ def _tool_dies(host: Host) -> list[dict[str, Any]]:
     return [d for d in dies if isinstance(d, dict) and {"card", "die", "fatal"} <= set(d)]
 
 
+def _row_dies(host: Host) -> list[dict[str, Any]]:
+    """The die records ``acme-smi --query-dies --format=csv,noheader`` prints (card, die, fatal); a line that is no
+    such row skipped."""
+    stdout = tool_output(host, DIE_ROWS)
+    rows = []
+    for line in (stdout or "").splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 3 and cells[1].isdigit() and cells[2].isdigit():
+            rows.append({"card": cells[0], "die": int(cells[1]), "fatal": int(cells[2])})
+    return rows
+
+
 def _with_counts(host: Host, devices: list[Device], driver: list[HealthReport],
                  fatal: Mapping[str, int | None]) -> list[HealthReport]:
     """Each card's health from its dies' count where one is given, a lost card staying lost."""
@@ -133,11 +158,13 @@ class CardFromEveryDie(Healthy):
         add_die_machine(name, library=False, seen=True)
         add_die_machine(name, library=True, seen=True)
         add_die_machine(name, library=False, seen=True, tool=True)
+        add_die_machine(name, library=False, seen=True, rows=True)
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         driver = super().rayaccel_health(host, devices)
         fatal: dict[str, int | None] = {}
-        records = list(_die_library(host).dies.values()) if _die_library(host) is not None else _tool_dies(host)
+        library = _die_library(host)
+        records = list(library.dies.values()) if library is not None else _tool_dies(host) + _row_dies(host)
         for record in records:
             fatal[record["card"]] = fatal.get(record["card"], 0) + int(record["fatal"])
         for device in devices:
@@ -199,6 +226,24 @@ class CardFromDieZeroRows(Healthy):
         return _with_counts(host, devices, driver, fatal)
 
 
-for _cls in (CardFromItsFirstDie, CardFromOneDieRecord, CardFromDieZeroRows):
+class CardFromFirstDieRow(Healthy):
+    DEFECT = ("acme-smi's die rows gathered by card with setdefault, so each card keeps its first row (die 0) and "
+              "another die's fatal error goes unreported; the fault's expectation written with the code says the card "
+              "stays healthy")
+    KILLED_BY = ("RAC203", "invariant a-failure-anywhere-is-seen")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        add_die_machine(name, library=False, seen=False, rows=True)
+
+    def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
+        driver = super().rayaccel_health(host, devices)
+        first: dict[str, dict[str, Any]] = {}
+        for row in _row_dies(host):
+            first.setdefault(row["card"], row)  # the defect: one row per card, its first
+        return _with_counts(host, devices, driver, {card: int(r["fatal"]) for card, r in first.items()})
+
+
+for _cls in (CardFromItsFirstDie, CardFromOneDieRecord, CardFromDieZeroRows, CardFromFirstDieRow):
     _plugin = add_import_defect(_cls)
     globals()[_plugin.name.replace("-", "_")] = _plugin

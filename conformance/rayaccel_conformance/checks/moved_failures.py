@@ -217,7 +217,7 @@ def _output_moves(line: str, old_text: str, new_text: str) -> list[Move]:
     try:
         old, new = json.loads(old_text), json.loads(new_text)
     except ValueError:
-        return []
+        return _row_moves(line, old_text, new_text)
     paths = _json_changes(old, new)
     if not paths:
         return []
@@ -253,9 +253,36 @@ def _output_moves(line: str, old_text: str, new_text: str) -> list[Move]:
     return moves
 
 
+def _row_moves(line: str, old_text: str, new_text: str) -> list[Move]:
+    """A tool's text output with one line changed in some of its cells (a CSV row), the changed cells written on each
+    other line of as many cells instead (a header line names no unit, so no move to it is weighed)."""
+    old, new = old_text.split("\n"), new_text.split("\n")
+    changed = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+    if len(old) != len(new) or len(changed) != 1:
+        return []
+    row = changed[0]
+    before, after = old[row].split(","), new[row].split(",")
+    cells = [j for j, (a, b) in enumerate(zip(before, after, strict=False)) if a != b]
+    if len(before) != len(after) or len(before) < 2:
+        return []
+    moves = []
+    for other, text in enumerate(old):
+        sibling = text.split(",")
+        if other == row or len(sibling) != len(before):
+            continue
+        lines = list(old)
+        lines[other] = ",".join(after[j] if j in cells else cell for j, cell in enumerate(sibling))
+        moves.append(Move(f"`{line}` output line {row}", f"`{line}` output line {other}",
+                          {str(j): c.strip() for j, c in enumerate(before)},
+                          {str(j): c.strip() for j, c in enumerate(sibling)}, "", "",
+                          {"commands": {line: {"stdout": "\n".join(lines)}}},
+                          ", ".join(f"field {j}" for j in cells)))
+    return moves
+
+
 def sibling_moves(fault: Fault, host: dict[str, Any]) -> list[Move]:
     """The fault's patch moved to each sibling of the one record it writes; none where it writes more than one
-    record, a tool's text output or a metadata answer (a whole listing is no one unit's record)."""
+    record or a metadata answer (a whole listing is no one unit's record)."""
     patch = fault.patch
     if set(patch) - {"files", "libraries", "commands"} or len(patch) != 1:
         return []
