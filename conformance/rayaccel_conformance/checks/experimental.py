@@ -14,12 +14,12 @@ from rayaccel.hosts.expectations import compare_expected
 from rayaccel.hosts.fixtures import Fixture, HostState
 from rayaccel.inventory.quantity import check_quantity
 from rayaccel.plugins.manager import MISSING
-from rayaccel.records import Device, FamilyInventory, QuantityRule
+from rayaccel.records import Device, FamilyInventory, NodeInventory, QuantityRule
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
-from rayaccel_conformance.checks.value_relations import trimmed_ids
+from rayaccel_conformance.checks.value_relations import renamed_partitions, trimmed_ids
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -138,6 +138,20 @@ def family_declaration(subject: Subject) -> Evidence:
 INVENTORY_HOOKS = ("rayaccel_discover", "rayaccel_resources", "rayaccel_health")
 
 
+def _renamed_partitions(subject: Subject, fx: Fixture, inventory: NodeInventory) -> list[str]:
+    """For each device whose partitions the fixture names (``expected.device_fields``' ``partition.<id>.`` keys) and
+    discovery finds under other names only: what :func:`renamed_partitions` says of them."""
+    said = []
+    for device in subject.devices(inventory):
+        named = {key.split(".", 1)[1].rsplit(".", 1)[0] for key in fx.expected.device_fields.get(device.id, {})
+                 if key.startswith("partition.")}
+        ids = [p.id for p in device.partitions]
+        line = renamed_partitions(device.id, sorted(named - set(ids)), [i for i in ids if i not in named],
+                                  fx.host.model_dump(mode="json"))
+        said += [line] if line else []
+    return said
+
+
 @check("RAC105", scope="fixture")
 def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence:
     """On every fixture, discovery equals the fixture's expected devices, resources and accelerator type.
@@ -151,7 +165,9 @@ def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence
     where the machine prints the full form: an id normalised in discovery only, which the answers keyed by the
     machine's form miss (held-out round 9's ``j1``; ``c-id-prefix-cut``). Where the machine's driver publishes as
     directories holding the value what another of the plugin's fixtures has as files (``mem_ecc_uncorrected/
-    total``), the failure names that layout (held-out round 9's ``e2``). Fix: the
+    total``), the failure names that layout (held-out round 9's ``e2``). Where a device's partitions the fixture
+    names are all stated by the machine and the ones found in their place stated nowhere, the failure says they
+    are named otherwise than the machine names them (held-out round 11's ``n1``). Fix: the
     differences quoted are what the plugin found instead; run ``rayaccel inspect --simulate <fixture>`` to
     see the whole inventory.
     """
@@ -169,6 +185,7 @@ def discovery_matches_fixture(subject: Subject, fixture: str | None) -> Evidence
                                          fx.host.model_dump(mode="json"))):
         diffs.append(trimmed)
     if diffs:
+        diffs += _renamed_partitions(subject, fx, inventory)
         diffs += _other_layout(subject, fx)
         raise CheckFailed(diffs)
     family = inventory.family(subject.family().name)

@@ -363,6 +363,42 @@ def _all_texts(state: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield f"library {name}", json.dumps(data)
 
 
+def _stated_at(value: str, state: dict[str, Any]) -> str | None:
+    """Where the machine states ``value`` as a whole: a library's field (its path), a file, a tool's output; None
+    where it states it nowhere."""
+    def walk(data: Any, path: str) -> str | None:
+        if isinstance(data, dict):
+            return next((found for key, item in data.items() if (found := walk(item, f"{path}.{key}"))), None)
+        if isinstance(data, list):
+            return next((found for n, item in enumerate(data) if (found := walk(item, f"{path}.{n}"))), None)
+        return path if data == value else None
+
+    for name, data in (state.get("libraries") or {}).items():
+        if found := walk(data, f"library {name}"):
+            return found
+    token = re.compile(r"(?<![\w.:/-])" + re.escape(value) + r"(?![\w.:/-])")
+    return next((where for where, text in _machine_texts(state) if token.search(text)), None)
+
+
+def renamed_partitions(device: str, missing: Sequence[str], found: Sequence[str], state: dict[str, Any]) -> str | None:
+    """Where a device's expected partitions (``missing``) are all stated by the machine and the ones discovered in
+    their place (``found``, as many) are stated nowhere: the partitions found under names of the plugin's own, not
+    the ids the machine gives them, which every answer keyed by the machine's ids misses. Says so, with where the
+    machine states the first expected id, and where every name found holds the device's id, that they are built
+    from it. None where the counts differ, an expected id is stated nowhere or a name found is stated."""
+    if not missing or len(missing) != len(found):
+        return None
+    places = [_stated_at(p, state) for p in missing]
+    if None in places or any(_stated_at(p, state) for p in found):
+        return None
+    built = f", each built from the device's own id {device} and more" if all(device in p for p in found) else ""
+    return (f"{device}'s partitions are discovered as {', '.join(found)}, ids the machine states nowhere{built}, "
+            f"where the machine gives them ids of their own: {missing[0]} at {places[0]}"
+            f"{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}: the partitions are named otherwise than "
+            "the machine names them, so the answers keyed by the machine's ids (its tools, metrics, events, the "
+            "fixture) find none; use the id the machine gives each partition")
+
+
 def trimmed_ids(device_ids: Sequence[str], state: dict[str, Any]) -> str | None:
     """Where every device id is the machine's id for it with one prefix or suffix cut off (``5e1f4c2a-0000`` where
     the tool prints ``DUNLIN-5e1f4c2a-0000``), nowhere printed alone: an id normalised in one hook, which answers
