@@ -262,6 +262,75 @@ def test_enable_where_it_cannot_write_is_one_line_and_changes_nothing(scratch_ro
 
 
 @pytest.mark.ray
+def test_plain_ray_start_offers_the_family_and_a_broken_plugin_costs_one_warning(cluster: Cluster, enabled: Scratch):
+    # The plugin that raises at import: one warning, naming it; the node is up with the other family.
+    assert len(warnings(cluster.head.stderr)) == 1, warnings(cluster.head.stderr)
+    (warning,) = warnings(cluster.head.stderr)
+    assert "plugin broken-import" in warning
+    assert "No module named 'acme_vendor_bindings'" in warning
+    status_shows(cluster.address, "0.0/4.0 ACME", timeout=60)
+    wait_for(lambda: ray_cli("status", f"--address={cluster.address}"), lambda done: "0.0/4.0 ACME" in done.stdout,
+             timeout=60, interval=0.5, what="`ray status` to show 0.0/4.0 ACME")
+    nodes = wait_for(lambda: ray_cli("list", "nodes", "--detail", f"--address={cluster.address}", "--format=json"),
+                     lambda done: done.returncode == 0 and "rayaccel.io/family" in done.stdout, timeout=60,
+                     interval=0.5, what="`ray list nodes --detail` to show the ACME labels")
+    labels = json.loads(nodes.stdout)[0]["labels"]
+    assert labels["rayaccel.io/family"] == "acme" and labels["ray.io/accelerator-type"] == "R1"
+    assert labels["rayaccel.io/count"] == "4"
+    # Each task (here: actor) asking for one ACME sees its own unit in the family's variable; a plain driver
+    # connecting to the cluster is not changed (quantity rules hold in the node's workers and in drivers that
+    # start a node; docs/ray-bridge.md).
+    found = probe(enabled, cluster.address)
+    for seen in (found["tasks"], found["seen"]):
+        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
+        assert all([env] == ids for env, ids in seen)
+
+
+@pytest.mark.ray
+def test_a_second_node_started_with_plain_ray_start_offers_its_family(cluster: Cluster, enabled: Scratch):
+    before = probe(enabled, cluster.address, "", "0")  # one driver's view: the nodes and ACME before the join
+    known, acme_before = set(before["labels"]), before["resources"].get("ACME", 0)
+    second, _ = ray_start(enabled.python, f"--address={cluster.address}",
+                          env={**SIMULATED, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme"})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert warnings(second.stderr) == []
+    wait_for(lambda: alive_nodes(cluster.address), lambda alive: set(alive) - known, timeout=60, interval=0.5,
+             what="the second node alive in the GCS")
+    found = wait_for(lambda: probe(enabled, cluster.address, "", "0"),
+                     lambda seen: set(seen["labels"]) - known, timeout=60, interval=0.5,
+                     what="the second node to join")
+    (second_node,) = set(found["labels"]) - known
+    assert found["resources"]["ACME"] == acme_before + 4
+    assert found["labels"][second_node]["rayaccel.io/family"] == "acme"
+    # Its workers set each actor's variable: 4 actors pinned to the second node, one unit each.
+    found = probe(enabled, cluster.address, second_node)
+    for seen in (found["tasks"], found["seen"]):
+        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
+
+
+@pytest.mark.ray
+def test_with_the_activation_off_a_plain_node_offers_nothing_of_the_family(cluster: Cluster, scratch_root: Path):
+    scratch = make_scratch(scratch_root / "off")
+    before = scratch.files()
+    assert scratch.rayaccel("enable").returncode == 0
+    assert scratch.rayaccel("disable").returncode == 0
+    assert scratch.files() == before
+    resources_before = probe(scratch, cluster.address, "", "0")["resources"]
+    third, _ = ray_start(scratch.python, f"--address={cluster.address}", env=SIMULATED)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert warnings(third.stderr) == []
+    wait_for(lambda: alive_nodes(cluster.address),
+             lambda alive: sum(r.get("CPU", 0) for r in alive.values()) == resources_before["CPU"] + 1, timeout=60,
+             interval=0.5, what="the third node alive in the GCS")
+    seen = wait_for(lambda: probe(scratch, cluster.address, "", "0"),
+                    lambda seen: seen["resources"]["CPU"] == resources_before["CPU"] + 1, timeout=60, interval=0.5,
+                    what="the third node to join")
+    assert seen["resources"].get("ACME") == resources_before.get("ACME")  # none from the third node
+    assert sum(1 for labels in seen["labels"].values() if "rayaccel.io/family" in labels) == \
+        sum(1 for labels in seen["labels"].values()) - 1
+
+
+@pytest.mark.ray
 def test_plain_ray_init_starting_a_local_node_offers_the_family_and_validates_quantities(enabled: Scratch):
     seen = probe(enabled, "local", env=SIMULATED)
     assert seen["resources"]["ACME"] == 4.0 and seen["resources"]["accelerator_type:R1"] == 1.0
@@ -345,76 +414,3 @@ def test_a_pip_installed_template_bake_is_offered_by_plain_ray_start_only_while_
         finally:
             subprocess.run([sys.executable, "-m", "rayaccel", "stop", f"--address={address}", "--grace", "3"],
                            capture_output=True, text=True, timeout=120)
-
-
-# The cluster's tests come last: its three nodes start with the first of them and stop at the end of the module,
-# so none sits idle beside the local node and the baked heads above (their processes poll all along: CPU taken
-# from whatever runs beside them).
-
-@pytest.mark.ray
-def test_plain_ray_start_offers_the_family_and_a_broken_plugin_costs_one_warning(cluster: Cluster, enabled: Scratch):
-    # The plugin that raises at import: one warning, naming it; the node is up with the other family.
-    assert len(warnings(cluster.head.stderr)) == 1, warnings(cluster.head.stderr)
-    (warning,) = warnings(cluster.head.stderr)
-    assert "plugin broken-import" in warning
-    assert "No module named 'acme_vendor_bindings'" in warning
-    status_shows(cluster.address, "0.0/4.0 ACME", timeout=60)
-    wait_for(lambda: ray_cli("status", f"--address={cluster.address}"), lambda done: "0.0/4.0 ACME" in done.stdout,
-             timeout=60, interval=0.5, what="`ray status` to show 0.0/4.0 ACME")
-    nodes = wait_for(lambda: ray_cli("list", "nodes", "--detail", f"--address={cluster.address}", "--format=json"),
-                     lambda done: done.returncode == 0 and "rayaccel.io/family" in done.stdout, timeout=60,
-                     interval=0.5, what="`ray list nodes --detail` to show the ACME labels")
-    labels = json.loads(nodes.stdout)[0]["labels"]
-    assert labels["rayaccel.io/family"] == "acme" and labels["ray.io/accelerator-type"] == "R1"
-    assert labels["rayaccel.io/count"] == "4"
-    # Each task (here: actor) asking for one ACME sees its own unit in the family's variable; a plain driver
-    # connecting to the cluster is not changed (quantity rules hold in the node's workers and in drivers that
-    # start a node; docs/ray-bridge.md).
-    found = probe(enabled, cluster.address)
-    for seen in (found["tasks"], found["seen"]):
-        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
-        assert all([env] == ids for env, ids in seen)
-
-
-@pytest.mark.ray
-def test_a_second_node_started_with_plain_ray_start_offers_its_family(cluster: Cluster, enabled: Scratch):
-    before = probe(enabled, cluster.address, "", "0")  # one driver's view: the nodes and ACME before the join
-    known, acme_before = set(before["labels"]), before["resources"].get("ACME", 0)
-    second, _ = ray_start(enabled.python, f"--address={cluster.address}",
-                          env={**SIMULATED, "RAYACCEL_PLUGINS": "acme=rayaccel_testplugins.acme"})
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert warnings(second.stderr) == []
-    wait_for(lambda: alive_nodes(cluster.address), lambda alive: set(alive) - known, timeout=60, interval=0.5,
-             what="the second node alive in the GCS")
-    found = wait_for(lambda: probe(enabled, cluster.address, "", "0"),
-                     lambda seen: set(seen["labels"]) - known, timeout=60, interval=0.5,
-                     what="the second node to join")
-    (second_node,) = set(found["labels"]) - known
-    assert found["resources"]["ACME"] == acme_before + 4
-    assert found["labels"][second_node]["rayaccel.io/family"] == "acme"
-    # Its workers set each actor's variable: 4 actors pinned to the second node, one unit each.
-    found = probe(enabled, cluster.address, second_node)
-    for seen in (found["tasks"], found["seen"]):
-        assert sorted(env for env, _ in seen) == ["0", "1", "2", "3"]
-
-
-@pytest.mark.ray
-def test_with_the_activation_off_a_plain_node_offers_nothing_of_the_family(cluster: Cluster, scratch_root: Path):
-    scratch = make_scratch(scratch_root / "off")
-    before = scratch.files()
-    assert scratch.rayaccel("enable").returncode == 0
-    assert scratch.rayaccel("disable").returncode == 0
-    assert scratch.files() == before
-    resources_before = probe(scratch, cluster.address, "", "0")["resources"]
-    third, _ = ray_start(scratch.python, f"--address={cluster.address}", env=SIMULATED)
-    assert third.returncode == 0, third.stderr[-3000:]
-    assert warnings(third.stderr) == []
-    wait_for(lambda: alive_nodes(cluster.address),
-             lambda alive: sum(r.get("CPU", 0) for r in alive.values()) == resources_before["CPU"] + 1, timeout=60,
-             interval=0.5, what="the third node alive in the GCS")
-    seen = wait_for(lambda: probe(scratch, cluster.address, "", "0"),
-                    lambda seen: seen["resources"]["CPU"] == resources_before["CPU"] + 1, timeout=60, interval=0.5,
-                    what="the third node to join")
-    assert seen["resources"].get("ACME") == resources_before.get("ACME")  # none from the third node
-    assert sum(1 for labels in seen["labels"].values() if "rayaccel.io/family" in labels) == \
-        sum(1 for labels in seen["labels"].values()) - 1
