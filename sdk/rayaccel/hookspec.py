@@ -323,7 +323,10 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     hardware with ``builtin_in_ray=True``: they are not registered again, but ``link_kinds`` tells path
     selection (``rayaccel transports``) which links they carry. A transport that moves tensors only between
     processes of one node (shared memory, CUDA IPC) says ``reach="node"`` (the default is ``"cluster"``): it is
-    never offered between two nodes, and RAC311 (two nodes) skips it. ``rayaccel.transports.shared_memory`` is a
+    never offered between two nodes, and RAC311 (two nodes) skips it. One whose ``devices`` are ``cpu`` alone moves
+    copies staged through host memory: declare it for the links host memory crosses (pcie, ethernet, roce,
+    infiniband, efa), never a scale-up link, for which path selection never chooses it (RAC305 fails such a
+    declaration). ``rayaccel.transports.shared_memory`` is a
     complete example; RAC301 sends tensors through each declared transport that can run on the grading machine.
 
     :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of

@@ -42,7 +42,7 @@ def test_a_cpu_transport_claiming_a_scale_up_link_is_named(shape: type[corpus.He
     with pytest.raises(CheckFailed) as failed:
         CHECKS["RAC305"].function(subject)
     text = str(failed.value)
-    assert f"{FRAGMENT}: {named}" in text and "path selection offers" in text, text
+    assert f"{FRAGMENT}: {named}" in text and "path selection never offers" in text, text
 
 
 def test_the_neuron_plugin_with_e1s_edit_fails_and_as_shipped_passes() -> None:
@@ -53,9 +53,10 @@ def test_the_neuron_plugin_with_e1s_edit_fails_and_as_shipped_passes() -> None:
     assert CHECKS["RAC305"].function(wrapped(rayaccel_neuron.plugin, "neuron", "rayaccel_neuron"))
 
 
-def test_what_the_edit_changes_is_path_selection_between_two_neuronlinked_devices() -> None:
-    """The defect as a user meets it: `rayaccel transports` offers NIXL over NeuronLink, the plugin as shipped the
-    host path (so the check is about a choice that reaches users, not a word in a list)."""
+def test_path_selection_gives_the_edit_the_host_path_between_two_neuronlinked_devices() -> None:
+    """Before lane S the defect reached users: `rayaccel transports` offered NIXL over NeuronLink. Path selection now
+    passes a CPU-only transport over for a scale-up path and names it, so the edit gets the shipped plugin's host path;
+    RAC305 still fails the declaration (above)."""
     inventory = plugin_kit(rayaccel_neuron.plugin, "neuron").inventory("trn1.32xlarge")
     family = inventory.family("neuron")
     assert family is not None
@@ -63,8 +64,9 @@ def test_what_the_edit_changes_is_path_selection_between_two_neuronlinked_device
     a, b = Endpoint(inventory, "neuron", link.a), Endpoint(inventory, "neuron", link.b)
     edited = choose_transport(a, b, {family.plugin: _e1()}, same_node=True)
     shipped = choose_transport(a, b, {family.plugin: rayaccel_neuron.plugin.rayaccel_transports()}, same_node=True)
-    assert (edited.transport, edited.path, edited.link) == ("NIXL", "scale-up", "neuronlink")
-    assert shipped.path == "host"
+    assert (edited.transport, edited.path) == (shipped.transport, shipped.path) == ("NIXL", "host")
+    assert "scale-up over neuronlink: NIXL moves CPU tensors only" in edited.reason, edited.reason
+    assert "NIXL moves CPU tensors only" not in shipped.reason, shipped.reason
 
 
 def test_transports_that_move_device_tensors_or_cross_host_links_pass() -> None:

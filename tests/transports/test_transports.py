@@ -541,6 +541,64 @@ def test_a_node_only_transport_is_never_offered_between_two_nodes():
         TransportSpec.model_validate({**shm.model_dump(), "reach": "rack"})
 
 
+NOT_USED = "moves CPU tensors only, copies staged through host memory, which a scale-up link between two devices' " \
+           "memories never carries (its declaration of {link} is not used)"
+
+
+def test_a_transport_of_cpu_tensors_alone_is_never_the_scale_up_choice():
+    """A scale-up link joins two devices' memories and Ray moves a tensor only on the device types a transport is
+    registered for: a CPU-only transport declared for one is passed over for every scale-up path (a direct link on
+    xGMI and NVLink machines, a domain shared by two nodes of an UltraServer), the reason naming it and the next path
+    taken. The same declaration moving device tensors too carries the link, and a CPU one still carries PCIe."""
+    host_copy = TransportSpec(name="VENDOR_HOST_COPY", devices=["cpu"], link_kinds=["pcie", "xgmi", "nvlink", "efa",
+                                                                                     "neuronlink"],
+                              manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
+    for fixture, link in (("amd/mi300x-8", "xgmi"), ("nvidia/dgx-h100", "nvlink")):
+        inventory = _inventory(fixture)
+        plugin = inventory.families[0].plugin
+        choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [host_copy]})
+        assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
+        assert f"scale-up over {link}: VENDOR_HOST_COPY {NOT_USED.format(link=link)}" in choice.reason
+        on_device = host_copy.model_copy(update={"devices": ["cpu", "cuda"]})
+        choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [on_device]})
+        assert (choice.path, choice.link, choice.transport) == ("scale-up", link, "VENDOR_HOST_COPY"), choice
+    ultraserver = _inventory("neuron/trn2u.48xlarge-ultraserver-x2")
+    here = device_endpoints(ultraserver)[0]
+    there = device_endpoints(ultraserver.model_copy(update={"host": "other"}))[0]
+    choice = choose_transport(here, there, {"neuron": [host_copy]})
+    assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
+    assert NOT_USED.format(link="neuronlink") in choice.reason
+    pcie = choose_transport(*_pair(_inventory("amd/mi210-pair"), 0, 1), {"amd": [host_copy]})
+    assert (pcie.path, pcie.transport) == ("pcie-peer", "VENDOR_HOST_COPY"), pcie
+
+
+def test_transports_cli_names_a_cpu_transport_declared_for_neuronlink_and_takes_the_host_path():
+    """`rayaccel transports` on trn1.32xlarge with the Neuron plugin declaring NIXL (devices cpu) for neuronlink beside
+    EFA (held-out round 11's e1): every NeuronLinked pair is given the host path, its reason naming the declaration."""
+    env = {**os.environ, "RAYACCEL_NO_AUTOLOAD": "1",
+           "RAYACCEL_PLUGINS": "neuron=rayaccel_testplugins.neuron_nixl_over_neuronlink"}
+    done = subprocess.run([sys.executable, "-m", "rayaccel", "transports", "--simulate", "neuron/trn1.32xlarge",
+                           "--json"], capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["declared"] == {"neuron": ["NIXL"]}
+    named = [p for p in out["pairs"] if f"scale-up over neuronlink: NIXL {NOT_USED.format(link='neuronlink')}"
+             in p["reason"]]
+    assert named and {(p["path"], p["transport"]) for p in out["pairs"]} == {("host", "NIXL")}
+    table = subprocess.run([sys.executable, "-m", "rayaccel", "transports", "--simulate", "neuron/trn1.32xlarge"],
+                           capture_output=True, text=True, timeout=120, check=False, env=env)
+    rows: list[list[str]] = []  # a, b, path, transport, why: a row's wrapped lines joined
+    for line in table.stdout.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if len(cells) == 5 and cells[0]:
+            rows.append(cells)
+        elif len(cells) == 5 and rows:
+            rows[-1][4] += " " + cells[4]
+    assert table.returncode == 0 and len(rows) == len(out["pairs"]), table.stdout
+    assert {(row[2], row[3]) for row in rows} == {("host", "NIXL")}
+    assert sum(NOT_USED.format(link="neuronlink") in row[4] for row in rows) == len(named)
+
+
 def test_transports_cli_prints_the_matrix_and_refuses_bad_input():
     done = rayaccel_cli("transports", "--simulate", "amd/mi210-pair", "--across-nodes", "--json")
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,7 @@ from typing import Any
 
 from rayaccel import hookspec
 from rayaccel.hosts.seam import RealHost
-from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, SCALE_UP
+from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, SCALE_UP, moves_host_memory_only
 from rayaccel.records import DEVICE_FILE, Problem, expand_device_file
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.lazy import import_object
@@ -215,8 +215,8 @@ def transport_ownership(subject: Subject) -> Evidence:
     instead (AMD's ``RCCL`` answers ``NCCL``). A transport that moves CPU tensors only declares no scale-up
     link (invariant host-memory-crosses-no-scale-up-link: NVLink, NVSwitch, xGMI, ICI and NeuronLink join two
     devices' memories with no host memory on the way, and Ray moves a tensor only on the device types a transport
-    is registered for, so path selection would offer it between two devices joined so, where it moves only copies
-    staged through host memory). Checked from the declarations alone, without Ray; RAC301
+    is registered for, so it moves only copies staged through host memory: path selection never offers it there, and
+    the declaration claims a link its users never get). Checked from the declarations alone, without Ray; RAC301
     then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
     keep its class in your package, override ``tensor_transport_backend()`` to return that name, declare
     Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers, and a
@@ -294,17 +294,17 @@ def scale_up_problems(spec: Any) -> list[str]:
     """Why ``spec`` claims a scale-up link it cannot carry: it moves CPU tensors only (Ray moves a tensor only on
     the device types a transport is registered for, rdt_store's "does not support tensor transfer on device"),
     and a scale-up link (``SCALE_UP``: NVLink, NVSwitch, xGMI, ICI, NeuronLink) joins two devices' memories with
-    no host memory on the way. Path selection would offer it between two devices joined so, where it can move
-    only copies staged through host memory."""
+    no host memory on the way. Path selection passes it over there (it can move only copies staged through host
+    memory), so the declaration claims a link its users never get."""
     claimed = [kind for kind in spec.link_kinds if kind in SCALE_UP]
-    if not claimed or any(device != "cpu" for device in spec.devices):
+    if not claimed or not moves_host_memory_only(spec):
         return []
     return [f"invariant host-memory-crosses-no-scale-up-link: transport {spec.name} moves {', '.join(spec.devices)} "
             f"tensors only, yet declares {', '.join(claimed)}, a scale-up link between two devices' memories that "
-            f"host memory never crosses: path selection offers {spec.name} between two devices joined by "
-            f"{claimed[0]}, where it moves only copies staged through host memory (Ray moves a tensor only on the "
-            f"device types a transport is registered for); declare the links host memory crosses (pcie, ethernet, "
-            f"roce, infiniband, efa), or the device types it moves"]
+            f"host memory never crosses: it moves only copies staged through host memory (Ray moves a tensor only on "
+            f"the device types a transport is registered for), so path selection never offers {spec.name} between two "
+            f"devices joined by {claimed[0]} and the declaration claims a link its users never get; declare the links "
+            f"host memory crosses (pcie, ethernet, roce, infiniband, efa), or the device types it moves"]
 
 
 def _collective_class(cls: type) -> bool:

@@ -4,7 +4,8 @@ For a pair of devices (same node or across nodes) the path is the fastest the to
 scale-up link > PCIe peer > RDMA > host memory, and the transport is one that both ends' families declare
 (``rayaccel_transports``) for that path's link kind. Between two nodes only transports that reach across
 nodes are offered (:func:`reaches_other_nodes`: a declaration's ``reach``, and Ray's CUDA_IPC and the
-reference transport, which only move tensors within one node). Host paths fall back to the SDK's reference
+reference transport, which only move tensors within one node). A transport that moves CPU tensors alone is never the
+scale-up choice, whatever it declares (:func:`moves_host_memory_only`). Host paths fall back to the SDK's reference
 shared-memory transport (same node) or Ray's GLOO (across nodes), which every node has. Each choice carries
 the reason, in words. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
 """
@@ -56,6 +57,14 @@ def reaches_other_nodes(spec: TransportSpec) -> bool:
     """Whether the transport may be offered between two nodes: declared ``reach="cluster"`` and not one of
     :data:`NODE_ONLY`."""
     return spec.reach == "cluster" and spec.name not in NODE_ONLY
+
+
+def moves_host_memory_only(spec: TransportSpec) -> bool:
+    """Whether the transport moves CPU tensors alone. Ray moves a tensor only on the device types a transport is
+    registered for (rdt_store: "does not support tensor transfer on device"), so such a transport moves copies staged
+    through host memory, and a scale-up link (NVLink, NVSwitch, xGMI, ICI, NeuronLink, a scale-up domain) joins two
+    devices' memories with no host memory on the way: it never carries one, whatever its ``link_kinds`` say."""
+    return all(device == "cpu" for device in spec.devices)
 
 
 def _family(end: Endpoint) -> FamilyInventory | None:
@@ -129,16 +138,24 @@ def choose_transport(a: Endpoint, b: Endpoint, declared: Mapping[str, Sequence[T
             note += f"; not {', '.join(local)}: it moves tensors within one node only" if local else ""
             return Choice(spec.name, path, link, f"{why}; {spec.name} moves CPU tensors "
                           + ("on one node" if same_node else "between nodes") + note)
-        carriers = [s for s in usable if link in s.link_kinds]
+        declaring = [s for s in both if link in s.link_kinds]
+        # A declaration is the plugin's word; a CPU-only transport labelled "scale-up" would move a job onto a host
+        # copy, so it is passed over here and named in the reason (RAC305 fails the declaration itself).
+        host_only = [s for s in declaring if path == "scale-up" and moves_host_memory_only(s)]
+        carriers = [s for s in usable if s in declaring and s not in host_only]
         if carriers:
             spec = carriers[0]
             owner = fa.plugin if fa else "?"
             return Choice(spec.name, path, link, f"{why}; {spec.name} (declared by {owner}"
                           + ("" if fb is None or fb.plugin == owner else f" and {fb.plugin}")
                           + f") carries {link}")
-        local = [s.name for s in both if link in s.link_kinds and s not in usable]
-        skipped.append(f"{path} over {link}: " + (f"{', '.join(local)} moves tensors within one node only" if local
-                                                  else "no transport both ends declare carries it"))
+        local = [s.name for s in declaring if s not in usable and s not in host_only]
+        why_not = [f"{', '.join(local)} moves tensors within one node only"] if local else []
+        if host_only:
+            why_not.append(f"{', '.join(s.name for s in host_only)} moves CPU tensors only, copies staged through "
+                           f"host memory, which a scale-up link between two devices' memories never carries (its "
+                           f"declaration of {link} is not used)")
+        skipped.append(f"{path} over {link}: " + ("; ".join(why_not) or "no transport both ends declare carries it"))
     raise AssertionError("unreachable: the host path always exists")
 
 
