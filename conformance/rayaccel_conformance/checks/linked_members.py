@@ -6,7 +6,12 @@ RoCE ports). Where the plugin reports that fabric's links between members of a d
 any other member has every port of it down or gone: it is cut off the fabric and a job placed across the domain
 cannot reach it (Habana's hl-smi prints each port DOWN; the Gaudi fixture's ``scale-up-ports-all-down`` has the
 module leave the domain). A domain whose members the plugin links to none of each other (a slice known from
-metadata, one member on this host) says nothing about its links, so it is not judged. Pure.
+metadata, one member on this host) says nothing about its links, so it is not judged.
+
+The same fabric joins the members, so two members linked only by a network's kind (``roce``, ``infiniband``,
+``efa``, ``ethernet``: a NIC's scale-out, through a switch) have their fabric's links given another kind (invariant
+``a-domain-is-joined-by-its-fabric``, RAC202; held-out round 11's ``g1``, a Gaudi box's internal ports given
+``roce`` where the vocabulary's ``gaudi-roce`` names them). Pure.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from collections.abc import Sequence
 from rayaccel.records import Domain, Link
 
 INVARIANT = "a-member-without-links-is-no-member"
+FABRIC_INVARIANT = "a-domain-is-joined-by-its-fabric"
+
+#: Link kinds of a network a NIC joins (scale-out): never the fabric a scale-up domain is.
+NETWORK_KINDS = frozenset({"roce", "infiniband", "efa", "ethernet"})
 
 
 def unlinked_member_errors(links: Sequence[Link], domains: Sequence[Domain], where: str = "") -> list[str]:
@@ -38,4 +47,26 @@ def unlinked_member_errors(links: Sequence[Link], domains: Sequence[Domain], whe
                              f"which the plugin links to each other ({len(inside)} {kinds} links): a device with "
                              f"every link of its fabric down or gone is cut off it (invariant {INVARIANT}: "
                              "leave it out of the domain's members and size)")
+    return wrong
+
+
+def network_joined_member_errors(links: Sequence[Link], domains: Sequence[Domain], where: str = "") -> list[str]:
+    """Each domain two of whose members here are linked only by a network's kind: the pairs, once per domain."""
+    wrong = []
+    for domain in domains:
+        members = set(domain.members)
+        kinds: dict[frozenset[str], set[str]] = {}
+        for ln in links:
+            if ln.a in members and ln.b in members and ln.a != ln.b:
+                kinds.setdefault(frozenset((ln.a, ln.b)), set()).add(ln.kind)
+        networked = sorted(sorted(pair) for pair, found in kinds.items() if found <= NETWORK_KINDS)
+        if not networked:
+            continue
+        first = networked[0]
+        named = ", ".join(sorted(kinds[frozenset(first)]))
+        wrong.append(f"{where}{len(networked)} of the {len(kinds)} linked pairs of domain {domain.kind} {domain.id!r} "
+                     f"are linked only by a network's kind ({first[0]}<->{first[1]}: {named}): a scale-up domain is "
+                     f"the devices one fabric joins, and {', '.join(sorted(NETWORK_KINDS))} name a NIC's scale-out "
+                     f"network, so the fabric's links are given another kind, which the interconnect label and "
+                     f"transport paths then name (invariant {FABRIC_INVARIANT}: give the fabric's links its own kind)")
     return wrong

@@ -39,7 +39,7 @@ from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_faul
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
-from rayaccel_conformance.checks.linked_members import unlinked_member_errors
+from rayaccel_conformance.checks.linked_members import network_joined_member_errors, unlinked_member_errors
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
@@ -150,7 +150,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
     host-local-domain-is-its-members`, under each fault too: RAC203); where the plugin links members of a domain
     to each other, a member with no link to any other is no member (`invariant a-member-without-links-is-no-member`,
-    under each fault too: RAC203); with each variable the host sets unset in
+    under each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa,
+    ethernet) have their fabric's links given another kind (`invariant a-domain-is-joined-by-its-fabric`); with
+    each variable the host sets unset in
     turn, a domain spanning more devices than the host has keeps its id or takes one the host states, never one
     made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the
     fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
@@ -182,6 +184,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += domain_problems(raw)
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
     wrong += unlinked_member_errors(raw.links, raw.domains)
+    wrong += network_joined_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
