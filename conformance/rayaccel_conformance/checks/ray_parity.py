@@ -21,6 +21,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.experimental import _ray_validator, process_env_var
 from rayaccel_conformance.checks.ray_environment import NOSET, RAY_PREFIX, environment_kept
 from rayaccel_conformance.checks.ray_labels import labels_read_first
+from rayaccel_conformance.checks.ray_resources import resource_disagreements
 from rayaccel_conformance.checks.ray_types import type_disagreements
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -263,7 +264,9 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     accelerator type (Neuron's ``aws-neuron-core``, TPU's from the metadata server; NVML, amdsmi and hl-smi are
     not wired, so no answer), the family's type must be it on each fixture, and again with each device's product
     name and PCI device id written as a product's the catalog cannot list yet (``invariant
-    accelerator-type-as-ray-answers-it``: Ray adds ``accelerator_type:<its type>`` itself). Fix: read the setting
+    accelerator-type-as-ray-answers-it``: Ray adds ``accelerator_type:<its type>`` itself). Each resource that
+    wired manager adds to the node itself (TPU's slice name and ``TPU-<pod type>-head``) the plugin offers at
+    Ray's quantity, if at all (``invariant resources-as-ray-adds-them``). Fix: read the setting
     with Ray's own rule, each label from the source Ray reads first, give each device the units Ray's manager
     numbers for it, and the family the type Ray's manager answers, catalogued SKU or not.
     """
@@ -284,6 +287,7 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
         wrong += companion_disagreements(subject, manager, var, fx)
     wrong += labels_read_first(subject, manager, fx)
     wrong += type_disagreements(subject, manager, fx, base)
+    wrong += resource_disagreements(manager, fx, base)
     unset = answers(subject, var, base)
     # Each setting is varied on the first fixture only (as RAC265 does): the plugin's rule for it is the same on
     # every machine, and a build per value and fixture is the check's whole cost.
