@@ -266,9 +266,11 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     name and PCI device id written as a product's the catalog cannot list yet (``invariant
     accelerator-type-as-ray-answers-it``: Ray adds ``accelerator_type:<its type>`` itself). Each resource that
     wired manager adds to the node itself (TPU's slice name and ``TPU-<pod type>-head``) the plugin offers at
-    Ray's quantity, if at all (``invariant resources-as-ray-adds-them``). Fix: read the setting
-    with Ray's own rule, each label from the source Ray reads first, give each device the units Ray's manager
-    numbers for it, and the family the type Ray's manager answers, catalogued SKU or not.
+    Ray's quantity, if at all, and none it adds on another host of the group alone, asked again with each variable
+    it read set to 0 and 1 (``invariant resources-as-ray-adds-them``: TPU's head resource on worker 0 only). Fix:
+    read the setting with Ray's own rule, each label from the source Ray reads first, give each device the units
+    Ray's manager numbers for it, the family the type Ray's manager answers, catalogued SKU or not, and each
+    resource Ray adds where and as Ray adds it.
     """
     family = subject.family()
     var = family.visible_devices_env_var
