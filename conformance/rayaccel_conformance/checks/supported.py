@@ -37,6 +37,7 @@ from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
 from rayaccel_conformance.checks.fault_joins import landed_elsewhere
 from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_fault
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
+from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import network_joined_member_errors, unlinked_member_errors
@@ -499,20 +500,23 @@ CLOUD_INSTANCE_TYPES: dict[str, tuple[str, ...]] = {
 def cloud_hints(subject: Subject) -> Evidence:
     """Cloud hints agree with the family, its catalog and its quantity rule, and own their resource names.
 
-    ``rayaccel_cloud_hints(provider, instance_type)`` lets an autoscaler scale from zero without probing, so
-    a wrong hint starts the wrong machine. The check asks about the accelerator instance types of AWS, GCP,
-    Azure and OCI, each fixture's name under every provider and its host name under provider ``other``;
-    every hint returned must name the asked provider, instance type and the plugin's family, give a positive
-    count the quantity rule allows, an accelerator type that one of the catalog's SKUs (or a fixture's
-    inventory) has, and extra resources whose names pass RAC111. A hint for a fixture's own machine must
-    count what discovery counts there (chips and cards are not interchangeable), give the accelerator
-    type discovery gives and only extra resources discovery gives, as many of each. A fixture's own machine
-    is the instance type its name or host name is, and the one its host states (EC2's DMI product name,
-    asked under ``aws``) whatever the fixture is called: a hint for that type must be what one of those
-    fixtures discovers, one whose host sets no environment where there is one (`invariant
-    hint-is-its-stated-machine`: an LNC or UltraServer setting is the node's, not the type's). A plugin
-    without the hook, or one that knows none of these instance types, is not applicable. Fix: build hints
-    from the same SKU table discovery uses, counting the same unit, each instance type's row from that machine.
+    ``rayaccel_cloud_hints(provider, instance_type)`` lets an autoscaler scale from zero without probing, so a
+    wrong hint starts the wrong machine. The check asks about the accelerator instance types of AWS, GCP, Azure
+    and OCI, each fixture's name under every provider and its host name under provider ``other``, and those the
+    plugin lists (``rayaccel_cloud_instance_types``, each an exported node type); every hint returned must name
+    the asked provider, instance type and the plugin's family, give a positive count the quantity rule allows, an
+    accelerator type that one of the catalog's SKUs (or a fixture's inventory) has, and extra resources whose
+    names pass RAC111. A hint for a fixture's own machine must count what discovery counts there (chips and cards
+    are not interchangeable), give the accelerator type discovery gives and only extra resources discovery gives,
+    as many of each. A fixture's own machine is the instance type its name or host name is, and the one its host
+    states (EC2's DMI product name, asked under ``aws``) whatever the fixture is called: a hint for that type must
+    be what one of those fixtures discovers, one whose host sets no environment where there is one (`invariant
+    hint-is-its-stated-machine`: an LNC or UltraServer setting is the node's, not the type's). Where every
+    fixture's discovery gives the family an accelerator type, every hint must give one (`invariant
+    a-hint-names-the-type-its-node-publishes`: the node type lacks ``accelerator_type:<type>`` otherwise, which
+    Ray's own AWS node types carry beside the count, so a task asking for the type never starts it). A plugin
+    without the hook, or one that knows none of these instance types, is not applicable. Fix: build hints from the
+    same SKU table discovery uses, counting the same unit, each instance type's row from that machine.
     """
     from rayaccel.inventory.quantity import check_quantity
 
@@ -521,8 +525,13 @@ def cloud_hints(subject: Subject) -> Evidence:
         raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
     catalog = subject.manager.answer(subject.name, hookspec.SKU_CATALOG, [])
     types = {sku.accelerator_type for sku in (catalog.skus if catalog else [])}
+    catalog_types = set(types)
+    # The accelerator type each fixture's node publishes (None: the family found there gives none).
+    published: dict[str, str | None] = {}
     for ref in subject.fixture_paths():
         fam = subject.inventory(ref).family(family.name)
+        if fam is not None:
+            published[ref] = fam.accelerator_type
         if fam is not None and fam.accelerator_type:
             types.add(fam.accelerator_type)
     others = {subject.manager.family(p).resource_name: p for p in subject.manager.plugin_names() if p != subject.name}
@@ -540,7 +549,13 @@ def cloud_hints(subject: Subject) -> Evidence:
             machine_of[key] = ref if key not in machine_of else None
         for provider, instance_type, path in stated_instance_types(fx):
             stated_on.setdefault((provider, instance_type), []).append((ref, path))
-    asked += [key for key in [*machine_of, *stated_on] if key not in asked]
+    # The instance types the plugin lists itself (rayaccel_cloud_instance_types): `rayaccel export` builds an
+    # autoscaler node type from each, so each is asked too.
+    listed: list[tuple[str, str]] = []
+    if subject.manager.implements(subject.name, "rayaccel_cloud_instance_types"):
+        listed = [(h.provider, h.instance_type)
+                  for h in subject.manager.answer(subject.name, hookspec.CLOUD_INSTANCE_TYPES, []) or []]
+    asked = list(dict.fromkeys([*asked, *machine_of, *stated_on, *listed]))
     wrong, known = [], []
     for provider, instance_type in asked:
         problems: list[Problem] = []
@@ -562,6 +577,8 @@ def cloud_hints(subject: Subject) -> Evidence:
         if hint.accelerator_type is not None and types and hint.accelerator_type not in types:
             wrong.append(f"{where}: accelerator type {hint.accelerator_type!r} is not one the catalog or discovery "
                          f"gives ({', '.join(sorted(types))})")
+        if (untyped := untyped_hint_problem(hint, family.resource_name, published, catalog_types, where)) is not None:
+            wrong.append(untyped)
         for name in hint.extra_resources:
             why = resource_name_problem(name, family, others)
             if why:
