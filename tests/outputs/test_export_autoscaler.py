@@ -223,6 +223,31 @@ def test_a_hint_that_disagrees_with_its_instance_types_fixture_is_reported(monke
     assert "# problem: error: plugin neuron" in exported.text
 
 
+def test_a_hint_without_the_type_its_instance_types_fixture_publishes_is_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    changed_table(monkeypatch, "neuron", "trn1.32xlarge", accelerator_type=None)  # the count alone (held-out s1)
+    catalog = cloud_catalog(plugins=["neuron"])
+
+    (problem,) = catalog.problems
+    assert (problem.plugin, problem.code) == ("neuron", "cloud-hint-disagrees"), problem
+    assert "aws:trn1.32xlarge is hinted as 32 neuron_cores of type (none), but fixture neuron/trn1.32xlarge of " \
+           "that instance type discovers 32 of type " in problem.message, problem.message
+    (node_type,) = [t for t in catalog.node_types if t.instance_type == "trn1.32xlarge"]
+    assert not [r for r in node_type.resources if r.startswith("accelerator_type:")]  # the hint's, reported
+
+
+def test_a_hint_without_an_accelerator_type_and_no_fixture_of_its_type_is_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    changed_table(monkeypatch, "gaudi", "dl1.24xlarge", accelerator_type=None)
+    catalog = cloud_catalog(plugins=["gaudi"])
+
+    (problem,) = catalog.problems
+    assert (problem.plugin, problem.hook, problem.code) == ("gaudi", "rayaccel_cloud_hints", "cloud-hint-untyped")
+    assert "aws:dl1.24xlarge is hinted as 8 HPU without an accelerator type, while a node of the family publishes " \
+           "its SKU's (" in problem.message, problem.message
+    assert "the node type lacks accelerator_type:<type>" in problem.message
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--instance-type", "aws-p5.48xlarge"], "instance type 'aws-p5.48xlarge' is not PROVIDER:TYPE"),
     (["--min-workers", "3", "--max-workers", "1"], "--min-workers 3 is more than --max-workers 1"),

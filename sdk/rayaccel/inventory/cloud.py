@@ -145,10 +145,21 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
                 plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
                 code="cloud-hint-disagrees",
                 message=f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} "
-                        f"{declaration.resource_name} of type {hint.accelerator_type}, but fixture {ref} of that "
-                        f"instance type discovers {discovered:g} of type {family.accelerator_type}; an autoscaler "
-                        "would launch it for work it cannot take",
+                        f"{declaration.resource_name} of type {hint.accelerator_type or '(none)'}, but fixture {ref} "
+                        f"of that instance type discovers {discovered:g} of type {family.accelerator_type or '(none)'}"
+                        "; an autoscaler would launch it for work it cannot take, or never for work asking its type",
                 fix="correct the plugin's instance-type table (or the fixture, if the recording is wrong)"))
+    elif hint.accelerator_type is None and (types := _catalog_types(manager, plugin)):
+        # Discovery gives a node the type of the SKU its devices match (the builder's _accelerator_type), none
+        # only where the plugin says so: the node type would lack the accelerator_type resource the node publishes.
+        problems.append(Problem(
+            plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
+            code="cloud-hint-untyped",
+            message=f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} {declaration.resource_name} "
+                    f"without an accelerator type, while a node of the family publishes its SKU's "
+                    f"({', '.join(sorted(types))}): the node type lacks accelerator_type:<type>, so a task asking "
+                    "for the type never starts it from zero",
+            fix="give the hint the accelerator type discovery gives on that instance type"))
     for why in label_errors(labels):  # a hint's accelerator type becomes a label value: Ray must take it
         problems.append(Problem(plugin=plugin, distribution=manager.plugin(plugin).distribution,
                                 hook="rayaccel_cloud_hints", code="invalid-label",
@@ -160,6 +171,13 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
 
 
 def _agrees(hint: CloudHint, resource_name: str, family: FamilyInventory) -> bool:
-    """Whether a recording of the hinted instance type offers what the hint says: the count and the type."""
-    same_type = not hint.accelerator_type or hint.accelerator_type == family.accelerator_type
+    """Whether a recording of the hinted instance type offers what the hint says: the count and the type (a hint
+    without one agrees only with a node that publishes none: the node type has no accelerator_type resource)."""
+    same_type = (hint.accelerator_type or None) == (family.accelerator_type or None)
     return family.resources.get(resource_name, 0.0) == hint.count and same_type
+
+
+def _catalog_types(manager: PluginManager, plugin: str) -> set[str]:
+    """The accelerator types of the plugin's SKU catalog (none where it has none, or its hook fails)."""
+    catalog = manager.answer(plugin, hookspec.SKU_CATALOG, [])
+    return {sku.accelerator_type for sku in catalog.skus} if catalog else set()
