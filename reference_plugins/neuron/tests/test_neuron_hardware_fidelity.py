@@ -107,6 +107,11 @@ def test_ecc_counters_published_as_total_directories_are_read(manager: PluginMan
 @pytest.mark.parametrize(("mode", "hosts"), [("1", 4), ("2", 2), ("3", 2), ("4", 1), (None, 4)])
 def test_ultraserver_group_size_follows_the_configured_mode(manager: PluginManager, mode: str | None,
                                                             hosts: int) -> None:
+    """The mode is an enum, not a host count: AWS's init script (aws-neuron/aws-neuron-sdk,
+    src/k8/k8s-ultraserver-init-script.sh) writes NEURON_ULTRASERVER_MODE_X4=1, _X2H=2, _X2V=3, _X1=4 for its 4-, 2-
+    and 1-node configs, so 1 is four hosts and 4 is one. Only the vendor's table says so (neither neuron-ls nor Ray's
+    Neuron manager states a group's host count), so this test, not a conformance check, pins it (held-out round 12's
+    e2 read the mode as the count and passed the suite once the fixture's expectation was edited to match)."""
     host = with_env(ULTRA, NEURON_RT_ULTRASERVER_MODE=mode) if mode else with_env(ULTRA)
     if mode is None:
         data = fixture(ULTRA).model_dump(mode="json", by_alias=True)
