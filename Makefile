@@ -49,7 +49,10 @@ test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): most of the
 	# suite's time is Ray starting and waiting: three took 9.0 min on a 2-core machine (budget: 12).
 	# Files go out in collection order, the longest first (tests/conftest.py LONGEST_FILES), not by test count.
-	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile --no-loadscope-reorder -m "not alone"
+	# A worker that dies (a crash inside Ray's C++ threads) ends the run at once, naming the test it was running:
+	# replaced, it left xdist's file scheduler waiting for work no worker was given until the budget ran out.
+	$(BIN)/python -m pytest -q --durations=15 -n 3 --dist loadfile --no-loadscope-reorder --max-worker-restart=0 \
+		-m "not alone"
 	# Then the tests marked alone, collected from the files that use the marker (not the whole suite again).
 	$(BIN)/python -m pytest -q -m alone $(ALONE_FILES)
 

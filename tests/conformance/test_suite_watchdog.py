@@ -1,9 +1,11 @@
 """``make test`` fails in bounded time, naming the worker and the test, when a pytest-xdist worker dies while a
-process it forked holds its pipe (issue 39: the controller waited for ever), and when a test hangs."""
+process it forked holds its pipe (issue 39: the controller waited for ever), when a worker dies under the parallel
+pass's own file scheduling, and when a test hangs."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -42,6 +44,40 @@ def test_that_hangs():
 '''
 
 
+CRASHING = '''
+import os, signal
+
+def test_before():
+    pass
+
+def test_the_worker_crashes():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+def test_after():
+    pass
+'''
+
+QUICK = '''
+def test_one():
+    pass
+
+def test_two():
+    pass
+
+def test_three():
+    pass
+'''
+
+
+def parallel_pass_options() -> list[str]:
+    """The options of ``make test``'s parallel pass, as the Makefile gives them (its marker selection left out)."""
+    text = (TESTS_DIR.parent / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if "-m pytest" in line and "--dist" in line]
+    options = shlex.split(line.split("-m pytest", 1)[1])
+    marker = options.index("-m")
+    return options[:marker] + options[marker + 2:]
+
+
 def run_nested(tmp_path: Path, source: str, *options: str,
                **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
     (tmp_path / "test_nested.py").write_text(source, encoding="utf-8")
@@ -78,6 +114,19 @@ def test_a_worker_that_dies_holding_its_pipe_ends_the_run_naming_worker_and_test
     assert took < 120, f"the run took {took:.0f} s"
     assert "rayaccel suite watchdog: worker gw" in output, output
     assert "test_nested.py::test_the_worker_dies_with_a_forked_child_alive" in output, output
+
+
+def test_a_worker_that_crashes_under_the_parallel_pass_s_scheduling_ends_the_run_naming_its_test(
+        tmp_path: Path) -> None:
+    """pytest-xdist 3.8's file scheduling, replacing a crashed worker, hands the dead worker's finished files out
+    again as empty work and then waits for ever (pytest-dev/pytest-xdist#1378, #784): a crash in the parallel pass
+    must end it, naming the test, instead of leaving the suite to its budget."""
+    for number in range(5):
+        (tmp_path / f"test_quick_{number}.py").write_text(QUICK, encoding="utf-8")
+    done, took = run_nested(tmp_path, CRASHING, *parallel_pass_options(), ".")
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and took < 120, output
+    assert "crashed while running 'test_nested.py::test_the_worker_crashes'" in output, output
 
 
 def test_a_hanging_test_fails_at_the_configured_timeout_naming_it(tmp_path: Path) -> None:
