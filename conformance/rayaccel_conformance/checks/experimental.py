@@ -19,6 +19,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
+from rayaccel_conformance.checks.recounted_devices import recounted_device_errors
 from rayaccel_conformance.checks.value_relations import renamed_partitions, trimmed_ids
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -436,8 +437,14 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     (``CPU``, ``GPU``, ``TPU``, ``memory``, ``object_store_memory``, ``bundle``, ``node:*``,
     ``accelerator_type:*``), a built-in accelerator family's (``HPU``, ``neuron_cores``, ...), another
     installed plugin's resource, or the family's own resource (which would override the count discovery
-    gives), and each value must be a positive finite number. Fix: name extra resources after the family
-    (e.g. ``ACME-pod-head``) and derive their values from discovery.
+    gives), and each value must be a positive finite number. Nor may one count the family's devices again
+    (``devices-are-counted-once``): withholding each healthy device in turn from the hook, as the SDK
+    withholds an unhealthy one, a resource that drops by that device (or its units) for each device that
+    changes it, and equals the sum of those drops, is a second name for the devices (a per-model
+    ``FOXHOLLOW_X1``): Ray gives per-unit ids, and the visible-devices variable, only for the family's
+    resource, so a task asking for it sees no device, and each device is offered twice. Fix: name extra
+    resources after the family (e.g. ``ACME-pod-head``) and derive their values from discovery; offer a
+    model or subset as the accelerator type or a node label, never as a count of the devices.
     """
     import math
 
@@ -455,16 +462,21 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     contribution = subject.manager.answer(subject.name, hookspec.RESOURCES, problems, host=simulated_host(fx),
                                           devices=[d for d in fam.devices if d.id in healthy], topology=fam.topology)
     wrong = [p.render() for p in problems]
+    sane: dict[str, float] = {}
     for name, value in contribution.extra.items():
         why = resource_name_problem(name, family, others)
         if why:
             wrong.append(f"rayaccel_resources: {why}")
         elif not (math.isfinite(value) and value > 0):
             wrong.append(f"rayaccel_resources: extra resource {name!r} has value {value}, not a positive number")
+        else:
+            sane[name] = value
+    if not problems:
+        wrong += recounted_device_errors(subject, fx, fam, [d for d in fam.devices if d.id in healthy], sane)
     if wrong:
         raise CheckFailed(wrong)
     extra = ", ".join(f"{k}={v:g}" for k, v in contribution.extra.items()) or "none"
-    return f"{fx.ref}: extra resources {extra}; none is Ray's or another family's"
+    return f"{fx.ref}: extra resources {extra}; none is Ray's or another family's, none counts the devices again"
 
 
 @check("RAC109", scope="fixture")
