@@ -41,6 +41,7 @@ from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import network_joined_member_errors, unlinked_member_errors
+from rayaccel_conformance.checks.live_labels import live_label_failures
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
@@ -99,8 +100,16 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     once too often or left out; where the machine's text states the value due two ways that agree (a topology's
     product, ``16x16``, and the count a name ends in, ``v6e-256``), its chips hold one unit each and no per-chip
     factor applies (held-out round 9's ``p2``, TPU v6e counted as a two-core generation;
-    ``c-pod-cores-taken-for-cards``).
-    Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``.
+    ``c-pod-cores-taken-for-cards``). And a label says what the node is, never what its devices are doing
+    (``invariant a-label-is-no-live-reading``): the devices' readings of utilization, memory in use, power,
+    temperature and the error counters, found on the host as RAC223 finds them, are moved on every device at once,
+    one metric at a time, to both ends a running device reaches (utilization 0 and 100 %, memory in use 0 and all
+    of it; power, temperature and the counters halved and doubled); where the metric follows and the devices, their
+    health, links and resources stay as they were, every label must stay as it was. A Ray node's labels are set
+    once, when it starts, so a label built from such a reading (busy, GiB free) is wrong a minute later (held-out
+    round 12's ``l1``; ``c-busy-label-from-utilization``, ``c-free-memory-label``).
+    Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``; publish a
+    live reading as a metric, never as a label.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -122,9 +131,14 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
         wrong += [f"label {key}: {named}" for key, want in fx.expected.labels.items()
                   if want.isdigit() and (got := inventory.labels.get(key, "")).isdigit()
                   and (named := count_mixup(int(got), int(want), state))]
+    fam = inventory.family(subject.family().name)
+    live, tried = live_label_failures(subject, fx, fam) if fam is not None else ([], [])
+    wrong += live
     if wrong:
         raise CheckFailed(wrong)
-    return f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"
+    return (f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"
+            + (f"; the same with the devices' {', '.join(tried)}" if tried else "; no live reading (utilization, "
+               "memory in use, power, temperature, a counter) of the devices found on the host to move"))
 
 
 def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> list[str]:
