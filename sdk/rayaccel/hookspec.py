@@ -241,6 +241,11 @@ def rayaccel_labels(host: Host, inventory: FamilyInventory) -> dict[str, str]:
     for the family's resource, declared in ``FamilyDeclaration.ray_labels`` (a TPU family: the four
     ``ray.io/tpu-*`` keys). ``rayaccel.io/`` keys belong to the SDK.
 
+    A Ray node's labels are set once, when it starts: label what the node is (a model, a clique, a port
+    count), never a reading that moves while it runs (utilization, memory in use, temperature, power): a
+    ``busy`` label is right at start and wrong a minute later. Publish those with ``rayaccel_metrics``
+    (RAC201 moves them at the host seam and holds the labels still).
+
     :param inventory: this family's inventory so far (devices, topology, health, resources).
     :returns: label key -> value; each is checked against Ray's label syntax.
 
