@@ -257,3 +257,36 @@ def test_a_partitioned_gpu_is_offered_only_as_its_partitions(manager: PluginMana
     assert {(p.kind, p.profile, p.compute_slices) for p in gpu.partitions} == {
         ("compute-partition", "cpx.1xcd.24gb", 1)}
     assert [p.attributes["device_file"] for p in gpu.partitions] == [f"/dev/dri/renderD{128 + n}" for n in range(8)]
+
+
+def _memory_mode(fixtures: Fixtures, name: str, mode: str) -> SimulatedHost:
+    """Fixture ``name`` with every logical GPU that states a memory partition mode stating ``mode`` instead (the
+    compute mode, the partitions and their VRAM as they were)."""
+    data = fixtures[name].model_dump(mode="json", by_alias=True)
+    for gpu in data["host"]["libraries"]["amdsmi"]["gpus"].values():
+        if str(gpu.get("memory_partition", "N/A")).startswith("NPS"):
+            gpu["memory_partition"] = mode
+    return SimulatedHost(parse_fixture(data, f"{name} in {mode}"))
+
+
+def _capacities(host: SimulatedHost) -> set[tuple[int, int]]:
+    return {(d.partition_capacity.compute_slices, d.partition_capacity.memory_slices)
+            for d in plugin.rayaccel_discover(host) if d.partition_capacity is not None}
+
+
+@pytest.mark.parametrize(("name", "capacity"), [(CPX, (8, 4)), (DPX_25, (8, 1)), ("mi350x-dpx-nps2-pod", (8, 2)),
+                                                ("mi350x-qpx-nps2-pod", (8, 2))])
+def test_memory_slices_are_the_memory_partitions_whatever_the_compute_mode(fixtures: Fixtures, name: str,
+                                                                         capacity: tuple[int, int]) -> None:
+    # NPS<n> splits the HBM into n memory partitions (AMD's MI300X quick start: NPS4 is four of 48 GB), however many
+    # compute partitions share them: CPX's 8 over NPS4's 4, DPX's 2 over NPS1's 1 (round 12's a1 counted the former).
+    assert _capacities(SimulatedHost(fixtures[name])) == {capacity}
+
+
+def test_memory_slices_follow_the_memory_mode_alone(fixtures: Fixtures) -> None:
+    # CPX with NPS1 and with NPS4 are both MI300X modes (RCCL's docs: NPS4 only with CPX; NPS1 with every compute
+    # mode), and each CPX partition reports 24 GiB in both (the kernel's KFD_XCP_MEMORY_SIZE: its memory partition
+    # over the partitions sharing it, 192/8 or 48/2): only the memory mode tells them apart.
+    nps1 = _memory_mode(fixtures, CPX, "NPS1")
+    assert _capacities(nps1) == {(8, 1)}
+    assert {p.profile for d in plugin.rayaccel_discover(nps1) for p in d.partitions} == {"cpx.1xcd.24gb"}
