@@ -126,8 +126,8 @@ def test_a_neuron_ultraserver_group_made_up_without_its_leader_variable_fails_ra
     shipped = instance.ultraserver_place
 
     def place(host: Any, instance_type: str | None) -> Any:  # the one edit: a group made up without the leader
-        found = shipped(host, instance_type)
-        if found is None and instance_type in instance.ULTRASERVER_INSTANCE_TYPES:
+        found = shipped(host, instance_type)  # (the server id beside it names the group: that is passed over)
+        if instance_type in instance.ULTRASERVER_INSTANCE_TYPES and not host.getenv(instance.ENV_LEADER):
             return instance.UltraServerPlace(group=host.name if group == "own-host" else "ultraserver", node=None)
         return found
 

@@ -2,8 +2,9 @@
 none (RAC202's ``a-group-without-its-variable-is-no-group``).
 
 A node learns which multi-host group it is in from its environment (AWS's UltraServer set-up writes
-``NEURON_RT_ULTRASERVER_MODE``, ``NEURON_GLOBAL_TOPOID`` and the leader's host name ``NEURON_GLOBAL_TOPOID0_HOST``,
-the group's id; GKE writes ``TPU_NAME`` beside ``TPU_WORKER_ID``). Every fixture records a set-up that wrote them
+``NEURON_RT_ULTRASERVER_MODE``, the group's ``NEURON_RT_ULTRASERVER_SERVER_ID`` and the node's ``_NODE_ID``,
+``NEURON_GLOBAL_TOPOID`` and the job's worker 0's host name ``NEURON_GLOBAL_TOPOID0_HOST``; GKE writes
+``TPU_NAME`` beside ``TPU_WORKER_ID``). Every fixture records a set-up that wrote them
 all, so a plugin that makes a group up when one is missing (its own host name, a constant) passed. The suite drops
 each variable the fixture's host sets, one at a time: a domain spanning more devices than the host has must then
 keep its recorded id or take one the host states (a variable's value, a file's, the metadata server's answer, a
