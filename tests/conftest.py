@@ -44,6 +44,27 @@ def _fresh_default_manager() -> Iterator[None]:
     _reset_default_manager()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_ray_driver_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test module that leaves Ray initialized in this pytest process breaks whichever module the same xdist
+    worker runs next ("Maybe you called ray.init twice by accident?" at its set-up), and the left driver's threads
+    outlive its shutdown into later tests (a worker died of SIGSEGV after one). The module that left it fails,
+    named, at its last test's tear-down, and Ray is shut down here so the next module starts clean. Ray is never
+    imported here for a module that did not import it."""
+    yield
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return
+    driver = sys.modules.get("rayaccel.ray.driver")
+    if driver is not None:
+        driver.shutdown()  # forgets the nodes and fault files this process started, as the module should have
+    else:
+        ray.shutdown()
+    pytest.fail(f"{request.module.__name__} left Ray initialized in the pytest process: stop what a test or module "
+                "fixture starts (rayaccel.ray.shutdown() or ray.shutdown() in its finally), or keep a call that "
+                "connects to Ray on its own (ray.init on first use) out of the test process", pytrace=False)
+
+
 #: The files that take longest, longest first (their tests' seconds in a parallel run as `make test` runs it: the
 #: fresh-clone `.ci/run` of 2026-12-07 (16:12; parallel pass 859 s), its "where the parallel run's time went": the
 #: template's bakes 175 s, the recovery run 157, the reference plugins' run 156, the corpus 143, the activation's
