@@ -102,10 +102,11 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     factor applies (held-out round 9's ``p2``, TPU v6e counted as a two-core generation;
     ``c-pod-cores-taken-for-cards``). And a label says what the node is, never what its devices are doing
     (``invariant a-label-is-no-live-reading``): the devices' readings of utilization, memory in use, power,
-    temperature and the error counters, found on the host as RAC223 finds them, are moved on every device at once,
-    one metric at a time, to both ends a running device reaches (utilization 0 and 100 %, memory in use 0 and all
-    of it; power, temperature and the counters halved and doubled); where the metric follows and the devices, their
-    health, links and resources stay as they were, every label must stay as it was. A Ray node's labels are set
+    temperature and the error counters, found on the host as RAC223 finds them, are moved on every device at once
+    (all metrics together, then one at a time where anything moved) to both ends a running device reaches
+    (utilization 0 and 100 %, memory in use 0 and all of it; power, temperature and the counters halved and
+    doubled); where the metric follows and the devices, their health, links and resources stay as they were, every
+    label must stay as it was. A Ray node's labels are set
     once, when it starts, so a label built from such a reading (busy, GiB free) is wrong a minute later (held-out
     round 12's ``l1``; ``c-busy-label-from-utilization``, ``c-free-memory-label``).
     Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``; publish a
