@@ -169,9 +169,11 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     under each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa,
     ethernet) have their fabric's links given another kind (`invariant a-domain-is-joined-by-its-fabric`); with
     each variable the host sets unset in
-    turn, a domain spanning more devices than the host has keeps its id or takes one the host states, never one
-    made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the
-    fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
+    turn, a domain spanning more devices than the host has keeps its id, takes one the host states or builds one
+    from what it states (each stated name in it followed when renamed, the rest changing with a number the host's
+    variables state while the node keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never
+    one made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the fixture's
+    ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
     discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
     subject.family()
