@@ -13,6 +13,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.lazy import import_object
 from rayaccel.support.raycompat import TESTED_RAY_VERSIONS
 from rayaccel_conformance.checks.ownership import label_owner_problem, transport_owner_problems
+from rayaccel_conformance.checks.transport_devices import device_type_problems
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
 
@@ -216,11 +217,16 @@ def transport_ownership(subject: Subject) -> Evidence:
     link (invariant host-memory-crosses-no-scale-up-link: NVLink, NVSwitch, xGMI, ICI and NeuronLink join two
     devices' memories with no host memory on the way, and Ray moves a tensor only on the device types a transport
     is registered for, so it moves only copies staged through host memory: path selection never offers it there, and
-    the declaration claims a link its users never get). Checked from the declarations alone, without Ray; RAC301
+    the declaration claims a link its users never get). A transport of device memory is declared for the torch device
+    type the family's tensors have (invariant devices-as-ray-matches-them: Ray matches a tensor to a transport by
+    ``tensor.device.type`` in its declared devices, and Ray's torch device manager for the family's resource gives
+    its tensors that type: ``cuda`` for GPU, ROCm's too, ``hpu`` for HPU, ``npu`` for NPU; a transport declared for
+    ``hip`` alone matches no tensor of the family). Checked from the declarations alone, without Ray; RAC301
     then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
     keep its class in your package, override ``tensor_transport_backend()`` to return that name, declare
-    Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers, and a
-    host-memory transport with the links host memory crosses (pcie, ethernet, roce, infiniband, efa).
+    Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers, a
+    host-memory transport with the links host memory crosses (pcie, ethernet, roce, infiniband, efa), and a device
+    transport with the torch device type of the family's tensors (``cuda`` on ROCm).
     """
     subject.family()
     problems: list[Problem] = []
@@ -238,6 +244,7 @@ def transport_ownership(subject: Subject) -> Evidence:
         wrong += one_sided_problems(spec)
         wrong += backend_name_problems(spec, others | {s.name: subject.name for s in specs}, collectives)
         wrong += scale_up_problems(spec)
+        wrong += device_type_problems(spec, subject.family())
     if wrong:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"

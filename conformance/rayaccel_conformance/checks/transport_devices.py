@@ -1,0 +1,74 @@
+"""RAC305's ``invariant devices-as-ray-matches-them``: a transport is declared for the torch device type the family's
+tensors have.
+
+Ray picks a tensor's transport by ``tensor.device.type in devices`` (``ray.experimental.rdt.util.
+device_match_transport``, where the devices are those the transport was registered with), so a transport declared
+only for a device type the family's tensors never have matches none of them: every transfer of the family's tensors
+over it is refused, and path selection offers a transport that never moves them. Which type the family's tensors
+have is Ray's answer for the family's resource: Ray's AI libraries give a worker of that resource its torch device
+(``ray.air._internal.device_manager``'s ``SUPPORTED_ACCELERATOR_TORCH_DEVICE_MANAGER``: GPU -> ``cuda``, HPU ->
+``hpu``, NPU -> ``npu``), and for ROCm that is torch's own answer too (PyTorch's "HIP (ROCm) semantics": "'rocm' or
+'hip' are not valid, use 'cuda'").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rayaccel.support.raycompat import ray_family_for
+from rayaccel_conformance.checks.ownership import RAY_TRANSPORT_CLASSES
+
+#: Ray's accelerator managers -> the torch device type of their workers' tensors, where Ray's torch device manager
+#: for the resource and the vendor's torch build agree on one. Left out: Intel's and Apple's GPU managers (Ray's
+#: CUDA device manager serves their resource, GPU, but their torch builds call the device xpu and mps), MetaX's,
+#: the TPU manager (Ray's torch_tpu device is ``tpu``, torch_xla's tensors are ``xla``) and those Ray has no
+#: torch device manager for. tests/conformance/test_conformance_heldout13_transport_devices.py holds it to Ray's
+#: code.
+RAY_TORCH_DEVICE_TYPES: dict[str, str] = {
+    "NvidiaGPUAcceleratorManager": "cuda",
+    "AMDGPUAcceleratorManager": "cuda",
+    "HPUAcceleratorManager": "hpu",
+    "NPUAcceleratorManager": "npu",
+}
+
+#: Host memory: a device type every family's tensors may have, and a transport may move beside its own.
+HOST = "cpu"
+
+
+def family_device_type(family: Any) -> tuple[str, str] | None:
+    """(Ray's manager of ``family``, the torch device type of its tensors), or None where Ray gives no one answer."""
+    manager = ray_family_for(family.resource_name, family.visible_devices_env_var)
+    if manager is None or manager not in RAY_TORCH_DEVICE_TYPES:
+        return None
+    return manager, RAY_TORCH_DEVICE_TYPES[manager]
+
+
+def device_type_problems(spec: Any, family: Any) -> list[str]:
+    """Why ``spec`` is declared for device types other than the family's tensors' own (host memory aside): Ray
+    never matches a tensor of the family to what it names."""
+    known = family_device_type(family)
+    if known is None:
+        return []
+    manager, own = known
+    foreign = [device for device in spec.devices if device not in (own, HOST)]
+    if not foreign:
+        return []
+    missing = own not in spec.devices
+    return [f"invariant devices-as-ray-matches-them: transport {spec.name} is declared for device types "
+            f"{spec.devices}, but the family's tensors are torch device type {own!r} (resource "
+            f"{family.resource_name}: Ray's {manager}, whose workers Ray's torch device manager gives "
+            f"torch.device({own!r})); Ray matches a tensor to a transport by tensor.device.type in the devices it is "
+            f"registered with (ray.experimental.rdt.util.device_match_transport), so no tensor of the family is ever "
+            f"a {', '.join(repr(d) for d in foreign)} tensor"
+            + (f" and {spec.name} moves none of the family's device tensors" if missing else "")
+            + f": {_fix(spec, own)}"]
+
+
+def _fix(spec: Any, own: str) -> str:
+    """What to declare instead: the family's type, or, on a transport of Ray's that Ray never registers for it, the
+    host memory alone (a builtin_in_ray declaration names only device types Ray moves with it)."""
+    rays = RAY_TRANSPORT_CLASSES.get(spec.name)
+    if spec.builtin_in_ray and rays is not None and own not in rays[1]:
+        return (f"Ray registers {spec.name} for {', '.join(rays[1])} only, so declare it for {HOST!r} alone (the "
+                f"family's host tensors) and move {own!r} tensors with a transport of the family's own")
+    return f"declare {own!r} (beside {HOST!r} where it moves host tensors too)"
