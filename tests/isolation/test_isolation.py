@@ -5,18 +5,23 @@ pool is what ``rayaccel start`` and the health monitor use; tests/ray/test_ray_l
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
+from collections.abc import Iterator
 
 import psutil
 import pytest
 
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.isolation.pool import WorkerPool, isolated_inventory
+from rayaccel.isolation.process import can_fork
 from rayaccel.isolation.protocol import WORKER_MEMORY_ENV
 from rayaccel.plugins.configuration import PLUGINS_ENV
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.simulation.host_factory import make_host
+from rayaccel.support.polling import wait_for
 
 ACME_DEVICES = 4
 
@@ -126,3 +131,66 @@ def test_plugins_sharing_a_worker_never_see_one_anothers_environment(monkeypatch
     inventory = isolated_inventory(manager, acme_host(manager), workers=1)
     assert families(inventory) == {"hostile-noisy": ACME_DEVICES, "acme": ACME_DEVICES}
     assert not [p for p in inventory.problems if p.code == "disabled"]
+
+
+# A caller that cannot fork (another thread runs): one helper process of the pool forks its workers
+# (rayaccel.isolation.fork_server) instead of an interpreter spawned for each; they behave as spawned workers.
+
+
+@contextlib.contextmanager
+def another_thread() -> Iterator[None]:
+    """A second thread in this process for the duration (as a test runner's I/O thread, or torch's)."""
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, name="another-thread", daemon=True)
+    thread.start()
+    try:
+        assert not can_fork()
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_workers_are_forked_by_one_helper_and_build_the_inventory_a_spawned_worker_builds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")  # the workers work where the caller does, not where the helper started
+    manager = manager_with("exit", "noisy")
+    host = acme_host(manager)
+    me = psutil.Process()
+    with another_thread():
+        with WorkerPool(manager, fork=True) as pool:
+            first = pool.build(host)
+            parents = {psutil.Process(pid).ppid() for pid in pool.worker_pids().values()}
+            [helper] = [child for child in me.children() if child.pid in parents]
+            assert "rayaccel.isolation.fork_server" in " ".join(helper.cmdline())
+            assert {psutil.Process(pid).cwd() for pid in pool.worker_pids().values()} == {"/"}
+            second = pool.build(host)
+        with WorkerPool(manager) as spawned:  # fork=False: every worker spawned, as before
+            expected = spawned.build(host)
+    for inventory in (first, second):
+        assert inventory.model_dump(exclude={"problems"}) == expected.model_dump(exclude={"problems"})
+        assert [(p.plugin, p.code) for p in inventory.problems] == [(p.plugin, p.code) for p in expected.problems]
+    assert families(first) == {"acme": ACME_DEVICES, "hostile-noisy": ACME_DEVICES}
+    # A worker that exits is reported with its code, replaced, and the others keep answering.
+    assert "exited with code 7" in problem(second, "hostile-exit").message
+    assert pool.restarts()["hostile-exit"] == 2 and pool.restarts()["acme"] == 0
+    assert not helper.is_running() or helper.status() == psutil.STATUS_ZOMBIE
+    assert me.children(recursive=True) == []  # the helper and every worker are gone with the pool
+
+
+def test_a_worker_started_after_the_environment_changed_is_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK reads some settings at import, which the helper did with the environment it started with."""
+    manager = manager_with()
+    host = acme_host(manager)
+    with another_thread(), WorkerPool(manager, fork=True) as pool:
+        assert families(pool.build(host)) == {"acme": ACME_DEVICES}
+        served = pool.worker_pids()["acme"]
+        helper = psutil.Process(served).ppid()
+        assert helper != os.getpid()
+        monkeypatch.setenv("RAYACCEL_TEST_SETTING", "changed")
+        os.kill(served, signal.SIGKILL)
+        wait_for(lambda: not psutil.pid_exists(served), bool, timeout=30, interval=0.05,
+                 what="the helper to reap the killed worker")
+        assert families(pool.build(host)) == {"acme": ACME_DEVICES}  # its worker was found dead and replaced
+        assert psutil.Process(pool.worker_pids()["acme"]).ppid() == os.getpid()
+        assert pool.restarts()["acme"] == 0  # replaced before the request: no answer of the plugin's was lost

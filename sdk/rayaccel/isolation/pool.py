@@ -51,6 +51,7 @@ from rayaccel import hookspec
 from rayaccel.errors import PluginError
 from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
+from rayaccel.isolation.fork_server import ForkServer
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.isolation.protocol import (
     HostSpec,
@@ -92,7 +93,9 @@ class WorkerPool:
             self.builder = InventoryBuilder(manager, plugins)
             targets = [t for t in (plugin_target(manager, name) for name in self.builder.plugins) if t is not None]
         count = max(1, min(len(targets), workers if workers is not None else len(targets)))
-        self._workers = [WorkerProcess(targets[i::count], self._timeout, fork)
+        # Where this process cannot fork (another thread), one helper forks the workers (fork_server).
+        self._server = ForkServer() if fork else None
+        self._workers = [WorkerProcess(targets[i::count], self._timeout, fork, self._server)
                          for i in range(count) if targets[i::count]]
         self._targets = {t.name: t for t in targets}
         self._isolated = set(self._targets)
@@ -197,7 +200,7 @@ class WorkerPool:
             got, rest = worker.answers(until, wanted)
             answers.update(got)
             while rest:  # the plugins after a failed one, in a fresh worker of their own
-                retry = WorkerProcess(rest, self._timeout, worker.fork)
+                retry = WorkerProcess(rest, self._timeout, worker.fork, self._server)
                 why = retry.request(request.model_copy(update={"plugins": None}))
                 if why is not None:
                     answers.update({t.name: why for t in rest})
@@ -379,6 +382,8 @@ class WorkerPool:
                 worker.kill(wait=False)
             for worker in self._workers:
                 worker.reap()
+            if self._server is not None:
+                self._server.close()
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -1,11 +1,13 @@
 """One worker process of :mod:`rayaccel.isolation.pool`, from the parent's side: started, sent requests, read
 with a deadline, and killed with its whole process group.
 
-A worker starts one of two ways. Spawned (``python -m rayaccel.isolation.plugin_worker``), it pays for an interpreter
-and for importing the SDK (~0.3 s of CPU). Forked from the caller, it starts with the SDK already imported
-and pays only for its own plugin: a one-shot command (``rayaccel inspect``, ``rayaccel start``) forks its
+A worker starts one of three ways. Spawned (``python -m rayaccel.isolation.plugin_worker``), it pays for an
+interpreter and for importing the SDK (~0.3 s of CPU). Forked from the caller, it starts with the SDK already
+imported and pays only for its own plugin: a one-shot command (``rayaccel inspect``, ``rayaccel start``) forks its
 workers. Forking is only safe from a process with one thread, so it is used only when asked for and when the
-caller has no other thread (a process running Ray has many: it spawns).
+caller has no other thread; a caller that asked for it and has others (a process running Ray, a test runner's
+worker) has its workers forked by one helper of the pool instead (:mod:`rayaccel.isolation.fork_server`), and
+spawns them only where that helper cannot serve.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
+from rayaccel.isolation.fork_server import ForkServer, ServedProcess, close_fds_from
 from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
 from rayaccel.plugins.configuration import DISABLE_ENV, PLUGINS_ENV
 from rayaccel.schemas import describe_validation_error
@@ -84,7 +87,7 @@ class ForkedProcess:
 
 
 #: A worker process as :class:`WorkerProcess` drives it.
-Proc = subprocess.Popen[bytes] | ForkedProcess
+Proc = subprocess.Popen[bytes] | ForkedProcess | ServedProcess
 
 
 def can_fork() -> bool:
@@ -121,7 +124,7 @@ def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
             os.dup2(request_read, 0)
             os.dup2(answer_write, 1)
             os.dup2(log.fileno(), 2)
-            _close_fds_from(3)  # the caller's other pipes and files are not the plugin's
+            close_fds_from(3)  # the caller's other pipes and files are not the plugin's
             os.environ.clear()
             os.environ.update(env)
             from rayaccel.isolation.plugin_worker import worker_main
@@ -134,25 +137,16 @@ def _fork(env: dict[str, str]) -> tuple[ForkedProcess, IO[bytes]]:
     return ForkedProcess(pid, os.fdopen(request_write, "wb"), os.fdopen(answer_read, "rb")), log
 
 
-def _close_fds_from(low: int) -> None:
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(low, 1024))
-    for fd in fds:
-        if fd >= low:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
 class WorkerProcess:
     """The worker process of one or more plugins, started on demand and killed (with its process group)
     on misbehaviour. Its plugins are served in order; a plugin's answer must come within its deadline."""
 
-    def __init__(self, targets: Sequence[PluginTarget], timeout: float, fork: bool = False) -> None:
+    def __init__(self, targets: Sequence[PluginTarget], timeout: float, fork: bool = False,
+                 server: ForkServer | None = None) -> None:
         self.targets = list(targets)
         self.timeout = timeout
-        self.fork = fork  # forked from this process when it can be (can_fork), else spawned
+        self.fork = fork  # forked from this process when it can be (can_fork), else by ``server``, else spawned
+        self.server = server
         self.proc: Proc | None = None
         self._log: IO[bytes] | None = None
         self._buffer = b""
@@ -169,7 +163,17 @@ class WorkerProcess:
         return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
     def start(self) -> None:
-        started: tuple[Proc, IO[bytes]] | None = _fork(_worker_env()) if self.fork and can_fork() else None
+        env = _worker_env()
+        started: tuple[Proc, IO[bytes]] | None = None
+        if self.fork and can_fork():
+            started = _fork(env)
+        elif self.fork and self.server is not None:
+            log = tempfile.TemporaryFile(prefix="rayaccel-worker-")  # noqa: SIM115 (closed by kill)
+            served = self.server.start(env, log)
+            if served is None:
+                log.close()
+            else:
+                started = served, log
         self.proc, self._log = started or _spawn()
         self._buffer = b""
         self._host_sent = None
