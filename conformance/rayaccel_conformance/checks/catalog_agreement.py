@@ -12,6 +12,7 @@ from rayaccel.hosts.fixtures import HostState
 from rayaccel.onboarding.catalog_file import catalog_of
 from rayaccel.records import FamilyInventory, SkuCatalog, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.fabric_names import answered_skus, fabric_name_findings
 from rayaccel_conformance.checks.pci_id_forms import FORMS, host_with_id_in_form
 from rayaccel_conformance.checks.value_relations import ratio_mixup
 from rayaccel_conformance.harness.subject import Subject
@@ -132,8 +133,31 @@ def links_reach_the_skus_declared_bandwidth(subject: Subject, fixture: str | Non
     declared figure; the failure names the SKU, its figure, the fastest link found and the mix-up their ratio
     points to (half: a one-way figure halved again; 1/N of N lanes: one lane's figure). Fix: multiply the
     per-link bandwidth by the lanes (links) between the two devices, through a switch too.
+
+    And the fabric the SKU names (``invariant interconnect-names-the-links-fabric``): where the links joining a
+    SKU's devices are all of kind ``other`` (a fabric the vocabulary has no kind for), the node's
+    ``rayaccel.io/interconnect`` label is the catalog's ``interconnect``, so that name must not read as one of the
+    vocabulary's kinds (``pcie5-x16`` -> ``pcie``: the card's host bus, not its fabric). The failure names the SKU,
+    its links, the name, the kind it reads as and the label. Fix: name the devices' own fabric in the catalog (or
+    ``other``), or report the links by the kind they are.
     """
-    fixture, family, skus = _family_and_skus(subject, fixture)
+    if fixture is None:
+        raise NotApplicable("the plugin ships no fixtures")
+    family = subject.inventory(fixture).family(subject.family().name)
+    broken, held = fabric_name_findings(fixture, family, answered_skus(subject)) if family else ([], [])
+    if broken:
+        raise CheckFailed(broken)
+    try:
+        fixture, family, skus = _family_and_skus(subject, fixture)
+        return _bandwidth_evidence(fixture, family, skus) + "".join(f"; {line}" for line in held)
+    except NotApplicable:
+        if not held:
+            raise
+        return f"{fixture}: " + "; ".join(held)
+
+
+def _bandwidth_evidence(fixture: str, family: FamilyInventory, skus: dict[str, SkuRecord]) -> str:
+    """RAC232's bandwidth invariant on ``fixture``: its evidence, or NotApplicable where it holds nothing."""
     of_node = {device.sku for device in family.devices}
     sku = skus.get(next(iter(of_node)) or "") if len(of_node) == 1 else None
     if sku is None or sku.link_bandwidth_gbytes_per_s is None:
