@@ -19,6 +19,7 @@ from rayaccel import hookspec
 from rayaccel.hosts.fixtures import Fixture
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.merged_profiles import merged_profiles
 from rayaccel_conformance.checks.ownership import own_words
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -280,8 +281,14 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
     (a device's known ``memory_mib`` over its units) must be the same for every device offered whole, and
     every partition listed under one ``partition_units`` resource must have the same ``memory_mib``,
     ``compute_slices`` and ``memory_slices``. A size the SDK filled from the catalog is named as such.
+    Partitions of one size can still be two profiles (NVIDIA's ``1g.10gb`` and ``1g.10gb+me``, media
+    extensions, same slices and memory): where each partition's own record on the machine (the library's or
+    JSON record stating its id, its id file's directory, its line of a tool's output) writes its profile as
+    part of one name, the partitions of one resource must be written under one name (invariant
+    one-resource-one-profile, ``checks/merged_profiles.py``; ``+`` matched by ``.``, any case).
     Fix: give differently sized devices or partitions different resource names (a partition resource per
-    profile), or read each device's memory from the device itself, never from another card or a default.
+    profile, named by the vendor's whole profile name, options included), or read each device's memory from
+    the device itself, never from another card or a default.
     """
     family = subject.family()
     fixture = _ref(subject, fixture)
@@ -315,6 +322,11 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
                 wrong.append(f"invariant one-resource-one-size, {variant.name}: partition resource {resource} "
                              f"stands for partitions of (memory_mib, compute_slices, memory_slices) {s1} ({p1}) "
                              f"and {s2} ({p2})")
+    built = subject.inventory(fixture).family(family.name)
+    if built is not None:  # partitions of one size can still be two profiles: the machine's own names tell them apart
+        profiles = {p.id: p.profile for d in built.devices for p in d.partitions}
+        wrong += merged_profiles(built.partition_units, profiles,
+                                 subject.fixture(fixture).host.model_dump(mode="json"))
     _fail(wrong)
     if not compared:
         raise NotApplicable(f"{fixture}: no device or partition of known size is offered")

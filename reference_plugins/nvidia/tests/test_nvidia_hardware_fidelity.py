@@ -139,10 +139,10 @@ def test_h100_mig_an_empty_slot_answered_invalid_argument_is_skipped(manager: Pl
     family = result.family("nvidia")
     assert family is not None and result.problems == []
     (device,) = family.devices
-    assert [p.profile for p in device.partitions] == ["3g.40gb", "2g.20gb", "1g.10gb"]
+    assert [p.profile for p in device.partitions] == ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb.me"]
     assert [h.state for h in family.health] == ["healthy"]
     assert result.resources == {"accelerator_type:H100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0,
-                                "GPU_MIG_1g.10gb": 1.0}
+                                "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}
 
 
 # GPUs without UUIDs -----------------------------------------------------------------------------------

@@ -414,17 +414,22 @@ def gb200_tray_08() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# A Kubernetes pod given one MIG-enabled H100 SXM5 80GB: three MIG devices, and slot 2 empty. Some drivers
+# A Kubernetes pod given one MIG-enabled H100 SXM5 80GB: four MIG devices, and slot 2 empty. Some drivers
 # answer NVML_ERROR_INVALID_ARGUMENT (not NOT_FOUND) for an empty slot; go-nvlib and NVIDIA's DRA driver
-# skip both.
+# skip both. One instance is 1g.10gb+me (GPU instance profile 20, media extensions: 1 NVDEC, 1 JPEG, 1 OFA) beside
+# a plain 1g.10gb (profile 19): the same slices and memory (NVIDIA's MIG user guide, Supported MIG Profiles: both
+# 1/8 of the memory, 1/7 of the SMs), two profiles; NVML names the MIG device by its profile, '+me' included (as
+# nvidia-smi -L and go-nvlib's MigProfile print it: '1g.10gb+me', '1c.1g.5gb+me').
 
 def h100_mig() -> dict[str, Any]:
     system = "h100-mig"
     gpu = device(system, 0, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus="00000000:1B:00.0",
                  memory_mib=81559, numa=0, cpus=cpu_words((0, 55), (112, 167)), cc=(9, 0), arch=9, mig=[1, 1],
                  nvlink=None)
-    # 3g.40gb + 2g.20gb + 1g.10gb = 6 of 7 compute slices; slots 0, 1 and 3 hold MIG devices.
-    profiles = {0: ("3g.40gb", 40320, 2), 1: ("2g.20gb", 20096, 3), 3: ("1g.10gb", 9984, 9)}
+    # 3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb+me = 7 of 7 compute slices, 8 of 8 memory slices; slots 0, 1, 3 and 4
+    # hold MIG devices.
+    profiles = {0: ("3g.40gb", 40320, 2), 1: ("2g.20gb", 20096, 3), 3: ("1g.10gb", 9984, 9),
+                4: ("1g.10gb+me", 9984, 13)}
     gpu["minor_number"] = 0
     gpu["max_mig_devices"] = 7
     gpu["mig_empty_slot_error"] = "NVML_ERROR_INVALID_ARGUMENT"
@@ -438,17 +443,19 @@ def h100_mig() -> dict[str, Any]:
         "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "H100",
         # In MIG mode the GPU is offered only as its instances, each profile its own resource.
         "resources": {"accelerator_type:H100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0,
-                      "GPU_MIG_1g.10gb": 1.0}, "links": 0,
+                      "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}, "links": 0,
         "skus": {gpu["uuid"]: "h100-sxm5-80gb"},
         "labels": labels(sku="h100-sxm5-80gb", count=1, interconnect="none", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
-                         mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}),
+                         mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1, "1g.10gb.me": 1}),
         "device_fields": {gpu["uuid"]: mig_memory(gpu)},
     }
-    return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb, slot 2 empty) as a "
-                   "pod sees it", "H100 MIG profile names from NVIDIA's MIG "
-                   "user guide (memory sizes approximate); an empty slot answers NVML_ERROR_INVALID_ARGUMENT as "
-                   "NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it like NOT_FOUND); "
+    return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb+me, slot 2 "
+                   "empty) as a pod sees it", "H100 MIG profile names from NVIDIA's MIG "
+                   "user guide, Supported MIG Profiles (1g.10gb+me: 1 NVDEC /1 JPEG /1 OFA, one instance per GPU; "
+                   "the same memory as 1g.10gb; memory sizes approximate); an empty slot answers "
+                   "NVML_ERROR_INVALID_ARGUMENT as NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it "
+                   "like NOT_FOUND); "
                    f"{MIG_MINORS} as the driver writes it (its GPU's lines)",
                    "h100-pod-5", nvml, expected, files={MIG_MINORS: mig_minors([0])})
 
