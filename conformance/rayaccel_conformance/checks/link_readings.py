@@ -16,6 +16,7 @@ from typing import Any
 from rayaccel.hosts.fixtures import HostState
 from rayaccel.records import Device, FamilyInventory, Link
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.host_grids import grid_link_problems
 from rayaccel_conformance.checks.link_routes import routes_taken_for_links
 from rayaccel_conformance.checks.readings import Reading, host_readings, names_peer, owned_by, scaled_host
 from rayaccel_conformance.harness.subject import Subject
@@ -109,8 +110,13 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     a pair the host states at ``h`` hops (a number in a field named for hops: ``hops``, ``num_hops``, a CSV
     column so named) that its pairs at 1 hop join by a chain of exactly ``h`` links of that kind through other
     devices (``invariant a-route-is-no-link``: a tool listing every pair, as ROCm SMI does, lists routes too).
+    Where a TPU family's node states its chip grid (``TPU_CHIPS_PER_HOST_BOUNDS``, else the TPU VM's ``tpu-env``
+    ``CHIPS_PER_HOST_BOUNDS``), every ICI link between two of its chips joins neighbours in it, chip ``i`` at
+    ``(i mod X, i div X)`` as jax lists them (``invariant links-join-grid-neighbours``: a grid laid out otherwise,
+    transposed, reports as many links between chips that have none).
     Fix: read each link's bandwidth from the entry that names both its ends, at every poll, keep the vendor's
-    spelling of a device's id, and keep the pairs a tool states at 1 hop.
+    spelling of a device's id, keep the pairs a tool states at 1 hop, and lay a TPU host's chips out by the
+    bounds its node states.
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -123,6 +129,8 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     before = _bandwidths(fam)
     wrong = stated_links_missing(fam, readings, fx.ref) + routes_taken_for_links(fam.devices, fam.topology, readings,
                                                                                  fx.ref)
+    grid_wrong, grid_note = grid_link_problems(family, fam, simulated_host(fx), fx.ref)
+    wrong += grid_wrong
     followed: list[str] = []
     for link in _spread([ln for ln in fam.topology.links if ln.bandwidth_gbps]):
         own = link_readings(link, by_id, readings)
@@ -164,5 +172,8 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong[:6])
     if not followed:
+        if grid_note:
+            return f"{fx.ref}: {grid_note}; no link's bandwidth is found among the readings that name both its ends"
         raise NotApplicable(f"{fx.ref}: no link's bandwidth is found among the readings that name both its ends")
-    return f"{fx.ref}: links {', '.join(followed)} each followed their own reading, no other device's link moved"
+    return (f"{fx.ref}: links {', '.join(followed)} each followed their own reading, no other device's link moved"
+            + (f"; {grid_note}" if grid_note else ""))
