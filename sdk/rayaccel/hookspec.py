@@ -303,10 +303,14 @@ def rayaccel_visible_env(unit_ids: Sequence[str]) -> dict[str, str]:
     """The environment to set so a process sees exactly ``unit_ids``.
 
     The SDK's default is ``{<visible env var>: ",".join(unit_ids)}``. Override when the runtime needs
-    more (TPU's ``TPU_CHIPS_PER_HOST_BOUNDS`` for 1 or 2 chips).
+    more (TPU's ``TPU_CHIPS_PER_HOST_BOUNDS`` for 1 or 2 chips), and declare each such variable in
+    ``FamilyDeclaration.visible_env_companions``: the SDK sets only the family's variable and those, as Ray's
+    managers write only theirs, and drops any other key with a warning (a library path or thread count set
+    here would replace the node's in every task's process).
 
     :param unit_ids: the ids assigned to the task or actor, in order.
-    :returns: env var -> value; it must include the visible-devices env var.
+    :returns: env var -> value; it must include the visible-devices env var, and hold no other key than the
+        declared companions.
 
     .. versionadded:: 1.0
     """

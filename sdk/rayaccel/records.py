@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rayaccel.cpus import CpuListError, parse_cpu_list
-from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_RESOURCE_LABELS, RAY_VISIBLE_ENV_COMPANIONS
 from rayaccel.support.safe_text import control_characters
 from rayaccel.vocabulary import (  # named here too, beside the records that use them
     DEVICE_FILE as DEVICE_FILE,
@@ -334,6 +334,10 @@ class FamilyDeclaration(Record):
     health_reasons: list[ReasonCode] = Field(
         default_factory=list, description="Every reason code the plugin's health hook reports and how it classifies "
         "it: the table operators write health policies from")
+    visible_env_companions: list[EnvVarName] = Field(
+        default_factory=list, description="Variables rayaccel_visible_env sets beside visible_devices_env_var, each "
+        "the runtime's own device selection for the units given (TPU: TPU_CHIPS_PER_HOST_BOUNDS, TPU_HOST_BOUNDS, "
+        "as Ray's manager writes them); the SDK sets no other key a plugin's visible env returns")
 
     @model_validator(mode="after")
     def _env_var_is_the_familys_own(self) -> FamilyDeclaration:
@@ -341,6 +345,27 @@ class FamilyDeclaration(Record):
         if why:
             raise ValueError(f"visible_devices_env_var {why}")
         return self
+
+    @model_validator(mode="after")
+    def _companions_select_devices(self) -> FamilyDeclaration:
+        rays = next((RAY_VISIBLE_ENV_COMPANIONS.get(manager, ()) for manager, pair in RAY_BUILTIN_FAMILIES.items()
+                     if pair == (self.resource_name, self.visible_devices_env_var)), None)
+        for name in self.visible_env_companions:
+            if name == self.visible_devices_env_var:
+                raise ValueError(f"visible_env_companions: {name} is the family's visible_devices_env_var itself")
+            if rays is not None and name not in rays:
+                raise ValueError(f"visible_env_companions: {name} is not a variable Ray's manager for "
+                                 f"{self.resource_name} with {self.visible_devices_env_var} writes beside it (it "
+                                 f"writes {', '.join(rays) or 'none'})")
+            why = visible_env_problem(name, self.resource_name) if rays is None else None
+            if why:
+                raise ValueError(f"visible_env_companions {why}")
+        return self
+
+    @property
+    def visibility_variables(self) -> tuple[str, ...]:
+        """Every variable the family's visibility sets for a task: its visible-devices variable and its companions."""
+        return (self.visible_devices_env_var, *self.visible_env_companions)
 
     @model_validator(mode="after")
     def _ray_labels_are_rays_for_the_resource(self) -> FamilyDeclaration:

@@ -12,7 +12,8 @@ from rayaccel import Device, FamilyDeclaration, Host, hookimpl
 @hookimpl
 def rayaccel_family() -> FamilyDeclaration:
     return FamilyDeclaration(name="zeta", vendor="Zeta Labs", resource_name="ZETA",
-                             visible_devices_env_var="ZETA_VISIBLE_DEVICES", spec_version="1.0")
+                             visible_devices_env_var="ZETA_VISIBLE_DEVICES", spec_version="1.0",
+                             visible_env_companions=["ZETA_DEVICE_COUNT"])
 
 
 @hookimpl

@@ -21,6 +21,7 @@ from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
 from rayaccel_conformance.checks.recounted_devices import recounted_device_errors
 from rayaccel_conformance.checks.value_relations import renamed_partitions, trimmed_ids
+from rayaccel_conformance.checks.visibility_variables import unowned_variable_errors, unowned_variables
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -323,8 +324,13 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
     with spaces around entries and with empty entries (``"2, 3,"``), as people write it. A plugin that
     renumbers units (units 2 and 3 set as ``0,1``) puts two tasks on one card. The env may never set another
     family's visible-devices variable (one of Ray's built-in families', or another installed plugin's): a
-    task on this family's units would hide that family's devices. Fix: make ``rayaccel_parse_visible`` the
-    exact inverse of ``rayaccel_visible_env``, for any subset and order, and set only the family's own var.
+    task on this family's units would hide that family's devices. Nor may it set any key that is no visibility
+    variable of the family (``invariant sets-only-its-visibility-variables``): Ray's managers write their own
+    variable alone for a task (TPU's two sub-host bounds beside it), and a day-zero family's companions are those
+    its declaration lists in ``visible_env_companions``; a library path or thread count written there would
+    replace the node's in every task's process, so the SDK drops it. Fix: make ``rayaccel_parse_visible`` the
+    exact inverse of ``rayaccel_visible_env``, for any subset and order, and set only the family's own var and
+    the companions it declares.
     """
     from rayaccel.plugins.manager import MISSING
     from rayaccel.records import Problem
@@ -337,6 +343,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed(subject.consequence(built, f"{fixture}: no schedulable units to round-trip"))
     others = foreign_visibility_vars(subject)
     wrong, tried = [], []
+    unowned: list[tuple[list[str], dict[str, str]]] = []
     for chosen in unit_sets(ids):
         problems: list[Problem] = []
         raw = subject.manager.call(subject.name, "rayaccel_visible_env", problems, unit_ids=list(chosen))
@@ -349,6 +356,8 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
             wrong.append(f"rayaccel_visible_env for {chosen} sets {', '.join(foreign)}, the visible-devices variable "
                          f"of {others[foreign[0]]}: a plugin sets only its own family's {var}")
             continue
+        if raw is not MISSING:
+            unowned.append((list(chosen), unowned_variables(family, raw)))
         if raw is not MISSING and var not in raw:
             wrong.append(f"rayaccel_visible_env for {chosen} returned {dict(raw)} without {var} (the SDK would "
                          f"fall back to {var}={','.join(chosen)!r}, hiding the defect)")
@@ -365,6 +374,7 @@ def visible_env_round_trip(subject: Subject, fixture: str | None) -> Evidence:
                 wrong.append(f"{var}={value!r} (set for units {chosen}){how} parses back as {back}")
                 break
         tried.append(f"{chosen}->{value!r}")
+    wrong = unowned_variable_errors(family, unowned) + wrong
     if wrong:
         raise CheckFailed(wrong[:6] + ([f"... and {len(wrong) - 6} more"] if len(wrong) > 6 else []))
     return [f"{len(tried)} unit sets round-trip (subsets, orders, spaces and empty entries)", *tried[:3]]

@@ -192,7 +192,7 @@ class InventoryBuilder:
         partial = FamilyInventory(family=declaration, plugin=plugin, devices=devices, topology=topology,
                                   health=health, accelerator_type=accelerator_type, sku_known=sku_known,
                                   resources=resources, schedulable_units=units, labels={},
-                                  worker=self.worker_needs(plugin, units), partition_units=partition_units,
+                                  worker=self.worker_needs(plugin, units, problems), partition_units=partition_units,
                                   decisions=decisions)
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
         labels.update(self._plugin_labels(plugin, host, partial, problems))
@@ -200,14 +200,28 @@ class InventoryBuilder:
                    if with_metrics else [])
         return partial.model_copy(update={"labels": labels, "metrics": metrics})
 
-    def worker_needs(self, plugin: str, units: Sequence[str]) -> WorkerNeeds:
-        """What the family's workers need for these units: computed here, once, so outputs never call plugins."""
+    def worker_needs(self, plugin: str, units: Sequence[str], problems: list[Problem] | None = None) -> WorkerNeeds:
+        """What the family's workers need for these units: computed here, once, so outputs never call plugins.
+        A key of the plugin's visible env that is no visibility variable of the family is dropped, said in
+        ``problems``: the node's processes keep their own value of it."""
         custom_env = self.manager.implements(plugin, "rayaccel_visible_env")
-        env_var = self.manager.family(plugin).visible_devices_env_var
+        declaration = self.manager.family(plugin)
+        env_var = declaration.visible_devices_env_var
         if not units:
             visible = {}
         elif custom_env:
             visible = self.manager.visible_env(plugin, units)
+            foreign = sorted(set(visible) - set(declaration.visibility_variables))
+            if foreign and problems is not None:
+                problems.append(self._problem(
+                    plugin, "rayaccel_visible_env", "foreign-visible-env",
+                    f"sets {', '.join(foreign)}, which is no visibility variable of family {declaration.name} "
+                    f"({', '.join(declaration.visibility_variables)}); it is dropped, so a task's process keeps "
+                    "the node's value", "set only the family's visible-devices variable, and declare a runtime "
+                    "variable that selects the units given in FamilyDeclaration.visible_env_companions; a library "
+                    "path or other setting belongs to the node's environment or the runtime's install",
+                    severity="warning"))
+            visible = {key: value for key, value in visible.items() if key in declaration.visibility_variables}
         else:
             visible = {env_var: ",".join(units)}
         return WorkerNeeds(custom_parse=self.manager.implements(plugin, "rayaccel_parse_visible"),

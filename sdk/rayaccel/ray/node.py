@@ -210,7 +210,9 @@ def node_config(inventory: NodeInventory, *, simulate: str | None = None, fault_
         if is_day_zero(declaration.resource_name, env_var):
             # Always set: a value inherited from the starting process must not reach the workers, and a
             # task without units then sees exactly the healthy devices.
-            env.update(family.worker.visible_env or {env_var: ",".join(units)})  # (a hand-made inventory)
+            visible = family.worker.visible_env or {env_var: ",".join(units)}  # (a hand-made inventory)
+            # The family's visibility variables only: any other key (a library path) stays the node's own.
+            env.update({key: value for key, value in visible.items() if key in declaration.visibility_variables})
         elif units != [str(i) for i in range(len(units))] or env_var in os.environ:
             # Ray's own manager parses this variable: give it Ray's format (comma-separated ids). Left
             # unset when Ray's instance ids are the unit ids already, as on a plain `ray start`.

@@ -49,6 +49,9 @@ class FamilySpec:
     #: The plugin implements rayaccel_parse_visible / rayaccel_visible_env: load it to call them.
     custom_parse: bool = False
     custom_env: bool = False
+    #: The variables the family's visibility sets beside ``env_var`` (``FamilyDeclaration.visible_env_companions``):
+    #: a task's process gets these and ``env_var`` from the plugin's visible env, no other key it returns.
+    companions: list[str] = field(default_factory=list)
     #: A partition profile's resource (``GPU_MIG_1g.10gb``): its ids are partition ids, which the claims
     #: table gives each task; the node's value of the env var (whole devices' ids) is not its list.
     partition: bool = False
@@ -88,7 +91,8 @@ def _spec(plugin: str, declaration: FamilyDeclaration, *, custom_parse: bool, cu
     return FamilySpec(plugin=plugin, name=declaration.name, resource_name=declaration.resource_name,
                       env_var=declaration.visible_devices_env_var,
                       quantity_rule=declaration.quantity_rule.model_dump(mode="json"),
-                      custom_parse=custom_parse, custom_env=custom_env)
+                      custom_parse=custom_parse, custom_env=custom_env,
+                      companions=list(declaration.visible_env_companions))
 
 
 def partition_specs(family: FamilyInventory) -> list[FamilySpec]:
@@ -124,8 +128,13 @@ def parse_visible(spec: FamilySpec, value: str) -> list[str]:
 
 
 def visible_env(spec: FamilySpec, unit_ids: Sequence[str]) -> dict[str, str]:
+    """What a process given ``unit_ids`` is set: the family's variable and its declared companions only, as Ray's
+    managers write only theirs; any other key the plugin returns (a library path) stays the process's own (the
+    inventory's problems say it was dropped)."""
     if spec.custom_env:
-        return _plugin_manager().visible_env(spec.plugin, unit_ids)
+        owned = {spec.env_var, *spec.companions}
+        return {key: value for key, value in _plugin_manager().visible_env(spec.plugin, unit_ids).items()
+                if key in owned}
     return {spec.env_var: ",".join(unit_ids)}
 
 

@@ -57,6 +57,13 @@ RAY_IMPORT_ENVIRON: dict[str, str] = {"RAY_CLIENT_MODE": "0"}
 #: (``FamilyDeclaration.ray_labels``) and set them as Ray would; no other ``ray.io/`` label is a plugin's.
 RAY_RESOURCE_LABELS: dict[str, tuple[str, ...]] = {"TPU": RAY_TPU_LABELS}
 
+#: The variables Ray's manager writes beside its visible-devices variable for a task
+#: (``set_current_process_visible_accelerator_ids``): TPU's sub-host bounds for one or two chips; every other manager
+#: writes its own variable alone. A family with that (resource, variable) pair may declare them
+#: (``FamilyDeclaration.visible_env_companions``) and set them as Ray does; no other companion is Ray's.
+RAY_VISIBLE_ENV_COMPANIONS: dict[str, tuple[str, ...]] = {
+    "TPUAcceleratorManager": ("TPU_CHIPS_PER_HOST_BOUNDS", "TPU_HOST_BOUNDS")}
+
 
 def unit_request(resource: str, k: float) -> dict[str, Any]:
     """Task or actor options asking for k units of ``resource``: ``num_gpus`` for GPU (Ray refuses

@@ -19,6 +19,8 @@ def rayaccel_family() -> rayaccel.FamilyDeclaration:
                                      contact="https://github.com/rayaccel/rayaccel/issues", license="Apache-2.0",
                                      tested_ray_versions=["2.60.0"]),
         ray_labels=list(RAY_TPU_LABELS.values()),  # the slice labels Ray's own TPU manager sets
+        # the sub-host bounds Ray's TPU manager writes beside TPU_VISIBLE_CHIPS for one or two chips
+        visible_env_companions=[visibility.CHIPS_PER_HOST_BOUNDS, visibility.HOST_BOUNDS],
         # GKE's TPU resource; the TPU VM's chips are /dev/accel<N>
         schedulers=rayaccel.SchedulerNames(kubernetes_resource="google.com/tpu", dra_driver="tpu.google.com",
                                            slurm_gres="tpu", device_files=["/dev/accel{index}"]),
