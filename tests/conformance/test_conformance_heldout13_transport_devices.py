@@ -23,10 +23,12 @@ import rayaccel_amd.plugin
 import rayaccel_neuron.plugin
 import rayaccel_nvidia.plugin
 from rayaccel import TransportSpec
+from rayaccel.inventory.transport_paths import Endpoint, choose_transport
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES
+from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, RAY_TORCH_DEVICE_TYPES
+from rayaccel.testing import plugin_kit
 from rayaccel_conformance.checks import all_checks
-from rayaccel_conformance.checks.transport_devices import RAY_TORCH_DEVICE_TYPES, device_type_problems
+from rayaccel_conformance.checks.transport_devices import device_type_problems
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins import corpus_transport_devices
@@ -123,7 +125,7 @@ def test_a_transport_declared_for_another_device_type_fails_rac305_naming_it(mut
 
 @pytest.mark.parametrize("mutant", TRANSPORT_DEVICE_MUTANTS, ids=lambda cls: cls.__name__)
 def test_the_same_family_declaring_what_its_tensors_are_passes_rac305(mutant: type[Healthy]) -> None:
-    class Right(mutant):  # type: ignore[misc,valid-type]
+    class Right(mutant):  # type: ignore[misc]
         def rayaccel_transports(self) -> list[TransportSpec]:
             spec = super().rayaccel_transports()[0]
             return [spec.model_copy(update={"devices": ["cuda"] if spec.devices == ["hip"] else ["cpu"]})]
@@ -132,3 +134,19 @@ def test_the_same_family_declaring_what_its_tensors_are_passes_rac305(mutant: ty
     subject = graded(Right(f"c-right-{mutant.__name__.lower()[:12]}"))
     said = str(CHECKS["RAC305"].function(subject))
     assert "cuda)" in said or "cpu)" in said, said
+
+
+def test_path_selection_passes_over_a_transport_the_families_tensors_never_match() -> None:
+    """a2's RCCL reached users before: `rayaccel transports` offered it over xGMI, where Ray refuses every transfer of
+    the family's tensors. Path selection now passes it over, naming why; the shipped declaration carries xGMI."""
+    inventory = plugin_kit(rayaccel_amd.plugin, "amd").inventory("mi300x-8")
+    family = inventory.family("amd")
+    assert family is not None
+    link = next(link for link in family.topology.links if link.kind == "xgmi")
+    a, b = Endpoint(inventory, "amd", link.a), Endpoint(inventory, "amd", link.b)
+    rccl = next(s for s in rayaccel_amd.plugin.rayaccel_transports() if s.name == "RCCL")
+    shipped = choose_transport(a, b, {family.plugin: [rccl]}, same_node=True)
+    assert (shipped.transport, shipped.path, shipped.link) == ("RCCL", "scale-up", "xgmi"), shipped
+    edited = choose_transport(a, b, {family.plugin: [rccl.model_copy(update={"devices": ["hip"]})]}, same_node=True)
+    assert edited.transport != "RCCL" and edited.path == "host", edited
+    assert "RCCL is not declared for cuda, the torch device type of these devices' tensors" in edited.reason, edited

@@ -15,32 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rayaccel.support.raycompat import ray_family_for
+from rayaccel.support.raycompat import torch_device_type
 from rayaccel_conformance.checks.ownership import RAY_TRANSPORT_CLASSES
-
-#: Ray's accelerator managers -> the torch device type of their workers' tensors, where Ray's torch device manager
-#: for the resource and the vendor's torch build agree on one. Left out: Intel's and Apple's GPU managers (Ray's
-#: CUDA device manager serves their resource, GPU, but their torch builds call the device xpu and mps), MetaX's,
-#: the TPU manager (Ray's torch_tpu device is ``tpu``, torch_xla's tensors are ``xla``) and those Ray has no
-#: torch device manager for. tests/conformance/test_conformance_heldout13_transport_devices.py holds it to Ray's
-#: code.
-RAY_TORCH_DEVICE_TYPES: dict[str, str] = {
-    "NvidiaGPUAcceleratorManager": "cuda",
-    "AMDGPUAcceleratorManager": "cuda",
-    "HPUAcceleratorManager": "hpu",
-    "NPUAcceleratorManager": "npu",
-}
 
 #: Host memory: a device type every family's tensors may have, and a transport may move beside its own.
 HOST = "cpu"
 
 
 def family_device_type(family: Any) -> tuple[str, str] | None:
-    """(Ray's manager of ``family``, the torch device type of its tensors), or None where Ray gives no one answer."""
-    manager = ray_family_for(family.resource_name, family.visible_devices_env_var)
-    if manager is None or manager not in RAY_TORCH_DEVICE_TYPES:
-        return None
-    return manager, RAY_TORCH_DEVICE_TYPES[manager]
+    """(Ray's manager of ``family``, the torch device type of its tensors), or None where Ray gives no one answer
+    (``rayaccel.support.raycompat.RAY_TORCH_DEVICE_TYPES``)."""
+    return torch_device_type(family.resource_name, family.visible_devices_env_var)
 
 
 def device_type_problems(spec: Any, family: Any) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
+from rayaccel.support.raycompat import torch_device_type
 
 #: Ray's own transports: declared by plugins for path selection, never registered again.
 RAY_TRANSPORTS = ("NCCL", "GLOO", "CUDA_IPC", "NIXL")
@@ -65,6 +66,20 @@ def moves_host_memory_only(spec: TransportSpec) -> bool:
     through host memory, and a scale-up link (NVLink, NVSwitch, xGMI, ICI, NeuronLink, a scale-up domain) joins two
     devices' memories with no host memory on the way: it never carries one, whatever its ``link_kinds`` say."""
     return all(device == "cpu" for device in spec.devices)
+
+
+def misses_device_type(spec: TransportSpec, families: Sequence[FamilyInventory | None]) -> str | None:
+    """The torch device type of a family's tensors that ``spec``, a transport of device memory, is not declared for
+    (Ray's answer for the family's manager: ``RAY_TORCH_DEVICE_TYPES``), or None. Ray matches a tensor to a
+    transport by ``tensor.device.type`` in its declared devices (``device_match_transport``), so such a transport
+    never moves one of those devices' tensors (RAC305 fails the declaration itself)."""
+    if moves_host_memory_only(spec):
+        return None
+    for fam in families:
+        known = torch_device_type(fam.family.resource_name, fam.family.visible_devices_env_var) if fam else None
+        if known is not None and known[1] not in spec.devices:
+            return known[1]
+    return None
 
 
 def _family(end: Endpoint) -> FamilyInventory | None:
@@ -142,15 +157,20 @@ def choose_transport(a: Endpoint, b: Endpoint, declared: Mapping[str, Sequence[T
         # A declaration is the plugin's word; a CPU-only transport labelled "scale-up" would move a job onto a host
         # copy, so it is passed over here and named in the reason (RAC305 fails the declaration itself).
         host_only = [s for s in declaring if path == "scale-up" and moves_host_memory_only(s)]
-        carriers = [s for s in usable if s in declaring and s not in host_only]
+        # Nor is a device transport declared for a device type the ends' tensors never have: Ray never matches one.
+        unmatched = {s.name: own for s in declaring if (own := misses_device_type(s, (fa, fb))) is not None}
+        carriers = [s for s in usable if s in declaring and s not in host_only and s.name not in unmatched]
         if carriers:
             spec = carriers[0]
             owner = fa.plugin if fa else "?"
             return Choice(spec.name, path, link, f"{why}; {spec.name} (declared by {owner}"
                           + ("" if fb is None or fb.plugin == owner else f" and {fb.plugin}")
                           + f") carries {link}")
-        local = [s.name for s in declaring if s not in usable and s not in host_only]
+        local = [s.name for s in declaring if s not in usable and s not in host_only and s.name not in unmatched]
         why_not = [f"{', '.join(local)} moves tensors within one node only"] if local else []
+        why_not += [f"{name} is not declared for {own}, the torch device type of these devices' tensors (Ray "
+                    f"matches a tensor to a transport by its device type, so {name} never moves them)"
+                    for name, own in unmatched.items()]
         if host_only:
             why_not.append(f"{', '.join(s.name for s in host_only)} moves CPU tensors only, copies staged through "
                            f"host memory, which a scale-up link between two devices' memories never carries (its "

@@ -30,6 +30,19 @@ RAY_BUILTIN_FAMILIES: dict[str, tuple[str, str | None]] = {
 
 RAY_ACCELERATOR_RESOURCES = frozenset(res for res, _ in RAY_BUILTIN_FAMILIES.values())
 
+#: Ray's accelerator managers -> the torch device type of their workers' tensors, where Ray's torch device manager
+#: for the resource (``ray.air._internal.device_manager``: GPU -> ``cuda``, HPU -> ``hpu``, NPU -> ``npu``) and the
+#: vendor's torch build agree on one (ROCm's torch calls AMD GPUs ``cuda`` too). Left out: Intel's and Apple's GPU
+#: managers (their torch builds say xpu and mps), MetaX's, TPU's (torch_tpu ``tpu`` beside torch_xla ``xla``) and
+#: those Ray has no torch device manager for. Ray matches a tensor to a transport by this type
+#: (``device_match_transport``). tests/conformance/test_conformance_heldout13_transport_devices.py holds it to Ray.
+RAY_TORCH_DEVICE_TYPES: dict[str, str] = {
+    "NvidiaGPUAcceleratorManager": "cuda",
+    "AMDGPUAcceleratorManager": "cuda",
+    "HPUAcceleratorManager": "hpu",
+    "NPUAcceleratorManager": "npu",
+}
+
 #: Resource names Ray itself owns: no plugin may claim them.
 RAY_RESERVED_RESOURCES = frozenset({"CPU", "memory", "object_store_memory", "bundle"})
 RAY_RESERVED_RESOURCE_PREFIXES = ("node:", "accelerator_type:")
@@ -77,6 +90,14 @@ def ray_family_for(resource_name: str, env_var: str) -> str | None:
         if pair == (resource_name, env_var):
             return manager
     return None
+
+
+def torch_device_type(resource_name: str, env_var: str) -> tuple[str, str] | None:
+    """(Ray's manager of the family, the torch device type of its tensors), or None where Ray gives no one answer."""
+    manager = ray_family_for(resource_name, env_var)
+    if manager is None or manager not in RAY_TORCH_DEVICE_TYPES:
+        return None
+    return manager, RAY_TORCH_DEVICE_TYPES[manager]
 
 
 def reserved_resource_problem(resource_name: str, env_var: str) -> str | None:
