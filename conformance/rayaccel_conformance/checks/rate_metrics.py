@@ -20,6 +20,7 @@ from rayaccel.hosts.fixtures import Fixture, HostState
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.records import STANDARD_METRICS, Device, MetricSample, Problem
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.counter_polls import counter_failures
 from rayaccel_conformance.checks.invariants import KIND_MAX_GBYTES_PER_S, catalog_link_maxima
 from rayaccel_conformance.checks.supported import metric_value_differences
 from rayaccel_conformance.harness.subject import Subject
@@ -122,8 +123,15 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     the new values (``SimulatedHost.change_machine``, as a driver reload or a GPU reset does to NVML's
     counters), and a third poll may give that device no negative rate and none above its SKU's bandwidth
     (without one, above the fastest link product of any kind; `invariant no-rate-across-a-counter-reset`: a
-    counter's fall taken for traffic, or for a wrap; a negative rate a range check refused is named too). Not
-    applicable where the second poll gives no rate and the fixture states none. Fix: keep each counter's
+    counter's fall taken for traffic, or for a wrap; a negative rate a range check refused is named too). A counter
+    metric (``ecc_errors_corrected``, ``ecc_errors_uncorrected``: the SDK exports them as Prometheus counters) is
+    polled three times on one host: the fixture's machine, a machine on which the device's numbers only rose (a fault
+    of the fixture raising them, else each counter reading the plugin publishes doubled) and that machine again; it
+    may not fall from the first poll to the second, nor change from the second to the third (``invariant
+    a-counter-never-goes-down``: a counter published as the increase, or the errors per second, since the previous
+    poll falls back to 0, which Prometheus takes for a reset). Not applicable where the second poll gives no rate,
+    the fixture states none and no machine moves a counter the plugin publishes. Fix: publish an error counter as
+    the device's running total, as the vendor counts it; keep each counter's
     previous sample per device (and per library session), divide the counter's advance by the time between the
     samples' timestamps, and convert it from the counter's unit (NVML's NVLink counters are KiB: x 1024) to
     bytes; report one direction; when a counter is below its previous sample it has reset: give no rate for
@@ -137,13 +145,19 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     stated = {device: {n: v for n, v in values.items() if n in rates}
               for device, values in fx.expected.metric_values.items()}
     stated = {device: values for device, values in stated.items() if values}
+    fam = subject.inventory(fixture).family(subject.family().name)
+    counter_wrong, counted = counter_failures(subject, fx, fam.metrics if fam else [], devices)
     host = simulated_host(fx)
     second, problems = _poll_twice(subject, host, devices)
     measured = [s for s in second if s.name in rates]
     if not measured and not stated:
-        raise NotApplicable(f"{ref}: no rate on the second poll and none stated")
+        if counter_wrong:
+            raise CheckFailed(counter_wrong[:6])
+        if counted is None:
+            raise NotApplicable(f"{ref}: no rate on the second poll and none stated; no counter a machine moves")
+        return f"{ref}: no rate on the second poll and none stated; counters polled over {counted}, none going down"
     where = f"{ref}, second poll"
-    wrong = list(problems)
+    wrong = [*counter_wrong, *problems]
     declared = catalog_link_maxima(subject)
     sku_of = {d.id: d.sku for d in devices}
     for sample in measured:
@@ -179,4 +193,5 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong[:6])
     return (f"{ref}: {len(measured)} rates on the second poll, within their SKUs' link bandwidth"
-            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + reset)
+            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + reset
+            + (f"; counters polled over {counted}, none going down" if counted else ""))
