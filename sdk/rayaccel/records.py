@@ -346,10 +346,15 @@ class FamilyDeclaration(Record):
             raise ValueError(f"visible_devices_env_var {why}")
         return self
 
+    def _rays_companions(self) -> tuple[str, ...] | None:
+        """What Ray's manager writes beside the family's variable where the (resource, variable) pair is Ray's own
+        (none for most managers); None for a day-zero family."""
+        return next((RAY_VISIBLE_ENV_COMPANIONS.get(manager, ()) for manager, pair in RAY_BUILTIN_FAMILIES.items()
+                     if pair == (self.resource_name, self.visible_devices_env_var)), None)
+
     @model_validator(mode="after")
     def _companions_select_devices(self) -> FamilyDeclaration:
-        rays = next((RAY_VISIBLE_ENV_COMPANIONS.get(manager, ()) for manager, pair in RAY_BUILTIN_FAMILIES.items()
-                     if pair == (self.resource_name, self.visible_devices_env_var)), None)
+        rays = self._rays_companions()
         for name in self.visible_env_companions:
             if name == self.visible_devices_env_var:
                 raise ValueError(f"visible_env_companions: {name} is the family's visible_devices_env_var itself")
@@ -364,7 +369,12 @@ class FamilyDeclaration(Record):
 
     @property
     def visibility_variables(self) -> tuple[str, ...]:
-        """Every variable the family's visibility sets for a task: its visible-devices variable and its companions."""
+        """Every variable the family's visibility sets for a task: its visible-devices variable and its companions.
+        For a pair Ray owns, what Ray's manager writes beside the variable, declared or not: a plugin written before
+        ``visible_env_companions`` existed that sets TPU's sub-host bounds as Ray does keeps them."""
+        rays = self._rays_companions()
+        if rays is not None:
+            return (self.visible_devices_env_var, *rays)
         return (self.visible_devices_env_var, *self.visible_env_companions)
 
     @model_validator(mode="after")

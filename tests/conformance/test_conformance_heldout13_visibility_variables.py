@@ -74,6 +74,18 @@ def test_tpus_bounds_which_ray_writes_too_pass() -> None:
     assert "unit sets round-trip" in str(CHECKS["RAC107"].function(subject, "tpu/v5e-8"))
 
 
+def test_rays_own_companions_stay_the_familys_where_a_plugin_declares_none() -> None:
+    """A TPU plugin written before visible_env_companions existed writes Ray's bounds beside TPU_VISIBLE_CHIPS as
+    Ray's manager does: neither the SDK drops them nor RAC107 names them; another key is still named."""
+    undeclared = rayaccel_tpu.plugin.rayaccel_family().model_copy(update={"visible_env_companions": []})
+    env = rayaccel_tpu.plugin.rayaccel_visible_env(["0", "1"])
+    assert set(undeclared.visibility_variables) == set(env) == {
+        "TPU_VISIBLE_CHIPS", "TPU_CHIPS_PER_HOST_BOUNDS", "TPU_HOST_BOUNDS"}
+    assert unowned_variables(undeclared, env) == {}
+    assert unowned_variables(undeclared, {**env, "LD_LIBRARY_PATH": "/opt/vendor/lib"}) == {
+        "LD_LIBRARY_PATH": "/opt/vendor/lib"}
+
+
 def test_a_runtime_variable_a_day_zero_family_declares_passes_and_undeclared_is_named() -> None:
     declared = zeta.rayaccel_family()
     env = zeta.rayaccel_visible_env(["0", "2"])

@@ -49,7 +49,7 @@ class FamilySpec:
     #: The plugin implements rayaccel_parse_visible / rayaccel_visible_env: load it to call them.
     custom_parse: bool = False
     custom_env: bool = False
-    #: The variables the family's visibility sets beside ``env_var`` (``FamilyDeclaration.visible_env_companions``):
+    #: The variables the family's visibility sets beside ``env_var`` (``FamilyDeclaration.visibility_variables``):
     #: a task's process gets these and ``env_var`` from the plugin's visible env, no other key it returns.
     companions: list[str] = field(default_factory=list)
     #: A partition profile's resource (``GPU_MIG_1g.10gb``): its ids are partition ids, which the claims
@@ -92,7 +92,7 @@ def _spec(plugin: str, declaration: FamilyDeclaration, *, custom_parse: bool, cu
                       env_var=declaration.visible_devices_env_var,
                       quantity_rule=declaration.quantity_rule.model_dump(mode="json"),
                       custom_parse=custom_parse, custom_env=custom_env,
-                      companions=list(declaration.visible_env_companions))
+                      companions=list(declaration.visibility_variables[1:]))
 
 
 def partition_specs(family: FamilyInventory) -> list[FamilySpec]:
