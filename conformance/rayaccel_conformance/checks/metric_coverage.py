@@ -11,6 +11,7 @@ from __future__ import annotations
 from rayaccel.hosts.fixtures import Fixture
 from rayaccel_conformance.checks.fault_readings import named_metric, words
 from rayaccel_conformance.checks.readings import SCALED_METRICS
+from rayaccel_conformance.checks.stated_metrics import INVARIANT as STATED, stated_after_all
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -91,9 +92,13 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
     fixture whose devices of the SKU report no metric at all (no metrics endpoint on that machine), and so is a
     metric a fixture's own statement of what its vendor interface offers (``expected.metrics``, where it has
     one) leaves out: a machine with ECC off or under vGPU rightly lacks its error counters, and RAC206 holds
-    the plugin to every metric a fixture states. Not applicable where no SKU's devices report metrics on two
-    fixtures. Where the metric's file on one machine (named for it) is a directory holding the counter on the other
-    (``mem_ecc_uncorrected/total``), both failures name that layout (:func:`layout_difference`). Fix: map each
+    the plugin to every metric a fixture states; but not where that fixture's answers state a number for the
+    metric in the place the other fixture's answers state the one the plugin reads it from (the devices' own
+    readings that give their samples, or Prometheus samples of that value; the same field of every device:
+    ``invariant an-unoffered-metric-is-not-stated``, naming both places): then its vendor interface offers it.
+    Not applicable where no SKU's devices report metrics on two fixtures. Where the metric's file on one machine
+    (named for it) is a directory holding the counter on the other (``mem_ecc_uncorrected/total``), both failures
+    name that layout (:func:`layout_difference`). Fix: map each
     sample to the device it is about by the device's own id or host-local index, and read the same fields on every
     node, in each layout the driver publishes them.
     """
@@ -124,6 +129,17 @@ def metrics_follow_the_sku(subject: Subject) -> Evidence:
         widest = max(reporting, key=lambda item: len(item[1]))
         for ref, found in reporting:
             lacking = sorted(name for name in widest[1] - found if name in offered.get(ref, {name}))
+            excused = sorted(widest[1] - found - set(lacking))
+            there_family = subject.inventory(widest[0]).family(family.name) if excused else None
+            contradicted = (stated_after_all(subject.fixture(ref), subject.fixture(widest[0]), there_family, excused)
+                            if there_family else [])
+            if contradicted:
+                wrong.append(f"{STATED}, SKU {sku}: {ref} says its vendor interface does not offer "
+                             f"{', '.join(excused)} (expected.metrics), yet its answers state "
+                             f"{'; '.join(contradicted)}: the devices report them on {widest[0]} and not here (they "
+                             f"report {', '.join(sorted(found))}): read each sample by a key that finds its device on "
+                             "every node (the host's own index or the device's id), not its place in a slice, worker "
+                             "or rack, and state in expected.metrics what the machine offers")
             if lacking:
                 layout = layout_difference(subject.fixture(ref), subject.fixture(widest[0]), lacking)
                 wrong.append(f"invariant metrics-follow-the-sku, SKU {sku}: its devices report {', '.join(lacking)} on "
