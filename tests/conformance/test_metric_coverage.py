@@ -38,7 +38,11 @@ def test_a_fixture_stating_its_machine_does_not_offer_the_metric_is_not_held_to_
         if ref is not None and ref.endswith("/acme-16"):  # the dense node's machine offers no power reading
             expected = fixture.expected.model_copy(
                 update={"metrics": ["memory_total", "memory_used", "temperature", "utilization"]})
-            return fixture.model_copy(update={"expected": expected})
+            # ... and states none: its cards write no power_mw (RAC255's an-unoffered-metric-is-not-stated holds
+            # the statement to the answers, test_conformance_heldout13_stated_metrics)
+            files = {path: text for path, text in fixture.host.files.items() if not path.endswith("/power_mw")}
+            host = fixture.host.model_copy(update={"files": files})
+            return fixture.model_copy(update={"expected": expected, "host": host})
         return fixture
 
     monkeypatch.setattr(subject, "fixture", stating)
