@@ -7,6 +7,7 @@ and importing them must not load the records' validation (``rayaccel.records`` i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
@@ -18,6 +19,23 @@ LinkKind = Literal[
     "ethernet", "gaudi-roce", "other",
 ]
 LINK_KINDS: tuple[str, ...] = LinkKind.__args__  # type: ignore[attr-defined]
+#: What separates the words of a fabric's name (``pcie5-x16``, ``PCIe Gen5 x16``, ``neuronlink_v3``).
+_FABRIC_NAME_SEPARATORS = re.compile(r"[\s_./-]+")
+#: A generation written after a kind's name (``pcie5``, ``nvlink4``, ``pciegen5``).
+_FABRIC_GENERATION = re.compile(r"(gen)?\d+$")
+
+
+def named_link_kind(name: str) -> str | None:
+    """The link kind a fabric's name (a SKU catalog's ``interconnect``) reads as: the whole name (``gaudi-roce``),
+    or its first word without the generation written after it (``pcie5-x16`` -> ``pcie``, ``nvlink4-nvswitch`` ->
+    ``nvlink``, ``roce-v2`` -> ``roce``); None for a name no kind has, and for ``other`` itself."""
+    words = [word for word in _FABRIC_NAME_SEPARATORS.split(name.strip().lower()) if word]
+    if not words:
+        return None
+    for candidate in ("-".join(words), _FABRIC_GENERATION.sub("", words[0])):
+        if candidate in LINK_KINDS and candidate != "other":
+            return candidate
+    return None
 
 #: Scale-up domain kinds: a set of devices, possibly across hosts, joined by the fast fabric.
 DomainKind = Literal["nvlink-clique", "nvswitch", "xgmi-hive", "tpu-slice", "ultraserver", "neuronlink",

@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mutant_grading import evidence, failure, mutant, wrapped
+from mutant_grading import evidence, failure, graded, mutant, wrapped
 
+from rayaccel.hosts.fixtures import installed_fixtures, load_fixture
+from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.records import Device, Topology
+from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.fabric_names import named_link_kind
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_gaudi import plugin as gaudi
@@ -40,6 +43,26 @@ def test_a_catalog_naming_another_fabric_than_the_links_is_named(shape: type[cor
         in said, said
     assert f"the catalog names that fabric {name!r}, which reads as the kind {kind!r}" in said, said
     assert f"labelled rayaccel.io/interconnect={name!r}" in said and "expected" not in said, said
+
+
+@pytest.mark.parametrize(("shape", "warned"), [
+    (fabric.InterconnectNamesHostBus, "'pcie4-x16', which reads as link kind 'pcie'"),
+    (corpus.Healthy, None)], ids=["host-bus", "healthy"])
+def test_the_inventory_warns_where_the_catalog_names_a_link_kind_over_links_of_kind_other(
+        shape: type[corpus.Healthy], warned: str | None) -> None:
+    """The SDK says so itself, before any conformance run (a vendor onboarding a SKU with `sku add --interconnect
+    pcie5` on a plugin whose links are `other` sees it in the inventory)."""
+    plugin = mutant(shape) if shape is not corpus.Healthy else corpus.PLUGINS["c-healthy"]
+    subject = graded(plugin)
+    inventory = InventoryBuilder(subject.manager, [plugin.name]).build(
+        simulated_host(load_fixture(installed_fixtures(subject.manager)[f"{plugin.name}/acme-4"])))
+    said = [f"{problem.message} (fix: {problem.fix})" for problem in inventory.problems
+            if problem.code == "interconnect-names-a-link-kind"]
+    if warned is None:
+        assert said == []
+    else:
+        (line,) = said
+        assert warned in line and "links between its devices as kind 'other'" in line, line
 
 
 def test_the_healthy_plugin_naming_its_fabric_other_passes() -> None:

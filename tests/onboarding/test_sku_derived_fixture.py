@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rayaccel.catalog import load_catalog
+from rayaccel.errors import FixtureError
 from rayaccel.onboarding.catalog_file import build_sku_record
 from rayaccel.onboarding.new_sku import add_sku
 from rayaccel.plugins.manager import PluginManager
@@ -85,6 +86,20 @@ def test_the_catalogs_interconnect_names_a_fabric_of_kind_other(plugin_root: Pat
                            product_names=["ACME Q1"], interconnect="qlink")
     done = add_sku(manager_for(plugin_root), "acme", sku, dry_run=True)  # the new fixture's inventory agreed
     assert done.fixture_data["expected"]["labels"]["rayaccel.io/interconnect"] == "qlink"
+
+
+def test_a_catalog_interconnect_reading_as_a_link_kind_over_links_of_kind_other_is_refused(plugin_root: Path) -> None:
+    """ACME's links are of kind 'other': a SKU whose catalog calls its fabric `pcie5` would label the node as if
+    its cards talked PCIe. The inventory warns (interconnect-names-a-link-kind), so sku add refuses, writing nothing."""
+    sku = build_sku_record(sku_id="acme-q2", marketing_name="ACME Q2", accelerator_type="Q2",
+                           product_names=["ACME Q2"], interconnect="pcie5")
+    before = sorted(path.name for path in (plugin_root / "acme_fixtures").iterdir())
+    with pytest.raises(FixtureError) as refused:
+        add_sku(manager_for(plugin_root), "acme", sku)
+    said = str(refused.value)
+    assert "interconnect-names-a-link-kind" in said and "'pcie5', which reads as link kind 'pcie'" in said, said
+    assert "nothing was written" in said
+    assert sorted(path.name for path in (plugin_root / "acme_fixtures").iterdir()) == before
 
 
 def test_fixture_expect_write_keeps_every_stated_key_and_comment(plugin_root: Path) -> None:

@@ -43,6 +43,7 @@ from rayaccel.records import (
     partition_resource_name,
 )
 from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_GPU_DOMAIN_LABEL, RAY_LABEL_PREFIX
+from rayaccel.vocabulary import named_link_kind
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ class InventoryBuilder:
                                   worker=self.worker_needs(plugin, units, problems), partition_units=partition_units,
                                   decisions=decisions)
         labels = self._vocabulary_labels(declaration, partial, known, healthy)
+        problems.extend(self._interconnect_problems(plugin, topology, known))
         labels.update(self._plugin_labels(plugin, host, partial, problems))
         metrics = (self.manager.answer(plugin, hookspec.METRICS, problems, host=host, devices=list(devices))
                    if with_metrics else [])
@@ -369,6 +371,25 @@ class InventoryBuilder:
         best = best_link_kind(topology, LINK_PREFERENCE)
         named = known[0].interconnect if known else None
         return to_label_value(named) or best if best == "other" and named else best
+
+    def _interconnect_problems(self, plugin: str, topology: Topology, known: list[SkuRecord]) -> list[Problem]:
+        """Where the node's interconnect label is the catalog's name (the links all of kind ``other``), a name that
+        reads as another link kind (``pcie5-x16``: pcie) tells schedulers the devices talk over that fabric, while
+        the plugin says their links are none of the vocabulary's kinds: one of the two is wrong (conformance's RAC232
+        fails it)."""
+        named = known[0].interconnect if known else None
+        if not named or best_link_kind(topology, LINK_PREFERENCE) != "other":
+            return []
+        kind = named_link_kind(named)
+        if kind is None:
+            return []
+        return [self._problem(
+            plugin, "rayaccel_sku_catalog", "interconnect-names-a-link-kind",
+            f"SKU {known[0].id}'s catalog names its fabric {named!r}, which reads as link kind {kind!r}, while the "
+            f"plugin reports the links between its devices as kind 'other'; the node is labelled "
+            f"rayaccel.io/interconnect={self._interconnect(topology, known)}",
+            f"name the devices' own fabric in the catalog's interconnect (not the host bus or the node's network), "
+            f"or report the links as kind {kind!r} if that is what joins the devices", severity="warning")]
 
     def _vocabulary_labels(self, declaration: FamilyDeclaration, family: FamilyInventory,
                            known: list[SkuRecord], healthy: list[Device]) -> dict[str, str]:
