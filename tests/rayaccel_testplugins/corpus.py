@@ -1641,7 +1641,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_fabric_names", "rayaccel_testplugins.corpus_merged_profiles",
                   "rayaccel_testplugins.corpus_visibility_variables",
                   "rayaccel_testplugins.corpus_counter_polls",
-                  "rayaccel_testplugins.corpus_stated_metrics")
+                  "rayaccel_testplugins.corpus_stated_metrics",
+                  "rayaccel_testplugins.corpus_fatal_states")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

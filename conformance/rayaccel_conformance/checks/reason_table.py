@@ -15,6 +15,7 @@ from rayaccel.hosts.fixtures import Fault
 from rayaccel.records import HEALTH_ORDER, FamilyInventory, HealthReport, NodeInventory, ReasonCode
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.declared_triggers import numbered_failures, threshold_failures
+from rayaccel_conformance.checks.fatal_states import fatal_state_failures
 from rayaccel_conformance.checks.supported import _patched
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -70,10 +71,13 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
     comparison made instead (``>`` for "at least") (invariant a-declared-threshold-is-where-it-fires). Rows
     whose codes carry an event's number (``xid-79``, ``xid-94``) are held to it too: where a fault fires one of
     them by one number it writes, that number set to each other number the rows declare must fire that row's
-    code on the device, as declared (invariant a-numbered-reason-is-read-by-its-number). Fix:
+    code on the device, as declared (invariant a-numbered-reason-is-read-by-its-number). A fatal reason drains the
+    device, so a row declared fatal is declared ``unhealthy`` and a report with a fatal reason is ``unhealthy``: the
+    SDK drains only an unhealthy device, so a ``degraded`` or ``unknown`` one with a fatal reason is published as
+    drained and keeps taking work (invariant a-fatal-reason-is-unhealthy). Fix:
     build the reports from the same table the family declares (``ReasonCode.table(REASONS)`` beside the code
-    that reports them), add a row for every code the hook can report, and fire each reason exactly where its row
-    says, for every number its code carries.
+    that reports them), add a row for every code the hook can report, fire each reason exactly where its row
+    says, for every number its code carries, and make a reason fatal only where the device is unhealthy.
     """
     family = subject.family()
     table = list(family.health_reasons)
@@ -103,6 +107,7 @@ def health_reports_agree_with_the_declared_reasons(subject: Subject, fixture: st
             codes.update(r.code for r in report.reasons)
             wrong += [f"invariant reported-reason-as-declared, {fx.ref}, {where}: {w}"
                       for w in disagreements(table, report)]
+    wrong += fatal_state_failures(fx.ref, table, runs)
     wrong += threshold_failures(subject, fx, table, runs[0][1], under)
     wrong += numbered_failures(subject, fx, table, runs[0][1], under, lambda report: disagreements(table, report))
     if wrong:
