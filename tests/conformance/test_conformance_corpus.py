@@ -5,9 +5,10 @@ declares the check and message fragment expected to kill it. All of them are gra
 ``pytest --conformance`` runs (``Subject.run``): check by check, on every fixture, watched for hook side
 effects, until the check declared to kill it has (``FULLY_GRADED``: every check), by processes forked from
 this one (``GRADERS``), a plugin at a time each. A mutant is first graded by its declared killer alone, in a
-process forked for it (``killer_first``); that verdict is kept only where the killer named the defect and the
-attempt changed nothing the earlier checks could have seen differently (the plugin's state, side effects,
-threads), else the fork is dropped and the mutant graded in the suite's order, as before. The Ray checks
+process forked from its grader (``killer_first``; one fork serves attempt after attempt while each is kept);
+that verdict is kept only where the killer named the defect and the attempt changed nothing the earlier checks
+could have seen differently (the plugin's state, side effects, threads), else the fork is dropped and the
+mutant graded in the suite's order, as before. The Ray checks
 run in this process, in ONE shared Ray cluster, and only for plugins no cheaper check killed (the control,
 and any survivor): a kill by any check is a kill, so the order changes cost, not verdicts.
 """
@@ -144,16 +145,27 @@ def plugin_state(subject: Subject) -> list[tuple[str, bytes | str]]:
     return state
 
 
-def _killer_alone(subject: Subject, answer: Any) -> None:
-    """In a process forked for the attempt: the declared killer alone, on every fixture; its outcomes are
-    answered only if it failed the plugin naming the defect and changed nothing the earlier checks could see."""
+def _killer_alone(subject: Subject) -> list[tuple[Any, ...]] | None:
+    """The declared killer alone, on every fixture; its outcomes, only if it failed the plugin naming the defect
+    and changed nothing the earlier checks could see (else None)."""
     check_id, fragment = corpus.PLUGINS[subject.name].KILLED_BY  # type: ignore[misc]
     before, seen = plugin_state(subject), len(subject.side_effects())
     run_on_every_fixture(subject, _CHECKS[check_id])
     named = any(fragment in line for line in failures(subject).get(check_id, []))
     unchanged = len(subject.side_effects()) == seen and plugin_state(subject) == before
-    answer.send([(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s) for o in subject.outcomes]
-                if named and unchanged else None)
+    return ([(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s) for o in subject.outcomes]
+            if named and unchanged else None)
+
+
+def _attempts(subjects: dict[str, Subject], asked: Any) -> None:
+    """In a process forked for the attempts: each mutant named is graded by its declared killer alone, and its
+    outcomes answered (None where not kept); after an attempt not kept the process may differ from the grader it
+    was forked from, so it ends there (the next attempt gets a fresh fork)."""
+    for name in iter(asked.recv, None):
+        rows = _killer_alone(subjects[name])
+        asked.send(rows)
+        if rows is None:
+            return
 
 
 _CHECKS = {check.id: check for check in all_checks()}
@@ -161,42 +173,71 @@ _CHECKS = {check.id: check for check in all_checks()}
 ATTEMPT_TIMEOUT_S = 60.0
 
 
-def killer_first(subject: Subject) -> bool:
-    """Grade a mutant by its declared killer alone, in a process forked from this one (whatever the attempt
-    does to this process's state, the in-order grading that may follow starts without it). Kept (the outcomes
-    added, True) only where the killer failed it naming the defect while the plugin's state, its side effects
-    and the threads alive stayed as they were: its hooks answered as functions of their inputs, so the checks
-    the suite runs before the killer could add kills, not change what the killer found."""
+class AttemptProcess:
+    """The process a grader's killer-first attempts run in, forked from the grader (whatever an attempt does to
+    its state, the in-order grading that may follow starts without it). One fork serves attempt after attempt
+    while each is kept (the plugin's state, its side effects and the threads alive as they were: the process is
+    the grader as forked, as far as any check can see), saving a fork per mutant; it is dropped after an attempt
+    not kept, and whenever the grader itself grades a plugin (the next attempt forks the grader as it is then)."""
+
+    def __init__(self, subjects: dict[str, Subject]) -> None:
+        self.subjects = subjects
+        self.process: Any = None
+        self.conn: Any = None
+
+    def attempt(self, subject: Subject) -> list[tuple[Any, ...]] | None:
+        if self.process is None:
+            context = multiprocessing.get_context("fork")
+            self.conn, theirs = context.Pipe()
+            self.process = context.Process(target=_attempts, args=(self.subjects, theirs),
+                                           name=f"{subject.name}-killer-first")
+            self.process.start()
+            theirs.close()
+        try:
+            self.conn.send(subject.name)
+            rows: list[tuple[Any, ...]] | None = self.conn.recv() if self.conn.poll(ATTEMPT_TIMEOUT_S) else None
+        except (EOFError, OSError):  # the attempt died before answering
+            rows = None
+        if rows is None:
+            self.drop()
+        return rows
+
+    def drop(self, wait: bool = False) -> None:
+        """End the process (``wait``: let it finish, after the last attempt kept), if there is one."""
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.process.join(GRADER_EXIT_TIMEOUT_S if wait else 0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+        self.process = self.conn = None
+
+
+def killer_first(subject: Subject, attempts: AttemptProcess) -> bool:
+    """Grade a mutant by its declared killer alone, in a process forked from this one (``attempts``). Kept (the
+    outcomes added, True) only where the killer failed it naming the defect while the plugin's state, its side
+    effects and the threads alive stayed as they were: its hooks answered as functions of their inputs, so the
+    checks the suite runs before the killer could add kills, not change what the killer found."""
     plugin = corpus.PLUGINS[subject.name]
     if plugin.KILLED_BY is None or _CHECKS[plugin.KILLED_BY[0]].uses_ray:
         return False
-    context = multiprocessing.get_context("fork")
-    mine, theirs = context.Pipe(duplex=False)
-    attempt = context.Process(target=_killer_alone, args=(subject, theirs), name=f"{subject.name}-killer-first")
-    attempt.start()
-    theirs.close()
-    try:
-        rows = mine.recv() if mine.poll(ATTEMPT_TIMEOUT_S) else None
-    except EOFError:  # the attempt died before answering
-        rows = None
-    finally:
-        attempt.join(GRADER_EXIT_TIMEOUT_S if rows is not None else 0)
-        if attempt.is_alive():
-            attempt.kill()
-            attempt.join()
-        mine.close()
+    rows = attempts.attempt(subject)
     if rows is None:
         return False
     subject.outcomes.extend(Outcome(*row) for row in rows)
     return True
 
 
-def grade_without_ray(subject: Subject) -> bool:
+def grade_without_ray(subject: Subject, attempts: AttemptProcess) -> bool:
     """The checks that need no Ray, in the suite's order, on every fixture, until the declared killer has failed
     the plugin (every one for ``FULLY_GRADED``); a mutant the killer alone kills as it would in that order
     (``killer_first``) is graded by it alone (then True)."""
-    if subject.name not in FULLY_GRADED and killer_first(subject):
+    if subject.name not in FULLY_GRADED and killer_first(subject, attempts):
         return True
+    attempts.drop()  # graded here: a later attempt starts from this process as it is then
     killer = (corpus.PLUGINS[subject.name].KILLED_BY or ("",))[0]
     for check in (c for c in all_checks() if not c.uses_ray):
         if check.id == FRESH_PROCESS_CHECK and subject.name != CONTROL and killer != check.id:
@@ -233,12 +274,14 @@ def leftovers() -> list[str]:
 def _grader(subjects: dict[str, Subject], names: Any, answers: Any) -> None:
     """A forked grader: the plugins named in ``names`` graded, each one's outcomes sent back; at the end (None),
     what the side-effect watch left in this process."""
+    attempts = AttemptProcess(subjects)
     try:
         for name in iter(names.get, None):
             subject = subjects[name]
-            alone = grade_without_ray(subject)
+            alone = grade_without_ray(subject, attempts)
             answers.put(("graded", name, [(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s)
                                           for o in subject.outcomes], alone))
+        attempts.drop(wait=True)
         answers.put(("done", multiprocessing.current_process().name, leftovers()))
     except BaseException:
         answers.put(("raised", multiprocessing.current_process().name, traceback.format_exc()))
