@@ -11,7 +11,11 @@ metadata, one member on this host) says nothing about its links, so it is not ju
 The same fabric joins the members, so two members linked only by a network's kind (``roce``, ``infiniband``,
 ``efa``, ``ethernet``: a NIC's scale-out, through a switch) have their fabric's links given another kind (invariant
 ``a-domain-is-joined-by-its-fabric``, RAC202; held-out round 11's ``g1``, a Gaudi box's internal ports given
-``roce`` where the vocabulary's ``gaudi-roce`` names them). Pure.
+``roce`` where the vocabulary's ``gaudi-roce`` names them). A domain whose kind names its fabric (an xGMI hive,
+an NVSwitch baseboard or NVLink clique, a TPU slice's ICI, NeuronLink, an UltraServer, a Gaudi box's scale-up) has
+its members here joined by that fabric's links, so where the plugin links them to each other, links of another kind
+alone (PCIe peer-to-peer, ``other``) leave a member outside the fabric (held-out round 14's ``a1``: AMD GPUs linked
+by PCIe only joined into an ``xgmi-hive``). Pure.
 """
 
 from __future__ import annotations
@@ -25,6 +29,19 @@ FABRIC_INVARIANT = "a-domain-is-joined-by-its-fabric"
 
 #: Link kinds of a network a NIC joins (scale-out): never the fabric a scale-up domain is.
 NETWORK_KINDS = frozenset({"roce", "infiniband", "efa", "ethernet"})
+
+#: The link kinds of the fabric each domain kind names (``other`` names none): an xGMI hive is GPUs joined by xGMI,
+#: an NVSwitch baseboard's or NVLink clique's by NVLink (through the switch), a TPU slice's chips by ICI, Trainium's
+#: devices (one box or an UltraServer's hosts) by NeuronLink, a Gaudi box's by its internal RoCE ports.
+DOMAIN_FABRICS: dict[str, frozenset[str]] = {
+    "xgmi-hive": frozenset({"xgmi"}),
+    "nvswitch": frozenset({"nvlink", "nvswitch"}),
+    "nvlink-clique": frozenset({"nvlink", "nvswitch"}),
+    "tpu-slice": frozenset({"ici"}),
+    "neuronlink": frozenset({"neuronlink"}),
+    "ultraserver": frozenset({"neuronlink"}),
+    "gaudi-scaleup": frozenset({"gaudi-roce"}),
+}
 
 
 def unlinked_member_errors(links: Sequence[Link], domains: Sequence[Domain], where: str = "") -> list[str]:
@@ -69,4 +86,36 @@ def network_joined_member_errors(links: Sequence[Link], domains: Sequence[Domain
                      f"the devices one fabric joins, and {', '.join(sorted(NETWORK_KINDS))} name a NIC's scale-out "
                      f"network, so the fabric's links are given another kind, which the interconnect label and "
                      f"transport paths then name (invariant {FABRIC_INVARIANT}: give the fabric's links its own kind)")
+    return wrong
+
+
+def off_fabric_member_errors(links: Sequence[Link], domains: Sequence[Domain], where: str = "") -> list[str]:
+    """Each domain whose kind names a fabric and whose members here, linked to each other, are not all joined by
+    that fabric's links: the members the fabric leaves apart from the first member, once per domain."""
+    import networkx as nx
+
+    wrong = []
+    for domain in domains:
+        fabric = DOMAIN_FABRICS.get(domain.kind)
+        members = set(domain.members)
+        inside = [ln for ln in links if ln.a in members and ln.b in members and ln.a != ln.b]
+        if fabric is None or len(members) < 2 or not inside:
+            continue
+        graph = nx.Graph()
+        graph.add_nodes_from(domain.members)
+        graph.add_edges_from((ln.a, ln.b) for ln in inside if ln.kind in fabric)
+        first = domain.members[0]
+        apart = [m for m in domain.members if m not in nx.node_connected_component(graph, first)]
+        if not apart:
+            continue
+        kinds = ", ".join(sorted({ln.kind for ln in inside}))
+        fabric_kinds = " or ".join(sorted(fabric))
+        wrong.append(f"{where}domain {domain.kind} {domain.id!r} (size {domain.size}) names the {fabric_kinds} "
+                     f"fabric, but {len(apart)} of its {len(members)} members here ({', '.join(apart[:3])}"
+                     f"{', ...' if len(apart) > 3 else ''}) {'has' if len(apart) == 1 else 'have'} no path of "
+                     f"{fabric_kinds} links to {first}: the plugin links its members by {kinds} ({len(inside)} "
+                     f"link{'' if len(inside) == 1 else 's'}), so a member joined only by "
+                     f"another kind is not on the fabric the domain's kind names (invariant {FABRIC_INVARIANT}: "
+                     f"make the domain from the {fabric_kinds} links alone, or give it the kind of the fabric that "
+                     "joins it)")
     return wrong

@@ -40,7 +40,11 @@ from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
-from rayaccel_conformance.checks.linked_members import network_joined_member_errors, unlinked_member_errors
+from rayaccel_conformance.checks.linked_members import (
+    network_joined_member_errors,
+    off_fabric_member_errors,
+    unlinked_member_errors,
+)
 from rayaccel_conformance.checks.live_labels import live_label_failures
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
@@ -167,7 +171,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     host-local-domain-is-its-members`, under each fault too: RAC203); where the plugin links members of a domain
     to each other, a member with no link to any other is no member (`invariant a-member-without-links-is-no-member`,
     under each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa,
-    ethernet) have their fabric's links given another kind (`invariant a-domain-is-joined-by-its-fabric`); with
+    ethernet) have their fabric's links given another kind, and the members of a domain whose kind names a fabric
+    (xgmi-hive: xgmi, nvswitch: nvlink, ...) are joined by that fabric's links, not only by another kind's
+    (`invariant a-domain-is-joined-by-its-fabric`); with
     each variable the host sets unset in
     turn, a domain spanning more devices than the host has keeps its id, takes one the host states or builds one
     from what it states (each stated name in it followed when renamed, the rest changing with a number the host's
@@ -203,6 +209,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
     wrong += unlinked_member_errors(raw.links, raw.domains)
     wrong += network_joined_member_errors(raw.links, raw.domains)
+    wrong += off_fabric_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
