@@ -149,10 +149,14 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     ``ecc_errors_corrected``) must not show up in another metric of the device while the named one does not carry
     it (two counters read from each other's fields: every fixture's counters are 0). And a fault takes away only
     the readings it changes (``invariant a-fault-takes-only-its-readings``): under each fault changing numbers
-    alone, a device still discovered keeps every metric whose reading the fault leaves as it was. Fix: read every
+    alone, a device still discovered keeps every metric whose reading the fault leaves as it was. And an error is
+    counted once (``invariant an-error-is-counted-once``): under each fault only raising numbers, the ECC counters
+    together rise by no more than the machine's numbers rose (corrected published as corrected plus uncorrected
+    counts each uncorrectable error in both classes). Fix: read every
     sample from the device's own entry at every poll, each from its own field, and convert it by its unit's factor
     alone; a range check includes its limits; keep a faulty device's metrics.
     """
+    from rayaccel_conformance.checks.counted_errors import errors_counted_twice
     from rayaccel_conformance.checks.fault_readings import fault_moves_its_own_metric, fault_takes_only_its_readings
     from rayaccel_conformance.checks.readings import device_with_samples
 
@@ -169,6 +173,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     wrong += idle_readings_dropped(subject, fx, fam, device, attributed)
     wrong += fault_moves_its_own_metric(subject, fx, fam)
     wrong += fault_takes_only_its_readings(subject, fx, fam)
+    wrong += errors_counted_twice(subject, fx, fam)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
