@@ -416,9 +416,10 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> Sequence[HealthRep
     """Check the health of each device from the vendor's own signals (XID, ECC, RAS, error counters).
 
     Called at inventory time and then periodically by the health monitor; keep it cheap. Unhealthy
-    devices are left out of the resource count; a reason with ``fatal=True`` makes the monitor cordon
-    that device on the node (no new work on it; the family's other devices keep working) until no fatal
-    reason remains.
+    devices are left out of the resource count; a reason with ``fatal=True`` on an unhealthy device makes
+    the monitor cordon that device on the node (no new work on it; the family's other devices keep working)
+    until no fatal reason remains. A fatal reason drains the device, so report a device with one unhealthy:
+    on a degraded or unknown device it drains nothing (RAC264's a-fatal-reason-is-unhealthy).
 
     A partition may have its own report (``device`` = the partition's id): an unhealthy partition leaves
     its profile's resource count and a fatal reason cordons that partition alone; an unhealthy device takes

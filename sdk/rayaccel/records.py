@@ -566,6 +566,12 @@ class HealthReport(Record):
     state: HealthState
     reasons: list[HealthReason] = Field(default_factory=list)
 
+    def drains(self, reason: HealthReason) -> bool:
+        """Whether ``reason`` drains the device: a fatal reason of an unhealthy report. The SDK drains (cordons,
+        leaves out of the resources, taints) only an unhealthy device, so a fatal reason on a device reported
+        otherwise drains nothing, and what publishes the reason says so."""
+        return reason.fatal and self.state == "unhealthy"
+
 
 class MetricSample(Record):
     device: str

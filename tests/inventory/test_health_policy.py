@@ -268,3 +268,19 @@ def test_a_bad_policy_named_by_the_environment_says_where_it_came_from(tmp_path:
     assert ran.returncode == 2 and ran.stdout == ""
     assert ran.stderr.strip().splitlines() == [
         f"error: {POLICY_ENV}: health policy file {missing} does not exist (fix the file, or unset {POLICY_ENV})"]
+
+
+def test_a_fatal_reason_on_a_device_not_unhealthy_is_published_as_degrading_what_the_sdk_does_to_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out round 14's s3: a plugin reporting a degraded device with a fatal reason. The SDK drains only an
+    # unhealthy device (the monitor's cordon, the resources), so the metrics and decisions say degrade, not drain.
+    default = dgx_inventory(None, monkeypatch)
+    family = default.families[0]
+    degraded = gpu4(default).model_copy(update={"state": "degraded"})
+    assert degraded.reasons[0].fatal and not degraded.drains(degraded.reasons[0])
+    health = [degraded if h.device == degraded.device else h for h in family.health]
+    as_built = default.model_copy(update={"families": [family.model_copy(update={"health": health})]})
+    assert metrics_of_gpu4(as_built)[1] == [("xid-94", "plugin", "degrade")]
+    made = HealthDecisions(policy({"nvidia": {"reasons": {"xid-92": {"action": "degrade"}}}})).apply(
+        "nvidia", [degraded, gpu4(default)], 0)[1]
+    assert [(d.rule, d.action) for d in made] == [("plugin", "degrade"), ("plugin", "drain")]

@@ -58,7 +58,7 @@ class HealthDecisions:
                 kept.append(reason)
                 if report.state in ("degraded", "unhealthy"):
                     decisions.append(HealthDecision(device=report.device, code=reason.code, rule="plugin",
-                                                    action="drain" if reason.fatal else "degrade",
+                                                    action="drain" if report.drains(reason) else "degrade",
                                                     message=reason.message))
                 continue
             touched = True

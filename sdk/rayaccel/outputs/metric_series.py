@@ -156,14 +156,15 @@ def node_series(inventory: NodeInventory, node: str) -> list[Series]:
 
 def reason_series(node: str, family: FamilyInventory) -> list[Series]:
     """One series per reason a device reports: the health policy's decisions, or without a policy the plugin's
-    classification (fatal: drain, else degrade) of every device not healthy."""
+    classification (a fatal reason of an unhealthy device: drain, else degrade) of every device not healthy."""
     name = family.family.name
     if family.decisions:
         return [Series(HEALTH_REASON, {"node": node, "family": name, "device": d.device, "reason": d.code,
                                        "rule": d.rule, "action": d.action}, float(d.occurrences))
                 for d in family.decisions]
     return [Series(HEALTH_REASON, {"node": node, "family": name, "device": report.device, "reason": reason.code,
-                                   "rule": "plugin", "action": "drain" if reason.fatal else "degrade"}, 1.0)
+                                   "rule": "plugin", "action": "drain" if report.drains(reason) else "degrade"},
+                   1.0)
             for report in family.health if report.state in ("degraded", "unhealthy") for reason in report.reasons]
 
 
