@@ -4,9 +4,9 @@ drain a device wearing out", table and reports agreeing, so it passed ``supporte
 
 The SDK reads the two fields apart: it drains a device, cordoned by the monitor, left out of Ray's resources at
 start and NFD's count, tainted ``NoSchedule`` by DRA, only where it is ``unhealthy``
-(``rayaccel.inventory.health_findings.fatal_findings``, ``builder``), while the reason's fatal flag is what the plugin's
-table tells operators and what the SDK's metrics publish (``ray_rayaccel_device_health_reason{action="drain"}``): a
-``degraded`` or ``unknown`` device with a fatal reason is called drained and keeps taking work. Where the SDK decides
+(``rayaccel.inventory.health_findings.fatal_findings``, ``builder``; ``HealthReport.drains``), while the reason's
+fatal flag is what the plugin's table tells operators their policies act on: a ``degraded`` or ``unknown`` device with
+a fatal reason is declared drained and keeps taking work. Where the SDK decides
 itself (``rayaccel.inventory.health_decisions``) a reason that drains makes the device ``unhealthy`` and no other reason
 is fatal; the plugin's own classification must say the same.
 """
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from rayaccel.records import HealthReport, ReasonCode
 
 INVARIANT = "invariant a-fatal-reason-is-unhealthy"
-_WHY = ("a fatal reason says the device is drained (health_reasons, the metrics' action 'drain') while the SDK drains "
-        "only an unhealthy device: one that is not stays uncordoned in Ray's resources, NFD's count and DRA's "
-        "untainted devices, taking work (the SDK's own health policy makes a draining reason unhealthy and no other "
-        "reason fatal)")
+_WHY = ("a fatal reason says the device is drained (health_reasons, what operators write policies from) while the "
+        "SDK drains only an unhealthy device: one that is not stays uncordoned in Ray's resources, NFD's count and "
+        "DRA's untainted devices, taking work (the SDK's own health policy makes a draining reason unhealthy and no "
+        "other reason fatal)")
 
 
 def fatal_state_failures(ref: str, table: Sequence[ReasonCode],
