@@ -15,6 +15,12 @@ slice's name, so comparing Ray's own names here saw nothing). What Ray adds on t
 the same manager with each variable it reads (of those its module names) set to 0 and 1 beside the machine, as on
 the group's first and second hosts (the worker's index, ``TPU_WORKER_ID``, which it reads before the metadata
 server's ``agent-worker-number``): a name it adds there, which it does not add here, the plugin must not offer here.
+
+A name Ray's manager adds here the plugin must offer here too (round 14's ``p2``: the slice's name offered on worker 0
+alone, where Ray adds it on every host of the slice): Ray's manager stays the node's for a family Ray knows and adds
+it to the node whatever the plugin says (``ResourceAndLabelSpec._resolve_accelerator_resources``), so an inventory
+without it misstates the node, and what is exported from it (an autoscaler node type) promises less than the node
+publishes.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ def added_elsewhere(manager: Any, fx: Fixture, read: set[str]) -> dict[str, str]
 
 def resource_disagreements(manager: Any, fx: Fixture, fam: FamilyInventory) -> list[str]:
     """Each resource Ray's manager adds that the family offers at another quantity, and each it adds on another
-    host of the group alone that the family offers here."""
+    host of the group alone that the family offers here; and each it adds here that the family does not offer."""
     healthy = fx.model_copy(update={"faults": []})
     theirs, read = ray_additional_resources(manager, healthy)
     wrong = [f"{INVARIANT}, {fx.ref}: the plugin offers {name} {fam.resources[name]:g}; Ray's {manager.__name__} adds "
@@ -76,6 +82,12 @@ def resource_disagreements(manager: Any, fx: Fixture, fam: FamilyInventory) -> l
              f"{quantity:g} and a task asking for the plugin's {fam.resources[name]:g} never schedules: offer Ray's "
              "quantity (a slice's name is 1 on each of its hosts)"
              for name, quantity in sorted(theirs.items()) if name in fam.resources and fam.resources[name] != quantity]
+    wrong += [f"{INVARIANT}, {fx.ref}: the plugin offers no {name}; Ray's {manager.__name__} adds {name} "
+              f"{quantity:g} to this node itself (get_current_node_additional_resources), so the node publishes it "
+              "while the plugin's resources, the inventory rayaccel inspects and exports (an autoscaler node type "
+              "promises what its nodes publish), leave it out: offer every resource Ray's manager adds, on every "
+              "host it adds it (a slice's name on each host of the slice)"
+              for name, quantity in sorted(theirs.items()) if name not in fam.resources]
     if not read:
         return wrong
     here = ", ".join(f"{name} {quantity:g}" for name, quantity in sorted(theirs.items())) or "nothing"
