@@ -1643,7 +1643,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_counter_polls",
                   "rayaccel_testplugins.corpus_stated_metrics",
                   "rayaccel_testplugins.corpus_fatal_states",
-                  "rayaccel_testplugins.corpus_counted_errors")
+                  "rayaccel_testplugins.corpus_counted_errors",
+                  "rayaccel_testplugins.corpus_host_transport_devices")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

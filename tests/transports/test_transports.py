@@ -549,7 +549,9 @@ def test_a_transport_of_cpu_tensors_alone_is_never_the_scale_up_choice():
     """A scale-up link joins two devices' memories and Ray moves a tensor only on the device types a transport is
     registered for: a CPU-only transport declared for one is passed over for every scale-up path (a direct link on
     xGMI and NVLink machines, a domain shared by two nodes of an UltraServer), the reason naming it and the next path
-    taken. The same declaration moving device tensors too carries the link, and a CPU one still carries PCIe."""
+    taken. The same declaration moving device tensors too (a class whose own steps move device memory) carries the
+    link, and a CPU one still carries PCIe. The SDK's shared-memory class declared for cuda is still passed over: it
+    answers that it moves CPU tensors alone (moved_device_types), whatever it is declared for (held-out 14's l1)."""
     host_copy = TransportSpec(name="VENDOR_HOST_COPY", devices=["cpu"], link_kinds=["pcie", "xgmi", "nvlink", "efa",
                                                                                      "neuronlink"],
                               manager_class="rayaccel.transports.shared_memory:SharedMemoryTransport")
@@ -559,7 +561,11 @@ def test_a_transport_of_cpu_tensors_alone_is_never_the_scale_up_choice():
         choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [host_copy]})
         assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
         assert f"scale-up over {link}: VENDOR_HOST_COPY {NOT_USED.format(link=link)}" in choice.reason
-        on_device = host_copy.model_copy(update={"devices": ["cpu", "cuda"]})
+        claimed = host_copy.model_copy(update={"devices": ["cpu", "cuda"]})
+        choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [claimed]})
+        assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
+        on_device = claimed.model_copy(update={
+            "manager_class": "rayaccel_testplugins.corpus_host_transport_devices:AcmeDeviceShm"})
         choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [on_device]})
         assert (choice.path, choice.link, choice.transport) == ("scale-up", link, "VENDOR_HOST_COPY"), choice
     ultraserver = _inventory("neuron/trn2u.48xlarge-ultraserver-x2")

@@ -13,7 +13,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.lazy import import_object
 from rayaccel.support.raycompat import TESTED_RAY_VERSIONS
 from rayaccel_conformance.checks.ownership import label_owner_problem, transport_owner_problems
-from rayaccel_conformance.checks.transport_devices import device_type_problems
+from rayaccel_conformance.checks.transport_devices import class_device_problems, device_type_problems
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
 
@@ -221,12 +221,18 @@ def transport_ownership(subject: Subject) -> Evidence:
     type the family's tensors have (invariant devices-as-ray-matches-them: Ray matches a tensor to a transport by
     ``tensor.device.type`` in its declared devices, and Ray's torch device manager for the family's resource gives
     its tensors that type: ``cuda`` for GPU, ROCm's too, ``hpu`` for HPU, ``npu`` for NPU; a transport declared for
-    ``hip`` alone matches no tensor of the family). Checked from the declarations alone, without Ray; RAC301
+    ``hip`` alone matches no tensor of the family). A transport whose manager class moves host memory alone is
+    declared for no device type (invariant host-memory-declares-no-device: the class's own answer,
+    ``moved_device_types()``, is the oracle; the SDK's ``SharedMemoryTransport`` answers ``('cpu',)`` while its memory
+    steps are its own, so a subclass declared for the family's device type too is registered with Ray for tensors its
+    steps refuse, and path selection never offers it for device tensors). Checked from the declarations alone, without
+    Ray; RAC301
     then runs each one. Fix: name your transport after the family (``rayaccel new`` gives ``<FAMILY>_SHM``),
     keep its class in your package, override ``tensor_transport_backend()`` to return that name, declare
     Ray's transports exactly as Ray registers them, with the ``one_sided`` flag their class answers, a
     host-memory transport with the links host memory crosses (pcie, ethernet, roce, infiniband, efa), and a device
-    transport with the torch device type of the family's tensors (``cuda`` on ROCm).
+    transport with the torch device type of the family's tensors (``cuda`` on ROCm), a transport of the SDK's
+    shared-memory class, its memory steps kept, for ``cpu`` alone.
     """
     subject.family()
     problems: list[Problem] = []
@@ -245,6 +251,7 @@ def transport_ownership(subject: Subject) -> Evidence:
         wrong += backend_name_problems(spec, others | {s.name: subject.name for s in specs}, collectives)
         wrong += scale_up_problems(spec)
         wrong += device_type_problems(spec, subject.family())
+        wrong += class_device_problems(spec)
     if wrong:
         raise CheckFailed(wrong)
     return [f"{s.name}: {'Ray' if s.builtin_in_ray else 'own'} ({s.manager_class}; {', '.join(s.devices)})"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rayaccel.inventory.transport_paths import class_device_types
 from rayaccel.support.raycompat import torch_device_type
 from rayaccel_conformance.checks.ownership import RAY_TRANSPORT_CLASSES
 
@@ -57,3 +58,23 @@ def _fix(spec: Any, own: str) -> str:
         return (f"Ray registers {spec.name} for {', '.join(rays[1])} only, so declare it for {HOST!r} alone (the "
                 f"family's host tensors) and move {own!r} tensors with a transport of the family's own")
     return f"declare {own!r} (beside {HOST!r} where it moves host tensors too)"
+
+
+def class_device_problems(spec: Any) -> list[str]:
+    """Why ``spec`` is declared for device types its manager class says it never moves (its ``moved_device_types()``:
+    the SDK's shared-memory class answers ``('cpu',)`` while its own steps move the memory). Ray registers the
+    transport for the declared devices and matches a tensor by ``tensor.device.type`` in them, so it hands the class
+    the family's device tensors, which it refuses; the class's answer, not the family, is the oracle here."""
+    moved = class_device_types(spec)
+    if moved is None:
+        return []
+    claimed = [device for device in spec.devices if device not in moved]
+    if not claimed:
+        return []
+    return [f"invariant host-memory-declares-no-device: transport {spec.name} is declared for device types "
+            f"{spec.devices}, but its class {spec.manager_class} moves {', '.join(repr(d) for d in moved)} tensors "
+            f"only (moved_device_types() {moved!r}: its steps copy host memory and refuse any other tensor); Ray "
+            f"registers it for the declared devices and matches a tensor by tensor.device.type in them "
+            f"(ray.experimental.rdt.util.device_match_transport), so it would be offered for "
+            f"{', '.join(repr(d) for d in claimed)} tensors it cannot read: declare {list(moved)!r} alone, or "
+            f"override the class's memory steps to move the device's memory and declare what they move"]

@@ -4,18 +4,21 @@ For a pair of devices (same node or across nodes) the path is the fastest the to
 scale-up link > PCIe peer > RDMA > host memory, and the transport is one that both ends' families declare
 (``rayaccel_transports``) for that path's link kind. Between two nodes only transports that reach across
 nodes are offered (:func:`reaches_other_nodes`: a declaration's ``reach``, and Ray's CUDA_IPC and the
-reference transport, which only move tensors within one node). A transport that moves CPU tensors alone is never the
-scale-up choice, whatever it declares (:func:`moves_host_memory_only`). Host paths fall back to the SDK's reference
-shared-memory transport (same node) or Ray's GLOO (across nodes), which every node has. Each choice carries
+reference transport, which only move tensors within one node). A transport that moves CPU tensors alone (declared so,
+or its manager class says so) is never the scale-up choice, whatever it declares (:func:`moves_host_memory_only`).
+Host paths fall back to the SDK's reference shared-memory transport (same node) or Ray's GLOO (across nodes), which
+every node has. Each choice carries
 the reason, in words. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
+from rayaccel.support.lazy import import_object
 from rayaccel.support.raycompat import torch_device_type
 
 #: Ray's own transports: declared by plugins for path selection, never registered again.
@@ -61,11 +64,37 @@ def reaches_other_nodes(spec: TransportSpec) -> bool:
 
 
 def moves_host_memory_only(spec: TransportSpec) -> bool:
-    """Whether the transport moves CPU tensors alone. Ray moves a tensor only on the device types a transport is
-    registered for (rdt_store: "does not support tensor transfer on device"), so such a transport moves copies staged
-    through host memory, and a scale-up link (NVLink, NVSwitch, xGMI, ICI, NeuronLink, a scale-up domain) joins two
-    devices' memories with no host memory on the way: it never carries one, whatever its ``link_kinds`` say."""
-    return all(device == "cpu" for device in spec.devices)
+    """Whether the transport moves CPU tensors alone: it is declared for them alone, or its manager class says it
+    moves nothing else (:func:`class_device_types`), whatever else it is declared for. Ray moves a tensor only on the
+    device types a transport is registered for (rdt_store: "does not support tensor transfer on device"), so such a
+    transport moves copies staged through host memory, and a scale-up link (NVLink, NVSwitch, xGMI, ICI, NeuronLink, a
+    scale-up domain) joins two devices' memories with no host memory on the way: it never carries one, whatever its
+    ``link_kinds`` say."""
+    if all(device == "cpu" for device in spec.devices):
+        return True
+    moved = class_device_types(spec)
+    return moved is not None and all(device == "cpu" for device in moved)
+
+
+def class_device_types(spec: TransportSpec) -> tuple[str, ...] | None:
+    """The torch device types ``spec``'s manager class says it moves (its ``moved_device_types()``: the SDK's
+    :class:`~rayaccel.transports.shared_memory.SharedMemoryTransport` answers ``("cpu",)`` while its own steps move
+    the memory), or None: a class of Ray's, one that does not import here, or one with no answer leaves the
+    declaration's ``devices`` as the word on what it moves."""
+    if spec.builtin_in_ray:
+        return None
+    return _class_device_types(spec.manager_class)
+
+
+@functools.lru_cache(maxsize=64)
+def _class_device_types(manager_class: str) -> tuple[str, ...] | None:
+    try:
+        answer = import_object(manager_class).moved_device_types()
+    except Exception:  # not importable here or no answer: the declaration stands (RAC301 imports and runs it)
+        return None
+    if isinstance(answer, tuple) and answer and all(isinstance(device, str) for device in answer):
+        return answer
+    return None
 
 
 def misses_device_type(spec: TransportSpec, families: Sequence[FamilyInventory | None]) -> str | None:

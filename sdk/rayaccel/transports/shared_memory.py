@@ -544,6 +544,20 @@ class SharedMemoryTransport(TensorTransportManager):
     def is_one_sided() -> bool:
         return True
 
+    #: The steps that touch the tensors' memory: the sender's copy out and the receiver's read.
+    MEMORY_STEPS = ("extract_tensor_transport_metadata", "recv_multiple_tensors")
+
+    @classmethod
+    def moved_device_types(cls) -> tuple[str, ...] | None:
+        """The torch device types this class moves, as its own steps do: ``("cpu",)`` while the steps of
+        :data:`MEMORY_STEPS` are this class's (extract refuses every tensor not on the CPU), None once a subclass
+        replaces one of them (it moves what its own steps move; its declaration's ``devices`` say what). A
+        declaration naming other device types for this class makes Ray offer it for tensors it refuses
+        (``device_match_transport``): RAC305 and path selection hold declarations to this answer."""
+        if all(getattr(cls, step) is getattr(SharedMemoryTransport, step) for step in cls.MEMORY_STEPS):
+            return ("cpu",)
+        return None
+
     @staticmethod
     def can_abort_transport() -> bool:
         return True
