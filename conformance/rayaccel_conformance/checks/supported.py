@@ -39,6 +39,7 @@ from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_faul
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
+from rayaccel_conformance.checks.link_sized_domains import link_sized_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import (
     network_joined_member_errors,
@@ -168,7 +169,8 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
     device in two domains of one kind and one id per physical domain; a domain whose id follows the host's name
     (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
-    host-local-domain-is-its-members`, under each fault too: RAC203); where the plugin links members of a domain
+    host-local-domain-is-its-members`, under each fault too: RAC203); with one link the host states taken away, a
+    domain that keeps its members keeps its size (`invariant a-domain-is-sized-by-its-devices`); where the plugin links members of a domain
     to each other, a member with no link to any other is no member (`invariant a-member-without-links-is-no-member`,
     under each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa,
     ethernet) have their fabric's links given another kind, and the members of a domain whose kind names a fabric
@@ -207,6 +209,9 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
     wrong += domain_problems(raw)
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
+    name = subject.family().name
+    family = inventory.family(name)
+    wrong += link_sized_domain_errors(subject, fx, family, name) if family else []
     wrong += unlinked_member_errors(raw.links, raw.domains)
     wrong += network_joined_member_errors(raw.links, raw.domains)
     wrong += off_fabric_member_errors(raw.links, raw.domains)
