@@ -18,6 +18,8 @@ REASONS: tuple[tuple[str, HealthState, bool, str], ...] = (
     ("fatal-error", "unhealthy", True, "the driver counts fatal errors: the device needs a reset"),
     ("corrected-errors", "degraded", False, f"at least {CORRECTED_ERRORS_DEGRADED} corrected errors"),
     ("no-health-data", "unknown", False, "the driver reported no error counters: nothing is known"),
+    ("probe-error", "unknown", False, "the vendor interface could not be read (plugin.py): every device's health is "
+                                      "unknown"),
     ("device-lost", "unhealthy", True, "the device is no longer listed by the vendor interface (plugin.py)"),
 )
 

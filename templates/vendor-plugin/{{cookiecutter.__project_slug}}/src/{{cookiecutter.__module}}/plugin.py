@@ -105,11 +105,19 @@ def rayaccel_health(host: Host, devices: Sequence[Device]) -> list[HealthReport]
 
 @hookimpl
 def rayaccel_metrics(host: Host, devices: Sequence[Device]) -> list[MetricSample]:
+    # Each read on its own: a health query that fails costs the error counters this time, not every reading
+    # (best effort, but never silent).
     try:
-        return metrics.to_samples(devices, probe.read_stats(host, devices), probe.read_health(host, devices))
+        stats = probe.read_stats(host, devices)
     except ProbeError as e:
-        report_problem("metrics-unavailable", f"{e}; no metrics this time")  # best effort, but never silent
-        return []
+        report_problem("metrics-unavailable", f"{e}; no utilization, temperature, power or memory readings this time")
+        stats = {}
+    try:
+        counters = probe.read_health(host, devices)
+    except ProbeError as e:
+        report_problem("metrics-unavailable", f"{e}; no error counters this time")
+        counters = {}
+    return metrics.to_samples(devices, stats, counters)
 
 
 @hookimpl
