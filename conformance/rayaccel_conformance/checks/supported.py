@@ -76,6 +76,7 @@ from rayaccel_conformance.checks.perturbations import (
     reorderings,
 )
 from rayaccel_conformance.checks.readings import host_readings
+from rayaccel_conformance.checks.shared_domains import unshared_domain_errors
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
 from rayaccel_conformance.checks.value_relations import (
     count_mixup,
@@ -180,7 +181,10 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     turn, a domain spanning more devices than the host has keeps its id, takes one the host states or builds one
     from what it states (each stated name in it followed when renamed, the rest changing with a number the host's
     variables state while the node keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never
-    one made up (`invariant a-group-without-its-variable-is-no-group`); the link count must equal the fixture's
+    one made up (`invariant a-group-without-its-variable-is-no-group`); with each whole number the host's variables
+    state moved through the values around it (the node's place, its worker number), a multi-host domain is one id at
+    several places, never one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name
+    it alike); the link count must equal the fixture's
     ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
     discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -216,6 +220,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += network_joined_member_errors(raw.links, raw.domains)
     wrong += off_fabric_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
+    wrong += unshared_domain_errors(subject, fx)
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
                  if duplicates and len(by_pair) == fx.expected.links else "")
