@@ -173,8 +173,8 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     host-local-domain-is-its-members`, under each fault too: RAC203); with one link the host states taken away, a
     domain that keeps its members keeps its size (`invariant a-domain-is-sized-by-its-devices`); where the plugin
     links members of a domain to each other, a member with no link to any other is no member (`invariant
-    a-member-without-links-is-no-member`, under each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa,
-    ethernet) have their fabric's links given another kind, and the members of a domain whose kind names a fabric
+    a-member-without-links-is-no-member`, under each fault too: RAC203), and two members linked only by a
+    network's kind (roce, infiniband, efa, ethernet) have their fabric's links given another kind, and the members of a domain whose kind names a fabric
     (xgmi-hive: xgmi, nvswitch: nvlink, ...) are joined by that fabric's links, not only by another kind's
     (`invariant a-domain-is-joined-by-its-fabric`); with
     each variable the host sets unset in
