@@ -163,30 +163,28 @@ def foreign_labels(subject: Subject, fx: Fixture, inventory: NodeInventory) -> l
 def topology(subject: Subject, fixture: str | None) -> Evidence:
     """The topology is consistent: symmetric links between known devices, vocabulary kinds, sound domains.
 
-    The plugin's ``rayaccel_topology`` result, as returned, must name only discovered device ids, never link
-    a device to itself, report each pair once per kind with one bandwidth (links are undirected: a->b and
-    b->a with different numbers is asymmetric; the same pair twice is a duplicate), use link kinds from the
-    vocabulary, and describe domains whose members are known devices and whose size covers them, with no
-    more hosts than the size fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no
-    device in two domains of one kind and one id per physical domain; a domain whose id follows the host's name
-    (asked again on the machine renamed) is this host's alone and its size is its member count (`invariant
-    host-local-domain-is-its-members`, under each fault too: RAC203); with one link the host states taken away, a
-    domain that keeps its members keeps its size (`invariant a-domain-is-sized-by-its-devices`); where the plugin
-    links members of a domain to each other, a member with no link to any other is no member (`invariant
-    a-member-without-links-is-no-member`, under each fault too: RAC203), and two members linked only by a
-    network's kind (roce, infiniband, efa, ethernet) have their fabric's links given another kind, and the members of a domain whose kind names a fabric
-    (xgmi-hive: xgmi, nvswitch: nvlink, ...) are joined by that fabric's links, not only by another kind's
-    (`invariant a-domain-is-joined-by-its-fabric`); with
-    each variable the host sets unset in
-    turn, a domain spanning more devices than the host has keeps its id, takes one the host states or builds one
-    from what it states (each stated name in it followed when renamed, the rest changing with a number the host's
-    variables state while the node keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never
-    one made up (`invariant a-group-without-its-variable-is-no-group`); with each whole number the host's variables
-    state moved through the values around it (the node's place, its worker number), a multi-host domain is one id at
-    several places, never one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name
-    it alike); the link count must equal the fixture's
-    ``expected.links`` (a count off because of duplicates says so). Fix: build links from the
-    discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
+    The plugin's ``rayaccel_topology`` result, as returned, must name only discovered device ids, never link a
+    device to itself, report each pair once per kind with one bandwidth (links are undirected: a->b and b->a with
+    different numbers is asymmetric; the same pair twice is a duplicate), use link kinds from the vocabulary, and
+    describe domains whose members are known devices and whose size covers them, with no more hosts than the size
+    fills at this host's member count (`invariant domain-hosts-hold-its-devices`), no device in two domains of one
+    kind and one id per physical domain; a domain whose id follows the host's name (asked again on the machine
+    renamed) is this host's alone and its size is its member count (`invariant host-local-domain-is-its-members`,
+    under each fault too: RAC203); with one link the host states taken away, a domain that keeps its members keeps
+    its size (`invariant a-domain-is-sized-by-its-devices`); where the plugin links members of a domain to each
+    other, a member with no link to any other is no member (`invariant a-member-without-links-is-no-member`, under
+    each fault too: RAC203), and two members linked only by a network's kind (roce, infiniband, efa, ethernet) have
+    their fabric's links given another kind, and the members of a domain whose kind names a fabric (xgmi-hive: xgmi,
+    nvswitch: nvlink, ...) are joined by that fabric's links, not only by another kind's (`invariant
+    a-domain-is-joined-by-its-fabric`); with each variable the host sets unset in turn, a domain spanning more
+    devices than the host has keeps its id, takes one the host states or builds one from what it states (each stated
+    name in it followed when renamed, the rest changing with a number the host's variables state while the node
+    keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never one made up (`invariant
+    a-group-without-its-variable-is-no-group`); with each whole number the host's variables state moved through the
+    values around it (the node's place, its worker number), a multi-host domain is one id at several places, never
+    one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); the link
+    count must equal the fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links
+    from the discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
     subject.family()
     fx = subject.fixture(fixture)
