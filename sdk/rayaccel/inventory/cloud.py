@@ -128,6 +128,11 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
 def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
                recorded: list[tuple[str, FamilyInventory]], problems: list[Problem]) -> CloudNodeType:
     declaration = manager.family(plugin)
+
+    def hint_problem(code: str, message: str, fix: str) -> None:
+        problems.append(Problem(plugin=plugin, distribution=manager.plugin(plugin).distribution,
+                                hook="rayaccel_cloud_hints", code=code, message=message, fix=fix))
+
     resources = {declaration.resource_name: float(hint.count)}
     if hint.accelerator_type:
         resources[f"accelerator_type:{hint.accelerator_type}"] = 1.0
@@ -141,30 +146,26 @@ def _node_type(manager: PluginManager, plugin: str, hint: CloudHint,
         labels = {k: v for k, v in family.labels.items() if not node_own_label(k)}
         discovered = family.resources.get(declaration.resource_name, 0.0)
         if not _agrees(hint, declaration.resource_name, family):
-            problems.append(Problem(
-                plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
-                code="cloud-hint-disagrees",
-                message=f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} "
-                        f"{declaration.resource_name} of type {hint.accelerator_type or '(none)'}, but fixture {ref} "
-                        f"of that instance type discovers {discovered:g} of type {family.accelerator_type or '(none)'}"
-                        "; an autoscaler would launch it for work it cannot take, or never for work asking its type",
-                fix="correct the plugin's instance-type table (or the fixture, if the recording is wrong)"))
+            hint_problem(
+                "cloud-hint-disagrees",
+                f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} "
+                f"{declaration.resource_name} of type {hint.accelerator_type or '(none)'}, but fixture {ref} "
+                f"of that instance type discovers {discovered:g} of type {family.accelerator_type or '(none)'}"
+                "; an autoscaler would launch it for work it cannot take, or never for work asking its type",
+                "correct the plugin's instance-type table (or the fixture, if the recording is wrong)")
     elif hint.accelerator_type is None and (types := _catalog_types(manager, plugin)):
         # Discovery gives a node the type of the SKU its devices match (the builder's _accelerator_type), none
         # only where the plugin says so: the node type would lack the accelerator_type resource the node publishes.
-        problems.append(Problem(
-            plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
-            code="cloud-hint-untyped",
-            message=f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} {declaration.resource_name} "
-                    f"without an accelerator type, while a node of the family publishes its SKU's "
-                    f"({', '.join(sorted(types))}): the node type lacks accelerator_type:<type>, so a task asking "
-                    "for the type never starts it from zero",
-            fix="give the hint the accelerator type discovery gives on that instance type"))
+        hint_problem(
+            "cloud-hint-untyped",
+            f"{hint.provider}:{hint.instance_type} is hinted as {hint.count:g} {declaration.resource_name} "
+            f"without an accelerator type, while a node of the family publishes its SKU's "
+            f"({', '.join(sorted(types))}): the node type lacks accelerator_type:<type>, so a task asking "
+            "for the type never starts it from zero",
+            "give the hint the accelerator type discovery gives on that instance type")
     for why in label_errors(labels):  # a hint's accelerator type becomes a label value: Ray must take it
-        problems.append(Problem(plugin=plugin, distribution=manager.plugin(plugin).distribution,
-                                hook="rayaccel_cloud_hints", code="invalid-label",
-                                message=f"{hint.provider}:{hint.instance_type}: {why}; the label is left out",
-                                fix="give the hint the accelerator type discovery gives (a valid label value)"))
+        hint_problem("invalid-label", f"{hint.provider}:{hint.instance_type}: {why}; the label is left out",
+                     "give the hint the accelerator type discovery gives (a valid label value)")
     labels = {k: v for k, v in labels.items() if not label_errors({k: v})}
     return CloudNodeType(provider=hint.provider, instance_type=hint.instance_type, plugin=plugin,
                          family=declaration.name, resources=resources, labels=labels, fixture=ref)
