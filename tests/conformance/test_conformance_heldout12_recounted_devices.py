@@ -7,8 +7,9 @@ device, and each device was offered twice. Only the fixture's expected resources
 edited to the code's answer it passed ``supported``. Withholding each device in turn from ``rayaccel_resources``
 now shows a resource dropping by one device (or its units) for each device that changes it, and adding up to
 those drops: two corpus shapes (per model, per NUMA node), c1's edit on the Gaudi plugin, and a Neuron resource
-counting the cores again are named; resources that are constant (a TPU slice's head and name) or an amount per
-device (memory) pass.
+counting the cores again are named; resources that are constant (a TPU slice's head and name) pass (an amount of
+each device summed, its memory, is named by ``a-device-quantity-is-not-pooled`` instead:
+test_conformance_heldout14_pooled_quantities.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mutant_grading import evidence, failure, mutant, wrapped
+from mutant_grading import failure, mutant, wrapped
 
 import rayaccel_gaudi.plugin
 import rayaccel_neuron.plugin
@@ -26,7 +27,6 @@ import rayaccel_tpu.plugin
 from rayaccel import ResourceContribution, to_label_value
 from rayaccel.records import Device
 from rayaccel_conformance.registry import CHECKS, CheckFailed
-from rayaccel_testplugins.corpus_offered_resources import MemoryOfDevicesGiven
 from rayaccel_testplugins.corpus_recounted_devices import CardsPerModelResource, CardsPerNumaNode
 
 INVARIANT = "invariant devices-are-counted-once"
@@ -78,7 +78,3 @@ def test_constant_resources_of_a_tpu_slice_pass(fixture: str) -> None:
     said = str(CHECKS["RAC111"].function(subject, f"tpu/{fixture}"))
     assert "extra resources none" not in said and "none counts the devices again" in said, said
 
-
-def test_an_amount_per_device_given_passes() -> None:
-    said = evidence(MemoryOfDevicesGiven("c-memory-of-devices-given"), "RAC111", "acme-4")
-    assert "_MEMORY_GIB=256" in said and "none counts the devices again" in said, said

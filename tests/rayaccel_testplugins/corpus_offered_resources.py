@@ -37,7 +37,8 @@ def _expect_extra(plugin: str, name: str, per_state: dict[str, float]) -> None:
 
 
 class MemoryOfDevicesGiven(Healthy):
-    """Device memory as a resource, summed over the devices given (the right reader)."""
+    """Device memory as a resource, summed over the devices given: the right devices for RAC203 (a contrast, not in
+    the corpus), though the pool itself is what RAC111's a-device-quantity-is-not-pooled names."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)

@@ -452,9 +452,15 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     withholds an unhealthy one, a resource that drops by that device (or its units) for each device that
     changes it, and equals the sum of those drops, is a second name for the devices (a per-model
     ``FOXHOLLOW_X1``): Ray gives per-unit ids, and the visible-devices variable, only for the family's
-    resource, so a task asking for it sees no device, and each device is offered twice. Fix: name extra
-    resources after the family (e.g. ``ACME-pod-head``) and derive their values from discovery; offer a
-    model or subset as the accelerator type or a node label, never as a count of the devices.
+    resource, so a task asking for it sees no device, and each device is offered twice. Nor may one pool an
+    amount each device states of itself (``a-device-quantity-is-not-pooled``): a resource that drops by the
+    withheld device's own memory (in MiB, GiB, KiB, bytes, MB or GB), partition capacity or numeric
+    attribute for each device that changes it, and equals the sum of those amounts (``LAIDON_MEMORY_MIB``,
+    the devices' memory summed), is one node total Ray never ties to a device: a task asking more than one
+    device holds is placed, and tasks sharing a device draw from the pool, not from that device. Fix: name
+    extra resources after the family (e.g. ``ACME-pod-head``) and derive their values from discovery; offer
+    a model or subset as the accelerator type or a node label, never as a count of the devices; publish one
+    device's amount as a node label (the SDK's ``rayaccel.io/memory-mib``), never as a pooled resource.
     """
     import math
 
@@ -486,7 +492,8 @@ def names_are_owned(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong)
     extra = ", ".join(f"{k}={v:g}" for k, v in contribution.extra.items()) or "none"
-    return f"{fx.ref}: extra resources {extra}; none is Ray's or another family's, none counts the devices again"
+    return (f"{fx.ref}: extra resources {extra}; none is Ray's or another family's, none counts the devices again "
+            "or pools an amount of each")
 
 
 @check("RAC109", scope="fixture")
