@@ -107,3 +107,16 @@ def test_visible_devices_env_var_selects_units(rayaccel_manager: PluginManager) 
     env_var = rayaccel_manager.family(FAMILY).visible_devices_env_var
     assert rayaccel_manager.visible_env(FAMILY, ["1", "3"]) == {env_var: "1,3"}
     assert rayaccel_manager.parse_visible(FAMILY, "1,3") == ["1", "3"]
+
+
+def test_a_devices_units_select_that_device_alone(rayaccel_kit: PluginKit, rayaccel_manager: PluginManager) -> None:
+    # VENDOR: what your runtime reads in the variable. The kit's takes device indexes as the vendor tool lists them,
+    # so a task given one device's units must see that device's index alone. Only the runtime knows this (the
+    # suite checks what Ray and the plugin agree on): a runtime selecting smaller units (cores, dies) numbers them
+    # itself, so state its ids here, never a numbering of your own (two dies a device numbered 0-7 flat, under a
+    # variable taking device indexes, give device 1's task '2,3': devices 2 and 3).
+    family = rayaccel_kit.inventory(SAMPLE_FIXTURE).family(FAMILY)
+    assert family is not None
+    env_var = rayaccel_manager.family(FAMILY).visible_devices_env_var
+    seen = {d.index: rayaccel_manager.visible_env(FAMILY, d.unit_ids).get(env_var) for d in family.devices}
+    assert seen == {d.index: str(d.index) for d in family.devices}
