@@ -335,7 +335,9 @@ def rayaccel_transports() -> Sequence[TransportSpec | dict[str, Any]]:
     never offered between two nodes, and RAC311 (two nodes) skips it. One whose ``devices`` are ``cpu`` alone moves
     copies staged through host memory: declare it for the links host memory crosses (pcie, ethernet, roce,
     infiniband, efa), never a scale-up link, for which path selection never chooses it (RAC305 fails such a
-    declaration). ``rayaccel.transports.shared_memory`` is a
+    declaration). What the class moves is its own answer (``moved_device_types()``), asked by the SDK where the
+    plugin runs and carried in ``TransportSpec.moved_device_types``: leave that field out (a plugin's value is
+    dropped with a ``sdk-filled-field`` warning). ``rayaccel.transports.shared_memory`` is a
     complete example; RAC301 sends tensors through each declared transport that can run on the grading machine.
 
     :returns: :class:`~rayaccel.records.TransportSpec` records; ``manager_class`` names a subclass of

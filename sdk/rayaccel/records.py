@@ -605,6 +605,12 @@ class TransportSpec(Record):
     reach: Literal["cluster", "node"] = Field(
         "cluster", description="Where it moves tensors: 'cluster' (between nodes too) or 'node' (between processes "
                                "of one node only, e.g. shared memory or CUDA IPC): never offered between two nodes")
+    # Filled by the SDK where the plugin's code runs (its worker), never by the plugin: path selection and the
+    # outputs read it from the record instead of importing the plugin's class where they run.
+    moved_device_types: list[str] | None = Field(
+        None, description="What the manager class's moved_device_types() answers (the SDK's shared-memory class: "
+                          "['cpu'] while its memory steps are its own), asked by the SDK where the plugin runs; None: "
+                          "not asked, or no answer (the declared devices stand). A plugin's own value is dropped")
 
 
 #: A performance figure's value: finite and not negative (a time in ms, a bandwidth in MB/s).

@@ -21,6 +21,7 @@ import rayaccel_neuron.plugin
 import rayaccel_nvidia.plugin
 from rayaccel import SharedMemoryTransport, TransportSpec
 from rayaccel.inventory.transport_paths import Endpoint, choose_transport, moves_host_memory_only
+from rayaccel.plugins.transport_classes import ask_class, ask_classes
 from rayaccel.testing import plugin_kit
 from rayaccel_conformance.checks.transport_devices import class_device_problems
 from rayaccel_conformance.registry import CHECKS, CheckFailed
@@ -38,8 +39,9 @@ INVARIANT = "invariant host-memory-declares-no-device"
 
 
 def _spec(devices: list[str], cls: str = "AcmeShm", links: tuple[str, ...] = ("pcie",)) -> TransportSpec:
-    return TransportSpec(name="ACME_SHM", devices=devices, link_kinds=list(links), one_sided=True, reach="node",
-                         manager_class=f"{HERE}:{cls}")
+    """The declaration as the SDK hands it on: its class asked where the plugin runs (here, in process)."""
+    return ask_class(TransportSpec(name="ACME_SHM", devices=devices, link_kinds=list(links), one_sided=True,
+                                   reach="node", manager_class=f"{HERE}:{cls}"))
 
 
 def test_the_shared_memory_class_answers_host_memory_while_its_memory_steps_are_its_own() -> None:
@@ -63,7 +65,7 @@ def test_l1s_declaration_is_named_and_host_memory_alone_passes() -> None:
 
 def test_the_reference_plugins_declarations_pass() -> None:
     for plugin in (rayaccel_nvidia.plugin, rayaccel_amd.plugin, rayaccel_neuron.plugin):
-        specs = plugin.rayaccel_transports()
+        specs = ask_classes(plugin.rayaccel_transports())
         assert specs and all(class_device_problems(spec) == [] for spec in specs), plugin
 
 

@@ -129,6 +129,48 @@ def test_transports_runs_the_plugins_in_workers_too() -> None:
     assert len(output["pairs"]) == ACME_DEVICES * (ACME_DEVICES - 1) // 2
 
 
+HOST_COPY_CLASS = "rayaccel_testplugins.host_copy_class"
+HOST_COPY_PLUGIN = "nvidia=rayaccel_testplugins.nvidia_host_copy"
+PASSED_OVER = "scale-up over nvlink: NV_HOST_COPY moves CPU tensors only"
+
+
+def test_a_transport_class_is_asked_what_it_moves_in_its_plugins_worker_only(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A declaration's class says what it moves (the SDK's shared-memory class: host memory alone, whatever it is
+    declared for), and path selection decides by that answer; the class is the plugin's code, so it is imported and
+    asked in the plugin's worker and the answer travels in the record: the pool's process never imports it."""
+    imports = tmp_path / "imports.txt"
+    monkeypatch.setenv(NO_AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(PLUGINS_ENV, HOST_COPY_PLUGIN)
+    monkeypatch.setenv("HOST_COPY_IMPORTS", str(imports))
+    sys.modules.pop(HOST_COPY_CLASS, None)
+    with WorkerPool.load() as pool:
+        described = pool.manager.answer("nvidia", "rayaccel_transports")
+        asked = pool.transports()
+        worker = pool.worker_pids()["nvidia"]
+        problems = [p.render() for p in pool.manager.problems]
+    assert [s.moved_device_types for s in described] == [None]  # described: the declaration alone, nothing imported
+    assert [(s.name, s.devices, s.moved_device_types) for s in asked["nvidia"]] == [
+        ("NV_HOST_COPY", ["cpu", "cuda"], ["cpu"])], asked
+    assert imports.read_text().split() == [str(worker)] and worker != os.getpid()
+    assert HOST_COPY_CLASS not in sys.modules and problems == [], problems
+
+
+def test_the_transports_command_chooses_by_the_class_asked_in_the_plugins_worker(tmp_path: Any) -> None:
+    """``rayaccel transports`` passes the host copy over for NVLink pairs by its class's answer, and the class's
+    module is imported in the plugin's worker, never in the command's process."""
+    imports = tmp_path / "imports.txt"
+    env = {**os.environ, NO_AUTOLOAD_ENV: "1", PLUGINS_ENV: HOST_COPY_PLUGIN, "HOST_COPY_IMPORTS": str(imports)}
+    command = subprocess.Popen([sys.executable, "-m", "rayaccel", "transports", "--simulate", "nvidia/dgx-h100",
+                                "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = command.communicate(timeout=BUDGET)
+    assert command.returncode == 0, err.decode()
+    pairs = json.loads(out)["pairs"]
+    assert len(pairs) == 28 and all(p["path"] == "host" and PASSED_OVER in p["reason"] for p in pairs), pairs[0]
+    importers = imports.read_text().split()
+    assert importers and str(command.pid) not in importers, (command.pid, importers)
+
+
 @pytest.mark.parametrize("command", ["plugins", "fixtures"])
 def test_listing_commands_survive_a_plugin_that_exits_at_import(command: str) -> None:
     env = {**os.environ, NO_AUTOLOAD_ENV: "1",

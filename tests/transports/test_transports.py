@@ -22,9 +22,10 @@ from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.inventory.transport_paths import Endpoint, choose_transport, device_endpoints, reaches_other_nodes
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.plugins.transport_classes import ask_class
 from rayaccel.ray.registry import uninstall
 from rayaccel.ray.transports import TransportRegistrationError, declared_transports
-from rayaccel.records import Affinity, FamilyDeclaration, NodeInventory, TransportSpec
+from rayaccel.records import Affinity, FamilyDeclaration, NodeInventory, Problem, TransportSpec
 from rayaccel.support.polling import wait_for
 from rayaccel_testplugins import acme
 
@@ -455,6 +456,26 @@ class _Declares:
         return self._specs
 
 
+def test_what_a_class_moves_is_its_own_answer_never_the_declarations():
+    """``TransportSpec.moved_device_types`` is filled by the SDK from the class (asked where the plugin runs): a
+    declaration's own value is dropped with a warning naming it, and the driver's declarations carry the class's
+    answer (the SDK's shared-memory class, renamed: host memory alone), so path selection decides by it."""
+    copy = TransportSpec(name="VENDOR_COPY", devices=["cpu", "cuda"], link_kinds=["pcie", "nvlink"],
+                         moved_device_types=["cuda"], manager_class="rayaccel_testplugins.host_copy_class:HostCopy")
+    manager = _manager(_Declares("vendor-e", copy))
+    problems: list[Problem] = []
+    [said] = manager.answer("vendor-e", "rayaccel_transports", problems)
+    assert said.moved_device_types is None
+    [warned] = problems
+    assert (warned.code, warned.severity) == ("sdk-filled-field", "warning") and "VENDOR_COPY" in warned.message
+    assert [s.moved_device_types for s in declared_transports(manager)["vendor-e"]] == [["cpu"]]
+    assert [s.moved_device_types for s in manager.transports("vendor-e")] == [["cpu"]]
+    # Ray's own transports are never asked: their declaration is the word on what they move.
+    nccl = TransportSpec(name="NCCL", devices=["cuda"], builtin_in_ray=True,
+                         manager_class="ray.experimental.rdt.collective_tensor_transport:NCCLTensorTransport")
+    assert [s.moved_device_types for s in _manager(_Declares("vendor-f", nccl)).transports("vendor-f")] == [None]
+
+
 def test_a_wrong_manager_class_is_refused_naming_the_plugin():
     from rayaccel_testplugins import broken_transport
 
@@ -561,11 +582,12 @@ def test_a_transport_of_cpu_tensors_alone_is_never_the_scale_up_choice():
         choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [host_copy]})
         assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
         assert f"scale-up over {link}: VENDOR_HOST_COPY {NOT_USED.format(link=link)}" in choice.reason
-        claimed = host_copy.model_copy(update={"devices": ["cpu", "cuda"]})
+        # Its class asked where the plugin runs (here, in process), as the SDK hands a declaration on.
+        claimed = ask_class(host_copy.model_copy(update={"devices": ["cpu", "cuda"]}))
         choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [claimed]})
         assert (choice.path, choice.transport) == ("host", "VENDOR_HOST_COPY"), choice
-        on_device = claimed.model_copy(update={
-            "manager_class": "rayaccel_testplugins.corpus_host_transport_devices:AcmeDeviceShm"})
+        on_device = ask_class(claimed.model_copy(update={
+            "manager_class": "rayaccel_testplugins.corpus_host_transport_devices:AcmeDeviceShm"}))
         choice = choose_transport(*_pair(inventory, 0, 1), {plugin: [on_device]})
         assert (choice.path, choice.link, choice.transport) == ("scale-up", link, "VENDOR_HOST_COPY"), choice
     ultraserver = _inventory("neuron/trn2u.48xlarge-ultraserver-x2")

@@ -236,7 +236,7 @@ def transport_ownership(subject: Subject) -> Evidence:
     """
     subject.family()
     problems: list[Problem] = []
-    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
+    specs = subject.manager.transports(subject.name, problems)  # with what each class says it moves
     wrong = [p.render() for p in problems]
     if not specs and not wrong:
         raise NotApplicable("the plugin declares no tensor transports")

@@ -10,7 +10,6 @@ from rich.table import Table
 from rayaccel.cli import app, console, print_json
 from rayaccel.cli.inventory import InProcessOption, PluginsOption, SimulateOption, build_host, plugin_workers
 from rayaccel.inventory.transport_paths import Endpoint, transport_matrix
-from rayaccel.ray.transports import declared_transports
 
 
 @app.command()
@@ -25,7 +24,8 @@ def transports(
     """Show the tensor transport chosen for each device pair (scale-up > PCIe peer > RDMA > host) and why."""
     with plugin_workers(plugin, in_process=in_process) as pool:  # each plugin in a worker of its own, as inspect
         inventory = pool.build(build_host(pool.manager, simulate))
-    declared = declared_transports(pool.manager, [f.plugin for f in inventory.families])
+        # what each transport's class moves, asked in its plugin's worker: nothing of a plugin is imported here
+        declared = pool.transports([f.plugin for f in inventory.families])
     peer = inventory.model_copy(update={"host": inventory.host + " (peer)"}) if across_nodes else None
     rows = transport_matrix(inventory, declared, peer)
     if as_json:

@@ -5,20 +5,18 @@ scale-up link > PCIe peer > RDMA > host memory, and the transport is one that bo
 (``rayaccel_transports``) for that path's link kind. Between two nodes only transports that reach across
 nodes are offered (:func:`reaches_other_nodes`: a declaration's ``reach``, and Ray's CUDA_IPC and the
 reference transport, which only move tensors within one node). A transport that moves CPU tensors alone (declared so,
-or its manager class says so) is never the scale-up choice, whatever it declares (:func:`moves_host_memory_only`).
-Host paths fall back to the SDK's reference shared-memory transport (same node) or Ray's GLOO (across nodes), which
-every node has. Each choice carries
-the reason, in words. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
+or its manager class says so: ``TransportSpec.moved_device_types``, asked where the plugin runs) is never the scale-up
+choice, whatever it declares (:func:`moves_host_memory_only`). Host paths fall back to the SDK's reference
+shared-memory transport (same node) or Ray's GLOO (across nodes), which every node has. Each choice carries the
+reason, in words. Nothing here imports a plugin's code. Registration with Ray lives in :mod:`rayaccel.ray.transports`.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rayaccel.records import FamilyInventory, NodeInventory, TransportSpec
-from rayaccel.support.lazy import import_object
 from rayaccel.support.raycompat import torch_device_type
 
 #: Ray's own transports: declared by plugins for path selection, never registered again.
@@ -79,22 +77,12 @@ def moves_host_memory_only(spec: TransportSpec) -> bool:
 def class_device_types(spec: TransportSpec) -> tuple[str, ...] | None:
     """The torch device types ``spec``'s manager class says it moves (its ``moved_device_types()``: the SDK's
     :class:`~rayaccel.transports.shared_memory.SharedMemoryTransport` answers ``("cpu",)`` while its own steps move
-    the memory), or None: a class of Ray's, one that does not import here, or one with no answer leaves the
-    declaration's ``devices`` as the word on what it moves."""
-    if spec.builtin_in_ray:
+    the memory), as the record carries it: asked where the plugin runs (:mod:`rayaccel.plugins.transport_classes`),
+    never here. None (a class of Ray's, one not asked or with no answer) leaves the declaration's ``devices`` as the
+    word on what it moves."""
+    if spec.builtin_in_ray or not spec.moved_device_types:
         return None
-    return _class_device_types(spec.manager_class)
-
-
-@functools.lru_cache(maxsize=64)
-def _class_device_types(manager_class: str) -> tuple[str, ...] | None:
-    try:
-        answer = import_object(manager_class).moved_device_types()
-    except Exception:  # not importable here or no answer: the declaration stands (RAC301 imports and runs it)
-        return None
-    if isinstance(answer, tuple) and answer and all(isinstance(device, str) for device in answer):
-        return answer
-    return None
+    return tuple(spec.moved_device_types)
 
 
 def misses_device_type(spec: TransportSpec, families: Sequence[FamilyInventory | None]) -> str | None:

@@ -186,6 +186,9 @@ def worker_main() -> int:
                               hooks=[hook for hook in hookspec.HOOKS if manager.implements(target.name, hook)])
             elif request.kind == "call":
                 reply = _call(manager, target, request, host, problems)
+            elif request.kind == "transports":  # the classes are imported here, where the plugin runs
+                reply = Reply(plugin=target.name, problems=problems,
+                              transports=manager.transports(target.name, problems))
             else:
                 reply = _build(builder, target, host, problems, request.with_metrics, request.record,
                                request.refresh)

@@ -70,7 +70,7 @@ from rayaccel.plugins.configuration import (
     inventory_timeout,
 )
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import FamilyInventory, NodeInventory, Problem, SkuCatalog, WorkerNeeds
+from rayaccel.records import FamilyInventory, NodeInventory, Problem, SkuCatalog, TransportSpec, WorkerNeeds
 
 
 class WorkerPool:
@@ -211,6 +211,33 @@ class WorkerPool:
                 answers.update(got)
                 retry.kill()
         return answers
+
+    def transports(self, plugins: Sequence[str] | None = None,
+                   problems: list[Problem] | None = None) -> dict[str, list[TransportSpec]]:
+        """Plugin name -> its transport declarations with what each manager class says it moves
+        (``TransportSpec.moved_device_types``), of every plugin of the pool or of ``plugins``: an isolated plugin's
+        classes are imported and asked in its worker, an in-process plugin's here (:meth:`PluginManager.transports`).
+        A worker that fails to answer leaves its plugin's declarations as described, none of its classes asked."""
+        names = [name for name in (plugins if plugins is not None else self.manager.plugin_names())
+                 if name in self.manager.plugin_names()]
+        sink = self.manager.problems if problems is None else problems
+        asked = {name for name in names if name in self._isolated}
+        answers = self._ask(Request(kind="transports"), asked) if asked else {}
+        declared: dict[str, list[TransportSpec]] = {}
+        for name in names:
+            answer = answers.get(name)
+            if isinstance(answer, Reply):
+                sink.extend(p for p in answer.problems if p not in self.manager.problems)
+                declared[name] = answer.transports
+                continue
+            if answer is not None:  # its worker failed: what it declared at describe, none of its classes asked
+                self._replaced[name] = self._replaced.get(name, 0) + 1
+                sink.append(self._problem(
+                    name, "worker-failed", f"its worker process {answer} when its transport classes were asked what "
+                    "they move; its declared devices stand for path selection and the worker is replaced",
+                    "keep a transport module's import free of side effects and bounded"))
+            declared[name] = self.manager.transports(name, sink)  # asked here only where its code runs here
+        return declared
 
     def build(self, host: Host, with_metrics: bool = True, plugins: Sequence[str] | None = None) -> NodeInventory:
         """The node's inventory on ``host``, of every plugin of the pool or of ``plugins`` (a subset)."""

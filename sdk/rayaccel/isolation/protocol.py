@@ -60,8 +60,9 @@ class Setup(_Message):
 
 class Request(_Message):
     #: describe: import the plugins and say what they declare; build: each plugin's family on ``host``;
-    #: call: ``plugin``'s ``hook`` with ``arguments`` (and ``host``, for a hook that takes one).
-    kind: Literal["describe", "build", "call"] = "build"
+    #: call: ``plugin``'s ``hook`` with ``arguments`` (and ``host``, for a hook that takes one); transports: each
+    #: plugin's transport declarations with what their classes say they move (the classes imported there).
+    kind: Literal["describe", "build", "call", "transports"] = "build"
     #: None: the host of the worker's previous request (the parent sends each worker process a host once).
     host: HostSpec | None = None
     with_metrics: bool = True
@@ -85,7 +86,7 @@ class Reply(_Message):
     leaked: str | None = None
     #: Answering ``describe``: the plugin's declaration (None: refused, ``problems`` say why) and what the parent
     #: answers in the plugin's place from then on (the hooks that take no arguments: its fixture directories,
-    #: its tensor transports).
+    #: its tensor transports); answering ``transports``: those with their classes' answers.
     declaration: FamilyDeclaration | None = None
     fixture_dirs: list[str] = Field(default_factory=list)
     transports: list[TransportSpec] = Field(default_factory=list)

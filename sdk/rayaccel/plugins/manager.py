@@ -57,6 +57,7 @@ from rayaccel.plugins.configuration import (
     inventory_timeout,
 )
 from rayaccel.plugins.conventions import conventional_hooks
+from rayaccel.plugins.transport_classes import ask_classes
 from rayaccel.reporting import ReportSink, collect_problems, shown
 from rayaccel.schemas import describe_validation_error
 from rayaccel.support.bounded import BoundedTimeout, run_bounded
@@ -461,7 +462,10 @@ class PluginManager:
             result = list(result[:MAX_DEVICES])
         item_adapter = _ITEM_ADAPTERS.get(hook)
         if item_adapter is not None and isinstance(result, list | tuple):
-            return self._valid_items(plugin, dist, hook, item_adapter, result, problems)
+            valid = self._valid_items(plugin, dist, hook, item_adapter, result, problems)
+            if hook == hookspec.TRANSPORTS.name:
+                return self._sdk_fields_dropped(plugin, dist, valid, problems)
+            return valid
         try:
             return _ADAPTERS[hook].validate_python(result)
         except ValidationError as e:
@@ -469,6 +473,31 @@ class PluginManager:
                           f"returned a malformed result: {describe_validation_error(e)}",
                           hookspec.HOOKS[hook].fix, sink=problems)
             return None
+
+    def _sdk_fields_dropped(self, plugin: str, dist: str | None, specs: list[rec.TransportSpec],
+                            problems: list[rec.Problem] | None) -> list[rec.TransportSpec]:
+        """``specs`` without the value of the field the SDK fills (``moved_device_types``: its class's answer, asked
+        where the plugin runs): a declaration's own would stand in for the class's and decide path selection."""
+        claimed = [spec.name for spec in specs if spec.moved_device_types is not None]
+        if not claimed:
+            return specs
+        self._problem(plugin, dist, hookspec.TRANSPORTS.name, "sdk-filled-field",
+                      f"transport {', '.join(claimed)} sets moved_device_types, which the SDK fills from the manager "
+                      "class's own moved_device_types(); the declaration's value is dropped",
+                      "leave moved_device_types out; answer it from the class (override moved_device_types())",
+                      severity="warning", sink=problems)
+        return [spec.model_copy(update={"moved_device_types": None}) for spec in specs]
+
+    def transports(self, plugin: str, problems: list[rec.Problem] | None = None) -> list[rec.TransportSpec]:
+        """The plugin's validated transport declarations (``rayaccel_transports``), each with what its manager
+        class says it moves (``moved_device_types``), asked here when the plugin's code runs in this process. For
+        a plugin adopted from a worker the declarations are its describe answer, none of its classes asked:
+        ask its worker (:meth:`rayaccel.isolation.pool.WorkerPool.transports`), never import its classes here."""
+        specs = self.answer(plugin, hookspec.TRANSPORTS, problems)
+        loaded = self._plugins.get(plugin)
+        if loaded is None or loaded.module is None:
+            return specs
+        return ask_classes(specs)
 
     def _valid_items(self, plugin: str, dist: str | None, hook: str, adapter: TypeAdapter[Any],
                      items: Sequence[Any], problems: list[rec.Problem] | None) -> list[Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rayaccel import hookspec
 from rayaccel.errors import DeclarationError, RayaccelError
 from rayaccel.inventory.transport_paths import RAY_TRANSPORTS, REFERENCE, Choice, Endpoint, choose_transport
 from rayaccel.plugins.manager import PluginManager, default_manager
@@ -28,10 +27,12 @@ class TransportRegistrationError(DeclarationError):
 
 def declared_transports(manager: PluginManager | None = None,
                         plugins: Sequence[str] | None = None) -> dict[str, list[TransportSpec]]:
-    """Plugin name -> the transports it declares (``rayaccel_transports``)."""
+    """Plugin name -> the transports it declares (``rayaccel_transports``), each with what its class says it moves
+    where the plugin runs in this process (:meth:`PluginManager.transports`; a driver imports the classes anyway to
+    register them with Ray)."""
     manager = manager or default_manager()
     names = list(plugins) if plugins is not None else manager.plugin_names()
-    return {name: manager.answer(name, hookspec.TRANSPORTS) for name in names}
+    return {name: manager.transports(name) for name in names}
 
 
 def _import_class(plugin: str, spec: TransportSpec) -> type:
