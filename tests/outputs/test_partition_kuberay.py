@@ -53,8 +53,10 @@ def ray_resources(fragment: dict[str, Any]) -> dict[str, float]:
     # NVIDIA's device plugin, mixed MIG strategy: one resource per MIG profile, nvidia.com/gpu for whole GPUs.
     ("nvidia/a100-mig", {"nvidia.com/mig-3g.20gb": "1", "nvidia.com/mig-2g.10gb": "2"}),
     # '1g.10gb+me' as the device plugin names it, '+' as '.' (k8s-device-plugin internal/plugin/server_test.go).
-    ("nvidia/h100-mig", {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/mig-2g.20gb": "1",
-                         "nvidia.com/mig-1g.10gb": "1", "nvidia.com/mig-1g.10gb.me": "1"}),
+    # A compute instance by its '<c>c.<g>g.<memory>gb' profile, as go-nvlib's NewMigProfile writes one (c != g).
+    ("nvidia/h100-mig", {"nvidia.com/mig-2c.3g.40gb": "1", "nvidia.com/mig-1c.3g.40gb": "1",
+                         "nvidia.com/mig-2g.20gb": "1", "nvidia.com/mig-1g.10gb": "1",
+                         "nvidia.com/mig-1g.10gb.me": "1"}),
     ("nvidia/a100-80gb-mig-mixed", {"nvidia.com/gpu": "1", "nvidia.com/mig-3g.40gb": "1",
                                     "nvidia.com/mig-2g.20gb": "2"}),
     # AMD's device plugin, resource_naming_strategy=mixed: amd.com/<compute partition>_<memory partition>.

@@ -1647,7 +1647,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_counted_errors",
                   "rayaccel_testplugins.corpus_host_transport_devices",
                   "rayaccel_testplugins.corpus_shared_domains",
-                  "rayaccel_testplugins.corpus_pooled_quantities")
+                  "rayaccel_testplugins.corpus_pooled_quantities",
+                  "rayaccel_testplugins.corpus_shared_slices")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

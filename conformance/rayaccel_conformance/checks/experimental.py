@@ -19,6 +19,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, reserved_resource_problem
 from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
+from rayaccel_conformance.checks.partition_fit import partition_fit_errors
 from rayaccel_conformance.checks.recounted_devices import recounted_device_errors
 from rayaccel_conformance.checks.value_relations import renamed_partitions, trimmed_ids
 from rayaccel_conformance.checks.visibility_variables import unowned_variable_errors, unowned_variables
@@ -678,6 +679,17 @@ def partition_memory_against_slices(device: Device) -> list[str]:
     return wrong
 
 
+def own_memory(device: Device) -> list[int]:
+    """The memory each of a device's partitions holds as its own. On a device stating its memory slices, partitions
+    taking none of their own share a parent's memory (NVIDIA's compute instances of one GPU instance each state
+    that instance's memory): each size among them is counted once."""
+    shared = device.partition_capacity is not None
+    own = [p.memory_mib for p in device.partitions if p.memory_mib is not None
+           and not (shared and p.memory_slices is None)]
+    return own + sorted({p.memory_mib for p in device.partitions if p.memory_mib is not None
+                         and shared and p.memory_slices is None})
+
+
 @check("RAC113", scope="fixture")
 def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     """Partitions are isolated like whole devices: unique ids that round-trip, sizes within their device, and
@@ -688,7 +700,13 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     unit's: two tasks handed one id share one instance); each partition id alone, and sets of them not
     starting at the first, round-trip through the family's visible-devices variable
     (``rayaccel_visible_env`` then ``rayaccel_parse_visible``); the partitions of a device take no more
-    memory than it has, nor more compute or memory slices than its ``partition_capacity``; a partition's
+    memory than it has (on a device stating its memory slices, partitions taking none of their own share a
+    parent's memory, as NVIDIA's compute instances of one GPU instance do: each size among them counted once),
+    nor more compute or memory slices than its ``partition_capacity``; where the fixture's own build leaves a
+    device not healthy, or offers one whole while discovery reports a problem, the partitions the machine
+    lists, each as the plugin reports it with one other record taken away at the host seam, must fit their
+    device together (invariant ``partitions-fit-their-device``, ``checks/partition_fit.py``: the SDK's refusal
+    caught inside the plugin, a compute instance given its GPU instance's slices); a partition's
     known memory is above 0 MiB and, where its memory slices and the device's are known, within 0.75-1.25
     of their share of the device's memory (invariant ``partition-memory-follows-its-slices``: a GiB figure
     stored as MiB, a field that reads 0; RAC252 rounds a share to at least one slice, so it passes both); and a
@@ -705,6 +723,9 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     fam = inventory.family(family.name)
     refused = [p.render() for p in subject.plugin_problems(inventory, ("rayaccel_discover",))
                if p.code == "duplicate-partition" or "partitions:" in p.message]
+    # A device left not healthy, or offered whole with a problem said: the partitions the machine lists, each as the
+    # plugin reports it with another record away, must fit it (partitions-fit-their-device: a refusal caught inside).
+    refused += partition_fit_errors(subject, subject.fixture(fixture), family.name)
     partitioned = [d for d in (fam.devices if fam else []) if d.partitions]
     if not partitioned and not refused:
         raise NotApplicable(f"{fixture}: discovery reports no partitions")
@@ -717,11 +738,11 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
         wrong.append(f"partition id {', '.join(repeated[:4])} is given to more than one partition, device or unit "
                      "on the node: two tasks handed that id would share one instance")
     for device in partitioned:
-        memory = [p.memory_mib for p in device.partitions if p.memory_mib is not None]
+        capacity = device.partition_capacity
+        memory = own_memory(device)
         if device.memory_mib is not None and sum(memory) > device.memory_mib:
             wrong.append(f"device {device.id}: its {len(memory)} partitions take {sum(memory)} MiB, more than the "
                          f"device's {device.memory_mib} MiB")
-        capacity = device.partition_capacity
         wrong += partition_memory_against_slices(device)
         for field in ("compute_slices", "memory_slices"):
             used = sum(getattr(p, field) or 0 for p in device.partitions)

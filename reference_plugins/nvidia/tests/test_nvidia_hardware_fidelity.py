@@ -139,10 +139,23 @@ def test_h100_mig_an_empty_slot_answered_invalid_argument_is_skipped(manager: Pl
     family = result.family("nvidia")
     assert family is not None and result.problems == []
     (device,) = family.devices
-    assert [p.profile for p in device.partitions] == ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb.me"]
+    assert [p.profile for p in device.partitions] == ["2c.3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb.me", "1c.3g.40gb"]
     assert [h.state for h in family.health] == ["healthy"]
-    assert result.resources == {"accelerator_type:H100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0,
-                                "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}
+    assert result.resources == {"accelerator_type:H100": 1.0, "GPU_MIG_2c.3g.40gb": 1.0, "GPU_MIG_1c.3g.40gb": 1.0,
+                                "GPU_MIG_2g.20gb": 1.0, "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}
+
+
+def test_h100_mig_compute_instances_take_their_own_slices_of_their_gpu_instance(manager: PluginManager) -> None:
+    # GPU instance 2 (3g.40gb) split into compute instances 2c.3g.40gb and 1c.3g.40gb: each runs on its own share
+    # of the instance's 3 slices and both see its memory, so the GPU's 7 slices hold every MIG device at once.
+    family = inventory(manager, "h100-mig").family("nvidia")
+    assert family is not None
+    (device,) = family.devices
+    sizes = {p.profile: (p.compute_slices, p.memory_slices, p.memory_mib, p.attributes["gpu_instance_id"],
+                         p.attributes["compute_instance_id"]) for p in device.partitions}
+    assert sizes["2c.3g.40gb"] == (2, None, 40320, 2, 0)
+    assert sizes["1c.3g.40gb"] == (1, None, 40320, 2, 1)
+    assert sum(p.compute_slices or 0 for p in device.partitions) == 7
 
 
 # GPUs without UUIDs -----------------------------------------------------------------------------------

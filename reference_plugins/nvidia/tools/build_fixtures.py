@@ -87,6 +87,14 @@ def mig_device_file(gpu: int, gi: int, ci: int = 0) -> str:
     return f"/dev/nvidia{gpu},/dev/nvidia-caps/nvidia-cap{first},/dev/nvidia-caps/nvidia-cap{first + 1 + ci}"
 
 
+def compute_slices(mig_name: str) -> int:
+    """A MIG device's compute slices from its name (NVIDIA's MIG user guide, MIG Device Names): a compute
+    instance's '<c>c', else its GPU instance's '<g>g' ('... MIG 1c.3g.40gb' -> 1, '... MIG 2g.20gb' -> 2)."""
+    profile = mig_name.rsplit(" ", 1)[-1]
+    first = profile.split(".")[0]
+    return int(first[:-1])
+
+
 def gpu_uuid(system: str, index: int, prefix: str = "GPU") -> str:
     return f"{prefix}-{uuid.uuid5(NS, f'{system}/{index}')}"
 
@@ -419,40 +427,50 @@ def gb200_tray_08() -> dict[str, Any]:
 # skip both. One instance is 1g.10gb+me (GPU instance profile 20, media extensions: 1 NVDEC, 1 JPEG, 1 OFA) beside
 # a plain 1g.10gb (profile 19): the same slices and memory (NVIDIA's MIG user guide, Supported MIG Profiles: both
 # 1/8 of the memory, 1/7 of the SMs), two profiles; NVML names the MIG device by its profile, '+me' included (as
-# nvidia-smi -L and go-nvlib's MigProfile print it: '1g.10gb+me', '1c.1g.5gb+me').
+# nvidia-smi -L and go-nvlib's MigProfile print it: '1g.10gb+me', '1c.1g.5gb+me'). The 3g.40gb GPU instance is split
+# into two compute instances, 2c.3g.40gb and 1c.3g.40gb (`nvidia-smi mig -cci` on GPU instance 2; NVIDIA's MIG user
+# guide, MIG Device Names: a 3g.20gb device subdivided into 2c.3g.20gb and 1c.3g.20gb): NVML enumerates each compute
+# instance as a MIG device named by its profile '<c>c.<g>g.<memory>gb', each with its GPU instance's memory (the
+# compute instances share it) and its own compute instance id.
 
 def h100_mig() -> dict[str, Any]:
     system = "h100-mig"
     gpu = device(system, 0, name="NVIDIA H100 80GB HBM3", pci_id=0x2330, subsys=0x16C1, bus="00000000:1B:00.0",
                  memory_mib=81559, numa=0, cpus=cpu_words((0, 55), (112, 167)), cc=(9, 0), arch=9, mig=[1, 1],
                  nvlink=None)
-    # 3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb+me = 7 of 7 compute slices, 8 of 8 memory slices; slots 0, 1, 3 and 4
-    # hold MIG devices.
-    profiles = {0: ("3g.40gb", 40320, 2), 1: ("2g.20gb", 20096, 3), 3: ("1g.10gb", 9984, 9),
-                4: ("1g.10gb+me", 9984, 13)}
+    # GPU instances 3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb+me = 7 of 7 compute slices, 8 of 8 memory slices; the
+    # 3g.40gb's 3 slices go to its compute instances 2c + 1c. Slots 0, 1, 3, 4 and 5 hold MIG devices.
+    profiles = {0: ("2c.3g.40gb", 40320, 2, 0), 1: ("2g.20gb", 20096, 3, 0), 3: ("1g.10gb", 9984, 9, 0),
+                4: ("1g.10gb+me", 9984, 13, 0), 5: ("1c.3g.40gb", 40320, 2, 1)}
     gpu["minor_number"] = 0
     gpu["max_mig_devices"] = 7
     gpu["mig_empty_slot_error"] = "NVML_ERROR_INVALID_ARGUMENT"
     gpu["mig_devices"] = {str(slot): {"uuid": gpu_uuid(system, 100 + slot, "MIG"),
                                       "name": f"NVIDIA H100 80GB HBM3 MIG {profile}",
                                       "memory": {"total": mib * MIB, "used": 13 * MIB, "free": (mib - 13) * MIB},
-                                      "gpu_instance_id": gi, "compute_instance_id": 0}
-                          for slot, (profile, mib, gi) in profiles.items()}
+                                      "gpu_instance_id": gi, "compute_instance_id": ci}
+                          for slot, (profile, mib, gi, ci) in profiles.items()}
     nvml = {"driver_version": "550.54.15", "cuda_driver_version": 12040, "devices": {"0": gpu}}
     expected = {
         "devices": 1, "device_ids": [gpu["uuid"]], "accelerator_type": "H100",
         # In MIG mode the GPU is offered only as its instances, each profile its own resource.
-        "resources": {"accelerator_type:H100": 1.0, "GPU_MIG_3g.40gb": 1.0, "GPU_MIG_2g.20gb": 1.0,
-                      "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}, "links": 0,
+        "resources": {"accelerator_type:H100": 1.0, "GPU_MIG_2c.3g.40gb": 1.0, "GPU_MIG_1c.3g.40gb": 1.0,
+                      "GPU_MIG_2g.20gb": 1.0, "GPU_MIG_1g.10gb": 1.0, "GPU_MIG_1g.10gb.me": 1.0}, "links": 0,
         "skus": {gpu["uuid"]: "h100-sxm5-80gb"},
         "labels": labels(sku="h100-sxm5-80gb", count=1, interconnect="none", accel="H100", memory=81559,
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
-                         mig_capable=True, mig={"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1, "1g.10gb.me": 1}),
-        "device_fields": {gpu["uuid"]: mig_memory(gpu)},
+                         mig_capable=True, mig={"2c.3g.40gb": 1, "1c.3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1,
+                                                "1g.10gb.me": 1}),
+        # Each MIG device's compute slices: a compute instance its own <c>c, not its GPU instance's.
+        "device_fields": {gpu["uuid"]: {**mig_memory(gpu), **{
+            f"partition.{mig['uuid']}.compute_slices": compute_slices(mig["name"])
+            for mig in gpu["mig_devices"].values()}}},
     }
-    return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb+me, slot 2 "
-                   "empty) as a pod sees it", "H100 MIG profile names from NVIDIA's MIG "
-                   "user guide, Supported MIG Profiles (1g.10gb+me: 1 NVDEC /1 JPEG /1 OFA, one instance per GPU; "
+    return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb split into compute instances 2c.3g.40gb + "
+                   "1c.3g.40gb, 2g.20gb + 1g.10gb + 1g.10gb+me, slot 2 empty) as a pod sees it", "H100 MIG profile "
+                   "names from NVIDIA's MIG user guide, Supported MIG Profiles and MIG Device Names (a GPU instance "
+                   "split into compute instances '<c>c.<g>g.<memory>gb', each a MIG device with its GPU instance's "
+                   "memory); 1g.10gb+me (Supported MIG Profiles: 1 NVDEC /1 JPEG /1 OFA, one instance per GPU; "
                    "the same memory as 1g.10gb; memory sizes approximate); an empty slot answers "
                    "NVML_ERROR_INVALID_ARGUMENT as NVIDIA's go-nvlib and k8s-dra-driver-gpu handle it (they skip it "
                    "like NOT_FOUND); "
