@@ -421,6 +421,10 @@ class Partition(Record):
     memory_slices: int | None = Field(None, ge=1, description="Memory slices it takes, e.g. 1 for '1g.10gb' on "
                                       "an A100 80GB")
     memory_mib: int | None = Field(None, ge=0, description="The partition's memory in MiB (2^20 bytes)")
+    shared_memory: str | None = Field(
+        None, min_length=1, description="Names the memory it shares with other partitions of its device, where it "
+        "has none of its own (a MIG compute instance: its GPU instance's, e.g. 'gpu-instance-2'); the partitions "
+        "naming one share it, so their memory is counted once")
     attributes: Annotated[dict[str, AttributeValue], AfterValidator(_device_file_attribute)] = Field(
         default_factory=dict, description="Vendor extras, e.g. MIG's gpu_instance_id")
 
@@ -478,6 +482,20 @@ class Device(Record):
                     raise ValueError(f"partitions: their {field} add up to {used}, more than the device's "
                                      f"{total} (partition_capacity.{field}); report the partitions the device has")
         return self
+
+    def partition_memory_mib(self) -> list[int]:
+        """The memory of its partitions, each memory once: a partition's own, and once for each memory several
+        share (``Partition.shared_memory``: NVIDIA's compute instances of one GPU instance each state its memory)."""
+        shared: dict[str, int] = {}
+        own = []
+        for p in self.partitions:
+            if p.memory_mib is None:
+                continue
+            if p.shared_memory is None:
+                own.append(p.memory_mib)
+            else:
+                shared[p.shared_memory] = max(shared.get(p.shared_memory, 0), p.memory_mib)
+        return own + list(shared.values())
 
     @property
     def unit_ids(self) -> list[str]:

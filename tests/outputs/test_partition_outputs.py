@@ -62,8 +62,10 @@ def dra(inv: NodeInventory) -> list[dict[str, Any]]:
 
 # -- DRA: partitionable devices ----------------------------------------------------------------------------
 
-def test_dra_publishes_each_partition_consuming_its_gpus_counters_valid_for_kubernetes() -> None:
-    inv = inventory()
+# h100-mig: compute instances 2c.3g.40gb and 1c.3g.40gb share their GPU instance's memory, each stating it.
+@pytest.mark.parametrize("ref", [MIG, "nvidia/h100-mig"])
+def test_dra_publishes_each_partition_consuming_its_gpus_counters_valid_for_kubernetes(ref: str) -> None:
+    inv = inventory(ref)
     gpu = inv.families[0].devices[0]
     assert gpu.partitions, "the MIG fixture reports its instances"
     slices = dra(inv)

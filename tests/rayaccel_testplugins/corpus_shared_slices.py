@@ -59,7 +59,8 @@ def _split(card: Device, parts: list[tuple[str, str, int, int | None]]) -> Devic
         return Device.model_validate({
             **card.model_dump(), "partition_capacity": CAPACITY,
             "partitions": [{"id": ident, "kind": "compute-partition", "profile": profile, "compute_slices": compute,
-                            "memory_slices": memory, "memory_mib": 32768}
+                            "memory_slices": memory, "memory_mib": 32768,
+                            "shared_memory": None if memory else profile.split(".", 1)[1]}
                            for ident, profile, compute, memory in parts]})
     except ValueError as e:
         report_problem("partitions-unreadable", f"card {card.index}'s partitions were refused by the SDK "

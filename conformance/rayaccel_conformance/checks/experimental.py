@@ -679,17 +679,6 @@ def partition_memory_against_slices(device: Device) -> list[str]:
     return wrong
 
 
-def own_memory(device: Device) -> list[int]:
-    """The memory each of a device's partitions holds as its own. On a device stating its memory slices, partitions
-    taking none of their own share a parent's memory (NVIDIA's compute instances of one GPU instance each state
-    that instance's memory): each size among them is counted once."""
-    shared = device.partition_capacity is not None
-    own = [p.memory_mib for p in device.partitions if p.memory_mib is not None
-           and not (shared and p.memory_slices is None)]
-    return own + sorted({p.memory_mib for p in device.partitions if p.memory_mib is not None
-                         and shared and p.memory_slices is None})
-
-
 @check("RAC113", scope="fixture")
 def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     """Partitions are isolated like whole devices: unique ids that round-trip, sizes within their device, and
@@ -700,8 +689,8 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     unit's: two tasks handed one id share one instance); each partition id alone, and sets of them not
     starting at the first, round-trip through the family's visible-devices variable
     (``rayaccel_visible_env`` then ``rayaccel_parse_visible``); the partitions of a device take no more
-    memory than it has (on a device stating its memory slices, partitions taking none of their own share a
-    parent's memory, as NVIDIA's compute instances of one GPU instance do: each size among them counted once),
+    memory than it has (a memory several share, ``Partition.shared_memory``, counted once: NVIDIA's compute
+    instances of one GPU instance each state that instance's memory),
     nor more compute or memory slices than its ``partition_capacity``; where the fixture's own build leaves a
     device not healthy, or offers one whole while discovery reports a problem, the partitions the machine
     lists, each as the plugin reports it with one other record taken away at the host seam, must fit their
@@ -739,7 +728,7 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
                      "on the node: two tasks handed that id would share one instance")
     for device in partitioned:
         capacity = device.partition_capacity
-        memory = own_memory(device)
+        memory = device.partition_memory_mib()
         if device.memory_mib is not None and sum(memory) > device.memory_mib:
             wrong.append(f"device {device.id}: its {len(memory)} partitions take {sum(memory)} MiB, more than the "
                          f"device's {device.memory_mib} MiB")

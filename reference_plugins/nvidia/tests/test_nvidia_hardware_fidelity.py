@@ -151,11 +151,14 @@ def test_h100_mig_compute_instances_take_their_own_slices_of_their_gpu_instance(
     family = inventory(manager, "h100-mig").family("nvidia")
     assert family is not None
     (device,) = family.devices
-    sizes = {p.profile: (p.compute_slices, p.memory_slices, p.memory_mib, p.attributes["gpu_instance_id"],
-                         p.attributes["compute_instance_id"]) for p in device.partitions}
-    assert sizes["2c.3g.40gb"] == (2, None, 40320, 2, 0)
-    assert sizes["1c.3g.40gb"] == (1, None, 40320, 2, 1)
+    sizes = {p.profile: (p.compute_slices, p.memory_slices, p.memory_mib, p.shared_memory,
+                         p.attributes["gpu_instance_id"], p.attributes["compute_instance_id"])
+             for p in device.partitions}
+    assert sizes["2c.3g.40gb"] == (2, None, 40320, "gpu-instance-2", 2, 0)
+    assert sizes["1c.3g.40gb"] == (1, None, 40320, "gpu-instance-2", 2, 1)
+    assert sizes["2g.20gb"][3] is None  # a GPU instance with one compute instance holds its memory alone
     assert sum(p.compute_slices or 0 for p in device.partitions) == 7
+    assert sum(device.partition_memory_mib()) == 40320 + 20096 + 9984 * 2  # the shared memory counted once
 
 
 # GPUs without UUIDs -----------------------------------------------------------------------------------

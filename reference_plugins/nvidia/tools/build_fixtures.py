@@ -461,10 +461,13 @@ def h100_mig() -> dict[str, Any]:
                          arch="hopper", driver="550.54.15", cuda="12.4", product="NVIDIA-H100-80GB-HBM3", cc=(9, 0),
                          mig_capable=True, mig={"2c.3g.40gb": 1, "1c.3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1,
                                                 "1g.10gb.me": 1}),
-        # Each MIG device's compute slices: a compute instance its own <c>c, not its GPU instance's.
+        # Each MIG device's compute slices: a compute instance its own <c>c, not its GPU instance's; the compute
+        # instances share their GPU instance's memory.
         "device_fields": {gpu["uuid"]: {**mig_memory(gpu), **{
             f"partition.{mig['uuid']}.compute_slices": compute_slices(mig["name"])
-            for mig in gpu["mig_devices"].values()}}},
+            for mig in gpu["mig_devices"].values()}, **{
+            f"partition.{mig['uuid']}.shared_memory": f"gpu-instance-{mig['gpu_instance_id']}"
+            for mig in gpu["mig_devices"].values() if ".3g." in mig["name"]}}},
     }
     return fixture("h100-mig", "One MIG-enabled H100 SXM5 80GB (3g.40gb split into compute instances 2c.3g.40gb + "
                    "1c.3g.40gb, 2g.20gb + 1g.10gb + 1g.10gb+me, slot 2 empty) as a pod sees it", "H100 MIG profile "

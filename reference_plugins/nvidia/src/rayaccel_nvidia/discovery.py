@@ -27,6 +27,7 @@ from rayaccel import (
     vendor_int,
 )
 from rayaccel_nvidia.naming import (
+    MIG_PROFILE,
     architecture,
     cpu_list,
     cuda_version,
@@ -277,6 +278,11 @@ def mig_partitions(nvml: Any, handle: Any, gpu_mib: int | None, capacity: tuple[
             value = optional(nvml, fn, mig)
             if value is not None:
                 attributes[key] = int(value)
+        # A compute instance ('<c>c.<g>g...') shares its GPU instance's memory with the instance's other ones.
+        match = MIG_PROFILE.match(profile)
+        shared = (f"gpu-instance-{attributes['gpu_instance_id']}" if match is not None and match["ci"] is not None
+                  and "gpu_instance_id" in attributes else None)
         partitions.append(Partition(id=uuid, kind="mig", profile=profile, compute_slices=compute_slices,
-                                    memory_slices=memory_slices, memory_mib=memory_mib, attributes=attributes))
+                                    memory_slices=memory_slices, memory_mib=memory_mib, shared_memory=shared,
+                                    attributes=attributes))
     return partitions

@@ -140,7 +140,7 @@ def counter_set(family: FamilyInventory, device: Device) -> dict[str, Any]:
     capacity = device.partition_capacity
     memory = device.memory_mib
     if memory is None and all(p.memory_mib is not None for p in device.partitions):
-        memory = sum(p.memory_mib or 0 for p in device.partitions)
+        memory = sum(device.partition_memory_mib())
     counters = _counters(memory, capacity.compute_slices if capacity else None,
                          capacity.memory_slices if capacity else None)
     return {"name": counter_set_name(family, device), "counters": counters or {"partitions": {
@@ -148,10 +148,13 @@ def counter_set(family: FamilyInventory, device: Device) -> dict[str, Any]:
 
 
 def _consumes(family: FamilyInventory, device: Device, position: int) -> dict[str, Any]:
-    """What one partition takes of its device's counter set (the same counters the set has)."""
+    """What one partition takes of its device's counter set (the same counters the set has). Memory it shares with
+    others (a compute instance's, its GPU instance's) is none of its own: taken per partition, the set would run
+    out before every partition the device has is allocated."""
     partition = device.partitions[position]
     offered = counter_set(family, device)["counters"]
-    wanted = _counters(partition.memory_mib, partition.compute_slices, partition.memory_slices)
+    memory = None if partition.shared_memory is not None else partition.memory_mib
+    wanted = _counters(memory, partition.compute_slices, partition.memory_slices)
     counters = {k: v for k, v in wanted.items() if k in offered} or {"partitions": {"value": "1"}}
     return {"counterSet": counter_set_name(family, device), "counters": counters}
 
