@@ -21,6 +21,7 @@ from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.records import STANDARD_METRICS, Device, MetricSample, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.counter_polls import counter_failures
+from rayaccel_conformance.checks.failed_queries import stale_failures
 from rayaccel_conformance.checks.invariants import KIND_MAX_GBYTES_PER_S, catalog_link_maxima
 from rayaccel_conformance.checks.supported import metric_value_differences
 from rayaccel_conformance.harness.subject import Subject
@@ -129,9 +130,14 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     of the fixture raising them, else each counter reading the plugin publishes doubled) and that machine again; it
     may not fall from the first poll to the second, nor change from the second to the third (``invariant
     a-counter-never-goes-down``: a counter published as the increase, or the errors per second, since the previous
-    poll falls back to 0, which Prometheus takes for a reset). Not applicable where the second poll gives no rate,
-    the fixture states none and no machine moves a counter the plugin publishes. Fix: publish an error counter as
-    the device's running total, as the vendor counts it; keep each counter's
+    poll falls back to 0, which Prometheus takes for a reset). A gauge (utilization, temperature, power, memory) is
+    polled on one host after two histories, the fixture's machine and that machine with the gauge readings of one
+    query scaled, then with that query failing (its command exiting 1, its library raising on every call): the
+    failing poll's gauges must be the same after either (``invariant a-failed-query-gives-no-reading``: a value kept
+    from an earlier poll and published as current when the query fails). Not applicable where the second poll gives
+    no rate, the fixture states none, no machine moves a counter the plugin publishes and no gauge is read from a
+    command or a library. Fix: a query that fails gives no sample this poll (report it), never the last reading;
+    publish an error counter as the device's running total, as the vendor counts it; keep each counter's
     previous sample per device (and per library session), divide the counter's advance by the time between the
     samples' timestamps, and convert it from the counter's unit (NVML's NVLink counters are KiB: x 1024) to
     bytes; report one direction; when a counter is below its previous sample it has reset: give no rate for
@@ -147,15 +153,20 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     stated = {device: values for device, values in stated.items() if values}
     fam = subject.inventory(fixture).family(subject.family().name)
     counter_wrong, counted = counter_failures(subject, fx, fam.metrics if fam else [], devices)
+    stale_wrong, failed = stale_failures(subject, fx, fam.metrics if fam else [], devices)
+    counter_wrong += stale_wrong
+    failed_polled = f"; gauges polled over {failed}, none kept from an earlier poll" if failed else ""
     host = simulated_host(fx)
     second, problems = _poll_twice(subject, host, devices)
     measured = [s for s in second if s.name in rates]
     if not measured and not stated:
         if counter_wrong:
             raise CheckFailed(counter_wrong[:6])
-        if counted is None:
-            raise NotApplicable(f"{ref}: no rate on the second poll and none stated; no counter a machine moves")
-        return f"{ref}: no rate on the second poll and none stated; counters polled over {counted}, none going down"
+        if counted is None and failed is None:
+            raise NotApplicable(f"{ref}: no rate on the second poll and none stated; no counter a machine moves; no "
+                                "gauge read from a command or a library")
+        return (f"{ref}: no rate on the second poll and none stated"
+                + (f"; counters polled over {counted}, none going down" if counted else "") + failed_polled)
     where = f"{ref}, second poll"
     wrong = [*counter_wrong, *problems]
     declared = catalog_link_maxima(subject)
@@ -194,4 +205,4 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed(wrong[:6])
     return (f"{ref}: {len(measured)} rates on the second poll, within their SKUs' link bandwidth"
             + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + reset
-            + (f"; counters polled over {counted}, none going down" if counted else ""))
+            + (f"; counters polled over {counted}, none going down" if counted else "") + failed_polled)
