@@ -491,7 +491,9 @@ def rayaccel_cloud_hints(provider: str, instance_type: str) -> CloudHint | dict[
     """The family's accelerators on a cloud instance type, without probing (for scale-from-zero).
 
     :param provider: ``aws``, ``gcp``, ...
-    :param instance_type: e.g. ``p5.48xlarge`` or ``ct5lp-hightpu-8t``.
+    :param instance_type: e.g. ``p5.48xlarge`` or ``ct5lp-hightpu-8t``, as an operator or an autoscaler's
+        configuration writes it: answer every spelling of one type alike, without regard to case or surrounding
+        whitespace (``P5.48XLARGE``, `` p5.48xlarge``), as the name of the same machine (RAC222 asks them).
     :returns: a :class:`~rayaccel.records.CloudHint`, or ``None`` when the type has none of the family.
 
     .. versionadded:: 1.0
