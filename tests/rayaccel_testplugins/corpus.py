@@ -1634,6 +1634,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_module_versions", "rayaccel_testplugins.corpus_numbered_reasons",
                   "rayaccel_testplugins.corpus_not_supported_rows", "rayaccel_testplugins.corpus_unseen_failures",
                   "rayaccel_testplugins.corpus_demoted_readings", "rayaccel_testplugins.corpus_unknown_products",
+                  "rayaccel_testplugins.corpus_day_zero_names",
                   "rayaccel_testplugins.corpus_link_routes", "rayaccel_testplugins.corpus_offered_resources",
                   "rayaccel_testplugins.corpus_domain_fabrics", "rayaccel_testplugins.corpus_fabric_domains",
                   "rayaccel_testplugins.corpus_link_sized_domains",

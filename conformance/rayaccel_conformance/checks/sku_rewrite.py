@@ -27,6 +27,9 @@ from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, 
 
 DAY_ZERO_ID = "zz-rac230-day-zero"
 DAY_ZERO_NAME = "RAC230 Day Zero Chip"
+#: The SKU's marketing name is not what the driver prints (NVIDIA's "H100 SXM5 80GB" is nvidia-smi's "NVIDIA H100
+#: 80GB HBM3", Intel's "Gaudi 3 OAM (HL-325L)" hl-smi's "HL-325L"), so a rewrite writing it as the product shows.
+DAY_ZERO_MARKETING_NAME = "RAC230 Day Zero Accelerator OAM"
 
 
 def day_zero_sku(base: SkuRecord, taken_pci_ids: set[str]) -> SkuRecord:
@@ -36,7 +39,7 @@ def day_zero_sku(base: SkuRecord, taken_pci_ids: set[str]) -> SkuRecord:
                         if re.search(r"\d", base.accelerator_type) else f"{base.accelerator_type}-9Z")
     memory = (base.memory_mib or 8192) * 2 + 1024  # a size no catalogued SKU of the family has
     return base.model_copy(update={
-        "id": DAY_ZERO_ID, "marketing_name": DAY_ZERO_NAME, "accelerator_type": accelerator_type,
+        "id": DAY_ZERO_ID, "marketing_name": DAY_ZERO_MARKETING_NAME, "accelerator_type": accelerator_type,
         "memory_mib": memory, "match": SkuMatch(pci_device_ids=[pci], product_names=[DAY_ZERO_NAME])})
 
 
@@ -67,10 +70,13 @@ def rewritten_fixture_is_of_the_new_sku(subject: Subject, fixture: str | None) -
     ``rayaccel sku add --dry-run`` grades it: every device resolves to the new SKU with its memory, type and
     labels, every fault of the base fixture is kept and behaves as before, and the rewritten machine's memory
     metrics describe its devices as RAC218 holds them on a shipped fixture (``memory_total`` within 10% of the
-    device's ``memory_mib``, ``memory_used`` within both). Not applicable to a plugin
-    without the hook, or a fixture with no catalogued SKU. Fix: rewrite every place the vendor's answers
-    state the product name, PCI device id and memory size (each answer a metric reads it from, in that answer's
-    unit), faults' patches included.
+    device's ``memory_mib``, ``memory_used`` within both). The SKU is marketed under another name than the
+    product name it matches, as real SKUs are, and ``rayaccel sku add`` refuses a rewrite whose host states a
+    product name the SKU's product rules do not match (its devices would resolve by PCI id alone). Not applicable
+    to a plugin without the hook, or a fixture with no catalogued SKU. Fix: rewrite every place the vendor's
+    answers state the product name (as the driver prints it: ``match.product_names``, not the marketing name),
+    PCI device id and memory size (each answer a metric reads it from, in that answer's unit), faults' patches
+    included.
     """
     if not subject.manager.implements(subject.name, "rayaccel_fixture_for_sku"):
         raise NotApplicable("the plugin does not implement rayaccel_fixture_for_sku")

@@ -36,6 +36,7 @@ from rayaccel.onboarding.sku_fixture import (
     derived_expectation,
     derived_faults,
     is_plugin_label,
+    misnamed_devices,
     observed_label_keys,
     plugin_fixtures,
     recorded_metric_values,
@@ -173,6 +174,8 @@ def add_sku(manager: PluginManager, plugin: str, sku: SkuRecord, from_fixture: s
         data["expected"]["labels"] = {**sdk_labels, **recorded}
         fixture = parse_fixture(data, f"the fixture for {sku.id}")
     diffs = compare_expected(inventory, fixture)
+    built = inventory.family(manager.family(plugin).name)
+    diffs += misnamed_devices(built.devices if built else [], sku, data["host"])
     if data["expected"].get("metric_values"):  # what the machine reads, recomputed for the SKU (RAC206 grades it)
         family = next((f for f in _inventory(builder, fixture, with_metrics=True).families if f.plugin == plugin),
                       None)

@@ -4,6 +4,8 @@ expectation and faults the SKU record implies (``rayaccel sku add``)."""
 from __future__ import annotations
 
 import copy
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ from rayaccel.errors import FixtureError
 from rayaccel.hosts.fixtures import FIXTURE_SUFFIXES, Fixture, installed_fixtures, load_fixture
 from rayaccel.labels import VOCABULARY_PREFIX, to_label_value
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import LINK_KINDS, STANDARD_METRICS, SkuCatalog, SkuRecord
+from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, SkuCatalog, SkuRecord
 from rayaccel.support.raycompat import RAY_ACCELERATOR_TYPE_LABEL, RAY_LABEL_PREFIX
 
 
@@ -106,6 +108,30 @@ def sku_device_fields(stated: dict[str, dict[str, Any]], sku: SkuRecord) -> dict
                      if not name.startswith("partition_capacity.") and not (
                          name.startswith("partition.") and name.rsplit(".", 1)[1] in _PRODUCT_PARTITION_FIELDS)}
             for device, fields in stated.items()}
+
+
+def misnamed_devices(devices: list[Device], sku: SkuRecord, host: dict[str, Any]) -> list[str]:
+    """Product names the new fixture's host states for its devices (a file, a tool's output) that the SKU's product
+    rules do not match: the rewrite wrote another name (the marketing name) where the driver prints the product's,
+    so the devices resolve to the SKU by their PCI device id alone and the fixture misstates the driver. A name the
+    plugin makes itself (from a PCI id or a generation: no text of the host's) is the plugin's answer."""
+    names, patterns = sku.match.product_names, sku.match.product_patterns
+    if not names and not patterns:
+        return []
+    text = json.dumps(host)
+    misnamed: dict[str, list[str]] = {}
+    for device in devices:
+        name = device.product_name.strip()
+        if name and json.dumps(name)[1:-1] in text and name not in names and not any(
+                re.search(p, name) for p in patterns):
+            misnamed.setdefault(name, []).append(device.id)
+    rules = " or ".join(rule for rule in (f"product names {names}" if names else "",
+                                          f"product patterns {patterns}" if patterns else "") if rule)
+    return [f"the host states the product of {len(ids)} device(s) ({', '.join(ids[:3])}"
+            f"{' ...' if len(ids) > 3 else ''}) as {name!r}, which SKU {sku.id} does not match by its {rules}: "
+            "they resolve to it by their PCI device id alone (is the marketing name "
+            f"{sku.marketing_name!r} written where the driver prints the product's?)"
+            for name, ids in misnamed.items()]
 
 
 def recorded_metric_values(stated: dict[str, dict[str, float]], samples: dict[tuple[str, str], float],
