@@ -1650,7 +1650,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_shared_domains",
                   "rayaccel_testplugins.corpus_pooled_quantities",
                   "rayaccel_testplugins.corpus_shared_slices",
-                  "rayaccel_testplugins.corpus_failed_queries")
+                  "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

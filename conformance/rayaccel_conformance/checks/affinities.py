@@ -255,6 +255,63 @@ def mask_words(host: dict[str, Any], device_index: int) -> list[MaskWords]:
     return found
 
 
+#: A CPU the host names on its own: its sysfs directory (``/sys/devices/system/cpu/cpu12``), a ``processor`` line of
+#: /proc/cpuinfo; and what separates the words of a tool's table (``nvidia-smi topo -m``'s CPU Affinity column).
+_CPU_DIR = re.compile(r"/cpu(\d+)(?:/|$)")
+_PROCESSOR = re.compile(r"^processor\s*:\s*(\d+)\s*$", re.MULTILINE)
+_TABLE_GAPS = re.compile(r"[\s|\"';]+")
+
+
+def host_cpu_sets(host: dict[str, Any]) -> set[frozenset[int]]:
+    """Every CPU set the host states (``HostState.model_dump(mode='json')``): a CPU list or mask as text (a list file
+    holding a lone CPU too), mask words under a key naming CPUs, a word of a tool's output written as a list or a
+    mask; and each CPU it names on its own (its sysfs directory, a ``processor`` line) as a set of one."""
+    found: set[frozenset[int]] = {text.cpus for text in cpu_texts(host)}
+    for path, content in (host.get("files") or {}).items():
+        if path.rsplit("/", 1)[-1] in _LIST_FILES and (listed := cpu_set(content or "")):
+            found.add(listed)
+        found |= {frozenset({int(m.group(1))}) for m in [_CPU_DIR.search(path)] if m}
+        found |= {frozenset({int(n)}) for n in _PROCESSOR.findall(content or "")}
+    sources: list[Any] = list((host.get("libraries") or {}).values())
+    for answer in (host.get("commands") or {}).values():
+        stdout = (answer or {}).get("stdout") or ""
+        found |= {frozenset({int(n)}) for n in _PROCESSOR.findall(stdout)}
+        for word in _TABLE_GAPS.split(stdout):
+            if stated := (cpu_set(word) if "-" in word or "," in word else None) or mask_set(word):
+                found.add(stated)
+        try:
+            sources.append(json.loads(stdout))
+        except (ValueError, TypeError):
+            continue
+    for data in sources:
+        for _, words in _word_lists(data):
+            found.add(frozenset(64 * w + b for w, word in enumerate(words) for b in range(64) if word >> b & 1))
+    return {cpus for cpus in found if cpus}
+
+
+def unstated_cpu_problems(ref: str, affinities: list[Affinity], host: dict[str, Any]) -> list[str]:
+    """``invariant cpus-the-host-states``: each affinity whose ``cpus`` are not CPU sets the host states, whole (one,
+    or several together)."""
+    sets = host_cpu_sets(host)
+    known = frozenset().union(*sets) if sets else frozenset()
+    wrong = []
+    for affinity in affinities:
+        cpus = cpu_set(affinity.cpus or "") or frozenset()
+        missing = cpus - frozenset().union(*(s for s in sets if s <= cpus))
+        if not missing:
+            continue
+        states = (f"it states CPUs {canonical_list(known)!r}, in sets none of which the device's CPUs hold whole"
+                  if missing <= known else f"it states CPUs {canonical_list(known)!r}" if known
+                  else "it states no CPU at all")
+        wrong.append(f"invariant cpus-the-host-states, {ref}: {affinity.device}'s cpus {affinity.cpus!r} name CPUs "
+                     f"{canonical_list(missing)!r} that no CPU list or mask the host states gives ({states}; a file, "
+                     "a library, a tool's output, a CPU's directory or processor line): CPUs computed from an "
+                     "assumed layout (cores per NUMA node, the device's position) are another machine's; read the "
+                     "device's local CPUs from the host (sysfs local_cpulist, /sys/devices/system/node/node<N>/"
+                     "cpulist, the vendor's affinity field), whole, or leave cpus out where it states none")
+    return wrong
+
+
 def with_lone_cpu(mask: MaskWords) -> tuple[list[int], frozenset[int]]:
     """The mask's words with one more CPU set past a gap after its last (a lone CPU ending the list, as a VM's odd
     vCPU does), a word added where it falls past them, and the CPUs they state."""
@@ -373,8 +430,13 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     kernel's text, no other device's moving (`invariant cpu-mask-read-as-stated`). Where the host states CPU lists
     as text, each distinct one is given a lone CPU past every CPU the host states, in its own form, and each device
     whose CPUs were part of a stated list must have that whole list (`invariant cpu-list-read-whole`: a first
-    range, a mask's lowest word, is still a CPU list). Not applicable where no affinity states CPUs and the host
-    states no CPU list as text. Fix: parse a list with every range and lone
+    range, a mask's lowest word, is still a CPU list). Last, every affinity's CPUs must be CPU sets the host states,
+    whole, one or several together (a list or mask as text, mask words, a word of a tool's output, and each CPU the
+    host names on its own, its sysfs directory or a ``processor`` line, as a set of one; `invariant
+    cpus-the-host-states`: CPUs from an assumed layout, cores per NUMA node or an even split of the online CPUs, are
+    another machine's). Not applicable where no affinity states CPUs and the host states no CPU list as text. Fix:
+    read the device's CPUs from the host, whole, or leave them out where it states none; parse a list with every
+    range and lone
     CPU (``rayaccel``'s consumers accept any), a mask with any number of words (join them, read as one number),
     and write the CPUs back as ranges (``0-3,8``), never ``5-5`` or one at a time.
     """
@@ -385,6 +447,8 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     wrong = [f"invariant cpu-list-is-the-kernels-text, {fx.ref}: {a.device}'s cpus {a.cpus!r}: {problem}"
              for a in stated if (problem := canonical_problem(a.cpus or ""))]
     host = fx.host.model_dump(mode="json")
+    # Named after the invariants that perturb what the host states: a list read in part is theirs, more precisely.
+    unstated = unstated_cpu_problems(fx.ref, stated, host)
     texts = [t for t in cpu_texts(host) if other_form(t) != t.text]
     if not stated and not texts:
         raise NotApplicable(f"{fx.ref}: no affinity states CPUs and the host states no CPU list as text")
@@ -392,8 +456,8 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
         raise CheckFailed(wrong[:4] + ([f"... {len(wrong) - 4} more"] if len(wrong) > 4 else []))
     if not texts:
         lone, done = lone_cpu_differences(subject, fx, host, fam, family.name) if fam else ([], "")
-        if lone:
-            raise CheckFailed(lone[:4])
+        if lone or unstated:
+            raise CheckFailed((lone or unstated)[:4])
         return (f"{fx.ref}: {len(stated)} CPU lists, each the kernel's text; the host states none as text"
                 + (f"; {done}" if done else ""))
     variant = fx.model_copy(update={"host": HostState.model_validate(rewritten_host(host, texts)), "faults": []})
@@ -412,8 +476,8 @@ def cpu_lists_in_any_form(subject: Subject, fixture: str | None) -> Evidence:
     if moved:
         raise CheckFailed(subject.blamed(rebuilt, moved, f"{where}: ")[:4])
     cut, done = read_whole_differences(subject, fx, host, fam, family.name) if fam else ([], "")
-    if cut:
-        raise CheckFailed(cut[:4])
+    if cut or unstated:
+        raise CheckFailed((cut or unstated)[:4])
     return (f"{fx.ref}: {len(stated)} CPU lists, each the kernel's text; {len(texts)} stated on the host written in "
             "the kernel's other form: the affinities did not move" + (f"; {done}" if done else ""))
 
