@@ -116,6 +116,60 @@ def resolve_sku(catalog: SkuCatalog | None, device: Device) -> SkuRecord | None:
     return found[1][0] if found else None
 
 
+def stating_sku(device: Device, sku: SkuRecord) -> Device:
+    """``device`` as a card of ``sku`` reports itself where the SKU's rules name what a card reports (its first PCI
+    device id and exact product name, its ``fields``), everything else as ``device`` reports it: a sibling card
+    the catalog tells apart by those rules alone."""
+    update: dict[str, Any] = {"sku": None, "attributes": dict(device.attributes)}
+    if sku.match.pci_device_ids:
+        update["pci_device_id"] = sku.match.pci_device_ids[0].lower()
+    if sku.match.product_names:
+        update["product_name"] = sku.match.product_names[0]
+    for name, value in sku.match.fields.items():
+        if name in Device.model_fields and name not in _NOT_MATCHABLE:
+            update[name] = value
+        else:
+            update["attributes"][name] = value
+    return Device.model_validate({**device.model_dump(), **update})
+
+
+def unreachable_skus(catalog: SkuCatalog | None, devices: list[Device]) -> list[str]:
+    """SKUs told apart by device ``fields`` that a sibling's more specific rule always takes: a card stating the
+    SKU's fields (and its PCI id and product name where it states them), otherwise as one of ``devices`` reports
+    itself, resolves to another SKU by a rule that outranks the fields (:data:`MATCH_RULES`), and no such card of
+    any of ``devices`` resolves to the SKU. A fields rule tells apart cards alike in everything else (a tool printing
+    one name, or one PCI id, for every card), so such a SKU can never be reached by a card of it. One line per SKU."""
+    if catalog is None:
+        return []
+    found = []
+    for sku in catalog.skus:
+        if not sku.match.fields:
+            continue
+        shadowed: list[tuple[Device, Device, str, SkuRecord]] = []
+        reached = False
+        for device in devices:
+            card = stating_sku(device, sku)
+            matches = every_match(catalog, card)
+            if not matches:
+                continue
+            how, winner = matches[0]
+            if any(s.id == sku.id for rule, s in matches if rule == how):
+                reached = True  # the SKU wins the card, or ties for it (an ambiguity RAC205 names on a device)
+                break
+            if any(s.id == sku.id for _, s in matches):
+                shadowed.append((device, card, how, winner))
+        if reached or not shadowed:
+            continue
+        device, card, how, winner = shadowed[0]
+        found.append(f"SKU {sku.id} is matched by device fields {dict(sku.match.fields)}, but a card stating them, "
+                     f"otherwise as {device.id} reports itself (PCI device id {card.pci_device_id or 'none'}, product "
+                     f"{card.product_name!r}), resolves to SKU {winner.id} by {how}, which outranks device fields: "
+                     f"{sku.id} can never be reached. Tell the two apart by what differs (a fields rule on "
+                     f"{winner.id} too, instead of its {how}), or give {sku.id} the PCI device id and product name "
+                     "its cards report")
+    return found
+
+
 def sku_disagreement(catalog: SkuCatalog | None, device: Device) -> str | None:
     """Why the device's PCI id and product name point at different SKUs of the catalog; None when they agree.
 

@@ -1635,6 +1635,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_not_supported_rows", "rayaccel_testplugins.corpus_unseen_failures",
                   "rayaccel_testplugins.corpus_demoted_readings", "rayaccel_testplugins.corpus_unknown_products",
                   "rayaccel_testplugins.corpus_day_zero_names",
+                  "rayaccel_testplugins.corpus_unreachable_skus",
                   "rayaccel_testplugins.corpus_link_routes", "rayaccel_testplugins.corpus_offered_resources",
                   "rayaccel_testplugins.corpus_domain_fabrics", "rayaccel_testplugins.corpus_fabric_domains",
                   "rayaccel_testplugins.corpus_link_sized_domains",
@@ -1648,11 +1649,9 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_counted_errors",
                   "rayaccel_testplugins.corpus_host_transport_devices",
                   "rayaccel_testplugins.corpus_shared_domains",
-                  "rayaccel_testplugins.corpus_group_readings",
                   "rayaccel_testplugins.corpus_pooled_quantities",
                   "rayaccel_testplugins.corpus_shared_slices",
-                  "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus",
-                  "rayaccel_testplugins.corpus_kept_entries")
+                  "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

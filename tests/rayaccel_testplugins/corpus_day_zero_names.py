@@ -36,7 +36,7 @@ def _catalog_path(name: str) -> Path:
     return Path(FIXTURE_ROOT / f"{name}-skus.yaml")
 
 
-def _onboarded(plugin: Healthy) -> None:
+def cards_with_pci_ids(plugin: Healthy) -> None:
     """acme-4 with each card's PCI device id (a card removed takes it with it), and the catalog's file."""
     data: dict[str, Any] = read_machine(plugin.name)
     files: dict[str, str | None] = data["host"]["files"]
@@ -51,7 +51,7 @@ def _onboarded(plugin: Healthy) -> None:
                      durable=False)
 
 
-def _device(plugin: Healthy, host: Host, path: str, driver: str | None) -> Device:
+def device_with_pci_id(plugin: Healthy, host: Host, path: str, driver: str | None) -> Device:
     """The card with its PCI device id (sysfs ``device``): unknown where it is none, reported."""
     found = Healthy.device(plugin, host, path, driver)
     if not found.product_name:  # the PCI id still resolves the SKU: an empty name must not pass unsaid
@@ -96,9 +96,9 @@ class DayZeroOnboarding(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _onboarded(self)
+        cards_with_pci_ids(self)
 
-    device = _device
+    device = device_with_pci_id
     catalog_data = _catalog_data
 
     def rayaccel_sku_catalog(self) -> SkuCatalog:
@@ -115,9 +115,9 @@ class DayZeroMarketingName(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _onboarded(self)
+        cards_with_pci_ids(self)
 
-    device = _device
+    device = device_with_pci_id
     catalog_data = _catalog_data
 
     def rayaccel_sku_catalog(self) -> SkuCatalog:
@@ -134,9 +134,9 @@ class DayZeroNameFromType(Healthy):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        _onboarded(self)
+        cards_with_pci_ids(self)
 
-    device = _device
+    device = device_with_pci_id
     catalog_data = _catalog_data
 
     def rayaccel_sku_catalog(self) -> SkuCatalog:

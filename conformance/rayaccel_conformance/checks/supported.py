@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rayaccel import hookspec
-from rayaccel.catalog import matching_skus
+from rayaccel.catalog import matching_skus, unreachable_skus
 from rayaccel.hosts.expectations import (
     compare_expected,
     expectation_differences,
@@ -36,7 +36,6 @@ from rayaccel_conformance.checks.failed_listings import (
 from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
 from rayaccel_conformance.checks.fault_joins import landed_elsewhere
 from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_fault
-from rayaccel_conformance.checks.group_readings import other_group_member_errors
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
@@ -183,10 +182,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never one made up (`invariant
     a-group-without-its-variable-is-no-group`); with each whole number the host's variables state moved through the
     values around it (the node's place, its worker number), a multi-host domain is one id at several places, never
-    one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); a member
-    whose record stating part of the domain's id is given another value of an identifier every member states alike
-    there (NVML's ``cliqueId`` beside ``clusterUuid``, a driver's ``partition_id``) shares no domain with the others
-    (`invariant a-device-of-another-group-is-no-member`: a fabric manager assigns the partition per device); the link
+    one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); the link
     count must equal the fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links
     from the discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -223,7 +219,6 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += off_fabric_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
     wrong += unshared_domain_errors(subject, fx)
-    wrong += other_group_member_errors(subject, fx, family, name) if family else []
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
                  if duplicates and len(by_pair) == fx.expected.links else "")
@@ -265,9 +260,14 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     unambiguous: no device may match two SKUs by the rule that decides it (two SKUs with its PCI device id,
     its exact product name, or product patterns that both match it), or its SKU, memory and accelerator type
     would depend on the catalog's order; so may no product name the catalog itself ships (each SKU's
-    marketing and exact names, as a device without a PCI id reports them). Fix: add the SKU with the
-    ``rayaccel sku add`` command the inventory's warning prints; make patterns specific (anchor them) so one
-    product has one SKU.
+    marketing and exact names, as a device without a PCI id reports them). Every SKU must be reachable
+    (``invariant every-sku-is-reachable``): a SKU told apart by device ``fields`` (cards alike in everything
+    else: one name, or one PCI id, for every card) is tried on a card stating its fields, and its PCI id and
+    product name where it states them, otherwise as each discovered device reports itself; a sibling whose
+    rule outranks the fields (PCI id, exact name: the SDK's order) taking that card means no card of the SKU
+    ever resolves to it (held-out round 15's ``l2``: a 64 GB variant after the 96 GB SKU's PCI id). Fix: add
+    the SKU with the ``rayaccel sku add`` command the inventory's warning prints; make patterns specific
+    (anchor them) so one product has one SKU; tell SKUs alike but for a field apart by fields in each of them.
     """
     from rayaccel.schemas import schema_errors
 
@@ -285,6 +285,9 @@ def sku_catalog(subject: Subject, fixture: str | None) -> Evidence:
     ambiguous += shipped_name_ambiguities(catalog)
     if ambiguous:
         raise CheckFailed(sorted(set(ambiguous)))
+    unreachable = unreachable_skus(catalog, devices)
+    if unreachable:
+        raise CheckFailed([f"invariant every-sku-is-reachable, {fx.ref}: {line}" for line in unreachable])
     unknown = [f"{d.id} ({d.product_name!r})" for d in devices if d.sku is None]
     on_purpose = fx.expected.labels.get("rayaccel.io/sku-known") == "false"
     if unknown and not on_purpose:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rayaccel import hookspec
-from rayaccel.catalog import every_match, matching_skus, resolve_sku
+from rayaccel.catalog import every_match, matching_skus, resolve_sku, unreachable_skus
 from rayaccel.errors import FixtureError
 from rayaccel.hosts.fixtures import Fixture, load_fixture
 from rayaccel.onboarding.sku_fixture import plugin_fixtures
@@ -88,7 +88,8 @@ def _stated(catalog: SkuCatalog, member: FleetDevice) -> SkuRecord | None:
 
 def resolution_findings(catalog: SkuCatalog, fleet: Sequence[FleetDevice]) -> tuple[list[str], list[str]]:
     """(errors, notes) of the catalog over the fleet: a device two SKUs match by the deciding rule, or that
-    resolves to another SKU than its fixture states, is an error; a SKU whose rule a device satisfies while
+    resolves to another SKU than its fixture states, or a SKU told apart by fields that a card stating them would
+    not resolve to (:func:`~rayaccel.catalog.unreachable_skus`), is an error; a SKU whose rule a device satisfies while
     another SKU's more specific rule wins is a note (a broad pattern under exact names is meant that way)."""
     errors, notes = [], []
     for member in fleet:
@@ -107,4 +108,6 @@ def resolution_findings(catalog: SkuCatalog, fleet: Sequence[FleetDevice]) -> tu
         for sku_id, rule in shadowed.items():
             notes.append(f"shadowed: {member.describe()} matches SKU {sku_id} by {rule}, but SKU {winner.id} "
                          f"wins by {how}")
+    # A SKU told apart by fields that no card of it can reach is an error though no fixture has such a card.
+    errors += unreachable_skus(catalog, [member.device for member in fleet])
     return errors, notes
