@@ -8,13 +8,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
 from rayaccel.inventory.builder import collect_inventory
+from rayaccel.isolation.fork_server import ReadNames, process_server
 from rayaccel.isolation.pool import WorkerPool, isolated_inventory
 from rayaccel.isolation.process import can_fork
 from rayaccel.isolation.protocol import WORKER_MEMORY_ENV
@@ -112,7 +116,7 @@ def test_polls_leave_no_threads_or_children_behind():
             assert families(inventory) == {"acme": ACME_DEVICES, "hostile-spawn": ACME_DEVICES}
             assert "hook-timeout" in codes(inventory, "hostile-hang")
             assert "worker-leak" in codes(inventory, "hostile-spawn")
-            counts.append((set(threading.enumerate()) - threads_before, len(me.children(recursive=True))))
+            counts.append((set(threading.enumerate()) - threads_before, len(children_but_the_helper(me))))
         warm_acme = pool.worker_pids()["acme"]
         assert pool.restarts()["hostile-spawn"] >= 5 and pool.restarts()["hostile-hang"] >= 5
     # After each poll: this process's threads unchanged, and only the warm workers alive (the acme one;
@@ -120,7 +124,13 @@ def test_polls_leave_no_threads_or_children_behind():
     assert all(not new for new, _ in counts), counts
     assert all(children <= 1 for _, children in counts), counts
     assert not psutil.pid_exists(warm_acme) or psutil.Process(warm_acme).status() == psutil.STATUS_ZOMBIE
-    assert me.children(recursive=True) == []
+    assert children_but_the_helper(me) == []
+
+
+def children_but_the_helper(me: psutil.Process) -> list[psutil.Process]:
+    """This process's children, less the fork server helper its pools share (an earlier test's, in a test runner's
+    worker: it ends with the process, as the tests of the helper below show)."""
+    return [child for child in me.children(recursive=True) if child.pid != process_server().pid]
 
 
 def test_plugins_sharing_a_worker_never_see_one_anothers_environment(monkeypatch):
@@ -174,23 +184,101 @@ def test_workers_are_forked_by_one_helper_and_build_the_inventory_a_spawned_work
     # A worker that exits is reported with its code, replaced, and the others keep answering.
     assert "exited with code 7" in problem(second, "hostile-exit").message
     assert pool.restarts()["hostile-exit"] == 2 and pool.restarts()["acme"] == 0
-    assert not helper.is_running() or helper.status() == psutil.STATUS_ZOMBIE
-    assert me.children(recursive=True) == []  # the helper and every worker are gone with the pool
+    # Every worker is gone with its pool; the helper alone stays, for the process's next pool.
+    assert [child.pid for child in me.children(recursive=True)] == [helper.pid] == [process_server().pid]
 
 
-def test_a_worker_started_after_the_environment_changed_is_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SDK reads some settings at import, which the helper did with the environment it started with."""
+def test_the_next_pool_is_served_by_the_same_helper_whatever_its_start_up_did_not_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test runner makes a pool per command, each test in an environment of its own (PYTEST_CURRENT_TEST)."""
+    manager = manager_with()
+    host = acme_host(manager)
+    helpers = []
+    with another_thread():
+        for value in ("first", "second"):
+            monkeypatch.setenv("RAYACCEL_TEST_SETTING", value)  # read by no module the helper imported
+            with WorkerPool(manager, fork=True) as pool:
+                assert families(pool.build(host)) == {"acme": ACME_DEVICES}
+                helpers.append(psutil.Process(pool.worker_pids()["acme"]).ppid())
+    assert helpers[0] == helpers[1] == process_server().pid != os.getpid()
+
+
+def test_a_worker_whose_environment_differs_in_what_the_start_up_read_is_never_forked_by_that_helper(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The helper's modules read some of the environment as they were imported (pydantic reads
+    PYDANTIC_DISABLE_PLUGINS: pydantic/plugins/_loader.py), the interpreter more (PYTHONPATH makes sys.path)."""
+    manager = manager_with()
+    host = acme_host(manager)
+    with another_thread(), WorkerPool(manager, fork=True) as first:
+        assert families(first.build(host)) == {"acme": ACME_DEVICES}
+        server = process_server()
+        helper = psutil.Process(first.worker_pids()["acme"]).ppid()
+        env = {k: v for k, v in os.environ.items() if k != PLUGINS_ENV}
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
+        assert server.serves(env)
+        assert server.serves({**env, "RAYACCEL_TEST_SETTING": "changed"})
+        assert not server.serves({**env, "PYDANTIC_DISABLE_PLUGINS": "__all__"})
+        assert not server.serves({**env, "PYTHONSAFEPATH": "1"})  # the interpreter's, whether read or not
+        monkeypatch.syspath_prepend(str(tmp_path))  # the workers' PYTHONPATH changes
+        # While a worker of the old helper runs, it is left alone: the worker is spawned.
+        with WorkerPool(manager, fork=True) as second:
+            assert families(second.build(host)) == {"acme": ACME_DEVICES}
+            assert psutil.Process(second.worker_pids()["acme"]).ppid() == os.getpid()
+    # Once none runs, the helper is started again with the new environment, and forks the next pool's workers.
+    with another_thread(), WorkerPool(manager, fork=True) as third:
+        assert families(third.build(host)) == {"acme": ACME_DEVICES}
+        assert psutil.Process(third.worker_pids()["acme"]).ppid() == process_server().pid not in (helper, os.getpid())
+    assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_killed_served_worker_is_found_dead_and_replaced_before_the_request() -> None:
     manager = manager_with()
     host = acme_host(manager)
     with another_thread(), WorkerPool(manager, fork=True) as pool:
         assert families(pool.build(host)) == {"acme": ACME_DEVICES}
         served = pool.worker_pids()["acme"]
-        helper = psutil.Process(served).ppid()
-        assert helper != os.getpid()
-        monkeypatch.setenv("RAYACCEL_TEST_SETTING", "changed")
+        assert psutil.Process(served).ppid() == process_server().pid
         os.kill(served, signal.SIGKILL)
         wait_for(lambda: not psutil.pid_exists(served), bool, timeout=30, interval=0.05,
                  what="the helper to reap the killed worker")
         assert families(pool.build(host)) == {"acme": ACME_DEVICES}  # its worker was found dead and replaced
-        assert psutil.Process(pool.worker_pids()["acme"]).ppid() == os.getpid()
+        assert pool.worker_pids()["acme"] != served
         assert pool.restarts()["acme"] == 0  # replaced before the request: no answer of the plugin's was lost
+
+
+#: A caller with a second thread that builds through a forked pool, prints its helper's pid, then ends as asked.
+HELPER_OWNER = """
+import os, signal, sys, threading
+threading.Thread(target=threading.Event().wait, daemon=True).start()
+from rayaccel.isolation.fork_server import process_server
+from rayaccel.isolation.pool import WorkerPool
+with WorkerPool.load(None) as pool:
+    assert pool.worker_pids()
+print(process_server().pid, flush=True)
+if sys.argv[1] == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("end", ["exits", "killed"])
+def test_the_helper_ends_with_its_process(end: str) -> None:
+    env = {**os.environ, PLUGINS_ENV: "acme=rayaccel_testplugins.acme", "RAYACCEL_NO_AUTOLOAD": "1"}
+    done = subprocess.run([sys.executable, "-c", HELPER_OWNER, end], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == (0 if end == "exits" else -signal.SIGKILL), done.stderr
+    helper = int(done.stdout)
+
+    def gone() -> bool:
+        return not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
+
+    if end == "exits":  # closed at the exit, before the process ends
+        assert gone()
+    else:  # its socket's other end closed with the process
+        wait_for(gone, bool, timeout=30, interval=0.05, what="the helper of a killed process to end")
+
+
+def test_the_start_up_environment_keeps_the_names_it_reads() -> None:
+    read = ReadNames({"A": "1", "B": "2"})
+    assert read.get("A") == "1" and "C" not in read and read.get("D", "x") == "x"
+    assert read.names == {"A", "C", "D"}
+    assert dict(read) == {"A": "1", "B": "2"} and read.names is None  # walked: every name counts

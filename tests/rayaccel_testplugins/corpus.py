@@ -1649,9 +1649,11 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_counted_errors",
                   "rayaccel_testplugins.corpus_host_transport_devices",
                   "rayaccel_testplugins.corpus_shared_domains",
+                  "rayaccel_testplugins.corpus_group_readings",
                   "rayaccel_testplugins.corpus_pooled_quantities",
                   "rayaccel_testplugins.corpus_shared_slices",
-                  "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus")
+                  "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus",
+                  "rayaccel_testplugins.corpus_kept_entries")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -165,11 +165,18 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
     every order. Each list set with ``rayaccel_visible_env`` must parse back (``rayaccel_parse_visible``) to
     exactly that list; the value Ray and the vendor runtimes write (``0,1,2``), and the same with spaces and a
     trailing comma, must parse to it too; and any other text (garbage of digits, letters and separators) must
-    parse to ids that are non-empty, unpadded and hold no comma, or be refused. A failure quotes the
+    parse to ids that are non-empty, unpadded and hold no comma, or be refused. And every entry is kept or
+    refused (``invariant an-entry-is-kept-or-refused``, ``checks/kept_entries.py``): a value naming a device by
+    its own id (alone, and beside another device's unit), as the runtimes take it (CUDA_VISIBLE_DEVICES
+    ``GPU-<uuid>``, HIP_VISIBLE_DEVICES a UUID) and Ray's managers keep it, and the garbage, must not parse as
+    the value without one of its entries does unless the parser reports a problem: dropped, ``rayaccel start``
+    offers fewer devices than the operator named, without a word. A failure quotes the
     smallest counterexample hypothesis shrank it to. Derandomized, 25 examples per property. Fix: split on
-    commas, strip each entry, drop empty ones, and never assume an id's width or the number of ids.
+    commas, strip each entry, drop empty ones, and never assume an id's width or the number of ids; keep an
+    entry you cannot read (or normalise it to its unit, or refuse the value with ``rayaccel.report_problem``).
     """
     from rayaccel_conformance.checks.experimental import offered_units
+    from rayaccel_conformance.checks.kept_entries import dropped_entry_failures
     from rayaccel_conformance.checks.properties import visible_failures
 
     fixture = _ref(subject, fixture)
@@ -182,8 +189,8 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
     key = (id(subject), "numeric" if numeric else tuple(ids))
     if key not in _VISIBLE or _VISIBLE[key][0] is not subject:
         _VISIBLE[key] = (subject, visible_failures(subject, ids))
-    _fail(_VISIBLE[key][1])
-    return (f"{fixture}: round trip, canonical and garbage properties hold over "
+    _fail([*_VISIBLE[key][1], *dropped_entry_failures(subject, fam, ids)])
+    return (f"{fixture}: round trip, canonical, garbage and kept-entry properties hold over "
             f"{'numeric ids 0-511, up to 64' if numeric else f'every order of the {len(ids)} units'}")
 
 

@@ -144,10 +144,11 @@ def link_follows_its_reading(subject: Subject, fixture: str | None) -> Evidence:
                 variant = fx.model_copy(update={"host": HostState.model_validate(scaled_host(host, reading, k)),
                                                 "faults": []})
                 built = subject.build(simulated_host(variant))
-                if subject.plugin_problems(built, ("rayaccel_discover",), ("error", "warning")):
+                if subject.discovery_failed(built, fx.expected.problems):
                     # Discovery failing in that build (on a later call) is the cause to quote, not the links it took.
                     raise CheckFailed(subject.consequence(built, f"invariant link-follows-its-reading, {fx.ref}: "
-                                                          f"{reading.describe()} x{k:g}: the links change", None))
+                                                          f"{reading.describe()} x{k:g}: the links change", None,
+                                                          fx.expected.problems))
                 after = _bandwidths(built.family(family.name))
                 now, was = after.get(key), before[key]
                 if now is not None and was and (now - was) * (k - 1) > 0 and not math.isclose(

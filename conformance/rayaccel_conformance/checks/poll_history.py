@@ -109,7 +109,7 @@ def health_answers_the_host_not_the_last_poll(subject: Subject, fixture: str | N
             _switch(fault_file, fault.name)
             first = subject.build(host, with_metrics=False)
             second = subject.build(host, with_metrics=False)
-            if subject.plugin_problems(first, ("rayaccel_discover",), ("error", "warning")):
+            if subject.discovery_failed(first, [*fx.expected.problems, *fault.expected.problem_codes]):
                 continue  # a discovery that failed in this build is RAC105's and RAC203's, not this check's
             one, two = health_states(subject, first), health_states(subject, second)
             if flapped := changed(one, two):

@@ -73,7 +73,7 @@ def every_hook_ignores_the_process_env(subject: Subject, fixture: str | None) ->
         for value in (units[-1], ""):
             set_var(value)
             built = subject.build(simulated_host(fx))
-            if subject.plugin_problems(built, ("rayaccel_discover",), ("error", "warning")) or not built.family(
+            if subject.discovery_failed(built, fx.expected.problems) or not built.family(
                     family.name):
                 continue  # discovery reading the variable is RAC110's to name
             seen = answers(subject, built)

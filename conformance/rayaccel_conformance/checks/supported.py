@@ -36,6 +36,7 @@ from rayaccel_conformance.checks.failed_listings import (
 from rayaccel_conformance.checks.fatal_counts import one_fatal_error_findings
 from rayaccel_conformance.checks.fault_joins import landed_elsewhere
 from rayaccel_conformance.checks.fault_readings import readings_taken_for_a_fault
+from rayaccel_conformance.checks.group_readings import other_group_member_errors
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
@@ -182,7 +183,10 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     keeps its place: a later UltraServer group's ``<worker 0's host>.<k>``), never one made up (`invariant
     a-group-without-its-variable-is-no-group`); with each whole number the host's variables state moved through the
     values around it (the node's place, its worker number), a multi-host domain is one id at several places, never
-    one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); the link
+    one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); a member
+    whose record stating part of the domain's id is given another value of an identifier every member states alike
+    there (NVML's ``cliqueId`` beside ``clusterUuid``, a driver's ``partition_id``) shares no domain with the others
+    (`invariant a-device-of-another-group-is-no-member`: a fabric manager assigns the partition per device); the link
     count must equal the fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links
     from the discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -219,6 +223,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     wrong += off_fabric_member_errors(raw.links, raw.domains)
     wrong += dropped_variable_domain_errors(subject, fx)
     wrong += unshared_domain_errors(subject, fx)
+    wrong += other_group_member_errors(subject, fx, family, name) if family else []
     if fx.expected.links is not None and len(raw.links) != fx.expected.links:
         cause = (f" (a consequence of the {len(raw.links) - len(by_pair)} duplicate links above)"
                  if duplicates and len(by_pair) == fx.expected.links else "")

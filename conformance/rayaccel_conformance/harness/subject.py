@@ -235,6 +235,13 @@ class Subject:
         return [p for p in inventory.problems if p.plugin == self.name and p.severity in severities
                 and (hooks is None or p.hook in hooks)]
 
+    def discovery_failed(self, inventory: NodeInventory, declared: Sequence[str] = ()) -> list[Problem]:
+        """The discovery errors and warnings of this build but those ``declared``: the codes the fixture's healthy
+        build legitimately reports (``expected.problems``: a fallback its machine forces) or a fault's
+        (``problem_codes``). A declared one is the state the build was asked under, not discovery failing."""
+        return [p for p in self.plugin_problems(inventory, ("rayaccel_discover",), ("error", "warning"))
+                if p.code not in declared]
+
     def consequence(self, inventory: NodeInventory, finding: str, upstream: str | None = "RAC105",
                     declared: Sequence[str] = ()) -> str:
         """``finding`` (no devices, no units) blamed on its cause: the discovery problem of this very build,

@@ -4,21 +4,30 @@ A worker forked from the caller starts with the SDK imported and pays only for i
 for an interpreter and the SDK each (~0.3 s of CPU). Forking is safe only from a process with one thread, and many
 callers have more (a test runner's I/O thread, the thread torch starts at import, Ray's): they spawned every worker,
 five a command with the five reference plugins installed. A :class:`ForkServer` spawns one process instead
-(``python -m rayaccel.isolation.fork_server``): one thread, the SDK imported, which forks each worker of its pool on
-request and says when one exits. A worker it forks is a spawned worker in all but the start-up: a process that never
-ran the caller's code or imported a plugin, in a session of its own, with the caller's environment and working
-directory of the moment. A worker whose environment is not the one the helper started with (the SDK reads some of it
-at import) is spawned, as before; so is every worker where the helper cannot start or answer. The helper serves one
-pool and ends with it (:meth:`ForkServer.close`), or when the caller's end of its socket closes (the caller died).
+(``python -m rayaccel.isolation.fork_server``): one thread, the SDK imported, which forks each worker on request and
+says when one exits. A worker it forks is a spawned worker in all but the start-up: a process that never ran the
+caller's code or imported a plugin, in a session of its own, with the caller's environment and working directory of
+the moment. The helper's modules were imported with the environment it started with: it says which variables its
+start-up read (:class:`ReadNames`), and a worker whose environment differs from its start in one of those, or in one
+the interpreter reads as it starts (:data:`INTERPRETER_PREFIXES`, :data:`INTERPRETER_NAMES`), is forked by a helper
+started again for it (when none of the old one's workers runs) or spawned, as before; so is every worker once the
+helper failed to start or answer.
+
+One helper serves every pool of the process (:func:`process_server`; each start-up is ~0.2 s of CPU, and a test
+runner's worker makes a pool per command it runs). It ends with the process: closed at its exit (``atexit``), or when
+the caller's end of its socket closes (the caller died, or replaced itself with ``exec``); a child the caller forks
+starts without it.
 
 What crosses the Unix socket (``SOCK_SEQPACKET``: one message a send): a request is a JSON object (``cwd``,
-``env``) with the worker's three descriptors (its requests, its answers, its log) attached; the helper answers
+``env``) with the worker's three descriptors (its requests, its answers, its log) attached; the helper first says
+``ready NAMES`` (a JSON list of the variables its start-up read, or null where it read them all), then answers
 ``pid PID`` with a pidfd of the worker attached (the caller asks the kernel whether it has ended, as a parent asks
 ``waitpid``), and ``exit PID CODE`` once it has reaped it (``CODE`` as :attr:`subprocess.Popen.returncode`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -29,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, MutableMapping
 from typing import IO
 
 #: The largest message either side sends (a request carries the worker's whole environment).
@@ -36,31 +46,90 @@ MAX_MESSAGE = 1 << 20
 #: Seconds the helper may take to answer a start (the first waits for its own start-up: a Python process
 #: importing pydantic on a loaded machine).
 ANSWER_TIMEOUT_S = 20.0
-#: Seconds the helper gets to end once its pool closes, before it is killed.
+#: Seconds the helper gets to end once closed, before it is killed.
 CLOSE_TIMEOUT_S = 5.0
+#: Variables the interpreter reads as it starts, before any module of the helper's: its own settings (PYTHONPATH
+#: makes sys.path, ...), the locale (the encodings of streams and file names), the time zone (``time``'s constants),
+#: the home of the user's site-packages. A worker whose values differ is never forked by a helper started with others.
+INTERPRETER_PREFIXES = ("PYTHON", "LC_")
+INTERPRETER_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "HOME"})
+
+
+class ReadNames(MutableMapping[str, str]):
+    """``os.environ`` as the helper's start-up sees it: the same variables, and every name looked up kept in
+    :attr:`names` (None once the whole environment was walked or copied: then every name counts)."""
+
+    def __init__(self, environ: MutableMapping[str, str]) -> None:
+        self.environ = environ
+        self.names: set[str] | None = set()
+
+    def _all(self) -> None:
+        self.names = None
+
+    def __getitem__(self, name: str) -> str:
+        if self.names is not None:
+            self.names.add(name)
+        return self.environ[name]
+
+    def __setitem__(self, name: str, value: str) -> None:
+        self.environ[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self.environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self._all()
+        return iter(self.environ)
+
+    def __len__(self) -> int:
+        self._all()
+        return len(self.environ)
+
+    def copy(self) -> dict[str, str]:
+        self._all()
+        return dict(self.environ)
 
 
 class ForkServer:
-    """The helper of one pool, started at its first worker; :meth:`start` gives a worker it forked, or None
-    (the caller then spawns the worker itself). Thread-safe."""
+    """A helper process, started at the first worker asked of it; :meth:`start` gives a worker it forked, or None
+    (the caller then spawns the worker itself). Thread-safe; :func:`process_server` is the process's own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
-        self._env: dict[str, str] | None = None
+        self._env: dict[str, str] = {}
+        self._read: set[str] | None = None  # the variables the helper's start-up read (None: all of them)
         self._exits: dict[int, int] = {}
+        self._running: set[int] = set()  # workers the helper forked and has not said ended
         self._started: tuple[int, int] | None = None  # the last worker the helper answered: pid, pidfd
+        self._ready = False
         self._broken = not (hasattr(os, "pidfd_open") and hasattr(socket, "send_fds"))
+
+    @property
+    def pid(self) -> int | None:
+        """The helper's pid while it runs (None before its first worker, and once closed)."""
+        return self._process.pid if self._process is not None and self._process.poll() is None else None
+
+    def serves(self, env: dict[str, str]) -> bool:
+        """Whether a worker with ``env`` is what a worker spawned with it would be: the helper started with the same
+        values of what it read at its start-up and of what the interpreter reads."""
+        if self._read is None:
+            return env == self._env
+        names = self._read | {name for name in (*env, *self._env)
+                              if name.startswith(INTERPRETER_PREFIXES) or name in INTERPRETER_NAMES}
+        return all(env.get(name) == self._env.get(name) for name in names)
 
     def start(self, env: dict[str, str], log: IO[bytes]) -> ServedProcess | None:
         """A worker forked by the helper with ``env``, its stderr ``log``; None where the helper cannot serve it."""
         with self._lock:
             if self._broken:
                 return None
+            if self._socket is not None and not self.serves(env) and not self._busy():
+                self._stop()  # started for another environment, and none of its workers runs: started again
             if self._process is None:
                 self._launch(env)
-            if env != self._env or self._socket is None:
+            if self._socket is None or not self.serves(env):
                 return None
             request_read, request_write = os.pipe()
             answer_read, answer_write = os.pipe()
@@ -73,7 +142,7 @@ class ForkServer:
             finally:
                 os.close(request_read)
                 os.close(answer_write)
-            if started is None:  # the helper failed: every later worker of the pool is spawned
+            if started is None:  # the helper failed: every later worker of the process is spawned
                 os.close(request_write)
                 os.close(answer_read)
                 self._broken = True
@@ -94,9 +163,24 @@ class ForkServer:
             return
         finally:
             theirs.close()
-        self._socket, self._env = mine, dict(env)
+        self._socket, self._env, self._ready = mine, dict(env), False
+        try:  # what its start-up read, before anything is asked of it
+            until = time.monotonic() + ANSWER_TIMEOUT_S
+            while not self._ready:
+                if not self._receive(until - time.monotonic()) and time.monotonic() >= until:
+                    raise TimeoutError("the fork server did not start")
+        except (OSError, ValueError, TimeoutError):
+            self._broken = True
+            self._stop()
 
-    def _read(self, timeout: float) -> bool:
+    def _busy(self) -> bool:
+        """Whether a worker the helper forked may still run (what it said meanwhile read first)."""
+        with contextlib.suppress(OSError):
+            while self._socket is not None and self._receive(0):
+                pass
+        return bool(self._running)
+
+    def _receive(self, timeout: float) -> bool:
         """Read one message within ``timeout`` seconds (an exit is recorded); False when none came."""
         assert self._socket is not None
         with selectors.DefaultSelector() as selector:
@@ -106,17 +190,24 @@ class ForkServer:
         data, fds, _, _ = socket.recv_fds(self._socket, MAX_MESSAGE, 1)
         if not data:
             raise OSError("the fork server closed its socket")
-        kind, *numbers = data.decode().split()
+        kind, _, rest = data.decode().partition(" ")
+        numbers = rest.split()
         if kind == "exit":
             self._exits[int(numbers[0])] = int(numbers[1])
+            self._running.discard(int(numbers[0]))
         elif kind == "pid" and fds:
             self._started = int(numbers[0]), fds[0]
+            self._running.add(self._started[0])
+        elif kind == "ready":
+            read = json.loads(rest)
+            self._read = None if read is None else set(read)
+            self._ready = True
         return True
 
     def _next_pid(self, until: float) -> tuple[int, int]:
         self._started = None
         while self._started is None:
-            if not self._read(until - time.monotonic()) and time.monotonic() >= until:
+            if not self._receive(until - time.monotonic()) and time.monotonic() >= until:
                 raise TimeoutError("the fork server did not answer")
         return self._started
 
@@ -126,9 +217,9 @@ class ForkServer:
         with self._lock:
             with contextlib.suppress(OSError):  # the helper gone: a worker it did not report stays unknown
                 while pid not in self._exits and self._socket is not None:
-                    if not self._read(until - time.monotonic()) and time.monotonic() >= until:
+                    if not self._receive(until - time.monotonic()) and time.monotonic() >= until:
                         break
-            return self._exits.get(pid)
+            return self._exits.pop(pid, None)
 
     def _stop(self) -> None:
         if self._socket is not None:
@@ -140,12 +231,46 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+            self._process = None
+        self._running.clear()  # the helper is gone: nobody is left to say when they end (their pidfds do)
 
     def close(self) -> None:
-        """End the helper (its pool's workers killed and reaped first)."""
+        """End the helper (the workers it forked keep running until their pools end them)."""
         with self._lock:
             self._stop()
-            self._process = None
+
+
+_process_lock = threading.Lock()
+_process_server: list[ForkServer] = []
+
+
+def process_server() -> ForkServer:
+    """The helper every pool of this process shares (not started until a worker is asked of it)."""
+    with _process_lock:
+        if not _process_server:
+            _process_server.append(ForkServer())
+        return _process_server[0]
+
+
+def _close_process_server() -> None:
+    with _process_lock:
+        for server in _process_server:
+            server.close()
+
+
+def _forget_process_server() -> None:
+    """In a child this process forked: the parent's helper is not the child's, and the child's copy of its socket
+    must not keep it running once the parent has ended."""
+    global _process_lock
+    _process_lock = threading.Lock()
+    for server in _process_server:
+        if server._socket is not None:
+            server._socket.close()
+    _process_server.clear()
+
+
+atexit.register(_close_process_server)
+os.register_at_fork(after_in_child=_forget_process_server)
 
 
 class ServedProcess:
@@ -217,6 +342,7 @@ def _worker(request: dict[str, object], fds: list[int]) -> None:
             os.dup2(fd, target)
         close_fds_from(3)  # the helper's socket and the other workers' descriptors are not this plugin's
         os.chdir(str(request["cwd"]))
+        sys.path[0] = str(request["cwd"])  # the helper's start-up directory, as `python -m` put it: the worker's own
         env = request["env"]
         assert isinstance(env, dict)
         os.environ.clear()
@@ -233,13 +359,19 @@ def _worker(request: dict[str, object], fds: list[int]) -> None:
 
 
 def serve(sock: socket.socket) -> int:
-    """Fork a worker for each request on ``sock``, answer its pid, and say when each ends; return once the
-    caller's end closes."""
+    """Say what the start-up read, fork a worker for each request on ``sock``, answer its pid, and say when each
+    ends; return once the caller's end closes."""
     import gc
 
-    from rayaccel.isolation import plugin_worker
+    read = ReadNames(os.environ)
+    setattr(os, "environ", read)  # noqa: B010 (os.getenv and os.environ.get read it: every name they look up is kept)
+    try:
+        from rayaccel.isolation import plugin_worker
 
-    plugin_worker.build_validators()  # once here, not in every worker
+        plugin_worker.build_validators()  # once here, not in every worker
+    finally:
+        setattr(os, "environ", read.environ)  # noqa: B010
+    sock.send(f"ready {json.dumps(None if read.names is None else sorted(read.names))}".encode())
     gc.freeze()  # the workers' collectors leave these objects alone: their pages stay shared
     running: dict[int, int] = {}  # pidfd -> pid
     with selectors.DefaultSelector() as selector:

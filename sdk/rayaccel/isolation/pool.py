@@ -51,7 +51,7 @@ from rayaccel import hookspec
 from rayaccel.errors import PluginError
 from rayaccel.hosts.seam import Host
 from rayaccel.inventory.builder import InventoryBuilder
-from rayaccel.isolation.fork_server import ForkServer
+from rayaccel.isolation.fork_server import process_server
 from rayaccel.isolation.process import WorkerProcess
 from rayaccel.isolation.protocol import (
     HostSpec,
@@ -93,8 +93,8 @@ class WorkerPool:
             self.builder = InventoryBuilder(manager, plugins)
             targets = [t for t in (plugin_target(manager, name) for name in self.builder.plugins) if t is not None]
         count = max(1, min(len(targets), workers if workers is not None else len(targets)))
-        # Where this process cannot fork (another thread), one helper forks the workers (fork_server).
-        self._server = ForkServer() if fork else None
+        # Where this process cannot fork (another thread), the process's helper forks the workers (fork_server).
+        self._server = process_server() if fork else None
         self._workers = [WorkerProcess(targets[i::count], self._timeout, fork, self._server)
                          for i in range(count) if targets[i::count]]
         self._targets = {t.name: t for t in targets}
@@ -408,9 +408,7 @@ class WorkerPool:
             for worker in self._workers:  # all killed first, then reaped: they end side by side
                 worker.kill(wait=False)
             for worker in self._workers:
-                worker.reap()
-            if self._server is not None:
-                self._server.close()
+                worker.reap()  # the helper, if any, stays for the process's next pool
 
     def __enter__(self) -> WorkerPool:
         return self

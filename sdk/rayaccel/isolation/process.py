@@ -6,7 +6,7 @@ interpreter and for importing the SDK (~0.3 s of CPU). Forked from the caller, i
 imported and pays only for its own plugin: a one-shot command (``rayaccel inspect``, ``rayaccel start``) forks its
 workers. Forking is only safe from a process with one thread, so it is used only when asked for and when the
 caller has no other thread; a caller that asked for it and has others (a process running Ray, a test runner's
-worker) has its workers forked by one helper of the pool instead (:mod:`rayaccel.isolation.fork_server`), and
+worker) has its workers forked by the process's helper instead (:mod:`rayaccel.isolation.fork_server`), and
 spawns them only where that helper cannot serve.
 """
 
