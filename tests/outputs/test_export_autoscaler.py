@@ -306,3 +306,21 @@ def test_a_type_recorded_in_two_configurations_agrees_with_the_default_one() -> 
     assert [p.code for p in catalog.problems] == []
     (trn2,) = [t for t in catalog.node_types if t.instance_type == "trn2.48xlarge"]
     assert trn2.resources["neuron_cores"] == 64.0 and trn2.fixture == "neuron/trn2.48xlarge"
+
+
+def test_a_hint_for_a_name_the_plugin_lists_under_another_provider_is_left_out_and_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out round 15's c3: the table looked up by name whatever the provider asked (RAC222,
+    # a-hint-is-its-providers); gaudi lists dl1.24xlarge under aws only.
+    lookup = instance_types.cloud_hint
+
+    def by_name_alone(path: Path, provider: str, instance_type: str) -> Any:
+        found = lookup(path, "aws", instance_type)
+        return found.model_copy(update={"provider": provider}) if found else None
+    monkeypatch.setattr(instance_types, "cloud_hint", by_name_alone)
+    catalog = cloud_catalog([("gcp", "dl1.24xlarge")], plugins=["gaudi"])
+
+    assert [(t.provider, t.instance_type) for t in catalog.node_types] == [("aws", "dl1.24xlarge")]
+    (problem,) = catalog.problems
+    assert (problem.hook, problem.code) == ("rayaccel_cloud_hints", "hint-for-another-provider")
+    assert "gcp:dl1.24xlarge is hinted as 8" in problem.message and "under aws only" in problem.message

@@ -67,11 +67,15 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
     each entry of an instance-type table the plugin reads through the SDK (``load_instance_types``) left out
     in turn, as the table stood before the cloud added that size, the plugin must answer that instance type
     with no hint or as it did with the entry, never with another (a family's first entry for an unlisted
-    size). Fix: look instance types up without regard to case (the SDK's ``instance-types.yaml`` does), strip
-    what is typed around them, answer both hooks from one table, and give no hint for a type it does not list.
+    size). And a hint is its provider's (``invariant a-hint-is-its-providers``, ``checks/provider_hints.py``):
+    each name hinted is asked under every other provider the SDK knows that the plugin neither lists nor was
+    asked it under, and must get no hint (``gcp:hop1.12xlarge`` is no AWS machine). Fix: look instance types up
+    without regard to case (the SDK's ``instance-types.yaml`` does), strip what is typed around them, under the
+    provider asked, answer both hooks from one table, and give no hint for a type it does not list.
     """
     from rayaccel_conformance.checks.instance_entries import hints_from_other_entries
     from rayaccel_conformance.checks.properties import listed_hint_failures, spelling_failure
+    from rayaccel_conformance.checks.provider_hints import other_provider_hints
     from rayaccel_conformance.checks.supported import CLOUD_INSTANCE_TYPES
 
     subject.family()
@@ -96,13 +100,17 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
                                                                provider=provider, instance_type=instance_type),
         sorted(asked))
     wrong += borrowed[:4]
+    wrong += other_provider_hints(
+        lambda provider, instance_type: subject.manager.answer(subject.name, hookspec.CLOUD_HINTS, [],
+                                                               provider=provider, instance_type=instance_type),
+        hinted, listed, subject.family().resource_name)[:4]
     if wrong:
         raise CheckFailed(wrong)
     if not hinted:
         raise NotApplicable(f"the plugin hints none of the {len(asked)} instance types asked")
     return (f"{len(hinted)} hinted instance types answered alike in every case drawn; {len(listed)} listed hints "
             f"round-trip; {left_out} entries of the instance-type tables it reads each left out in turn, none "
-            "answered from another entry")
+            "answered from another entry; no name hinted under a provider that does not list it")
 
 
 # RAC223 ---------------------------------------------------------------------------------------------------------

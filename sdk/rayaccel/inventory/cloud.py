@@ -120,6 +120,20 @@ def collect_cloud_catalog(manager: PluginManager, instance_types: Sequence[tuple
                     fix="build both hooks' answers from the same instance-type table"))
             if hint is None:
                 continue
+            # A name the plugin lists under other providers only is theirs: the same name here is no machine it
+            # knows (gcp:p5.48xlarge), whatever its hint says.
+            elsewhere = sorted({h.provider for h in listed[plugin]
+                                if h.instance_type.strip().lower() == instance_type.strip().lower()})
+            if elsewhere and provider not in elsewhere:
+                problems.append(Problem(
+                    plugin=plugin, distribution=manager.plugin(plugin).distribution, hook="rayaccel_cloud_hints",
+                    code="hint-for-another-provider",
+                    message=f"{provider}:{instance_type} is hinted as {hint.count:g} of type {hint.accelerator_type}, "
+                            f"but the plugin lists {instance_type} under {', '.join(elsewhere)} only: the node type "
+                            "is left out",
+                    fix="look instance types up under the provider asked, and give no hint for a provider that "
+                        "does not list the name"))
+                continue
             node_types.append(_node_type(manager, plugin, hint, recorded.get((plugin, provider, instance_type), []),
                                          problems))
     return CloudCatalog(node_types=node_types, problems=problems)
