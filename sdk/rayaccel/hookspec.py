@@ -289,6 +289,10 @@ def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     The SDK's default splits on commas. Override for syntax such as Neuron's ranges (``0-3``) or
     NVIDIA's ``NoDevFiles``.
 
+    Keep every entry or refuse it: an entry written in a form the runtime takes (a device's own id, its UUID,
+    beside an index) is parsed to its unit, and one you cannot place is said with ``report_problem`` (or the hook
+    raises), never dropped while the rest is kept (RAC114: the node would offer fewer devices without a word).
+
     :param value: the env var's value (the SDK handles "unset" itself).
     :returns: the unit ids, in order; an empty list means "no devices".
 
