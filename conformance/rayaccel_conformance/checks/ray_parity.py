@@ -19,6 +19,7 @@ from typing import Any
 from rayaccel.records import Device, FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.experimental import _ray_validator, process_env_var
+from rayaccel_conformance.checks.ray_counts import companions_only_where_ray_writes_them
 from rayaccel_conformance.checks.ray_environment import NOSET, RAY_PREFIX, environment_kept
 from rayaccel_conformance.checks.ray_labels import labels_read_first
 from rayaccel_conformance.checks.ray_resources import resource_disagreements
@@ -215,6 +216,8 @@ def disagreements(subject: Subject, manager: Any, var: str, family: FamilyInvent
               f"so a task's process keeps the node's {key}: the plugin's value replaces it, a second layer of "
               f"visibility among whose devices {var}'s ids are then counted"
               for key, (units, value, ours, beside) in left.items()]
+    wrong += companions_only_where_ray_writes_them(
+        manager, var, family, lambda units: subject.manager.visible_env(subject.name, units), where)
     for value in NO_DEVICE_VALUES:
         with environment_kept():
             os.environ[var] = value
