@@ -148,6 +148,10 @@ def manager_class(spec: FamilySpec) -> type:
     from ray._private.accelerators.accelerator import AcceleratorManager
 
     rules: list[QuantityRule] = []  # validated on first use, not when a worker starts
+    # Each companion's value in this process before the manager first wrote it (None: unset). Ray reuses a worker
+    # for tasks of other sizes: a task whose env leaves the companion out gets the node's value back, as Ray's TPU
+    # manager removes the sub-host bounds it wrote for a 1- or 2-chip task before a whole host's.
+    node_values: dict[str, str | None] = {}
 
     def get_resource_name() -> str:
         return spec.resource_name
@@ -180,7 +184,17 @@ def manager_class(spec: FamilySpec) -> type:
     def set_current_process_visible_accelerator_ids(ids: list[str]) -> None:
         if os.environ.get(NOSET_PREFIX + spec.env_var):
             return
-        os.environ.update(visible_env(spec, [str(i) for i in ids]))
+        env = visible_env(spec, [str(i) for i in ids])
+        for key in spec.companions:
+            if key in env:
+                node_values.setdefault(key, os.environ.get(key))
+            elif key in node_values:  # written for an earlier task of this worker, not for this one
+                node_value = node_values[key]
+                if node_value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = node_value
+        os.environ.update(env)
 
     methods = (get_resource_name, get_visible_accelerator_ids_env_var, get_current_node_num_accelerators,
                get_current_node_accelerator_type, get_current_node_additional_resources,
