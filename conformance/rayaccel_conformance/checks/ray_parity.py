@@ -248,7 +248,10 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     the place of Ray's, so a task's process gets the plugin's variables only). A variable the manager reads
     beside its own but never writes (AMD's ``ROCR_VISIBLE_DEVICES``) is the node's in a task, and the plugin's env
     must not set it (``invariant companions-left-as-ray-leaves-them``: ROCm applies it first and renumbers, so the
-    task's ids written into both show it no GPU). A value the
+    task's ids written into both show it no GPU). A variable the manager writes for some counts of devices only
+    (TPU's bounds, for one or two chips) the plugin's env must leave unset for every count the manager leaves it
+    unset for, all of the node's devices included (``invariant companions-only-where-ray-writes-them``: a whole host
+    of a multi-host slice keeps its own). A value the
     manager reads as no device (the empty value, ``NoDevFiles``) the plugin must read as none too
     (``invariant visible-none-as-ray-reads-it``). Each variable the manager reads beside its own (AMD's
     ``ROCR_VISIBLE_DEVICES``, which Slurm's gres sets) is set on the node, on the first fixture, with the
