@@ -58,14 +58,15 @@ class _Receiver:
     def digest(self, tensors: list[Any]) -> list[str]:
         return digest(tensors)
 
-    def abort(self, transport: str, comm: Any) -> str:
+    def abort(self, transport: str, obj_id: str, comm: Any) -> bool:
+        """Abort the transfer ``obj_id`` here, as Ray does (``__ray_abort_transport__``); False: it cannot abort."""
         from ray.experimental.rdt.util import get_tensor_transport_manager
 
         manager = get_tensor_transport_manager(transport)
         if not manager.can_abort_transport():
-            return "cannot abort (Ray kills the actors on a failed transfer)"
-        manager.abort_transport("0" * 40, comm)
-        return "aborted"
+            return False
+        manager.abort_transport(obj_id, comm)
+        return True
 
     def held(self) -> tuple[int, int]:
         """What this process holds: open descriptors and threads."""
@@ -107,7 +108,7 @@ def contract_run(spec: TransportSpec) -> str:
             transfer(seed)
             if seed == 1:
                 comm = get_tensor_transport_manager(spec.name).get_communicator_metadata(sender, receiver, spec.name)
-                steps.append(ray.get(receiver.abort.remote(spec.name, comm), timeout=TRANSFER_TIMEOUT_S))
+                steps.append(_aborted_transfer_fails(spec, sender, receiver, comm))
                 settled = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
         steps.append(_nothing_held_per_transfer(receiver, transfer, settled))
         steps.append(_peer_dies(spec, start, receiver))
@@ -127,6 +128,47 @@ def contract_run(spec: TransportSpec) -> str:
             if stuck:
                 ray.kill(actor)
     return f"{spec.name}: " + "; ".join(steps)
+
+
+def _aborted_transfer_fails(spec: TransportSpec, sender: Any, receiver: Any, comm: Any) -> str:
+    """A transfer aborted at its receiver before its receive runs: the receive must fail, and the receiver hold no
+    more descriptors or threads than before, within the bound.
+
+    Ray aborts a transfer whose receive failed or is overdue (``RDTManager._abort_transport``: abort_transport on the
+    receiver when can_abort_transport() is True, else it kills the actors), and a receive still queued runs after
+    that abort: NIXL's, Ray's abortable transport, fails a receive whose id it was told to abort
+    (``NixlTensorTransport.recv_multiple_tensors`` checks its aborted ids first)."""
+    import ray
+
+    from rayaccel.support.polling import wait_for
+
+    before = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+    ray.get(sender.make.remote(4), timeout=TRANSFER_TIMEOUT_S)
+    ref = sender.tensors_ref.options(tensor_transport=spec.name).remote()
+    ray.wait([ref], timeout=TRANSFER_TIMEOUT_S)  # the sender's part (the metadata) is done
+    obj_id = ref.hex()  # the id Ray hands the transport (RDTManager: arg.hex())
+    if not ray.get(receiver.abort.remote(spec.name, obj_id, comm), timeout=TRANSFER_TIMEOUT_S):
+        del ref
+        return "cannot abort (Ray kills the actors on a failed transfer)"
+    try:
+        ray.get(receiver.digest.remote(ref), timeout=TRANSFER_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        raise RuntimeError(f"the receive of a transfer aborted before it ran did not end in "
+                           f"{TRANSFER_TIMEOUT_S:.0f} s") from None
+    except ray.exceptions.RayError:
+        pass
+    else:
+        raise RuntimeError(f"{spec.name} says it can abort (can_abort_transport() is True), yet the transfer "
+                           f"{obj_id} arrived whole after abort_transport({obj_id!r}) on its receiver: Ray aborts a "
+                           "failed or overdue transfer so, and a receive that runs after it must fail (NIXL's does), "
+                           "else the receiver takes tensors of a transfer Ray has given up on (invariant "
+                           "an-aborted-transfer-fails)") from None
+    del ref
+    wait_for(lambda: ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S),
+             lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=RELEASE_TIMEOUT_S, interval=0.5,
+             what="the receiver holding no more descriptors and threads than before the aborted transfer",
+             retry_on=())
+    return "aborted transfer: the receive failed, the receiver holds no more descriptors or threads than before"
 
 
 def _nothing_held_per_transfer(receiver: Any, transfer: Any, settled: tuple[int, int]) -> str:
