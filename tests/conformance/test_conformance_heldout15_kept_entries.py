@@ -19,7 +19,7 @@ from mutant_grading import evidence, failure, mutant, wrapped
 
 import rayaccel_amd.plugin
 import rayaccel_nvidia.plugin
-from rayaccel import report_problem
+from rayaccel import Device, Host, report_problem
 from rayaccel_conformance.registry import CHECKS, CheckFailed
 from rayaccel_testplugins.corpus import Healthy
 from rayaccel_testplugins.corpus_kept_entries import VisibleSkipsUnreadEntries, VisibleStopsAtUnreadEntry
@@ -60,9 +60,13 @@ def test_the_reference_plugins_as_shipped_keep_every_entry(module: Any, family: 
 def test_a_parser_refusing_with_a_problem_or_normalising_to_the_unit_passes() -> None:
     module, family, fixture = REFERENCE[0]
     package = Path(module.__file__).parent
-    shipped = wrapped(module, family, str(package)).inventory(f"{family}/{fixture}").family(family)
-    assert shipped is not None
-    unit_of = {d.id: d.unit_ids[0] for d in shipped.devices}
+    unit_of: dict[str, str] = {}  # the node's own devices, as its latest discovery found them (RAC114 moves ids)
+
+    def discovering(host: Host) -> list[Device]:
+        devices: list[Device] = module.rayaccel_discover(host)
+        unit_of.clear()
+        unit_of.update({d.id: str(d.index) for d in devices})
+        return devices
 
     def refusing(value: str) -> list[str]:
         kept = numbers_only(value)
@@ -75,7 +79,7 @@ def test_a_parser_refusing_with_a_problem_or_normalising_to_the_unit_passes() ->
         return [unit_of.get(p.strip(), p.strip()) for p in value.split(",") if p.strip()]
 
     for parser in (refusing, normalising):
-        subject = wrapped(module, family, str(package), rayaccel_parse_visible=parser)
+        subject = wrapped(module, family, str(package), rayaccel_parse_visible=parser, rayaccel_discover=discovering)
         assert "round trip" in str(CHECKS["RAC114"].function(subject, f"{family}/{fixture}")), parser
 
 

@@ -1653,7 +1653,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_pooled_quantities",
                   "rayaccel_testplugins.corpus_shared_slices",
                   "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus",
-                  "rayaccel_testplugins.corpus_kept_entries", "rayaccel_testplugins.corpus_provider_hints")
+                  "rayaccel_testplugins.corpus_kept_entries", "rayaccel_testplugins.corpus_provider_hints",
+                  "rayaccel_testplugins.corpus_own_ids")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -177,6 +177,7 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
     """
     from rayaccel_conformance.checks.experimental import offered_units
     from rayaccel_conformance.checks.kept_entries import dropped_entry_failures
+    from rayaccel_conformance.checks.own_ids import misplaced_id_failures
     from rayaccel_conformance.checks.properties import visible_failures
 
     fixture = _ref(subject, fixture)
@@ -189,7 +190,8 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
     key = (id(subject), "numeric" if numeric else tuple(ids))
     if key not in _VISIBLE or _VISIBLE[key][0] is not subject:
         _VISIBLE[key] = (subject, visible_failures(subject, ids))
-    _fail([*_VISIBLE[key][1], *dropped_entry_failures(subject, fam, ids)])
+    _fail([*_VISIBLE[key][1], *dropped_entry_failures(subject, fam, ids),
+           *misplaced_id_failures(subject, subject.fixture(fixture), fam)])
     return (f"{fixture}: round trip, canonical, garbage and kept-entry properties hold over "
             f"{'numeric ids 0-511, up to 64' if numeric else f'every order of the {len(ids)} units'}")
 
