@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rayaccel import hookspec
 from rayaccel.hosts.fixtures import Fixture, HostState
-from rayaccel.records import Device, FamilyInventory, NodeInventory
+from rayaccel.records import Device, FamilyInventory, NodeInventory, Problem
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.invariants import memory_source, raw_memory
 from rayaccel_conformance.harness.subject import Subject
@@ -73,6 +73,7 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
     without regard to case (the SDK's ``instance-types.yaml`` does), strip what is typed around them, under the
     provider asked, answer both hooks from one table, and give no hint for a type it does not list.
     """
+    from rayaccel_conformance.checks.hint_listing import unread_listing_failures
     from rayaccel_conformance.checks.instance_entries import hints_from_other_entries
     from rayaccel_conformance.checks.properties import listed_hint_failures, spelling_failure
     from rayaccel_conformance.checks.provider_hints import other_provider_hints
@@ -81,7 +82,8 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
     subject.family()
     if not subject.manager.implements(subject.name, "rayaccel_cloud_hints"):
         raise NotApplicable("the plugin implements no rayaccel_cloud_hints hook")
-    listed = subject.manager.answer(subject.name, hookspec.CLOUD_INSTANCE_TYPES, []) or []
+    listing_said: list[Problem] = []
+    listed = subject.manager.answer(subject.name, hookspec.CLOUD_INSTANCE_TYPES, listing_said) or []
     asked: set[tuple[str, str]] = {(h.provider, h.instance_type) for h in listed}
     asked |= {(provider, t) for provider, names in CLOUD_INSTANCE_TYPES.items() for t in names}
     asked |= {("other", subject.fixture(ref).host.hostname or "") for ref in subject.fixture_paths()} - {("other", "")}
@@ -91,7 +93,7 @@ def cloud_hints_free_of_spelling(subject: Subject) -> Evidence:
                                       instance_type=instance_type)
         if hint is not None:
             hinted[(provider, instance_type)] = hint
-    wrong = listed_hint_failures(subject, listed)
+    wrong = [*unread_listing_failures(listing_said), *listed_hint_failures(subject, listed)]
     if hinted:
         found = spelling_failure(subject, hinted)
         wrong += [found] if found else []
