@@ -20,7 +20,7 @@ from rayaccel.inventory.builder import InventoryBuilder
 from rayaccel.onboarding.fleet import FleetDevice
 from rayaccel.plugins.manager import PluginManager
 from rayaccel.records import Device, FamilyDeclaration, NodeInventory, Problem
-from rayaccel.schemas import describe_validation_error
+from rayaccel.schemas import describe_validation_error, first_difference, value_at
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.registry import Check, CheckFailed, CheckSkipped
 
@@ -48,39 +48,17 @@ def unvalidated_record(inventory: NodeInventory) -> str | None:
         except ValidationError as e:
             return _unvalidated(e.errors()[0]["loc"], describe_validation_error(e, with_input=True))
     # Lax validation turns the str '65536' into the int 65536: a value its own model changes was never validated.
-    where = _first_difference(dumped, valid)
+    where = first_difference(dumped, valid)
     if where is None:
         return None
-    return _unvalidated(where, f"{'.'.join(map(str, where))} is {_at(dumped, where)!r} "
-                               f"({type(_at(dumped, where)).__name__}), not {_at(valid, where)!r}")
+    return _unvalidated(where, f"{'.'.join(map(str, where))} is {value_at(dumped, where)!r} "
+                               f"({type(value_at(dumped, where)).__name__}), not {value_at(valid, where)!r}")
 
 
 def _unvalidated(loc: tuple[int | str, ...], what: str) -> str:
     hook = _HOOK_OF_PART.get(str(loc[2]), "a hook") if len(loc) > 2 and loc[0] == "families" else "a hook"
     return (f"{hook} returned a record built without validation (model_construct?), which its own model refuses: "
             f"{what}; build records with their constructors, which validate")
-
-
-def _first_difference(a: object, b: object, at: tuple[int | str, ...] = ()) -> tuple[int | str, ...] | None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in a:
-            found = _first_difference(a[key], b.get(key), (*at, key))
-            if found is not None:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            found = _first_difference(x, y, (*at, i))
-            if found is not None:
-                return found
-        return None
-    return None if a == b else at  # '65536' != 65536; an int for a float (1 == 1.0) changes nothing
-
-
-def _at(data: object, loc: tuple[int | str, ...]) -> object:
-    for key in loc:
-        data = data[key]  # type: ignore[index]
-    return data
 
 
 @dataclass

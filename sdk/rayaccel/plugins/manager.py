@@ -59,7 +59,7 @@ from rayaccel.plugins.configuration import (
 from rayaccel.plugins.conventions import conventional_hooks
 from rayaccel.plugins.transport_classes import ask_classes
 from rayaccel.reporting import ReportSink, collect_problems, shown
-from rayaccel.schemas import describe_validation_error
+from rayaccel.schemas import describe_validation_error, first_difference, value_at
 from rayaccel.support.bounded import BoundedTimeout, run_bounded
 from rayaccel.support.raycompat import RAY_ACCELERATOR_RESOURCES, ray_family_for, reserved_resource_problem
 
@@ -460,19 +460,40 @@ class PluginManager:
                           f"first {MAX_DEVICES} are kept", "check the vendor tool's output for garbage",
                           sink=problems)
             result = list(result[:MAX_DEVICES])
+        built = result
+        result = as_data(result)  # a record the plugin built without validation is validated like any answer
         item_adapter = _ITEM_ADAPTERS.get(hook)
         if item_adapter is not None and isinstance(result, list | tuple):
             valid = self._valid_items(plugin, dist, hook, item_adapter, result, problems)
+            self._say_unvalidated(plugin, dist, hook, built, result, valid, problems)
             if hook == hookspec.TRANSPORTS.name:
                 return self._sdk_fields_dropped(plugin, dist, valid, problems)
             return valid
         try:
-            return _ADAPTERS[hook].validate_python(result)
+            validated = _kept_private(built, _ADAPTERS[hook].validate_python(result))
+            self._say_unvalidated(plugin, dist, hook, built, result, validated, problems)
+            return validated
         except ValidationError as e:
             self._problem(plugin, dist, hook, "invalid-record",
                           f"returned a malformed result: {describe_validation_error(e)}",
                           hookspec.HOOKS[hook].fix, sink=problems)
             return None
+
+    def _say_unvalidated(self, plugin: str, dist: str | None, hook: str, built: Any, data: Any, validated: Any,
+                         problems: list[rec.Problem] | None) -> None:
+        """A warning where validating the records the plugin built changed a value: it built them without
+        validation (``model_construct``, ``model_copy(update=...)``). The validated value is what is used."""
+        if not _holds_records(built):
+            return  # data (dicts, text) is validated as it comes: lax coercion there is the contract
+        where = first_difference(data, as_data(validated))
+        if where is None:
+            return
+        was, now = value_at(data, where), value_at(as_data(validated), where)
+        self._problem(plugin, dist, hook, "unvalidated-record",
+                      f"{hook} returned a record built without validation (model_construct?), which its own model "
+                      f"changes: {'.'.join(map(str, where))} is {was!r} ({type(was).__name__}), not {now!r}; the "
+                      "validated value is used", "build records with their constructors, which validate",
+                      severity="warning", sink=problems)
 
     def _sdk_fields_dropped(self, plugin: str, dist: str | None, specs: list[rec.TransportSpec],
                             problems: list[rec.Problem] | None) -> list[rec.TransportSpec]:
@@ -685,6 +706,39 @@ _SETTINGS = (NO_AUTOLOAD_ENV, PLUGINS_ENV, DISABLE_ENV, HOOK_TIMEOUT_ENV)
 @functools.lru_cache(maxsize=8)
 def _manager_for(settings: tuple[str | None, ...]) -> PluginManager:
     return PluginManager()
+
+
+def as_data(answer: Any) -> Any:
+    """A hook's answer with every record in it turned back into data (its fields, nested records too), for the
+    hook's validation to see every value: pydantic takes a model instance as valid as it stands, and one a plugin
+    built with ``model_construct`` or ``model_copy(update=...)`` never ran its validators (a memory size left as
+    text, a CPU list the SDK refuses). Validating the data builds the records again, as the worker's JSON does."""
+    if isinstance(answer, rec.Record):
+        return answer.model_dump(by_alias=True, warnings=False)
+    if isinstance(answer, list | tuple):
+        return [as_data(item) for item in answer]
+    if isinstance(answer, dict):
+        return {key: as_data(value) for key, value in answer.items()}
+    return answer
+
+
+def _holds_records(answer: Any) -> bool:
+    if isinstance(answer, rec.Record):
+        return True
+    if isinstance(answer, list | tuple):
+        return any(_holds_records(item) for item in answer)
+    if isinstance(answer, dict):
+        return any(_holds_records(value) for value in answer.values())
+    return False
+
+
+def _kept_private(built: Any, validated: Any) -> Any:
+    """``validated`` with the private attributes ``built`` carried (a SKU catalog's file, which its fields do not
+    hold): turning a record into data leaves them behind."""
+    private = getattr(built, "__pydantic_private__", None) if isinstance(built, rec.Record) else None
+    if private and isinstance(validated, rec.Record):
+        object.__setattr__(validated, "__pydantic_private__", dict(private))
+    return validated
 
 
 def default_manager() -> PluginManager:

@@ -31,6 +31,31 @@ def where(path: Iterable[str | int]) -> str:
     return "/".join(str(p) for p in path) or "(top level)"
 
 
+def first_difference(a: object, b: object, at: tuple[int | str, ...] = ()) -> tuple[int | str, ...] | None:
+    """Where two documents (dicts, lists, values) first differ, as a path; None where they agree (lists of
+    different lengths are not compared item by item). ``'65536'`` differs from ``65536``; ``1`` from ``1.0`` not."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a:
+            found = first_difference(a[key], b.get(key), (*at, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = first_difference(x, y, (*at, i))
+            if found is not None:
+                return found
+        return None
+    return None if a == b else at
+
+
+def value_at(data: object, path: tuple[int | str, ...]) -> object:
+    """The value at ``path`` (as :func:`first_difference` gives it) in ``data``."""
+    for key in path:
+        data = data[key]  # type: ignore[index]
+    return data
+
+
 def shown_value(value: Any, width: int = 60) -> str:
     """A refused value as a message shows it: its repr cut to ``width``; an integer too long for Python to
     print (over 4300 digits) by its size, since printing it raises."""
