@@ -12,11 +12,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from rayaccel import PluginError
+from rayaccel import CloudHint, PluginError, hookimpl
 from rayaccel.testing import (
+    PluginKit,
     fault_differences,
     fixture_differences,
     parse_fixture,
@@ -154,3 +156,26 @@ def test_a_plugin_project_gets_the_common_tests_by_one_line_and_fails_them_when_
     assert "devices: expected 5, discovered 4" in failed.stdout
     failing = "tests/test_acme.py::TestAcmePlugin::test_fixture_gives_its_expected_inventory[acme-4]"
     assert f"FAILED {failing}" in failed.stdout
+
+
+def test_a_cloud_hook_that_cannot_be_read_is_an_error_naming_it_not_an_empty_answer() -> None:
+    # Held-out round 16's c3: a listing building CloudHint under the vendor's name for AWS ('ec2') raised, the SDK
+    # contained it as no listing, and the plugin's own test saw [] (export writes none of its node types).
+    def under_the_vendors_name(provider: str, instance_type: str) -> CloudHint | None:
+        return CloudHint(provider="ec2", instance_type=instance_type, family="acme", count=4)
+
+    def listing() -> list[dict[str, object]]:
+        return [{"provider": "aws", "instance_type": "acme1.4xlarge", "family": "acme", "cards": 4}]
+
+    module = ModuleType("acme_cloud_hints")
+    for attr in (a for a in dir(acme) if a.startswith("rayaccel_")):
+        setattr(module, attr, getattr(acme, attr))
+    module.rayaccel_cloud_hints = hookimpl(under_the_vendors_name)  # type: ignore[attr-defined]
+    module.rayaccel_cloud_instance_types = hookimpl(listing)  # type: ignore[attr-defined]
+    kit = PluginKit(module, "acme")
+    with pytest.raises(PluginError, match=r"rayaccel_cloud_hints could not be read: .*got 'ec2'"):
+        kit.cloud_hint("aws", "acme1.4xlarge")
+    with pytest.raises(PluginError, match=r"rayaccel_cloud_instance_types could not be read: .*cards"):
+        kit.cloud_instance_types()
+    shipped = plugin_kit(acme, "acme")  # answering nothing (no hooks) is an answer
+    assert shipped.cloud_hint("aws", "acme1.4xlarge") is None and shipped.cloud_instance_types() == []

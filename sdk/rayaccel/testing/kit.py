@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from rayaccel import hookspec
 from rayaccel.errors import PluginError
@@ -23,7 +23,9 @@ from rayaccel.hosts.seam import Host
 from rayaccel.hosts.simulated import SimulatedHost
 from rayaccel.inventory.builder import collect_inventory
 from rayaccel.plugins.manager import PluginManager
-from rayaccel.records import CloudHint, NodeInventory
+from rayaccel.records import CloudHint, NodeInventory, Problem
+
+AnswerT = TypeVar("AnswerT")
 
 #: The entry-point group a plugin registers in (its pyproject's ``[project.entry-points.rayaccel]``).
 ENTRY_POINT_GROUP = "rayaccel"
@@ -194,12 +196,25 @@ class PluginKit:
 
     def cloud_hint(self, provider: str, instance_type: str) -> CloudHint | None:
         """What the plugin answers ``rayaccel_cloud_hints`` for one instance type (through the SDK: from its
-        ``instance-types.yaml`` when it ships one and implements no such hook)."""
-        return self.manager.answer(self.name, hookspec.CLOUD_HINTS, provider=provider, instance_type=instance_type)
+        ``instance-types.yaml`` when it ships one and implements no such hook). Raises :class:`PluginError` where
+        the hook raised or its answer was refused, not the None the SDK contains that as."""
+        return self._read(hookspec.CLOUD_HINTS, provider=provider, instance_type=instance_type)
 
     def cloud_instance_types(self) -> list[CloudHint]:
-        """What the plugin answers ``rayaccel_cloud_instance_types``: every instance type it has a hint for."""
-        return self.manager.answer(self.name, hookspec.CLOUD_INSTANCE_TYPES)
+        """What the plugin answers ``rayaccel_cloud_instance_types``: every instance type it has a hint for.
+        Raises :class:`PluginError` where the hook raised or a record was refused: ``rayaccel export`` would write
+        no node type from what it cannot read, and the SDK's containment answers no listing instead."""
+        return self._read(hookspec.CLOUD_INSTANCE_TYPES)
+
+    def _read(self, hook: hookspec.Hook[AnswerT], **kwargs: Any) -> AnswerT:
+        """The hook's answer through the SDK; an error the SDK reports calling it (the hook raised, an answer or
+        record refused) is raised, so a plugin's own test sees it."""
+        said: list[Problem] = []
+        answer = self.manager.answer(self.name, hook, said, **kwargs)
+        errors = [p for p in said if p.severity == "error"]
+        if errors:
+            raise PluginError(f"{hook.name} could not be read: " + "; ".join(p.render() for p in errors))
+        return answer
 
     def data(self, name: str) -> dict[str, Any]:
         """A fixture's document (JSON data) to vary: parse the result with :func:`~rayaccel.testing.parse_fixture`."""
