@@ -24,7 +24,8 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
     For each family whose ``visible_devices_env_var`` is set in ``environ`` (default: this process's
     env), only the schedulable units it names (parsed by the plugin's ``rayaccel_parse_visible``) stay;
     the family's resource count, the node's and ``rayaccel.io/count`` follow, and a warning problem says
-    what was left out. A partition stays when the variable names it (``MIG-<uuid>``) or its device's unit.
+    what was left out. A device stays when the variable names its unit or its own id (``GPU-<uuid>``), a
+    partition when it names the partition (``MIG-<uuid>``) or its device.
     Raises :class:`RayaccelError` when the variable names units the node lacks.
     """
     environ = os.environ if environ is None else environ
@@ -39,8 +40,12 @@ def restrict_to_visible(inventory: NodeInventory, manager: PluginManager,
             families.append(family)
             continue
         name = family.family.name
-        allowed = manager.parse_visible(family.plugin, value)
         known = [unit for device in family.devices for unit in device.unit_ids]
+        # A device named by its own id (CUDA_VISIBLE_DEVICES=GPU-<uuid>, as the runtimes take it) is its units:
+        # the parser keeps the entry as written, and only the inventory knows which device has that id.
+        units_of = {d.id: list(d.unit_ids) for d in family.devices if d.id not in known}
+        allowed = [unit for entry in manager.parse_visible(family.plugin, value)
+                   for unit in units_of.get(entry, [entry])]
         known += [p.id for device in family.devices for p in device.partitions]
         unknown = [unit for unit in allowed if unit not in known]
         if unknown:
