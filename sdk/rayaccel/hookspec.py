@@ -290,8 +290,10 @@ def rayaccel_parse_visible(value: str) -> Sequence[str] | None:
     NVIDIA's ``NoDevFiles``.
 
     Keep every entry or refuse it: an entry written in a form the runtime takes (a device's own id, its UUID,
-    beside an index) is parsed to its unit, and one you cannot place is said with ``report_problem`` (or the hook
-    raises), never dropped while the rest is kept (RAC114: the node would offer fewer devices without a word).
+    beside an index) is kept as written (the SDK places a device's own id at that device's units), and one you
+    cannot read is said with ``report_problem`` (or the hook raises), never dropped while the rest is kept (RAC114:
+    the node would offer fewer devices without a word). Never read a unit out of an id's digits: a UUID is the
+    device's, not its place (RAC114's ``an-id-names-its-device``).
 
     :param value: the env var's value (the SDK handles "unset" itself).
     :returns: the unit ids, in order; an empty list means "no devices".
