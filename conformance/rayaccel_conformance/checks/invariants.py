@@ -170,10 +170,13 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
     its own id (alone, and beside another device's unit), as the runtimes take it (CUDA_VISIBLE_DEVICES
     ``GPU-<uuid>``, HIP_VISIBLE_DEVICES a UUID) and Ray's managers keep it, and the garbage, must not parse as
     the value without one of its entries does unless the parser reports a problem: dropped, ``rayaccel start``
-    offers fewer devices than the operator named, without a word. A failure quotes the
-    smallest counterexample hypothesis shrank it to. Derandomized, 25 examples per property. Fix: split on
-    commas, strip each entry, drop empty ones, and never assume an id's width or the number of ids; keep an
-    entry you cannot read (or normalise it to its unit, or refuse the value with ``rayaccel.report_problem``).
+    offers fewer devices than the operator named, without a word. And a device's own id names that device
+    (``invariant an-id-names-its-device``, ``checks/own_ids.py``): with the devices' ids moved among them at the
+    host seam (a UUID is the device's, not its place), each device's own id, kept without a problem, must parse as
+    written or as that device's units. A failure quotes the smallest counterexample hypothesis shrank it to.
+    Derandomized, 25 examples per property. Fix: split on commas, strip each entry, drop empty ones, and never
+    assume an id's width or the number of ids; keep an entry you cannot read (the SDK places a device's own id at
+    its units) or refuse the value with ``rayaccel.report_problem``, and never read a unit out of an id's digits.
     """
     from rayaccel_conformance.checks.experimental import offered_units
     from rayaccel_conformance.checks.kept_entries import dropped_entry_failures
