@@ -83,3 +83,22 @@ def test_a_catalog_keeps_the_file_it_was_loaded_from() -> None:
     path = Path(acme.__file__).parent / "acme-skus.yaml"
     catalog = _manager(catalog=load_catalog(path)).answer("acme", "rayaccel_sku_catalog", [])
     assert catalog is not None and catalog.source_path == str(path)
+
+
+def test_a_field_left_to_its_default_stays_unset() -> None:
+    """Checks tell a declaration's own value from the record's default (RAC272: "reach='cluster' (TransportSpec's
+    default)"): validating a record again keeps which fields the plugin set."""
+    from rayaccel import TransportSpec
+
+    spec = TransportSpec(name="ACME_SHM", devices=["cpu"], manager_class="rayaccel.transports.shared_memory:"
+                         "SharedMemoryTransport")
+
+    class Declares(_Answers):
+        @hookimpl
+        def rayaccel_transports(self) -> Any:
+            return [spec]
+
+    manager = PluginManager(autoload=False)
+    assert manager.register(Declares(), "acme"), manager.problems
+    [said] = manager.answer("acme", "rayaccel_transports", [])
+    assert said == spec and "reach" not in said.model_fields_set

@@ -713,8 +713,8 @@ def as_data(answer: Any) -> Any:
     hook's validation to see every value: pydantic takes a model instance as valid as it stands, and one a plugin
     built with ``model_construct`` or ``model_copy(update=...)`` never ran its validators (a memory size left as
     text, a CPU list the SDK refuses). Validating the data builds the records again, as the worker's JSON does."""
-    if isinstance(answer, rec.Record):
-        return answer.model_dump(by_alias=True, warnings=False)
+    if isinstance(answer, rec.Record):  # the fields it was given: a default left unset stays a default (reach)
+        return answer.model_dump(by_alias=True, exclude_unset=True, warnings=False)
     if isinstance(answer, list | tuple):
         return [as_data(item) for item in answer]
     if isinstance(answer, dict):
