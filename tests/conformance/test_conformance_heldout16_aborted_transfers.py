@@ -40,8 +40,9 @@ def _cluster() -> Iterator[None]:
                          ids=["abort-ignored", "abort-forgotten-at-receive"])
 def test_a_transport_that_can_abort_but_lets_an_aborted_transfer_arrive_is_named(plugin: corpus.Healthy,
                                                                                   name: str) -> None:
+    subject = graded(plugin)  # first: it registers the checks that CHECKS holds
     with pytest.raises(CheckFailed) as failed:
-        CHECKS["RAC301"].run(graded(plugin), None)
+        CHECKS["RAC301"].run(subject, None)
     message = str(failed.value)
     assert message.startswith(f"{name}: RuntimeError: {name} says it can abort"), message
     assert "arrived whole after abort_transport(" in message and INVARIANT in message, message
@@ -55,6 +56,7 @@ class _FileTransportPlugin(corpus.Healthy):
 
 def test_the_file_transport_the_second_shape_breaks_fails_the_aborted_receive_and_passes() -> None:
     assert AcmeFileTransport.can_abort_transport()
-    evidence = CHECKS["RAC301"].run(graded(_FileTransportPlugin("c-file-transport")), None)
+    subject = graded(_FileTransportPlugin("c-file-transport"))  # first: it registers the checks
+    evidence = CHECKS["RAC301"].run(subject, None)
     assert "ACME_FILE: transfer 1: " in evidence[0], evidence
     assert "aborted transfer: the receive failed, the receiver holds no more descriptors" in evidence[0], evidence

@@ -140,7 +140,7 @@ def _aborted_transfer_fails(spec: TransportSpec, sender: Any, receiver: Any, com
     (``NixlTensorTransport.recv_multiple_tensors`` checks its aborted ids first)."""
     import ray
 
-    from rayaccel.support.polling import wait_for
+    from rayaccel.support.polling import WaitTimeout, wait_for
 
     before = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
     ray.get(sender.make.remote(4), timeout=TRANSFER_TIMEOUT_S)
@@ -164,10 +164,18 @@ def _aborted_transfer_fails(spec: TransportSpec, sender: Any, receiver: Any, com
                            "else the receiver takes tensors of a transfer Ray has given up on (invariant "
                            "an-aborted-transfer-fails)") from None
     del ref
-    wait_for(lambda: ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S),
-             lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=RELEASE_TIMEOUT_S, interval=0.5,
-             what="the receiver holding no more descriptors and threads than before the aborted transfer",
-             retry_on=())
+    try:
+        wait_for(lambda: ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S),
+                 lambda now: now[0] <= before[0] and now[1] <= before[1], timeout=RELEASE_TIMEOUT_S, interval=0.5,
+                 what="the receiver holding no more descriptors and threads than before the aborted transfer",
+                 retry_on=())
+    except WaitTimeout:
+        fds, threads = ray.get(receiver.held.remote(), timeout=TRANSFER_TIMEOUT_S)
+        raise RuntimeError(f"{RELEASE_TIMEOUT_S:g} s after a transfer aborted before its receive ran, the receiver "
+                           f"holds {fds - before[0]} more descriptors and {threads - before[1]} more threads than "
+                           "before it: what a failed or aborted receive opened is never released, and Ray aborts "
+                           "every failed or overdue transfer so (invariant a-transfer-holds-nothing-after-it)",
+                           ) from None
     return "aborted transfer: the receive failed, the receiver holds no more descriptors or threads than before"
 
 
