@@ -461,7 +461,8 @@ class PluginManager:
                           sink=problems)
             result = list(result[:MAX_DEVICES])
         built = result
-        result = as_data(result)  # a record the plugin built without validation is validated like any answer
+        if _holds_records(result):  # a record the plugin built without validation is validated like any answer
+            result = as_data(result)
         item_adapter = _ITEM_ADAPTERS.get(hook)
         if item_adapter is not None and isinstance(result, list | tuple):
             valid = self._valid_items(plugin, dist, hook, item_adapter, result, problems)
@@ -483,12 +484,13 @@ class PluginManager:
                          problems: list[rec.Problem] | None) -> None:
         """A warning where validating the records the plugin built changed a value: it built them without
         validation (``model_construct``, ``model_copy(update=...)``). The validated value is what is used."""
-        if not _holds_records(built):
+        if data is built:
             return  # data (dicts, text) is validated as it comes: lax coercion there is the contract
-        where = first_difference(data, as_data(validated))
+        validated_data = as_data(validated)
+        where = first_difference(data, validated_data)
         if where is None:
             return
-        was, now = value_at(data, where), value_at(as_data(validated), where)
+        was, now = value_at(data, where), value_at(validated_data, where)
         self._problem(plugin, dist, hook, "unvalidated-record",
                       f"{hook} returned a record built without validation (model_construct?), which its own model "
                       f"changes: {'.'.join(map(str, where))} is {was!r} ({type(was).__name__}), not {now!r}; the "
