@@ -1654,7 +1654,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_shared_slices",
                   "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus",
                   "rayaccel_testplugins.corpus_kept_entries", "rayaccel_testplugins.corpus_provider_hints",
-                  "rayaccel_testplugins.corpus_own_ids", "rayaccel_testplugins.corpus_hint_listing")
+                  "rayaccel_testplugins.corpus_own_ids", "rayaccel_testplugins.corpus_hint_listing",
+                  "rayaccel_testplugins.corpus_down_ports")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -26,6 +26,7 @@ from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInvento
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.cut_listings import cut_listing_differences, cut_listing_patches
+from rayaccel_conformance.checks.down_records import one_port_down_findings
 from rayaccel_conformance.checks.dropped_variables import dropped_variable_domain_errors
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.failed_listings import (
@@ -706,7 +707,10 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     (`invariant a-member-without-links-is-no-member`). A vendor label named for the healthy or unhealthy devices with
     a whole-number value must count them under each fault (`invariant health-count-label-follows-health`). A
     fatal or uncorrectable error count a fault raises by two or more, raised by one instead, gives the device the
-    same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A device
+    same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A fault
+    that switches several like records of one listing off (ports or links ``UP`` -> ``DOWN``, ``1`` -> ``0``),
+    switched for one of them only, leaves a device the whole fault takes out of health still not healthy
+    (`invariant one-port-down-is-enough`: a port down is a lane lost; :mod:`.down_records`). A device
     a fault states healthy and reported otherwise is named with the readings the fault changes on it, each from and
     to, beside the reasons reported (the cause: NVML's lifetime ECC counter read for the since-boot one). A fault
     whose change lands on a device it does not touch, the one it touches keeping its state, is named by the record
@@ -719,7 +723,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     changes must answer the same on the host with the device listed but not given to ``rayaccel_resources``, as an
     unhealthy device is not (`invariant resources-count-the-devices-given`, :mod:`.offered_resources`). Fix:
     derive health from the vendor's signals on every call, with
-    the reason code of the signal that fired; never cache a device's state across calls; answer a fault's
+    the reason code of the signal that fired, from the first port or link down; never cache a device's state across
+    calls; answer a fault's
     missing or odd readings (unknown, a problem), never raise on them; read every unit's record by one rule;
     count extra resources from the devices given.
     """
@@ -757,6 +762,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
                       for e in health_count_label_errors(f, f"{fx.ref} fault {fault.name}")]
             stepped, count = one_fatal_error_findings(subject, fx, fault, faulty)
             wrong += stepped
+            wrong += one_port_down_findings(subject, fx, fault, faulty)
             steps += count
             _write(fault_file, "")
             recovered = subject.build(host)
