@@ -1655,7 +1655,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_failed_queries", "rayaccel_testplugins.corpus_assumed_cpus",
                   "rayaccel_testplugins.corpus_kept_entries", "rayaccel_testplugins.corpus_provider_hints",
                   "rayaccel_testplugins.corpus_own_ids", "rayaccel_testplugins.corpus_hint_listing",
-                  "rayaccel_testplugins.corpus_down_ports")
+                  "rayaccel_testplugins.corpus_down_ports",
+                  "rayaccel_testplugins.corpus_partition_ids")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

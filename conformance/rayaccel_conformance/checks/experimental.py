@@ -20,6 +20,7 @@ from rayaccel.support.raycompat import RAY_BUILTIN_FAMILIES, ray_family_for, res
 from rayaccel_conformance.checks.metric_coverage import files_become_directories
 from rayaccel_conformance.checks.ownership import resource_name_problem
 from rayaccel_conformance.checks.partition_fit import partition_fit_errors
+from rayaccel_conformance.checks.partition_ids import partition_id_findings
 from rayaccel_conformance.checks.recounted_devices import recounted_device_errors
 from rayaccel_conformance.checks.value_relations import renamed_partitions, trimmed_ids
 from rayaccel_conformance.checks.visibility_variables import unowned_variable_errors, unowned_variables
@@ -686,7 +687,11 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
 
     For a fixture on which discovery reports partitions (MIG instances, AMD compute partitions; see
     docs/partitions.md): every partition id is unique on the node (not another partition's, device's or
-    unit's: two tasks handed one id share one instance); each partition id alone, and sets of them not
+    unit's: two tasks handed one id share one instance), and no device's id is the uuid a partition of the
+    node is known by (invariant ``a-device-is-none-of-its-partitions``, ``checks/partition_ids.py``: the
+    device would be published as that partition, DRA's ``uuid`` of the partition its ``parentUuid``), on the
+    fixture and with each of its faults written on a partitioned device's own record, its first partition's
+    (amdsmi answering one logical GPU without its uuid); each partition id alone, and sets of them not
     starting at the first, round-trip through the family's visible-devices variable
     (``rayaccel_visible_env`` then ``rayaccel_parse_visible``); the partitions of a device take no more
     memory than it has (a memory several share, ``Partition.shared_memory``, counted once: NVIDIA's compute
@@ -702,7 +707,8 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     partitioned device lists no ``units`` of its own, is not reported a second time whole (another device
     on the same PCI address), and none of its ids is a schedulable unit of the family's whole-device
     resource. Fix: give each partition the id its runtime accepts (``MIG-<uuid>``, a HIP device id), read
-    each partition's own size, and report a partitioned device once, with its partitions only.
+    each partition's own size, and report a partitioned device once, with its partitions only, under an id
+    none of them has.
     """
     from rayaccel.plugins.manager import MISSING
     from rayaccel.records import Problem
@@ -726,6 +732,8 @@ def partitions_are_isolated(subject: Subject, fixture: str | None) -> Evidence:
     if repeated:
         wrong.append(f"partition id {', '.join(repeated[:4])} is given to more than one partition, device or unit "
                      "on the node: two tasks handed that id would share one instance")
+    if fam is not None:  # a device named by one of its partitions' uuids, on the machine and a fault moved onto it
+        wrong += partition_id_findings(subject, subject.fixture(fixture), fam)
     for device in partitioned:
         capacity = device.partition_capacity
         memory = device.partition_memory_mib()
