@@ -70,11 +70,12 @@ def add_ports_machine(plugin: str, down: int) -> None:
     write_machine(plugin, PORTS_MACHINE, data)
 
 
-class PortsRead(Healthy):
-    """The healthy plugin on a machine whose tool lists each card's ports: a port DOWN degrades the card."""
-
-    #: Ports DOWN from which a card is degraded (1: any).
-    tolerance = 1
+class PortsDownFromThree(Healthy):
+    DEFECT = ("a card's ports DOWN weighed: it is degraded only once three are DOWN ('one peer's worth'); its "
+              "machine's fault takes three down to match")
+    KILLED_BY = ("RAC203", "invariant one-port-down-is-enough")
+    #: Ports DOWN from which a card is degraded (the defect: 3; the healthy reader's is 1).
+    tolerance = 3
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -106,13 +107,6 @@ class PortsRead(Healthy):
                     code="acme-port-down", message=f"ports {', '.join(map(str, down))} are DOWN")])
             out.append(report)
         return out
-
-
-class PortsDownFromThree(PortsRead):
-    DEFECT = ("a card's ports DOWN weighed: it is degraded only once three are DOWN ('one peer's worth'); its "
-              "machine's fault takes three down to match")
-    KILLED_BY = ("RAC203", "invariant one-port-down-is-enough")
-    tolerance = 3  # the defect
 
 
 class LinkStates:
@@ -151,15 +145,17 @@ def add_link_library_machine(plugin: str) -> None:
     write_machine(plugin, LINKS_MACHINE, data)
 
 
-class LinksRead(Healthy):
-    """The healthy plugin on a machine with ACME's link library: an inactive link degrades the card."""
+class LinksDownByShare(Healthy):
+    DEFECT = ("a card's inactive links weighed: it is degraded only once more than half its links are inactive; its "
+              "machine's fault makes all of them inactive")
+    KILLED_BY = ("RAC203", "invariant one-port-down-is-enough")
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         add_link_library_machine(name)
 
     def degrades(self, states: list[int]) -> bool:
-        return any(s == 0 for s in states)
+        return bool(states) and states.count(0) * 2 > len(states)  # the defect: a share, not any
 
     def rayaccel_health(self, host: Host, devices: list[Device]) -> list[HealthReport]:
         reports = super().rayaccel_health(host, devices)
@@ -179,15 +175,6 @@ class LinksRead(Healthy):
                     code="acme-link-inactive", message=f"links {', '.join(inactive)} are inactive")])
             out.append(report)
         return out
-
-
-class LinksDownByShare(LinksRead):
-    DEFECT = ("a card's inactive links weighed: it is degraded only once more than half its links are inactive; its "
-              "machine's fault makes all of them inactive")
-    KILLED_BY = ("RAC203", "invariant one-port-down-is-enough")
-
-    def degrades(self, states: list[int]) -> bool:
-        return bool(states) and states.count(0) * 2 > len(states)  # the defect: a share, not any
 
 
 for _cls in (PortsDownFromThree, LinksDownByShare):
