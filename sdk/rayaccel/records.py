@@ -473,6 +473,9 @@ class Device(Record):
         if repeated:
             raise ValueError(f"partitions: id {', '.join(repeated)} is given to more than one partition; each "
                              "partition needs its own id (the one its runtime accepts, e.g. MIG-<uuid>)")
+        if self.id in ids:  # the device's health drains every partition, a partition's only itself: one id, two things
+            raise ValueError(f"partitions: id {self.id} is the device's own id; a partition needs an id of its own "
+                             "(the one its runtime accepts, e.g. MIG-<uuid>) and the device one no partition has")
         capacity = self.partition_capacity
         if capacity is not None:
             for field, total in (("compute_slices", capacity.compute_slices),

@@ -65,6 +65,13 @@ def test_two_partitions_with_one_id_are_refused_in_one_line() -> None:
         gpu(mig("MIG-a", "1g.10gb", 1, 1), mig("MIG-a", "1g.10gb", 1, 1))
 
 
+def test_a_partition_with_its_devices_own_id_is_refused_in_one_line() -> None:
+    # A device named by its first partition's id (issue 46, held-out round 16's a2, its Partition.id form): the
+    # device's health would drain every partition and a partition's only itself, under one id.
+    with pytest.raises(ValidationError, match="id GPU-0 is the device's own id; a partition needs an id of its own"):
+        gpu(mig("GPU-0", "3g.40gb", 3, 4), mig("MIG-b", "2g.20gb", 2, 2))
+
+
 @pytest.mark.parametrize(("partitions", "field"), [
     ([("MIG-a", "4g.40gb", 4, 4), ("MIG-b", "4g.40gb", 4, 4)], "compute_slices add up to 8, more than the device's 7"),
     ([("MIG-a", "3g.40gb", 3, 4), ("MIG-b", "3g.40gb", 3, 4), ("MIG-c", "1g.10gb", 1, 1)],
