@@ -52,7 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how much worse than the baseline a figure may be (default: 50)")
     group.addoption("--conformance-release-timeout", default=None, type=float, metavar="SECONDS",
                     help="how long RAC301 and RAC311 wait for what a failed or killed transfer held to be freed; "
-                         "shorter only, so a run is never more lenient (default and most: 30)")
+                         "shorter only, so a run is never more lenient (default and most: 30; RAC273, without Ray, "
+                         "waits at most 10)")
 
 
 @pytest.hookimpl(tryfirst=True)

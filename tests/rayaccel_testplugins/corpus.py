@@ -1656,6 +1656,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_kept_entries", "rayaccel_testplugins.corpus_provider_hints",
                   "rayaccel_testplugins.corpus_own_ids", "rayaccel_testplugins.corpus_hint_listing",
                   "rayaccel_testplugins.corpus_down_ports",
+                  "rayaccel_testplugins.corpus_freed_transfers", "rayaccel_testplugins.corpus_aborted_transfers",
                   "rayaccel_testplugins.corpus_partition_ids")
 
 

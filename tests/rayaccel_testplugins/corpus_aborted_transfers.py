@@ -8,8 +8,10 @@ after it: NIXL's fails it. Two shapes:
 - ``c-abort-forgotten-at-receive``: ``acme_wired``'s file transport recording the abort, but each receive clearing
   its own id's mark first ("a stale abort must not fail a new transfer"), so an abort that came before it is lost.
 
-In a module of their own, outside ``corpus.PLUGINS`` (only RAC301, a Ray check, kills them, which the corpus test
-does not pay for every mutant): tests/conformance/test_conformance_heldout16_aborted_transfers.py grades them.
+RAC273 runs the same abort without Ray (lane J10), at the supported tier: imported by
+tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``), each bound here under its name;
+tests/conformance/test_conformance_heldout16_aborted_transfers.py grades them by RAC301 too, and
+tests/conformance/test_conformance_heldout16_freed_transfers.py by RAC273.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class AbortForgottenTransport(AcmeFileTransport):
 
 class AbortIgnored(corpus.Healthy):
     DEFECT = "its shared-memory transport says it can abort, but abort_transport does nothing"
-    KILLED_BY = ("RAC301", "an-aborted-transfer-fails")
+    KILLED_BY = ("RAC273", f"invariant an-aborted-transfer-fails: {SHM_NAME}")
 
     def rayaccel_transports(self) -> list[TransportSpec]:
         return [TransportSpec(name=SHM_NAME, devices=["cpu"], one_sided=True, link_kinds=["other"], reach="node",
@@ -53,12 +55,12 @@ class AbortIgnored(corpus.Healthy):
 
 class AbortForgottenAtReceive(corpus.Healthy):
     DEFECT = "its file transport says it can abort, but a receive forgets an abort that came before it"
-    KILLED_BY = ("RAC301", "an-aborted-transfer-fails")
+    KILLED_BY = ("RAC273", f"invariant an-aborted-transfer-fails: {FILE_NAME}")
 
     def rayaccel_transports(self) -> list[TransportSpec]:
         return [TransportSpec(name=FILE_NAME, devices=["cpu"], one_sided=True, link_kinds=["other"], reach="node",
                               manager_class="rayaccel_testplugins.corpus_aborted_transfers:AbortForgottenTransport")]
 
 
-ignored = AbortIgnored("c-abort-ignored")
-forgotten = AbortForgottenAtReceive("c-abort-forgotten-at-receive")
+ignored = c_abort_ignored = corpus.add_import_defect(AbortIgnored)
+forgotten = c_abort_forgotten_at_receive = corpus.add_import_defect(AbortForgottenAtReceive)

@@ -39,6 +39,7 @@ def all_checks() -> list[Check]:
         signals_seen,
         sku_rewrite,
         supported,
+        transport_lifecycle,
         transport_reach,
         unsupported_readings,
         vendor_text,

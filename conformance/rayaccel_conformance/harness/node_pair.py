@@ -100,7 +100,7 @@ def _checked(what: str, status: int) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def _become_another_node() -> None:
+def become_another_node() -> None:
     """Mount, pid and user namespaces of this process's own; the caller forks, and its child is pid 1 there."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
@@ -124,7 +124,7 @@ def _installed_software_under_node_local_dirs() -> list[str]:
     return outermost
 
 
-def _mount_node_local_state() -> None:
+def mount_node_local_state() -> None:
     """In the new pid namespace: empty node-local directories (but for the software in them) and a /proc that
     shows this node's processes."""
     libc = _libc()
@@ -185,11 +185,11 @@ def _receiver(cls: type, another_node: bool) -> tuple[int, int, int]:
         answer: dict[str, Any]
         try:
             if another_node:
-                _become_another_node()
+                become_another_node()
                 inner = os.fork()
                 if inner:  # stays outside the new pid namespace only to wait for its pid 1
                     os._exit(os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1]) & 0xFF)
-                _mount_node_local_state()
+                mount_node_local_state()
         except OSError as e:
             answer = {"cannot": f"this machine gives no process namespaces of its own ({e})"}
         else:
@@ -213,6 +213,16 @@ def _answer(pid: int, fd: int, deadline: float) -> dict[str, Any]:
     return json.loads(raw) if raw else {"raised": said}
 
 
+def communicator_metadata(sender: Any) -> Any:
+    """What the driver makes for a transfer (``get_communicator_metadata``), asked with no actors."""
+    try:
+        return sender.get_communicator_metadata(None, None, sender.tensor_transport_backend())
+    except Exception:  # a class that reads the actors' handles: Ray's base metadata, as a one-sided read needs
+        from ray.experimental.rdt.tensor_transport_manager import CommunicatorMetadata
+
+        return CommunicatorMetadata()
+
+
 def main(manager_class: str, which: str) -> None:
     import torch  # noqa: F401  (before the fork: each receiver finds it imported)
 
@@ -227,12 +237,7 @@ def main(manager_class: str, which: str) -> None:
     tensors = payload(SEED)
     try:
         meta = sender.extract_tensor_transport_metadata(OBJECT_ID, tensors)
-        try:
-            comm = sender.get_communicator_metadata(None, None, sender.tensor_transport_backend())
-        except Exception:  # a class that reads the actors' handles: Ray's base metadata, as a one-sided read needs
-            from ray.experimental.rdt.tensor_transport_manager import CommunicatorMetadata
-
-            comm = CommunicatorMetadata()
+        comm = communicator_metadata(sender)
         shipped = pickle.dumps((OBJECT_ID, meta, comm))
     except Exception as e:
         for pid, meta_w, _ in receivers:
