@@ -12,6 +12,9 @@ ran must fail (``invariant an-aborted-transfer-fails``). Two shapes of each are 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 from mutant_grading import graded
 
@@ -27,11 +30,9 @@ FREED = "after 5 more transfers, each received and its ref freed (garbage_collec
 
 
 @pytest.fixture(autouse=True)
-def _no_files_left() -> None:
+def _no_files_left() -> Iterator[None]:
     """Where this machine gives no node of its own, the second shape's files land in the real /dev/shm."""
     yield
-    import os
-
     for path in corpus_freed_transfers.files():
         os.unlink(path)
 

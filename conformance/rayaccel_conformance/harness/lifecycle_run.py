@@ -22,6 +22,7 @@ import importlib
 import json
 import os
 import pickle
+import select
 import sys
 import threading
 import time
@@ -190,8 +191,6 @@ class _Receiver:
     def ask(self, op: str, obj_id: str = "", meta: Any = None, comm: Any = None) -> dict[str, Any]:
         pickle.dump((op, obj_id, meta, comm), self._writer)
         self._writer.flush()
-        import select
-
         ready, _, _ = select.select([self._reader], [], [], ANSWER_TIMEOUT_S + 60.0)
         if not ready:
             raise TimeoutError(f"the receiver did not answer {op!r} in time")
@@ -202,8 +201,15 @@ class _Receiver:
         return Held(**self.ask("held")["held"])
 
     def close(self) -> None:
+        """End the receiver: the closed pipe ends its loop; one stuck in the transport's receive is killed."""
         self._writer.close()
-        os.waitpid(self.pid, 0)
+        deadline = time.monotonic() + 5.0  # its loop ends at once; a receive it is stuck in does not
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+                return
+            time.sleep(0.05)
 
 
 def _lifecycle(cls: type, count_names: bool, release_timeout_s: float) -> dict[str, Any]:
