@@ -3,8 +3,8 @@
 manager accepts 1, 2, 4, 8 and writes the bounds for two chips). Two shapes over the ACME machine: Neuron cores in
 powers of two (NeuronCore groups: 3 refused; typed as Ray types Neuron nodes, corpus_ray_types.NeuronLike), where
 Ray's Neuron manager takes any whole count, and Gaudi modules one or a ring of four or eight (p2's shape, a count
-inside the list left out: 2 refused), where Ray's HPU manager does too. RAC106 ``invariant
-whole-quantities-as-ray-takes-them``.
+inside the list left out: 2 refused; typed as Ray types HPU nodes, corpus_ray_types.HpuLike), where Ray's HPU
+manager does too. RAC106 ``invariant whole-quantities-as-ray-takes-them``.
 
 Each claims Ray's resource with its variable, so they are graded alone, each by its own manager, beside the healthy
 control (tests/conformance/test_conformance_heldout11_quantities.py): the corpus's one manager lets one plugin
@@ -15,8 +15,7 @@ bound here under its name, so a fresh process (RAC112, RAC269) imports it.
 from __future__ import annotations
 
 from rayaccel import QuantityRule
-from rayaccel_testplugins.corpus import Healthy
-from rayaccel_testplugins.corpus_ray_types import NeuronLike
+from rayaccel_testplugins.corpus_ray_types import HpuLike, NeuronLike
 
 
 class NeuronCoresInPowersOfTwo(NeuronLike):
@@ -26,18 +25,11 @@ class NeuronCoresInPowersOfTwo(NeuronLike):
     rule = QuantityRule(kind="choices", choices=[1, 2, 4, 8, 16, 32])
 
 
-class HpuRingsOfFourOrEight(Healthy):
+class HpuRingsOfFourOrEight(HpuLike):
     DEFECT = ("quantity choices [1, 4, 8] for HPU (one module, or an HCCL ring of four or eight), p2's shape: Ray's "
               "HPU manager places any whole number of modules, 2 too, which the plugin's rule refuses")
     KILLED_BY = ("RAC106", "invariant whole-quantities-as-ray-takes-them")
     rule = QuantityRule(kind="choices", choices=[1, 4, 8])
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.family = self.family.model_copy(update={"visible_devices_env_var": "HABANA_VISIBLE_MODULES"})
-
-    def _resource(self, token: str) -> str:
-        return "HPU"
 
 
 QUANTITY_MUTANTS = (NeuronCoresInPowersOfTwo, HpuRingsOfFourOrEight)

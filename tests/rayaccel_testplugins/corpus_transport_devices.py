@@ -21,8 +21,8 @@ from __future__ import annotations
 from ray.experimental.rdt.collective_tensor_transport import NCCLTensorTransport
 
 from rayaccel import TransportSpec
-from rayaccel_testplugins.corpus import Healthy
 from rayaccel_testplugins.corpus_companions import _AmdLikeWriter
+from rayaccel_testplugins.corpus_ray_types import HpuLike
 
 KILLED_BY = ("RAC305", "invariant devices-as-ray-matches-them")
 NIXL_CLASS = "ray.experimental.rdt.nixl_tensor_transport:NixlTensorTransport"
@@ -45,18 +45,11 @@ class CollectiveDeclaredForHip(_AmdLikeWriter):
                               manager_class="rayaccel_testplugins.corpus_transport_devices:AcmeHipCollective")]
 
 
-class HpuNixlAsRayRegistersIt(Healthy):
+class HpuNixlAsRayRegistersIt(HpuLike):
     DEFECT = ("Ray's NIXL declared for an HPU family with the device types Ray registers NIXL for, cuda and cpu: "
               "the family's tensors are hpu, so NIXL moves only its host tensors and the cuda it claims is no device "
               "of the family's")
     KILLED_BY = KILLED_BY
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.family = self.family.model_copy(update={"visible_devices_env_var": "HABANA_VISIBLE_MODULES"})
-
-    def _resource(self, token: str) -> str:
-        return "HPU"
 
     def rayaccel_transports(self) -> list[TransportSpec]:
         return [TransportSpec(name="NIXL", devices=["cuda", "cpu"], link_kinds=["roce"], one_sided=True,

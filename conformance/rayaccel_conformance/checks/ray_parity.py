@@ -270,7 +270,9 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     accelerator type (Neuron's ``aws-neuron-core``, TPU's from the metadata server; NVML, amdsmi and hl-smi are
     not wired, so no answer), the family's type must be it on each fixture, and again with each device's product
     name and PCI device id written as a product's the catalog cannot list yet (``invariant
-    accelerator-type-as-ray-answers-it``: Ray adds ``accelerator_type:<its type>`` itself). Each resource that
+    accelerator-type-as-ray-answers-it``: Ray adds ``accelerator_type:<its type>`` itself); where the manager
+    names the node from a runtime the suite stands in (HPU's ``"Intel-"`` and the runtime's device name), the type
+    must be a name in the frame Ray writes. Each resource that
     wired manager adds to the node itself (TPU's slice name and ``TPU-<pod type>-head``) the plugin offers at
     Ray's quantity, if at all, and none it adds on another host of the group alone, asked again with each variable
     it read set to 0 and 1 (``invariant resources-as-ray-adds-them``: TPU's head resource on worker 0 only). Fix:

@@ -11,6 +11,12 @@ answers None there, and nothing is compared. The machine is then made one of a p
 each device's product name written as a newer product's and its PCI device id as an id no SKU lists, wherever the
 host states them (as ``rayaccel sku add``'s day-zero case meets it). Ray's answer does not depend on the catalog,
 so the plugin's must not either.
+
+Where the manager names the node from a vendor runtime the suite cannot wire (Ray's HPU manager: ``"Intel-"`` and
+``habana_frameworks.torch.hpu.get_device_name()``; issue 46, held-out round 17's ``g1``: a Gaudi wrapper typing an
+uncatalogued module by hl-smi's board name alone, ``HL-338``), the runtime is stood in (``ray_runtimes``) to learn
+the frame Ray writes around the name, and the family's type, as recorded and for a product the catalog does not
+list, must be a name in that frame: which name the runtime gives no fixture records, but Ray frames every one.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.catalog_agreement import plugin_catalog
 from rayaccel_conformance.checks.pci_id_forms import host_with_id_in_form
 from rayaccel_conformance.checks.ray_labels import wired
+from rayaccel_conformance.checks.ray_runtimes import in_frame, ray_type_frame
 from rayaccel_conformance.checks.unknown_products import newer_product, renamed_host
 from rayaccel_conformance.harness.subject import Subject
 
@@ -73,7 +80,7 @@ def type_disagreements(subject: Subject, manager: Any, fx: Fixture, fam: FamilyI
     healthy = fx.model_copy(update={"faults": []})
     theirs = ray_accelerator_type(manager, healthy)
     if theirs is None:
-        return []
+        return framed_disagreements(subject, manager, fx, fam)
     wrong = []
     if fam.accelerator_type != theirs:
         wrong.append(f"{INVARIANT}, {fx.ref}: the family's accelerator type is {fam.accelerator_type!r}; Ray's "
@@ -92,4 +99,32 @@ def type_disagreements(subject: Subject, manager: Any, fx: Fixture, fam: FamilyI
                      f"the family's accelerator type is {built.accelerator_type!r}, where Ray's {manager.__name__} "
                      f"answers {theirs_now!r} for the machine whatever its SKU (and {fam.accelerator_type!r} was "
                      "the catalog's): the type is derived unlike Ray's for a SKU the catalog does not know yet")
+    return wrong
+
+
+def framed_disagreements(subject: Subject, manager: Any, fx: Fixture, fam: FamilyInventory) -> list[str]:
+    """``invariant accelerator-type-as-ray-answers-it`` where Ray's manager names the node from a runtime the suite
+    stands in: the family's type, as recorded and made of an uncatalogued product, in the frame Ray writes."""
+    frame = ray_type_frame(manager)
+    if frame is None:
+        return []
+    prefix, suffix = frame
+    said = (f"Ray's {manager.__name__} answers {prefix!r} + the runtime's device name"
+            + (f" + {suffix!r}" if suffix else "") + " for every node it types")
+    wrong = []
+    if not in_frame(fam.accelerator_type, frame):
+        wrong.append(f"{INVARIANT}, {fx.ref}: the family's accelerator type is {fam.accelerator_type!r}; {said}, "
+                     "so its type is never this")
+    made = uncatalogued(subject, fx.model_copy(update={"faults": []}), fam)
+    if made is None:
+        return wrong
+    variant, changes = made
+    built = subject.build(simulated_host(variant)).family(subject.family().name)
+    if built is None or built.sku_known or not built.devices:
+        return wrong  # still a catalogued SKU, or no device: no case
+    if not in_frame(built.accelerator_type, frame):
+        wrong.append(f"{INVARIANT}, {fx.ref} made of a product the catalog does not list ({'; '.join(changes)}): "
+                     f"the family's accelerator type is {built.accelerator_type!r}, where {said}, whatever its SKU "
+                     f"(and {fam.accelerator_type!r} was the catalog's): a product the catalog does not list yet is "
+                     "typed by Ray all the same, so write its type in that frame")
     return wrong
