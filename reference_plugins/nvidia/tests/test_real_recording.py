@@ -266,6 +266,24 @@ def test_the_real_h200_mig_profiles_name_valid_partitions_with_nvidias_slices() 
     assert found == H200_MIG_SLICES
 
 
+def real_profile_instances() -> dict[str, int]:
+    """nvidia-smi mig -lgip's GPU instance profiles: name -> how many instances of it the GPU holds in all."""
+    row = re.compile(r"\|\s+0\s+MIG (\S+)\s+\d+\s+\d+/(\d+)\s")
+    rows = [row.match(line) for line in tool_section("nvidia-smi mig -lgip")]
+    return {row[1]: int(row[2]) for row in rows if row}
+
+
+def test_the_compute_capacity_is_the_one_the_real_h200_states() -> None:
+    """The GPU's compute slices as its own profile table states them (held-out round 17's n2: 8 "one per GPC"): as
+    many as instances of its smallest profile fit (1g.18gb: 7/7), and the compute slices its whole-GPU profile
+    takes (7g.141gb); NVIDIA's MIG user guide, Supported GPUs, gives 7 instances for every A100, H100, H200, B200
+    and GB200, 4 for the A30."""
+    instances = real_profile_instances()
+    whole = max(instances, key=lambda name: int(name.split("g.")[0]))
+    compute, _ = mig_capacity("NVIDIA H200")
+    assert compute == instances["1g.18gb"] == int(whole.split("g.")[0]) == 7, (compute, instances)
+
+
 def test_a_media_extension_instance_becomes_a_ray_resource_and_label(manager: PluginManager) -> None:
     """The H200 with MIG on and one '1g.18gb+me' instance (the memory nvidia-smi mig -lgip lists for it)."""
     data = native().model_dump(by_alias=True)
