@@ -273,3 +273,49 @@ def one_port_down_findings(subject: Subject, fx: Fixture, fault: Fault, faulty: 
             if wrong:
                 return wrong
     return wrong
+
+
+def _lanes_at(family: FamilyInventory | None) -> dict[tuple[str, str], int]:
+    """Each link of the family's topology (its two ends, sorted) -> the lanes it states."""
+    if family is None:
+        return {}
+    found: dict[tuple[str, str], int] = {}
+    for link in family.topology.links:
+        ends = (link.a, link.b) if link.a <= link.b else (link.b, link.a)
+        found[ends] = found.get(ends, 0) + link.lanes
+    return found
+
+
+def one_lane_down_findings(subject: Subject, fx: Fixture, fault: Fault, faulty: NodeInventory) -> list[str]:
+    """``invariant one-port-down-is-a-lane-less`` under one fault: where it switches two or more like records of one
+    listing off and the node's links lose lanes by it, switched for its first record only and for its last only, the
+    links still lose a lane (in all; a link gone loses all its lanes). Only where the plugin counts lanes: a link the
+    whole fault takes lanes from had two or more."""
+    family_name = subject.family().name
+    healthy = _lanes_at(subject.inventory(fx.ref).family(family_name))
+    under = _lanes_at(faulty.family(family_name))
+    lost = {ends: lanes for ends, lanes in healthy.items() if under.get(ends, 0) < lanes}
+    if not lost or max(lost.values()) < 2 or sum(under.values()) >= sum(healthy.values()):
+        return []
+    if not like_groups(*_written(fx, fault)):
+        return []
+    base = fx.host.model_dump(mode="json")
+    whole = apply_faults(fx, [fault.name]).model_dump(mode="json")
+    for group in like_groups(base, whole, fault.patch):
+        for kept in dict.fromkeys((group[0], group[-1])):
+            variant = fx.model_copy(update={"host": HostState.model_validate(with_only(base, whole, group, kept)),
+                                            "faults": []})
+            after = _lanes_at(subject.build(simulated_host(variant), with_metrics=False).family(family_name))
+            if sum(after.values()) < sum(healthy.values()):
+                continue
+            (a, b), lanes = sorted(lost.items())[0]
+            return [f"invariant one-port-down-is-a-lane-less, {fx.ref} under fault {fault.name}: it switches "
+                    f"{len(group)} records off ({', '.join(r.describe() for r in group[:4])}"
+                    f"{', ...' if len(group) > 4 else ''}) and the links lose lanes ({a} - {b}: {lanes} -> "
+                    f"{under.get((a, b), 0)}; {sum(healthy.values())} lanes in all -> {sum(under.values())}); with "
+                    f"only {kept.describe()} switched, the links keep every lane ({sum(after.values())} in all): "
+                    "each port the vendor's tool reports down is a lane the device lost (hl-smi -n link prints one "
+                    "port a line, NVML one NVLink's state a call). Count a link's lanes from the ports or links the "
+                    "tool states up between its two devices (where it names no peer, a device's up ports spread "
+                    "over its peers), so one port down is one lane less"]
+    return []

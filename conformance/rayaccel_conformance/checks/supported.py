@@ -26,7 +26,7 @@ from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInvento
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.cut_listings import cut_listing_differences, cut_listing_patches
-from rayaccel_conformance.checks.down_records import one_port_down_findings
+from rayaccel_conformance.checks.down_records import one_lane_down_findings, one_port_down_findings
 from rayaccel_conformance.checks.dropped_variables import dropped_variable_domain_errors
 from rayaccel_conformance.checks.error_statuses import error_status_differences, error_status_patches
 from rayaccel_conformance.checks.failed_listings import (
@@ -710,7 +710,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     same state and fatal flag (`invariant one-fatal-error-is-enough`: one uncorrectable error is the fault). A fault
     that switches several like records of one listing off (ports or links ``UP`` -> ``DOWN``, ``1`` -> ``0``),
     switched for one of them only, leaves a device the whole fault takes out of health still not healthy
-    (`invariant one-port-down-is-enough`: a port down is a lane lost; :mod:`.down_records`). A device
+    (`invariant one-port-down-is-enough`: a port down is a lane lost; :mod:`.down_records`); where the whole fault
+    takes lanes from the node's links, so does each of them alone (`invariant one-port-down-is-a-lane-less`). A device
     a fault states healthy and reported otherwise is named with the readings the fault changes on it, each from and
     to, beside the reasons reported (the cause: NVML's lifetime ECC counter read for the since-boot one). A fault
     whose change lands on a device it does not touch, the one it touches keeping its state, is named by the record
@@ -763,6 +764,7 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             stepped, count = one_fatal_error_findings(subject, fx, fault, faulty)
             wrong += stepped
             wrong += one_port_down_findings(subject, fx, fault, faulty)
+            wrong += one_lane_down_findings(subject, fx, fault, faulty)
             steps += count
             _write(fault_file, "")
             recovered = subject.build(host)
