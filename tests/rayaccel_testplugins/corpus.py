@@ -1637,6 +1637,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_day_zero_names",
                   "rayaccel_testplugins.corpus_unreachable_skus",
                   "rayaccel_testplugins.corpus_link_routes", "rayaccel_testplugins.corpus_offered_resources",
+                  "rayaccel_testplugins.corpus_summed_parts",
                   "rayaccel_testplugins.corpus_domain_fabrics", "rayaccel_testplugins.corpus_fabric_domains",
                   "rayaccel_testplugins.corpus_link_sized_domains",
                   "rayaccel_testplugins.corpus_instance_entries", "rayaccel_testplugins.corpus_untyped_hints",

@@ -162,13 +162,19 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     alone, a device still discovered keeps every metric whose reading the fault leaves as it was. And an error is
     counted once (``invariant an-error-is-counted-once``): under each fault only raising numbers, the ECC counters
     together rise by no more than the machine's numbers rose (corrected published as corrected plus uncorrected
-    counts each uncorrectable error in both classes). Fix: read every
+    counts each uncorrectable error in both classes). And every part of a sum counts (``invariant
+    every-part-counts``): where the device's memory in use or an ECC counter is the sum of a proper share of like
+    parts the machine states for it (one field per core, die or category: the Neuron driver's
+    ``neuron_core<k>/stats/memory_usage/device_mem/<category>/total``), one core's or one category's alone, a part
+    the share leaves out, moved alone at the host seam, must move the metric by that part (checks/summed_readings.py).
+    Fix: read every
     sample from the device's own entry at every poll, each from its own field, and convert it by its unit's factor
     alone; a range check includes its limits; keep a faulty device's metrics.
     """
     from rayaccel_conformance.checks.counted_errors import errors_counted_twice
     from rayaccel_conformance.checks.fault_readings import fault_moves_its_own_metric, fault_takes_only_its_readings
     from rayaccel_conformance.checks.readings import device_with_samples
+    from rayaccel_conformance.checks.summed_readings import part_failures
 
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -184,6 +190,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     wrong += fault_moves_its_own_metric(subject, fx, fam)
     wrong += fault_takes_only_its_readings(subject, fx, fam)
     wrong += errors_counted_twice(subject, fx, fam)
+    wrong += part_failures(subject, fx, fam)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
