@@ -19,6 +19,7 @@ from rayaccel import hookspec
 from rayaccel.hosts.fixtures import Fixture
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
+from rayaccel_conformance.checks.attribute_fields import attribute_field_findings
 from rayaccel_conformance.checks.merged_profiles import merged_profiles
 from rayaccel_conformance.checks.ownership import own_words
 from rayaccel_conformance.harness.subject import Subject
@@ -297,7 +298,10 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
     extensions, same slices and memory): where each partition's own record on the machine (the library's or
     JSON record stating its id, its id file's directory, its line of a tool's output) writes its profile as
     part of one name, the partitions of one resource must be written under one name (invariant
-    one-resource-one-profile, ``checks/merged_profiles.py``; ``+`` matched by ``.``, any case).
+    one-resource-one-profile, ``checks/merged_profiles.py``; ``+`` matched by ``.``, any case). And an attribute
+    of a device or partition named as a field of the machine's records about it (amdsmi's ``compute_partition``)
+    holds a value those records state for that field (invariant an-attribute-holds-its-field,
+    ``checks/attribute_fields.py``): the partitions' profiles and the Kubernetes names are read from it.
     Fix: give differently sized devices or partitions different resource names (a partition resource per
     profile, named by the vendor's whole profile name, options included), or read each device's memory from
     the device itself, never from another card or a default.
@@ -339,6 +343,8 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
         profiles = {p.id: p.profile for d in built.devices for p in d.partitions}
         wrong += merged_profiles(built.partition_units, profiles,
                                  subject.fixture(fixture).host.model_dump(mode="json"))
+        wrong += attribute_field_findings(list(built.devices), subject.fixture(fixture).host.model_dump(mode="json"),
+                                          fixture)
     _fail(wrong)
     if not compared:
         raise NotApplicable(f"{fixture}: no device or partition of known size is offered")

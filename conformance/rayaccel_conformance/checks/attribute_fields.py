@@ -1,0 +1,91 @@
+"""An attribute named as the machine names a field holds what that field states (RAC216's
+``an-attribute-holds-its-field``, issue 46, held-out round 17's ``a1``: an AMD wrapper naming a partitioned GPU's
+compute partition mode, attribute ``compute_partition`` and the partitions' profiles, by the memory partition mode,
+``NPS4`` where amdsmi's ``compute_partition`` states ``CPX``).
+
+A vendor's records state a device's settings under field names of their own (amdsmi's ``compute_partition`` and
+``memory_partition`` side by side, hl-smi's ``serial``), and a plugin that publishes a device's or a partition's
+attribute under the same name tells every consumer (the DRA export, ``amd.com/{compute_partition}_{memory_partition}``,
+the labels) that it is that field. Where the machine's records about the device (the library's or JSON records
+stating its id, or one of its partitions' ids or uuids; the files of the directory its id file is in, as
+:func:`.merged_profiles.partition_texts` finds them) state the field, the attribute must be one of the values they
+state for it (any case, surrounding space ignored; a record answering ``N/A`` says nothing). Only text attributes and
+text fields are compared. Each helper here is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rayaccel.records import Device
+from rayaccel_conformance.checks.merged_profiles import partition_texts
+
+#: What a record answers for a field it cannot state (amdsmi's ``N/A`` off a GPU's primary partition).
+NO_VALUE = {"", "n/a", "na", "none", "null", "unknown", "not supported", "-"}
+#: Findings said in full per fixture (the same misread repeats on every card).
+MAX_SAID = 4
+#: Ids shorter than this are not looked up as values (``0``, a HIP id, is a value of many fields).
+MIN_ID = 6
+
+
+def _field(where: str) -> str:
+    """The field a text is the value of: the last step of its record path or file path, normalised."""
+    last = where.rsplit("/", 1)[-1].rsplit(".", 1)[-1]
+    return last.strip().lower().replace("-", "_")
+
+
+def stated_fields(state: Mapping[str, Any], idents: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
+    """Each field the machine's records about ``idents`` state a value for: field -> value (lower case) -> the
+    value as written and where."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for ident in dict.fromkeys(i for i in idents if len(i) >= MIN_ID):
+        for where, text in partition_texts(state, ident):
+            if where.startswith("`") and " output line " in where:
+                continue  # a line of text output has no field names
+            value = text.strip()
+            if value.lower() in NO_VALUE or "\n" in value:
+                continue
+            found.setdefault(_field(where), {}).setdefault(value.lower(), (value, where))
+    return found
+
+
+def _own_ids(device: Device) -> list[str]:
+    ids = [device.id]
+    for part in device.partitions:
+        ids += [part.id, *(str(v) for k, v in part.attributes.items() if k == "uuid" and isinstance(v, str))]
+    return ids
+
+
+def attribute_field_findings(devices: list[Device], state: Mapping[str, Any], fixture: str) -> list[str]:
+    """``invariant an-attribute-holds-its-field`` over the devices built on ``state`` and their partitions."""
+    wrong = []
+    for device in devices:
+        owners: list[tuple[str, Mapping[str, Any], list[str]]] = [
+            (f"device {device.id}", device.attributes, _own_ids(device))]
+        owners += [(f"partition {p.id} of {device.id}", p.attributes,
+                    [p.id, *(str(v) for k, v in p.attributes.items() if k == "uuid" and isinstance(v, str))])
+                   for p in device.partitions]
+        for owner, attributes, idents in owners:
+            texts = [(k, v) for k, v in attributes.items() if isinstance(v, str) and v.strip()]
+            if not texts:
+                continue
+            fields = stated_fields(state, idents)
+            for key, value in texts:
+                stated = fields.get(key.strip().lower().replace("-", "_"))
+                if not stated or value.strip().lower() in stated:
+                    continue
+                other = next((f"{f} ({w})" for f, vs in sorted(fields.items()) for v, (_, w) in vs.items()
+                              if v == value.strip().lower()), None)
+                profiles = sorted({p.profile for p in device.partitions if value.strip().lower() in
+                                   p.profile.lower().split(".")})
+                values = ", ".join(f"{v!r} ({w})" for v, w in list(stated.values())[:2])
+                wrong.append(
+                    f"invariant an-attribute-holds-its-field, {fixture}: {owner} has attribute {key}={value!r}, "
+                    f"where the machine's records about it state {key} as {values}"
+                    + (f"; {value!r} is what they state as {other}" if other else "")
+                    + (f"; its partitions' profiles carry it too ({', '.join(profiles)})" if profiles else "")
+                    + f". Fix: publish {key} from the field the vendor names so (or name the attribute after the "
+                    "field it is read from)")
+    return wrong[:MAX_SAID] + ([f"invariant an-attribute-holds-its-field, {fixture}: {len(wrong) - MAX_SAID} more "
+                                "attributes as above"] if len(wrong) > MAX_SAID else [])
