@@ -75,8 +75,7 @@ def test_a_pci_id_no_sku_lists_fails_naming_the_invariant(tmp_path: Path, ids: C
 
 @pytest.mark.parametrize(("declared", "change", "said"), [
     (100.0, lambda link: {"bandwidth_gbps": link.bandwidth_gbps / 2},                      # halved
-     "is 50.0 GB/s: 50 GB/s is half the 100 GB/s due: a direction mix-up, half the value: a one-way figure divided "
-     "by 2 again, taken for both directions together"),
+     "is 50.0 GB/s: 50 GB/s is half the 100 GB/s due"),                                  # the ratio, no cause
     (400.0, lambda link: {"lanes": 4},                                                      # one lane of four
      "4 lane(s)) is 100.0 GB/s: 100 GB/s is 1/4 of the 400 GB/s due: one lane's figure taken for the link's 4 "
      "lanes (not multiplied by them)"),
@@ -92,4 +91,4 @@ def test_links_below_the_declared_fastest_link_fail_naming_the_invariant(
     text = result.evidence[0]
     assert "invariant 'the fastest link of a healthy node reaches its SKU's declared link bandwidth' broken" in text
     assert f"SKU acme-r1 declares {declared:g} GB/s one way" in text and said in text, text
-    assert declared != 300.0 or text.endswith(said), text  # a ratio that is no mix-up is not named as one
+    assert declared not in (100.0, 300.0) or text.endswith(said), text  # a ratio that is no mix-up is not named as one

@@ -35,7 +35,8 @@ def acme_with_declared(tmp_path: Path, declared_gbytes_per_s: float) -> PluginMa
     (12.5, "failed", "is 100 GB/s, 8x the 12.5 GB/s SKU acme-r1 declares: Gbit/s taken for GB/s? divide by 8"),
     (800.0, "failed", "an eighth of the 800 GB/s SKU acme-r1 declares: is the catalog's link_bandwidth_gbytes_per_s "
                       "in Gbit/s?"),
-    (50.0, "failed", "twice the 50 GB/s SKU acme-r1 declares: both directions summed? report one direction"),
+    (50.0, "failed", "invariant link-within-sku-maximum, acme/acme-4 as recorded: link"),  # twice: no direction
+    (50.0, "failed", "is 100 GB/s, twice the 50 GB/s SKU acme-r1 declares (link_bandwidth_gbytes_per_s)"),
     (75.0, "failed", "faster than the 75 GB/s SKU acme-r1 declares"),
 ])
 def test_a_link_off_by_the_bit_byte_factor_is_named(tmp_path: Path, declared: float, outcome: str, said: str) -> None:

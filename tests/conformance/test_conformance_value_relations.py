@@ -1,6 +1,7 @@
 """A kill names the defect, not only two values (issue 46, held-out round 7's s1, j2, p2, e2): where RAC206 or
 RAC232 finds a value other than the machine's, the relation between the two is named as the defect it is: a
-ratio that is a unit's power or a direction (x1000, 1/2^20, half), another field of the record the reading sits
+ratio that is a unit's power (x1000, 1/2^20; twice or half said as the ratio alone, no cause: held-out round 17's
+e1), another field of the record the reading sits
 in (``peak`` beside ``total``, a CSV row's limit beside its draw), another device's value (indexed by another
 key), or a metric the same SKU's devices report on another node (RAC255's invariant). Each wording is asserted on
 two plugins of different shapes; the pure helpers are asserted in both directions and where no relation holds."""
@@ -17,7 +18,7 @@ import rayaccel_neuron.plugin as neuron_plugin
 from rayaccel import Device, Host, MetricSample
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks.readings import Reading
-from rayaccel_conformance.checks.value_relations import field_source, ratio_mixup, reindexed
+from rayaccel_conformance.checks.value_relations import field_source, plain_ratio, ratio_mixup, reindexed
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
 from rayaccel_neuron import metrics as neuron_metrics, sysfs as neuron_sysfs
@@ -39,16 +40,25 @@ def failed_rac206(subject: Subject, ref: str) -> str:
                              "once too often, a reading already in degrees Celsius taken for millidegrees"),
     (35000.0, 35.0, "celsius", "35000 celsius is 1000x the 35 celsius due: a unit mix-up by 1000: a reading in "
                                "millidegrees"),
-    (100.0, 200.0, "GB/s", "100 GB/s is half the 200 GB/s due: a direction mix-up, half the value"),
-    (400.0, 200.0, "GB/s", "400 GB/s is 2x the 200 GB/s due: a direction mix-up, twice the value"),
     (1600.0, 200.0, "GB/s", "1600 GB/s is 8x the 200 GB/s due: a bits-for-bytes mix-up: bits where GB/s are due"),
     (24.0, 24 * 2**30, "bytes", "24 bytes is 1/2^30 of the 2.57698e+10 bytes due: a size unit mix-up by 2^30: GiB "
                                 "where bytes are due"),
     (0.5, 50.0, "percent", "a 0-1 fraction where percent is due"),
 ])
-def test_a_ratio_that_is_a_unit_s_power_or_a_direction_is_named_with_both_values(
+def test_a_ratio_that_is_a_unit_s_power_is_named_with_both_values(
         observed: float, expected: float, unit: str, said: str) -> None:
     assert said in (ratio_mixup(observed, expected, unit) or ""), ratio_mixup(observed, expected, unit)
+
+
+@pytest.mark.parametrize(("observed", "expected", "said"), [
+    (100.0, 200.0, "100 GB/s is half the 200 GB/s due"), (400.0, 200.0, "400 GB/s is twice the 200 GB/s due")])
+def test_twice_or_half_is_said_as_the_ratio_with_no_cause(observed: float, expected: float, said: str) -> None:
+    """No unit's power gives 2 or 1/2, and many defects do (one of two cores read, one direction of two): the
+    numbers establish the ratio, not a direction mix-up (held-out round 17's e1 was told one)."""
+    assert ratio_mixup(observed, expected, "GB/s") is None
+    assert plain_ratio(observed, expected, "GB/s") == said
+    assert plain_ratio(99.0, 300.0, "GB/s") is None and plain_ratio(0.0, 300.0, "GB/s") is None
+    assert ratio_mixup(50.0, 100.0, "GB/s", lanes=2) is None  # one lane of two is half too: said as half
 
 
 def test_a_ratio_that_is_no_mix_up_is_not_named_as_one() -> None:

@@ -1480,7 +1480,7 @@ class PartitionProfileByKind(Healthy):
 class LinksBothDirections(Healthy):
     DEFECT = ("each link's bandwidth is the sum of both directions' sysfs entries (200 GB/s), twice the one-way "
               "100 GB/s the catalog declares")
-    KILLED_BY = ("RAC215", "invariant link-unidirectional")
+    KILLED_BY = ("RAC215", "twice the 100 GB/s SKU acme-r1 declares")
 
     def catalog_data(self) -> dict[str, Any]:
         data = super().catalog_data()

@@ -14,7 +14,7 @@ from rayaccel.records import FamilyInventory, SkuCatalog, SkuRecord
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.fabric_names import answered_skus, fabric_name_findings
 from rayaccel_conformance.checks.pci_id_forms import FORMS, host_with_id_in_form
-from rayaccel_conformance.checks.value_relations import ratio_mixup
+from rayaccel_conformance.checks.value_relations import plain_ratio, ratio_mixup
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -131,7 +131,7 @@ def links_reach_the_skus_declared_bandwidth(subject: Subject, fixture: str | Non
     recorded fixture (a healthy machine, no fault), when every device is of one SKU that declares a link
     bandwidth and the topology has links other than PCIe, the fastest of them must be within 5% of the
     declared figure; the failure names the SKU, its figure, the fastest link found and the mix-up their ratio
-    points to (half: a one-way figure halved again; 1/N of N lanes: one lane's figure). Fix: multiply the
+    points to (1/N of N lanes, N more than 2: one lane's figure; half is said as half, no cause). Fix: multiply the
     per-link bandwidth by the lanes (links) between the two devices, through a switch too.
 
     And the fabric the SKU names (``invariant interconnect-names-the-links-fabric``): where the links joining a
@@ -168,7 +168,8 @@ def _bandwidth_evidence(fixture: str, family: FamilyInventory, skus: dict[str, S
     fastest = max(links, key=lambda link: link.bandwidth_gbps or 0.0)
     declared = sku.link_bandwidth_gbytes_per_s
     if (fastest.bandwidth_gbps or 0.0) < declared * (1 - LINK_TOLERANCE):
-        mixup = ratio_mixup(fastest.bandwidth_gbps or 0.0, declared, "GB/s", lanes=fastest.lanes)
+        mixup = (ratio_mixup(fastest.bandwidth_gbps or 0.0, declared, "GB/s", lanes=fastest.lanes)
+                 or plain_ratio(fastest.bandwidth_gbps or 0.0, declared, "GB/s"))
         raise CheckFailed(
             f"invariant 'the fastest link of a healthy node reaches its SKU's declared link bandwidth' broken on "
             f"{fixture}: SKU {sku.id} declares {declared:g} GB/s one way, the fastest {fastest.kind} link "

@@ -203,7 +203,7 @@ def visible_devices_over_generated_units(subject: Subject, fixture: str | None) 
 # RAC215 ---------------------------------------------------------------------------------------------------------
 
 #: How close a link must be to 8x (or 1/8 of) the declared bandwidth to be named as bits taken for bytes, and
-#: to twice it to be named as both directions summed.
+#: to twice it to be said to be twice it (no cause: two directions, two links or two lanes summed read alike).
 BIT_BYTE_TOLERANCE = 0.05
 
 
@@ -220,8 +220,8 @@ def _against_the_catalog(got: float, limit: float, sku: str, where: str) -> str 
         return (f"invariant link-in-gbytes-per-s, {where} is {got:g} GB/s, 8x the {limit:g} GB/s SKU {sku} declares: "
                 "Gbit/s taken for GB/s? divide by 8")
     if abs(got - 2 * limit) <= BIT_BYTE_TOLERANCE * 2 * limit:
-        return (f"invariant link-unidirectional, {where} is {got:g} GB/s, twice the {limit:g} GB/s SKU {sku} "
-                "declares: both directions summed? report one direction")
+        return (f"invariant link-within-sku-maximum, {where} is {got:g} GB/s, twice the {limit:g} GB/s SKU {sku} "
+                "declares (link_bandwidth_gbytes_per_s)")
     if got > limit * 1.01:
         return (f"invariant link-within-sku-maximum, {where} is {got:g} GB/s, faster than the {limit:g} GB/s SKU "
                 f"{sku} declares (link_bandwidth_gbytes_per_s)")
@@ -238,9 +238,10 @@ def link_bandwidth_against_the_catalog(subject: Subject, fixture: str | None) ->
     is 8 times too fast, and a bidirectional figure twice; placement then prefers the wrong devices. Where the
     plugin's catalog declares a SKU's fastest link (``link_bandwidth_gbytes_per_s``), every link with a device
     of that SKU at one end, on the fixture, each of its perturbations and the unrelated-device variant, must be
-    at most that (within 1%); one at 8 times it is named as the bit/byte slip, one at twice it as both
-    directions summed. A link at an eighth of it is named too when every link of a variant is (the catalog's
-    value written in Gbit/s, or a plugin dividing by 8 twice). This check owns every comparison with the
+    at most that (within 1%); one at 8 times it is named as the bit/byte slip, one at twice it is said to be
+    twice it (both directions, two links or two lanes summed: the numbers do not tell which). A link at an
+    eighth of it is named too when every link of a variant is (the catalog's value written in Gbit/s, or a
+    plugin dividing by 8 twice). This check owns every comparison with the
     catalog; RAC217 holds links to their kind's fastest product, which needs no catalog. A catalog that
     declares no link bandwidth, or links without one, leave nothing to compare (not applicable). Fix: report
     one direction in GB/s (divide a tool's Gbit/s by 8, halve a bidirectional figure); or correct the

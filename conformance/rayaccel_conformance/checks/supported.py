@@ -83,6 +83,7 @@ from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_fin
 from rayaccel_conformance.checks.value_relations import (
     count_mixup,
     field_source,
+    plain_ratio,
     published_as,
     rate_mixup,
     ratio_mixup,
@@ -104,10 +105,10 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     count), never another vendor's (``nvidia.com/`` from an ACME plugin), and Ray's keys only where they
     belong to the family (``ray.io/tpu-*`` for TPU); keys and values must pass Ray's label syntax, and none
     may be dropped as invalid; the node's labels must equal ``expected.labels`` of the fixture exactly. A
-    whole-number label 1/2, 1/4 or 1/8 (or 2, 4, 8 times) of the value due is named as a per-unit count applied
-    once too often or left out; where the machine's text states the value due two ways that agree (a topology's
-    product, ``16x16``, and the count a name ends in, ``v6e-256``), its chips hold one unit each and no per-chip
-    factor applies (held-out round 9's ``p2``, TPU v6e counted as a two-core generation;
+    whole-number label 1/2, 1/4 or 1/8 (or 2, 4, 8 times) of the value due is said with that ratio (not a cause:
+    which per-unit factor gave it the numbers do not tell); where the machine's text states the value due two ways
+    that agree (a topology's product, ``16x16``, and the count a name ends in, ``v6e-256``), its chips hold one unit
+    each and no per-chip factor applies (held-out round 9's ``p2``, TPU v6e counted as a two-core generation;
     ``c-pod-cores-taken-for-cards``). And a label says what the node is, never what its devices are doing
     (``invariant a-label-is-no-live-reading``): the devices' readings of utilization, memory in use, power,
     temperature and the error counters, found on the host as RAC223 finds them, are moved on every device at once
@@ -343,8 +344,9 @@ def metrics(subject: Subject, fixture: str | None) -> Evidence:
     C, ``power`` 0..5000 W, counters and rates are non-negative, all finite; and the values the fixture's
     ``expected.metric_values`` states (what the recorded machine reads, in the standard unit; rates, which need two
     polls, are RAC246's) within 1%. A wrong value names the defect its relation to the machine's points to: a
-    unit or direction mix-up (x1000, 1/2^20, x8, half), another field of the reading's record (``peak`` beside
-    ``total``), another device's key, or a metric the SKU's devices give on another fixture (RAC255).
+    unit mix-up (x1000, 1/2^20, x8), another field of the reading's record (``peak`` beside ``total``), another
+    device's key, or a metric the SKU's devices give on another fixture (RAC255); a value twice or half the
+    machine's is said as that, no cause (one of two cores, one direction of two: the numbers do not tell which).
     Fix: use ``rayaccel.records.STANDARD_METRICS`` for names and units; convert MiB to bytes, mW to watts. Each
     failure names where the wrong value came from: the plugin's conversion, the device memory the SDK filled
     from the catalog's SKU (fix the catalog), or a stale ``expected.metric_values`` (a fixture ``rayaccel sku
@@ -393,9 +395,10 @@ def one_poll_values(expected: dict[str, dict[str, float]]) -> dict[str, dict[str
 def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, float]],
                              devices: Sequence[Any] = (), fixture: Any = None) -> list[str]:
     """Samples that differ from the values a fixture states for a device (within 1%), each naming the defect its
-    value points to (:mod:`.value_relations`): a unit or direction mix-up where the ratio is one, another field of
-    the reading's record, another device's value (indexed by another key), or the fixture's value as the stale one
-    where the sample agrees with the device's own memory (a fixture derived from another card)."""
+    value points to (:mod:`.value_relations`): a unit mix-up where the ratio is one, another field of the
+    reading's record, another device's value (indexed by another key), or the fixture's value as the stale one
+    where the sample agrees with the device's own memory (a fixture derived from another card); else a ratio of
+    twice or half, said as that."""
     got = {(s.device, s.name): s for s in samples}
     memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
     by_id = {d.id: d for d in devices}
@@ -445,8 +448,8 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
             elif name in means and abs(sample.value - means[name]) <= 0.01 * max(abs(means[name]), 1e-9):
                 why = (f"the mean of the {len(stated[name])} devices' readings ({means[name]:g}): each device's own "
                        "reading is due, not the node's")
-            else:
-                why = ""
+            else:  # twice or half: the ratio, no cause (no unit's power gives it; many defects do)
+                why = plain_ratio(sample.value, want, sample.unit) or ""
             wrong.append(f"sample {name} of {device} is {sample.value:g} {sample.unit}; the fixture's machine "
                          f"reads {want:g} (expected.metric_values)" + (f": {why}" if why else ""))
     return wrong
@@ -480,9 +483,11 @@ def metric_contradictions(samples: list[Any], devices: list[Any],
         elif (s.name == "memory_total" and s.device in memory
               and abs(s.value - memory[s.device]) > 0.01 * memory[s.device]):
             sku = (from_catalog or {}).get(s.device)
+            ratio = (ratio_mixup(s.value, memory[s.device], "bytes")
+                     or plain_ratio(s.value, memory[s.device], "bytes"))
             source = (f"SDK-filled from SKU {sku}'s memory_mib in the catalog, as discovery reported none: is the "
-                      "catalog entry right?" if sku else "as the plugin's discovery reports it: a unit mix-up in "
-                      "the plugin's conversion? convert MiB to bytes")
+                      "catalog entry right?" if sku else "as the plugin's discovery reports it"
+                      + (f": {ratio}" if ratio else ""))
             wrong.append(f"sample memory_total of {s.device} is {s.value:g} bytes, but the device has "
                          f"{memory[s.device] // 2**20} MiB = {memory[s.device]} bytes ({source})")
         elif s.name == "memory_used" and s.value > totals.get(s.device, memory.get(s.device, math.inf)) * 1.01:
@@ -961,7 +966,9 @@ def misread_answer(subject: Subject, fixture: str | None, scenario: str, invento
     name = subject.family().name
     healthy = subject.inventory(fixture)
     if scenario in error_statuses:
-        return error_status_differences(scenario, inventory.family(name), healthy.family(name), bool(problems))
+        pages = [str(answer.get("body") or "") for answer in (error_statuses[scenario].get("http") or {}).values()]
+        return error_status_differences(scenario, inventory.family(name), healthy.family(name), bool(problems),
+                                        pages)
     if scenario in cut_listings:
         whole = [p for p in healthy.problems if p.plugin == subject.name and p.hook]
         return cut_listing_differences(scenario, inventory.family(name), healthy.family(name), problems, whole)

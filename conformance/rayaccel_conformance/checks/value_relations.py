@@ -3,10 +3,12 @@ names the defect, not only two numbers).
 
 A check that compares what a plugin gives with what the machine reads (RAC206's stated values, RAC232's declared
 link bandwidth) knows both values; a few relations between them are each one kind of defect, whatever the vendor:
-a ratio that is a unit's power (x1000, x2^20, x8 bits per byte, x100 percent per fraction) is a unit mix-up, x2
-or x0.5 a direction counted twice or halved, a value equal to another field of the record the reading sits in
-(``peak`` beside ``total``, ``limit`` beside ``draw``) that field read instead. Each helper is pure and answers
-None where no relation holds, so a failure without one reads as before.
+a ratio that is a unit's power (x1000, x2^20, x8 bits per byte, x100 percent per fraction) is a unit mix-up, a
+value equal to another field of the record the reading sits in (``peak`` beside ``total``, ``limit`` beside
+``draw``) that field read instead. A ratio no unit's power explains (twice, half) is said as the ratio and nothing
+more: half a memory figure may be one of two cores read, half a rate one direction of two or one link of two, and
+the two numbers do not tell which (held-out round 17's e1: one NeuronCore's memory of two, once named "a direction
+mix-up"). Each helper is pure and answers None where no relation holds, so a failure without one reads as before.
 """
 
 from __future__ import annotations
@@ -43,10 +45,6 @@ def _mixups(unit: str) -> list[tuple[float, str]]:
     found += [
         (100.0, "a percent multiplied by 100 again: a reading already in percent taken for a 0-1 fraction"),
         (1e-2, "a 0-1 fraction where percent is due: not multiplied by 100"),
-        (2.0, "a direction mix-up, twice the value: both directions (or both ends of a link) counted where one "
-              "is due"),
-        (0.5, "a direction mix-up, half the value: a one-way figure divided by 2 again, taken for both "
-              "directions together"),
     ]
     if unit in _SIZE_UNITS:
         found += [
@@ -73,10 +71,16 @@ def _mixups(unit: str) -> list[tuple[float, str]]:
     return found
 
 
+#: Ratios no unit's power explains, said as they are: the numbers establish the ratio, not its cause.
+_PLAIN_RATIOS = (2.0, 0.5)
+
+
 def _times(ratio: float) -> str:
-    """``1000x``, ``1/2^20 of``, ``half``: how a ratio reads."""
+    """``1000x``, ``1/2^20 of``, ``half``, ``twice``: how a ratio reads."""
     if ratio == 0.5:
         return "half"
+    if ratio == 2.0:
+        return "twice"
     big = ratio if ratio >= 1 else 1 / ratio
     exponent = math.log2(big)
     text = f"2^{exponent:.0f}" if exponent >= 10 and exponent.is_integer() else f"{big:.6g}"
@@ -84,18 +88,31 @@ def _times(ratio: float) -> str:
 
 
 def ratio_mixup(observed: float, expected: float, unit: str, lanes: int | None = None) -> str | None:
-    """The unit or direction mix-up ``observed / expected`` is, with both values and their unit; with ``lanes`` (a
-    link's), also one lane's figure taken for the link's. None where the ratio is none of them."""
+    """The unit mix-up ``observed / expected`` is, with both values and their unit; with ``lanes`` (a link's, more
+    than 2: a ratio of 1/2 is :func:`plain_ratio`'s), also one lane's figure taken for the link's. None where the
+    ratio is none of them."""
     if not expected or not observed:
         return None
     ratio = observed / expected
     named = [(factor, why) for factor, why in _mixups(unit)]
-    if lanes and lanes > 1:
+    if lanes and lanes > 2:
         named.append((1 / lanes, f"one lane's figure taken for the link's {lanes} lanes (not multiplied by them)"))
     for factor, why in named:
         if abs(ratio - factor) <= RATIO_TOLERANCE * factor:
             return f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due: {why}"
     return None
+
+
+def plain_ratio(observed: float, expected: float, unit: str) -> str | None:
+    """``observed`` twice or half ``expected``, said with both values and nothing more (no unit's power gives
+    either, and many defects do: one of two cores, one direction of two, one link of two). None otherwise."""
+    if not expected or not observed:
+        return None
+    ratio = observed / expected
+    factor = next((f for f in _PLAIN_RATIOS if abs(ratio - f) <= RATIO_TOLERANCE * f), None)
+    if factor is None:
+        return None
+    return f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due"
 
 
 def _field(reading: Reading) -> str:
@@ -329,20 +346,19 @@ def machine_counts(state: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def count_mixup(observed: int, expected: int, state: dict[str, Any]) -> str | None:
-    """What a whole-number count ``observed`` that is 1/k or k times the ``expected`` one (k 2, 4, 8) names: a
-    per-unit count applied once too often or left out; where the machine's text states the count due two ways
-    that agree (its topology's product and the count its name ends in), the unit the plugin's factor assumes is
-    not this machine's. None where the ratio is none of them."""
+    """A whole-number count ``observed`` that is 1/k or k times the ``expected`` one (k 2, 4, 8), said as that
+    ratio; where the machine's text states the count due two ways that agree (its topology's product and the count
+    its name ends in), that its chips hold one unit each, so no per-chip factor applies to it. None where the ratio
+    is none of them."""
     if observed <= 0 or expected <= 0 or observed == expected:
         return None
     factor = next((k for k in _PER_UNIT if observed * k == expected or expected * k == observed), None)
     if factor is None:
         return None
     low = observed < expected
-    head = (f"{observed} is 1/{factor} of the {expected} due: divided by {factor} once too often (a count of units, "
-            f"{factor} per chip or per host, taken for chips)" if low else
-            f"{observed} is {factor}x the {expected} due: multiplied by {factor} once too often (chips counted as "
-            f"{factor} units each)")
+    # The ratio is what the numbers establish; which per-unit factor (cores per chip, chips per host) gave it, they
+    # do not say.
+    head = f"{observed} is {_times(1 / factor if low else float(factor))} the {expected} due"
     sources = machine_counts(state)
     due = [what for value, what in sources if value == expected]
     topologies = [what for what in due if what.startswith("topology")]
