@@ -227,3 +227,26 @@ def test_a_malformed_nvml_timeout_is_quoted_printable_and_cut_to_32_characters(
         assert probe.nvml_timeout() == probe.DEFAULT_TIMEOUT
     (report,) = sink.drain()
     assert f"{probe.TIMEOUT_ENV}={shown!r} is not a positive number of seconds" in report.message
+
+
+@pytest.mark.parametrize(("name", "stated", "capacity"), [
+    ("NVIDIA H200", 7, (7, 8)),  # a 7-instance GPU in MIG mode: compute in sevenths, memory in eighths
+    ("NVIDIA A100-SXM4-80GB", 0, (7, 8)),  # MIG off: NVML states 0, the guide's row stands
+    ("NVIDIA A30", 0, (4, 4)),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 0, (4, 4)),  # 1g.24gb x4 of 96 GB
+    ("NVIDIA RTX PRO 5000 Blackwell", 0, (2, 2)),
+    ("NVIDIA RTX PRO 4500 Blackwell", None, (2, 2)),  # a driver that cannot say
+    ("NVIDIA B300 SXM6 AC", 7, (7, 8)),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 4, (4, 4)),
+])
+def test_mig_capacity_is_what_the_gpu_states_else_its_row_of_nvidias_mig_guide(
+        name: str, stated: int | None, capacity: tuple[int, int]) -> None:
+    """NVIDIA's MIG user guide, 'Supported GPUs' (Max Number of Instances): 7 on the A100, H100, H20, H200, B200 and
+    GB200, 4 on the A30 and the RTX PRO 6000 Blackwell, 2 on the RTX PRO 5000 and 4500 Blackwell; a GPU in MIG mode
+    states its own (nvmlDeviceGetMaxMigDeviceCount), which wins over the name."""
+    assert naming.mig_capacity(name, stated) == capacity
+
+
+def test_a_gpu_the_guide_does_not_list_yet_takes_the_count_it_states() -> None:
+    assert naming.mig_capacity("NVIDIA Next GPU", 4) == (4, 4)
+    assert naming.mig_capacity("NVIDIA Next GPU", 2) == (2, 2)

@@ -229,9 +229,11 @@ def discover_one(nvml: Any, index: int, driver: str | None, runtime: str | None)
     memory_mib = int(memory.total) // 2**20 if memory is not None else None
     if mig_mode is not None:
         attributes["mig_mode"] = "enabled" if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE else "disabled"
-        capacity = mig_capacity(name)
         if int(mig_mode[0]) == nvml.NVML_DEVICE_MIG_ENABLE:
+            capacity = mig_capacity(name, optional(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle))
             partitions = mig_partitions(nvml, handle, memory_mib, capacity)
+        else:
+            capacity = mig_capacity(name)
     return Device(
         index=index, id=uuid, product_name=name,
         pci_device_id=pci_device_id(int(pci.pciDeviceId)) if pci is not None else None,

@@ -86,10 +86,21 @@ def mig_slices(profile: str, instance_mib: int | None, gpu_mib: int | None,
     return int(match["gi"]), memory
 
 
-def mig_capacity(product_name: str) -> tuple[int, int]:
-    """(compute, memory) slices of a MIG-capable GPU: 4 and 4 on the A30, 7 and 8 on every other MIG GPU
-    (A100, H100, H200, B200, GB200: NVIDIA's MIG user guide, 'Supported MIG Profiles')."""
-    return (4, 4) if re.search(r"\bA30\b", product_name) else (7, 8)
+#: MIG GPUs holding fewer than 7 instances, by the name NVML gives them, and how many: NVIDIA's MIG user guide,
+#: 'Supported GPUs' ('Max Number of Instances'); every other MIG GPU (A100, H100, H20, H200, B200, GB200) holds 7.
+FEWER_MIG_INSTANCES = ((re.compile(r"\bA30\b"), 4), (re.compile(r"\bRTX PRO 6000\b"), 4),
+                       (re.compile(r"\bRTX PRO (?:5000|4500)\b"), 2))
+
+
+def mig_capacity(product_name: str, max_mig_devices: int | None = None) -> tuple[int, int]:
+    """(compute, memory) slices of a MIG-capable GPU. Compute: as many as instances of its smallest profile fit,
+    which a GPU in MIG mode states itself (``nvmlDeviceGetMaxMigDeviceCount``; 0 while MIG is off), else its
+    product's row of NVIDIA's MIG user guide (:data:`FEWER_MIG_INSTANCES`, 7 for the rest). Memory: in eighths on a
+    7-instance GPU (a 1g profile takes 1/8 of the memory, 7g all 8), in as many parts as instances otherwise (the
+    A30's 1g.6gb takes 1/4, the RTX PRO 6000 Blackwell's 1g.24gb 1/4 of 96 GB)."""
+    instances = max_mig_devices if max_mig_devices and max_mig_devices > 0 else next(
+        (count for pattern, count in FEWER_MIG_INSTANCES if pattern.search(product_name)), 7)
+    return instances, 8 if instances == 7 else instances
 
 
 def cpu_list(words: list[int]) -> str:
