@@ -26,6 +26,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.counter_polls import counter_failures
 from rayaccel_conformance.checks.failed_queries import stale_failures
 from rayaccel_conformance.checks.invariants import KIND_MAX_GBYTES_PER_S, catalog_link_maxima
+from rayaccel_conformance.checks.rate_directions import direction_failures
 from rayaccel_conformance.checks.supported import metric_value_differences
 from rayaccel_conformance.checks.value_relations import RATIO_TOLERANCE
 from rayaccel_conformance.harness.subject import Subject
@@ -129,7 +130,11 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     (``expected.metric_values``; `invariant rate-is-the-stated-traffic`, naming a KiB counter's delta read as
     bytes, and a power of 1000 as the time between the samples in the wrong unit, or a decimal size step where the
     machine's recorded counters, by their stamps and advance, leave one); a rate the fixture states that the second
-    poll lacks was never computed. Then the counters of one
+    poll lacks was never computed. A rate moves with its own direction's counter and only with it (``invariant
+    a-rate-follows-its-own-counter``, :mod:`rate_directions`): on the middle device with a rate, the readings the
+    machine names for one direction (NVML's field ids 138 TX, 139 RX; a counter's own name, ``tx_bytes``) advanced
+    alone between two polls may not move the other direction's rate, and a rate equal to a reading named for no
+    direction (a link's rated speed) may not move with it doubled alone. Then the counters of one
     device with a rate (the middle one) reset under the process: every non-zero number of its own on the host
     (found as RAC223 finds readings) is made 0 while the library sessions the plugin holds stay open and answer
     the new values (``SimulatedHost.change_machine``, as a driver reload or a GPU reset does to NVML's
@@ -151,8 +156,8 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     publish an error counter as the device's running total, as the vendor counts it; keep each counter's
     previous sample per device (and per library session), divide the counter's advance by the time between the
     samples' timestamps, and convert it from the counter's unit (NVML's NVLink counters are KiB: x 1024) to
-    bytes; report one direction; when a counter is below its previous sample it has reset: give no rate for
-    that poll and measure from the new sample.
+    bytes; report one direction, each from its own counter (never a link's rated speed); when a counter is below
+    its previous sample it has reset: give no rate for that poll and measure from the new sample.
     """
     subject.family()
     fx = subject.fixture(fixture)
@@ -188,6 +193,9 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
             found = over_the_sku(sample, str(sku), declared[str(sku)], where)
             if found:
                 wrong.append(found)
+    # Before the stated traffic: a rate following the wrong counter names its cause, the comparison only the symptom.
+    crossed, directions = direction_failures(subject, fx, devices, measured, _wait_interval)
+    wrong += crossed
     wrong += [f"invariant rate-is-the-stated-traffic, {where}: {d}"
               for d in metric_value_differences(measured, stated, devices, fx)]
     reset = ""
@@ -215,5 +223,5 @@ def rates_between_two_polls(subject: Subject, fixture: str | None) -> Evidence:
     if wrong:
         raise CheckFailed(wrong[:6])
     return (f"{ref}: {len(measured)} rates on the second poll, within their SKUs' link bandwidth"
-            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + reset
+            + (f"; {sum(len(v) for v in stated.values())} stated rates met" if stated else "") + directions + reset
             + (f"; counters polled over {counted}, none going down" if counted else "") + failed_polled)
