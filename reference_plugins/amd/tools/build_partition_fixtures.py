@@ -34,6 +34,8 @@ Fixtures written (expected values are worked out from these facts, not from the 
 * ``mi300x-cpx-nps4`` (amdsmi, ROCm 7.12.0): one uuid per partition.
 * ``mi300x-cpx-nps4-shared-uuid`` (amdsmi, ROCm 7.0.2): the same machine before the upgrade: partitions
   share their GPU's uuid; the plugin derives the ids ROCm 7.12 reports, so the two fixtures' ids agree.
+* ``mi300x-cpx-nps4-rocm-6.4.0`` (amdsmi, ROCm 6.4.0): the same machine on the last release whose partitions
+  mirror their GPU: every partition prints the whole GPU's memory, power, temperature, activity and ECC counts.
 * ``mi300x-dpx-amd-smi-25`` (amd-smi 25.5.1, ROCm 6.4.2) and ``mi300x-dpx-amd-smi-26`` (amd-smi 26.0.2,
   ROCm 7.0.2): 8x MI300X in DPX/NPS1 (16 logical GPUs) read through the CLI, one per JSON layout.
 * ``mi350x-qpx-nps2-pod`` and ``mi350x-dpx-nps2-pod``: one MI350X in QPX or DPX, NPS2, given to a pod. An
@@ -66,6 +68,7 @@ NO_PARTITION = 0xFF
 
 AMDSMI_PY_API = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.0.2/reference/amdsmi-py-api.html"
 AMDSMI_PY_API_712 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.12.0/reference/amdsmi-py-api.html"
+AMDSMI_PY_API_640 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-6.4.0/reference/amdsmi-py-api.html"
 CLI_DOC_25 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-6.4.2/how-to/amdsmi-cli-tool.html"
 CLI_DOC_26 = "https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.0.2/how-to/amdsmi-cli-tool.html"
 PARTITION_DOC = "https://rocm.docs.amd.com/projects/amdsmi/en/develop/conceptual/partition.html"
@@ -314,6 +317,87 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
             "expected": expected, "faults": faults}
 
 
+# ROCm 6.4.0: every partition answers with its whole GPU ------------------------------------------------
+
+MIRROR_SOURCE = ("amdsmi CHANGELOG, 'amd_smi_lib for ROCm 6.4.1' (https://github.com/ROCm/amdsmi/blob/amd-mainline/"
+                 "CHANGELOG.md): Resolved issues, partition nodes 'mirrored renderD128's information' (Previous "
+                 "Outputs in CPX: `amd-smi monitor` prints 201 W, 46 C and VRAM 0.3/192.0 GB on all 8 partitions of "
+                 "one MI300X; `amd-smi list -e` prints each partition's own BDF, KFD_ID, NODE_ID, PARTITION_ID, "
+                 "HSA_ID and HIP_ID but RENDER N/A and CARD N/A off the primary), Changed: `amd-smi partition "
+                 "--current` printed the mode on every partition; ROCm/amdsmi rocm_smi/src/rocm_smi_main.cc adds a "
+                 "secondary partition with its primary's card path ('maps the primary node card to secondary'), so "
+                 "amdsmi_get_gpu_memory_total/_usage, vram_info, power_info (gpu_metrics), temperatures, activity "
+                 "and total_ecc_count (rsmi_dev_ecc_count_get over the enabled RAS blocks) read the primary's sysfs; "
+                 "ROCm 6.4.0 = AMDSMI Tool 25.3.0+ede62f2, AMDSMI Library 25.3.0 (amd-smi version)")
+#: GPU 3's correctable ECC count: the package's, printed by each of its partitions alike on ROCm 6.4.0.
+MIRRORED_CORRECTABLE = 5
+
+
+def mirrored_gpu(gpu: int, partition: int, partitions: int) -> dict[str, Any]:
+    """A logical GPU as amdsmi of ROCm 6.4.0 answers it: its own identity (PCI function, KFD node, partition id,
+    HIP id), every device reading its primary partition's, the whole GPU's."""
+    own = library_gpu(gpu, partition, partitions, per_partition=False)
+    primary = library_gpu(gpu, 0, partitions, per_partition=False)
+    mirrored = {key: primary[key] for key in ("activity", "temperature", "compute_partition", "memory_partition",
+                                              "ras_block_features")}
+    # amdsmi_get_power_info's keys before ROCm 7 ("socket_power" came later; amdsmi_interface.py at ROCm/amdsmi
+    # 0ceca28); 0xFFFF prints N/A (MI300X's metrics table has no average power or voltages). power_limit (hwmon's
+    # power1_cap) is left out, as in the other fixtures: the plugin does not read it.
+    mirrored["power_info"] = {"current_socket_power": 130 + gpu, "average_socket_power": "N/A", "gfx_voltage": "N/A",
+                              "soc_voltage": "N/A", "mem_voltage": "N/A"}
+    mirrored.update({"vram_info": {"vram_size": VRAM_MB, "vram_bit_width": 8192},
+                     "memory_total": {"vram": VRAM_MB * 2**20}, "memory_usage": {"vram": 283 * 2**20},
+                     "total_ecc_count": {"correctable_count": MIRRORED_CORRECTABLE if gpu == 3 else 0,
+                                         "uncorrectable_count": 0, "deferred_count": 0}})
+    own.update(mirrored)
+    if partition:
+        own["enumeration_info"] = {**own["enumeration_info"], "drm_card": "N/A", "drm_render": "N/A"}
+    own["driver_info"]["driver_version"] = "6.10.5"
+    return own
+
+
+def mirrored_fixture() -> dict[str, Any]:
+    partitions, rocm = 8, "6.4.0"
+    gpus = {str(g * partitions + p): mirrored_gpu(g, p, partitions) for g in range(PHYSICAL) for p in range(partitions)}
+    ids = expected_ids()
+    # Each GPU's metrics once: its memory (not 8 times 192 GB), its socket power, its ECC counts, its activity.
+    metric_values = {device: {"utilization": gfx_activity(g, 0), "vendor.umc_activity": umc_activity(g, 0),
+                              "memory_total": VRAM_MB * 2**20, "memory_used": 283 * 2**20, "power": 130 + g,
+                              "temperature": 40 + g,
+                              "ecc_errors_corrected": MIRRORED_CORRECTABLE if g == 3 else 0,
+                              "ecc_errors_uncorrected": 0}
+                     for g, device in enumerate(ids)}
+    expected = {
+        "problems": ["fallback-device-id"],
+        "devices": 8, "device_ids": ids, "accelerator_type": "AMD-Instinct-MI300X-OAM",
+        "resources": expected_resources("CPX", 8, 64),
+        "links": 0, "skus": {i: "mi300x" for i in ids},
+        "labels": expected_labels(8, VRAM_MB, "6.10.5", rocm, "CPX", "NPS4", hive=None, partitions=64),
+        "metric_values": metric_values,
+        "device_fields": expected_slices(partitions, "NPS4"),
+    }
+    faults = [{
+        "name": "gpu2-ecc-uncorrectable-mirrored", "kind": "ecc",
+        "description": "GPU 2 counts one uncorrectable ECC error: amdsmi_get_gpu_total_ecc_count prints it on each "
+                       "of its 8 partitions (ROCm 6.4.0 reads the primary's RAS counters for all); one error, the "
+                       "GPU unhealthy, every partition drained",
+        "patch": {"libraries": {"amdsmi": {"gpus": {str(16 + p): {"total_ecc_count": {"uncorrectable_count": 1}}
+                                                    for p in range(partitions)}}}},
+        "expected": {"health": {ids[2]: "unhealthy"}, "reasons": {ids[2]: ["ecc-uncorrectable"]},
+                     "fatal": True, "resources": expected_resources("CPX", 8, 56),
+                     "problem_codes": ["fallback-device-id"]}}]
+    description = ("8x AMD Instinct MI300X in CPX compute / NPS4 memory partitioning: 64 logical GPUs (8 per GPU) read "
+                   f"through the amdsmi Python API of ROCm {rocm}, which answers every partition's device queries "
+                   "with its whole GPU's values (VRAM 192 GB, socket power, temperature, activity, ECC: GPU 3 counts "
+                   f"{MIRRORED_CORRECTABLE} correctable errors on each partition); partitions share their GPU's uuid")
+    return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": "mi300x-cpx-nps4-rocm-6.4.0",
+            "description": description,
+            "source": f"amdsmi Python API of ROCm {rocm} (documented at {AMDSMI_PY_API_640}); {MIRROR_SOURCE}; "
+                      f"{UUID_SOURCE}",
+            "host": {"hostname": "mi300x-cpx-node", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
+            "expected": expected, "faults": faults}
+
+
 # amd-smi (CLI) fixtures --------------------------------------------------------------------------
 
 
@@ -518,7 +602,8 @@ def mi350x_pod_fixture(mode: str, partitions: int) -> dict[str, Any]:
 
 
 def main(out: Path = OUT) -> int:
-    for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), cli_fixture(25),
+    for data in (library_fixture(per_partition=False), library_fixture(per_partition=True), mirrored_fixture(),
+                 cli_fixture(25),
                  cli_fixture(26), mi350x_pod_fixture("QPX", 4),
                  mi350x_pod_fixture("DPX", 2)):
         path = out / f"{data['name']}.yaml"

@@ -7,7 +7,9 @@ from collections.abc import Collection
 from rayaccel import Host, LibraryUnavailable
 from rayaccel_amd.amdsmi import AMDSMI
 from rayaccel_amd.cli import PARTS, read_cli
+from rayaccel_amd.discovery import physical_gpus
 from rayaccel_amd.library import read_library
+from rayaccel_amd.mirrored_partitions import unmirror
 from rayaccel_amd.readings import Snapshot, disambiguate_shared_uuids
 
 
@@ -26,4 +28,6 @@ def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
         snapshot = read_library(lib, links="topology" in parts)
     if snapshot is not None:
         disambiguate_shared_uuids(snapshot.gpus)
+        for group in physical_gpus(snapshot.gpus):
+            unmirror(group)  # partitions that print their whole GPU's values (ROCm <= 6.4.0)
     return snapshot

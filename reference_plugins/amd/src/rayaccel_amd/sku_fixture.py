@@ -11,7 +11,9 @@ Identity is rewritten as a whole, so no field of the base SKU is left to win SKU
 - PCI device id: the SKU's first; when it has none, ``0xffff`` (what PCI reads for "no device": never a
   catalogued id), so the device resolves by its product name.
 - Memory: the SKU's, shared evenly among the compute partitions of one GPU (its logical GPUs on one PCI
-  device each report their share), so a partitioned GPU still adds up to the SKU's memory.
+  device each report their share), so a partitioned GPU still adds up to the SKU's memory; on a release whose
+  partitions print their whole GPU's memory (ROCm up to 6.4.0, :mod:`rayaccel_amd.mirrored_partitions`), the
+  SKU's whole memory on each.
 - Architecture: when the SKU names one, the gfx target (``target_graphics_version``) becomes one of that
   architecture's; for an architecture the plugin has no gfx target for yet, the gfx target is left out,
   so the device reports none and the catalog's architecture holds.
@@ -25,6 +27,7 @@ from typing import Any
 
 from rayaccel import SkuRecord
 from rayaccel_amd.discovery import ARCHITECTURES
+from rayaccel_amd.mirrored_partitions import mirrors_primary
 
 STATIC = "amd-smi static --json"
 METRIC = "amd-smi metric --json"
@@ -32,10 +35,27 @@ METRIC = "amd-smi metric --json"
 
 def rewrite_fixture(fixture: dict[str, Any], sku: SkuRecord) -> dict[str, Any]:
     data = copy.deepcopy(fixture)
-    _rewrite_state(data.get("host") or {}, sku)
+    # The host's release says whether its partitions state their share or the whole GPU; a patch keeps it.
+    mirrored = mirrors_primary(_rocm_version(data.get("host") or {}))
+    _rewrite_state(data.get("host") or {}, sku, mirrored)
     for fault in data.get("faults") or []:
-        _rewrite_state(fault.get("patch") or {}, sku)
+        _rewrite_state(fault.get("patch") or {}, sku, mirrored)
     return data
+
+
+def _rocm_version(state: dict[str, Any]) -> str | None:
+    """The ROCm release the host states: amdsmi's ``rocm_version``, else ``amd-smi version --json``'s."""
+    library = (state.get("libraries") or {}).get("amdsmi") or {}
+    if isinstance(library, dict) and isinstance(library.get("rocm_version"), str):
+        return str(library["rocm_version"])
+    answer = (state.get("commands") or {}).get("amd-smi version --json")
+    try:
+        versions = json.loads(answer["stdout"]) if isinstance(answer, dict) else None
+    except (json.JSONDecodeError, TypeError):
+        return None
+    first = versions[0] if isinstance(versions, list) and versions else None
+    version = first.get("rocm_version") if isinstance(first, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def _product_name(sku: SkuRecord) -> str:
@@ -66,16 +86,17 @@ def _device_of(bdf: Any) -> str | None:
     return bdf.rsplit(".", 1)[0].lower() if isinstance(bdf, str) and "." in bdf else None
 
 
-def _shares(bdfs: list[Any]) -> list[int]:
-    """How many logical GPUs share each one's PCI device (1 for one whose address is unknown)."""
+def _shares(bdfs: list[Any], mirrored: bool) -> list[int]:
+    """How many logical GPUs share each one's PCI device (1 for one whose address is unknown, and for every one
+    where partitions print the whole GPU's memory)."""
     devices = [_device_of(b) for b in bdfs]
-    return [devices.count(d) if d is not None else 1 for d in devices]
+    return [devices.count(d) if d is not None and not mirrored else 1 for d in devices]
 
 
-def _rewrite_state(state: dict[str, Any], sku: SkuRecord) -> None:
+def _rewrite_state(state: dict[str, Any], sku: SkuRecord, mirrored: bool) -> None:
     gpus = [g for g in (((state.get("libraries") or {}).get("amdsmi") or {}).get("gpus") or {}).values()
             if isinstance(g, dict)]
-    for gpu, share in zip(gpus, _shares([g.get("bdf") for g in gpus]), strict=True):
+    for gpu, share in zip(gpus, _shares([g.get("bdf") for g in gpus], mirrored), strict=True):
         _rewrite_library_gpu(gpu, sku, share)
     commands = state.get("commands") or {}
     static = commands.get(STATIC)
@@ -83,7 +104,7 @@ def _rewrite_state(state: dict[str, Any], sku: SkuRecord) -> None:
     if isinstance(static, dict) and isinstance(static.get("stdout"), str):
         entries = _entries(static["stdout"])
         shares = _shares([(e.get("bus") or {}).get("bdf") if isinstance(e.get("bus"), dict) else None
-                          for e in entries])
+                          for e in entries], mirrored)
         by_index = {e.get("gpu"): share for e, share in zip(entries, shares, strict=True)}
     for line, rewrite in ((STATIC, _rewrite_static_entry), (METRIC, _rewrite_metric_entry)):
         answer = commands.get(line)
