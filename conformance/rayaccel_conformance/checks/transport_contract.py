@@ -9,10 +9,15 @@ on this machine is skipped with the reason, never passed.
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rayaccel.records import TransportSpec
+from rayaccel import hookspec
+from rayaccel.records import Problem, TransportSpec
 from rayaccel_conformance.harness.payload import digest, payload as _payload
+from rayaccel_conformance.registry import CheckFailed, NotApplicable
+
+if TYPE_CHECKING:
+    from rayaccel_conformance.harness.subject import Subject
 
 TRANSFER_TIMEOUT_S = 120.0
 #: How long a receiver may take to let go of what a failed transfer held (descriptors, threads); a run's
@@ -38,6 +43,25 @@ def cannot_run_here(spec: TransportSpec) -> str | None:
     if not spec.one_sided:
         return "a two-sided transport needs a collective group the contract run does not create"
     return None
+
+
+def own_transports_to_run(subject: Subject) -> tuple[list[TransportSpec], list[str]]:
+    """The plugin's own declared transports this machine can run (Ray's built-in ones are Ray's, not the
+    plugin's), and a line for each it cannot. Raises CheckFailed on the hook's problems, NotApplicable where the
+    plugin declares none of its own or none can run here."""
+    subject.family()
+    problems: list[Problem] = []
+    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
+    if problems:
+        raise CheckFailed([p.render() for p in problems])
+    own = [s for s in specs if not s.builtin_in_ray]
+    if not own:
+        raise NotApplicable("the plugin declares no tensor transport of its own")
+    runnable = [s for s in own if cannot_run_here(s) is None]
+    not_run = [f"{s.name} not run here: {cannot_run_here(s)}" for s in own if s not in runnable]
+    if not runnable:
+        raise NotApplicable("; ".join(not_run))
+    return runnable, not_run
 
 
 class _Sender:

@@ -9,12 +9,11 @@ node in one fresh interpreter (:mod:`rayaccel_conformance.harness.lifecycle_run`
 
 from __future__ import annotations
 
-from rayaccel import hookspec
-from rayaccel.records import Problem, TransportSpec
+from rayaccel.records import TransportSpec
 from rayaccel_conformance.harness.lifecycle_run import REPEATED_TRANSFERS, Lifecycle, lifecycle_run
 from rayaccel_conformance.harness.node_pair import NODE_LOCAL_DIRS
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
+from rayaccel_conformance.registry import CheckFailed, Evidence, check
 
 HELD = "invariant a-transfer-holds-nothing-after-it"
 ABORTED = "invariant an-aborted-transfer-fails"
@@ -48,20 +47,9 @@ def transport_lifecycle(subject: Subject) -> Evidence:
     is no leak); record an aborted id in ``abort_transport`` and fail a receive of it (the SDK's
     ``SharedMemoryTransport`` does both), or answer ``can_abort_transport()`` False so Ray kills the actors.
     """
-    from rayaccel_conformance.checks.transport_contract import cannot_run_here
+    from rayaccel_conformance.checks.transport_contract import own_transports_to_run
 
-    subject.family()
-    problems: list[Problem] = []
-    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
-    if problems:
-        raise CheckFailed([p.render() for p in problems])
-    own = [s for s in specs if not s.builtin_in_ray]
-    if not own:
-        raise NotApplicable("the plugin declares no tensor transport of its own")
-    runnable = [s for s in own if cannot_run_here(s) is None]
-    not_run = [f"{s.name} not run here: {cannot_run_here(s)}" for s in own if s not in runnable]
-    if not runnable:
-        raise NotApplicable("; ".join(not_run))
+    runnable, not_run = own_transports_to_run(subject)
     said: list[str] = []
     wrong: list[str] = []
     for spec in runnable:

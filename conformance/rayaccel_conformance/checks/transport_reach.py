@@ -9,11 +9,10 @@ fresh interpreter.
 
 from __future__ import annotations
 
-from rayaccel import hookspec
-from rayaccel.records import Problem, TransportSpec
+from rayaccel.records import TransportSpec
 from rayaccel_conformance.harness.node_pair import NODE_LOCAL_DIRS, PairResult, Receipt, transfer_pair
 from rayaccel_conformance.harness.subject import Subject
-from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, NotApplicable, check
+from rayaccel_conformance.registry import CheckFailed, CheckSkipped, Evidence, check
 
 INVARIANT = "invariant declared-reach-is-reached"
 _OTHER_NODE = f"another node ({', '.join(NODE_LOCAL_DIRS)} and process ids of its own)"
@@ -39,20 +38,9 @@ def transport_reach(subject: Subject) -> Evidence:
     the cluster must find its sender by a path another node reaches.
     """
     from rayaccel.inventory.transport_paths import reaches_other_nodes
-    from rayaccel_conformance.checks.transport_contract import cannot_run_here
+    from rayaccel_conformance.checks.transport_contract import own_transports_to_run
 
-    subject.family()
-    problems: list[Problem] = []
-    specs = subject.manager.answer(subject.name, hookspec.TRANSPORTS, problems)
-    if problems:
-        raise CheckFailed([p.render() for p in problems])
-    own = [s for s in specs if not s.builtin_in_ray]
-    if not own:
-        raise NotApplicable("the plugin declares no tensor transport of its own")
-    runnable = [s for s in own if cannot_run_here(s) is None]
-    not_run = [f"{s.name} not run here: {cannot_run_here(s)}" for s in own if s not in runnable]
-    if not runnable:
-        raise NotApplicable("; ".join(not_run))
+    runnable, not_run = own_transports_to_run(subject)
     said: list[str] = []
     wrong: list[str] = []
     cannot: list[str] = []
