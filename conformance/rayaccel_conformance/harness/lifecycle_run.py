@@ -30,8 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rayaccel.hosts.seam import HostError, run_bounded
-from rayaccel_conformance.harness.node_pair import NODE_LOCAL_DIRS
+from rayaccel_conformance.harness.node_pair import NODE_LOCAL_DIRS, fresh_answer
 
 #: How long the fresh interpreter may take in all (torch's import, the transfers, the waits for a release).
 LIFECYCLE_TIMEOUT_S = 150.0
@@ -76,18 +75,8 @@ class Lifecycle:
 def lifecycle_run(manager_class: str, release_timeout_s: float) -> Lifecycle:
     """Run ``manager_class``'s (``module:Class``) lifecycle; ``release_timeout_s``: how long either side may take to
     let go of what a freed or aborted transfer held. Raises RuntimeError when the interpreter itself fails."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAYACCEL_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    try:
-        result = run_bounded([sys.executable, "-m", __name__, manager_class, str(release_timeout_s)], env,
-                             LIFECYCLE_TIMEOUT_S)
-    except HostError as e:
-        raise RuntimeError(f"the lifecycle's processes did not finish: {e}") from None
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    if result.returncode != 0 or not lines:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the lifecycle's process failed (exit {result.returncode}): {tail}")
-    answer = json.loads(lines[-1])
+    answer = fresh_answer(__name__, [manager_class, str(release_timeout_s)], LIFECYCLE_TIMEOUT_S,
+                          "the lifecycle's processes", "the lifecycle's process")
     for side in ("sender_more", "receiver_more"):
         if answer.get(side) is not None:
             answer[side] = tuple(answer[side])

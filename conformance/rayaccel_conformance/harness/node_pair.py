@@ -69,18 +69,8 @@ def transfer_pair(manager_class: str, other_node: bool) -> PairResult:
     """Send RAC301's payload over ``manager_class`` (``module:Class``) to a receiver on the sender's node and,
     with ``other_node``, to one on another node. Raises RuntimeError when the interpreter itself fails (the
     class does not import, the sender's extract raises, no answer in time)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAYACCEL_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    try:
-        result = run_bounded([sys.executable, "-m", __name__, manager_class, "other" if other_node else "same"],
-                             env, PAIR_TIMEOUT_S)
-    except HostError as e:
-        raise RuntimeError(f"the transfer's processes did not finish: {e}") from None
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    if result.returncode != 0 or not lines:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the sender's process failed (exit {result.returncode}): {tail}")
-    answer = json.loads(lines[-1])
+    answer = fresh_answer(__name__, [manager_class, "other" if other_node else "same"], PAIR_TIMEOUT_S,
+                          "the transfer's processes", "the sender's process")
     if "error" in answer:
         raise RuntimeError(answer["error"])
     other = answer.get("other")
@@ -88,6 +78,24 @@ def transfer_pair(manager_class: str, other_node: bool) -> PairResult:
 
 
 # -- in the fresh interpreter -----------------------------------------------------------------------------------
+
+
+def fresh_answer(module: str, args: list[str], timeout_s: float, processes: str, process: str) -> dict[str, Any]:
+    """Run ``python -m module *args`` in a fresh interpreter on the suite's own path (no RAYACCEL_ variable of the
+    run's), within ``timeout_s``, and return the last JSON object it printed. Raises RuntimeError naming
+    ``processes`` when it did not finish, ``process`` when it failed or printed no answer."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAYACCEL_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    try:
+        result = run_bounded([sys.executable, "-m", module, *args], env, timeout_s)
+    except HostError as e:
+        raise RuntimeError(f"{processes} did not finish: {e}") from None
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{process} failed (exit {result.returncode}): {tail}")
+    answer: dict[str, Any] = json.loads(lines[-1])
+    return answer
 
 
 def _libc() -> Any:
