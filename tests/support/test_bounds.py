@@ -60,6 +60,14 @@ def test_a_timed_out_command_is_killed_with_its_children(tmp_path: Path) -> None
     _wait_until(lambda: _gone(grandchild), 5, "killed (the grandchild of a timed-out command)")
 
 
+def test_what_a_finished_command_left_in_its_group_is_killed() -> None:
+    # The command is reaped by then; its group's number is still reserved by what it left, so no stranger holds it.
+    result = RealHost().run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"], timeout=10)
+    assert result.returncode == 0
+    left = int(result.stdout)
+    _wait_until(lambda: _gone(left), 5, "killed (the child a finished command left in its group)")
+
+
 def test_a_command_that_prints_without_end_is_stopped() -> None:
     started = time.monotonic()
     with pytest.raises(OutputTooLarge, match="printed more than"):

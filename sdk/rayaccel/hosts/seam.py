@@ -13,7 +13,6 @@ import fnmatch
 import os
 import selectors
 import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -25,6 +24,7 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 from rayaccel.support.bounded import checked_timeout
+from rayaccel.support.signalling import kill_group
 
 #: Default timeout for vendor commands and metadata calls. Short: a hung tool must not hold up a node.
 DEFAULT_COMMAND_TIMEOUT = 5.0
@@ -235,9 +235,9 @@ class RealHost:
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     # The command runs in a session of its own, so its process group id is its pid: this reaches the
-    # children it started too (a shell script's tools), which a plain kill would leave running.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    # children it started too (a shell script's tools), which a plain kill would leave running. Once the
+    # command is reaped its number may be a stranger's: kill_group then spares any process that holds it.
+    kill_group(process.pid, process.returncode is None)
     with contextlib.suppress(ProcessLookupError):
         process.kill()
 

@@ -41,6 +41,8 @@ import time
 from collections.abc import Iterator, MutableMapping
 from typing import IO
 
+from rayaccel.support.signalling import pidfd_signal
+
 #: The largest message either side sends (a request carries the worker's whole environment).
 MAX_MESSAGE = 1 << 20
 #: Seconds the helper may take to answer a start (the first waits for its own start-up: a Python process
@@ -311,9 +313,13 @@ class ServedProcess:
             self.returncode = self._code()
         return self.returncode
 
+    def unreaped(self) -> bool:
+        """Whether its number is still its own: the helper has not reaped it (it may have ended)."""
+        return pidfd_signal(self._pidfd, 0)
+
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        # Through the pidfd, never by number: the helper reaps it, and may have done so already.
+        pidfd_signal(self._pidfd, signal.SIGKILL)
 
 
 # The helper's side ------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from rayaccel.isolation.fork_server import ForkServer, ServedProcess, close_fds_
 from rayaccel.isolation.protocol import HostSpec, PluginTarget, Reply, Request, Setup
 from rayaccel.plugins.configuration import DISABLE_ENV, PLUGINS_ENV
 from rayaccel.schemas import describe_validation_error
+from rayaccel.support.signalling import held, kill_group, signal_held
 
 #: Hooks one family request may call (discover, SKU catalog, topology, health, resources, labels,
 #: metrics) plus importing and registering the plugin: with the hook timeout, the worker's deadline.
@@ -66,8 +67,11 @@ class ForkedProcess:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            with contextlib.suppress(ChildProcessError):
+            try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by someone else (as Popen takes it): its number is no longer its own
+                self.returncode = 0
+            else:
                 if pid:
                     self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
@@ -82,12 +86,20 @@ class ForkedProcess:
         return self.returncode
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        if self.returncode is None:  # once reaped, its number may be a stranger's (Popen.send_signal checks too)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 #: A worker process as :class:`WorkerProcess` drives it.
 Proc = subprocess.Popen[bytes] | ForkedProcess | ServedProcess
+
+
+def _unreaped(proc: Proc) -> bool:
+    """Whether ``proc``'s number is still its own: nobody has reaped it (it may have ended: a zombie's number is)."""
+    if isinstance(proc, ServedProcess):
+        return proc.unreaped()
+    return proc.returncode is None  # Popen and ForkedProcess set it as they reap
 
 
 def can_fork() -> bool:
@@ -274,12 +286,13 @@ class WorkerProcess:
         if proc is not None:
             from rayaccel.isolation.plugin_worker import descendant_pids
 
-            descendants = descendant_pids(proc.pid)  # found before the kill: orphans are nobody's
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            for child in descendants:  # those that left the group (setsid) too
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(child, signal.SIGKILL)
+            # Its number names it only until it is reaped (poll and wait reap it); after, the number may be a
+            # stranger's, and so would the children found under it. Descendants are found before the kill
+            # (orphans are nobody's) and held by identity: one may end, and its number be taken, meanwhile.
+            unreaped = _unreaped(proc)
+            descendants = held(descendant_pids(proc.pid)) if unreaped else []
+            kill_group(proc.pid, unreaped)
+            signal_held(descendants)  # those that left the group (setsid) too
         self._dying.append((proc, log))
         if wait:
             self.reap()
