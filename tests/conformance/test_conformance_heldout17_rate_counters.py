@@ -13,6 +13,7 @@ shipped and a control reading each counter for its own direction pass.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mutant_grading import evidence, failure, mutant, wrapped
@@ -47,6 +48,30 @@ def test_a_rate_not_following_its_own_counter_is_named(shape: type[Healthy], sai
 
 def test_rates_read_each_from_its_own_counter_pass() -> None:
     said = evidence(LinkRatesStraight("c-link-rates-straight"), "RAC246", "acme-4")
+    assert "TX counters advanced alone, RX counters advanced alone" in said, said
+
+
+class KeptPerHost:
+    """Keeps its previous samples per host object (a sysfs plugin's natural key) instead of per library session."""
+
+    def kept_by(self, host: Any, counters: Any) -> Any:
+        return host
+
+
+class CrossedPerHost(KeptPerHost, LinkRatesCrossed):
+    pass
+
+
+class StraightPerHost(KeptPerHost, LinkRatesStraight):
+    pass
+
+
+def test_samples_kept_per_host_object_give_rates_the_check_reaches() -> None:
+    # The suite hands a hook the same host on each poll of one machine, as a node's monitor keeps its host: a
+    # plugin keeping samples per host computes rates there, so a crossed one is named and a straight one passes.
+    message = failure(CrossedPerHost("c-link-rates-crossed-per-host"), "RAC246", "acme-4")
+    assert INVARIANT in message, message
+    said = evidence(StraightPerHost("c-link-rates-straight-per-host"), "RAC246", "acme-4")
     assert "TX counters advanced alone, RX counters advanced alone" in said, said
 
 

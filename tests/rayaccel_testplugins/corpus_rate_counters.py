@@ -93,7 +93,7 @@ class LinkRatesCrossed(Healthy):
             counters = host.library(ACME_BYTES)
         except LibraryUnavailable:
             return samples
-        before_now = self.previous.setdefault(counters, {})
+        before_now = self.previous.setdefault(self.kept_by(host, counters), {})
         for device in devices:
             now, before = counters.read(device.index), before_now.get(device.index)
             if now is None:
@@ -107,6 +107,10 @@ class LinkRatesCrossed(Healthy):
                         MetricSample(device=device.id, name="interconnect_rx", unit="bytes_per_second",
                                      value=received)]
         return samples
+
+    def kept_by(self, host: Host, counters: ByteCounters) -> Any:
+        """What the previous samples are kept per: the library session (as NVIDIA's plugin keeps NVML's)."""
+        return counters
 
     def directions(self, sent: float, received: float) -> tuple[float, float]:
         return received, sent  # the defect: each direction read from the other's counter
