@@ -102,10 +102,10 @@ def test_the_process_tree_holding_the_runs_cluster_is_never_a_hooks(tmp_path: Pa
         wait_for(lambda: psutil.Process(holder.pid).children(), bool, timeout=WAIT_S, interval=0.05,
                  what="the holder's own child")
         grandchild = psutil.Process(holder.pid).children()[0].pid
-        assert {holder.pid, grandchild, stray.pid} <= set(_children(since))
+        assert {holder.pid, grandchild, stray.pid} <= {child.pid for child in _children(since)}
         exclude_process_tree(holder.pid)
         try:
-            assert set(_children(since)) & {holder.pid, grandchild, stray.pid} == {stray.pid}
+            assert {child.pid for child in _children(since)} & {holder.pid, grandchild, stray.pid} == {stray.pid}
         finally:
             exclude_process_tree(None)
     finally:

@@ -70,23 +70,24 @@ def _answer(out: TextIO, reply: dict[str, Any]) -> None:
     out.flush()
 
 
-def _raylets() -> set[int]:
+def _raylets() -> set[psutil.Process]:
     """This process's children that are raylets (Ray starts each node's raylet as a child of the process that
-    starts the node; the raylet starts that node's agents and workers under it)."""
+    starts the node; the raylet starts that node's agents and workers under it), held by identity: Ray may reap
+    one meanwhile, and its number then name a stranger."""
     found = set()
     for child in psutil.Process().children():
         try:
             if os.path.basename(child.exe() or "") == "raylet" or child.name() == "raylet":
-                found.add(child.pid)
+                found.add(child)
         except psutil.Error:
             continue  # ended meanwhile
     return found
 
 
-def _stop_tree(pid: int) -> None:
-    """Stop a process and everything under it by pid: SIGTERM, then SIGKILL what is left after a bound."""
+def _stop_tree(root: psutil.Process) -> None:
+    """Stop a process and everything under it: SIGTERM, then SIGKILL what is left after a bound (psutil signals
+    each only while it is the process it was found as)."""
     try:
-        root = psutil.Process(pid)
         tree = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         return
@@ -111,8 +112,8 @@ def start_retrying(start: Callable[[], Any]) -> tuple[Any, str | None]:
         if RAY_GAVE_UP not in str(e):
             raise  # the SDK refusing the fixture, or Ray failing otherwise: the finding itself
         first = f"{type(e).__name__}: {e}"
-    for pid in _raylets() - before:
-        _stop_tree(pid)
+    for raylet in _raylets() - before:
+        _stop_tree(raylet)
     try:
         return start(), first
     except Exception as e:

@@ -29,7 +29,6 @@ dropped and child processes left behind are terminated, so one plugin's defect c
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import os
@@ -37,7 +36,6 @@ import pickle
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from rayaccel.hosts.seam import LibraryAdapter
 from rayaccel.plugins.containment import environ_snapshot, restore_environ
 from rayaccel.plugins.manager import CallOutcome, HookCall, PluginManager
 from rayaccel.support.bounded import idle_thread_idents
+from rayaccel.support.signalling import signal_held
 from rayaccel_conformance.harness.audit import (
     Watch,
     active,
@@ -64,28 +63,13 @@ from rayaccel_conformance.harness.audit import (
 THREAD_GRACE_S = 0.5
 
 class SeamHost:
-    """The Host a watched hook gets: the same host, whose calls are marked as going through the seam.
-
-    One wrapper per host for as long as the host lives (:func:`seam_host`): a plugin that keeps state per host
-    object (the previous counter sample a rate is computed from, an event subscription) finds it again on the
-    next call, as it does with the host a node's monitor keeps across polls. The wrapper holds its host weakly,
-    so keeping the wrapper (a plugin's per-host cache does) keeps no host alive."""
+    """The Host a watched hook gets: the same host, whose calls are marked as going through the seam."""
 
     def __init__(self, host: Any) -> None:
-        try:
-            ref: Callable[[], Any] = weakref.ref(host)
-        except TypeError:  # a host that takes no weak reference: held, and wrapped afresh per call
-            ref = lambda: host  # noqa: E731
-        object.__setattr__(self, "_seam_ref", ref)
-
-    def _seam_target(self) -> Any:
-        host = object.__getattribute__(self, "_seam_ref")()
-        if host is None:
-            raise ReferenceError("this host has been released: a hook may use only the host it is given")
-        return host
+        object.__setattr__(self, "_seam_host", host)
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(object.__getattribute__(self, "_seam_target")(), name)
+        attr = getattr(object.__getattribute__(self, "_seam_host"), name)
         if not callable(attr):
             return attr
 
@@ -99,24 +83,7 @@ class SeamHost:
         return through_seam
 
     def __repr__(self) -> str:
-        return repr(object.__getattribute__(self, "_seam_target")())
-
-
-_SEAM_HOSTS: weakref.WeakKeyDictionary[Any, SeamHost] = weakref.WeakKeyDictionary()
-_SEAM_HOSTS_LOCK = threading.Lock()
-
-
-def seam_host(host: Any) -> SeamHost:
-    """The one :class:`SeamHost` of ``host`` while it lives (a fresh one for a host that takes no weak
-    reference)."""
-    with _SEAM_HOSTS_LOCK:
-        try:
-            wrapper = _SEAM_HOSTS.get(host)
-        except TypeError:  # not weakly referable (or unhashable): nothing to keep it by
-            return SeamHost(host)
-        if wrapper is None or object.__getattribute__(wrapper, "_seam_ref")() is not host:  # equal is not same
-            wrapper = _SEAM_HOSTS[host] = SeamHost(host)
-        return wrapper
+        return repr(object.__getattribute__(self, "_seam_host"))
 
 
 class _Tee:
@@ -185,8 +152,9 @@ def _excluded() -> set[int]:
         return {_excluded_root}
 
 
-def _children(since: float) -> dict[int, str]:
-    """Child processes of this process started at or after ``since`` (epoch seconds) and still running."""
+def _children(since: float) -> dict[psutil.Process, str]:
+    """Child processes of this process started at or after ``since`` (epoch seconds) and still running, held by
+    identity (a kill later reaches each only while it is still that process, never whoever took its number)."""
     found = {}
     try:
         children = psutil.Process().children(recursive=True)
@@ -196,7 +164,7 @@ def _children(since: float) -> dict[int, str]:
                 if child.pid in excluded:
                     continue
                 if child.create_time() >= since - 1 and child.status() != psutil.STATUS_ZOMBIE:
-                    found[child.pid] = " ".join(child.cmdline()[:3]) or child.name()
+                    found[child] = " ".join(child.cmdline()[:3]) or child.name()
             except psutil.Error:
                 continue
     except psutil.Error:
@@ -281,7 +249,7 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
         copies, given = dict(given), {}
     call_kwargs: dict[str, Any] = dict(copies)
     if host is not None:
-        call_kwargs["host"] = seam_host(host)
+        call_kwargs["host"] = SeamHost(host)
     skipped_before = float(getattr(host, "skipped_wait_s", 0.0) or 0.0)
     env_before = environ_snapshot()  # the encoded environment: ~50x cheaper to copy and compare than os.environ
     wall_start = time.time()
@@ -359,9 +327,7 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
     if new_children:
         found.append(f"{plugin}: {hook} left child processes running ({', '.join(new_children.values())}): a hook "
                      "must not start processes; use host.run(argv, timeout=...)")
-        for pid in new_children:
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
+        signal_held(new_children)
     for name, original_value in given.items():
         if not _same(original_value, copies[name]):
             found.append(f"{plugin}: {hook} changed its input {name!r} in place (a hook must not modify what it "

@@ -39,7 +39,7 @@ from rayaccel.ray.node_start import (
     option,
     ray_command,
 )
-from rayaccel.ray.processes import cluster_processes, created_fault_files, stop_processes
+from rayaccel.ray.processes import cluster_members, created_fault_files, stop_processes
 from rayaccel.support.monitor_interval import DEFAULT_MONITOR_INTERVAL
 from rayaccel.support.polling import WaitTimeout
 from rayaccel.support.ports import free_port
@@ -257,12 +257,12 @@ def stop(
     if ":" not in address:
         raise typer.BadParameter("give HOST:PORT, e.g. 10.0.0.1:6379", param_hint="--address")
     given, address = address, canonical_address(address)  # localhost:6390 names the node's IP:6390
-    pids = cluster_processes(address)
-    if not pids:
+    members = cluster_members(address)
+    if not members:
         raise RayaccelError(f"no Ray processes of cluster {given} run on this machine")
-    fault_files = created_fault_files(pids)  # read from the processes' environment while they run
-    stop_processes(pids, 10.0 if grace is None else grace)
+    fault_files = created_fault_files(members)  # read from the processes' environment while they run
+    stop_processes(members, 10.0 if grace is None else grace)
     for path in fault_files:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-    typer.echo(f"rayaccel: stopped {len(pids)} processes of cluster {address}")
+    typer.echo(f"rayaccel: stopped {len(members)} processes of cluster {address}")

@@ -5,26 +5,34 @@ What ``rayaccel stop --address`` does, and what tests use to see that a node lef
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import tempfile
 import time
+from typing import TYPE_CHECKING
 
-from rayaccel.support.liveness import alive
+from rayaccel.support.signalling import alive_held, signal_held
+
+if TYPE_CHECKING:
+    import psutil
 
 _SESSION_DIR = re.compile(r"(/[^\s=,]*/session_\d{4}-\d\d-\d\d_[\d_-]+)")
 
 
 def _proc_table() -> dict[int, tuple[int, list[str]]]:
     """pid -> (parent pid, argv) for every process we may read."""
+    return {pid: (ppid, argv) for pid, (ppid, argv, _) in _scan().items()}
+
+
+def _scan() -> dict[int, tuple[int, list[str], psutil.Process]]:
+    """pid -> (parent pid, argv, the process held by identity) for every process we may read."""
     import psutil
 
     table = {}
     for proc in psutil.process_iter(["ppid", "cmdline"]):
         info = proc.info
-        table[proc.pid] = (int(info.get("ppid") or 0), list(info.get("cmdline") or []))
+        table[proc.pid] = (int(info.get("ppid") or 0), list(info.get("cmdline") or []), proc)
     return table
 
 
@@ -54,7 +62,14 @@ def _spared() -> set[int]:
 
 
 def cluster_processes(address: str) -> list[int]:
-    """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT).
+    """Pids of this machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT): the pids of
+    :func:`cluster_members`."""
+    return [process.pid for process in cluster_members(address)]
+
+
+def cluster_members(address: str) -> list[psutil.Process]:
+    """This machine's Ray processes that belong to the cluster at ``address`` (HOST:PORT), held by identity (what
+    :func:`stop_processes` signals: a number alone may name a stranger by then).
 
     The cluster's own processes only, found by process tree and command line (psutil): those whose
     command line names the cluster (``--gcs-address=HOST:PORT``, the GCS's ``--gcs_server_port=PORT``)
@@ -64,7 +79,8 @@ def cluster_processes(address: str) -> list[int]:
     session directory, but is no descendant of the node) is not one of them, and neither is the caller
     or any of its ancestors. Linux and macOS.
     """
-    table = _proc_table()
+    scan = _scan()
+    table = {pid: (ppid, argv) for pid, (ppid, argv, _) in scan.items()}
     spared = _spared()
     found = _core_processes(address, table) - spared
     sessions = _sessions(found, table)
@@ -76,24 +92,21 @@ def cluster_processes(address: str) -> list[int]:
         more = {pid for pid, (ppid, _) in table.items() if ppid in found and pid not in found and pid not in spared}
         found |= more
         grew = bool(more)
-    return sorted(found)
+    return [scan[pid][2] for pid in sorted(found)]
 
 
-def stop_processes(pids: list[int], grace: float) -> None:
-    """SIGTERM each, wait up to ``grace`` seconds for all to end, then SIGKILL what is left."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+def stop_processes(processes: list[psutil.Process], grace: float) -> None:
+    """SIGTERM each, wait up to ``grace`` seconds for all to end, then SIGKILL what is left. Each is signalled as
+    the process it was when found (psutil checks its start time): one that ended meanwhile, and whose number
+    another process took, is never reached."""
+    signal_held(processes, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
+    while time.monotonic() < deadline and alive_held(processes):
         time.sleep(0.2)
-    for pid in pids:
-        if alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    signal_held(alive_held(processes), signal.SIGKILL)
 
 
-def created_fault_files(pids: list[int]) -> list[str]:
+def created_fault_files(processes: list[psutil.Process]) -> list[str]:
     """The fault files rayaccel created for these processes' simulated node (named in their environment), so
     that stopping the node removes them too; a fault file the operator gave is never one of them."""
     import psutil
@@ -101,9 +114,9 @@ def created_fault_files(pids: list[int]) -> list[str]:
     from rayaccel.simulation.host_factory import CREATED_FAULT_FILE_PREFIX, SIMULATE_FAULTS_ENV
 
     found = set()
-    for pid in pids:
+    for process in processes:
         try:
-            path = psutil.Process(pid).environ().get(SIMULATE_FAULTS_ENV, "")
+            path = process.environ().get(SIMULATE_FAULTS_ENV, "")
         except (psutil.Error, OSError):
             continue
         if (path and os.path.dirname(path) == tempfile.gettempdir()
