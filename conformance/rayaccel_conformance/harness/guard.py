@@ -36,6 +36,7 @@ import pickle
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,28 @@ from rayaccel_conformance.harness.audit import (
 THREAD_GRACE_S = 0.5
 
 class SeamHost:
-    """The Host a watched hook gets: the same host, whose calls are marked as going through the seam."""
+    """The Host a watched hook gets: the same host, whose calls are marked as going through the seam.
+
+    One wrapper per host for as long as the host lives (:func:`seam_host`): a plugin that keeps state per host
+    object (the previous counter sample a rate is computed from, an event subscription) finds it again on the
+    next call, as it does with the host a node's monitor keeps across polls. The wrapper holds its host weakly,
+    so keeping the wrapper (a plugin's per-host cache does) keeps no host alive."""
 
     def __init__(self, host: Any) -> None:
-        object.__setattr__(self, "_seam_host", host)
+        try:
+            ref: Callable[[], Any] = weakref.ref(host)
+        except TypeError:  # a host that takes no weak reference: held, and wrapped afresh per call
+            ref = lambda: host  # noqa: E731
+        object.__setattr__(self, "_seam_ref", ref)
+
+    def _seam_target(self) -> Any:
+        host = object.__getattribute__(self, "_seam_ref")()
+        if host is None:
+            raise ReferenceError("this host has been released: a hook may use only the host it is given")
+        return host
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(object.__getattribute__(self, "_seam_host"), name)
+        attr = getattr(object.__getattribute__(self, "_seam_target")(), name)
         if not callable(attr):
             return attr
 
@@ -83,7 +99,24 @@ class SeamHost:
         return through_seam
 
     def __repr__(self) -> str:
-        return repr(object.__getattribute__(self, "_seam_host"))
+        return repr(object.__getattribute__(self, "_seam_target")())
+
+
+_SEAM_HOSTS: weakref.WeakKeyDictionary[Any, SeamHost] = weakref.WeakKeyDictionary()
+_SEAM_HOSTS_LOCK = threading.Lock()
+
+
+def seam_host(host: Any) -> SeamHost:
+    """The one :class:`SeamHost` of ``host`` while it lives (a fresh one for a host that takes no weak
+    reference)."""
+    with _SEAM_HOSTS_LOCK:
+        try:
+            wrapper = _SEAM_HOSTS.get(host)
+        except TypeError:  # not weakly referable (or unhashable): nothing to keep it by
+            return SeamHost(host)
+        if wrapper is None or object.__getattribute__(wrapper, "_seam_ref")() is not host:  # equal is not same
+            wrapper = _SEAM_HOSTS[host] = SeamHost(host)
+        return wrapper
 
 
 class _Tee:
@@ -249,7 +282,7 @@ def run_watched(call: HookCall, proceed: Callable[[HookCall], CallOutcome], *, b
         copies, given = dict(given), {}
     call_kwargs: dict[str, Any] = dict(copies)
     if host is not None:
-        call_kwargs["host"] = SeamHost(host)
+        call_kwargs["host"] = seam_host(host)
     skipped_before = float(getattr(host, "skipped_wait_s", 0.0) or 0.0)
     env_before = environ_snapshot()  # the encoded environment: ~50x cheaper to copy and compare than os.environ
     wall_start = time.time()
