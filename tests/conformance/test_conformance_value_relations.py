@@ -15,9 +15,10 @@ import pytest
 from mutant_grading import graded, mutant, wrapped
 
 import rayaccel_neuron.plugin as neuron_plugin
-from rayaccel import Device, Host, MetricSample
+from rayaccel import Device, Host, MetricSample, Partition
 from rayaccel.plugins.manager import PluginManager
 from rayaccel_conformance.checks.readings import Reading
+from rayaccel_conformance.checks.supported import metric_contradictions
 from rayaccel_conformance.checks.value_relations import field_source, plain_ratio, ratio_mixup, reindexed
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CHECKS
@@ -59,6 +60,30 @@ def test_twice_or_half_is_said_as_the_ratio_with_no_cause(observed: float, expec
     assert plain_ratio(observed, expected, "GB/s") == said
     assert plain_ratio(99.0, 300.0, "GB/s") is None and plain_ratio(0.0, 300.0, "GB/s") is None
     assert ratio_mixup(50.0, 100.0, "GB/s", lanes=2) is None  # one lane of two is half too: said as half
+
+
+def test_a_ratio_that_is_also_a_count_of_the_device_s_parts_says_both_causes() -> None:
+    # 8x on a device of 8 partitions is bits for bytes or the partitions' values summed: the numbers do not tell
+    # which (held-out round 17: an AMD GPU's readings summed over its 8 CPX partitions was once named bits alone).
+    said = ratio_mixup(8e9, 1e9, "bytes", parts={"partitions": 8}) or ""
+    assert "bits-for-bytes" in said and "as many times as the device has partitions (8: summed over them?)" in said
+    assert "do not tell which" in said
+    assert "summed" not in (ratio_mixup(8e9, 1e9, "bytes", parts={"partitions": 4}) or "")
+    # A part count no unit's power explains is said as the count, nothing more.
+    assert plain_ratio(4e9, 1e9, "bytes", parts={"partitions": 4}) == (
+        "4e+09 bytes is 4x the 1e+09 bytes due, as many times as the device has partitions (4: summed over them?)")
+    assert plain_ratio(5e8, 1e9, "bytes", parts={"units": 2}) == (
+        "5e+08 bytes is half the 1e+09 bytes due; the device has 2 units (one of them taken for the whole?)")
+    assert plain_ratio(3e9, 1e9, "bytes", parts={"partitions": 4}) is None
+
+
+def test_a_memory_total_summed_over_a_device_s_partitions_is_said_so() -> None:
+    partitions = [Partition(id=f"GPU-p{i}", kind="compute-partition", profile="cpx.1xcd.24gb") for i in range(8)]
+    device = Device(index=0, id="GPU-0", product_name="MI300X", memory_mib=196592, partitions=partitions)
+    whole = 196592 * 2**20
+    sample = MetricSample(device="GPU-0", name="memory_total", unit="bytes", value=8 * whole)
+    [said] = metric_contradictions([sample], [device])
+    assert "bits-for-bytes" in said and "as many times as the device has partitions (8: summed over them?)" in said
 
 
 def test_a_ratio_that_is_no_mix_up_is_not_named_as_one() -> None:

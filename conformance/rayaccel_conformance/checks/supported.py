@@ -83,6 +83,7 @@ from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_fin
 from rayaccel_conformance.checks.value_relations import (
     count_mixup,
     field_source,
+    part_counts,
     plain_ratio,
     published_as,
     rate_mixup,
@@ -435,7 +436,8 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
             elif sample.unit == "bytes_per_second" and device in by_id and (
                     timing := rate_mixup(sample.value, want, by_id[device], readings)):
                 why = f"the plugin's rate: {timing}"
-            elif mixup := ratio_mixup(sample.value, want, sample.unit):
+            elif mixup := ratio_mixup(sample.value, want, sample.unit,
+                                      parts=part_counts(by_id[device]) if device in by_id else None):
                 why = f"the plugin's conversion: {mixup}"
             elif renamed := published_as(device, name, want, given):
                 field = field_source(sample.value, want, name, by_id[device], readings) if device in by_id else None
@@ -449,7 +451,8 @@ def metric_value_differences(samples: list[Any], expected: dict[str, dict[str, f
                 why = (f"the mean of the {len(stated[name])} devices' readings ({means[name]:g}): each device's own "
                        "reading is due, not the node's")
             else:  # twice or half: the ratio, no cause (no unit's power gives it; many defects do)
-                why = plain_ratio(sample.value, want, sample.unit) or ""
+                why = plain_ratio(sample.value, want, sample.unit,
+                                  parts=part_counts(by_id[device]) if device in by_id else None) or ""
             wrong.append(f"sample {name} of {device} is {sample.value:g} {sample.unit}; the fixture's machine "
                          f"reads {want:g} (expected.metric_values)" + (f": {why}" if why else ""))
     return wrong
@@ -472,6 +475,7 @@ def metric_contradictions(samples: list[Any], devices: list[Any],
     import math
 
     memory = {d.id: d.memory_mib * 2**20 for d in devices if d.memory_mib}
+    parts = {d.id: part_counts(d) for d in devices}
     totals = {s.device: s.value for s in samples if s.name == "memory_total"}
     wrong = []
     for s in samples:
@@ -483,8 +487,8 @@ def metric_contradictions(samples: list[Any], devices: list[Any],
         elif (s.name == "memory_total" and s.device in memory
               and abs(s.value - memory[s.device]) > 0.01 * memory[s.device]):
             sku = (from_catalog or {}).get(s.device)
-            ratio = (ratio_mixup(s.value, memory[s.device], "bytes")
-                     or plain_ratio(s.value, memory[s.device], "bytes"))
+            ratio = (ratio_mixup(s.value, memory[s.device], "bytes", parts=parts.get(s.device))
+                     or plain_ratio(s.value, memory[s.device], "bytes", parts=parts.get(s.device)))
             source = (f"SDK-filled from SKU {sku}'s memory_mib in the catalog, as discovery reported none: is the "
                       "catalog entry right?" if sku else "as the plugin's discovery reports it"
                       + (f": {ratio}" if ratio else ""))

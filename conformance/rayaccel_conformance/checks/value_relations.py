@@ -8,7 +8,9 @@ value equal to another field of the record the reading sits in (``peak`` beside 
 ``draw``) that field read instead. A ratio no unit's power explains (twice, half) is said as the ratio and nothing
 more: half a memory figure may be one of two cores read, half a rate one direction of two or one link of two, and
 the two numbers do not tell which (held-out round 17's e1: one NeuronCore's memory of two, once named "a direction
-mix-up"). Each helper is pure and answers None where no relation holds, so a failure without one reads as before.
+mix-up"). A ratio that is a count of the device's own parts (8x on a GPU of 8 partitions, half on a device of 2
+cores) is said as that count, beside a unit's power where both give it: the numbers do not tell which. Each
+helper is pure and answers None where no relation holds, so a failure without one reads as before.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rayaccel.records import Device
@@ -87,10 +89,31 @@ def _times(ratio: float) -> str:
     return f"{text}x" if ratio >= 1 else f"1/{text} of"
 
 
-def ratio_mixup(observed: float, expected: float, unit: str, lanes: int | None = None) -> str | None:
+def part_counts(device: Device) -> dict[str, int]:
+    """How many of each of its own parts ``device`` has (its partitions, its units), where more than one: a value
+    that many times the one due may be summed over them, one that fraction of it one of them."""
+    counts = {"partitions": len(device.partitions), "units": len(device.units)}
+    return {name: count for name, count in counts.items() if count > 1}
+
+
+def _as_many_as_parts(ratio: float, parts: Mapping[str, int] | None) -> tuple[float, str] | None:
+    """(the factor, ``as many times as the device has partitions (8: summed over them?)``) where ``ratio`` is a
+    count of the device's own parts, or its inverse (``the device has 2 units (one of them taken for the
+    whole?)``); None otherwise."""
+    for name, count in (parts or {}).items():
+        if abs(ratio - count) <= RATIO_TOLERANCE * count:
+            return count, f"as many times as the device has {name} ({count}: summed over them?)"
+        if abs(ratio - 1 / count) <= RATIO_TOLERANCE / count:
+            return 1 / count, f"the device has {count} {name} (one of them taken for the whole?)"
+    return None
+
+
+def ratio_mixup(observed: float, expected: float, unit: str, lanes: int | None = None,
+                parts: Mapping[str, int] | None = None) -> str | None:
     """The unit mix-up ``observed / expected`` is, with both values and their unit; with ``lanes`` (a link's, more
     than 2: a ratio of 1/2 is :func:`plain_ratio`'s), also one lane's figure taken for the link's. None where the
-    ratio is none of them."""
+    ratio is none of them. Where the ratio is also a count of the device's own ``parts`` (:func:`part_counts`: 8x
+    on a device of 8 partitions), both causes are said: the numbers do not tell which."""
     if not expected or not observed:
         return None
     ratio = observed / expected
@@ -99,20 +122,27 @@ def ratio_mixup(observed: float, expected: float, unit: str, lanes: int | None =
         named.append((1 / lanes, f"one lane's figure taken for the link's {lanes} lanes (not multiplied by them)"))
     for factor, why in named:
         if abs(ratio - factor) <= RATIO_TOLERANCE * factor:
-            return f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due: {why}"
+            also = _as_many_as_parts(ratio, parts)
+            return (f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due: {why}"
+                    + (f"; or, {also[1]} (the numbers do not tell which)" if also else ""))
     return None
 
 
-def plain_ratio(observed: float, expected: float, unit: str) -> str | None:
-    """``observed`` twice or half ``expected``, said with both values and nothing more (no unit's power gives
-    either, and many defects do: one of two cores, one direction of two, one link of two). None otherwise."""
+def plain_ratio(observed: float, expected: float, unit: str, parts: Mapping[str, int] | None = None) -> str | None:
+    """``observed`` twice or half ``expected``, or a count of the device's own ``parts`` times it (or that
+    fraction), said with both values and nothing more than the count (no unit's power gives these, and many
+    defects do: one of two cores, one direction of two, one link of two). None otherwise."""
     if not expected or not observed:
         return None
     ratio = observed / expected
+    also = _as_many_as_parts(ratio, parts)
     factor = next((f for f in _PLAIN_RATIOS if abs(ratio - f) <= RATIO_TOLERANCE * f), None)
     if factor is None:
-        return None
-    return f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due"
+        if also is None:
+            return None
+        return f"{observed:g} {unit} is {_times(also[0])} the {expected:g} {unit} due, {also[1]}"
+    return (f"{observed:g} {unit} is {_times(factor)} the {expected:g} {unit} due"
+            + (f"; {also[1]}" if also else ""))
 
 
 def _field(reading: Reading) -> str:
