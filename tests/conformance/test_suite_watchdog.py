@@ -4,9 +4,9 @@ pass's own file scheduling, and when a test hangs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -105,10 +105,11 @@ def test_a_worker_that_dies_holding_its_pipe_ends_the_run_naming_worker_and_test
     try:
         done, took = run_nested(tmp_path, DYING, RAYACCEL_WORKER_GRACE_S="3", CHILD_PID_FILE=str(child_pid_file))
     finally:
-        if child_pid_file.exists():  # the orphan the nested test forked: stopped by its pid
-            child = int(child_pid_file.read_text())
-            if psutil.pid_exists(child):
-                os.kill(child, signal.SIGKILL)
+        if child_pid_file.exists():  # the orphan the nested test forked, stopped only while its pid is still it:
+            with contextlib.suppress(psutil.Error):  # it carries the file's name, a process that took the pid does not
+                orphan = psutil.Process(int(child_pid_file.read_text()))
+                if orphan.environ().get("CHILD_PID_FILE") == str(child_pid_file):
+                    orphan.kill()
     output = done.stdout + done.stderr
     assert done.returncode == 3, output
     assert took < 120, f"the run took {took:.0f} s"

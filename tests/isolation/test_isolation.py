@@ -237,8 +237,9 @@ def test_a_killed_served_worker_is_found_dead_and_replaced_before_the_request() 
     with another_thread(), WorkerPool(manager, fork=True) as pool:
         assert families(pool.build(host)) == {"acme": ACME_DEVICES}
         served = pool.worker_pids()["acme"]
-        assert psutil.Process(served).ppid() == process_server().pid
-        os.kill(served, signal.SIGKILL)
+        worker = psutil.Process(served)  # held by pid and start time: killed only while it is still the worker
+        assert worker.ppid() == process_server().pid
+        worker.kill()
         wait_for(lambda: not psutil.pid_exists(served), bool, timeout=30, interval=0.05,
                  what="the helper to reap the killed worker")
         assert families(pool.build(host)) == {"acme": ACME_DEVICES}  # its worker was found dead and replaced

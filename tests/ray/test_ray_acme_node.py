@@ -12,6 +12,7 @@ from rendezvous import rendezvous
 import rayaccel.ray
 from rayaccel.ray.registry import uninstall
 from rayaccel.support.polling import wait_for
+from rayaccel.support.signalling import held
 
 pytestmark = pytest.mark.ray
 
@@ -127,8 +128,6 @@ def test_the_monitor_loop_keeps_its_main_thread_and_resumes_after_a_restart():
     """The loop is the actor's own task on its main thread, so Ray's 10 ms signal check never runs there (an
     idle actor's main thread wakes ~100 times a second); killed, the actor is restarted by Ray, its loop
     resumes by itself and publishes again, and the killed one's plugin workers end."""
-    import signal
-
     import psutil
 
     from rayaccel.ray.monitor import monitor_status
@@ -148,10 +147,13 @@ def test_the_monitor_loop_keeps_its_main_thread_and_resumes_after_a_restart():
     ray.kill(idle)
     assert monitor_woke * 10 < idle_woke, (polls, monitor_woke, idle_woke)
 
-    # Known by pid and start time: on a machine of 32768 pids a busy suite can hand an ended worker's pid to a
-    # new process within the wait (psutil's is_running compares the start time); a zombie has ended too.
-    workers = [psutil.Process(p) for p in first["workers"].values() if psutil.pid_exists(p)]
-    os.kill(first["pid"], signal.SIGKILL)
+    # Known by pid and start time, taken from the status just read: on a machine of 32768 pids a busy suite can
+    # hand an ended process's pid to a new one within a wait (psutil's kill and is_running compare the start
+    # time), so the monitor is killed as the process its status named, never by a number kept from before.
+    latest = monitor_status(node_id)
+    assert latest["pid"] == first["pid"]
+    monitor, workers = psutil.Process(latest["pid"]), held(latest["workers"].values())
+    monitor.kill()
     again = wait_for(lambda: monitor_status(node_id), lambda s: s["pid"] != first["pid"] and s["polls"] >= 1,
                      timeout=120, what="the restarted monitor's first poll")
     assert again["loop"] == "running" and again["error"] is None and again["cordoned"] == {}
