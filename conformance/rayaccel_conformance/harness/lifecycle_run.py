@@ -195,7 +195,7 @@ class _Receiver:
         deadline = time.monotonic() + 5.0  # its loop ends at once; a receive it is stuck in does not
         while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
             if time.monotonic() >= deadline:
-                os.kill(self.pid, 9)
+                os.kill(self.pid, 9)  # our child, and waitpid just found it unreaped: the number is still its own
                 os.waitpid(self.pid, 0)
                 return
             time.sleep(0.05)

@@ -212,7 +212,7 @@ def _answer(pid: int, fd: int, deadline: float) -> dict[str, Any]:
     try:
         raw = _read_all(fd, deadline)
     except TimeoutError:
-        os.kill(pid, 9)
+        os.kill(pid, 9)  # our own child, not reaped until the waitpid below: the number is still its own
         raw = b""
         said = f"no answer in {RECEIVE_TIMEOUT_S:.0f} s"
     else:
