@@ -24,6 +24,14 @@ that Ray counts one by one (``amdsmi_get_processor_handles``). What the fixtures
   reuses the last answer), so that column is only trusted with a known ``accelerator_type``; ``list --json``
   prints each logical GPU's own ``partition_id`` (``amdsmi_get_gpu_kfd_info``).
 
+* **memory** (ROCm 6.4.1+, every fixture here but ``-rocm-6.4.0``): amdsmi's VRAM size and use come from sysfs
+  ``mem_info_vram_total`` / ``_used``, which only the PCI device, the primary partition, has; a secondary falls back
+  to KFD's share of the memory partition (rocm_smi.cc ``rsmi_dev_memory_total_get`` / ``_usage_get``). So
+  partition 0 states the whole GPU (196592 MiB, and the whole device's VRAM in use: 283 MiB, the ``0.3/192.0 GB``
+  of the amdsmi CHANGELOG for ROCm 6.4.1, Resolved issues), every other partition its share (24574 MiB in CPX,
+  ``0.5/ 24.0 GB`` there; ROCm/k8s-device-plugin#108). The VRAM bus width is the device's on every partition
+  (``vram_bit_width`` is AMDGPU_INFO_DEV_INFO's, ``adev->gmc.vram_width`` in amdgpu_kms.c; KFD prints ``width
+  8192`` on a CPX partition's memory bank, ROCm/ROCm#4750).
 * **activity**: every machine is recorded busy (a training job on every partition), each partition at its own
   ``gfx_activity`` and ``umc_activity`` (amdsmi_get_gpu_activity and ``amd-smi metric``'s ``usage`` answer per
   logical GPU, in percent): a GPU's utilization is its partitions' mean, never their sum, and no partition reads
@@ -61,6 +69,11 @@ DEVICE_ID = 0x74A1
 BUSES = ["0000:05:00", "0000:26:00", "0000:46:00", "0000:65:00", "0000:85:00", "0000:a6:00", "0000:c6:00",
          "0000:e5:00"]
 VRAM_MB = 196592  # the whole MI300X
+#: The VRAM bus width of an MI300X (and an MI350X), in bits: every partition prints the device's.
+VRAM_BIT_WIDTH = 8192
+#: VRAM in use, MiB: the whole device's on the primary partition (sysfs mem_info_vram_used: the CHANGELOG's 0.3 GB),
+#: KFD's on each secondary (its share less what KFD has available).
+DEVICE_VRAM_USED_MIB, PARTITION_VRAM_USED_MIB = 283, 12
 XCDS = 8  # accelerator complex dies of an MI300X, the compute slices its partitions divide
 HIVE = 0x8C3C7E2A1D5B4F61
 #: amdsmi_uuid_gen's idx on ROCm before 7.12: "no partition"
@@ -78,6 +91,17 @@ UUID_SOURCE = ("uuids as amdsmi_uuid_gen prints them (projects/amdsmi/src/amd_sm
                "(https://github.com/ROCm/amdsmi/issues/132); partition queries N/A off the primary partition "
                "(https://github.com/ROCm/rocm-systems/pull/8491); Ray 2.60's AMDGPUAcceleratorManager counts the "
                "handles (the parity oracle)")
+
+#: Why partition 0 states the whole GPU's memory on ROCm 6.4.1+ (the module docstring's "memory").
+PRIMARY_MEMORY_SOURCE = (
+    "VRAM size and use as rocm_smi reads them (rsmi_dev_memory_total_get / rsmi_dev_memory_usage_get in "
+    "projects/rocm-smi-lib/src/rocm_smi.cc of https://github.com/ROCm/rocm-systems: sysfs mem_info_vram_total/_used, "
+    "KFD's share only where that is 0): the primary partition, the PCI device, states the whole GPU and the whole "
+    "device's use, each other partition its share (amdsmi CHANGELOG, 'amd_smi_lib for ROCm 6.4.1', Resolved issues: "
+    "`amd-smi monitor` 0.3/192.0 GB on partition 0, 0.5/ 24.0 GB on the others, "
+    "https://github.com/ROCm/amdsmi/blob/amd-mainline/CHANGELOG.md; "
+    "https://github.com/ROCm/k8s-device-plugin/pull/108); "
+    "vram_bit_width the device's on every partition (AMDGPU_INFO_DEV_INFO: adev->gmc.vram_width)")
 
 
 @dataclass(frozen=True)
@@ -144,18 +168,31 @@ def umc_activity(gpu: int, partition: int) -> int:
     return 21 + (5 * gpu + 3 * partition) % 13
 
 
-def expected_utilization(partitions: int) -> dict[str, dict[str, float]]:
+def expected_metric_values(partitions: int) -> dict[str, dict[str, float]]:
     """``expected.metric_values``: each GPU's utilization and memory-controller activity, its partitions' mean
-    GFX and UMC activity (neither a sum nor a whole-number quotient: the means are fractions here)."""
+    GFX and UMC activity (neither a sum nor a whole-number quotient: the means are fractions here), and its
+    memory as its primary partition states it (the whole GPU's and the whole device's VRAM in use: a partition
+    0 counted as one more partition, or the secondaries' use added to the device's, would be off)."""
     return {device: {"utilization": sum(gfx_activity(g, p) for p in range(partitions)) / partitions,
-                     "vendor.umc_activity": sum(umc_activity(g, p) for p in range(partitions)) / partitions}
+                     "vendor.umc_activity": sum(umc_activity(g, p) for p in range(partitions)) / partitions,
+                     "memory_total": VRAM_MB * 2**20, "memory_used": DEVICE_VRAM_USED_MIB * 2**20}
             for g, device in enumerate(expected_ids())}
+
+
+def stated_vram_mib(whole_mib: int, partition: int, partitions: int) -> int:
+    """The VRAM size amdsmi states for a partition on ROCm 6.4.1+: the whole GPU's on the primary (partition 0,
+    the PCI device, the only one with sysfs mem_info_vram_total), KFD's even share on every other."""
+    return whole_mib if partition == 0 else whole_mib // partitions
+
+
+def stated_vram_used_mib(partition: int) -> int:
+    return DEVICE_VRAM_USED_MIB if partition == 0 else PARTITION_VRAM_USED_MIB
 
 
 def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) -> dict[str, Any]:
     primary = partition == 0
     logical = gpu * partitions + partition
-    vram = VRAM_MB // partitions
+    vram = stated_vram_mib(VRAM_MB, partition, partitions)
     data: dict[str, Any] = {
         "gpu_id": DEVICE_ID,
         "asic_info": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002", "device_id": "0x74a1",
@@ -165,9 +202,9 @@ def library_gpu(gpu: int, partition: int, partitions: int, per_partition: bool) 
         "bdf": bdf(gpu, partition),
         "enumeration_info": {"drm_card": logical + 1, "drm_render": 128 + logical, "hsa_id": 2 + logical,
                              "hip_id": logical, "hip_uuid": f"GPU-{serial(gpu):016x}"},
-        "vram_info": {"vram_size": vram, "vram_bit_width": 8192 // partitions},
+        "vram_info": {"vram_size": vram, "vram_bit_width": VRAM_BIT_WIDTH},
         "memory_total": {"vram": vram * 2**20},
-        "memory_usage": {"vram": 12 * 2**20},
+        "memory_usage": {"vram": stated_vram_used_mib(partition) * 2**20},
         "numa_node": gpu // 4,
         "driver_info": {"driver_name": "amdgpu", "driver_version": "6.16.13" if per_partition else "6.14.14"},
         # Only the primary partition of a GPU answers the partition queries; the others answer N/A.
@@ -257,7 +294,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
         "links": 0, "skus": {i: "mi300x" for i in ids},
         "labels": expected_labels(8, VRAM_MB, "6.16.13" if per_partition else "6.14.14", rocm, "CPX",
                                   "NPS4", hive=None, partitions=64),
-        "metric_values": expected_utilization(partitions),
+        "metric_values": expected_metric_values(partitions),
         "device_fields": expected_slices(partitions, "NPS4"),
     }
     faults: list[dict[str, Any]] = []
@@ -310,7 +347,7 @@ def library_fixture(per_partition: bool) -> dict[str, Any]:
                    + "; busy, each partition at its own GFX activity")
     source = (f"amdsmi Python API of ROCm {rocm} (amdsmi_interface.py: function names, return shapes; "
               f"documented at {AMDSMI_PY_API_712 if per_partition else AMDSMI_PY_API}); partitioning as in "
-              f"{PARTITION_DOC} (CPX = 8 partitions of 38 CUs, NPS4); {UUID_SOURCE}")
+              f"{PARTITION_DOC} (CPX = 8 partitions of 38 CUs, NPS4); {UUID_SOURCE}; {PRIMARY_MEMORY_SOURCE}")
     return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": name, "description": description,
             "source": source,
             "host": {"hostname": "mi300x-cpx-node", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
@@ -345,8 +382,9 @@ def mirrored_gpu(gpu: int, partition: int, partitions: int) -> dict[str, Any]:
     # power1_cap) is left out, as in the other fixtures: the plugin does not read it.
     mirrored["power_info"] = {"current_socket_power": 130 + gpu, "average_socket_power": "N/A", "gfx_voltage": "N/A",
                               "soc_voltage": "N/A", "mem_voltage": "N/A"}
-    mirrored.update({"vram_info": {"vram_size": VRAM_MB, "vram_bit_width": 8192},
-                     "memory_total": {"vram": VRAM_MB * 2**20}, "memory_usage": {"vram": 283 * 2**20},
+    mirrored.update({"vram_info": {"vram_size": VRAM_MB, "vram_bit_width": VRAM_BIT_WIDTH},
+                     "memory_total": {"vram": VRAM_MB * 2**20},
+                     "memory_usage": {"vram": DEVICE_VRAM_USED_MIB * 2**20},
                      "total_ecc_count": {"correctable_count": MIRRORED_CORRECTABLE if gpu == 3 else 0,
                                          "uncorrectable_count": 0, "deferred_count": 0}})
     own.update(mirrored)
@@ -362,7 +400,8 @@ def mirrored_fixture() -> dict[str, Any]:
     ids = expected_ids()
     # Each GPU's metrics once: its memory (not 8 times 192 GB), its socket power, its ECC counts, its activity.
     metric_values = {device: {"utilization": gfx_activity(g, 0), "vendor.umc_activity": umc_activity(g, 0),
-                              "memory_total": VRAM_MB * 2**20, "memory_used": 283 * 2**20, "power": 130 + g,
+                              "memory_total": VRAM_MB * 2**20, "memory_used": DEVICE_VRAM_USED_MIB * 2**20,
+                              "power": 130 + g,
                               "temperature": 40 + g,
                               "ecc_errors_corrected": MIRRORED_CORRECTABLE if g == 3 else 0,
                               "ecc_errors_uncorrected": 0}
@@ -417,8 +456,8 @@ def static_entry(gpu: int, partition: int, partitions: int, logical: int, layout
         "bus": {"bdf": bdf(gpu, partition), "max_pcie_width": 16, "max_pcie_speed": value(32, "GT/s"),
                 "pcie_interface_version": "Gen 5", "slot_type": "OAM"},
         "driver": {"name": "amdgpu", "version": "6.12.12" if layout == 25 else "6.14.14"},
-        "vram": {"type": "HBM3", "vendor": "N/A", "size": value(VRAM_MB // partitions, "MB"),
-                 "bit_width": 8192 // partitions, "max_bandwidth": value(5300 // partitions, "GB/s")},
+        "vram": {"type": "HBM3", "vendor": "N/A", "size": value(stated_vram_mib(VRAM_MB, partition, partitions), "MB"),
+                 "bit_width": VRAM_BIT_WIDTH, "max_bandwidth": value(5300 // partitions, "GB/s")},
     }
     if layout == 25:
         # amd-smi 25 (ROCm 6.4) prints the partition section in static, compute mode as accelerator_partition.
@@ -430,7 +469,7 @@ def static_entry(gpu: int, partition: int, partitions: int, logical: int, layout
 
 def metric_entry(gpu: int, partition: int, partitions: int, logical: int) -> dict[str, Any]:
     primary = partition == 0
-    total = VRAM_MB // partitions
+    total = stated_vram_mib(VRAM_MB, partition, partitions)
     return {
         "gpu": logical,
         "usage": {"gfx_activity": value(gfx_activity(gpu, partition), "%"),
@@ -442,8 +481,8 @@ def metric_entry(gpu: int, partition: int, partitions: int, logical: int) -> dic
         "temperature": {"edge": value("N/A", "C"), "hotspot": value(40 + gpu, "C"), "mem": value(33, "C")},
         "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0, "total_deferred_count": 0,
                 "cache_correctable_count": 0, "cache_uncorrectable_count": 0},
-        "mem_usage": {"total_vram": value(total, "MB"), "used_vram": value(283, "MB"),
-                      "free_vram": value(total - 283, "MB")},
+        "mem_usage": {"total_vram": value(total, "MB"), "used_vram": value(DEVICE_VRAM_USED_MIB, "MB"),
+                      "free_vram": value(total - DEVICE_VRAM_USED_MIB, "MB")},
     }
 
 
@@ -509,7 +548,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
                 "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
                 "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
                                           "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16),
-                "metric_values": expected_utilization(partitions),
+                "metric_values": expected_metric_values(partitions),
                 "device_fields": expected_slices(partitions, "NPS1")}
     faults: list[dict[str, Any]] = []
     if layout == 26:
@@ -534,7 +573,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
               + f" --json, documented at {CLI_DOC_25 if layout == 25 else CLI_DOC_26}"
               + ("; partition moved out of static in amd-smi 26 (https://github.com/ROCm/rocm-systems/pull/223), "
                  "rows as subcommands/partition.py prints them" if layout == 26 else "")
-              + f"; {UUID_SOURCE}")
+              + f"; {UUID_SOURCE}; {PRIMARY_MEMORY_SOURCE}")
     return {"schema": "rayaccel-fixture/1", "plugin": "amd", "name": name, "description": description,
             "source": source,
             "host": {"hostname": "mi300x-dpx-node", "env": {"PATH": "/opt/rocm/bin:/usr/bin"}, "commands": commands},
@@ -563,8 +602,8 @@ def mi350x_pod_fixture(mode: str, partitions: int) -> dict[str, Any]:
                                  "num_compute_units": MI350X.compute_units // partitions,
                                  "target_graphics_version": MI350X.gfx_target})
         gpu["uuid"] = amdsmi_uuid(serial(0), NO_PARTITION, MI350X.device_id)
-        gpu["vram_info"] = {"vram_size": vram_mb // partitions, "vram_bit_width": 8192 // partitions}
-        gpu["memory_total"] = {"vram": vram_mb // partitions * 2**20}
+        gpu["vram_info"] = {"vram_size": stated_vram_mib(vram_mb, p, partitions), "vram_bit_width": VRAM_BIT_WIDTH}
+        gpu["memory_total"] = {"vram": stated_vram_mib(vram_mb, p, partitions) * 2**20}
         gpu["driver_info"]["driver_version"] = "6.14.14"
         # KFD's gpu_id is a hash of the GPU's properties (kfd_topology.c), no count: 40000 would read as 40 C in mC.
         gpu["kfd_info"]["kfd_id"] = 45881 + 7 * p
@@ -596,7 +635,8 @@ def mi350x_pod_fixture(mode: str, partitions: int) -> dict[str, Any]:
             "source": f"amdsmi Python API of ROCm {rocm} (documented at {AMDSMI_PY_API}); MI350X: 8 XCDs, 256 CUs, "
                       f"gfx950, 288 GB HBM3E, {mode} = {partitions} partitions of {MI350X.xcds // partitions} XCDs "
                       f"and {vram_mb // partitions} MiB each, NPS2 (AMD Instinct MI350 series partitioning, "
-                      f"{PARTITION_DOC}; modes and memory share: {MATRIX_DOC}, {MI355X_MODES_DOC}); {UUID_SOURCE}",
+                      f"{PARTITION_DOC}; modes and memory share: {MATRIX_DOC}, {MI355X_MODES_DOC}); {UUID_SOURCE}; "
+                      f"{PRIMARY_MEMORY_SOURCE}",
             "host": {"hostname": "mi350x-pod-0", "libraries": {"amdsmi": {"rocm_version": rocm, "gpus": gpus}}},
             "expected": expected, "faults": []}
 

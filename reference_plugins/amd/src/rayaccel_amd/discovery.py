@@ -152,7 +152,9 @@ def _partitioned(members: list[GpuRecord], source: str) -> Device:
                            "profile": partition_profile(named_mode, share, gpu.vram_mib), "compute_slices": share,
                            "memory_mib": gpu.vram_mib, "attributes": attributes})
     whole = to_device(primary, source)
-    memory = [g.vram_mib for g in members]
+    # The GPU's memory: what its primary states for it where it does (rayaccel_amd.primary_partition), else its
+    # partitions' together.
+    memory = [primary.whole_gpu.mib] if primary.whole_gpu else [g.vram_mib for g in members]
     attributes = {k: v for k, v in whole.attributes.items() if k not in ("partition_id", "product_inferred")}
     attributes.update({k: v for k, v in (("compute_partition", mode), ("memory_partition", nps)) if v})
     attributes["partitions"] = len(members)

@@ -10,6 +10,7 @@ from rayaccel_amd.cli import PARTS, read_cli
 from rayaccel_amd.discovery import physical_gpus
 from rayaccel_amd.library import read_library
 from rayaccel_amd.mirrored_partitions import unmirror
+from rayaccel_amd.primary_partition import separate_whole_gpu
 from rayaccel_amd.readings import Snapshot, disambiguate_shared_uuids
 
 
@@ -30,4 +31,5 @@ def probe(host: Host, parts: Collection[str] = PARTS) -> Snapshot | None:
         disambiguate_shared_uuids(snapshot.gpus)
         for group in physical_gpus(snapshot.gpus):
             unmirror(group)  # partitions that print their whole GPU's values (ROCm <= 6.4.0)
+            separate_whole_gpu(group)  # a primary partition that prints its whole GPU's memory (ROCm >= 6.4.1)
     return snapshot

@@ -31,6 +31,16 @@ class EccCounts:
     deferred: int | None = 0
 
 
+@dataclass(frozen=True)
+class WholeGpuMemory:
+    """A partitioned GPU's whole VRAM as its primary partition states it (ROCm 6.4.1+: see
+    :mod:`rayaccel_amd.primary_partition`); None: not stated."""
+
+    mib: int | None = None
+    total_bytes: int | None = None
+    used_bytes: int | None = None
+
+
 @dataclass
 class GpuRecord:
     index: int
@@ -69,6 +79,9 @@ class GpuRecord:
     partition_id: int | None = None
     #: Why ``uuid`` is not the GPU's own uuid (a fallback or a disambiguated one); None when it is.
     id_fallback: str | None = None
+    #: On a partitioned GPU's primary partition, the whole GPU's memory where the primary states it beside (and in
+    #: place of) its own share; the vram_* fields above are then the partition's own.
+    whole_gpu: WholeGpuMemory | None = None
 
 
 @dataclass

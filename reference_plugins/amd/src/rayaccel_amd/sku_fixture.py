@@ -13,7 +13,8 @@ Identity is rewritten as a whole, so no field of the base SKU is left to win SKU
 - Memory: the SKU's, shared evenly among the compute partitions of one GPU (its logical GPUs on one PCI
   device each report their share), so a partitioned GPU still adds up to the SKU's memory; on a release whose
   partitions print their whole GPU's memory (ROCm up to 6.4.0, :mod:`rayaccel_amd.mirrored_partitions`), the
-  SKU's whole memory on each.
+  SKU's whole memory on each; a primary partition that states twice the others of its GPU or more states the
+  whole GPU (ROCm 6.4.1+, :mod:`rayaccel_amd.primary_partition`) and keeps stating it, the SKU's whole memory.
 - Architecture: when the SKU names one, the gfx target (``target_graphics_version``) becomes one of that
   architecture's; for an architecture the plugin has no gfx target for yet, the gfx target is left out,
   so the device reports none and the catalog's architecture holds.
@@ -86,17 +87,32 @@ def _device_of(bdf: Any) -> str | None:
     return bdf.rsplit(".", 1)[0].lower() if isinstance(bdf, str) and "." in bdf else None
 
 
-def _shares(bdfs: list[Any], mirrored: bool) -> list[int]:
-    """How many logical GPUs share each one's PCI device (1 for one whose address is unknown, and for every one
-    where partitions print the whole GPU's memory)."""
+def _shares(bdfs: list[Any], sizes: list[Any], mirrored: bool) -> list[int]:
+    """How many logical GPUs share each one's PCI device (1 for one whose address is unknown, for every one where
+    partitions print the whole GPU's memory, and for a primary partition stating twice the others of its GPU or
+    more, ``sizes`` being the VRAM each states)."""
     devices = [_device_of(b) for b in bdfs]
-    return [devices.count(d) if d is not None and not mirrored else 1 for d in devices]
+    shares = []
+    for device, size in zip(devices, sizes, strict=True):
+        mine = _size(size)
+        stated = [v for d, s in zip(devices, sizes, strict=True) if d == device and (v := _size(s)) is not None]
+        whole = mine is not None and len(stated) > 1 and mine >= 2 * min(stated) > 0
+        shares.append(1 if device is None or mirrored or whole else devices.count(device))
+    return shares
+
+
+def _size(value: Any) -> float | None:
+    """A VRAM size as the fixture states it (a number, or amd-smi's ``{"value", "unit"}``); None otherwise."""
+    number = value.get("value") if isinstance(value, dict) else value
+    return float(number) if isinstance(number, int | float) and not isinstance(number, bool) else None
 
 
 def _rewrite_state(state: dict[str, Any], sku: SkuRecord, mirrored: bool) -> None:
     gpus = [g for g in (((state.get("libraries") or {}).get("amdsmi") or {}).get("gpus") or {}).values()
             if isinstance(g, dict)]
-    for gpu, share in zip(gpus, _shares([g.get("bdf") for g in gpus], mirrored), strict=True):
+    sizes = [(g.get("vram_info") or {}).get("vram_size") if isinstance(g.get("vram_info"), dict) else None
+             for g in gpus]
+    for gpu, share in zip(gpus, _shares([g.get("bdf") for g in gpus], sizes, mirrored), strict=True):
         _rewrite_library_gpu(gpu, sku, share)
     commands = state.get("commands") or {}
     static = commands.get(STATIC)
@@ -104,6 +120,8 @@ def _rewrite_state(state: dict[str, Any], sku: SkuRecord, mirrored: bool) -> Non
     if isinstance(static, dict) and isinstance(static.get("stdout"), str):
         entries = _entries(static["stdout"])
         shares = _shares([(e.get("bus") or {}).get("bdf") if isinstance(e.get("bus"), dict) else None
+                          for e in entries],
+                         [(e.get("vram") or {}).get("size") if isinstance(e.get("vram"), dict) else None
                           for e in entries], mirrored)
         by_index = {e.get("gpu"): share for e, share in zip(entries, shares, strict=True)}
     for line, rewrite in ((STATIC, _rewrite_static_entry), (METRIC, _rewrite_metric_entry)):
