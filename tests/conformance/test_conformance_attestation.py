@@ -3,8 +3,10 @@ tiers re-derived (so the report is otherwise self-consistent), fails ``rayaccel 
 
 ONE real ``pytest --conformance --conformance-sign-key`` run (module fixture) grades a copy of the ACME test
 plugin, importable as its own package ``acme_signed``; the tests mutate copies of its signed report and run
-the real ``rayaccel`` CLI as a subprocess on them. A second, Ray-free run shows that a run stopped early
-(``-x``) is signed as incomplete and never verifies.
+the real ``rayaccel`` CLI as a subprocess on them. The same run is where the good ACME plugin is shown reaching
+``supported`` on simulated hardware, its Ray checks run (test_conformance_broken.py grades only the broken
+plugins, beside each other). A second, Ray-free run shows that a run stopped early (``-x``) is signed as
+incomplete and never verifies.
 """
 
 from __future__ import annotations
@@ -169,6 +171,26 @@ def test_the_attestation_is_an_in_toto_statement_in_a_dsse_envelope(signed: dict
     public = load_public_key(f"{signed['keys']['vendor']}.pub")
     assert isinstance(public, Ed25519PublicKey)
     public.verify(base64.b64decode(envelope["signatures"][0]["sig"]), pae)  # raises if it does not verify
+
+
+def test_the_good_plugin_reaches_supported_and_the_report_says_why_not_certified(signed: dict[str, Any]) -> None:
+    data = signed["data"]
+    assert [c["id"] for c in data["checks"] if c["outcome"] in ("failed", "error")] == []
+    [record] = data["plugins"]
+    assert record["name"] == "acme" and record["tier"] == "supported"
+    assert "RAC303 skipped" in record["tier_reason"] and "simulated-only" in record["tier_reason"]
+    acme = {c["id"]: c for c in data["checks"]}
+    # The Ray checks really ran, on the fixture's node, with evidence.
+    assert acme["RAC108"]["outcome"] == "passed" and "ACME_VISIBLE_DEVICES=" in acme["RAC108"]["evidence"][1]
+    assert acme["RAC208"]["outcome"] == "passed" and "none on the" in acme["RAC208"]["evidence"][0]
+    # ACME reads no vendor tool: RAC204 had nothing to test, so it is skipped (never passed), as not applicable.
+    assert acme["RAC204"]["outcome"] == "skipped"
+    assert acme["RAC204"]["evidence"][0].startswith("not applicable: acme/acme-4: the plugin reads no vendor tool")
+    # The run's HTML page links the node picture of the fixture the checks built.
+    html = signed["path"].with_suffix(".html").read_text()
+    picture = signed["path"].parent / "conformance-report.nodes" / "acme-acme-4.html"
+    assert picture.read_text().count('class="device') == 4
+    assert 'href="conformance-report.nodes/acme-acme-4.html"' in html
 
 
 # Forgeries -----------------------------------------------------------------------------------------
