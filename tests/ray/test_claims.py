@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -54,6 +55,21 @@ def test_the_claims_of_a_dead_process_are_dropped(table):
                           text=True, check=True)
     table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=int(dead.stdout))
     assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+
+
+def test_the_claims_of_a_process_whose_number_a_later_process_took_are_dropped(table):
+    """The kernel hands a dead holder's pid to the next process that starts (a busy node wraps the counter in
+    a minute): a process holding the number that started after the claim is not the holder."""
+    later = subprocess.Popen(["sleep", "60"])
+    try:
+        now = time.time
+        with pytest.MonkeyPatch.context() as mp:  # the dead holder's claim, made two minutes before `later` started
+            mp.setattr(time, "time", lambda: now() - 120)
+            table.claim(TWO_ISLANDS, ["0", "1", "2"], pid=later.pid)
+        assert table.claim(TWO_ISLANDS, ["3", "4", "5"], pid=os.getpid()) == ["0", "1", "2"]
+    finally:
+        later.kill()
+        later.wait()
 
 
 def test_the_claims_of_an_unreaped_worker_are_dropped(table):

@@ -500,6 +500,13 @@ class ClaimsTable:
                 if c.get("cordon")}
 
 
+def _holder_alive(claim: dict[str, Any]) -> bool:
+    """Whether the process that made ``claim`` still runs: its pid held by a process that had started by the
+    claim's time (a process given the number since is a stranger: the holder is gone, its units free)."""
+    at = claim.get("at")
+    return alive(int(claim.get("pid", 0)), running_at=float(at) if isinstance(at, (int, float)) else None)
+
+
 class CordonedUnitsError(RuntimeError):
     """A task's tokens outnumber the node's free healthy units for longer than it may wait (a new cordon)."""
 
@@ -517,7 +524,7 @@ def _claim(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wanted: 
     now = time.time()
     if shared:
         sharing = next((c for c in claims if not c.get("cordon") and c.get("shared") and c.get("tokens") == wanted
-                        and not cordoned & set(c.get("units", [])) and alive(int(c.get("pid", 0)))), None)
+                        and not cordoned & set(c.get("units", [])) and _holder_alive(c)), None)
         if sharing is not None:  # another fraction of the same instance: the same units
             claims.append({"pid": pid, "tokens": wanted, "units": list(sharing["units"]), "shared": True, "at": now})
             return [u for u in family.units if u in set(sharing["units"])]
@@ -533,7 +540,7 @@ def _claim(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wanted: 
                 if not token_set & set(c.get("tokens", []))
                 and (c.get("cordon") or (c.get("pid") != pid and (
                     (not check_young and now - float(c.get("at", 0.0)) < LIVENESS_AFTER_S)
-                    or alive(int(c.get("pid", 0))))))]
+                    or _holder_alive(c))))]
 
     kept = holding(check_young=not family.uniform)
     taken = {u for c in kept for u in c.get("units", [])}
@@ -588,7 +595,7 @@ def _claim_units(table: dict[str, list[dict[str, Any]]], family: FamilyUnits, wa
         return len(chosen), [str(c["cordon"]) for c in cordons if not c.get("tokens")]
     if waiting:  # its own wait is over; so is a dead process's
         table[family.resource] = [c for c in claims if not c.get("waiting")
-                                  or (c.get("pid") != pid and alive(int(c.get("pid", 0))))]
+                                  or (c.get("pid") != pid and _holder_alive(c))]
     return [u for u in family.units if u in set(chosen)]
 
 

@@ -158,11 +158,17 @@ def receive_timeout_s() -> float:
     return RECEIVE_SHARE_OF_RAYS_WAIT * rays_wait
 
 
-def _pid_alive(pid: int) -> bool:
-    # A sender that died unreaped (a zombie) sends nothing more: its segments are orphans.
+def _pid_alive(pid: int, segment: str | int | None = None) -> bool:
+    # A sender that died unreaped (a zombie) sends nothing more: its segments are orphans. Its segment (a path or
+    # an open descriptor) was written while it ran, so a process holding its number that started after the
+    # segment's last write is another one given the number since (the sender is gone).
     from rayaccel.support.liveness import alive
 
-    return alive(pid)
+    written = None
+    if segment is not None:
+        with contextlib.suppress(OSError):
+            written = (os.fstat(segment) if isinstance(segment, int) else os.stat(segment)).st_mtime
+    return alive(pid, running_at=written)
 
 
 def _pid_gone(pid: int) -> bool:
@@ -181,7 +187,7 @@ def sweep_orphans() -> list[str]:
     removed = []
     for path in segment_paths():
         m = _SEGMENT_RE.match(os.path.basename(path))
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not _pid_alive(int(m.group(1)), path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
                 removed.append(path)
@@ -709,7 +715,7 @@ class SharedMemoryTransport(TensorTransportManager):
             raise self._fail("recv: target buffers", meta, comm, f"{len(target_buffers)} buffers for "
                              f"{len(meta.tensor_meta)} tensors")
         path = os.path.join(SHM_DIR, meta.segment)
-        if meta.src_pid and not _pid_alive(meta.src_pid):
+        if meta.src_pid and not _pid_alive(meta.src_pid, path):
             sweep_orphans()
             raise self._fail("recv: open segment", meta, comm, "the segment is gone (the sender process died; "
                              "its tensors went with it)")
@@ -823,7 +829,7 @@ class SharedMemoryTransport(TensorTransportManager):
                 raise self._fail("recv: wait for the sender's copy", meta, comm, "aborted")
             now = time.monotonic()
             if meta.src_pid and now >= ask_alive:
-                if not _pid_alive(meta.src_pid):
+                if not _pid_alive(meta.src_pid, fd):
                     raise self._fail("recv: wait for the sender's copy", meta, comm, "the sender process died "
                                      "while copying (its tensors went with it)")
                 ask_alive = now + _ALIVE_EVERY_S
