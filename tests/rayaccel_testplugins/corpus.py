@@ -1659,7 +1659,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_down_ports",
                   "rayaccel_testplugins.corpus_freed_transfers", "rayaccel_testplugins.corpus_aborted_transfers",
                   "rayaccel_testplugins.corpus_partition_ids", "rayaccel_testplugins.corpus_lane_ports",
-                  "rayaccel_testplugins.corpus_attribute_fields", "rayaccel_testplugins.corpus_rate_counters")
+                  "rayaccel_testplugins.corpus_attribute_fields", "rayaccel_testplugins.corpus_rate_counters",
+                  "rayaccel_testplugins.corpus_vanished_entries")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -90,6 +90,12 @@ from rayaccel_conformance.checks.value_relations import (
     ratio_mixup,
     reindexed,
 )
+from rayaccel_conformance.checks.vanished_entries import (
+    VanishedEntryHost,
+    entry_files_removed,
+    others_dropped,
+    vanished_entries,
+)
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
 
@@ -1161,6 +1167,11 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     unhealthy or unknown, or kept with the facts it cannot read as unknown at any depth (a partition's
     ``memory_mib``, an optional attribute dropped), or with a text stand-in and a problem naming the device
     or the file; never kept with another number (``memory_mib`` 0 for a size not read), reported or not.
+    That device's own entries (each directory of the fixture holding its files alone: its PCI address's sysfs
+    directory, its IOMMU group, its class entry) are then kept in the listings of their parents while every read
+    under them answers as gone (FileNotFoundError, absent), as a device unbound between a listing and the next
+    read leaves them: no hook may raise, no other device may go or change, and the device is left out, reported,
+    or kept with what it cannot read unknown (``invariant an-entry-gone-when-read-is-no-crash``).
     And the middle device's first link record that is up (a collection under a key naming links, numbered
     0, 1, ..., each with its state: NVML's per-NVLink state) is switched off in the vendor's own off value,
     as ``nvidia-smi nvlink -s`` shows a link inactive between active ones: every peer another record still
@@ -1177,7 +1188,8 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     key every answer by ``device.id``; read a device's signals from its own vendor entry (its index or bus id),
     never from its place in a list; sort ids numerically, not as text; skip a link that is down, never stop at
     it; a vendor value that cannot be read is unknown (``None``) and reported, never a default, for that device
-    alone (read each device's signals in a try of its own).
+    alone (read each device's signals, and each listed entry, in a try of its own: an entry listed may be
+    gone when read).
     """
     family = subject.family()
     fx = subject.fixture(fixture)
@@ -1215,6 +1227,9 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         found, damaged = damaged_device_files(subject, fx, healthy, devices)
         wrong += found
         tried += damaged
+        found, vanished = vanished_device_entry(subject, fx, healthy, devices)
+        wrong += found
+        tried += vanished
         found, switched = first_link_switched_off(subject, fx, healthy, devices)
         wrong += found
         tried += switched
@@ -1244,6 +1259,27 @@ def first_link_switched_off(subject: Subject, fx: Fixture, healthy: FamilyInvent
     wrong = subject.blamed(built, peers_dropped(healthy, built.family(healthy.family.name), device, link, devices),
                            where)
     return wrong, [f"{device.id}'s first link switched off"]
+
+
+def vanished_device_entry(subject: Subject, fx: Fixture, healthy: FamilyInventory,
+                          devices: list[Device]) -> tuple[list[str], list[str]]:
+    """RAC211's ``an-entry-gone-when-read-is-no-crash``: the damaged device's own directories (its entries alone)
+    still listed by their parents but gone when read, as a device unbound mid-probe leaves them (one build).
+    (What went wrong, what was tried.)"""
+    device = devices[1] if len(devices) > 1 else devices[0]  # the device damaged_device_files damages
+    gone = vanished_entries(fx.host.files, device)
+    if not gone:
+        return [], []
+    after = simulated_host(perturbed(fx, {"files": entry_files_removed(fx.host.files, gone)}))
+    built = subject.build(VanishedEntryHost(simulated_host(fx), after, gone))
+    where = (f"invariant an-entry-gone-when-read-is-no-crash, {fx.ref} with {', '.join(gone)} listed, then gone "
+             "when read (the device unbound mid-probe)")
+    family, problems = built.family(healthy.family.name), subject.plugin_problems(
+        built, severities=("error", "warning"))
+    wrong = damaged_file_findings(healthy, family, problems, device, where, "missing", gone[0])
+    if not any(p.code == "hook-raised" for p in problems):  # a raise drops them all: said once, above
+        wrong += [f"{where}: {d}" for d in others_dropped(healthy, family, device)]
+    return wrong, [f"{device.id}'s entries {', '.join(gone)} gone when read"]
 
 
 def damaged_device_files(subject: Subject, fx: Fixture, healthy: FamilyInventory,
