@@ -70,13 +70,14 @@ def _no_ray_driver_left_behind(request: pytest.FixtureRequest) -> Iterator[None]
 #: template's bakes 175 s, the recovery run 157, the reference plugins' run 156, the corpus 143, the activation's
 #: plain `ray start` nodes 142, the broken plugins 134, the registry's two signed runs 126, the Kubernetes exports
 #: 112, the attestation 66, ...; the CLI's bad input, 117 s there, placed by its CPU since: 29 -> 14 s alone, after
-#: 8c0bb87 and 7dfa1ed). `make test` hands whole files to its workers in collection order (``--dist loadfile
-#: --no-loadscope-reorder``): started last, a long file would run alone at the end, so they are collected first
-#: (longest processing time first), the short ones after.
+#: 8c0bb87 and 7dfa1ed; the README's Ray journey, run once since, placed by its CPU: 31 -> 17-23 s alone).
+#: `make test` hands whole files to its workers in collection order (``--dist loadfile --no-loadscope-reorder``):
+#: started last, a long file would run alone at the end, so they are collected first (longest processing time
+#: first), the short ones after.
 LONGEST_FILES = ("test_template_bake.py", "test_conformance_recovery.py", "test_reference_plugins_conformance.py",
                  "test_conformance_corpus.py", "test_ray_activation.py", "test_conformance_broken.py",
                  "test_conformance_registry.py", "test_export_k8s.py", "test_conformance_attestation.py",
-                 "test_cli_bad_input.py", "test_ray_lifecycle.py", "test_readme.py", "test_ray_amd_worker_exits.py",
+                 "test_cli_bad_input.py", "test_ray_lifecycle.py", "test_ray_amd_worker_exits.py", "test_readme.py",
                  "test_conformance_cluster_process.py", "test_record.py", "test_metrics_prometheus.py")
 
 
