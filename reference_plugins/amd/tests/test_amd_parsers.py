@@ -116,6 +116,17 @@ def test_metric_reads_ecc_power_and_temperature():
     assert (gpu["power_w"], gpu["temperature_c"], gpu["gfx_activity"]) == (750, 71, 97)
 
 
+@pytest.mark.parametrize("activity", [-97, 101, "-3 %"])
+def test_an_activity_outside_0_to_100_percent_is_reported_and_unknown(activity):
+    # A secondary partition prints N/A on amd-smi 25, so the GPU's utilization is its primary's reading alone.
+    data = {"gpu_data": [{"gpu": 0, "usage": {"gfx_activity": {"value": activity, "unit": "%"},
+                                              "umc_activity": {"value": 40, "unit": "%"}}}]}
+    with collect_problems() as sink:
+        gpu = cli.parse_metric(json.dumps(data))[0]
+    assert (gpu["gfx_activity"], gpu["umc_activity"]) == (None, 40)
+    assert "usage.gfx_activity" in sink.drain()[0].message
+
+
 def test_an_ecc_count_left_out_or_not_a_number_is_unknown_not_zero():
     # amd-smi prints N/A where a count is not supported, and a version may leave a key out: no count, no metric.
     data = {"gpu_data": [{"gpu": 0, "ecc": {"total_correctable_count": "N/A", "total_deferred_count": 0}}]}

@@ -35,7 +35,10 @@ that Ray counts one by one (``amdsmi_get_processor_handles``). What the fixtures
 * **activity**: every machine is recorded busy (a training job on every partition), each partition at its own
   ``gfx_activity`` and ``umc_activity`` (amdsmi_get_gpu_activity and ``amd-smi metric``'s ``usage`` answer per
   logical GPU, in percent): a GPU's utilization is its partitions' mean, never their sum, and no partition reads
-  the mean (so a reading scaled or damaged at the host seam is never taken for the GPU's own).
+  the mean (so a reading scaled or damaged at the host seam is never taken for the GPU's own). Not on amd-smi 25
+  (ROCm 6.4.x): a secondary partition has no gpu_metrics or hwmon of its own and prints N/A for its activity and
+  temperatures (amdsmi CHANGELOG, ROCm 6.4.1 resolved issues: ``amd-smi monitor`` GPU_T, MEM_T, GFX%, MEM% N/A on
+  partitions 1-7), so there the GPU's utilization is what its primary prints.
 
 Fixtures written (expected values are worked out from these facts, not from the plugin's output):
 
@@ -168,13 +171,15 @@ def umc_activity(gpu: int, partition: int) -> int:
     return 21 + (5 * gpu + 3 * partition) % 13
 
 
-def expected_metric_values(partitions: int) -> dict[str, dict[str, float]]:
+def expected_metric_values(partitions: int, reporting: int | None = None) -> dict[str, dict[str, float]]:
     """``expected.metric_values``: each GPU's utilization and memory-controller activity, its partitions' mean
     GFX and UMC activity (neither a sum nor a whole-number quotient: the means are fractions here), and its
     memory as its primary partition states it (the whole GPU's and the whole device's VRAM in use: a partition
-    0 counted as one more partition, or the secondaries' use added to the device's, would be off)."""
-    return {device: {"utilization": sum(gfx_activity(g, p) for p in range(partitions)) / partitions,
-                     "vendor.umc_activity": sum(umc_activity(g, p) for p in range(partitions)) / partitions,
+    0 counted as one more partition, or the secondaries' use added to the device's, would be off). ``reporting``:
+    how many partitions, the first, state their activity (all by default)."""
+    reporting = reporting or partitions
+    return {device: {"utilization": sum(gfx_activity(g, p) for p in range(reporting)) / reporting,
+                     "vendor.umc_activity": sum(umc_activity(g, p) for p in range(reporting)) / reporting,
                      "memory_total": VRAM_MB * 2**20, "memory_used": DEVICE_VRAM_USED_MIB * 2**20}
             for g, device in enumerate(expected_ids())}
 
@@ -467,18 +472,24 @@ def static_entry(gpu: int, partition: int, partitions: int, logical: int, layout
     return entry
 
 
-def metric_entry(gpu: int, partition: int, partitions: int, logical: int) -> dict[str, Any]:
+def metric_entry(gpu: int, partition: int, partitions: int, logical: int, layout: int) -> dict[str, Any]:
     primary = partition == 0
     total = stated_vram_mib(VRAM_MB, partition, partitions)
+    # amd-smi 25 (ROCm 6.4.x): a secondary partition has no gpu_metrics or hwmon of its own, so its activity and
+    # temperatures print N/A (amdsmi CHANGELOG, ROCm 6.4.1 resolved issues: `amd-smi monitor` GPU_T, MEM_T, GFX%,
+    # MEM% N/A on partitions 1-7); the primary's are the whole GPU's.
+    own = primary or layout != 25
     return {
         "gpu": logical,
-        "usage": {"gfx_activity": value(gfx_activity(gpu, partition), "%"),
-                  "umc_activity": value(umc_activity(gpu, partition), "%"), "mm_activity": value("N/A", "%")},
+        "usage": {"gfx_activity": value(gfx_activity(gpu, partition) if own else "N/A", "%"),
+                  "umc_activity": value(umc_activity(gpu, partition) if own else "N/A", "%"),
+                  "mm_activity": value("N/A", "%")},
         # Socket power is the whole GPU's: only the primary partition reports it.
         "power": {"socket_power": value(130 + gpu if primary else "N/A", "W"),
                   "gfx_voltage": value("N/A", "mV"), "soc_voltage": value("N/A", "mV"),
                   "mem_voltage": value("N/A", "mV"), "throttle_status": "N/A", "power_management": "ENABLED"},
-        "temperature": {"edge": value("N/A", "C"), "hotspot": value(40 + gpu, "C"), "mem": value(33, "C")},
+        "temperature": {"edge": value("N/A", "C"), "hotspot": value(40 + gpu if own else "N/A", "C"),
+                        "mem": value(33 if own else "N/A", "C")},
         "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0, "total_deferred_count": 0,
                 "cache_correctable_count": 0, "cache_uncorrectable_count": 0},
         "mem_usage": {"total_vram": value(total, "MB"), "used_vram": value(DEVICE_VRAM_USED_MIB, "MB"),
@@ -531,7 +542,7 @@ def cli_fixture(layout: int) -> dict[str, Any]:
         "amd-smi static --json": {"stdout": dumps(
             {"gpu_data": [static_entry(g, p, partitions, n, layout) for g, p, n in logical]})},
         "amd-smi metric --json": {"stdout": dumps(
-            {"gpu_data": [metric_entry(g, p, partitions, n) for g, p, n in logical]})},
+            {"gpu_data": [metric_entry(g, p, partitions, n, layout) for g, p, n in logical]})},
         "amd-smi topology --json": {"stdout": dumps([topology_entry(g, p, partitions, n) for g, p, n in logical])},
         "amd-smi version --json": {"stdout": dumps([{"tool": "AMDSMI Tool", "version": tool,
                                                      "amdsmi_library_version": tool, "rocm_version": rocm}])},
@@ -548,7 +559,8 @@ def cli_fixture(layout: int) -> dict[str, Any]:
                 "resources": resources, "links": 28, "skus": {i: "mi300x" for i in ids},
                 "labels": expected_labels(8, VRAM_MB, "6.12.12" if layout == 25 else "6.14.14", rocm,
                                           "DPX", "NPS1", hive="mi300x-dpx-node-xgmi-0", partitions=16),
-                "metric_values": expected_metric_values(partitions),
+                # amd-smi 25: the primary's activity alone, the whole GPU's (the secondaries print N/A).
+                "metric_values": expected_metric_values(partitions, reporting=1 if layout == 25 else None),
                 "device_fields": expected_slices(partitions, "NPS1")}
     faults: list[dict[str, Any]] = []
     if layout == 26:
@@ -567,7 +579,9 @@ def cli_fixture(layout: int) -> dict[str, Any]:
              if layout == 25 else "partition data is only in `amd-smi partition --current --json`, not `static`")
     description = (f"8x AMD Instinct MI300X in DPX compute / NPS1 memory partitioning: 16 logical GPUs (one PCI "
                    f"function each) read through amd-smi {tool} --json (ROCm {rocm}; no amdsmi Python package); "
-                   f"{where}; partitions share their GPU's uuid; busy, each partition at its own GFX activity")
+                   f"{where}; partitions share their GPU's uuid; busy, "
+                   + ("the primary partition printing the GPU's activity and temperatures, the others N/A"
+                      if layout == 25 else "each partition at its own GFX activity"))
     source = (f"amd-smi {tool} (ROCm {rocm}) JSON layout of list/static/metric/topology/version"
               + (" and partition --current" if layout == 26 else "")
               + f" --json, documented at {CLI_DOC_25 if layout == 25 else CLI_DOC_26}"

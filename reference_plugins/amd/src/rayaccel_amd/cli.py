@@ -116,6 +116,15 @@ def _watts(power: Mapping[str, Any], key: str, gpu: Any) -> float | None:
     return watts
 
 
+def _percent(usage: Mapping[str, Any], key: str, gpu: Any) -> float | None:
+    """An activity in percent; anything but a number in [0, 100] (or N/A) is reported and ignored."""
+    percent = number_of(usage.get(key), f"usage.{key}", gpu)
+    if percent is not None and not 0 <= percent <= 100:
+        malformed(f"usage.{key}", usage.get(key), "a percentage in [0, 100]", where=f"GPU {gpu}")
+        return None
+    return percent
+
+
 def _absent_value(field: Any) -> bool:
     """True for what amd-smi prints for "not answered": nothing, N/A, or {"value": "N/A"}."""
     if field is None:
@@ -281,8 +290,8 @@ def parse_metric(text: str) -> dict[int, dict[str, Any]]:
         total = mib_of(memory.get("total_vram"))
         found[entry["gpu"]] = {
             "ecc": counts,
-            "gfx_activity": number_of(usage.get("gfx_activity"), "usage.gfx_activity", gpu),
-            "umc_activity": number_of(usage.get("umc_activity"), "usage.umc_activity", gpu),
+            "gfx_activity": _percent(usage, "gfx_activity", gpu),
+            "umc_activity": _percent(usage, "umc_activity", gpu),
             "power_w": power_w,
             "temperature_c": number_of(temperature.get("hotspot", temperature.get("junction")), "temperature.hotspot",
                                        gpu),
