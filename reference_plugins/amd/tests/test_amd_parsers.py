@@ -1,4 +1,5 @@
-"""The amd-smi JSON parsers: both layouts amd-smi has shipped, units, and a clear error for anything else."""
+"""The amd-smi JSON parsers: both layouts amd-smi has shipped, units, and a clear error for anything else; and the
+same range checks on what the amdsmi library answers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rayaccel.testing import collect_problems
-from rayaccel_amd import cli, products
+from rayaccel_amd import amdsmi as amdsmi_adapter, cli, products
 from rayaccel_amd.cli import AmdSmiParseError
+from rayaccel_amd.library import read_library
 
 PARSERS = [cli.parse_static, cli.parse_list, cli.parse_metric, cli.parse_topology, cli.parse_version,
            cli.parse_partition]
@@ -125,6 +127,16 @@ def test_an_activity_outside_0_to_100_percent_is_reported_and_unknown(activity):
         gpu = cli.parse_metric(json.dumps(data))[0]
     assert (gpu["gfx_activity"], gpu["umc_activity"]) == (None, 40)
     assert "usage.gfx_activity" in sink.drain()[0].message
+
+
+@pytest.mark.parametrize("activity", [65535, -1, 100.5])
+def test_amdsmi_activity_outside_0_to_100_percent_is_reported_and_unknown(activity):
+    gpus = {"0": {"uuid": "u0", "bdf": "0000:05:00.0", "asic_info": {"market_name": "AMD Instinct MI300X"},
+                  "activity": {"gfx_activity": activity, "umc_activity": 40, "mm_activity": "N/A"}}}
+    with collect_problems() as sink:
+        (gpu,) = read_library(amdsmi_adapter.open_simulated({"gpus": gpus}), links=False).gpus
+    assert (gpu.gfx_activity, gpu.umc_activity) == (None, 40)
+    assert any("activity.gfx_activity" in p.message for p in sink.drain())
 
 
 def test_an_ecc_count_left_out_or_not_a_number_is_unknown_not_zero():

@@ -180,8 +180,8 @@ def _read_health(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..
 
 def _read_metrics(lib: Any, handle: Any, record: GpuRecord, optional: Callable[..., Any]) -> None:
     activity = optional(lib.amdsmi_get_gpu_activity, handle, into=record.errors, what="activity") or {}
-    record.gfx_activity = _reading(activity.get("gfx_activity"), "activity.gfx_activity", record.index)
-    record.umc_activity = _reading(activity.get("umc_activity"), "activity.umc_activity", record.index)
+    record.gfx_activity = _percent(activity.get("gfx_activity"), "activity.gfx_activity", record.index)
+    record.umc_activity = _percent(activity.get("umc_activity"), "activity.umc_activity", record.index)
     power = optional(lib.amdsmi_get_power_info, handle, into=record.errors, what="power") or {}
     # ROCm 7 reports "socket_power"; MI300-era libraries "current_socket_power" ("average_socket_power" is N/A there).
     for key in ("socket_power", "current_socket_power", "average_socket_power"):
@@ -201,6 +201,15 @@ def _reading(value: Any, name: str, index: int) -> float | None:
     number = _number(value)
     if number is None and value is not None and str(value).strip().upper() != "N/A":
         malformed(name, value, "a number", where=f"GPU {index}")
+    return number
+
+
+def _percent(value: Any, name: str, index: int) -> float | None:
+    """An activity in percent; one outside [0, 100] (a u16 the binding did not turn into N/A) is reported."""
+    number = _reading(value, name, index)
+    if number is not None and not 0 <= number <= 100:
+        malformed(name, value, "a percentage in [0, 100]", where=f"GPU {index}")
+        return None
     return number
 
 
