@@ -78,6 +78,7 @@ from rayaccel_conformance.checks.perturbations import (
     reorderings,
 )
 from rayaccel_conformance.checks.readings import host_readings
+from rayaccel_conformance.checks.rising_errors import RAISED_BY, cleared_reasons, error_counts, raised_host
 from rayaccel_conformance.checks.shared_domains import unshared_domain_errors
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
 from rayaccel_conformance.checks.value_relations import (
@@ -1172,6 +1173,10 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
     under them answers as gone (FileNotFoundError, absent), as a device unbound between a listing and the next
     read leaves them: no hook may raise, no other device may go or change, and the device is left out, reported,
     or kept with what it cannot read unknown (``invariant an-entry-gone-when-read-is-no-crash``).
+    And every error count the machine states for that device (a number its own field or file name calls corrected
+    or uncorrected, correctable or uncorrectable, or errors) is raised by 3, as a device correcting errors counts
+    them: every reason it had is still given, its state no better, and no other device changes (``invariant
+    more-errors-clear-no-reason``: a reason about errors fires from the first one counted, never at 0).
     And the middle device's first link record that is up (a collection under a key naming links, numbered
     0, 1, ..., each with its state: NVML's per-NVLink state) is switched off in the vendor's own off value,
     as ``nvidia-smi nvlink -s`` shows a link inactive between active ones: every peer another record still
@@ -1230,6 +1235,9 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         found, vanished = vanished_device_entry(subject, fx, healthy, devices)
         wrong += found
         tried += vanished
+        found, raised = raised_error_counts(subject, fx, healthy, devices)
+        wrong += found
+        tried += raised
         found, switched = first_link_switched_off(subject, fx, healthy, devices)
         wrong += found
         tried += switched
@@ -1280,6 +1288,28 @@ def vanished_device_entry(subject: Subject, fx: Fixture, healthy: FamilyInventor
     if not any(p.code == "hook-raised" for p in problems):  # a raise drops them all: said once, above
         wrong += [f"{where}: {d}" for d in others_dropped(healthy, family, device)]
     return wrong, [f"{device.id}'s entries {', '.join(gone)} gone when read"]
+
+
+def raised_error_counts(subject: Subject, fx: Fixture, healthy: FamilyInventory,
+                        devices: list[Device]) -> tuple[list[str], list[str]]:
+    """RAC211's ``more-errors-clear-no-reason``: every error count the machine states for the damaged device
+    raised by a few (one build); its reasons all kept, its state no better, the other devices unchanged.
+    (What went wrong, what was tried.)"""
+    device = devices[1] if len(devices) > 1 else devices[0]
+    host = fx.host.model_dump(mode="json")
+    counts = error_counts(host, device)
+    if not counts:
+        return [], []
+    built = subject.build(simulated_host(fx.model_copy(update={
+        "host": HostState.model_validate(raised_host(host, counts)), "faults": []})))
+    family = built.family(healthy.family.name)
+    where = (f"invariant more-errors-clear-no-reason, {fx.ref} with {device.id}'s {len(counts)} error counts "
+             f"raised by {RAISED_BY} ({counts[0].describe()}, ...)")
+    wrong = cleared_reasons(healthy, family, device, where)
+    if family is not None:
+        wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, family, {device.id})]
+    before = [p.code for p in subject.discovery_failed(subject.inventory(fx.ref))]  # the machine's own fallbacks
+    return subject.blamed(built, wrong, "", before), [f"{device.id}'s {len(counts)} error counts raised"]
 
 
 def damaged_device_files(subject: Subject, fx: Fixture, healthy: FamilyInventory,
