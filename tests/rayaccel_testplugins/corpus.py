@@ -1660,7 +1660,8 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_freed_transfers", "rayaccel_testplugins.corpus_aborted_transfers",
                   "rayaccel_testplugins.corpus_partition_ids", "rayaccel_testplugins.corpus_lane_ports",
                   "rayaccel_testplugins.corpus_attribute_fields", "rayaccel_testplugins.corpus_rate_counters",
-                  "rayaccel_testplugins.corpus_vanished_entries", "rayaccel_testplugins.corpus_rising_errors")
+                  "rayaccel_testplugins.corpus_vanished_entries", "rayaccel_testplugins.corpus_rising_errors",
+                  "rayaccel_testplugins.corpus_switch_attributes")
 
 
 def add_import_defect(cls: type[Healthy]) -> Healthy:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rayaccel.records import Device
-from rayaccel_conformance.checks.merged_profiles import partition_texts
+from rayaccel_conformance.checks.merged_profiles import partition_texts, records_about
 
 #: What a record answers for a field it cannot state (amdsmi's ``N/A`` off a GPU's primary partition).
 NO_VALUE = {"", "n/a", "na", "none", "null", "unknown", "not supported", "-"}
@@ -50,6 +50,33 @@ def stated_fields(state: Mapping[str, Any], idents: list[str]) -> dict[str, dict
     return found
 
 
+#: What an on/off attribute says, by its word. Vendors state a switch as 1 for on and 0 for off (nvml.h:
+#: ``NVML_FEATURE_ENABLED`` 1, ``NVML_DEVICE_MIG_ENABLE`` 1 and ``_DISABLE`` 0; ``nvmlDeviceGetMigMode`` answers the
+#: current and the pending mode, so a list of them states each).
+SWITCH_WORDS = {"enabled": True, "enable": True, "on": True, "true": True, "yes": True,
+                "disabled": False, "disable": False, "off": False, "false": False, "no": False}
+
+
+def _switch(value: Any) -> list[bool]:
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return [bool(value)]
+    if isinstance(value, list) and value and all(not isinstance(v, bool) and v in (0, 1) for v in value):
+        return [bool(v) for v in value]
+    return []
+
+
+def stated_switches(state: Mapping[str, Any], idents: list[str]) -> dict[str, dict[bool, str]]:
+    """Each field the machine's library or JSON records about ``idents`` state as a switch, a number 0 or 1 (or a
+    list of them) beside the id: field -> each state it says -> where."""
+    found: dict[str, dict[bool, str]] = {}
+    for ident in dict.fromkeys(i for i in idents if len(i) >= MIN_ID):
+        for where, record in records_about(state, ident):
+            for key, value in record.items():
+                for on in _switch(value):
+                    found.setdefault(str(key).strip().lower().replace("-", "_"), {}).setdefault(on, f"{where}.{key}")
+    return found
+
+
 def _own_ids(device: Device) -> list[str]:
     ids = [device.id]
     for part in device.partitions:
@@ -71,7 +98,18 @@ def attribute_field_findings(devices: list[Device], state: Mapping[str, Any], fi
             if not texts:
                 continue
             fields = stated_fields(state, idents)
+            switches = stated_switches(state, idents)
             for key, value in texts:
+                said = SWITCH_WORDS.get(value.strip().lower())
+                states = switches.get(key.strip().lower().replace("-", "_"), {})
+                if said is not None and states and said not in states:
+                    stated_as = ", ".join(f"{'on' if on else 'off'} ({where})" for on, where in states.items())
+                    wrong.append(
+                        f"invariant an-attribute-holds-its-field, {fixture}: {owner} has attribute {key}={value!r} "
+                        f"({'on' if said else 'off'}), where the machine's records about it state {key} {stated_as} "
+                        "(1 or true is on, as nvml.h's NVML_FEATURE_ENABLED). Fix: publish "
+                        f"{key} from the vendor's value as the vendor defines it")
+                    continue
                 stated = fields.get(key.strip().lower().replace("-", "_"))
                 if not stated or value.strip().lower() in stated:
                     continue

@@ -303,6 +303,8 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
     of a device or partition named as a field of the machine's records about it (amdsmi's ``compute_partition``)
     holds a value those records state for that field (invariant an-attribute-holds-its-field,
     ``checks/attribute_fields.py``): the partitions' profiles and the Kubernetes names are read from it.
+    An attribute saying on or off (``enabled``, ``disabled``) holds the switch those records state under its
+    name as 1 or 0, or true or false (NVML's ``mig_mode``: ``NVML_DEVICE_MIG_ENABLE`` 1, ``_DISABLE`` 0).
     Fix: give differently sized devices or partitions different resource names (a partition resource per
     profile, named by the vendor's whole profile name, options included), or read each device's memory from
     the device itself, never from another card or a default.

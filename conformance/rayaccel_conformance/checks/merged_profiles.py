@@ -47,6 +47,20 @@ def _records_of(data: Any, ident: str, path: str) -> Iterator[tuple[str, Any]]:
             yield from _records_of(item, ident, f"{path}.{n}")
 
 
+def records_about(state: Mapping[str, Any], ident: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The library and JSON records that state ``ident`` as one of their own values, with where each is."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for name, data in (state.get("libraries") or {}).items():
+        found += list(_records_of(data, ident, f"library {name}"))
+    for line, answer in (state.get("commands") or {}).items():
+        try:
+            data = json.loads(str((answer or {}).get("stdout") or ""))
+        except ValueError:
+            continue
+        found += list(_records_of(data, ident, f"`{line}` output"))
+    return found
+
+
 def partition_texts(state: Mapping[str, Any], ident: str) -> list[tuple[str, str]]:
     """The machine's texts about the partition ``ident``, each with where it is: the strings of every library or
     JSON record that states the id as one of its values, the files of each directory holding a file that states it
