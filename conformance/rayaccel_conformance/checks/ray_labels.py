@@ -8,7 +8,8 @@ simulated machine at its vendor interface (the process environment is the host's
 answered by the host's metadata server; its methods are called, never patched), the variables it reads while
 labelling the node (of those its module names) are watched, each is set to a marker to find the label it feeds, and
 a label holding a whole number (a worker id) is moved by one through its variable. The plugin's label must then be
-Ray's.
+Ray's. On every fixture as recorded, each label Ray's wired manager gives that the plugin also gives must hold Ray's
+value (``labels-as-ray-gives-them``: TPU's pod type is ``v5litepod-8`` in Ray's words, not Cloud's ``v5e-8``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from rayaccel.hosts.fixtures import Fixture
 from rayaccel.hosts.seam import HttpUnavailable
 from rayaccel.hosts.simulated import SimulatedHost
+from rayaccel.records import FamilyInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.ray_environment import RAY_PREFIX, environment_kept
 from rayaccel_conformance.harness.subject import Subject
@@ -118,3 +120,14 @@ def labels_read_first(subject: Subject, manager: Any, fx: Fixture) -> list[str]:
                              f"server's {recorded[key]}: label {key}={ours!r}; Ray's {manager.__name__} gives "
                              f"{theirs!r} (it reads {var} before the metadata server)")
     return wrong
+
+
+def labels_as_ray_gives_them(manager: Any, fx: Fixture, family: FamilyInventory) -> list[str]:
+    """Where a label Ray's manager gives the node on ``fx`` as recorded is given by the plugin with another value:
+    Ray writes the same key itself (one key, one value on the node), and Ray's word is what its users select on."""
+    if not callable(getattr(manager, "get_current_node_accelerator_labels", None)):
+        return []
+    theirs, _ = ray_labels(manager, simulated_host(fx.model_copy(update={"faults": []})), dict(fx.host.env))
+    return [f"invariant labels-as-ray-gives-them, {fx.ref}: label {key}={family.labels[key]!r}; Ray's "
+            f"{manager.__name__} gives {value!r} on this machine (Ray sets the same label itself: give Ray's value)"
+            for key, value in sorted(theirs.items()) if key in family.labels and family.labels[key] != value]

@@ -21,7 +21,7 @@ from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.experimental import _ray_validator, process_env_var
 from rayaccel_conformance.checks.ray_counts import companions_only_where_ray_writes_them
 from rayaccel_conformance.checks.ray_environment import NOSET, RAY_PREFIX, environment_kept
-from rayaccel_conformance.checks.ray_labels import labels_read_first
+from rayaccel_conformance.checks.ray_labels import labels_as_ray_gives_them, labels_read_first
 from rayaccel_conformance.checks.ray_resources import resource_disagreements
 from rayaccel_conformance.checks.ray_types import type_disagreements
 from rayaccel_conformance.harness.subject import Subject
@@ -266,7 +266,9 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     reads before it while labelling the node (of those its module names) whose label holds a whole number
     (TPU's ``TPU_WORKER_ID``, beside ``agent-worker-number``, as on a GKE TPU node) is set to another number
     than the server's, and the plugin's label must be the one Ray's manager, wired to the same simulated
-    machine, gives (``invariant labels-as-ray-reads-them``). Where that wired manager answers the node's
+    machine, gives (``invariant labels-as-ray-reads-them``); on every fixture as recorded, each label that wired
+    manager gives and the plugin gives too must hold Ray's value (``invariant labels-as-ray-gives-them``: TPU's pod
+    type ``v5litepod-8``, not Cloud's ``v5e-8``). Where that wired manager answers the node's
     accelerator type (Neuron's ``aws-neuron-core``, TPU's from the metadata server; NVML, amdsmi and hl-smi are
     not wired, so no answer), the family's type must be it on each fixture, and again with each device's product
     name and PCI device id written as a product's the catalog cannot list yet (``invariant
@@ -295,6 +297,7 @@ def visible_devices_as_ray_reads_them(subject: Subject, fixture: str | None) -> 
     if not subject.__dict__.setdefault("_ray_companions_tried", False):
         subject.__dict__["_ray_companions_tried"] = True
         wrong += companion_disagreements(subject, manager, var, fx)
+    wrong += labels_as_ray_gives_them(manager, fx, base)
     wrong += labels_read_first(subject, manager, fx)
     wrong += type_disagreements(subject, manager, fx, base)
     wrong += resource_disagreements(manager, fx, base)
