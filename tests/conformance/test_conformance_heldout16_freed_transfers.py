@@ -8,6 +8,10 @@ of one node, in one fresh interpreter: freed transfers must leave neither side h
 node-local name per transfer (``invariant a-transfer-holds-nothing-after-it``), and a receive aborted before it
 ran must fail (``invariant an-aborted-transfer-fails``). Two shapes of each are named; the SDK's transport and
 ``acme_wired``'s file transport pass; Ray's own transports are not the plugin's and are not run.
+
+Round 18's json bake ``j2`` (lane J19) gave back every staged transfer's segment on each ``garbage_collect``:
+Ray frees each ref alone, so a transfer staged beside a freed one must still arrive whole (``invariant
+a-freed-ref-frees-only-its-transfer``); its two shapes are named here too.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ pytest.importorskip("torch", reason="the transports need torch: pip install 'ray
 
 HELD = "invariant a-transfer-holds-nothing-after-it"
 ABORTED = "invariant an-aborted-transfer-fails"
+FREED_ALONE = "invariant a-freed-ref-frees-only-its-transfer"
 FREED = "after 5 more transfers, each received and its ref freed (garbage_collect on the sender, as Ray calls it)"
 
 
@@ -76,6 +81,24 @@ def test_a_transport_that_can_abort_but_lets_an_aborted_receive_arrive_is_named_
     assert "arrived whole after abort_transport(" in said and HELD not in said, said
 
 
+@pytest.mark.parametrize(("plugin", "name", "gone"),
+                         [(corpus_freed_transfers.frees_every_segment, corpus_freed_transfers.EVERY_SEGMENT_NAME,
+                           "the segment is gone (the ref was freed)"),
+                          (corpus_freed_transfers.sweeps_every_file, corpus_freed_transfers.EVERY_FILE_NAME,
+                           "RuntimeError: the file is gone (the ref was freed")],
+                         ids=["gc-frees-every-segment", "gc-sweeps-every-file"])
+def test_a_transport_whose_garbage_collect_frees_another_staged_transfer_is_named(
+        plugin: corpus.Healthy, name: str, gone: str) -> None:
+    subject = graded(plugin)
+    with pytest.raises(CheckFailed) as failed:
+        CHECKS["RAC273"].run(subject, None)
+    said = str(failed.value)
+    assert said.startswith(f"{FREED_ALONE}: {name}: two transfers staged, "), said
+    assert "on the sender (Ray frees that ref alone, as its count ends), " in said, said
+    assert ", still in flight, failed: its receive raised " in said and gone in said, said
+    assert said.count(FREED_ALONE) == 1 and HELD not in said and ABORTED not in said, said  # nothing else is wrong
+
+
 class _Declares(corpus.Healthy):
     SPECS: list[TransportSpec] = []
 
@@ -97,7 +120,8 @@ def test_the_sdk_transport_and_the_file_transport_the_shapes_break_pass() -> Non
     for name, line in zip(("ACME_SHM", "ACME_FILE"), evidence, strict=True):
         assert line.startswith(f"{name}: 6 transfers freed, neither side holds a descriptor or thread per transfer"
                                ), line
-        assert line.endswith("; a transfer aborted at its receiver failed its receive"), line
+        assert line.endswith("; one freed while another was staged left the other whole; a transfer aborted at its "
+                             "receiver failed its receive"), line
 
 
 class _RaysOwn(_Declares):

@@ -8,6 +8,14 @@ when the ref is freed; every transfer a job makes after that holds more of the n
   lets go of the file's descriptor but leaves the file ("a late receiver may still read it"): no descriptor is
   kept, only the files.
 
+And two whose ``garbage_collect`` frees more than the ref Ray freed (held-out round 18's j2; RAC273's invariant
+a-freed-ref-frees-only-its-transfer): Ray frees each ref alone while others of the same sender are in flight.
+
+- ``c-gc-frees-every-segment``: the SDK's shared-memory transport giving back every staged segment on each
+  ``garbage_collect`` ("the pool stays small between bursts"): a transfer staged beside the freed one is gone;
+- ``c-gc-sweeps-every-file``: ``acme_wired``'s file transport unlinking every file this sender wrote ("one sweep,
+  not one unlink per ref"), each other transfer's descriptor kept: its file is gone before its receive.
+
 Imported by tests/conformance/test_conformance_corpus.py (``corpus.MUTANT_MODULES``); each is bound here under its
 name. Without Ray, RAC273 kills both (tests/conformance/test_conformance_heldout16_freed_transfers.py).
 """
@@ -20,12 +28,14 @@ from typing import Any
 
 from rayaccel import SharedMemoryTransport, TransportSpec
 from rayaccel_testplugins import corpus
-from rayaccel_testplugins.acme_wired import AcmeFileMetadata, AcmeFileTransport
+from rayaccel_testplugins.acme_wired import FILE_PREFIX as FILE_PREFIX_OF_ACME, AcmeFileMetadata, AcmeFileTransport
 
 SEGMENT_NAME = "ACME_SHM_KEPT"
 FILE_NAME = "ACME_FILE_LEFT"
 FILE_PREFIX = "acme-file-left-"
 SHM_DIR = "/dev/shm"
+EVERY_SEGMENT_NAME = "ACME_SHM_EVERY"
+EVERY_FILE_NAME = "ACME_FILE_EVERY"
 
 
 def files() -> list[str]:
@@ -59,6 +69,30 @@ class FileLeftTransport(AcmeFileTransport):
                 os.close(fd)  # the defect: the descriptor goes, the file stays for a late receiver
 
 
+class EverySegmentFreedTransport(SharedMemoryTransport):
+    def tensor_transport_backend(self) -> str:
+        return EVERY_SEGMENT_NAME
+
+    def garbage_collect(self, obj_id: str, tensor_transport_meta: Any, tensors: list[Any]) -> None:
+        super().garbage_collect(obj_id, tensor_transport_meta, tensors)
+        for staged in list(self._owned):
+            self._drop(staged)  # the defect: every other staged transfer's segment given back too
+
+
+class EveryFileSweptTransport(AcmeFileTransport):
+    def tensor_transport_backend(self) -> str:
+        return EVERY_FILE_NAME
+
+    def garbage_collect(self, obj_id: str, tensor_transport_meta: Any, tensors: list[Any]) -> None:
+        super().garbage_collect(obj_id, tensor_transport_meta, tensors)
+        folder = os.path.dirname(tensor_transport_meta.path)
+        mine = f"{FILE_PREFIX_OF_ACME}{os.getpid()}-"
+        for name in os.listdir(folder):
+            if name.startswith(mine):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))  # the defect: every file of this sender, not obj_id's
+
+
 class GcKeepsSegment(corpus.Healthy):
     DEFECT = "its shared-memory transport's garbage_collect does nothing: every freed transfer's segment stays"
     KILLED_BY = ("RAC273", "invariant a-transfer-holds-nothing-after-it: ACME_SHM_KEPT")
@@ -77,5 +111,27 @@ class GcLeavesFile(corpus.Healthy):
                               manager_class="rayaccel_testplugins.corpus_freed_transfers:FileLeftTransport")]
 
 
+class GcFreesEverySegment(corpus.Healthy):
+    DEFECT = "its shared-memory transport's garbage_collect gives back every staged transfer's segment, not obj_id's"
+    KILLED_BY = ("RAC273", "invariant a-freed-ref-frees-only-its-transfer: ACME_SHM_EVERY")
+
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return [TransportSpec(name=EVERY_SEGMENT_NAME, devices=["cpu"], one_sided=True, link_kinds=["other"],
+                              reach="node",
+                              manager_class="rayaccel_testplugins.corpus_freed_transfers:EverySegmentFreedTransport")]
+
+
+class GcSweepsEveryFile(corpus.Healthy):
+    DEFECT = "its file transport's garbage_collect unlinks every file its sender wrote, not obj_id's"
+    KILLED_BY = ("RAC273", "invariant a-freed-ref-frees-only-its-transfer: ACME_FILE_EVERY")
+
+    def rayaccel_transports(self) -> list[TransportSpec]:
+        return [TransportSpec(name=EVERY_FILE_NAME, devices=["cpu"], one_sided=True, link_kinds=["other"],
+                              reach="node",
+                              manager_class="rayaccel_testplugins.corpus_freed_transfers:EveryFileSweptTransport")]
+
+
 keeps_segment = c_gc_keeps_segment = corpus.add_import_defect(GcKeepsSegment)
 leaves_file = c_gc_leaves_file = corpus.add_import_defect(GcLeavesFile)
+frees_every_segment = c_gc_frees_every_segment = corpus.add_import_defect(GcFreesEverySegment)
+sweeps_every_file = c_gc_sweeps_every_file = corpus.add_import_defect(GcSweepsEveryFile)

@@ -17,6 +17,7 @@ from rayaccel_conformance.registry import CheckFailed, Evidence, check
 
 HELD = "invariant a-transfer-holds-nothing-after-it"
 ABORTED = "invariant an-aborted-transfer-fails"
+FREED_ALONE = "invariant a-freed-ref-frees-only-its-transfer"
 _DIRS = ", ".join(NODE_LOCAL_DIRS)
 #: How long either side may take to let go of a freed or aborted transfer: without Ray between, only the
 #: transport's own clean-up runs behind its calls (RAC301 waits 30 s for Ray's actors); a run's
@@ -38,14 +39,18 @@ def transport_lifecycle(subject: Subject) -> Evidence:
     hold one descriptor or thread more per transfer than after the first, nor may one name per transfer be left
     in those directories (within 10 s, or a shorter ``--conformance-release-timeout``), else ``invariant
     a-transfer-holds-nothing-after-it`` is named with the counts and the names: a ``garbage_collect`` that keeps
-    the transfer's segment, file or descriptor holds the node's memory for every transfer a job makes. Then,
-    where the class says it can abort (``can_abort_transport()``), a transfer is aborted at its receiver before
-    its receive runs, as Ray aborts a failed or overdue transfer (``RDTManager._abort_transport`` calls
-    ``abort_transport`` on the receiver, and a receive still queued runs after it): the receive must fail, as
-    NIXL's does (``invariant an-aborted-transfer-fails``), and the receiver hold no more than before. Fix: unlink
-    the transfer's name and give back or close its segment in ``garbage_collect`` (a pool bounded in segments
-    is no leak); record an aborted id in ``abort_transport`` and fail a receive of it (the SDK's
-    ``SharedMemoryTransport`` does both), or answer ``can_abort_transport()`` False so Ray kills the actors.
+    the transfer's segment, file or descriptor holds the node's memory for every transfer a job makes. Then two
+    transfers are staged and the first freed before the second is received, as Ray frees each ref alone while
+    others of the same sender are in flight: the second must arrive whole, with its own bytes (``invariant
+    a-freed-ref-frees-only-its-transfer``: a ``garbage_collect`` that gives back every staged segment destroys
+    the tensors of refs still held). Then, where the class says it can abort (``can_abort_transport()``), a transfer
+    is aborted at its receiver before its receive runs, as Ray aborts a failed or overdue transfer
+    (``RDTManager._abort_transport`` calls ``abort_transport`` on the receiver, and a receive still queued runs
+    after it): the receive must fail, as NIXL's does (``invariant an-aborted-transfer-fails``), and the receiver
+    hold no more than before. Fix: unlink the transfer's name and give back or close its segment in
+    ``garbage_collect`` (a pool bounded in segments is no leak), that transfer's alone; record an aborted id in
+    ``abort_transport`` and fail a receive of it (the SDK's ``SharedMemoryTransport`` does both), or answer
+    ``can_abort_transport()`` False so Ray kills the actors.
     """
     from rayaccel_conformance.checks.transport_contract import own_transports_to_run
 
@@ -88,6 +93,14 @@ def _findings(spec: TransportSpec, run: Lifecycle) -> list[str]:
             found.append(f"{HELD}: {spec.name}: {steps}, the {side} holds {' and '.join(kept)} than after the "
                          f"first, {_wait()} later: a freed transfer keeps what it took, one per "
                          "transfer, until the node runs out")
+    beside = run.freed_beside
+    if beside is not None and beside["outcome"] is not None:
+        freed, kept = beside["freed"], beside["kept"]
+        found.append(f"{FREED_ALONE}: {spec.name}: two transfers staged, {freed} and {kept}; after "
+                     f"garbage_collect({freed!r}) on the sender (Ray frees that ref alone, as its count ends), "
+                     f"{kept}, still in flight, failed: {beside['outcome']}. garbage_collect lets go of obj_id's "
+                     "transfer alone (Ray's TensorTransportManager: 'clean up resources for an RDT object'; NIXL's "
+                     "drops that id's alone), else freeing one ref destroys the tensors of every ref still in flight")
     if run.abort is not None:
         obj_id = run.abort["obj_id"]
         if run.abort["raised"] is None:
@@ -119,4 +132,4 @@ def _passed(spec: TransportSpec, run: Lifecycle) -> str:
     abort = ("a transfer aborted at its receiver failed its receive" if run.abort is not None else
              "it cannot abort (Ray kills the actors on a failed transfer)")
     return (f"{spec.name}: {REPEATED_TRANSFERS + 1} transfers freed, neither side holds a descriptor or thread "
-            f"per transfer{names}; {abort}")
+            f"per transfer{names}; one freed while another was staged left the other whole; {abort}")

@@ -12,7 +12,8 @@ the ref). After a first transfer (what a first transfer opens for good, a pool o
 :data:`REPEATED_TRANSFERS` more follow, and each side's descriptors, threads and names are counted. Then, where the
 class says it can abort, one transfer is aborted at its receiver before its receive runs, as Ray aborts a failed
 or overdue transfer (``RDTManager._abort_transport``), and the receive's outcome and what the receiver holds after
-it are answered.
+it are answered. Before that, two transfers are staged and the first freed before the second is received: Ray frees
+each ref alone, and the other must still arrive whole.
 """
 
 from __future__ import annotations
@@ -63,13 +64,16 @@ class Lifecycle:
     whether the node-local directories were this run's own; ``sender_more`` / ``receiver_more``: what each side
     holds after the repeated transfers beyond what it held after the first; ``abort``: None where the class cannot
     abort, else the aborted receive's outcome (``raised``: what it raised, None: it arrived whole) and what the
-    receiver holds beyond what it held before it."""
+    receiver holds beyond what it held before it; ``freed_beside``: two transfers staged, the first freed, then the
+    second received (``freed``, ``kept``: their ids; ``outcome``: what went wrong with the second, None: it arrived
+    whole)."""
 
     failed: str | None
     names_counted: bool
     sender_more: tuple[int, int, list[str]] | None = None
     receiver_more: tuple[int, int, list[str]] | None = None
     abort: dict[str, Any] | None = None
+    freed_beside: dict[str, Any] | None = None
 
 
 def lifecycle_run(manager_class: str, release_timeout_s: float) -> Lifecycle:
@@ -242,6 +246,7 @@ def _lifecycle(cls: type, count_names: bool, release_timeout_s: float) -> dict[s
                                             [sender_first, receiver_first], limit, release_timeout_s)
         answer["sender_more"] = sender_now.more_than(sender_first)
         answer["receiver_more"] = receiver_now.more_than(receiver_first)
+        answer["freed_beside"] = _freed_beside(sender, receiver, comm)
         if sender.can_abort_transport():
             obj_id = f"{_ID_PREFIX}{0xAB0127:06x}"
             meta = sender.extract_tensor_transport_metadata(obj_id, tensors)
@@ -251,6 +256,34 @@ def _lifecycle(cls: type, count_names: bool, release_timeout_s: float) -> dict[s
         return answer
     finally:
         receiver.close()
+
+
+def _freed_beside(sender: Any, receiver: _Receiver, comm: Any) -> dict[str, Any]:
+    """Two transfers staged, the first's ref freed (``garbage_collect``), then the second received: Ray frees each
+    ref alone, as its reference count ends, while another of the same sender may still be in flight. Each carries
+    its own bytes, so one received in the other's place is seen too."""
+    from rayaccel_conformance.harness.payload import digest, payload
+
+    freed, kept = f"{_ID_PREFIX}{0xF0EE0A:06x}", f"{_ID_PREFIX}{0xF0EE0B:06x}"
+    freed_tensors, kept_tensors = payload(SEED + 1), payload(SEED + 2)
+    answer: dict[str, Any] = {"freed": freed, "kept": kept, "outcome": None}
+    step = "the sender's extract"
+    try:
+        freed_meta = sender.extract_tensor_transport_metadata(freed, freed_tensors)
+        kept_meta = sender.extract_tensor_transport_metadata(kept, kept_tensors)
+        step = "the sender's garbage_collect"
+        sender.garbage_collect(freed, freed_meta, freed_tensors)
+        step = "its receive"
+        got = receiver.ask("recv", kept, kept_meta, comm)
+        if "raised" in got:
+            answer["outcome"] = f"its receive raised {got['raised']}"
+        elif got["digests"] != digest(kept_tensors):
+            answer["outcome"] = "it arrived with other bytes"
+        step = "the sender's garbage_collect"
+        sender.garbage_collect(kept, kept_meta, kept_tensors)
+    except Exception as e:  # what it raised is the finding
+        answer["outcome"] = f"{step} raised {type(e).__name__}: {e}"
+    return answer
 
 
 def _in_own_node(cls: type, release_timeout_s: float) -> dict[str, Any] | None:
