@@ -1613,7 +1613,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_declared", "rayaccel_testplugins.corpus_links_pci",
                   "rayaccel_testplugins.corpus_sensors", "rayaccel_testplugins.corpus_first_build",
                   "rayaccel_testplugins.corpus_ray_parity", "rayaccel_testplugins.corpus_identity",
-                  "rayaccel_testplugins.corpus_units",
+                  "rayaccel_testplugins.corpus_units", "rayaccel_testplugins.corpus_label_attributes",
                   "rayaccel_testplugins.corpus_zero", "rayaccel_testplugins.corpus_listing",
                   "rayaccel_testplugins.corpus_missing_records",
                   "rayaccel_testplugins.corpus_affinities", "rayaccel_testplugins.corpus_text_numbers",

@@ -41,6 +41,7 @@ from rayaccel_conformance.checks.group_readings import other_group_member_errors
 from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
+from rayaccel_conformance.checks.label_attributes import label_attribute_findings
 from rayaccel_conformance.checks.link_sized_domains import link_sized_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import (
@@ -126,6 +127,10 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     label must stay as it was. A Ray node's labels are set
     once, when it starts, so a label built from such a reading (busy, GiB free) is wrong a minute later (held-out
     round 12's ``l1``; ``c-busy-label-from-utilization``, ``c-free-memory-label``).
+    A label whose name after its prefix, or a dotted tail of it (``amd.com/gpu.compute-partition``), names an
+    attribute every device holds alike (``compute_partition``) holds that value (``invariant
+    a-label-agrees-with-its-devices``, :mod:`.label_attributes`: the same build's records; held-out round 18's ``e2``,
+    Neuron's ``logical-nc-config`` label read from an unset variable, ``1``, where the devices run LNC 2).
     Fix: the keys quoted are wrong or missing; values must be <= 63 characters of ``[A-Za-z0-9_.-]``; publish a
     live reading as a metric, never as a label.
     """
@@ -152,6 +157,7 @@ def labels(subject: Subject, fixture: str | None) -> Evidence:
     fam = inventory.family(subject.family().name)
     live, tried = live_label_failures(subject, fx, fam) if fam is not None else ([], [])
     wrong += live
+    wrong += label_attribute_findings(fx, fam) if fam is not None else []
     if wrong:
         raise CheckFailed(wrong)
     return (f"{fx.ref}: {len(inventory.labels)} labels, all in the vocabulary or vendor-prefixed, as expected"
