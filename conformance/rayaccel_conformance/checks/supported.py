@@ -50,6 +50,7 @@ from rayaccel_conformance.checks.linked_members import (
     unlinked_member_errors,
 )
 from rayaccel_conformance.checks.live_labels import live_label_failures
+from rayaccel_conformance.checks.lost_answers import lost_answer_findings
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
 from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
@@ -744,7 +745,10 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     fail no unit there either (`invariant a-failure-anywhere-is-seen`: a partition's or a die's own failure read on
     some records only; :mod:`.moved_failures`). An extra resource that a fault taking a device off the host
     changes must answer the same on the host with the device listed but not given to ``rayaccel_resources``, as an
-    unhealthy device is not (`invariant resources-count-the-devices-given`, :mod:`.offered_resources`). Fix:
+    unhealthy device is not (`invariant resources-count-the-devices-given`, :mod:`.offered_resources`). A fault that
+    only takes answers away (a command failing or hanging, a file gone, a library raising) leaves every partition's
+    profile and every text attribute as the machine's full answers give them and adds no resource (`invariant
+    a-lost-answer-is-no-other-answer`, :mod:`.lost_answers`): a mode the plugin cannot read is no default. Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired, from the first port or link down; never cache a device's state across
     calls; answer a fault's
@@ -774,6 +778,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += landed_elsewhere(fx, fault, subject.inventory(fixture).family(subject.family().name),
                                       faulty.family(subject.family().name))
             wrong += unseen_failure_findings(subject, fx, fault, subject.inventory(fixture), faulty)
+            wrong += lost_answer_findings(f"{fx.ref} fault {fault.name}", fault.patch, subject.inventory(
+                fixture).family(subject.family().name), faulty.family(subject.family().name))
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
@@ -916,6 +922,8 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
                             "no tool faults): nothing can hang or print garbage")
     wrong, done = [], []
     for name, state, synthetic in scenarios:
+        # every command failing or hanging, every library raising: RAC203's lost answers hold there too
+        taken_away = name if synthetic and name in synthetic_faults else None
         if state is None:
             inventory, elapsed = subject.fault_runs[(fx.ref, name)]
             name = f"fault {name}"
@@ -950,6 +958,10 @@ def hung_or_garbled_tools_are_contained(subject: Subject, fixture: str | None) -
         else:
             outcome = "zero devices" if not devices else f"{len(devices)} devices"
             done.append(f"{name}: {outcome}, {len(problems)} problems, {elapsed:.2f}s")
+        if taken_away is not None:
+            family = subject.family().name
+            wrong += lost_answer_findings(f"{fx.ref} with {taken_away}", synthetic_faults[taken_away],
+                                          subject.inventory(fixture).family(family), inventory.family(family))
     wrong += failed_listing_losses(subject, fx, synthetic_faults)
     if wrong:
         raise CheckFailed(wrong)
