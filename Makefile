@@ -47,7 +47,8 @@ test: export RAYACCEL_SUITE_BUDGET_S = 1800
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'mark\.alone' tests reference_plugins)
 test: install system-deps
 	# Three workers, a test file per worker at a time (a file's tests share their Ray cluster): the run is
-	# CPU-bound (Ray's processes, the checks' own work: 5% idle); 14.6 min on a 2-core machine at d61aefc (budget: 12).
+	# CPU-bound (Ray's processes, the checks' own work: 4% idle); 17.0 min on a 2-core machine at b77d83e, 15.7 at
+	# d47a591 in the same hour, 13.8 at d47a591 two hours before (the machine's own spread; budget: 12).
 	# Files go out in collection order, the longest first (tests/conftest.py LONGEST_FILES), not by test count.
 	# A worker that dies (a crash inside Ray's C++ threads) ends the run at once, naming the test it was running:
 	# replaced, it left xdist's file scheduler waiting for work no worker was given until the budget ran out.
