@@ -1246,22 +1246,12 @@ def device_order_and_single_device_changes(subject: Subject, fixture: str | None
         elif variant.kind == "change" and fam is not None:
             wrong += [f"{where}: {leak}" for leak in one_device_fault_leaks(healthy, fam, set(variant.devices))]
         tried.append(f"perturbation {variant.name}")
-    if healthy is not None:
-        found, damaged = damaged_device_files(subject, fx, healthy, devices)
-        wrong += found
-        tried += damaged
-        found, vanished = vanished_device_entry(subject, fx, healthy, devices)
-        wrong += found
-        tried += vanished
-        found, raised = raised_error_counts(subject, fx, healthy, devices)
-        wrong += found
-        tried += raised
-        found, switched = first_link_switched_off(subject, fx, healthy, devices)
-        wrong += found
-        tried += switched
-        found, unreadable = unreadable_signal_findings(subject, fx, healthy, devices)
-        wrong += found
-        tried += unreadable
+    if healthy is not None:  # one device's own readings damaged, each way: (findings, what was tried) from each
+        for damage in (damaged_device_files, vanished_device_entry, raised_error_counts, first_link_switched_off,
+                       unreadable_signal_findings):
+            found, done = damage(subject, fx, healthy, devices)
+            wrong += found
+            tried += done
     if wrong:
         raise CheckFailed(wrong[:8] + ([f"... and {len(wrong) - 8} more"] if len(wrong) > 8 else []))
     if not tried:
