@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import sys
 import time
@@ -27,6 +29,27 @@ os.environ["RAY_AUTH_MODE"] = "disabled"
 # could not interrupt it. Commands started by the suite get SIGINT as at a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+#: Where each pytest process of the suite keeps the test plugin acme_wired's ACME_FILE transfers.
+ACME_FILE_DIRS = Path.home() / ".cache" / "rayaccel-tests"
+
+
+def _own_acme_file_dir() -> None:
+    """ACME_FILE keeps its transfers in a directory every node of a cluster shares (``ACME_FILE_DIR``; not /tmp,
+    which the "other node" of RAC272/RAC273 has its own of), by default one per user. Concurrent runs must not
+    share it: the corpus plugin ``c-gc-sweeps-every-file`` unlinks every file of its sender's pid, pid 1 in that
+    other node's namespace, so it removed another xdist worker's pid-1 sender's file mid-transfer (release 1.1's
+    RAC273 "the file is gone", CI32). Each pytest process (xdist's controller and every worker, which inherit the
+    controller's) gets its own, removed when it exits; a directory the user names is left as named."""
+    named = os.environ.get("ACME_FILE_DIR")
+    if named and not named.startswith(str(ACME_FILE_DIRS) + os.sep):
+        return
+    own = ACME_FILE_DIRS / f"acme-file-{os.getpid()}"
+    os.environ["ACME_FILE_DIR"] = str(own)
+    atexit.register(shutil.rmtree, own, ignore_errors=True)
+
+
+_own_acme_file_dir()
 
 
 def _reset_default_manager() -> None:
