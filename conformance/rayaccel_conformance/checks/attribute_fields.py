@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rayaccel.records import Device
-from rayaccel_conformance.checks.merged_profiles import partition_texts, records_about
+from rayaccel_conformance.checks.merged_profiles import MachineRecords, machine_records
 
 #: What a record answers for a field it cannot state (amdsmi's ``N/A`` off a GPU's primary partition).
 NO_VALUE = {"", "n/a", "na", "none", "null", "unknown", "not supported", "-"}
@@ -35,12 +35,14 @@ def _field(where: str) -> str:
     return last.strip().lower().replace("-", "_")
 
 
-def stated_fields(state: Mapping[str, Any], idents: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
+def stated_fields(state: Mapping[str, Any] | MachineRecords,
+                  idents: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
     """Each field the machine's records about ``idents`` state a value for: field -> value (lower case) -> the
     value as written and where."""
     found: dict[str, dict[str, tuple[str, str]]] = {}
+    records = machine_records(state)
     for ident in dict.fromkeys(i for i in idents if len(i) >= MIN_ID):
-        for where, text in partition_texts(state, ident):
+        for where, text in records.texts(ident):
             if where.startswith("`") and " output line " in where:
                 continue  # a line of text output has no field names
             value = text.strip()
@@ -65,12 +67,13 @@ def _switch(value: Any) -> list[bool]:
     return []
 
 
-def stated_switches(state: Mapping[str, Any], idents: list[str]) -> dict[str, dict[bool, str]]:
+def stated_switches(state: Mapping[str, Any] | MachineRecords, idents: list[str]) -> dict[str, dict[bool, str]]:
     """Each field the machine's library or JSON records about ``idents`` state as a switch, a number 0 or 1 (or a
     list of them) beside the id: field -> each state it says -> where."""
     found: dict[str, dict[bool, str]] = {}
+    records = machine_records(state)
     for ident in dict.fromkeys(i for i in idents if len(i) >= MIN_ID):
-        for where, record in records_about(state, ident):
+        for where, record in records.about(ident):
             for key, value in record.items():
                 for on in _switch(value):
                     found.setdefault(str(key).strip().lower().replace("-", "_"), {}).setdefault(on, f"{where}.{key}")
@@ -84,9 +87,11 @@ def _own_ids(device: Device) -> list[str]:
     return ids
 
 
-def attribute_field_findings(devices: list[Device], state: Mapping[str, Any], fixture: str) -> list[str]:
+def attribute_field_findings(devices: list[Device], state: Mapping[str, Any] | MachineRecords,
+                             fixture: str) -> list[str]:
     """``invariant an-attribute-holds-its-field`` over the devices built on ``state`` and their partitions."""
     wrong = []
+    records = machine_records(state)
     for device in devices:
         owners: list[tuple[str, Mapping[str, Any], list[str]]] = [
             (f"device {device.id}", device.attributes, _own_ids(device))]
@@ -97,8 +102,8 @@ def attribute_field_findings(devices: list[Device], state: Mapping[str, Any], fi
             texts = [(k, v) for k, v in attributes.items() if isinstance(v, str) and v.strip()]
             if not texts:
                 continue
-            fields = stated_fields(state, idents)
-            switches = stated_switches(state, idents)
+            fields = stated_fields(records, idents)
+            switches = stated_switches(records, idents)
             for key, value in texts:
                 said = SWITCH_WORDS.get(value.strip().lower())
                 states = switches.get(key.strip().lower().replace("-", "_"), {})

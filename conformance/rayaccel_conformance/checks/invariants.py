@@ -20,7 +20,7 @@ from rayaccel.hosts.fixtures import Fixture
 from rayaccel.records import DEVICE_FILE, Device, FamilyInventory, NodeInventory
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.attribute_fields import attribute_field_findings
-from rayaccel_conformance.checks.merged_profiles import merged_profiles
+from rayaccel_conformance.checks.merged_profiles import MachineRecords, merged_profiles
 from rayaccel_conformance.checks.ownership import own_words
 from rayaccel_conformance.harness.subject import Subject
 from rayaccel_conformance.registry import CheckFailed, Evidence, NotApplicable, check
@@ -344,10 +344,9 @@ def one_resource_name_one_size(subject: Subject, fixture: str | None) -> Evidenc
     built = subject.inventory(fixture).family(family.name)
     if built is not None:  # partitions of one size can still be two profiles: the machine's own names tell them apart
         profiles = {p.id: p.profile for d in built.devices for p in d.partitions}
-        wrong += merged_profiles(built.partition_units, profiles,
-                                 subject.fixture(fixture).host.model_dump(mode="json"))
-        wrong += attribute_field_findings(list(built.devices), subject.fixture(fixture).host.model_dump(mode="json"),
-                                          fixture)
+        records = MachineRecords(subject.fixture(fixture).host.model_dump(mode="json"))
+        wrong += merged_profiles(built.partition_units, profiles, records)
+        wrong += attribute_field_findings(list(built.devices), records, fixture)
     _fail(wrong)
     if not compared:
         raise NotApplicable(f"{fixture}: no device or partition of known size is offered")

@@ -35,56 +35,86 @@ def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
         yield path, data
 
 
-def _records_of(data: Any, ident: str, path: str) -> Iterator[tuple[str, Any]]:
-    """The records (mappings) of ``data`` holding ``ident`` as one of their own values, with their paths."""
+def _index_records(data: Any, path: str, index: dict[str, list[tuple[str, Mapping[str, Any]]]]) -> None:
+    """Each record (mapping) of ``data``, with its path, added to ``index`` under each string it holds as one of its
+    own values (stripped), in document order."""
     if isinstance(data, dict):
-        if any(isinstance(v, str) and v.strip() == ident for v in data.values()):
-            yield path, data
+        for value in dict.fromkeys(v.strip() for v in data.values() if isinstance(v, str)):
+            index.setdefault(value, []).append((path, data))
         for key, item in data.items():
-            yield from _records_of(item, ident, f"{path}.{key}")
+            _index_records(item, f"{path}.{key}", index)
     elif isinstance(data, list):
         for n, item in enumerate(data):
-            yield from _records_of(item, ident, f"{path}.{n}")
+            _index_records(item, f"{path}.{n}", index)
 
 
-def records_about(state: Mapping[str, Any], ident: str) -> list[tuple[str, Mapping[str, Any]]]:
+class MachineRecords:
+    """A host state's (``HostState.model_dump(mode='json')``) library and JSON records, indexed once by the values they
+    state: asking about one id after another (every device's and partition's) reads each library and parses each
+    command's output once, not once per id. Read-only: it holds the state's own mappings."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.files: Mapping[str, str] = state.get("files") or {}
+        self._libraries: list[dict[str, list[tuple[str, Mapping[str, Any]]]]] = []
+        for name, data in (state.get("libraries") or {}).items():
+            self._libraries.append({})
+            _index_records(data, f"library {name}", self._libraries[-1])
+        #: Per command line, in order: its JSON output's records by value, or its text output (not JSON).
+        self._commands: list[tuple[str, dict[str, list[tuple[str, Mapping[str, Any]]]] | str]] = []
+        for line, answer in (state.get("commands") or {}).items():
+            stdout = str((answer or {}).get("stdout") or "")
+            try:
+                data = json.loads(stdout)
+            except ValueError:
+                self._commands.append((line, stdout))
+                continue
+            index: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+            _index_records(data, f"`{line}` output", index)
+            self._commands.append((line, index))
+
+    def library_records(self, ident: str) -> list[tuple[str, Mapping[str, Any]]]:
+        return [found for index in self._libraries for found in index.get(ident, ())]
+
+    def about(self, ident: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """The library and JSON records that state ``ident`` as one of their own values, with where each is."""
+        return self.library_records(ident) + [found for _, output in self._commands if not isinstance(output, str)
+                                              for found in output.get(ident, ())]
+
+    def texts(self, ident: str) -> list[tuple[str, str]]:
+        """See :func:`partition_texts`."""
+        found: list[tuple[str, str]] = []
+        for path, record in self.library_records(ident):
+            found += list(_strings(record, path))
+        files = self.files
+        folders = {posixpath.dirname(p) for p, text in files.items() if (text or "").strip() == ident}
+        folders |= {p.rsplit(f"/{ident}/", 1)[0] + f"/{ident}" for p in files if f"/{ident}/" in p}
+        found += [(f"file {p}", text or "") for p, text in files.items() if posixpath.dirname(p) in folders]
+        token = re.compile(r"(?<![\w-])" + re.escape(ident) + r"(?![\w-])")
+        for line, output in self._commands:
+            if isinstance(output, str):
+                found += [(f"`{line}` output line {n}", row) for n, row in enumerate(output.splitlines())
+                          if token.search(row)]
+                continue
+            for path, record in output.get(ident, ()):
+                found += list(_strings(record, path))
+        return found
+
+
+def machine_records(state: Mapping[str, Any] | MachineRecords) -> MachineRecords:
+    """``state`` indexed (once: an index given is taken as it is)."""
+    return state if isinstance(state, MachineRecords) else MachineRecords(state)
+
+
+def records_about(state: Mapping[str, Any] | MachineRecords, ident: str) -> list[tuple[str, Mapping[str, Any]]]:
     """The library and JSON records that state ``ident`` as one of their own values, with where each is."""
-    found: list[tuple[str, Mapping[str, Any]]] = []
-    for name, data in (state.get("libraries") or {}).items():
-        found += list(_records_of(data, ident, f"library {name}"))
-    for line, answer in (state.get("commands") or {}).items():
-        try:
-            data = json.loads(str((answer or {}).get("stdout") or ""))
-        except ValueError:
-            continue
-        found += list(_records_of(data, ident, f"`{line}` output"))
-    return found
+    return machine_records(state).about(ident)
 
 
-def partition_texts(state: Mapping[str, Any], ident: str) -> list[tuple[str, str]]:
+def partition_texts(state: Mapping[str, Any] | MachineRecords, ident: str) -> list[tuple[str, str]]:
     """The machine's texts about the partition ``ident``, each with where it is: the strings of every library or
     JSON record that states the id as one of its values, the files of each directory holding a file that states it
     (or named by it), and each line of a tool's text output that holds it."""
-    found: list[tuple[str, str]] = []
-    for name, data in (state.get("libraries") or {}).items():
-        for path, record in _records_of(data, ident, f"library {name}"):
-            found += list(_strings(record, path))
-    files: Mapping[str, str] = state.get("files") or {}
-    folders = {posixpath.dirname(p) for p, text in files.items() if (text or "").strip() == ident}
-    folders |= {p.rsplit(f"/{ident}/", 1)[0] + f"/{ident}" for p in files if f"/{ident}/" in p}
-    found += [(f"file {p}", text or "") for p, text in files.items() if posixpath.dirname(p) in folders]
-    token = re.compile(r"(?<![\w-])" + re.escape(ident) + r"(?![\w-])")
-    for line, answer in (state.get("commands") or {}).items():
-        stdout = str((answer or {}).get("stdout") or "")
-        try:
-            data = json.loads(stdout)
-        except ValueError:
-            found += [(f"`{line}` output line {n}", row) for n, row in enumerate(stdout.splitlines())
-                      if token.search(row)]
-            continue
-        for path, record in _records_of(data, ident, f"`{line}` output"):
-            found += list(_strings(record, path))
-    return found
+    return machine_records(state).texts(ident)
 
 
 def profile_names(texts: Sequence[tuple[str, str]], profile: str) -> dict[str, str]:
@@ -100,18 +130,19 @@ def profile_names(texts: Sequence[tuple[str, str]], profile: str) -> dict[str, s
 
 
 def merged_profiles(partition_units: Mapping[str, Sequence[str]], profiles: Mapping[str, str],
-                    state: Mapping[str, Any]) -> list[str]:
+                    state: Mapping[str, Any] | MachineRecords) -> list[str]:
     """For each partition resource (``partition_units``: resource -> partition ids; ``profiles``: id -> profile), the
     partitions whose own records on the machine write their profile as one name each, and two names among them:
     two profiles the machine tells apart offered under one resource. Empty where the machine writes one name, or
     none, for the partitions of each resource."""
     wrong = []
+    records = machine_records(state)
     for resource, ids in sorted(partition_units.items()):
         named: dict[str, tuple[str, str]] = {}  # the machine's name -> (partition, where)
         for ident in ids:
             if ident not in profiles:
                 continue
-            names = profile_names(partition_texts(state, ident), profiles[ident])
+            names = profile_names(records.texts(ident), profiles[ident])
             if len(names) == 1:
                 ((name, where),) = names.items()
                 named.setdefault(name, (ident, where))
