@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from rayaccel.records import Device, FamilyInventory, MetricSample
@@ -53,6 +56,24 @@ class Reading:
     value: float
     row: str = ""  # a table's line: the device it is about is named in it (id or PCI address)
 
+    # What owned_by asks of a reading, worked out once (a check asks it of every reading for every device).
+    @cached_property
+    def _first_index(self) -> int | None:
+        """The first index on the way to a library's or JSON number (the device it is keyed by)."""
+        return next((int(p) for p in self.path if isinstance(p, int) or str(p).isdigit()), None)
+
+    @cached_property
+    def _lower_key(self) -> str:
+        return self.key.lower()
+
+    @cached_property
+    def _path_index(self) -> int | None:
+        return _path_index(self.key.strip("/").split("/")[:-1])
+
+    @cached_property
+    def _row_cells(self) -> frozenset[str]:
+        return frozenset(c.strip().lower().removeprefix("0000:") for c in self.row.split(","))
+
     def describe(self) -> str:
         inner = ".".join(str(p) for p in self.path)
         if self.where == "table":
@@ -78,23 +99,50 @@ def number_leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple
 def host_readings(host: dict[str, Any], zeros: bool = False) -> list[Reading]:
     """Every non-zero number of a host state (``HostState.model_dump(mode='json')``); with ``zeros``, every
     number."""
+    every = _every_reading(host)
+    return list(every) if zeros else [r for r in every if r.value != 0]
+
+
+#: How many host states' numbers :func:`host_readings` keeps: a run asks again and again about the fixture as
+#: recorded and under each fault (a state's numbers are 3-10 ms of a walk on an 8-GPU machine's data).
+KEPT_STATES = 64
+_kept: OrderedDict[bytes, tuple[Reading, ...]] = OrderedDict()
+
+
+def _every_reading(host: dict[str, Any]) -> tuple[Reading, ...]:
+    """Every number of ``host``, kept by the state's whole content (its pickle tells key order, an int from a
+    float and a number from its text: the same bytes are the same state, so the same readings); a tuple of frozen
+    readings, which no caller can change."""
+    try:
+        content = pickle.dumps(host, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):  # not JSON-shaped data: read it, keep nothing
+        return _read_every_number(host)
+    found = _kept.get(content)
+    if found is None:
+        found = _kept[content] = _read_every_number(host)
+        if len(_kept) > KEPT_STATES:
+            _kept.popitem(last=False)
+    else:
+        _kept.move_to_end(content)
+    return found
+
+
+def _read_every_number(host: dict[str, Any]) -> tuple[Reading, ...]:
     found = []
     for path, text in (host.get("files") or {}).items():
         match = _NUMBER.match(text or "")
-        if match and (zeros or float(match.group(1)) != 0):
+        if match:
             found.append(Reading("file", path, (), float(match.group(1))))
     for name, data in (host.get("libraries") or {}).items():
-        found += [Reading("library", name, p, v) for p, v in number_leaves(data) if (zeros or v != 0)
-                  and math.isfinite(v)]
+        found += [Reading("library", name, p, v) for p, v in number_leaves(data) if math.isfinite(v)]
     for line, answer in (host.get("commands") or {}).items():
         try:
             data = json.loads((answer or {}).get("stdout") or "")
         except (ValueError, TypeError):
-            found += _table_readings(line, (answer or {}).get("stdout") or "", zeros)
+            found += _table_readings(line, (answer or {}).get("stdout") or "", zeros=True)
             continue
-        found += [Reading("command", line, p, v) for p, v in number_leaves(data) if (zeros or v != 0)
-                  and math.isfinite(v)]
-    return found
+        found += [Reading("command", line, p, v) for p, v in number_leaves(data) if math.isfinite(v)]
+    return tuple(found)
 
 
 def _table_readings(command: str, stdout: str, zeros: bool = False) -> list[Reading]:
@@ -128,16 +176,15 @@ def owned_by(reading: Reading, device: Device) -> bool:
     """Whether the reading is the device's own: a path naming it, data keyed by its index, a table row naming
     its id or PCI address."""
     if reading.where == "table":
-        cells = {c.strip().lower().removeprefix("0000:") for c in reading.row.split(",")}
         names = {device.id.lower(), (device.pci_bus_id or "").lower().removeprefix("0000:")} - {""}
-        return bool(cells & names)
+        return not reading._row_cells.isdisjoint(names)
     if reading.where == "file":
-        if device.pci_bus_id and device.pci_bus_id.lower().removeprefix("0000:") in reading.key.lower():
+        if device.pci_bus_id and device.pci_bus_id.lower().removeprefix("0000:") in reading._lower_key:
             return True
-        index = _path_index(reading.key.strip("/").split("/")[:-1])
+        index = reading._path_index
         return index is not None and index == device.index
-    keys = [p for p in reading.path if isinstance(p, int) or str(p).isdigit()]
-    return bool(keys) and int(keys[0]) == device.index
+    index = reading._first_index
+    return index is not None and index == device.index
 
 
 def names_peer(reading: Reading, device: Device) -> bool:
