@@ -105,6 +105,7 @@ class SimulatedHost:
     def __init__(self, fixture: Fixture, faults: Iterable[str] = (), fault_file: str | None = None) -> None:
         self.fixture = fixture
         self._faults = tuple(faults)
+        self._own_faults = tuple(dict.fromkeys(self._faults))
         self._fault_file = fault_file
         #: What the fault file named when it was last read whole (kept while it cannot be read).
         self._file_faults: tuple[str, ...] = ()
@@ -153,8 +154,9 @@ class SimulatedHost:
         return self._fault_file
 
     def active_faults(self) -> tuple[str, ...]:
-        if self._fault_file:
-            self._file_faults = self._read_fault_file(self._fault_file)
+        if not self._fault_file:  # asked at every read of the host: the faults it was made with, each once
+            return self._own_faults
+        self._file_faults = self._read_fault_file(self._fault_file)
         return tuple(dict.fromkeys([*self._faults, *self._file_faults]))
 
     def _read_fault_file(self, path: str) -> tuple[str, ...]:
