@@ -21,6 +21,7 @@ from rayaccel.testing import (
     PluginKit,
     fault_differences,
     fixture_differences,
+    metric_differences,
     parse_fixture,
     plugin_kit,
     plugin_manager,
@@ -87,6 +88,23 @@ def test_the_kit_compares_as_the_fixture_and_its_faults_expect() -> None:
     assert kit.inventory(without_hardware(fixture)).families == []
     isolated = kit.inventory("acme-4", isolated=True)  # in a worker process of its own, as a node runs it
     assert fixture_differences(isolated, fixture) == []
+
+
+def test_the_kit_compares_metrics_with_the_values_the_machine_reads() -> None:
+    from rayaccel_amd import plugin as amd
+
+    kit = plugin_kit(amd, "amd")
+    inventory = kit.inventory("mi210-pair")
+    assert metric_differences(inventory, kit.fixture("mi210-pair")) == []
+    # The machine read otherwise (a plugin reading free memory as used, a unit off): named, with both values.
+    data = kit.data("mi210-pair")
+    device = next(iter(data["expected"]["metric_values"]))
+    data["expected"]["metric_values"][device]["memory_used"] *= 8
+    data["expected"]["metric_values"]["absent-device"] = {"memory_used": 1.0}
+    assert metric_differences(inventory, parse_fixture(data, "other")) == [
+        f"metric memory_used of {device}: 2.96747e+08 bytes, where the fixture's machine reads 2.37398e+09 "
+        "(expected.metric_values; within 1%)",
+        "metric memory_used of absent-device: no sample, where the fixture's machine reads 1 (expected.metric_values)"]
 
 
 def test_a_refused_plugin_is_an_error_naming_why() -> None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         fault_differences as fault_differences,
         fixture_differences as fixture_differences,
         fixture_host as fixture_host,
+        metric_differences as metric_differences,
         plugin_kit as plugin_kit,
         plugin_manager as plugin_manager,
         without_hardware as without_hardware,
@@ -58,6 +59,6 @@ if TYPE_CHECKING:
     from rayaccel.testing.suite import plugin_suite as plugin_suite
 
 #: The kit's version: a minor version adds names, only a major one changes or removes them (docs/testing.md).
-__version__ = "1.0"
+__version__ = "1.1"
 
 __getattr__, __dir__ = lazy_exports(globals())

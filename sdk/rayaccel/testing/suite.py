@@ -12,7 +12,13 @@ from types import ModuleType
 
 import pytest
 
-from rayaccel.testing.kit import fault_differences, fixture_differences, plugin_kit, without_hardware
+from rayaccel.testing.kit import (
+    fault_differences,
+    fixture_differences,
+    metric_differences,
+    plugin_kit,
+    without_hardware,
+)
 
 
 def plugin_suite(plugin: ModuleType, name: str | None = None, *, distribution: str | None = None) -> type:
@@ -28,9 +34,15 @@ def plugin_suite(plugin: ModuleType, name: str | None = None, *, distribution: s
     def test_fixture_gives_its_expected_inventory(self: object, fixture: str) -> None:
         assert fixture_differences(kit.inventory(fixture), kit.fixture(fixture)) == []
 
+    @pytest.mark.parametrize("fixture", names)
+    def test_fixture_gives_the_metric_values_its_machine_reads(self: object, fixture: str) -> None:
+        assert metric_differences(kit.inventory(fixture), kit.fixture(fixture)) == []
+
     @pytest.mark.parametrize(("fixture", "fault"), faults, ids=[f"{n}:{f}" for n, f in faults])
     def test_fault_gives_its_expected_state_and_recovers(self: object, fixture: str, fault: str) -> None:
-        assert fault_differences(kit.inventory(fixture, [fault]), kit.fixture(fixture), fault) == []
+        faulty = kit.inventory(fixture, [fault])
+        assert fault_differences(faulty, kit.fixture(fixture), fault) == []
+        assert metric_differences(faulty, kit.fixture(fixture), fault) == []
         assert fixture_differences(kit.inventory(fixture), kit.fixture(fixture)) == []  # without it: healthy again
 
     def test_a_worker_process_builds_the_first_fixture_as_expected(self: object) -> None:
@@ -50,7 +62,8 @@ def plugin_suite(plugin: ModuleType, name: str | None = None, *, distribution: s
         assert value is not None and kit.manager.parse_visible(kit.name, value) == units
 
     tests = {f.__name__: f for f in (
-        test_fixture_gives_its_expected_inventory, test_fault_gives_its_expected_state_and_recovers,
+        test_fixture_gives_its_expected_inventory, test_fixture_gives_the_metric_values_its_machine_reads,
+        test_fault_gives_its_expected_state_and_recovers,
         test_a_worker_process_builds_the_first_fixture_as_expected,
         test_a_machine_without_the_hardware_gives_no_devices_and_no_problem,
         test_the_visible_devices_variable_names_the_units_it_was_given)}
