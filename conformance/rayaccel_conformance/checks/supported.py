@@ -82,6 +82,7 @@ from rayaccel_conformance.checks.perturbations import (
 from rayaccel_conformance.checks.readings import host_readings
 from rayaccel_conformance.checks.rising_errors import RAISED_BY, cleared_reasons, error_counts, raised_host
 from rayaccel_conformance.checks.shared_domains import unshared_domain_errors
+from rayaccel_conformance.checks.stated_slices import stated_slice_findings
 from rayaccel_conformance.checks.unreadable_signals import unreadable_signal_findings
 from rayaccel_conformance.checks.value_relations import (
     count_mixup,
@@ -203,7 +204,11 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
     one id per place (`invariant one-domain-one-id-on-its-hosts`: the hosts of one group name it alike); a member
     whose record stating part of the domain's id is given another value of an identifier every member states alike
     there (NVML's ``cliqueId`` beside ``clusterUuid``, a driver's ``partition_id``) shares no domain with the others
-    (`invariant a-device-of-another-group-is-no-member`: a fabric manager assigns the partition per device); the link
+    (`invariant a-device-of-another-group-is-no-member`: a fabric manager assigns the partition per device); where
+    the machine states one count twice, as a topology's product and as the count a name ends in (``TOPOLOGY: '16x16'``
+    beside ``ACCELERATOR_TYPE: 'v6e-256'``), a domain whose id the machine states holds that many devices (`invariant
+    a-slice-holds-the-chips-its-topology-states`, :mod:`.stated_slices`: two statements that agree leave no per-chip
+    factor to apply; held-out round 19's ``p2``, v6e counted as two cores a chip, a 256-chip slice sized 128); the link
     count must equal the fixture's ``expected.links`` (a count off because of duplicates says so). Fix: build links
     from the discovered ``devices`` argument, once per unordered pair, and one domain per physical fabric.
     """
@@ -231,6 +236,7 @@ def topology(subject: Subject, fixture: str | None) -> Evidence:
                              "b->a, or the same pair twice): report each unordered pair once")
     wrong += [f"link kind {ln.kind!r} is not in the vocabulary" for ln in raw.links if ln.kind not in LINK_KINDS]
     wrong += domain_problems(raw)
+    wrong += stated_slice_findings(fx, raw.domains)
     wrong += host_local_domain_errors(subject, fx, devices, raw.domains)
     name = subject.family().name
     family = inventory.family(name)
