@@ -36,6 +36,7 @@ from summary import SUMMARY_PROPERTY
 
 from rayaccel.hosts.simulated import SIMULATED_HANG_SECONDS, SimulatedHost
 from rayaccel.plugins.manager import PluginManager
+from rayaccel.support.bounded import idle_thread_idents, reuse_threads
 from rayaccel_conformance.checks import all_checks
 from rayaccel_conformance.harness.subject import Outcome, Subject
 from rayaccel_conformance.registry import CHECKS, Check
@@ -141,7 +142,8 @@ def plugin_state(subject: Subject) -> list[tuple[str, bytes | str]]:
             state += [(f"{module_name}.{key}", _state_of(value)) for key, value in vars(module).items()
                       if not key.startswith("__")]
     state.append(("problems", repr([p for p in subject.manager.problems if p.plugin == subject.name])))
-    state.append(("threads", repr(sorted(t.ident or 0 for t in threading.enumerate()))))
+    kept = idle_thread_idents()  # the SDK's threads waiting for the next bounded call: no one's (reuse_threads)
+    state.append(("threads", repr(sorted(t.ident or 0 for t in threading.enumerate() if t.ident not in kept))))
     return state
 
 
@@ -161,6 +163,7 @@ def _attempts(subjects: dict[str, Subject], asked: Any) -> None:
     """In a process forked for the attempts: each mutant named is graded by its declared killer alone, and its
     outcomes answered (None where not kept); after an attempt not kept the process may differ from the grader it
     was forked from, so it ends there (the next attempt gets a fresh fork)."""
+    reuse_threads()  # as in the grader it was forked from (whose kept threads a fork does not inherit)
     for name in iter(asked.recv, None):
         rows = _killer_alone(subjects[name])
         asked.send(rows)
@@ -253,6 +256,10 @@ def grade_without_ray(subject: Subject, attempts: AttemptProcess) -> bool:
 #: waiting (a simulated hang blocks 0.2 s of real time, RAC204 about 1 s per plugin; a third of its wall time
 #: is CPU, a fresh-clone run took 306 s), so the graders' waits overlap. Three: about a core's CPU.
 GRADERS = 3
+#: What checks import on their first use, imported here before the graders fork, once, not in every grader and every
+#: attempt forked from one: torch (RAC305 asks ray.util.collective, which imports it: 2-3 s of CPU a fork), Hypothesis's
+#: property checks, networkx (RAC202's links).
+FIRST_USE_IMPORTS = ("ray.util.collective.types", "rayaccel_conformance.checks.properties", "networkx")
 #: The longest the graders may take together (pytest-timeout ends the test at 600 s, set-up included).
 GRADING_TIMEOUT_S = 480.0
 #: How long a grader may take to exit after its last answer (threads a mutant's hooks left must end first).
@@ -274,6 +281,8 @@ def leftovers() -> list[str]:
 def _grader(subjects: dict[str, Subject], names: Any, answers: Any) -> None:
     """A forked grader: the plugins named in ``names`` graded, each one's outcomes sent back; at the end (None),
     what the side-effect watch left in this process."""
+    reuse_threads()  # hook calls in kept threads, as `pytest --conformance` makes them (a thread started per call
+    # was a sixth of a grader's CPU)
     attempts = AttemptProcess(subjects)
     try:
         for name in iter(names.get, None):
@@ -299,6 +308,8 @@ def grade_in_graders(subjects: dict[str, Subject], forked: Callable[[], None],
     ``subjects``; ``forked`` is called once the graders run, ``waiting`` while they do. Returns what the
     side-effect watch left in the graders (nothing, if it restored each process) and the mutants graded by
     their killer alone."""
+    for module in FIRST_USE_IMPORTS:
+        importlib.import_module(module)
     context = multiprocessing.get_context("fork")  # the corpus, imported and registered, is inherited as is
     names, answers = context.Queue(), context.Queue()
     graders = [context.Process(target=_grader, args=(subjects, names, answers), name=f"corpus-grader-{i}")
