@@ -42,6 +42,7 @@ from rayaccel_conformance.checks.health_labels import health_count_label_errors
 from rayaccel_conformance.checks.hint_types import untyped_hint_problem
 from rayaccel_conformance.checks.host_domains import host_local_domain_errors
 from rayaccel_conformance.checks.label_attributes import label_attribute_findings
+from rayaccel_conformance.checks.left_out_signals import left_out_signal_findings
 from rayaccel_conformance.checks.link_sized_domains import link_sized_domain_errors
 from rayaccel_conformance.checks.link_states import first_link_down, peers_dropped, with_link_down
 from rayaccel_conformance.checks.linked_members import (
@@ -754,11 +755,16 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
     unhealthy device is not (`invariant resources-count-the-devices-given`, :mod:`.offered_resources`). A fault that
     only takes answers away (a command failing or hanging, a file gone, a library raising) leaves every partition's
     profile and every text attribute as the machine's full answers give them and adds no resource (`invariant
-    a-lost-answer-is-no-other-answer`, :mod:`.lost_answers`): a mode the plugin cannot read is no default. Fix:
+    a-lost-answer-is-no-other-answer`, :mod:`.lost_answers`): a mode the plugin cannot read is no default. Each
+    number a tool's output (JSON value, CSV cell) holds that a fault changes on a device the plugin's faulted build
+    takes off healthy, left out (the key gone, the cell empty), leaves the device not healthy or a problem
+    reported wherever the same number printed ``N/A`` does (`invariant a-left-out-signal-is-unread`,
+    :mod:`.left_out_signals`): a counter the tool did not give is no 0. Fix:
     derive health from the vendor's signals on every call, with
     the reason code of the signal that fired, from the first port or link down; never cache a device's state across
     calls; answer a fault's
-    missing or odd readings (unknown, a problem), never raise on them; read every unit's record by one rule;
+    missing or odd readings (unknown, a problem), never raise on them, never default a value left out;
+    read every unit's record by one rule;
     count extra resources from the devices given.
     """
     subject.family()
@@ -786,6 +792,8 @@ def faults_and_recovery(subject: Subject, fixture: str | None) -> Evidence:
             wrong += unseen_failure_findings(subject, fx, fault, subject.inventory(fixture), faulty)
             wrong += lost_answer_findings(f"{fx.ref} fault {fault.name}", fault.patch, subject.inventory(
                 fixture).family(subject.family().name), faulty.family(subject.family().name))
+            wrong += left_out_signal_findings(subject, fx, fault, subject.inventory(fixture).family(
+                subject.family().name), faulty)
             wrong += raised_under_fault(faulty, subject.name, fault.name, fault.expected.problem_codes)
             wrong += metrics_under_fault(subject, faulty, host, fault)
             wrong += host_local_domains_under_fault(subject, fx, faulty, host, fault_file, fault.name)
