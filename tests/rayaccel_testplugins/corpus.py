@@ -1663,6 +1663,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_attribute_fields", "rayaccel_testplugins.corpus_rate_counters",
                   "rayaccel_testplugins.corpus_vanished_entries", "rayaccel_testplugins.corpus_rising_errors",
                   "rayaccel_testplugins.corpus_switch_attributes",
+                  "rayaccel_testplugins.corpus_polled_losses",
                   "rayaccel_testplugins.corpus_lost_answers", "rayaccel_testplugins.corpus_left_out_signals")
 
 

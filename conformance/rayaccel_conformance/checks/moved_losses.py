@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rayaccel.records import Device, FamilyInventory
+from rayaccel.records import Device, FamilyInventory, HealthReport, MetricSample
 
 #: A path part or key that numbers a device: ``acme3``, ``accel2``, ``nvidia0``, a bare ``5``.
 _NUMBERED = re.compile(r"([A-Za-z_]*?)(\d+)")
@@ -174,4 +174,75 @@ def moved_loss_differences(healthy: FamilyInventory, recorded: FamilyInventory |
             index = numbered[rules[0]][device.id]
             wrong.append(f"{device.id}, not lost, has index {now.index} and units {now.unit_ids}, not {index} and "
                          f"{units_at.get(index)} (its index {rules[0]}, as under the loss as recorded)")
+    return wrong
+
+
+def stable_readings(first: Sequence[MetricSample], second: Sequence[MetricSample]) -> dict[str, dict[str, float]]:
+    """Per device, the readings two polls of the same machine answer alike: a rate worked out between polls (a
+    counter's bytes per second) is no fixed answer to compare a later poll with."""
+    again = {(s.device, s.name): s.value for s in second}
+    stable: dict[str, dict[str, float]] = {}
+    for sample in first:
+        if again.get((sample.device, sample.name)) == sample.value:
+            stable.setdefault(sample.device, {})[sample.name] = sample.value
+    return stable
+
+
+def _readings(samples: Sequence[MetricSample], device: str) -> dict[str, float]:
+    return {s.name: s.value for s in samples if s.device == device}
+
+
+def _touched(healthy: FamilyInventory, fresh: FamilyInventory | None) -> set[str]:
+    """Devices a fresh build of the host after the loss finds in another health state than the healthy machine's (a
+    chiplet lost with its card): the loss changed them, their readings may change too."""
+    if fresh is None:
+        return set()
+    state = {r.device: r.state for r in healthy.health}
+    after = {r.device: r.state for r in fresh.health}
+    found = {d.id for d in fresh.devices}
+    return {d.id for d in healthy.devices if d.id in found and after.get(d.id) != state.get(d.id)}
+
+
+def poll_after_loss_differences(healthy: FamilyInventory, fresh: FamilyInventory | None,
+                                stable: dict[str, dict[str, float]], health: Sequence[HealthReport],
+                                metrics: Sequence[MetricSample], lost: set[str],
+                                raised: dict[str, list[str]], unanswered: set[str]) -> list[str]:
+    """What a health monitor's poll after a loss (health and metrics asked with the devices discovered before it,
+    on the host where ``lost`` are gone) gives otherwise for a device not lost
+    (``invariant a-poll-after-a-loss-reads-each-device-by-its-id``): a health state other than a fresh build of
+    the same host (``fresh``) gives it, a reading other than the healthy machine's polls give it alike
+    (``stable``; not for a device the fresh build shows changed). ``raised``: per hook that raised when asked for
+    every device (its whole answer lost), what it raised and for which devices asked alone; ``health`` and
+    ``metrics`` are then the answers for each device asked alone, ``unanswered`` the devices it raised for alone
+    (said with the raise, not again as readings missing). A reading equal to another device's on the healthy
+    machine is named as that device's: the device was read at a number the vendor now gives its neighbour."""
+    wrong = [f"{hook} {why[0]}, asked for the {len(healthy.devices)} devices discovered before the loss: its whole "
+             f"answer is lost ({'; '.join(why[1:]) or 'it raises for no device asked alone'}); skip a device the "
+             "vendor no longer lists (reported) and read the others" for hook, why in raised.items()]
+    due = {r.device: r.state for r in (fresh or healthy).health}
+    now = {r.device: r.state for r in health}
+    touched = _touched(healthy, fresh)
+    owners: dict[tuple[str, float], list[str]] = {}
+    for owner, readings in stable.items():
+        for name, reading in readings.items():
+            owners.setdefault((name, reading), []).append(owner)
+    for device in healthy.devices:
+        if device.id in lost or device.id in unanswered:
+            continue
+        if device.id in now and now[device.id] != due.get(device.id):
+            wrong.append(f"{device.id} (index {device.index}), not lost, is {now[device.id]}, where a fresh build of "
+                         f"the same host finds it {due.get(device.id)}")
+        if device.id in touched:
+            continue
+        own, read = stable.get(device.id, {}), _readings(metrics, device.id)
+        for name in sorted(own):
+            if own[name] == read.get(name):
+                continue
+            value = read.get(name)
+            other = [d for d in owners.get((name, value), []) if d != device.id] if value is not None else []
+            whose = f", the value {other[0]} reads on the healthy machine" if other else ""
+            wrong.append(f"{device.id} (index {device.index}), not lost, reads {name} {value} (its own is "
+                         f"{own[name]}{whose}): read each device by its id in what the vendor lists now, not at "
+                         "the number discovery gave it (a library numbers what it finds anew once a card is lost)")
+            break
     return wrong

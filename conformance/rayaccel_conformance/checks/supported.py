@@ -20,9 +20,18 @@ from rayaccel.hosts.expectations import (
 )
 from rayaccel.hosts.fixtures import Fixture, HostState, merge_patch
 from rayaccel.hosts.recording import RecordingHost
+from rayaccel.hosts.seam import Host
 from rayaccel.inventory.topology import topology_errors
 from rayaccel.labels import VOCABULARY, VOCABULARY_PREFIX, label_errors
-from rayaccel.records import LINK_KINDS, STANDARD_METRICS, Device, FamilyInventory, NodeInventory, Problem
+from rayaccel.records import (
+    LINK_KINDS,
+    STANDARD_METRICS,
+    Device,
+    FamilyInventory,
+    HealthReport,
+    NodeInventory,
+    Problem,
+)
 from rayaccel.simulation.host_factory import simulated_host
 from rayaccel_conformance.checks.cloud_machines import stated_instance_types
 from rayaccel_conformance.checks.cut_listings import cut_listing_differences, cut_listing_patches
@@ -54,7 +63,13 @@ from rayaccel_conformance.checks.live_labels import live_label_failures
 from rayaccel_conformance.checks.lost_answers import lost_answer_findings
 from rayaccel_conformance.checks.metric_coverage import reported_elsewhere
 from rayaccel_conformance.checks.moved_failures import unseen_failure_findings
-from rayaccel_conformance.checks.moved_losses import move_targets, moved_loss_differences, moved_patch
+from rayaccel_conformance.checks.moved_losses import (
+    move_targets,
+    moved_loss_differences,
+    moved_patch,
+    poll_after_loss_differences,
+    stable_readings,
+)
 from rayaccel_conformance.checks.offered_resources import withheld_devices_counted
 from rayaccel_conformance.checks.ownership import (
     accelerator_type_owner_problem,
@@ -1074,8 +1089,14 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
     a-loss-anywhere-is-the-same-loss``): the same number of devices found, the device lost named nowhere and
     unhealthy to the monitor, every other device found with its PCI address and health, and its index and
     units kept or numbered on without gaps as the recorded loss numbers them; a patch rewriting a whole
-    listing is not moved, and the evidence says so. Fix: build every per-device answer from the ``devices``
-    argument, never from what the vendor interface lists, give a lost device the reason code of a loss, and
+    listing is not moved, and the evidence says so. Each loss, as recorded and moved, is then polled as a health
+    monitor polls (``invariant a-poll-after-a-loss-reads-each-device-by-its-id``): health and metrics asked with the
+    devices discovered before the loss, on the host after it, must raise nothing and give each device not lost the
+    health a fresh build of that host gives it and every reading two polls of the healthy machine agree on (a device
+    the loss changed aside); a reading that is another device's is named as that device's. Fix: build every per-device
+    answer from the ``devices`` argument, never from what the vendor interface lists, find each device by its id in
+    what the vendor lists now (a library numbers what it finds anew once a card is lost), never at the number
+    discovery gave it, give a lost device the reason code of a loss, and
     skip a lost device without leaving the listing or counting on it being listed last.
     """
     family = subject.family()
@@ -1093,6 +1114,7 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
                   for trace in [*answers.traces_of(gone.id), *others_changed(everything, answers, gone.id)]]
         tried.append(f"{gone.id} (position {position}, index {gone.index})")
     healthy_ids = {d.id for d in devices}
+    stable: dict[str, dict[str, float]] | None = None  # the healthy machine's readings, polled where a loss is
     for fault in (f for f in fx.faults if f.kind == "device-lost"):
         faulty = subject.build(simulated_host(fx, faults=[fault.name]))
         fam = faulty.family(family.name)
@@ -1102,8 +1124,10 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
             continue
         wrong += [f"fault {fault.name}: {trace}" for trace in inventory_traces(fam, sorted(lost))]
         # A health monitor polls health with the devices discovered at start: a card lost since is unusable.
-        polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=simulated_host(fx, faults=[fault.name]),
-                                        devices=list(devices)) or []
+        stable = healthy_readings(subject, fx, devices) if stable is None else stable
+        polled, misread = monitor_poll(subject, simulated_host(fx, faults=[fault.name]), devices,
+                                       inventory.family(family.name), fam, stable, lost)
+        wrong += [f"{POLL_AFTER_A_LOSS}, fault {fault.name}: {finding}" for finding in misread]
         by_id = {r.device: r for r in polled}
         for dev in sorted(lost):
             report = by_id.get(dev)
@@ -1125,7 +1149,7 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
                              f"fault (as a health monitor does), gives {dev} reason codes {codes}; the fixture "
                              f"expects {lacking}")
         tried.append(f"fault {fault.name} ({len(lost)} lost)")
-        found = moved_losses(subject, fx, fault, devices, faulty.family(family.name), lost)
+        found = moved_losses(subject, fx, fault, devices, faulty.family(family.name), lost, stable)
         wrong += found[0]
         tried += found[1]
     healthy = inventory.family(family.name)
@@ -1147,7 +1171,7 @@ def lost_device_leaves_no_trace(subject: Subject, fixture: str | None) -> Eviden
 
 
 def moved_losses(subject: Subject, fx: Fixture, fault: Any, devices: list[Device], recorded: FamilyInventory | None,
-                 lost: set[str]) -> tuple[list[str], list[str]]:
+                 lost: set[str], stable: dict[str, dict[str, float]]) -> tuple[list[str], list[str]]:
     """A fault losing one device, moved to the first device and a middle one (``moved_patch``): the same loss
     (``moved_loss_differences``), named nowhere once gone, and unhealthy, fatally, to a monitor that knew it.
     (What went wrong, what was tried.)"""
@@ -1170,15 +1194,62 @@ def moved_losses(subject: Subject, fx: Fixture, fault: Any, devices: list[Device
         differences = moved_loss_differences(healthy, recorded, lost, fam, target)
         if target.id not in {d.id for d in (fam.devices if fam else [])}:
             differences += inventory_traces(fam, [target.id])
-        polled = subject.manager.answer(subject.name, hookspec.HEALTH, [], host=host, devices=list(devices)) or []
+        polled, found = monitor_poll(subject, host, devices, healthy, fam, stable, {target.id})
         report = next((r for r in polled if r.device == target.id), None)
         if report is None or report.state != "unhealthy" or not any(r.fatal for r in report.reasons):
             differences.append(f"rayaccel_health, polled with the devices discovered before, reports {target.id} "
                                f"{f'{report.state} with no fatal reason' if report else 'not at all'}")
         wrong += subject.blamed(built, differences, where)
+        wrong += [f"{POLL_AFTER_A_LOSS}, fault {fault.name} moved from {gone[0].id} to {target.id} (position "
+                  f"{position}): {finding}" for finding in found]
         tried.append(f"fault {fault.name} moved to position {position}")
     tried += [f"fault {fault.name} not moved ({why})" for why in unmoved]
     return wrong, tried
+
+
+POLL_AFTER_A_LOSS = "invariant a-poll-after-a-loss-reads-each-device-by-its-id"
+
+
+def monitor_poll(subject: Subject, host: Host, devices: list[Device], healthy: FamilyInventory | None,
+                 fresh: FamilyInventory | None, stable: dict[str, dict[str, float]],
+                 lost: set[str]) -> tuple[list[HealthReport], list[str]]:
+    """Health and metrics asked with the devices discovered before ``lost`` were lost, as a health monitor polls
+    (its discovery answered before the card fell off), on ``host`` where they are gone: the health reports, and
+    how the poll reads a device not lost otherwise than ``fresh`` (a build of ``host``) and ``stable`` (the healthy
+    machine's readings) give it (``poll_after_loss_differences``). A hook that raises is asked again for each
+    device alone, to say which device it raises for and what it reads for the others (the reports returned stay
+    the whole call's)."""
+    whole: dict[str, list[Any]] = {}
+    answers: dict[str, list[Any]] = {}
+    raised: dict[str, list[str]] = {}
+    unanswered: set[str] = set()
+    for hook in (hookspec.HEALTH.name, hookspec.METRICS.name):
+        asked: list[Problem] = []
+        whole[hook] = list(subject.manager.answer(subject.name, hook, asked, host=host, devices=list(devices)) or [])
+        answers[hook] = whole[hook]
+        failed = [p.message for p in asked if p.code == "hook-raised"]
+        if not failed or healthy is None:
+            continue
+        raised[hook], answers[hook] = failed[:1], []
+        for device in devices:
+            alone: list[Problem] = []
+            answers[hook] += subject.manager.answer(subject.name, hook, alone, host=host, devices=[device]) or []
+            if why := [p.message for p in alone if p.code == "hook-raised"]:
+                unanswered.add(device.id)
+                raised[hook].append(f"asked for {device.id} (index {device.index}"
+                                    f"{', lost' if device.id in lost else ''}) alone, it {why[0]}")
+    if healthy is None:
+        return whole[hookspec.HEALTH.name], []
+    return whole[hookspec.HEALTH.name], poll_after_loss_differences(
+        healthy, fresh, stable, answers[hookspec.HEALTH.name], answers[hookspec.METRICS.name], lost, raised,
+        unanswered)
+
+
+def healthy_readings(subject: Subject, fx: Fixture, devices: list[Device]) -> dict[str, dict[str, float]]:
+    """The readings two polls of the healthy machine give alike, per device (``stable_readings``)."""
+    polls = [subject.manager.answer(subject.name, hookspec.METRICS, [], host=simulated_host(fx),
+                                    devices=list(devices)) or [] for _ in range(2)]
+    return stable_readings(*polls)
 
 
 @check("RAC211", scope="fixture")
