@@ -1641,6 +1641,7 @@ MUTANT_MODULES = (*IMPORT_DEFECT_MODULES, "rayaccel_testplugins.corpus_contract"
                   "rayaccel_testplugins.corpus_domain_fabrics", "rayaccel_testplugins.corpus_fabric_domains",
                   "rayaccel_testplugins.corpus_link_sized_domains",
                   "rayaccel_testplugins.corpus_stated_slices",
+                  "rayaccel_testplugins.corpus_high_water_marks",
                   "rayaccel_testplugins.corpus_instance_entries", "rayaccel_testplugins.corpus_untyped_hints",
                   "rayaccel_testplugins.corpus_live_labels", "rayaccel_testplugins.corpus_recounted_devices",
                   "rayaccel_testplugins.corpus_fabric_names", "rayaccel_testplugins.corpus_merged_profiles",

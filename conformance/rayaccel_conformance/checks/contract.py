@@ -167,12 +167,17 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     parts the machine states for it (one field per core, die or category: the Neuron driver's
     ``neuron_core<k>/stats/memory_usage/device_mem/<category>/total``), one core's or one category's alone, a part
     the share leaves out, moved alone at the host seam, must move the metric by that part (checks/summed_readings.py).
+    And a gauge is the reading now (``invariant a-gauge-is-no-high-water-mark``, checks/high_water_marks.py): every
+    reading of the device whose own name says a high-water mark (``peak``, ``highest``, ``hwm``, ``watermark``: the
+    Neuron driver's ``device_mem/<category>/peak`` beside ``total``) doubled at the host seam in one more build, memory
+    in use, utilization, power and temperature must stay as they were (a peak never drops once memory is freed).
     Fix: read every
     sample from the device's own entry at every poll, each from its own field, and convert it by its unit's factor
     alone; a range check includes its limits; keep a faulty device's metrics.
     """
     from rayaccel_conformance.checks.counted_errors import errors_counted_twice
     from rayaccel_conformance.checks.fault_readings import fault_moves_its_own_metric, fault_takes_only_its_readings
+    from rayaccel_conformance.checks.high_water_marks import high_water_findings
     from rayaccel_conformance.checks.readings import device_with_samples
     from rayaccel_conformance.checks.summed_readings import part_failures
 
@@ -191,6 +196,7 @@ def metrics_move_with_their_readings(subject: Subject, fixture: str | None) -> E
     wrong += fault_takes_only_its_readings(subject, fx, fam)
     wrong += errors_counted_twice(subject, fx, fam)
     wrong += part_failures(subject, fx, fam)
+    wrong += high_water_findings(subject, fx, fam)
     if wrong:
         unique = sorted(set(wrong), key=wrong.index)
         raise CheckFailed(unique[:6])
