@@ -73,37 +73,33 @@ def _memory_json_machine(plugin: str, machine: str, expect_peaks: bool) -> None:
     write_machine(plugin, machine, data)
 
 
-class _ToolMemory(Healthy):
-    """Memory in use summed over each card's cores in ``acme-smi memory --json`` (field ``FIELD``), the tool asked
-    once per poll; where it is not installed, the driver's file as the healthy plugin reads it; where it fails or
-    a card's record cannot be read, reported and the sample left out."""
-
-    FIELD = "used_mib"
-
-    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
-        samples = super().rayaccel_metrics(host, devices)
+def _with_tool_memory(samples: list[MetricSample], host: Host, devices: list[Device],
+                      field: str) -> list[MetricSample]:
+    """``samples`` with each card's memory in use summed over its cores' ``field`` in ``acme-smi memory --json``,
+    the tool asked once per poll; where it is not installed or has no memory command, the driver's files as the
+    healthy plugin reads them; where it fails or a card's record cannot be read, reported and the sample left out."""
+    try:
+        result = host.run(list(MEMORY_ARGV), timeout=2.0)
+    except CommandNotFound:
+        return samples  # no tool: the driver's files
+    except HostError as e:
+        report_problem("tool-failed", f"acme-smi memory --json: {e}; memory in use unknown")
+        return [s for s in samples if s.name != "memory_used"]
+    if result.returncode != 0:
+        return samples  # a tool without the memory command: the driver's files
+    try:
+        records = {str(r["uuid"]): r for r in json.loads(result.stdout)}
+    except (ValueError, KeyError, TypeError):
+        records = {}
+    kept = [s for s in samples if s.name != "memory_used"]
+    for device in devices:
         try:
-            result = host.run(list(MEMORY_ARGV), timeout=2.0)
-        except CommandNotFound:
-            return samples  # no tool: the driver's files
-        except HostError as e:
-            report_problem("tool-failed", f"acme-smi memory --json: {e}; memory in use unknown")
-            return [s for s in samples if s.name != "memory_used"]
-        if result.returncode != 0:
-            return samples  # a tool without the memory command: the driver's files
-        try:
-            records = {str(r["uuid"]): r for r in json.loads(result.stdout)}
+            used = sum(float(core[field]) for core in records[device.id]["cores"])
         except (ValueError, KeyError, TypeError):
-            records = {}
-        kept = [s for s in samples if s.name != "memory_used"]
-        for device in devices:
-            try:
-                used = sum(float(core[self.FIELD]) for core in records[device.id]["cores"])
-            except (ValueError, KeyError, TypeError):
-                report_problem("unreadable-attribute", f"acme-smi memory --json: no memory figure for {device.id}")
-                continue
-            kept.append(MetricSample(device=device.id, name="memory_used", unit="bytes", value=used * 2**20))
-        return kept
+            report_problem("unreadable-attribute", f"acme-smi memory --json: no memory figure for {device.id}")
+            continue
+        kept.append(MetricSample(device=device.id, name="memory_used", unit="bytes", value=used * 2**20))
+    return kept
 
 
 class UsedFromItsFile(Healthy):
@@ -132,7 +128,7 @@ class UsedFromPeakFile(Healthy):
         return _with_memory(super().samples(host, device), device, peak)
 
 
-class UsedFromToolRecord(_ToolMemory):
+class UsedFromToolRecord(Healthy):
     """Each core's ``used_mib`` summed (the right reader, not in the corpus)."""
 
     MACHINE = "acme-4-memory-json"
@@ -141,17 +137,23 @@ class UsedFromToolRecord(_ToolMemory):
         super().__init__(name)
         _memory_json_machine(name, self.MACHINE, expect_peaks=False)
 
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        return _with_tool_memory(super().rayaccel_metrics(host, devices), host, devices, "used_mib")
 
-class UsedFromCorePeaks(_ToolMemory):
+
+class UsedFromCorePeaks(Healthy):
     DEFECT = ("memory in use summed over each core's peak_mib in acme-smi memory --json, beside its used_mib: a "
               "card that freed memory on any core still counts its high-water mark")
     KILLED_BY = ("RAC223", "invariant a-gauge-is-no-high-water-mark")
     MACHINE = UsedFromToolRecord.MACHINE
-    FIELD = "peak_mib"  # the defect: the high-water mark
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         _memory_json_machine(name, self.MACHINE, expect_peaks=True)
+
+    def rayaccel_metrics(self, host: Host, devices: list[Device]) -> list[MetricSample]:
+        samples = super().rayaccel_metrics(host, devices)
+        return _with_tool_memory(samples, host, devices, "peak_mib")  # the defect: the high-water mark
 
 
 for _cls in (UsedFromPeakFile, UsedFromCorePeaks):
