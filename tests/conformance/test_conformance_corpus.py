@@ -128,44 +128,60 @@ def _state_of(value: object) -> bytes | str:
         return repr(value)
 
 
-def plugin_state(subject: Subject) -> list[tuple[str, bytes | str]]:
-    """Everything a mutant's hooks could keep between calls: the plugin object, its classes, the test plugins'
-    module globals (their caches, function defaults and closures), the problems it left with its manager and
-    the threads alive. Equal before and after a grading: the hooks answered as functions of their inputs."""
+State = list[tuple[str, bytes | str]]
+
+
+def shared_state() -> State:
+    """What any plugin's hooks could change in this process: the test plugins' module globals (their caches,
+    function defaults and closures) and the threads alive (the SDK's kept ones, waiting for the next bounded call,
+    are no one's: reuse_threads)."""
+    state: State = []
+    for module_name, module in sorted(sys.modules.items()):
+        if module_name.startswith("rayaccel_testplugins"):
+            state += [(f"{module_name}.{key}", _state_of(value)) for key, value in vars(module).items()
+                      if not key.startswith("__")]
+    kept = idle_thread_idents()
+    state.append(("threads", repr(sorted(t.ident or 0 for t in threading.enumerate() if t.ident not in kept))))
+    return state
+
+
+def plugin_state(subject: Subject, shared: State | None = None) -> State:
+    """Everything a mutant's hooks could keep between calls: the plugin object, its classes, the problems it left
+    with its manager, and ``shared`` (:func:`shared_state`, taken now where None). Equal before and after a
+    grading: the hooks answered as functions of their inputs."""
     plugin = corpus.PLUGINS[subject.name]
     state = [("instance", _state_of(vars(plugin)))]
     for cls in type(plugin).__mro__[:-1]:
         state += [(f"{cls.__qualname__}.{key}", _state_of(value)) for key, value in vars(cls).items()
                   if not key.startswith("__")]  # Python's own (pickle's __slotnames__, cached at a first copy)
-    for module_name, module in sorted(sys.modules.items()):
-        if module_name.startswith("rayaccel_testplugins"):
-            state += [(f"{module_name}.{key}", _state_of(value)) for key, value in vars(module).items()
-                      if not key.startswith("__")]
     state.append(("problems", repr([p for p in subject.manager.problems if p.plugin == subject.name])))
-    kept = idle_thread_idents()  # the SDK's threads waiting for the next bounded call: no one's (reuse_threads)
-    state.append(("threads", repr(sorted(t.ident or 0 for t in threading.enumerate() if t.ident not in kept))))
-    return state
+    return state + (shared_state() if shared is None else shared)
 
 
-def _killer_alone(subject: Subject) -> list[tuple[Any, ...]] | None:
+def _killer_alone(subject: Subject, shared: State | None = None) -> tuple[list[tuple[Any, ...]] | None, State]:
     """The declared killer alone, on every fixture; its outcomes, only if it failed the plugin naming the defect
-    and changed nothing the earlier checks could see (else None)."""
+    and changed nothing the earlier checks could see (else None), and the process's :func:`shared_state` after it.
+    ``shared``: that state as it is now (taken after the attempt before, where nothing ran since), else taken."""
     check_id, fragment = corpus.PLUGINS[subject.name].KILLED_BY  # type: ignore[misc]
-    before, seen = plugin_state(subject), len(subject.side_effects())
+    before, seen = plugin_state(subject, shared), len(subject.side_effects())
     run_on_every_fixture(subject, _CHECKS[check_id])
     named = any(fragment in line for line in failures(subject).get(check_id, []))
-    unchanged = len(subject.side_effects()) == seen and plugin_state(subject) == before
+    after = shared_state()
+    unchanged = len(subject.side_effects()) == seen and plugin_state(subject, after) == before
     return ([(o.check_id, o.fixture, o.outcome, o.evidence, o.duration_s) for o in subject.outcomes]
-            if named and unchanged else None)
+            if named and unchanged else None), after
 
 
 def _attempts(subjects: dict[str, Subject], asked: Any) -> None:
     """In a process forked for the attempts: each mutant named is graded by its declared killer alone, and its
     outcomes answered (None where not kept); after an attempt not kept the process may differ from the grader it
-    was forked from, so it ends there (the next attempt gets a fresh fork)."""
+    was forked from, so it ends there (the next attempt gets a fresh fork). The module globals and threads after
+    one attempt kept are those before the next (nothing runs between but this loop's reading of the pipe): taken
+    once, not twice (their pickles were a quarter of a grader's CPU)."""
     reuse_threads()  # as in the grader it was forked from (whose kept threads a fork does not inherit)
+    shared: State | None = None
     for name in iter(asked.recv, None):
-        rows = _killer_alone(subjects[name])
+        rows, shared = _killer_alone(subjects[name], shared)
         asked.send(rows)
         if rows is None:
             return
